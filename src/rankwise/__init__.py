@@ -1,0 +1,37 @@
+"""rankwise: how good is the retrieval stage of your RAG pipeline, and why.
+
+Example:
+    >>> import rankwise
+    >>> r = rankwise.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9, "d2": 0.1}}, ["ndcg@10", "P@1"])
+    >>> r.mean
+    {'ndcg@10': 1.0, 'precision@1': 1.0}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rankwise.data import Qrels, Run, load_qrels, load_run
+from rankwise.errors import InputError, RankwiseError
+from rankwise.metrics import EvalResult, evaluate
+
+__version__ = "0.1.0"
+
+__all__ = ["EvalResult", "InputError", "Qrels", "RankwiseError", "Run", "evaluate", "load_qrels", "load_run",
+           "__version__"]
+
+# Heavier entry points are imported on first use, so `import rankwise` stays light.
+_LAZY = {
+    "evaluate_rag": ("rankwise.rag", "evaluate_rag"),
+    "load_records": ("rankwise.rag", "load_records"),
+    "compare": ("rankwise.analysis.compare", "compare"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'rankwise' has no attribute {name!r}")

@@ -1,0 +1,85 @@
+"""Turn whatever the user hands us (object, dict, DataFrame, path) into a :class:`Run` or :class:`Qrels`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.data.frames import is_dataframe, qrels_from_frame, run_from_frame
+from rankwise.data.qrels import Qrels
+from rankwise.data.run import Run
+from rankwise.data.tabular import read_beir_qrels, read_delimited_run, read_jsonl_qrels, read_jsonl_run
+from rankwise.data.trec import read_trec_qrels, read_trec_run
+from rankwise.errors import InputError
+
+__all__ = ["load_run", "load_qrels", "RunLike", "QrelsLike"]
+
+RunLike = Run | Mapping | str | PathLike | Any
+QrelsLike = Qrels | Mapping | str | PathLike | Any
+
+
+def _sniff_header(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline().decode("utf-8", "replace").strip().lower()
+    except OSError:
+        return False
+    return any(h in first for h in ("query-id", "query_id", "qid\t", "qid,", "corpus-id", "doc_id"))
+
+
+def load_run(obj: RunLike, *, name: str | None = None) -> Run:
+    """A :class:`Run` from a Run, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame, or a file.
+
+    Files: TREC (default), ``.jsonl``, or CSV/TSV with a header.
+
+    Example:
+        >>> load_run({"q1": {"d1": 2.0, "d2": 1.0}}).ranking("q1")
+        ['d1', 'd2']
+    """
+    if isinstance(obj, Run):
+        return obj
+    if isinstance(obj, Mapping):
+        return Run.from_dict(obj, name=name or "run")
+    if is_dataframe(obj):
+        return run_from_frame(obj, name=name or "run")
+    if isinstance(obj, (str, PathLike)):
+        path = Path(obj)
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            run = read_jsonl_run(path)
+        elif suffix in (".csv", ".tsv") or _sniff_header(path):
+            run = read_delimited_run(path)
+        else:
+            run = read_trec_run(path)
+        if name:
+            object.__setattr__(run, "name", name)
+        return run
+    raise InputError(f"cannot read a run from {type(obj).__name__}; pass a Run, dict, DataFrame or path")
+
+
+def load_qrels(obj: QrelsLike) -> Qrels:
+    """A :class:`Qrels` from a Qrels, ``{qid: {doc: grade}}``, a DataFrame, or a file.
+
+    Files: TREC qrels (default), BEIR/CSV/TSV with a header, or ``.jsonl``.
+
+    Example:
+        >>> load_qrels({"q1": {"d1": 1}}).n_queries
+        1
+    """
+    if isinstance(obj, Qrels):
+        return obj
+    if isinstance(obj, Mapping):
+        return Qrels.from_dict(obj)
+    if is_dataframe(obj):
+        return qrels_from_frame(obj)
+    if isinstance(obj, (str, PathLike)):
+        path = Path(obj)
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            return read_jsonl_qrels(path)
+        if suffix in (".csv", ".tsv") or _sniff_header(path):
+            return read_beir_qrels(path)
+        return read_trec_qrels(path)
+    raise InputError(f"cannot read qrels from {type(obj).__name__}; pass a Qrels, dict, DataFrame or path")

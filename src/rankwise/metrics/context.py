@@ -1,0 +1,166 @@
+"""RAG context metrics (SPEC §3): rank-weighted and average context precision, set precision/recall.
+
+Two faces: plain functions over one verdict list (for notebooks and docs) and matrix versions used by
+the engine. Both share one implementation, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from rankwise.metrics.matrix import RelevanceMatrix
+
+__all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
+           "harmonic_mean", "wcp", "acp", "context_recall", "RAGAS_EPSILON"]
+
+RAGAS_EPSILON = 1e-10
+Decay = str | Callable[[int], float]
+
+
+def rank_weights(n: int, decay: Decay = "log") -> np.ndarray:
+    """Weights w(1..n): ``log`` = 1/log2(i+1), ``linear`` = 1/i, or any callable rank -> weight.
+
+    Example:
+        >>> rank_weights(3).round(4).tolist()
+        [1.0, 0.6309, 0.5]
+    """
+    ranks = np.arange(1, n + 1, dtype=np.float64)
+    if decay == "log":
+        return 1.0 / np.log2(ranks + 1)
+    if decay == "linear":
+        return 1.0 / ranks
+    if callable(decay):
+        return np.array([float(decay(int(r))) for r in ranks], dtype=np.float64)
+    raise ValueError(f"decay must be 'log', 'linear' or a callable, not {decay!r}")
+
+
+def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: str = "k") -> np.ndarray:
+    """Weighted context precision per query: sum w(i)·v_i / sum w(i) over the top K.
+
+    ``ideal="k"`` divides by the weights of all K positions; ``"attainable"`` by those of the first
+    min(K, R). Without k, K is the number of items retrieved for the query.
+    """
+    if ideal not in ("k", "attainable"):
+        raise ValueError(f"ideal must be 'k' or 'attainable', not {ideal!r}")
+    nq = len(m.query_ids)
+    K = np.full(nq, k, dtype=np.int64) if k is not None else m.lengths.astype(np.int64)
+    if ideal == "attainable":
+        K_den = np.minimum(K, m.n_relevant)
+    else:
+        K_den = K
+    width = int(max(K.max(initial=0), m.depth))
+    w = rank_weights(width, decay)
+    cum_w = np.concatenate([[0.0], np.cumsum(w)])
+    cols = min(m.depth, width)
+    rel = m.relevant[:, :cols]
+    in_k = np.arange(cols)[None, :] < K[:, None]
+    num = (np.where(rel & in_k, w[:cols], 0.0)).sum(axis=1)
+    den = cum_w[K_den]
+    out = np.zeros(nq)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def acp(m: RelevanceMatrix, k: int | None = None, ragas_compat: bool = False) -> np.ndarray:
+    """Average context precision per query: sum P@i·v_i / sum v_i over the top K (0 if no v_i = 1).
+
+    ``ragas_compat`` adds Ragas' 1e-10 to the denominator, so a perfect ranking scores 0.9999999999.
+    """
+    n = m.depth if k is None else min(k, m.depth)
+    rel = m.relevant[:, :n]
+    cum = np.cumsum(rel, axis=1)
+    prec = cum / np.arange(1, n + 1, dtype=np.float64)
+    num = np.where(rel, prec, 0.0).sum(axis=1)
+    den = rel.sum(axis=1).astype(np.float64)
+    if ragas_compat:
+        return num / (den + RAGAS_EPSILON)
+    out = np.zeros(len(num))
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def context_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Share of ground-truth items (passages) found in the top K."""
+    den = m.n_relevant.astype(np.float64)
+    out = np.zeros(len(den))
+    np.divide(m.at(m.cum_found(), k).astype(np.float64), den, out=out, where=den > 0)
+    return out
+
+
+def _one(verdicts: Sequence[int | bool], n_relevant: int | None = None) -> RelevanceMatrix:
+    v = [1 if int(x) >= 1 else 0 for x in verdicts]
+    return RelevanceMatrix.from_verdicts([v], n_relevant=None if n_relevant is None else [n_relevant])
+
+
+def weighted_context_precision(verdicts: Sequence[int | bool], k: int | None = None, decay: Decay = "log",
+                               ideal: str = "k", n_relevant: int | None = None) -> float:
+    """Rank-weighted share of the top K that is relevant (SPEC §3, ``wcp@K``).
+
+    Args:
+        verdicts: 0/1 per retrieved chunk, in rank order.
+        k: cutoff K; None = all given verdicts. Missing ranks count as non-relevant.
+        decay: ``"log"`` (1/log2(i+1)), ``"linear"`` (1/i) or a callable rank -> weight.
+        ideal: ``"k"`` (all K positions could be relevant) or ``"attainable"`` (only min(K, R)).
+        n_relevant: R for ``ideal="attainable"``; defaults to the number of 1s given.
+
+    Example:
+        >>> round(weighted_context_precision([1, 0, 1], k=3), 4)
+        0.7039
+        >>> round(weighted_context_precision([0, 1, 1], k=3, decay="linear"), 4)
+        0.4545
+    """
+    return float(wcp(_one(verdicts, n_relevant), k, decay, ideal)[0])
+
+
+def average_context_precision(verdicts: Sequence[int | bool], k: int | None = None,
+                              ragas_compat: bool = False) -> float:
+    """Mean of precision@i over the relevant ranks i <= K (Ragas/DeepEval "context precision").
+
+    Divides by relevant *retrieved*: one relevant chunk at rank 1 scores 1.0 however much was missed,
+    so pair it with a recall figure.
+
+    Example:
+        >>> round(average_context_precision([1, 0, 1]), 4)
+        0.8333
+        >>> average_context_precision([1], ragas_compat=True)
+        0.9999999999
+    """
+    return float(acp(_one(verdicts), k, ragas_compat)[0])
+
+
+def set_precision(retrieved: Iterable[str], gold: Iterable[str]) -> float | None:
+    """|retrieved ∩ gold| / |retrieved| over distinct ids; None when nothing was retrieved.
+
+    Example:
+        >>> set_precision(["d1", "d2", "d3", "d4"], ["d1", "d4", "d5", "d6"])
+        0.5
+    """
+    ret, gold_set = set(retrieved), set(gold)
+    return None if not ret else len(ret & gold_set) / len(ret)
+
+
+def set_recall(retrieved: Iterable[str], gold: Iterable[str]) -> float | None:
+    """|retrieved ∩ gold| / |gold| over distinct ids; None when there is no gold id.
+
+    Example:
+        >>> set_recall(["d1", "d2", "d3"], ["d1", "d4", "d5", "d6"])
+        0.25
+    """
+    ret, gold_set = set(retrieved), set(gold)
+    return None if not gold_set else len(ret & gold_set) / len(gold_set)
+
+
+def harmonic_mean(a, b):
+    """Elementwise 2ab/(a+b), 0 where both are 0 (the paired F1 summaries).
+
+    Example:
+        >>> float(harmonic_mean(0.5, 0.5))
+        0.5
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    out = np.zeros(np.broadcast(a, b).shape)
+    np.divide(2 * a * b, a + b, out=out, where=(a + b) > 0)
+    return out

@@ -1,0 +1,175 @@
+"""``evaluate``: qrels + run + metric names -> per-query values, means and a summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankwise.data.load import QrelsLike, RunLike, load_qrels, load_run
+from rankwise.errors import InputError
+from rankwise.metrics.matrix import RelevanceMatrix, join
+from rankwise.metrics.registry import Measure, parse_measures
+
+__all__ = ["evaluate", "evaluate_matrix", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
+
+DEFAULT_METRICS = (
+    [f"hit_rate@{k}" for k in (1, 3, 5, 10)]
+    + [f"precision@{k}" for k in (1, 3, 5, 10)]
+    + [f"recall@{k}" for k in (1, 3, 5, 10)]
+    + ["mrr", "ndcg@10", "map"]
+)
+
+
+def sequential_mean(values: np.ndarray) -> float:
+    """Sum in the given (query-id byte) order, left to right, divided by the count: trec_eval's digits."""
+    if len(values) == 0:
+        return 0.0
+    return float(np.add.accumulate(values)[-1] / len(values))
+
+
+class PerQuery(Mapping):
+    """Per-query values: a mapping ``qid -> {metric: value}`` that also converts to DataFrames.
+
+    Example:
+        >>> r = evaluate({"q1": {"a": 1}}, {"q1": {"a": 1.0}}, ["precision@1"])
+        >>> r.per_query["q1"]
+        {'precision@1': 1.0}
+    """
+
+    def __init__(self, query_ids: list[str], names: list[str], values: np.ndarray):
+        self.query_ids = query_ids
+        self.names = names
+        self.values = values
+        self._index = {q: i for i, q in enumerate(query_ids)}
+
+    def __getitem__(self, qid: str) -> dict[str, float]:
+        row = self.values[self._index[qid]]
+        return {n: (None if np.isnan(v) else float(v)) for n, v in zip(self.names, row.tolist())}
+
+    def __iter__(self):
+        return iter(self.query_ids)
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def column(self, name: str) -> np.ndarray:
+        """One metric's values over all queries, in query order."""
+        return self.values[:, self.names.index(name)]
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        return {q: self[q] for q in self.query_ids}
+
+    def _columns(self) -> dict:
+        cols = {"query_id": list(self.query_ids)}
+        for j, n in enumerate(self.names):
+            cols[n] = self.values[:, j]
+        return cols
+
+    def to_pandas(self):
+        """A pandas DataFrame with a ``query_id`` column and one column per metric."""
+        from rankwise.data.frames import to_frame
+
+        return to_frame(self._columns(), "pandas")
+
+    def to_polars(self):
+        """A polars DataFrame with a ``query_id`` column and one column per metric."""
+        from rankwise.data.frames import to_frame
+
+        return to_frame(self._columns(), "polars")
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` returns.
+
+    Attributes:
+        measures: the measures, in the order asked.
+        per_query: :class:`PerQuery` (mapping qid -> {metric: value}, ``.to_pandas()``, ``.to_polars()``).
+        mean: canonical name -> mean over evaluated queries (sum for count measures).
+        summary: queries evaluated / missing from run / ignored (absent from qrels), and per-metric
+            counts of undefined queries where a metric can be undefined.
+        run_name: name of the evaluated run.
+    """
+
+    measures: list[Measure]
+    per_query: PerQuery
+    mean: dict[str, float]
+    summary: dict
+    run_name: str = "run"
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.measures]
+
+    def to_json(self, *, per_query: bool = False) -> dict:
+        """``{"summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format json``."""
+        out = {"summary": self.summary, "mean": self.mean}
+        if per_query:
+            out["per_query"] = self.per_query.to_dict()
+        return out
+
+
+def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], summary: dict | None = None,
+                    run_name: str = "run") -> EvalResult:
+    """Compute measures over an already joined :class:`RelevanceMatrix`."""
+    parsed = parse_measures(measures)
+    values = np.empty((len(matrix.query_ids), len(parsed)), dtype=np.float64)
+    for j, measure in enumerate(parsed):
+        values[:, j] = measure(matrix)
+    mean: dict[str, float] = {}
+    undefined: dict[str, int] = {}
+    for j, measure in enumerate(parsed):
+        col = values[:, j]
+        nan = np.isnan(col)
+        if nan.any():
+            if not measure.metric.undefined_is_nan:
+                raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
+            undefined[measure.name] = int(nan.sum())
+            col = col[~nan]
+        if measure.metric.aggregate == "sum":
+            mean[measure.name] = float(np.add.accumulate(col)[-1]) if len(col) else 0.0
+        else:
+            mean[measure.name] = sequential_mean(col)
+    summary = dict(summary or {"evaluated": len(matrix.query_ids)})
+    if undefined:
+        summary["undefined"] = undefined
+    return EvalResult(parsed, PerQuery(matrix.query_ids, [m.name for m in parsed], values), mean, summary,
+                      run_name)
+
+
+def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | str | None = None, *,
+             relevance_level: int = 1, missing: str = "zero") -> EvalResult:
+    """Evaluate a run against qrels.
+
+    Args:
+        qrels: :class:`~rankwise.data.Qrels`, ``{qid: {doc: grade}}``, a DataFrame or a path.
+        run: :class:`~rankwise.data.Run`, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame or
+            a path.
+        metrics: metric names (``"ndcg@10"``, ``"P_5"``, ...); default :data:`DEFAULT_METRICS`.
+        relevance_level: grade from which a judgement counts as relevant.
+        missing: ``"zero"`` scores qrels queries absent from the run as 0 (trec_eval ``-c``); ``"skip"``
+            evaluates only queries in both (trec_eval default, pytrec_eval).
+
+    Example:
+        >>> qrels = {"q1": {"a": 1, "b": 0, "c": 2, "d": 1}}
+        >>> run = {"q1": {"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}}
+        >>> r = evaluate(qrels, run, ["P@3", "map", "ndcg@3"])
+        >>> {k: round(v, 4) for k, v in r.mean.items()}
+        {'precision@3': 0.3333, 'map': 0.2778, 'ndcg@3': 0.1597}
+    """
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    measures = parse_measures(metrics or DEFAULT_METRICS)
+    if missing not in ("zero", "skip"):
+        raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
+    q = load_qrels(qrels)
+    r = load_run(run)
+    matrix, summary = join(q, r, relevance_level=relevance_level, missing=missing)
+    if not matrix.query_ids:
+        raise InputError(
+            "no query to evaluate: the run and the qrels share no query id"
+            if missing == "skip" else "the qrels hold no query", field="query_id",
+        )
+    return evaluate_matrix(matrix, measures, summary, r.name)

@@ -1,0 +1,138 @@
+"""Ranked-retrieval metrics as vector expressions over a :class:`RelevanceMatrix`.
+
+Each function takes the matrix and a cutoff ``k`` (None = the whole ranking) and returns one value per
+query. Definitions follow trec_eval (see SPEC §2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankwise.metrics.matrix import RelevanceMatrix
+
+__all__ = ["hit_rate", "precision", "recall", "f1", "mrr", "average_precision", "r_precision", "ndcg",
+           "bpref", "num_ret", "num_rel", "num_rel_ret", "num_q"]
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast(num, den).shape, dtype=np.float64)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _cols(m: RelevanceMatrix, k: int | None) -> int:
+    return m.depth if k is None else min(k, m.depth)
+
+
+def hit_rate(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """1 if a relevant item is within the top k, else 0 (trec_eval ``success_k``)."""
+    return (m.at(m.cum_relevant(), k) > 0).astype(np.float64)
+
+
+def precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Relevant items in the top k divided by k; without k, by the number retrieved."""
+    hits = m.at(m.cum_relevant(), k)
+    return _safe_div(hits, m.lengths if k is None else np.full(len(hits), k))
+
+
+def recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Gold items found in the top k divided by R (0 when R = 0)."""
+    return _safe_div(m.at(m.cum_found(), k), m.n_relevant)
+
+
+def f1(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Harmonic mean of precision@k and recall@k (0 when both are 0)."""
+    p, r = precision(m, k), recall(m, k)
+    return _safe_div(2 * p * r, p + r)
+
+
+def first_relevant_rank(m: RelevanceMatrix) -> np.ndarray:
+    """1-based rank of the first relevant item per query; 0 where there is none."""
+    rel = m.relevant
+    if rel.shape[1] == 0:
+        return np.zeros(rel.shape[0], dtype=np.int64)
+    first = rel.argmax(axis=1) + 1
+    return np.where(rel.any(axis=1), first, 0)
+
+
+def mrr(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """1 / rank of the first relevant item (0 if none, or if it ranks below k)."""
+    rank = first_relevant_rank(m)
+    if k is not None:
+        rank = np.where(rank <= k, rank, 0)
+    return _safe_div(np.ones(len(rank)), rank)
+
+
+def average_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Sum of precision@i over relevant ranks i <= k, divided by R (trec_eval ``map`` / ``map_cut_k``)."""
+    n = _cols(m, k)
+    rel = m.relevant[:, :n]
+    prec_at_i = m.cum_relevant()[:, :n] / np.arange(1, n + 1, dtype=np.float64)
+    return _safe_div(np.where(rel, prec_at_i, 0.0).sum(axis=1), m.n_relevant)
+
+
+def r_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Relevant items in the top R, divided by R."""
+    cum = m.cum_relevant()
+    if cum.shape[1] == 0:
+        return np.zeros(cum.shape[0])
+    col = np.clip(np.minimum(m.n_relevant, cum.shape[1]) - 1, 0, None)
+    hits = np.where(m.n_relevant > 0, np.take_along_axis(cum, col[:, None], axis=1)[:, 0], 0)
+    return _safe_div(hits, m.n_relevant)
+
+
+def _discounts(n: int) -> np.ndarray:
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndarray:
+    """DCG@k / ideal DCG@k with gain = grade (``raw``, trec_eval) or 2^grade - 1 (``exp``).
+
+    The ideal ranking uses every positive grade of the query's qrels, whatever the relevance level.
+    """
+    n = _cols(m, k)
+    g = np.where(m.judged[:, :n] & (m.grades[:, :n] > 0), m.grades[:, :n], 0).astype(np.float64)
+    ig = m.ideal_gains[:, : (m.ideal_gains.shape[1] if k is None else min(k, m.ideal_gains.shape[1]))]
+    ig = ig.astype(np.float64)
+    if gain == "exp":
+        g, ig = np.exp2(g) - 1, np.exp2(ig) - 1
+    elif gain != "raw":
+        raise ValueError(f"gain must be 'raw' or 'exp', not {gain!r}")
+    dcg = (g * _discounts(n)).sum(axis=1)
+    idcg = (ig * _discounts(ig.shape[1])).sum(axis=1)
+    return _safe_div(dcg, idcg)
+
+
+def bpref(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """trec_eval's bpref: relevant items ranked above judged non-relevant ones; unjudged are skipped."""
+    n = _cols(m, k)
+    rel = m.relevant[:, :n]
+    nonrel = m.judged[:, :n] & ~rel
+    nonrel_above = np.cumsum(nonrel, axis=1)
+    R = m.n_relevant[:, None].astype(np.float64)
+    denom = np.minimum(m.n_judged_nonrelevant[:, None], m.n_relevant[:, None]).astype(np.float64)
+    penalty = _safe_div(np.minimum(nonrel_above, R), np.broadcast_to(denom, nonrel_above.shape))
+    contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
+    return _safe_div(np.where(rel, contrib, 0.0).sum(axis=1), m.n_relevant)
+
+
+def num_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Items retrieved (trec_eval ``num_ret``)."""
+    return (m.lengths if k is None else np.minimum(m.lengths, k)).astype(np.float64)
+
+
+def num_rel(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Relevant judgements in the qrels, R (trec_eval ``num_rel``)."""
+    return m.n_relevant.astype(np.float64)
+
+
+def num_rel_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Relevant items retrieved (trec_eval ``num_rel_ret``)."""
+    return m.at(m.cum_relevant(), k).astype(np.float64)
+
+
+def num_q(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """1 per evaluated query; summed, the number of queries (trec_eval ``num_q``)."""
+    return np.ones(len(m.query_ids))

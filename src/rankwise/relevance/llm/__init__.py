@@ -1,0 +1,1 @@
+"""LLM judge: client, prompts, cache."""

@@ -1,0 +1,1 @@
+"""Reports: terminal tables, JSON/CSV/TREC text, markdown and HTML."""

@@ -1,0 +1,57 @@
+"""Plain-text renderings of an :class:`EvalResult`: JSON, CSV and trec_eval's layout."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rankwise.metrics.evaluate import EvalResult
+
+__all__ = ["to_json", "to_csv", "to_trec"]
+
+
+def to_json(result: EvalResult, *, per_query: bool = False, indent: int | None = 2) -> str:
+    """``{"summary": ..., "mean": {name: value}, "per_query": {qid: {name: value}}}``."""
+    return json.dumps(result.to_json(per_query=per_query), indent=indent)
+
+
+def to_csv(result: EvalResult, *, per_query: bool = False) -> str:
+    """Long format: ``query_id,metric,value`` (``all`` for means)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["query_id", "metric", "value"])
+    if per_query:
+        for qid in result.per_query:
+            for name, value in result.per_query[qid].items():
+                w.writerow([qid, name, "" if value is None else repr(value)])
+    for name, value in result.mean.items():
+        w.writerow(["all", name, repr(value)])
+    return buf.getvalue()
+
+
+def _trec_value(measure, value: float) -> str:
+    if measure.metric.aggregate == "sum":
+        return str(int(round(value)))
+    return f"{value:6.4f}"
+
+
+def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
+    """trec_eval's layout: ``%-22s\\t%s\\t%6.4f`` per line, per-query blocks first, ``all`` last.
+
+    Measures trec_eval has no name for keep rankwise's canonical name.
+    """
+    lines = []
+    names = [(m, m.trec_name or m.name) for m in result.measures]
+    if per_query:
+        for qid in result.per_query:
+            row = result.per_query[qid]
+            for m, tname in names:
+                if m.metric.name == "num_q":
+                    continue
+                v = row[m.name]
+                lines.append(f"{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v)}")
+    lines.append(f"{'runid':<22s}\tall\t{result.run_name}")
+    for m, tname in names:
+        lines.append(f"{tname:<22s}\tall\t{_trec_value(m, result.mean[m.name])}")
+    return "\n".join(lines) + "\n"
