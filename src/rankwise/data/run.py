@@ -109,6 +109,9 @@ class Run:
     def from_dict(cls, data: Mapping[str, Mapping[str, float] | Sequence[str]], *, name: str = "run") -> Run:
         """Build from ``{qid: {doc: score}}`` (scored) or ``{qid: [doc, ...]}`` (ordered).
 
+        A query mapped to an empty ranking is kept: it was run and retrieved nothing (``num_ret`` 0),
+        which is not the same as a query missing from the run.
+
         Example:
             >>> Run.from_dict({"q1": ["c3", "c1"]}).kind
             'ordered'
@@ -117,7 +120,13 @@ class Run:
         docs: list[str] = []
         scores: list[float] = []
         kinds = set()
+        empty: list[str] = []
+        empty_kinds = set()
         for qid, items in data.items():
+            if len(items) == 0:
+                empty.append(str(qid))
+                empty_kinds.add("scored" if isinstance(items, Mapping) else "ordered")
+                continue
             if isinstance(items, Mapping):
                 kinds.add("scored")
                 qids.extend([str(qid)] * len(items))
@@ -130,15 +139,28 @@ class Run:
                 docs.extend(map(str, items))
         if len(kinds) > 1:
             raise InputError("mixes scored ({doc: score}) and ordered ([doc, ...]) queries", source="<dict>")
-        kind = kinds.pop() if kinds else "scored"
+        kind = kinds.pop() if kinds else ("ordered" if empty_kinds == {"ordered"} else "scored")
         try:
             score_arr = np.asarray(scores, dtype=np.float64) if kind == "scored" else None
         except (TypeError, ValueError) as exc:
             raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
-        return cls.from_columns(
+        run = cls.from_columns(
             pa.array(qids, pa.string()), pa.array(docs, pa.string()), score_arr, kind=kind, name=name,
             source="<dict>",
         )
+        return run._with_queries(empty) if empty else run
+
+    def _with_queries(self, query_ids: list[str]) -> Run:
+        """The same run where ``query_ids`` also appear (with an empty ranking if they were absent)."""
+        queries = sorted(set(self.queries).union(query_ids))  # code-point order == UTF-8 byte order
+        if len(queries) == self.n_queries:
+            return self
+        position = {q: i for i, q in enumerate(queries)}
+        counts = np.zeros(len(queries), dtype=np.int64)
+        counts[[position[q] for q in self.queries]] = np.diff(self.offsets)
+        offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return Run(queries, offsets, self.doc_ids, self.scores, self.kind, self.name)
 
     # ----------------------------------------------------------------- access
     def __len__(self) -> int:

@@ -46,16 +46,18 @@ def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: s
         raise ValueError(f"ideal must be 'k' or 'attainable', not {ideal!r}")
     nq = len(m.query_ids)
     K = np.full(nq, k, dtype=np.int64) if k is not None else m.lengths.astype(np.int64)
-    if ideal == "attainable":
-        K_den = np.minimum(K, m.n_relevant)
-    else:
-        K_den = K
     width = int(max(K.max(initial=0), m.depth))
     w = rank_weights(width, decay)
     cum_w = np.concatenate([[0.0], np.cumsum(w)])
     cols = min(m.depth, width)
     rel = m.relevant[:, :cols]
     in_k = np.arange(cols)[None, :] < K[:, None]
+    if ideal == "attainable":
+        # min(K, R); with text ground truth several chunks can match one passage, so never fewer
+        # positions than relevant chunks in the top K (keeps the score <= 1).
+        K_den = np.minimum(K, np.maximum(m.n_relevant, (rel & in_k).sum(axis=1)))
+    else:
+        K_den = K
     num = (np.where(rel & in_k, w[:cols], 0.0)).sum(axis=1)
     den = cum_w[K_den]
     out = np.zeros(nq)
@@ -72,7 +74,9 @@ def acp(m: RelevanceMatrix, k: int | None = None, ragas_compat: bool = False) ->
     rel = m.relevant[:, :n]
     cum = np.cumsum(rel, axis=1)
     prec = cum / np.arange(1, n + 1, dtype=np.float64)
-    num = np.where(rel, prec, 0.0).sum(axis=1)
+    terms = np.where(rel, prec, 0.0)
+    # left-to-right sum (not numpy's pairwise one), as Ragas' Python sum: the same digits
+    num = np.add.accumulate(terms, axis=1)[:, -1] if n else np.zeros(len(terms))
     den = rel.sum(axis=1).astype(np.float64)
     if ragas_compat:
         return num / (den + RAGAS_EPSILON)

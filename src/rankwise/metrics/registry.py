@@ -167,7 +167,7 @@ for _m in _DEFS:
         _LOOKUP[_n.lower()] = _m
 
 _PARAM_VALUES = {"decay": ("log", "linear"), "ideal": ("k", "attainable"), "ragas_compat": (False, True)}
-_NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z_]*?)(?:\((?P<params>[^)]*)\))?"
+_NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>[^)]*)\))?"
                       r"(?:(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
 
 

@@ -25,7 +25,7 @@ def summary_line(summary: dict) -> str:
 
 def eval_table(result: EvalResult, *, per_query: bool = False, digits: int = 4) -> Table:
     """Means (and optionally per-query rows) as a rich Table."""
-    table = Table(title=f"rankwise: {result.run_name}", caption=summary_line(result.summary))
+    table = Table(title=f"rankwise: {result.run_name}")
     table.add_column("query" if per_query else "metric", style="bold")
     if per_query:
         for name in result.names:
@@ -48,4 +48,6 @@ def _fmt(result: EvalResult, name: str, digits: int) -> str:
 
 
 def print_eval(result: EvalResult, *, per_query: bool = False, console: Console | None = None) -> None:
-    (console or Console()).print(eval_table(result, per_query=per_query))
+    console = console or Console()
+    console.print(eval_table(result, per_query=per_query))
+    console.print(summary_line(result.summary), style="dim")

@@ -1,1 +1,32 @@
-"""LLM judge: client, prompts, cache."""
+"""LLM relevance judge over any OpenAI-compatible Chat Completions endpoint (SPEC §4.4).
+
+Modules: ``prompts`` (versioned templates), ``client`` (async calls: concurrency, rate limit, timeout,
+retries), ``parse`` (tolerant JSON, refusals), ``cache`` (SQLite verdict store), ``cost`` (tokens and
+prices), ``judge`` (the run: cache lookups, per-chunk or batch calls, verdicts into records).
+
+Example::
+
+    from rankwise.relevance.llm import judge_records
+    summary = judge_records(records, model="qwen2.5:7b", base_url="http://localhost:11434/v1")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["judge_records", "Judge", "JudgeCase", "JudgeSettings", "CallPolicy", "Endpoint", "VerdictCache",
+           "Prices", "load_prompt", "resolve_endpoint"]
+
+_LAZY = {
+    "judge_records": "judge", "Judge": "judge", "JudgeCase": "judge", "JudgeSettings": "judge",
+    "CallPolicy": "client", "Endpoint": "client", "resolve_endpoint": "client", "VerdictCache": "cache",
+    "Prices": "cost", "load_prompt": "prompts",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"rankwise.relevance.llm.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'rankwise.relevance.llm' has no attribute {name!r}")

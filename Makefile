@@ -1,0 +1,19 @@
+# rankwise: the two commands of the quick start, and a few more.
+.PHONY: setup demo test lint bench
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	.venv/bin/rankwise demo
+
+test:
+	@scripts/setup.sh --test
+	.venv/bin/python -m pytest -q
+	.venv/bin/ruff check src tests benchmarks
+
+lint: setup
+	.venv/bin/ruff check src tests benchmarks
+
+bench: setup
+	.venv/bin/python benchmarks/metrics_vs_peers.py

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up rankwise's development environment in ./.venv (idempotent; re-runs only what changed).
+#   scripts/setup.sh          Python environment with every extra (what `make demo` needs)
+#   scripts/setup.sh --test   ... plus the headless Chromium the HTML-report tests drive
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+STAMP=$VENV/.rankwise-installed
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
+  echo "setup: installing Python dependencies (first run takes a few minutes)"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  # PyTorch CPU, pinned exactly: a looser pin pulls a multi-GB CUDA build.
+  "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+  "$VENV/bin/python" -m pip install --quiet -e ".[all,dev]"
+  echo "$want" > "$STAMP"
+fi
+
+if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's chromium for the HTML report tests"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: chromium not found; install it (e.g. 'sudo apt-get install chromium') for the browser tests" >&2
+  fi
+fi

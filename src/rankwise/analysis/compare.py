@@ -1,0 +1,578 @@
+"""Compare systems query by query: means, deltas, paired tests, intervals, corrections, effect sizes.
+
+``compare`` evaluates every run on the same qrels and compares each system with a baseline, metric by
+metric, on the paired per-query values. ``compare_records`` does the same over per-case RAG records
+(scores under one verdict source), cases matched by id. Both end in :func:`compare_per_query`, which
+takes per-query value arrays from anywhere.
+
+Example:
+    >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    >>> base = {"q1": ["x", "a"], "q2": ["x", "b"], "q3": ["x", "c"]}
+    >>> cand = {"q1": ["a", "x"], "q2": ["b", "x"], "q3": ["c", "x"]}
+    >>> r = compare(qrels, [base, cand], ["mrr"], names=["base", "cand"])
+    >>> c = r.comparison("cand", "mrr")
+    >>> (c.baseline_mean, c.mean, c.delta, c.wins, c.p_value)
+    (0.5, 1.0, 0.5, 3, 0.25)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankwise.analysis.significance import (
+    CORRECTIONS,
+    TESTS,
+    bootstrap_ci,
+    cohens_d,
+    correct_pvalues,
+    paired_test,
+    win_tie_loss,
+)
+from rankwise.errors import InputError
+
+__all__ = ["compare", "compare_per_query", "compare_records", "ComparisonResult", "PairedComparison",
+           "DEFAULT_COMPARE_METRICS", "system_names", "record_scores", "load_record_sets"]
+
+DEFAULT_COMPARE_METRICS = ("ndcg@10", "map", "mrr", "precision@10", "recall@100")
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """One system against the baseline on one metric.
+
+    Attributes:
+        metric, system, baseline: what is compared.
+        mean, baseline_mean: means over the paired queries.
+        delta: ``mean - baseline_mean``.
+        ci_low, ci_high: bootstrap interval of the mean paired difference.
+        p_values: raw p-value of every test run (test name -> p).
+        p_value: raw p-value of the primary test; ``p_adjusted`` after the correction.
+        significant: ``p_adjusted < alpha``.
+        effect_size: Cohen's d of the paired differences (None when undefined).
+        wins, ties, losses: queries where the system beats, equals, trails the baseline.
+        n: paired queries used (queries where a metric is undefined for either system are left out).
+    """
+
+    metric: str
+    system: str
+    baseline: str
+    mean: float
+    baseline_mean: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_values: dict[str, float]
+    p_value: float
+    p_adjusted: float
+    significant: bool
+    effect_size: float | None
+    wins: int
+    ties: int
+    losses: int
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric, "system": self.system, "baseline": self.baseline,
+            "mean": self.mean, "baseline_mean": self.baseline_mean, "delta": self.delta,
+            "ci_low": _num(self.ci_low), "ci_high": _num(self.ci_high),
+            "p_value": _num(self.p_value), "p_adjusted": _num(self.p_adjusted),
+            "p_values": {k: _num(v) for k, v in self.p_values.items()},
+            "significant": self.significant, "effect_size": _num(self.effect_size),
+            "wins": self.wins, "ties": self.ties, "losses": self.losses, "n": self.n,
+        }
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+@dataclass
+class ComparisonResult:
+    """What :func:`compare` returns.
+
+    Attributes:
+        systems: system names, in input order; ``baseline`` is one of them.
+        metrics: canonical metric names.
+        query_ids: the paired queries (or case ids), in order.
+        values: system -> array (queries x metrics) of per-query values (NaN = undefined).
+        means: system -> metric -> mean over the queries where the metric is defined.
+        comparisons: one :class:`PairedComparison` per non-baseline system and metric.
+        settings: test(s), permutations, seed, correction, alpha, resamples, confidence.
+        summary: how many queries were compared and why any were left out, per system.
+    """
+
+    systems: list[str]
+    baseline: str
+    metrics: list[str]
+    query_ids: list[str]
+    values: dict[str, np.ndarray]
+    means: dict[str, dict[str, float]]
+    comparisons: list[PairedComparison]
+    settings: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def test(self) -> str:
+        """The primary test (its p-values are corrected and decide significance)."""
+        return self.settings["tests"][0]
+
+    @property
+    def candidates(self) -> list[str]:
+        return [s for s in self.systems if s != self.baseline]
+
+    def comparison(self, system: str, metric: str) -> PairedComparison:
+        """The comparison of ``system`` with the baseline on ``metric`` (canonical or alias name)."""
+        metric = _metric_key(metric, self.metrics)
+        for c in self.comparisons:
+            if c.system == system and c.metric == metric:
+                return c
+        raise KeyError(f"no comparison for system {system!r} and metric {metric!r}")
+
+    def per_query(self, system: str, metric: str) -> np.ndarray:
+        """``system``'s per-query values of ``metric``, in :attr:`query_ids` order."""
+        return self.values[system][:, self.metrics.index(_metric_key(metric, self.metrics))]
+
+    def deltas(self, system: str, metric: str) -> np.ndarray:
+        """Per-query ``system - baseline`` (NaN where either is undefined)."""
+        return self.per_query(system, metric) - self.per_query(self.baseline, metric)
+
+    def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict (NaN written as null); ``per_query`` adds every system's values."""
+        out: dict[str, Any] = {
+            "systems": self.systems, "baseline": self.baseline, "metrics": self.metrics,
+            "queries": len(self.query_ids), "settings": self.settings, "summary": self.summary,
+            "means": self.means, "comparisons": [c.to_dict() for c in self.comparisons],
+        }
+        if per_query:
+            out["per_query"] = {
+                s: {q: {m: _num(float(v)) for m, v in zip(self.metrics, row, strict=True)}
+                    for q, row in zip(self.query_ids, self.values[s].tolist(), strict=True)}
+                for s in self.systems
+            }
+        return out
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Flat rows, one per (metric, system), baseline first: for CSV and tables."""
+        out = []
+        for metric in self.metrics:
+            for system in self.systems:
+                row: dict[str, Any] = {"metric": metric, "system": system,
+                                       "mean": self.means[system][metric], "baseline": system == self.baseline}
+                if system != self.baseline:
+                    c = self.comparison(system, metric).to_dict()
+                    for key in ("delta", "ci_low", "ci_high", "p_value", "p_adjusted", "significant",
+                                "effect_size", "wins", "ties", "losses", "n"):
+                        row[key] = c[key]
+                    for test, p in c["p_values"].items():
+                        row[f"p_{test}"] = p
+                out.append(row)
+        return out
+
+
+def _metric_key(metric: str, known: list[str]) -> str:
+    if metric in known:
+        return metric
+    from rankwise.metrics.registry import parse_measure
+
+    try:
+        name = parse_measure(metric).name
+    except InputError:
+        raise KeyError(f"unknown metric {metric!r}") from None
+    if name not in known:
+        raise KeyError(f"metric {metric!r} was not compared (compared: {', '.join(known)})")
+    return name
+
+
+def _check_settings(tests: Sequence[str], correction: str, alpha: float, permutations: int,
+                    resamples: int, confidence: float) -> None:
+    for t in tests:
+        if t not in TESTS:
+            raise InputError(f"unknown test {t!r}; choose from {', '.join(TESTS)}", field="test")
+    if correction not in CORRECTIONS:
+        raise InputError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}",
+                         field="correction")
+    if not 0.0 < alpha < 1.0:
+        raise InputError(f"alpha must be between 0 and 1, not {alpha}", field="alpha")
+    if permutations < 1:
+        raise InputError("permutations must be at least 1", field="permutations")
+    if resamples < 1:
+        raise InputError("resamples must be at least 1", field="resamples")
+    if not 0.0 < confidence < 1.0:
+        raise InputError(f"confidence must be between 0 and 1, not {confidence}", field="confidence")
+
+
+def _as_tests(test: str | Sequence[str]) -> list[str]:
+    tests = [test] if isinstance(test, str) else list(test)
+    if not tests:
+        raise InputError("at least one test is needed", field="test")
+    out: list[str] = []
+    for t in tests:
+        t = {"student": "t", "ttest": "t", "t-test": "t", "fisher": "randomization",
+             "permutation": "randomization"}.get(t, t)
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def _mean(col: np.ndarray) -> float:
+    from rankwise.metrics.evaluate import sequential_mean
+
+    return sequential_mean(col[~np.isnan(col)])
+
+
+def compare_per_query(
+    values: Mapping[str, np.ndarray],
+    query_ids: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    baseline: int | str = 0,
+    test: str | Sequence[str] = "randomization",
+    permutations: int = 10_000,
+    seed: int | None = 42,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+    summary: dict | None = None,
+) -> ComparisonResult:
+    """Compare systems given their per-query values (system -> array queries x metrics, same rows).
+
+    Every non-baseline system is compared with the baseline on every metric; the primary test's
+    p-values (the first of ``test``) are corrected together across systems x metrics.
+
+    Example:
+        >>> import numpy as np
+        >>> r = compare_per_query({"a": np.array([[0.1], [0.2]]), "b": np.array([[0.3], [0.2]])},
+        ...                       ["q1", "q2"], ["score"], test="t", correction="none")
+        >>> round(r.comparison("b", "score").delta, 4)
+        0.1
+    """
+    tests = _as_tests(test)
+    _check_settings(tests, correction, alpha, permutations, resamples, confidence)
+    systems = list(values)
+    if len(systems) < 2:
+        raise InputError("a comparison needs at least two systems", field="runs")
+    query_ids = list(query_ids)
+    metrics = list(metrics)
+    arrays: dict[str, np.ndarray] = {}
+    for s in systems:
+        a = np.asarray(values[s], dtype=np.float64)
+        if a.shape != (len(query_ids), len(metrics)):
+            raise InputError(f"system {s!r}: values have shape {a.shape}, expected "
+                             f"({len(query_ids)}, {len(metrics)})", field="values")
+        arrays[s] = a
+    base = _baseline_name(baseline, systems)
+    means = {s: {m: _mean(arrays[s][:, j]) for j, m in enumerate(metrics)} for s in systems}
+
+    raw: list[dict[str, Any]] = []
+    for s in systems:
+        if s == base:
+            continue
+        for j, m in enumerate(metrics):
+            a, b = arrays[s][:, j], arrays[base][:, j]
+            ok = ~(np.isnan(a) | np.isnan(b))
+            d = a[ok] - b[ok]
+            p_values = {t: paired_test(d, t, permutations=permutations, seed=seed) for t in tests}
+            lo, hi = bootstrap_ci(d, resamples=resamples, confidence=confidence, seed=seed)
+            w, t_, lss = win_tie_loss(d)
+            mean_s, mean_b = _mean(a[ok]), _mean(b[ok])
+            raw.append(dict(metric=m, system=s, baseline=base, mean=mean_s, baseline_mean=mean_b,
+                            delta=mean_s - mean_b, ci_low=lo, ci_high=hi, p_values=p_values,
+                            p_value=p_values[tests[0]], effect_size=cohens_d(d), wins=w, ties=t_,
+                            losses=lss, n=int(ok.sum())))
+    adjusted = correct_pvalues([r["p_value"] for r in raw], correction)
+    comparisons = [
+        PairedComparison(**r, p_adjusted=p, significant=bool(not math.isnan(p) and p < alpha))
+        for r, p in zip(raw, adjusted, strict=True)
+    ]
+    settings = {"tests": tests, "permutations": permutations, "seed": seed, "correction": correction,
+                "alpha": alpha, "resamples": resamples, "confidence": confidence,
+                "comparisons": sum(1 for r in raw if not math.isnan(r["p_value"]))}
+    return ComparisonResult(systems, base, metrics, query_ids, arrays, means, comparisons, settings,
+                            dict(summary or {"queries": len(query_ids)}))
+
+
+def _baseline_name(baseline: int | str, systems: list[str]) -> str:
+    if isinstance(baseline, str) and baseline in systems:
+        return baseline
+    try:
+        i = int(baseline)
+    except (TypeError, ValueError):
+        raise InputError(f"baseline {baseline!r} is neither a system name nor an index "
+                         f"(systems: {', '.join(systems)})", field="baseline") from None
+    if not -len(systems) <= i < len(systems):
+        raise InputError(f"baseline index {i} out of range for {len(systems)} systems", field="baseline")
+    return systems[i]
+
+
+def system_names(inputs: Sequence[Any], names: Sequence[str] | None = None) -> list[str]:
+    """Names for systems: ``names`` if given, else file stems / Run names / ``run1``..., made unique.
+
+    Example:
+        >>> system_names(["runs/bm25.trec", "other/bm25.trec", {"q": ["d"]}])
+        ['bm25', 'bm25#2', 'run3']
+    """
+    if names:
+        names = [str(n) for n in names]
+        if len(names) != len(inputs):
+            raise InputError(f"{len(names)} names for {len(inputs)} systems", field="name")
+        if len(set(names)) != len(names):
+            raise InputError(f"system names must be unique: {', '.join(names)}", field="name")
+        return names
+    out: list[str] = []
+    for i, obj in enumerate(inputs):
+        if isinstance(obj, (str, PathLike)):
+            name = Path(obj).name
+            for suffix in (".gz", ".jsonl", ".json", ".trec", ".run", ".tsv", ".csv", ".txt"):
+                if name.endswith(suffix) and len(name) > len(suffix):
+                    name = name[: -len(suffix)]
+        else:
+            name = getattr(obj, "name", None) or ""
+            if name == "run":
+                name = ""
+        name = name or f"run{i + 1}"
+        unique, k = name, 2
+        while unique in out:
+            unique, k = f"{name}#{k}", k + 1
+        out.append(unique)
+    return out
+
+
+def compare(
+    qrels: Any,
+    runs: Sequence[Any],
+    metrics: Iterable[str] | str | None = None,
+    *,
+    baseline: int | str = 0,
+    names: Sequence[str] | None = None,
+    test: str | Sequence[str] = "randomization",
+    permutations: int = 10_000,
+    seed: int | None = 42,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+    relevance_level: int = 1,
+    missing: str = "zero",
+) -> ComparisonResult:
+    """Evaluate runs on the same qrels and compare each with the baseline, query by query.
+
+    Args:
+        qrels: qrels (object, dict, DataFrame or path).
+        runs: two or more runs (objects, dicts, DataFrames or paths).
+        metrics: metric names; default :data:`DEFAULT_COMPARE_METRICS`.
+        baseline: index or name of the baseline system (default the first).
+        names: system names (default: file stems).
+        test: ``"randomization"`` (sign-flip permutation test), ``"t"`` (paired t-test) or
+            ``"wilcoxon"``, or several: the first decides significance, all are reported.
+        permutations, seed: randomization test draws and seed (also seeds the bootstrap).
+        correction: ``"holm"``, ``"bonferroni"`` or ``"none"``, across systems x metrics.
+        alpha: significance level applied to corrected p-values.
+        resamples, confidence: bootstrap interval of the mean difference.
+        relevance_level, missing: as in :func:`rankwise.evaluate`.
+
+    Example:
+        >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+        >>> r = compare(qrels, [{"q1": ["a"], "q2": ["x"]}, {"q1": ["a"], "q2": ["b"]}], "P@1")
+        >>> r.means
+        {'run1': {'precision@1': 0.5}, 'run2': {'precision@1': 1.0}}
+    """
+    from rankwise.data.load import load_qrels, load_run
+    from rankwise.metrics.evaluate import evaluate
+    from rankwise.metrics.registry import parse_measures
+
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    measures = parse_measures(metrics or DEFAULT_COMPARE_METRICS)
+    runs = list(runs)
+    if len(runs) < 2:
+        raise InputError("compare needs at least two runs", field="runs")
+    labels = system_names(runs, names)
+    q = load_qrels(qrels)
+    results = {}
+    for label, run in zip(labels, runs, strict=True):
+        results[label] = evaluate(q, load_run(run, name=label), measures, relevance_level=relevance_level,
+                                  missing=missing)
+    metric_names = [m.name for m in measures]
+    first = results[labels[0]].per_query.query_ids
+    common = set(first)
+    for r in results.values():
+        common &= set(r.per_query.query_ids)
+    query_ids = [qid for qid in first if qid in common]
+    if not query_ids:
+        raise InputError("the runs share no evaluated query", field="query_id")
+    values = {}
+    for label, r in results.items():
+        index = {qid: i for i, qid in enumerate(r.per_query.query_ids)}
+        rows = np.fromiter((index[qid] for qid in query_ids), dtype=np.int64, count=len(query_ids))
+        values[label] = r.per_query.values[rows]
+    summary: dict[str, Any] = {"queries": len(query_ids), "missing": missing,
+                               "systems": {label: r.summary for label, r in results.items()}}
+    left_out = {label: len(r.per_query.query_ids) - len(query_ids) for label, r in results.items()}
+    if any(left_out.values()):
+        summary["left_out_not_in_every_run"] = left_out
+    return compare_per_query(values, query_ids, metric_names, baseline=baseline, test=test,
+                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                             resamples=resamples, confidence=confidence, summary=summary)
+
+
+# ------------------------------------------------------------------------------------ RAG records
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def record_scores(records: Sequence[Any], source: str, *, origin: str = "<records>"
+                  ) -> tuple[list[str], dict[str, dict[str, float | None]]]:
+    """Case ids (in file order) and per-case scores ``{case_id: {metric: value}}`` under ``source``.
+
+    Records are :class:`rankwise.data.records.CaseRecord` objects or dicts of the same shape.
+
+    Example:
+        >>> ids, scores = record_scores([{"id": "c1", "scores": {"ids": {"wcp@3": 0.7}}}], "ids")
+        >>> ids, scores["c1"]
+        (['c1'], {'wcp@3': 0.7})
+    """
+    ids: list[str] = []
+    scores: dict[str, dict[str, float | None]] = {}
+    for line, rec in enumerate(records, start=1):
+        cid = _field(rec, "id")
+        if cid is None:
+            raise InputError("record has no id", source=origin, line=line, field="id")
+        cid = str(cid)
+        if cid in scores:
+            raise InputError(f"case id {cid!r} appears twice", source=origin, line=line, field="id")
+        by_source = _field(rec, "scores") or {}
+        ids.append(cid)
+        scores[cid] = dict(by_source.get(source) or {})
+    return ids, scores
+
+
+def compare_records(
+    records: Mapping[str, Sequence[Any]],
+    source: str,
+    metrics: Iterable[str] | str | None = None,
+    *,
+    baseline: int | str = 0,
+    allow_mismatch: bool = False,
+    test: str | Sequence[str] = "randomization",
+    permutations: int = 10_000,
+    seed: int | None = 42,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+) -> ComparisonResult:
+    """Compare RAG systems on their per-case records: scores under verdict ``source``, cases matched by id.
+
+    ``records`` maps a system name to its records (objects or dicts, SPEC §6). Different case sets are
+    an error unless ``allow_mismatch`` (then only shared cases are compared, and the summary says how
+    many each system lost). A score of null (unscorable or undefined case) leaves that case out of the
+    comparisons of that metric only; the counts are in the summary.
+
+    Example:
+        >>> recs = {"a": [{"id": "c1", "scores": {"ids": {"wcp@3": 0.5}}},
+        ...               {"id": "c2", "scores": {"ids": {"wcp@3": 0.25}}}],
+        ...         "b": [{"id": "c2", "scores": {"ids": {"wcp@3": 0.75}}},
+        ...               {"id": "c1", "scores": {"ids": {"wcp@3": 1.0}}}]}
+        >>> compare_records(recs, "ids").comparison("b", "wcp@3").delta
+        0.5
+    """
+    systems = list(records)
+    if len(systems) < 2:
+        raise InputError("compare-rag needs at least two record sets", field="records")
+    per_system = {s: record_scores(records[s], source, origin=s) for s in systems}
+    first_ids = per_system[systems[0]][0]
+    common = set(first_ids)
+    for ids, _ in per_system.values():
+        common &= set(ids)
+    left_out = {s: len(ids) - len(common) for s, (ids, _) in per_system.items()}
+    if any(left_out.values()) and not allow_mismatch:
+        detail = []
+        for s, (ids, _) in per_system.items():
+            extra = [i for i in ids if i not in common]
+            if extra:
+                detail.append(f"{s} has {len(extra)} case(s) not in every set (e.g. {extra[0]!r})")
+        raise InputError("record sets hold different cases: " + "; ".join(detail)
+                         + " (allow with --allow-mismatch)", field="id")
+    case_ids = [c for c in first_ids if c in common]
+    if not case_ids:
+        raise InputError("the record sets share no case id", field="id")
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if metrics:
+        metric_names = [_record_metric_name(m, per_system) for m in metrics]
+    else:
+        metric_names = _shared_metrics(per_system, case_ids, source)
+    values: dict[str, np.ndarray] = {}
+    undefined: dict[str, dict[str, int]] = {}
+    for s, (_, scores) in per_system.items():
+        arr = np.full((len(case_ids), len(metric_names)), np.nan)
+        for i, cid in enumerate(case_ids):
+            row = scores[cid]
+            for j, m in enumerate(metric_names):
+                v = row.get(m)
+                if v is not None:
+                    arr[i, j] = float(v)
+        values[s] = arr
+        nan = np.isnan(arr).sum(axis=0)
+        if nan.any():
+            undefined[s] = {m: int(n) for m, n in zip(metric_names, nan.tolist(), strict=True) if n}
+    summary: dict[str, Any] = {"queries": len(case_ids), "source": source}
+    if any(left_out.values()):
+        summary["left_out_not_in_every_set"] = left_out
+    if undefined:
+        summary["undefined"] = undefined
+    return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
+                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                             resamples=resamples, confidence=confidence, summary=summary)
+
+
+def _record_metric_name(metric: str, per_system: Mapping[str, tuple]) -> str:
+    present = set()
+    for _, scores in per_system.values():
+        for row in scores.values():
+            present.update(row)
+    if metric in present:
+        return metric
+    from rankwise.metrics.registry import parse_measure
+
+    name = parse_measure(metric).name
+    if name not in present:
+        raise InputError(f"no record holds a score for metric {metric!r} (scored: "
+                         f"{', '.join(sorted(present)) or 'none'})", field="metric")
+    return name
+
+
+def _shared_metrics(per_system: Mapping[str, tuple], case_ids: list[str], source: str) -> list[str]:
+    shared: list[str] | None = None
+    for _, scores in per_system.values():
+        names: list[str] = []
+        for cid in case_ids:
+            for m in scores[cid]:
+                if m not in names:
+                    names.append(m)
+        shared = names if shared is None else [m for m in shared if m in names]
+    if not shared:
+        raise InputError(f"no metric is scored under source {source!r} in every record set", field="scores")
+    return shared
+
+
+def load_record_sets(paths: Sequence[str | PathLike], names: Sequence[str] | None = None
+                     ) -> dict[str, list[Any]]:
+    """Read record files (JSONL, SPEC §6) with :func:`rankwise.data.records.load_records`, by system name."""
+    try:
+        from rankwise.data.records import load_records
+    except ImportError:  # pragma: no cover - the records module ships with rankwise
+        raise InputError("per-case records are not supported by this installation", field="records") from None
+    labels = system_names(list(paths), names)
+    return {label: list(load_records(p)) for label, p in zip(labels, paths, strict=True)}

@@ -1,0 +1,277 @@
+"""A regression gate for CI: fail only when a metric drops by more than a budget *and* the drop is real.
+
+The baseline and the candidate are runs (scored against qrels) or saved results holding per-query values
+(``rankwise eval --format json --per-query``). Both must cover the same queries.
+
+Example:
+    >>> qrels = {f"q{i}": {"a": 1} for i in range(20)}
+    >>> good = {f"q{i}": ["a", "x"] for i in range(20)}
+    >>> bad = {f"q{i}": ["x", "a"] for i in range(20)}
+    >>> gate(good, bad, ["mrr"], qrels=qrels, max_drop=0.01).exit_code
+    1
+    >>> gate(good, good, ["mrr"], qrels=qrels, max_drop=0.01).exit_code
+    0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankwise.analysis.significance import CORRECTIONS, correct_pvalues, paired_test
+from rankwise.errors import InputError
+
+__all__ = ["gate", "GateResult", "MetricCheck", "per_query_values"]
+
+
+@dataclass(frozen=True)
+class MetricCheck:
+    """The gate's verdict on one metric.
+
+    Attributes:
+        metric: canonical metric name.
+        baseline_mean, candidate_mean, delta: means over the shared queries; ``delta = cand - base``.
+        p_value: the paired test's p-value (after correction across metrics, if asked).
+        over_budget: the drop ``-delta`` exceeds ``max_drop``.
+        significant: ``p_value < alpha``.
+        failed: over budget and significant (a drop, not a gain).
+        worst: the queries that dropped most: ``(query_id, baseline, candidate, delta)``.
+        n: paired queries.
+    """
+
+    metric: str
+    baseline_mean: float
+    candidate_mean: float
+    delta: float
+    p_value: float
+    over_budget: bool
+    significant: bool
+    failed: bool
+    worst: list[tuple[str, float, float, float]]
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
+                "delta": self.delta, "p_value": None if math.isnan(self.p_value) else self.p_value,
+                "over_budget": self.over_budget, "significant": self.significant, "failed": self.failed,
+                "n": self.n,
+                "worst": [{"query_id": q, "baseline": b, "candidate": c, "delta": d} for q, b, c, d in self.worst]}
+
+
+@dataclass
+class GateResult:
+    """What :func:`gate` returns; ``exit_code`` is 1 when any metric failed, else 0."""
+
+    checks: list[MetricCheck]
+    max_drop: float
+    alpha: float
+    settings: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[MetricCheck]:
+        return [c for c in self.checks if c.failed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passed": self.passed, "max_drop": self.max_drop, "alpha": self.alpha,
+                "settings": self.settings, "summary": self.summary,
+                "checks": [c.to_dict() for c in self.checks]}
+
+
+def _canonical(metric: str) -> str:
+    from rankwise.metrics.registry import parse_measure
+
+    return parse_measure(metric).name
+
+
+def _saved_result(obj: Any) -> Mapping | None:
+    """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query``), else None."""
+    if isinstance(obj, Mapping) and "per_query" in obj:
+        return obj
+    if isinstance(obj, Mapping) and "mean" in obj and "summary" in obj:
+        raise InputError("the saved result has no per-query values; save it with "
+                         "`rankwise eval --format json --per-query`", field="per_query")
+    if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
+        path = Path(obj)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return None  # not one JSON document: a run in JSON Lines, read as a run
+        if isinstance(data, Mapping) and "per_query" in data:
+            return data
+        if isinstance(data, Mapping) and "mean" in data:
+            raise InputError("the saved result has no per-query values; save it with "
+                             "`rankwise eval --format json --per-query`", source=path, field="per_query")
+    return None
+
+
+def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, relevance_level: int = 1,
+                     missing: str = "zero", origin: str | None = None) -> tuple[list[str], np.ndarray]:
+    """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result or an EvalResult.
+
+    Example:
+        >>> saved = {"per_query": {"q1": {"ndcg@10": 0.5}, "q2": {"ndcg@10": 1.0}}}
+        >>> ids, values = per_query_values(saved, ["ndcg_cut_10"])
+        >>> ids, values.tolist()
+        (['q1', 'q2'], [[0.5], [1.0]])
+    """
+    from rankwise.metrics.evaluate import EvalResult, evaluate
+
+    names = [_canonical(m) for m in metrics]
+    where = origin or (str(obj) if isinstance(obj, (str, PathLike)) else None)
+    if isinstance(obj, EvalResult):
+        missing_names = [n for n in names if n not in obj.names]
+        if missing_names:
+            raise InputError(f"result has no metric {missing_names[0]!r}", source=where, field="metric")
+        return list(obj.per_query.query_ids), np.column_stack([obj.per_query.column(n) for n in names])
+    saved = _saved_result(obj)
+    if saved is not None:
+        per_query = saved["per_query"]
+        if not isinstance(per_query, Mapping) or not per_query:
+            raise InputError("per_query must be a non-empty object {query_id: {metric: value}}", source=where,
+                             field="per_query")
+        ids = [str(q) for q in per_query]
+        values = np.empty((len(ids), len(names)))
+        for i, (qid, row) in enumerate(per_query.items()):
+            if not isinstance(row, Mapping):
+                raise InputError(f"query {qid!r}: expected an object of metric values", source=where,
+                                 field="per_query")
+            for j, name in enumerate(names):
+                if name not in row:
+                    known = ", ".join(sorted(row)) or "none"
+                    raise InputError(f"query {qid!r} has no value for metric {name!r} (has: {known})",
+                                     source=where, field=name)
+                v = row[name]
+                if v is None:
+                    values[i, j] = np.nan
+                elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                    values[i, j] = float(v)
+                else:
+                    raise InputError(f"query {qid!r}: value {v!r} is not a number", source=where, field=name)
+        return ids, values
+    if qrels is None:
+        raise InputError("a run needs qrels to be scored (--qrels), or pass a saved result with per-query "
+                         "values (`rankwise eval --format json --per-query`)", source=where, field="qrels")
+    result = evaluate(qrels, obj, names, relevance_level=relevance_level, missing=missing)
+    return list(result.per_query.query_ids), np.column_stack([result.per_query.column(n) for n in names])
+
+
+def gate(
+    baseline: Any,
+    candidate: Any,
+    metrics: Iterable[str] | str,
+    *,
+    max_drop: float = 0.01,
+    alpha: float = 0.05,
+    qrels: Any = None,
+    allow_query_mismatch: bool = False,
+    test: str = "randomization",
+    permutations: int = 10_000,
+    seed: int | None = 42,
+    correction: str = "none",
+    relevance_level: int = 1,
+    missing: str = "zero",
+    worst: int = 5,
+) -> GateResult:
+    """Check a candidate against a baseline: a metric fails when it drops by more than ``max_drop``
+    (absolute, in metric units) *and* a paired test finds the drop significant at ``alpha``.
+
+    Args:
+        baseline, candidate: runs (scored against ``qrels``), saved results with per-query values
+            (``.json`` from ``rankwise eval --format json --per-query`` or the parsed dict), or EvalResults.
+        metrics: metrics to check.
+        max_drop: the largest tolerated drop of a mean.
+        alpha: significance level.
+        qrels: needed when an input is a run.
+        allow_query_mismatch: compare only shared queries instead of refusing different query sets.
+        test: ``"randomization"``, ``"t"`` or ``"wilcoxon"`` (two-sided).
+        correction: ``"none"`` (default), ``"holm"`` or ``"bonferroni"`` across the checked metrics.
+        worst: how many of the most-dropped queries to report per metric.
+    """
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    metrics = list(metrics)
+    if not metrics:
+        raise InputError("the gate needs at least one metric (--metric)", field="metric")
+    if max_drop < 0:
+        raise InputError(f"max drop must be >= 0, not {max_drop}", field="max_drop")
+    if not 0.0 < alpha < 1.0:
+        raise InputError(f"alpha must be between 0 and 1, not {alpha}", field="alpha")
+    if correction not in CORRECTIONS:
+        raise InputError(f"unknown correction {correction!r}", field="correction")
+    names = [_canonical(m) for m in metrics]
+    names = list(dict.fromkeys(names))
+    base_ids, base_vals = per_query_values(baseline, names, qrels=qrels, relevance_level=relevance_level,
+                                           missing=missing, origin=_origin(baseline, "baseline"))
+    cand_ids, cand_vals = per_query_values(candidate, names, qrels=qrels, relevance_level=relevance_level,
+                                           missing=missing, origin=_origin(candidate, "candidate"))
+    base_set, cand_set = set(base_ids), set(cand_ids)
+    summary: dict[str, Any] = {"baseline_queries": len(base_ids), "candidate_queries": len(cand_ids)}
+    if base_set != cand_set:
+        only_base = [q for q in base_ids if q not in cand_set]
+        only_cand = [q for q in cand_ids if q not in base_set]
+        if not allow_query_mismatch:
+            parts = []
+            if only_base:
+                parts.append(f"{len(only_base)} only in the baseline (e.g. {only_base[0]!r})")
+            if only_cand:
+                parts.append(f"{len(only_cand)} only in the candidate (e.g. {only_cand[0]!r})")
+            raise InputError("baseline and candidate cover different queries: " + ", ".join(parts)
+                             + " (use --allow-query-mismatch to compare the shared ones)", field="query_id")
+        summary["only_in_baseline"] = len(only_base)
+        summary["only_in_candidate"] = len(only_cand)
+    shared = [q for q in base_ids if q in cand_set]
+    if not shared:
+        raise InputError("baseline and candidate share no query", field="query_id")
+    summary["queries"] = len(shared)
+    b_index = {q: i for i, q in enumerate(base_ids)}
+    c_index = {q: i for i, q in enumerate(cand_ids)}
+    b = base_vals[[b_index[q] for q in shared]]
+    c = cand_vals[[c_index[q] for q in shared]]
+
+    from rankwise.metrics.evaluate import sequential_mean
+
+    raw = []
+    for j, name in enumerate(names):
+        ok = ~(np.isnan(b[:, j]) | np.isnan(c[:, j]))
+        bj, cj = b[ok, j], c[ok, j]
+        d = cj - bj
+        p = paired_test(d, test, permutations=permutations, seed=seed) if len(d) else float("nan")
+        order = np.argsort(d, kind="stable")[:worst]
+        ids = [q for q, keep in zip(shared, ok.tolist(), strict=True) if keep]
+        worst_rows = [(ids[i], float(bj[i]), float(cj[i]), float(d[i])) for i in order.tolist() if d[i] < 0]
+        base_mean, cand_mean = sequential_mean(bj), sequential_mean(cj)
+        raw.append((name, base_mean, cand_mean, p, worst_rows, int(ok.sum())))
+    adjusted = correct_pvalues([r[3] for r in raw], correction)
+    checks = []
+    for (name, base_mean, cand_mean, _, worst_rows, n), p in zip(raw, adjusted, strict=True):
+        delta = cand_mean - base_mean
+        over = -delta > max_drop + 1e-12
+        significant = not math.isnan(p) and p < alpha
+        checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant,
+                                  over and significant, worst_rows, n))
+    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction}
+    return GateResult(checks, max_drop, alpha, settings, summary)
+
+
+def _origin(obj: Any, role: str) -> str:
+    return str(obj) if isinstance(obj, (str, PathLike)) else f"<{role}>"

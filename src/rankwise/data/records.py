@@ -1,0 +1,354 @@
+"""Per-case records (SPEC §6): what an evaluation of a RAG test set keeps for every question.
+
+One JSON object per line::
+
+    {"id", "question", "reference", "response", "reference_contexts": [{text, doc_id, start, end}],
+     "reference_context_ids": [...],
+     "chunks": [{"rank", "id", "text", "doc_id", "start", "end", "score",
+                 "verdicts": {source: {verdict, grade, type, reason, status, error, meta}}}],
+     "passages_found": {source: [[passage indices matched by the chunk at rank 1], ...]},
+     "scores": {source: {metric: value | null}},
+     "status": {source: "ok" | "incomplete: ..." | "unscorable: ..."}}
+
+:func:`write_records` and :func:`load_records` round-trip without loss: keys this module does not know
+are kept in ``extra`` and written back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.data._text import iter_lines, read_bytes
+from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, load_testset
+from rankwise.errors import InputError
+
+__all__ = ["Verdict", "ChunkRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
+           "testset_from_records", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
+
+VERDICT_STATUSES = ("ok", "failed", "missing")
+VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "irrelevant")
+_VERDICT_KEYS = ("verdict", "grade", "type", "reason", "status", "error", "meta")
+_CHUNK_KEYS = ("rank", "id", "text", "doc_id", "start", "end", "score", "verdicts")
+_CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "reference_context_ids",
+              "chunks", "passages_found", "scores", "status")
+
+
+@dataclass
+class Verdict:
+    """One source's verdict on one chunk.
+
+    Attributes:
+        verdict: 1 relevant, 0 not, None when there is none (status ``failed`` or ``missing``).
+        grade: graded relevance (qrels grade, LLM 0-3 scale), None if the source gives none.
+        type: human label type (``answer``, ``partial``, ``topic_only``, ``supports_wrong_answer``,
+            ``irrelevant``) or None.
+        reason: the judge's or annotator's reason, if any.
+        status: ``ok``, ``failed`` (could not be had: parse failure, refusal, timeout) or ``missing``
+            (never given, e.g. an unlabelled chunk).
+        error: what went wrong when status is ``failed``.
+        meta: anything else the source wants kept (LLM mode/model/prompt_version, match details).
+
+    Example:
+        >>> Verdict(1, reason="states the answer").to_dict()["status"]
+        'ok'
+    """
+
+    verdict: int | None = None
+    grade: int | None = None
+    type: str | None = None
+    reason: str | None = None
+    status: str = "ok"
+    error: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.verdict is not None
+
+    def to_dict(self) -> dict:
+        return {"verdict": self.verdict, "grade": self.grade, "type": self.type, "reason": self.reason,
+                "status": self.status, "error": self.error, "meta": self.meta}
+
+
+@dataclass
+class ChunkRecord:
+    """A retrieved chunk at a rank, with every source's verdict on it."""
+
+    rank: int
+    id: str | None = None
+    text: str | None = None
+    doc_id: str | None = None
+    start: int | None = None
+    end: int | None = None
+    score: float | None = None
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+    def to_chunk(self) -> Chunk:
+        return Chunk(text=self.text, id=self.id, doc_id=self.doc_id, start=self.start, end=self.end,
+                     score=self.score)
+
+    def to_dict(self) -> dict:
+        return {"rank": self.rank, "id": self.id, "text": self.text, "doc_id": self.doc_id,
+                "start": self.start, "end": self.end, "score": self.score,
+                "verdicts": {s: v.to_dict() for s, v in self.verdicts.items()}}
+
+
+@dataclass
+class CaseRecord:
+    """Everything kept for one question: inputs, chunks with verdicts, passages found, scores, status.
+
+    Example:
+        >>> r = CaseRecord("q1", question="Capital of France?",
+        ...                chunks=[ChunkRecord(1, id="c1", verdicts={"human": Verdict(1)})])
+        >>> r.verdicts("human")
+        [1]
+    """
+
+    id: str
+    question: str | None = None
+    reference: str | None = None
+    response: str | None = None
+    reference_contexts: list[ReferencePassage] = field(default_factory=list)
+    reference_context_ids: list[str] | None = None
+    chunks: list[ChunkRecord] = field(default_factory=list)
+    passages_found: dict[str, list[list[int]]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def verdicts(self, source: str) -> list[int | None]:
+        """The source's verdict per rank (None where failed, missing or absent)."""
+        out = []
+        for c in self.chunks:
+            v = c.verdicts.get(source)
+            out.append(v.verdict if v is not None and v.status == "ok" else None)
+        return out
+
+    def sources(self) -> list[str]:
+        """Verdict sources present on any chunk, in first-seen order."""
+        seen: dict[str, None] = {}
+        for c in self.chunks:
+            for s in c.verdicts:
+                seen.setdefault(s, None)
+        return list(seen)
+
+    def to_case(self) -> TestCase:
+        return TestCase(id=self.id, question=self.question, chunks=[c.to_chunk() for c in self.chunks],
+                        reference_contexts=list(self.reference_contexts),
+                        reference_context_ids=None if self.reference_context_ids is None
+                        else list(self.reference_context_ids),
+                        reference=self.reference, response=self.response)
+
+    def to_dict(self) -> dict:
+        out = {"id": self.id, "question": self.question, "reference": self.reference,
+               "response": self.response,
+               "reference_contexts": [p.to_dict() for p in self.reference_contexts],
+               "reference_context_ids": self.reference_context_ids,
+               "chunks": [c.to_dict() for c in self.chunks],
+               "passages_found": self.passages_found, "scores": self.scores, "status": self.status}
+        for k, v in self.extra.items():
+            out.setdefault(k, v)
+        return out
+
+
+def dump_record(record: CaseRecord) -> str:
+    """One JSON line (NaN/inf scores are written as null)."""
+    return json.dumps(_finite(record.to_dict()), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
+    """Write records as JSON Lines, one case a line; returns the path.
+
+    Example:
+        >>> write_records([CaseRecord("q1")], "/tmp/records.jsonl")  # doctest: +SKIP
+    """
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(dump_record(r) + "\n")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------- reading
+
+
+def _expect(value, types, what, *, source, line, field_name, optional=True):
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise InputError(f"expected {what}, got {value!r}", source=source, line=line, field=field_name)
+    if not isinstance(value, types):
+        raise InputError(f"expected {what}, got {type(value).__name__} {str(value)[:40]!r}", source=source,
+                         line=line, field=field_name)
+    return value
+
+
+def _verdict(obj, *, source, line, where) -> Verdict:
+    kw = {"source": source, "line": line}
+    _expect(obj, Mapping, "an object", field_name=where, optional=False, **kw)
+    v = obj.get("verdict")
+    if v is not None and (isinstance(v, bool) or v not in (0, 1)):
+        raise InputError(f"verdict must be 0, 1 or null, got {v!r}", field=f"{where}.verdict", **kw)
+    status = obj.get("status", "ok")
+    if status not in VERDICT_STATUSES:
+        raise InputError(f"status must be one of {list(VERDICT_STATUSES)}, got {status!r}",
+                         field=f"{where}.status", **kw)
+    meta = obj.get("meta") or {}
+    _expect(meta, Mapping, "an object", field_name=f"{where}.meta", **kw)
+    grade = _expect(obj.get("grade"), int, "an integer", field_name=f"{where}.grade", **kw)
+    return Verdict(verdict=None if v is None else int(v), grade=grade,
+                   type=_expect(obj.get("type"), str, "a string", field_name=f"{where}.type", **kw),
+                   reason=_expect(obj.get("reason"), str, "a string", field_name=f"{where}.reason", **kw),
+                   status=status,
+                   error=_expect(obj.get("error"), str, "a string", field_name=f"{where}.error", **kw),
+                   meta=dict(meta))
+
+
+def _chunk_record(obj, *, source, line, where, rank) -> ChunkRecord:
+    kw = {"source": source, "line": line}
+    _expect(obj, Mapping, "an object", field_name=where, optional=False, **kw)
+    verdicts_obj = obj.get("verdicts") or {}
+    _expect(verdicts_obj, Mapping, "an object", field_name=f"{where}.verdicts", **kw)
+    r = obj.get("rank", rank)
+    _expect(r, int, "an integer rank", field_name=f"{where}.rank", optional=False, **kw)
+    if r != rank:
+        raise InputError(f"rank {r} at position {rank}; chunks must be listed in rank order 1, 2, ...",
+                         field=f"{where}.rank", **kw)
+    score = obj.get("score")
+    if score is not None:
+        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))
+    ident = obj.get("id")
+    if isinstance(ident, int) and not isinstance(ident, bool):
+        ident = str(ident)
+    return ChunkRecord(
+        rank=r, id=_expect(ident, str, "a string", field_name=f"{where}.id", **kw),
+        text=_expect(obj.get("text"), str, "a string", field_name=f"{where}.text", **kw),
+        doc_id=_expect(obj.get("doc_id"), str, "a string", field_name=f"{where}.doc_id", **kw),
+        start=_expect(obj.get("start"), int, "an integer", field_name=f"{where}.start", **kw),
+        end=_expect(obj.get("end"), int, "an integer", field_name=f"{where}.end", **kw),
+        score=score,
+        verdicts={str(s): _verdict(v, where=f"{where}.verdicts.{s}", **kw) for s, v in verdicts_obj.items()},
+    )
+
+
+def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = None) -> CaseRecord:
+    """Parse one record object (as written by :func:`write_records`)."""
+    kw = {"source": source, "line": line}
+    _expect(obj, Mapping, "a JSON object per line", field_name=None, optional=False, **kw)
+    if "id" not in obj or obj["id"] is None:
+        raise InputError("record has no id", field="id", **kw)
+    rid = obj["id"]
+    rid = str(rid) if isinstance(rid, int) and not isinstance(rid, bool) else rid
+    _expect(rid, str, "a string", field_name="id", optional=False, **kw)
+    passages = []
+    for i, p in enumerate(_expect(obj.get("reference_contexts") or [], list, "a list",
+                                  field_name="reference_contexts", **kw)):
+        where = f"reference_contexts[{i}]"
+        if isinstance(p, str):
+            passages.append(ReferencePassage(text=p))
+            continue
+        _expect(p, Mapping, "an object", field_name=where, optional=False, **kw)
+        passages.append(ReferencePassage(
+            text=_expect(p.get("text"), str, "a string", field_name=f"{where}.text", **kw),
+            doc_id=_expect(p.get("doc_id"), str, "a string", field_name=f"{where}.doc_id", **kw),
+            start=_expect(p.get("start"), int, "an integer", field_name=f"{where}.start", **kw),
+            end=_expect(p.get("end"), int, "an integer", field_name=f"{where}.end", **kw)))
+    ref_ids = _expect(obj.get("reference_context_ids"), list, "a list", field_name="reference_context_ids",
+                      **kw)
+    chunks = [_chunk_record(c, where=f"chunks[{i}]", rank=i + 1, **kw)
+              for i, c in enumerate(_expect(obj.get("chunks") or [], list, "a list", field_name="chunks",
+                                            **kw))]
+    found = _expect(obj.get("passages_found") or {}, Mapping, "an object", field_name="passages_found", **kw)
+    for s, lists in found.items():
+        _expect(lists, list, "a list per rank", field_name=f"passages_found.{s}", optional=False, **kw)
+        if len(lists) != len(chunks):
+            raise InputError(f"{len(lists)} entries for {len(chunks)} chunks", field=f"passages_found.{s}",
+                             **kw)
+    scores = _expect(obj.get("scores") or {}, Mapping, "an object", field_name="scores", **kw)
+    status = _expect(obj.get("status") or {}, Mapping, "an object", field_name="status", **kw)
+    return CaseRecord(
+        id=rid,
+        question=_expect(obj.get("question"), str, "a string", field_name="question", **kw),
+        reference=_expect(obj.get("reference"), str, "a string", field_name="reference", **kw),
+        response=_expect(obj.get("response"), str, "a string", field_name="response", **kw),
+        reference_contexts=passages,
+        reference_context_ids=None if ref_ids is None else [str(x) for x in ref_ids],
+        chunks=chunks,
+        passages_found={str(s): [list(x) for x in v] for s, v in found.items()},
+        scores={str(s): dict(v) for s, v in scores.items()},
+        status={str(s): v for s, v in status.items()},
+        extra={k: v for k, v in obj.items() if k not in _CASE_KEYS},
+    )
+
+
+def load_records(path: str | PathLike) -> list[CaseRecord]:
+    """Read records written by :func:`write_records` (or by ``rankwise eval-rag/judge --records``).
+
+    Example:
+        >>> records = load_records("out/records.jsonl")  # doctest: +SKIP
+        >>> records[0].chunks[0].verdicts["llm"].verdict  # doctest: +SKIP
+        1
+    """
+    path = Path(path)
+    data = read_bytes(path)
+    out: list[CaseRecord] = []
+    seen: dict[str, int] = {}
+    for n, text in iter_lines(data, path):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=path, line=n) from None
+        rec = record_from_dict(obj, source=str(path), line=n)
+        if rec.id in seen:
+            raise InputError(f"case id {rec.id!r} appears twice (first on line {seen[rec.id]})", source=path,
+                             line=n, field="id")
+        seen[rec.id] = n
+        out.append(rec)
+    return out
+
+
+def records_from_testset(testset: Any) -> list[CaseRecord]:
+    """One empty record (no verdicts yet) per case of a test set (anything :func:`load_testset` reads).
+
+    Example:
+        >>> recs = records_from_testset([{"id": "q1", "retrieved_contexts": ["a", "b"]}])
+        >>> [c.rank for c in recs[0].chunks]
+        [1, 2]
+    """
+    ts = load_testset(testset)
+    return [
+        CaseRecord(id=c.id, question=c.question, reference=c.reference, response=c.response,
+                   reference_contexts=list(c.reference_contexts),
+                   reference_context_ids=None if c.reference_context_ids is None else list(c.reference_context_ids),
+                   chunks=[ChunkRecord(rank=i + 1, id=ch.id, text=ch.text, doc_id=ch.doc_id, start=ch.start,
+                                       end=ch.end, score=ch.score) for i, ch in enumerate(c.chunks)])
+        for c in ts
+    ]
+
+
+def testset_from_records(records: Iterable[CaseRecord]) -> TestSet:
+    """The test set the records were made from (verdicts and scores left out)."""
+    return TestSet([r.to_case() for r in records])
+
+
+testset_from_records.__test__ = False  # a name pytest would otherwise collect

@@ -1,0 +1,196 @@
+"""The judge's verdict cache: one SQLite file (WAL), one row per judged chunk, written as each arrives.
+
+The key is a SHA-256 of everything that decides a verdict: model, mode, scale, prompt version, call
+style (per chunk or batch), sampling parameters, question, chunk text, and the reference answer or the
+response when the mode reads it. Each verdict is committed on its own, so a killed run loses at most
+the calls in flight, and rerunning a finished job makes no call at all. Only verdicts that were had are
+stored; failures are tried again on the next run.
+
+Default location: ``$RANKWISE_CACHE``, else ``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.errors import InputError
+
+__all__ = ["VerdictCache", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
+
+SCHEMA_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS verdicts (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    scale TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    style TEXT NOT NULL,
+    verdict INTEGER NOT NULL,
+    grade INTEGER,
+    reason TEXT,
+    call TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+"""
+
+
+def default_cache_path() -> Path:
+    """``$RANKWISE_CACHE`` or ``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache`` by default)."""
+    env = os.environ.get("RANKWISE_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rankwise" / "llm-judge.sqlite"
+
+
+def cache_key(*, model: str, mode: str, scale: str, prompt_version: str, style: str, question: str,
+              chunk: str, context: str | None, params: dict[str, Any] | None = None) -> str:
+    """SHA-256 hex of the fields that decide a verdict (``context``: reference or response, or None).
+
+    Example:
+        >>> k = cache_key(model="m", mode="question", scale="binary", prompt_version="v1", style="single",
+        ...               question="q?", chunk="text", context=None)
+        >>> len(k)
+        64
+    """
+    payload = json.dumps([model, mode, scale, prompt_version, style, question, chunk, context,
+                          sorted((params or {}).items())], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedVerdict:
+    """A verdict as stored: ``call`` is ``single`` or ``batch`` (what produced it)."""
+
+    verdict: int
+    grade: int | None
+    reason: str | None
+    prompt_version: str
+    call: str
+    created: float
+
+
+@dataclass
+class CacheStats:
+    """What a cache file holds: total verdicts, and counts per (model, mode, scale, prompt version)."""
+
+    path: str
+    size_bytes: int
+    verdicts: int
+    prompt_tokens: int
+    completion_tokens: int
+    groups: list[dict[str, Any]] = field(default_factory=list)
+
+
+class VerdictCache:
+    """SQLite verdict store; use as a context manager or call :meth:`close`.
+
+    Example:
+        >>> with VerdictCache("/tmp/doctest-cache.sqlite") as cache:  # doctest: +SKIP
+        ...     cache.put("k", verdict=1, grade=None, reason="r", model="m", mode="question",
+        ...               scale="binary", prompt_version="v1", style="single", call="single")
+        ...     cache.get("k").verdict
+        1
+    """
+
+    def __init__(self, path: str | PathLike | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+            if row is None:
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise InputError(f"cache schema {row[0]} is not the supported {SCHEMA_VERSION}; use another "
+                                 f"--cache file or clear it", source=self.path)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
+        except OSError as exc:
+            raise InputError(f"cannot create the cache file: {exc.strerror}", source=self.path) from None
+
+    def __enter__(self) -> VerdictCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get(self, key: str) -> CachedVerdict | None:
+        """The stored verdict for ``key``, or None."""
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedVerdict]:
+        """Stored verdicts for the keys that have one."""
+        out: dict[str, CachedVerdict] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            rows = self._db.execute(
+                "SELECT key, verdict, grade, reason, prompt_version, call, created FROM verdicts "
+                f"WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+            for key, verdict, grade, reason, pv, call, created in rows:
+                out[key] = CachedVerdict(verdict, grade, reason, pv, call, created)
+        return out
+
+    def put(self, key: str, *, verdict: int, grade: int | None, reason: str | None, model: str, mode: str,
+            scale: str, prompt_version: str, style: str, call: str, prompt_tokens: int = 0,
+            completion_tokens: int = 0) -> None:
+        """Store one verdict, committed at once (autocommit)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO verdicts (key, model, mode, scale, prompt_version, style, verdict, grade, "
+            "reason, call, prompt_tokens, completion_tokens, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (key, model, mode, scale, prompt_version, style, int(verdict), grade, reason, call,
+             int(prompt_tokens), int(completion_tokens), time.time()))
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
+
+    def stats(self) -> CacheStats:
+        """Counts per model, mode, scale and prompt version, and the tokens those verdicts cost."""
+        rows = self._db.execute(
+            "SELECT model, mode, scale, prompt_version, style, COUNT(*), SUM(verdict), "
+            "SUM(prompt_tokens), SUM(completion_tokens), MIN(created), MAX(created) FROM verdicts "
+            "GROUP BY model, mode, scale, prompt_version, style ORDER BY model, mode, scale, prompt_version, "
+            "style").fetchall()
+        groups = [{"model": m, "mode": mode, "scale": sc, "prompt_version": pv, "style": st, "verdicts": n,
+                   "relevant": int(rel or 0), "prompt_tokens": int(pt or 0), "completion_tokens": int(ct or 0),
+                   "first": first, "last": last}
+                  for m, mode, sc, pv, st, n, rel, pt, ct, first, last in rows]
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+        return CacheStats(str(self.path), size, sum(g["verdicts"] for g in groups),
+                          sum(g["prompt_tokens"] for g in groups), sum(g["completion_tokens"] for g in groups),
+                          groups)
+
+    def clear(self, *, model: str | None = None, prompt_version: str | None = None) -> int:
+        """Delete stored verdicts (all, or those of one model and/or prompt version); returns how many."""
+        where, args = [], []
+        if model is not None:
+            where.append("model = ?")
+            args.append(model)
+        if prompt_version is not None:
+            where.append("prompt_version = ?")
+            args.append(prompt_version)
+        sql = "DELETE FROM verdicts" + (" WHERE " + " AND ".join(where) if where else "")
+        n = self._db.execute(sql, args).rowcount
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if not where:
+            self._db.execute("VACUUM")
+        return n

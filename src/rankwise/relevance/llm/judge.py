@@ -1,0 +1,554 @@
+"""The LLM relevance judge: one verdict and reason per retrieved chunk, cached, resumable, counted.
+
+For every chunk of every case the judge first looks in the cache; what is not there is sent to the
+endpoint (one call per chunk, or one call per question with ``batch=True``), parsed, and committed to
+the cache as soon as it arrives. Every chunk ends with a verdict (``ok``), an explicit failure
+(``failed``: refusal, unparseable reply after one repair, timeout or HTTP error after retries) or
+``missing`` (``max_calls`` reached first); the summary counts each.
+
+Batch mode sends all chunks of a question in one call (``batch_size`` at most) and checks that the reply
+holds exactly one verdict per chunk; any other reply falls back to per-chunk calls for that question.
+
+Example::
+
+    from rankwise.data.records import records_from_testset
+    from rankwise.relevance.llm import judge_records
+    records = records_from_testset("testset.jsonl")
+    summary = judge_records(records, model="qwen2.5:7b", base_url="http://localhost:11434/v1",
+                            mode="reference", cache="judge.sqlite")
+    print(summary.requests, summary.cached, summary.failed)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any
+
+from rankwise.errors import InputError
+from rankwise.relevance.llm.cache import VerdictCache, cache_key
+from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, ChatClient, Endpoint
+from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
+from rankwise.relevance.llm.parse import (
+    CountMismatch,
+    Judgement,
+    ParseError,
+    parse_batch,
+    parse_verdict,
+    refusal_of,
+)
+from rankwise.relevance.llm.prompts import PromptTemplate, load_prompt
+
+__all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
+           "judge_records", "cases_from_records", "attach_verdicts", "load_for_judging"]
+
+SINGLE_MAX_TOKENS = 300
+
+
+@dataclass(frozen=True)
+class JudgeCase:
+    """What the judge reads of one case: question, chunk texts in rank order, reference, response."""
+
+    id: str
+    question: str | None
+    chunks: Sequence[str | None]
+    reference: str | None = None
+    response: str | None = None
+
+
+@dataclass
+class ChunkVerdict:
+    """The judge's outcome for one chunk (``status`` ok / failed / missing, ``error`` says why)."""
+
+    verdict: int | None = None
+    grade: int | None = None
+    reason: str | None = None
+    status: str = "missing"
+    error: str | None = None
+    call: str | None = None  # "single" | "batch": the call that produced the verdict
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """What is asked: mode (``reference``, ``response``, ``question``), binary or graded 0-3, batching,
+    and the user's prompt file if any. Graded verdicts count as relevant from ``relevant_from``."""
+
+    mode: str = "reference"
+    graded: bool = False
+    batch: bool = False
+    batch_size: int = 20
+    relevant_from: int = 2
+    prompt_file: str | PathLike | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise InputError(f"batch size must be >= 1, got {self.batch_size}", field="batch_size")
+        if not 0 <= self.relevant_from <= 3:
+            raise InputError(f"relevant_from must be 0..3, got {self.relevant_from}", field="relevant_from")
+
+
+@dataclass
+class JudgePlan:
+    """What a run would do (``--dry-run``): chunks, cache hits, calls, estimated tokens and cost."""
+
+    cases: int
+    chunks: int
+    cached: int
+    unjudgeable: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    model: str
+    prompt_version: str
+    max_calls: int | None = None
+
+
+@dataclass
+class JudgeSummary:
+    """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time."""
+
+    model: str
+    mode: str
+    scale: str
+    prompt_version: str
+    cases: int = 0
+    chunks: int = 0
+    ok: int = 0
+    cached: int = 0
+    failed: int = 0
+    missing: int = 0
+    requests: int = 0
+    retries: int = 0
+    repairs: int = 0
+    batch_calls: int = 0
+    batch_fallbacks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    seconds: float = 0.0
+    transport: str = "aiohttp"
+    failures: dict[str, int] = field(default_factory=dict)
+    http_errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.failed == 0 and self.missing == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class JudgeResult:
+    """Per case id, one :class:`ChunkVerdict` per rank; and the run's :class:`JudgeSummary`."""
+
+    verdicts: dict[str, list[ChunkVerdict]]
+    summary: JudgeSummary
+
+
+@dataclass
+class _Unit:
+    case: JudgeCase
+    ranks: list[int]  # 0-based positions in case.chunks
+    batch: bool
+
+
+def _failure_kind(error: str) -> str:
+    for prefix in ("refused", "unparseable", "timeout", "max-calls", "connection", "no text", "no question",
+                   "no reference", "no response"):
+        if error.startswith(prefix):
+            return prefix
+    if error.startswith("HTTP "):
+        return error.split(":")[0]
+    return error.split(":")[0][:40]
+
+
+class Judge:
+    """Judges chunks through one endpoint with one prompt; holds the cache open for the run.
+
+    Example::
+
+        judge = Judge(Endpoint("m", "http://127.0.0.1:8000/v1", "unused"), JudgeSettings(mode="question"),
+                      cache=VerdictCache("judge.sqlite"))
+        result = judge.run([JudgeCase("q1", "Capital of France?", ["Paris is the capital.", "Rome."])])
+        [v.verdict for v in result.verdicts["q1"]]
+    """
+
+    def __init__(self, endpoint: Endpoint, settings: JudgeSettings | None = None,
+                 policy: CallPolicy | None = None, cache: VerdictCache | None = None,
+                 prices: Prices | None = None) -> None:
+        self.endpoint = endpoint
+        self.settings = settings or JudgeSettings()
+        self.policy = policy or CallPolicy()
+        self.cache = cache
+        self.prices = prices or Prices()
+        self.prompt: PromptTemplate = load_prompt(self.settings.mode, graded=self.settings.graded,
+                                                  path=self.settings.prompt_file)
+        self.style = "batch" if self.settings.batch else "single"
+        self._params = {"temperature": self.policy.temperature}
+
+    # -------------------------------------------------------------------------------------- inputs
+    def _context(self, case: JudgeCase) -> str | None:
+        mode = self.settings.mode
+        return case.reference if mode == "reference" else case.response if mode == "response" else None
+
+    def _unjudgeable(self, case: JudgeCase, text: str | None) -> str | None:
+        mode = self.settings.mode
+        if not case.question:
+            return "no question in the case"
+        if mode != "question" and not self._context(case):
+            return f"no {mode} in the case (mode {mode!r} needs one)"
+        if not text:
+            return "no text for the chunk (only an id)"
+        return None
+
+    def _key(self, case: JudgeCase, text: str) -> str:
+        return cache_key(model=self.endpoint.model, mode=self.settings.mode, scale=self.prompt.scale,
+                         prompt_version=self.prompt.prompt_version, style=self.style,
+                         question=case.question or "", chunk=text, context=self._context(case),
+                         params=self._params)
+
+    def _check_inputs(self, cases: Sequence[JudgeCase]) -> None:
+        mode = self.settings.mode
+        if mode != "question" and cases and not any(self._context(c) for c in cases):
+            field_name = "reference" if mode == "reference" else "response"
+            raise InputError(f"mode {mode!r} needs a {field_name} per case and none of the {len(cases)} cases "
+                             f"has one; add '{field_name}' to the test set or use --mode question",
+                             field=field_name)
+
+    def _prepare(self, cases: Sequence[JudgeCase]):
+        """Cache lookups; returns verdicts so far, the units to call, and the count of unjudgeable chunks."""
+        self._check_inputs(cases)
+        verdicts: dict[str, list[ChunkVerdict]] = {}
+        todo: list[tuple[JudgeCase, int, str]] = []
+        unjudgeable = 0
+        keys: dict[tuple[str, int], str] = {}
+        for case in cases:
+            if case.id in verdicts:
+                raise InputError(f"case id {case.id!r} appears twice", field="id")
+            verdicts[case.id] = [ChunkVerdict() for _ in case.chunks]
+            for i, text in enumerate(case.chunks):
+                why = self._unjudgeable(case, text)
+                if why:
+                    verdicts[case.id][i] = ChunkVerdict(status="failed", error=why)
+                    unjudgeable += 1
+                    continue
+                keys[(case.id, i)] = self._key(case, text)  # type: ignore[arg-type]
+                todo.append((case, i, keys[(case.id, i)]))
+        hits = self.cache.get_many(list(keys.values())) if self.cache is not None else {}
+        units: list[_Unit] = []
+        pending: dict[str, tuple[JudgeCase, list[int]]] = {}
+        for case, i, key in todo:
+            hit = hits.get(key)
+            if hit is not None:
+                verdicts[case.id][i] = ChunkVerdict(hit.verdict, hit.grade, hit.reason, "ok", None, hit.call,
+                                                    cached=True)
+                continue
+            if self.settings.batch:
+                pending.setdefault(case.id, (case, []))[1].append(i)
+            else:
+                units.append(_Unit(case, [i], False))
+        for case, ranks in pending.values():
+            size = self.settings.batch_size
+            for start in range(0, len(ranks), size):
+                part = ranks[start:start + size]
+                units.append(_Unit(case, part, len(part) > 1))
+        return verdicts, units, unjudgeable, keys
+
+    # -------------------------------------------------------------------------------------- dry run
+    def plan(self, cases: Sequence[JudgeCase]) -> JudgePlan:
+        """What :meth:`run` would do, without calling: calls needed and estimated tokens and cost."""
+        verdicts, units, unjudgeable, _ = self._prepare(cases)
+        pt = ct = 0
+        for unit in units:
+            pt += estimate_prompt_tokens(self._messages(unit))
+            ct += OUTPUT_TOKENS_PER_VERDICT * len(unit.ranks)
+        calls = len(units)
+        if self.policy.max_calls is not None and calls > self.policy.max_calls:
+            share = self.policy.max_calls / calls if calls else 0
+            calls, pt, ct = self.policy.max_calls, round(pt * share), round(ct * share)
+        n_chunks = sum(len(v) for v in verdicts.values())
+        cached = sum(1 for vs in verdicts.values() for v in vs if v.cached)
+        return JudgePlan(len(cases), n_chunks, cached, unjudgeable, calls, pt, ct, self.prices.cost(pt, ct),
+                         self.endpoint.model, self.prompt.prompt_version, self.policy.max_calls)
+
+    def _messages(self, unit: _Unit) -> list[dict]:
+        case = unit.case
+        if unit.batch:
+            return self.prompt.render_batch(question=case.question or "",
+                                            chunks=[case.chunks[i] or "" for i in unit.ranks],
+                                            reference=case.reference, response=case.response)
+        return self.prompt.render(question=case.question or "", chunk=case.chunks[unit.ranks[0]] or "",
+                                  reference=case.reference, response=case.response)
+
+    # ------------------------------------------------------------------------------------------ run
+    def run(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None = None) -> JudgeResult:
+        """Judge every chunk (blocking). ``progress(n)`` is called as ``n`` more chunks are settled.
+
+        Ctrl-C stops at once; verdicts already had are in the cache, so the same call resumes.
+        """
+        return asyncio.run(self.arun(cases, progress))
+
+    async def arun(self, cases: Sequence[JudgeCase],
+                   progress: Callable[[int], None] | None = None) -> JudgeResult:
+        """:meth:`run` for callers already inside an event loop."""
+        started = time.perf_counter()
+        verdicts, units, _unjudgeable, keys = self._prepare(cases)
+        summary = JudgeSummary(model=self.endpoint.model, mode=self.settings.mode, scale=self.prompt.scale,
+                               prompt_version=self.prompt.prompt_version, cases=len(cases),
+                               chunks=sum(len(v) for v in verdicts.values()))
+        settled = sum(1 for vs in verdicts.values() for v in vs if v.status != "missing")
+        if progress and settled:
+            progress(settled)
+        self._summary = summary
+        self._verdicts = verdicts
+        self._keys = keys
+        self._progress = progress
+        if units:
+            async with ChatClient(self.endpoint, self.policy) as client:
+                self._client = client
+                try:
+                    await self._work(units)
+                finally:
+                    summary.transport = client.transport
+                    summary.requests = client.stats.requests
+                    summary.retries = client.stats.retries
+                    summary.http_errors = dict(client.stats.errors)
+                    summary.prompt_tokens = client.stats.usage.prompt_tokens
+                    summary.completion_tokens = client.stats.usage.completion_tokens
+        failures: Counter = Counter()
+        for vs in verdicts.values():
+            for v in vs:
+                if v.status == "ok":
+                    summary.ok += 1
+                    summary.cached += v.cached
+                elif v.status == "failed":
+                    summary.failed += 1
+                    failures[_failure_kind(v.error or "")] += 1
+                else:
+                    summary.missing += 1
+                    if v.error:
+                        failures[_failure_kind(v.error)] += 1
+        summary.failures = dict(failures)
+        summary.cost = self.prices.cost(summary.prompt_tokens, summary.completion_tokens)
+        summary.seconds = time.perf_counter() - started
+        return JudgeResult(verdicts, summary)
+
+    async def _work(self, units: list[_Unit]) -> None:
+        queue: asyncio.Queue[_Unit] = asyncio.Queue()
+        for u in units:
+            queue.put_nowait(u)
+        self._queue = queue
+
+        async def worker() -> None:
+            while True:
+                unit = await queue.get()
+                try:
+                    await self._do(unit)
+                finally:
+                    queue.task_done()
+
+        n = min(self.policy.concurrency, len(units)) if not self.settings.batch else self.policy.concurrency
+        workers = [asyncio.ensure_future(worker()) for _ in range(max(1, n))]
+        joined = asyncio.ensure_future(queue.join())
+        try:
+            done, _ = await asyncio.wait([joined, *workers], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not joined and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in [joined, *workers]:
+                task.cancel()
+            await asyncio.gather(joined, *workers, return_exceptions=True)
+
+    # ------------------------------------------------------------------------------------ one unit
+    def _settle(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
+        self._verdicts[case.id][i] = outcome
+        if outcome.status == "ok" and self.cache is not None:
+            self.cache.put(self._keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
+                           reason=outcome.reason, model=self.endpoint.model, mode=self.settings.mode,
+                           scale=self.prompt.scale, prompt_version=self.prompt.prompt_version, style=self.style,
+                           call=outcome.call or self.style, prompt_tokens=outcome.prompt_tokens,
+                           completion_tokens=outcome.completion_tokens)
+        if self._progress:
+            self._progress(1)
+
+    async def _ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any]):
+        """Call, parse, and once more with a repair request if the reply is unreadable.
+
+        Returns (parsed, prompt_tokens, completion_tokens); raises CallError, or _Refused/_Unparseable.
+        """
+        reply = await self._client.chat(messages, max_tokens=max_tokens)
+        pt, ct = reply.prompt_tokens, reply.completion_tokens
+        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
+        if refused:
+            raise _Refused(refused)
+        try:
+            return parse(reply.content), pt, ct
+        except CountMismatch:
+            raise
+        except ParseError as exc:
+            first = str(exc)
+            if reply.finish_reason == "length":
+                first += " (the reply hit the token limit)"
+        self._summary.repairs += 1
+        repair = self.prompt.render_repair(messages, reply.content, first)
+        reply = await self._client.chat(repair, max_tokens=max_tokens)
+        pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
+        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
+        if refused:
+            raise _Refused(refused)
+        try:
+            return parse(reply.content), pt, ct
+        except ParseError as exc:
+            raise _Unparseable(f"unparseable reply after one repair: {exc} (first reply: {first}); "
+                               f"reply: {(reply.content or '')[:200]!r}") from None
+
+    async def _do(self, unit: _Unit) -> None:
+        if unit.batch:
+            await self._do_batch(unit)
+        else:
+            await self._do_single(unit.case, unit.ranks[0], fallback=False)
+
+    async def _do_single(self, case: JudgeCase, i: int, fallback: bool) -> None:
+        unit = _Unit(case, [i], False)
+        graded, rel = self.prompt.graded, self.settings.relevant_from
+        call = "single"
+        try:
+            j, pt, ct = await self._ask(self._messages(unit), SINGLE_MAX_TOKENS,
+                                        lambda text: parse_verdict(text, graded=graded, relevant_from=rel))
+        except BudgetExhausted as exc:
+            self._settle(case, i, ChunkVerdict(status="missing", error=str(exc), call=call))
+            return
+        except _Refused as exc:
+            self._settle(case, i, ChunkVerdict(status="failed", error=f"refused: {exc}", call=call))
+            return
+        except (_Unparseable, CallError) as exc:
+            self._settle(case, i, ChunkVerdict(status="failed", error=str(exc), call=call))
+            return
+        self._settle(case, i, ChunkVerdict(j.verdict, j.grade, j.reason, "ok", None, call,
+                                           prompt_tokens=pt, completion_tokens=ct))
+
+    async def _do_batch(self, unit: _Unit) -> None:
+        self._summary.batch_calls += 1
+        graded, rel, n = self.prompt.graded, self.settings.relevant_from, len(unit.ranks)
+        max_tokens = SINGLE_MAX_TOKENS + 100 * n
+        try:
+            judgements, pt, ct = await self._ask(
+                self._messages(unit), max_tokens,
+                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel))
+        except BudgetExhausted as exc:
+            for i in unit.ranks:
+                self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))
+            return
+        except (CountMismatch, _Refused, _Unparseable, CallError):
+            self._summary.batch_fallbacks += 1
+            for i in unit.ranks:  # one call per chunk, spread over the workers
+                self._queue.put_nowait(_Unit(unit.case, [i], False))
+            return
+        share_p, share_c = pt // n, ct // n
+        for i, j in zip(unit.ranks, judgements, strict=True):
+            self._settle(unit.case, i, _ok(j, "batch", share_p, share_c))
+
+
+def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:
+    return ChunkVerdict(j.verdict, j.grade, j.reason, "ok", None, call, prompt_tokens=pt, completion_tokens=ct)
+
+
+class _Refused(Exception):
+    pass
+
+
+class _Unparseable(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------- records
+
+
+def load_for_judging(testset: Any) -> list[Any]:
+    """Per-case records to judge: a records file (``eval-rag``/``judge --records``; its other verdicts,
+    e.g. human ones, are kept) or any test set :func:`~rankwise.data.testset.load_testset` reads."""
+    import json
+    from pathlib import Path
+
+    from rankwise.data.records import CaseRecord, load_records, records_from_testset
+
+    if isinstance(testset, (list, tuple)) and testset and isinstance(testset[0], CaseRecord):
+        return list(testset)
+    if isinstance(testset, (str, PathLike)):
+        path = Path(testset)
+        if not path.is_file():
+            raise InputError("test set file not found", source=path)
+        if path.suffix.lower() in (".jsonl", ".ndjson", ""):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    first = next((line for line in fh if line.strip()), "")
+                is_records = isinstance(obj := json.loads(first), dict) and "chunks" in obj
+            except (UnicodeDecodeError, ValueError):
+                is_records = False
+            if is_records:
+                return load_records(path)
+    return records_from_testset(testset)
+
+
+def cases_from_records(records: Sequence[Any]) -> list[JudgeCase]:
+    """:class:`JudgeCase` per :class:`~rankwise.data.records.CaseRecord` (chunk texts in rank order)."""
+    return [JudgeCase(r.id, r.question, [c.text for c in r.chunks], r.reference, r.response) for r in records]
+
+
+def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, source: str = "llm") -> None:
+    """Write the judge's verdicts into the records (``chunk.verdicts[source]``) and each case's status."""
+    from rankwise.data.records import Verdict
+    from rankwise.relevance import case_status
+
+    meta_base = {"model": judge.endpoint.model, "mode": judge.settings.mode, "scale": judge.prompt.scale,
+                 "prompt_version": judge.prompt.prompt_version}
+    for r in records:
+        for chunk, v in zip(r.chunks, result.verdicts[r.id], strict=True):
+            meta = dict(meta_base)
+            if v.call:
+                meta["call"] = v.call
+            chunk.verdicts[source] = Verdict(verdict=v.verdict, grade=v.grade, reason=v.reason, status=v.status,
+                                             error=v.error, meta=meta)
+        r.status[source] = case_status(r, source)
+
+
+def judge_records(records: Sequence[Any], *, model: str | None = None, base_url: str | None = None,
+                  api_key: str | None = None, endpoint: Endpoint | None = None,
+                  settings: JudgeSettings | None = None, policy: CallPolicy | None = None,
+                  cache: str | PathLike | VerdictCache | None = None, prices: Prices | None = None,
+                  source: str = "llm", progress: Callable[[int], None] | None = None) -> JudgeSummary:
+    """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
+
+    ``cache`` is a path (default: :func:`~rankwise.relevance.llm.cache.default_cache_path`) or an open
+    :class:`VerdictCache`. Endpoint settings not given come from the environment / config file.
+
+    Example::
+
+        summary = judge_records(records, model="gpt-4o-mini", settings=JudgeSettings(mode="question"))
+    """
+    from rankwise.relevance.llm.client import load_config, resolve_endpoint
+
+    if endpoint is None:
+        config, where = load_config()
+        endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
+                                    config_source=where)
+    own = not isinstance(cache, VerdictCache)
+    store = VerdictCache(cache) if own else cache  # type: ignore[arg-type]
+    try:
+        judge = Judge(endpoint, settings, policy, store, prices)  # type: ignore[arg-type]
+        result = judge.run(cases_from_records(records), progress)
+        attach_verdicts(records, result, judge, source)
+        return result.summary
+    finally:
+        if own:
+            store.close()  # type: ignore[union-attr]

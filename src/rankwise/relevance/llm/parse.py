@@ -1,0 +1,241 @@
+"""Reading a judge's reply: tolerant JSON extraction, verdict checks, refusal detection.
+
+Models wrap JSON in code fences, surround it with prose, use single quotes or Python literals, or stop
+mid-object. :func:`extract_json` recovers what can be recovered; what cannot raises :class:`ParseError`,
+whose message is sent back to the model in the one repair attempt.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "parse_verdict", "parse_batch",
+           "refusal_of"]
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\n?(.*?)```", re.S)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_REFUSAL = re.compile(
+    r"\b(i['’]?m sorry|i am sorry|i apologi[sz]e|i can['’]?not|i can['’]t|i won['’]t|i will not|"
+    r"i['’]?m (?:not )?(?:able|unable) to|unable to (?:help|assist|comply|provide)|as an ai\b|"
+    r"against (?:my|the) (?:guidelines|polic))", re.I)
+_VERDICT_KEYS = ("verdict", "relevant", "relevance", "is_relevant", "label", "judgement", "judgment", "score")
+_GRADE_KEYS = ("grade", "score", "relevance", "verdict", "rating")
+_REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification")
+_YES = {"1", "yes", "y", "true", "relevant", "useful", "pass"}
+_NO = {"0", "no", "n", "false", "irrelevant", "not relevant", "not_relevant", "not useful", "fail"}
+
+
+class ParseError(ValueError):
+    """A reply that does not hold a usable verdict; the message says why (it is shown to the model)."""
+
+
+class CountMismatch(ParseError):
+    """A batch reply with a different number of verdicts than chunks sent."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One parsed verdict: ``verdict`` 0/1, ``grade`` 0-3 (graded scale only), ``reason``."""
+
+    verdict: int
+    grade: int | None
+    reason: str | None
+
+
+def _loads_lenient(text: str) -> Any:
+    """json.loads, then the usual repairs: trailing commas, Python literals, single quotes."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    fixed = _TRAILING_COMMA.sub(r"\1", text.replace("“", '"').replace("”", '"'))
+    try:
+        return json.loads(fixed)
+    except ValueError:
+        pass
+    py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", fixed)))
+    try:
+        value = ast.literal_eval(py)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ParseError("the reply is not valid JSON") from None
+    if not isinstance(value, (dict, list)):
+        raise ParseError("the reply is not a JSON object")
+    return value
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The bracketed span opening at ``start``, honouring quotes; None if it never closes."""
+    open_ch = text[start]
+    close_ch = "}" if open_ch == "{" else "]"
+    depth, quote, escape = 0, "", False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == open_ch:
+            depth += 1
+        elif ch == close_ch:
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return None
+
+
+def extract_json(text: str | None) -> Any:
+    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style quoting.
+
+    Example:
+        >>> extract_json("Sure! ```json\\n{'verdict': 1, 'reason': 'ok',}\\n``` Hope it helps.")
+        {'verdict': 1, 'reason': 'ok'}
+    """
+    if text is None or not text.strip():
+        raise ParseError("the reply is empty")
+    for cand in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
+        cand = cand.strip()
+        try:
+            return _loads_lenient(cand)
+        except ParseError:
+            pass
+        for i, ch in enumerate(cand):
+            if ch not in "{[":
+                continue
+            span = _balanced(cand, i)
+            if span is None:
+                continue
+            try:
+                value = _loads_lenient(span)
+            except ParseError:
+                continue
+            if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
+                return value
+    if "{" not in text:
+        raise ParseError("no JSON object in the reply")
+    if _balanced(text, text.index("{")) is None:
+        raise ParseError("the JSON object in the reply is cut off (unbalanced braces)")
+    raise ParseError("the reply is not valid JSON")
+
+
+def _first_key(obj: dict, keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    lowered = {str(k).lower(): k for k in obj}
+    for k in keys:
+        if k in lowered:
+            return k, obj[lowered[k]]
+    return None, None
+
+
+def _binary(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str):
+        v = value.strip().strip(".").lower()
+        if v in _YES:
+            return 1
+        if v in _NO:
+            return 0
+    raise ParseError(f'"verdict" must be 1 or 0, got {json.dumps(value)}')
+
+
+def _grade(value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3:
+        return value
+    raise ParseError(f'"grade" must be an integer 0, 1, 2 or 3, got {json.dumps(value)}')
+
+
+def _judgement(obj: Any, graded: bool, relevant_from: int) -> Judgement:
+    if not isinstance(obj, dict):
+        raise ParseError(f"expected a JSON object, got {type(obj).__name__}")
+    _, reason = _first_key(obj, _REASON_KEYS)
+    reason = None if reason is None else str(reason).strip() or None
+    if graded:
+        key, value = _first_key(obj, _GRADE_KEYS)
+        if key is None:
+            raise ParseError('the JSON object has no "grade"')
+        g = _grade(value)
+        return Judgement(int(g >= relevant_from), g, reason)
+    key, value = _first_key(obj, _VERDICT_KEYS)
+    if key is None:
+        raise ParseError('the JSON object has no "verdict"')
+    return Judgement(_binary(value), None, reason)
+
+
+def parse_verdict(text: str | None, *, graded: bool = False, relevant_from: int = 2) -> Judgement:
+    """One verdict from a reply; graded replies give ``verdict = grade >= relevant_from``.
+
+    Example:
+        >>> parse_verdict('{"verdict": 1, "reason": "states the date"}')
+        Judgement(verdict=1, grade=None, reason='states the date')
+        >>> parse_verdict('{"grade": 2, "reason": "partial"}', graded=True).verdict
+        1
+    """
+    obj = extract_json(text)
+    if isinstance(obj, list) and len(obj) == 1:
+        obj = obj[0]
+    return _judgement(obj, graded, relevant_from)
+
+
+def parse_batch(text: str | None, n: int, *, graded: bool = False, relevant_from: int = 2) -> list[Judgement]:
+    """``n`` verdicts, in chunk order, from a batch reply ``{"verdicts": [{"id", "verdict", "reason"}]}``.
+
+    Items are matched by ``id`` (1..n) when every item has one, else by position. A different count, a
+    duplicate or an unknown id raises :class:`CountMismatch`.
+
+    Example:
+        >>> [j.verdict for j in parse_batch('{"verdicts": [{"id": 2, "verdict": 0}, {"id": 1, "verdict": 1}]}', 2)]
+        [1, 0]
+    """
+    obj = extract_json(text)
+    items = obj
+    if isinstance(obj, dict):
+        _, items = _first_key(obj, ("verdicts", "judgements", "judgments", "results", "chunks", "grades"))
+        if items is None:
+            raise ParseError('the JSON object has no "verdicts" list')
+    if not isinstance(items, list):
+        raise ParseError('"verdicts" must be a list')
+    if len(items) != n:
+        raise CountMismatch(f"expected {n} verdicts, one per chunk, got {len(items)}")
+    ids = [it.get("id") if isinstance(it, dict) else None for it in items]
+    if all(i is not None for i in ids):
+        try:
+            ids = [int(i) for i in ids]
+        except (TypeError, ValueError):
+            raise ParseError(f"chunk ids must be the numbers 1..{n}, got {ids}") from None
+        if sorted(ids) != list(range(1, n + 1)):
+            raise CountMismatch(f"chunk ids must be 1..{n} once each, got {ids}")
+        items = [it for _, it in sorted(zip(ids, items, strict=True), key=lambda p: p[0])]
+    return [_judgement(it, graded, relevant_from) for it in items]
+
+
+def refusal_of(content: str | None, refusal: str | None = None, finish_reason: str | None = None) -> str | None:
+    """The refusal text if the reply is a refusal (API refusal field, content filter, or apology
+    without any JSON), else None.
+
+    Example:
+        >>> refusal_of("I'm sorry, but I can't help with that.")
+        "I'm sorry, but I can't help with that."
+        >>> refusal_of('{"verdict": 0, "reason": "I cannot see the answer here"}') is None
+        True
+    """
+    if refusal:
+        return refusal.strip() or "refused"
+    if finish_reason == "content_filter":
+        return "blocked by the endpoint's content filter"
+    if content and "{" not in content and _REFUSAL.search(content):
+        return content.strip()[:300]
+    return None

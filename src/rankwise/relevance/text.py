@@ -1,0 +1,209 @@
+"""Verdicts from ground-truth text (SPEC §4.2): containment, span overlap, fuzzy matching.
+
+Precision counts matching *chunks*; recall counts reference *passages* matched by at least one chunk in
+the top K. Each chunk's verdict records which passages it matched (``passages_found``) and why.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+from rankwise.data.records import CaseRecord, Verdict
+from rankwise.data.testset import Chunk, ReferencePassage
+from rankwise.errors import InputError
+from rankwise.relevance import GroundTruth, case_status
+
+__all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "char_recall",
+           "judge_text"]
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Unicode NFKC, lower-case, whitespace runs collapsed to one space, ends stripped.
+
+    Example:
+        >>> normalize("  Paris\\n is  the ＣＡＰＩＴＡＬ ")
+        'paris is the capital'
+    """
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+def contains_match(chunk: str, passage: str) -> bool:
+    """True when either normalised text contains the other (an empty text matches nothing).
+
+    Example:
+        >>> contains_match("The capital of France is Paris. It is large.", "capital of  FRANCE is Paris")
+        True
+    """
+    a, b = normalize(chunk), normalize(passage)
+    if not a or not b:
+        return False
+    return b in a or a in b
+
+
+def span_overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> int:
+    """Characters shared by two ``(doc_id, start, end)`` spans (end exclusive); 0 across documents.
+
+    Example:
+        >>> span_overlap(("d1", 0, 100), ("d1", 80, 150))
+        20
+    """
+    if a[0] != b[0]:
+        return 0
+    return max(0, min(a[2], b[2]) - max(a[1], b[1]))
+
+
+def span_match(chunk: tuple[str, int, int], passage: tuple[str, int, int], min_overlap: float = 0.5) -> bool:
+    """The chunk covers >= ``min_overlap`` of the passage, or the passage >= ``min_overlap`` of the chunk.
+
+    Example:
+        >>> span_match(("d1", 0, 500), ("d1", 100, 200))   # the chunk holds the whole passage
+        True
+        >>> span_match(("d1", 0, 130), ("d1", 100, 200))   # 30% of the passage, 23% of the chunk
+        False
+    """
+    shared = span_overlap(chunk, passage)
+    if shared <= 0:
+        return False
+    chunk_len, passage_len = chunk[2] - chunk[1], passage[2] - passage[1]
+    return (passage_len > 0 and shared / passage_len >= min_overlap) or (
+        chunk_len > 0 and shared / chunk_len >= min_overlap)
+
+
+def fuzzy_similarity(chunk: str, passage: str) -> float:
+    """Best partial-match similarity in [0, 1] of the normalised texts (rapidfuzz ``partial_ratio``).
+
+    Example:
+        >>> round(fuzzy_similarity("The capital of France is Paris.", "capital of france is paris"), 2)
+        1.0
+    """
+    try:
+        from rapidfuzz import fuzz
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InputError("relevance 'fuzzy' needs rapidfuzz: pip install 'rankwise[text]'") from None
+    a, b = normalize(chunk), normalize(passage)
+    if not a or not b:
+        return 0.0
+    return fuzz.partial_ratio(a, b) / 100.0
+
+
+def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k: int | None = None) -> float:
+    """Share of the reference passages' characters covered by the top ``k`` chunks' spans.
+
+    Overlapping passages or chunks are counted once. 0.0 when no passage has a span.
+
+    Example:
+        >>> c = [Chunk(doc_id="d", start=0, end=50), Chunk(doc_id="d", start=150, end=200)]
+        >>> p = [ReferencePassage(doc_id="d", start=40, end=60), ReferencePassage(doc_id="d", start=140, end=160)]
+        >>> char_recall(c, p), char_recall(c, p, k=1)
+        (0.5, 0.25)
+    """
+    by_doc: dict[str, list[tuple[int, int]]] = {}
+    for p in passages:
+        if p.span is not None:
+            by_doc.setdefault(p.span[0], []).append((p.span[1], p.span[2]))
+    cover: dict[str, list[tuple[int, int]]] = {}
+    for c in list(chunks)[: (None if k is None else k)]:
+        if c.span is not None and c.span[0] in by_doc:
+            cover.setdefault(c.span[0], []).append((c.span[1], c.span[2]))
+    total = covered = 0
+    for doc, ivs in by_doc.items():
+        gold = _merge(ivs)
+        total += sum(e - s for s, e in gold)
+        got = _merge(cover.get(doc, []))
+        for gs, ge in gold:
+            for cs, ce in got:
+                covered += max(0, min(ge, ce) - max(gs, cs))
+    return covered / total if total else 0.0
+
+
+def _usable(passages: Sequence[ReferencePassage], mode: str) -> list[int]:
+    if mode == "span":
+        return [i for i, p in enumerate(passages) if p.span is not None]
+    return [i for i, p in enumerate(passages) if p.text is not None and normalize(p.text)]
+
+
+def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_overlap: float = 0.5,
+               threshold: float = 0.8, ks: Iterable[int] = ()) -> dict[str, GroundTruth]:
+    """Judge every chunk of every record against the case's reference passages; fills records in place.
+
+    A chunk with no text (containment, fuzzy) or no ``(doc_id, start, end)`` (span) gets a ``missing``
+    verdict and makes its case incomplete. A case with no usable reference passage is unscorable.
+
+    Example:
+        >>> from rankwise.data.records import records_from_testset
+        >>> recs = records_from_testset([{"id": "q", "retrieved_contexts": ["a b c", "x"],
+        ...                               "reference_contexts": ["B C", "nothing"]}])
+        >>> judge_text(recs)["q"].n_relevant, recs[0].passages_found["containment"]
+        (2, [[0], []])
+    """
+    if mode not in ("containment", "span", "fuzzy"):
+        raise ValueError(f"text relevance mode must be containment, span or fuzzy, not {mode!r}")
+    if not 0 < min_overlap <= 1:
+        raise InputError(f"min_overlap must be in (0, 1], got {min_overlap}", field="min_overlap")
+    if not 0 < threshold <= 1:
+        raise InputError(f"threshold must be in (0, 1], got {threshold}", field="threshold")
+    if mode == "fuzzy":
+        fuzzy_similarity("a", "a")  # fail early, with the install hint, if rapidfuzz is missing
+    truth: dict[str, GroundTruth] = {}
+    for rec in records:
+        passages = rec.reference_contexts
+        usable = _usable(passages, mode)
+        found: list[list[int]] = []
+        for c in rec.chunks:
+            chunk = c.to_chunk()
+            if mode == "span" and chunk.span is None:
+                c.verdicts[mode] = Verdict(None, status="missing", error="chunk has no (doc_id, start, end)")
+                found.append([])
+                continue
+            if mode != "span" and (chunk.text is None):
+                c.verdicts[mode] = Verdict(None, status="missing", error="chunk has no text")
+                found.append([])
+                continue
+            matched, meta = [], {}
+            for i in usable:
+                p = passages[i]
+                if mode == "containment":
+                    ok = contains_match(chunk.text, p.text)
+                elif mode == "span":
+                    ok = span_match(chunk.span, p.span, min_overlap)
+                else:
+                    sim = fuzzy_similarity(chunk.text, p.text)
+                    meta.setdefault("similarity", []).append(round(sim, 4))
+                    ok = sim >= threshold
+                if ok:
+                    matched.append(i)
+            if mode == "fuzzy":
+                meta = {"similarity": dict(zip([str(i) for i in usable], meta.get("similarity", []),
+                                               strict=True)), "threshold": threshold}
+            elif mode == "span":
+                meta = {"min_overlap": min_overlap}
+            c.verdicts[mode] = Verdict(1 if matched else 0, meta=meta)
+            found.append(matched)
+        rec.passages_found[mode] = found
+        why = None
+        if not usable:
+            why = ("no reference passage with (doc_id, start, end)" if mode == "span" and passages
+                   else "no ground truth")
+        rec.status[mode] = case_status(rec, mode, unscorable=why)
+        gt = GroundTruth(len(usable), [1] * max(len(usable), sum(1 for f in found if f)))
+        if mode == "span":
+            chunks = [c.to_chunk() for c in rec.chunks]
+            gt.char_recall = {k: char_recall(chunks, passages, k) for k in (*ks, None)}
+        truth[rec.id] = gt
+    return truth

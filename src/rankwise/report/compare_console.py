@@ -1,0 +1,212 @@
+"""Terminal output for comparisons, k-sweeps and the gate (rich tables)."""
+
+from __future__ import annotations
+
+import math
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from rankwise.analysis.compare import ComparisonResult
+from rankwise.analysis.gate import GateResult
+from rankwise.analysis.ksweep import KSweep
+
+__all__ = ["comparison_table", "comparison_caption", "ksweep_table", "print_comparison", "print_ksweep",
+           "print_gate", "emit_comparison", "fmt_p", "TEST_LABELS"]
+
+TEST_LABELS = {"randomization": "randomization test", "t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}
+CORRECTION_LABELS = {"holm": "Holm-Bonferroni", "bonferroni": "Bonferroni", "none": "no"}
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value for people: 4 decimals, ``<0.0001`` below that, ``-`` when undefined.
+
+    Example:
+        >>> fmt_p(0.01234), fmt_p(1e-7), fmt_p(float("nan"))
+        ('0.0123', '<0.0001', '-')
+    """
+    if p is None or math.isnan(p):
+        return "-"
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def _signed(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None or math.isnan(x) else f"{x:+.{digits}f}"
+
+
+def comparison_caption(result: ComparisonResult) -> str:
+    """What was tested, how, and over how many queries: one paragraph."""
+    s = result.settings
+    test = TEST_LABELS[result.test]
+    if result.test == "randomization":
+        test += f" ({s['permutations']:,} sign flips, seed {s['seed']})"
+    extra = [TEST_LABELS[t] for t in s["tests"][1:]]
+    parts = [f"{result.summary.get('queries', len(result.query_ids))} paired queries; baseline "
+             f"{result.baseline}; p = two-sided {test}"]
+    if extra:
+        parts.append("also " + ", ".join(extra))
+    parts.append(f"{CORRECTION_LABELS[s['correction']]} correction over {s['comparisons']} comparisons")
+    parts.append(f"* = significant at alpha {s['alpha']} after correction")
+    parts.append(f"CI = {s['confidence']:.0%} bootstrap interval of the mean difference ({s['resamples']:,} "
+                 "resamples)")
+    parts.append("d = Cohen's d of the paired differences; W/T/L = queries better/equal/worse than baseline")
+    left = result.summary.get("left_out_not_in_every_run") or result.summary.get("left_out_not_in_every_set")
+    if left:
+        parts.append("left out (not in every system): "
+                     + ", ".join(f"{k} {v}" for k, v in left.items() if v))
+    for system, per_metric in (result.summary.get("undefined") or {}).items():
+        parts.append(f"{system}: undefined values left out of " +
+                     ", ".join(f"{m} ({n})" for m, n in per_metric.items()))
+    return "; ".join(parts)
+
+
+def _default_console() -> Console:
+    """A rich console; when stdout is not a terminal, wide enough that tables never wrap."""
+    c = Console()
+    return c if c.is_terminal else Console(width=200)
+
+
+def comparison_table(result: ComparisonResult, *, digits: int = 4) -> Table:
+    """One row per (metric, system): mean, delta, CI, p of each test, corrected p, mark, d, W/T/L."""
+    from rich.markup import escape
+
+    tests = result.settings["tests"]
+    table = Table(title=f"rankwise compare (baseline: {result.baseline})", caption=comparison_caption(result),
+                  caption_justify="left", box=box.SIMPLE_HEAD)
+    columns = [("metric", "left"), ("system", "left"), ("mean", "right"), ("delta", "right"),
+               (f"{result.settings['confidence']:.0%} CI", "right"), ("p", "right")]
+    columns += [(f"p {t}", "right") for t in tests[1:]]
+    columns += [("p adj", "right"), ("", "left"), ("d", "right"), ("W/T/L", "right")]
+    for col, justify in columns:
+        table.add_column(col, justify=justify, style="bold" if col == "metric" else None, no_wrap=True)
+    blank = [""] * (len(columns) - 4)
+    for m_i, metric in enumerate(result.metrics):
+        for system in result.systems:
+            mean = f"{result.means[system][metric]:.{digits}f}"
+            if system == result.baseline:
+                table.add_row(escape(metric), escape(system), mean, "baseline", *blank, style="dim")
+                continue
+            c = result.comparison(system, metric)
+            style = ("green" if c.delta > 0 else "red") if c.significant else None
+            last = system == result.candidates[-1] and m_i < len(result.metrics) - 1
+            table.add_row("", escape(system), mean, _signed(c.delta, digits),
+                          escape(f"[{_signed(c.ci_low, digits)}, {_signed(c.ci_high, digits)}]"),
+                          *[fmt_p(c.p_values[t]) for t in tests], fmt_p(c.p_adjusted),
+                          "*" if c.significant else "",
+                          "-" if c.effect_size is None else f"{c.effect_size:+.2f}",
+                          f"{c.wins}/{c.ties}/{c.losses}", style=style, end_section=last)
+    return table
+
+
+def ksweep_table(sweep: KSweep, *, digits: int = 4) -> Table:
+    """Rows K = 1..N, one column per system; the best K of each system in bold."""
+    table = Table(title=f"{sweep.metric} at K = 1..{sweep.ks[-1]}")
+    table.add_column("K", justify="right")
+    for s in sweep.systems:
+        table.add_column(s, justify="right")
+    best = {s: sweep.best_k(s) for s in sweep.systems}
+    for i, k in enumerate(sweep.ks):
+        cells = []
+        for s in sweep.systems:
+            v = f"{sweep.values[s][i]:.{digits}f}"
+            cells.append(f"[bold]{v}[/bold]" if best[s] == k else v)
+        table.add_row(str(k), *cells)
+    return table
+
+
+def print_comparison(result: ComparisonResult, console: Console | None = None) -> None:
+    (console or _default_console()).print(comparison_table(result))
+
+
+def print_ksweep(sweep: KSweep, console: Console | None = None) -> None:
+    console = console or _default_console()
+    console.print(ksweep_table(sweep))
+    if len(sweep.systems) > 1:
+        base = sweep.systems[0]
+        for other in sweep.systems[1:]:
+            ks = sweep.crossings(other, base)
+            if ks:
+                console.print(f"{other} and {base} swap places at K = {', '.join(map(str, ks))}")
+
+
+def print_gate(result: GateResult, console: Console | None = None) -> None:
+    """The verdict per metric, then the queries that dropped most."""
+    console = console or _default_console()
+    s = result.summary
+    console.print(f"rankwise gate: {s.get('queries')} paired queries; fail when a mean drops by more than "
+                  f"{result.max_drop} and the drop is significant (two-sided "
+                  f"{TEST_LABELS.get(result.settings['test'], result.settings['test'])}, alpha {result.alpha}"
+                  + (f", {CORRECTION_LABELS[result.settings['correction']]} correction"
+                     if result.settings["correction"] != "none" else "") + ")")
+    if s.get("only_in_baseline") or s.get("only_in_candidate"):
+        console.print(f"[yellow]query sets differ: {s.get('only_in_baseline', 0)} only in the baseline, "
+                      f"{s.get('only_in_candidate', 0)} only in the candidate (left out)[/yellow]")
+    for c in result.checks:
+        if c.failed:
+            verdict = "[bold red]FAIL[/bold red]"
+            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and p = {fmt_p(c.p_value)} < {result.alpha}"
+        elif c.over_budget:
+            verdict = "[yellow]pass[/yellow]"
+            why = (f"drop {-c.delta:.4f} > budget {result.max_drop} but not significant "
+                   f"(p = {fmt_p(c.p_value)})")
+        else:
+            verdict = "[green]pass[/green]"
+            why = (f"change {c.delta:+.4f} within budget {result.max_drop}" if c.delta < 0
+                   else f"change {c.delta:+.4f}") + f" (p = {fmt_p(c.p_value)})"
+        console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}")
+    for c in result.checks:
+        if not c.worst:
+            continue
+        table = Table(title=f"{c.metric}: queries that dropped most", title_justify="left")
+        for col in ("query", "baseline", "candidate", "delta"):
+            table.add_column(col, justify="left" if col == "query" else "right")
+        for qid, b, cand, d in c.worst:
+            table.add_row(qid, f"{b:.4f}", f"{cand:.4f}", f"{d:+.4f}")
+        console.print(table)
+    console.print("[bold red]GATE FAILED[/bold red]: " + ", ".join(c.metric for c in result.failed)
+                  if result.failed else "[bold green]GATE PASSED[/bold green]")
+
+
+def emit_comparison(result: ComparisonResult, *, fmt: str = "table", sweeps: list[KSweep] | None = None,
+                    per_query: bool = False, html: str | None = None, plot: str | None = None,
+                    html_options: dict | None = None, console: Console | None = None) -> None:
+    """Print a comparison in ``fmt`` (table, json, csv, markdown) and write the HTML report / PNG plot.
+
+    Machine-readable formats go to stdout alone; notes about written files go to stderr.
+    """
+    import click
+
+    sweeps = sweeps or []
+    if fmt == "json":
+        from rankwise.report.compare_text import comparison_json
+
+        click.echo(comparison_json(result, per_query=per_query, sweeps=sweeps))
+    elif fmt == "csv":
+        from rankwise.report.compare_text import comparison_csv, ksweep_csv
+
+        click.echo(comparison_csv(result), nl=False)
+        for s in sweeps:
+            click.echo("")
+            click.echo(ksweep_csv(s), nl=False)
+    elif fmt == "markdown":
+        from rankwise.report.markdown import comparison_markdown, ksweep_markdown
+
+        click.echo(comparison_markdown(result))
+        for s in sweeps:
+            click.echo(ksweep_markdown(s))
+    else:
+        console = console or _default_console()
+        print_comparison(result, console)
+        for s in sweeps:
+            print_ksweep(s, console)
+    if html:
+        from rankwise.report.html import write_html_report
+
+        path = write_html_report(html, result, sweeps=sweeps, **(html_options or {}))
+        click.echo(f"rankwise: wrote {path}", err=True)
+    if plot:
+        from rankwise.report.plots import plot_report
+
+        path = plot_report(plot, comparison=result, sweeps=sweeps)
+        click.echo(f"rankwise: wrote {path}", err=True)

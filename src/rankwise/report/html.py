@@ -1,0 +1,468 @@
+"""One self-contained HTML report of a comparison: opens offline, no CDN, charts are inline SVG.
+
+Sections: summary table with significance marks, metric-vs-K curves, per-query delta charts, score
+distributions, the rank-vs-verdict probe (with records), and a per-question drill-down (chunk text,
+verdicts and reasons with records; retrieved documents and their qrels grades with runs).
+
+Example:
+    >>> from rankwise.analysis.compare import compare
+    >>> r = compare({"q1": {"a": 1}, "q2": {"b": 1}}, [{"q1": ["a"], "q2": ["x"]}, {"q1": ["a"], "q2": ["b"]}],
+    ...             ["P@1"], names=["A", "B"])
+    >>> html = render_html_report(r)
+    >>> html.startswith("<!DOCTYPE html>") and 'data-system="B"' in html and "http" not in html.split("<body")[0]
+    True
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from importlib import resources
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankwise.analysis.compare import ComparisonResult
+from rankwise.analysis.ksweep import KSweep
+from rankwise.errors import InputError
+from rankwise.report.compare_console import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p
+from rankwise.report.svg import box_plot, color_of, delta_bars, line_chart
+
+__all__ = ["render_html_report", "write_html_report"]
+
+
+def _asset(name: str) -> str:
+    return resources.files("rankwise.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _f(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _signed(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:+.4f}"
+
+
+_DOT = " \u00b7 "
+
+
+# --------------------------------------------------------------------------------------------- summary
+def _summary_section(cmp: ComparisonResult) -> str:
+    head = "".join(
+        f'<th data-system="{escape(s)}">{escape(s)}{" <span class=ns>(baseline)</span>" if s == cmp.baseline else ""}'
+        f"</th>" for s in cmp.systems)
+    rows = []
+    for metric in cmp.metrics:
+        best = max(cmp.systems, key=lambda s: cmp.means[s][metric])
+        cells = [f'<td class="metric">{escape(metric)}</td>']
+        for s in cmp.systems:
+            mean = cmp.means[s][metric]
+            attrs = (f'data-system="{escape(s)}" data-metric="{escape(metric)}" data-mean="{mean!r}"')
+            klass = "best" if s == best else ""
+            if s == cmp.baseline:
+                cells.append(f'<td class="{klass}" {attrs}><span class="mean">{mean:.4f}</span>'
+                             f'<span class="detail">baseline</span></td>')
+                continue
+            c = cmp.comparison(s, metric)
+            direction = "gain" if c.delta > 0 else "loss" if c.delta < 0 else "ns"
+            if c.significant:
+                mark = ("\u25B2" if c.delta > 0 else "\u25BC") + "*"
+                delta_class = f"delta {direction} sig"
+            else:
+                mark = "n.s."
+                delta_class = "delta ns"
+            title = (f"p = {fmt_p(c.p_value)} ({TEST_LABELS[cmp.test]}), corrected {fmt_p(c.p_adjusted)}; "
+                     f"Cohen's d {_f(c.effect_size, 2)}; W/T/L {c.wins}/{c.ties}/{c.losses}")
+            cells.append(
+                f'<td class="{klass}" {attrs} data-delta="{c.delta!r}" data-p-adjusted="{c.p_adjusted!r}" '
+                f'data-significant="{str(c.significant).lower()}" title="{escape(title)}">'
+                f'<span class="mean">{mean:.4f}</span>'
+                f'<span class="{delta_class}">{c.delta:+.4f} <span class="mark">{mark}</span></span>'
+                f'<span class="detail">CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] \u00b7 p adj {fmt_p(c.p_adjusted)}'
+                f"</span><span class=\"detail\">W/T/L {c.wins}/{c.ties}/{c.losses} \u00b7 d "
+                f"{_f(c.effect_size, 2)}</span></td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    detail = _detail_table(cmp)
+    return (f'<section class="card" id="summary"><h2>Summary</h2>'
+            f'<table class="summary" id="summary-table"><thead><tr><th>metric</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="note">\u25B2* / \u25BC* significantly better / worse than the baseline after correction; '
+            f"n.s. not significant; underlined = best mean. {escape(comparison_caption(cmp))}.</p>"
+            f"<details><summary>All tests</summary>{detail}</details></section>")
+
+
+def _detail_table(cmp: ComparisonResult) -> str:
+    tests = cmp.settings["tests"]
+    head = ("<tr><th>metric</th><th>system</th><th>mean</th><th>delta</th><th>CI low</th><th>CI high</th>"
+            + "".join(f"<th>p ({escape(TEST_LABELS[t])})</th>" for t in tests)
+            + "<th>p adj</th><th>d</th><th>W/T/L</th><th>n</th></tr>")
+    rows = []
+    for c in cmp.comparisons:
+        rows.append(
+            f"<tr><td>{escape(c.metric)}</td><td>{escape(c.system)}</td><td>{c.mean:.4f}</td>"
+            f"<td>{c.delta:+.4f}</td><td>{c.ci_low:+.4f}</td><td>{c.ci_high:+.4f}</td>"
+            + "".join(f"<td>{fmt_p(c.p_values[t])}</td>" for t in tests)
+            + f"<td>{fmt_p(c.p_adjusted)}{' *' if c.significant else ''}</td><td>{_f(c.effect_size, 2)}</td>"
+            f"<td>{c.wins}/{c.ties}/{c.losses}</td><td>{c.n}</td></tr>")
+    return f'<table class="grid"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+# ---------------------------------------------------------------------------------------------- charts
+def _sweep_section(sweeps: Sequence[KSweep], colors: Mapping[str, str]) -> str:
+    if not sweeps:
+        return ""
+    charts = []
+    for s in sweeps:
+        svg = line_chart({name: s.values[name].tolist() for name in s.systems}, s.ks,
+                         title=f"{s.metric} at K = 1..{s.ks[-1]}", y_label=s.metric, colors=colors)
+        rows = "".join(f"<tr><td>{k}</td>" + "".join(f"<td>{s.values[n][i]:.4f}</td>" for n in s.systems)
+                       + "</tr>" for i, k in enumerate(s.ks))
+        table = ('<details><summary>table</summary><table class="grid"><thead><tr><th>K</th>'
+                 + "".join(f"<th>{escape(n)}</th>" for n in s.systems)
+                 + f"</tr></thead><tbody>{rows}</tbody></table></details>")
+        charts.append(f'<div class="sweep" data-metric="{escape(s.metric)}">{svg}{table}</div>')
+    return (f'<section class="card" id="ksweep"><h2>Metric vs K</h2><div class="charts">{"".join(charts)}</div>'
+            f'<p class="note">Mean over all queries at each cutoff K; where lines cross, the better system '
+            f"depends on how many results the generator reads.</p></section>")
+
+
+def _delta_section(cmp: ComparisonResult) -> str:
+    panels = []
+    for metric in cmp.metrics:
+        charts = []
+        for s in cmp.candidates:
+            d = cmp.deltas(s, metric)
+            c = cmp.comparison(s, metric)
+            mark = " *" if c.significant else ""
+            charts.append(delta_bars(cmp.query_ids, d.tolist(), y_label=f"\u0394 {metric}",
+                                     title=f"{s} \u2212 {cmp.baseline}: {metric} per query "
+                                           f"(mean {c.delta:+.4f}{mark})"))
+        panels.append(f'<div class="metric-panel charts" data-metric="{escape(metric)}">{"".join(charts)}</div>')
+    return (f'<section class="card" id="deltas"><h2>Per-query differences</h2>{"".join(panels)}'
+            f'<p class="note">Each bar is one query: the candidate\'s value minus the baseline\'s, sorted. A mean '
+            f"gain carried by a few queries looks very different from a broad one.</p></section>")
+
+
+def _distribution_section(cmp: ComparisonResult, colors: Mapping[str, str]) -> str:
+    panels = []
+    for metric in cmp.metrics:
+        groups = {s: cmp.per_query(s, metric).tolist() for s in cmp.systems}
+        svg = box_plot(groups, title=f"{metric}: distribution over queries", y_label=metric, colors=colors)
+        panels.append(f'<div class="metric-panel charts" data-metric="{escape(metric)}">{svg}</div>')
+    return (f'<section class="card" id="distributions"><h2>Score distributions</h2>{"".join(panels)}'
+            f'<p class="note">Box: quartiles and median; whiskers: 1.5 IQR; diamond: mean; dots: queries.</p>'
+            f"</section>")
+
+
+# ----------------------------------------------------------------------------------------------- probe
+def _probe_section(records: Mapping[str, Sequence[Any]], sources: Sequence[str]) -> str:
+    try:
+        from rankwise.analysis.probe import probe_records
+        from rankwise.data.records import CaseRecord, record_from_dict
+    except ImportError:  # pragma: no cover - ships with rankwise
+        return ""
+    blocks = []
+    for system, recs in records.items():
+        parsed = [r if isinstance(r, CaseRecord) else record_from_dict(r) for r in recs]
+        present = {x for r in parsed for x in r.sources()}
+        use = [s for s in sources if s in present]
+        if not use or not any(r.chunks for r in parsed):
+            continue
+        try:
+            probe = probe_records(parsed, use)
+        except InputError:
+            continue
+        head = "<tr><th>metric</th>"
+        keys: list[tuple[str, str]] = []
+        for s in use:
+            keys += [(s, f"{s} score"), (f"{s}_best", "best order"), (f"{s}_worst", "worst order"),
+                     (f"{s}_rank_range", "rank range")]
+        if len(use) == 2:
+            keys.append(("verdict_effect", f"verdict effect ({use[1]} \u2212 {use[0]})"))
+        head += "".join(f"<th>{escape(label)}</th>" for _, label in keys) + "</tr>"
+        rows = "".join(
+            f"<tr><td>{escape(m)}</td>" + "".join(f"<td>{_f(probe.mean[m].get(k))}</td>" for k, _ in keys)
+            + "</tr>" for m in probe.metrics)
+        note = f"{len(probe.cases)} cases"
+        if probe.incomplete:
+            note += f"; {len(probe.incomplete)} with failed/missing verdicts (counted as not relevant)"
+        blocks.append(f'<h3>{escape(system)}</h3><table class="grid probe" data-system="{escape(system)}">'
+                      f"<thead>{head}</thead><tbody>{rows}</tbody></table><p class=note>{escape(note)}</p>")
+    if not blocks:
+        return ""
+    return (f'<section class="card" id="probe"><h2>Rank effect vs verdict effect</h2>{"".join(blocks)}'
+            f'<p class="note">Means over cases. Best/worst order: the metric if the same verdicts were re-ordered '
+            f"best-first / worst-first; rank range = best \u2212 worst, how much ranking alone can move the "
+            f"score. A verdict effect compares two verdict sources on the same chunks.</p></section>")
+
+
+# ------------------------------------------------------------------------------------------ drill-down
+def _verdict_badges(chunk: Any) -> tuple[str, str]:
+    """(badges html, css class of the first source's verdict)."""
+    out, klass = [], ""
+    for source, v in (_get(chunk, "verdicts") or {}).items():
+        status = _get(v, "status", "ok")
+        value = _get(v, "verdict")
+        if status != "ok" or value is None:
+            label, cls = f"{source}: {status}", "vfailed"
+        else:
+            label, cls = f"{source}: {value}", f"v{1 if value else 0}"
+        extra = [x for x in (_get(v, "type"), ) if x]
+        if extra:
+            label += f" ({', '.join(extra)})"
+        reason = _get(v, "reason") or _get(v, "error")
+        out.append(f'<span class="badge {cls}" data-source="{escape(source)}">{escape(label)}</span>'
+                   + (f'<span class="reason">{escape(reason)}</span> ' if reason else ""))
+        if not klass:
+            klass = {"v1": "rel", "v0": "nonrel", "vfailed": "failed"}[cls]
+    return "".join(out), klass
+
+
+def _clip(text: str | None, limit: int) -> str:
+    if not text:
+        return ""
+    return escape(text if len(text) <= limit else text[:limit] + f" \u2026 [{len(text) - limit} more characters]")
+
+
+def _records_block(rec: Any, max_chunks: int, max_text: int) -> str:
+    items = []
+    chunks = list(_get(rec, "chunks") or [])
+    for chunk in chunks[:max_chunks]:
+        badges, klass = _verdict_badges(chunk)
+        meta = [f"#{_get(chunk, 'rank')}"]
+        for key in ("id", "doc_id"):
+            if _get(chunk, key) is not None:
+                meta.append(f"{key} {escape(str(_get(chunk, key)))}")
+        if _get(chunk, "score") is not None:
+            meta.append(f"score {_get(chunk, 'score'):.4g}")
+        items.append(f'<li class="{klass}"><div class="chunk-head">{_DOT.join(meta)} {badges}</div>'
+                     f'<div class="chunk-text">{_clip(_get(chunk, "text"), max_text)}</div></li>')
+    more = f"<p class=note>{len(chunks) - max_chunks} more chunks not shown</p>" if len(chunks) > max_chunks else ""
+    response = _get(rec, "response")
+    resp = f'<div class="ref"><b>Response:</b> {_clip(response, max_text)}</div>' if response else ""
+    return f'{resp}<ol class="chunks">{"".join(items)}</ol>{more}'
+
+
+def _case_header(rec: Any, max_text: int) -> str:
+    parts = []
+    if _get(rec, "reference"):
+        parts.append(f'<div class="ref"><b>Reference answer:</b> {_clip(_get(rec, "reference"), max_text)}</div>')
+    passages = _get(rec, "reference_contexts") or []
+    if passages:
+        lis = "".join(f"<li>{_clip(_get(p, 'text') if not isinstance(p, str) else p, max_text)}</li>"
+                      for p in passages)
+        parts.append(f'<div class="ref"><b>Reference passages:</b><ol>{lis}</ol></div>')
+    ids = _get(rec, "reference_context_ids")
+    if ids:
+        parts.append(f'<div class="ref"><b>Reference ids:</b> {escape(", ".join(map(str, ids)))}</div>')
+    return "".join(parts)
+
+
+def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Mapping[str, str] | None,
+               max_chunks: int, max_text: int) -> str:
+    i = run._position.get(qid) if hasattr(run, "_position") else None
+    if i is None:
+        return '<p class="note">no results for this query</p>'
+    a, b = int(run.offsets[i]), int(run.offsets[i + 1])
+    docs = run.doc_ids[a:min(b, a + max_chunks)].to_pylist()
+    scores = run.scores[a:a + len(docs)].tolist() if run.scores is not None else [None] * len(docs)
+    items = []
+    for rank, (doc, score) in enumerate(zip(docs, scores, strict=True), start=1):
+        grade = judgements.get(doc)
+        if grade is None:
+            badge, klass = '<span class="badge">unjudged</span>', ""
+        else:
+            cls = "v1" if grade >= 1 else "v0"
+            badge, klass = f'<span class="badge {cls}">qrels: {grade}</span>', "rel" if grade >= 1 else "nonrel"
+        text = documents.get(doc) if documents else None
+        head = f"#{rank} \u00b7 {escape(doc)}" + (f" \u00b7 score {score:.4g}" if score is not None else "")
+        items.append(f'<li class="{klass}"><div class="chunk-head">{head} {badge}</div>'
+                     + (f'<div class="chunk-text">{_clip(text, max_text)}</div>' if text else "") + "</li>")
+    more = f"<p class=note>{b - a - len(docs)} more results not shown</p>" if b - a > len(docs) else ""
+    return f'<ol class="chunks">{"".join(items)}</ol>{more}'
+
+
+def _queries_section(cmp: ComparisonResult, *, records: Mapping[str, Sequence[Any]] | None,
+                     runs: Mapping[str, Any] | None, qrels: Any, queries: Mapping[str, str] | None,
+                     documents: Mapping[str, str] | None, max_chunks: int, max_text: int,
+                     max_queries: int | None) -> str:
+    by_id: dict[str, dict[str, Any]] = {}
+    for system, recs in (records or {}).items():
+        by_id[system] = {str(_get(r, "id")): r for r in recs}
+    primary = cmp.metrics[0]
+    first = cmp.candidates[0]
+    order = np.argsort(-np.abs(np.nan_to_num(cmp.deltas(first, primary))), kind="stable")
+    if max_queries is not None:
+        order = order[:max_queries]
+    items = []
+    for qi in order.tolist():
+        qid = cmp.query_ids[qi]
+        question = (queries or {}).get(qid)
+        if question is None:
+            for recs in by_id.values():
+                if qid in recs and _get(recs[qid], "question"):
+                    question = _get(recs[qid], "question")
+                    break
+        vals = []
+        for metric in cmp.metrics:
+            cells = []
+            for s in cmp.systems:
+                v = cmp.per_query(s, metric)[qi]
+                cells.append(f"{escape(s)} {_f(float(v))}")
+            d = cmp.deltas(first, metric)[qi]
+            dcls = "gain" if d > 1e-12 else "loss" if d < -1e-12 else "ns"
+            vals.append(f'<span class="vals" data-metric="{escape(metric)}">{escape(metric)}: '
+                        f'{_DOT.join(cells)} <b class="{dcls}">{_signed(float(d))}'
+                        f"</b></span>")
+        table_rows = "".join(
+            f"<tr><td>{escape(metric)}</td>" + "".join(f"<td>{_f(float(cmp.per_query(s, metric)[qi]))}</td>"
+                                                       for s in cmp.systems) + "</tr>"
+            for metric in cmp.metrics)
+        table = ('<table class="grid"><thead><tr><th>metric</th>'
+                 + "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
+                 + f"</tr></thead><tbody>{table_rows}</tbody></table>")
+        body = [table]
+        if by_id:
+            header_rec = next((recs[qid] for recs in by_id.values() if qid in recs), None)
+            if header_rec is not None:
+                body.append(_case_header(header_rec, max_text))
+            cols = []
+            for s in cmp.systems:
+                rec = by_id.get(s, {}).get(qid)
+                if rec is None:
+                    continue
+                cols.append(f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}</h4>'
+                            f"{_records_block(rec, max_chunks, max_text)}</div>")
+            body.append(f'<div class="systems">{"".join(cols)}</div>')
+        elif runs:
+            judgements = qrels.judgements(qid) if qrels is not None else {}
+            cols = [f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}</h4>'
+                    f"{_run_block(run, qid, judgements, documents, max_chunks, max_text)}</div>"
+                    for s, run in runs.items()]
+            body.append(f'<div class="systems">{"".join(cols)}</div>')
+        search = f"{qid} {question or ''}".lower()
+        items.append(f'<details class="query" data-qid="{escape(qid)}" data-search="{escape(search)}">'
+                     f'<summary><span class="qid">{escape(qid)}</span><span class="question">'
+                     f'{escape(question or "")}</span>{"".join(vals)}</summary>'
+                     f'<div class="body">{"".join(body)}</div></details>')
+    shown = len(items)
+    note = (f"{shown} of {len(cmp.query_ids)} queries, largest |{first} \u2212 {cmp.baseline}| on {primary} first"
+            if shown < len(cmp.query_ids) else
+            f"{shown} queries, largest |{first} \u2212 {cmp.baseline}| on {primary} first")
+    return (f'<section class="card" id="queries"><h2>Per-question drill-down</h2>'
+            f'<div class="controls"><input id="query-filter" type="search" placeholder="filter by id or text">'
+            f'<span id="query-count" class="note">{escape(note)}</span>'
+            f'<button id="expand-all" type="button">expand all</button>'
+            f'<button id="collapse-all" type="button">collapse all</button></div>{"".join(items)}</section>')
+
+
+# -------------------------------------------------------------------------------------------- assemble
+def render_html_report(
+    comparison: ComparisonResult,
+    *,
+    sweeps: Sequence[KSweep] = (),
+    records: Mapping[str, Sequence[Any]] | None = None,
+    probe_sources: Sequence[str] | None = None,
+    runs: Mapping[str, Any] | None = None,
+    qrels: Any = None,
+    queries: Mapping[str, str] | None = None,
+    documents: Mapping[str, str] | None = None,
+    title: str = "rankwise comparison",
+    notes: Sequence[str] = (),
+    max_chunks: int = 10,
+    max_text: int = 1200,
+    max_queries: int | None = None,
+) -> str:
+    """The report as one HTML string (see :func:`write_html_report`)."""
+    colors = {s: color_of(i) for i, s in enumerate(comparison.systems)}
+    for sw in sweeps:
+        for s in sw.systems:
+            colors.setdefault(s, color_of(len(colors)))
+    if runs is not None:
+        from rankwise.data.load import load_run
+
+        runs = {name: load_run(r, name=name) for name, r in runs.items()}
+    if qrels is not None:
+        from rankwise.data.load import load_qrels
+
+        qrels = load_qrels(qrels)
+    s = comparison.settings
+    test = TEST_LABELS[comparison.test]
+    if comparison.test == "randomization":
+        test += f", {s['permutations']:,} sign flips, seed {s['seed']}"
+    meta = (f"{len(comparison.systems)} systems \u00b7 baseline <b>{escape(comparison.baseline)}</b> \u00b7 "
+            f"{len(comparison.query_ids)} queries \u00b7 {escape(test)} \u00b7 "
+            f"{CORRECTION_LABELS[s['correction']]} correction \u00b7 alpha {s['alpha']} \u00b7 generated "
+            f"{_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}")
+    source = comparison.summary.get("source")
+    if source:
+        meta += f" \u00b7 verdict source <b>{escape(source)}</b>"
+    probe = ""
+    if records:
+        probe = _probe_section(records, list(probe_sources or ([source] if source else [])))
+    sections = [
+        _summary_section(comparison),
+        _sweep_section(sweeps, colors),
+        _delta_section(comparison),
+        _distribution_section(comparison, colors),
+        probe,
+        _queries_section(comparison, records=records, runs=runs, qrels=qrels, queries=queries,
+                         documents=documents, max_chunks=max_chunks, max_text=max_text, max_queries=max_queries),
+    ]
+    nav = [("summary", "Summary")]
+    if sweeps:
+        nav.append(("ksweep", "Metric vs K"))
+    nav += [("deltas", "Per-query differences"), ("distributions", "Distributions")]
+    if probe:
+        nav.append(("probe", "Rank vs verdict"))
+    nav.append(("queries", "Drill-down"))
+    options = "".join(f'<option value="{escape(m)}">{escape(m)}</option>' for m in comparison.metrics)
+    notes_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
+        f'<header><h1>{escape(title)}</h1><div class="meta">{meta}</div>{notes_html}</header>'
+        "<nav>" + "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)
+        + f'<label>metric <select id="metric-select">{options}</select></label></nav>'
+        f'<main>{"".join(x for x in sections if x)}</main>'
+        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )
+
+
+def write_html_report(path: str | PathLike, comparison: ComparisonResult, **options: Any) -> Path:
+    """Write the self-contained report to ``path`` and return it.
+
+    Args:
+        path: the ``.html`` file to write.
+        comparison: a :class:`~rankwise.analysis.compare.ComparisonResult` (``rankwise.compare`` or
+            ``compare_records``).
+        **options: ``sweeps`` (k-sweeps to draw), ``records`` (system -> per-case records: drill-down
+            with chunk text, verdicts and reasons, and the rank-vs-verdict probe), ``probe_sources``
+            (one or two verdict sources for the probe; default the comparison's source), ``runs``
+            (system -> run: top documents per query) with ``qrels`` (their grades) and ``documents``
+            (doc id -> text), ``queries`` (query id -> text), ``title``, ``notes``, ``max_chunks``,
+            ``max_text``, ``max_queries``.
+
+    Example:
+        >>> write_html_report("report.html", rankwise.compare(qrels, [a, b]))  # doctest: +SKIP
+    """
+    out = Path(path)
+    text = render_html_report(comparison, **options)
+    try:
+        if out.parent and not out.parent.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror}", source=out) from None
+    return out

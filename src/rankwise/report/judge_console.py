@@ -1,0 +1,125 @@
+"""Terminal output of ``rankwise judge``, ``rankwise cache`` and ``rankwise agree``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["judge_summary_lines", "plan_lines", "print_cache_stats", "print_agreement"]
+
+
+def _money(x: float | None) -> str:
+    if x is None:
+        return "unknown (give --price-in/--price-out, per 1M tokens)"
+    return f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def judge_summary_lines(s: Any, url: str) -> list[str]:
+    """The end-of-run summary of a :class:`~rankwise.relevance.llm.judge.JudgeSummary`."""
+    lines = [f"judged {s.chunks} chunks of {s.cases} cases with {s.model} at {url} "
+             f"(mode {s.mode}, {s.scale}, prompt {s.prompt_version})",
+             f"  verdicts: {s.ok} ok ({s.cached} from cache, {s.ok - s.cached} new), {s.failed} failed, "
+             f"{s.missing} missing"]
+    if s.failures:
+        lines.append(f"  not had: {_counts(s.failures)}")
+    calls = f"  calls: {s.requests} requests made, {s.cached} cache hits, {s.retries} retries, {s.repairs} repairs"
+    if s.batch_calls:
+        calls += f"; {s.batch_calls} batch calls, {s.batch_fallbacks} fell back to per-chunk calls"
+    lines.append(calls)
+    if s.http_errors:
+        lines.append(f"  errors seen: {_counts(s.http_errors)}")
+    lines.append(f"  tokens: {s.prompt_tokens:,} in + {s.completion_tokens:,} out = "
+                 f"{s.prompt_tokens + s.completion_tokens:,}; cost {_money(s.cost)}")
+    rate = f" ({s.requests / s.seconds:,.0f} requests/s)" if s.requests and s.seconds > 0 else ""
+    lines.append(f"  time: {s.seconds:.2f} s{rate}; transport {s.transport}")
+    return lines
+
+
+def plan_lines(p: Any, url: str) -> list[str]:
+    """What ``--dry-run`` prints for a :class:`~rankwise.relevance.llm.judge.JudgePlan`."""
+    lines = [f"dry run: {p.cases} cases, {p.chunks} chunks; {p.cached} already in the cache, "
+             f"{p.unjudgeable} cannot be judged (no text / question / reference)",
+             f"would make {p.calls} calls to {p.model} at {url} (prompt {p.prompt_version})"
+             + (f", capped by --max-calls {p.max_calls}" if p.max_calls is not None else ""),
+             f"estimated tokens: ~{p.prompt_tokens:,} in + ~{p.completion_tokens:,} out "
+             f"(4 characters per token; retries and repairs not counted)",
+             f"estimated cost: {_money(p.cost)}"]
+    return lines
+
+
+def print_cache_stats(stats: Any, console: Console | None = None) -> None:
+    """One row per (model, mode, scale, prompt version, call style) in the cache file."""
+    console = console or Console()
+    console.print(f"cache: {stats.path} ({stats.size_bytes / 1024:,.0f} KiB), {stats.verdicts} verdicts, "
+                  f"{stats.prompt_tokens + stats.completion_tokens:,} tokens spent on them")
+    if not stats.groups:
+        return
+    table = Table()
+    for col in ("model", "mode", "scale", "prompt version", "style", "verdicts", "relevant", "tokens"):
+        table.add_column(col, justify="right" if col in ("verdicts", "relevant", "tokens") else "left")
+    for g in stats.groups:
+        table.add_row(g["model"], g["mode"], g["scale"], g["prompt_version"], g["style"], str(g["verdicts"]),
+                      str(g["relevant"]), f"{g['prompt_tokens'] + g['completion_tokens']:,}")
+    console.print(table)
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "undefined" if x is None else f"{x:.{digits}f}"
+
+
+def _short(text: str | None, width: int = 70) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_agreement(agr: Any, effects: dict[str, dict[str, float]] | None = None, *, show: int = 20,
+                    console: Console | None = None) -> None:
+    """Accuracy, kappa, confusion matrix, per-type breakdown, verdict effects and disagreements."""
+    console = console or Console()
+    a, b = agr.a, agr.b
+    ci = f" (95% CI {agr.kappa_ci[0]:.3f} to {agr.kappa_ci[1]:.3f})" if agr.kappa_ci else ""
+    console.print(f"[bold]agreement of {b} with {a}[/bold]: {agr.n} chunks in {agr.cases} cases")
+    console.print(f"  accuracy {_f(agr.accuracy)}, Cohen's kappa {_f(agr.kappa)}{ci}")
+    if agr.graded_kappa is not None:
+        console.print(f"  graded: quadratic-weighted kappa {_f(agr.graded_kappa)} over {agr.graded_n} chunks")
+    console.print(f"  relevant: {a} {_f(agr.a_relevant_rate)}, {b} {_f(agr.b_relevant_rate)}; "
+                  f"{b} precision {_f(agr.b_precision)}, recall {_f(agr.b_recall)} (taking {a} as truth)")
+    if agr.skipped:
+        console.print("  not compared: " + ", ".join(f"{k} {v}" for k, v in agr.skipped.items()))
+    conf = Table(title="confusion matrix (chunks)")
+    conf.add_column(f"{a} \\ {b}")
+    conf.add_column(f"{b} 0", justify="right")
+    conf.add_column(f"{b} 1", justify="right")
+    conf.add_row(f"{a} 0", str(agr.confusion[0][0]), str(agr.confusion[0][1]))
+    conf.add_row(f"{a} 1", str(agr.confusion[1][0]), str(agr.confusion[1][1]))
+    console.print(conf)
+    types = Table(title="by type label")
+    for col in ("type", "chunks", "agree", "accuracy", f"{a} relevant", f"{b} relevant"):
+        types.add_column(col, justify="left" if col == "type" else "right")
+    for t in agr.by_type:
+        types.add_row(t.type, str(t.n), str(t.agree), _f(t.accuracy), str(t.a_relevant), str(t.b_relevant))
+    console.print(types)
+    if effects:
+        eff = Table(title=f"score difference due to verdicts (mean over cases, same chunk order: {b} - {a})")
+        for col in ("metric", a, b, "verdict effect"):
+            eff.add_column(col, justify="left" if col == "metric" else "right")
+        for name, row in effects.items():
+            eff.add_row(name, _f(row.get(a), 4), _f(row.get(b), 4), f"{row.get('verdict_effect', 0.0):+.4f}")
+        console.print(eff)
+    if agr.disagreements:
+        dis = Table(title=f"disagreements ({len(agr.disagreements)}"
+                          + (f", first {show} shown" if len(agr.disagreements) > show else "") + ")")
+        for col in ("case", "rank", "type", a, b, f"{a} reason", f"{b} reason", "chunk"):
+            dis.add_column(col, overflow="fold")
+        for d in agr.disagreements[:show]:
+            dis.add_row(d.case_id, str(d.rank), d.type or "", str(d.a), str(d.b), _short(d.a_reason, 50),
+                        _short(d.b_reason, 50), _short(d.text, 60))
+        console.print(dis)

@@ -1,0 +1,145 @@
+"""BM25 over chunks with ``bm25s`` (Lucene's BM25 variant), optional Snowball stemming and stopwords.
+
+Tokens: lower-cased runs of two or more word characters (scikit-learn's / bm25s' pattern). A chunk
+that shares no term with a query scores 0 and is not returned, so a run may hold fewer than k chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from rankwise.data import Run
+from rankwise.errors import InputError
+from rankwise.retrieval.base import (
+    Retriever,
+    check_chunks,
+    check_k,
+    check_queries,
+    hits_to_run,
+    id_order,
+    progress,
+    require_index,
+    top_k,
+)
+from rankwise.retrieval.chunking import Chunk
+
+__all__ = ["BM25Retriever", "Tokenizer"]
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+class Tokenizer:
+    """Lower-case, split into words, drop stopwords, stem (PyStemmer's Snowball stemmers).
+
+    ``stemmer``: a Snowball language name ("english"), None, or any callable list[str] -> list[str].
+    ``stopwords``: "en" (Lucene's 33 English stopwords, as bm25s), None, or an iterable of words.
+
+    Example:
+        >>> Tokenizer().tokenize("The wings are tested")
+        ['wing', 'test']
+    """
+
+    def __init__(self, stemmer: str | Callable[[list[str]], list[str]] | None = "english",
+                 stopwords: str | Iterable[str] | None = "en") -> None:
+        self._stem_fn = _stemmer(stemmer)
+        self._stopwords = _stopwords(stopwords)
+        self._stems: dict[str, str] = {}
+
+    def tokenize(self, text: str) -> list[str]:
+        words = [w for w in _TOKEN.findall(text.lower()) if w not in self._stopwords]
+        if self._stem_fn is None:
+            return words
+        new = [w for w in dict.fromkeys(words) if w not in self._stems]
+        if new:
+            self._stems.update(zip(new, self._stem_fn(new)))
+        return [self._stems[w] for w in words]
+
+
+def _stemmer(stemmer):
+    if stemmer is None or callable(stemmer):
+        return stemmer
+    try:
+        import Stemmer
+    except ImportError:
+        raise InputError("stemming needs PyStemmer: pip install PyStemmer (or pass stemmer=None)",
+                         field="stemmer") from None
+    try:
+        return Stemmer.Stemmer(stemmer).stemWords
+    except KeyError:
+        raise InputError(f"no Snowball stemmer for {stemmer!r}; languages: "
+                         f"{', '.join(Stemmer.algorithms())}", field="stemmer") from None
+
+
+def _stopwords(stopwords) -> frozenset[str]:
+    if stopwords is None:
+        return frozenset()
+    if isinstance(stopwords, str):
+        if stopwords.lower() not in ("en", "english"):
+            raise InputError(f"built-in stopwords exist for 'en' only, got {stopwords!r}; pass a list of words",
+                             field="stopwords")
+        from bm25s.stopwords import STOPWORDS_EN
+
+        return frozenset(STOPWORDS_EN)
+    return frozenset(w.lower() for w in stopwords)
+
+
+class BM25Retriever(Retriever):
+    """BM25 (``bm25s``, Lucene variant) over chunk texts, with the title prepended when chunks carry one.
+
+    Example:
+        >>> r = BM25Retriever(quiet=True)
+        >>> r.index([Chunk("a", "a", 0, 18, "wing in slipstream"), Chunk("b", "b", 0, 14, "heat in slabs")])
+        >>> r.search({"q1": "slipstream wings"}, k=10).ranking("q1")
+        ['a']
+    """
+
+    def __init__(self, *, k1: float = 1.5, b: float = 0.75, method: str = "lucene",
+                 stemmer: str | Callable | None = "english", stopwords: str | Iterable[str] | None = "en",
+                 name: str = "bm25", quiet: bool = False) -> None:
+        self.k1, self.b, self.method = k1, b, method
+        self.tokenizer = Tokenizer(stemmer, stopwords)
+        self.name = name
+        self.quiet = quiet
+        self._model = None
+        self._vocab: dict[str, int] = {}
+        self._chunk_ids: list[str] = []
+        self._tie_order = np.zeros(0, dtype=np.int64)
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        import bm25s
+
+        chunks = check_chunks(chunks)
+        vocab: dict[str, int] = {}
+        corpus_ids: list[list[int]] = []
+        with progress(f"{self.name}: tokenizing", len(chunks), quiet=self.quiet) as advance:
+            for c in chunks:
+                corpus_ids.append([vocab.setdefault(t, len(vocab)) for t in self.tokenizer.tokenize(c.indexed_text)])
+                advance(1)
+        if not vocab:
+            vocab[""] = 0  # a corpus without a single token: keep bm25s happy, every score is 0
+        model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        model.index((corpus_ids, dict(vocab)), show_progress=False)
+        self._model = model
+        self._vocab = vocab
+        self._chunk_ids = [c.id for c in chunks]
+        self._tie_order = id_order(self._chunk_ids)
+
+    def search(self, queries: Mapping[str, str], k: int) -> Run:
+        require_index(self._model is not None, self.name)
+        k = check_k(k)
+        qids, texts = check_queries(queries)
+        rows = []
+        empty = np.zeros(0, dtype=np.int64), np.zeros(0)
+        with progress(f"{self.name}: searching", len(qids), quiet=self.quiet) as advance:
+            for text in texts:
+                ids = [self._vocab[t] for t in self.tokenizer.tokenize(text) if t in self._vocab]
+                if ids:
+                    scores = self._model.get_scores_from_ids(ids)
+                    rows.append(top_k(scores, k, self._tie_order, positive_only=True))
+                else:
+                    rows.append(empty)
+                advance(1)
+        return hits_to_run(qids, rows, self._chunk_ids, name=self.name)

@@ -1,0 +1,408 @@
+"""A real Chat Completions server on loopback, for the LLM-judge tests and the throughput benchmark.
+
+Speaks ``POST /v1/chat/completions`` (the OpenAI wire format, with ``usage`` token counts) and answers
+deterministically: a chunk is relevant (verdict 1) iff it shares a keyword (a word of 4+ letters that is
+not a stop word) with the target text, i.e. the ``<reference_answer>`` if the prompt has one, else the
+``<response>``, else the ``<question>``. Graded prompts (asking for ``"grade"``) get the number of
+distinct shared keywords, capped at 3. Batch prompts (several ``<chunk id="N">`` blocks) get one verdict
+per chunk. It also answers Ragas' context-precision prompt (JSON ``input:`` with ``context`` and
+``answer``/``ground_truth``) with the same rule, so both tools can be timed against one server.
+
+Faults are injected by markers in the prompt text, ``[[NAME]]`` or ``[[NAMExK]]`` (only the first K
+times the same conversation is seen; retries and repair requests of a conversation count as later
+times, since they repeat its first user message):
+
+    429        HTTP 429 with ``Retry-After`` (seconds, settable: ``retry_after``)
+    500        HTTP 500
+    slow       reply after ``slow_seconds`` (default 5 s): past a short client timeout
+    malformed  prose with no JSON at all
+    badverdict JSON with ``"verdict": "maybe"``
+    truncated  JSON cut in half, ``finish_reason: "length"``
+    fences     the JSON inside a Markdown code fence
+    prose      the JSON surrounded by chatter
+    quotes     a Python-style dict with single quotes
+    refuse     "I'm sorry, but I can't help with that."
+    refusefield  ``message.refusal`` set, ``content`` null
+    wrongcount batch reply with one verdict too few
+    400 / 401 / 404  a context-length error / a bad key / an unknown model
+
+The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
+``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
+
+Control endpoints: ``GET /stats`` (request counts, by HTTP status, max in-flight, request start times),
+``POST /reset`` (zero the counters and forget conversations), ``POST /config`` (JSON: ``latency``,
+``slow_seconds``, ``retry_after``).
+
+Standalone::
+
+    python tests/llm_server.py --port 8000 --latency 0.2
+    # prints: LISTENING http://127.0.0.1:8000/v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STOP_WORDS = frozenset(re.findall(r"[a-z]+", """about above after again against also among been before being below between both cannot could does
+    doing down during each from further have having here into just more most much must other over same
+    should some such than that their theirs them then there these they this those through under until very
+    were what when where which while whom will with within without would your yours answer question chunk
+    context reference response"""))
+FAULT = re.compile(r"\[\[([a-z0-9]+?)(?:x(\d+))?\]\]")
+TAG = {name: re.compile(rf"<{name}>\s*(.*?)\s*</{name}>", re.S) for name in
+       ("question", "reference_answer", "response", "chunk")}
+BATCH_CHUNK = re.compile(r'<chunk id="(\d+)">\s*(.*?)\s*</chunk>', re.S)
+
+
+def keywords(text: str) -> set[str]:
+    """Lower-case words of 4+ letters that are not stop words, fault markers removed."""
+    return {w for w in re.findall(r"[a-z0-9]+", FAULT.sub(" ", text.lower()))
+            if len(w) >= 4 and w not in STOP_WORDS}
+
+
+def judge_text(target: str, chunk: str, graded: bool) -> dict[str, Any]:
+    """The deterministic verdict: shared keywords between target and chunk."""
+    shared = sorted(keywords(target) & keywords(chunk))
+    reason = (f"the chunk mentions {', '.join(shared[:3])}" if shared
+              else "the chunk shares no keyword with the target text")
+    if graded:
+        return {"grade": min(3, len(shared)), "reason": reason}
+    return {"verdict": 1 if shared else 0, "reason": reason}
+
+
+@dataclass
+class ServerState:
+    latency: float = 0.0
+    slow_seconds: float = 5.0
+    retry_after: str = "1"
+    requests: int = 0
+    by_status: Counter = field(default_factory=Counter)
+    faults: Counter = field(default_factory=Counter)
+    inflight: int = 0
+    max_inflight: int = 0
+    started: list[float] = field(default_factory=list)
+    seen: Counter = field(default_factory=Counter)
+    repairs: int = 0
+    batch_calls: int = 0
+
+    epoch: int = 0
+
+    def reset(self) -> None:
+        """Zero the counters; requests still in flight stay counted in ``inflight`` only."""
+        keep = (self.latency, self.slow_seconds, self.retry_after, self.inflight, self.epoch + 1)
+        self.__init__()
+        self.latency, self.slow_seconds, self.retry_after, self.inflight, self.epoch = keep
+        self.max_inflight = self.inflight
+
+    def stats(self) -> dict[str, Any]:
+        return {"requests": self.requests, "by_status": {str(k): v for k, v in self.by_status.items()},
+                "faults": dict(self.faults), "inflight": self.inflight, "max_inflight": self.max_inflight,
+                "conversations": len(self.seen), "repairs": self.repairs, "batch_calls": self.batch_calls,
+                "started": self.started[-20000:], "latency": self.latency}
+
+
+def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None):
+    from aiohttp import web
+
+    return web.json_response({"error": {"message": message, "type": kind, "code": kind}}, status=status,
+                             headers=headers)
+
+
+def _completion(model: str, content: str | None, prompt_chars: int, *, finish: str = "stop",
+                refusal: str | None = None) -> dict[str, Any]:
+    completion_tokens = math.ceil(len(content or refusal or "") / 4) or 1
+    prompt_tokens = math.ceil(prompt_chars / 4) or 1
+    return {
+        "id": "chatcmpl-" + hashlib.sha1((content or refusal or "").encode()).hexdigest()[:12],
+        "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "finish_reason": finish,
+                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _answer(prompt: str) -> tuple[Any, bool]:
+    """The JSON object the judge should reply with for this prompt, and whether it is a batch."""
+    graded = '"grade"' in prompt
+    target = None
+    for name in ("reference_answer", "response", "question"):
+        m = TAG[name].search(prompt)
+        if m:
+            target = m.group(1)
+            break
+    batch = BATCH_CHUNK.findall(prompt)
+    if batch:
+        items = []
+        for idx, text in batch:
+            item = judge_text(target or "", text, graded)
+            items.append({"id": int(idx), **item})
+        return {"verdicts": items}, True
+    chunk = TAG["chunk"].search(prompt)
+    if chunk is not None:
+        return judge_text(target or "", chunk.group(1), graded), False
+    ragas = _ragas_input(prompt)
+    if ragas is not None:
+        context, answer = ragas
+        out = judge_text(answer, context, False)
+        return {"reason": out["reason"], "verdict": out["verdict"]}, False
+    return {"verdict": 0, "reason": "no chunk found in the prompt"}, False
+
+
+def _ragas_input(prompt: str) -> tuple[str, str] | None:
+    """Ragas puts the case as a JSON object after the last 'input:' (context + answer/ground truth)."""
+    at = prompt.rfind("input:")
+    if at < 0:
+        at = prompt.rfind("Input:")
+    if at < 0:
+        return None
+    tail = prompt[at + 6:]
+    start = tail.find("{")
+    if start < 0:
+        return None
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(tail[start:])
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or "context" not in obj:
+        return None
+    answer = obj.get("answer") or obj.get("ground_truth") or obj.get("reference") or obj.get("question") or ""
+    return str(obj["context"]), str(answer)
+
+
+def _render(obj: Any, fault: str | None) -> tuple[str | None, str, str | None]:
+    """(content, finish_reason, refusal) for a reply object under an output fault."""
+    text = json.dumps(obj)
+    if fault == "malformed":
+        return "The chunk looks relevant to me, so my verdict would be yes.", "stop", None
+    if fault == "badverdict":
+        return json.dumps({"verdict": "maybe", "reason": "hard to say"}), "stop", None
+    if fault == "truncated":
+        return text[: max(1, len(text) // 2)], "length", None
+    if fault == "fences":
+        return f"```json\n{text}\n```", "stop", None
+    if fault == "prose":
+        return f"Sure! Here is my judgement:\n{text}\nLet me know if you need anything else.", "stop", None
+    if fault == "quotes":
+        return repr(obj), "stop", None
+    if fault == "refuse":
+        return "I'm sorry, but I can't help with that.", "stop", None
+    if fault == "refusefield":
+        return None, "stop", "I'm sorry, but I can't assist with that request."
+    return text, "stop", None
+
+
+def make_app(state: ServerState):
+    """The aiohttp application serving the Chat Completions protocol and the control endpoints."""
+    from aiohttp import web
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        state.requests += 1
+        state.started.append(time.monotonic())
+        state.inflight += 1
+        state.max_inflight = max(state.max_inflight, state.inflight)
+        epoch = state.epoch
+        try:
+            resp = await _chat(request)
+        finally:
+            state.inflight -= 1
+        if epoch == state.epoch:  # not a straggler from before a reset
+            state.by_status[resp.status] += 1
+        return resp
+
+    async def _chat(request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "request body is not JSON", "invalid_request_error")
+        messages = body.get("messages") or []
+        if not messages or not body.get("model"):
+            return _error(400, "model and messages are required", "invalid_request_error")
+        users = [_text_of(m) for m in messages if m.get("role") == "user"]
+        first_user = users[0] if users else ""
+        system = "\n".join(_text_of(m) for m in messages if m.get("role") == "system")
+        prompt = system + "\n" + first_user
+        conv = hashlib.sha256(first_user.encode()).hexdigest()
+        state.seen[conv] += 1
+        nth = state.seen[conv]
+        if len(users) > 1:
+            state.repairs += 1
+        faults = [name for name, k in FAULT.findall(first_user) if not k or nth <= int(k)]
+        if state.latency:
+            await asyncio.sleep(state.latency)
+        model = str(body["model"])
+        if model == "no-such-model" or "404" in faults:
+            return _error(404, f"The model '{model}' does not exist", "model_not_found")
+        if "401" in faults or request.headers.get("Authorization") == "Bearer bad-key":
+            return _error(401, "Incorrect API key provided", "invalid_api_key")
+        if "400" in faults:
+            return _error(400, "This model's maximum context length is 8192 tokens (injected)",
+                          "context_length_exceeded")
+        if model.startswith("strict-") and "max_tokens" in body:
+            return _error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                               "'max_completion_tokens' instead.", "unsupported_parameter")
+        if model.startswith("strict-") and body.get("temperature") not in (None, 1):
+            return _error(400, "Unsupported value: 'temperature' does not support 0 with this model.",
+                          "unsupported_value")
+        if "429" in faults:
+            state.faults["429"] += 1
+            return _error(429, "rate limited (injected)", "rate_limit_exceeded",
+                          headers={"Retry-After": state.retry_after})
+        if "500" in faults:
+            state.faults["500"] += 1
+            return _error(500, "internal error (injected)", "server_error")
+        if "slow" in faults:
+            state.faults["slow"] += 1
+            await asyncio.sleep(state.slow_seconds)
+        obj, batch = _answer(prompt)
+        if batch:
+            state.batch_calls += 1
+            if "wrongcount" in faults:
+                state.faults["wrongcount"] += 1
+                obj = {"verdicts": obj["verdicts"][:-1]}
+        output = next((f for f in faults if f not in ("429", "500", "slow", "wrongcount", "400", "401", "404")),
+                      None)
+        if output:
+            state.faults[output] += 1
+        content, finish, refusal = _render(obj, output)
+        return web.json_response(_completion(body["model"], content, sum(len(_text_of(m)) for m in messages),
+                                             finish=finish,
+                                             refusal=refusal))
+
+    async def stats(_request: web.Request) -> web.Response:
+        return web.json_response(state.stats())
+
+    async def reset(_request: web.Request) -> web.Response:
+        state.reset()
+        return web.json_response({"ok": True})
+
+    async def config(request: web.Request) -> web.Response:
+        body = await request.json()
+        for key in ("latency", "slow_seconds"):
+            if key in body:
+                setattr(state, key, float(body[key]))
+        if "retry_after" in body:
+            state.retry_after = str(body["retry_after"])
+        return web.json_response({"ok": True})
+
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "judge-test", "object": "model"}]})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/chat/completions", chat)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/stats", stats)
+    app.router.add_post("/reset", reset)
+    app.router.add_post("/config", config)
+    return app
+
+
+def serve(port: int = 0, latency: float = 0.0, host: str = "127.0.0.1") -> None:
+    """Run the server until killed; print ``LISTENING <base url>`` once it accepts connections."""
+    from aiohttp import web
+
+    async def main() -> None:
+        state = ServerState(latency=latency)
+        runner = web.AppRunner(make_app(state), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, backlog=4096)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(f"LISTENING http://{host}:{bound}/v1", flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+
+
+# ---- client side helpers (tests and benchmark) -------------------------------------------------------
+
+@dataclass
+class ServerHandle:
+    """A running server subprocess: ``base_url`` for the judge, and the control calls."""
+
+    base_url: str
+    proc: subprocess.Popen
+
+    @property
+    def root(self) -> str:
+        return self.base_url.rsplit("/v1", 1)[0]
+
+    def _call(self, path: str, payload: dict | None = None) -> dict[str, Any]:
+        data = None if payload is None else json.dumps(payload).encode()
+        req = urllib.request.Request(self.root + path, data=data, method="GET" if data is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("/stats")
+
+    def reset(self) -> None:
+        self._call("/reset", {})
+
+    def configure(self, **settings: Any) -> None:
+        self._call("/config", settings)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_server(latency: float = 0.0, python: str | None = None) -> ServerHandle:
+    """Start this module as a subprocess on a free loopback port and wait until it listens."""
+    proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "--port", "0",
+                             "--latency", str(latency)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("LISTENING "):
+        proc.kill()
+        raise RuntimeError(f"llm_server did not start: {line!r}")
+    return ServerHandle(line.split()[1], proc)
+
+
+@contextlib.contextmanager
+def running_server(latency: float = 0.0) -> Iterator[ServerHandle]:
+    """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after."""
+    handle = start_server(latency)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before each reply")
+    args = parser.parse_args()
+    serve(args.port, args.latency, args.host)

@@ -1,0 +1,351 @@
+"""The LLM judge against a real Chat Completions server on loopback (tests/llm_server.py).
+
+The server answers deterministically (verdict 1 iff the chunk shares a keyword with the reference /
+response / question) and injects faults named in the prompt text (``[[429x1]]``, ``[[slow]]`` ...).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from llm_server import running_server
+
+from rankwise.data.records import records_from_testset
+from rankwise.errors import InputError
+from rankwise.relevance.llm.cache import VerdictCache
+from rankwise.relevance.llm.client import CallPolicy, Endpoint, EndpointError
+from rankwise.relevance.llm.cost import Prices
+from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings, attach_verdicts, cases_from_records
+
+FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
+
+QUESTION = "When was the Eiffel Tower completed?"
+REFERENCE = "It was completed in 1889."
+# verdict per mode: reference keywords {completed, 1889}; question keywords {eiffel, tower, completed}
+CHUNKS = ["The Eiffel Tower was completed in 1889.",  # ref 1, question 1
+          "Paris is the capital of France.",  # 0, 0
+          "The tower is 330 metres tall.",  # ref 0, question 1
+          "Construction began in 1887 and ended in 1889."]  # ref 1, question 0
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server):
+    server.reset()
+    server.configure(latency=0.0, slow_seconds=5.0, retry_after="1")
+    return server
+
+
+def _judge(srv, tmp_path, *, mode="reference", graded=False, batch=False, model="judge-test", cache=True,
+           prices=None, **policy):
+    settings = JudgeSettings(mode=mode, graded=graded, batch=batch)
+    store = VerdictCache(tmp_path / "cache.sqlite") if cache else None
+    return Judge(Endpoint(model, srv.base_url, "unused"), settings, CallPolicy(**(FAST | policy)), store, prices)
+
+
+def _case(chunks=CHUNKS, cid="q1", question=QUESTION, reference=REFERENCE, response=None):
+    return JudgeCase(cid, question, list(chunks), reference, response)
+
+
+def _verdicts(result, cid="q1"):
+    return [v.verdict for v in result.verdicts[cid]]
+
+
+# ------------------------------------------------------------------------------------------------ modes
+
+
+def test_modes_give_the_servers_verdicts_with_reasons(srv, tmp_path):
+    r = _judge(srv, tmp_path, mode="reference").run([_case()])
+    assert _verdicts(r) == [1, 0, 0, 1]
+    assert r.verdicts["q1"][0].reason == "the chunk mentions 1889, completed"
+    assert r.verdicts["q1"][1].reason == "the chunk shares no keyword with the target text"
+    assert all(v.status == "ok" and v.call == "single" and not v.cached for v in r.verdicts["q1"])
+    r = _judge(srv, tmp_path, mode="question").run([_case()])
+    assert _verdicts(r) == [1, 0, 1, 0]
+    r = _judge(srv, tmp_path, mode="response").run([_case(response="Paris, France.")])
+    assert _verdicts(r) == [0, 1, 0, 0]
+    assert srv.stats()["requests"] == 12
+
+
+def test_graded_mode(srv, tmp_path):
+    chunks = ["Eiffel", "Eiffel tower", "Eiffel tower completed", "nothing"]
+    r = _judge(srv, tmp_path, mode="question", graded=True).run([_case(chunks)])
+    assert [v.grade for v in r.verdicts["q1"]] == [1, 2, 3, 0]
+    assert _verdicts(r) == [0, 1, 1, 0]  # relevant from grade 2
+    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"),
+                  JudgeSettings(mode="question", graded=True, relevant_from=1), CallPolicy(**FAST), None)
+    assert _verdicts(judge.run([_case(chunks)])) == [1, 1, 1, 0]
+
+
+def test_summary_counts_tokens_and_cost(srv, tmp_path):
+    r = _judge(srv, tmp_path, prices=Prices(1.0, 2.0)).run([_case()])
+    s = r.summary
+    assert (s.cases, s.chunks, s.ok, s.failed, s.missing, s.cached, s.requests) == (1, 4, 4, 0, 0, 0, 4)
+    assert s.prompt_tokens > 4 * 100 and s.completion_tokens > 4 * 5
+    assert s.cost == pytest.approx(s.prompt_tokens * 1e-6 + s.completion_tokens * 2e-6)
+    assert s.transport == "aiohttp"
+    assert s.complete
+
+
+# ------------------------------------------------------------------------------------- cache and rerun
+
+
+def test_rerun_makes_zero_requests(srv, tmp_path):
+    first = _judge(srv, tmp_path).run([_case()])
+    assert srv.stats()["requests"] == 4
+    srv.reset()
+    second = _judge(srv, tmp_path).run([_case()])
+    assert srv.stats()["requests"] == 0
+    assert second.summary.requests == 0 and second.summary.cached == 4
+    assert _verdicts(second) == _verdicts(first)
+    assert [v.reason for v in second.verdicts["q1"]] == [v.reason for v in first.verdicts["q1"]]
+    assert all(v.cached for v in second.verdicts["q1"])
+
+
+def test_cache_key_follows_model_mode_reference_and_prompt(srv, tmp_path):
+    _judge(srv, tmp_path).run([_case()])
+    srv.reset()
+    _judge(srv, tmp_path, model="other-model").run([_case()])
+    assert srv.stats()["requests"] == 4
+    srv.reset()
+    _judge(srv, tmp_path).run([_case(reference="Completed in 1889, in Paris.")])
+    assert srv.stats()["requests"] == 4
+    srv.reset()
+    _judge(srv, tmp_path, mode="question").run([_case()])
+    assert srv.stats()["requests"] == 4
+    srv.reset()
+    # question mode ignores the reference: a new reference reuses the cached verdicts
+    _judge(srv, tmp_path, mode="question").run([_case(reference="something else")])
+    assert srv.stats()["requests"] == 0
+    prompt = tmp_path / "prompt.toml"
+    prompt.write_text('[binary]\nuser = """Custom.\\n<question>\\n{question}\\n</question>\\n<reference_answer>\\n'
+                      '{reference}\\n</reference_answer>\\n<chunk>\\n{chunk}\\n</chunk>\\n'
+                      'JSON {"verdict": 1 or 0, "reason": "..."}"""\n')
+    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(prompt_file=prompt),
+                  CallPolicy(**FAST), VerdictCache(tmp_path / "cache.sqlite"))
+    r = judge.run([_case()])
+    assert srv.stats()["requests"] == 4 and _verdicts(r) == [1, 0, 0, 1]
+    assert r.summary.prompt_version.startswith("reference-binary-vcustom+")
+
+
+def test_failures_are_not_cached_and_retried_next_run(srv, tmp_path):
+    chunks = ["completed [[refusex1]]", "completed in 1889"]
+    r1 = _judge(srv, tmp_path).run([_case(chunks)])
+    assert [v.status for v in r1.verdicts["q1"]] == ["failed", "ok"]
+    before = srv.stats()["requests"]  # no reset: the server remembers the refusal was a one-off
+    r2 = _judge(srv, tmp_path).run([_case(chunks)])
+    assert srv.stats()["requests"] - before == 1  # only the failed chunk again
+    assert [v.status for v in r2.verdicts["q1"]] == ["ok", "ok"]
+
+
+# ------------------------------------------------------------------------------------------- faults
+
+
+def test_every_chunk_ends_with_a_verdict_or_an_explicit_failure(srv, tmp_path):
+    chunks = ["completed 1889", "completed [[fences]]", "completed [[prose]]", "completed [[quotes]]",
+              "completed [[malformedx1]]", "completed [[truncatedx1]]", "completed [[badverdictx1]]",
+              "completed [[malformed]]", "completed [[truncated]]", "completed [[refuse]]",
+              "completed [[refusefield]]", "completed [[400]]", "completed [[500]]", "completed [[429x1]]",
+              "completed [[500x2]]"]
+    srv.configure(retry_after="0.05")
+    r = _judge(srv, tmp_path, max_retries=3).run([_case(chunks)])
+    got = {c: (v.status, v.verdict, v.error) for c, v in zip(chunks, r.verdicts["q1"], strict=True)}
+    for c in chunks[:7] + chunks[-2:]:
+        assert got[c][:2] == ("ok", 1), (c, got[c])
+    assert got["completed [[malformed]]"][0] == "failed"
+    assert got["completed [[malformed]]"][2].startswith("unparseable reply after one repair: no JSON object")
+    assert got["completed [[truncated]]"][2].startswith("unparseable reply after one repair: the JSON object in "
+                                                        "the reply is cut off")
+    assert got["completed [[refuse]]"][2] == "refused: I'm sorry, but I can't help with that."
+    assert got["completed [[refusefield]]"][2] == "refused: I'm sorry, but I can't assist with that request."
+    assert got["completed [[400]]"][2].startswith("HTTP 400: This model's maximum context length")
+    assert got["completed [[500]]"][2] == "HTTP 500: internal error (injected) (gave up after 4 attempts)"
+    s = r.summary
+    assert (s.ok, s.failed, s.missing) == (9, 6, 0)
+    assert s.failures == {"unparseable": 2, "refused": 2, "HTTP 400": 1, "HTTP 500": 1}
+    assert s.repairs == 5  # malformedx1, truncatedx1, badverdictx1, malformed, truncated
+    assert s.retries == 1 + 2 + 3  # 429x1, 500x2, 500 (3 retries then give up)
+    stats = srv.stats()
+    assert stats["requests"] == s.requests == 15 + s.repairs + s.retries
+    assert stats["by_status"] == {"200": 26 - 8, "429": 1, "500": 2 + 4, "400": 1}
+
+
+def test_retry_after_is_honoured(srv, tmp_path):
+    srv.configure(retry_after="1")
+    t = time.perf_counter()
+    r = _judge(srv, tmp_path).run([_case(["completed [[429x1]]"])])
+    elapsed = time.perf_counter() - t
+    assert r.verdicts["q1"][0].status == "ok"
+    assert elapsed >= 1.0
+    started = srv.stats()["started"]
+    assert len(started) == 2 and started[1] - started[0] >= 1.0
+
+
+def test_timeouts_are_retried(srv, tmp_path):
+    srv.configure(slow_seconds=2.0)
+    t = time.perf_counter()
+    r = _judge(srv, tmp_path, timeout=0.3).run([_case(["completed [[slowx1]]", "completed [[slow]]"])])
+    elapsed = time.perf_counter() - t
+    v1, v2 = r.verdicts["q1"]
+    assert (v1.status, v1.verdict) == ("ok", 1)
+    assert v2.status == "failed" and v2.error == "timeout after 0.3s (gave up after 5 attempts)"
+    assert r.summary.http_errors == {"timeout": 6}
+    assert elapsed < 2.9  # 5 attempts x 0.3 s plus backoff, never the server's 2 s
+
+
+def test_unreachable_endpoint_fails_with_a_clear_message(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    judge = Judge(Endpoint("m", f"http://127.0.0.1:{port}/v1", "unused"), JudgeSettings(),
+                  CallPolicy(**FAST), VerdictCache(tmp_path / "c.sqlite"))
+    t = time.perf_counter()
+    with pytest.raises(EndpointError, match=rf"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1: .*Is the "
+                                            r"server running and --base-url right\?"):
+        judge.run([_case()])
+    assert time.perf_counter() - t < 5
+
+
+def test_bad_model_and_bad_key_stop_the_run(srv, tmp_path):
+    with pytest.raises(EndpointError, match=r"HTTP 404 .*model 'no-such-model'.*does not exist; check --model"):
+        _judge(srv, tmp_path, model="no-such-model").run([_case()])
+    judge = Judge(Endpoint("judge-test", srv.base_url, "bad-key"), JudgeSettings(), CallPolicy(**FAST), None)
+    with pytest.raises(EndpointError, match="HTTP 401 .*Incorrect API key provided; check --api-key"):
+        judge.run([_case()])
+
+
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature(srv, tmp_path):
+    r = _judge(srv, tmp_path, model="strict-reasoner").run([_case()])
+    assert _verdicts(r) == [1, 0, 0, 1]
+    assert srv.stats()["by_status"] == {"400": 2, "200": 4}
+
+
+# ----------------------------------------------------------------------------------- limits and caps
+
+
+def test_concurrency_limit_holds(srv, tmp_path):
+    srv.configure(latency=0.2)
+    chunks = [f"chunk {i} completed" for i in range(12)]
+    t = time.perf_counter()
+    r = _judge(srv, tmp_path, concurrency=3, cache=False).run([_case(chunks)])
+    elapsed = time.perf_counter() - t
+    assert r.summary.ok == 12
+    assert srv.stats()["max_inflight"] == 3
+    assert elapsed >= 0.8  # 12 calls / 3 at a time x 0.2 s
+
+
+def test_requests_per_minute_limit_spaces_calls(srv, tmp_path):
+    chunks = [f"chunk {i}" for i in range(6)]
+    _judge(srv, tmp_path, rpm=600, concurrency=6, cache=False).run([_case(chunks)])
+    started = srv.stats()["started"]
+    gaps = [b - a for a, b in zip(started, started[1:], strict=False)]
+    assert len(started) == 6
+    assert min(gaps) >= 0.09 and started[-1] - started[0] >= 0.48
+
+
+def test_max_calls_caps_requests_and_marks_the_rest_missing(srv, tmp_path):
+    chunks = [f"chunk {i} completed" for i in range(10)]
+    r = _judge(srv, tmp_path, max_calls=4, concurrency=2).run([_case(chunks)])
+    assert srv.stats()["requests"] == 4
+    s = r.summary
+    assert (s.ok, s.missing, s.failed, s.requests) == (4, 6, 0, 4)
+    assert s.failures == {"max-calls": 6}
+    missing = [v for v in r.verdicts["q1"] if v.status == "missing"]
+    assert {v.error for v in missing} == {"max-calls reached (4 requests)"}
+    # the next run judges only what is missing
+    srv.reset()
+    r2 = _judge(srv, tmp_path).run([_case(chunks)])
+    assert srv.stats()["requests"] == 6 and r2.summary.cached == 4 and r2.summary.ok == 10
+
+
+def test_dry_run_plans_without_calling(srv, tmp_path):
+    judge = _judge(srv, tmp_path, prices=Prices(0.15, 0.60))
+    plan = judge.plan([_case(), _case(cid="q2")])
+    assert (plan.cases, plan.chunks, plan.cached, plan.calls) == (2, 8, 0, 8)
+    assert plan.prompt_tokens > 8 * 100 and plan.completion_tokens == 8 * 40
+    assert plan.cost == pytest.approx(plan.prompt_tokens * 0.15e-6 + plan.completion_tokens * 0.6e-6)
+    assert srv.stats()["requests"] == 0
+    judge.run([_case()])
+    plan = _judge(srv, tmp_path).plan([_case(), _case(cid="q2", question="Another question?")])
+    assert (plan.cached, plan.calls) == (4, 4)
+    batch_plan = _judge(srv, tmp_path, batch=True).plan([_case(), _case(cid="q2")])
+    assert batch_plan.calls == 2
+
+
+# ---------------------------------------------------------------------------------------------- batch
+
+
+def test_batch_mode_one_call_per_question_same_verdicts(srv, tmp_path):
+    cases = [_case(cid=f"q{i}", chunks=CHUNKS + [f"extra {j} completed" for j in range(6)]) for i in range(3)]
+    single = _judge(srv, tmp_path, cache=False).run(cases)
+    srv.reset()
+    batch = _judge(srv, tmp_path, batch=True).run(cases)
+    assert srv.stats()["requests"] == 3 and srv.stats()["batch_calls"] == 3
+    for c in cases:
+        assert _verdicts(batch, c.id) == _verdicts(single, c.id)
+        assert [v.reason for v in batch.verdicts[c.id]] == [v.reason for v in single.verdicts[c.id]]
+        assert {v.call for v in batch.verdicts[c.id]} == {"batch"}
+    assert batch.summary.batch_calls == 3 and batch.summary.requests == 3
+    srv.reset()
+    again = _judge(srv, tmp_path, batch=True).run(cases)
+    assert srv.stats()["requests"] == 0 and again.summary.cached == 30
+
+
+def test_batch_wrong_count_falls_back_to_per_chunk_calls(srv, tmp_path):
+    good = _case(cid="good")
+    bad = _case(cid="bad", question=QUESTION + " [[wrongcount]]")
+    r = _judge(srv, tmp_path, batch=True).run([good, bad])
+    stats = srv.stats()
+    assert stats["faults"] == {"wrongcount": 1}
+    assert stats["requests"] == 2 + 4  # two batch calls, then four single calls for "bad"
+    assert _verdicts(r, "bad") == _verdicts(r, "good") == [1, 0, 0, 1]
+    assert {v.call for v in r.verdicts["bad"]} == {"single"}
+    assert r.summary.batch_fallbacks == 1
+    srv.reset()
+    _judge(srv, tmp_path, batch=True).run([good, bad])
+    assert srv.stats()["requests"] == 0  # fallback verdicts are cached for batch reruns too
+
+
+def test_batch_size_splits_long_lists(srv, tmp_path):
+    chunks = [f"chunk {i} completed" for i in range(7)]
+    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(batch=True, batch_size=3),
+                  CallPolicy(**FAST), None)
+    r = judge.run([_case(chunks)])
+    assert srv.stats()["requests"] == 3 and r.summary.ok == 7
+
+
+# -------------------------------------------------------------------------------------------- inputs
+
+
+def test_missing_inputs(srv, tmp_path):
+    with pytest.raises(InputError, match="mode 'reference' needs a reference per case and none of the 1 cases"):
+        _judge(srv, tmp_path).run([_case(reference=None)])
+    r = _judge(srv, tmp_path).run([_case(["completed", None]), _case(["completed"], cid="q2", reference=None)])
+    assert [(v.status, v.error) for v in r.verdicts["q1"]] == [("ok", None),
+                                                               ("failed", "no text for the chunk (only an id)")]
+    assert r.verdicts["q2"][0].error == "no reference in the case (mode 'reference' needs one)"
+    assert r.summary.failures == {"no text": 1, "no reference": 1}
+    assert srv.stats()["requests"] == 1
+
+
+def test_verdicts_go_into_records(srv, tmp_path):
+    rows = [{"id": "q1", "user_input": QUESTION, "reference": REFERENCE,
+             "retrieved_contexts": [{"id": f"c{i}", "text": t} for i, t in enumerate(CHUNKS + ["x [[refuse]]"])]}]
+    records = records_from_testset(rows)
+    judge = _judge(srv, tmp_path)
+    result = judge.run(cases_from_records(records))
+    attach_verdicts(records, result, judge, "llm")
+    rec = records[0]
+    assert rec.verdicts("llm") == [1, 0, 0, 1, None]
+    v = rec.chunks[0].verdicts["llm"]
+    assert v.meta == {"model": "judge-test", "mode": "reference", "scale": "binary",
+                      "prompt_version": judge.prompt.prompt_version, "call": "single"}
+    assert rec.chunks[4].verdicts["llm"].status == "failed"
+    assert rec.status["llm"] == "incomplete: 1 failed verdict"

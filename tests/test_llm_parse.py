@@ -1,0 +1,254 @@
+"""LLM judge building blocks that need no server: reply parsing, prompts, cost, retry helpers, settings."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+
+from rankwise.errors import InputError
+from rankwise.relevance.llm.client import (
+    CallBudget,
+    CallPolicy,
+    backoff_delay,
+    load_config,
+    resolve_endpoint,
+    retry_after_seconds,
+)
+from rankwise.relevance.llm.cost import Prices, Usage, estimate_prompt_tokens, estimate_tokens
+from rankwise.relevance.llm.parse import (
+    CountMismatch,
+    Judgement,
+    ParseError,
+    extract_json,
+    parse_batch,
+    parse_verdict,
+    refusal_of,
+)
+from rankwise.relevance.llm.prompts import MODES, load_prompt
+
+# ------------------------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize("reply", [
+    '{"verdict": 1, "reason": "states the year"}',
+    '```json\n{"verdict": 1, "reason": "states the year"}\n```',
+    '```\n{"verdict": 1, "reason": "states the year"}\n```',
+    'Sure! Here is my judgement:\n{"verdict": 1, "reason": "states the year"}\nHope this helps.',
+    "{'verdict': 1, 'reason': 'states the year'}",
+    '{"verdict": 1, "reason": "states the year",}',
+    '{"verdict": true, "reason": "states the year"}',
+    '{"Verdict": "yes", "Reason": "states the year"}',
+    '{"relevant": "1", "explanation": "states the year"}',
+    '[{"verdict": 1, "reason": "states the year"}]',
+    "{'verdict': True, 'reason': 'states the year'}",
+    'The answer: {"verdict": 1, "reason": "a {curly} year"} and also {"other": 2}',
+])
+def test_parse_verdict_tolerates_common_wrappings(reply):
+    j = parse_verdict(reply)
+    assert j.verdict == 1
+    assert j.grade is None
+    assert "year" in j.reason
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("The chunk looks relevant, verdict yes.", "no JSON object"),
+    ('{"verdict": 1, "reason": "cut', "cut off"),
+    ('{"verdict": "maybe", "reason": "hard"}', '"verdict" must be 1 or 0, got "maybe"'),
+    ('{"verdict": 2}', '"verdict" must be 1 or 0, got 2'),
+    ('{"reason": "no verdict here"}', 'no "verdict"'),
+    ("", "empty"),
+    (None, "empty"),
+])
+def test_parse_verdict_errors_say_what_is_wrong(reply, problem):
+    with pytest.raises(ParseError, match=problem.replace("(", r"\(")):
+        parse_verdict(reply)
+
+
+def test_graded_verdicts_and_threshold():
+    assert parse_verdict('{"grade": 3, "reason": "r"}', graded=True) == Judgement(1, 3, "r")
+    assert parse_verdict('{"grade": 1, "reason": "r"}', graded=True) == Judgement(0, 1, "r")
+    assert parse_verdict('{"grade": "2"}', graded=True) == Judgement(1, 2, None)
+    assert parse_verdict('{"grade": 1}', graded=True, relevant_from=1).verdict == 1
+    with pytest.raises(ParseError, match="0, 1, 2 or 3, got 4"):
+        parse_verdict('{"grade": 4}', graded=True)
+    with pytest.raises(ParseError, match='no "grade"'):
+        parse_verdict('{"reason": "x"}', graded=True)
+
+
+def test_parse_batch_orders_by_id_and_checks_count():
+    reply = '{"verdicts": [{"id": 3, "verdict": 0, "reason": "c"}, {"id": 1, "verdict": 1, "reason": "a"},' \
+            ' {"id": 2, "verdict": 1, "reason": "b"}]}'
+    got = parse_batch(reply, 3)
+    assert [(j.verdict, j.reason) for j in got] == [(1, "a"), (1, "b"), (0, "c")]
+    # no ids: position order
+    assert [j.verdict for j in parse_batch('[{"verdict": 0}, {"verdict": 1}]', 2)] == [0, 1]
+    with pytest.raises(CountMismatch, match="expected 3 verdicts, one per chunk, got 2"):
+        parse_batch('{"verdicts": [{"id": 1, "verdict": 1}, {"id": 2, "verdict": 0}]}', 3)
+    with pytest.raises(CountMismatch, match=r"ids must be 1..2 once each, got \[1, 1\]"):
+        parse_batch('{"verdicts": [{"id": 1, "verdict": 1}, {"id": 1, "verdict": 0}]}', 2)
+    graded = parse_batch('{"verdicts": [{"id": 1, "grade": 3}, {"id": 2, "grade": 1}]}', 2, graded=True)
+    assert [(j.verdict, j.grade) for j in graded] == [(1, 3), (0, 1)]
+
+
+def test_extract_json_prefers_fenced_block():
+    text = 'I think {"verdict": 0} no wait:\n```json\n{"verdict": 1, "reason": "final"}\n```'
+    assert extract_json(text) == {"verdict": 1, "reason": "final"}
+
+
+def test_refusals_detected_only_without_json():
+    assert refusal_of("I'm sorry, but I can't help with that.") == "I'm sorry, but I can't help with that."
+    assert refusal_of("I cannot assist with this request.") is not None
+    assert refusal_of(None, refusal="I can't assist with that request.") == "I can't assist with that request."
+    assert refusal_of("", finish_reason="content_filter") == "blocked by the endpoint's content filter"
+    assert refusal_of('{"verdict": 0, "reason": "I cannot find the answer in it"}') is None
+    assert refusal_of("The chunk is about the tower.") is None
+
+
+# ------------------------------------------------------------------------------------------- prompts
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("graded", [False, True])
+def test_shipped_prompts_render_every_field(mode, graded):
+    p = load_prompt(mode, graded=graded)
+    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v1+")
+    msgs = p.render(question="QQQ?", chunk="CCC text", reference="RRR ref", response="SSS resp")
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    user = msgs[1]["content"]
+    assert "<question>\nQQQ?\n</question>" in user and "<chunk>\nCCC text\n</chunk>" in user
+    assert ("RRR ref" in user) == (mode == "reference")
+    assert ("SSS resp" in user) == (mode == "response")
+    assert ('"grade"' in user) == graded
+    assert "{question}" not in user and "{chunk}" not in user
+    batch = p.render_batch(question="QQQ?", chunks=["first", "second"], reference="RRR", response="SSS")
+    text = batch[1]["content"]
+    assert '<chunk id="1">\nfirst\n</chunk>' in text and '<chunk id="2">\nsecond\n</chunk>' in text
+    assert "exactly 2" in text
+    repair = p.render_repair(msgs, "bad reply", "no JSON object in the reply")
+    assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
+    assert "no JSON object in the reply" in repair[-1]["content"]
+
+
+def test_values_holding_placeholders_are_not_expanded_again():
+    p = load_prompt("question")
+    user = p.render(question="What does {chunk} mean?", chunk="A {question} placeholder")[1]["content"]
+    assert "What does {chunk} mean?" in user and "A {question} placeholder" in user
+
+
+def test_prompt_versions_differ_by_mode_scale_and_text(tmp_path):
+    versions = {load_prompt(m, graded=g).prompt_version for m in MODES for g in (False, True)}
+    assert len(versions) == 6
+    user_file = tmp_path / "my.toml"
+    user_file.write_text('version = "7"\n[binary]\nuser = """Q: {question}\\nREF: {reference}\\n'
+                         '<chunk>\\n{chunk}\\n</chunk>\\nJSON {"verdict": 0|1, "reason": "..."}"""\n')
+    custom = load_prompt("reference", path=user_file)
+    assert custom.prompt_version.startswith("reference-binary-v7+")
+    assert custom.prompt_version != load_prompt("reference").prompt_version
+    assert custom.system == load_prompt("reference").system  # keys not given fall back to the shipped ones
+    assert custom.render(question="q", chunk="c", reference="r")[1]["content"].startswith("Q: q\nREF: r")
+    # the hash follows the text even when the version is not bumped
+    user_file.write_text(user_file.read_text().replace("Q: ", "Question: "))
+    assert load_prompt("reference", path=user_file).prompt_version != custom.prompt_version
+
+
+def test_bad_prompt_files_name_file_and_field(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('[binary]\nuser = "judge {question} {chunk}"\n')
+    with pytest.raises(InputError, match=r"p.toml: field 'binary.user': .*must hold \{reference\}"):
+        load_prompt("reference", path=f)
+    f.write_text('[binary]\nusr = "x"\n')
+    with pytest.raises(InputError, match=r"field 'binary': unknown key\(s\) \['usr'\]"):
+        load_prompt("question", path=f)
+    f.write_text("[binary\n")
+    with pytest.raises(InputError, match="not valid TOML"):
+        load_prompt("question", path=f)
+    with pytest.raises(InputError, match="prompt file not found"):
+        load_prompt("question", path=tmp_path / "missing.toml")
+    with pytest.raises(InputError, match="unknown judge mode 'answer'"):
+        load_prompt("answer")
+
+
+# ------------------------------------------------------------------------------------ cost and usage
+
+
+def test_token_estimates_and_prices():
+    assert estimate_tokens("abcd" * 10) == 10
+    assert estimate_tokens("abcde") == 2
+    assert estimate_prompt_tokens([{"role": "user", "content": "x" * 40}]) == 14
+    assert Prices(0.15, 0.60).cost(1_000_000, 100_000) == pytest.approx(0.21)
+    assert Prices().cost(10, 10) is None
+    u = Usage()
+    u.add(100, 20)
+    u.add(None, 5)
+    assert (u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens) == (2, 100, 25, 125)
+
+
+# ------------------------------------------------------------------------------- retries and settings
+
+
+def test_retry_after_header_forms():
+    assert retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after": "0.25"}) == 0.25
+    assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    future = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 28 <= retry_after_seconds({"retry-after": future}) <= 30.5
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+    assert retry_after_seconds(None) is None
+
+
+def test_backoff_grows_exponentially_with_jitter_and_cap():
+    for attempt, full in ((1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (10, 30.0)):
+        delays = [backoff_delay(attempt, 0.5, 30.0) for _ in range(200)]
+        assert min(delays) >= full / 2 and max(delays) <= full
+        assert len(set(delays)) > 100  # jittered
+
+
+def test_call_budget():
+    b = CallBudget(2)
+    assert [b.take(), b.take(), b.take()] == [True, True, False]
+    assert b.exhausted and b.used == 2
+    assert all(CallBudget(None).take() for _ in range(1000))
+
+
+def test_policy_rejects_nonsense():
+    with pytest.raises(InputError, match="concurrency must be >= 1"):
+        CallPolicy(concurrency=0)
+    with pytest.raises(InputError, match="rpm must be > 0"):
+        CallPolicy(rpm=0)
+    with pytest.raises(InputError, match="timeout must be > 0"):
+        CallPolicy(timeout=-1)
+
+
+def test_endpoint_resolution_order(tmp_path):
+    cfg = tmp_path / "rankwise.toml"
+    cfg.write_text('[llm]\nmodel = "cfg-model"\nbase_url = "http://127.0.0.1:1/v1"\napi_key = "cfg-key"\n'
+                   "concurrency = 8\n")
+    config, where = load_config(cfg)
+    assert where == str(cfg) and config["concurrency"] == 8
+    e = resolve_endpoint(config=config, env={})
+    assert (e.model, e.base_url, e.api_key) == ("cfg-model", "http://127.0.0.1:1/v1", "cfg-key")
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:2/v1", "OPENAI_API_KEY": "env-key",
+           "RANKWISE_JUDGE_MODEL": "env-model"}
+    e = resolve_endpoint(config=config, env=env)
+    assert (e.model, e.base_url, e.api_key) == ("env-model", "http://127.0.0.1:2/v1", "env-key")
+    e = resolve_endpoint(model="flag", base_url="http://127.0.0.1:3/v1", api_key="flag-key", config=config,
+                         env=env)
+    assert (e.model, e.base_url, e.api_key) == ("flag", "http://127.0.0.1:3/v1", "flag-key")
+    # a local server needs no key; OpenAI itself does
+    assert resolve_endpoint(model="m", base_url="http://localhost:11434/v1", env={}).api_key == "unused"
+    with pytest.raises(InputError, match="no API key for api.openai.com"):
+        resolve_endpoint(model="m", env={})
+    with pytest.raises(InputError, match="no judge model"):
+        resolve_endpoint(base_url="http://localhost:8000/v1", env={})
+
+
+def test_bad_config_files(tmp_path):
+    cfg = tmp_path / "rankwise.toml"
+    cfg.write_text('[llm]\nmodle = "x"\n')
+    with pytest.raises(InputError, match=r"rankwise.toml: field 'llm': unknown key\(s\) \['modle'\]"):
+        load_config(cfg)
+    with pytest.raises(InputError, match="config file not found"):
+        load_config(tmp_path / "nope.toml")

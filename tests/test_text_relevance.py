@@ -1,0 +1,191 @@
+"""Verdicts from ground-truth text (SPEC §4.2): containment, span, fuzzy; re-chunking; character recall."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankwise.data.records import records_from_testset
+from rankwise.data.testset import Chunk, ReferencePassage
+from rankwise.errors import InputError
+from rankwise.rag import evaluate_rag
+from rankwise.relevance.text import (
+    char_recall,
+    contains_match,
+    fuzzy_similarity,
+    judge_text,
+    normalize,
+    span_match,
+    span_overlap,
+)
+
+DOC = ("Orbit kettles boil water fast. "            # 0..31
+       "To descale, fill with vinegar and water, wait one hour, then rinse three times. "  # 31..111
+       "The warranty lasts two years. "             # 111..141
+       "Limescale damage is not covered by the warranty. "  # 141..190
+       "Toasters are a different product entirely and have crumb trays.")  # 190..
+PASSAGES = [
+    "To descale, fill with vinegar and water, wait one hour, then rinse three times.",
+    "The warranty lasts two years.",
+    "Limescale damage is not covered by the warranty.",
+]
+
+
+def passage_spans(doc_id="kettle"):
+    out = []
+    for p in PASSAGES:
+        s = DOC.index(p)
+        out.append({"text": p, "doc_id": doc_id, "start": s, "end": s + len(p)})
+    return out
+
+
+def fixed_chunks(text: str, size: int, first: int | None = None, doc_id: str = "kettle") -> list[dict]:
+    """A plain fixed-size splitter (optionally a different first chunk size), exact offsets."""
+    out, start = [], 0
+    cut = first or size
+    while start < len(text):
+        end = min(len(text), start + cut)
+        out.append({"id": f"{doc_id}@{start}-{end}", "text": text[start:end], "doc_id": doc_id, "start": start,
+                    "end": end})
+        start, cut = end, size
+    return out
+
+
+def test_normalize_and_containment():
+    assert normalize("Ｆｕｌｌ\u00a0WIDTH\n\ttext ") == "full width text"
+    assert contains_match("Intro. The WARRANTY   lasts two years. More.", "the warranty lasts two years")
+    assert contains_match("warranty lasts", "The warranty lasts two years.")  # chunk inside the passage
+    assert not contains_match("The warranty lasts three years.", "The warranty lasts two years.")
+    assert not contains_match("", "x") and not contains_match("x", "   ")
+
+
+def test_span_overlap_both_directions():
+    assert span_overlap(("d", 0, 100), ("d", 50, 150)) == 50
+    assert span_overlap(("d", 0, 100), ("e", 0, 100)) == 0
+    assert span_match(("d", 0, 100), ("d", 50, 150))            # covers 50% of the passage
+    assert not span_match(("d", 0, 100), ("d", 51, 151))        # 49% of the passage, 49% of the chunk
+    assert span_match(("d", 0, 1000), ("d", 100, 200))          # chunk holds the passage
+    assert span_match(("d", 100, 120), ("d", 0, 1000))          # passage holds the chunk (100% of chunk)
+    assert not span_match(("d", 0, 1000), ("d", 950, 1100))     # 1/3 of passage, 5% of chunk
+    assert span_match(("d", 0, 1000), ("d", 950, 1100), min_overlap=0.3)
+
+
+def test_fuzzy_similarity():
+    assert fuzzy_similarity("intro. The warranty lasts two years. more", "The warranty lasts two years.") == 1.0
+    s = fuzzy_similarity("The warranty last 2 years", "The warranty lasts two years.")
+    assert 0.7 < s < 0.95
+    assert fuzzy_similarity("bananas", "The warranty lasts two years.") < 0.5
+
+
+def test_char_recall_counts_each_character_once():
+    chunks = [Chunk(doc_id="d", start=0, end=60), Chunk(doc_id="d", start=50, end=120), Chunk(doc_id="e", start=0,
+                                                                                               end=10)]
+    passages = [ReferencePassage(doc_id="d", start=40, end=80), ReferencePassage(doc_id="d", start=70, end=140)]
+    # gold characters: 40..140 = 100; covered by the first chunk: 40..60 = 20; by both: 40..120 = 80
+    assert char_recall(chunks, passages, k=1) == 0.2
+    assert char_recall(chunks, passages, k=2) == 0.8
+    assert char_recall(chunks, passages) == 0.8
+    assert char_recall(chunks, [ReferencePassage("text only")]) == 0.0
+
+
+def rich_case(chunks, case_id="q"):
+    return {"id": case_id, "user_input": "How do I descale, and what is covered?",
+            "retrieved_contexts": chunks, "reference_contexts": passage_spans()}
+
+
+def test_containment_fails_where_a_passage_straddles_two_chunks_but_span_survives():
+    # chunk boundary at 70 cuts the 'descale' passage (31..111) in two: 39 and 41 characters
+    chunks = [{"id": "a", "text": DOC[0:70], "doc_id": "kettle", "start": 0, "end": 70},
+              {"id": "b", "text": DOC[70:141], "doc_id": "kettle", "start": 70, "end": 141}]
+    recs = records_from_testset([rich_case(chunks)])
+    judge_text(recs, "containment")
+    judge_text(recs, "span")
+    # containment: chunk b holds the whole warranty passage; neither holds the descale passage
+    assert recs[0].passages_found["containment"] == [[], [1]]
+    # span: chunk b covers 41/80 of the descale passage (>= 0.5) and all of the warranty passage;
+    # chunk a covers 39/80 of the descale passage, but the passage covers 39/70 of chunk a (>= 0.5)
+    assert recs[0].passages_found["span"] == [[0], [0, 1]]
+    assert recs[0].verdicts("containment") == [0, 1]
+    assert recs[0].verdicts("span") == [1, 1]
+
+
+def test_rechunking_changes_span_verdicts_only_where_the_chunk_moved():
+    # chunking A: 50-character chunks; chunking B: the same first 100 characters, the rest re-cut at 30
+    a = fixed_chunks(DOC, 50)
+    b = fixed_chunks(DOC[:100], 50) + [
+        {**c, "id": f"kettle@{c['start'] + 100}", "start": c["start"] + 100, "end": c["end"] + 100}
+        for c in fixed_chunks(DOC[100:], 30)]
+    assert "".join(c["text"] for c in b) == DOC
+    ra = evaluate_rag([rich_case(a)], "span", k=(len(a),))
+    rb = evaluate_rag([rich_case(b)], "span", k=(len(b),))
+    spans_a = [(c.start, c.end) for c in ra.records[0].chunks]
+    spans_b = [(c.start, c.end) for c in rb.records[0].chunks]
+    assert spans_b == [(0, 50), (50, 100), (100, 130), (130, 160), (160, 190), (190, 220), (220, 250), (250, 253)]
+    # the two unmoved chunks keep their verdicts and matched passages
+    for rank in (0, 1):
+        assert spans_a[rank] == spans_b[rank]
+        assert ra.records[0].chunks[rank].verdicts["span"] == rb.records[0].chunks[rank].verdicts["span"]
+        assert ra.records[0].passages_found["span"][rank] == rb.records[0].passages_found["span"][rank]
+    # the moved chunks are judged by where they now sit
+    assert ra.records[0].verdicts("span") == [0, 1, 1, 1, 0, 0]
+    assert ra.records[0].passages_found["span"] == [[], [0], [1], [2], [], []]
+    assert rb.records[0].verdicts("span") == [0, 1, 1, 1, 1, 0, 0, 0]
+    assert rb.records[0].passages_found["span"] == [[], [0], [1], [2], [2], [], [], []]
+    # and the passages found, and the characters covered, survive the re-chunking
+    for r, k in ((ra, len(a)), (rb, len(b))):
+        assert r.mean[f"recall@{k}"] == 1.0
+        assert r.mean[f"char_recall@{k}"] == 1.0
+    # containment loses passages that no chunk holds whole (and that hold no chunk whole)
+    ca = evaluate_rag([rich_case(a)], "containment", k=(len(a),))
+    cb = evaluate_rag([rich_case(b)], "containment", k=(len(b),))
+    assert ca.records[0].verdicts("containment") == [0, 1, 1, 0, 0, 0]
+    assert cb.records[0].verdicts("containment") == [0, 1, 0, 0, 1, 0, 0, 0]
+    assert ca.mean[f"recall@{len(a)}"] == cb.mean[f"recall@{len(b)}"] == pytest.approx(2 / 3)
+
+
+def test_worked_example_ten_chunks_two_match_three_passages():
+    chunks = [f"filler chunk number {i} about nothing" for i in range(10)]
+    chunks[2] = "Intro. To descale, fill with vinegar and water, wait one hour, then rinse three times. Outro."
+    chunks[6] = "the warranty LASTS two   years."
+    r = evaluate_rag([{"id": "q", "retrieved_contexts": chunks, "reference_contexts": PASSAGES}], k=10)
+    assert {m: round(r.mean[m], 2) for m in ("hit_rate@10", "precision@10", "recall@10", "f1@10")} == {
+        "hit_rate@10": 1.0, "precision@10": 0.2, "recall@10": 0.67, "f1@10": 0.31}
+    assert r.records[0].passages_found["containment"][2] == [0]
+    assert r.records[0].passages_found["containment"][6] == [1]
+
+
+def test_two_chunks_matching_one_passage_count_once_for_recall():
+    r = evaluate_rag([{"id": "q", "retrieved_contexts": ["The warranty lasts two years.", "warranty lasts two",
+                                                          "x"], "reference_contexts": PASSAGES}], k=3)
+    assert r.mean["precision@3"] == pytest.approx(2 / 3)
+    assert r.mean["recall@3"] == pytest.approx(1 / 3)
+    assert r.mean["context_recall@3"] == pytest.approx(1 / 3)
+    assert r.mean["ndcg@3"] <= 1.0
+
+
+def test_fuzzy_mode_threshold():
+    chunks = ["The warranty last 2 years, it says.", "bananas"]
+    case = {"id": "q", "retrieved_contexts": chunks, "reference_contexts": ["The warranty lasts two years."]}
+    loose = evaluate_rag([case], "fuzzy", k=2, threshold=0.7)
+    strict = evaluate_rag([case], "fuzzy", k=2, threshold=0.95)
+    assert loose.records[0].verdicts("fuzzy") == [1, 0]
+    assert strict.records[0].verdicts("fuzzy") == [0, 0]
+    sim = loose.records[0].chunks[0].verdicts["fuzzy"].meta["similarity"]["0"]
+    assert 0.7 <= sim < 0.95
+
+
+def test_missing_text_or_span_gives_missing_verdicts():
+    recs = records_from_testset([{"id": "q", "retrieved_contexts": [{"id": "c1"}, {"text": "x", "id": "c2"}],
+                                  "reference_contexts": ["x"]}])
+    judge_text(recs, "containment")
+    assert recs[0].chunks[0].verdicts["containment"].status == "missing"
+    assert recs[0].status["containment"] == "incomplete: 1 missing verdict"
+    judge_text(recs, "span")
+    assert recs[0].status["span"] == "unscorable: no reference passage with (doc_id, start, end)"
+
+
+def test_bad_parameters():
+    recs = records_from_testset([{"id": "q", "retrieved_contexts": ["x"], "reference_contexts": ["x"]}])
+    with pytest.raises(InputError, match="min_overlap"):
+        judge_text(recs, "span", min_overlap=1.5)
+    with pytest.raises(InputError, match="threshold"):
+        judge_text(recs, "fuzzy", threshold=0)
