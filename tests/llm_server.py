@@ -103,11 +103,10 @@ class ServerState:
     epoch: int = 0
 
     def reset(self) -> None:
-        """Zero the counters; requests still in flight stay counted in ``inflight`` only."""
-        keep = (self.latency, self.slow_seconds, self.retry_after, self.inflight, self.epoch + 1)
+        """Zero the counters; requests still in flight from before are no longer counted."""
+        keep = (self.latency, self.slow_seconds, self.retry_after, self.epoch + 1)
         self.__init__()
-        self.latency, self.slow_seconds, self.retry_after, self.inflight, self.epoch = keep
-        self.max_inflight = self.inflight
+        self.latency, self.slow_seconds, self.retry_after, self.epoch = keep
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "by_status": {str(k): v for k, v in self.by_status.items()},
@@ -227,8 +226,9 @@ def make_app(state: ServerState):
         try:
             resp = await _chat(request)
         finally:
-            state.inflight -= 1
-        if epoch == state.epoch:  # not a straggler from before a reset
+            if epoch == state.epoch:  # not a straggler from before a reset
+                state.inflight -= 1
+        if epoch == state.epoch:
             state.by_status[resp.status] += 1
         return resp
 

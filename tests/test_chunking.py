@@ -51,12 +51,12 @@ def test_spans_cover_every_character_within_size_and_overlap(text, so):
     for s, e in spans:
         assert 0 <= s < e <= len(text)
         assert e - s <= size
-    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:], strict=False):
         assert s2 <= e1, "gap: a character is not covered"
         assert e1 - s2 <= overlap, "overlap larger than chunk_overlap"
         assert s2 > s1 and e2 > e1, "no progress"
     if overlap == 0:
-        assert all(s2 == e1 for (_, e1), (s2, _) in zip(spans, spans[1:]))
+        assert all(s2 == e1 for (_, e1), (s2, _) in zip(spans, spans[1:], strict=False))
 
 
 @settings(max_examples=200, deadline=None)
@@ -71,7 +71,7 @@ def test_chunk_text_is_exactly_the_document_slice(text, so):
         assert c.doc_id == "docs/a b.md" and c.title == "T"
     assert len({c.id for c in chunks}) == len(chunks)
     assert "".join(c.text[max(0, prev_end - c.start):]
-                   for c, prev_end in zip(chunks, [0] + [c.end for c in chunks])) == text
+                   for c, prev_end in zip(chunks, [0] + [c.end for c in chunks], strict=False)) == text
 
 
 @settings(max_examples=200, deadline=None)
@@ -82,7 +82,7 @@ def test_overlap_reaches_the_requested_length_within_one_word(words, size, data)
     overlap = data.draw(st.integers(min_value=0, max_value=size // 2))
     text = " ".join(words)
     spans = split_text(text, size, overlap)
-    for (_, e1), (s2, _) in zip(spans, spans[1:]):
+    for (_, e1), (s2, _) in zip(spans, spans[1:], strict=False):
         assert overlap - 6 < e1 - s2 <= overlap
         assert s2 == 0 or text[s2 - 1] == " ", "overlap must start at a word start"
 

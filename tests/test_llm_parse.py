@@ -252,3 +252,48 @@ def test_bad_config_files(tmp_path):
         load_config(cfg)
     with pytest.raises(InputError, match="config file not found"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_adaptive_limit_holds_halves_and_grows_back():
+    import asyncio
+
+    from rankwise.relevance.llm.client import AdaptiveLimit
+
+    async def scenario():
+        gate = AdaptiveLimit(4, cooldown=10.0)
+        peak = 0
+
+        async def job():
+            nonlocal peak
+            await gate.acquire()
+            peak = max(peak, gate.inflight)
+            await asyncio.sleep(0.01)
+            gate.release()
+
+        await asyncio.gather(*[job() for _ in range(20)])
+        assert peak == 4 and gate.inflight == 0
+        gate.overload()
+        gate.overload()  # within the cooldown: one cut only
+        assert (gate.limit, gate.lowest, gate.cuts) == (2.0, 2.0, 1)
+        peak = 0
+        await asyncio.gather(*[job() for _ in range(10)])
+        assert peak == 2
+        for _ in range(3):  # about one more slot per `limit` successes: 2 + 1/2 + 1/2.5 + 1/2.9
+            gate.success()
+        assert int(gate.limit) == 3
+        for _ in range(100):
+            gate.success()
+        assert gate.limit == 4.0  # never above the maximum
+        # a waiter cancelled while queued does not leak a slot
+        for _ in range(4):
+            await gate.acquire()
+        waiter = asyncio.ensure_future(gate.acquire())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        for _ in range(4):
+            gate.release()
+        assert gate.inflight == 0
+        await asyncio.wait_for(gate.acquire(), 1)
+
+    asyncio.run(scenario())

@@ -134,8 +134,9 @@ def metrics_command():
               help="Cases with no ground truth or no chunk: score 0 or leave out of the means.")
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, id_field, unscorable, incomplete):
+                     threshold, id_field, unscorable, incomplete, quiet):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise.errors import InputError
@@ -147,7 +148,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
-                          unscorable=unscorable, incomplete=incomplete)
+                          unscorable=unscorable, incomplete=incomplete, progress=not quiet)
     if records_out:
         result.write_records(records_out)
     if fmt == "table":
@@ -278,20 +279,24 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
                     missing, queries_path, corpus_path):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
-    from rankwise.analysis.compare import compare
+    from rankwise.analysis.compare import compare, system_names
     from rankwise.analysis.ksweep import ksweep
+    from rankwise.data.load import load_qrels, load_run
     from rankwise.report.compare_console import emit_comparison
 
-    result = compare(qrels, list(runs), _split_metrics(metrics) or None, baseline=baseline,
-                     names=list(names) or None, test=list(tests) or "randomization", permutations=permutations,
-                     seed=seed, correction=correction, alpha=alpha, resamples=resamples,
-                     relevance_level=relevance_level, missing=missing)
-    sweeps = [ksweep(qrels, list(runs), m, max_k=max_k or 20, names=result.systems,
-                     relevance_level=relevance_level, missing=missing)
+    labels = system_names(list(runs), list(names) or None)
+    loaded = [load_run(path, name=label) for path, label in zip(runs, labels, strict=True)]
+    judged = load_qrels(qrels)
+    result = compare(judged, loaded, _split_metrics(metrics) or None, baseline=baseline, names=labels,
+                     test=list(tests) or "randomization", permutations=permutations, seed=seed,
+                     correction=correction, alpha=alpha, resamples=resamples, relevance_level=relevance_level,
+                     missing=missing)
+    sweeps = [ksweep(judged, loaded, m, max_k=max_k or 20, names=labels, relevance_level=relevance_level,
+                     missing=missing)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
     html_options = {}
     if html_path:
-        html_options = {"runs": dict(zip(result.systems, runs, strict=True)), "qrels": qrels,
+        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged,
                         "title": title or f"rankwise compare: {', '.join(result.systems)}"}
         if queries_path:
             from rankwise.retrieval.corpus import load_queries
@@ -405,7 +410,8 @@ def _judge_setting(value, config: dict, key: str, default):
               help="With --graded: the grade from which a chunk counts as relevant.")
 @click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
               help="TOML file overriding the shipped prompt templates.")
-@click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 64).")
+@click.option("--concurrency", type=int, default=None,
+              help="Requests in flight at most (default 128; halved automatically on 429/503/timeouts).")
 @click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no limit).")
 @click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
 @click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
@@ -451,7 +457,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                              batch=batch, batch_size=int(_judge_setting(batch_size, config, "batch_size", 20)),
                              relevant_from=relevant_from,
                              prompt_file=_judge_setting(prompt_file, config, "prompt", None))
-    policy = CallPolicy(concurrency=int(_judge_setting(concurrency, config, "concurrency", 64)),
+    policy = CallPolicy(concurrency=int(_judge_setting(concurrency, config, "concurrency", 128)),
                         rpm=_judge_setting(rpm, config, "rpm", None),
                         timeout=float(_judge_setting(timeout, config, "timeout", 60.0)),
                         max_retries=int(_judge_setting(max_retries, config, "max_retries", 4)),
@@ -586,8 +592,9 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 
     print_agreement(agr, effects, show=show)
     if comp.incomplete:
-        click.echo(f"note: {len(comp.incomplete)} cases have failed/missing verdicts, counted as not relevant "
-                   f"in the verdict effect")
+        n = len(comp.incomplete)
+        click.echo(f"note: {n} case{' has' if n == 1 else 's have'} failed/missing verdicts, counted as not "
+                   f"relevant in the verdict effect")
 
 
 @main.command("run")

@@ -176,7 +176,8 @@ def _dedup_matrix(records: list[CaseRecord], truth: dict[str, GroundTruth], rele
 def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = None,
                  k: int | Iterable[int] = (1, 3, 5, 10), metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
-                 relevance_level: int = 1, unscorable: str = "zero", incomplete: str = "zero") -> RagResult:
+                 relevance_level: int = 1, unscorable: str = "zero", incomplete: str = "zero",
+                 progress: bool = False) -> RagResult:
     """Score a RAG test set's retrieved contexts against verdicts from one source.
 
     Args:
@@ -197,6 +198,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             SPEC §1) or ``skip`` (left out of the means). Listed in the summary either way.
         incomplete: cases with failed or missing verdicts: ``zero`` (those chunks count as not relevant,
             the case stays in the means) or ``skip``. Listed in the summary either way.
+        progress: show a progress bar (stderr) while judging long test sets.
 
     Example:
         >>> r = evaluate_rag([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
@@ -233,7 +235,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     char_ks = sorted({int(n.partition("@")[2]) for n in char_names if n.partition("@")[2].isdigit()})
 
     truth = judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
-                  id_field=id_field, relevance_level=relevance_level, ks=char_ks)
+                  id_field=id_field, relevance_level=relevance_level, ks=char_ks, progress=progress)
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}

@@ -313,12 +313,15 @@ def _baseline_name(baseline: int | str, systems: list[str]) -> str:
     return systems[i]
 
 
+_SUFFIXES = (".gz", ".jsonl", ".json", ".ndjson", ".trec", ".run", ".tsv", ".csv", ".txt", ".records", ".results")
+
+
 def system_names(inputs: Sequence[Any], names: Sequence[str] | None = None) -> list[str]:
     """Names for systems: ``names`` if given, else file stems / Run names / ``run1``..., made unique.
 
     Example:
-        >>> system_names(["runs/bm25.trec", "other/bm25.trec", {"q": ["d"]}])
-        ['bm25', 'bm25#2', 'run3']
+        >>> system_names(["runs/bm25.trec", "other/bm25.trec", {"q": ["d"]}, "dense.records.jsonl"])
+        ['bm25', 'bm25#2', 'run3', 'dense']
     """
     if names:
         names = [str(n) for n in names]
@@ -331,9 +334,12 @@ def system_names(inputs: Sequence[Any], names: Sequence[str] | None = None) -> l
     for i, obj in enumerate(inputs):
         if isinstance(obj, (str, PathLike)):
             name = Path(obj).name
-            for suffix in (".gz", ".jsonl", ".json", ".trec", ".run", ".tsv", ".csv", ".txt"):
-                if name.endswith(suffix) and len(name) > len(suffix):
-                    name = name[: -len(suffix)]
+            stripped = True
+            while stripped:
+                stripped = False
+                for suffix in _SUFFIXES:
+                    if name.endswith(suffix) and len(name) > len(suffix):
+                        name, stripped = name[: -len(suffix)], True
         else:
             name = getattr(obj, "name", None) or ""
             if name == "run":

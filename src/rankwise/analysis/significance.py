@@ -208,9 +208,9 @@ def correct_pvalues(pvalues: Sequence[float], method: str = "holm") -> list[floa
     or ``none``. NaN entries (undefined tests) stay NaN and do not count as comparisons.
 
     Example:
-        >>> correct_pvalues([0.01, 0.04, 0.03], "holm")
+        >>> [round(p, 4) for p in correct_pvalues([0.01, 0.04, 0.03], "holm")]
         [0.03, 0.06, 0.06]
-        >>> correct_pvalues([0.01, 0.04, 0.03], "bonferroni")
+        >>> [round(p, 4) for p in correct_pvalues([0.01, 0.04, 0.03], "bonferroni")]
         [0.03, 0.12, 0.09]
     """
     p = np.asarray(pvalues, dtype=np.float64)
@@ -227,4 +227,4 @@ def correct_pvalues(pvalues: Sequence[float], method: str = "holm") -> list[floa
         order = ok[np.argsort(p[ok], kind="stable")]
         scaled = p[order] * (m - np.arange(m))
         out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
-    return [round(float(x), 15) for x in out]
+    return [float(x) for x in out]

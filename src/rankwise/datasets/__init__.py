@@ -237,7 +237,7 @@ def load_bundled_testset(name: str | PathLike = "kestrel") -> TestSet:
     Example:
         >>> ts = load_bundled_testset("kestrel")
         >>> ts["q01"].reference_contexts[0].span[0]
-        'wal.md'
+        'config-reference.md'
     """
     from rankwise.data.testset import testset_from_rows
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status"]
+__all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status", "with_progress"]
 
 TEXT_SOURCES = ("containment", "span", "fuzzy")
 SOURCES = ("containment", "span", "fuzzy", "ids", "human", "llm")
@@ -42,6 +42,17 @@ class GroundTruth:
     ideal_gains: list[int]
     pooled: bool = False
     char_recall: dict[int | None, float] = field(default_factory=dict)
+
+
+def with_progress(items: list, label: str, show: bool):
+    """Iterate ``items``, with a transient rich progress bar on stderr when ``show`` and the list is long."""
+    if not show or len(items) < 200:
+        yield from items
+        return
+    from rich.console import Console
+    from rich.progress import track
+
+    yield from track(items, description=label, console=Console(stderr=True), transient=True)
 
 
 def case_status(record, source: str, *, unscorable: str | None = None) -> str:
@@ -79,7 +90,7 @@ def pooled_truth(record, source: str) -> GroundTruth:
 
 def judge(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,
           threshold: float = 0.8, id_field: str | None = None, qrels: Mapping | Any = None,
-          relevance_level: int = 1, ks=(), case_sensitive: bool = False) -> dict[str, GroundTruth]:
+          relevance_level: int = 1, ks=(), progress: bool = False) -> dict[str, GroundTruth]:
     """Fill ``source``'s verdicts into ``records`` (in place) and return each case's ground truth.
 
     ``containment``/``span``/``fuzzy`` match chunk text or offsets against the reference passages;
@@ -89,7 +100,8 @@ def judge(records: list, source: str, *, labels: Any = None, min_overlap: float 
     if source in TEXT_SOURCES:
         from rankwise.relevance.text import judge_text
 
-        return judge_text(records, source, min_overlap=min_overlap, threshold=threshold, ks=ks)
+        return judge_text(records, source, min_overlap=min_overlap, threshold=threshold, ks=ks,
+                          progress=progress)
     if source == "ids":
         from rankwise.relevance.ids import judge_ids
 

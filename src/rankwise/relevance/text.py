@@ -6,20 +6,16 @@ the top K. Each chunk's verdict records which passages it matched (``passages_fo
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
 from rankwise.data.records import CaseRecord, Verdict
 from rankwise.data.testset import Chunk, ReferencePassage
 from rankwise.errors import InputError
-from rankwise.relevance import GroundTruth, case_status
+from rankwise.relevance import GroundTruth, case_status, with_progress
 
 __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "char_recall",
            "judge_text"]
-
-_SPACE = re.compile(r"\s+")
-
 
 def normalize(text: str) -> str:
     """Unicode NFKC, lower-case, whitespace runs collapsed to one space, ends stripped.
@@ -28,7 +24,7 @@ def normalize(text: str) -> str:
         >>> normalize("  Paris\\n is  the ＣＡＰＩＴＡＬ ")
         'paris is the capital'
     """
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
 def contains_match(chunk: str, passage: str) -> bool:
@@ -38,10 +34,11 @@ def contains_match(chunk: str, passage: str) -> bool:
         >>> contains_match("The capital of France is Paris. It is large.", "capital of  FRANCE is Paris")
         True
     """
-    a, b = normalize(chunk), normalize(passage)
-    if not a or not b:
-        return False
-    return b in a or a in b
+    return _contains(normalize(chunk), normalize(passage))
+
+
+def _contains(a: str, b: str) -> bool:
+    return bool(a) and bool(b) and (b in a or a in b)
 
 
 def span_overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> int:
@@ -80,11 +77,14 @@ def fuzzy_similarity(chunk: str, passage: str) -> float:
         >>> round(fuzzy_similarity("The capital of France is Paris.", "capital of france is paris"), 2)
         1.0
     """
+    return _partial(normalize(chunk), normalize(passage))
+
+
+def _partial(a: str, b: str) -> float:
     try:
         from rapidfuzz import fuzz
     except ImportError:  # pragma: no cover - depends on the environment
         raise InputError("relevance 'fuzzy' needs rapidfuzz: pip install 'rankwise[text]'") from None
-    a, b = normalize(chunk), normalize(passage)
     if not a or not b:
         return 0.0
     return fuzz.partial_ratio(a, b) / 100.0
@@ -139,7 +139,7 @@ def _usable(passages: Sequence[ReferencePassage], mode: str) -> list[int]:
 
 
 def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_overlap: float = 0.5,
-               threshold: float = 0.8, ks: Iterable[int] = ()) -> dict[str, GroundTruth]:
+               threshold: float = 0.8, ks: Iterable[int] = (), progress: bool = False) -> dict[str, GroundTruth]:
     """Judge every chunk of every record against the case's reference passages; fills records in place.
 
     A chunk with no text (containment, fuzzy) or no ``(doc_id, start, end)`` (span) gets a ``missing``
@@ -161,9 +161,10 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
     if mode == "fuzzy":
         fuzzy_similarity("a", "a")  # fail early, with the install hint, if rapidfuzz is missing
     truth: dict[str, GroundTruth] = {}
-    for rec in records:
+    for rec in with_progress(records, f"{mode} verdicts", progress):
         passages = rec.reference_contexts
         usable = _usable(passages, mode)
+        norm = {i: normalize(passages[i].text) for i in usable} if mode != "span" else {}
         found: list[list[int]] = []
         for c in rec.chunks:
             chunk = c.to_chunk()
@@ -176,14 +177,14 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
                 found.append([])
                 continue
             matched, meta = [], {}
+            text = normalize(chunk.text) if mode != "span" else ""
             for i in usable:
-                p = passages[i]
                 if mode == "containment":
-                    ok = contains_match(chunk.text, p.text)
+                    ok = _contains(text, norm[i])
                 elif mode == "span":
-                    ok = span_match(chunk.span, p.span, min_overlap)
+                    ok = span_match(chunk.span, passages[i].span, min_overlap)
                 else:
-                    sim = fuzzy_similarity(chunk.text, p.text)
+                    sim = _partial(text, norm[i])
                     meta.setdefault("similarity", []).append(round(sim, 4))
                     ok = sim >= threshold
                 if ok:

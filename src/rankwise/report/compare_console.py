@@ -31,6 +31,11 @@ def fmt_p(p: float | None) -> str:
     return "<0.0001" if p < 0.0001 else f"{p:.4f}"
 
 
+def _p_phrase(p: float | None) -> str:
+    text = fmt_p(p)
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
 def _signed(x: float | None, digits: int = 4) -> str:
     return "-" if x is None or math.isnan(x) else f"{x:+.{digits}f}"
 
@@ -42,7 +47,8 @@ def comparison_caption(result: ComparisonResult) -> str:
     if result.test == "randomization":
         test += f" ({s['permutations']:,} sign flips, seed {s['seed']})"
     extra = [TEST_LABELS[t] for t in s["tests"][1:]]
-    parts = [f"{result.summary.get('queries', len(result.query_ids))} paired queries; baseline "
+    unit = "cases" if result.summary.get("source") else "queries"
+    parts = [f"{result.summary.get('queries', len(result.query_ids))} paired {unit}; baseline "
              f"{result.baseline}; p = two-sided {test}"]
     if extra:
         parts.append("also " + ", ".join(extra))
@@ -50,7 +56,7 @@ def comparison_caption(result: ComparisonResult) -> str:
     parts.append(f"* = significant at alpha {s['alpha']} after correction")
     parts.append(f"CI = {s['confidence']:.0%} bootstrap interval of the mean difference ({s['resamples']:,} "
                  "resamples)")
-    parts.append("d = Cohen's d of the paired differences; W/T/L = queries better/equal/worse than baseline")
+    parts.append(f"d = Cohen's d of the paired differences; W/T/L = {unit} better/equal/worse than baseline")
     left = result.summary.get("left_out_not_in_every_run") or result.summary.get("left_out_not_in_every_set")
     if left:
         parts.append("left out (not in every system): "
@@ -145,15 +151,15 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
     for c in result.checks:
         if c.failed:
             verdict = "[bold red]FAIL[/bold red]"
-            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and p = {fmt_p(c.p_value)} < {result.alpha}"
+            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and {_p_phrase(c.p_value)} < alpha {result.alpha}"
         elif c.over_budget:
             verdict = "[yellow]pass[/yellow]"
             why = (f"drop {-c.delta:.4f} > budget {result.max_drop} but not significant "
-                   f"(p = {fmt_p(c.p_value)})")
+                   f"({_p_phrase(c.p_value)})")
         else:
             verdict = "[green]pass[/green]"
             why = (f"change {c.delta:+.4f} within budget {result.max_drop}" if c.delta < 0
-                   else f"change {c.delta:+.4f}") + f" (p = {fmt_p(c.p_value)})"
+                   else f"change {c.delta:+.4f}") + f" ({_p_phrase(c.p_value)})"
         console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}")
     for c in result.checks:
         if not c.worst:

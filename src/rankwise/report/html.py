@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -269,7 +270,8 @@ def _case_header(rec: Any, max_text: int) -> str:
 
 
 def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Mapping[str, str] | None,
-               max_chunks: int, max_text: int) -> str:
+               max_chunks: int, needed: set[str]) -> str:
+    """Top documents of one query; their text is filled in from one shared store when the query opens."""
     i = run._position.get(qid) if hasattr(run, "_position") else None
     if i is None:
         return '<p class="note">no results for this query</p>'
@@ -284,10 +286,12 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
         else:
             cls = "v1" if grade >= 1 else "v0"
             badge, klass = f'<span class="badge {cls}">qrels: {grade}</span>', "rel" if grade >= 1 else "nonrel"
-        text = documents.get(doc) if documents else None
+        has_text = bool(documents) and doc in documents
+        if has_text:
+            needed.add(doc)
         head = f"#{rank} \u00b7 {escape(doc)}" + (f" \u00b7 score {score:.4g}" if score is not None else "")
         items.append(f'<li class="{klass}"><div class="chunk-head">{head} {badge}</div>'
-                     + (f'<div class="chunk-text">{_clip(text, max_text)}</div>' if text else "") + "</li>")
+                     + (f'<div class="chunk-text" data-doc="{escape(doc)}"></div>' if has_text else "") + "</li>")
     more = f"<p class=note>{b - a - len(docs)} more results not shown</p>" if b - a > len(docs) else ""
     return f'<ol class="chunks">{"".join(items)}</ol>{more}'
 
@@ -295,7 +299,7 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
 def _queries_section(cmp: ComparisonResult, *, records: Mapping[str, Sequence[Any]] | None,
                      runs: Mapping[str, Any] | None, qrels: Any, queries: Mapping[str, str] | None,
                      documents: Mapping[str, str] | None, max_chunks: int, max_text: int,
-                     max_queries: int | None) -> str:
+                     max_queries: int | None, needed: set[str]) -> str:
     by_id: dict[str, dict[str, Any]] = {}
     for system, recs in (records or {}).items():
         by_id[system] = {str(_get(r, "id")): r for r in recs}
@@ -347,7 +351,7 @@ def _queries_section(cmp: ComparisonResult, *, records: Mapping[str, Sequence[An
         elif runs:
             judgements = qrels.judgements(qid) if qrels is not None else {}
             cols = [f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}</h4>'
-                    f"{_run_block(run, qid, judgements, documents, max_chunks, max_text)}</div>"
+                    f"{_run_block(run, qid, judgements, documents, max_chunks, needed)}</div>"
                     for s, run in runs.items()]
             body.append(f'<div class="systems">{"".join(cols)}</div>')
         search = f"{qid} {question or ''}".lower()
@@ -401,12 +405,14 @@ def render_html_report(
     if comparison.test == "randomization":
         test += f", {s['permutations']:,} sign flips, seed {s['seed']}"
     meta = (f"{len(comparison.systems)} systems \u00b7 baseline <b>{escape(comparison.baseline)}</b> \u00b7 "
-            f"{len(comparison.query_ids)} queries \u00b7 {escape(test)} \u00b7 "
+            f"{len(comparison.query_ids)} {'cases' if comparison.summary.get('source') else 'queries'} \u00b7 "
+            f"{escape(test)} \u00b7 "
             f"{CORRECTION_LABELS[s['correction']]} correction \u00b7 alpha {s['alpha']} \u00b7 generated "
             f"{_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}")
     source = comparison.summary.get("source")
     if source:
         meta += f" \u00b7 verdict source <b>{escape(source)}</b>"
+    needed: set[str] = set()
     probe = ""
     if records:
         probe = _probe_section(records, list(probe_sources or ([source] if source else [])))
@@ -417,8 +423,11 @@ def render_html_report(
         _distribution_section(comparison, colors),
         probe,
         _queries_section(comparison, records=records, runs=runs, qrels=qrels, queries=queries,
-                         documents=documents, max_chunks=max_chunks, max_text=max_text, max_queries=max_queries),
+                         documents=documents, max_chunks=max_chunks, max_text=max_text, max_queries=max_queries,
+                         needed=needed),
     ]
+    store = {d: documents[d][:max_text * 2] for d in sorted(needed)} if documents else {}
+    doc_json = json.dumps(store, ensure_ascii=False).replace("</", "<\\/")
     nav = [("summary", "Summary")]
     if sweeps:
         nav.append(("ksweep", "Metric vs K"))
@@ -436,6 +445,7 @@ def render_html_report(
         "<nav>" + "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)
         + f'<label>metric <select id="metric-select">{options}</select></label></nav>'
         f'<main>{"".join(x for x in sections if x)}</main>'
+        f'<script type="application/json" id="doc-texts">{doc_json}</script>'
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )
 

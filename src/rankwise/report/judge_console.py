@@ -36,6 +36,9 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
         lines.append(f"  errors seen: {_counts(s.http_errors)}")
     lines.append(f"  tokens: {s.prompt_tokens:,} in + {s.completion_tokens:,} out = "
                  f"{s.prompt_tokens + s.completion_tokens:,}; cost {_money(s.cost)}")
+    if s.concurrency and s.concurrency_lowest < s.concurrency:
+        lines.append(f"  concurrency: lowered from {s.concurrency} to {s.concurrency_lowest} in flight after "
+                     f"overload signals (429/503/timeouts); set --concurrency or --rpm to start there")
     rate = f" ({s.requests / s.seconds:,.0f} requests/s)" if s.requests and s.seconds > 0 else ""
     lines.append(f"  time: {s.seconds:.2f} s{rate}; transport {s.transport}")
     return lines
@@ -103,7 +106,7 @@ def print_agreement(agr: Any, effects: dict[str, dict[str, float]] | None = None
     console.print(conf)
     types = Table(title="by type label")
     for col in ("type", "chunks", "agree", "accuracy", f"{a} relevant", f"{b} relevant"):
-        types.add_column(col, justify="left" if col == "type" else "right")
+        types.add_column(col, justify="left" if col == "type" else "right", no_wrap=col == "type")
     for t in agr.by_type:
         types.add_row(t.type, str(t.n), str(t.agree), _f(t.accuracy), str(t.a_relevant), str(t.b_relevant))
     console.print(types)
@@ -118,7 +121,7 @@ def print_agreement(agr: Any, effects: dict[str, dict[str, float]] | None = None
         dis = Table(title=f"disagreements ({len(agr.disagreements)}"
                           + (f", first {show} shown" if len(agr.disagreements) > show else "") + ")")
         for col in ("case", "rank", "type", a, b, f"{a} reason", f"{b} reason", "chunk"):
-            dis.add_column(col, overflow="fold")
+            dis.add_column(col, overflow="fold", no_wrap=col == "type")
         for d in agr.disagreements[:show]:
             dis.add_row(d.case_id, str(d.rank), d.type or "", str(d.a), str(d.b), _short(d.a_reason, 50),
                         _short(d.b_reason, 50), _short(d.text, 60))

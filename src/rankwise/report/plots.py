@@ -73,6 +73,9 @@ def plot_report(path: str | PathLike, *, comparison: ComparisonResult | None = N
 def _sweep_panel(ax, sweep: KSweep) -> None:
     for i, s in enumerate(sweep.systems):
         ax.plot(sweep.ks, sweep.values[s], marker="o", markersize=3, color=color_of(i), label=s)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("K")
     ax.set_ylabel(sweep.metric)
     ax.set_title(f"{sweep.metric} at K = 1..{sweep.ks[-1]}")

@@ -109,5 +109,6 @@ def print_comparison(comp, *, per_case: bool = False, console: Console | None = 
                       "each source's score.", style="dim", highlight=False)
     if comp.incomplete:
         shown = ", ".join(f"{q} ({why})" for q, why in list(comp.incomplete.items())[:5])
-        console.print(f"{len(comp.incomplete)} incomplete cases (failed/missing verdicts counted as not "
+        n = len(comp.incomplete)
+        console.print(f"{n} incomplete case{'s' if n != 1 else ''} (failed/missing verdicts counted as not "
                       f"relevant): {shown}", style="dim", highlight=False)

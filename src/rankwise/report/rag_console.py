@@ -14,7 +14,8 @@ ACP_FOOTNOTE = ("† acp divides by the relevant chunks retrieved, not by what e
 
 def rag_summary_lines(summary: dict) -> list[str]:
     """Human-readable lines: cases evaluated, unscorable and incomplete cases and how they were treated."""
-    lines = [f"relevance: {summary.get('relevance')}; {summary.get('cases', 0)} cases, "
+    n_cases = summary.get("cases", 0)
+    lines = [f"relevance: {summary.get('relevance')}; {n_cases} case{'s' if n_cases != 1 else ''}, "
              f"{summary.get('evaluated', 0)} in the means"]
     for kind in ("unscorable", "incomplete"):
         n = summary.get(kind, 0)

@@ -35,18 +35,20 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     Example:
         >>> nice_ticks(0.0, 1.0)
         [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+        >>> nice_ticks(0.0, 0.39)
+        [0.0, 0.1, 0.2, 0.3, 0.4]
     """
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         hi = lo + 1.0
     raw = (hi - lo) / max(n, 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
-    start = math.floor(lo / step + 1e-9) * step
+    first = math.floor(lo / step + 1e-9)
+    last = math.ceil(hi / step - 1e-9)
     ticks = []
-    v = start
-    while v <= hi + step * 1e-6:
+    for i in range(first, last + 1):
+        v = i * step
         ticks.append(0.0 if abs(v) < step * 1e-9 else round(v, 12))
-        v = start + step * len(ticks)
     return ticks
 
 

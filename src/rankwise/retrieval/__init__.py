@@ -12,13 +12,26 @@ Example:
 
 from rankwise.retrieval.base import Retriever
 from rankwise.retrieval.bm25 import BM25Retriever
-from rankwise.retrieval.chunking import Chunk, chunk_corpus, chunk_document, read_chunks, split_text, write_chunks
+from rankwise.retrieval.chunking import (
+    Chunk,
+    chunk_corpus,
+    chunk_document,
+    read_chunks,
+    split_text,
+    write_chunks,
+)
 from rankwise.retrieval.corpus import BeirDataset, Corpus, Document, load_beir, load_corpus, load_queries
 from rankwise.retrieval.dense import DenseRetriever, Embedder, EmbeddingCache
 from rankwise.retrieval.hybrid import HybridRetriever, fuse, reciprocal_rank_fusion, score_fusion
 from rankwise.retrieval.lifting import lift_to_documents
 from rankwise.retrieval.models import DEFAULT_EMBEDDING_MODEL
-from rankwise.retrieval.pipeline import RetrievalResult, RetrieverSpec, run_retrieval, run_retrievers, save_run
+from rankwise.retrieval.pipeline import (
+    RetrievalResult,
+    RetrieverSpec,
+    run_retrieval,
+    run_retrievers,
+    save_run,
+)
 from rankwise.retrieval.rerank import CrossEncoderScorer, RerankRetriever, rerank
 
 __all__ = [

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -94,7 +93,7 @@ def hits_to_run(query_ids: Sequence[str], rows: Sequence[tuple[np.ndarray, np.nd
     qids: list[str] = []
     docs: list[str] = []
     scores: list[np.ndarray] = []
-    for qid, (positions, values) in zip(query_ids, rows):
+    for qid, (positions, values) in zip(query_ids, rows, strict=True):
         qids.extend([qid] * len(positions))
         docs.extend(chunk_ids[int(p)] for p in positions)
         scores.append(np.asarray(values, dtype=np.float64))

@@ -54,7 +54,7 @@ class Tokenizer:
             return words
         new = [w for w in dict.fromkeys(words) if w not in self._stems]
         if new:
-            self._stems.update(zip(new, self._stem_fn(new)))
+            self._stems.update(zip(new, self._stem_fn(new), strict=True))
         return [self._stems[w] for w in words]
 
 
@@ -104,6 +104,7 @@ class BM25Retriever(Retriever):
         self.name = name
         self.quiet = quiet
         self._model = None
+        self._indexed = False
         self._vocab: dict[str, int] = {}
         self._chunk_ids: list[str] = []
         self._tie_order = np.zeros(0, dtype=np.int64)
@@ -118,17 +119,18 @@ class BM25Retriever(Retriever):
             for c in chunks:
                 corpus_ids.append([vocab.setdefault(t, len(vocab)) for t in self.tokenizer.tokenize(c.indexed_text)])
                 advance(1)
-        if not vocab:
-            vocab[""] = 0  # a corpus without a single token: keep bm25s happy, every score is 0
-        model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        model.index((corpus_ids, dict(vocab)), show_progress=False)
+        model = None
+        if vocab:  # a corpus without a single token matches nothing
+            model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+            model.index((corpus_ids, dict(vocab)), show_progress=False)
         self._model = model
+        self._indexed = True
         self._vocab = vocab
         self._chunk_ids = [c.id for c in chunks]
         self._tie_order = id_order(self._chunk_ids)
 
     def search(self, queries: Mapping[str, str], k: int) -> Run:
-        require_index(self._model is not None, self.name)
+        require_index(self._indexed, self.name)
         k = check_k(k)
         qids, texts = check_queries(queries)
         rows = []
@@ -136,7 +138,7 @@ class BM25Retriever(Retriever):
         with progress(f"{self.name}: searching", len(qids), quiet=self.quiet) as advance:
             for text in texts:
                 ids = [self._vocab[t] for t in self.tokenizer.tokenize(text) if t in self._vocab]
-                if ids:
+                if ids and self._model is not None:
                     scores = self._model.get_scores_from_ids(ids)
                     rows.append(top_k(scores, k, self._tie_order, positive_only=True))
                 else:

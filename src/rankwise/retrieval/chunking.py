@@ -104,7 +104,7 @@ def _pieces(text: str, a: int, b: int, size: int, levels: list[re.Pattern]) -> l
         if not cuts:
             continue
         out: list[tuple[int, int]] = []
-        for s, e in zip([a, *cuts], [*cuts, b]):
+        for s, e in zip([a, *cuts], [*cuts, b], strict=True):
             if e - s <= size:
                 out.append((s, e))
             else:

@@ -90,7 +90,7 @@ class EmbeddingCache:
 
     def put(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        rows = [(model, self.digest(t), int(v.shape[0]), v.tobytes()) for t, v in zip(texts, vectors)]
+        rows = [(model, self.digest(t), int(v.shape[0]), v.tobytes()) for t, v in zip(texts, vectors, strict=True)]
         with self._db:
             self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
 
@@ -148,7 +148,7 @@ class Embedder:
         """One normalised vector per text (rows in input order)."""
         texts = list(texts)
         cached = self.cache.get(self.model_key, texts) if self.cache is not None else [None] * len(texts)
-        missing = list(dict.fromkeys(t for t, v in zip(texts, cached) if v is None))
+        missing = list(dict.fromkeys(t for t, v in zip(texts, cached, strict=True) if v is None))
         fresh: dict[str, np.ndarray] = {}
         if missing:
             order = sorted(range(len(missing)), key=lambda i: len(missing[i]), reverse=True)
@@ -161,11 +161,11 @@ class Embedder:
                     vecs = _normalise(np.asarray(vecs, dtype=np.float32))
                     if self.cache is not None:
                         self.cache.put(self.model_key, batch, vecs)
-                    fresh.update(zip(batch, vecs))
+                    fresh.update(zip(batch, vecs, strict=True))
                     advance(len(batch))
         self.computed += len(missing)
         self.reused += len(texts) - sum(v is None for v in cached)
-        rows = [v if v is not None else fresh[t] for t, v in zip(texts, cached)]
+        rows = [v if v is not None else fresh[t] for t, v in zip(texts, cached, strict=True)]
         if not rows:
             return np.zeros((0, 0), dtype=np.float32)
         dims = {len(r) for r in rows}
@@ -226,7 +226,7 @@ class DenseRetriever(Retriever):
                                       description=f"{self.name}: embedding queries")
         scores, positions = self._index.search(np.ascontiguousarray(vectors), min(k, len(self._chunk_ids)))
         rows = []
-        for pos, val in zip(positions, scores):
+        for pos, val in zip(positions, scores, strict=True):
             keep = pos >= 0
             rows.append((pos[keep], val[keep].astype(np.float64)))
         return hits_to_run(qids, rows, self._chunk_ids, name=self.name)

@@ -58,7 +58,7 @@ def _rows(run: Run, depth: int | None):
     qcodes = run.query_codes().tolist()
     ranks = run.ranks().tolist()
     scores = run.scores.tolist() if run.scores is not None else [None] * len(run)
-    for q, d, r, s in zip(qcodes, run.doc_ids.to_pylist(), ranks, scores):
+    for q, d, r, s in zip(qcodes, run.doc_ids.to_pylist(), ranks, scores, strict=True):
         yield run.queries[q], d, r, s
 
 
@@ -88,7 +88,7 @@ def reciprocal_rank_fusion(runs: Sequence[Run], *, k: int = 60, weights: Sequenc
         raise InputError(f"must be a number >= 0, got {k!r}", field="rrf_k")
     w = _weights(weights, len(runs), 1.0)
     fused: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for weight, run in zip(w, runs):
+    for weight, run in zip(w, runs, strict=True):
         for qid, doc, rank, _ in _rows(run, depth):
             fused[qid][doc] += weight / (k + rank)
     return _to_run(fused, name)
@@ -107,7 +107,7 @@ def score_fusion(runs: Sequence[Run], *, weights: Sequence[float] | None = None,
     runs = _check_runs(runs)
     w = _weights(weights, len(runs), 1.0 / len(runs))
     fused: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for weight, run in zip(w, runs):
+    for weight, run in zip(w, runs, strict=True):
         if run.scores is None:
             raise InputError(f"run '{run.name}' has no scores; use reciprocal rank fusion", field="runs")
         per_query: dict[str, list[tuple[str, float]]] = defaultdict(list)

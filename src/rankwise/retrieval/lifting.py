@@ -33,7 +33,7 @@ def lift_to_documents(run: Run, chunks: Mapping[str, str] | Iterable[Chunk], *, 
     qids: list[str] = []
     docs: list[str] = []
     kept_scores: list[float] = []
-    for row, (q, item) in enumerate(zip(qcodes, items)):
+    for row, (q, item) in enumerate(zip(qcodes, items, strict=True)):
         try:
             doc = doc_of[item]
         except KeyError:

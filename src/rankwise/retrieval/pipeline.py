@@ -120,9 +120,13 @@ class RetrievalResult:
         except KeyError:
             raise KeyError(f"no chunk '{chunk_id}'") from None
 
+    @cached_property
+    def _per_query(self) -> dict:
+        return self.run.to_dict()
+
     def ranked_chunks(self, query_id: str) -> list[tuple[Chunk, float | None]]:
         """The retrieved chunks of one query with their scores, best first."""
-        scores = self.run.to_dict().get(query_id, {})
+        scores = self._per_query.get(query_id, {})
         if isinstance(scores, list):
             return [(self.chunk(c), None) for c in scores]
         return [(self.chunk(c), s) for c, s in scores.items()]
@@ -280,6 +284,9 @@ def run_retrievers(
             if s.rerank is not None:
                 depth = max(depth, s.rerank_top_n)
     shared = _Shared(chunk_list, queries, depth, cache_dir=cache_dir, quiet=quiet, threads=threads)
+    for _, s in specs:  # load rerankers first: a model that cannot load fails before any indexing
+        if isinstance(s, RetrieverSpec) and s.rerank is not None:
+            shared.scorer(s.rerank)
     texts = {c.id: c.indexed_text for c in chunk_list}
     results: dict[str, RetrievalResult] = {}
     for label, spec in specs:

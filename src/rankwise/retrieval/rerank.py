@@ -77,7 +77,7 @@ def _score(scorer, pairs: list[tuple[str, str]]) -> list[float]:
     else:
         values = [scorer(q, t) for q, t in pairs]
     out = []
-    for (q, _), v in zip(pairs, values):
+    for (q, _), v in zip(pairs, values, strict=True):
         try:
             f = float(v)
         except (TypeError, ValueError):

@@ -2,8 +2,9 @@
 
 The key is a SHA-256 of everything that decides a verdict: model, mode, scale, prompt version, call
 style (per chunk or batch), sampling parameters, question, chunk text, and the reference answer or the
-response when the mode reads it. Each verdict is committed on its own, so a killed run loses at most
-the calls in flight, and rerunning a finished job makes no call at all. Only verdicts that were had are
+response when the mode reads it. Each verdict is committed as it arrives (by a writer thread, so the
+event loop never waits on the disk), so a killed run loses at most the calls in flight, and rerunning a
+finished job makes no call at all. Only verdicts that were had are
 stored; failures are tried again on the next run.
 
 Default location: ``$RANKWISE_CACHE``, else ``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache``).
@@ -21,9 +22,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["VerdictCache", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
+__all__ = ["VerdictCache", "CacheWriter", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -160,6 +161,23 @@ class VerdictCache:
             (key, model, mode, scale, prompt_version, style, int(verdict), grade, reason, call,
              int(prompt_tokens), int(completion_tokens), time.time()))
 
+    def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Store several verdicts (``(key, fields of put)``) in one transaction."""
+        now = time.time()
+        rows = [(key, f["model"], f["mode"], f["scale"], f["prompt_version"], f["style"], int(f["verdict"]),
+                 f.get("grade"), f.get("reason"), f["call"], int(f.get("prompt_tokens", 0)),
+                 int(f.get("completion_tokens", 0)), now) for key, f in items]
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO verdicts (key, model, mode, scale, prompt_version, style, verdict, "
+                "grade, reason, call, prompt_tokens, completion_tokens, created) VALUES "
+                "(?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
 
@@ -194,3 +212,72 @@ class VerdictCache:
         if not where:
             self._db.execute("VACUUM")
         return n
+
+
+class CacheWriter:
+    """Commits verdicts from a background thread, so the judge's event loop never waits on the disk.
+
+    Each verdict is committed as soon as the thread takes it; verdicts that arrive while a commit is
+    running go into the next one (at most ``max_batch``). :meth:`close` writes everything queued.
+
+    Example::
+
+        writer = CacheWriter("judge.sqlite")
+        writer.put("key", verdict=1, grade=None, reason="r", model="m", mode="question", scale="binary",
+                   prompt_version="v1", style="single", call="single")
+        writer.close()
+    """
+
+    def __init__(self, path: str | PathLike, max_batch: int = 256) -> None:
+        import queue
+        import threading
+
+        self.path = Path(path)
+        self.max_batch = max_batch
+        self.written = 0
+        self._queue: Any = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._cache = VerdictCache(self.path)  # opened here, so a bad path fails before any call
+        self._thread = threading.Thread(target=self._run, name="rankwise-cache-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, key: str, **fields: Any) -> None:
+        """Queue one verdict (fields as :meth:`VerdictCache.put`)."""
+        if self._error is not None:
+            raise RankwiseError(f"cannot write the verdict cache {self.path}: {self._error}")
+        self._queue.put((key, fields))
+
+    def _run(self) -> None:
+        import queue
+
+        try:
+            while True:
+                item = self._queue.get()
+                stop = item is None
+                batch = [] if stop else [item]
+                while not stop and len(batch) < self.max_batch:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None:
+                        stop = True
+                    else:
+                        batch.append(nxt)
+                if batch:
+                    self._cache.put_many(batch)
+                    self.written += len(batch)
+                if stop:
+                    return
+        except BaseException as exc:  # reported by put() / close()
+            self._error = exc
+        finally:
+            self._cache.close()
+
+    def close(self) -> None:
+        """Write what is queued and stop the thread."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None:
+            raise RankwiseError(f"cannot write the verdict cache {self.path}: {self._error}")

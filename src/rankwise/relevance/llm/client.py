@@ -4,7 +4,8 @@ Uses the official ``openai`` SDK's ``AsyncOpenAI`` over its aiohttp transport (`
 loopback httpx, the SDK's default, tops out near 330 requests/s, aiohttp near 7,000. The SDK's own
 retries are switched off (``max_retries=0``) and done here instead, so every attempt is counted:
 
-- concurrency: at most ``concurrency`` requests in flight (the judge runs that many workers);
+- concurrency: at most ``concurrency`` requests in flight; the limit halves when the endpoint signals
+  overload (429, 503, timeouts) and grows back one by one (AIMD), so a high default is safe;
 - rate: at most ``rpm`` requests per minute, evenly spaced; a 429 pauses every worker until its
   ``Retry-After`` has passed;
 - timeout: ``timeout`` seconds per request, whatever the transport does;
@@ -22,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import os
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -35,7 +37,7 @@ from rankwise.errors import InputError, RankwiseError
 from rankwise.relevance.llm.cost import Usage
 
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "BudgetExhausted",
-           "EndpointError", "CallBudget", "RateLimiter", "resolve_endpoint", "load_config", "config_paths",
+           "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config", "config_paths",
            "retry_after_seconds", "backoff_delay"]
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -149,7 +151,7 @@ class CallPolicy:
         600
     """
 
-    concurrency: int = 16
+    concurrency: int = 128
     rpm: float | None = None
     timeout: float = 60.0
     max_retries: int = 4
@@ -196,6 +198,68 @@ class RateLimiter:
 
     def pause_until(self, when: float) -> None:
         self._paused_until = max(self._paused_until, when)
+
+
+class AdaptiveLimit:
+    """At most ``limit`` requests in flight, adapted AIMD-style: the limit halves when the endpoint says
+    it is overloaded (429, 503, 529, a timeout; at most one cut per ``cooldown`` seconds) and grows back
+    by one per ``limit`` successes, up to ``maximum``.
+
+    Example:
+        >>> g = AdaptiveLimit(64); g.overload(); g.limit
+        32.0
+    """
+
+    def __init__(self, maximum: int, cooldown: float = 1.0) -> None:
+        self.maximum = maximum
+        self.limit = float(maximum)
+        self.lowest = float(maximum)
+        self.cuts = 0
+        self.inflight = 0
+        self.cooldown = cooldown
+        self._last_cut = -math.inf
+        self._waiters: deque[asyncio.Future] = deque()
+
+    async def acquire(self) -> None:
+        while self.inflight >= int(self.limit):
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._wake()  # pass the wake-up on
+                elif fut in self._waiters:
+                    self._waiters.remove(fut)
+                raise
+        self.inflight += 1
+
+    def release(self) -> None:
+        self.inflight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        free = int(self.limit) - self.inflight
+        while free > 0 and self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                free -= 1
+
+    def success(self) -> None:
+        before = int(self.limit)
+        self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
+        if int(self.limit) > before:
+            self._wake()
+
+    def overload(self) -> None:
+        now = time.monotonic()
+        if now - self._last_cut < self.cooldown:
+            return
+        self._last_cut = now
+        self.limit = max(1.0, self.limit / 2)
+        self.lowest = min(self.lowest, self.limit)
+        self.cuts += 1
 
 
 class CallBudget:
@@ -294,6 +358,7 @@ class ChatClient:
         self.endpoint = endpoint
         self.policy = policy or CallPolicy()
         self.limiter = RateLimiter(self.policy.rpm)
+        self.gate = AdaptiveLimit(self.policy.concurrency)
         self.budget = CallBudget(self.policy.max_calls)
         self.stats = CallStats()
         self.transport = "aiohttp"
@@ -329,6 +394,26 @@ class ChatClient:
             kwargs["temperature"] = self.policy.temperature
         return kwargs
 
+    async def _send_gated(self, kwargs: dict[str, Any]) -> Any:
+        """:meth:`_send` inside the adaptive concurrency limit, telling it about overload signals."""
+        import openai
+
+        await self.gate.acquire()
+        try:
+            resp = await self._send(kwargs)
+        except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+            if _connect_failure(exc) is None:
+                self.gate.overload()
+            raise
+        except openai.APIStatusError as exc:
+            if exc.status_code in (429, 503, 529):
+                self.gate.overload()
+            raise
+        finally:
+            self.gate.release()
+        self.gate.success()
+        return resp
+
     async def _send(self, kwargs: dict[str, Any]) -> Any:
         # AsyncOpenAI.post (the SDK's documented call for any endpoint) with a plain dict reply: the same
         # auth, URL and error mapping as chat.completions.create, without its pydantic round trips, which
@@ -361,7 +446,7 @@ class ChatClient:
             retry_after: float | None = None
             kwargs = self._request(messages, max_tokens)
             try:
-                resp = await self._send(kwargs)
+                resp = await self._send_gated(kwargs)
             except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
                 refused = _connect_failure(exc)
                 if refused is None:

@@ -30,7 +30,7 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import VerdictCache, cache_key
+from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, ChatClient, Endpoint
 from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
 from rankwise.relevance.llm.parse import (
@@ -135,6 +135,8 @@ class JudgeSummary:
     cost: float | None = None
     seconds: float = 0.0
     transport: str = "aiohttp"
+    concurrency: int = 0
+    concurrency_lowest: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     http_errors: dict[str, int] = field(default_factory=dict)
 
@@ -312,18 +314,13 @@ class Judge:
         self._verdicts = verdicts
         self._keys = keys
         self._progress = progress
-        if units:
-            async with ChatClient(self.endpoint, self.policy) as client:
-                self._client = client
-                try:
-                    await self._work(units)
-                finally:
-                    summary.transport = client.transport
-                    summary.requests = client.stats.requests
-                    summary.retries = client.stats.retries
-                    summary.http_errors = dict(client.stats.errors)
-                    summary.prompt_tokens = client.stats.usage.prompt_tokens
-                    summary.completion_tokens = client.stats.usage.completion_tokens
+        self._writer = CacheWriter(self.cache.path) if self.cache is not None and units else None
+        try:
+            if units:
+                await self._call_all(units, summary)
+        finally:
+            if self._writer is not None:
+                self._writer.close()  # everything judged is on disk before we return, even on Ctrl-C
         failures: Counter = Counter()
         for vs in verdicts.values():
             for v in vs:
@@ -341,6 +338,21 @@ class Judge:
         summary.cost = self.prices.cost(summary.prompt_tokens, summary.completion_tokens)
         summary.seconds = time.perf_counter() - started
         return JudgeResult(verdicts, summary)
+
+    async def _call_all(self, units: list[_Unit], summary: JudgeSummary) -> None:
+        async with ChatClient(self.endpoint, self.policy) as client:
+            self._client = client
+            try:
+                await self._work(units)
+            finally:
+                summary.transport = client.transport
+                summary.concurrency = client.gate.maximum
+                summary.concurrency_lowest = int(client.gate.lowest)
+                summary.requests = client.stats.requests
+                summary.retries = client.stats.retries
+                summary.http_errors = dict(client.stats.errors)
+                summary.prompt_tokens = client.stats.usage.prompt_tokens
+                summary.completion_tokens = client.stats.usage.completion_tokens
 
     async def _work(self, units: list[_Unit]) -> None:
         queue: asyncio.Queue[_Unit] = asyncio.Queue()
@@ -372,8 +384,8 @@ class Judge:
     # ------------------------------------------------------------------------------------ one unit
     def _settle(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
         self._verdicts[case.id][i] = outcome
-        if outcome.status == "ok" and self.cache is not None:
-            self.cache.put(self._keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
+        if outcome.status == "ok" and self._writer is not None:
+            self._writer.put(self._keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
                            reason=outcome.reason, model=self.endpoint.model, mode=self.settings.mode,
                            scale=self.prompt.scale, prompt_version=self.prompt.prompt_version, style=self.style,
                            call=outcome.call or self.style, prompt_tokens=outcome.prompt_tokens,

@@ -40,5 +40,23 @@
   var collapse = document.getElementById("collapse-all");
   if (expand) { expand.addEventListener("click", function () { setAll(true); }); }
   if (collapse) { collapse.addEventListener("click", function () { setAll(false); }); }
+  // document texts are stored once and shown when a question is opened
+  var store = document.getElementById("doc-texts");
+  var texts = store ? JSON.parse(store.textContent || "{}") : {};
+  function fill(details) {
+    var slots = details.querySelectorAll(".chunk-text[data-doc]");
+    for (var i = 0; i < slots.length; i++) {
+      if (!slots[i].textContent) {
+        var text = texts[slots[i].getAttribute("data-doc")];
+        if (text) { slots[i].textContent = text; }
+      }
+    }
+  }
+  var all = document.querySelectorAll("details.query");
+  for (var i = 0; i < all.length; i++) {
+    all[i].addEventListener("toggle", function (event) {
+      if (event.target.open) { fill(event.target); }
+    });
+  }
   document.documentElement.setAttribute("data-ready", "1");
 })();

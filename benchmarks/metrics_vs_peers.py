@@ -1,0 +1,343 @@
+"""rankwise against its peers: pytrec_eval(-terrier), ranx and ir_measures, on synthetic data.
+
+Synthetic graded qrels (20 judgements per query, grades 0-3, half of them among the run's top 100) and
+runs of 10k x 100, 10k x 1000 and 100k x 100 (queries x documents); metrics P@10, recall@100, nDCG@10,
+MAP and MRR. Two kinds of input:
+
+(a) Python dicts already in memory (``{qid: {doc: score}}``): time of the evaluation call(s) only.
+(b) TREC files on disk: wall time of a whole fresh process, startup and imports included:
+    ``rankwise eval QRELS RUN -m ... --format json`` against a Python process running pytrec_eval's own
+    parsers (``parse_qrel``/``parse_run``) + ``evaluate``, ranx's ``from_file`` + ``evaluate``, and
+    ir_measures' readers + ``calc_aggregate``.
+
+ranx is timed cold (first call in a fresh process with an empty numba cache, so it compiles) and warm
+(a second call in the same process). Every tool runs in its own child process; peak memory is that
+child's maximum RSS (``os.wait4``). All means are checked against pytrec_eval: rankwise and ir_measures
+must agree within 1e-9; ranx breaks tied scores in its own way (not trec_eval's doc-id rule), so its
+difference is printed rather than asserted tight.
+
+Usage:
+    python benchmarks/metrics_vs_peers.py                    # all three sizes
+    python benchmarks/metrics_vs_peers.py --quick            # 2k x 100 and 1k x 1000, a few seconds each
+    python benchmarks/metrics_vs_peers.py --sizes 10kx1000 --out perf.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "_data"
+PYTHON = sys.executable
+RANKWISE = str(Path(PYTHON).with_name("rankwise"))
+
+METRICS = {  # rankwise name -> (pytrec_eval measure, pytrec_eval key, ranx name, ir_measures name)
+    "precision@10": ("P.10", "P_10", "precision@10", "P@10"),
+    "recall@100": ("recall.100", "recall_100", "recall@100", "R@100"),
+    "ndcg@10": ("ndcg_cut.10", "ndcg_cut_10", "ndcg@10", "nDCG@10"),
+    "map": ("map", "map", "map", "AP"),
+    "mrr": ("recip_rank", "recip_rank", "mrr", "RR"),
+}
+SIZES = {"10kx100": (10_000, 100), "10kx1000": (10_000, 1000), "100kx100": (100_000, 100),
+         "2kx100": (2_000, 100), "1kx1000": (1_000, 1000)}
+
+
+# ------------------------------------------------------------------ data
+def generate(n_queries: int, depth: int, directory: Path, seed: int = 7) -> tuple[Path, Path]:
+    """Write ``qrels.txt`` and ``run.trec`` (vectorised: numpy + Arrow's CSV writer, no Python loop)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    directory.mkdir(parents=True, exist_ok=True)
+    qrels_path, run_path = directory / "qrels.txt", directory / "run.trec"
+    if qrels_path.exists() and run_path.exists():
+        return qrels_path, run_path
+    rng = np.random.default_rng(seed)
+    corpus = 8_388_593  # a prime: doc(j) = (a*j + b) mod corpus is a permutation, so no doc repeats
+    a = rng.integers(1, corpus, n_queries, dtype=np.int64)
+    b = rng.integers(0, corpus, n_queries, dtype=np.int64)
+
+    def doc_ids(j: np.ndarray) -> pa.Array:
+        codes = (a[:, None] * j[None, :] + b[:, None]) % corpus
+        return pc.binary_join_element_wise("D", pa.array(codes.ravel()).cast(pa.string()), "")
+
+    qid_text = pc.binary_join_element_wise("q", pa.array(np.arange(n_queries)).cast(pa.string()), "")
+    # run: scores with 4 decimals, descending within each query (some ties, all exact in float32)
+    scores = -np.sort(-np.round(rng.uniform(0, 30, (n_queries, depth)), 4), axis=1)
+    rows = n_queries * depth
+    run = pa.table({
+        "qid": qid_text.take(pa.array(np.repeat(np.arange(n_queries), depth))),
+        "q0": pa.array(np.full(rows, "Q0")),
+        "doc": doc_ids(np.arange(depth)),
+        "rank": pa.array(np.tile(np.arange(1, depth + 1), n_queries)),
+        "score": pa.array(scores.ravel()),
+        "tag": pa.array(np.full(rows, "synthetic")),
+    })
+    # qrels: 10 docs among the run's top 100 (random ranks) + 10 unretrieved docs; grades 0-3
+    top = min(depth, 100)
+    picked = np.argsort(rng.random((n_queries, top)), axis=1)[:, :10]
+    retrieved_codes = (a[:, None] * picked + b[:, None]) % corpus
+    unretrieved_codes = (a[:, None] * np.arange(depth, depth + 10)[None, :] + b[:, None]) % corpus
+    codes = np.concatenate([retrieved_codes, unretrieved_codes], axis=1)
+    judged = codes.shape[1]
+    qrels = pa.table({
+        "qid": qid_text.take(pa.array(np.repeat(np.arange(n_queries), judged))),
+        "iter": pa.array(np.zeros(n_queries * judged, dtype=np.int64)),
+        "doc": pc.binary_join_element_wise("D", pa.array(codes.ravel()).cast(pa.string()), ""),
+        "rel": pa.array(rng.choice(4, n_queries * judged, p=[0.4, 0.3, 0.2, 0.1])),
+    })
+    options = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    pcsv.write_csv(run, str(run_path) + ".tmp", options)
+    pcsv.write_csv(qrels, str(qrels_path) + ".tmp", options)
+    os.replace(str(run_path) + ".tmp", run_path)
+    os.replace(str(qrels_path) + ".tmp", qrels_path)
+    return qrels_path, run_path
+
+
+def load_dicts(qrels_path: Path, run_path: Path) -> tuple[dict, dict]:
+    """The files as ``{qid: {doc: grade}}`` and ``{qid: {doc: score}}`` (not timed)."""
+    import pyarrow.csv as pcsv
+
+    def read(path, names, types):
+        opts = pcsv.ReadOptions(column_names=names)
+        parse = pcsv.ParseOptions(delimiter=" ")
+        conv = pcsv.ConvertOptions(column_types=types, include_columns=list(types))
+        return pcsv.read_csv(path, read_options=opts, parse_options=parse, convert_options=conv)
+
+    import pyarrow as pa
+
+    def nested(table, value_col):
+        qids = table.column("qid").to_pylist()
+        docs = table.column("doc").to_pylist()
+        values = table.column(value_col).to_pylist()
+        out: dict = {}
+        start = 0
+        for i in range(1, len(qids) + 1):
+            if i == len(qids) or qids[i] != qids[start]:
+                out[qids[start]] = dict(zip(docs[start:i], values[start:i]))
+                start = i
+        return out
+
+    q = read(qrels_path, ["qid", "iter", "doc", "rel"], {"qid": pa.string(), "doc": pa.string(), "rel": pa.int64()})
+    r = read(run_path, ["qid", "q0", "doc", "rank", "score", "tag"],
+             {"qid": pa.string(), "doc": pa.string(), "score": pa.float64()})
+    return nested(q, "rel"), nested(r, "score")
+
+
+# ------------------------------------------------------------------ workers (run in child processes)
+def _means_pytrec(per_query: dict) -> dict:
+    qids = sorted(per_query)
+    return {name: sum(per_query[q][key] for q in qids) / len(qids)
+            for name, (_, key, _, _) in METRICS.items()}
+
+
+def work_dict(tool: str, qrels_path: Path, run_path: Path) -> dict:
+    qrels, run = load_dicts(qrels_path, run_path)
+    out: dict = {}
+    if tool == "rankwise":
+        import rankwise
+
+        t = time.perf_counter()
+        result = rankwise.evaluate(qrels, run, list(METRICS))
+        out["time"] = time.perf_counter() - t
+        out["means"] = result.mean
+    elif tool == "pytrec_eval":
+        import pytrec_eval
+
+        t = time.perf_counter()
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m[0] for m in METRICS.values()})
+        per_query = evaluator.evaluate(run)
+        means = _means_pytrec(per_query)
+        out["time"] = time.perf_counter() - t
+        out["means"] = means
+    elif tool == "ranx":
+        from ranx import Qrels, Run, evaluate
+
+        names = [m[2] for m in METRICS.values()]
+        t = time.perf_counter()
+        scores = evaluate(Qrels(qrels), Run(run), names, make_comparable=True)
+        out["time_cold"] = time.perf_counter() - t
+        t = time.perf_counter()
+        scores = evaluate(Qrels(qrels), Run(run), names, make_comparable=True)
+        out["time"] = time.perf_counter() - t
+        out["means"] = {name: float(scores[m[2]]) for name, m in METRICS.items()}
+    elif tool == "ir_measures":
+        import ir_measures
+
+        measures = [ir_measures.parse_measure(m[3]) for m in METRICS.values()]
+        t = time.perf_counter()
+        agg = ir_measures.calc_aggregate(measures, qrels, run)
+        out["time"] = time.perf_counter() - t
+        out["means"] = {name: float(agg[ir_measures.parse_measure(m[3])]) for name, m in METRICS.items()}
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    return out
+
+
+def work_file(tool: str, qrels_path: Path, run_path: Path) -> dict:
+    """Everything a user's process does from files (the parent times the whole process)."""
+    if tool == "pytrec_eval":
+        import pytrec_eval
+
+        with open(qrels_path) as fq:
+            qrels = pytrec_eval.parse_qrel(fq)
+        with open(run_path) as fr:
+            run = pytrec_eval.parse_run(fr)
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m[0] for m in METRICS.values()})
+        return {"means": _means_pytrec(evaluator.evaluate(run))}
+    if tool == "ranx":
+        from ranx import Qrels, Run, evaluate
+
+        scores = evaluate(Qrels.from_file(str(qrels_path), kind="trec"), Run.from_file(str(run_path), kind="trec"),
+                          [m[2] for m in METRICS.values()], make_comparable=True)
+        return {"means": {name: float(scores[m[2]]) for name, m in METRICS.items()}}
+    if tool == "ir_measures":
+        import ir_measures
+
+        measures = [ir_measures.parse_measure(m[3]) for m in METRICS.values()]
+        agg = ir_measures.calc_aggregate(measures, ir_measures.read_trec_qrels(str(qrels_path)),
+                                         ir_measures.read_trec_run(str(run_path)))
+        return {"means": {name: float(agg[ir_measures.parse_measure(m[3])]) for name, m in METRICS.items()}}
+    raise SystemExit(f"unknown tool {tool}")
+
+
+# ------------------------------------------------------------------ parent: spawn, time, measure
+def spawn(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """Run a child; return (wall seconds, peak RSS in MB, stdout)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err.decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, out.decode()
+
+
+def measure(size: str, repeat: int, log) -> list[dict]:
+    n, depth = SIZES[size]
+    t = time.perf_counter()
+    qrels_path, run_path = generate(n, depth, DATA / size)
+    log(f"[{size}] data ready in {time.perf_counter() - t:.1f}s: {run_path} "
+        f"({run_path.stat().st_size / 1e6:.0f} MB, {n * depth:,} lines)")
+    rows = []
+    cold_cache = tempfile.mkdtemp(prefix="ranx-numba-")
+    try:
+        for mode in ("dict", "file"):
+            for tool in ("rankwise", "pytrec_eval", "ranx", "ir_measures"):
+                best: dict | None = None
+                for _ in range(repeat):
+                    env = dict(os.environ)
+                    if tool == "ranx":
+                        shutil.rmtree(cold_cache, ignore_errors=True)
+                        env["NUMBA_CACHE_DIR"] = cold_cache  # empty: the first call compiles
+                    if mode == "file" and tool == "rankwise":
+                        cmd = [RANKWISE, "eval", str(qrels_path), str(run_path), "--format", "json",
+                               "-m", ",".join(METRICS)]
+                    else:
+                        cmd = [PYTHON, __file__, "--worker", tool, mode, str(qrels_path), str(run_path)]
+                    wall, rss, out = spawn(cmd, env)
+                    res = json.loads(out)
+                    if mode == "file":
+                        res = {"time": wall, "means": res["mean"] if tool == "rankwise" else res["means"]}
+                    res["rss"] = rss
+                    if best is None or res["time"] < best["time"]:
+                        best = res
+                row = {"size": size, "mode": mode, "tool": tool, **best}
+                log(f"[{size}] {mode:4s} {tool:12s} {row['time']:8.2f}s  peak {rss:7.0f} MB"
+                    + (f"  (cold {row['time_cold']:.2f}s)" if "time_cold" in row else ""))
+                rows.append(row)
+    finally:
+        shutil.rmtree(cold_cache, ignore_errors=True)
+    return rows
+
+
+def check_agreement(rows: list[dict]) -> list[str]:
+    """rankwise and ir_measures equal pytrec_eval within 1e-9; ranx's largest difference is reported."""
+    notes = []
+    for (size, mode) in dict.fromkeys((r["size"], r["mode"]) for r in rows):
+        group = {r["tool"]: r for r in rows if r["size"] == size and r["mode"] == mode}
+        ref = group["pytrec_eval"]["means"]
+        for tool, row in group.items():
+            diff = max(abs(row["means"][m] - ref[m]) for m in METRICS)
+            row["max_diff"] = diff
+            if tool in ("rankwise", "ir_measures") and diff > 1e-9:
+                raise AssertionError(f"{tool} disagrees with pytrec_eval on {size}/{mode}: {diff:.3g}\n"
+                                     f"{row['means']}\n{ref}")
+            if tool == "ranx":
+                notes.append(f"ranx vs pytrec_eval on {size} ({mode}): largest mean difference {diff:.2g} "
+                             "(ranx orders tied scores its own way, not by doc id as trec_eval does)")
+    return notes
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| data (queries × docs) | input | tool | time (s) | × rankwise's time | peak memory (MB) |",
+             "|---|---|---|---:|---:|---:|"]
+    for row in rows:
+        base = next(r for r in rows if r["size"] == row["size"] and r["mode"] == row["mode"]
+                    and r["tool"] == "rankwise")
+        n, depth = SIZES[row["size"]]
+        data = f"{n // 1000}k × {depth}"
+        mode = "Python dicts" if row["mode"] == "dict" else "TREC files, whole process"
+        tools = [(row["tool"] + (" (warm)" if row["tool"] == "ranx" and row["mode"] == "dict" else ""),
+                  row["time"])]
+        if "time_cold" in row:
+            tools.append(("ranx (cold: first call, compiles)", row["time_cold"]))
+        if row["tool"] == "ranx" and row["mode"] == "file":
+            tools = [("ranx (cold: fresh process, compiles)", row["time"])]
+        for name, t in tools:
+            ratio = "1.0" if row["tool"] == "rankwise" else f"{t / base['time']:.1f}"
+            lines.append(f"| {data} | {mode} | {name} | {t:.2f} | {ratio} | {row['rss']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10kx100,10kx1000,100kx100",
+                        help=f"comma-separated, from {', '.join(SIZES)}")
+    parser.add_argument("--quick", action="store_true", help="small sizes only (2kx100,1kx1000)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best is kept")
+    parser.add_argument("--out", type=Path, help="also write the markdown table here")
+    parser.add_argument("--worker", nargs=4, metavar=("TOOL", "MODE", "QRELS", "RUN"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        tool, mode, qrels_path, run_path = args.worker
+        work = work_dict if mode == "dict" else work_file
+        print(json.dumps(work(tool, Path(qrels_path), Path(run_path))))
+        return 0
+    sizes = ["2kx100", "1kx1000"] if args.quick else [s.strip() for s in args.sizes.split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        parser.error(f"unknown size(s) {unknown}; choose from {list(SIZES)}")
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    rows = []
+    for size in sizes:
+        rows.extend(measure(size, args.repeat, log))
+    notes = check_agreement(rows)
+    text = table(rows)
+    text += "\nAll means agree with pytrec_eval within 1e-9 (rankwise, ir_measures).\n"
+    text += "".join(f"- {note}\n" for note in notes)
+    text += (f"\nMachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; times are wall clock. "
+             "Peak memory is each child process's maximum RSS.\n")
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,379 @@
+"""Readers and writers: every bad input is an InputError naming file, line and field; good inputs of
+every supported shape load to the same Run / Qrels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankwise.data import (
+    Qrels,
+    Run,
+    load_qrels,
+    load_run,
+    qrels_from_frame,
+    read_beir_qrels,
+    read_delimited_run,
+    read_jsonl_qrels,
+    read_jsonl_run,
+    read_trec_qrels,
+    read_trec_run,
+    run_from_frame,
+    write_jsonl_qrels,
+    write_jsonl_run,
+    write_trec_qrels,
+    write_trec_run,
+)
+from rankwise.errors import InputError
+
+
+def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+def _error(func, *args, **kwargs) -> InputError:
+    with pytest.raises(InputError) as info:
+        func(*args, **kwargs)
+    return info.value
+
+
+RUN_TEXT = "q1 Q0 d1 1 3.0 sys\nq1 Q0 d2 2 2.0 sys\nq2 Q0 d1 1 5.0 sys\n"
+QRELS_TEXT = "q1 0 d1 1\nq1 0 d3 2\nq2 0 d9 0\n"
+
+
+# ------------------------------------------------------------------ TREC: good input
+def test_trec_run_reads_and_ranks(tmp_path):
+    run = read_trec_run(_write(tmp_path, "a.run", RUN_TEXT))
+    assert run.queries == ["q1", "q2"]
+    assert run.ranking("q1") == ["d1", "d2"]
+    assert run.scores.tolist() == [3.0, 2.0, 5.0]
+    assert run.kind == "scored" and run.name == "a"
+
+
+def test_trec_run_ignores_rank_column_and_sorts_by_score(tmp_path):
+    run = read_trec_run(_write(tmp_path, "r", "q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 3.0 s\nq1 Q0 d3 3 3.0 s\n"))
+    assert run.ranking("q1") == ["d3", "d2", "d1"]  # tie d2/d3 broken by doc id descending
+
+
+def test_trec_run_unsorted_queries_and_extra_fields(tmp_path):
+    text = "q2 Q0 a 1 1.0 s x y\nq1 Q0 b 1 2.0 s junk\nq2 Q0 c 2 2.0 s\n"
+    run = read_trec_run(_write(tmp_path, "r", text))
+    assert run.queries == ["q1", "q2"]
+    assert run.ranking("q2") == ["c", "a"]
+
+
+@pytest.mark.parametrize("sep", ["\t", "  ", " \t ", "\t\t"])
+def test_trec_any_whitespace(tmp_path, sep):
+    run = read_trec_run(_write(tmp_path, "r", RUN_TEXT.replace(" ", sep)))
+    assert run.to_dict() == {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {"d1": 5.0}}
+    qrels = read_trec_qrels(_write(tmp_path, "q", QRELS_TEXT.replace(" ", sep)))
+    assert qrels.to_dict() == {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 0}}
+
+
+def test_trec_mixed_separators_split_on_any_whitespace(tmp_path):
+    # a tab-separated file where a later line has a space inside a field: trec_eval splits on any
+    # whitespace, so "d2 x" is doc d2 followed by more fields; never a doc id with a space in it
+    text = "q1\tQ0\td1\t1\t3.0\tsys\nq1\tQ0\td2 x\t2\t2.5\tsys\n"
+    run = read_trec_run(_write(tmp_path, "r", text))
+    assert run.to_dict() == {"q1": {"d1": 3.0, "d2": 2.0}}
+    text = "q1 Q0 d1 1 3.0 sys\nq1 Q0 d2\t2 2.5 sys x\n"
+    assert read_trec_run(_write(tmp_path, "r2", text)).to_dict() == {"q1": {"d1": 3.0, "d2": 2.5}}
+    qtext = "q1\t0\td1\t1\nq1\t0\td2 0\t1\n"
+    err = _error(read_trec_qrels, _write(tmp_path, "q", qtext))
+    assert err.line == 2 and "got 5" in str(err)
+
+
+def test_trec_crlf_and_leading_whitespace(tmp_path):
+    run = read_trec_run(_write(tmp_path, "r", "  " + RUN_TEXT.replace("\n", "\r\n")))
+    assert run.to_dict() == {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {"d1": 5.0}}
+
+
+def test_trec_comments_and_blank_lines(tmp_path):
+    text = "# header comment\n\nq1 0 d1 1\n# mid comment\nq1 0 CR#93 2\n\n"
+    qrels = read_trec_qrels(_write(tmp_path, "q", text))
+    assert qrels.to_dict() == {"q1": {"d1": 1, "CR#93": 2}}
+    run = read_trec_run(_write(tmp_path, "r", "# c\n" + RUN_TEXT + "# trailing\n"))
+    assert len(run) == 3
+
+
+def test_comment_later_in_large_file(tmp_path):
+    """A '#' line far past the first block still counts as a comment, not as a query '#'."""
+    lines = [f"q{i // 10} Q0 d{i} {i % 10 + 1} {1.0 / (i + 1)} s" for i in range(20000)]
+    lines.insert(15000, "# a comment deep inside")
+    run = read_trec_run(_write(tmp_path, "r", "\n".join(lines) + "\n"))
+    assert len(run) == 20000 and "#" not in run.queries
+
+
+def test_numeric_looking_ids_stay_strings(tmp_path):
+    run = read_trec_run(_write(tmp_path, "r", "01 Q0 007 1 1 s\n1 Q0 7 1 1 s\n"))
+    assert run.queries == ["01", "1"]
+    assert run.ranking("01") == ["007"]
+    qrels = read_trec_qrels(_write(tmp_path, "q", "01 0 007 1\n1 0 7 1\n"))
+    assert qrels.judgements("01") == {"007": 1}
+
+
+def test_trec_qrels_negative_and_float_integer_grades(tmp_path):
+    qrels = read_trec_qrels(_write(tmp_path, "q", "q 0 a -1\nq 0 b 2.0\n"))
+    assert qrels.judgements("q") == {"a": -1, "b": 2}
+
+
+def test_scores_exponents_and_integers(tmp_path):
+    run = read_trec_run(_write(tmp_path, "r", "q Q0 a 1 1e3 s\nq Q0 b 2 -2 s\nq Q0 c 3 0.5 s\n"))
+    assert run.ranking("q") == ["a", "c", "b"]
+
+
+# ------------------------------------------------------------------ TREC: bad input
+def test_run_wrong_field_count(tmp_path):
+    path = _write(tmp_path, "bad.run", "q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2\n")
+    err = _error(read_trec_run, path)
+    assert (err.source, err.line, err.field) == (str(path), 2, "score")
+    assert str(err).startswith(f"{path}:2: field 'score': expected at least 6 fields")
+
+
+def test_run_non_numeric_score(tmp_path):
+    path = _write(tmp_path, "bad.run", "q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 high s\n")
+    err = _error(read_trec_run, path)
+    assert (err.line, err.field) == (2, "score")
+    assert "not a number: 'high'" in str(err)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_run_non_finite_score(tmp_path, value):
+    path = _write(tmp_path, "bad.run", f"q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 {value} s\n")
+    err = _error(read_trec_run, path)
+    assert (err.line, err.field) == (2, "score")
+
+
+def test_run_duplicate_doc_names_both_lines(tmp_path):
+    path = _write(tmp_path, "dup.run", "q1 Q0 d1 1 3 s\nq2 Q0 d1 1 3 s\nq1 Q0 d2 2 2 s\nq1 Q0 d1 3 1 s\n")
+    err = _error(read_trec_run, path)
+    assert (err.line, err.field) == (4, "doc_id")
+    assert "doc 'd1' appears twice in query 'q1' (first at line 1)" in str(err)
+
+
+def test_run_duplicate_doc_in_large_file_reports_lines(tmp_path):
+    lines = [f"q{i // 100} Q0 d{i % 100} {i % 100 + 1} {100 - i % 100} s" for i in range(200_000)]
+    lines.append("q7 Q0 d42 101 0.5 s")  # q7 already has d42 at line 743
+    path = _write(tmp_path, "dup.run", "\n".join(lines) + "\n")
+    err = _error(read_trec_run, path)
+    assert err.line == 200_001
+    assert "(first at line 743)" in str(err)
+
+
+def test_qrels_wrong_field_count(tmp_path):
+    path = _write(tmp_path, "bad.qrels", "q1 0 d1 1\nq1 0 d2\n")
+    err = _error(read_trec_qrels, path)
+    assert (err.line, err.field) == (2, "relevance")
+    path = _write(tmp_path, "bad2.qrels", "q1 0 d1 1\nq1 0 d2 1 extra\n")
+    err = _error(read_trec_qrels, path)
+    assert err.line == 2 and "expected 4 fields" in str(err) and "got 5" in str(err)
+
+
+@pytest.mark.parametrize("grade", ["x", "1.5", "nan"])
+def test_qrels_non_integer_grade(tmp_path, grade):
+    path = _write(tmp_path, "bad.qrels", f"q1 0 d1 1\nq1 0 d2 {grade}\n")
+    err = _error(read_trec_qrels, path)
+    assert (err.line, err.field) == (2, "relevance")
+    assert "not an integer" in str(err)
+
+
+def test_qrels_duplicate_pair(tmp_path):
+    path = _write(tmp_path, "dup.qrels", "q1 0 d1 1\nq2 0 d1 1\nq1 0 d1 0\n")
+    err = _error(read_trec_qrels, path)
+    assert (err.line, err.field) == (3, "doc_id")
+    assert "pair (query 'q1', doc 'd1') is judged twice (first at line 1)" in str(err)
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n"])
+@pytest.mark.parametrize("reader", [read_trec_run, read_trec_qrels, read_jsonl_run, read_beir_qrels])
+def test_empty_file(tmp_path, content, reader):
+    err = _error(reader, _write(tmp_path, "empty", content))
+    assert "file is empty" in str(err) and err.source.endswith("empty")
+
+
+def test_comments_only(tmp_path):
+    assert "no run lines" in str(_error(read_trec_run, _write(tmp_path, "r", "# x\n# y\n")))
+    assert "no judgement lines" in str(_error(read_trec_qrels, _write(tmp_path, "q", "# x\n")))
+
+
+def test_undecodable_bytes(tmp_path):
+    path = _write(tmp_path, "bad.run", b"q1 Q0 d1 1 1.0 s\nq1 Q0 d\xff2 2 0.5 s\n")
+    err = _error(read_trec_run, path)
+    assert err.line == 2 and "not UTF-8 at column 8" in str(err)
+    path = _write(tmp_path, "bad.qrels", b"q1 0 d1 1\n\xfe 0 d2 1\n")
+    assert _error(read_trec_qrels, path).line == 2
+
+
+def test_missing_file_and_directory(tmp_path):
+    assert "file not found" in str(_error(read_trec_run, tmp_path / "nope.trec"))
+    assert "is a directory" in str(_error(load_qrels, tmp_path))
+
+
+# ------------------------------------------------------------------ BEIR / CSV / JSONL
+def test_beir_qrels_with_header(tmp_path):
+    path = _write(tmp_path, "test.tsv", "query-id\tcorpus-id\tscore\n1\t28\t1\n1\t35\t2\n2\t28\t0\n")
+    qrels = read_beir_qrels(path)
+    assert qrels.to_dict() == {"1": {"28": 1, "35": 2}, "2": {"28": 0}}
+    assert load_qrels(path).to_dict() == qrels.to_dict()
+
+
+def test_beir_qrels_errors(tmp_path):
+    path = _write(tmp_path, "test.tsv", "query-id\tcorpus-id\tscore\n1\t28\t1\n1\t35\tyes\n")
+    err = _error(read_beir_qrels, path)
+    assert (err.line, err.field) == (3, "score")
+    path = _write(tmp_path, "t2.tsv", "query-id\tcorpus-id\tscore\n1\t28\n")
+    assert _error(read_beir_qrels, path).line == 2
+    path = _write(tmp_path, "t3.tsv", "query-id\tcorpus-id\tscore\n1\t28\t1\n1\t28\t0\n")
+    err = _error(read_beir_qrels, path)
+    assert err.line == 3 and "first at line 2" in str(err)
+    path = _write(tmp_path, "t4.tsv", "a\tb\tc\n1\t2\t3\n")
+    assert "no query id column" in str(_error(read_beir_qrels, path))
+
+
+def test_beir_qrels_custom_columns(tmp_path):
+    path = _write(tmp_path, "q.csv", "topic,passage,label\nt1,p1,1\n")
+    qrels = read_beir_qrels(path, query_column="topic", doc_column="passage", grade_column="label")
+    assert qrels.to_dict() == {"t1": {"p1": 1}}
+
+
+def test_csv_run_scored_and_ordered(tmp_path):
+    scored = read_delimited_run(_write(tmp_path, "r.csv", "query_id,doc_id,score\nq,a,1\nq,b,2\n"))
+    assert scored.ranking("q") == ["b", "a"] and scored.kind == "scored"
+    ordered = read_delimited_run(_write(tmp_path, "o.csv", "query_id,doc_id\nq,a\nq,b\n"))
+    assert ordered.ranking("q") == ["a", "b"] and ordered.kind == "ordered"
+    err = _error(read_delimited_run, _write(tmp_path, "b.csv", "query_id,doc_id,score\nq,a,1\nq,b,x\n"))
+    assert (err.line, err.field) == (3, "score")
+
+
+def test_jsonl_run_and_qrels(tmp_path):
+    run_path = _write(tmp_path, "run.jsonl", "\n".join(json.dumps(r) for r in [
+        {"query_id": "q", "doc_id": "a", "score": 1.0}, {"query_id": "q", "doc_id": "b", "score": 2.0},
+    ]) + "\n")
+    assert load_run(run_path).ranking("q") == ["b", "a"]
+    ordered = _write(tmp_path, "o.jsonl", '{"qid": "q", "doc_id": "b"}\n{"qid": "q", "doc_id": "a"}\n')
+    assert read_jsonl_run(ordered).ranking("q") == ["b", "a"]
+    qrels_path = _write(tmp_path, "q.jsonl", '{"query_id": "q", "doc_id": "a", "relevance": 2}\n')
+    assert load_qrels(qrels_path).to_dict() == {"q": {"a": 2}}
+
+
+def test_jsonl_errors(tmp_path):
+    err = _error(read_jsonl_run, _write(tmp_path, "r.jsonl", '{"query_id": "q", "doc_id": "a"}\n{oops\n'))
+    assert err.line == 2 and "not valid JSON" in str(err)
+    err = _error(read_jsonl_run, _write(tmp_path, "r2.jsonl", '{"query_id": "q"}\n'))
+    assert (err.line, err.field) == (1, "doc_id")
+    err = _error(read_jsonl_qrels, _write(tmp_path, "q.jsonl", '{"query_id": "q", "doc_id": "a", "relevance": "x"}\n'))
+    assert (err.line, err.field) == (1, "relevance")
+    err = _error(read_jsonl_run, _write(tmp_path, "r3.jsonl", "[1, 2]\n"))
+    assert "expected a JSON object" in str(err)
+    err = _error(read_jsonl_run, _write(tmp_path, "r4.jsonl",
+                                        '{"query_id": "q", "doc_id": "a", "score": 1}\n{"query_id": "q", "doc_id": "a", "score": 2}\n'))
+    assert err.line == 2 and "first at line 1" in str(err)
+
+
+# ------------------------------------------------------------------ DataFrames and dicts
+def test_pandas_frames_with_custom_columns():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "pid": ["a", "b", "a"], "sim": [0.1, 0.9, 0.5]})
+    run = run_from_frame(frame, query_column="qid", doc_column="pid", score_column="sim")
+    assert run.to_dict() == {"q1": {"b": 0.9, "a": 0.1}, "q2": {"a": 0.5}}
+    qframe = pd.DataFrame({"qid": ["q1"], "pid": ["b"], "label": [2]})
+    qrels = qrels_from_frame(qframe, query_column="qid", doc_column="pid", grade_column="label")
+    assert qrels.to_dict() == {"q1": {"b": 2}}
+    # default names through load_*
+    assert load_run(pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})).ranking("q") == ["d"]
+    assert load_qrels(pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [1]})).n_queries == 1
+
+
+def test_polars_frames():
+    pl = pytest.importorskip("polars")
+    run = load_run(pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, 2.0]}))
+    assert run.ranking("q") == ["b", "a"]
+    ordered = run_from_frame(pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"]}))
+    assert ordered.kind == "ordered" and ordered.ranking("q") == ["a", "b"]
+    qrels = load_qrels(pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [3]}))
+    assert qrels.to_dict() == {"q": {"a": 3}}
+
+
+def test_frame_errors():
+    pd = pytest.importorskip("pandas")
+    err = _error(run_from_frame, pd.DataFrame({"q": ["x"], "doc_id": ["d"]}))
+    assert err.field == "query_id" and "no column 'query_id'" in str(err)
+    err = _error(load_run, pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["d", "d"], "score": [1.0, 2.0]}))
+    assert err.line == 2 and err.field == "doc_id"  # row 2 of the frame
+    err = _error(load_qrels, pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [0.5]}))
+    assert err.field == "relevance"
+    err = _error(load_run, pd.DataFrame({"query_id": ["q", None], "doc_id": ["d", "e"], "score": [1.0, 2.0]}))
+    assert (err.line, err.field) == (2, "query_id")
+
+
+def test_dicts():
+    run = load_run({"q1": {"a": 1, "b": 2.5}, 2: {"x": 0}})
+    assert run.queries == ["2", "q1"] and run.ranking("q1") == ["b", "a"]
+    assert load_run({"q": ["c2", "c1"]}).kind == "ordered"
+    assert "mixes scored" in str(_error(load_run, {"a": {"x": 1.0}, "b": ["y"]}))
+    assert "scores must be numbers" in str(_error(load_run, {"a": {"x": "high"}}))
+    assert "duplicate" in str(_error(load_run, {"q": ["a", "a"]})).lower() or \
+        "appears twice" in str(_error(load_run, {"q": ["a", "a"]}))
+    assert "grades must be integers" in str(_error(load_qrels, {"q": {"a": "x"}}))
+    assert "grade must be an integer" in str(_error(load_qrels, {"q": {"a": 1.5}}))
+    assert load_qrels({"q": {"a": True, "b": 2.0}}).judgements("q") == {"a": 1, "b": 2}
+
+
+def test_unsupported_object():
+    assert "cannot read a run from int" in str(_error(load_run, 3))
+    assert "cannot read qrels from list" in str(_error(load_qrels, [1]))
+
+
+# ------------------------------------------------------------------ writers round trip
+def _same_run(a: Run, b: Run) -> None:
+    assert a.queries == b.queries
+    assert a.doc_ids.to_pylist() == b.doc_ids.to_pylist()
+    np.testing.assert_array_equal(a.offsets, b.offsets)
+    if a.scores is not None and b.scores is not None:
+        np.testing.assert_array_equal(a.scores, b.scores)
+
+
+def test_trec_round_trip(tmp_path):
+    run = Run.from_dict({"q2": {"b": 0.1, "a": 0.1, "c": 1 / 3}, "q1": {"x": 1e-300, "y": -2.5}, "10": {"z": 7.0}})
+    write_trec_run(run, tmp_path / "out.trec")
+    again = read_trec_run(tmp_path / "out.trec")
+    _same_run(run, again)
+    assert (tmp_path / "out.trec").read_text().splitlines()[0] == "10 Q0 z 1 7.0 run"
+    qrels = Qrels.from_dict({"q1": {"a": 1, "b": -1}, "q0": {"c": 3}})
+    write_trec_qrels(qrels, tmp_path / "out.qrels")
+    assert read_trec_qrels(tmp_path / "out.qrels").to_dict() == qrels.to_dict()
+
+
+def test_ordered_run_written_as_trec_keeps_order(tmp_path):
+    run = Run.from_dict({"q": ["c3", "c1", "c2"]})
+    write_trec_run(run, tmp_path / "o.trec")
+    assert read_trec_run(tmp_path / "o.trec").ranking("q") == ["c3", "c1", "c2"]
+
+
+def test_jsonl_round_trip(tmp_path):
+    run = Run.from_dict({"q2": {"b": 0.1, "a": 0.1}, "q1": {"x": 2.0}})
+    write_jsonl_run(run, tmp_path / "r.jsonl")
+    _same_run(run, read_jsonl_run(tmp_path / "r.jsonl"))
+    ordered = Run.from_dict({"q": ["b", "a"]})
+    write_jsonl_run(ordered, tmp_path / "o.jsonl")
+    assert read_jsonl_run(tmp_path / "o.jsonl").ranking("q") == ["b", "a"]
+    qrels = Qrels.from_dict({"q1": {"a": 1, "b": 0}})
+    write_jsonl_qrels(qrels, tmp_path / "q.jsonl")
+    assert read_jsonl_qrels(tmp_path / "q.jsonl").to_dict() == qrels.to_dict()
+
+
+def test_trec_suite_files_load(shared_data):
+    data = shared_data / "trec_eval"
+    plain = read_trec_qrels(data / "qrels.test")
+    commented = read_trec_qrels(data / "qrels.test.with-comments")
+    assert len(plain) == len(commented) == 3681 and int(plain.n_relevant().sum()) == 561
+    # the commented file renames a docno to hold a '#': only a leading '#' starts a comment
+    assert {d for d in commented.doc_ids.to_pylist() if "#" in d} == {"CR#93E-1860"}
+    assert "CR93E-1860" in plain.judgements("301") and "CR93E-1860" not in commented.judgements("301")
+    run = read_trec_run(data / "results.test")
+    assert len(run) == 1500 and run.queries == ["301", "302", "303"]
