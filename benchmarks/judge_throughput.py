@@ -3,8 +3,9 @@
 The server (tests/llm_server.py) waits ``--latency`` seconds (default 0.2) before every reply, like a
 remote model, and answers deterministically, so both tools get the same verdicts and their context
 precision must agree. 100 questions x 10 chunks by default. Each tool runs at its default settings:
-rankwise ``Judge`` as ``rankwise judge`` runs it (64 requests in flight), Ragas ``evaluate()`` with
-``LLMContextPrecisionWithReference`` and its default ``RunConfig`` (16 workers).
+rankwise ``Judge`` as ``rankwise judge`` runs it (up to 128 requests in flight), Ragas ``evaluate()``
+with ``LLMContextPrecisionWithReference`` and its default ``RunConfig`` (16 workers; each question's
+chunks are judged one after another).
 
 Ragas 0.4.3 pins ``openai<2``, so it usually lives in its own virtualenv; point ``--ragas-python`` (or
 ``$RAGAS_PYTHON``) at that interpreter:
@@ -133,6 +134,14 @@ def run_ragas(server, rows, python: str, workdir: Path) -> dict:
     return out
 
 
+def median_of(repeat: int, run) -> dict:
+    """Run ``repeat`` times; the run with the median wall time (all wall times kept in ``runs``)."""
+    outs = sorted((run(i) for i in range(repeat)), key=lambda r: r["seconds"])
+    best = dict(outs[len(outs) // 2])
+    best["runs"] = [round(r["seconds"], 3) for r in outs]
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=100)
@@ -140,6 +149,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="server seconds per call")
     parser.add_argument("--ragas-python", help="interpreter with ragas==0.4.3 installed (or $RAGAS_PYTHON)")
     parser.add_argument("--skip-ragas", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median is shown")
     parser.add_argument("--json", dest="json_out", help="also write the figures here")
     args = parser.parse_args()
 
@@ -149,13 +159,15 @@ def main() -> None:
     server = start_server(latency=args.latency)
     results: dict[str, dict] = {}
     try:
-        results["rankwise per-chunk"] = run_rankwise(server, rows, batch=False, cache=workdir / "single.sqlite")
-        results["rankwise rerun (cached)"] = run_rankwise(server, rows, batch=False,
-                                                          cache=workdir / "single.sqlite")
-        results["rankwise batch"] = run_rankwise(server, rows, batch=True, cache=workdir / "batch.sqlite")
+        results["rankwise per-chunk"] = median_of(args.repeat, lambda i: run_rankwise(
+            server, rows, batch=False, cache=workdir / f"single{i}.sqlite"))
+        results["rankwise rerun (cached)"] = median_of(args.repeat, lambda i: run_rankwise(
+            server, rows, batch=False, cache=workdir / f"single{args.repeat - 1}.sqlite"))
+        results["rankwise batch"] = median_of(args.repeat, lambda i: run_rankwise(
+            server, rows, batch=True, cache=workdir / f"batch{i}.sqlite"))
         python = None if args.skip_ragas else find_ragas_python(args.ragas_python)
         if python:
-            results["ragas 0.4.3"] = run_ragas(server, rows, python, workdir)
+            results["ragas 0.4.3"] = median_of(args.repeat, lambda i: run_ragas(server, rows, python, workdir))
         elif not args.skip_ragas:
             print("Ragas not found: pass --ragas-python (an interpreter with ragas==0.4.3 and "
                   "langchain-community<0.4 installed); skipping it", file=sys.stderr)
@@ -165,7 +177,7 @@ def main() -> None:
 
     ragas = results.get("ragas 0.4.3")
     print(f"judge throughput: {args.questions} questions x {args.chunks} chunks = {n_chunks} chunks, "
-          f"server latency {args.latency * 1000:.0f} ms per call")
+          f"server latency {args.latency * 1000:.0f} ms per call, median of {args.repeat} run(s)")
     print(f"{'run':<26}{'calls':>7}{'wall s':>9}{'chunks/s':>10}{'vs ragas':>10}")
     for name, r in results.items():
         speed = n_chunks / r["seconds"] if r["seconds"] > 0 else float("inf")

@@ -600,7 +600,7 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 @main.command("run")
 @click.option("--beir", "beir_dir", type=click.Path(file_okay=False),
               help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.")
-@click.option("--split", default="test", show_default=True, help="BEIR qrels split (for the eval hint).")
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split: qrels/<split>.tsv.")
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Corpus: folder of .txt/.md files (doc id = relative path) or JSONL (id, text, title?).")
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False),
@@ -615,7 +615,7 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 @click.option("--chunk-size", type=int, default=None,
               help="Characters per chunk, 0 = whole documents. Default: 0 with --beir, 1000 with --corpus.")
 @click.option("--chunk-overlap", type=int, default=None,
-              help="Characters shared by consecutive chunks. Default: 0 for whole documents, else 100.")
+              help="Characters shared by consecutive chunks. Default: 0 for whole documents, else min(100, size/2).")
 @click.option("--doc-level/--chunk-level", "doc_level", default=None,
               help="Write documents (each at its best chunk's rank) or chunks. Default: documents with --beir, "
                    "chunks with --corpus.")
@@ -672,6 +672,23 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         click.echo(f"RAG test set with retrieved contexts: {rag_out} ({n} cases)", err=True)
     if qrels_path is not None and doc_level:
         click.echo(f"next: rankwise eval {qrels_path} {run_path}", err=True)
+
+
+@main.command("demo")
+@click.option("--out", type=click.Path(file_okay=False), default="rankwise-demo", show_default=True,
+              help="Folder for runs, per-case records, summary.json and report.html.")
+@click.option("--chunk-size", type=int, default=500, show_default=True, help="Characters per chunk.")
+@click.option("--chunk-overlap", type=int, default=50, show_default=True, help="Characters of overlap.")
+@click.option("--no-html", is_flag=True, help="Skip the HTML report.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def demo_command(out, chunk_size, chunk_overlap, no_html, quiet):
+    """The main job, offline, on the bundled Kestrel DB manual: chunk it, run BM25, dense and hybrid
+    retrieval, score them with span ground truth at K = 1, 3, 5, 10, compare, and write a report."""
+    from rankwise.demo import run_demo
+    from rankwise.report.demo_console import print_demo
+
+    result = run_demo(out, chunk_size=chunk_size, chunk_overlap=chunk_overlap, html=not no_html, quiet=quiet)
+    print_demo(result)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,7 +11,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data._columns import as_string_array, find_duplicate_pair, group_queries, offsets_from_codes
+from rankwise.data._columns import (
+    arrow_indices,
+    as_string_array,
+    find_duplicate_pair,
+    group_queries,
+    np_values,
+    offsets_from_codes,
+    string_hashes,
+)
 from rankwise.errors import InputError
 
 __all__ = ["Run"]
@@ -86,7 +94,8 @@ class Run:
                     field="score",
                 )
         queries, qcodes = group_queries(qids)
-        dup = find_duplicate_pair(qcodes, docs)
+        hashes = string_hashes(docs)
+        dup = find_duplicate_pair(qcodes, docs, hashes)
         if dup is not None:
             first, again = dup
             raise InputError(
@@ -99,11 +108,14 @@ class Run:
         order = _rank_order(qcodes, docs, score_arr)
         if order is not None:
             qcodes = qcodes[order]
-            docs = docs.take(pa.array(order))
+            docs = docs.take(arrow_indices(order))
+            hashes = hashes[order]
             if score_arr is not None:
                 score_arr = score_arr[order]
         offsets = offsets_from_codes(qcodes, len(queries))
-        return cls(queries, offsets, docs, score_arr, kind, name)
+        run = cls(queries, offsets, docs, score_arr, kind, name)
+        run.__dict__["_doc_hashes"] = hashes
+        return run
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, float] | Sequence[str]], *, name: str = "run") -> Run:
@@ -160,7 +172,10 @@ class Run:
         counts[[position[q] for q in self.queries]] = np.diff(self.offsets)
         offsets = np.zeros(len(queries) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        return Run(queries, offsets, self.doc_ids, self.scores, self.kind, self.name)
+        run = Run(queries, offsets, self.doc_ids, self.scores, self.kind, self.name)
+        if "_doc_hashes" in self.__dict__:
+            run.__dict__["_doc_hashes"] = self._doc_hashes
+        return run
 
     # ----------------------------------------------------------------- access
     def __len__(self) -> int:
@@ -180,6 +195,11 @@ class Run:
     @cached_property
     def _position(self) -> dict[str, int]:
         return {q: i for i, q in enumerate(self.queries)}
+
+    @cached_property
+    def _doc_hashes(self) -> np.ndarray:
+        """64-bit hash of each doc id (see :func:`rankwise.data._columns.string_hashes`)."""
+        return string_hashes(self.doc_ids)
 
     def _index(self, query_id: str) -> int | None:
         return self._position.get(str(query_id))
@@ -212,10 +232,13 @@ class Run:
         counts = np.minimum(np.diff(self.offsets), depth)
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        return Run(
-            self.queries, offsets, self.doc_ids.take(pa.array(idx)),
+        run = Run(
+            self.queries, offsets, self.doc_ids.take(arrow_indices(idx)),
             None if self.scores is None else self.scores[idx], self.kind, self.name,
         )
+        if "_doc_hashes" in self.__dict__:
+            run.__dict__["_doc_hashes"] = self._doc_hashes[idx]
+        return run
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, kind={self.kind!r}, queries={self.n_queries}, rows={len(self)})"
@@ -226,28 +249,41 @@ def _line(lines: np.ndarray | None, row: int) -> int:
 
 
 def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -> np.ndarray | None:
-    """Row order that ranks the run, or None when the rows are in rank order already."""
+    """Row order that ranks the run, or None when the rows are in rank order already.
+
+    Scored: query, then score descending, then doc id in descending byte order (trec_eval). Only the
+    rows inside groups of tied scores are ever compared as strings.
+    """
     n = len(qcodes)
     if n < 2:
         return None
-    q_next_same = qcodes[1:] == qcodes[:-1]
-    q_ok = (qcodes[1:] > qcodes[:-1]) | q_next_same
+    grouped = bool((qcodes[1:] >= qcodes[:-1]).all())
     if scores is None:
-        if q_ok.all():
-            return None
-        return np.argsort(qcodes, kind="stable")
-    s_gt = scores[:-1] > scores[1:]
-    s_eq = scores[:-1] == scores[1:]
-    tie = q_next_same & s_eq
-    ok = q_ok & (~q_next_same | s_gt | s_eq)
-    if ok.all():
-        tie_rows = np.flatnonzero(tie)
-        if len(tie_rows) == 0:
-            return None
-        idx = pa.array(tie_rows)
-        desc = pc.greater(docs.take(idx), docs.take(pa.array(tie_rows + 1)))
-        if desc.to_numpy(zero_copy_only=False).all():
-            return None
-    table = pa.table({"q": qcodes, "s": scores, "d": docs, "i": np.arange(n)})
-    ordered = table.sort_by([("q", "ascending"), ("s", "descending"), ("d", "descending")])
-    return np.asarray(ordered.column("i"), dtype=np.int64)
+        return None if grouped else np.argsort(qcodes, kind="stable")
+    q_same = qcodes[1:] == qcodes[:-1]
+    order = None
+    if not (grouped and bool(((scores[:-1] >= scores[1:]) | ~q_same).all())):
+        order = np.lexsort((-scores, qcodes))  # stable: query, then score descending
+        q_same = qcodes[order][1:] == qcodes[order][:-1]
+    ranked = scores if order is None else scores[order]
+    tie = np.flatnonzero(q_same & (ranked[:-1] == ranked[1:]))
+    if len(tie) == 0:
+        return order
+    base = np.arange(n) if order is None else order
+    later = docs.take(arrow_indices(base[tie + 1]))
+    if np_values(pc.greater(docs.take(arrow_indices(base[tie])), later)).all():
+        return order
+    # sort each tied group by doc id, descending
+    member = np.zeros(n, dtype=bool)
+    member[tie] = True
+    member[tie + 1] = True
+    positions = np.flatnonzero(member)
+    tied_with_previous = np.zeros(n, dtype=bool)
+    tied_with_previous[tie + 1] = True
+    group = np.cumsum(~tied_with_previous[positions])
+    table = pa.Table.from_arrays([arrow_indices(group), docs.take(arrow_indices(base[positions]))],
+                                 names=["g", "d"])
+    perm = np_values(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]))
+    base = base.copy()
+    base[positions] = base[positions[perm]]
+    return base

@@ -418,7 +418,7 @@ class ChatClient:
         # AsyncOpenAI.post (the SDK's documented call for any endpoint) with a plain dict reply: the same
         # auth, URL and error mapping as chat.completions.create, without its pydantic round trips, which
         # cost more CPU than the request itself against a fast local server.
-        return await asyncio.wait_for(self._client.post("/chat/completions", body=kwargs, cast_to=dict),
+        return await asyncio.wait_for(self._client.post("/chat/completions", body=kwargs, cast_to=dict[str, Any]),
                                       self.policy.timeout)
 
     def _unreachable(self, why: str) -> EndpointError:

@@ -1,0 +1,67 @@
+"""The demo's comparison table: every metric at every K for each system, the best marked."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["demo_table", "print_demo"]
+
+
+def demo_table(result) -> Table:
+    """Rows: metric x K; columns: systems. The best value of each row is bold and starred."""
+    s = result.settings
+    table = Table(title=f"rankwise demo: {s['dataset']} — {s['questions']} questions, {s['documents']} documents, "
+                        f"{s['chunks']} chunks of <= {s['chunk_size']} chars; span ground truth")
+    table.add_column("metric", style="bold")
+    table.add_column("K", justify="right")
+    for system in result.systems:
+        table.add_column(system, justify="right")
+    previous = None
+    for metric in result.metrics:
+        base, _, k = metric.rpartition("@")
+        if previous is not None and base != previous:
+            table.add_section()
+        best = set(result.best_systems(metric))
+        cells = []
+        for system in result.systems:
+            value = f"{result.means[system][metric]:.4f}"
+            cells.append(f"[bold green]{value} ★[/]" if best and len(best) < len(result.systems)
+                         and system in best else value + "  ")
+        label = base + (" †" if base == "acp" else "") if base != previous else ""
+        table.add_row(label, k, *cells)
+        previous = base
+    return table
+
+
+def print_demo(result, console: Console | None = None) -> None:
+    """Print the table, the verdict on the best system with its paired tests, and where files went."""
+    console = console or Console()
+    console.print(demo_table(result))
+    console.print("★ best system on that row.  † acp divides by relevant chunks retrieved, not by all relevant "
+                  "passages: read it beside recall.", style="dim")
+    primary = result.settings["primary_metric"]
+    wins = {s: sum(s in result.best_systems(m) for m in result.metrics) for s in result.systems}
+    comp = result.comparison
+    lines = [f"Best system: [bold]{result.winner}[/] by {primary} "
+             f"({result.means[result.winner][primary]:.4f}); best or tied on {wins[result.winner]} of "
+             f"{len(result.metrics)} rows."]
+    for c in comp.comparisons:
+        if c.metric != primary:
+            continue
+        mark = "significant" if c.significant else "not significant"
+        lines.append(f"  {c.system} vs {comp.baseline} on {primary}: {c.delta:+.4f} "
+                     f"(95% CI {c.ci_low:+.4f} .. {c.ci_high:+.4f}, p = {c.p_adjusted:.4f} after "
+                     f"{comp.settings['correction']}, {mark})")
+    for line in lines:
+        console.print(line)
+    t = result.timings
+    console.print(f"Took {t['total']:.1f} s (retrieval {t['retrieval']:.1f} s). Wrote runs, records, summary.json"
+                  + (" and report.html" if "html" in result.files else "")
+                  + f" to {_folder(result)}", style="dim")
+
+
+def _folder(result) -> str:
+    from pathlib import Path
+
+    return str(Path(result.files["summary"]).parent) + "/"
