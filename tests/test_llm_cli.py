@@ -100,7 +100,7 @@ def test_failures_are_counted_in_the_summary_and_records(srv, tmp_path):
     r = _run(*_judge_args(srv, ts, tmp_path / "c.sqlite", out))
     assert r.exit_code == 0, r.output
     assert "  verdicts: 4 ok (0 from cache, 4 new), 2 failed, 0 missing" in r.stdout
-    assert "  not had: refused 1, unparseable 1" in r.stdout
+    assert "  not had: refused 1, unparseable 1 (not cached: the same command tries them again)" in r.stdout
     rec = load_records(out)[0]
     assert rec.verdicts("llm") == [1, 0, 0, 1, None, None]
     assert rec.status["llm"] == "incomplete: 2 failed verdicts"
@@ -129,7 +129,7 @@ def test_dry_run_and_max_calls(srv, tmp_path):
     r = _run(*_judge_args(srv, ts, cache, out, "--max-calls", "5", "--concurrency", "1"))
     assert r.exit_code == 0, r.output
     assert "  verdicts: 5 ok (0 from cache, 5 new), 0 failed, 7 missing" in r.stdout
-    assert "  not had: max-calls 7" in r.stdout
+    assert "  not had: max-calls 7 (not cached" in r.stdout
     assert srv.stats()["requests"] == 5
     statuses = [c.verdicts["llm"].status for rec in load_records(out) for c in rec.chunks]
     assert statuses.count("missing") == 7

@@ -358,3 +358,14 @@ def test_verdicts_go_into_records(srv, tmp_path):
                       "prompt_version": judge.prompt.prompt_version, "call": "single"}
     assert rec.chunks[4].verdicts["llm"].status == "failed"
     assert rec.status["llm"] == "incomplete: 1 failed verdict"
+
+
+def test_run_works_inside_a_running_event_loop(srv, tmp_path):
+    """As in a Jupyter notebook, where asyncio.run() alone would fail."""
+    import asyncio
+
+    async def notebook_cell():
+        return _judge(srv, tmp_path).run([_case()])
+
+    r = asyncio.run(notebook_cell())
+    assert _verdicts(r) == [1, 0, 0, 1]

@@ -469,6 +469,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     cache = VerdictCache(_judge_setting(cache_path, config, "cache", None))
     try:
         judge = Judge(endpoint, settings, policy, cache, prices)
+        judge.check(cases, source=testset)
         if dry_run:
             for line in plan_lines(judge.plan(cases), endpoint.url):
                 click.echo(line)

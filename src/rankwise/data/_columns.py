@@ -137,7 +137,7 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
     bufs = strings.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=strings.offset * 4).astype(np.int64)
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=strings.offset * 4)
     starts = offsets[:-1]
     lengths = np.diff(offsets)
     data = bufs[2]
@@ -152,17 +152,19 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
         # an unaligned view: words[p] is the 8 bytes starting at byte p
         words = np.ndarray(shape=(size - 7,), dtype="<u8", buffer=data, strides=(1,))
         tail_from = size - 7
-    head = np.empty(n, dtype=np.uint64)
-    inside = starts < tail_from
-    if inside.all():
-        head = words[starts]
+    if int(starts[-1]) < tail_from:  # starts ascend: all readable in place
+        h = words[starts]
     else:
-        head[inside] = words[starts[inside]]
+        inside = starts < tail_from
+        h = np.empty(n, dtype=np.uint64)
+        h[inside] = words[starts[inside]]
         tail = np.zeros(24, dtype=np.uint8)  # the last 8 bytes followed by zeros
         tail[:8] = np.frombuffer(data, dtype=np.uint8, count=8, offset=size - 8)
         tail_words = np.ndarray(shape=(17,), dtype="<u8", buffer=tail, strides=(1,))
-        head[~inside] = tail_words[starts[~inside] - (size - 8)]
-    h = (head & _MASKS[np.minimum(lengths, 8)]) * _K1
+        h[~inside] = tail_words[starts[~inside] - (size - 8)]
+    if int(lengths.min()) < 8:
+        h &= _MASKS[np.minimum(lengths, 8)]
+    h *= _K1
     long_ = np.flatnonzero(lengths > 8)
     if len(long_):
         last = words[starts[long_] + lengths[long_] - 8] * _K2

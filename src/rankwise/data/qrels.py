@@ -9,7 +9,14 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import as_string_array, find_duplicate_pair, group_queries, offsets_from_codes
+from rankwise.data._columns import (
+    arrow_indices,
+    as_string_array,
+    find_duplicate_pair,
+    group_queries,
+    offsets_from_codes,
+    string_hashes,
+)
 from rankwise.errors import InputError
 
 __all__ = ["Qrels"]
@@ -62,7 +69,8 @@ class Qrels:
             raise InputError(f"grades must be integers, got {grade_arr.dtype}", source=src, field="relevance")
         grade_arr = grade_arr.astype(np.int64)
         queries, qcodes = group_queries(qids)
-        dup = find_duplicate_pair(qcodes, docs)
+        hashes = string_hashes(docs)
+        dup = find_duplicate_pair(qcodes, docs, hashes)
         if dup is not None:
             first, again = dup
             raise InputError(
@@ -70,10 +78,13 @@ class Qrels:
                 f" (first at line {_line(lines, first)})",
                 source=src, line=_line(lines, again), field="doc_id",
             )
-        order = np.argsort(qcodes, kind="stable")
-        qcodes = qcodes[order]
+        if len(qcodes) > 1 and not (qcodes[1:] >= qcodes[:-1]).all():
+            order = np.argsort(qcodes, kind="stable")
+            qcodes, docs, grade_arr, hashes = qcodes[order], docs.take(arrow_indices(order)), grade_arr[order], hashes[order]
         offsets = offsets_from_codes(qcodes, len(queries))
-        return cls(queries, offsets, docs.take(pa.array(order)), grade_arr[order])
+        qrels = cls(queries, offsets, docs, grade_arr)
+        qrels.__dict__["_doc_hashes"] = hashes
+        return qrels
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Qrels:
@@ -109,6 +120,11 @@ class Qrels:
     @cached_property
     def _position(self) -> dict[str, int]:
         return {q: i for i, q in enumerate(self.queries)}
+
+    @cached_property
+    def _doc_hashes(self) -> np.ndarray:
+        """64-bit hash of each doc id (see :func:`rankwise.data._columns.string_hashes`)."""
+        return string_hashes(self.doc_ids)
 
     def judgements(self, query_id: str) -> dict[str, int]:
         """``{doc: grade}`` of one query (empty if it has none)."""

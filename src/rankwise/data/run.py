@@ -248,6 +248,15 @@ def _line(lines: np.ndarray | None, row: int) -> int:
     return int(lines[row]) if lines is not None else row + 1
 
 
+def _block_order(qcodes: np.ndarray, heads: np.ndarray, n: int) -> np.ndarray:
+    """Row order putting contiguous per-query blocks in query-code order, keeping rows within a block."""
+    lengths = np.diff(np.append(heads, n))
+    by_code = np.argsort(qcodes[heads], kind="stable")
+    starts, lengths = heads[by_code], lengths[by_code]
+    new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    return np.arange(n, dtype=np.int64) + np.repeat(starts - new_starts, lengths)
+
+
 def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -> np.ndarray | None:
     """Row order that ranks the run, or None when the rows are in rank order already.
 
@@ -257,14 +266,19 @@ def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -
     n = len(qcodes)
     if n < 2:
         return None
-    grouped = bool((qcodes[1:] >= qcodes[:-1]).all())
+    change = qcodes[1:] != qcodes[:-1]
+    in_order = bool((qcodes[1:] >= qcodes[:-1]).all())
+    heads = None if in_order else np.concatenate([[0], np.flatnonzero(change) + 1])
+    contiguous = in_order or len(heads) == int(qcodes.max()) + 1  # each query's rows form one block
     if scores is None:
-        return None if grouped else np.argsort(qcodes, kind="stable")
-    q_same = qcodes[1:] == qcodes[:-1]
-    order = None
-    if not (grouped and bool(((scores[:-1] >= scores[1:]) | ~q_same).all())):
+        if in_order:
+            return None
+        return _block_order(qcodes, heads, n) if contiguous else np.argsort(qcodes, kind="stable")
+    if contiguous and bool(((scores[:-1] >= scores[1:]) | change).all()):
+        order = None if in_order else _block_order(qcodes, heads, n)
+    else:
         order = np.lexsort((-scores, qcodes))  # stable: query, then score descending
-        q_same = qcodes[order][1:] == qcodes[order][:-1]
+    q_same = ~change if order is None else qcodes[order][1:] == qcodes[order][:-1]
     ranked = scores if order is None else scores[order]
     tie = np.flatnonzero(q_same & (ranked[:-1] == ranked[1:]))
     if len(tie) == 0:

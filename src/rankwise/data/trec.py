@@ -1,4 +1,10 @@
-"""TREC run and qrels files: read (fast path through Arrow's CSV reader) and write."""
+"""TREC run and qrels files: read (fast path through Arrow's CSV reader) and write.
+
+Fields are separated by any run of ASCII whitespace, as trec_eval splits them. Well-formed files (one
+space or one tab between fields, the same field count on every line) are parsed by Arrow's multi-
+threaded CSV reader; anything else, and every file with an error, goes through an exact line-by-line
+reader, so error messages always name the right line.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._text import iter_lines, parse_float, parse_int, read_bytes
+from rankwise.data._columns import np_values
+from rankwise.data._text import parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
@@ -30,22 +37,19 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     path = Path(path)
     name = name or path.stem
     fast = _fast_columns(path, _RUN_FIELDS, {"query_id": pa.string(), "doc_id": pa.string(),
-                                                "score": pa.float64(), "run_id": pa.string()})
+                                              "score": pa.float64()})
     if fast is not None:
         try:
-            return Run.from_columns(fast["query_id"], fast["doc_id"], fast["score"].to_numpy(),
+            return Run.from_columns(fast["query_id"], fast["doc_id"], np_values(fast["score"]),
                                     kind="scored", name=name, source=str(path))
         except InputError:
-            pass  # re-read slowly to report the exact line
+            pass  # re-read exactly to report the right line
     qids, docs, scores, lines = [], [], [], []
-    for number, line in iter_lines(read_bytes(path), path):
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
+    for number, fields in _iter_fields(path):
         if len(fields) < 6:
             raise InputError(
                 f"expected at least 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}",
-                source=path, line=number, field=_RUN_FIELDS[len(fields)] if len(fields) < 6 else None,
+                source=path, line=number, field=_RUN_FIELDS[len(fields)],
             )
         qids.append(fields[0])
         docs.append(fields[2])
@@ -66,18 +70,15 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     """
     path = Path(path)
     fast = _fast_columns(path, _QRELS_FIELDS, {"query_id": pa.string(), "doc_id": pa.string(),
-                                                 "relevance": pa.int64()})
+                                                "relevance": pa.int64()})
     if fast is not None:
         try:
-            return Qrels.from_columns(fast["query_id"], fast["doc_id"], fast["relevance"].to_numpy(),
+            return Qrels.from_columns(fast["query_id"], fast["doc_id"], np_values(fast["relevance"]),
                                       source=str(path))
         except InputError:
             pass
     qids, docs, grades, lines = [], [], [], []
-    for number, line in iter_lines(read_bytes(path), path):
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
+    for number, fields in _iter_fields(path):
         if len(fields) != 4:
             raise InputError(
                 f"expected 4 fields (query_id iter doc_id relevance), got {len(fields)}",
@@ -94,8 +95,66 @@ def read_trec_qrels(path: str | Path) -> Qrels:
                               np.asarray(grades, dtype=np.int64), source=str(path), lines=np.asarray(lines))
 
 
+def _iter_fields(path: Path):
+    """Yield ``(line number, fields)`` of the non-blank, non-comment lines, split on ASCII whitespace.
+
+    A line is a comment when its first field starts with ``#``. Bytes that are not UTF-8 are an error
+    naming the line and column.
+    """
+    for number, raw in enumerate(read_bytes(path).split(b"\n"), start=1):
+        fields = raw.split()
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        try:
+            yield number, [f.decode("utf-8") for f in fields]
+        except UnicodeDecodeError:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"bytes that are not UTF-8 at column {exc.start + 1}",
+                                 source=path, line=number) from None
+            raise
+
+
+class _WatchedFile:
+    """A read-only binary file that notes, as Arrow reads it, whether it holds a byte it must not
+    (the other kind of whitespace) and whether any line starts with ``#``."""
+
+    def __init__(self, fh, forbidden: bytes):
+        self._fh = fh
+        self._forbidden = forbidden
+        self._previous = b"\n"
+        self.forbidden_seen = False
+        self.comment_seen = False
+        self.closed = False
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._fh.read(size)
+        if chunk:
+            if not self.forbidden_seen and self._forbidden in chunk:
+                self.forbidden_seen = True
+            if not self.comment_seen and (b"\n#" in chunk or (self._previous == b"\n" and chunk[:1] == b"#")):
+                self.comment_seen = True
+            self._previous = chunk[-1:]
+        return chunk
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
-    """Parse a well-formed single-space or single-tab separated file with Arrow; None if it is not one."""
+    """Parse a well-formed file (one space, or one tab, between fields) with Arrow; None if it is not.
+
+    Comment lines are skipped. ``None`` whenever the result could differ from splitting every line on
+    whitespace: then the exact reader runs.
+    """
+    import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
     try:
@@ -103,31 +162,54 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
             head = fh.read(1 << 16)
     except OSError:
         return None
-    if not head.strip() or head.lstrip().startswith(b"#") or b"\n#" in head:
+    first = next((line for line in head.split(b"\n") if line.strip() and not line.startswith(b"#")), b"")
+    first = first.rstrip(b"\r")
+    delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
+    if len(first.split(delimiter)) != len(names):
         return None
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
-    delimiter = "\t" if b"\t" in first and b" " not in first else " "
-    if len(first.split(delimiter.encode())) != len(names):
-        return None
-    try:
-        table = pcsv.read_csv(
-            path,
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False),
-            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types)),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
-        return None
-    if table.num_rows == 0:
+
+    def skip_comment(row) -> str:
+        return "skip" if row.text is not None and row.text.lstrip().startswith("#") else "error"
+
+    def read(column_types: dict) -> tuple[pa.Table | None, _WatchedFile]:
+        with open(path, "rb", buffering=0) as raw:
+            watched = _WatchedFile(raw, b" " if delimiter == b"\t" else b"\t")
+            try:
+                table = pcsv.read_csv(
+                    watched,
+                    read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+                    parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
+                                                    escape_char=False, invalid_row_handler=skip_comment),
+                    convert_options=pcsv.ConvertOptions(column_types=column_types,
+                                                        include_columns=list(column_types)),
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
+                table = None
+        return table, watched
+
+    as_text = {n: pa.string() for n in types}
+    head_has_comments = head.startswith(b"#") or b"\n#" in head
+    table, watched = read(as_text if head_has_comments else types)
+    if table is None and watched.comment_seen and not head_has_comments:
+        # a comment line with the same number of fields failed the number conversion: read as text
+        head_has_comments = True
+        table, watched = read(as_text)
+    if table is None or watched.forbidden_seen or table.num_rows == 0:
         return None
     cols = {n: table.column(n).combine_chunks() for n in types}
     if any(c.null_count for c in cols.values()):
         return None
-    # a '#' comment line later in the file would parse as data: leave such files to the exact reader
-    import pyarrow.compute as pc
-
-    if pc.any(pc.starts_with(cols["query_id"], "#")).as_py():
-        return None
+    if watched.comment_seen:
+        # comment lines with the same number of fields were parsed as rows: drop rows starting with '#'
+        keep = pc.invert(pc.starts_with(cols["query_id"], "#"))
+        cols = {n: c.filter(keep) for n, c in cols.items()}
+        if len(cols["query_id"]) == 0:
+            return None
+    if head_has_comments:
+        try:
+            cols = {n: c if types[n] == pa.string() else c.cast(types[n]) for n, c in cols.items()}
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
     return cols
 
 

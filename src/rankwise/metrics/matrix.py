@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
+from rankwise.data._columns import arrow_indices, np_values
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 
@@ -130,9 +130,8 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     """
     if missing not in ("zero", "skip"):
         raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
-    q_queries = pa.array(qrels.queries, pa.string())
-    r_queries = pa.array(run.queries, pa.string())
-    run_to_qrels = np.asarray(pc.index_in(r_queries, value_set=q_queries).fill_null(-1), dtype=np.int64)
+    qrels_position = {q: i for i, q in enumerate(qrels.queries)}
+    run_to_qrels = np.array([qrels_position.get(q, -1) for q in run.queries], dtype=np.int64)
     in_run = np.zeros(qrels.n_queries, dtype=bool)
     in_run[run_to_qrels[run_to_qrels >= 0]] = True
     ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist()) if j < 0]
@@ -141,56 +140,30 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
         eval_q = np.flatnonzero(in_run)
     else:
         eval_q = np.arange(qrels.n_queries)
-    row_of_qrels_query = np.full(qrels.n_queries, -1, dtype=np.int64)
+    row_of_qrels_query = np.full(qrels.n_queries + 1, -1, dtype=np.int64)  # [-1] -> -1
     row_of_qrels_query[eval_q] = np.arange(len(eval_q))
     n_eval = len(eval_q)
 
-    # --- run rows -> matrix cells
-    run_q = run.query_codes()
-    target_row = np.full(len(run_q), -1, dtype=np.int64)
-    valid_q = run_to_qrels[run_q] >= 0
-    target_row[valid_q] = row_of_qrels_query[run_to_qrels[run_q][valid_q]]
-    keep = target_row >= 0
-    ranks0 = run.ranks() - 1
-    if depth is not None:
-        keep &= ranks0 < depth
-    lengths_all = np.diff(run.offsets)
+    # --- per run query: its matrix row (-1: not evaluated) and its length
+    run_row = row_of_qrels_query[run_to_qrels]
     lengths = np.zeros(n_eval, dtype=np.int64)
-    rows_with_run = row_of_qrels_query[run_to_qrels[run_to_qrels >= 0]]
-    ok = rows_with_run >= 0
-    lengths[rows_with_run[ok]] = lengths_all[run_to_qrels >= 0][ok]
+    evaluated = run_row >= 0
+    lengths[run_row[evaluated]] = np.diff(run.offsets)[evaluated]
     if depth is not None:
         lengths = np.minimum(lengths, depth)
     width = int(lengths.max()) if n_eval else 0
-
-    # --- look up each kept run row's grade: (qrels query, doc) keys, hashed by Arrow
-    kept = np.flatnonzero(keep)
-    grades_flat = np.zeros(len(kept), dtype=np.int64)
-    judged_flat = np.zeros(len(kept), dtype=bool)
-    if len(kept) and len(qrels):
-        qdoc_codes = pc.dictionary_encode(qrels.doc_ids)
-        qrels_docs = qdoc_codes.dictionary
-        qrels_doc_code = np.asarray(qdoc_codes.indices, dtype=np.int64)
-        kept_docs = run.doc_ids if len(kept) == len(run) else run.doc_ids.take(pa.array(kept))
-        run_doc_code = pc.index_in(kept_docs, value_set=qrels_docs)
-        has_doc = np.asarray(run_doc_code.is_valid())
-        run_doc_code = np.asarray(run_doc_code.fill_null(0), dtype=np.int64)
-        n_docs = len(qrels_docs)
-        qrels_keys = qrels.query_codes() * n_docs + qrels_doc_code
-        run_keys = run_to_qrels[run_q[kept]] * n_docs + run_doc_code
-        pos = pc.index_in(pa.array(run_keys), value_set=pa.array(qrels_keys))
-        hit = np.asarray(pos.is_valid()) & has_doc
-        pos = np.asarray(pos.fill_null(0), dtype=np.int64)
-        g = qrels.grades[pos]
-        judged_flat = hit & (g >= 0)
-        grades_flat = np.where(judged_flat, g, 0)
-
     grades = np.zeros((n_eval, width), dtype=np.int64)
     judged = np.zeros((n_eval, width), dtype=bool)
-    if len(kept):
-        r, c = target_row[kept], ranks0[kept]
-        grades[r, c] = grades_flat
-        judged[r, c] = judged_flat
+
+    # --- the judged run rows: (query, doc) found in the qrels
+    if len(run) and len(qrels) and width:
+        rows, qrels_rows = _judged_rows(qrels, run, run_to_qrels)
+        run_q = np.searchsorted(run.offsets, rows, side="right") - 1
+        target, col = run_row[run_q], rows - run.offsets[run_q]
+        keep = (target >= 0) & (col < width) if depth is None else (target >= 0) & (col < depth)
+        g = qrels.grades[qrels_rows[keep]]
+        grades[target[keep], col[keep]] = np.where(g >= 0, g, 0)
+        judged[target[keep], col[keep]] = g >= 0
 
     # --- per-query qrels statistics
     qq = qrels.query_codes()
@@ -216,6 +189,46 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
         "relevance_level": relevance_level,
     }
     return matrix, summary
+
+
+def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run rows whose (query, doc) is in the qrels, and the matching qrels rows.
+
+    A bitmap of qrels doc-id hashes picks the few candidate rows of the run (no pass over the run's
+    strings); candidates are matched on (query, hash) and confirmed by comparing the strings.
+    """
+    run_hashes, qrels_hashes = run._doc_hashes, qrels._doc_hashes
+    bits = int(min(max(np.ceil(np.log2(max(len(qrels), 1) * 64)), 16), 26))
+    mask = np.uint64((1 << bits) - 1)
+    bitmap = np.zeros(1 << bits, dtype=bool)
+    bitmap[(qrels_hashes & mask).view(np.int64)] = True
+    rows = np.flatnonzero(bitmap[(run_hashes & mask).view(np.int64)])
+    qrels_of_row = run_to_qrels[np.searchsorted(run.offsets, rows, side="right") - 1]
+    rows, qrels_of_row = rows[qrels_of_row >= 0], qrels_of_row[qrels_of_row >= 0]
+    qrels_q = qrels.query_codes()
+    qrels_keys = _key(qrels_hashes, qrels_q)
+    by_key = np.argsort(qrels_keys, kind="stable")
+    sorted_keys = qrels_keys[by_key]
+    row_keys = _key(run_hashes[rows], qrels_of_row)
+    pos = np.minimum(np.searchsorted(sorted_keys, row_keys), len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == row_keys
+    rows, qrels_of_row, match = rows[hit], qrels_of_row[hit], by_key[pos[hit]]
+    same = (qrels_q[match] == qrels_of_row) & np_values(
+        pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
+    if (sorted_keys[1:] == sorted_keys[:-1]).any() and not same.all():
+        # two qrels entries share a hash key: resolve the unconfirmed rows exactly (rare)
+        wrong = np.flatnonzero(~same)
+        exact = {(int(q), d): i for i, (q, d) in enumerate(zip(qrels_q.tolist(), qrels.doc_ids.to_pylist()))}
+        docs = run.doc_ids.take(arrow_indices(rows[wrong])).to_pylist()
+        for j, w in enumerate(wrong.tolist()):
+            found = exact.get((int(qrels_of_row[w]), docs[j]))
+            if found is not None:
+                match[w], same[w] = found, True
+    return rows[same], match[same]
+
+
+def _key(hashes: np.ndarray, qcodes: np.ndarray) -> np.ndarray:
+    return hashes ^ ((qcodes.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
 
 
 def _ideal_gains(qrels: Qrels, eval_q: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
              f"  verdicts: {s.ok} ok ({s.cached} from cache, {s.ok - s.cached} new), {s.failed} failed, "
              f"{s.missing} missing"]
     if s.failures:
-        lines.append(f"  not had: {_counts(s.failures)}")
+        lines.append(f"  not had: {_counts(s.failures)} (not cached: the same command tries them again)")
     calls = f"  calls: {s.requests} requests made, {s.cached} cache hits, {s.retries} retries, {s.repairs} repairs"
     if s.batch_calls:
         calls += f"; {s.batch_calls} batch calls, {s.batch_fallbacks} fell back to per-chunk calls"

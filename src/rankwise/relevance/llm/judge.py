@@ -218,17 +218,18 @@ class Judge:
                          question=case.question or "", chunk=text, context=self._context(case),
                          params=self._params)
 
-    def _check_inputs(self, cases: Sequence[JudgeCase]) -> None:
+    def check(self, cases: Sequence[JudgeCase], source: str | PathLike | None = None) -> None:
+        """Raise :class:`InputError` when no case has what the mode needs (before any call)."""
         mode = self.settings.mode
         if mode != "question" and cases and not any(self._context(c) for c in cases):
             field_name = "reference" if mode == "reference" else "response"
             raise InputError(f"mode {mode!r} needs a {field_name} per case and none of the {len(cases)} cases "
                              f"has one; add '{field_name}' to the test set or use --mode question",
-                             field=field_name)
+                             source=source, field=field_name)
 
     def _prepare(self, cases: Sequence[JudgeCase]):
         """Cache lookups; returns verdicts so far, the units to call, and the count of unjudgeable chunks."""
-        self._check_inputs(cases)
+        self.check(cases)
         verdicts: dict[str, list[ChunkVerdict]] = {}
         todo: list[tuple[JudgeCase, int, str]] = []
         unjudgeable = 0
@@ -295,9 +296,17 @@ class Judge:
     def run(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None = None) -> JudgeResult:
         """Judge every chunk (blocking). ``progress(n)`` is called as ``n`` more chunks are settled.
 
-        Ctrl-C stops at once; verdicts already had are in the cache, so the same call resumes.
+        Ctrl-C stops at once; verdicts already had are in the cache, so the same call resumes. Called
+        where an event loop already runs (Jupyter), it runs in a helper thread; ``await arun()`` there.
         """
-        return asyncio.run(self.arun(cases, progress))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(cases, progress))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="rankwise-judge") as pool:
+            return pool.submit(asyncio.run, self.arun(cases, progress)).result()
 
     async def arun(self, cases: Sequence[JudgeCase],
                    progress: Callable[[int], None] | None = None) -> JudgeResult:

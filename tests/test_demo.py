@@ -1,0 +1,68 @@
+"""`rankwise demo`, the main job: runs offline on the bundled benchmark and writes consistent files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rankwise.cli import main
+from rankwise.data import load_run
+from rankwise.data.records import load_records
+from rankwise.demo import DEMO_KS, demo_metrics, run_demo
+from rankwise.rag import evaluate_rag
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    return run_demo(out, quiet=True, permutations=2000), out
+
+
+def test_demo_scores_every_system_at_every_k(demo):
+    result, _ = demo
+    assert result.systems == ["bm25", "dense", "hybrid"]
+    assert result.metrics == demo_metrics(DEMO_KS)
+    assert result.settings["questions"] >= 60 and result.settings["documents"] >= 30
+    for system in result.systems:
+        means = result.means[system]
+        assert set(means) == set(result.metrics)
+        assert all(0.0 <= v <= 1.0 for v in means.values())
+        # nothing unscorable in the bundled set: every question has ground truth and chunks
+        assert result.summaries[system]["evaluated"] == result.settings["questions"]
+        # cutoff monotonicity that must hold for any ranking
+        assert means["hit_rate@1"] <= means["hit_rate@3"] <= means["hit_rate@5"] <= means["hit_rate@10"]
+        assert means["recall@1"] <= means["recall@10"]
+        assert means["precision@1"] == means["hit_rate@1"] == means["mrr@1"]
+    # keyword and paraphrase questions pull BM25 and dense apart; fusing them wins on nDCG@10 here
+    assert result.winner == "hybrid"
+    assert result.means["hybrid"]["ndcg@10"] > max(result.means["bm25"]["ndcg@10"], result.means["dense"]["ndcg@10"])
+
+
+def test_demo_files_reproduce_the_printed_numbers(demo):
+    result, out = demo
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["winner"]["system"] == result.winner
+    for system in result.systems:
+        assert summary["mean"][system] == pytest.approx(result.means[system], abs=0)
+        records = load_records(out / "records" / f"{system}.jsonl")
+        assert len(records) == result.settings["questions"]
+        again = evaluate_rag(records, "span", k=list(DEMO_KS), metrics=result.metrics)
+        assert again.mean == pytest.approx(result.means[system], abs=1e-12)
+        run = load_run(out / "runs" / f"{system}.trec")
+        assert run.n_queries == result.settings["questions"]
+        assert max(len(run.ranking(q)) for q in run.queries) <= max(DEMO_KS)
+        chunks = [json.loads(line) for line in open(out / "runs" / f"{system}.trec.chunks.jsonl")]
+        assert all(c["end"] - c["start"] == len(c["text"]) for c in chunks)
+    html = (out / "report.html").read_text()
+    assert "<html" in html and "hybrid" in html and f"{result.means['hybrid']['ndcg@10']:.4f}" in html
+
+
+def test_demo_cli_prints_the_table(tmp_path):
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(main, ["demo", "--out", str(out), "--quiet", "--no-html"])
+    assert res.exit_code == 0, res.output
+    assert "Best system: hybrid" in res.output
+    assert "context_recall" in res.output and "wcp(decay=linear)" in res.output
+    assert (out / "summary.json").exists() and not (out / "report.html").exists()
