@@ -53,7 +53,8 @@ def test_demo_files_reproduce_the_printed_numbers(demo):
         run = load_run(out / "runs" / f"{system}.trec")
         assert run.n_queries == result.settings["questions"]
         assert max(len(run.ranking(q)) for q in run.queries) <= max(DEMO_KS)
-        chunks = [json.loads(line) for line in open(out / "runs" / f"{system}.trec.chunks.jsonl")]
+        lines = (out / "runs" / f"{system}.trec.chunks.jsonl").read_text().splitlines()
+        chunks = [json.loads(line) for line in lines]
         assert all(c["end"] - c["start"] == len(c["text"]) for c in chunks)
     html = (out / "report.html").read_text()
     assert "<html" in html and "hybrid" in html and f"{result.means['hybrid']['ndcg@10']:.4f}" in html

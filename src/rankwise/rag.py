@@ -7,8 +7,6 @@ Verdicts come from ids, ground-truth text (containment, span, fuzzy), human labe
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -17,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rankwise.data.records import CaseRecord, load_records, records_from_testset, write_records
+from rankwise.data.records import CaseRecord, as_records, load_records, write_records
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix
@@ -63,28 +61,6 @@ class RagResult(EvalResult):
     def write_records(self, path: str | PathLike) -> Path:
         """Write the per-case records as JSON Lines (readable by :func:`load_records`)."""
         return write_records(self.records, path)
-
-
-def _is_records_file(path: Path) -> bool:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    obj = json.loads(line)
-                    return isinstance(obj, dict) and "chunks" in obj
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return False
-
-
-def _as_records(testset: Any) -> list[CaseRecord]:
-    if isinstance(testset, (list, tuple)) and testset and isinstance(testset[0], CaseRecord):
-        return copy.deepcopy(list(testset))
-    if isinstance(testset, (str, PathLike)):
-        path = Path(testset)
-        if path.suffix.lower() in (".jsonl", ".ndjson", "") and path.is_file() and _is_records_file(path):
-            return load_records(path)
-    return records_from_testset(testset)
 
 
 def _char_recall_measure(name: str, truth: dict[str, GroundTruth]) -> Measure:
@@ -212,7 +188,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
-    records = _as_records(testset)
+    records = as_records(testset)
     if not records:
         raise InputError("the test set holds no case")
     present = {s for r in records for s in r.sources()}

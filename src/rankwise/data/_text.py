@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from rankwise.errors import InputError
 
@@ -57,3 +58,23 @@ def parse_int(text: str, *, source, line: int, field: str) -> int:
     if value != value or value != int(value):
         raise InputError(f"not an integer: {text!r}", source=source, line=line, field=field)
     return int(value)
+
+
+def iter_json_lines(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, parsed value)`` for each non-blank line of a JSON Lines file.
+
+    Undecodable bytes, invalid JSON and (with ``objects_only``) non-objects raise an
+    :class:`InputError` naming the file and line.
+    """
+    import json
+
+    for number, line in iter_lines(read_bytes(path), path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=path, line=number) from None
+        if objects_only and not isinstance(obj, dict):
+            raise InputError("expected a JSON object", source=path, line=number)
+        yield number, obj

@@ -80,7 +80,8 @@ class Qrels:
             )
         if len(qcodes) > 1 and not (qcodes[1:] >= qcodes[:-1]).all():
             order = np.argsort(qcodes, kind="stable")
-            qcodes, docs, grade_arr, hashes = qcodes[order], docs.take(arrow_indices(order)), grade_arr[order], hashes[order]
+            qcodes, docs = qcodes[order], docs.take(arrow_indices(order))
+            grade_arr, hashes = grade_arr[order], hashes[order]
         offsets = offsets_from_codes(qcodes, len(queries))
         qrels = cls(queries, offsets, docs, grade_arr)
         qrels.__dict__["_doc_hashes"] = hashes

@@ -24,7 +24,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_lines, read_bytes
+from rankwise.data._text import iter_json_lines
 from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, load_testset
 from rankwise.errors import InputError
 
@@ -308,16 +308,9 @@ def load_records(path: str | PathLike) -> list[CaseRecord]:
         1
     """
     path = Path(path)
-    data = read_bytes(path)
     out: list[CaseRecord] = []
     seen: dict[str, int] = {}
-    for n, text in iter_lines(data, path):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=path, line=n) from None
+    for n, obj in iter_json_lines(path, objects_only=False):
         rec = record_from_dict(obj, source=str(path), line=n)
         if rec.id in seen:
             raise InputError(f"case id {rec.id!r} appears twice (first on line {seen[rec.id]})", source=path,
@@ -325,6 +318,38 @@ def load_records(path: str | PathLike) -> list[CaseRecord]:
         seen[rec.id] = n
         out.append(rec)
     return out
+
+
+def is_records_file(path: str | PathLike) -> bool:
+    """True when the first non-blank line of a JSON Lines file is a per-case record (it has ``chunks``)."""
+    p = Path(path)
+    if p.suffix.lower() not in (".jsonl", ".ndjson", "") or not p.is_file():
+        return False
+    try:
+        with open(p, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        obj = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(obj, dict) and "chunks" in obj
+
+
+def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
+    """Per-case records from records (a list or a records file) or from any test set ``load_testset`` reads.
+
+    A list of records is deep-copied unless ``copy=False``, so callers can add verdicts freely.
+
+    Example:
+        >>> [r.id for r in as_records([{"id": "q1", "retrieved_contexts": ["a chunk"]}])]
+        ['q1']
+    """
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], CaseRecord):
+        import copy as _copy
+
+        return _copy.deepcopy(list(obj)) if copy else list(obj)
+    if isinstance(obj, (str, PathLike)) and is_records_file(obj):
+        return load_records(obj)
+    return records_from_testset(obj)
 
 
 def records_from_testset(testset: Any) -> list[CaseRecord]:

@@ -14,11 +14,17 @@ import pyarrow.compute as pc
 from rankwise.data._columns import (
     arrow_indices,
     as_string_array,
-    find_duplicate_pair,
+    duplicate_candidates,
+    first_duplicate,
     group_queries,
     np_values,
     offsets_from_codes,
+    permute,
+    permute_strings,
+    row_keys,
+    runs_of,
     string_hashes,
+    take,
 )
 from rankwise.errors import InputError
 
@@ -95,26 +101,36 @@ class Run:
                 )
         queries, qcodes = group_queries(qids)
         hashes = string_hashes(docs)
-        dup = find_duplicate_pair(qcodes, docs, hashes)
+        plan = _rank_order(qcodes, docs, score_arr)
+        offsets = offsets_from_codes(qcodes, len(queries))  # counts per query: order-independent
+        order = None
+        if plan is not None:
+            order, runs = plan
+            docs = permute_strings(docs, order, runs)
+            hashes = permute(hashes, order, runs)
+            if score_arr is not None:
+                score_arr = permute(score_arr, order, runs)
+        keys, bits = row_keys(None, hashes, counts=np.diff(offsets))
+        candidates = duplicate_candidates(keys, bits)
+        dup = None
+        if len(candidates):
+            qcodes = np.repeat(np.arange(len(queries), dtype=np.int32), np.diff(offsets))
+            if plan is not None and order is None:
+                order = _runs_to_order(runs)
+            dup = first_duplicate(candidates, qcodes, docs, order)
         if dup is not None:
             first, again = dup
+            row = again if order is None else int(np.flatnonzero(order == again)[0])
             raise InputError(
-                f"doc '{docs[again].as_py()}' appears twice in query '{qids[again].as_py()}'"
+                f"doc '{docs[row].as_py()}' appears twice in query '{queries[qcodes[row]]}'"
                 f" (first at line {_line(lines, first)})",
                 source=src,
                 line=_line(lines, again),
                 field="doc_id",
             )
-        order = _rank_order(qcodes, docs, score_arr)
-        if order is not None:
-            qcodes = qcodes[order]
-            docs = docs.take(arrow_indices(order))
-            hashes = hashes[order]
-            if score_arr is not None:
-                score_arr = score_arr[order]
-        offsets = offsets_from_codes(qcodes, len(queries))
         run = cls(queries, offsets, docs, score_arr, kind, name)
         run.__dict__["_doc_hashes"] = hashes
+        run.__dict__["_row_keys"] = (keys, bits)
         return run
 
     @classmethod
@@ -201,6 +217,11 @@ class Run:
         """64-bit hash of each doc id (see :func:`rankwise.data._columns.string_hashes`)."""
         return string_hashes(self.doc_ids)
 
+    @cached_property
+    def _row_keys(self) -> tuple[np.ndarray, int]:
+        """Sorted (query, doc)-hash keys carrying their row (see :func:`rankwise.data._columns.row_keys`)."""
+        return row_keys(self.query_codes(), self._doc_hashes)
+
     def _index(self, query_id: str) -> int | None:
         return self._position.get(str(query_id))
 
@@ -233,7 +254,7 @@ class Run:
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         run = Run(
-            self.queries, offsets, self.doc_ids.take(arrow_indices(idx)),
+            self.queries, offsets, take(self.doc_ids, idx),
             None if self.scores is None else self.scores[idx], self.kind, self.name,
         )
         if "_doc_hashes" in self.__dict__:
@@ -248,20 +269,29 @@ def _line(lines: np.ndarray | None, row: int) -> int:
     return int(lines[row]) if lines is not None else row + 1
 
 
-def _block_order(qcodes: np.ndarray, heads: np.ndarray, n: int) -> np.ndarray:
-    """Row order putting contiguous per-query blocks in query-code order, keeping rows within a block."""
+def _block_runs(qcodes: np.ndarray, heads: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous per-query blocks put in query-code order: (first row, length) of each, in new order."""
     lengths = np.diff(np.append(heads, n))
     by_code = np.argsort(qcodes[heads], kind="stable")
-    starts, lengths = heads[by_code], lengths[by_code]
+    return heads[by_code], lengths[by_code]
+
+
+def _runs_to_order(runs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    firsts, lengths = runs
     new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    return np.arange(n, dtype=np.int64) + np.repeat(starts - new_starts, lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(firsts - new_starts, lengths)
 
 
-def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -> np.ndarray | None:
-    """Row order that ranks the run, or None when the rows are in rank order already.
+RankPlan = tuple  # (order or None, runs or None): how to move the rows into rank order
 
-    Scored: query, then score descending, then doc id in descending byte order (trec_eval). Only the
-    rows inside groups of tied scores are ever compared as strings.
+
+def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -> RankPlan | None:
+    """How to move the rows into rank order: None when they are in it already, else ``(order, runs)``.
+
+    ``order[i]`` is the row that goes to position i; ``runs`` = (first rows, lengths) of blocks of
+    consecutive rows when the move is a few block copies (then ``order`` may be None). Scored runs
+    rank by query, score descending, then doc id in descending byte order (trec_eval). Only rows in
+    groups of tied scores are ever compared as strings.
     """
     n = len(qcodes)
     if n < 2:
@@ -273,20 +303,41 @@ def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -
     if scores is None:
         if in_order:
             return None
-        return _block_order(qcodes, heads, n) if contiguous else np.argsort(qcodes, kind="stable")
+        if contiguous:
+            return None, _block_runs(qcodes, heads, n)
+        return np.argsort(qcodes, kind="stable"), None
     if contiguous and bool(((scores[:-1] >= scores[1:]) | change).all()):
-        order = None if in_order else _block_order(qcodes, heads, n)
-    else:
-        order = np.lexsort((-scores, qcodes))  # stable: query, then score descending
-    q_same = ~change if order is None else qcodes[order][1:] == qcodes[order][:-1]
-    ranked = scores if order is None else scores[order]
-    tie = np.flatnonzero(q_same & (ranked[:-1] == ranked[1:]))
+        # blocks already ranked inside: ties are neighbours within a block, wherever the block goes
+        runs = None if in_order else _block_runs(qcodes, heads, n)
+        tie = np.flatnonzero(~change & (scores[:-1] == scores[1:]))
+        base = _break_ties(tie, None, docs, n)
+        if base is None:
+            return None if runs is None else (None, runs)
+        order = base if runs is None else base[_runs_to_order(runs)]
+        return order, runs_of(order)
+    order = np.lexsort((-scores, qcodes))  # stable: query, then score descending
+    ranked = scores[order]
+    tie = np.flatnonzero((qcodes[order][1:] == qcodes[order][:-1]) & (ranked[:-1] == ranked[1:]))
+    base = _break_ties(tie, order, docs, n)
+    return (order if base is None else base), None
+
+
+def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array, n: int) -> np.ndarray | None:
+    """Order tied neighbours (positions ``tie`` and ``tie + 1`` of ``base``) by doc id, descending.
+
+    ``base`` maps positions to rows (None: the identity). Returns the corrected mapping, or None when
+    every tie is already in that order.
+    """
     if len(tie) == 0:
-        return order
-    base = np.arange(n) if order is None else order
-    later = docs.take(arrow_indices(base[tie + 1]))
-    if np_values(pc.greater(docs.take(arrow_indices(base[tie])), later)).all():
-        return order
+        return None
+    if base is None:
+        before, after = tie, tie + 1
+    else:
+        before, after = base[tie], base[tie + 1]
+    if np_values(pc.greater(docs.take(arrow_indices(before)), docs.take(arrow_indices(after)))).all():
+        return None
+    if base is None:
+        base = np.arange(n)
     # sort each tied group by doc id, descending
     member = np.zeros(n, dtype=bool)
     member[tie] = True

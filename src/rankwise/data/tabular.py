@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._text import iter_lines, parse_float, parse_int, read_bytes
+from rankwise.data._text import iter_json_lines, iter_lines, parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
@@ -88,16 +88,7 @@ def read_delimited_run(path: str | Path, *, delimiter: str | None = None, query_
 
 
 def _json_rows(path: Path):
-    for n, line in iter_lines(read_bytes(path), path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=path, line=n) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object", source=path, line=n)
-        yield n, obj
+    return iter_json_lines(path)
 
 
 def _field(obj: dict, names, *, source, line, role: str, required: bool = True):

@@ -27,7 +27,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_lines, read_bytes
+from rankwise.data._text import iter_json_lines, read_bytes
 from rankwise.errors import InputError
 
 __all__ = ["Chunk", "ReferencePassage", "TestCase", "TestSet", "load_testset", "testset_from_rows",
@@ -420,15 +420,8 @@ def _dict_of_lists_rows(obj: Mapping, source: str) -> list[dict]:
 
 
 def _read_jsonl(path: Path) -> TestSet:
-    data = read_bytes(path)
     rows, lines = [], []
-    for n, text in iter_lines(data, path):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=path, line=n) from None
+    for n, obj in iter_json_lines(path, objects_only=False):
         rows.append(obj)
         lines.append(n)
     return testset_from_rows(rows, source=str(path), lines=lines)

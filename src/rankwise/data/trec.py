@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import np_values
+from rankwise.data._columns import memory_pool, np_values
 from rankwise.data._text import parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
@@ -116,38 +116,6 @@ def _iter_fields(path: Path):
             raise
 
 
-class _WatchedFile:
-    """A read-only binary file that notes, as Arrow reads it, whether it holds a byte it must not
-    (the other kind of whitespace) and whether any line starts with ``#``."""
-
-    def __init__(self, fh, forbidden: bytes):
-        self._fh = fh
-        self._forbidden = forbidden
-        self._previous = b"\n"
-        self.forbidden_seen = False
-        self.comment_seen = False
-        self.closed = False
-
-    def read(self, size: int = -1) -> bytes:
-        chunk = self._fh.read(size)
-        if chunk:
-            if not self.forbidden_seen and self._forbidden in chunk:
-                self.forbidden_seen = True
-            if not self.comment_seen and (b"\n#" in chunk or (self._previous == b"\n" and chunk[:1] == b"#")):
-                self.comment_seen = True
-            self._previous = chunk[-1:]
-        return chunk
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
     """Parse a well-formed file (one space, or one tab, between fields) with Arrow; None if it is not.
 
@@ -168,38 +136,47 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
     if len(first.split(delimiter)) != len(names):
         return None
 
-    def skip_comment(row) -> str:
-        return "skip" if row.text is not None and row.text.lstrip().startswith("#") else "error"
+    comments = []
 
-    def read(column_types: dict) -> tuple[pa.Table | None, _WatchedFile]:
-        with open(path, "rb", buffering=0) as raw:
-            watched = _WatchedFile(raw, b" " if delimiter == b"\t" else b"\t")
-            try:
-                table = pcsv.read_csv(
-                    watched,
-                    read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
-                    parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
-                                                    escape_char=False, invalid_row_handler=skip_comment),
-                    convert_options=pcsv.ConvertOptions(column_types=column_types,
-                                                        include_columns=list(column_types)),
-                )
-            except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
-                table = None
-        return table, watched
+    def skip_comment(row) -> str:
+        if row.text is not None and row.text.lstrip().startswith("#"):
+            comments.append(row.number)
+            return "skip"
+        return "error"
+
+    def read(column_types: dict) -> pa.Table | None:
+        try:
+            return pcsv.read_csv(
+                path,
+                read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+                parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
+                                                escape_char=False, invalid_row_handler=skip_comment),
+                convert_options=pcsv.ConvertOptions(column_types=column_types,
+                                                    include_columns=list(column_types)),
+                memory_pool=memory_pool(),
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
+            return None
 
     as_text = {n: pa.string() for n in types}
     head_has_comments = head.startswith(b"#") or b"\n#" in head
-    table, watched = read(as_text if head_has_comments else types)
-    if table is None and watched.comment_seen and not head_has_comments:
+    table = read(as_text if head_has_comments else types)
+    if table is None and comments and not head_has_comments:
         # a comment line with the same number of fields failed the number conversion: read as text
         head_has_comments = True
-        table, watched = read(as_text)
-    if table is None or watched.forbidden_seen or table.num_rows == 0:
+        table = read(as_text)
+    if table is None or table.num_rows == 0:
         return None
-    cols = {n: table.column(n).combine_chunks() for n in types}
+    cols = {n: table.column(n).combine_chunks(memory_pool=memory_pool()) for n in types}
+    del table
     if any(c.null_count for c in cols.values()):
         return None
-    if watched.comment_seen:
+    for n in ("query_id", "doc_id"):
+        # whitespace or control bytes inside an id: the file is not what it seemed (e.g. a space inside
+        # a tab-separated field); splitting on whitespace reads it differently: use the exact reader
+        if _has_byte_at_most(cols[n], 32):
+            return None
+    if comments or head_has_comments or _starts_with_hash(cols["query_id"]):
         # comment lines with the same number of fields were parsed as rows: drop rows starting with '#'
         keep = pc.invert(pc.starts_with(cols["query_id"], "#"))
         cols = {n: c.filter(keep) for n, c in cols.items()}
@@ -211,6 +188,26 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             return None
     return cols
+
+
+def _string_parts(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32, count=len(strings) + 1,
+                            offset=strings.offset * 4)
+    data = strings.buffers()[2]
+    chars = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    return offsets, chars[int(offsets[0]):int(offsets[-1])]
+
+
+def _has_byte_at_most(strings: pa.Array, value: int) -> bool:
+    """True if any string holds a byte <= ``value`` (32: space, tab, CR, other control bytes)."""
+    _, chars = _string_parts(strings)
+    return len(chars) > 0 and int(chars.min()) <= value
+
+
+def _starts_with_hash(strings: pa.Array) -> bool:
+    """True if any string may start with '#' (cheap test: a '#' anywhere in the column)."""
+    _, chars = _string_parts(strings)
+    return bool(np.any(chars == ord("#")))
 
 
 def write_trec_run(run: Run, path: str | Path, *, name: str | None = None) -> None:

@@ -16,13 +16,13 @@ This module needs nothing but the standard library.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from rankwise.data._text import iter_json_lines
 from rankwise.errors import InputError
 
 if TYPE_CHECKING:
@@ -134,17 +134,7 @@ def bundled_files(name: str | PathLike = "kestrel") -> BundledFiles:
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", source=path, line=number) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", source=path, line=number)
-            yield number, obj
+    return iter_json_lines(path)
 
 
 def _string(obj: dict, key: str, path: Path, number: int, *, optional: bool = False) -> str | None:

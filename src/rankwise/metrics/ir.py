@@ -66,11 +66,15 @@ def mrr(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def average_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Sum of precision@i over relevant ranks i <= k, divided by R (trec_eval ``map`` / ``map_cut_k``)."""
+    """Sum of precision@i over relevant ranks i <= k, divided by R (trec_eval ``map`` / ``map_cut_k``).
+
+    The precisions are added in rank order, one query at a time, as trec_eval adds them.
+    """
     n = _cols(m, k)
-    rel = m.relevant[:, :n]
-    prec_at_i = m.cum_relevant()[:, :n] / np.arange(1, n + 1, dtype=np.float64)
-    return _safe_div(np.where(rel, prec_at_i, 0.0).sum(axis=1), m.n_relevant)
+    rows, cols = np.nonzero(m.relevant[:, :n])
+    precision_at = m.cum_relevant()[rows, cols] / (cols + 1.0)
+    sums = np.bincount(rows, weights=precision_at, minlength=m.relevant.shape[0])
+    return _safe_div(sums, m.n_relevant)
 
 
 def r_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:

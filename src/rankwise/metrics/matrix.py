@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow.compute as pc
 
-from rankwise.data._columns import arrow_indices, np_values
+from rankwise.data._columns import arrow_indices, mix_query, np_values
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 
@@ -194,41 +194,42 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Run rows whose (query, doc) is in the qrels, and the matching qrels rows.
 
-    A bitmap of qrels doc-id hashes picks the few candidate rows of the run (no pass over the run's
-    strings); candidates are matched on (query, hash) and confirmed by comparing the strings.
+    Each qrels entry's (query, doc) hash is binary-searched in the run's sorted row keys (built once,
+    when the run was read, for its duplicate check); candidates are confirmed on the query and the
+    exact doc-id string. Nothing here walks the run's rows.
     """
-    run_hashes, qrels_hashes = run._doc_hashes, qrels._doc_hashes
-    bits = int(min(max(np.ceil(np.log2(max(len(qrels), 1) * 64)), 16), 26))
-    mask = np.uint64((1 << bits) - 1)
-    bitmap = np.zeros(1 << bits, dtype=bool)
-    bitmap[(qrels_hashes & mask).view(np.int64)] = True
-    rows = np.flatnonzero(bitmap[(run_hashes & mask).view(np.int64)])
-    qrels_of_row = run_to_qrels[np.searchsorted(run.offsets, rows, side="right") - 1]
-    rows, qrels_of_row = rows[qrels_of_row >= 0], qrels_of_row[qrels_of_row >= 0]
-    qrels_q = qrels.query_codes()
-    qrels_keys = _key(qrels_hashes, qrels_q)
-    by_key = np.argsort(qrels_keys, kind="stable")
-    sorted_keys = qrels_keys[by_key]
-    row_keys = _key(run_hashes[rows], qrels_of_row)
-    pos = np.minimum(np.searchsorted(sorted_keys, row_keys), len(sorted_keys) - 1)
-    hit = sorted_keys[pos] == row_keys
-    rows, qrels_of_row, match = rows[hit], qrels_of_row[hit], by_key[pos[hit]]
-    same = (qrels_q[match] == qrels_of_row) & np_values(
+    keys, bits = run._row_keys
+    qrels_to_run = np.full(qrels.n_queries, -1, dtype=np.int64)
+    in_both = run_to_qrels >= 0
+    qrels_to_run[run_to_qrels[in_both]] = np.flatnonzero(in_both)
+    run_q = qrels_to_run[qrels.query_codes()]
+    entries = np.flatnonzero(run_q >= 0)
+    empty = np.zeros(0, dtype=np.int64)
+    if len(entries) == 0 or len(keys) == 0:
+        return empty, empty
+    high = mix_query(qrels._doc_hashes[entries], run_q[entries]) >> np.uint64(bits)
+    by_high = np.argsort(high)  # sorted needles: numpy's binary search then walks the keys forward
+    entries, high = entries[by_high], high[by_high]
+    first = np.searchsorted(keys, high << np.uint64(bits))
+    row_mask = np.uint64((1 << bits) - 1)
+    found_rows, found_entries = [], []
+    pending, step = np.arange(len(entries)), 0
+    while len(pending):  # one pass per run row sharing the hash (one, unless hashes collide)
+        pos = first[pending] + step
+        pending, pos = pending[pos < len(keys)], pos[pos < len(keys)]
+        k = keys[pos]
+        same = (k >> np.uint64(bits)) == high[pending]
+        pending, k = pending[same], k[same]
+        found_rows.append((k & row_mask).astype(np.int64))
+        found_entries.append(entries[pending])
+        step += 1
+    rows, match = np.concatenate(found_rows), np.concatenate(found_entries)
+    by_row = np.argsort(rows)
+    rows, match = rows[by_row], match[by_row]
+    row_query = np.searchsorted(run.offsets, rows, side="right") - 1
+    same = (row_query == run_q[match]) & np_values(
         pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
-    if (sorted_keys[1:] == sorted_keys[:-1]).any() and not same.all():
-        # two qrels entries share a hash key: resolve the unconfirmed rows exactly (rare)
-        wrong = np.flatnonzero(~same)
-        exact = {(int(q), d): i for i, (q, d) in enumerate(zip(qrels_q.tolist(), qrels.doc_ids.to_pylist()))}
-        docs = run.doc_ids.take(arrow_indices(rows[wrong])).to_pylist()
-        for j, w in enumerate(wrong.tolist()):
-            found = exact.get((int(qrels_of_row[w]), docs[j]))
-            if found is not None:
-                match[w], same[w] = found, True
     return rows[same], match[same]
-
-
-def _key(hashes: np.ndarray, qcodes: np.ndarray) -> np.ndarray:
-    return hashes ^ ((qcodes.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
 
 
 def _ideal_gains(qrels: Qrels, eval_q: np.ndarray) -> np.ndarray:

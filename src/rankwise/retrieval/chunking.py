@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from rankwise.data._text import iter_lines, read_bytes
+from rankwise.data._text import iter_json_lines
 from rankwise.errors import InputError
 from rankwise.retrieval.corpus import Corpus, Document
 
@@ -238,15 +238,7 @@ def read_chunks(path: str | PathLike, corpus: Corpus | None = None) -> list[Chun
     p = Path(path)
     out: list[Chunk] = []
     seen: dict[str, int] = {}
-    for number, line in iter_lines(read_bytes(p), p):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=p, line=number) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object", source=p, line=number)
+    for number, obj in iter_json_lines(p):
         for name, kind in (("id", str), ("doc_id", str), ("start", int), ("end", int), ("text", str)):
             if name not in obj:
                 raise InputError("missing", source=p, line=number, field=name)

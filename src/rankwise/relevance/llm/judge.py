@@ -498,27 +498,13 @@ class _Unparseable(Exception):
 def load_for_judging(testset: Any) -> list[Any]:
     """Per-case records to judge: a records file (``eval-rag``/``judge --records``; its other verdicts,
     e.g. human ones, are kept) or any test set :func:`~rankwise.data.testset.load_testset` reads."""
-    import json
     from pathlib import Path
 
-    from rankwise.data.records import CaseRecord, load_records, records_from_testset
+    from rankwise.data.records import as_records
 
-    if isinstance(testset, (list, tuple)) and testset and isinstance(testset[0], CaseRecord):
-        return list(testset)
-    if isinstance(testset, (str, PathLike)):
-        path = Path(testset)
-        if not path.is_file():
-            raise InputError("test set file not found", source=path)
-        if path.suffix.lower() in (".jsonl", ".ndjson", ""):
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    first = next((line for line in fh if line.strip()), "")
-                is_records = isinstance(obj := json.loads(first), dict) and "chunks" in obj
-            except (UnicodeDecodeError, ValueError):
-                is_records = False
-            if is_records:
-                return load_records(path)
-    return records_from_testset(testset)
+    if isinstance(testset, (str, PathLike)) and not Path(testset).is_file():
+        raise InputError("test set file not found", source=testset)
+    return as_records(testset, copy=False)
 
 
 def cases_from_records(records: Sequence[Any]) -> list[JudgeCase]:
