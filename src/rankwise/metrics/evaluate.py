@@ -46,7 +46,7 @@ class PerQuery(Mapping):
 
     def __getitem__(self, qid: str) -> dict[str, float]:
         row = self.values[self._index[qid]]
-        return {n: (None if np.isnan(v) else float(v)) for n, v in zip(self.names, row.tolist())}
+        return {n: (None if np.isnan(v) else float(v)) for n, v in zip(self.names, row.tolist(), strict=True)}
 
     def __iter__(self):
         return iter(self.query_ids)
@@ -139,6 +139,11 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
                       run_name)
 
 
+def _examples(ids: list[str], n: int = 3) -> str:
+    shown = ", ".join(repr(i) for i in ids[:n])
+    return shown + (f" ... ({len(ids)} in all)" if len(ids) > n else "")
+
+
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | str | None = None, *,
              relevance_level: int = 1, missing: str = "zero") -> EvalResult:
     """Evaluate a run against qrels.
@@ -167,9 +172,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
     q = load_qrels(qrels)
     r = load_run(run)
     matrix, summary = join(q, r, relevance_level=relevance_level, missing=missing)
-    if not matrix.query_ids:
+    if r.n_queries and summary["ignored_not_in_qrels"] == r.n_queries:
+        # every score would be 0: almost always the wrong qrels for this run, or ids written differently
         raise InputError(
-            "no query to evaluate: the run and the qrels share no query id"
-            if missing == "skip" else "the qrels hold no query", field="query_id",
+            f"the run and the qrels share no query id (run: {_examples(r.queries)}; qrels: "
+            f"{_examples(q.queries)}); ids are compared exactly, so '01' is not '1'", field="query_id",
         )
+    if not matrix.query_ids:
+        raise InputError("no query to evaluate: the qrels hold no query", field="query_id")
     return evaluate_matrix(matrix, measures, summary, r.name)
