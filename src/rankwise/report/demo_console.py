@@ -11,8 +11,9 @@ __all__ = ["demo_table", "print_demo"]
 def demo_table(result) -> Table:
     """Rows: metric x K; columns: systems. The best value of each row is bold and starred."""
     s = result.settings
-    table = Table(title=f"rankwise demo: {s['dataset']} — {s['questions']} questions, {s['documents']} documents, "
-                        f"{s['chunks']} chunks of <= {s['chunk_size']} chars; span ground truth")
+    table = Table(title=f"rankwise demo: {s['dataset']}, {s['questions']} questions",
+                  caption=f"{s['documents']} documents, {s['chunks']} chunks of <= {s['chunk_size']} chars; "
+                          "span ground truth")
     table.add_column("metric", style="bold")
     table.add_column("K", justify="right")
     for system in result.systems:
@@ -39,7 +40,8 @@ def print_demo(result, console: Console | None = None) -> None:
     console = console or Console()
     console.print(demo_table(result))
     console.print("★ best system on that row.  † acp divides by relevant chunks retrieved, not by all relevant "
-                  "passages: read it beside recall.", style="dim")
+                  "passages: read it beside recall. Recall counts ground-truth passages, so it equals "
+                  "context_recall here.", style="dim")
     primary = result.settings["primary_metric"]
     wins = {s: sum(s in result.best_systems(m) for m in result.metrics) for s in result.systems}
     comp = result.comparison
