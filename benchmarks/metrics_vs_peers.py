@@ -124,7 +124,7 @@ def load_dicts(qrels_path: Path, run_path: Path) -> tuple[dict, dict]:
         start = 0
         for i in range(1, len(qids) + 1):
             if i == len(qids) or qids[i] != qids[start]:
-                out[qids[start]] = dict(zip(docs[start:i], values[start:i]))
+                out[qids[start]] = dict(zip(docs[start:i], values[start:i], strict=False))
                 start = i
         return out
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankwise import evaluate
+from rankwise.errors import InputError
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -108,6 +109,10 @@ def test_missing_zero_adds_zero_rows(qrels, run):
     """`missing="zero"`: the skip values, plus a zero row per qrels query absent from the run."""
     names = ["precision@3", "map", "ndcg@5", "mrr", "bpref", "num_rel", "num_ret"]
     skip_has_common = bool(set(qrels) & set(run))
+    if not skip_has_common:
+        with pytest.raises(InputError, match="share no query id"):
+            evaluate(qrels, run, names, missing="zero")
+        return
     zero = evaluate(qrels, run, names, missing="zero")
     assert set(zero.per_query) == set(qrels)
     if skip_has_common:

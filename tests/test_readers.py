@@ -377,3 +377,93 @@ def test_trec_suite_files_load(shared_data):
     assert "CR93E-1860" in plain.judgements("301") and "CR93E-1860" not in commented.judgements("301")
     run = read_trec_run(data / "results.test")
     assert len(run) == 1500 and run.queries == ["301", "302", "303"]
+
+
+# ------------------------------------------------------------------ engine internals seen from outside
+def test_hash_collisions_are_resolved_exactly():
+    """Doc ids differing only by trailing NUL bytes share a hash: joins and duplicate checks stay exact."""
+    from rankwise import evaluate
+
+    run = {"q": {"a": 1.0, "a\x00": 2.0, "a\x00\x00": 0.5, "b": 0.1}}
+    qrels = {"q": {"a": 1, "a\x00\x00": 2, "b\x00": 1}}
+    r = evaluate(qrels, run, ["P@1", "P@2", "mrr", "num_rel_ret", "map"]).mean
+    assert r == {"precision@1": 0.0, "precision@2": 0.5, "mrr": 0.5, "num_rel_ret": 2.0,
+                 "map": pytest.approx((1 / 2 + 2 / 3) / 3)}
+    assert load_run({"q": ["a", "a\x00", "a\x00\x00"]}).ranking("q") == ["a", "a\x00", "a\x00\x00"]
+    err = _error(load_run, {"q": ["a", "a\x00", "b", "a"]})
+    assert err.line == 4 and "first at line 1" in str(err)
+
+
+def test_query_blocks_out_of_byte_order_and_unordered_ties(tmp_path):
+    """Queries in numeric order (10 after 9), ties listed in ascending doc order: re-ranked like trec_eval."""
+    lines = []
+    expected = {}
+    for q in range(1, 13):
+        docs = [f"d{q}_{j}" for j in range(5)]
+        scores = [3.0, 2.0, 2.0, 2.0, 1.0]
+        lines += [f"{q} Q0 {d} {i + 1} {s} sys" for i, (d, s) in enumerate(zip(docs, scores, strict=False))]
+        expected[str(q)] = [docs[0], docs[3], docs[2], docs[1], docs[4]]
+    path = _write(tmp_path, "r.trec", "\n".join(lines) + "\n")
+    run = read_trec_run(path)
+    assert run.queries == sorted(expected)  # byte order: "1", "10", "11", "12", "2", ...
+    assert {q: run.ranking(q) for q in run.queries} == expected
+    same = Run.from_dict({q: dict(zip(d, [3.0, 2.0, 2.0, 2.0, 1.0][::1], strict=False)) for q, d in
+                          ((q, [f"d{q}_{j}" for j in range(5)]) for q in expected)})
+    assert same.to_dict() == run.to_dict()
+
+
+def test_shuffled_rows_are_grouped_and_ranked(tmp_path):
+    rng = np.random.default_rng(3)
+    rows = [(f"q{q}", f"doc{d}", float(rng.integers(0, 4))) for q in range(30) for d in range(40)]
+    order = rng.permutation(len(rows))
+    text = "".join(f"{rows[i][0]} Q0 {rows[i][1]} 0 {rows[i][2]} s\n" for i in order)
+    run = read_trec_run(_write(tmp_path, "r", text))
+    by_query: dict = {}
+    for q, d, s in rows:
+        by_query.setdefault(q, []).append((s, d))
+    for q, items in by_query.items():
+        by_doc = sorted(items, key=lambda x: x[1].encode(), reverse=True)  # doc id, descending bytes
+        assert run.ranking(q) == [d for s, d in sorted(by_doc, key=lambda x: -x[0])]  # stable: score
+
+
+def test_duplicate_line_numbers_survive_reordering(tmp_path):
+    """Query blocks out of byte order, ties to reorder, and a repeated doc: the lines are the file's."""
+    lines = []
+    for q in (9, 10, 2):
+        lines += [f"{q} Q0 a{q} 1 5 s", f"{q} Q0 b{q} 2 5 s", f"{q} Q0 c{q} 3 4 s"]
+    lines.append("10 Q0 b10 4 1 s")  # line 10 repeats line 5
+    lines += [f"11 Q0 x{j} {j} 1 s" for j in range(200)]
+    err = _error(read_trec_run, _write(tmp_path, "r", "\n".join(lines) + "\n"))
+    assert (err.line, err.field) == (10, "doc_id")
+    assert "doc 'b10' appears twice in query '10' (first at line 5)" in str(err)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_columns_build_the_same_run(seed):
+    """A file reader hands over columns in chunks; blocks and tied groups can straddle chunk edges."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    qids, docs, scores = [], [], []
+    for q in rng.permutation(40):  # query blocks in no particular order
+        k = int(rng.integers(1, 30))
+        s = np.sort(rng.integers(0, 4, k))[::-1].astype(float)  # ranked, with many ties
+        if seed % 2:
+            s = rng.permutation(s)  # not ranked: the general path
+        qids += [f"q{q}"] * k
+        docs += [f"d{int(rng.integers(0, 10**6))}x{j}" for j in range(k)]
+        scores += s.tolist()
+    cuts = np.sort(rng.choice(np.arange(1, len(qids)), 5, replace=False))
+    edges = [0, *cuts.tolist(), len(qids)]
+    q_chunked = pa.chunked_array([pa.array(qids[a:b]) for a, b in zip(edges, edges[1:], strict=False)])
+    d_chunked = pa.chunked_array([pa.array(docs[a:b]) for a, b in zip(edges, edges[1:], strict=False)])
+    whole = Run.from_columns(qids, docs, scores)
+    chunked = Run.from_columns(q_chunked, d_chunked, scores)
+    _same_run(whole, chunked)
+    chunked.doc_ids.validate(full=True)
+    expected = {}
+    for q, d, s in zip(qids, docs, scores, strict=False):
+        expected.setdefault(q, []).append((s, d))
+    for q, items in expected.items():
+        by_doc = sorted(items, key=lambda x: x[1].encode(), reverse=True)
+        assert chunked.ranking(q) == [d for s, d in sorted(by_doc, key=lambda x: -x[0])]

@@ -5,16 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
 
 from rankwise.data._columns import (
-    arrow_indices,
+    arrow_strings,
     as_string_array,
-    find_duplicate_pair,
+    duplicate_candidates,
+    first_duplicate,
+    group_blocks,
     group_queries,
-    offsets_from_codes,
+    permute,
+    permute_strings,
+    row_keys,
+    single_array,
     string_hashes,
 )
 from rankwise.errors import InputError
@@ -52,8 +59,8 @@ class Qrels:
             1
         """
         src = source or "<qrels>"
-        qids = as_string_array(query_ids, source=src, field="query_id")
-        docs = as_string_array(doc_ids, source=src, field="doc_id")
+        qids = as_string_array(query_ids, source=src, field="query_id", chunked=True)
+        docs = as_string_array(doc_ids, source=src, field="doc_id", chunked=True)
         grade_arr = np.asarray(grades)
         if grade_arr.shape != (len(docs),) or len(qids) != len(docs):
             raise InputError("columns differ in length", source=src)
@@ -68,22 +75,64 @@ class Qrels:
         elif grade_arr.dtype.kind not in "iub":
             raise InputError(f"grades must be integers, got {grade_arr.dtype}", source=src, field="relevance")
         grade_arr = grade_arr.astype(np.int64)
-        queries, qcodes = group_queries(qids)
+        blocks = group_blocks(qids)
+        if blocks is not None:  # each query's judgements together (nearly every qrels file)
+            queries, block_codes, heads = blocks
+            return cls._build(queries, None, docs, grade_arr, src, lines, (block_codes, heads))
+        queries, qcodes = group_queries(single_array(qids))
+        return cls._build(queries, qcodes, docs, grade_arr, src, lines)
+
+    @classmethod
+    def _build(cls, queries: list[str], qcodes: np.ndarray | None, docs: pa.Array, grades: np.ndarray,
+               src: str, lines: np.ndarray | None, blocks: tuple[np.ndarray, np.ndarray] | None = None) -> Qrels:
+        """Qrels from validated columns: ``qcodes[i]`` indexes ``queries`` (byte order) for row i, or
+        ``blocks`` = (query code, first row) of contiguous per-query blocks."""
+        n = len(docs)
+        counts = np.zeros(len(queries), dtype=np.int64)
+        order = runs = None
+        if blocks is not None:
+            codes, heads = blocks
+            lengths = np.diff(np.append(heads, n))
+            counts[codes] = lengths
+            if len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all()):
+                by_code = np.argsort(codes, kind="stable")
+                runs = (heads[by_code], lengths[by_code])
+                if len(runs[0]) > 4096:  # many small blocks: one gather beats a loop
+                    new_starts = np.concatenate([[0], np.cumsum(runs[1])[:-1]])
+                    order = np.arange(n, dtype=np.int64) + np.repeat(runs[0] - new_starts, runs[1])
+                    runs = None
+        elif n:
+            counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
+            if not bool((qcodes[1:] >= qcodes[:-1]).all()):
+                order = np.argsort(qcodes, kind="stable")
+        if runs is not None or order is not None:
+            docs = permute_strings(docs, order, runs)
+            grades = permute(grades, order, runs)
+        else:
+            docs = single_array(docs)
+        offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
         hashes = string_hashes(docs)
-        dup = find_duplicate_pair(qcodes, docs, hashes)
-        if dup is not None:
-            first, again = dup
-            raise InputError(
-                f"pair (query '{qids[again].as_py()}', doc '{docs[again].as_py()}') is judged twice"
-                f" (first at line {_line(lines, first)})",
-                source=src, line=_line(lines, again), field="doc_id",
-            )
-        if len(qcodes) > 1 and not (qcodes[1:] >= qcodes[:-1]).all():
-            order = np.argsort(qcodes, kind="stable")
-            qcodes, docs = qcodes[order], docs.take(arrow_indices(order))
-            grade_arr, hashes = grade_arr[order], hashes[order]
-        offsets = offsets_from_codes(qcodes, len(queries))
-        qrels = cls(queries, offsets, docs, grade_arr)
+        candidates = duplicate_candidates(row_keys(counts, hashes))
+        if len(candidates):
+            row_queries = np.searchsorted(offsets, candidates, side="right") - 1
+            numbers = candidates
+            if order is not None:
+                numbers = order[candidates]
+            elif runs is not None:
+                new_starts = np.concatenate([[0], np.cumsum(runs[1])[:-1]])
+                block = np.searchsorted(new_starts, candidates, side="right") - 1
+                numbers = runs[0][block] + (candidates - new_starts[block])
+            dup = first_duplicate(candidates, row_queries, docs, numbers)
+            if dup is not None:
+                first, again, row = dup
+                query = queries[int(np.searchsorted(offsets, row, side="right")) - 1]
+                raise InputError(
+                    f"pair (query '{query}', doc '{docs[row].as_py()}') is judged twice"
+                    f" (first at line {_line(lines, first)})",
+                    source=src, line=_line(lines, again), field="doc_id",
+                )
+        qrels = cls(queries, offsets, docs, grades)
         qrels.__dict__["_doc_hashes"] = hashes
         return qrels
 
@@ -95,21 +144,32 @@ class Qrels:
             >>> Qrels.from_dict({"q1": {"d1": 2}}).grades.tolist()
             [2]
         """
-        qids: list[str] = []
-        docs: list[str] = []
-        grades: list[int] = []
-        for qid, judged in data.items():
+        items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))  # byte order from the start
+        for qid, judged in items:
             if not isinstance(judged, Mapping):
                 raise InputError(f"query '{qid}': expected {{doc: grade}}", source="<dict>")
-            qids.extend([str(qid)] * len(judged))
-            docs.extend(map(str, judged.keys()))
-            grades.extend(judged.values())
+        items = [(q, v) for q, v in items if len(v)]
+        counts = np.fromiter(map(len, (v for _, v in items)), dtype=np.int64, count=len(items))
+        total = int(counts.sum())
+        docs = arrow_strings(list(chain.from_iterable(v.keys() for _, v in items)))
         try:
-            grade_arr = np.asarray(grades, dtype=np.float64) if grades else np.zeros(0, np.int64)
+            grade_arr = np.fromiter(chain.from_iterable(v.values() for _, v in items), dtype=np.float64,
+                                    count=total)
         except (TypeError, ValueError) as exc:
             raise InputError(f"grades must be integers ({exc})", source="<dict>", field="relevance") from None
-        return cls.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()), grade_arr,
-                                source="<dict>")
+        bad = ~np.isfinite(grade_arr) | (grade_arr != np.round(grade_arr))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(f"grade must be an integer, got {grade_arr[row]!r}", source="<dict>",
+                             line=row + 1, field="relevance")
+        grade_arr = grade_arr.astype(np.int64)
+        queries = [q for q, _ in items]
+        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # two keys, one text (1 and "1"): merge them
+            qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])
+            return cls.from_columns(qcol, docs, grade_arr, source="<dict>")
+        block_codes = np.arange(len(queries), dtype=np.int32)
+        heads = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        return cls._build(queries, None, docs, grade_arr, "<dict>", None, (block_codes, heads))
 
     def __len__(self) -> int:
         return len(self.doc_ids)
@@ -133,7 +193,7 @@ class Qrels:
         if i is None:
             return {}
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        return dict(zip(self.doc_ids[a:b].to_pylist(), self.grades[a:b].tolist()))
+        return dict(zip(self.doc_ids[a:b].to_pylist(), self.grades[a:b].tolist(), strict=False))
 
     def query_codes(self) -> np.ndarray:
         """For each row, the index of its query in :attr:`queries`."""
@@ -148,7 +208,7 @@ class Qrels:
         docs = self.doc_ids.to_pylist()
         grades = self.grades.tolist()
         return {
-            q: dict(zip(docs[self.offsets[i] : self.offsets[i + 1]], grades[self.offsets[i] : self.offsets[i + 1]]))
+            q: dict(zip(docs[self.offsets[i] : self.offsets[i + 1]], grades[self.offsets[i] : self.offsets[i + 1]], strict=False))
             for i, q in enumerate(self.queries)
         }
 

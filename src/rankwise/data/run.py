@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 from typing import Literal
 
 import numpy as np
@@ -12,17 +14,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankwise.data._columns import (
+    RowKeys,
     arrow_indices,
+    arrow_strings,
     as_string_array,
     duplicate_candidates,
     first_duplicate,
+    group_blocks,
     group_queries,
     np_values,
-    offsets_from_codes,
     permute,
     permute_strings,
     row_keys,
-    runs_of,
+    single_array,
     string_hashes,
     take,
 )
@@ -78,8 +82,8 @@ class Run:
             ['d2', 'd1']
         """
         src = source or "<run>"
-        qids = as_string_array(query_ids, source=src, field="query_id")
-        docs = as_string_array(doc_ids, source=src, field="doc_id")
+        qids = as_string_array(query_ids, source=src, field="query_id", chunked=True)
+        docs = as_string_array(doc_ids, source=src, field="doc_id", chunked=True)
         if len(qids) != len(docs):
             raise InputError("query_id and doc_id columns differ in length", source=src)
         kind = kind or ("ordered" if scores is None else "scored")
@@ -99,38 +103,55 @@ class Run:
                     line=_line(lines, row),
                     field="score",
                 )
-        queries, qcodes = group_queries(qids)
-        hashes = string_hashes(docs)
-        plan = _rank_order(qcodes, docs, score_arr)
-        offsets = offsets_from_codes(qcodes, len(queries))  # counts per query: order-independent
-        order = None
+        blocks = group_blocks(qids)
+        if blocks is not None:  # each query's rows together (nearly every run file)
+            queries, block_codes, heads = blocks
+            return cls._build(queries, None, docs, score_arr, kind, name, src, lines, (block_codes, heads))
+        queries, qcodes = group_queries(single_array(qids))
+        return cls._build(queries, qcodes, docs, score_arr, kind, name, src, lines)
+
+    @classmethod
+    def _build(cls, queries: list[str], qcodes: np.ndarray | None, docs: pa.Array,
+               score_arr: np.ndarray | None, kind: RunKind, name: str, src: str, lines: np.ndarray | None,
+               blocks: tuple[np.ndarray, np.ndarray] | None = None) -> Run:
+        """The run from validated columns: ``qcodes[i]`` indexes ``queries`` (byte order) for row i,
+        or ``blocks`` = (query code, first row) of contiguous per-query blocks."""
+        n = len(docs)
+        plan = _rank_order(qcodes, docs, score_arr, blocks)
+        counts = np.zeros(len(queries), dtype=np.int64)
+        if blocks is not None:
+            counts[blocks[0]] = np.diff(np.append(blocks[1], n))
+        elif n:
+            counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
+        offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
         if plan is not None:
-            order, runs = plan
-            docs = permute_strings(docs, order, runs)
-            hashes = permute(hashes, order, runs)
+            order, runs, patch = plan
+            if runs is not None and len(runs[0]) > 4096:  # many small blocks: one gather beats a loop
+                order, runs, patch = _full_order(plan), None, None
+            docs = permute_strings(docs, order, runs, patch)
             if score_arr is not None:
-                score_arr = permute(score_arr, order, runs)
-        keys, bits = row_keys(None, hashes, counts=np.diff(offsets))
-        candidates = duplicate_candidates(keys, bits)
+                score_arr = permute(score_arr, order, runs, patch)
+        else:
+            docs = single_array(docs)
+        keys = row_keys(counts, string_hashes(docs), in_place=True)
+        candidates = duplicate_candidates(keys)
         dup = None
-        if len(candidates):
-            qcodes = np.repeat(np.arange(len(queries), dtype=np.int32), np.diff(offsets))
-            if plan is not None and order is None:
-                order = _runs_to_order(runs)
-            dup = first_duplicate(candidates, qcodes, docs, order)
+        if len(candidates):  # equal hashes (a few, by chance, in ten million rows): compare exactly
+            row_queries = np.searchsorted(offsets, candidates, side="right") - 1
+            numbers = candidates if plan is None else _original_rows(plan, candidates)
+            dup = first_duplicate(candidates, row_queries, docs, numbers)
         if dup is not None:
-            first, again = dup
-            row = again if order is None else int(np.flatnonzero(order == again)[0])
+            first, again, row = dup
+            query = queries[int(np.searchsorted(offsets, row, side="right")) - 1]
             raise InputError(
-                f"doc '{docs[row].as_py()}' appears twice in query '{queries[qcodes[row]]}'"
-                f" (first at line {_line(lines, first)})",
+                f"doc '{docs[row].as_py()}' appears twice in query '{query}' (first at line {_line(lines, first)})",
                 source=src,
                 line=_line(lines, again),
                 field="doc_id",
             )
         run = cls(queries, offsets, docs, score_arr, kind, name)
-        run.__dict__["_doc_hashes"] = hashes
-        run.__dict__["_row_keys"] = (keys, bits)
+        run.__dict__["_row_keys"] = keys
         return run
 
     @classmethod
@@ -144,38 +165,40 @@ class Run:
             >>> Run.from_dict({"q1": ["c3", "c1"]}).kind
             'ordered'
         """
-        qids: list[str] = []
-        docs: list[str] = []
-        scores: list[float] = []
-        kinds = set()
-        empty: list[str] = []
-        empty_kinds = set()
-        for qid, items in data.items():
-            if len(items) == 0:
-                empty.append(str(qid))
-                empty_kinds.add("scored" if isinstance(items, Mapping) else "ordered")
-                continue
-            if isinstance(items, Mapping):
-                kinds.add("scored")
-                qids.extend([str(qid)] * len(items))
-                docs.extend(map(str, items.keys()))
-                scores.extend(items.values())
-            else:
-                kinds.add("ordered")
-                items = list(items)
-                qids.extend([str(qid)] * len(items))
-                docs.extend(map(str, items))
+        # queries in byte order from the start (code-point order is UTF-8 byte order): no block moves later
+        items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))
+        scored = [isinstance(v, Mapping) for _, v in items]
+        counts = np.fromiter(map(len, (v for _, v in items)), dtype=np.int64, count=len(items))
+        filled = counts > 0
+        kinds = {("scored" if s else "ordered") for s, f in zip(scored, filled.tolist(), strict=False) if f}
         if len(kinds) > 1:
             raise InputError("mixes scored ({doc: score}) and ordered ([doc, ...]) queries", source="<dict>")
+        empty_kinds = {("scored" if s else "ordered") for s, f in zip(scored, filled.tolist(), strict=False) if not f}
         kind = kinds.pop() if kinds else ("ordered" if empty_kinds == {"ordered"} else "scored")
-        try:
-            score_arr = np.asarray(scores, dtype=np.float64) if kind == "scored" else None
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
-        run = cls.from_columns(
-            pa.array(qids, pa.string()), pa.array(docs, pa.string()), score_arr, kind=kind, name=name,
-            source="<dict>",
-        )
+        empty = [q for (q, _), f in zip(items, filled.tolist(), strict=False) if not f]
+        items = [it for it, f in zip(items, filled.tolist(), strict=False) if f]
+        counts = counts[filled]
+        total = int(counts.sum())
+        docs = _strings(chain.from_iterable(v if kind == "ordered" else v.keys() for _, v in items), total)
+        score_arr = None
+        if kind == "scored":
+            try:
+                score_arr = np.fromiter(chain.from_iterable(v.values() for _, v in items), dtype=np.float64,
+                                        count=total)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
+            bad = ~np.isfinite(score_arr)
+            if bad.any():
+                raise InputError(f"score is not a finite number: {score_arr[np.flatnonzero(bad)[0]]!r}",
+                                 source="<dict>", line=int(np.flatnonzero(bad)[0]) + 1, field="score")
+        queries = [q for q, _ in items]
+        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # two keys, one text (1 and "1"): merge them
+            qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])
+            run = cls.from_columns(qcol, docs, score_arr, kind=kind, name=name, source="<dict>")
+        else:
+            block_codes = np.arange(len(queries), dtype=np.int32)
+            heads = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+            run = cls._build(queries, None, docs, score_arr, kind, name, "<dict>", None, (block_codes, heads))
         return run._with_queries(empty) if empty else run
 
     def _with_queries(self, query_ids: list[str]) -> Run:
@@ -218,9 +241,9 @@ class Run:
         return string_hashes(self.doc_ids)
 
     @cached_property
-    def _row_keys(self) -> tuple[np.ndarray, int]:
-        """Sorted (query, doc)-hash keys carrying their row (see :func:`rankwise.data._columns.row_keys`)."""
-        return row_keys(self.query_codes(), self._doc_hashes)
+    def _row_keys(self) -> RowKeys:
+        """Sorted (query, doc-hash, row) keys (see :class:`rankwise.data._columns.RowKeys`)."""
+        return row_keys(np.diff(self.offsets), self._doc_hashes)
 
     def _index(self, query_id: str) -> int | None:
         return self._position.get(str(query_id))
@@ -243,7 +266,7 @@ class Run:
             if self.scores is None:
                 out[q] = docs[a:b]
             else:
-                out[q] = dict(zip(docs[a:b], self.scores[a:b].tolist()))
+                out[q] = dict(zip(docs[a:b], self.scores[a:b].tolist(), strict=False))
         return out
 
     def truncate(self, depth: int) -> Run:
@@ -265,90 +288,130 @@ class Run:
         return f"Run(name={self.name!r}, kind={self.kind!r}, queries={self.n_queries}, rows={len(self)})"
 
 
+def _strings(values: Iterable, count: int) -> pa.Array:
+    """An Arrow string array from an iterable of ids (str, or anything ``str()`` turns into one)."""
+    return arrow_strings(list(values))
+
+
 def _line(lines: np.ndarray | None, row: int) -> int:
     return int(lines[row]) if lines is not None else row + 1
 
 
-def _block_runs(qcodes: np.ndarray, heads: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Contiguous per-query blocks put in query-code order: (first row, length) of each, in new order."""
-    lengths = np.diff(np.append(heads, n))
-    by_code = np.argsort(qcodes[heads], kind="stable")
-    return heads[by_code], lengths[by_code]
+def _full_order(plan: tuple) -> np.ndarray:
+    """``order`` of a plan from :func:`_rank_order`, written out: the row that goes to each position."""
+    order, runs, patch = plan
+    if order is None:
+        firsts, lengths = runs
+        new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        order = np.arange(int(lengths.sum()), dtype=np.int64)
+        order += np.repeat(firsts - new_starts, lengths)
+    if patch is not None:
+        order[patch[0]] = patch[1]
+    return order
 
 
-def _runs_to_order(runs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def _original_rows(plan: tuple, positions: np.ndarray) -> np.ndarray:
+    """The rows (before the move) that a plan from :func:`_rank_order` put at ``positions``."""
+    order, runs, patch = plan
+    if order is not None:
+        return order[positions]
     firsts, lengths = runs
     new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(firsts - new_starts, lengths)
+    block = np.searchsorted(new_starts, positions, side="right") - 1
+    rows = firsts[block] + (positions - new_starts[block])
+    if patch is not None:
+        at = np.searchsorted(patch[0], positions)
+        hit = (at < len(patch[0])) & (patch[0][np.minimum(at, len(patch[0]) - 1)] == positions)
+        rows[hit] = patch[1][at[hit]]
+    return rows
 
 
-RankPlan = tuple  # (order or None, runs or None): how to move the rows into rank order
+def _new_positions(rows: np.ndarray, runs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Where rows land when blocks ``runs`` (first rows, lengths; in new order) are laid end to end."""
+    firsts, lengths = runs
+    new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    by_first = np.argsort(firsts)
+    block = by_first[np.searchsorted(firsts[by_first], rows, side="right") - 1]
+    return rows - firsts[block] + new_starts[block]
 
 
-def _rank_order(qcodes: np.ndarray, docs: pa.Array, scores: np.ndarray | None) -> RankPlan | None:
-    """How to move the rows into rank order: None when they are in it already, else ``(order, runs)``.
+def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | None,
+                blocks: tuple[np.ndarray, np.ndarray] | None = None) -> tuple | None:
+    """How to move the rows into rank order: None when they are in it already, else a plan
+    ``(order, runs, patch)``.
 
-    ``order[i]`` is the row that goes to position i; ``runs`` = (first rows, lengths) of blocks of
-    consecutive rows when the move is a few block copies (then ``order`` may be None). Scored runs
-    rank by query, score descending, then doc id in descending byte order (trec_eval). Only rows in
-    groups of tied scores are ever compared as strings.
+    Rows are given by query code (``qcodes``) or as contiguous per-query ``blocks`` = (query code,
+    first row). ``order[i]`` is the row that goes to position i. Usually the move is a few block
+    copies: then ``order`` is None, ``runs`` = (first rows, lengths) of the blocks in their new order,
+    and ``patch`` = (positions, rows) puts tied rows in doc-id order afterwards. Scored runs rank by
+    query, score descending, then doc id in descending byte order (trec_eval); only rows in groups of
+    tied scores are ever compared as strings.
     """
-    n = len(qcodes)
+    n = len(docs)
     if n < 2:
         return None
-    change = qcodes[1:] != qcodes[:-1]
-    in_order = bool((qcodes[1:] >= qcodes[:-1]).all())
-    heads = None if in_order else np.concatenate([[0], np.flatnonzero(change) + 1])
-    contiguous = in_order or len(heads) == int(qcodes.max()) + 1  # each query's rows form one block
-    if scores is None:
-        if in_order:
-            return None
-        if contiguous:
-            return None, _block_runs(qcodes, heads, n)
-        return np.argsort(qcodes, kind="stable"), None
-    if contiguous and bool(((scores[:-1] >= scores[1:]) | change).all()):
-        # blocks already ranked inside: ties are neighbours within a block, wherever the block goes
-        runs = None if in_order else _block_runs(qcodes, heads, n)
-        tie = np.flatnonzero(~change & (scores[:-1] == scores[1:]))
-        base = _break_ties(tie, None, docs, n)
-        if base is None:
-            return None if runs is None else (None, runs)
-        order = base if runs is None else base[_runs_to_order(runs)]
-        return order, runs_of(order)
+    if blocks is None:
+        change = qcodes[1:] != qcodes[:-1]
+        heads = np.concatenate([[0], np.flatnonzero(change) + 1])
+        if len(heads) == int(qcodes.max()) + 1:  # each query's rows form one block
+            blocks = (qcodes[heads], heads)
+    if blocks is not None:
+        codes, heads = blocks
+        lengths = np.diff(np.append(heads, n))
+        runs = None
+        if len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all()):
+            by_code = np.argsort(codes, kind="stable")
+            runs = (heads[by_code], lengths[by_code])
+        if scores is None:
+            return None if runs is None else (None, runs, None)
+        boundary = heads[1:] - 1  # i where rows i and i + 1 belong to different queries
+        ranked = scores[:-1] >= scores[1:]
+        ranked[boundary] = True
+        if bool(ranked.all()):
+            # blocks already ranked inside: ties are neighbours within a block, wherever it goes
+            tied = scores[:-1] == scores[1:]
+            tied[boundary] = False
+            fix = _break_ties(np.flatnonzero(tied), None, docs)
+            if fix is None:
+                return None if runs is None else (None, runs, None)
+            if runs is None:
+                runs = (np.zeros(1, dtype=np.int64), np.array([n], dtype=np.int64))
+            positions = _new_positions(fix[0], runs)
+            by_position = np.argsort(positions)
+            return None, runs, (positions[by_position], fix[1][by_position])
+        if qcodes is None:
+            qcodes = np.repeat(codes, lengths)
+    elif scores is None:
+        return np.argsort(qcodes, kind="stable"), None, None
     order = np.lexsort((-scores, qcodes))  # stable: query, then score descending
-    ranked = scores[order]
-    tie = np.flatnonzero((qcodes[order][1:] == qcodes[order][:-1]) & (ranked[:-1] == ranked[1:]))
-    base = _break_ties(tie, order, docs, n)
-    return (order if base is None else base), None
+    ranked_scores = scores[order]
+    ranked_q = qcodes[order]
+    tie = np.flatnonzero((ranked_q[1:] == ranked_q[:-1]) & (ranked_scores[:-1] == ranked_scores[1:]))
+    fix = _break_ties(tie, order, docs)
+    if fix is not None:
+        order[fix[0]] = fix[1]
+    return order, None, None
 
 
-def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array, n: int) -> np.ndarray | None:
-    """Order tied neighbours (positions ``tie`` and ``tie + 1`` of ``base``) by doc id, descending.
+def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """Put tied neighbours (positions ``tie`` and ``tie + 1``) in doc-id order, descending.
 
-    ``base`` maps positions to rows (None: the identity). Returns the corrected mapping, or None when
-    every tie is already in that order.
+    ``base`` maps positions to rows (None: the identity). Returns ``(positions, rows)``: the row that
+    must go to each position of the tied groups, or None when every tie is already in that order.
     """
     if len(tie) == 0:
         return None
-    if base is None:
-        before, after = tie, tie + 1
-    else:
-        before, after = base[tie], base[tie + 1]
-    if np_values(pc.greater(docs.take(arrow_indices(before)), docs.take(arrow_indices(after)))).all():
+    rows_at = (lambda p: p) if base is None else (lambda p: base[p])
+    if np_values(pc.greater(docs.take(arrow_indices(rows_at(tie))),
+                            docs.take(arrow_indices(rows_at(tie + 1))))).all():
         return None
-    if base is None:
-        base = np.arange(n)
-    # sort each tied group by doc id, descending
-    member = np.zeros(n, dtype=bool)
-    member[tie] = True
-    member[tie + 1] = True
-    positions = np.flatnonzero(member)
-    tied_with_previous = np.zeros(n, dtype=bool)
-    tied_with_previous[tie + 1] = True
-    group = np.cumsum(~tied_with_previous[positions])
-    table = pa.Table.from_arrays([arrow_indices(group), docs.take(arrow_indices(base[positions]))],
+    positions = np.union1d(tie, tie + 1)
+    starts_group = ~np.isin(positions - 1, tie)  # a position not tied with the one before it
+    group = np.cumsum(starts_group)
+    rows = rows_at(positions)
+    table = pa.Table.from_arrays([arrow_indices(group), single_array(docs.take(arrow_indices(rows)))],
                                  names=["g", "d"])
     perm = np_values(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]))
-    base = base.copy()
-    base[positions] = base[positions[perm]]
-    return base
+    return positions, rows[perm]
+
+

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import memory_pool, np_values
+from rankwise.data._columns import memory_pool, np_values, single_array
 from rankwise.data._text import parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
@@ -40,7 +40,7 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
                                               "score": pa.float64()})
     if fast is not None:
         try:
-            return Run.from_columns(fast["query_id"], fast["doc_id"], np_values(fast["score"]),
+            return Run.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["score"])),
                                     kind="scored", name=name, source=str(path))
         except InputError:
             pass  # re-read exactly to report the right line
@@ -73,7 +73,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
                                                 "relevance": pa.int64()})
     if fast is not None:
         try:
-            return Qrels.from_columns(fast["query_id"], fast["doc_id"], np_values(fast["relevance"]),
+            return Qrels.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["relevance"])),
                                       source=str(path))
         except InputError:
             pass
@@ -148,7 +148,7 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
         try:
             return pcsv.read_csv(
                 path,
-                read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+                read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
                 parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
                                                 escape_char=False, invalid_row_handler=skip_comment),
                 convert_options=pcsv.ConvertOptions(column_types=column_types,
@@ -167,8 +167,7 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
         table = read(as_text)
     if table is None or table.num_rows == 0:
         return None
-    cols = {n: table.column(n).combine_chunks(memory_pool=memory_pool()) for n in types}
-    del table
+    cols = {n: table.column(n) for n in types}  # chunked: the Run builder copies what it keeps once
     if any(c.null_count for c in cols.values()):
         return None
     for n in ("query_id", "doc_id"):
@@ -190,24 +189,24 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
     return cols
 
 
-def _string_parts(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32, count=len(strings) + 1,
-                            offset=strings.offset * 4)
-    data = strings.buffers()[2]
-    chars = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
-    return offsets, chars[int(offsets[0]):int(offsets[-1])]
+def _string_bytes(strings: pa.Array | pa.ChunkedArray):
+    """The bytes of each chunk's strings, as numpy views."""
+    for chunk in (strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]):
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1,
+                                offset=chunk.offset * 4)
+        data = chunk.buffers()[2]
+        chars = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+        yield chars[int(offsets[0]):int(offsets[-1])]
 
 
-def _has_byte_at_most(strings: pa.Array, value: int) -> bool:
+def _has_byte_at_most(strings: pa.Array | pa.ChunkedArray, value: int) -> bool:
     """True if any string holds a byte <= ``value`` (32: space, tab, CR, other control bytes)."""
-    _, chars = _string_parts(strings)
-    return len(chars) > 0 and int(chars.min()) <= value
+    return any(len(chars) > 0 and int(chars.min()) <= value for chars in _string_bytes(strings))
 
 
-def _starts_with_hash(strings: pa.Array) -> bool:
+def _starts_with_hash(strings: pa.Array | pa.ChunkedArray) -> bool:
     """True if any string may start with '#' (cheap test: a '#' anywhere in the column)."""
-    _, chars = _string_parts(strings)
-    return bool(np.any(chars == ord("#")))
+    return any(bool(np.any(chars == ord("#"))) for chars in _string_bytes(strings))
 
 
 def write_trec_run(run: Run, path: str | Path, *, name: str | None = None) -> None:
@@ -221,7 +220,7 @@ def write_trec_run(run: Run, path: str | Path, *, name: str | None = None) -> No
     qcodes = run.query_codes()
     docs = run.doc_ids.to_pylist()
     with open(path, "w", encoding="utf-8") as fh:
-        for q, d, r, s in zip(qcodes.tolist(), docs, ranks.tolist(), scores.tolist()):
+        for q, d, r, s in zip(qcodes.tolist(), docs, ranks.tolist(), scores.tolist(), strict=False):
             fh.write(f"{run.queries[q]} Q0 {d} {r} {s!r} {tag}\n")
 
 
@@ -229,5 +228,5 @@ def write_trec_qrels(qrels: Qrels, path: str | Path) -> None:
     """Write qrels in TREC format (``qid 0 doc grade``)."""
     qcodes = qrels.query_codes()
     with open(path, "w", encoding="utf-8") as fh:
-        for q, d, g in zip(qcodes.tolist(), qrels.doc_ids.to_pylist(), qrels.grades.tolist()):
+        for q, d, g in zip(qcodes.tolist(), qrels.doc_ids.to_pylist(), qrels.grades.tolist(), strict=False):
             fh.write(f"{qrels.queries[q]} 0 {d} {g}\n")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow.compute as pc
 
-from rankwise.data._columns import arrow_indices, mix_query, np_values
+from rankwise.data._columns import arrow_indices, np_values
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 
@@ -134,8 +134,8 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     run_to_qrels = np.array([qrels_position.get(q, -1) for q in run.queries], dtype=np.int64)
     in_run = np.zeros(qrels.n_queries, dtype=bool)
     in_run[run_to_qrels[run_to_qrels >= 0]] = True
-    ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist()) if j < 0]
-    missing_from_run = [q for q, present in zip(qrels.queries, in_run.tolist()) if not present]
+    ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist(), strict=False) if j < 0]
+    missing_from_run = [q for q, present in zip(qrels.queries, in_run.tolist(), strict=False) if not present]
     if missing == "skip":
         eval_q = np.flatnonzero(in_run)
     else:
@@ -194,11 +194,12 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Run rows whose (query, doc) is in the qrels, and the matching qrels rows.
 
-    Each qrels entry's (query, doc) hash is binary-searched in the run's sorted row keys (built once,
-    when the run was read, for its duplicate check); candidates are confirmed on the query and the
-    exact doc-id string. Nothing here walks the run's rows.
+    Each qrels entry's (query, doc hash) is binary-searched in the run's sorted row keys (built once,
+    when the run was read, for its duplicate check); candidates are confirmed on the exact doc-id
+    string. Nothing here walks the run's rows.
     """
-    keys, bits = run._row_keys
+    layout = run._row_keys
+    keys = layout.keys
     qrels_to_run = np.full(qrels.n_queries, -1, dtype=np.int64)
     in_both = run_to_qrels >= 0
     qrels_to_run[run_to_qrels[in_both]] = np.flatnonzero(in_both)
@@ -207,28 +208,25 @@ def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.n
     empty = np.zeros(0, dtype=np.int64)
     if len(entries) == 0 or len(keys) == 0:
         return empty, empty
-    high = mix_query(qrels._doc_hashes[entries], run_q[entries]) >> np.uint64(bits)
-    by_high = np.argsort(high)  # sorted needles: numpy's binary search then walks the keys forward
-    entries, high = entries[by_high], high[by_high]
-    first = np.searchsorted(keys, high << np.uint64(bits))
-    row_mask = np.uint64((1 << bits) - 1)
+    # needles come in query order (both query lists are byte-ordered): the searches walk the keys forward
+    needles = layout.needles(run_q[entries], qrels._doc_hashes[entries])
+    first = np.searchsorted(keys, needles)
+    high = needles >> np.uint64(layout.row_bits)
     found_rows, found_entries = [], []
     pending, step = np.arange(len(entries)), 0
-    while len(pending):  # one pass per run row sharing the hash (one, unless hashes collide)
+    while len(pending):  # one pass per run row sharing the (query, hash) prefix: one, unless hashes collide
         pos = first[pending] + step
         pending, pos = pending[pos < len(keys)], pos[pos < len(keys)]
         k = keys[pos]
-        same = (k >> np.uint64(bits)) == high[pending]
+        same = (k >> np.uint64(layout.row_bits)) == high[pending]
         pending, k = pending[same], k[same]
-        found_rows.append((k & row_mask).astype(np.int64))
+        found_rows.append(layout.rows(k))
         found_entries.append(entries[pending])
         step += 1
     rows, match = np.concatenate(found_rows), np.concatenate(found_entries)
     by_row = np.argsort(rows)
     rows, match = rows[by_row], match[by_row]
-    row_query = np.searchsorted(run.offsets, rows, side="right") - 1
-    same = (row_query == run_q[match]) & np_values(
-        pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
+    same = np_values(pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
     return rows[same], match[same]
 
 

@@ -1,0 +1,112 @@
+"""The metric registry: canonical names, aliases, cutoffs, parameters, trec_eval names, suggestions."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from rankwise.cli import main
+from rankwise.errors import InputError
+from rankwise.metrics import METRICS, RelevanceMatrix, known_names, parse_measure, parse_measures
+
+
+@pytest.mark.parametrize(("name", "canonical", "k", "trec"), [
+    ("ndcg@10", "ndcg@10", 10, "ndcg_cut_10"),
+    ("ndcg_cut_10", "ndcg@10", 10, "ndcg_cut_10"),
+    ("ndcg_cut.10", "ndcg@10", 10, "ndcg_cut_10"),
+    ("nDCG@10", "ndcg@10", 10, "ndcg_cut_10"),
+    ("ndcg", "ndcg", None, "ndcg"),
+    ("P_5", "precision@5", 5, "P_5"),
+    ("P@5", "precision@5", 5, "P_5"),
+    ("precision@5", "precision@5", 5, "P_5"),
+    ("recall_100", "recall@100", 100, "recall_100"),
+    ("R@100", "recall@100", 100, "recall_100"),
+    ("success_3", "hit_rate@3", 3, "success_3"),
+    ("hit_rate@3", "hit_rate@3", 3, "success_3"),
+    ("recip_rank", "mrr", None, "recip_rank"),
+    ("mrr@10", "mrr@10", 10, "recip_rank_10"),
+    ("map", "map", None, "map"),
+    ("AP", "map", None, "map"),
+    ("map_cut_100", "map@100", 100, "map_cut_100"),
+    ("map@100", "map@100", 100, "map_cut_100"),
+    ("Rprec", "r_precision", None, "Rprec"),
+    ("bpref", "bpref", None, "bpref"),
+    ("f1@5", "f1@5", 5, "f1_5"),
+    ("ndcg_exp@10", "ndcg_exp@10", 10, None),
+    ("num_rel_ret", "num_rel_ret", None, "num_rel_ret"),
+    ("wcp(decay=linear)@3", "wcp(decay=linear)@3", 3, None),
+    ("wcp(decay=log)@3", "wcp@3", 3, None),  # default parameter values are not spelled out
+    ("acp(ragas_compat=true)@5", "acp(ragas_compat=True)@5", 5, None),
+])
+def test_names(name, canonical, k, trec):
+    m = parse_measure(name)
+    assert (m.name, m.k, m.trec_name) == (canonical, k, trec)
+    assert parse_measure(m.name).name == canonical  # canonical names parse to themselves
+
+
+@pytest.mark.parametrize(("bad", "expected_hint"), [
+    ("ndgc@10", "ndcg@10"),
+    ("presicion@5", "precision@5"),
+    ("recal", "recall"),
+    ("mmr", "mrr"),
+])
+def test_unknown_names_suggest(bad, expected_hint):
+    with pytest.raises(InputError) as err:
+        parse_measure(bad)
+    assert f"unknown metric {bad!r}" in str(err.value)
+    assert expected_hint in str(err.value).split("did you mean", 1)[1]
+    assert err.value.field == "metric"
+
+
+def test_unknown_name_without_close_match_has_no_hint():
+    with pytest.raises(InputError) as err:
+        parse_measure("zzzzzz")
+    assert "did you mean" not in str(err.value)
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("bpref@5", "takes no cutoff"),
+    ("Rprec@5", "takes no cutoff"),
+    ("P@0", "cutoff must be >= 1"),
+    ("wcp(decay=cubic)@3", "decay must be one of"),
+    ("wcp(speed=1)@3", "has no parameter 'speed'"),
+    ("ndcg(decay=log)@3", "has no parameter 'decay'"),
+])
+def test_invalid_forms(bad, message):
+    with pytest.raises(InputError, match=message):
+        parse_measure(bad)
+
+
+def test_parse_measures_dedupes_aliases_keeping_order():
+    names = [m.name for m in parse_measures(["P_5", "ndcg@10", "P@5", "map", "ndcg_cut_10", "AP"])]
+    assert names == ["precision@5", "ndcg@10", "map"]
+
+
+def test_measure_computes_on_matrix():
+    m = RelevanceMatrix.from_verdicts([[0, 1, 1], [1, 0, 0]])
+    assert parse_measure("P@2")(m).tolist() == [0.5, 0.5]
+    assert parse_measure("success_1")(m).tolist() == [0.0, 1.0]
+    assert parse_measure("num_rel_ret")(m).tolist() == [2.0, 1.0]
+
+
+def test_every_metric_declared_with_description():
+    for name, metric in METRICS.items():
+        assert metric.name == name
+        assert metric.description and len(metric.description) < 120
+        assert metric.cutoff in ("optional", "required", "none")
+        assert metric.aggregate in ("mean", "sum")
+    assert {"hit_rate", "precision", "recall", "f1", "mrr", "map", "r_precision", "ndcg", "ndcg_exp",
+            "bpref"} <= set(METRICS)
+
+
+def test_known_names_cover_aliases():
+    names = known_names()
+    for alias in ("recip_rank", "success", "rprec", "ap", "ndcg_cut", "P_5", "ndcg@10"):
+        assert alias in names
+
+
+def test_metrics_command_lists_everything():
+    res = CliRunner().invoke(main, ["metrics"])
+    assert res.exit_code == 0
+    for name in ("hit_rate", "ndcg_exp", "bpref", "recip_rank"):
+        assert name in res.output
