@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from llm_server import running_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
 
@@ -24,19 +23,6 @@ QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."
 TEXTS = ["The Eiffel Tower was completed in 1889.", "Paris is the capital of France.",
          "The tower is 330 metres tall.", "Construction began in 1887 and ended in 1889."]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with running_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    server.configure(latency=0.0, slow_seconds=5.0, retry_after="1")
-    return server
 
 
 def _testset(path: Path, n_cases: int = 2, texts=TEXTS) -> Path:

@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from llm_server import running_server
 from rankwise.data.records import records_from_testset
 from rankwise.errors import InputError
 from rankwise.relevance.llm.cache import VerdictCache
@@ -28,19 +27,6 @@ CHUNKS = ["The Eiffel Tower was completed in 1889.",  # ref 1, question 1
           "Paris is the capital of France.",  # 0, 0
           "The tower is 330 metres tall.",  # ref 0, question 1
           "Construction began in 1887 and ended in 1889."]  # ref 1, question 0
-
-
-@pytest.fixture(scope="module")
-def server():
-    with running_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    server.configure(latency=0.0, slow_seconds=5.0, retry_after="1")
-    return server
 
 
 def _judge(srv, tmp_path, *, mode="reference", graded=False, batch=False, model="judge-test", cache=True,

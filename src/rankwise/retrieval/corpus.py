@@ -6,14 +6,13 @@ offsets into it stay valid for span ground truth and chunking.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
 from rankwise.data import Qrels, read_beir_qrels
-from rankwise.data._text import iter_lines, read_bytes
+from rankwise.data._text import iter_json_lines, iter_lines, read_bytes
 from rankwise.errors import InputError
 
 __all__ = [
@@ -117,16 +116,7 @@ class BeirDataset:
 
 # --------------------------------------------------------------------------- readers
 def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
-    for number, line in iter_lines(read_bytes(path), path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=path, line=number) from None
-        if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, got {type(obj).__name__}", source=path, line=number)
-        yield number, obj
+    return iter_json_lines(path)
 
 
 def _id_of(obj: dict, path: Path, number: int) -> str:
