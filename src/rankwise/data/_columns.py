@@ -150,6 +150,25 @@ def single_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values
 
 
+def patch_strings_in_place(strings: pa.Array, positions: np.ndarray, rows: np.ndarray) -> bool:
+    """Reorder rows of ``strings`` among ``positions`` (``strings[positions] = strings[rows]``) in its
+    own buffers, when they are writable; False (and nothing done) when they are not.
+
+    Only for arrays the caller built itself: Arrow arrays are otherwise immutable by convention.
+    """
+    bufs = strings.buffers()
+    if (isinstance(strings, pa.ChunkedArray) or not pa.types.is_string(strings.type) or strings.null_count
+            or bufs[2] is None or not bufs[1].is_mutable or not bufs[2].is_mutable):
+        return False
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)
+    if not (offsets.flags.writeable and data.flags.writeable):
+        return False
+    source = take(strings, rows)  # a copy of the moved strings, taken before any write
+    _patch_strings(offsets, data, source, positions, np.arange(len(rows)))
+    return True
+
+
 def _patch_strings(offsets: np.ndarray, data: np.ndarray, source: pa.Array, positions: np.ndarray,
                    rows: np.ndarray) -> None:
     """Write ``source[rows]`` at ``positions`` (sorted; runs of them hold the same strings) in place."""
@@ -225,7 +244,7 @@ def arrow_strings(values: list) -> pa.Array:
     n = len(values)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.fromiter(map(len, values), dtype=np.int32, count=n), out=offsets[1:])
-    data = joined.encode("ascii")
+    data = bytearray(joined, "ascii")  # mutable: the run builder may reorder tied rows in place
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 
 import numpy as np
 import pyarrow as pa
@@ -146,14 +146,15 @@ class Qrels:
         """
         items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))  # byte order from the start
         for qid, judged in items:
-            if not isinstance(judged, Mapping):
+            if type(judged) is not dict and not isinstance(judged, Mapping):
                 raise InputError(f"query '{qid}': expected {{doc: grade}}", source="<dict>")
-        items = [(q, v) for q, v in items if len(v)]
-        counts = np.fromiter(map(len, (v for _, v in items)), dtype=np.int64, count=len(items))
+        items = [(q, v) for q, v in items if v]
+        values = [v for _, v in items]
+        counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         total = int(counts.sum())
-        docs = arrow_strings(list(chain.from_iterable(v.keys() for _, v in items)))
+        docs = arrow_strings(list(chain.from_iterable(values)))
         try:
-            grade_arr = np.fromiter(chain.from_iterable(v.values() for _, v in items), dtype=np.float64,
+            grade_arr = np.fromiter(chain.from_iterable(map(methodcaller("values"), values)), dtype=np.float64,
                                     count=total)
         except (TypeError, ValueError) as exc:
             raise InputError(f"grades must be integers ({exc})", source="<dict>", field="relevance") from None
@@ -164,7 +165,7 @@ class Qrels:
                              line=row + 1, field="relevance")
         grade_arr = grade_arr.astype(np.int64)
         queries = [q for q, _ in items]
-        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # two keys, one text (1 and "1"): merge them
+        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge them
             qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])
             return cls.from_columns(qcol, docs, grade_arr, source="<dict>")
         block_codes = np.arange(len(queries), dtype=np.int32)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import Literal
 
 import numpy as np
@@ -23,6 +23,7 @@ from rankwise.data._columns import (
     group_blocks,
     group_queries,
     np_values,
+    patch_strings_in_place,
     permute,
     permute_strings,
     row_keys,
@@ -113,9 +114,10 @@ class Run:
     @classmethod
     def _build(cls, queries: list[str], qcodes: np.ndarray | None, docs: pa.Array,
                score_arr: np.ndarray | None, kind: RunKind, name: str, src: str, lines: np.ndarray | None,
-               blocks: tuple[np.ndarray, np.ndarray] | None = None) -> Run:
+               blocks: tuple[np.ndarray, np.ndarray] | None = None, owned: bool = False) -> Run:
         """The run from validated columns: ``qcodes[i]`` indexes ``queries`` (byte order) for row i,
-        or ``blocks`` = (query code, first row) of contiguous per-query blocks."""
+        or ``blocks`` = (query code, first row) of contiguous per-query blocks. ``owned``: the arrays
+        were built for this run and may be changed in place."""
         n = len(docs)
         plan = _rank_order(qcodes, docs, score_arr, blocks)
         counts = np.zeros(len(queries), dtype=np.int64)
@@ -125,7 +127,11 @@ class Run:
             counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
         offsets = np.zeros(len(queries) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        if plan is not None:
+        if plan is not None and owned and _patch_only(plan, n) and patch_strings_in_place(docs, *plan[2]):
+            plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
+        else:
+            plan_done = False
+        if plan is not None and not plan_done:
             order, runs, patch = plan
             if runs is not None and len(runs[0]) > 4096:  # many small blocks: one gather beats a loop
                 order, runs, patch = _full_order(plan), None, None
@@ -167,24 +173,28 @@ class Run:
         """
         # queries in byte order from the start (code-point order is UTF-8 byte order): no block moves later
         items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))
-        scored = [isinstance(v, Mapping) for _, v in items]
-        counts = np.fromiter(map(len, (v for _, v in items)), dtype=np.int64, count=len(items))
-        filled = counts > 0
-        kinds = {("scored" if s else "ordered") for s, f in zip(scored, filled.tolist(), strict=False) if f}
+        values = [v for _, v in items]
+        counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        is_map = [type(v) is dict or isinstance(v, Mapping) for v in values]
+        filled = (counts > 0).tolist()
+        kinds = {("scored" if m else "ordered") for m, f in zip(is_map, filled, strict=True) if f}
         if len(kinds) > 1:
             raise InputError("mixes scored ({doc: score}) and ordered ([doc, ...]) queries", source="<dict>")
-        empty_kinds = {("scored" if s else "ordered") for s, f in zip(scored, filled.tolist(), strict=False) if not f}
+        empty_kinds = {("scored" if m else "ordered") for m, f in zip(is_map, filled, strict=True) if not f}
         kind = kinds.pop() if kinds else ("ordered" if empty_kinds == {"ordered"} else "scored")
-        empty = [q for (q, _), f in zip(items, filled.tolist(), strict=False) if not f]
-        items = [it for it, f in zip(items, filled.tolist(), strict=False) if f]
-        counts = counts[filled]
+        empty = []
+        if not all(filled):
+            empty = [q for (q, _), f in zip(items, filled, strict=True) if not f]
+            items = [it for it, f in zip(items, filled, strict=True) if f]
+            values = [v for _, v in items]
+            counts = counts[counts > 0]
         total = int(counts.sum())
-        docs = _strings(chain.from_iterable(v if kind == "ordered" else v.keys() for _, v in items), total)
+        docs = _strings(chain.from_iterable(values), total)  # a dict iterates its keys
         score_arr = None
         if kind == "scored":
             try:
-                score_arr = np.fromiter(chain.from_iterable(v.values() for _, v in items), dtype=np.float64,
-                                        count=total)
+                score_arr = np.fromiter(chain.from_iterable(map(methodcaller("values"), values)),
+                                        dtype=np.float64, count=total)
             except (TypeError, ValueError) as exc:
                 raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
             bad = ~np.isfinite(score_arr)
@@ -192,13 +202,14 @@ class Run:
                 raise InputError(f"score is not a finite number: {score_arr[np.flatnonzero(bad)[0]]!r}",
                                  source="<dict>", line=int(np.flatnonzero(bad)[0]) + 1, field="score")
         queries = [q for q, _ in items]
-        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # two keys, one text (1 and "1"): merge them
+        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge them
             qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])
             run = cls.from_columns(qcol, docs, score_arr, kind=kind, name=name, source="<dict>")
         else:
             block_codes = np.arange(len(queries), dtype=np.int32)
             heads = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-            run = cls._build(queries, None, docs, score_arr, kind, name, "<dict>", None, (block_codes, heads))
+            run = cls._build(queries, None, docs, score_arr, kind, name, "<dict>", None, (block_codes, heads),
+                             owned=True)
         return run._with_queries(empty) if empty else run
 
     def _with_queries(self, query_ids: list[str]) -> Run:
@@ -295,6 +306,12 @@ def _strings(values: Iterable, count: int) -> pa.Array:
 
 def _line(lines: np.ndarray | None, row: int) -> int:
     return int(lines[row]) if lines is not None else row + 1
+
+
+def _patch_only(plan: tuple, n: int) -> bool:
+    """True when a plan from :func:`_rank_order` only reorders tied rows (no block moves)."""
+    order, runs, patch = plan
+    return order is None and patch is not None and len(runs[0]) == 1 and int(runs[0][0]) == 0 and int(runs[1][0]) == n
 
 
 def _full_order(plan: tuple) -> np.ndarray:

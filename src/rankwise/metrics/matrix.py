@@ -157,8 +157,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 
     # --- the judged run rows: (query, doc) found in the qrels
     if len(run) and len(qrels) and width:
-        rows, qrels_rows = _judged_rows(qrels, run, run_to_qrels)
-        run_q = np.searchsorted(run.offsets, rows, side="right") - 1
+        rows, qrels_rows, run_q = _judged_rows(qrels, run, run_to_qrels)
         target, col = run_row[run_q], rows - run.offsets[run_q]
         keep = (target >= 0) & (col < width) if depth is None else (target >= 0) & (col < depth)
         g = qrels.grades[qrels_rows[keep]]
@@ -191,8 +190,9 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     return matrix, summary
 
 
-def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Run rows whose (query, doc) is in the qrels, and the matching qrels rows.
+def _judged_rows(qrels: Qrels, run: Run,
+                 run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run rows whose (query, doc) is in the qrels, the matching qrels rows, and the rows' run queries.
 
     Each qrels entry's (query, doc hash) is binary-searched in the run's sorted row keys (built once,
     when the run was read, for its duplicate check); candidates are confirmed on the exact doc-id
@@ -207,7 +207,7 @@ def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.n
     entries = np.flatnonzero(run_q >= 0)
     empty = np.zeros(0, dtype=np.int64)
     if len(entries) == 0 or len(keys) == 0:
-        return empty, empty
+        return empty, empty, empty
     # needles come in query order (both query lists are byte-ordered): the searches walk the keys forward
     needles = layout.needles(run_q[entries], qrels._doc_hashes[entries])
     first = np.searchsorted(keys, needles)
@@ -227,16 +227,30 @@ def _judged_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.n
     by_row = np.argsort(rows)
     rows, match = rows[by_row], match[by_row]
     same = np_values(pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
-    return rows[same], match[same]
+    return rows[same], match[same], run_q[match[same]]
 
 
 def _ideal_gains(qrels: Qrels, eval_q: np.ndarray) -> np.ndarray:
     """Positive grades of each evaluated query, sorted descending, as a padded matrix."""
+    per_query = np.diff(qrels.offsets)
+    most = int(per_query.max()) if len(per_query) else 0
+    if len(eval_q) == 0 or most == 0:
+        return np.zeros((len(eval_q), 0), dtype=np.int64)
     qq = qrels.query_codes()
-    pos = qrels.grades > 0
-    codes, gains = qq[pos], qrels.grades[pos]
+    gains = np.where(qrels.grades > 0, qrels.grades, 0)
+    if qrels.n_queries * most <= 4 * len(qrels) + 1_000_000:
+        # judgements are grouped by query: lay them out (queries x most judged) and sort each row
+        grid = np.zeros((qrels.n_queries, most), dtype=np.int64)
+        grid[qq, np.arange(len(qq)) - qrels.offsets[qq]] = gains
+        grid = grid[eval_q]
+        grid.sort(axis=1)
+        grid = grid[:, ::-1]
+        width = int((grid > 0).sum(axis=1).max())
+        return np.ascontiguousarray(grid[:, :width])
+    pos = gains > 0
+    codes, gains = qq[pos], gains[pos]
     counts = np.bincount(codes, minlength=qrels.n_queries)
-    width = int(counts[eval_q].max()) if len(eval_q) else 0
+    width = int(counts[eval_q].max())
     out = np.zeros((qrels.n_queries, width), dtype=np.int64)
     if width:
         order = np.lexsort((-gains, codes))
@@ -244,6 +258,5 @@ def _ideal_gains(qrels: Qrels, eval_q: np.ndarray) -> np.ndarray:
         starts = np.zeros(qrels.n_queries + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         col = np.arange(len(codes)) - starts[codes]
-        sel = col < width
-        out[codes[sel], col[sel]] = gains[sel]
+        out[codes, col] = gains
     return out[eval_q]
