@@ -171,7 +171,7 @@ def _summary_json(result: DemoResult, retrieved) -> dict:
         "winner": {"system": result.winner, "by": PRIMARY_METRIC},
         "mean": result.means,
         "best_per_metric": best,
-        "comparison": result.comparison.to_json() if hasattr(result.comparison, "to_json") else None,
+        "comparison": result.comparison.to_json(),
         "summary": result.summaries,
         "retrieval_seconds": {label: r.timings for label, r in retrieved.items()},
         "timings": result.timings,

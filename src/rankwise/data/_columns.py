@@ -506,29 +506,3 @@ def first_duplicate(rows: np.ndarray, row_queries: np.ndarray, docs: pa.Array,
             return first_seen[key], int(numbers[i]), int(rows[i])
         first_seen[key] = int(numbers[i])
     return None
-
-
-def find_duplicate_pair(qcodes: np.ndarray, docs: pa.Array,
-                        hashes: np.ndarray | None = None) -> tuple[int, int] | None:
-    """Return (first row, repeated row) of the first repeated (query, doc) pair, or None.
-
-    "First" is in row order: the smallest row that repeats an earlier one, and that earlier row.
-    ``hashes`` (from :func:`string_hashes` of ``docs``) is computed when not given.
-    """
-    if len(docs) < 2:
-        return None
-    if hashes is None:
-        hashes = string_hashes(docs)
-    order = np.argsort(qcodes, kind="stable")
-    counts = np.bincount(qcodes[order])
-    rows = order[duplicate_candidates(row_keys(counts, hashes[order], in_place=True))]
-    found = first_duplicate(rows, qcodes[rows], docs)
-    return None if found is None else found[:2]
-
-
-def offsets_from_codes(codes: np.ndarray, n_queries: int) -> np.ndarray:
-    """CSR offsets of rows already sorted by query code."""
-    counts = np.bincount(codes, minlength=n_queries)
-    offsets = np.zeros(n_queries + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets

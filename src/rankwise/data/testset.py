@@ -47,6 +47,10 @@ _CHUNK_KEYS = {"id", "text", "doc_id", "start", "end", "score"}
 _PASSAGE_KEYS = {"text", "doc_id", "start", "end"}
 
 
+def _span(doc_id: str | None, start: int | None, end: int | None) -> tuple[str, int, int] | None:
+    return None if doc_id is None or start is None or end is None else (doc_id, start, end)
+
+
 @dataclass
 class Chunk:
     """One retrieved chunk. Every field is optional except that a chunk needs a text or an id.
@@ -66,9 +70,7 @@ class Chunk:
     @property
     def span(self) -> tuple[str, int, int] | None:
         """``(doc_id, start, end)`` when all three are known."""
-        if self.doc_id is None or self.start is None or self.end is None:
-            return None
-        return (self.doc_id, self.start, self.end)
+        return _span(self.doc_id, self.start, self.end)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "text": self.text, "doc_id": self.doc_id, "start": self.start,
@@ -92,9 +94,7 @@ class ReferencePassage:
     @property
     def span(self) -> tuple[str, int, int] | None:
         """``(doc_id, start, end)`` when all three are known."""
-        if self.doc_id is None or self.start is None or self.end is None:
-            return None
-        return (self.doc_id, self.start, self.end)
+        return _span(self.doc_id, self.start, self.end)
 
     def to_dict(self) -> dict:
         return {"text": self.text, "doc_id": self.doc_id, "start": self.start, "end": self.end}

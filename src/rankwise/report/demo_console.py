@@ -27,8 +27,8 @@ def demo_table(result) -> Table:
         cells = []
         for system in result.systems:
             value = f"{result.means[system][metric]:.4f}"
-            cells.append(f"[bold green]{value} ★[/]" if best and len(best) < len(result.systems)
-                         and system in best else value + "  ")
+            marked = system in best and len(best) < len(result.systems)  # a tie for all marks none
+            cells.append(f"[bold green]{value} ★[/]" if marked else value + "  ")
         label = base + (" †" if base == "acp" else "") if base != previous else ""
         table.add_row(label, k, *cells)
         previous = base
