@@ -143,14 +143,14 @@ def test_skip_mode_compares_shared_queries_and_says_so():
 
 
 def test_undefined_values_are_left_out_of_pairs_not_averaged():
-    # set_precision is undefined for a query with nothing retrieved
+    # id_precision is undefined for a query with nothing retrieved
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
     r = compare(qrels, [{"q1": ["a"], "q2": ["b", "x"], "q3": []}, {"q1": ["a"], "q2": ["b"], "q3": ["c"]}],
-                "set_precision", missing="zero")
-    c = r.comparison("run2", "set_precision")
+                "id_precision", missing="zero")
+    c = r.comparison("run2", "id_precision")
     assert c.n == 2  # q3 is undefined for run1
     assert c.baseline_mean == pytest.approx(0.75) and c.mean == 1.0
-    assert math.isnan(r.per_query("run1", "set_precision")[2])
+    assert math.isnan(r.per_query("run1", "id_precision")[2])
 
 
 def test_compare_per_query_shape_check():
@@ -160,7 +160,7 @@ def test_compare_per_query_shape_check():
 
 def test_json_and_rows_are_strict(cranfield):
     qrels_path, _, runs = cranfield
-    r = compare(qrels_path, [runs["weak"], runs["strong"]], ["ndcg@10", "set_recall"], names=["w", "s"],
+    r = compare(qrels_path, [runs["weak"], runs["strong"]], ["ndcg@10", "id_recall"], names=["w", "s"],
                 permutations=1000)
     data = json.loads(json.dumps(r.to_json(per_query=True), allow_nan=False))
     assert data["comparisons"][0]["system"] == "s"

@@ -38,23 +38,10 @@ def main() -> None:
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:
-    """``-m P@5 -m ndcg@10,map`` -> ["P@5", "ndcg@10", "map"] (commas outside parentheses split)."""
-    out: list[str] = []
-    for v in values:
-        depth, cur = 0, ""
-        for ch in v:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            if ch == "," and depth == 0:
-                out.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            out.append(cur.strip())
-    return out
+    """``-m P@5 -m ndcg@10,map -m P.5,10`` -> one name per metric, split by the library's parser."""
+    from rankwise.metrics.registry import split_metric_list
+
+    return [name for v in values for name in split_metric_list(v)]
 
 
 @main.command("eval")
@@ -108,7 +95,7 @@ def metrics_command():
     for col in ("name", "cutoff", "parameters", "aliases", "definition"):
         table.add_column(col)
     for m in METRICS.values():
-        params = ", ".join(f"{k}={v}" for k, v in m.params.items())
+        params = "\n".join(p.describe() for p in m.params)
         table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
     Console().print(table)
 
