@@ -179,16 +179,29 @@ def _record(cid: str, wcp: float | None, verdicts: list[int], reason: str = "") 
             "scores": {"llm": {"wcp@3": wcp, "precision@3": sum(verdicts) / 3}}}
 
 
+def _wcp3(verdicts: list[int]) -> float:
+    from rankwise.metrics import weighted_context_precision
+
+    return weighted_context_precision(verdicts, k=3)
+
+
 def test_compare_records_matches_cases_by_id():
     a = [_record("c1", 0.5, [1, 0, 0]), _record("c2", 0.2, [0, 0, 1]), _record("c3", 1.0, [1, 1, 1])]
     b = [_record("c3", 1.0, [1, 1, 1]), _record("c1", 0.9, [1, 1, 0]), _record("c2", 0.6, [1, 0, 1])]
     r = compare_records({"A": a, "B": b}, "llm", test="t", correction="none")
     assert r.query_ids == ["c1", "c2", "c3"]
-    assert r.metrics == ["wcp@3", "precision@3"]
+    assert r.metrics == ["wcp@3", "precision@3"]  # the metrics the records were scored with
     c = r.comparison("B", "wcp@3")
-    assert c.delta == pytest.approx((0.4 + 0.4 + 0.0) / 3)
+    # recomputed from the stored verdicts, not read from the stored scores
+    base = [_wcp3([1, 0, 0]), _wcp3([0, 0, 1]), _wcp3([1, 1, 1])]
+    cand = [_wcp3([1, 1, 0]), _wcp3([1, 0, 1]), _wcp3([1, 1, 1])]
+    assert c.baseline_mean == pytest.approx(sum(base) / 3) and c.mean == pytest.approx(sum(cand) / 3)
     assert (c.wins, c.ties, c.losses) == (2, 1, 0)
-    assert c.p_value == pytest.approx(stats.ttest_rel([0.9, 0.6, 1.0], [0.5, 0.2, 1.0]).pvalue)
+    assert c.p_value == pytest.approx(stats.ttest_rel(cand, base).pvalue)
+    # any registered metric, though no record stored it
+    assert r.comparison("B", "precision@3").delta == pytest.approx((1 / 3 + 1 / 3) / 3)
+    ndcg = compare_records({"A": a, "B": b}, "llm", "ndcg@3", test="t", correction="none")
+    assert ndcg.metrics == ["ndcg@3"]
 
 
 def test_compare_records_mismatch_and_nulls():
@@ -198,10 +211,9 @@ def test_compare_records_mismatch_and_nulls():
         compare_records({"A": a, "B": b}, "llm")
     r = compare_records({"A": a, "B": b}, "llm", "wcp@3", allow_mismatch=True)
     assert r.summary["left_out_not_in_every_set"] == {"A": 0, "B": 1}
-    assert r.summary["undefined"] == {"A": {"wcp@3": 1}}
-    assert r.comparison("B", "wcp@3").n == 1
-    with pytest.raises(InputError, match="no record holds a score"):
-        compare_records({"A": a, "B": b}, "llm", "ndcg@10", allow_mismatch=True)
+    assert r.comparison("B", "wcp@3").n == 2
+    r = compare_records({"A": a, "B": b}, "llm", "id_precision", allow_mismatch=True)
+    assert "undefined" not in r.summary
     with pytest.raises(InputError, match="appears twice"):
         compare_records({"A": a + a, "B": b}, "llm")
 

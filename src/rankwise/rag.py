@@ -20,7 +20,7 @@ from rankwise.metrics.registry import parse_measures
 from rankwise.relevance import SOURCES, TEXT_SOURCES, case_status, judge
 from rankwise.relevance.matrix import RelevanceMatrix
 
-__all__ = ["evaluate_rag", "RagResult", "load_records", "write_records", "default_rag_metrics",
+__all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
            "ACP_NOTE"]
 
 R_BASIS_TEXT = {
@@ -69,6 +69,44 @@ class RagResult(EvalResult):
         return write_records(self.records, path)
 
 
+def judged_records(testset: Any, relevance: str = "containment", *, labels: Any = None,
+                   min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
+                   relevance_level: int = 1, progress: bool = False) -> tuple[list[CaseRecord], bool]:
+    """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
+
+    Records that already hold this source's verdicts are used as stored, never re-judged; a test set
+    (or ``labels``) is judged now. Every command that scores RAG cases starts here.
+
+    Example:
+        >>> recs, stored = judged_records([{"id": "q", "retrieved_contexts": ["a b", "c"],
+        ...                                 "reference_contexts": ["a b"]}])
+        >>> recs[0].verdicts("containment"), stored
+        ([1, 0], False)
+    """
+    records = as_records(testset)
+    if not records:
+        raise InputError("the test set holds no case")
+    present = {s for r in records for s in r.sources()}
+    if relevance not in SOURCES and relevance not in present:
+        raise InputError(f"unknown relevance {relevance!r}; use one of {list(SOURCES)} or a verdict source "
+                         f"present in the records ({sorted(present) or 'none'})", field="relevance")
+    if relevance == "human" and labels is None and "human" not in present:
+        raise InputError("relevance 'human' needs labels (a CSV/JSONL of query_id, chunk_id or rank, verdict, "
+                         "type)", field="labels")
+    if relevance not in TEXT_SOURCES and relevance not in ("ids", "human") and relevance not in present:
+        raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for the LLM judge: "
+                         f"`rankwise judge TESTSET --records OUT.jsonl`, then score OUT.jsonl with relevance "
+                         f"{relevance!r})", field="relevance")
+    stored = labels is None and relevance in present
+    if stored:
+        for r in records:
+            r.status.setdefault(relevance, case_status(r, relevance))
+    else:
+        judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
+              id_field=id_field, relevance_level=relevance_level, progress=progress)
+    return records, stored
+
+
 def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = None,
                  k: int | Iterable[int] = (1, 3, 5, 10), metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
@@ -109,30 +147,10 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
-    records = as_records(testset)
-    if not records:
-        raise InputError("the test set holds no case")
-    present = {s for r in records for s in r.sources()}
-    if relevance not in SOURCES and relevance not in present:
-        raise InputError(f"unknown relevance {relevance!r}; use one of {list(SOURCES)} or a verdict source "
-                         f"present in the records ({sorted(present) or 'none'})", field="relevance")
-    if relevance == "human" and labels is None and "human" not in present:
-        raise InputError("relevance 'human' needs labels (--labels FILE: CSV/JSONL of query_id, chunk_id or "
-                         "rank, verdict, type)", field="labels")
-    if relevance not in TEXT_SOURCES and relevance not in ("ids", "human") and relevance not in present:
-        raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for the LLM judge: "
-                         f"`rankwise judge TESTSET --records OUT.jsonl`, then `rankwise eval-rag OUT.jsonl "
-                         f"--relevance llm`)", field="relevance")
-
     measures = parse_measures(metrics or default_rag_metrics(ks, relevance))
-    stored = labels is None and relevance in present
-    if stored:
-        # the records already hold this source's verdicts: score them as stored, never re-judged
-        for r in records:
-            r.status.setdefault(relevance, case_status(r, relevance))
-    else:
-        judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
-              id_field=id_field, relevance_level=relevance_level, progress=progress)
+    records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
+                                     threshold=threshold, id_field=id_field, relevance_level=relevance_level,
+                                     progress=progress)
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}

@@ -30,7 +30,7 @@ from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, lo
 from rankwise.errors import InputError
 
 __all__ = ["Verdict", "ChunkRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
-           "testset_from_records", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
+           "testset_from_records", "is_rag_file", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
 
 VERDICT_STATUSES = ("ok", "failed", "missing")
 VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "irrelevant")
@@ -348,6 +348,29 @@ def is_records_file(path: str | PathLike) -> bool:
     return isinstance(obj, dict) and "chunks" in obj
 
 
+_RAG_KEYS = ("chunks", "retrieved_contexts", "retrieved_context_ids", "contexts", "reference_contexts",
+             "question", "user_input")
+
+
+def is_rag_file(path: str | PathLike) -> bool:
+    """True when a JSON Lines file holds RAG cases (records or a test set), not a run or qrels.
+
+    Example:
+        >>> is_rag_file("runs/bm25.trec")
+        False
+    """
+    p = Path(path)
+    if p.suffix.lower() not in (".jsonl", ".ndjson", ".json") or not p.is_file():
+        return False
+    try:
+        with open(p, encoding="utf-8-sig") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        obj = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and any(k in obj for k in _RAG_KEYS)
+
+
 def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
     """Per-case records from records (a list or a records file) or from any test set ``load_testset`` reads.
 
@@ -361,6 +384,15 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
         import copy as _copy
 
         return _copy.deepcopy(list(obj)) if copy else list(obj)
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], Mapping) and "chunks" in obj[0]:
+        out, seen = [], set()
+        for i, item in enumerate(obj):
+            rec = record_from_dict(item, line=i + 1)
+            if rec.id in seen:
+                raise InputError(f"case id {rec.id!r} appears twice", line=i + 1, field="id")
+            seen.add(rec.id)
+            out.append(rec)
+        return out
     if isinstance(obj, (str, PathLike)) and is_records_file(obj):
         return load_records(obj)
     return records_from_testset(obj)

@@ -409,6 +409,9 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
         "missing": missing,
         "relevance_level": relevance_level,
     }
+    if missing == "zero":
+        # trec_eval -c prints, as num_rel's `all`, every judgement with grade > 0 whatever -l says
+        summary["num_rel_all_trec_eval"] = int((qrels.grades > 0).sum())
     return matrix, summary
 
 

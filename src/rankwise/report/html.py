@@ -166,7 +166,8 @@ def _distribution_section(cmp: ComparisonResult, colors: Mapping[str, str]) -> s
 
 
 # ----------------------------------------------------------------------------------------------- probe
-def _probe_section(records: Mapping[str, Sequence[Any]], sources: Sequence[str]) -> str:
+def _probe_section(records: Mapping[str, Sequence[Any]], sources: Sequence[str],
+                   metrics: Sequence[str] | None = None) -> str:
     try:
         from rankwise.analysis.probe import probe_records
         from rankwise.data.records import CaseRecord, record_from_dict
@@ -180,7 +181,10 @@ def _probe_section(records: Mapping[str, Sequence[Any]], sources: Sequence[str])
         if not use or not any(r.chunks for r in parsed):
             continue
         try:
-            probe = probe_records(parsed, use)
+            from rankwise.metrics.registry import parse_measures
+
+            probe_metrics = [m.name for m in parse_measures(metrics or []) if not m.metric.requires]
+            probe = probe_records(parsed, use, probe_metrics or None)
         except InputError:
             continue
         head = "<tr><th>metric</th>"
@@ -412,10 +416,12 @@ def render_html_report(
     source = comparison.summary.get("source")
     if source:
         meta += f" \u00b7 verdict source <b>{escape(source)}</b>"
+        if comparison.summary.get("r_basis"):
+            meta += f" \u00b7 R from {escape(str(comparison.summary['r_basis']))}"
     needed: set[str] = set()
     probe = ""
     if records:
-        probe = _probe_section(records, list(probe_sources or ([source] if source else [])))
+        probe = _probe_section(records, list(probe_sources or ([source] if source else [])), comparison.metrics)
     sections = [
         _summary_section(comparison),
         _sweep_section(sweeps, colors),
