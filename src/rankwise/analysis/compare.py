@@ -502,7 +502,7 @@ def compare_records(
         >>> compare_records(recs, "ids", "mrr").comparison("b", "mrr").delta
         0.5
     """
-    from rankwise.rag import default_rag_metrics, evaluate_rag
+    from rankwise.metrics.rag import default_rag_metrics, evaluate_rag
 
     systems = list(records)
     if len(systems) < 2:
@@ -570,8 +570,8 @@ def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:
 def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *, source: str = "containment",
                      labels: Any = None, relevance_level: int = 1) -> dict[str, list[Any]]:
     """Records with ``source`` verdicts, by system name, from records files or test sets (judged now when
-    they hold no such verdicts: :func:`rankwise.rag.judged_records`)."""
-    from rankwise.rag import judged_records
+    they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`)."""
+    from rankwise.metrics.rag import judged_records
 
     items = list(paths)
     system_labels = system_names(items, names)

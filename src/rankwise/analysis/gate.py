@@ -161,7 +161,7 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
             raise InputError(f"result has no metric {missing_names[0]!r}", source=where, field="metric")
         return list(obj.per_query.query_ids), np.column_stack([obj.per_query.column(n) for n in names])
     if relevance is not None or _is_rag(obj):
-        from rankwise.rag import evaluate_rag
+        from rankwise.metrics.rag import evaluate_rag
 
         rag = evaluate_rag(obj, relevance or "containment", metrics=names, labels=labels,
                            relevance_level=relevance_level)
