@@ -192,3 +192,15 @@ def test_compare_rag_takes_test_sets_and_any_metric(tmp_path):
     cmp = next(c for c in data["comparisons"] if c["metric"] == "mrr")
     assert cmp["p_value"] == _exact_p([0.5] * 4 + [0.0] * 4)  # 4 non-zero differences: exact, 2/16
     assert np.isclose(cmp["p_value"], 0.125)
+
+
+def test_count_measures_sum_in_compare_and_gate_as_in_eval():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    runs = [{"q1": ["a", "x"], "q2": ["b"]}, {"q1": ["a"], "q2": ["b", "y", "z"]}]
+    r = rankwise.compare(qrels, runs, ["num_ret", "P@1"], test="t")
+    assert r.means["run1"]["num_ret"] == rankwise.evaluate(qrels, runs[0], ["num_ret"]).mean["num_ret"] == 3.0
+    assert r.means["run2"]["num_ret"] == 4.0
+    from rankwise.analysis.gate import gate
+
+    g = gate(runs[0], runs[1], ["num_ret"], qrels=qrels, max_drop=10)
+    assert (g.checks[0].baseline_mean, g.checks[0].candidate_mean) == (3.0, 4.0)
