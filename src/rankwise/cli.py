@@ -600,6 +600,51 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
                    f"relevant in the verdict effect")
 
 
+@main.command("calibrate")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--relevance", "--source", "source", default="llm", show_default=True,
+              help="Verdict source of the metrics (llm, human, utility, containment, span, ids ...).")
+@click.option("--answer-scores", type=click.Path(dir_okay=False),
+              help="CSV/JSONL of query_id, answer_score (overrides the records' answer_score).")
+@click.option("--score-answers", "method", type=click.Choice(["f1", "em"]), default=None,
+              help="Score each record's response against its reference (token F1 or exact match) where it "
+                   "has no answer score.")
+@click.option("--name", "names", multiple=True, help="System name per RECORDS file (default: file stems).")
+@click.option("--curve", type=click.Path(dir_okay=False), help="Position-curve JSON: adds wcp(decay=curve).")
+@click.option("--min-cases", type=int, default=30, show_default=True,
+              help="Fewest cases with answer scores for a recommendation.")
+@click.option("--test-share", type=float, default=0.5, show_default=True, help="Share of cases held out.")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the ranking here.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def calibrate_command(records, source, answer_scores, method, names, curve, min_cases, test_share, seed, plot_path,
+                      fmt):
+    """Which metric x K x discount predicts the generator's answer scores: ranked on a training split,
+    reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
+    import json
+
+    from rankwise.analysis.answers import read_answer_scores, score_answers
+    from rankwise.analysis.calibrate import calibrate
+    from rankwise.analysis.compare import load_record_sets
+
+    sets = load_record_sets(list(records), list(names) or None, source=source)
+    given = read_answer_scores(answer_scores) if answer_scores else None
+    for recs in sets.values():
+        score_answers(recs, method or "f1", scores=given, source="labels") if (method or given) else None
+    result = calibrate(sets if len(sets) > 1 else next(iter(sets.values())), source, answer_scores=given,
+                       curve=curve, min_cases=min_cases, test_share=test_share, seed=seed)
+    if plot_path:
+        from rankwise.report.calibration import plot_calibration
+
+        plot_calibration(result, plot_path)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        from rankwise.report.calibration import print_calibration
+
+        print_calibration(result)
+
+
 @main.command("run")
 @click.option("--beir", "beir_dir", type=click.Path(file_okay=False),
               help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.")
