@@ -18,8 +18,22 @@ class _Group(click.Group):
     """A click group that turns our errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):
+        import warnings
+
+        from rankwise.errors import RankwiseWarning
+
+        def show(message, category, *args, **kwargs):
+            if issubclass(category, RankwiseWarning):
+                click.echo(f"rankwise: warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        shown = warnings.showwarning
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", RankwiseWarning)
+                warnings.showwarning = show
+                return super().invoke(ctx)
         except RankwiseError as exc:
             click.echo(f"rankwise: error: {exc}", err=True)
             sys.exit(2)
@@ -32,9 +46,14 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rankwise")
-def main() -> None:
+@click.option("--width", type=click.IntRange(min=20), default=None,
+              help="Columns of printed tables (default: the terminal's; unlimited when piped; or $RANKWISE_WIDTH).")
+def main(width: int | None) -> None:
     """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
     from any source, comparisons and reports."""
+    from rankwise.report.console import set_width
+
+    set_width(width)
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:
@@ -99,10 +118,10 @@ def _print_result(result, fmt: str, per_query: bool) -> None:
 @main.command("metrics")
 def metrics_command():
     """List every metric, its aliases and what it measures."""
-    from rich.console import Console
     from rich.table import Table
 
     from rankwise.metrics.registry import METRICS
+    from rankwise.report.console import make_console
 
     table = Table(title="rankwise metrics")
     for col in ("name", "cutoff", "parameters", "aliases", "definition"):
@@ -110,7 +129,7 @@ def metrics_command():
     for m in METRICS.values():
         params = ", ".join(f"{k}={v}" for k, v in m.params.items())
         table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
-    Console().print(table)
+    make_console().print(table)
 
 
 @main.command("eval-rag")
@@ -476,23 +495,10 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             return
         total = sum(len(c.chunks) for c in cases)
         try:
-            if quiet:
-                result = judge.run(cases)
-            else:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
+            from rankwise.progress import progress
 
-                with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                              TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-                    task = bar.add_task("judge", total=total)
-                    result = judge.run(cases, lambda n: bar.advance(task, n))
+            with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
+                result = judge.run(cases, advance)
         except KeyboardInterrupt:
             click.echo(f"rankwise: judge interrupted; the cache ({cache.path}) holds {len(cache)} verdicts: "
                        f"rerun the same command to resume", err=True)

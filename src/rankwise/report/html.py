@@ -30,7 +30,7 @@ import numpy as np
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
 from rankwise.errors import InputError
-from rankwise.report.compare_console import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p
+from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p
 from rankwise.report.svg import box_plot, color_of, delta_bars, line_chart
 
 __all__ = ["render_html_report", "write_html_report"]
