@@ -315,17 +315,8 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
     html_options = {}
     if html_path:
-        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged,
-                        "title": title or f"rankwise compare: {', '.join(result.systems)}"}
-        if queries_path:
-            from rankwise.retrieval.corpus import load_queries
-
-            html_options["queries"] = load_queries(queries_path)
-        if corpus_path:
-            from rankwise.retrieval.corpus import load_corpus
-
-            html_options["documents"] = {d.id: (f"{d.title}\n{d.text}" if d.title and not d.text.startswith(d.title)
-                                                else d.text) for d in load_corpus(corpus_path)}
+        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged, "queries": queries_path,
+                        "corpus": corpus_path, "title": title or f"rankwise compare: {', '.join(result.systems)}"}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
 
