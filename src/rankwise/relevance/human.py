@@ -1,4 +1,4 @@
-"""Verdicts from human labels (SPEC §4.3): a CSV/TSV or JSONL file, one label per (question, chunk).
+"""Verdicts from human labels (docs/metrics.md §4): a CSV/TSV or JSONL file, one label per (question, chunk).
 
 Columns / keys:
 

@@ -1,4 +1,4 @@
-"""Verdicts from ids (SPEC §4.1): retrieved ids looked up in the reference ids or in graded qrels.
+"""Verdicts from ids (docs/metrics.md §4): retrieved ids looked up in the reference ids or in graded qrels.
 
 A chunk's key is its ``id`` (or its ``doc_id`` when it has no id; ``id_field="doc_id"`` always uses the
 document). With qrels, the grade decides (relevant iff grade >= relevance_level) and feeds nDCG; without,

@@ -1,4 +1,4 @@
-"""Verdicts from ground-truth text (SPEC §4.2): containment, span overlap, fuzzy matching.
+"""Verdicts from ground-truth text (docs/metrics.md §4): containment, span overlap, fuzzy matching.
 
 Precision counts matching *chunks*; recall counts reference *passages* matched by at least one chunk in
 the top K. Each chunk's verdict records which passages it matched (``passages_found``) and why.
