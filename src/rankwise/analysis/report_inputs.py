@@ -3,14 +3,10 @@ qrels, query texts and document texts. Report modules only render what this modu
 
 Example:
     >>> from rankwise.analysis.compare import compare_records
-    >>> from rankwise.data.records import records_from_testset
-    >>> from rankwise.relevance.text import judge_text
-    >>> sets = {}
-    >>> for name, chunks in (("A", ["paris is the capital", "x"]), ("B", ["x", "paris is the capital"])):
-    ...     recs = records_from_testset([{"id": "q", "retrieved_contexts": chunks,
-    ...                                   "reference_contexts": ["paris is the capital"]}])
-    ...     _ = judge_text(recs)
-    ...     sets[name] = recs
+    >>> from rankwise.rag import evaluate_rag
+    >>> sets = {name: evaluate_rag([{"id": "q", "retrieved_contexts": chunks,
+    ...                              "reference_contexts": ["paris is the capital"]}], k=2, metrics=["mrr"]).records
+    ...         for name, chunks in (("A", ["paris is the capital", "x"]), ("B", ["x", "paris is the capital"]))}
     >>> inputs = report_inputs(compare_records(sets, "containment", ["mrr"]), records=sets)
     >>> inputs.verdict_source, sorted(inputs.probes), inputs.sources
     ('containment', ['A', 'B'], ['containment'])
