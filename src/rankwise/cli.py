@@ -51,9 +51,10 @@ class _Group(click.Group):
 def main(width: int | None) -> None:
     """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
     from any source, comparisons and reports."""
-    from rankwise.report.console import set_width
+    if width is not None or "rankwise.report.console" in sys.modules:  # rich only when tables are printed
+        from rankwise.report.console import set_width
 
-    set_width(width)
+        set_width(width)
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:

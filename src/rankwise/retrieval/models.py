@@ -109,7 +109,7 @@ def _cannot_load(kind: str, ref: ModelRef, exc: BaseException | str, param: str 
         return InputError(f"cannot load {kind} model from folder '{ref.path}': {detail}", field=param)
     hint = (
         f"cannot load {kind} model '{ref.name}' offline: it is neither a local folder nor in the Hugging Face "
-        f"cache ({_hf_cache()}). Give the path of a downloaded model folder instead, "
+        f"cache ({_hf_cache()}). Give the path to a downloaded model folder instead, "
         f"or download it where there is network (huggingface-cli download {ref.name}) and copy the cache here, "
         "or set RANKWISE_ALLOW_DOWNLOAD=1 to let rankwise download it."
     )
