@@ -244,3 +244,13 @@ def test_every_text_and_id_verdict_has_a_reason():
     assert reasons["fuzzy"][2].startswith("best similarity 0.") and reasons["fuzzy"][2].endswith("< threshold 0.8")
     assert reasons["ids"] == ["id c1 in the reference ids (grade 1)", "id c2 not in the reference ids",
                               "id c3 not in the reference ids"]
+
+
+def test_human_labels_without_a_reason_say_where_the_label_is(tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("query_id,rank,verdict,type,reason\nq,1,1,answer,\nq,2,0,irrelevant,off topic\n",
+                      encoding="utf-8")
+    cases = [{"id": "q", "retrieved_contexts": ["Paris is the capital.", "Lyon."], "reference_contexts": ["x"]}]
+    records = evaluate_rag(cases, "human", labels=labels, k=2).records
+    assert [c.verdicts["human"].reason for c in records[0].chunks] == \
+        [f"labelled 1 (answer) at {labels}:2", "off topic"]
