@@ -83,6 +83,22 @@ def test_piped_metrics_list_and_compare_are_whole(cranfield_files):
     assert "system_with_a_long_name_1" in out.stdout and "Holm-Bonferroni" in out.stdout
 
 
+def test_piped_rag_and_probe_tables_are_whole():
+    testset = Path(__file__).resolve().parents[1] / "examples" / "rich_testset.jsonl"
+    out = rankwise_cli("eval-rag", str(testset), "-q", "-k", "1,3,4")
+    assert out.returncode == 0, out.stderr
+    assert ELLIPSIS not in out.stdout
+    result = evaluate_rag(str(testset), "containment", k=[1, 3, 4])
+    lines = out.stdout.splitlines()
+    for case in result.per_query:
+        row = next(line for line in lines if line.startswith(f"\u2502 {case} "))
+        cells = [c.strip() for c in row.strip().strip("\u2502").split("\u2502")][1:]
+        assert cells == [f"{result.per_query[case][n]:.4f}" for n in result.names], case
+    out = rankwise_cli("probe", "--verdicts", "1,0,1,1,0,0,1,0,1,1,0,1")
+    assert out.returncode == 0 and ELLIPSIS not in out.stdout
+    assert "flip @12 1\u21920" in out.stdout
+
+
 def test_width_option_folds_instead_of_cutting(cranfield_files):
     qrels_path, runs = cranfield_files
     out = rankwise_cli("--width", "60", "eval", str(qrels_path), str(runs[0]), "-m", ",".join(LONG_METRICS))
