@@ -143,14 +143,14 @@ def test_skip_mode_compares_shared_queries_and_says_so():
 
 
 def test_undefined_values_are_left_out_of_pairs_not_averaged():
-    # set_precision is undefined for a query with nothing retrieved
+    # id_precision is undefined for a query with nothing retrieved
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
     r = compare(qrels, [{"q1": ["a"], "q2": ["b", "x"], "q3": []}, {"q1": ["a"], "q2": ["b"], "q3": ["c"]}],
-                "set_precision", missing="zero")
-    c = r.comparison("run2", "set_precision")
+                "id_precision", missing="zero")
+    c = r.comparison("run2", "id_precision")
     assert c.n == 2  # q3 is undefined for run1
     assert c.baseline_mean == pytest.approx(0.75) and c.mean == 1.0
-    assert math.isnan(r.per_query("run1", "set_precision")[2])
+    assert math.isnan(r.per_query("run1", "id_precision")[2])
 
 
 def test_compare_per_query_shape_check():
@@ -160,7 +160,7 @@ def test_compare_per_query_shape_check():
 
 def test_json_and_rows_are_strict(cranfield):
     qrels_path, _, runs = cranfield
-    r = compare(qrels_path, [runs["weak"], runs["strong"]], ["ndcg@10", "set_recall"], names=["w", "s"],
+    r = compare(qrels_path, [runs["weak"], runs["strong"]], ["ndcg@10", "id_recall"], names=["w", "s"],
                 permutations=1000)
     data = json.loads(json.dumps(r.to_json(per_query=True), allow_nan=False))
     assert data["comparisons"][0]["system"] == "s"
@@ -179,16 +179,29 @@ def _record(cid: str, wcp: float | None, verdicts: list[int], reason: str = "") 
             "scores": {"llm": {"wcp@3": wcp, "precision@3": sum(verdicts) / 3}}}
 
 
+def _wcp3(verdicts: list[int]) -> float:
+    from rankwise.metrics import weighted_context_precision
+
+    return weighted_context_precision(verdicts, k=3)
+
+
 def test_compare_records_matches_cases_by_id():
     a = [_record("c1", 0.5, [1, 0, 0]), _record("c2", 0.2, [0, 0, 1]), _record("c3", 1.0, [1, 1, 1])]
     b = [_record("c3", 1.0, [1, 1, 1]), _record("c1", 0.9, [1, 1, 0]), _record("c2", 0.6, [1, 0, 1])]
     r = compare_records({"A": a, "B": b}, "llm", test="t", correction="none")
     assert r.query_ids == ["c1", "c2", "c3"]
-    assert r.metrics == ["wcp@3", "precision@3"]
+    assert r.metrics == ["wcp@3", "precision@3"]  # the metrics the records were scored with
     c = r.comparison("B", "wcp@3")
-    assert c.delta == pytest.approx((0.4 + 0.4 + 0.0) / 3)
+    # recomputed from the stored verdicts, not read from the stored scores
+    base = [_wcp3([1, 0, 0]), _wcp3([0, 0, 1]), _wcp3([1, 1, 1])]
+    cand = [_wcp3([1, 1, 0]), _wcp3([1, 0, 1]), _wcp3([1, 1, 1])]
+    assert c.baseline_mean == pytest.approx(sum(base) / 3) and c.mean == pytest.approx(sum(cand) / 3)
     assert (c.wins, c.ties, c.losses) == (2, 1, 0)
-    assert c.p_value == pytest.approx(stats.ttest_rel([0.9, 0.6, 1.0], [0.5, 0.2, 1.0]).pvalue)
+    assert c.p_value == pytest.approx(stats.ttest_rel(cand, base).pvalue)
+    # any registered metric, though no record stored it
+    assert r.comparison("B", "precision@3").delta == pytest.approx((1 / 3 + 1 / 3) / 3)
+    ndcg = compare_records({"A": a, "B": b}, "llm", "ndcg@3", test="t", correction="none")
+    assert ndcg.metrics == ["ndcg@3"]
 
 
 def test_compare_records_mismatch_and_nulls():
@@ -198,10 +211,9 @@ def test_compare_records_mismatch_and_nulls():
         compare_records({"A": a, "B": b}, "llm")
     r = compare_records({"A": a, "B": b}, "llm", "wcp@3", allow_mismatch=True)
     assert r.summary["left_out_not_in_every_set"] == {"A": 0, "B": 1}
-    assert r.summary["undefined"] == {"A": {"wcp@3": 1}}
-    assert r.comparison("B", "wcp@3").n == 1
-    with pytest.raises(InputError, match="no record holds a score"):
-        compare_records({"A": a, "B": b}, "llm", "ndcg@10", allow_mismatch=True)
+    assert r.comparison("B", "wcp@3").n == 2
+    r = compare_records({"A": a, "B": b}, "llm", "id_precision", allow_mismatch=True)
+    assert "undefined" not in r.summary
     with pytest.raises(InputError, match="appears twice"):
         compare_records({"A": a + a, "B": b}, "llm")
 

@@ -106,7 +106,7 @@ def test_acp_ragas_compat():
     assert average_context_precision([1, 0, 1], ragas_compat=True) == (1 + 2 / 3) / (2 + 1e-10)
     assert average_context_precision([0, 0], ragas_compat=True) == 0.0
     r = evaluate_matrix(RelevanceMatrix.from_verdicts([[1]]), ["acp(ragas_compat=true)@5"])
-    assert r.mean == {"acp(ragas_compat=True)@5": 0.9999999999}
+    assert r.mean == {"acp(ragas_compat=true)@5": 0.9999999999}
 
 
 def test_acp_rank_and_verdict_effects():
@@ -133,11 +133,11 @@ def test_set_metrics_vectors():
 
 def test_set_metrics_undefined_left_out_of_the_mean():
     m = RelevanceMatrix.from_verdicts({"a": [1, 0, 0, 1], "b": []}, n_relevant=[4, 0])
-    r = evaluate_matrix(m, ["set_precision", "set_recall"])
-    assert r.per_query["a"] == {"set_precision": 0.5, "set_recall": 0.5}
-    assert r.per_query["b"] == {"set_precision": None, "set_recall": None}
-    assert r.mean == {"set_precision": 0.5, "set_recall": 0.5}
-    assert r.summary["undefined"] == {"set_precision": 1, "set_recall": 1}
+    r = evaluate_matrix(m, ["id_precision", "id_recall"])
+    assert r.per_query["a"] == {"id_precision": 0.5, "id_recall": 0.5}
+    assert r.per_query["b"] == {"id_precision": None, "id_recall": None}
+    assert r.mean == {"id_precision": 0.5, "id_recall": 0.5}
+    assert r.summary["undefined"] == {"id_precision": 1, "id_recall": 1}
 
 
 def test_context_recall_counts_passages_found_not_chunks():
@@ -173,7 +173,7 @@ def test_worked_example_through_the_engine():
 def test_canonical_names():
     assert parse_measure("wcp@5").name == "wcp@5"
     assert parse_measure("wcp(decay=log)@5").name == "wcp@5"
-    assert parse_measure("acp(ragas_compat=true)@5").name == "acp(ragas_compat=True)@5"
+    assert parse_measure("acp(ragas_compat=true)@5").name == "acp(ragas_compat=true)@5"
     assert parse_measure("context_precision@5").name == "acp@5"
 
 
@@ -198,5 +198,5 @@ def test_acp_ragas_compat_digit_for_digit_with_ragas_formula():
     for v in lists:
         assert average_context_precision(v, ragas_compat=True) == ragas_ap(v)
     m = RelevanceMatrix.from_verdicts(lists)
-    values = evaluate_matrix(m, ["acp(ragas_compat=true)@40"]).per_query.column("acp(ragas_compat=True)@40")
+    values = evaluate_matrix(m, ["acp(ragas_compat=true)@40"]).per_query.column("acp(ragas_compat=true)@40")
     assert values.tolist() == [ragas_ap(v) for v in lists]

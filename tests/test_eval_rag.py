@@ -26,7 +26,7 @@ EXPECTED = {
                     "wcp@4": 0.2928, "mrr": 0.7222},
     "fuzzy": {"hit_rate@4": 0.8333, "precision@4": 0.25, "recall@4": 0.75, "acp@4": 0.7361, "wcp@4": 0.3208},
     "ids": {"hit_rate@4": 0.8333, "precision@4": 0.2917, "recall@4": 0.8333, "acp@4": 0.7361,
-            "set_precision": 0.2917, "set_recall": 1.0},
+            "id_precision": 0.2917, "id_recall": 1.0},
     "span": {"hit_rate@4": 0.8333, "precision@4": 0.2917, "recall@4": 0.8333, "acp@4": 0.7361,
              "char_recall@4": 0.8333},
 }
@@ -74,7 +74,7 @@ def test_default_metrics():
         "hit_rate@1", "hit_rate@3", "hit_rate@5", "hit_rate@10", "precision@1", "precision@3", "precision@5",
         "precision@10", "recall@1", "recall@3", "recall@5", "recall@10", "f1@1", "f1@3", "f1@5", "f1@10",
         "mrr", "ndcg@10", "wcp@10", "acp@10", "context_recall@10"]
-    assert default_rag_metrics([5], "ids")[-2:] == ["set_precision", "set_recall"]
+    assert default_rag_metrics([5], "ids")[-2:] == ["id_precision", "id_recall"]
     assert default_rag_metrics([1, 5], "span")[-2:] == ["char_recall@1", "char_recall@5"]
 
 
@@ -82,11 +82,11 @@ def test_ids_mode_set_metrics_spec_vectors_and_duplicates():
     ts = [{"id": "a", "retrieved_context_ids": ["d1", "d2", "d3", "d4"], "reference_context_ids": ["d1", "d4", "d5", "d6"]},
           {"id": "b", "retrieved_context_ids": ["d1", "d2", "d3"], "reference_context_ids": ["d1", "d4", "d5", "d6"]},
           {"id": "c", "retrieved_context_ids": ["d1", "d2", "d1", "d1"], "reference_context_ids": ["d1"]}]
-    r = evaluate_rag(ts, "ids", k=4, metrics=["set_precision", "set_recall", "precision@4", "recall@4"])
-    assert r.per_query["a"]["set_precision"] == 0.5
-    assert r.per_query["b"]["set_recall"] == 0.25
+    r = evaluate_rag(ts, "ids", k=4, metrics=["id_precision", "id_recall", "precision@4", "recall@4"])
+    assert r.per_query["a"]["id_precision"] == 0.5
+    assert r.per_query["b"]["id_recall"] == 0.25
     # duplicates collapsed for the set metrics; the ranked metrics count chunks, recall counts gold once
-    assert r.per_query["c"] == {"set_precision": 0.5, "set_recall": 1.0, "precision@4": 0.75, "recall@4": 1.0}
+    assert r.per_query["c"] == {"id_precision": 0.5, "id_recall": 1.0, "precision@4": 0.75, "recall@4": 1.0}
 
 
 def test_ids_mode_graded_qrels_and_doc_id_field(tmp_path):
@@ -218,7 +218,7 @@ def test_cli_csv_metrics_and_labels():
     assert code == 0
     lines = out.strip().splitlines()
     assert lines[0] == "query_id,metric,value"
-    assert [line.split(",")[1] for line in lines[1:]] == ["acp(ragas_compat=True)@4", "wcp(decay=linear)@4"]
+    assert [line.split(",")[1] for line in lines[1:]] == ["acp(ragas_compat=true)@4", "wcp(decay=linear)@4"]
 
 
 def test_cli_errors_are_one_line(tmp_path):

@@ -185,7 +185,7 @@ def test_records_report_in_chromium(browser_ok, tmp_path):
     sweep = ksweep_records(sets, "containment", "wcp", max_k=3)
     path = write_html_report(tmp_path / "rag.html", result, sweeps=[sweep], records=sets,
                              probe_sources=["containment", "human"])
-    probe = probe_records(dense, ["containment", "human"])
+    probe = probe_records(dense, ["containment", "human"], ["wcp@3", "precision@3"])  # the compared metrics
 
     with Chromium.start(tmp_path) as browser:
         page = browser.open(path)

@@ -36,7 +36,7 @@ from rankwise.metrics import METRICS, RelevanceMatrix, known_names, parse_measur
     ("num_rel_ret", "num_rel_ret", None, "num_rel_ret"),
     ("wcp(decay=linear)@3", "wcp(decay=linear)@3", 3, None),
     ("wcp(decay=log)@3", "wcp@3", 3, None),  # default parameter values are not spelled out
-    ("acp(ragas_compat=true)@5", "acp(ragas_compat=True)@5", 5, None),
+    ("acp(ragas_compat=true)@5", "acp(ragas_compat=true)@5", 5, None),
 ])
 def test_names(name, canonical, k, trec):
     m = parse_measure(name)

@@ -58,23 +58,10 @@ def main(width: int | None) -> None:
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:
-    """``-m P@5 -m ndcg@10,map`` -> ["P@5", "ndcg@10", "map"] (commas outside parentheses split)."""
-    out: list[str] = []
-    for v in values:
-        depth, cur = 0, ""
-        for ch in v:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            if ch == "," and depth == 0:
-                out.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            out.append(cur.strip())
-    return out
+    """``-m P@5 -m ndcg@10,map -m P.5,10`` -> one name per metric, split by the library's parser."""
+    from rankwise.metrics.registry import split_metric_list
+
+    return [name for v in values for name in split_metric_list(v)]
 
 
 @main.command("eval")
@@ -128,7 +115,7 @@ def metrics_command():
     for col in ("name", "cutoff", "parameters", "aliases", "definition"):
         table.add_column(col)
     for m in METRICS.values():
-        params = ", ".join(f"{k}={v}" for k, v in m.params.items())
+        params = "\n".join(p.describe() for p in m.params)
         table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
     make_console().print(table)
 
@@ -324,28 +311,33 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 
 @main.command("compare-rag")
 @click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--source", default="containment", show_default=True,
-              help="Verdict source whose scores are compared (containment, span, fuzzy, ids, human, llm ...).")
+@click.option("--source", "--relevance", "source", default="containment", show_default=True,
+              help="Verdict source the metrics are computed from (containment, span, fuzzy, ids, human, llm ...).")
+@click.option("--labels", type=click.Path(dir_okay=False),
+              help="Human labels (CSV/JSONL) for --source human; graded qrels for --source ids.")
+@click.option("--relevance-level", "-l", type=int, default=1, show_default=True,
+              help="Grade from which an id/qrels grade counts as relevant.")
 @click.option("--allow-mismatch", is_flag=True, help="Compare only the cases every file holds.")
 @click.option("--probe-sources", default=None,
               help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
 @_compare_options
-def compare_rag_command(records, source, allow_mismatch, probe_sources, names, baseline, metrics, tests,
-                        correction, alpha, permutations, resamples, seed, fmt, per_query, html_path, plot_path,
-                        sweep_metrics, max_k, title):
-    """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records): per-case scores
-    under one verdict source, cases matched by id."""
+def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, names, baseline,
+                        metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
+                        html_path, plot_path, sweep_metrics, max_k, title):
+    """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
+    metric, computed from the verdicts of one source, cases matched by id."""
     from rankwise.analysis.compare import compare_records, load_record_sets
     from rankwise.analysis.ksweep import ksweep_records
     from rankwise.report.compare_console import emit_comparison
 
-    sets = load_record_sets(list(records), list(names) or None)
+    sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
+                            relevance_level=relevance_level)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
                              allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
-                             resamples=resamples)
+                             resamples=resamples, relevance_level=relevance_level)
     depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
-    sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth)
+    sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth, relevance_level=relevance_level)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
     html_options = {}
     if html_path:
@@ -358,11 +350,19 @@ def compare_rag_command(records, source, allow_mismatch, probe_sources, names, b
 
 @main.command("gate")
 @click.option("--baseline", "baseline_path", required=True, type=click.Path(dir_okay=False),
-              help="Baseline run (with --qrels) or saved result (`rankwise eval --format json --per-query`).")
+              help="Baseline run (with --qrels), saved result (`rankwise eval --format json --per-query`), "
+                   "RAG records file or test set.")
 @click.option("--candidate", "candidate_path", required=True, type=click.Path(dir_okay=False),
-              help="Candidate run (with --qrels) or saved result.")
-@click.option("-m", "--metric", "metrics", multiple=True, required=True,
+              help="Candidate run (with --qrels), saved result, RAG records file or test set.")
+@click.option("-m", "--metric", "metrics", multiple=True,
               help="Metric to guard, repeatable or comma-separated.")
+@click.option("--min", "floors", multiple=True, metavar="METRIC=VALUE",
+              help="Absolute floor: fail when the candidate's mean is below VALUE, significant or not "
+                   "(repeatable, e.g. --min ndcg@10=0.40).")
+@click.option("--relevance", "--source", "relevance", default=None,
+              help="Verdict source for RAG records/test sets (default containment).")
+@click.option("--labels", type=click.Path(dir_okay=False),
+              help="Human labels (--relevance human) or graded qrels (--relevance ids) for RAG inputs.")
 @click.option("--max-drop", type=float, default=0.01, show_default=True,
               help="Largest tolerated drop of a mean (absolute, in metric units).")
 @click.option("--alpha", type=float, default=0.05, show_default=True,
@@ -380,16 +380,16 @@ def compare_rag_command(records, source, allow_mismatch, probe_sources, names, b
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
 @click.option("--worst", type=int, default=5, show_default=True, help="Most-dropped queries shown per metric.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def gate_command(baseline_path, candidate_path, metrics, max_drop, alpha, qrels, allow_query_mismatch, test,
-                 correction, permutations, seed, relevance_level, missing, worst, fmt):
-    """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant; exit 0
-    otherwise, 2 on bad input (including different query sets)."""
-    from rankwise.analysis.gate import gate
+def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha, qrels,
+                 allow_query_mismatch, test, correction, permutations, seed, relevance_level, missing, worst, fmt):
+    """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
+    below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
+    from rankwise.analysis.gate import gate, parse_floors
 
     result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
                   qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
                   seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
-                  worst=worst)
+                  worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
     if fmt == "json":
         from rankwise.report.compare_text import gate_json
 
@@ -584,12 +584,14 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
     if fmt == "json":
         out = agr.to_dict()
         out["verdict_effect"] = effects
+        out["r_basis"] = comp.r_basis
         out["incomplete_cases"] = comp.incomplete
         click.echo(json.dumps(out, indent=2))
         return
     from rankwise.report.judge_console import print_agreement
 
     print_agreement(agr, effects, show=show)
+    click.echo("R (recall, nDCG's ideal): " + "; ".join(f"{s}: {b}" for s, b in comp.r_basis.items()))
     if comp.incomplete:
         n = len(comp.incomplete)
         click.echo(f"note: {n} case{' has' if n == 1 else 's have'} failed/missing verdicts, counted as not "

@@ -13,18 +13,24 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rankwise.data.checks import case_warnings
 from rankwise.data.records import CaseRecord, as_records, load_records, write_records
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
-from rankwise.metrics.matrix import RelevanceMatrix
-from rankwise.metrics.registry import Measure, Metric, parse_measures
-from rankwise.relevance import SOURCES, TEXT_SOURCES, GroundTruth, judge
+from rankwise.metrics.registry import parse_measures
+from rankwise.relevance import SOURCES, TEXT_SOURCES, case_status, judge
+from rankwise.relevance.matrix import RelevanceMatrix
 
-__all__ = ["evaluate_rag", "RagResult", "load_records", "write_records", "default_rag_metrics",
+__all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
            "ACP_NOTE"]
+
+R_BASIS_TEXT = {
+    "reference passages": "reference passages (a passage counts once, however many chunks match it)",
+    "reference ids": "reference ids at or above the relevance level",
+    "qrels": "qrels entries at or above the relevance level",
+    "pooled verdicts": ("the chunks judged relevant (pooled, as trec_eval qrels): recall shows how near the top "
+                        "the relevant chunks sit, not coverage of a reference"),
+}
 
 ACP_NOTE = ("acp divides by the relevant chunks retrieved, not by the passages that exist: one relevant "
             "chunk at rank 1 scores 1.0 however much was missed. Read it with recall / context_recall.")
@@ -33,14 +39,14 @@ ACP_NOTE = ("acp divides by the relevant chunks retrieved, not by the passages t
 def default_rag_metrics(k: Sequence[int], relevance: str) -> list[str]:
     """hit_rate, precision, recall, f1 at each k; mrr; ndcg, wcp (log), acp, context_recall at the largest k.
 
-    ids mode adds set_precision / set_recall; span mode adds char_recall at each k.
+    ids mode adds id_precision / id_recall; span mode adds char_recall at each k.
     """
     ks = sorted(set(k))
     top = ks[-1]
     names = [f"{m}@{x}" for m in ("hit_rate", "precision", "recall", "f1") for x in ks]
     names += ["mrr", f"ndcg@{top}", f"wcp@{top}", f"acp@{top}", f"context_recall@{top}"]
     if relevance == "ids":
-        names += ["set_precision", "set_recall"]
+        names += ["id_precision", "id_recall"]
     if relevance == "span":
         names += [f"char_recall@{x}" for x in ks]
     return names
@@ -64,90 +70,42 @@ class RagResult(EvalResult):
         return write_records(self.records, path)
 
 
-def _char_recall_measure(name: str, truth: dict[str, GroundTruth]) -> Measure:
-    base, _, k_text = name.partition("@")
-    if base != "char_recall" or (k_text and not k_text.isdigit()):
-        raise InputError(f"cannot parse {name!r}; write char_recall or char_recall@5", field="metric")
-    k = int(k_text) if k_text else None
+def judged_records(testset: Any, relevance: str = "containment", *, labels: Any = None,
+                   min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
+                   relevance_level: int = 1, progress: bool = False) -> tuple[list[CaseRecord], bool]:
+    """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
 
-    def compute(m: RelevanceMatrix, k=None) -> np.ndarray:
-        return np.array([truth[q].char_recall.get(k, 0.0) for q in m.query_ids], dtype=np.float64)
+    Records that already hold this source's verdicts are used as stored, never re-judged; a test set
+    (or ``labels``) is judged now. Every command that scores RAG cases starts here.
 
-    metric = Metric("char_recall", compute, "share of reference-passage characters covered by the top k "
-                    "(span mode)")
-    return Measure(metric, k)
-
-
-def _set_measure(measure: Measure, dedup: RelevanceMatrix) -> Measure:
-    """The registry's set metric, computed on the duplicate-free id matrix instead of the ranking."""
-    inner = measure.metric.compute
-
-    def compute(m: RelevanceMatrix, k=None) -> np.ndarray:
-        order = {q: i for i, q in enumerate(dedup.query_ids)}
-        values = inner(dedup, None)
-        return np.array([values[order[q]] for q in m.query_ids], dtype=np.float64)
-
-    metric = Metric(measure.metric.name, compute, measure.metric.description, cutoff="none",
-                    undefined_is_nan=True)
-    return Measure(metric, None)
-
-
-def _grade(v, source: str) -> int:
-    if v is None or not v.ok:
-        return 0
-    if source == "ids":
-        return int(v.grade if v.grade is not None else v.verdict)
-    if v.verdict != 1:
-        return 0
-    return int(v.grade) if v.grade is not None and v.grade > 0 else 1
-
-
-def _matrix(records: list[CaseRecord], source: str, truth: dict[str, GroundTruth],
-            relevance_level: int) -> RelevanceMatrix:
-    n = len(records)
-    depth = max((len(r.chunks) for r in records), default=0)
-    width = max((len(truth[r.id].ideal_gains) for r in records), default=0)
-    grades = np.zeros((n, depth), dtype=np.int64)
-    judged = np.zeros((n, depth), dtype=bool)
-    found = np.zeros((n, depth), dtype=np.int64)
-    ideal = np.zeros((n, width), dtype=np.int64)
-    lengths = np.array([len(r.chunks) for r in records], dtype=np.int64)
-    n_rel = np.array([truth[r.id].n_relevant for r in records], dtype=np.int64)
-    for i, r in enumerate(records):
-        g = [_grade(c.verdicts.get(source), source) for c in r.chunks]
-        grades[i, : len(g)] = g
-        judged[i, : len(g)] = True
-        lists = r.passages_found.get(source)
-        if lists is not None and not truth[r.id].pooled:
-            seen: set = set()
-            for j, items in enumerate(lists):
-                new = [x for x in items if x not in seen]
-                seen.update(new)
-                found[i, j] = len(new)
-        else:
-            found[i, : len(g)] = [1 if x >= relevance_level else 0 for x in g]
-        gains = truth[r.id].ideal_gains
-        ideal[i, : len(gains)] = gains
-    rel = judged & (grades >= relevance_level)
-    return RelevanceMatrix([r.id for r in records], grades, judged, lengths, n_rel,
-                           (judged & ~rel).sum(axis=1), ideal, relevance_level, found, lengths > 0)
-
-
-def _dedup_matrix(records: list[CaseRecord], truth: dict[str, GroundTruth], relevance_level: int) -> RelevanceMatrix:
-    rows = []
-    for r in records:
-        seen: dict[str, int] = {}
-        for c in r.chunks:
-            v = c.verdicts.get("ids")
-            key = (v.meta.get("key") if v is not None else None) or c.id or c.doc_id
-            if key is None or key in seen:
-                continue
-            seen[key] = _grade(v, "ids")
-        rows.append(list(seen.values()))
-    m = RelevanceMatrix.from_verdicts({r.id: row for r, row in zip(records, rows, strict=True)},
-                                      n_relevant=[truth[r.id].n_relevant for r in records],
-                                      relevance_level=relevance_level)
-    return m
+    Example:
+        >>> recs, stored = judged_records([{"id": "q", "retrieved_contexts": ["a b", "c"],
+        ...                                 "reference_contexts": ["a b"]}])
+        >>> recs[0].verdicts("containment"), stored
+        ([1, 0], False)
+    """
+    records = as_records(testset)
+    if not records:
+        raise InputError("the test set holds no case")
+    present = {s for r in records for s in r.sources()}
+    if relevance not in SOURCES and relevance not in present:
+        raise InputError(f"unknown relevance {relevance!r}; use one of {list(SOURCES)} or a verdict source "
+                         f"present in the records ({sorted(present) or 'none'})", field="relevance")
+    if relevance == "human" and labels is None and "human" not in present:
+        raise InputError("relevance 'human' needs labels (a CSV/JSONL of query_id, chunk_id or rank, verdict, "
+                         "type)", field="labels")
+    if relevance not in TEXT_SOURCES and relevance not in ("ids", "human") and relevance not in present:
+        raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for the LLM judge: "
+                         f"`rankwise judge TESTSET --records OUT.jsonl`, then score OUT.jsonl with relevance "
+                         f"{relevance!r})", field="relevance")
+    stored = labels is None and relevance in present
+    if stored:
+        for r in records:
+            r.status.setdefault(relevance, case_status(r, relevance))
+    else:
+        judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
+              id_field=id_field, relevance_level=relevance_level, progress=progress)
+    return records, stored
 
 
 def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = None,
@@ -162,7 +120,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             records (a records JSONL path or a list of :class:`CaseRecord`, e.g. from ``rankwise judge``).
         relevance: ``containment`` (default), ``span``, ``fuzzy``, ``ids``, ``human`` (needs ``labels``
             unless the records hold human verdicts), ``llm`` (verdicts already in the records) or any
-            other source name present in the records.
+            other source name present in the records. Records that already hold this source's verdicts
+            are scored as stored, never re-judged (pass the test set, or ``labels``, to judge anew).
         labels: human labels (CSV/JSONL path or rows) for ``human``; graded qrels for ``ids``.
         k: cutoffs for the default metrics.
         metrics: metric names (``wcp@5``, ``acp(ragas_compat=true)@5``, ``char_recall@5`` ...); default
@@ -172,7 +131,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         id_field: ids mode: compare ``id`` or ``doc_id`` of chunks (default: id, else doc_id).
         relevance_level: grade from which an id/qrels grade counts as relevant.
         unscorable: cases with no ground truth or no retrieved chunk: ``zero`` (score 0, kept in the means,
-            SPEC §1) or ``skip`` (left out of the means). Listed in the summary either way.
+            docs/context-metrics.md) or ``skip`` (left out of the means). Listed in the summary either way.
         incomplete: cases with failed or missing verdicts: ``zero`` (those chunks count as not relevant,
             the case stays in the means) or ``skip``. Listed in the summary either way.
         progress: show a progress bar (stderr) while judging long test sets.
@@ -189,30 +148,10 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
-    records = as_records(testset)
-    if not records:
-        raise InputError("the test set holds no case")
-    present = {s for r in records for s in r.sources()}
-    if relevance not in SOURCES and relevance not in present:
-        raise InputError(f"unknown relevance {relevance!r}; use one of {list(SOURCES)} or a verdict source "
-                         f"present in the records ({sorted(present) or 'none'})", field="relevance")
-    if relevance == "human" and labels is None and "human" not in present:
-        raise InputError("relevance 'human' needs labels (--labels FILE: CSV/JSONL of query_id, chunk_id or "
-                         "rank, verdict, type)", field="labels")
-    if relevance not in TEXT_SOURCES and relevance not in ("ids", "human") and relevance not in present:
-        raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for the LLM judge: "
-                         f"`rankwise judge TESTSET --records OUT.jsonl`, then `rankwise eval-rag OUT.jsonl "
-                         f"--relevance llm`)", field="relevance")
-
-    metric_names = ([metrics] if isinstance(metrics, str) else list(metrics)) if metrics else \
-        default_rag_metrics(ks, relevance)
-    char_names = [m for m in metric_names if str(m).startswith("char_recall")]
-    if char_names and relevance != "span":
-        raise InputError("char_recall needs span relevance (--relevance span)", field="metric")
-    char_ks = sorted({int(n.partition("@")[2]) for n in char_names if n.partition("@")[2].isdigit()})
-
-    truth = judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
-                  id_field=id_field, relevance_level=relevance_level, ks=char_ks, progress=progress)
+    measures = parse_measures(metrics or default_rag_metrics(ks, relevance))
+    records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
+                                     threshold=threshold, id_field=id_field, relevance_level=relevance_level,
+                                     progress=progress)
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}
@@ -239,24 +178,13 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         raise InputError(f"no case can be scored with relevance {relevance!r}: "
                          f"{len(unscorable_cases)} unscorable, {len(incomplete_cases)} incomplete")
 
-    matrix = _matrix(scored, relevance, truth, relevance_level)
-    measures: list[Measure] = []
-    dedup = None
-    for name in metric_names:
-        if str(name).startswith("char_recall"):
-            measures.append(_char_recall_measure(str(name), truth))
-            continue
-        (measure,) = parse_measures([name])
-        if relevance == "ids" and measure.metric.name in ("set_precision", "set_recall"):
-            if dedup is None:
-                dedup = _dedup_matrix(scored, truth, relevance_level)
-            measure = _set_measure(measure, dedup)
-        measures.append(measure)
-
+    matrix = RelevanceMatrix.from_records(scored, relevance, relevance_level=relevance_level, id_field=id_field)
+    for measure in measures:
+        measure.check(matrix)
     summary = _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete,
-                       truth, min_overlap=min_overlap, threshold=threshold, id_field=id_field,
+                       matrix.r_basis, stored, min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                        relevance_level=relevance_level)
-    for message in case_warnings(records, [*ks, *(m.k for m in measures)]):
+    for message in case_warnings(records, [m.k for m in measures]):
         warn(message, summary=summary)
     result = evaluate_matrix(matrix, measures, summary, run_name=f"eval-rag ({relevance})")
 
@@ -269,20 +197,14 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                      records=records, relevance=relevance)
 
 
-def _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete, truth,
-             **params) -> dict:
+def _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete, r_basis,
+             stored, **params) -> dict:
     counts = {"ok": 0, "failed": 0, "missing": 0}
     for r in records:
         for c in r.chunks:
             v = c.verdicts.get(relevance)
             counts["missing" if v is None else v.status] = counts.get("missing" if v is None else v.status, 0) + 1
-    if relevance in TEXT_SOURCES:
-        basis = "reference passages (a passage counts once, however many chunks match it)"
-    elif relevance == "ids":
-        basis = "reference ids / qrels entries at or above the relevance level"
-    else:
-        basis = ("the chunks judged relevant (pooled, as trec_eval qrels): recall shows how near the top the "
-                 "relevant chunks sit, not coverage of a reference")
+    basis = R_BASIS_TEXT.get(r_basis, r_basis)
     kept = {k: v for k, v in params.items() if v is not None}
     if relevance != "span":
         kept.pop("min_overlap", None)
@@ -297,14 +219,16 @@ def _summary(records, relevance, scored, unscorable_cases, incomplete_cases, uns
         "evaluated": len(scored),
         "unscorable": len(unscorable_cases),
         "unscorable_cases": unscorable_cases,
-        "unscorable_treatment": ("scored 0 on every metric and kept in the means (SPEC §1)" if unscorable == "zero"
+        "unscorable_treatment": ("scored 0 on every metric and kept in the means (docs/context-metrics.md)" if unscorable == "zero"
                                  else "left out of the means"),
         "incomplete": len(incomplete_cases),
         "incomplete_cases": incomplete_cases,
         "incomplete_treatment": ("failed/missing verdicts counted as not relevant; the case stays in the means"
                                  if incomplete == "zero" else "left out of the means"),
         "verdicts": counts,
+        "r_basis": r_basis,
         "recall_basis": basis,
+        "verdicts_from": "stored in the records" if stored else "judged now",
         "parameters": kept,
         "notes": [ACP_NOTE],
     }

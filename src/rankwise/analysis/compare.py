@@ -30,6 +30,7 @@ from rankwise.analysis.significance import (
     CORRECTIONS,
     TESTS,
     bootstrap_ci,
+    ci_disagreement,
     cohens_d,
     correct_pvalues,
     paired_test,
@@ -58,6 +59,7 @@ class PairedComparison:
         effect_size: Cohen's d of the paired differences (None when undefined).
         wins, ties, losses: queries where the system beats, equals, trails the baseline.
         n: paired queries used (queries where a metric is undefined for either system are left out).
+        note: set when the bootstrap interval disagrees with the test's verdict (the test decides).
     """
 
     metric: str
@@ -77,9 +79,11 @@ class PairedComparison:
     ties: int
     losses: int
     n: int
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "note": self.note,
             "metric": self.metric, "system": self.system, "baseline": self.baseline,
             "mean": self.mean, "baseline_mean": self.baseline_mean, "delta": self.delta,
             "ci_low": _num(self.ci_low), "ci_high": _num(self.ci_high),
@@ -290,7 +294,8 @@ def compare_per_query(
                             losses=lss, n=int(ok.sum())))
     adjusted = correct_pvalues([r["p_value"] for r in raw], correction)
     comparisons = [
-        PairedComparison(**r, p_adjusted=p, significant=bool(not math.isnan(p) and p < alpha))
+        PairedComparison(**r, p_adjusted=p, significant=bool(not math.isnan(p) and p < alpha),
+                         note=ci_disagreement(p, r["ci_low"], r["ci_high"], alpha))
         for r, p in zip(raw, adjusted, strict=True)
     ]
     settings = {"tests": tests, "permutations": permutations, "seed": seed, "correction": correction,
@@ -464,7 +469,7 @@ def record_scores(records: Sequence[Any], source: str, *, origin: str = "<record
 
 
 def compare_records(
-    records: Mapping[str, Sequence[Any]],
+    records: Mapping[str, Any],
     source: str,
     metrics: Iterable[str] | str | None = None,
     *,
@@ -477,63 +482,67 @@ def compare_records(
     alpha: float = 0.05,
     resamples: int = 10_000,
     confidence: float = 0.95,
+    labels: Any = None,
+    relevance_level: int = 1,
 ) -> ComparisonResult:
-    """Compare RAG systems on their per-case records: scores under verdict ``source``, cases matched by id.
+    """Compare RAG systems case by case under verdict ``source``, cases matched by id.
 
-    ``records`` maps a system name to its records (objects or dicts, SPEC §6). Different case sets are
-    an error unless ``allow_mismatch`` (then only shared cases are compared, and the summary says how
-    many each system lost). A score of null (unscorable or undefined case) leaves that case out of the
+    ``records`` maps a system name to its records (objects, dicts, a records file) or its test set.
+    Every metric is computed from the stored verdicts by :func:`rankwise.evaluate_rag` (the numbers
+    ``eval-rag`` prints), so any registered metric can be compared, whatever scores the records hold.
+    Different case sets are an error unless ``allow_mismatch`` (then only shared cases are compared,
+    and the summary says how many each system lost). An undefined value leaves that case out of the
     comparisons of that metric only; the counts are in the summary.
 
     Example:
-        >>> recs = {"a": [{"id": "c1", "scores": {"ids": {"wcp@3": 0.5}}},
-        ...               {"id": "c2", "scores": {"ids": {"wcp@3": 0.25}}}],
-        ...         "b": [{"id": "c2", "scores": {"ids": {"wcp@3": 0.75}}},
-        ...               {"id": "c1", "scores": {"ids": {"wcp@3": 1.0}}}]}
-        >>> compare_records(recs, "ids").comparison("b", "wcp@3").delta
+        >>> recs = {"a": [{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]},
+        ...               {"id": "c2", "retrieved_context_ids": ["x", "d2"], "reference_context_ids": ["d2"]}],
+        ...         "b": [{"id": "c2", "retrieved_context_ids": ["d2", "x"], "reference_context_ids": ["d2"]},
+        ...               {"id": "c1", "retrieved_context_ids": ["d1", "x"], "reference_context_ids": ["d1"]}]}
+        >>> compare_records(recs, "ids", "mrr").comparison("b", "mrr").delta
         0.5
     """
+    from rankwise.rag import default_rag_metrics, evaluate_rag
+
     systems = list(records)
     if len(systems) < 2:
         raise InputError("compare-rag needs at least two record sets", field="records")
-    per_system = {s: record_scores(records[s], source, origin=s) for s in systems}
-    first_ids = per_system[systems[0]][0]
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    names = list(metrics) if metrics else None
+    if names is None:
+        stored = _stored_metric_names(records, source)
+        names = stored or default_rag_metrics([1, 3, 5, 10], source)
+    results = {s: evaluate_rag(records[s], source, metrics=names, labels=labels,
+                               relevance_level=relevance_level) for s in systems}
+    metric_names = results[systems[0]].names
+    first_ids = list(results[systems[0]].per_query.query_ids)
     common = set(first_ids)
-    for ids, _ in per_system.values():
-        common &= set(ids)
-    left_out = {s: len(ids) - len(common) for s, (ids, _) in per_system.items()}
+    for r in results.values():
+        common &= set(r.per_query.query_ids)
+    left_out = {s: len(r.per_query.query_ids) - len(common) for s, r in results.items()}
     if any(left_out.values()) and not allow_mismatch:
         detail = []
-        for s, (ids, _) in per_system.items():
-            extra = [i for i in ids if i not in common]
+        for s, r in results.items():
+            extra = [i for i in r.per_query.query_ids if i not in common]
             if extra:
                 detail.append(f"{s} has {len(extra)} case(s) not in every set (e.g. {extra[0]!r})")
         raise InputError("record sets hold different cases: " + "; ".join(detail)
-                         + " (allow with --allow-mismatch)", field="id")
+                         + " (allow_mismatch compares the shared ones)", field="id")
     case_ids = [c for c in first_ids if c in common]
     if not case_ids:
         raise InputError("the record sets share no case id", field="id")
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    if metrics:
-        metric_names = [_record_metric_name(m, per_system) for m in metrics]
-    else:
-        metric_names = _shared_metrics(per_system, case_ids, source)
     values: dict[str, np.ndarray] = {}
     undefined: dict[str, dict[str, int]] = {}
-    for s, (_, scores) in per_system.items():
-        arr = np.full((len(case_ids), len(metric_names)), np.nan)
-        for i, cid in enumerate(case_ids):
-            row = scores[cid]
-            for j, m in enumerate(metric_names):
-                v = row.get(m)
-                if v is not None:
-                    arr[i, j] = float(v)
+    for s, r in results.items():
+        index = {q: i for i, q in enumerate(r.per_query.query_ids)}
+        arr = r.per_query.values[[index[c] for c in case_ids]]
         values[s] = arr
         nan = np.isnan(arr).sum(axis=0)
         if nan.any():
             undefined[s] = {m: int(n) for m, n in zip(metric_names, nan.tolist(), strict=True) if n}
-    summary: dict[str, Any] = {"queries": len(case_ids), "source": source}
+    summary: dict[str, Any] = {"queries": len(case_ids), "source": source,
+                               "r_basis": results[systems[0]].summary.get("r_basis")}
     if any(left_out.values()):
         summary["left_out_not_in_every_set"] = left_out
     if undefined:
@@ -543,42 +552,28 @@ def compare_records(
                              resamples=resamples, confidence=confidence, summary=summary)
 
 
-def _record_metric_name(metric: str, per_system: Mapping[str, tuple]) -> str:
-    present = set()
-    for _, scores in per_system.values():
-        for row in scores.values():
-            present.update(row)
-    if metric in present:
-        return metric
-    from rankwise.metrics.registry import parse_measure
-
-    name = parse_measure(metric).name
-    if name not in present:
-        raise InputError(f"no record holds a score for metric {metric!r} (scored: "
-                         f"{', '.join(sorted(present)) or 'none'})", field="metric")
-    return name
-
-
-def _shared_metrics(per_system: Mapping[str, tuple], case_ids: list[str], source: str) -> list[str]:
+def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:
+    """Metric names scored under ``source`` in every case of every in-memory record set (file order)."""
     shared: list[str] | None = None
-    for _, scores in per_system.values():
+    for recs in records.values():
+        if not isinstance(recs, (list, tuple)):
+            return []
         names: list[str] = []
-        for cid in case_ids:
-            for m in scores[cid]:
+        for rec in recs:
+            for m in (_field(rec, "scores") or {}).get(source) or {}:
                 if m not in names:
                     names.append(m)
         shared = names if shared is None else [m for m in shared if m in names]
-    if not shared:
-        raise InputError(f"no metric is scored under source {source!r} in every record set", field="scores")
-    return shared
+    return shared or []
 
 
-def load_record_sets(paths: Sequence[str | PathLike], names: Sequence[str] | None = None
-                     ) -> dict[str, list[Any]]:
-    """Read record files (JSONL, SPEC §6) with :func:`rankwise.data.records.load_records`, by system name."""
-    try:
-        from rankwise.data.records import load_records
-    except ImportError:  # pragma: no cover - the records module ships with rankwise
-        raise InputError("per-case records are not supported by this installation", field="records") from None
-    labels = system_names(list(paths), names)
-    return {label: list(load_records(p)) for label, p in zip(labels, paths, strict=True)}
+def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *, source: str = "containment",
+                     labels: Any = None, relevance_level: int = 1) -> dict[str, list[Any]]:
+    """Records with ``source`` verdicts, by system name, from records files or test sets (judged now when
+    they hold no such verdicts: :func:`rankwise.rag.judged_records`)."""
+    from rankwise.rag import judged_records
+
+    items = list(paths)
+    system_labels = system_names(items, names)
+    return {label: judged_records(p, source, labels=labels, relevance_level=relevance_level)[0]
+            for label, p in zip(system_labels, items, strict=True)}

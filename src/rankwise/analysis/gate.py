@@ -1,7 +1,10 @@
 """A regression gate for CI: fail only when a metric drops by more than a budget *and* the drop is real.
 
-The baseline and the candidate are runs (scored against qrels) or saved results holding per-query values
-(``rankwise eval --format json --per-query``). Both must cover the same queries.
+The baseline and the candidate are runs (scored against qrels), saved results holding per-query values
+(``rankwise eval --format json --per-query``), or RAG records / test sets (scored by ``evaluate_rag`` under
+one verdict source). Both must cover the same queries. A floor per metric (``floors={"ndcg@10": 0.4}``)
+fails the gate whenever the candidate's mean is below it, significant or not. The p-value comes from the
+same routine as ``compare``'s, so the two print the same p for the same data and seed.
 
 Example:
     >>> qrels = {f"q{i}": {"a": 1} for i in range(20)}
@@ -28,7 +31,7 @@ import numpy as np
 from rankwise.analysis.significance import CORRECTIONS, correct_pvalues, paired_test
 from rankwise.errors import InputError
 
-__all__ = ["gate", "GateResult", "MetricCheck", "per_query_values"]
+__all__ = ["gate", "GateResult", "MetricCheck", "per_query_values", "parse_floors"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,9 @@ class MetricCheck:
         p_value: the paired test's p-value (after correction across metrics, if asked).
         over_budget: the drop ``-delta`` exceeds ``max_drop``.
         significant: ``p_value < alpha``.
-        failed: over budget and significant (a drop, not a gain).
+        failed: over budget and significant (a drop, not a gain), or below the floor.
+        floor: the absolute minimum asked for the candidate's mean, if any.
+        below_floor: the candidate's mean is below ``floor``.
         worst: the queries that dropped most: ``(query_id, baseline, candidate, delta)``.
         n: paired queries.
     """
@@ -56,9 +61,11 @@ class MetricCheck:
     failed: bool
     worst: list[tuple[str, float, float, float]]
     n: int
+    floor: float | None = None
+    below_floor: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
+        return {"floor": self.floor, "below_floor": self.below_floor, "metric": self.metric, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
                 "delta": self.delta, "p_value": None if math.isnan(self.p_value) else self.p_value,
                 "over_budget": self.over_budget, "significant": self.significant, "failed": self.failed,
                 "n": self.n,
@@ -124,9 +131,19 @@ def _saved_result(obj: Any) -> Mapping | None:
     return None
 
 
+def _is_rag(obj: Any) -> bool:
+    from rankwise.data.records import CaseRecord, is_rag_file
+
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (CaseRecord, Mapping)):
+        return True
+    return isinstance(obj, (str, PathLike)) and is_rag_file(obj)
+
+
 def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, relevance_level: int = 1,
-                     missing: str = "zero", origin: str | None = None) -> tuple[list[str], np.ndarray]:
-    """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result or an EvalResult.
+                     missing: str = "zero", origin: str | None = None, relevance: str | None = None,
+                     labels: Any = None) -> tuple[list[str], np.ndarray]:
+    """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result, an EvalResult,
+    or RAG records / a test set (scored under verdict source ``relevance``, default containment).
 
     Example:
         >>> saved = {"per_query": {"q1": {"ndcg@10": 0.5}, "q2": {"ndcg@10": 1.0}}}
@@ -143,6 +160,12 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
         if missing_names:
             raise InputError(f"result has no metric {missing_names[0]!r}", source=where, field="metric")
         return list(obj.per_query.query_ids), np.column_stack([obj.per_query.column(n) for n in names])
+    if relevance is not None or _is_rag(obj):
+        from rankwise.rag import evaluate_rag
+
+        rag = evaluate_rag(obj, relevance or "containment", metrics=names, labels=labels,
+                           relevance_level=relevance_level)
+        return list(rag.per_query.query_ids), np.column_stack([rag.per_query.column(n) for n in names])
     saved = _saved_result(obj)
     if saved is not None:
         per_query = saved["per_query"]
@@ -169,7 +192,7 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
                     raise InputError(f"query {qid!r}: value {v!r} is not a number", source=where, field=name)
         return ids, values
     if qrels is None:
-        raise InputError("a run needs qrels to be scored (--qrels), or pass a saved result with per-query "
+        raise InputError("a run needs qrels to be scored, or pass a saved result with per-query "
                          "values (`rankwise eval --format json --per-query`)", source=where, field="qrels")
     result = evaluate(qrels, obj, names, relevance_level=relevance_level, missing=missing)
     return list(result.per_query.query_ids), np.column_stack([result.per_query.column(n) for n in names])
@@ -191,6 +214,9 @@ def gate(
     relevance_level: int = 1,
     missing: str = "zero",
     worst: int = 5,
+    floors: Mapping[str, float] | None = None,
+    relevance: str | None = None,
+    labels: Any = None,
 ) -> GateResult:
     """Check a candidate against a baseline: a metric fails when it drops by more than ``max_drop``
     (absolute, in metric units) *and* a paired test finds the drop significant at ``alpha``.
@@ -206,24 +232,34 @@ def gate(
         test: ``"randomization"``, ``"t"`` or ``"wilcoxon"`` (two-sided).
         correction: ``"none"`` (default), ``"holm"`` or ``"bonferroni"`` across the checked metrics.
         worst: how many of the most-dropped queries to report per metric.
+        floors: metric -> absolute minimum of the candidate's mean; below it the gate fails whatever
+            the test says (a floor on a metric not in ``metrics`` adds that metric).
+        relevance: verdict source for RAG records / test sets (default containment).
+        labels: human labels or graded qrels for ``relevance`` human / ids.
     """
     if isinstance(metrics, str):
         metrics = [metrics]
     metrics = list(metrics)
-    if not metrics:
-        raise InputError("the gate needs at least one metric (--metric)", field="metric")
+    if not metrics and not floors:
+        raise InputError("the gate needs at least one metric or floor", field="metric")
     if max_drop < 0:
         raise InputError(f"max drop must be >= 0, not {max_drop}", field="max_drop")
     if not 0.0 < alpha < 1.0:
         raise InputError(f"alpha must be between 0 and 1, not {alpha}", field="alpha")
     if correction not in CORRECTIONS:
         raise InputError(f"unknown correction {correction!r}", field="correction")
+    floor_of: dict[str, float] = {}
+    for metric, value in (floors or {}).items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise InputError(f"the floor of {metric!r} must be a number, not {value!r}", field="floors")
+        floor_of[_canonical(metric)] = float(value)
     names = [_canonical(m) for m in metrics]
-    names = list(dict.fromkeys(names))
-    base_ids, base_vals = per_query_values(baseline, names, qrels=qrels, relevance_level=relevance_level,
-                                           missing=missing, origin=_origin(baseline, "baseline"))
-    cand_ids, cand_vals = per_query_values(candidate, names, qrels=qrels, relevance_level=relevance_level,
-                                           missing=missing, origin=_origin(candidate, "candidate"))
+    names = list(dict.fromkeys([*names, *floor_of]))
+    baseline, candidate = _check_run_queries(baseline, candidate, qrels, allow_query_mismatch)
+    common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
+              "labels": labels}
+    base_ids, base_vals = per_query_values(baseline, names, origin=_origin(baseline, "baseline"), **common)
+    cand_ids, cand_vals = per_query_values(candidate, names, origin=_origin(candidate, "candidate"), **common)
     base_set, cand_set = set(base_ids), set(cand_ids)
     summary: dict[str, Any] = {"baseline_queries": len(base_ids), "candidate_queries": len(cand_ids)}
     if base_set != cand_set:
@@ -236,7 +272,7 @@ def gate(
             if only_cand:
                 parts.append(f"{len(only_cand)} only in the candidate (e.g. {only_cand[0]!r})")
             raise InputError("baseline and candidate cover different queries: " + ", ".join(parts)
-                             + " (use --allow-query-mismatch to compare the shared ones)", field="query_id")
+                             + " (allow_query_mismatch compares the shared ones)", field="query_id")
         summary["only_in_baseline"] = len(only_base)
         summary["only_in_candidate"] = len(only_cand)
     shared = [q for q in base_ids if q in cand_set]
@@ -267,10 +303,62 @@ def gate(
         delta = cand_mean - base_mean
         over = -delta > max_drop + 1e-12
         significant = not math.isnan(p) and p < alpha
+        floor = floor_of.get(name)
+        below = floor is not None and cand_mean < floor
         checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant,
-                                  over and significant, worst_rows, n))
-    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction}
+                                  (over and significant) or below, worst_rows, n, floor, below))
+    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
+                "floors": floor_of, "relevance": relevance}
     return GateResult(checks, max_drop, alpha, settings, summary)
+
+
+def _check_run_queries(baseline: Any, candidate: Any, qrels: Any, allow: bool) -> tuple[Any, Any]:
+    """Two runs scored against qrels must retrieve for the same queries: scoring a missing query as 0
+    would hide it. Saved results and RAG inputs are checked on their evaluated ids instead. Returns the
+    inputs, runs loaded (once)."""
+    from rankwise.metrics.evaluate import EvalResult
+
+    if qrels is None or _is_rag(baseline) or _is_rag(candidate):
+        return baseline, candidate
+    if any(isinstance(x, EvalResult) or _saved_result(x) is not None for x in (baseline, candidate)):
+        return baseline, candidate
+    from rankwise.data.load import load_qrels, load_run
+
+    baseline, candidate = load_run(baseline), load_run(candidate)
+    judged = set(load_qrels(qrels).queries)
+    base = set(baseline.queries) & judged
+    cand = set(candidate.queries) & judged
+    if base != cand and not allow:
+        only_base, only_cand = sorted(base - cand), sorted(cand - base)
+        parts = []
+        if only_base:
+            parts.append(f"{len(only_base)} only in the baseline (e.g. {only_base[0]!r})")
+        if only_cand:
+            parts.append(f"{len(only_cand)} only in the candidate (e.g. {only_cand[0]!r})")
+        raise InputError("baseline and candidate runs retrieve for different queries: " + ", ".join(parts)
+                         + " (allow_query_mismatch compares them anyway, a missing query scoring 0)",
+                         field="query_id")
+    return baseline, candidate
+
+
+def parse_floors(items: Iterable[str]) -> dict[str, float]:
+    """``["ndcg@10=0.40", "recall@5=0.6"]`` -> ``{"ndcg@10": 0.4, "recall@5": 0.6}`` (names canonical).
+
+    Example:
+        >>> parse_floors(["ndcg_cut_10=0.4"])
+        {'ndcg@10': 0.4}
+    """
+    out: dict[str, float] = {}
+    for item in items:
+        metric, sep, raw = str(item).rpartition("=")
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not sep or not metric.strip() or not math.isfinite(value):
+            raise InputError(f"a floor is METRIC=VALUE, e.g. ndcg@10=0.40; got {item!r}", field="floors")
+        out[_canonical(metric.strip())] = value
+    return out
 
 
 def _origin(obj: Any, role: str) -> str:

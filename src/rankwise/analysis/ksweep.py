@@ -104,7 +104,7 @@ def ksweep(qrels: Any, runs: Sequence[Any], metric: str = "ndcg", *, max_k: int 
     from rankwise.analysis.compare import system_names
     from rankwise.data.load import load_qrels, load_run
     from rankwise.metrics.evaluate import evaluate_matrix
-    from rankwise.metrics.matrix import join
+    from rankwise.relevance.matrix import join
 
     measures = sweep_measures(metric, max_k)
     runs = list(runs)
@@ -128,8 +128,8 @@ def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: st
     """``metric`` at every K = 1..``max_k`` from per-case records, scored by
     :func:`rankwise.evaluate_rag` under verdict ``source`` (so the numbers match ``rankwise eval-rag``).
 
-    ``records`` maps a system name to its records (:class:`~rankwise.data.records.CaseRecord` objects or
-    dicts of the same shape).
+    ``records`` maps a system name to its records (:class:`~rankwise.data.records.CaseRecord` objects,
+    dicts of the same shape, a records file or a test set).
 
     Example:
         >>> recs = {"a": [{"id": "c1", "reference_context_ids": ["d2"],
@@ -137,7 +137,6 @@ def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: st
         >>> ksweep_records(recs, "ids", "precision", max_k=2).values["a"].tolist()
         [0.0, 0.5]
     """
-    from rankwise.data.records import CaseRecord, record_from_dict
     from rankwise.rag import evaluate_rag
 
     measures = sweep_measures(metric, max_k)
@@ -145,9 +144,7 @@ def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: st
     values: dict[str, np.ndarray] = {}
     summary: dict[str, Any] = {}
     for system, recs in records.items():
-        parsed = [r if isinstance(r, CaseRecord) else record_from_dict(r, source=system, line=i + 1)
-                  for i, r in enumerate(recs)]
-        result = evaluate_rag(parsed, source, metrics=names, relevance_level=relevance_level)
+        result = evaluate_rag(recs, source, metrics=names, relevance_level=relevance_level)
         values[system] = np.array([result.mean[n] for n in names])
         summary[system] = {k: result.summary[k] for k in ("cases", "evaluated", "unscorable", "incomplete")
                            if k in result.summary}

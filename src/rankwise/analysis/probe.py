@@ -1,4 +1,4 @@
-"""Rank effect versus verdict effect (SPEC §5).
+"""Rank effect versus verdict effect (docs/context-metrics.md, "Rank vs verdict").
 
 For one ordered verdict list, per metric: the score; the best and worst scores reachable by re-ordering
 the same verdicts (the rank effect); the change from flipping each single verdict in place (the verdict
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.relevance.matrix import RelevanceMatrix, record_truth, verdict_grade
 
 __all__ = ["MetricProbe", "ProbeResult", "SourceComparison", "probe_verdicts", "probe_records",
            "default_probe_metrics", "parse_verdicts"]
@@ -114,19 +114,6 @@ def _orderings(verdicts: list[int]) -> list[tuple[int, ...]]:
     return [tuple(sorted(verdicts, reverse=True)), tuple(sorted(verdicts))]
 
 
-def _matrix(rows: list[list[int]], n_relevant: int | None) -> RelevanceMatrix:
-    nrel = None if n_relevant is None else [n_relevant] * len(rows)
-    m = RelevanceMatrix.from_verdicts(rows, n_relevant=nrel)
-    if n_relevant is not None:
-        # the ideal ranking has R relevant items (grade 1 unless the verdicts carry higher grades)
-        width = max(m.ideal_gains.shape[1], n_relevant)
-        ideal = np.zeros((len(rows), width), dtype=np.int64)
-        ideal[:, : m.ideal_gains.shape[1]] = m.ideal_gains
-        ideal[:, :n_relevant] = np.maximum(ideal[:, :n_relevant], 1)
-        object.__setattr__(m, "ideal_gains", ideal)
-    return m
-
-
 def probe_verdicts(verdicts: Sequence[int], metrics: Iterable[str | Measure] | None = None, *,
                    k: int | None = None, n_relevant: int | None = None) -> ProbeResult:
     """Score, best/worst over re-orderings, and single-flip deltas of one ordered verdict list.
@@ -151,25 +138,89 @@ def probe_verdicts(verdicts: Sequence[int], metrics: Iterable[str | Measure] | N
         raise InputError("give at least one verdict", field="verdicts")
     k = len(v) if k is None else k
     measures = parse_measures(metrics or default_probe_metrics(k))
-    orders = _orderings(v)
-    flips = [[_flip(x) if j == i else x for j, x in enumerate(v)] for i in range(len(v))]
+    orders, flips = _variants(v)
     rows = [v, *[list(o) for o in orders], *flips]
-    m = _matrix(rows, n_relevant)
+    m = RelevanceMatrix.from_verdicts(rows, n_relevant=None if n_relevant is None else [n_relevant] * len(rows))
+    values = {measure.name: measure(m) for measure in measures}
+    out = [_metric_probe(name, float(vals[0]), vals[1:], v, orders) for name, vals in values.items()]
+    return ProbeResult(v, k, n_relevant, out)
+
+
+def _variants(v: list[int]) -> tuple[list[tuple[int, ...]], list[list[int]]]:
+    """Every re-ordering to try, and the list with each single verdict flipped."""
+    return _orderings(v), [[_flip(x) if j == i else x for j, x in enumerate(v)] for i in range(len(v))]
+
+
+def _metric_probe(name: str, base: float, variant_values: np.ndarray, v: list[int],
+                  orders: list[tuple[int, ...]]) -> MetricProbe:
     n_ord = len(orders)
+    ordered = variant_values[:n_ord]
     desc = orders.index(tuple(sorted(v, reverse=True)))
     asc = orders.index(tuple(sorted(v)))
+    # prefer the plainest ordering among ties: relevant-first for best, relevant-last for worst
+    bi = desc if ordered[desc] == ordered.max() else int(np.argmax(ordered))
+    wi = asc if ordered[asc] == ordered.min() else int(np.argmin(ordered))
+    flip_vals = variant_values[n_ord:]
+    return MetricProbe(name, base, float(ordered[bi]), float(ordered[wi]), list(orders[bi]), list(orders[wi]),
+                       [float(x) - base for x in flip_vals])
+
+
+def _probe_case(record, source: str, base: dict[str, float], measures: list[Measure],
+                relevance_level: int) -> dict[str, MetricProbe]:
+    """Probe one case under one source: its score as eval-rag computes it (``base``), and the scores of
+    every re-ordering and single flip of its verdicts under the same ground truth (same R)."""
+    v = [verdict_grade(c.verdicts.get(source), source) for c in record.chunks]
+    orders, flips = _variants(v)
+    rows = [*[list(o) for o in orders], *flips]
+    truth = record_truth(record, source, relevance_level=relevance_level)
+    if truth["basis"] == "pooled verdicts":
+        m = RelevanceMatrix.from_verdicts(rows, relevance_level=relevance_level)
+    else:
+        R = truth["n_relevant"]
+        lists = record.passages_found.get(source)
+        found_as_ordered = _new_found(lists) if lists is not None else [1 if x >= relevance_level else 0 for x in v]
+        total = min(R, sum(found_as_ordered))
+        n_rows = len(orders)
+        found_rows, ideal_rows = [], []
+        for i, row in enumerate(rows):
+            if i < n_rows:
+                budget = total
+            else:  # a flip: the flipped chunk gains or loses the passages it found
+                j = i - n_rows
+                budget = total - found_as_ordered[j] if v[j] >= relevance_level else min(R, total + 1)
+            found_rows.append(_first_found(row, budget, relevance_level))
+            hits = sum(1 for x in row if x >= relevance_level)
+            if truth["basis"] == "reference passages":
+                ideal_rows.append([1] * max(R, hits))
+            else:
+                ideal_rows.append(truth["ideal_gains"])
+        m = RelevanceMatrix.from_verdicts(rows, n_relevant=[R] * len(rows), ideal_gains=ideal_rows,
+                                          found=found_rows, relevance_level=relevance_level,
+                                          r_basis=truth["basis"])
+    return {measure.name: _metric_probe(measure.name, base[measure.name], measure(m), v, orders)
+            for measure in measures}
+
+
+def _new_found(lists: Sequence[Sequence[int]]) -> list[int]:
+    seen: set = set()
     out = []
-    for measure in measures:
-        values = measure(m)
-        base = float(values[0])
-        ordered = values[1: 1 + n_ord]
-        # prefer the plainest ordering among ties: relevant-first for best, relevant-last for worst
-        bi = desc if ordered[desc] == ordered.max() else int(np.argmax(ordered))
-        wi = asc if ordered[asc] == ordered.min() else int(np.argmin(ordered))
-        flip_vals = values[1 + n_ord:]
-        out.append(MetricProbe(measure.name, base, float(ordered[bi]), float(ordered[wi]), list(orders[bi]),
-                               list(orders[wi]), [float(x) - base for x in flip_vals]))
-    return ProbeResult(v, k, n_relevant, out)
+    for items in lists:
+        new = [x for x in items if x not in seen]
+        seen.update(new)
+        out.append(len(new))
+    return out
+
+
+def _first_found(row: Sequence[int], budget: int, relevance_level: int) -> list[int]:
+    """The first ``budget`` relevant items each find one new reference item; later ones find none."""
+    out = []
+    for x in row:
+        if x >= relevance_level and budget > 0:
+            out.append(1)
+            budget -= 1
+        else:
+            out.append(0)
+    return out
 
 
 # -------------------------------------------------------------------------------------- two sources
@@ -187,20 +238,23 @@ class SourceComparison:
     cases: list[dict] = field(default_factory=list)
     mean: dict[str, dict[str, float]] = field(default_factory=dict)
     incomplete: dict[str, str] = field(default_factory=dict)
+    r_basis: dict[str, str] = field(default_factory=dict)
 
     def to_json(self, *, per_case: bool = True) -> dict:
         out: dict[str, Any] = {"sources": self.sources, "k": self.k, "mean": self.mean,
-                               "incomplete": self.incomplete}
+                               "incomplete": self.incomplete, "r_basis": self.r_basis}
         if per_case:
             out["cases"] = self.cases
         return out
 
 
 def probe_records(records: Sequence, sources: Sequence[str], metrics: Iterable[str] | None = None, *,
-                  k: int | None = None) -> SourceComparison:
+                  k: int | None = None, relevance_level: int = 1) -> SourceComparison:
     """Probe per-case records under one or two verdict sources.
 
-    Failed or missing verdicts count as not relevant; their cases are listed in ``incomplete``.
+    Each case's score is the one ``eval-rag`` gives for the same stored verdicts (same relevance matrix,
+    same R: docs/context-metrics.md, "What R is"); re-orderings and flips keep that R. Failed or missing
+    verdicts count as not relevant; their cases are listed in ``incomplete``.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
@@ -222,22 +276,29 @@ def probe_records(records: Sequence, sources: Sequence[str], metrics: Iterable[s
                              field="sources")
     depth = max(len(r.chunks) for r in records)
     kk = depth if k is None else k
-    names = [m.name for m in parse_measures(metrics or default_probe_metrics(kk))]
+    measures = parse_measures(metrics or default_probe_metrics(kk))
+    names = [m.name for m in measures]
     result = SourceComparison(sources, kk, names)
     sums: dict[str, dict[str, list[float]]] = {n: {} for n in names}
-    for r in sorted(records, key=lambda r: r.id.encode("utf-8")):
+    cases = sorted((r for r in records if r.chunks), key=lambda r: r.id.encode("utf-8"))
+    for r in records:
         if not r.chunks:
             result.incomplete[r.id] = "no retrieved chunks"
-            continue
+    base: dict[str, dict[str, np.ndarray]] = {}
+    for s in sources:
+        # each case's score exactly as eval-rag computes it from the same stored verdicts
+        matrix = RelevanceMatrix.from_records(cases, s, relevance_level=relevance_level)
+        base[s] = {m.name: m(matrix) for m in measures}
+        result.r_basis[s] = matrix.r_basis
+    for i, r in enumerate(cases):
         entry: dict[str, Any] = {"id": r.id, "verdicts": {}, "metrics": {}}
         probes = {}
         for s in sources:
             raw = r.verdicts(s)
             if any(x is None for x in raw):
                 result.incomplete[r.id] = f"{sum(x is None for x in raw)} failed/missing {s} verdicts"
-            vs = [0 if x is None else int(x) for x in raw]
             entry["verdicts"][s] = raw
-            probes[s] = probe_verdicts(vs, names)
+            probes[s] = _probe_case(r, s, {n: float(base[s][n][i]) for n in names}, measures, relevance_level)
         if len(sources) == 2:
             a, b = sources
             entry["differing_ranks"] = [i + 1 for i, (x, y) in enumerate(

@@ -102,13 +102,19 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
         out.sources = ([first] if first else []) + [s for s in present if s != first]
         out.verdict_source = first or (present[0] if present else None)
         out.probe_sources = list(probe_sources or ([source] if source else []))
+        probe_metrics = None
+        if comparison is not None:
+            from rankwise.metrics.registry import parse_measures
+
+            # the comparison's metrics that verdicts alone define (not char_recall, which needs spans)
+            probe_metrics = [m.name for m in parse_measures(comparison.metrics) if not m.metric.requires] or None
         for name, recs in out.records.items():
             have = {s for r in recs for s in r.sources()}
             use = [s for s in out.probe_sources if s in have]
             if not use or not any(r.chunks for r in recs):
                 continue
             try:
-                out.probes[name] = probe_records(recs, use)
+                out.probes[name] = probe_records(recs, use, probe_metrics)
             except InputError:
                 continue
     if runs:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["TESTS", "CORRECTIONS", "randomization_test", "paired_t_test", "wilcoxon_test", "paired_test",
+__all__ = ["TESTS", "CORRECTIONS", "EXACT_LIMIT", "ci_disagreement", "randomization_test", "paired_t_test", "wilcoxon_test", "paired_test",
            "bootstrap_ci", "cohens_d", "win_tie_loss", "correct_pvalues"]
 
 TESTS = ("randomization", "t", "wilcoxon")
@@ -27,6 +27,8 @@ CORRECTIONS = ("holm", "bonferroni", "none")
 TIE_TOLERANCE = 1e-12
 # Elements per block of sign flips / resamples: bounds memory whatever the number of queries.
 _BLOCK_ELEMENTS = 2_000_000
+# Up to this many non-zero paired differences, the randomization test enumerates every sign pattern.
+EXACT_LIMIT = 20
 
 
 def _as_diffs(diffs) -> np.ndarray:
@@ -43,25 +45,33 @@ def randomization_test(diffs, *, permutations: int = 10_000, seed: int | None = 
 
     Under the null hypothesis the two systems are exchangeable on every query, so each paired
     difference keeps or flips its sign with probability 1/2. The p-value is the share of sign
-    assignments whose mean difference is at least as far from zero as the observed one. With
-    ``2**n <= permutations`` every assignment is enumerated (exact p); otherwise ``permutations``
-    random assignments are drawn with ``numpy.random.default_rng(seed)`` and
-    ``p = (hits + 1) / (permutations + 1)``, which counts the observed assignment and is never 0.
+    assignments whose mean difference is at least as far from zero as the observed one. Zero
+    differences cannot change a sum under sign flips, so they are set aside. With at most
+    :data:`EXACT_LIMIT` non-zero differences (or ``2**n <= permutations``) every assignment is
+    enumerated and p is exact; otherwise ``permutations`` random assignments are drawn with
+    ``numpy.random.default_rng(seed)`` and ``p = (hits + 1) / (permutations + 1)``, which counts the
+    observed assignment and is never 0. The differences are sorted first, so the same values give the
+    same p in whatever order the queries come (``compare``, ``compare-rag`` and ``gate`` agree).
 
     Example:
         >>> randomization_test([0.5, 0.5, 0.5])  # 8 assignments, 2 as extreme (+++ and ---)
         0.25
         >>> randomization_test([0.0, 0.0])
         1.0
+        >>> randomization_test([0.3, 0.0, -0.1, 0.2]) == randomization_test([0.2, -0.1, 0.3])
+        True
     """
     d = _as_diffs(diffs)
+    if len(d) == 0:
+        return float("nan")
+    d = np.sort(d[np.abs(d) > TIE_TOLERANCE])
     n = len(d)
     if n == 0:
-        return float("nan")
+        return 1.0
     observed = abs(d.sum())
     # Sums of sign-flipped copies can differ from the observed sum in the last bits: allow for it.
     threshold = observed - 1e-9 * max(float(np.abs(d).sum()), 1e-300)
-    if n <= 62 and 2**n <= permutations:
+    if n <= EXACT_LIMIT or (n <= 62 and 2**n <= permutations):
         total = 2**n
         hits = 0
         bits = np.arange(n, dtype=np.int64)
@@ -148,6 +158,8 @@ def bootstrap_ci(diffs, *, resamples: int = 10_000, confidence: float = 0.95,
                  seed: int | None = 42) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean paired difference (queries resampled with replacement).
 
+    The differences are sorted first, so the interval does not depend on the order of the queries.
+
     Example:
         >>> lo, hi = bootstrap_ci([0.1, 0.2, 0.3, 0.2, 0.1, 0.25], seed=1)
         >>> 0.1 <= lo < hi <= 0.3
@@ -159,6 +171,7 @@ def bootstrap_ci(diffs, *, resamples: int = 10_000, confidence: float = 0.95,
         return float("nan"), float("nan")
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
+    d = np.sort(d)
     rng = np.random.default_rng(seed)
     means = np.empty(resamples, dtype=np.float64)
     block = max(1, _BLOCK_ELEMENTS // n)
@@ -228,3 +241,27 @@ def correct_pvalues(pvalues: Sequence[float], method: str = "holm") -> list[floa
         scaled = p[order] * (m - np.arange(m))
         out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
     return [float(x) for x in out]
+
+
+def ci_disagreement(p_value: float, ci_low: float, ci_high: float, alpha: float) -> str | None:
+    """A note when the bootstrap interval and the test disagree about "no difference", else None.
+
+    The percentile bootstrap interval and the randomization test ask different questions (how precise
+    the mean difference is; whether the systems are exchangeable), so near alpha they can disagree. We
+    keep both, report the test's verdict as the decision and say so when the interval disagrees.
+
+    Example:
+        >>> ci_disagreement(0.08, 0.01, 0.2, 0.05)
+        'the interval excludes 0 but p >= alpha: the test decides (not significant)'
+        >>> ci_disagreement(0.01, 0.01, 0.2, 0.05) is None
+        True
+    """
+    if any(np.isnan(x) for x in (p_value, ci_low, ci_high)):
+        return None
+    excludes_zero = ci_low > 0 or ci_high < 0
+    significant = p_value < alpha
+    if excludes_zero and not significant:
+        return "the interval excludes 0 but p >= alpha: the test decides (not significant)"
+    if significant and not excludes_zero:
+        return "the interval includes 0 but p < alpha: the test decides (significant)"
+    return None

@@ -8,7 +8,8 @@ One JSON object per line::
                  "verdicts": {source: {verdict, grade, type, reason, status, error, meta}}}],
      "passages_found": {source: [[passage indices matched by the chunk at rank 1], ...]},
      "scores": {source: {metric: value | null}},
-     "status": {source: "ok" | "incomplete: ..." | "unscorable: ..."}}
+     "status": {source: "ok" | "incomplete: ..." | "unscorable: ..."},
+     "truth": {source: {"n_relevant": R, "ideal_gains": [...], "basis": "reference passages" | ...}}}
 
 :func:`write_records` and :func:`load_records` round-trip without loss: keys this module does not know
 are kept in ``extra`` and written back.
@@ -29,14 +30,14 @@ from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, lo
 from rankwise.errors import InputError
 
 __all__ = ["Verdict", "ChunkRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
-           "testset_from_records", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
+           "testset_from_records", "is_rag_file", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
 
 VERDICT_STATUSES = ("ok", "failed", "missing")
 VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "irrelevant")
 _VERDICT_KEYS = ("verdict", "grade", "type", "reason", "status", "error", "meta")
 _CHUNK_KEYS = ("rank", "id", "text", "doc_id", "start", "end", "score", "verdicts")
 _CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "reference_context_ids",
-              "chunks", "passages_found", "scores", "status")
+              "chunks", "passages_found", "scores", "status", "truth")
 
 
 @dataclass
@@ -120,6 +121,7 @@ class CaseRecord:
     passages_found: dict[str, list[list[int]]] = field(default_factory=dict)
     scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
+    truth: dict[str, dict] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def verdicts(self, source: str) -> list[int | None]:
@@ -152,6 +154,8 @@ class CaseRecord:
                "reference_context_ids": self.reference_context_ids,
                "chunks": [c.to_dict() for c in self.chunks],
                "passages_found": self.passages_found, "scores": self.scores, "status": self.status}
+        if self.truth:
+            out["truth"] = self.truth
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
@@ -284,6 +288,15 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
                              **kw)
     scores = _expect(obj.get("scores") or {}, Mapping, "an object", field_name="scores", **kw)
     status = _expect(obj.get("status") or {}, Mapping, "an object", field_name="status", **kw)
+    truth = _expect(obj.get("truth") or {}, Mapping, "an object", field_name="truth", **kw)
+    for s, t in truth.items():
+        _expect(t, Mapping, "an object", field_name=f"truth.{s}", optional=False, **kw)
+        n = t.get("n_relevant")
+        gains = t.get("ideal_gains", [])
+        if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
+            raise InputError(f"n_relevant must be an integer >= 0, got {n!r}", field=f"truth.{s}.n_relevant", **kw)
+        if not (isinstance(gains, list) and all(isinstance(g, int) and not isinstance(g, bool) for g in gains)):
+            raise InputError("ideal_gains must be a list of integers", field=f"truth.{s}.ideal_gains", **kw)
     return CaseRecord(
         id=rid,
         question=_expect(obj.get("question"), str, "a string", field_name="question", **kw),
@@ -295,6 +308,7 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
         passages_found={str(s): [list(x) for x in v] for s, v in found.items()},
         scores={str(s): dict(v) for s, v in scores.items()},
         status={str(s): v for s, v in status.items()},
+        truth={str(s): dict(t) for s, t in truth.items()},
         extra={k: v for k, v in obj.items() if k not in _CASE_KEYS},
     )
 
@@ -334,6 +348,29 @@ def is_records_file(path: str | PathLike) -> bool:
     return isinstance(obj, dict) and "chunks" in obj
 
 
+_RAG_KEYS = ("chunks", "retrieved_contexts", "retrieved_context_ids", "contexts", "reference_contexts",
+             "question", "user_input")
+
+
+def is_rag_file(path: str | PathLike) -> bool:
+    """True when a JSON Lines file holds RAG cases (records or a test set), not a run or qrels.
+
+    Example:
+        >>> is_rag_file("runs/bm25.trec")
+        False
+    """
+    p = Path(path)
+    if p.suffix.lower() not in (".jsonl", ".ndjson", ".json") or not p.is_file():
+        return False
+    try:
+        with open(p, encoding="utf-8-sig") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        obj = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and any(k in obj for k in _RAG_KEYS)
+
+
 def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
     """Per-case records from records (a list or a records file) or from any test set ``load_testset`` reads.
 
@@ -347,6 +384,15 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
         import copy as _copy
 
         return _copy.deepcopy(list(obj)) if copy else list(obj)
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], Mapping) and "chunks" in obj[0]:
+        out, seen = [], set()
+        for i, item in enumerate(obj):
+            rec = record_from_dict(item, line=i + 1)
+            if rec.id in seen:
+                raise InputError(f"case id {rec.id!r} appears twice", line=i + 1, field="id")
+            seen.add(rec.id)
+            out.append(rec)
+        return out
     if isinstance(obj, (str, PathLike)) and is_records_file(obj):
         return load_records(obj)
     return records_from_testset(obj)

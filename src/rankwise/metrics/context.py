@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rankwise.metrics.matrix import RelevanceMatrix
+from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
-           "harmonic_mean", "wcp", "acp", "context_recall", "RAGAS_EPSILON"]
+           "harmonic_mean", "wcp", "acp", "context_recall", "char_recall", "id_precision", "id_recall",
+           "RAGAS_EPSILON"]
 
 RAGAS_EPSILON = 1e-10
 Decay = str | Callable[[int], float]
@@ -90,6 +91,42 @@ def context_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     den = m.n_relevant.astype(np.float64)
     out = np.zeros(len(den))
     np.divide(m.at(m.cum_found(), k).astype(np.float64), den, out=out, where=den > 0)
+    return out
+
+
+def char_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Share of the reference passages' characters covered by the top K chunks' spans (span ground truth).
+
+    Overlapping passages or chunks count once; 0 when no passage has a span.
+    """
+    if m.char_found is None or m.char_total is None:
+        raise ValueError("char_recall needs a matrix built from span ground truth")
+    covered = m.at(np.cumsum(m.char_found, axis=1), k)
+    out = np.zeros(len(covered))
+    np.divide(covered, m.char_total, out=out, where=m.char_total > 0)
+    return out
+
+
+def _distinct(m: RelevanceMatrix) -> np.ndarray:
+    in_list = np.arange(m.depth)[None, :] < m.lengths[:, None]
+    return in_list if m.distinct is None else (m.distinct & in_list)
+
+
+def id_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Distinct relevant ids retrieved / distinct ids retrieved, order-blind; NaN when nothing was retrieved."""
+    distinct = _distinct(m)
+    n = distinct.sum(axis=1).astype(np.float64)
+    hits = (distinct & m.relevant).sum(axis=1).astype(np.float64)
+    out = np.full(len(n), np.nan)
+    np.divide(hits, n, out=out, where=n > 0)
+    return out
+
+
+def id_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
+    """Distinct gold ids retrieved / gold ids, order-blind; NaN when the case has no gold id."""
+    den = m.n_relevant.astype(np.float64)
+    out = np.full(len(den), np.nan)
+    np.divide(m.at(m.cum_found(), None).astype(np.float64), den, out=out, where=den > 0)
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.metrics.matrix import RelevanceMatrix
+from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["hit_rate", "precision", "recall", "f1", "mrr", "average_precision", "r_precision", "ndcg",
            "bpref", "num_ret", "num_rel", "num_rel_ret", "num_q"]

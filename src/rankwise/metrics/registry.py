@@ -1,9 +1,12 @@
 """Metric registry: each metric is a declarative object (name, parameters, aliases, description),
-kept apart from the function that computes it. Names parse into bound :class:`Measure` objects.
+kept apart from the function that computes it. Names parse once, here, into bound :class:`Measure`
+objects; every command and API takes its metric names through :func:`parse_measures`.
 
 Canonical names are ``metric@k`` (``ndcg@10``, ``precision@5``, ``mrr``) with non-default parameters
 in parentheses (``wcp(decay=linear)@5``). trec_eval names (``P_5``, ``ndcg_cut_10``, ``recip_rank``,
-``success_3``, ``Rprec`` ...) and ir_measures-like spellings (``P@5``, ``nDCG@10``, ``AP``) are aliases.
+``success_3``, ``Rprec`` ...), trec_eval's list syntax (``P.5,10``, ``ndcg_cut.5,10``) and
+ir_measures-like spellings (``P@5``, ``nDCG@10``, ``AP``) are accepted too. Definitions, formulas and
+worked examples: ``docs/metrics.md``.
 """
 
 from __future__ import annotations
@@ -11,16 +14,67 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.metrics import context, ir
-from rankwise.metrics.matrix import RelevanceMatrix
+from rankwise.relevance.matrix import RelevanceMatrix
 
-__all__ = ["Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "known_names"]
+__all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
+           "known_names", "register"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter of a metric (as ir_measures' ``SUPPORTED_PARAMS``).
+
+    Attributes:
+        name: the parameter's name in metric names (``decay`` in ``wcp(decay=linear)@5``).
+        kind: ``str``, ``bool``, ``int`` or ``float``.
+        default: the value when the name does not give one.
+        description: one line, shown by ``rankwise metrics``.
+        choices: the allowed values (empty: any value of ``kind``).
+
+    Example:
+        >>> Param("decay", str, "log", "rank discount", ("log", "linear")).parse("linear")
+        'linear'
+    """
+
+    name: str
+    kind: type
+    default: Any
+    description: str
+    choices: tuple = ()
+
+    def parse(self, raw: str) -> Any:
+        """The value of ``raw`` (text from a metric name); ValueError naming the allowed values."""
+        text = raw.strip()
+        value: Any
+        if self.kind is bool:
+            lowered = text.lower()
+            if lowered in ("true", "1", "yes"):
+                value = True
+            elif lowered in ("false", "0", "no"):
+                value = False
+            else:
+                raise ValueError(f"{self.name} must be true or false, not {text!r}")
+        elif self.kind in (int, float):
+            try:
+                value = self.kind(text)
+            except ValueError:
+                raise ValueError(f"{self.name} must be a number ({self.kind.__name__}), not {text!r}") from None
+        else:
+            value = text
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, not {text!r}")
+        return value
+
+    def describe(self) -> str:
+        allowed = "|".join(_show(c) for c in self.choices) if self.choices else self.kind.__name__
+        return f"{self.name}={_show(self.default)} ({allowed}): {self.description}"
 
 
 @dataclass(frozen=True)
@@ -30,13 +84,16 @@ class Metric:
     Attributes:
         name: canonical base name (``ndcg``).
         compute: ``(matrix, k, **params) -> per-query values``.
-        description: one line, shown in ``rankwise metrics`` and the README table.
+        description: one line, shown in ``rankwise metrics`` and the docs.
         aliases: other base names (matched case-insensitively).
         cutoff: ``"optional"``, ``"required"`` or ``"none"``.
-        params: parameter defaults; allowed values are checked by ``compute``.
+        params: declared parameters (:class:`Param`).
         trec_name: trec_eval's name for a cutoff (``lambda k: f"P_{k}"``), None if trec_eval has none.
-        aggregate: ``"mean"`` or ``"sum"`` (counts) over queries.
-        undefined_is_nan: the metric returns NaN for queries where it is undefined (set metrics).
+        aggregate: ``"mean"``, ``"sum"`` (counts) or ``"gmean"`` (geometric mean) over queries.
+        undefined_is_nan: the metric returns NaN for queries where it is undefined (id-set metrics).
+        requires: what the relevance matrix must carry (``"char_spans"``), checked before computing.
+        trec_param: the parameter trec_eval's dotted list fills (``iprec_at_recall.0.1,0.2``); None: the
+            list gives cutoffs (``P.5,10``).
     """
 
     name: str
@@ -44,10 +101,28 @@ class Metric:
     description: str
     aliases: tuple[str, ...] = ()
     cutoff: str = "optional"
-    params: dict[str, Any] = field(default_factory=dict)
-    trec_name: Callable[[int | None], str | None] | None = None
+    params: tuple[Param, ...] = ()
+    trec_name: Callable[..., str | None] | None = None
     aggregate: str = "mean"
     undefined_is_nan: bool = False
+    requires: tuple[str, ...] = ()
+    trec_param: str | None = None
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+
+_REQUIREMENTS = {
+    "char_spans": ("character spans: retrieved chunks and reference passages with (doc_id, start, end), "
+                   "scored with relevance 'span'"),
+}
 
 
 @dataclass(frozen=True)
@@ -73,19 +148,35 @@ class Measure:
 
     @property
     def trec_name(self) -> str | None:
-        if self.metric.trec_name is None or self.params:
+        if self.metric.trec_name is None:
+            return None
+        if self.metric.trec_param is not None:
+            return self.metric.trec_name(self.k, **dict(self.params))
+        if self.params:
             return None
         return self.metric.trec_name(self.k)
 
+    @property
+    def all_params(self) -> dict[str, Any]:
+        return {**self.metric.defaults, **dict(self.params)}
+
+    def check(self, matrix: RelevanceMatrix) -> None:
+        """InputError when ``matrix`` lacks what this metric needs (e.g. character spans)."""
+        for need in self.metric.requires:
+            if not matrix.has(need):
+                raise InputError(f"{self.name} needs {_REQUIREMENTS.get(need, need)}", field="metric")
+
     def __call__(self, matrix: RelevanceMatrix) -> np.ndarray:
-        params = {**self.metric.params, **dict(self.params)}
-        return self.metric.compute(matrix, self.k, **params)
+        self.check(matrix)
+        return self.metric.compute(matrix, self.k, **self.all_params)
 
     def __str__(self) -> str:
         return self.name
 
 
 def _show(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
     return getattr(v, "__name__", str(v))
 
 
@@ -98,14 +189,11 @@ def _cut(fmt_k: str, fmt_all: str | None = None):
     return name
 
 
-def _set_precision(m: RelevanceMatrix, k=None) -> np.ndarray:
-    values = ir.precision(m, None)
-    return np.where(m.lengths > 0, values, np.nan)
-
-
-def _set_recall(m: RelevanceMatrix, k=None) -> np.ndarray:
-    values = ir.recall(m, None)
-    return np.where(m.n_relevant > 0, values, np.nan)
+_DECAY = Param("decay", str, "log", "rank discount: log = 1/log2(i+1), linear = 1/i", ("log", "linear"))
+_IDEAL = Param("ideal", str, "k", "denominator: all K positions (k) or only min(K, R) (attainable)",
+               ("k", "attainable"))
+_RAGAS = Param("ragas_compat", bool, False, "add Ragas' 1e-10 to the denominator (a perfect list scores "
+               "0.9999999999)", (False, True))
 
 
 def _f1_wcp(m, k=None, decay="log", ideal="k"):
@@ -116,15 +204,15 @@ def _f1_acp(m, k=None, ragas_compat=False):
     return context.harmonic_mean(context.acp(m, k, ragas_compat), context.context_recall(m, k))
 
 
-_DEFS = [
+_DEFS: list[Metric] = [
     Metric("hit_rate", ir.hit_rate, "1 if any relevant item is in the top k", ("success", "hits", "hit"),
            trec_name=_cut("success_{k}")),
     Metric("precision", ir.precision, "relevant items in the top k / k", ("p", "prec"),
-           trec_name=_cut("P_{k}", "set_P")),
+           trec_name=_cut("P_{k}")),
     Metric("recall", ir.recall, "relevant items in the top k / R", ("r", "rec"),
-           trec_name=_cut("recall_{k}", "set_recall")),
+           trec_name=_cut("recall_{k}")),
     Metric("f1", ir.f1, "harmonic mean of precision@k and recall@k", ("f", "f_measure"),
-           trec_name=_cut("f1_{k}", "set_F")),
+           trec_name=_cut("f1_{k}")),
     Metric("mrr", ir.mrr, "1 / rank of the first relevant item (0 past k)", ("recip_rank", "rr"),
            trec_name=_cut("recip_rank_{k}", "recip_rank")),
     Metric("map", ir.average_precision, "sum of precision@i at relevant ranks i <= k, / R",
@@ -137,19 +225,27 @@ _DEFS = [
            "nDCG with gain 2^grade - 1 (Burges)", ("ndcg_burges",)),
     Metric("bpref", ir.bpref, "trec_eval's bpref: relevant ranked above judged non-relevant",
            cutoff="none", trec_name=_cut("bpref", "bpref")),
+    Metric("set_P", ir.precision, "trec_eval's set_P: relevant retrieved / retrieved (whole list)",
+           cutoff="none", trec_name=_cut("set_P", "set_P")),
+    Metric("set_recall", ir.recall, "trec_eval's set_recall: relevant retrieved / R (0 when R = 0)",
+           cutoff="none", trec_name=_cut("set_recall", "set_recall")),
+    Metric("set_F", ir.f1, "trec_eval's set_F (beta 1): harmonic mean of set_P and set_recall",
+           cutoff="none", trec_name=_cut("set_F", "set_F")),
     Metric("wcp", context.wcp, "rank-weighted share of the top K that is relevant",
-           ("weighted_context_precision",), params={"decay": "log", "ideal": "k"}),
+           ("weighted_context_precision",), params=(_DECAY, _IDEAL)),
     Metric("acp", context.acp, "mean precision@i over relevant ranks (Ragas context precision)",
-           ("average_context_precision", "context_precision"), params={"ragas_compat": False}),
+           ("average_context_precision", "context_precision"), params=(_RAGAS,)),
     Metric("context_recall", context.context_recall, "share of ground-truth passages found in the top K",
            ("ctx_recall",)),
-    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K",
-           params={"decay": "log", "ideal": "k"}),
-    Metric("f1_acp", _f1_acp, "harmonic mean of acp@K and context_recall@K", params={"ragas_compat": False}),
-    Metric("set_precision", _set_precision, "distinct relevant retrieved / distinct retrieved (order-blind)",
-           ("id_precision",), cutoff="none", undefined_is_nan=True),
-    Metric("set_recall", _set_recall, "distinct gold retrieved / distinct gold (order-blind)",
-           ("id_recall",), cutoff="none", undefined_is_nan=True),
+    Metric("char_recall", context.char_recall, "share of reference-passage characters covered by the top K "
+           "chunks' spans", requires=("char_spans",)),
+    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K", params=(_DECAY, _IDEAL)),
+    Metric("f1_acp", _f1_acp, "harmonic mean of acp@K and context_recall@K", params=(_RAGAS,)),
+    Metric("id_precision", context.id_precision, "distinct relevant ids retrieved / distinct ids retrieved "
+           "(order-blind; undefined when nothing was retrieved)", ("set_precision",), cutoff="none",
+           undefined_is_nan=True),
+    Metric("id_recall", context.id_recall, "distinct gold ids retrieved / gold ids (order-blind; undefined "
+           "without gold)", (), cutoff="none", undefined_is_nan=True),
     Metric("num_q", ir.num_q, "queries evaluated", cutoff="none", trec_name=_cut("num_q", "num_q"),
            aggregate="sum"),
     Metric("num_ret", ir.num_ret, "items retrieved", trec_name=_cut("num_ret", "num_ret"), cutoff="none",
@@ -160,38 +256,146 @@ _DEFS = [
            trec_name=_cut("num_rel_ret", "num_rel_ret"), aggregate="sum"),
 ]
 
-METRICS: dict[str, Metric] = {m.name: m for m in _DEFS}
+METRICS: dict[str, Metric] = {}
 _LOOKUP: dict[str, Metric] = {}
-for _m in _DEFS:
-    for _n in (_m.name, *_m.aliases):
-        _LOOKUP[_n.lower()] = _m
+# trec_eval's base names for its dotted list syntax (``P.5,10``), beside the metric they mean
+_TREC_BASES: dict[str, Metric] = {}
 
-_PARAM_VALUES = {"decay": ("log", "linear"), "ideal": ("k", "attainable"), "ragas_compat": (False, True)}
+
+def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
+    """Add a metric to the registry (its name and aliases become parseable).
+
+    ``trec_bases`` are trec_eval's names that take a dotted list (``P`` in ``P.5,10``).
+
+    Example:
+        >>> "char_recall" in METRICS and METRICS["char_recall"].requires
+        ('char_spans',)
+    """
+    for n in (metric.name, *metric.aliases):
+        if n.lower() in _LOOKUP and _LOOKUP[n.lower()] is not metric:
+            raise ValueError(f"metric name {n!r} is already registered")
+    METRICS[metric.name] = metric
+    for n in (metric.name, *metric.aliases):
+        _LOOKUP[n.lower()] = metric
+    for b in trec_bases:
+        _TREC_BASES[b.lower()] = metric
+    return metric
+
+
+_BASES = {"precision": ("P",), "recall": ("recall",), "ndcg": ("ndcg_cut",), "map": ("map_cut",),
+          "hit_rate": ("success",)}
+for _m in _DEFS:
+    register(_m, trec_bases=_BASES.get(_m.name, ()))
+
 _NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>[^)]*)\))?"
                       r"(?:(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
+_TREC_LIST_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*)\.(?P<values>[0-9.=,\s]+)$")
 
 
 def known_names() -> list[str]:
     """Every base name and alias, plus example spellings with cutoffs."""
     names = sorted(_LOOKUP)
-    return names + ["ndcg@10", "precision@5", "recall@100", "P_5", "ndcg_cut_10", "success_3", "map@100",
-                    "hit_rate@5", "wcp@5", "acp@5", "mrr@10", "Rprec"]
+    return names + ["ndcg@10", "precision@5", "recall@100", "P_5", "P.5,10", "ndcg_cut_10", "ndcg_cut.5,10",
+                    "success_3", "map@100", "hit_rate@5", "wcp@5", "acp@5", "mrr@10", "Rprec", "char_recall@5"]
 
 
-def _parse_value(key: str, raw: str):
-    raw = raw.strip()
-    if key == "ragas_compat":
-        if raw.lower() in ("true", "1", "yes"):
-            return True
-        if raw.lower() in ("false", "0", "no"):
-            return False
-    elif raw in _PARAM_VALUES.get(key, ()):
-        return raw
-    raise ValueError(f"{key} must be one of {list(_PARAM_VALUES.get(key, ()))}, not {raw!r}")
+def split_metric_list(text: str) -> list[str]:
+    """Split a comma-separated metric list; commas inside parentheses and trec_eval's dotted lists
+    (``P.5,10``) stay with their metric.
+
+    Example:
+        >>> split_metric_list("P.5,10,wcp(decay=linear,ideal=k)@5, map")
+        ['P.5,10', 'wcp(decay=linear,ideal=k)@5', 'map']
+    """
+    parts: list[str] = []
+    depth, cur = 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur.strip())
+    out: list[str] = []
+    for p in parts:
+        if not p:
+            continue
+        # a bare value continues the previous trec_eval list: "P.5" "10" -> "P.5,10"
+        if out and re.fullmatch(r"[0-9.=]+", p) and _TREC_LIST_RE.match(out[-1]):
+            out[-1] += "," + p
+        else:
+            out.append(p)
+    return out
+
+
+def _unknown(text: str) -> InputError:
+    close = difflib.get_close_matches(text.lower(), [n.lower() for n in known_names()], n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return InputError(f"unknown metric {text!r}{hint} (`rankwise metrics` lists them all)", field="metric")
+
+
+def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str) -> Measure:
+    if k is not None and metric.cutoff == "none":
+        raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
+    if k is None and metric.cutoff == "required":
+        raise InputError(f"metric {metric.name!r} needs a cutoff, e.g. {metric.name}@10", field="metric")
+    if k is not None and k < 1:
+        raise InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
+    defaults = metric.defaults
+    nondefault = tuple(sorted((k_, v) for k_, v in params.items() if defaults.get(k_) != v))
+    return Measure(metric, k, nondefault)
+
+
+def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:
+    bound: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        key, _, value = part.partition("=")
+        declared = metric.param(key.strip())
+        if declared is None:
+            allowed = ", ".join(p.name for p in metric.params) or "none"
+            raise InputError(f"metric {metric.name!r} has no parameter {key.strip()!r} (parameters: {allowed})",
+                             field="metric")
+        try:
+            bound[declared.name] = declared.parse(value)
+        except ValueError as exc:
+            raise InputError(f"in {text!r}: {exc}", field="metric") from None
+    return bound
+
+
+def _parse_trec_list(text: str) -> list[Measure] | None:
+    """trec_eval's ``base.v1,v2`` syntax; None when ``text`` is not in it."""
+    match = _TREC_LIST_RE.match(text)
+    if not match:
+        return None
+    metric = _TREC_BASES.get(match["base"].lower()) or _LOOKUP.get(match["base"].lower())
+    if metric is None:
+        return None
+    values = [v.strip() for v in match["values"].split(",") if v.strip()]
+    if metric.trec_param is not None:
+        declared = metric.param(metric.trec_param)
+        assert declared is not None, metric.name
+        if declared.kind is str:  # the whole list is one value (a gain map: ndcg.1=1,2=3)
+            return [_bind(metric, None, {declared.name: declared.parse(",".join(values))}, text)]
+        out = []
+        for v in values:
+            try:
+                out.append(_bind(metric, None, {declared.name: declared.parse(v)}, text))
+            except ValueError as exc:
+                raise InputError(f"in {text!r}: {exc}", field="metric") from None
+        return out
+    if metric.cutoff == "none":
+        raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
+    if not all(v.isdigit() for v in values):
+        raise InputError(f"in {text!r}: trec_eval cutoffs must be integers", field="metric")
+    return [_bind(metric, int(v), {}, text) for v in values]
 
 
 def parse_measure(name: str | Measure) -> Measure:
-    """Parse a metric name (canonical or alias) into a :class:`Measure`.
+    """Parse one metric name (canonical, alias or trec_eval's) into a :class:`Measure`.
 
     Example:
         >>> parse_measure("ndcg_cut_10").name
@@ -201,49 +405,47 @@ def parse_measure(name: str | Measure) -> Measure:
     """
     if isinstance(name, Measure):
         return name
-    text = str(name).strip()
-    metric, k, params = None, None, ""
+    found = parse_measures([name])
+    if len(found) != 1:
+        raise InputError(f"{name!r} names {len(found)} metrics; give one", field="metric")
+    return found[0]
+
+
+def _parse_one(text: str) -> list[Measure]:
     if text.lower() in _LOOKUP:
-        metric = _LOOKUP[text.lower()]
-    else:
-        match = _NAME_RE.match(text)
-        if match:
-            metric = _LOOKUP.get(match["base"].lower())
-            k = int(match["k"]) if match["k"] else None
-            params = match["params"] or ""
-    if metric is None:
-        close = difflib.get_close_matches(text.lower(), [n.lower() for n in known_names()], n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise InputError(f"unknown metric {text!r}{hint} (`rankwise metrics` lists them all)", field="metric")
-    if k is not None and metric.cutoff == "none":
-        raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
-    if k is None and metric.cutoff == "required":
-        raise InputError(f"metric {metric.name!r} needs a cutoff, e.g. {metric.name}@10", field="metric")
-    if k is not None and k < 1:
-        raise InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
-    bound: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in params.split(","))):
-        key, _, raw = part.partition("=")
-        key = key.strip()
-        if key not in metric.params:
-            allowed = ", ".join(metric.params) or "none"
-            raise InputError(f"metric {metric.name!r} has no parameter {key!r} (parameters: {allowed})",
-                             field="metric")
-        try:
-            bound[key] = _parse_value(key, raw)
-        except ValueError as exc:
-            raise InputError(f"in {text!r}: {exc}", field="metric") from None
-    nondefault = tuple(sorted((k_, v) for k_, v in bound.items() if metric.params.get(k_) != v))
-    return Measure(metric, k, nondefault)
+        return [_bind(_LOOKUP[text.lower()], None, {}, text)]
+    trec = _parse_trec_list(text)
+    if trec is not None:
+        return trec
+    match = _NAME_RE.match(text)
+    metric = _LOOKUP.get(match["base"].lower()) if match else None
+    if metric is None or match is None:
+        raise _unknown(text)
+    k = int(match["k"]) if match["k"] else None
+    return [_bind(metric, k, _parse_params(metric, match["params"] or "", text), text)]
 
 
-def parse_measures(names: Iterable[str | Measure]) -> list[Measure]:
-    """Parse many names, dropping exact repeats but keeping order."""
+def parse_measures(names: Iterable[str | Measure] | str) -> list[Measure]:
+    """Parse metric names into measures, dropping exact repeats but keeping order.
+
+    Each item may be a comma-separated list (``"P@5,ndcg@10"``) or use trec_eval's syntax
+    (``"P.5,10"`` is ``precision@5`` and ``precision@10``).
+
+    Example:
+        >>> [m.name for m in parse_measures(["P.5,10", "ndcg_cut.5", "map,recip_rank"])]
+        ['precision@5', 'precision@10', 'ndcg@5', 'map', 'mrr']
+    """
+    if isinstance(names, str):
+        names = [names]
     out: list[Measure] = []
     seen = set()
     for n in names:
-        m = parse_measure(n)
-        if m.name not in seen:
-            seen.add(m.name)
-            out.append(m)
+        if isinstance(n, Measure):
+            items: list[Measure] = [n]
+        else:
+            items = [m for part in split_metric_list(str(n)) for m in _parse_one(part)]
+        for m in items:
+            if m.name not in seen:
+                seen.add(m.name)
+                out.append(m)
     return out

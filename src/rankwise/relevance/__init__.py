@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status", "with_progress"]
@@ -35,13 +35,17 @@ class GroundTruth:
             relevant, as trec_eval pools judgements).
         ideal_gains: positive grades of the gold items, descending (the ideal ranking for nDCG).
         pooled: True when R comes from the verdicts themselves (human, LLM), not from a reference.
-        char_recall: span mode only: share of passage characters covered by the top k, per k asked.
+        basis: where R came from: ``reference passages``, ``reference ids``, ``qrels`` or ``pooled verdicts``.
     """
 
     n_relevant: int
     ideal_gains: list[int]
     pooled: bool = False
-    char_recall: dict[int | None, float] = field(default_factory=dict)
+    basis: str = "reference passages"
+
+    def to_dict(self) -> dict:
+        """As stored in a record's ``truth`` (so a records file is scored without re-judging)."""
+        return {"n_relevant": self.n_relevant, "ideal_gains": list(self.ideal_gains), "basis": self.basis}
 
 
 def with_progress(items: list, label: str, show: bool):
@@ -85,12 +89,12 @@ def pooled_truth(record, source: str) -> GroundTruth:
         v = c.verdicts.get(source)
         if v is not None and v.ok and v.verdict == 1:
             grades.append(v.grade if v.grade is not None and v.grade > 0 else 1)
-    return GroundTruth(len(grades), sorted(grades, reverse=True), pooled=True)
+    return GroundTruth(len(grades), sorted(grades, reverse=True), pooled=True, basis="pooled verdicts")
 
 
 def judge(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,
           threshold: float = 0.8, id_field: str | None = None, qrels: Mapping | Any = None,
-          relevance_level: int = 1, ks=(), progress: bool = False) -> dict[str, GroundTruth]:
+          relevance_level: int = 1, progress: bool = False) -> dict[str, GroundTruth]:
     """Fill ``source``'s verdicts into ``records`` (in place) and return each case's ground truth.
 
     ``containment``/``span``/``fuzzy`` match chunk text or offsets against the reference passages;
@@ -100,19 +104,21 @@ def judge(records: list, source: str, *, labels: Any = None, min_overlap: float 
     if source in TEXT_SOURCES:
         from rankwise.relevance.text import judge_text
 
-        return judge_text(records, source, min_overlap=min_overlap, threshold=threshold, ks=ks,
-                          progress=progress)
-    if source == "ids":
+        out = judge_text(records, source, min_overlap=min_overlap, threshold=threshold, progress=progress)
+    elif source == "ids":
         from rankwise.relevance.ids import judge_ids
 
-        return judge_ids(records, qrels=qrels if qrels is not None else labels, id_field=id_field,
-                         relevance_level=relevance_level)
-    if source == "human" and labels is not None:
-        from rankwise.relevance.human import apply_labels
+        out = judge_ids(records, qrels=qrels if qrels is not None else labels, id_field=id_field,
+                        relevance_level=relevance_level)
+    else:
+        if source == "human" and labels is not None:
+            from rankwise.relevance.human import apply_labels
 
-        apply_labels(records, labels)
-    out = {}
+            apply_labels(records, labels)
+        out = {}
+        for r in records:
+            r.status[source] = case_status(r, source)
+            out[r.id] = pooled_truth(r, source)
     for r in records:
-        r.status[source] = case_status(r, source)
-        out[r.id] = pooled_truth(r, source)
+        r.truth[source] = out[r.id].to_dict()
     return out

@@ -100,5 +100,6 @@ def judge_ids(records: list[CaseRecord], *, qrels: Any = None, id_field: str | N
         rec.passages_found["ids"] = found
         relevant = [g for g in grades.values() if g >= relevance_level]
         rec.status["ids"] = case_status(rec, "ids", unscorable=None if relevant else "no ground truth")
-        truth[rec.id] = GroundTruth(len(relevant), sorted((g for g in grades.values() if g > 0), reverse=True))
+        truth[rec.id] = GroundTruth(len(relevant), sorted((g for g in grades.values() if g > 0), reverse=True),
+                                    basis="qrels" if table else "reference ids")
     return truth

@@ -191,7 +191,7 @@ def _usable(passages: Sequence[ReferencePassage], mode: str) -> list[int]:
 
 
 def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_overlap: float = 0.5,
-               threshold: float = 0.8, ks: Iterable[int] = (), progress: bool = False) -> dict[str, GroundTruth]:
+               threshold: float = 0.8, progress: bool = False) -> dict[str, GroundTruth]:
     """Judge every chunk of every record against the case's reference passages; fills records in place.
 
     A chunk with no text (containment, fuzzy) or no ``(doc_id, start, end)`` (span) gets a ``missing``
@@ -256,9 +256,6 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
             why = ("no reference passage with (doc_id, start, end)" if mode == "span" and passages
                    else "no ground truth")
         rec.status[mode] = case_status(rec, mode, unscorable=why)
-        gt = GroundTruth(len(usable), [1] * max(len(usable), sum(1 for f in found if f)))
-        if mode == "span":
-            chunks = [c.to_chunk() for c in rec.chunks]
-            gt.char_recall = {k: char_recall(chunks, passages, k) for k in (*ks, None)}
-        truth[rec.id] = gt
+        truth[rec.id] = GroundTruth(len(usable), [1] * max(len(usable), sum(1 for f in found if f)),
+                                    basis="reference passages")
     return truth

@@ -65,7 +65,14 @@ def ksweep_table(sweep: KSweep, *, digits: int = 4) -> Table:
 
 
 def print_comparison(result: ComparisonResult, console: Console | None = None) -> None:
-    (console or make_console()).print(comparison_table(result))
+    console = console or make_console()
+    console.print(comparison_table(result))
+    if result.summary.get("r_basis"):
+        console.print(f"R (recall, nDCG's ideal) from {result.summary['r_basis']} "
+                      f"(source {result.summary.get('source')})", style="dim", highlight=False)
+    notes = [f"{c.system} {c.metric}: {c.note}" for c in result.comparisons if c.note]
+    for note in notes:
+        console.print(f"note: {note}", style="dim", highlight=False)
 
 
 def print_ksweep(sweep: KSweep, console: Console | None = None) -> None:
@@ -92,7 +99,10 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
         console.print(f"[yellow]query sets differ: {s.get('only_in_baseline', 0)} only in the baseline, "
                       f"{s.get('only_in_candidate', 0)} only in the candidate (left out)[/yellow]")
     for c in result.checks:
-        if c.failed:
+        if c.below_floor:
+            verdict = "[bold red]FAIL[/bold red]"
+            why = f"{c.candidate_mean:.4f} is below the floor {c.floor} ({p_phrase(c.p_value)})"
+        elif c.failed:
             verdict = "[bold red]FAIL[/bold red]"
             why = f"drop {-c.delta:.4f} > budget {result.max_drop} and {p_phrase(c.p_value)} < alpha {result.alpha}"
         elif c.over_budget:

@@ -407,6 +407,8 @@ def render_html_report(
     source = comparison.summary.get("source")
     if source:
         meta += f" \u00b7 verdict source <b>{escape(source)}</b>"
+        if comparison.summary.get("r_basis"):
+            meta += f" \u00b7 R from {escape(str(comparison.summary['r_basis']))}"
     needed: set[str] = set()
     probe = _probe_section(inputs.probes) if inputs.probes else ""
     sections = [

@@ -109,6 +109,9 @@ def print_comparison(comp, *, per_case: bool = False, console: Console | None = 
         console.print("The two sources judge the same chunks in the same order, so the whole difference is "
                       "due to verdicts; the rank-effect columns show how far re-ordering alone could move "
                       "each source's score.", style="dim", highlight=False)
+    if comp.r_basis:
+        console.print("R (recall, nDCG's ideal): " + "; ".join(f"{s}: {b}" for s, b in comp.r_basis.items()),
+                      style="dim", highlight=False)
     if comp.incomplete:
         shown = ", ".join(f"{q} ({why})" for q, why in list(comp.incomplete.items())[:5])
         n = len(comp.incomplete)

@@ -53,5 +53,9 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
                 lines.append(f"{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v)}")
     lines.append(f"{'runid':<22s}\tall\t{result.run_name}")
     for m, tname in names:
-        lines.append(f"{tname:<22s}\tall\t{_trec_value(m, result.mean[m.name])}")
+        value = result.mean[m.name]
+        if m.metric.name == "num_rel" and "num_rel_all_trec_eval" in result.summary:
+            # trec_eval -c: num_rel's `all` counts every judgement with grade > 0, whatever -l says
+            value = result.summary["num_rel_all_trec_eval"]
+        lines.append(f"{tname:<22s}\tall\t{_trec_value(m, value)}")
     return "\n".join(lines) + "\n"
