@@ -38,6 +38,10 @@ class ReportInputs:
         qrels: the :class:`~rankwise.data.Qrels` grading those documents.
         queries: query id -> text.
         documents: document id -> text.
+
+    Example:
+        >>> ReportInputs().verdict_source is None
+        True
     """
 
     records: dict[str, list] = field(default_factory=dict)

@@ -19,7 +19,13 @@ __all__ = ["case_warnings", "duplicate_chunk_ids", "cutoffs_beyond_lists"]
 
 
 def duplicate_chunk_ids(records: Sequence[Any]) -> str | None:
-    """One message for the cases whose chunk list holds an id more than once, else None."""
+    """One message for the cases whose chunk list holds an id more than once, else None.
+
+    Example:
+        >>> from rankwise.data.records import records_from_testset
+        >>> duplicate_chunk_ids(records_from_testset([{"retrieved_context_ids": ["a", "b"]}])) is None
+        True
+    """
     cases, example = 0, None
     for rec in records:
         counts = Counter(c.id for c in rec.chunks if c.id is not None)
@@ -36,7 +42,14 @@ def duplicate_chunk_ids(records: Sequence[Any]) -> str | None:
 
 
 def cutoffs_beyond_lists(records: Sequence[Any], cutoffs: Iterable[int | None]) -> str | None:
-    """One message when a cutoff K exceeds the longest retrieved list of all cases, else None."""
+    """One message when a cutoff K exceeds the longest retrieved list of all cases, else None.
+
+    Example:
+        >>> from rankwise.data.records import records_from_testset
+        >>> recs = records_from_testset([{"retrieved_context_ids": ["a", "b"]}])
+        >>> cutoffs_beyond_lists(recs, [1, 2]) is None, cutoffs_beyond_lists(recs, [3])[:36]
+        (True, 'K = 3 is larger than every retrieved')
+    """
     deepest = max((len(r.chunks) for r in records), default=0)
     beyond = sorted({int(k) for k in cutoffs if k is not None and int(k) > deepest})
     if not beyond or deepest == 0:
@@ -48,5 +61,11 @@ def cutoffs_beyond_lists(records: Sequence[Any], cutoffs: Iterable[int | None]) 
 
 
 def case_warnings(records: Sequence[Any], cutoffs: Iterable[int | None] = ()) -> list[str]:
-    """Every message of this module that applies to ``records`` and the cutoffs asked for."""
+    """Every message of this module that applies to ``records`` and the cutoffs asked for.
+
+    Example:
+        >>> from rankwise.data.records import records_from_testset
+        >>> case_warnings(records_from_testset([{"retrieved_context_ids": ["a", "b"]}]), [1, 2])
+        []
+    """
     return [m for m in (duplicate_chunk_ids(records), cutoffs_beyond_lists(records, cutoffs)) if m]

@@ -30,7 +30,8 @@ def _is_number(text: str, *, integer: bool = False) -> bool:
 
 
 def swap_hint(path: str | PathLike, expected: str) -> str:
-    """The hint to append when ``path`` (read as ``expected``: "run" or "qrels") looks like the other kind."""
+    """The hint to append when ``path`` (read as ``expected``: "run" or "qrels") looks like the other kind;
+    "" when it does not (see the module's example)."""
     try:
         with open(path, "rb") as fh:
             fields = fh.readline().decode("utf-8", "replace").split()
@@ -46,7 +47,19 @@ def swap_hint(path: str | PathLike, expected: str) -> str:
 
 
 def with_swap_hint(read: Callable[[str | PathLike], T], path: str | PathLike, expected: str) -> T:
-    """``read(path)``; an :class:`InputError` it raises gets :func:`swap_hint`'s hint when one applies."""
+    """``read(path)``; an :class:`InputError` it raises gets :func:`swap_hint`'s hint when one applies.
+
+    Example:
+        >>> import tempfile, os
+        >>> from rankwise.data.trec import read_trec_run
+        >>> path = os.path.join(tempfile.mkdtemp(), "qrels.txt")
+        >>> _ = open(path, "w").write("q1 0 d1 1\\n")
+        >>> try:
+        ...     with_swap_hint(read_trec_run, path, "run")
+        ... except InputError as exc:
+        ...     print(exc.problem.split(" (")[-1])
+        did you swap QRELS and RUN? this file has 4 columns with integer grades, like qrels)
+    """
     try:
         return read(path)
     except InputError as exc:
