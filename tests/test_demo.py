@@ -11,7 +11,7 @@ from rankwise.cli import main
 from rankwise.data import load_run
 from rankwise.data.records import load_records
 from rankwise.demo import DEMO_KS, demo_metrics, run_demo
-from rankwise.rag import evaluate_rag
+from rankwise.metrics.rag import evaluate_rag
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import rankwise
 from rankwise.cli import main
 from rankwise.data.records import Verdict, load_records, records_from_testset, write_records
 from rankwise.errors import InputError
-from rankwise.rag import default_rag_metrics, evaluate_rag
+from rankwise.metrics.rag import default_rag_metrics, evaluate_rag
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RICH = EXAMPLES / "rich_testset.jsonl"

@@ -20,7 +20,7 @@ from rankwise.analysis.ksweep import ksweep, ksweep_records
 from rankwise.analysis.probe import probe_records
 from rankwise.cli import main
 from rankwise.data.records import Verdict
-from rankwise.rag import evaluate_rag
+from rankwise.metrics.rag import evaluate_rag
 from rankwise.report.html import render_html_report, write_html_report
 
 METRICS = ["ndcg@10", "map", "precision@10"]

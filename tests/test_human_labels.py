@@ -9,7 +9,7 @@ import pytest
 
 from rankwise.data.records import records_from_testset
 from rankwise.errors import InputError
-from rankwise.rag import evaluate_rag
+from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.human import apply_labels, read_labels
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -10,7 +10,7 @@ from rankwise.analysis.ksweep import default_sweep_metric, ksweep, ksweep_record
 from rankwise.cli import main
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import evaluate
-from rankwise.rag import evaluate_rag
+from rankwise.metrics.rag import evaluate_rag
 from rankwise.report.compare_text import ksweep_csv
 from rankwise.report.markdown import ksweep_markdown
 

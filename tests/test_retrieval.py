@@ -470,14 +470,14 @@ def test_cli_run_on_a_folder_writes_run_chunks_and_a_rag_testset(tmp_path):
     out = tmp_path / "out" / "run.trec"
     rag = tmp_path / "rag.jsonl"
     result = CliRunner().invoke(main, ["run", "--corpus", str(folder), "--queries", str(testset), "--chunk-size",
-                                       "40", "--chunk-overlap", "0", "-k", "3", "--out", str(out), "--rag-out",
+                                       "40", "--chunk-overlap", "0", "--depth", "3", "--out", str(out), "--rag-out",
                                        str(rag), "--quiet"])
     assert result.exit_code == 0, result.output
     run = read_trec_run(out)
     assert run.ranking("q1")[0] == f"manual.md#{start}-{len(manual)}"
     chunks = read_chunks(tmp_path / "out" / "run.trec.chunks.jsonl", load_corpus(folder))
     assert {c.id for c in chunks} == set(run.doc_ids.to_pylist())
-    from rankwise.rag import evaluate_rag
+    from rankwise.metrics.rag import evaluate_rag
 
     scored = evaluate_rag(rag, "span", k=[1])
     assert scored.mean["hit_rate@1"] == 1.0
@@ -503,7 +503,7 @@ def test_cli_run_errors_are_one_line(tmp_path, monkeypatch):
 def test_cli_run_beir_defaults_to_whole_documents_at_document_level(tmp_path):
     beir = _beir(tmp_path / "b")
     out = tmp_path / "r.trec"
-    result = CliRunner().invoke(main, ["run", "--beir", str(beir), "--out", str(out), "-k", "5"])
+    result = CliRunner().invoke(main, ["run", "--beir", str(beir), "--out", str(out), "--depth", "5"])
     assert result.exit_code == 0, result.output
     assert f"next: rankwise eval {beir / 'qrels' / 'test.tsv'} {out}" in result.output
     run = read_trec_run(out)

@@ -7,7 +7,7 @@ import pytest
 from rankwise.data.records import records_from_testset
 from rankwise.data.testset import Chunk, ReferencePassage
 from rankwise.errors import InputError
-from rankwise.rag import evaluate_rag
+from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.text import (
     char_recall,
     contains_match,

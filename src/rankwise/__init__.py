@@ -22,8 +22,8 @@ __all__ = ["EvalResult", "InputError", "Qrels", "RankwiseError", "Run", "evaluat
 
 # Heavier entry points are imported on first use, so `import rankwise` stays light.
 _LAZY = {
-    "evaluate_rag": ("rankwise.rag", "evaluate_rag"),
-    "load_records": ("rankwise.rag", "load_records"),
+    "evaluate_rag": ("rankwise.metrics.rag", "evaluate_rag"),
+    "load_records": ("rankwise.metrics.rag", "load_records"),
     "compare": ("rankwise.analysis.compare", "compare"),
 }
 

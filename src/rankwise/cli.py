@@ -147,7 +147,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise.errors import InputError
-    from rankwise.rag import evaluate_rag
+    from rankwise.metrics.rag import evaluate_rag
 
     try:
         cutoffs = [int(x) for x in ks.split(",") if x.strip()]
@@ -620,7 +620,8 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 @click.option("--doc-level/--chunk-level", "doc_level", default=None,
               help="Write documents (each at its best chunk's rank) or chunks. Default: documents with --beir, "
                    "chunks with --corpus.")
-@click.option("-k", "k", type=int, default=100, show_default=True, help="Items per query in the run.")
+@click.option("--depth", "-d", "k", type=int, default=100, show_default=True,
+              help="Items (documents or chunks) written per query.")
 @click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
               help="Run file: TREC (JSONL if it ends in .jsonl); chunks go to OUT.chunks.jsonl.")
 @click.option("--rag-out", type=click.Path(dir_okay=False),
@@ -639,6 +640,7 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
     from rankwise.retrieval.pipeline import (
         RetrieverSpec,
         chunk_depth,
+        run_defaults,
         run_retrieval,
         save_run,
         write_rag_testset,
@@ -655,9 +657,8 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         if not (corpus_path and queries_path):
             raise InputError("--corpus and --queries go together")
         corpus, queries = load_corpus(corpus_path), load_queries(queries_path)
-    chunk_size = (0 if beir_dir else 1000) if chunk_size is None else chunk_size
-    chunk_overlap = (0 if chunk_size == 0 else min(100, chunk_size // 2)) if chunk_overlap is None else chunk_overlap
-    doc_level = bool(beir_dir) if doc_level is None else doc_level
+    chunk_size, chunk_overlap, doc_level = run_defaults(beir=bool(beir_dir), chunk_size=chunk_size,
+                                                        chunk_overlap=chunk_overlap, doc_level=doc_level)
     spec = RetrieverSpec.parse(retriever, model=model, rerank=rerank_model, rerank_top_n=rerank_top_n)
     result = run_retrieval(corpus, queries, spec, k=chunk_depth(k, doc_level=doc_level, chunk_size=chunk_size),
                            chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir, quiet=quiet)

@@ -91,7 +91,7 @@ def run_demo(out: str | PathLike = "rankwise-demo", *, dataset: str = "kestrel",
     """
     from rankwise.analysis.compare import compare_records
     from rankwise.datasets import load_bundled_corpus, load_bundled_testset
-    from rankwise.rag import evaluate_rag
+    from rankwise.metrics.rag import evaluate_rag
     from rankwise.retrieval import run_retrievers
     from rankwise.retrieval.pipeline import save_run
 

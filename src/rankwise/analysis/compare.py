@@ -226,10 +226,13 @@ def _as_tests(test: str | Sequence[str]) -> list[str]:
     return out
 
 
-def _mean(col: np.ndarray) -> float:
-    from rankwise.metrics.evaluate import sequential_mean
+def _mean(col: np.ndarray, metric: str) -> float:
+    from rankwise.metrics.evaluate import aggregate, sequential_mean
 
-    return sequential_mean(col[~np.isnan(col)])
+    try:
+        return aggregate(col, metric)
+    except InputError:  # a column that is not a registered metric (per-query values from elsewhere)
+        return sequential_mean(col[~np.isnan(col)])
 
 
 def compare_per_query(
@@ -274,7 +277,7 @@ def compare_per_query(
                              f"({len(query_ids)}, {len(metrics)})", field="values")
         arrays[s] = a
     base = _baseline_name(baseline, systems)
-    means = {s: {m: _mean(arrays[s][:, j]) for j, m in enumerate(metrics)} for s in systems}
+    means = {s: {m: _mean(arrays[s][:, j], m) for j, m in enumerate(metrics)} for s in systems}
 
     raw: list[dict[str, Any]] = []
     for s in systems:
@@ -287,7 +290,7 @@ def compare_per_query(
             p_values = {t: paired_test(d, t, permutations=permutations, seed=seed) for t in tests}
             lo, hi = bootstrap_ci(d, resamples=resamples, confidence=confidence, seed=seed)
             w, t_, lss = win_tie_loss(d)
-            mean_s, mean_b = _mean(a[ok]), _mean(b[ok])
+            mean_s, mean_b = _mean(a[ok], m), _mean(b[ok], m)
             raw.append(dict(metric=m, system=s, baseline=base, mean=mean_s, baseline_mean=mean_b,
                             delta=mean_s - mean_b, ci_low=lo, ci_high=hi, p_values=p_values,
                             p_value=p_values[tests[0]], effect_size=cohens_d(d), wins=w, ties=t_,
@@ -502,7 +505,7 @@ def compare_records(
         >>> compare_records(recs, "ids", "mrr").comparison("b", "mrr").delta
         0.5
     """
-    from rankwise.rag import default_rag_metrics, evaluate_rag
+    from rankwise.metrics.rag import default_rag_metrics, evaluate_rag
 
     systems = list(records)
     if len(systems) < 2:
@@ -570,8 +573,8 @@ def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:
 def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *, source: str = "containment",
                      labels: Any = None, relevance_level: int = 1) -> dict[str, list[Any]]:
     """Records with ``source`` verdicts, by system name, from records files or test sets (judged now when
-    they hold no such verdicts: :func:`rankwise.rag.judged_records`)."""
-    from rankwise.rag import judged_records
+    they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`)."""
+    from rankwise.metrics.rag import judged_records
 
     items = list(paths)
     system_labels = system_names(items, names)

@@ -161,7 +161,7 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
             raise InputError(f"result has no metric {missing_names[0]!r}", source=where, field="metric")
         return list(obj.per_query.query_ids), np.column_stack([obj.per_query.column(n) for n in names])
     if relevance is not None or _is_rag(obj):
-        from rankwise.rag import evaluate_rag
+        from rankwise.metrics.rag import evaluate_rag
 
         rag = evaluate_rag(obj, relevance or "containment", metrics=names, labels=labels,
                            relevance_level=relevance_level)
@@ -284,7 +284,7 @@ def gate(
     b = base_vals[[b_index[q] for q in shared]]
     c = cand_vals[[c_index[q] for q in shared]]
 
-    from rankwise.metrics.evaluate import sequential_mean
+    from rankwise.metrics.evaluate import aggregate
 
     raw = []
     for j, name in enumerate(names):
@@ -295,7 +295,7 @@ def gate(
         order = np.argsort(d, kind="stable")[:worst]
         ids = [q for q, keep in zip(shared, ok.tolist(), strict=True) if keep]
         worst_rows = [(ids[i], float(bj[i]), float(cj[i]), float(d[i])) for i in order.tolist() if d[i] < 0]
-        base_mean, cand_mean = sequential_mean(bj), sequential_mean(cj)
+        base_mean, cand_mean = aggregate(bj, name), aggregate(cj, name)
         raw.append((name, base_mean, cand_mean, p, worst_rows, int(ok.sum())))
     adjusted = correct_pvalues([r[3] for r in raw], correction)
     checks = []

@@ -137,7 +137,7 @@ def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: st
         >>> ksweep_records(recs, "ids", "precision", max_k=2).values["a"].tolist()
         [0.0, 0.5]
     """
-    from rankwise.rag import evaluate_rag
+    from rankwise.metrics.rag import evaluate_rag
 
     measures = sweep_measures(metric, max_k)
     names = [m.name for m in measures]

@@ -12,7 +12,7 @@ from rankwise.errors import InputError
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.matrix import RelevanceMatrix, join
 
-__all__ = ["evaluate", "evaluate_matrix", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
+__all__ = ["evaluate", "evaluate_matrix", "aggregate", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
 
 DEFAULT_METRICS = (
     [f"hit_rate@{k}" for k in (1, 3, 5, 10)]
@@ -27,6 +27,25 @@ def sequential_mean(values: np.ndarray) -> float:
     if len(values) == 0:
         return 0.0
     return float(np.add.accumulate(values)[-1] / len(values))
+
+
+def aggregate(values: np.ndarray, measure: str | Measure) -> float:
+    """A measure's value over queries, as every command reports it: undefined (NaN) values left out, then
+    the mean (sum for count measures such as ``num_ret``) in the given order.
+
+    Example:
+        >>> import numpy as np
+        >>> aggregate(np.array([1.0, 0.0, np.nan]), "P_5"), aggregate(np.array([3.0, 4.0]), "num_ret")
+        (0.5, 7.0)
+    """
+    from rankwise.metrics.registry import parse_measure
+
+    m = parse_measure(measure)
+    col = np.asarray(values, dtype=np.float64)
+    col = col[~np.isnan(col)]
+    if m.metric.aggregate == "sum":
+        return float(np.add.accumulate(col)[-1]) if len(col) else 0.0
+    return sequential_mean(col)
 
 
 class PerQuery(Mapping):

@@ -37,6 +37,9 @@ class Param:
         default: the value when the name does not give one.
         description: one line, shown by ``rankwise metrics``.
         choices: the allowed values (empty: any value of ``kind``).
+        bounds: for numbers, the open interval the value must lie in.
+        applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when ``decay=rbp``):
+            refused otherwise, and always spelled out in the name when it applies.
 
     Example:
         >>> Param("decay", str, "log", "rank discount", ("log", "linear")).parse("linear")
@@ -48,6 +51,8 @@ class Param:
     default: Any
     description: str
     choices: tuple = ()
+    bounds: tuple[float, float] | None = None
+    applies_when: tuple[str, Any] | None = None
 
     def parse(self, raw: str) -> Any:
         """The value of ``raw`` (text from a metric name); ValueError naming the allowed values."""
@@ -70,10 +75,15 @@ class Param:
             value = text
         if self.choices and value not in self.choices:
             raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, not {text!r}")
+        if self.bounds is not None and not self.bounds[0] < value < self.bounds[1]:
+            raise ValueError(f"{self.name} must be between {self.bounds[0]:g} and {self.bounds[1]:g} "
+                             f"(exclusive), not {text!r}")
         return value
 
     def describe(self) -> str:
         allowed = "|".join(_show(c) for c in self.choices) if self.choices else self.kind.__name__
+        if self.bounds is not None:
+            allowed += f" in ({self.bounds[0]:g}, {self.bounds[1]:g})"
         return f"{self.name}={_show(self.default)} ({allowed}): {self.description}"
 
 
@@ -189,15 +199,22 @@ def _cut(fmt_k: str, fmt_all: str | None = None):
     return name
 
 
-_DECAY = Param("decay", str, "log", "rank discount: log = 1/log2(i+1), linear = 1/i", ("log", "linear"))
+_DECAY = Param("decay", str, "log", "rank discount: log 1/log2(i+1), linear 1/i, rbp p^(i-1), power i^-a, "
+               "flat 1, curve = a measured position curve", context.DECAYS)
+_P = Param("p", float, 0.8, "decay=rbp: patience p, the weight of each next rank", bounds=(0.0, 1.0),
+           applies_when=("decay", "rbp"))
+_A = Param("a", float, 1.0, "decay=power: exponent a of i^-a", bounds=(0.0, 100.0),
+           applies_when=("decay", "power"))
+_CURVE = Param("curve", str, "", "decay=curve: path of a position-curve JSON file (rankwise position-curve)",
+               applies_when=("decay", "curve"))
 _IDEAL = Param("ideal", str, "k", "denominator: all K positions (k) or only min(K, R) (attainable)",
                ("k", "attainable"))
 _RAGAS = Param("ragas_compat", bool, False, "add Ragas' 1e-10 to the denominator (a perfect list scores "
                "0.9999999999)", (False, True))
 
 
-def _f1_wcp(m, k=None, decay="log", ideal="k"):
-    return context.harmonic_mean(context.wcp(m, k, decay, ideal), context.context_recall(m, k))
+def _f1_wcp(m, k=None, decay="log", ideal="k", p=0.8, a=1.0, curve=""):
+    return context.harmonic_mean(context.wcp(m, k, decay, ideal, p, a, curve), context.context_recall(m, k))
 
 
 def _f1_acp(m, k=None, ragas_compat=False):
@@ -232,14 +249,15 @@ _DEFS: list[Metric] = [
     Metric("set_F", ir.f1, "trec_eval's set_F (beta 1): harmonic mean of set_P and set_recall",
            cutoff="none", trec_name=_cut("set_F", "set_F")),
     Metric("wcp", context.wcp, "rank-weighted share of the top K that is relevant",
-           ("weighted_context_precision",), params=(_DECAY, _IDEAL)),
+           ("weighted_context_precision",), params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
     Metric("acp", context.acp, "mean precision@i over relevant ranks (Ragas context precision)",
            ("average_context_precision", "context_precision"), params=(_RAGAS,)),
     Metric("context_recall", context.context_recall, "share of ground-truth passages found in the top K",
            ("ctx_recall",)),
     Metric("char_recall", context.char_recall, "share of reference-passage characters covered by the top K "
            "chunks' spans", requires=("char_spans",)),
-    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K", params=(_DECAY, _IDEAL)),
+    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K",
+           params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
     Metric("f1_acp", _f1_acp, "harmonic mean of acp@K and context_recall@K", params=(_RAGAS,)),
     Metric("id_precision", context.id_precision, "distinct relevant ids retrieved / distinct ids retrieved "
            "(order-blind; undefined when nothing was retrieved)", ("set_precision",), cutoff="none",
@@ -345,9 +363,20 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str) -> M
         raise InputError(f"metric {metric.name!r} needs a cutoff, e.g. {metric.name}@10", field="metric")
     if k is not None and k < 1:
         raise InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
-    defaults = metric.defaults
-    nondefault = tuple(sorted((k_, v) for k_, v in params.items() if defaults.get(k_) != v))
-    return Measure(metric, k, nondefault)
+    values = {**metric.defaults, **params}
+    shown = []
+    for p in metric.params:
+        if p.applies_when is not None:
+            other, wanted = p.applies_when
+            if values.get(other) != wanted:
+                if p.name in params:
+                    raise InputError(f"in {text!r}: {p.name} applies only with {other}={_show(wanted)}",
+                                     field="metric")
+                continue
+            shown.append((p.name, values[p.name]))
+        elif p.name in params and params[p.name] != p.default:
+            shown.append((p.name, params[p.name]))
+    return Measure(metric, k, tuple(shown))
 
 
 def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:

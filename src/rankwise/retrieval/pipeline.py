@@ -376,6 +376,21 @@ def save_run(result: RetrievalResult, path: str | PathLike, *, doc_level: bool =
     return out, chunks_path
 
 
+def run_defaults(*, beir: bool, chunk_size: int | None = None, chunk_overlap: int | None = None,
+                 doc_level: bool | None = None) -> tuple[int, int, bool]:
+    """Chunking and output level for a run, defaults filled in: a BEIR collection is retrieved as whole
+    documents and written as documents; a corpus is cut into 1000-character chunks (overlap min(100, size/2))
+    and written as chunks.
+
+    Example:
+        >>> run_defaults(beir=True), run_defaults(beir=False), run_defaults(beir=False, chunk_size=300)
+        ((0, 0, True), (1000, 100, False), (300, 100, False))
+    """
+    size = (0 if beir else 1000) if chunk_size is None else chunk_size
+    overlap = (0 if size == 0 else min(100, size // 2)) if chunk_overlap is None else chunk_overlap
+    return size, overlap, bool(beir) if doc_level is None else doc_level
+
+
 def chunk_depth(k: int, *, doc_level: bool, chunk_size: int, factor: int = 10) -> int:
     """How many chunks to retrieve per query: ``k``, or ``factor * k`` when chunks are lifted to k documents
     (several chunks of one document may rank high, so k chunks would give fewer than k documents).
