@@ -20,7 +20,7 @@ import rankwise
 from _synthetic_runs import qrels_dict, system_run, write_trec
 from rankwise.data.testset import load_testset
 from rankwise.errors import InputError, RankwiseWarning
-from rankwise.rag import evaluate_rag
+from rankwise.metrics.rag import evaluate_rag
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ELLIPSIS = "\u2026"

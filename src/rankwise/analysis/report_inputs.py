@@ -3,7 +3,7 @@ qrels, query texts and document texts. Report modules only render what this modu
 
 Example:
     >>> from rankwise.analysis.compare import compare_records
-    >>> from rankwise.rag import evaluate_rag
+    >>> from rankwise.metrics.rag import evaluate_rag
     >>> sets = {name: evaluate_rag([{"id": "q", "retrieved_contexts": chunks,
     ...                              "reference_contexts": ["paris is the capital"]}], k=2, metrics=["mrr"]).records
     ...         for name, chunks in (("A", ["paris is the capital", "x"]), ("B", ["x", "paris is the capital"]))}
