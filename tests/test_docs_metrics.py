@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 import rankwise
 from rankwise.metrics import average_context_precision, set_precision, set_recall, weighted_context_precision
+from rankwise.metrics.rag import evaluate_rag
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
 
@@ -43,20 +43,23 @@ def test_ir_worked_example(level):
 
 def test_context_vectors():
     rows = vector_table("context")
-    assert len(rows) == 15
+    assert len(rows) == 17
     for metric, verdicts, expected, fraction in rows:
         v = [] if verdicts == "(none)" else [int(x) for x in verdicts.split(",")]
         k = max(3, len(v))
-        if metric.startswith("wcp"):
-            decay = re.search(r"decay=(\w+)", metric)
-            value = weighted_context_precision(v, k=k, decay=decay.group(1) if decay else "log")
-        elif metric == "acp":
-            value = average_context_precision(v, k=k)
-        else:
+        values = []
+        if v:  # through the registry and the engine, as `rankwise eval -m` computes it
             docs = [f"d{i}" for i in range(len(v))]
             judged = {"q": {d: x for d, x in zip(docs, v, strict=True)}}
-            value = rankwise.evaluate(judged, {"q": docs}, [f"{metric}@{k}"]).mean[f"{metric}@{k}"]
-        assert f"{value:.4f}" == expected, (metric, verdicts)
+            result = rankwise.evaluate(judged, {"q": docs}, [f"{metric}@{k}"])
+            values.append(result.mean[result.names[0]])
+        if metric in ("wcp", "wcp(decay=linear)"):  # and through the plain functions
+            values.append(weighted_context_precision(v, k=k, decay="linear" if "linear" in metric else "log"))
+        elif metric == "acp":
+            values.append(average_context_precision(v, k=k))
+        assert values, (metric, verdicts)
+        for value in values:
+            assert f"{value:.4f}" == expected, (metric, verdicts)
         if "/" in fraction and "(" not in fraction:
             num, den = (float(x) for x in fraction.split("/"))
             assert f"{num / den:.4f}" == expected
@@ -66,5 +69,9 @@ def test_set_vectors():
     rows = vector_table("set")
     assert len(rows) == 2
     for metric, retrieved, gold, expected in rows:
-        fn = {"set_precision": set_precision, "set_recall": set_recall}[metric]
+        fn = {"id_precision": set_precision, "id_recall": set_recall}[metric]
         assert f"{fn(retrieved.split(','), gold.split(',')):.4f}" == expected
+        # and through the registry, from an ids test set
+        case = {"id": "c", "retrieved_context_ids": retrieved.split(","), "reference_context_ids": gold.split(",")}
+        result = evaluate_rag([case], "ids", k=1, metrics=[metric])
+        assert f"{result.mean[metric]:.4f}" == expected
