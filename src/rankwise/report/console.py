@@ -63,7 +63,7 @@ def make_console(*, width: int | None = None, stderr: bool = False) -> Console:
     if width:
         return _WholeConsole(width=width, stderr=stderr)
     console = _WholeConsole(stderr=stderr)
-    if console.is_terminal:
+    if console.is_terminal or console.is_jupyter:
         return console
     return _WholeConsole(width=PIPE_WIDTH, stderr=stderr)
 
