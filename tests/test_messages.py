@@ -28,9 +28,8 @@ ELLIPSIS = "\u2026"
 
 def rankwise_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """``python -m rankwise.cli ARGS`` with stdout/stderr on pipes (not a terminal)."""
-    full_env = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
-    full_env.pop("COLUMNS", None)
-    full_env.pop("RANKWISE_WIDTH", None)
+    full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "RANKWISE_WIDTH")}
+    full_env.update({"PYTHONPATH": str(SRC), **(env or {})})
     return subprocess.run([sys.executable, "-m", "rankwise.cli", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout)
 
@@ -109,6 +108,10 @@ def test_width_option_folds_instead_of_cutting(cranfield_files):
     result = rankwise.evaluate(qrels_path, runs[0], LONG_METRICS)
     for name in result.names:
         assert any(name in line for line in lines), name
+    env_width = rankwise_cli("eval", str(qrels_path), str(runs[0]), "-m", ",".join(LONG_METRICS),
+                             env={"RANKWISE_WIDTH": "70"})
+    assert env_width.returncode == 0 and max(len(line) for line in env_width.stdout.splitlines()) <= 70
+    assert ELLIPSIS not in env_width.stdout
     bad = rankwise_cli("--width", "5", "metrics")
     assert bad.returncode == 2 and "--width" in bad.stderr
 
