@@ -18,8 +18,22 @@ class _Group(click.Group):
     """A click group that turns our errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):
+        import warnings
+
+        from rankwise.errors import RankwiseWarning
+
+        def show(message, category, *args, **kwargs):
+            if issubclass(category, RankwiseWarning):
+                click.echo(f"rankwise: warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        shown = warnings.showwarning
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", RankwiseWarning)
+                warnings.showwarning = show
+                return super().invoke(ctx)
         except RankwiseError as exc:
             click.echo(f"rankwise: error: {exc}", err=True)
             sys.exit(2)
@@ -32,9 +46,15 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rankwise")
-def main() -> None:
+@click.option("--width", type=click.IntRange(min=20), default=None,
+              help="Columns of printed tables (default: the terminal's; unlimited when piped; or $RANKWISE_WIDTH).")
+def main(width: int | None) -> None:
     """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
     from any source, comparisons and reports."""
+    if width is not None or "rankwise.report.console" in sys.modules:  # rich only when tables are printed
+        from rankwise.report.console import set_width
+
+        set_width(width)
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:
@@ -86,10 +106,10 @@ def _print_result(result, fmt: str, per_query: bool) -> None:
 @main.command("metrics")
 def metrics_command():
     """List every metric, its aliases and what it measures."""
-    from rich.console import Console
     from rich.table import Table
 
     from rankwise.metrics.registry import METRICS
+    from rankwise.report.console import make_console
 
     table = Table(title="rankwise metrics")
     for col in ("name", "cutoff", "parameters", "aliases", "definition"):
@@ -97,7 +117,7 @@ def metrics_command():
     for m in METRICS.values():
         params = "\n".join(p.describe() for p in m.params)
         table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
-    Console().print(table)
+    make_console().print(table)
 
 
 @main.command("eval-rag")
@@ -283,17 +303,8 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
     html_options = {}
     if html_path:
-        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged,
-                        "title": title or f"rankwise compare: {', '.join(result.systems)}"}
-        if queries_path:
-            from rankwise.retrieval.corpus import load_queries
-
-            html_options["queries"] = load_queries(queries_path)
-        if corpus_path:
-            from rankwise.retrieval.corpus import load_corpus
-
-            html_options["documents"] = {d.id: (f"{d.title}\n{d.text}" if d.title and not d.text.startswith(d.title)
-                                                else d.text) for d in load_corpus(corpus_path)}
+        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged, "queries": queries_path,
+                        "corpus": corpus_path, "title": title or f"rankwise compare: {', '.join(result.systems)}"}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
 
@@ -476,23 +487,10 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             return
         total = sum(len(c.chunks) for c in cases)
         try:
-            if quiet:
-                result = judge.run(cases)
-            else:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
+            from rankwise.progress import progress
 
-                with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                              TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-                    task = bar.add_task("judge", total=total)
-                    result = judge.run(cases, lambda n: bar.advance(task, n))
+            with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
+                result = judge.run(cases, advance)
         except KeyboardInterrupt:
             click.echo(f"rankwise: judge interrupted; the cache ({cache.path}) holds {len(cache)} verdicts: "
                        f"rerun the same command to resume", err=True)

@@ -1,4 +1,4 @@
-"""Per-case records (SPEC §6): what an evaluation of a RAG test set keeps for every question.
+"""Per-case records (docs/metrics.md §6): what an evaluation of a RAG test set keeps for every question.
 
 One JSON object per line::
 

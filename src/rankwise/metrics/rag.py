@@ -13,8 +13,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.checks import case_warnings
 from rankwise.data.records import CaseRecord, as_records, load_records, write_records
-from rankwise.errors import InputError
+from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
 from rankwise.metrics.registry import parse_measures
 from rankwise.relevance import SOURCES, TEXT_SOURCES, case_status, judge
@@ -183,6 +184,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     summary = _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete,
                        matrix.r_basis, stored, min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                        relevance_level=relevance_level)
+    for message in case_warnings(records, [m.k for m in measures]):
+        warn(message, summary=summary)
     result = evaluate_matrix(matrix, measures, summary, run_name=f"eval-rag ({relevance})")
 
     for r in records:

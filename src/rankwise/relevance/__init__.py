@@ -50,13 +50,9 @@ class GroundTruth:
 
 def with_progress(items: list, label: str, show: bool):
     """Iterate ``items``, with a transient rich progress bar on stderr when ``show`` and the list is long."""
-    if not show or len(items) < 200:
-        yield from items
-        return
-    from rich.console import Console
-    from rich.progress import track
+    from rankwise.progress import track
 
-    yield from track(items, description=label, console=Console(stderr=True), transient=True)
+    yield from track(items, label, quiet=not show, min_items=200)
 
 
 def case_status(record, source: str, *, unscorable: str | None = None) -> str:
