@@ -126,7 +126,7 @@ def metrics_command():
               help="Verdict source: containment, span, fuzzy, ids, human, llm (or a source in a records file).")
 @click.option("--labels", type=click.Path(dir_okay=False),
               help="Human labels (CSV/JSONL) for --relevance human; graded qrels for --relevance ids.")
-@click.option("-k", "ks", default="1,3,5,10", show_default=True, help="Cutoffs, comma-separated.")
+@click.option("-k", "ks", default=None, help="Cutoffs of the default metrics, comma-separated [default: 1,3,5,10].")
 @click.option("-m", "--metric", "metrics", multiple=True,
               help="Metric name, repeatable or comma-separated (wcp@5, acp(ragas_compat=true)@5, char_recall@5 ...).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
@@ -150,7 +150,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
     from rankwise.metrics.rag import evaluate_rag
 
     try:
-        cutoffs = [int(x) for x in ks.split(",") if x.strip()]
+        cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,

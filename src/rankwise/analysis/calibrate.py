@@ -25,13 +25,14 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseWarning
 
 __all__ = ["calibrate", "candidate_metrics", "CalibrationResult", "Candidate", "DEFAULT_KS", "DISCOUNTS"]
 
@@ -200,7 +201,9 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
             scored.append((r, float(y)))
         if not scored:
             continue
-        result = evaluate_rag([r for r, _ in scored], source, metrics=names)
+        with warnings.catch_warnings():  # the candidate grid's cutoffs are ours, not the user's
+            warnings.simplefilter("ignore", RankwiseWarning)
+            result = evaluate_rag([r for r, _ in scored], source, metrics=names)
         index = {q: i for i, q in enumerate(result.per_query.query_ids)}
         for r, y in scored:
             rows_case.append(r.id)

@@ -1,4 +1,4 @@
-"""RAG context metrics (SPEC §3): rank-weighted and average context precision, set precision/recall.
+"""RAG context metrics (docs/metrics.md §3): rank-weighted and average context precision, set precision/recall.
 
 Two faces: plain functions over one verdict list (for notebooks and docs) and matrix versions used by
 the engine. Both share one implementation, so they cannot drift apart.
@@ -187,7 +187,7 @@ def _one(verdicts: Sequence[int | bool], n_relevant: int | None = None) -> Relev
 def weighted_context_precision(verdicts: Sequence[int | bool], k: int | None = None, decay: Decay = "log",
                                ideal: str = "k", n_relevant: int | None = None, p: float = 0.8,
                                a: float = 1.0) -> float:
-    """Rank-weighted share of the top K that is relevant (SPEC §3, ``wcp@K``).
+    """Rank-weighted share of the top K that is relevant (docs/metrics.md §3, ``wcp@K``).
 
     Args:
         verdicts: 0/1 per retrieved chunk, in rank order.

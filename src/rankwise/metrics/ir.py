@@ -1,7 +1,7 @@
 """Ranked-retrieval metrics as vector expressions over a :class:`RelevanceMatrix`.
 
 Each function takes the matrix and a cutoff ``k`` (None = the whole ranking) and returns one value per
-query. Definitions follow trec_eval (see SPEC §2).
+query. Definitions follow trec_eval (docs/metrics.md §2).
 """
 
 from __future__ import annotations

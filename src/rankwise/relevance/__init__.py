@@ -1,4 +1,4 @@
-"""Where verdicts come from (SPEC §4): ids, ground-truth text, human labels, an LLM judge.
+"""Where verdicts come from (docs/metrics.md §4): ids, ground-truth text, human labels, an LLM judge.
 
 Every source fills per-chunk :class:`~rankwise.data.records.Verdict` objects into per-case records
 (``chunk.verdicts[source]``), the passages each chunk matched (``record.passages_found[source]``) and a

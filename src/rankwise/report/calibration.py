@@ -11,6 +11,7 @@ from rich.table import Table
 
 from rankwise.analysis.calibrate import CalibrationResult
 from rankwise.analysis.position import PositionFit
+from rankwise.report.console import make_console
 from rankwise.report.plots import _pyplot
 from rankwise.report.svg import color_of
 
@@ -23,7 +24,7 @@ def _f(x: float | None) -> str:
 
 def print_calibration(result: CalibrationResult, *, top: int = 15, console: Console | None = None) -> None:
     """The best candidates (training and held-out statistic, interval, system agreement) and the sentence."""
-    console = console or Console()
+    console = console or make_console()
     stat = "Kendall tau-b" if result.statistic == "kendall_tau_b" else "AUC"
     table = Table(title=f"Which metric predicts the answer score ({stat}; {result.train_cases} training / "
                         f"{result.held_out_cases} held-out cases, verdicts: {result.source})",
@@ -69,7 +70,7 @@ def plot_calibration(result: CalibrationResult, path: str | PathLike, *, top: in
 
 def print_position_fit(fit: PositionFit, *, console: Console | None = None) -> None:
     """Accuracy by position with intervals, then each discount's fit (best first)."""
-    console = console or Console()
+    console = console or make_console()
     table = Table(title="Answer accuracy with the supporting chunk at each position", title_justify="left")
     for col in ("position", "answers", "accuracy", "95% interval", "best fit"):
         table.add_column(col, justify="right")
