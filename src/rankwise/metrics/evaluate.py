@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -91,6 +91,7 @@ class EvalResult:
         summary: queries evaluated / missing from run / ignored (absent from qrels), and per-metric
             counts of undefined queries where a metric can be undefined.
         run_name: name of the evaluated run.
+        texts: per-query texts of text measures (``relstring``): name -> one string per query.
     """
 
     measures: list[Measure]
@@ -98,6 +99,7 @@ class EvalResult:
     mean: dict[str, float]
     summary: dict
     run_name: str = "run"
+    texts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -116,8 +118,11 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
     """Compute measures over an already joined :class:`RelevanceMatrix`."""
     parsed = parse_measures(measures)
     values = np.empty((len(matrix.query_ids), len(parsed)), dtype=np.float64)
+    texts: dict[str, list[str]] = {}
     for j, measure in enumerate(parsed):
-        values[:, j] = measure(matrix)
+        values[:, j] = column = measure(matrix)
+        if hasattr(column, "texts"):  # relstring: a text per query beside its number
+            texts[measure.name] = column.texts
     mean: dict[str, float] = {}
     undefined: dict[str, int] = {}
     for j, measure in enumerate(parsed):
@@ -130,13 +135,17 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
             col = col[~nan]
         if measure.metric.aggregate == "sum":
             mean[measure.name] = float(np.add.accumulate(col)[-1]) if len(col) else 0.0
+        elif measure.metric.aggregate == "gmean":  # trec_eval's gm_map: exp(mean log(max(v, 1e-5)))
+            from rankwise.metrics.trec import gmean_trec
+
+            mean[measure.name] = gmean_trec(col)
         else:
             mean[measure.name] = sequential_mean(col)
     summary = dict(summary or {"evaluated": len(matrix.query_ids)})
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(parsed, PerQuery(matrix.query_ids, [m.name for m in parsed], values), mean, summary,
-                      run_name)
+                      run_name, texts)
 
 
 def _examples(ids: list[str], n: int = 3) -> str:

@@ -47,6 +47,9 @@ class RelevanceMatrix:
             (the id-set metrics count distinct ids); None when every item is distinct.
         char_found: optional (queries, depth) reference characters first covered at each rank (span
             ground truth), with ``char_total`` the reference characters per query.
+        pooled: optional (queries, depth) True where the item is in the qrels with any grade, negative
+            ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its unjudged-in-pool). None:
+            every pooled item is judged.
     """
 
     query_ids: list[str]
@@ -63,6 +66,7 @@ class RelevanceMatrix:
     distinct: np.ndarray | None = None
     char_found: np.ndarray | None = None
     char_total: np.ndarray | None = None
+    pooled: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -376,6 +380,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     width = int(lengths.max()) if n_eval else 0
     grades = np.zeros((n_eval, width), dtype=np.int64)
     judged = np.zeros((n_eval, width), dtype=bool)
+    pooled = np.zeros((n_eval, width), dtype=bool)
 
     # --- the judged run rows: (query, doc) found in the qrels
     if len(run) and len(qrels) and width:
@@ -385,6 +390,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
         g = qrels.grades[qrels_rows[keep]]
         grades[target[keep], col[keep]] = np.where(g >= 0, g, 0)
         judged[target[keep], col[keep]] = g >= 0
+        pooled[target[keep], col[keep]] = True
 
     # --- per-query qrels statistics
     qq = qrels.query_codes()
@@ -396,7 +402,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 
     matrix = RelevanceMatrix(
         [qrels.queries[i] for i in eval_q.tolist()], grades, judged, lengths, n_rel.astype(np.int64),
-        n_nonrel.astype(np.int64), ideal, relevance_level, None, in_run[eval_q],
+        n_nonrel.astype(np.int64), ideal, relevance_level, None, in_run[eval_q], pooled=pooled,
     )
     summary = {
         "queries_in_qrels": qrels.n_queries,

@@ -36,22 +36,33 @@ def _trec_value(measure, value: float) -> str:
     return f"{value:6.4f}"
 
 
+# trec_eval prints these only in the summary (num_q, gm_*) or only per query (relstring)
+_SUMMARY_ONLY = ("num_q",)
+
+
 def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     """trec_eval's layout: ``%-22s\\t%s\\t%6.4f`` per line, per-query blocks first, ``all`` last.
 
-    Measures trec_eval has no name for keep rankwise's canonical name.
+    As trec_eval 10.0: counts print as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
+    only on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for keep
+    rankwise's canonical name.
     """
     lines = []
     names = [(m, m.trec_name or m.name) for m in result.measures]
     if per_query:
-        for qid in result.per_query:
+        for i, qid in enumerate(result.per_query):
             row = result.per_query[qid]
             for m, tname in names:
-                if m.metric.name == "num_q":
+                if m.metric.name in _SUMMARY_ONLY or m.metric.aggregate == "gmean":
+                    continue
+                if m.name in result.texts:
+                    lines.append(f"{tname:<22s}\t{qid}\t'{result.texts[m.name][i]}'")
                     continue
                 v = row[m.name]
                 lines.append(f"{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v)}")
     lines.append(f"{'runid':<22s}\tall\t{result.run_name}")
     for m, tname in names:
+        if m.name in result.texts:
+            continue
         lines.append(f"{tname:<22s}\tall\t{_trec_value(m, result.mean[m.name])}")
     return "\n".join(lines) + "\n"
