@@ -142,6 +142,9 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
         else:
             mean[measure.name] = sequential_mean(col)
     summary = dict(summary or {"evaluated": len(matrix.query_ids)})
+    if summary.get("missing") == "zero" and matrix.r_basis == "qrels":
+        # trec_eval -c prints num_rel's `all` as the qrels' grades > 0, whatever -l (report/text.py)
+        summary["qrels_graded_above_0"] = int((matrix.ideal_gains > 0).sum())
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(parsed, PerQuery(matrix.query_ids, [m.name for m in parsed], values), mean, summary,

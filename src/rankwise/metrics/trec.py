@@ -9,8 +9,10 @@ agree beyond the four trec_eval prints. Definitions and citations: ``docs/trec-m
 trec_eval's view of a ranked item: its grade when the qrels judge it (grade >= 0), "unjudged in the pool"
 when the qrels give it a negative grade, "not in the pool" when the qrels do not list it. Queries in the
 qrels but absent from the run (``missing="zero"``, trec_eval ``-c``) are scored on an empty ranking, which
-gives the value trec_eval's one-document placeholder ranking gives for every measure here (it zeroes
-``utility``, ``unj`` and ``rbp_resid`` for those queries explicitly; so do we).
+gives the value trec_eval's placeholder ranking (one document outside the qrels) gives for every measure
+here, except where trec_eval zeroes ``utility``, ``unj``, ``rbp_resid`` and ``relstring`` for those
+queries by their printed name: it matches the bare names only, so with parameters (``utility_2,-1,0,0``,
+``rbp_resid_p=0.5``, ``relstring_25``) they keep the placeholder's value, and so do ours.
 
 Gain maps (``ndcg.1=1,2=3``, ``G``, ``dcg``, ...) follow trec_eval's ``gain_init.c``: a judged level's
 gain is the map's value for it, else the level itself; the ideal ranking holds every judged document's
@@ -331,9 +333,12 @@ def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,
     a, b, c, d = co
     nrr = _num_rel_ret(m).astype(np.int64)
     ret, rel = m.lengths.astype(np.int64), m.n_relevant.astype(np.int64)
+    missing = ~_in_run(m)
+    if coefficients != "1,-1,0,0":  # trec_eval's placeholder: one retrieved item, not relevant
+        ret = np.where(missing, 1, ret)
     value = (a * nrr.astype(np.float64) + b * (ret - nrr).astype(np.float64)
              + c * (rel - nrr).astype(np.float64) + d * (num_docs + nrr - ret - rel).astype(np.float64))
-    return np.where(_in_run(m), value, 0.0)
+    return np.where(missing & (coefficients == "1,-1,0,0"), 0.0, value)
 
 
 def num_nonrel_judged_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
@@ -472,7 +477,7 @@ def bin_g(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     cum = m.cum_relevant()
     idx = 3 + np.arange(m.depth)[None, :] - cum  # 3 + i - relevant so far (inclusive), i 0-based
     table = _log2_table(int(idx.max()) + 1)
-    terms = np.where(rel, 1.0 / table[np.where(rel, idx, 1)], 0.0)
+    terms = np.where(rel, 1.0 / table[np.where(rel, idx, 2)], 0.0)
     return _div(_rowsum(terms), m.n_relevant)
 
 
@@ -523,12 +528,17 @@ def rbp(m: RelevanceMatrix, k: int | None = None, p: float = 0.9, gains: str = "
 def rbp_resid(m: RelevanceMatrix, k: int | None = None, p: float = 0.9, gains: str = "") -> np.ndarray:
     """RBP's residual: p^n + (1 - p) * sum over unjudged ranks i of p^(i-1) (n items retrieved), the most
     the unjudged items could add; 0 when every retrieved item is judged. trec_eval ``rbp_resid``."""
+    p0 = p
     p, _ = _rbp_spec(p, gains)
+    p_given = p0 != 0.9
     unjudged = ~m.judged & _valid(m)
     powers = _powers(p, m.depth)
     total = _rowsum(np.where(unjudged, powers[None, : m.depth], 0.0))
     value = powers[m.lengths] + (1 - p) * total
-    return np.where(unjudged.any(axis=1) & _in_run(m), value, 0.0)
+    missing = ~_in_run(m)
+    if spec_given := (p_given or bool(gains)):  # named rbp_resid_<params>: trec_eval keeps the placeholder's
+        value = np.where(missing, p + (1 - p) * 1.0, value)
+    return np.where((unjudged.any(axis=1) & ~missing) | (missing & spec_given), value, 0.0)
 
 
 def unj(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
@@ -563,7 +573,11 @@ def relstring(m: RelevanceMatrix, k: int | None = None, length: int = 10) -> Tex
     The number is the string's length."""
     rl = _rel_list(m)
     texts = []
+    missing = ~_in_run(m)
     for i in range(len(m.query_ids)):
+        if missing[i] and length != 10:  # relstring_<n>: trec_eval shows its placeholder document
+            texts.append("-" if length > 0 else "")
+            continue
         n = max(0, min(int(length), int(m.lengths[i])))
         chars = []
         for v in rl[i, :n].tolist():

@@ -64,5 +64,8 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     for m, tname in names:
         if m.name in result.texts:
             continue
-        lines.append(f"{tname:<22s}\tall\t{_trec_value(m, result.mean[m.name])}")
+        value = result.mean[m.name]
+        if m.metric.name == "num_rel" and "qrels_graded_above_0" in result.summary:
+            value = result.summary["qrels_graded_above_0"]  # trec_eval -c: grades > 0, whatever -l
+        lines.append(f"{tname:<22s}\tall\t{_trec_value(m, value)}")
     return "\n".join(lines) + "\n"
