@@ -461,10 +461,9 @@ def g_measure(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.n
     ideal_n[:, :w] = ig[:, :w]
     cost = np.cumsum(np.where(ideal_n >= 1.0, ideal_n, 1.0), axis=1)
     got = np.cumsum(rg, axis=1)
-    valid = _valid(m)
-    args = np.where(valid & (rg != 0), (2.0 + cost) - got, 2.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(valid & (rg != 0), rg / _c_log2(args), 0.0)
+    gaining = _valid(m) & (rg != 0)
+    terms = np.zeros((nq, n))
+    terms[gaining] = rg[gaining] / _c_log2(((2.0 + cost) - got)[gaining])
     return _div(_rowsum(terms), sum_ideal)
 
 
