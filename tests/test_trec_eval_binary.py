@@ -23,6 +23,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -243,3 +244,28 @@ def test_every_shared_measure_equals_trec_eval(binaries, data, complete, level):
     assert not problems, (f"{len(problems)} differences (of {checked} values) {by_measure}:\n"
                           + "\n".join(problems[:40]))
     assert checked > 8_000, checked
+
+
+def test_cli_format_trec_prints_what_trec_eval_prints(binaries, data):
+    """``rankwise eval -q --format trec`` in its own process vs ``trec_eval -q -c -l 2 -m all_trec``: the
+    same text, line for line and in the same order (runid's value aside: trec_eval prints the run's tag
+    column, rankwise the run's name)."""
+    qrels, _, run = data
+    args = [sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-q", "--format", "trec", "-l", "2"]
+    for s in ALL_TREC:
+        args += ["-m", s]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    ours = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert ours.returncode == 0, ours.stderr
+    theirs = subprocess.run([str(binaries["std"]), "-q", "-c", "-l", "2", "-m", "all_trec", str(qrels), str(run)],
+                            capture_output=True, text=True, timeout=120)
+    assert theirs.returncode == 0, theirs.stderr
+
+    def lines(text: str) -> list[str]:  # in order: trec_eval prints its measure table's order, as do we
+        return [line.split("\t")[0] if line.startswith("runid") else line for line in text.splitlines()]
+
+    a, b = lines(theirs.stdout), lines(ours.stdout)
+    assert len(a) > 5000
+    assert a == b, (f"{len(set(a) ^ set(b))} lines differ; only trec_eval: {sorted(set(a) - set(b))[:5]}; "
+                    f"only rankwise: {sorted(set(b) - set(a))[:5]}")

@@ -40,15 +40,41 @@ def _trec_value(measure, value: float) -> str:
 _SUMMARY_ONLY = ("num_q",)
 
 
+# trec_eval 10.0's measure table (measures.c): it prints in this order, whatever the order of -m
+_TREC_ORDER = (
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg",
+    "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P",
+    "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap",
+    "rbp", "rbp_resid", "unj",
+)
+
+
+def _trec_sort_key(item: tuple[int, object, str]) -> tuple:
+    """(position in trec_eval's table, its parameter, asked order); names trec_eval lacks go last."""
+    position, measure, tname = item
+    base = max((b for b in _TREC_ORDER if tname == b or tname.startswith(b + "_")), key=len, default=None)
+    if base is None or measure.trec_name is None:
+        return (len(_TREC_ORDER), 0.0, position)
+    rest = tname[len(base) + 1:]
+    try:
+        param = float(rest) if rest else 0.0
+    except ValueError:
+        param = 0.0
+    return (_TREC_ORDER.index(base), param, position)
+
+
 def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     """trec_eval's layout: ``%-22s\\t%s\\t%6.4f`` per line, per-query blocks first, ``all`` last.
 
-    As trec_eval 10.0: counts print as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
+    As trec_eval 10.0: measures in trec_eval's table order (then those it has no name for, as asked),
+    counts as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
     only on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for keep
     rankwise's canonical name.
     """
     lines = []
-    names = [(m, m.trec_name or m.name) for m in result.measures]
+    ordered = sorted(((i, m, m.trec_name or m.name) for i, m in enumerate(result.measures)), key=_trec_sort_key)
+    names = [(m, tname) for _, m, tname in ordered]
     if per_query:
         for i, qid in enumerate(result.per_query):
             row = result.per_query[qid]
