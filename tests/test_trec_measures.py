@@ -14,6 +14,7 @@ measures against the binary on thousands of random queries.
 from __future__ import annotations
 
 import math
+import shutil
 
 import pytest
 
@@ -192,3 +193,40 @@ def test_bad_parameters_are_one_line_errors(text, message):
         evaluate(QRELS, RUN, [text])
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def _peer_data(seed: int):
+    import random
+
+    rng = random.Random(seed)
+    qrels, run = {}, {}
+    for q in range(1, 31):
+        docs = [f"d{j}" for j in rng.sample(range(400), 120)]
+        qrels[str(q)] = {d: rng.choice([0, 0, 0, 1, 1, 2, 3, 4]) for d in docs[: rng.randint(1, 60)]}
+        scores = rng.sample(range(1, 100_000), rng.randint(1, 100))  # distinct: the peers break ties otherwise
+        run[str(q)] = {d: s / 7.0 for d, s in zip(docs[rng.randint(0, 30):], scores, strict=False)}
+    return qrels, run
+
+
+def test_judged_matches_ir_measures():
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels, run = _peer_data(7)
+    ours = evaluate(qrels, run, ["judged@5", "judged@20", "judged@100"], missing="skip")
+    for k in (5, 20, 100):
+        for row in ir_measures.iter_calc([ir_measures.Judged @ k], qrels, run):
+            assert ours.per_query[row.query_id][f"judged@{k}"] == pytest.approx(row.value, abs=1e-15)
+
+
+def test_err_matches_gdeval():
+    # ir_measures runs the TREC Web track's gdeval.pl (perl) for ERR@k; it prints 5 decimals
+    ir_measures = pytest.importorskip("ir_measures")
+    if shutil.which("perl") is None:
+        pytest.skip("perl not installed: gdeval.pl cannot run")
+    qrels, run = _peer_data(11)
+    ours = evaluate(qrels, run, ["err@5", "err@20"], missing="skip")
+    compared = 0
+    for k in (5, 20):
+        for row in ir_measures.iter_calc([ir_measures.ERR @ k], qrels, run):
+            assert ours.per_query[row.query_id][f"err@{k}"] == pytest.approx(row.value, abs=6e-6)
+            compared += 1
+    assert compared == 60
