@@ -230,3 +230,20 @@ def test_err_matches_gdeval():
             assert ours.per_query[row.query_id][f"err@{k}"] == pytest.approx(row.value, abs=6e-6)
             compared += 1
     assert compared == 60
+
+
+def test_nerr_matches_cwl_eval():
+    # ir_measures' NERR8/NERR9 run cwl_eval (Azzopardi, Mackenzie & Moffat's C/W/L implementation)
+    ir_measures = pytest.importorskip("ir_measures")
+    pytest.importorskip("cwl")
+    qrels, run = _peer_data(3)
+    names = {"nerr8(max_rel=4)@10": ir_measures.NERR8(cutoff=10, min_rel=0, max_rel=4),
+             "nerr9(max_rel=4)@10": ir_measures.NERR9(cutoff=10, min_rel=0, max_rel=4),
+             "nerr8(max_rel=2)@1000": ir_measures.NERR8(cutoff=1000, min_rel=0, max_rel=2)}
+    ours = evaluate(qrels, run, list(names), missing="skip")
+    compared = 0
+    for name, measure in names.items():
+        for row in ir_measures.iter_calc([measure], qrels, run):
+            assert ours.per_query[row.query_id][parse_measure(name).name] == pytest.approx(row.value, abs=1e-15)
+            compared += 1
+    assert compared == 90

@@ -223,6 +223,7 @@ def _rbp_name(base: str):
 
 _GAINS = Param("gains", str, "", "trec_eval gain map level=gain,... (default: gain = grade)")
 _P_RBP = Param("p", float, 0.9, "persistence: the chance of reading on to the next rank")
+_NERR = (Param("min_rel", int, 0, "grade of gain 0"), Param("max_rel", int, 4, "grade of gain 1"))
 
 
 def trec_metrics() -> list[Metric]:
@@ -290,6 +291,10 @@ def trec_metrics() -> list[Metric]:
                trec_name=_with("relstring", "length")),
         Metric("err", trec.err, "expected reciprocal rank, R = (2^grade - 1) / 2^max_grade",
                params=(Param("max_grade", int, 4, "the top grade (gdeval.pl: 4)"),)),
+        Metric("nerr8", trec.nerr8, "not-but-nearly ERR, eq. 8 (C/W/L, truncated at k)", cutoff="required",
+               params=_NERR),
+        Metric("nerr9", trec.nerr9, "not-but-nearly ERR, eq. 9 (C/W/L, rank-discounted, truncated at k)",
+               cutoff="required", params=_NERR),
     ]
 
 

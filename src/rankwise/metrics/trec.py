@@ -33,7 +33,7 @@ __all__ = [
     "iprec_at_recall", "eleven_pt_avg", "average_precision_seq", "bpref_seq", "inf_ap", "rprec_mult",
     "set_map", "set_relative_p", "relative_p", "utility", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
     "ndcg_gains", "ndcg_rel", "rndcg", "ndcg_p", "g_measure", "bin_g", "rbp", "rbp_resid", "unj",
-    "judged", "yaap", "relstring", "err", "gmean_trec",
+    "judged", "yaap", "relstring", "err", "nerr8", "nerr9", "gmean_trec",
 ]
 
 MIN_GEO_MEAN = 0.00001  # trec_eval.h: floor of a value entering a geometric mean
@@ -597,3 +597,33 @@ def err(m: RelevanceMatrix, k: int | None = None, max_grade: int = 4) -> np.ndar
     before = np.ones_like(r)
     before[:, 1:] = stay[:, :-1]
     return _rowsum(r * before / np.arange(1.0, n + 1)[None, :])
+
+
+def _nerr(m: RelevanceMatrix, k: int | None, min_rel: int, max_rel: int, eq9: bool) -> np.ndarray:
+    if k is None:
+        raise ValueError("nerr8/nerr9 need a cutoff (nerr8@10)")
+    if max_rel <= min_rel:
+        raise ValueError(f"max_rel ({max_rel}) must exceed min_rel ({min_rel})")
+    n = min(k, m.depth)
+    level = np.clip(np.where(m.judged[:, :n], m.grades[:, :n], min_rel), min_rel, max_rel)
+    g = np.zeros((len(m.query_ids), k))
+    g[:, :n] = (level - min_rel) / float(max_rel - min_rel)
+    cont = 1.0 - g[:, : k - 1]
+    if eq9:
+        r = np.arange(1.0, k)
+        cont = (r / (r + 1.0))[None, :] * cont
+    reach = np.ones((len(m.query_ids), k))
+    reach[:, 1:] = np.cumprod(cont, axis=1)  # chance of reaching rank i: the product of continuing before it
+    return (reach * g).sum(axis=1) / reach.sum(axis=1)
+
+
+def nerr8(m: RelevanceMatrix, k: int | None = None, min_rel: int = 0, max_rel: int = 4) -> np.ndarray:
+    """NERR, eq. 8 of Azzopardi, Mackenzie & Moffat (ICTIR 2021): a C/W/L metric with continuation
+    C_i = 1 - g_i before rank k (0 from k on), g = (grade - min_rel) / (max_rel - min_rel) clipped to
+    [0, 1] (unjudged: 0); value = sum_i W_i g_i with W_i proportional to prod_{j<i} C_j (cwl_eval's NERR-EQ8)."""
+    return _nerr(m, k, min_rel, max_rel, eq9=False)
+
+
+def nerr9(m: RelevanceMatrix, k: int | None = None, min_rel: int = 0, max_rel: int = 4) -> np.ndarray:
+    """NERR, eq. 9 (ICTIR 2021): as :func:`nerr8` with C_i = i/(i+1) (1 - g_i), rank i 1-based."""
+    return _nerr(m, k, min_rel, max_rel, eq9=True)
