@@ -247,3 +247,10 @@ def test_nerr_matches_cwl_eval():
             assert ours.per_query[row.query_id][parse_measure(name).name] == pytest.approx(row.value, abs=1e-15)
             compared += 1
     assert compared == 90
+
+
+def test_relstring_texts_in_json():
+    r = evaluate(QRELS, RUN, ["relstring", "map"], missing="skip")
+    out = r.to_json(per_query=True)
+    assert out["texts"] == {"relstring": {"q1": "20-.1", "q2": "0-"}}
+    assert out["per_query"]["q1"]["relstring"] == 5.0  # its number: the string's length

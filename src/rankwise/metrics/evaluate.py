@@ -110,6 +110,8 @@ class EvalResult:
         out = {"summary": self.summary, "mean": self.mean}
         if per_query:
             out["per_query"] = self.per_query.to_dict()
+            if self.texts:  # relstring: {name: {qid: text}}
+                out["texts"] = {n: dict(zip(self.per_query.query_ids, t, strict=True)) for n, t in self.texts.items()}
         return out
 
 
