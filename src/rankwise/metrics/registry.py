@@ -509,7 +509,12 @@ def parse_measure(name: str | Measure) -> Measure:
     return found[0]
 
 
+_NICKNAMES = trec.NICKNAMES
+
+
 def _parse_one(text: str) -> list[Measure]:
+    if text in _NICKNAMES:  # trec_eval's measure sets: all_trec, official, set
+        return [m for part in _NICKNAMES[text] for m in _parse_one(part)]
     if text.lower() in _LOOKUP:
         return [_bind(_LOOKUP[text.lower()], None, {}, text)]
     trec = _parse_trec_list(text)
