@@ -96,7 +96,9 @@ def _log2_ranks(n: int) -> np.ndarray:
 
 def _row_sums(x: np.ndarray) -> np.ndarray:
     """Left-to-right sums per row, as trec_eval adds (``np.sum`` adds pairwise)."""
-    return np.cumsum(x, axis=1)[:, -1] if x.shape[1] else np.zeros(x.shape[0])
+    from rankwise.metrics.trec import _rowsum
+
+    return _rowsum(x)
 
 
 def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndarray:

@@ -84,14 +84,25 @@ def _log2_table(n: int) -> np.ndarray:
 
 
 def _c_log2(x: np.ndarray) -> np.ndarray:
-    return np.array([math.log2(v) for v in np.asarray(x, dtype=np.float64).ravel().tolist()]).reshape(np.shape(x))
+    """C's log2 of each value: whole numbers from a table, the rest one by one through :mod:`math`."""
+    x = np.asarray(x, dtype=np.float64)
+    whole = (x >= 1) & (x < 1 << 20) & (x == np.floor(x))
+    out = np.empty(x.shape)
+    if whole.any():
+        idx = x[whole].astype(np.int64)
+        out[whole] = _log2_table(int(idx.max()))[idx]
+    rest = ~whole
+    out[rest] = [math.log2(v) for v in x[rest].tolist()]
+    return out
 
 
 def _rowsum(x: np.ndarray) -> np.ndarray:
-    """Left-to-right sum of each row (C's loop order; ``np.sum`` adds pairwise)."""
-    if x.shape[1] == 0:
-        return np.zeros(x.shape[0])
-    return np.cumsum(x, axis=1)[:, -1]
+    """Left-to-right sum of each row (C's loop order; ``np.sum`` adds pairwise). Zero terms change no
+    sum, so only the others are added, in row-major order (``np.bincount`` adds in input order)."""
+    flat = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    at = np.flatnonzero(flat)
+    width = max(x.shape[1], 1)
+    return np.bincount(at // width, weights=flat[at], minlength=x.shape[0]).astype(np.float64)
 
 
 def _div(num, den) -> np.ndarray:
@@ -213,9 +224,10 @@ def _iprec_values(m: RelevanceMatrix, points: Sequence[float]) -> np.ndarray:
     out = np.zeros((nq, len(points)))
     if m.depth == 0:
         return out
-    valid = _valid(m)
-    prec = np.where(valid, cum / np.arange(1.0, m.depth + 1)[None, :], -np.inf)
-    best_after = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]  # max P(j) over j >= i
+    if "iprec_best_after" not in m._cache:
+        prec = np.where(_valid(m), cum / np.arange(1.0, m.depth + 1)[None, :], -np.inf)
+        m._cache["iprec_best_after"] = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]  # max P(j), j >= i
+    best_after = m._cache["iprec_best_after"]
     rows = np.arange(nq)
     for j, point in enumerate(points):
         cut = _lround(point * m.n_relevant.astype(np.float64))
