@@ -184,15 +184,30 @@ def test_names_parameters_and_trec_names():
 
 
 @pytest.mark.parametrize("text,message", [
-    ("ndcg.1=x", "gain map"),
+    ("ndcg.1=x", "gain map is level=gain pairs"),
     ("Rprec_mult.abc", "mult must be a number"),
     ("G.-1=2", "levels >= 0"),
+    ("utility.1,2", "utility takes 4 coefficients"),
+    ("rbp.p=x", "p must be a number"),
+    ("nerr8(max_rel=0)@5", "max_rel (0) must exceed min_rel (0)"),
 ])
 def test_bad_parameters_are_one_line_errors(text, message):
-    with pytest.raises((InputError, ValueError)) as info:
+    with pytest.raises(InputError) as info:
         evaluate(QRELS, RUN, [text])
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_bad_parameter_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "q").write_text("q1 0 a 1\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 1.0 t\n")
+    done = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(tmp_path / "q"), str(tmp_path / "r"),
+                           "-m", "ndcg.1=1,2=x"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "gain map" in done.stderr and "Traceback" not in done.stderr
 
 
 def _peer_data(seed: int):

@@ -168,7 +168,10 @@ class Measure:
 
     def __call__(self, matrix: RelevanceMatrix) -> np.ndarray:
         self.check(matrix)
-        return self.metric.compute(matrix, self.k, **self.all_params)
+        try:
+            return self.metric.compute(matrix, self.k, **self.all_params)
+        except trec.MeasureParamError as exc:  # a malformed gain map, coefficient list ...: one line
+            raise InputError(f"{self.name}: {exc}", field="metric") from None
 
     def __str__(self) -> str:
         return self.name

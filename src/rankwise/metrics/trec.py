@@ -29,7 +29,7 @@ import numpy as np
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = [
-    "NICKNAMES", "MIN_GEO_MEAN", "INFAP_EPSILON", "TextValues", "parse_gains", "parse_floats",
+    "NICKNAMES", "MeasureParamError", "MIN_GEO_MEAN", "INFAP_EPSILON", "TextValues", "parse_gains", "parse_floats",
     "iprec_at_recall", "eleven_pt_avg", "average_precision_seq", "bpref_seq", "inf_ap", "rprec_mult",
     "set_map", "set_relative_p", "relative_p", "utility", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
     "ndcg_gains", "ndcg_rel", "rndcg", "ndcg_p", "g_measure", "bin_g", "rbp", "rbp_resid", "unj",
@@ -55,6 +55,10 @@ MIN_GEO_MEAN = 0.00001  # trec_eval.h: floor of a value entering a geometric mea
 INFAP_EPSILON = 0.00001  # trec_eval.h
 
 NONPOOL, UNJUDGED = -1, -2  # trec_eval's relevance values for items not in the qrels / with a negative grade
+
+
+class MeasureParamError(ValueError):
+    """A measure's parameter is malformed (a gain map, a coefficient list ...); shown as one line."""
 
 
 class TextValues(np.ndarray):
@@ -152,7 +156,7 @@ def parse_floats(text: str, default: Sequence[float]) -> list[float]:
     try:
         return [float(v) for v in str(text).split(",") if v.strip()]
     except ValueError:
-        raise ValueError(f"expected comma-separated numbers, not {text!r}") from None
+        raise MeasureParamError(f"expected comma-separated numbers, not {text!r}") from None
 
 
 def parse_gains(text: str) -> dict[int, float]:
@@ -168,9 +172,9 @@ def parse_gains(text: str) -> dict[int, float]:
         try:
             level, gain = int(key), float(value)
         except ValueError:
-            raise ValueError(f"a gain map is level=gain pairs (1=1,2=3), not {part!r}") from None
+            raise MeasureParamError(f"a gain map is level=gain pairs (1=1,2=3), not {part!r}") from None
         if not eq or level < 0:
-            raise ValueError(f"a gain map is level=gain pairs with levels >= 0 (1=1,2=3), not {part!r}")
+            raise MeasureParamError(f"a gain map is level=gain pairs with levels >= 0 (1=1,2=3), not {part!r}")
         out[level] = gain
     return out
 
@@ -356,7 +360,7 @@ def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,
     ``utility`` (m_utility.c)."""
     co = parse_floats(coefficients, (1.0, -1.0, 0.0, 0.0))
     if len(co) != 4:
-        raise ValueError(f"utility takes 4 coefficients (a,b,c,d), not {coefficients!r}")
+        raise MeasureParamError(f"utility takes 4 coefficients (a,b,c,d), not {coefficients!r}")
     a, b, c, d = co
     nrr = _num_rel_ret(m).astype(np.int64)
     ret, rel = m.lengths.astype(np.int64), m.n_relevant.astype(np.int64)
@@ -522,7 +526,10 @@ def _rbp_spec(p: float, spec: str) -> tuple[float, dict[int, float]]:
     for part in filter(None, (s.strip() for s in str(spec).split(","))):
         key, _, value = part.partition("=")
         if key.strip() == "p":
-            p = float(value)
+            try:
+                p = float(value)
+            except ValueError:
+                raise MeasureParamError(f"p must be a number, not {value!r}") from None
         else:
             gains.update(parse_gains(part))
     return p, gains
@@ -628,9 +635,9 @@ def err(m: RelevanceMatrix, k: int | None = None, max_grade: int = 4) -> np.ndar
 
 def _nerr(m: RelevanceMatrix, k: int | None, min_rel: int, max_rel: int, eq9: bool) -> np.ndarray:
     if k is None:
-        raise ValueError("nerr8/nerr9 need a cutoff (nerr8@10)")
+        raise MeasureParamError("nerr8/nerr9 need a cutoff (nerr8@10)")
     if max_rel <= min_rel:
-        raise ValueError(f"max_rel ({max_rel}) must exceed min_rel ({min_rel})")
+        raise MeasureParamError(f"max_rel ({max_rel}) must exceed min_rel ({min_rel})")
     n = min(k, m.depth)
     level = np.clip(np.where(m.judged[:, :n], m.grades[:, :n], min_rel), min_rel, max_rel)
     g = np.zeros((len(m.query_ids), k))
