@@ -269,3 +269,13 @@ def test_relstring_texts_in_json():
     out = r.to_json(per_query=True)
     assert out["texts"] == {"relstring": {"q1": "20-.1", "q2": "0-"}}
     assert out["per_query"]["q1"]["relstring"] == 5.0  # its number: the string's length
+
+
+def test_printed_names_parse_back():
+    # every name trec_eval prints for all_trec (and a few with parameters) names the same measure again
+    names = [m.trec_name for m in parse_measures(["all_trec", "ndcg.1=1,2=3", "rbp.p=0.8", "relstring.5"])]
+    assert len(names) == 102 and None not in names
+    for name in names:
+        if name.startswith(("ndcg_1=", "rbp_p=")):  # gain maps and pairs parse in their dotted spelling
+            continue
+        assert parse_measure(name).trec_name == name, name

@@ -523,6 +523,9 @@ def _parse_one(text: str) -> list[Measure]:
     trec = _parse_trec_list(text)
     if trec is not None:
         return trec
+    printed = re.fullmatch(r"(?P<base>[A-Za-z][A-Za-z0-9_]*?)_(?P<value>\d*\.?\d+)", text)
+    if printed and getattr(_LOOKUP.get(printed["base"].lower()), "trec_param", None):
+        return _parse_one(f"{printed['base']}.{printed['value']}")  # as printed: iprec_at_recall_0.10
     match = _NAME_RE.match(text)
     metric = _LOOKUP.get(match["base"].lower()) if match else None
     if metric is None or match is None:
