@@ -2,9 +2,10 @@
 
 Every function takes a :class:`RelevanceMatrix` and a cutoff ``k`` (None: the whole ranking) and returns
 one value per query, the value trec_eval's ``m_<name>.c`` stores for that query: the same operations on
-doubles in the same order (sums are sequential, ``np.cumsum`` along a row; logarithms come from the C
-library through :mod:`math`, as numpy's SIMD ``log2`` may differ from it in the last bit), so the digits
-agree beyond the four trec_eval prints. Definitions and citations: ``docs/trec-measures.md``.
+doubles in the same order (sums run left to right along a row, never pairwise as ``np.sum`` adds;
+logarithms come from the C library through :mod:`math`, as numpy's SIMD ``log2`` may differ from it in the
+last bit), so the digits agree beyond the four trec_eval prints (tests/test_trec_eval_binary.py compares
+them bit for bit). Definitions and citations: ``docs/trec-measures.md``.
 
 trec_eval's view of a ranked item: its grade when the qrels judge it (grade >= 0), "unjudged in the pool"
 when the qrels give it a negative grade, "not in the pool" when the qrels do not list it. Queries in the
