@@ -94,6 +94,10 @@ def _score_text(rng: random.Random, value: float) -> str:
     forms = [repr(value), f"{value:e}", f"{value:E}", f"{value:.17g}"]
     if float(value).is_integer():
         forms.append(str(int(value)))
+    if value > 0:
+        forms.append(f"+{value!r}")
+    if 0 < abs(value) < 1:
+        forms.append(repr(value).replace("0.", ".", 1))  # .5, -.25
     text = rng.choice(forms)
     return text
 
