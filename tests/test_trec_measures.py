@@ -279,3 +279,16 @@ def test_printed_names_parse_back():
         if name.startswith(("ndcg_1=", "rbp_p=")):  # gain maps and pairs parse in their dotted spelling
             continue
         assert parse_measure(name).trec_name == name, name
+
+
+def test_judged_counts_verdicts_of_records():
+    # a pooled LLM judge: chunks whose verdict failed or is missing have no judgement
+    from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
+    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.relevance.matrix import RelevanceMatrix
+
+    chunks = [ChunkRecord(1, verdicts={"llm": Verdict(1)}), ChunkRecord(2, verdicts={"llm": Verdict(None, status="failed")}),
+              ChunkRecord(3, verdicts={}), ChunkRecord(4, verdicts={"llm": Verdict(0)})]
+    m = RelevanceMatrix.from_records([CaseRecord("q1", chunks=chunks)], "llm")
+    r = evaluate_matrix(m, ["judged@2", "judged@4", "judged@10"])
+    assert r.per_query["q1"] == {"judged@2": 0.5, "judged@4": 0.5, "judged@10": 0.5}

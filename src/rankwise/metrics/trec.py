@@ -123,12 +123,12 @@ def _valid(m: RelevanceMatrix) -> np.ndarray:
 
 
 def _pooled(m: RelevanceMatrix) -> np.ndarray:
-    return m.judged if m.pooled is None else (m.pooled | m.judged)
+    return m.judged if m.pooled is None else m.pooled
 
 
 def _rel_list(m: RelevanceMatrix) -> np.ndarray:
     """trec_eval's ``results_rel_list``: the grade when judged, -2 unjudged in the pool, -1 not in the pool."""
-    out = np.where(_pooled(m), UNJUDGED, NONPOOL)
+    out = np.where(_pooled(m) & ~m.judged, UNJUDGED, NONPOOL)
     return np.where(m.judged, m.grades, out)
 
 
@@ -584,8 +584,9 @@ def unj(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def judged(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Share of the top k that the qrels list (any grade, negative ones too): pooled items in the top k /
-    min(k, retrieved); 0 for an empty ranking. ir_measures ``Judged@k`` (MacAvaney et al.)."""
+    """Share of the top k that has a judgement: items the qrels list (any grade, negative ones too), or
+    for RAG records chunks with a verdict (not failed or missing), in the top k / min(k, retrieved); 0 for
+    an empty ranking. ir_measures ``Judged@k``."""
     pooled = np.cumsum(_pooled(m) & _valid(m), axis=1)
     shown = m.lengths if k is None else np.minimum(m.lengths, k)
     return _div(m.at(pooled, k), shown)

@@ -48,8 +48,8 @@ class RelevanceMatrix:
         char_found: optional (queries, depth) reference characters first covered at each rank (span
             ground truth), with ``char_total`` the reference characters per query.
         pooled: optional (queries, depth) True where the item is in the qrels with any grade, negative
-            ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its unjudged-in-pool). None:
-            every pooled item is judged.
+            ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its unjudged-in-pool); for
+            records, where the chunk has a verdict (not failed or missing). None: the judged items.
     """
 
     query_ids: list[str]
@@ -207,8 +207,10 @@ class RelevanceMatrix:
         spans = source == "span"
         char_found = np.zeros((n, depth), dtype=np.float64) if spans else None
         char_total = np.zeros(n, dtype=np.float64) if spans else None
+        pooled = np.zeros((n, depth), dtype=bool)  # the chunk has a verdict (judged@k's "has a judgement")
         for i, r in enumerate(records):
             g = [verdict_grade(c.verdicts.get(source), source) for c in r.chunks]
+            pooled[i, : len(g)] = [c.verdicts.get(source) is not None and c.verdicts[source].ok for c in r.chunks]
             grades[i, : len(g)] = g
             judged[i, : len(g)] = True
             truth = record_truth(r, source, relevance_level=relevance_level)
@@ -238,7 +240,7 @@ class RelevanceMatrix:
         basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
         return cls([r.id for r in records], grades, judged, lengths, n_rel, (judged & ~rel).sum(axis=1),
                    _pad(ideal_rows), relevance_level, found, lengths > 0, basis, distinct, char_found,
-                   char_total)
+                   char_total, pooled)
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
