@@ -21,6 +21,7 @@ import pytest
 from rankwise import evaluate
 from rankwise.errors import InputError
 from rankwise.metrics.registry import parse_measure, parse_measures
+from rankwise.metrics.trec import NICKNAMES
 from rankwise.report.text import to_trec
 
 QRELS = {"q1": {"a": 2, "b": 0, "c": 1, "d": 1, "e": -1, "f": 3}, "q2": {"x": 0, "y": 0}}
@@ -292,3 +293,38 @@ def test_judged_counts_verdicts_of_records():
     m = RelevanceMatrix.from_records([CaseRecord("q1", chunks=chunks)], "llm")
     r = evaluate_matrix(m, ["judged@2", "judged@4", "judged@10"])
     assert r.per_query["q1"] == {"judged@2": 0.5, "judged@4": 0.5, "judged@10": 0.5}
+
+
+# `-m all_trec -m relstring.20`: relstring takes the parameter
+_AQL = [("relstring.20" if s == "relstring" else s) for s in NICKNAMES["all_trec"]]
+NIST_CASES = [  # expected file, qrels, run, rankwise measures, relevance level, missing ("zero" is -c), -q
+    ("out.test", "qrels.test", "results.test", ["official"], 1, "skip", False),
+    ("out.test.a", "qrels.test", "results.test", ["all_trec"], 1, "skip", False),
+    ("out.test.aq", "qrels.test", "results.test", ["all_trec"], 1, "skip", True),
+    ("out.test.aqc", "qrels.test", "results.trunc", ["all_trec"], 1, "zero", True),
+    ("out.test.aql", "qrels.rel_level", "results.test", _AQL, 2, "skip", True),
+    ("out.test.meas_params", "qrels.test", "results.test",
+     ["iprec_at_recall..10,.20,.25,.75,.50", "P.5,7,3", "recall.20,2000", "Rprec_mult.5.0,0.2,0.35",
+      "utility.2,-1,0,0", "11pt_avg..25,.5,.75", "ndcg.1=3,2=9,4=4.5", "ndcg_cut.10,20,23", "success.2,5,20"],
+     1, "skip", True),
+]
+
+
+@pytest.mark.parametrize("case", NIST_CASES, ids=[c[0] for c in NIST_CASES])
+def test_nist_expected_outputs(shared_data, case):
+    """The NIST suite's expected outputs (printed by trec_eval 10.0; its README gives each command), text
+    for text and in order, runid's value aside (trec_eval prints the run's tag column). meas_params asks
+    ``ndcg_cut.23.4``, which trec_eval truncates to 23 and rankwise refuses: it asks ``ndcg_cut.23`` here."""
+    expected_file, qrels, run, measures, level, missing, per_query = case
+    folder = shared_data / "trec_eval"
+    result = evaluate(folder / qrels, folder / run, measures, relevance_level=level, missing=missing)
+    ours = to_trec(result, per_query=per_query).splitlines()
+    expected = (folder / expected_file).read_text().splitlines()
+    if not any(line.startswith("runid") for line in expected):  # trec_eval prints runid only when asked
+        ours = [line for line in ours if not line.startswith("runid")]
+
+    def masked(lines: list[str]) -> list[str]:
+        return [line.rsplit("\t", 1)[0] if line.startswith("runid") else line for line in lines]
+
+    assert len(expected) > 20
+    assert masked(ours) == masked(expected)
