@@ -113,7 +113,7 @@ def test_refusals_detected_only_without_json():
 @pytest.mark.parametrize("graded", [False, True])
 def test_shipped_prompts_render_every_field(mode, graded):
     p = load_prompt(mode, graded=graded)
-    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v1+")
+    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v2+")
     msgs = p.render(question="QQQ?", chunk="CCC text", reference="RRR ref", response="SSS resp")
     assert [m["role"] for m in msgs] == ["system", "user"]
     user = msgs[1]["content"]

@@ -1,8 +1,10 @@
 """Reading a judge's reply: tolerant JSON extraction, verdict checks, refusal detection.
 
 Models wrap JSON in code fences, surround it with prose, use single quotes or Python literals, or stop
-mid-object. :func:`extract_json` recovers what can be recovered; what cannot raises :class:`ParseError`,
-whose message is sent back to the model in the one repair attempt.
+mid-object. :func:`json_candidates` recovers what can be recovered, the likeliest answer first (the
+whole reply, else the last fenced block, else the last object in the text: the answer the prompt asks for
+comes last, after anything the model quotes); what cannot be read raises :class:`ParseError`, whose
+message is sent back to the model in the one repair attempt.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "parse_verdict", "parse_batch",
-           "refusal_of"]
+__all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
+           "parse_batch", "refusal_of"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\n?(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -92,38 +94,86 @@ def _balanced(text: str, start: int) -> str | None:
     return None
 
 
-def extract_json(text: str | None) -> Any:
-    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style quoting.
+def _spans(text: str) -> list[str]:
+    """The top-level bracketed spans of ``text`` that parse, in order (nested ones are not listed)."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] in "{[":
+            span = _balanced(text, i)
+            if span is not None:
+                try:
+                    _loads_lenient(span)
+                except ParseError:
+                    pass
+                else:
+                    out.append(span)
+                    i += len(span)
+                    continue
+        i += 1
+    return out
+
+
+def json_candidates(text: str | None) -> list[Any]:
+    """Every JSON value a reply may hold as its answer, the likeliest first: the whole reply if it is
+    JSON; else the code-fenced blocks, last first; else the top-level objects in the text, last first.
+
+    The answer the prompt asks for comes at the end, so a reply that quotes an object (from the chunk,
+    or as an example) before its own answer is read by its answer.
 
     Example:
-        >>> extract_json("Sure! ```json\\n{'verdict': 1, 'reason': 'ok',}\\n``` Hope it helps.")
-        {'verdict': 1, 'reason': 'ok'}
+        >>> json_candidates('The chunk says {"verdict": 1}. My answer: {"verdict": 0, "reason": "r"}')
+        [{'verdict': 0, 'reason': 'r'}, {'verdict': 1}]
     """
     if text is None or not text.strip():
         raise ParseError("the reply is empty")
-    for cand in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        cand = cand.strip()
+    try:
+        return [_loads_lenient(text.strip())]
+    except ParseError:
+        pass
+    out: list[Any] = []
+    for block in reversed([m.group(1).strip() for m in _FENCE.finditer(text)]):
         try:
-            return _loads_lenient(cand)
+            out.append(_loads_lenient(block))
+            continue
         except ParseError:
             pass
-        for i, ch in enumerate(cand):
-            if ch not in "{[":
-                continue
-            span = _balanced(cand, i)
-            if span is None:
-                continue
-            try:
-                value = _loads_lenient(span)
-            except ParseError:
-                continue
-            if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
-                return value
+        out.extend(_loads_lenient(span) for span in reversed(_spans(block)))
+    if not out:
+        out.extend(_loads_lenient(span) for span in reversed(_spans(text)))
+    out = [v for v in out if isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], dict))]
+    if out:
+        return out
     if "{" not in text:
         raise ParseError("no JSON object in the reply")
     if _balanced(text, text.index("{")) is None:
         raise ParseError("the JSON object in the reply is cut off (unbalanced braces)")
     raise ParseError("the reply is not valid JSON")
+
+
+def extract_json(text: str | None) -> Any:
+    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style quoting;
+    the likeliest answer of :func:`json_candidates`.
+
+    Example:
+        >>> extract_json("Sure! ```json\\n{'verdict': 1, 'reason': 'ok',}\\n``` Hope it helps.")
+        {'verdict': 1, 'reason': 'ok'}
+    """
+    return json_candidates(text)[0]
+
+
+def _first_valid(candidates: list[Any], read: Any) -> Any:
+    """``read`` of the first candidate it accepts; else the error it gave for the likeliest one."""
+    first: ParseError | None = None
+    for cand in candidates:
+        try:
+            return read(cand)
+        except CountMismatch as exc:
+            first = first or exc
+        except ParseError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
 
 
 def _first_key(obj: dict, keys: tuple[str, ...]) -> tuple[str | None, Any]:
@@ -184,10 +234,12 @@ def parse_verdict(text: str | None, *, graded: bool = False, relevant_from: int 
         >>> parse_verdict('{"grade": 2, "reason": "partial"}', graded=True).verdict
         1
     """
-    obj = extract_json(text)
-    if isinstance(obj, list) and len(obj) == 1:
-        obj = obj[0]
-    return _judgement(obj, graded, relevant_from)
+    def read(obj: Any) -> Judgement:
+        if isinstance(obj, list) and len(obj) == 1:
+            obj = obj[0]
+        return _judgement(obj, graded, relevant_from)
+
+    return _first_valid(json_candidates(text), read)
 
 
 def parse_batch(text: str | None, n: int, *, graded: bool = False, relevant_from: int = 2) -> list[Judgement]:
@@ -200,7 +252,10 @@ def parse_batch(text: str | None, n: int, *, graded: bool = False, relevant_from
         >>> [j.verdict for j in parse_batch('{"verdicts": [{"id": 2, "verdict": 0}, {"id": 1, "verdict": 1}]}', 2)]
         [1, 0]
     """
-    obj = extract_json(text)
+    return _first_valid(json_candidates(text), lambda obj: _batch(obj, n, graded, relevant_from))
+
+
+def _batch(obj: Any, n: int, graded: bool, relevant_from: int) -> list[Judgement]:
     items = obj
     if isinstance(obj, dict):
         _, items = _first_key(obj, ("verdicts", "judgements", "judgments", "results", "chunks", "grades"))
