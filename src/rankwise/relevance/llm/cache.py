@@ -120,7 +120,7 @@ class VerdictCache:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise InputError(f"cache schema {row[0]} is not the supported {SCHEMA_VERSION}; use another "
-                                 f"--cache file or clear it", source=self.path)
+                                 f"cache file or clear it", source=self.path)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
         except OSError as exc:

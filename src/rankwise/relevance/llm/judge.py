@@ -259,7 +259,7 @@ class Judge:
         if mode != "question" and cases and not any(self._context(c) for c in cases):
             field_name = "reference" if mode == "reference" else "response"
             raise InputError(f"mode {mode!r} needs a {field_name} per case and none of the {len(cases)} cases "
-                             f"has one; add '{field_name}' to the test set or use --mode question",
+                             f"has one; add '{field_name}' to the test set or judge in mode 'question'",
                              source=source, field=field_name)
 
     def _prepare(self, cases: Sequence[JudgeCase]):
@@ -672,30 +672,44 @@ def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, s
 
 
 def judge_records(records: Sequence[Any], *, model: str | None = None, base_url: str | None = None,
-                  api_key: str | None = None, endpoint: Endpoint | None = None,
-                  settings: JudgeSettings | None = None, policy: CallPolicy | None = None,
-                  cache: str | PathLike | VerdictCache | None = None, prices: Prices | None = None,
-                  source: str = "llm", progress: Callable[[int], None] | None = None) -> JudgeSummary:
+                  api_key: str | None = None, mode: str | None = None, graded: bool | None = None,
+                  batch: bool | None = None, config: str | PathLike | None = None,
+                  endpoint: Endpoint | None = None, settings: JudgeSettings | None = None,
+                  policy: CallPolicy | None = None, cache: str | PathLike | VerdictCache | None = None,
+                  prices: Prices | None = None, source: str = "llm",
+                  progress: Callable[[int], None] | None = None) -> JudgeSummary:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
 
-    ``cache`` is a path (default: :func:`~rankwise.relevance.llm.cache.default_cache_path`) or an open
-    :class:`VerdictCache`. Endpoint settings not given come from the environment / config file.
+    Settings not given are resolved as ``rankwise judge`` resolves them
+    (:func:`~rankwise.relevance.llm.config.resolve_llm_config`: the environment, then the ``[llm]``
+    table of ``config`` / ``./rankwise.toml``, then the defaults); ``endpoint``, ``settings`` and
+    ``policy`` objects, when given, are used as they are. ``cache`` is a path or an open
+    :class:`VerdictCache`.
+
+    When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`: Ctrl-C)
+    the verdicts had are written into the records before the exception is raised on.
 
     Example::
 
-        summary = judge_records(records, model="gpt-4o-mini", settings=JudgeSettings(mode="question"))
+        summary = judge_records(records, model="gpt-4o-mini", mode="question")
     """
-    from rankwise.relevance.llm.client import load_config, resolve_endpoint
+    from rankwise.relevance.llm.config import resolve_llm_config
 
-    if endpoint is None:
-        config, where = load_config()
-        endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
-                                    config_source=where)
+    given = endpoint or Endpoint("")
+    resolved = resolve_llm_config(config=config, model=model or given.model or None,
+                                  base_url=base_url or given.base_url, api_key=api_key or given.api_key,
+                                  mode=mode, graded=graded, batch=batch,
+                                  cache=None if isinstance(cache, VerdictCache) else cache)
     own = not isinstance(cache, VerdictCache)
-    store = VerdictCache(cache) if own else cache  # type: ignore[arg-type]
+    store = VerdictCache(resolved.cache) if own else cache  # type: ignore[arg-type]
     try:
-        judge = Judge(endpoint, settings, policy, store, prices)  # type: ignore[arg-type]
-        result = judge.run(cases_from_records(records), progress)
+        judge = Judge(endpoint or resolved.endpoint, settings or resolved.settings, policy or resolved.policy,
+                      store, prices or resolved.prices)  # type: ignore[arg-type]
+        try:
+            result = judge.run(cases_from_records(records), progress)
+        except (JudgeStopped, JudgeInterrupted) as exc:
+            attach_verdicts(records, exc.result, judge, source)
+            raise
         attach_verdicts(records, result, judge, source)
         return result.summary
     finally:
