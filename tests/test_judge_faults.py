@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -17,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from llm_server import ENVELOPES, judge_text, start_server
 
+from llm_server import ENVELOPES, judge_text, start_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
 from rankwise.relevance.llm.cache import VerdictCache

@@ -19,7 +19,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llm_server import judge_text, running_server  # noqa: E402
-
 from rankwise.relevance.llm.client import CallPolicy, Endpoint  # noqa: E402
 from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings  # noqa: E402
 from rankwise.relevance.llm.parse import parse_batch, parse_verdict  # noqa: E402
@@ -70,7 +69,7 @@ def measure(base_url: str) -> dict[str, dict[str, int]]:
     flips = sum(v.verdict != _expected(t) for c in cases for v, t in zip(r.verdicts[c.id], c.chunks, strict=True))
     out["batch"] = {"chunks": sum(len(c.chunks) for c in cases), "taken over": flips,
                     "batch calls broken": r.summary.batch_fallbacks}
-    quoting = [f"{RELEVANT} [[quoteobj]]", f"{IRRELEVANT} [[quoteobj]]", f"Built in 1889 it was. [[quoteobj]]"]
+    quoting = [f"{RELEVANT} [[quoteobj]]", f"{IRRELEVANT} [[quoteobj]]", "Built in 1889 it was. [[quoteobj]]"]
     r = single.run([JudgeCase("q", QUESTION, quoting, REFERENCE)])
     out["quoting replies"] = {"chunks": len(quoting),
                               "misread": sum(v.verdict != _expected(t)
