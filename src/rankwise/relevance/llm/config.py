@@ -109,6 +109,12 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
         p = Path(os.path.expanduser(str(value)))
         return folder / p if from_table and not p.is_absolute() else p
 
+    from rankwise.relevance.llm.prompts import MODES
+
+    chosen_mode = pick("mode", mode)
+    if chosen_mode is not None and chosen_mode not in MODES:
+        raise InputError(f"unknown judge mode {chosen_mode!r}; choose one of {', '.join(MODES)}",
+                         source=None if mode is not None else source, field="mode")
     endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=table,
                                 config_source=source, env=dict(env))
     defaults = JudgeSettings()
