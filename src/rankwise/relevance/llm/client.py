@@ -194,7 +194,7 @@ def resolve_endpoint(*, model: str | None = None, base_url: str | None = None, a
             raise InputError(f"base URL {Endpoint(str(model), base_url).url!r} has a bad port",
                              source=config_source, field="base_url") from None
     has_credentials = split_credentials(base_url)[1] is not None
-    if has_credentials and api_key:
+    if has_credentials and (api_key or config.get("api_key")):
         raise InputError(f"the base URL {Endpoint(str(model), base_url).url} holds credentials (user:password@) "
                          "and an API key is given too; an endpoint takes one Authorization header: drop one",
                          field="api_key")
