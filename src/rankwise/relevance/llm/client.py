@@ -515,7 +515,7 @@ class ChatClient:
             raise
         except openai.APIError as exc:  # e.g. a response the SDK could not validate
             raise ReplyError(f"bad reply: {_one_line(exc)}") from None
-        except (ValueError, TypeError, KeyError, AttributeError, UnicodeError) as exc:
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             # a 200 whose body says application/json but is not JSON (an HTML error page, a cut body)
             raise ReplyError(f"bad reply: the body is not JSON ({type(exc).__name__}: {_one_line(exc)})") from None
 
@@ -543,7 +543,7 @@ class ChatClient:
         silent = time.monotonic() - self._last_contact
         if self._conn_failures >= self.policy.breaker_failures and silent >= self.policy.breaker_seconds:
             raise EndpointError(f"lost the LLM endpoint {self.endpoint.url}: {self._conn_failures} connection "
-                                f"failures in a row and no reply for {silent:.0f} s (last: {why})")
+                                f"failures in a row and no reply for {silent:.1f} s (last: {why})")
 
     async def chat(self, messages: list[dict], *, max_tokens: int = 300) -> ChatReply:
         """One completion, retried as the policy says; raises :class:`CallError` (this call failed; a
