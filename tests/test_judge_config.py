@@ -126,3 +126,17 @@ def test_the_python_api_reads_the_config_file_as_the_cli_does(srv, tmp_path, mon
     records = records_from_testset(rows)
     assert judge_records(records, mode="reference").mode == "reference"
     assert records[0].verdicts("llm") == [1, 0, 0, 1]
+
+
+def test_an_endpoint_object_is_used_as_it_is(srv, tmp_path, monkeypatch):
+    """Even one whose URL holds credentials (its key is the placeholder the resolver itself sets)."""
+    from rankwise.relevance.llm.client import Endpoint
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    rows = [{"id": "q1", "user_input": QUESTION, "reference": REFERENCE, "retrieved_contexts": TEXTS}]
+    records = records_from_testset(rows)
+    url = srv.base_url.replace("http://", "http://u:p@")
+    summary = judge_records(records, endpoint=Endpoint("judge-test", url, "unused"), cache=tmp_path / "c.sqlite")
+    assert summary.ok == 4 and records[0].verdicts("llm") == [1, 0, 0, 1]
+    assert srv.stats()["authorization"].startswith("Basic ")

@@ -80,9 +80,10 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
                        rpm: float | None = None, timeout: float | None = None, max_retries: int | None = None,
                        temperature: float | None = None, max_calls: int | None = None,
                        price_in: float | None = None, price_out: float | None = None,
-                       cache: str | PathLike | None = None) -> LLMConfig:
+                       cache: str | PathLike | None = None, endpoint: Endpoint | None = None) -> LLMConfig:
     """The judge's settings: arguments, then the environment, then the config file's ``[llm]`` table,
-    then the defaults. ``None`` means "not given". Errors name the config file and the key.
+    then the defaults. ``None`` means "not given"; an ``endpoint`` given is used as it is. Errors name
+    the config file and the key.
 
     Example:
         >>> c = resolve_llm_config(model="m", base_url="http://127.0.0.1:8000/v1", concurrency=4, env={},
@@ -115,8 +116,9 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
     if chosen_mode is not None and chosen_mode not in MODES:
         raise InputError(f"unknown judge mode {chosen_mode!r}; choose one of {', '.join(MODES)}",
                          source=None if mode is not None else source, field="mode")
-    endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=table,
-                                config_source=source, env=dict(env))
+    if endpoint is None:
+        endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=table,
+                                    config_source=source, env=dict(env))
     defaults = JudgeSettings()
     settings = JudgeSettings(
         mode=pick("mode", mode, defaults.mode), graded=pick("graded", graded, defaults.graded),

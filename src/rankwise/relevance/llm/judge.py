@@ -695,16 +695,14 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
     """
     from rankwise.relevance.llm.config import resolve_llm_config
 
-    given = endpoint or Endpoint("")
-    resolved = resolve_llm_config(config=config, model=model or given.model or None,
-                                  base_url=base_url or given.base_url, api_key=api_key or given.api_key,
-                                  mode=mode, graded=graded, batch=batch,
+    resolved = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode=mode,
+                                  graded=graded, batch=batch, endpoint=endpoint,
                                   cache=None if isinstance(cache, VerdictCache) else cache)
     own = not isinstance(cache, VerdictCache)
     store = VerdictCache(resolved.cache) if own else cache  # type: ignore[arg-type]
     try:
-        judge = Judge(endpoint or resolved.endpoint, settings or resolved.settings, policy or resolved.policy,
-                      store, prices or resolved.prices)  # type: ignore[arg-type]
+        judge = Judge(resolved.endpoint, settings or resolved.settings, policy or resolved.policy, store,
+                      prices or resolved.prices)  # type: ignore[arg-type]
         try:
             result = judge.run(cases_from_records(records), progress)
         except (JudgeStopped, JudgeInterrupted) as exc:
