@@ -20,6 +20,10 @@ __all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_can
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\n?(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+MAX_REPLY_CHARS = 100_000  # longer replies are not read (a batch of 20 verdicts is a few thousand)
+_MAX_RESTARTS = 8
+_MAX_ATTEMPTS = 200
+_READ_BUDGET = 4 * MAX_REPLY_CHARS  # characters parsed at most, over all the spans tried
 _REFUSAL = re.compile(
     r"\b(i['’]?m sorry|i am sorry|i apologi[sz]e|i can['’]?not|i can['’]t|i won['’]t|i will not|"
     r"i['’]?m (?:not )?(?:able|unable) to|unable to (?:help|assist|comply|provide)|as an ai\b|"
@@ -52,12 +56,12 @@ def _loads_lenient(text: str) -> Any:
     """json.loads, then the usual repairs: trailing commas, Python literals, single quotes."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     fixed = _TRAILING_COMMA.sub(r"\1", text.replace("“", '"').replace("”", '"'))
     try:
         return json.loads(fixed)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", fixed)))
     try:
@@ -94,23 +98,64 @@ def _balanced(text: str, start: int) -> str | None:
     return None
 
 
+def _bracket_spans(text: str) -> set[tuple[int, int]]:
+    """``(start, end)`` of every balanced ``{...}`` / ``[...]`` span, quotes inside brackets honoured.
+
+    One pass with a stack, so a hostile reply (``{{{{...``) costs linear time, not quadratic; an
+    open quote (a stray apostrophe in prose) restarts the pass just after the first bracket it left
+    open, at most ``_MAX_RESTARTS`` times."""
+    spans: set[tuple[int, int]] = set()
+    pos, n = 0, len(text)
+    for _ in range(_MAX_RESTARTS):
+        stack: list[int] = []
+        quote, escape = "", False
+        for i in range(pos, n):
+            ch = text[i]
+            if not stack:
+                if ch in "{[":
+                    stack.append(i)
+            elif quote:
+                if escape:
+                    escape = False
+                elif ch == "\\":
+                    escape = True
+                elif ch == quote:
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif ch in "{[":
+                stack.append(i)
+            elif ch in "}]":
+                start = stack.pop()
+                if (text[start] == "{") == (ch == "}"):
+                    spans.add((start, i + 1))
+                else:  # mismatched brackets: nothing open can close properly
+                    stack.clear()
+        if not stack or not quote:  # all closed, or brackets really left open: another pass finds nothing new
+            break
+        pos = stack[0] + 1  # a quote left open (an apostrophe in prose?): read on after that bracket
+    return spans
+
+
 def _spans(text: str) -> list[str]:
-    """The top-level bracketed spans of ``text`` that parse, in order (nested ones are not listed)."""
+    """The top-level bracketed spans of ``text`` that parse, in order (spans inside one are not listed;
+    the spans inside one that does not parse are tried instead)."""
     out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] in "{[":
-            span = _balanced(text, i)
-            if span is not None:
-                try:
-                    _loads_lenient(span)
-                except ParseError:
-                    pass
-                else:
-                    out.append(span)
-                    i += len(span)
-                    continue
-        i += 1
+    covered = -1
+    attempts, budget = 0, _READ_BUDGET
+    for start, end in sorted(_bracket_spans(text), key=lambda se: (se[0], -se[1])):
+        if start < covered:
+            continue
+        attempts += 1
+        budget -= end - start
+        if attempts > _MAX_ATTEMPTS or budget < 0:  # bounded work, whatever the reply holds
+            break
+        try:
+            _loads_lenient(text[start:end])
+        except ParseError:
+            continue
+        out.append(text[start:end])
+        covered = end
     return out
 
 
@@ -127,6 +172,8 @@ def json_candidates(text: str | None) -> list[Any]:
     """
     if text is None or not text.strip():
         raise ParseError("the reply is empty")
+    if len(text) > MAX_REPLY_CHARS:
+        raise ParseError(f"the reply is too long ({len(text):,} characters; a verdict needs a few hundred)")
     try:
         return [_loads_lenient(text.strip())]
     except ParseError:

@@ -132,8 +132,12 @@ class PromptTemplate:
                 {"role": "user", "content": _fill(self.batch, values)}]
 
     def render_repair(self, messages: list[Message], reply: str | None, error: str) -> list[Message]:
-        """The conversation so far plus the model's unusable reply and a request for valid JSON."""
-        return [*messages, {"role": "assistant", "content": reply or ""},
+        """The conversation so far plus the model's unusable reply (its first 4,000 characters) and a
+        request for valid JSON."""
+        reply = reply or ""
+        if len(reply) > 4000:
+            reply = reply[:4000] + " [...]"
+        return [*messages, {"role": "assistant", "content": reply},
                 {"role": "user", "content": _fill(self.repair, {"error": error})}]
 
 
