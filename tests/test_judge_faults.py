@@ -309,3 +309,13 @@ def test_bad_base_urls_are_one_line_errors(tmp_path, url, problem):
     assert problem in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
 
 
+
+
+def test_an_unwritable_records_path_fails_before_any_call(srv, tmp_path):
+    ts = _plain_testset(tmp_path / "ts.jsonl", 1)
+    for out in (tmp_path / "no-such-folder" / "out.jsonl", tmp_path):
+        r = CliRunner().invoke(main, ["judge", str(ts), "--model", "judge-test", "--base-url", srv.base_url,
+                                      "--cache", str(tmp_path / "c.sqlite"), "--records", str(out)])
+        assert r.exit_code == 2 and r.stderr.startswith(f"rankwise: error: {out}: field 'records': cannot write")
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert srv.stats()["requests"] == 0

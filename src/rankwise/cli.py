@@ -419,7 +419,7 @@ def gate_command(baseline_path, candidate_path, metrics, max_drop, alpha, qrels,
 @click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens, for the cost.")
 @click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens, for the cost.")
 @click.option("--source", default="llm", show_default=True, help="Verdict source name written in the records.")
-@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+@click.option("--records", "records_out", type=click.Path(),
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -446,6 +446,14 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    if records_out:  # before any paid call: the folder must take the file
+        import os
+        from pathlib import Path
+
+        folder = Path(records_out).resolve().parent
+        if Path(records_out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise InputError("cannot write the records here (a folder, or a folder that does not exist or is "
+                             "not writable)", source=records_out, field="records")
     cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key, mode=mode,
                              graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
                              prompt=prompt_file, concurrency=concurrency, rpm=rpm, timeout=timeout,
@@ -462,6 +470,10 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             write_records(records, records_out)
+        except OSError as exc:
+            raise RankwiseError(f"cannot write the records {records_out}: {exc.strerror or exc}; the "
+                                f"{result.summary.ok} verdicts had are in the cache ({cache.path}): rerun the "
+                                f"same command with another --records") from None
         finally:
             signal.signal(signal.SIGINT, previous)
         for line in judge_summary_lines(result.summary, endpoint.url):
