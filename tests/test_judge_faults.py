@@ -319,3 +319,29 @@ def test_an_unwritable_records_path_fails_before_any_call(srv, tmp_path):
         assert r.exit_code == 2 and r.stderr.startswith(f"rankwise: error: {out}: field 'records': cannot write")
         assert len(r.stderr.strip().splitlines()) == 1
     assert srv.stats()["requests"] == 0
+
+
+def test_unreadable_quoting_and_injected_replies_end_right_on_disk(server, tmp_path):
+    """Items 5 and 6 end to end: a reply still unreadable after the repair gets one fresh call (which
+    saves `malformedx2`); a reply quoting an object before its answer is read by its answer; chunk text
+    that closes its tag and instructs takes over no verdict. Ends in time, exit 0, verdicts on disk."""
+    from test_judge_injection import SINGLE_ATTACKS
+
+    server.reset()
+    texts = ["The tower was completed in 1889 [[malformedx2]]", "Paris is the capital [[malformed]]",
+             "The tower was completed in 1889 [[quoteobj]]", "Paris is the capital [[quoteobj]]",
+             *[t for _, t in SINGLE_ATTACKS]]
+    ts = _testset(tmp_path / "ts.jsonl", [texts])
+    rc, stdout, stderr, took = _judge(server.base_url, ts, tmp_path, "--concurrency", "4")
+    assert rc == 0, stderr
+    assert took < 30
+    outcomes = {o[3]: o for o in _outcomes(tmp_path / "out.jsonl").values()}
+    assert outcomes[texts[0]][:2] == ("ok", 1)
+    assert outcomes[texts[1]][0] == "failed"
+    assert outcomes[texts[1]][2].startswith("unparseable reply after one repair and one fresh call: ")
+    assert outcomes[texts[2]][:2] == ("ok", 1) and outcomes[texts[3]][:2] == ("ok", 0)
+    for _, text in SINGLE_ATTACKS:
+        assert outcomes[text][:2] == ("ok", _expected(text)), text
+    assert _check_on_disk(tmp_path, _outcomes(tmp_path / "out.jsonl")) == len(texts) - 1
+    assert f"  verdicts: {len(texts) - 1} ok (0 from cache, {len(texts) - 1} new), 1 failed, 0 missing" in stdout
+    assert server.stats()["requests"] == len(texts) + 2 * 2  # a repair and a fresh call for each malformed one
