@@ -345,3 +345,32 @@ def test_unreadable_quoting_and_injected_replies_end_right_on_disk(server, tmp_p
     assert _check_on_disk(tmp_path, _outcomes(tmp_path / "out.jsonl")) == len(texts) - 1
     assert f"  verdicts: {len(texts) - 1} ok (0 from cache, {len(texts) - 1} new), 1 failed, 0 missing" in stdout
     assert server.stats()["requests"] == len(texts) + 2 * 2  # a repair and a fresh call for each malformed one
+
+
+def test_a_cache_that_cannot_be_written_stops_the_run_with_the_verdicts_in_the_records(server, tmp_path):
+    """The disk fills up mid-run (a 48 KB file-size limit on the judge process): the judge stops paying for
+    verdicts it cannot keep, writes the verdicts had into the records, and says so in one line."""
+    import resource
+    import signal
+
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing us
+        resource.setrlimit(resource.RLIMIT_FSIZE, (48_000, 48_000))
+
+    server.reset()
+    ts = _plain_testset(tmp_path / "ts.jsonl", 15)  # 60 chunks; their records fit in 48 KB, the WAL does not
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(ts), "--model", "judge-test", "--base-url",
+           server.base_url, "--cache", str(tmp_path / "c.sqlite"), "--records", str(out), "--quiet",
+           "--concurrency", "1"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, preexec_fn=small_disk)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    outcomes = _outcomes(out)
+    ok = sum(o[0] == "ok" for o in outcomes.values())
+    assert 0 < ok < 60 and all(o[1] == _expected(o[3]) for o in outcomes.values() if o[0] == "ok")
+    assert lines[0].startswith(f"rankwise: error: cannot write the verdict cache {tmp_path / 'c.sqlite'}: ")
+    assert lines[0].endswith(f"; the {ok} verdicts had are in {out}: rerun the same command to resume")
+    assert _cached(tmp_path / "c.sqlite") <= ok
+    assert server.stats()["requests"] <= ok + 2  # it stopped calling as soon as the cache failed

@@ -432,7 +432,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.cache import VerdictCache
+    from rankwise.relevance.llm.cache import CacheWriteError, VerdictCache
     from rankwise.relevance.llm.config import resolve_llm_config
     from rankwise.relevance.llm.judge import (
         Judge,
@@ -515,9 +515,9 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
         except JudgeStopped as exc:
             if exc.result.summary.ok:
                 finish(exc.result)
-                raise JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {records_out} and "
-                                   f"the cache ({cache.path}): rerun the same command to resume",
-                                   exc.result) from None
+                where = "" if isinstance(exc.cause, CacheWriteError) else f" and the cache ({cache.path})"
+                raise JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {records_out}{where}"
+                                   f": rerun the same command to resume", exc.result) from None
             raise
         finish(result)
         if strict and not result.summary.complete:

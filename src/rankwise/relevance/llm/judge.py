@@ -38,7 +38,7 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
+from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache, cache_key
 from rankwise.relevance.llm.client import (
     BudgetExhausted,
     CallError,
@@ -175,12 +175,14 @@ class JudgeResult:
 
 
 class JudgeStopped(EndpointError):
-    """The endpoint is gone, or refuses the key or the model: the run stopped. ``result`` holds every
-    verdict had (all of them are in the cache); the chunks not judged are ``missing``."""
+    """The endpoint is gone, or refuses the key or the model, or the cache cannot be written: the run
+    stopped. ``result`` holds every verdict had (in the cache too, unless the cache was the problem);
+    the chunks not judged are ``missing``."""
 
-    def __init__(self, message: str, result: JudgeResult) -> None:
+    def __init__(self, message: str, result: JudgeResult, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.result = result
+        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
 
 
 class JudgeInterrupted(KeyboardInterrupt):
@@ -354,6 +356,7 @@ class Judge:
                     handle_sigint: bool) -> JudgeResult:
         started = time.perf_counter()
         self._stop_reason: str | None = None
+        self._stop_cause: BaseException | None = None
         self._interrupted = False
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -376,9 +379,10 @@ class Judge:
         self._interrupted = True
         self._stop("interrupted (Ctrl-C)")
 
-    def _stop(self, reason: str) -> None:
+    def _stop(self, reason: str, cause: BaseException | None = None) -> None:
         if self._stop_reason is None:
             self._stop_reason = reason
+            self._stop_cause = cause
         self._stop_event.set()
 
     async def _judge_all(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None,
@@ -395,17 +399,21 @@ class Judge:
         self._keys = keys
         self._progress = progress
         self._writer = CacheWriter(self.cache.path) if self.cache is not None and units else None
+        self._writer_ok = True
         try:
             if units and self._stop_reason is None:
                 await self._call_all(units, summary)
         finally:
             if self._writer is not None:
-                self._writer.close()  # everything judged is on disk before we return or raise
+                try:
+                    self._writer.close()  # everything judged is on disk before we return or raise
+                except CacheWriteError as exc:
+                    self._stop(str(exc), exc)  # the verdicts had are still in the result, for the records
         result = self._result(verdicts, summary, started)
         if self._interrupted:
             raise JudgeInterrupted(result)
         if self._stop_reason is not None:
-            raise JudgeStopped(self._stop_reason, result)
+            raise JudgeStopped(self._stop_reason, result, self._stop_cause)
         return result
 
     def _result(self, verdicts: dict[str, list[ChunkVerdict]], summary: JudgeSummary,
@@ -494,8 +502,8 @@ class Judge:
         """:meth:`_do`, turning whatever escapes it into a stop (endpoint gone) or per-chunk failures."""
         try:
             await self._do(unit)
-        except EndpointError as exc:
-            self._stop(str(exc))
+        except (EndpointError, CacheWriteError) as exc:  # endpoint gone / verdicts cannot be kept: stop
+            self._stop(str(exc), exc)
         except Exception as exc:  # noqa: BLE001 - a defect must fail its chunks, not hang or kill the run
             for i in unit.ranks:
                 if self._verdicts[unit.case.id][i].status == "missing":
@@ -505,14 +513,22 @@ class Judge:
     # ------------------------------------------------------------------------------------ one unit
     def _settle(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
         self._verdicts[case.id][i] = outcome
-        if outcome.status == "ok" and self._writer is not None:
+        if outcome.status == "ok" and self._writer is not None and self._writer_ok:
+            try:
+                self._put(case, i, outcome)
+            except CacheWriteError as exc:  # keep the verdict (for the records), stop paying for more
+                self._writer_ok = False
+                self._stop(str(exc), exc)
+        if self._progress:
+            self._progress(1)
+
+    def _put(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
+        if self._writer is not None:
             self._writer.put(self._keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
                            reason=outcome.reason, model=self.endpoint.model, mode=self.settings.mode,
                            scale=self.prompt.scale, prompt_version=self.prompt.prompt_version, style=self.style,
                            call=outcome.call or self.style, prompt_tokens=outcome.prompt_tokens,
                            completion_tokens=outcome.completion_tokens)
-        if self._progress:
-            self._progress(1)
 
     async def _ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any],
                    fresh: bool = True):
