@@ -359,3 +359,15 @@ def test_run_works_inside_a_running_event_loop(srv, tmp_path):
 
     r = asyncio.run(notebook_cell())
     assert _verdicts(r) == [1, 0, 0, 1]
+
+
+def test_lone_surrogates_in_texts_are_sent_as_replacement_characters(srv, tmp_path):
+    """A "\\ud800" in a chunk (a bad escape in a JSON test set) used to end the run with a
+    UnicodeEncodeError before any call; now it is sent (and keyed) as U+FFFD."""
+    r = _judge(srv, tmp_path).run([_case(["completed \ud800 in 1889", "Paris \udfff"],
+                                         question=QUESTION + "\ud83d")])
+    assert [(v.status, v.verdict) for v in r.verdicts["q1"]] == [("ok", 1), ("ok", 0)]
+    srv.reset()
+    again = _judge(srv, tmp_path).run([_case(["completed \ud800 in 1889", "Paris \udfff"],
+                                             question=QUESTION + "\ud83d")])
+    assert again.summary.cached == 2 and srv.stats()["requests"] == 0

@@ -267,6 +267,7 @@ class Judge:
     def _prepare(self, cases: Sequence[JudgeCase]):
         """Cache lookups; returns verdicts so far, the units to call, and the count of unjudgeable chunks."""
         self.check(cases)
+        cases = [_sendable(c) for c in cases]
         verdicts: dict[str, list[ChunkVerdict]] = {}
         todo: list[tuple[JudgeCase, int, str]] = []
         unjudgeable = 0
@@ -621,6 +622,26 @@ class Judge:
         share_p, share_c = pt // n, ct // n
         for i, j in zip(unit.ranks, judgements, strict=True):
             self._settle(unit.case, i, _ok(j, "batch", share_p, share_c))
+
+
+def _utf8(text: str | None) -> str | None:
+    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"``, from a bad escape in a JSON file)
+    becomes U+FFFD instead of failing the cache key or the request."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _sendable(case: JudgeCase) -> JudgeCase:
+    texts = [case.question, case.reference, case.response, *case.chunks]
+    if all(_utf8(t) is t for t in texts):
+        return case
+    return JudgeCase(case.id, _utf8(case.question), [_utf8(c) for c in case.chunks], _utf8(case.reference),
+                     _utf8(case.response))
 
 
 def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:
