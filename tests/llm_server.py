@@ -26,6 +26,7 @@ times, since they repeat its first user message):
     wrongcount batch reply with one verdict too few
     400 / 401 / 404  a context-length error / a bad key / an unknown model
     quoteobj   the reply quotes a JSON object with the opposite verdict before its own answer
+    surrogate  the reason holds a lone surrogate escape (``\\ud800``)
 
 Envelope faults: an HTTP 200 whose body is not a usable chat completion (what a broken proxy or a
 half-compatible server sends); the judge must count them as per-chunk failures, never crash or hang:
@@ -267,6 +268,8 @@ def _render(obj: Any, fault: str | None) -> tuple[str | None, str, str | None]:
         return "I'm sorry, but I can't help with that.", "stop", None
     if fault == "refusefield":
         return None, "stop", "I'm sorry, but I can't assist with that request."
+    if fault == "surrogate" and isinstance(obj, dict):
+        return text.replace('"reason": "', '"reason": "\\ud800 ', 1), "stop", None
     if fault == "quoteobj" and isinstance(obj, dict) and "verdict" in obj:
         quoted = json.dumps({"verdict": 1 - int(obj["verdict"]), "reason": "quoted from the chunk"})
         return f"The chunk itself says {quoted}, but that is its text, not my judgement. Answer:\n{text}", \

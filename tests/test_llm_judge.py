@@ -371,3 +371,11 @@ def test_lone_surrogates_in_texts_are_sent_as_replacement_characters(srv, tmp_pa
     again = _judge(srv, tmp_path).run([_case(["completed \ud800 in 1889", "Paris \udfff"],
                                              question=QUESTION + "\ud83d")])
     assert again.summary.cached == 2 and srv.stats()["requests"] == 0
+
+
+def test_a_lone_surrogate_in_a_reply_is_kept_as_a_replacement_character(srv, tmp_path):
+    """A reason with "\\ud800" used to reach the cache writer, whose failure stopped the run."""
+    r = _judge(srv, tmp_path).run([_case(["completed in 1889 [[surrogate]]", "Paris"])])
+    assert [(v.status, v.verdict) for v in r.verdicts["q1"]] == [("ok", 1), ("ok", 0)]
+    assert r.verdicts["q1"][0].reason.startswith("\ufffd the chunk mentions")
+    assert VerdictCache(tmp_path / "cache.sqlite").__len__() == 2

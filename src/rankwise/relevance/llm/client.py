@@ -48,7 +48,7 @@ from rankwise.relevance.llm.cost import Usage
 
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
            "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
-           "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of"]
+           "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe"]
 
 OPENAI_URL = "https://api.openai.com/v1"
 CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", "concurrency", "rpm",
@@ -698,8 +698,25 @@ def reply_of(resp: Any) -> ChatReply:
     finish = choice.get("finish_reason")
     if finish is not None and not isinstance(finish, str):
         raise ReplyError(f"bad reply: finish_reason is {_shape(finish)}, not text")
-    return ChatReply(content=content, refusal=refusal, finish_reason=finish, prompt_tokens=pt,
-                     completion_tokens=ct)
+    return ChatReply(content=utf8_safe(content), refusal=utf8_safe(refusal), finish_reason=utf8_safe(finish),
+                     prompt_tokens=pt, completion_tokens=ct)
+
+
+def utf8_safe(text: str | None) -> str | None:
+    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"``, from a bad escape in a JSON
+    file or a reply) becomes U+FFFD instead of failing a request, a cache write or a records file.
+
+    Example:
+        >>> utf8_safe("a\\ud800b")
+        'a\ufffdb'
+    """
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -46,6 +46,7 @@ from rankwise.relevance.llm.client import (
     ChatClient,
     Endpoint,
     EndpointError,
+    utf8_safe,
 )
 from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
 from rankwise.relevance.llm.parse import (
@@ -624,24 +625,12 @@ class Judge:
             self._settle(unit.case, i, _ok(j, "batch", share_p, share_c))
 
 
-def _utf8(text: str | None) -> str | None:
-    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"``, from a bad escape in a JSON file)
-    becomes U+FFFD instead of failing the cache key or the request."""
-    if text is None:
-        return None
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def _sendable(case: JudgeCase) -> JudgeCase:
     texts = [case.question, case.reference, case.response, *case.chunks]
-    if all(_utf8(t) is t for t in texts):
+    if all(utf8_safe(t) is t for t in texts):
         return case
-    return JudgeCase(case.id, _utf8(case.question), [_utf8(c) for c in case.chunks], _utf8(case.reference),
-                     _utf8(case.response))
+    return JudgeCase(case.id, utf8_safe(case.question), [utf8_safe(c) for c in case.chunks],
+                     utf8_safe(case.reference), utf8_safe(case.response))
 
 
 def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:

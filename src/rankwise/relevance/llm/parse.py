@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rankwise.relevance.llm.client import utf8_safe
+
 __all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
            "parse_batch", "refusal_of"]
 
@@ -259,7 +261,7 @@ def _judgement(obj: Any, graded: bool, relevant_from: int) -> Judgement:
     if not isinstance(obj, dict):
         raise ParseError(f"expected a JSON object, got {type(obj).__name__}")
     _, reason = _first_key(obj, _REASON_KEYS)
-    reason = None if reason is None else str(reason).strip() or None
+    reason = None if reason is None else utf8_safe(str(reason).strip()) or None
     if graded:
         key, value = _first_key(obj, _GRADE_KEYS)
         if key is None:
