@@ -738,6 +738,10 @@ def _refused(exc: BaseException) -> bool:
 
 
 def _error_message(exc: Any) -> str:
+    return utf8_safe(_raw_error_message(exc)) or ""
+
+
+def _raw_error_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
