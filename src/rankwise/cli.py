@@ -402,11 +402,6 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
 
 
 # ------------------------------------------------------------------------------ judge / cache / agree
-def _judge_setting(value, config: dict, key: str, default):
-    """A judge option: the flag if given, else the [llm] config value, else the default."""
-    return value if value is not None else config.get(key, default)
-
-
 @main.command("judge")
 @click.argument("testset", type=click.Path(dir_okay=False))
 @click.option("--model", help="Judge model name (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
@@ -417,8 +412,8 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--mode", type=click.Choice(["reference", "response", "question"]), default=None,
               help="What the chunk is judged against (default: reference).")
 @click.option("--graded", is_flag=True, default=None, help="Grade 0-3 instead of a binary verdict.")
-@click.option("--relevant-from", type=int, default=2, show_default=True,
-              help="With --graded: the grade from which a chunk counts as relevant.")
+@click.option("--relevant-from", type=int, default=None,
+              help="With --graded: the grade from which a chunk counts as relevant (default 2).")
 @click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
               help="TOML file overriding the shipped prompt templates.")
 @click.option("--concurrency", type=int, default=None,
@@ -426,7 +421,7 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no limit).")
 @click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
 @click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
-@click.option("--batch", is_flag=True, help="All chunks of a question in one call (fewer calls).")
+@click.option("--batch", is_flag=True, default=None, help="All chunks of a question in one call (fewer calls).")
 @click.option("--batch-size", type=int, default=None, help="With --batch: chunks per call at most (default 20).")
 @click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
 @click.option("--max-calls", type=int, default=None, help="Send at most this many requests; the rest is 'missing'.")
@@ -435,7 +430,7 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens, for the cost.")
 @click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens, for the cost.")
 @click.option("--source", default="llm", show_default=True, help="Verdict source name written in the records.")
-@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+@click.option("--records", "records_out", type=click.Path(),
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -444,14 +439,16 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                   price_in, price_out, source, records_out, strict, quiet):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
+    import signal
+
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.cache import VerdictCache
-    from rankwise.relevance.llm.client import CallPolicy, load_config, resolve_endpoint
-    from rankwise.relevance.llm.cost import Prices
+    from rankwise.relevance.llm.cache import CacheWriteError, VerdictCache
+    from rankwise.relevance.llm.config import resolve_llm_config
     from rankwise.relevance.llm.judge import (
         Judge,
-        JudgeSettings,
+        JudgeInterrupted,
+        JudgeStopped,
         attach_verdicts,
         cases_from_records,
         load_for_judging,
@@ -460,26 +457,42 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
-    config, config_source = load_config(config_path)
-    endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
-                                config_source=config_source)
-    settings = JudgeSettings(mode=_judge_setting(mode, config, "mode", "reference"),
-                             graded=bool(_judge_setting(graded, config, "graded", False)),
-                             batch=batch, batch_size=int(_judge_setting(batch_size, config, "batch_size", 20)),
-                             relevant_from=relevant_from,
-                             prompt_file=_judge_setting(prompt_file, config, "prompt", None))
-    policy = CallPolicy(concurrency=int(_judge_setting(concurrency, config, "concurrency", 128)),
-                        rpm=_judge_setting(rpm, config, "rpm", None),
-                        timeout=float(_judge_setting(timeout, config, "timeout", 60.0)),
-                        max_retries=int(_judge_setting(max_retries, config, "max_retries", 4)),
-                        temperature=config.get("temperature", 0.0), max_calls=max_calls)
-    prices = Prices(_judge_setting(price_in, config, "price_in", None),
-                    _judge_setting(price_out, config, "price_out", None))
+    if records_out:  # before any paid call: the folder must take the file
+        import os
+        from pathlib import Path
+
+        folder = Path(records_out).resolve().parent
+        if Path(records_out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise InputError("cannot write the records here (a folder, or a folder that does not exist or is "
+                             "not writable)", source=records_out, field="records")
+    cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key, mode=mode,
+                             graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
+                             prompt=prompt_file, concurrency=concurrency, rpm=rpm, timeout=timeout,
+                             max_retries=max_retries, max_calls=max_calls, price_in=price_in, price_out=price_out,
+                             cache=cache_path)
+    endpoint = cfg.endpoint
     records = load_for_judging(testset)
     cases = cases_from_records(records)
-    cache = VerdictCache(_judge_setting(cache_path, config, "cache", None))
+    cache = VerdictCache(cfg.cache)
+
+    def finish(result) -> None:
+        """Verdicts into the records, the records to disk (Ctrl-C held off meanwhile), the summary."""
+        attach_verdicts(records, result, judge, source)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            write_records(records, records_out)
+        except OSError as exc:
+            raise RankwiseError(f"cannot write the records {records_out}: {exc.strerror or exc}; the "
+                                f"{result.summary.ok} verdicts had are in the cache ({cache.path}): rerun the "
+                                f"same command with another --records") from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        for line in judge_summary_lines(result.summary, endpoint.url):
+            click.echo(line)
+        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+
     try:
-        judge = Judge(endpoint, settings, policy, cache, prices)
+        judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices)
         judge.check(cases, source=testset)
         if dry_run:
             for line in plan_lines(judge.plan(cases), endpoint.url):
@@ -491,15 +504,20 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
             with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
                 result = judge.run(cases, advance)
-        except KeyboardInterrupt:
-            click.echo(f"rankwise: judge interrupted; the cache ({cache.path}) holds {len(cache)} verdicts: "
-                       f"rerun the same command to resume", err=True)
+        except JudgeInterrupted as exc:
+            finish(exc.result)
+            click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {records_out} and "
+                       f"the cache ({cache.path}, {len(cache)} verdicts): rerun the same command to resume",
+                       err=True)
+            sys.exit(130)
+        except JudgeStopped as exc:
+            if exc.result.summary.ok:
+                finish(exc.result)
+                where = "" if isinstance(exc.cause, CacheWriteError) else f" and the cache ({cache.path})"
+                raise JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {records_out}{where}"
+                                   f": rerun the same command to resume", exc.result) from None
             raise
-        attach_verdicts(records, result, judge, source)
-        write_records(records, records_out)
-        for line in judge_summary_lines(result.summary, endpoint.url):
-            click.echo(line)
-        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+        finish(result)
         if strict and not result.summary.complete:
             sys.exit(1)
     finally:
