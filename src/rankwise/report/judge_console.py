@@ -31,6 +31,8 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
     if s.failures:
         lines.append(f"  not had: {_counts(s.failures)} (not cached: the same command tries them again)")
     calls = f"  calls: {s.requests} requests made, {s.cached} cache hits, {s.retries} retries, {s.repairs} repairs"
+    if getattr(s, "fresh_calls", 0):
+        calls += f", {s.fresh_calls} fresh calls after a failed repair"
     if s.batch_calls:
         calls += f"; {s.batch_calls} batch calls, {s.batch_fallbacks} fell back to per-chunk calls"
     lines.append(calls)
@@ -43,6 +45,8 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
                      f"overload signals (429/503/timeouts); set --concurrency or --rpm to start there")
     rate = f" ({s.requests / s.seconds:,.0f} requests/s)" if s.requests and s.seconds > 0 else ""
     lines.append(f"  time: {s.seconds:.2f} s{rate}; transport {s.transport}")
+    if getattr(s, "stopped", None):
+        lines.append(f"  stopped early: {s.stopped}")
     return lines
 
 

@@ -1,4 +1,4 @@
-"""LLM relevance judge over any OpenAI-compatible Chat Completions endpoint (SPEC §4.4).
+"""LLM relevance judge over any OpenAI-compatible Chat Completions endpoint (docs/llm-judge.md; docs/metrics.md §4).
 
 Modules: ``prompts`` (versioned templates), ``client`` (async calls: concurrency, rate limit, timeout,
 retries), ``parse`` (tolerant JSON, refusals), ``cache`` (SQLite verdict store), ``cost`` (tokens and
