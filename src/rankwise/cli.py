@@ -15,19 +15,66 @@ FORMATS = ["table", "json", "csv", "trec"]
 
 
 class _Group(click.Group):
-    """A click group that turns our errors into one line on stderr and exit code 2."""
+    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a real
+    process through ``os._exit`` once its output is flushed."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except RankwiseError as exc:
-            click.echo(f"rankwise: error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
+            _fail(exc.format_message())
         except KeyboardInterrupt:
             click.echo("rankwise: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as exc:  # a file we read or write: full disk, no permission ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if args is not None or not standalone_mode:  # called from Python (tests, CliRunner): plain click
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's thread
+        # pools can abort the process ("terminate called without an active exception", rc -6, see
+        # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
+        code = 1
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            print("rankwise: interrupted", file=sys.stderr)
+            code = 130
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        _exit_now(code)
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, exit code 2."""
+    click.echo("rankwise: error: " + " ".join(message.splitlines()), err=True)
+    sys.exit(2)
+
+
+def _exit_now(code: int) -> None:
+    """Flush stdout and stderr, then end the process at once (no interpreter teardown)."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say
+            pass
+    os._exit(code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

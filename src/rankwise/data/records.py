@@ -24,7 +24,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_json_lines
+from rankwise.data._text import INT64_MAX, INT64_MIN, iter_json_lines
 from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, load_testset
 from rankwise.errors import InputError
 
@@ -198,6 +198,9 @@ def _expect(value, types, what, *, source, line, field_name, optional=True):
     if not isinstance(value, types):
         raise InputError(f"expected {what}, got {type(value).__name__} {str(value)[:40]!r}", source=source,
                          line=line, field=field_name)
+    if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(f"integer out of range (beyond 64 bits): {str(value)[:40]}", source=source, line=line,
+                         field=field_name)
     return value
 
 
@@ -234,7 +237,7 @@ def _chunk_record(obj, *, source, line, where, rank) -> ChunkRecord:
                          field=f"{where}.rank", **kw)
     score = obj.get("score")
     if score is not None:
-        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))
+        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))  # _expect bounds ints
     ident = obj.get("id")
     if isinstance(ident, int) and not isinstance(ident, bool):
         ident = str(ident)
@@ -329,7 +332,7 @@ def is_records_file(path: str | PathLike) -> bool:
         with open(p, encoding="utf-8") as fh:
             first = next((line for line in fh if line.strip()), "")
         obj = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and "chunks" in obj
 

@@ -146,9 +146,9 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     if len(first.split(delimiter)) != len(names):
         return None
-    # an empty field (doubled, leading or trailing delimiter) or another whitespace byte: splitting on
-    # runs of whitespace could read a line differently, so the exact reader decides
-    if (data.startswith(delimiter) or data.endswith(delimiter) or delimiter * 2 in data
+    # an empty field (doubled, leading or trailing delimiter), another whitespace byte, or a second
+    # byte-order mark (Arrow would drop it, it belongs to the first id): the exact reader decides
+    if (data.startswith(delimiter) or data.endswith(delimiter) or data.startswith(b"\xef\xbb\xbf") or delimiter * 2 in data
             or delimiter + b"\n" in data or b"\n" + delimiter in data
             or any(w in data for w in _OTHER_WHITESPACE[delimiter])):
         return None
