@@ -179,11 +179,14 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
         >>> write_records([CaseRecord("q1")], "/tmp/records.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(dump_record(r) + "\n")
+    try:
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(dump_record(r) + "\n")
+    except OSError as exc:  # full disk, no permission, a file where a folder should be ...
+        raise InputError(f"cannot write the records: {exc.strerror or exc}", source=path, field="records") from None
     return path
 
 
