@@ -143,3 +143,24 @@ def test_check_outputs_library():
     with pytest.raises(InputError, match="would write over the input"):
         check_outputs({"--html": "a/../q.txt"}, ["q.txt"], force=True)
     check_outputs({"--html": None}, ["q.txt"])
+
+
+def test_cache_file_with_a_foreign_schema_is_one_line_and_left_alone(files, tmp_path):
+    import sqlite3
+
+    _, _, _, t = files
+    for tables in (["CREATE TABLE verdicts (x INTEGER)", "CREATE TABLE other (y)"],
+                   ["CREATE TABLE verdicts (x INTEGER)", "CREATE TABLE meta (name, value)"],
+                   ["CREATE TABLE meta (a, b)", "CREATE TABLE verdicts (key)"]):
+        db = tmp_path / f"foreign{len(list(tmp_path.glob('foreign*')))}.sqlite"
+        with sqlite3.connect(db) as con:
+            for sql in tables:
+                con.execute(sql)
+        before = db.read_bytes()
+        _refused(_cli("cache", "stats", "--cache", db), "not a rankwise cache")
+        _refused(_cli("judge", t, "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--cache", db,
+                      "--records", tmp_path / "r.jsonl", "--quiet"), "not a rankwise cache")
+        assert db.read_bytes() == before
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database at all\n")
+    _refused(_cli("cache", "stats", "--cache", text), "not a usable rankwise cache")
