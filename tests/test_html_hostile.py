@@ -10,8 +10,8 @@ import json
 import os
 
 import pytest
-from _chromium import Chromium, find_chromium
 
+from _chromium import Chromium, find_chromium
 from rankwise.analysis.compare import compare
 from rankwise.report.html import render_html_report, script_json, write_html_report
 

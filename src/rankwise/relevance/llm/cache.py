@@ -139,7 +139,7 @@ class VerdictCache:
             raise InputError(f"not a rankwise cache: an SQLite file with the tables {sorted(tables)[:5]}; "
                              "use another --cache file", source=self.path)
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
-        if not _COLUMNS <= columns:
+        if not columns >= _COLUMNS:
             self._db.close()
             raise InputError(f"not a rankwise cache: its verdicts table lacks {sorted(_COLUMNS - columns)}; "
                              "use another --cache file", source=self.path)
