@@ -146,14 +146,12 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     if len(first.split(delimiter)) != len(names):
         return None
-    # an empty field (doubled, leading or trailing delimiter), another whitespace byte, or a second
-    # byte-order mark (Arrow would drop it, it belongs to the first id): the exact reader decides
-    if (data.startswith(delimiter) or data.endswith(delimiter) or data.startswith(b"\xef\xbb\xbf") or delimiter * 2 in data
-            or delimiter + b"\n" in data or b"\n" + delimiter in data
-            or any(w in data for w in _OTHER_WHITESPACE[delimiter])):
+    # another whitespace byte (splitting on runs of whitespace would cut a field Arrow keeps whole), or a
+    # second byte-order mark (Arrow would drop it; it belongs to the first id): the exact reader decides.
+    # Empty fields (doubled, leading or trailing delimiters) are looked for in the parsed columns below.
+    if data.startswith(b"\xef\xbb\xbf") or any(w in data for w in _OTHER_WHITESPACE[delimiter]):
         return None
     buffer = pa.py_buffer(data)
-
     comments = []
 
     def skip_comment(row) -> str:
@@ -162,6 +160,8 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
             return "skip"
         return "error"
 
+    as_text = {n: pa.string() for n in names}
+
     def read(column_types: dict) -> pa.Table | None:
         try:
             return pcsv.read_csv(
@@ -169,14 +169,12 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
                 read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
                 parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
                                                 escape_char=False, invalid_row_handler=skip_comment),
-                convert_options=pcsv.ConvertOptions(column_types=column_types,
-                                                    include_columns=list(column_types)),
+                convert_options=pcsv.ConvertOptions(column_types={**as_text, **column_types}, include_columns=names),
                 memory_pool=memory_pool(),
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
             return None
 
-    as_text = {n: pa.string() for n in types}
     head_has_comments = head.startswith(b"#") or b"\n#" in head
     table = read(as_text if head_has_comments else types)
     if table is None and comments and not head_has_comments:
@@ -185,12 +183,11 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
         table = read(as_text)
     if table is None or table.num_rows == 0:
         return None
+    for n in names:  # an empty field (doubled, leading or trailing delimiter) is no field to the exact reader
+        column = table.column(n)
+        if column.null_count or (column.type == pa.string() and pc.min(pc.binary_length(column)).as_py() == 0):
+            return None
     cols = {n: table.column(n) for n in types}  # chunked: the Run builder copies what it keeps once
-    if any(c.null_count for c in cols.values()):
-        return None
-    for n in ("query_id", "doc_id"):
-        if len(cols[n]) and pc.min(pc.binary_length(cols[n])).as_py() == 0:
-            return None  # an empty id is no field to the exact reader
     if comments or head_has_comments or _starts_with_hash(cols["query_id"]):
         # comment lines with the same number of fields were parsed as rows: drop rows starting with '#'
         keep = pc.invert(pc.starts_with(cols["query_id"], "#"))
