@@ -367,6 +367,18 @@ def test_no_traceback_and_a_line(tmp_path, name, data, line):
         assert err.value.line == line, str(err.value)
 
 
+def test_lone_surrogates_in_every_json_input(tmp_path):
+    cases = [("t.jsonl", b'{"id": "q1", "user_input": "\\ud800", "retrieved_contexts": ["a"]}\n', load_testset),
+             ("t.csv", b'id,user_input,retrieved_contexts\nq1,a,"[""\\udc00x""]"\n', load_testset),
+             ("t.json", b'[{"id": "q1", "user_input": "a", "retrieved_contexts": ["\\ud83d"]}]', load_testset),
+             ("l.jsonl", b'{"query_id": "q1", "rank": 1, "verdict": 1, "reason": "\\ud800"}\n', read_labels)]
+    for name, data, read in cases:
+        with pytest.raises(InputError, match="lone surrogate"):
+            read(_write(tmp_path, name, data))
+    paired = load_testset(_write(tmp_path, "ok.jsonl", b'{"id": "q", "retrieved_contexts": ["\\ud83d\\ude00"]}\n'))
+    assert paired["q"].chunks[0].text == "\U0001F600"
+
+
 def test_long_csv_fields_and_cr_only_csv(tmp_path):
     long_id = "x" * 200_000
     run = load_run(_write(tmp_path, "r.csv", f"query_id,doc_id,score\rq1,{long_id},1\rq1,d2,0.5\r".encode()))

@@ -155,12 +155,13 @@ def json_loads(text: str, *, source, line: int | None):
     except RecursionError:
         raise InputError("JSON nested too deeply", source=source, line=line) from None
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
-        _check_surrogates(obj, source=source, line=line)
+        check_surrogates(obj, source=source, line=line)
     return obj
 
 
-def _check_surrogates(obj: Any, *, source, line) -> None:
-    """A ``\\ud800`` escape that is not half of a pair decodes to a string no file or Arrow can hold."""
+def check_surrogates(obj: Any, *, source, line) -> None:
+    """Refuse strings holding a lone surrogate (a ``\\ud800`` escape that is not half of a pair): no
+    file or Arrow array can hold them."""
     stack = [obj]
     while stack:
         item = stack.pop()
@@ -168,7 +169,7 @@ def _check_surrogates(obj: Any, *, source, line) -> None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
-                raise InputError(f"a lone surrogate \\u{ord(item[exc.start]):04x} is not text (column unknown)",
+                raise InputError(f"a lone surrogate \\u{ord(item[exc.start]):04x} is not text",
                                  source=source, line=line) from None
         elif isinstance(item, dict):
             stack.extend(item.keys())

@@ -25,7 +25,15 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import INT64_MAX, decode_text, iter_csv_rows, iter_json_lines, json_loads, read_bytes
+from rankwise.data._text import (
+    INT64_MAX,
+    check_surrogates,
+    decode_text,
+    iter_csv_rows,
+    iter_json_lines,
+    json_loads,
+    read_bytes,
+)
 from rankwise.errors import InputError
 
 __all__ = ["Chunk", "ReferencePassage", "TestCase", "TestSet", "load_testset", "testset_from_rows",
@@ -206,6 +214,7 @@ def _as_list(value: Any, *, source, line, field_name, from_text: bool) -> list:
                                  field=field_name) from None
         if isinstance(value, tuple):
             value = list(value)
+        check_surrogates(value, source=source, line=line)
     if not isinstance(value, list):
         raise InputError(f"expected a list, got {type(value).__name__} {_short(value)}", source=source,
                          line=line, field=field_name)
