@@ -7,6 +7,7 @@ must exit 0, or 2 with one line on stderr, and never print a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -418,3 +419,19 @@ def test_fuzz_seeds_are_valid(tmp_path):
     for kind, (name, seed_data, read, _) in KINDS.items():
         assert _outcome(read, _write(tmp_path, name, seed_data))[0] == "ok", kind
     assert np.isclose(trec.read_trec_run(_write(tmp_path, "r.trec", TREC_RUN)).scores.sum(), 5.0)
+
+
+def test_records_with_integers_beyond_64_bits(tmp_path):
+    """A records file with a grade or an offset beyond int64 used to end in OverflowError in rag.py."""
+    from rankwise.data.records import load_records
+
+    chunk = {"rank": 1, "id": "c1", "text": "alpha", "doc_id": "d", "start": 0, "end": 5,
+             "verdicts": {"llm": {"verdict": 1, "grade": 2}}}
+    for path, value in (("verdicts", {"llm": {"verdict": 1, "grade": 10**30}}), ("end", 10**30), ("start", -(10**30))):
+        bad = dict(chunk, **{path: value})
+        p = _write(tmp_path, "rec.jsonl", (json.dumps({"id": "q1", "chunks": [bad]}) + "\n").encode())
+        with pytest.raises(InputError, match="out of range") as err:
+            load_records(p)
+        assert err.value.line == 1
+        result = CliRunner().invoke(main, ["eval-rag", str(p), "-r", "llm", "-k", "1", "--quiet"])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "out of range" in result.stderr
