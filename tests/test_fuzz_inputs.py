@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from rankwise.cli import main
 from rankwise.data import trec
 from rankwise.data._text import normalize_lines
 from rankwise.data.load import load_qrels, load_run
+from rankwise.data.records import load_records
 from rankwise.data.testset import load_testset
 from rankwise.errors import InputError
 from rankwise.relevance.human import read_labels
@@ -48,6 +50,13 @@ TESTSET_JSONL = (
 )
 TESTSET_CSV = (b'id,user_input,retrieved_contexts,reference_contexts\n'
                b'q1,a?,"[""alpha beta"", ""gamma""]","[""alpha""]"\nq2,b?,"[""delta""]","[""delta""]"\n')
+RECORDS_JSONL = (
+    b'{"id": "q1", "question": "a?", "reference_contexts": ["alpha"], "chunks": [{"rank": 1, "id": "c1", '
+    b'"text": "alpha beta", "doc_id": "d1", "start": 0, "end": 10, "score": 0.5, "verdicts": {"llm": '
+    b'{"verdict": 1, "grade": 2, "reason": "r"}}}, {"rank": 2, "id": "c2", "text": "gamma"}]}\n'
+    b'{"id": "q2", "question": "b?", "reference_contexts": [{"text": "delta", "doc_id": "d2", "start": 0, '
+    b'"end": 5}], "chunks": [{"rank": 1, "id": "c3", "text": "delta", "doc_id": "d2", "start": 0, "end": 5}]}\n'
+)
 LABELS_CSV = b"query_id,chunk_id,rank,verdict,type,grade\nq1,c1,1,1,answer,2\nq1,,2,0,irrelevant,0\nq2,c2,1,yes,,1\n"
 
 TOKENS = [
@@ -155,7 +164,11 @@ def _takes_fast(data: bytes, kind: str) -> bool:
 
 
 def _check_cli(args: list[str], what: str) -> int:
-    result = CliRunner().invoke(main, args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(main, args)
+    # a warning is one more line on a real process's stderr
+    assert not caught, f"{what}: warnings {[str(w.message)[:200] for w in caught]}"
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
 
@@ -222,6 +235,7 @@ KINDS = {
     "testset_jsonl": ("testset.jsonl", TESTSET_JSONL, lambda p: len(load_testset(p)), _rag_args),
     "testset_csv": ("testset.csv", TESTSET_CSV, lambda p: len(load_testset(p)), _rag_args),
     "labels_csv": ("labels.csv", LABELS_CSV, lambda p: len(read_labels(p)), _rag_args),
+    "records_jsonl": ("records.jsonl", RECORDS_JSONL, lambda p: len(load_records(p)), _rag_args),
 }
 
 
@@ -423,8 +437,6 @@ def test_fuzz_seeds_are_valid(tmp_path):
 
 def test_records_with_integers_beyond_64_bits(tmp_path):
     """A records file with a grade or an offset beyond int64 used to end in OverflowError in rag.py."""
-    from rankwise.data.records import load_records
-
     chunk = {"rank": 1, "id": "c1", "text": "alpha", "doc_id": "d", "start": 0, "end": 5,
              "verdicts": {"llm": {"verdict": 1, "grade": 2}}}
     for path, value in (("verdicts", {"llm": {"verdict": 1, "grade": 10**30}}), ("end", 10**30), ("start", -(10**30))):

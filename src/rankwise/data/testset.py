@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -208,7 +209,9 @@ def _as_list(value: Any, *, source, line, field_name, from_text: bool) -> list:
             value = json.loads(text)
         except (json.JSONDecodeError, RecursionError):
             try:
-                value = ast.literal_eval(text)
+                with warnings.catch_warnings():  # "invalid escape sequence" would be a second stderr line
+                    warnings.simplefilter("ignore")
+                    value = ast.literal_eval(text)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 raise InputError(f"expected a JSON list, got {_short(text)}", source=source, line=line,
                                  field=field_name) from None
