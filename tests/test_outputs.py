@@ -164,3 +164,17 @@ def test_cache_file_with_a_foreign_schema_is_one_line_and_left_alone(files, tmp_
     text = tmp_path / "notes.sqlite"
     text.write_text("not a database at all\n")
     _refused(_cli("cache", "stats", "--cache", text), "not a usable rankwise cache")
+
+
+def test_reports_from_before_the_generator_tag_are_still_ours(files, tmp_path):
+    q, a, b, _ = files
+    report = tmp_path / "r.html"
+    assert _cli("compare", q, a, b, "-m", "map", "--html", report).exit_code == 0
+    old = report.read_text(encoding="utf-8").replace('<meta name="generator" content="rankwise">', "")
+    report.write_text(old, encoding="utf-8")
+    assert is_our_output(report)
+    report.write_text(old.replace('id="doc-texts"', 'id="x"'), encoding="utf-8")
+    assert not is_our_output(report)
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    assert is_our_output(empty) and not is_our_output(tmp_path)

@@ -9,7 +9,8 @@ Every command that writes files (``eval-rag/judge --records``, ``compare --html/
   (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
   written by ``run --rag-out``, a demo summary, and a run whose ``.chunks.jsonl`` sibling is ours.
 
-:func:`open_output` opens a file for writing and turns OS errors into the same one-line error.
+OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
+last resort, by the CLI.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO
 
 from rankwise.errors import InputError
 
-__all__ = ["check_outputs", "is_our_output", "open_output", "HTML_GENERATOR", "PNG_SOFTWARE"]
+__all__ = ["check_outputs", "is_our_output", "HTML_GENERATOR", "PNG_SOFTWARE"]
 
 HTML_GENERATOR = '<meta name="generator" content="rankwise">'
 PNG_SOFTWARE = "rankwise"
@@ -138,19 +138,3 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
             raise InputError("exists and is not a rankwise output; pass --force to overwrite it",
                              source=path, field=option)
         _check_folder(path, option)
-
-
-def open_output(path: str | os.PathLike, mode: str = "w") -> IO:
-    """``open(path, mode)`` (text: UTF-8), creating missing folders; OS errors are one-line InputErrors.
-
-    Example:
-        >>> with open_output("out/records.jsonl") as fh:  # doctest: +SKIP
-        ...     fh.write("{}\\n")
-    """
-    p = Path(path)
-    try:
-        if str(p.parent) and not p.parent.exists():
-            p.parent.mkdir(parents=True, exist_ok=True)
-        return open(p, mode, encoding=None if "b" in mode else "utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", source=p) from None
