@@ -447,3 +447,12 @@ def test_records_with_integers_beyond_64_bits(tmp_path):
         assert err.value.line == 1
         result = CliRunner().invoke(main, ["eval-rag", str(p), "-r", "llm", "-k", "1", "--quiet"])
         assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "out of range" in result.stderr
+
+
+def test_cr_only_csv_picks_the_delimiter_from_the_header(tmp_path):
+    tsv = _write(tmp_path, "q.tsv", b"query-id\tcorpus-id\tscore\rq1\td1\t1\r")
+    assert load_qrels(tsv).judgements("q1") == {"d1": 1}
+    csv_run = _write(tmp_path, "r.csv", b"query_id,doc_id,score\rq1,d\t1,2\rq1,d2,1\r")  # a tab in a later id
+    assert load_run(csv_run).ranking("q1") == ["d\t1", "d2"]
+    labels = _write(tmp_path, "l.csv", LABELS_CSV.replace(b"\n", b"\r"))
+    assert len(read_labels(labels)) == 3

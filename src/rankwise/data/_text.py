@@ -74,6 +74,11 @@ def normalize_lines(data: bytes, source: str | Path) -> bytes:
     return data
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text`` (lines end in LF, CRLF or CR)."""
+    return next((line for line in re.split(r"\r\n|\r|\n", text) if line.strip()), "")
+
+
 def iter_lines(data: bytes, source: str | Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, decoded line)``; bytes that are not UTF-8 raise an error naming the line."""
     data = normalize_lines(data, source)

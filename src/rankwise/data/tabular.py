@@ -12,6 +12,7 @@ import pyarrow as pa
 from rankwise.data._text import (
     check_int_range,
     decode_text,
+    first_line,
     iter_csv_rows,
     iter_json_lines,
     json_id,
@@ -44,7 +45,7 @@ def _rows(path: Path, delimiter: str | None):
     """Header and ``(line, fields)`` rows of a delimited file (UTF-8, BOM dropped, any line ending)."""
     text = decode_text(read_bytes(path), path)
     if delimiter is None:
-        first = text.lstrip("\r\n").split("\n", 1)[0]
+        first = first_line(text)
         delimiter = "\t" if "\t" in first else ","
     header: list[str] | None = None
     body = []

@@ -25,6 +25,7 @@ from rankwise.data._text import (
     INT64_MAX,
     INT64_MIN,
     decode_text,
+    first_line,
     iter_csv_rows,
     iter_lines,
     json_loads,
@@ -150,7 +151,7 @@ def read_labels(obj: str | PathLike | Iterable[Mapping] | Any) -> list[Label]:
                 out.append(_label(row, source=str(path), line=n))
             return out
         text = decode_text(data, path)
-        first = text.lstrip("\r\n").split("\n", 1)[0]
+        first = first_line(text)
         delimiter = "\t" if path.suffix.lower() == ".tsv" or "\t" in first else ","
         header = None
         out = []
