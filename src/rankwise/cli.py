@@ -15,7 +15,8 @@ FORMATS = ["table", "json", "csv", "trec"]
 
 
 class _Group(click.Group):
-    """A click group that turns our errors into one line on stderr and exit code 2."""
+    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a real
+    process through ``os._exit`` once its output is flushed."""
 
     def invoke(self, ctx):
         import warnings
@@ -35,13 +36,58 @@ class _Group(click.Group):
                 warnings.showwarning = show
                 return super().invoke(ctx)
         except RankwiseError as exc:
-            click.echo(f"rankwise: error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
+            _fail(exc.format_message())
         except KeyboardInterrupt:
             click.echo("rankwise: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as exc:  # a file we read or write: full disk, no permission ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if args is not None or not standalone_mode:  # called from Python (tests, CliRunner): plain click
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's thread
+        # pools can abort the process ("terminate called without an active exception", rc -6, see
+        # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
+        code = 1
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            print("rankwise: interrupted", file=sys.stderr)
+            code = 130
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        _exit_now(code)
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, exit code 2."""
+    click.echo("rankwise: error: " + " ".join(message.splitlines()), err=True)
+    sys.exit(2)
+
+
+def _exit_now(code: int) -> None:
+    """Flush stdout and stderr, then end the process at once (no interpreter teardown)."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -142,13 +188,16 @@ def metrics_command():
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, id_field, unscorable, incomplete, quiet):
+                     threshold, id_field, unscorable, incomplete, quiet, force):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
+    from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
 
+    check_outputs({"--records": records_out}, [testset, labels], force=force)
     try:
         cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
@@ -253,6 +302,7 @@ def _compare_options(func):
         click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
                                                              "deepest chunk list]."),
         click.option("--title", default=None, help="Title of the HTML report."),
+        click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -282,15 +332,17 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
 def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
-                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, relevance_level,
+                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, force, relevance_level,
                     missing, queries_path, corpus_path):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare, system_names
     from rankwise.analysis.ksweep import ksweep
     from rankwise.data.load import load_qrels, load_run
     from rankwise.report.compare_console import emit_comparison
 
+    check_outputs({"--html": html_path, "--plot": plot_path}, [qrels, *runs, queries_path, corpus_path], force=force)
     labels = system_names(list(runs), list(names) or None)
     loaded = [load_run(path, name=label) for path, label in zip(runs, labels, strict=True)]
     judged = load_qrels(qrels)
@@ -323,13 +375,15 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @_compare_options
 def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, names, baseline,
                         metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
-                        html_path, plot_path, sweep_metrics, max_k, title):
+                        html_path, plot_path, sweep_metrics, max_k, title, force):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare_records, load_record_sets
     from rankwise.analysis.ksweep import ksweep_records
     from rankwise.report.compare_console import emit_comparison
 
+    check_outputs({"--html": html_path, "--plot": plot_path}, records, force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
@@ -434,9 +488,10 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
-                  price_in, price_out, source, records_out, strict, quiet):
+                  price_in, price_out, source, records_out, strict, quiet, force):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     import signal
@@ -457,6 +512,11 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    from rankwise._outputs import check_outputs
+
+    inputs = [testset, config_path, prompt_file]
+    check_outputs({"--records": None if dry_run else records_out}, inputs, force=force)
+    check_outputs({"--cache": cache_path}, [*inputs, records_out], force=True)  # read and written: no ownership test
     if records_out:  # before any paid call: the folder must take the file
         import os
         from pathlib import Path
@@ -633,16 +693,19 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the ranking here.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--force", is_flag=True, help="Overwrite an existing --plot file that rankwise did not write.")
 def calibrate_command(records, source, answer_scores, method, names, curve, min_cases, test_share, seed, plot_path,
-                      fmt):
+                      fmt, force):
     """Which metric x K x discount predicts the generator's answer scores: ranked on a training split,
     reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
     import json
 
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.answers import read_answer_scores, score_answers
     from rankwise.analysis.calibrate import calibrate
     from rankwise.analysis.compare import load_record_sets
 
+    check_outputs({"--plot": plot_path}, [*records, answer_scores, curve], force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source)
     given = read_answer_scores(answer_scores) if answer_scores else None
     for recs in sets.values():
@@ -693,8 +756,9 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Embedding cache folder (default $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, rerank_model, rerank_top_n,
-                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet):
+                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet, force):
     """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
     from pathlib import Path
 
@@ -711,6 +775,11 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
 
     if bool(beir_dir) == bool(corpus_path or queries_path):
         raise InputError("give either --beir DIR or both --corpus PATH and --queries PATH")
+    from rankwise._outputs import check_outputs
+
+    beir_files = [Path(beir_dir) / n for n in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")] if beir_dir else []
+    check_outputs({"--out": out, "--out (its chunks)": f"{out}.chunks.jsonl", "--rag-out": rag_out},
+                  [corpus_path, queries_path, *beir_files], force=force)
     qrels_path = None
     if beir_dir:
         data = load_beir(beir_dir, split=split)
@@ -746,11 +815,24 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
 @click.option("--chunk-overlap", type=int, default=50, show_default=True, help="Characters of overlap.")
 @click.option("--no-html", is_flag=True, help="Skip the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def demo_command(out, chunk_size, chunk_overlap, no_html, quiet):
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
+def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force):
     """The main job, offline, on the bundled Kestrel DB manual: chunk it, run BM25, dense and hybrid
     retrieval, score them with span ground truth at K = 1, 3, 5, 10, compare, and write a report."""
+    from pathlib import Path
+
+    from rankwise._outputs import check_outputs
     from rankwise.demo import run_demo
+    from rankwise.errors import InputError
     from rankwise.report.demo_console import print_demo
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("exists and is not a folder", source=folder, field="out")
+    mine = [folder / "report.html", folder / "summary.json"]
+    for sub in ("runs", "records"):
+        mine += sorted((folder / sub).glob("*")) if (folder / sub).is_dir() else []
+    check_outputs({f"--out ({p.name})": p for p in mine if p.exists()}, force=force)
 
     result = run_demo(out, chunk_size=chunk_size, chunk_overlap=chunk_overlap, html=not no_html, quiet=quiet)
     print_demo(result)
