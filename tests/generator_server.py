@@ -8,9 +8,14 @@ each context "supporting" when, lower-cased with whitespace collapsed, it contai
 is contained in one and is at least 40 characters long). Then, with K contexts and w the planted weights:
 
 - ``mode = "sample"``: P(correct) = alpha + beta * w(i) for the first supporting position i (0 when none);
-  the answer is the reference with that probability, else "I don't know." The draw is deterministic:
-  a SHA-256 of (seed, the exact context list) — the same prompt always gets the same answer, a different
-  filler set or position gets a fresh draw.
+  the answer is the reference when u < P, else "I don't know.", where u in [0, 1) is a SHA-256 of
+  (seed, question, the set of contexts): the same prompt always gets the same answer, and a case's u (its
+  "difficulty") is the same at every position of the same chunks, as with a real generator; a different
+  filler draw gets a fresh u. With ``draw = "stratified"`` (the default) the questions' u are spread
+  evenly: question s of n (in a seeded order) draws u in [s/n, (s+1)/n), so accuracy by position is the
+  planted curve to within about 1/n, and the tests check the pipeline (planting, positions, scoring,
+  fitting) rather than sampling noise; ``draw = "iid"`` draws u uniformly.
+``latency`` (seconds) delays every reply.
 - ``mode = "partial"``: the answer is the first round(q * n) of the reference's n words, q = sum of w(i)
   over supporting positions / sum of w(1..K) (the planted metric ``wcp(decay=...)@K``), so token F1 is a
   monotone function of the planted metric, with no sampling noise.
@@ -92,6 +97,8 @@ class State:
     key: dict[str, dict[str, Any]] = field(default_factory=dict)
     curve: dict[str, Any] = field(default_factory=lambda: {"kind": "rbp", "p": 0.7})
     mode: str = "sample"
+    draw: str = "stratified"
+    latency: float = 0.0
     seed: int = 0
     alpha: float = 0.1
     beta: float = 0.8
@@ -104,7 +111,10 @@ class State:
             self.key = {norm(e["question"]): {"reference": e["reference"],
                                               "support": [norm(s) for s in e.get("support", []) if s]}
                         for e in cfg["key"]}
-        for name in ("curve", "mode", "seed", "alpha", "beta"):
+            order = sorted(self.key, key=lambda q: hashlib.sha256(f"{cfg.get('seed', self.seed)}|{q}".encode()).digest())
+            for stratum, q in enumerate(order):
+                self.key[q]["stratum"] = stratum
+        for name in ("curve", "mode", "seed", "alpha", "beta", "draw", "latency"):
             if name in cfg:
                 setattr(self, name, cfg[name])
 
@@ -128,8 +138,13 @@ class State:
             n = round(share * len(words))
             return " ".join(words[:n]) if n else "I don't know."
         prob = self.alpha + self.beta * w[hits[0]] if hits else 0.0
-        digest = hashlib.sha256(json.dumps([self.seed, contexts]).encode()).digest()
+        # the draw depends on the question and the *set* of chunks, not their order: a case's "difficulty"
+        # is the same at every position (as with a real generator), so accuracy by position moves with the
+        # curve alone; a different filler draw (--repeats) is a fresh difficulty
+        digest = hashlib.sha256(json.dumps([self.seed, norm(q.group(1)), sorted(contexts)]).encode()).digest()
         u = int.from_bytes(digest[:8], "big") / 2 ** 64
+        if self.draw == "stratified":  # u in the question's own stratum [s/n, (s+1)/n): low-discrepancy
+            u = (entry["stratum"] + u) / len(self.key)
         return ref if u < prob else "I don't know."
 
     def check(self, prompt: str, graded: bool) -> str:
@@ -148,6 +163,8 @@ def make_app(state: State):
         users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
         text = users[-1] if users else ""  # the system prompt names the tags: read the user message only
         state.requests += 1
+        if state.latency:
+            await asyncio.sleep(state.latency)
         state.prompts[hashlib.sha256(text.encode()).hexdigest()] += 1
         if "<reference_answer>" in text:
             state.by_kind["correctness"] += 1
@@ -249,6 +266,37 @@ def running_generator(python: str | None = None) -> Iterator[GeneratorHandle]:
         yield handle
     finally:
         handle.stop()
+
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+
+
+def synthetic_cases(n: int, *, k: int = 5, seed: int = 1, golds: tuple[int, ...] = (0, 1, 1, 2)) -> list[dict]:
+    """``n`` test-set rows: a question, a 13-word reference, one reference passage holding it, and ``k``
+    retrieved chunks of which a number drawn from ``golds`` are the passage (at random ranks), the rest
+    filler that shares no sentence with any passage."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        ref = " ".join(rng.choice(WORDS) for _ in range(12)) + f" item{i}"
+        gold = f"Fact number {i}: the answer to question {i} is {ref}."
+        chunks = [f"Unrelated filler {i}-{j} about {' '.join(rng.choice(WORDS) for _ in range(8))}."
+                  for j in range(k)]
+        for rank in rng.sample(range(k), rng.choice(golds)):
+            chunks[rank] = gold
+        rows.append({"id": f"q{i}", "question": f"What is the answer to question {i}?", "reference": ref,
+                     "reference_contexts": [gold], "retrieved_contexts": chunks})
+    return rows
+
+
+def write_cases(rows: list[dict], path: Any) -> Any:
+    """Write test-set rows as JSONL; returns the path."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    return path
 
 
 def key_of(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -982,7 +982,6 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
             if method == "llm":
                 click.echo(f"plus up to {len(plan.contexts)} correctness checks with {checker.endpoint.model}")
             return
-        err = click.get_text_stream("stderr")
         with progress("answering", len(requests), quiet=opts["quiet"], transient=True, eta=True) as advance:
             result = _run_generator(lambda: gen.run(requests, advance))
         by_id = {c.id: c for c in plan.contexts}
@@ -1011,15 +1010,15 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
         else:
             from rankwise.report.calibration import print_position_fit
 
-            click.echo(header, file=err)
+            click.echo(header, err=True)
             for line in result.summary.lines(url):
-                click.echo(line, file=err)
+                click.echo(line, err=True)
             if check_summary is not None:
                 for line in check_summary.lines(checker.endpoint.url):
-                    click.echo(line, file=err)
+                    click.echo(line, err=True)
             if lost:
                 click.echo(f"{lost} contexts have no answer score (failed or missing answers) and are left out",
-                           file=err)
+                           err=True)
             print_position_fit(fit)
         for path, what in ((out_path, "curve"), (plot_path, "plot")):
             if path:
