@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from generator_server import key_of, running_generator, synthetic_cases, write_cases
 
+from generator_server import key_of, running_generator, synthetic_cases, write_cases
 from rankwise.cli import main
 
 N_CASES = 150
