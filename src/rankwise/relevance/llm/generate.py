@@ -12,7 +12,7 @@ retries, rate limit, request cap, circuit breaker) and the same SQLite cache fil
 Each reply is committed to the cache as it arrives (answers are stored as the row's ``reason``, under the
 mode ``answer``); the cache key is a SHA-256 of the model, the prompt version, the sampling parameters and
 the exact messages, so a rerun of the same work makes no call and a changed prompt or context makes new
-ones. Every request ends ``ok``, ``failed`` (after its retries, or an unreadable verdict after one repair)
+ones; requests with the same messages in one run make one call. Every request ends ``ok``, ``failed`` (after its retries, or an unreadable verdict after one repair)
 or ``missing`` (``max_calls`` or ``max_cost`` reached first, or the run stopped first). A lost endpoint
 raises :class:`GenerationStopped`, Ctrl-C :class:`GenerationInterrupted`; both carry the partial result
 and everything had is on disk before they are raised.
@@ -332,11 +332,17 @@ class Generator:
         hits = self.cache.get_many(list(set(keys.values()))) if self.cache is not None else {}
         replies: dict[str, GenReply] = {}
         todo: list[GenRequest] = []
+        first: dict[str, str] = {}  # cache key -> id of the request that asks it (the same messages: one call)
+        self._copies: dict[str, list[str]] = {}
         for r in requests:
             hit = hits.get(keys[r.id])
             if hit is None:
                 replies[r.id] = GenReply()
-                todo.append(r)
+                if keys[r.id] in first:
+                    self._copies.setdefault(first[keys[r.id]], []).append(r.id)
+                else:
+                    first[keys[r.id]] = r.id
+                    todo.append(r)
             elif self.prompt.task == "answer":
                 replies[r.id] = GenReply(text=hit.reason or "", status="ok", cached=True)
             else:
@@ -353,7 +359,8 @@ class Generator:
         if self.policy.max_calls is not None and calls > self.policy.max_calls:
             share = self.policy.max_calls / calls
             calls, pt, ct = self.policy.max_calls, round(pt * share), round(ct * share)
-        return GenPlan(len(requests), len(requests) - len(todo), calls, pt, ct, self.prices.cost(pt, ct),
+        cached = sum(1 for r in replies.values() if r.cached)
+        return GenPlan(len(requests), cached, calls, pt, ct, self.prices.cost(pt, ct),
                        self.endpoint.model, self.prompt.prompt_version)
 
     # ------------------------------------------------------------------------------------------ run
@@ -375,8 +382,9 @@ class Generator:
         requests = [_sendable(r) for r in requests]
         replies, todo, keys = self._lookup(requests)
         summary = GenSummary(self.endpoint.model, self.prompt.task, self.prompt.prompt_version, len(requests))
-        if progress and len(requests) - len(todo):
-            progress(len(requests) - len(todo))
+        cached = sum(1 for r in replies.values() if r.cached)
+        if progress and cached:
+            progress(cached)
         self._stop_reason: str | None = None
         self._interrupted = False
         self._stop_event = asyncio.Event()
@@ -433,6 +441,8 @@ class Generator:
 
             def settle(req: GenRequest, reply: GenReply, pt: int = 0, ct: int = 0) -> None:
                 replies[req.id] = reply
+                for other in self._copies.get(req.id, ()):
+                    replies[other] = GenReply(**{**reply.__dict__, "cached": False})
                 if reply.ok and writer is not None:
                     try:
                         writer.put(keys[req.id], verdict=reply.verdict if reply.verdict is not None else 1,
@@ -443,7 +453,7 @@ class Generator:
                     except CacheWriteError as exc:
                         self._stop(str(exc))
                 if progress:
-                    progress(1)
+                    progress(1 + len(self._copies.get(req.id, ())))
 
             async def worker() -> None:
                 while self._stop_reason is None and not queue.empty():
