@@ -47,6 +47,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--systems", default="bm25,dense,hybrid")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--draw", choices=["iid", "stratified"], default="iid",
+                        help="The simulator's draws: iid (realistic noise) or stratified (noise below 1/73).")
     args = parser.parse_args()
 
     from generator_server import key_of, running_generator
@@ -62,10 +64,11 @@ def main() -> None:
     questions = ROOT / "src" / "rankwise" / "datasets" / "kestrel" / "questions.jsonl"  # for the answer key
     rows = [json.loads(line) for line in questions.read_text().splitlines() if line.strip()]
     curve = {"kind": "rbp", "p": 0.7} if args.curve == "rbp" else {"kind": "u_shape", "p": 0.5, "q": 0.5, "b": 1.0}
-    print(f"SIMULATED generator (tests/generator_server.py), planted curve {curve}, alpha 0.1, beta 0.8\n")
+    print(f"SIMULATED generator (tests/generator_server.py), planted curve {curve}, alpha 0.1, beta 0.8, "
+          f"{args.draw} draws\n")
 
     with running_generator() as gen:
-        gen.configure(key=key_of(rows), curve=curve, alpha=0.1, beta=0.8, mode="sample", draw="iid", seed=1)
+        gen.configure(key=key_of(rows), curve=curve, alpha=0.1, beta=0.8, mode="sample", draw=args.draw, seed=1)
         common = ["--model", "simulated", "--base-url", gen.base_url, "--quiet"]
 
         docs = load_bundled_corpus("kestrel")

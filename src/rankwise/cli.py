@@ -975,7 +975,8 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
         requests = [GenRequest(c.id, gen.prompt.render_answer(c.question, c.chunks)) for c in plan.contexts]
         skipped = ", ".join(f"{n} {reason}" for reason, n in plan.skipped.items())
         header = (f"{plan.cases} cases x {k} positions x {repeats} repeat{'s' if repeats != 1 else ''} = "
-                  f"{len(plan.contexts)} contexts" + (f" ({skipped} skipped)" if skipped else ""))
+                  f"{len(plan.contexts)} contexts" + (f" ({skipped} skipped)" if skipped else "")
+                  + "; supporting chunk from " + ", ".join(f"{why}: {n}" for why, n in plan.support_from.items()))
         if dry_run:
             for line in _plan_lines(gen.plan(requests), url, header):
                 click.echo(line)
