@@ -1094,7 +1094,8 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
                           eta=True) as advance:
                 result = gen.run(requests, advance)
         except (GenerationInterrupted, GenerationStopped) as exc:
-            finish(exc.result)
+            if exc.result.summary.ok or isinstance(exc, GenerationInterrupted):
+                finish(exc.result)
             if isinstance(exc, GenerationInterrupted):
                 click.echo("rankwise: interrupted; rerun the same command to resume (the cache has every answer "
                            "had)", err=True)
