@@ -29,7 +29,8 @@ from rankwise.errors import InputError
 from rankwise.relevance.llm.cost import CHARS_PER_TOKEN, estimate_tokens
 from rankwise.relevance.llm.generate import Generator, GenRequest, GenResult, GenSummary
 
-__all__ = ["FedContext", "fed_context", "answer_records", "score_responses", "apply_scores", "SCORE_METHODS"]
+__all__ = ["FedContext", "fed_context", "answer_records", "score_responses", "apply_scores", "method_source",
+           "SCORE_METHODS"]
 
 SCORE_METHODS = ("f1", "em", "llm")
 
@@ -85,7 +86,15 @@ def answer_records(records: Sequence[Any], generator: Generator, k: int | None, 
     """Answer every record with a question from its fed context; fill ``response`` and ``extra["answer"]``
     (records whose answer failed get ``response = None``). With ``plan_only`` return the
     :class:`~rankwise.relevance.llm.generate.GenPlan` and call nothing. Raises what
-    :meth:`Generator.run` raises, after writing the answers had into the records."""
+    :meth:`Generator.run` raises, after writing the answers had into the records.
+
+    Example::
+
+        gen = Generator(Endpoint("qwen2.5:7b", "http://localhost:11434/v1"), load_gen_prompt("answer"),
+                        cache="gen.sqlite")
+        result = answer_records(records, gen, 5, max_context_tokens=2000)
+        records[0].response, records[0].extra["answer"]["fed_ranks"]
+    """
     from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
 
     requests, fed = [], {}
@@ -155,7 +164,12 @@ def score_responses(items: Sequence[tuple[str, str | None, str | None, str | Non
 
 
 def method_source(method: str, checker: Generator | None = None) -> str:
-    """The ``answer_score_source`` a method writes: ``token_f1``, ``exact_match``, ``llm_correctness``."""
+    """The ``answer_score_source`` a method writes: ``token_f1``, ``exact_match``, ``llm_correctness``.
+
+    Example:
+        >>> method_source("f1"), method_source("llm")
+        ('token_f1', 'llm_correctness')
+    """
     if method == "llm":
         graded = checker is not None and checker.prompt.graded
         return "llm_correctness_graded" if graded else "llm_correctness"
@@ -163,7 +177,14 @@ def method_source(method: str, checker: Generator | None = None) -> str:
 
 
 def apply_scores(records: Sequence[Any], scores: dict[str, tuple[float, str | None]], source: str) -> dict[str, int]:
-    """Write ``answer_score``/``answer_score_source`` (and the reason in ``extra``); returns counts."""
+    """Write ``answer_score``/``answer_score_source`` (and the reason in ``extra``); returns counts.
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord
+        >>> recs = [CaseRecord("a"), CaseRecord("b")]
+        >>> apply_scores(recs, {"a": (1.0, "states it")}, "llm_correctness"), recs[0].extra
+        ({'scored': 1, 'unscored': 1}, {'answer_score_reason': 'states it'})
+    """
     counts = {"scored": 0, "unscored": 0}
     for r in records:
         got = scores.get(r.id)

@@ -32,13 +32,26 @@ SOURCE = "utility"
 
 
 def request_id(case_id: str, rank: int) -> str:
-    """The id of one chunk's request: ``<case id>\\x1f<rank>``."""
+    """The id of one chunk's request: ``<case id>\\x1f<rank>``.
+
+    Example:
+        >>> request_id("q1", 3)
+        'q1\\x1f3'
+    """
     return f"{case_id}\x1f{rank}"
 
 
 def utility_requests(records: Sequence[Any], prompt: Any, k: int | None = None) -> list[Any]:
     """One answer request per chunk (top ``k``, all by default) that has text, of every case with a
-    question and a reference: the question and that chunk alone."""
+    question and a reference: the question and that chunk alone.
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord, ChunkRecord
+        >>> from rankwise.relevance.llm.generate import load_gen_prompt
+        >>> rec = CaseRecord("q", question="Q?", reference="A", chunks=[ChunkRecord(1, text="x"), ChunkRecord(2)])
+        >>> [r.id for r in utility_requests([rec], load_gen_prompt("answer"))]
+        ['q\\x1f1']
+    """
     from rankwise.relevance.llm.generate import GenRequest
 
     out = []
