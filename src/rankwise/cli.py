@@ -947,13 +947,11 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
     discounts (log, linear, RBP, power, U-shape)."""
     import json
 
-    from rankwise.analysis.answer_run import score_responses
-    from rankwise.analysis.position import fit_position_curve, position_accuracy, write_position_curve
-    from rankwise.analysis.position_run import plant_contexts
+    from rankwise.analysis.position import write_position_curve
+    from rankwise.analysis.position_run import plant_contexts, position_requests, run_position_curve
     from rankwise.errors import InputError
     from rankwise.progress import progress
     from rankwise.relevance import SOURCES, TEXT_SOURCES, judge
-    from rankwise.relevance.llm.generate import GenRequest
     from rankwise.relevance.llm.judge import load_for_judging
 
     for path, name in ((out_path, "out"), (plot_path, "plot")):
@@ -972,55 +970,37 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
         raise InputError(f"no case can be planted ({why})", source=testset)
     gen, checker, url = _make_generators(opts, need_checker=method == "llm")
     try:
-        requests = [GenRequest(c.id, gen.prompt.render_answer(c.question, c.chunks)) for c in plan.contexts]
-        skipped = ", ".join(f"{n} {reason}" for reason, n in plan.skipped.items())
-        header = (f"{plan.cases} cases x {k} positions x {repeats} repeat{'s' if repeats != 1 else ''} = "
-                  f"{len(plan.contexts)} contexts" + (f" ({skipped} skipped)" if skipped else "")
-                  + "; supporting chunk from " + ", ".join(f"{why}: {n}" for why, n in plan.support_from.items()))
+        header = plan.describe()
         if dry_run:
-            for line in _plan_lines(gen.plan(requests), url, header):
+            for line in _plan_lines(gen.plan(position_requests(plan, gen.prompt)), url, header):
                 click.echo(line)
             if method == "llm":
                 click.echo(f"plus up to {len(plan.contexts)} correctness checks with {checker.endpoint.model}")
             return
-        with progress("answering", len(requests), quiet=opts["quiet"], transient=True, eta=True) as advance:
-            result = _run_generator(lambda: gen.run(requests, advance))
-        by_id = {c.id: c for c in plan.contexts}
-        items = [(c.id, c.question, c.reference, result.replies[c.id].text) for c in plan.contexts
-                 if result.replies[c.id].ok]
-        with progress("checking answers", len(items), quiet=opts["quiet"] or method != "llm",
-                      transient=True) as advance:
-            scores, check_summary = _run_generator(lambda: score_responses(items, method, checker=checker,
-                                                                           progress=advance))
-        outcomes = [(by_id[i].position, s) for i, (s, _) in scores.items()]
-        acc, counts, _ = position_accuracy(outcomes, k)
-        fit = fit_position_curve(acc, counts)
+        with progress("answering", len(plan.contexts), quiet=opts["quiet"], transient=True, eta=True) as advance, \
+                progress("checking answers", len(plan.contexts), quiet=opts["quiet"] or method != "llm",
+                         transient=True) as check_advance:
+            run = _run_generator(lambda: run_position_curve(plan, gen, score=method, checker=checker,
+                                                            progress=advance, check_progress=check_advance))
         if out_path:
-            write_position_curve(fit, out_path)
+            write_position_curve(run.fit, out_path)
         if plot_path:
             from rankwise.report.calibration import plot_position_fit
 
-            plot_position_fit(fit, plot_path)
-        lost = len(plan.contexts) - len(outcomes)
+            plot_position_fit(run.fit, plot_path)
         if fmt == "json":
-            doc = fit.to_json() | {"calls": result.summary.to_dict(), "cases": plan.cases, "k": k,
-                                   "repeats": repeats, "score": method, "unscored": lost}
-            from rankwise.analysis.position import _finite
-
-            click.echo(json.dumps(_finite(doc), indent=2))
+            click.echo(json.dumps(run.to_json(), indent=2))
         else:
             from rankwise.report.calibration import print_position_fit
 
             click.echo(header, err=True)
-            for line in result.summary.lines(url):
-                click.echo(line, err=True)
-            if check_summary is not None:
-                for line in check_summary.lines(checker.endpoint.url):
+            for summary in (run.answers, run.checks):
+                for line in summary.lines(url) if summary is not None else ():
                     click.echo(line, err=True)
-            if lost:
-                click.echo(f"{lost} contexts have no answer score (failed or missing answers) and are left out",
-                           err=True)
-            print_position_fit(fit)
+            if run.unscored:
+                click.echo(f"{run.unscored} contexts have no answer score (failed or missing answers) and are "
+                           f"left out", err=True)
+            print_position_fit(run.fit)
         for path, what in ((out_path, "curve"), (plot_path, "plot")):
             if path:
                 click.echo(f"{what}: {path}", err=True)

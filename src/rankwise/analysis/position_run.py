@@ -30,7 +30,8 @@ from typing import Any
 
 from rankwise.errors import InputError
 
-__all__ = ["PlantedContext", "PositionPlan", "plant_contexts"]
+__all__ = ["PlantedContext", "PositionPlan", "PositionRun", "plant_contexts", "position_requests",
+           "run_position_curve"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,14 @@ class PositionPlan:
     skipped: Counter = field(default_factory=Counter)
     support_from: Counter = field(default_factory=Counter)  # "verdicts" / "reference passage" -> cases
     sampled_fillers: int = 0  # fillers taken from other cases
+    repeats: int = 1
+
+    def describe(self) -> str:
+        """One line: cases x K x repeats = contexts, the cases skipped and why, where support came from."""
+        skipped = ", ".join(f"{n} {reason}" for reason, n in self.skipped.items())
+        return (f"{self.cases} cases x {self.k} positions x {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
+                f" = {len(self.contexts)} contexts" + (f" ({skipped} skipped)" if skipped else "")
+                + "; supporting chunk from " + ", ".join(f"{why}: {n}" for why, n in self.support_from.items()))
 
 
 def _norm(text: str) -> str:
@@ -85,7 +94,7 @@ def plant_contexts(records: Sequence[Any], k: int, *, source: str | None = "cont
         for p in r.reference_contexts:
             if p.text:
                 pool.append((r.id, p.text))
-    plan = PositionPlan(k, [], 0)
+    plan = PositionPlan(k, [], 0, repeats=repeats)
     for r in records:
         if not r.question:
             plan.skipped["no question"] += 1
@@ -135,3 +144,55 @@ def plant_contexts(records: Sequence[Any], k: int, *, source: str | None = "cont
                 chunks = fillers[: pos - 1] + [support] + fillers[pos - 1:]
                 plan.contexts.append(PlantedContext(r.id, pos, rep, chunks, r.question, r.reference))
     return plan
+
+
+def position_requests(plan: PositionPlan, prompt: Any) -> list[Any]:
+    """One answer request per planted context (id ``<case>\\x1f<repeat>\\x1f<position>``)."""
+    from rankwise.relevance.llm.generate import GenRequest
+
+    return [GenRequest(c.id, prompt.render_answer(c.question, c.chunks)) for c in plan.contexts]
+
+
+@dataclass
+class PositionRun:
+    """A measured position curve: the plan, the fit, the calls made, and the contexts left unscored."""
+
+    plan: PositionPlan
+    fit: Any  # PositionFit
+    answers: Any  # GenSummary of the answer calls
+    checks: Any = None  # GenSummary of the correctness calls (score "llm")
+    unscored: int = 0
+    score: str = "f1"
+
+    def to_json(self) -> dict[str, Any]:
+        """The curve file's content plus the run: calls, cases, K, repeats, score method, unscored."""
+        from rankwise.analysis.position import _finite
+
+        return _finite(self.fit.to_json() | {"calls": self.answers.to_dict(), "cases": self.plan.cases,
+                                              "k": self.plan.k, "repeats": self.plan.repeats, "score": self.score,
+                                              "unscored": self.unscored})
+
+
+def run_position_curve(plan: PositionPlan, generator: Any, *, score: str = "f1", checker: Any = None,
+                       progress: Any = None, check_progress: Any = None) -> PositionRun:
+    """Ask ``generator`` every planted context of ``plan``, score the answers against the reference
+    (``f1``, ``em``, or ``llm`` with ``checker``), and fit the discounts to accuracy by position.
+
+    Example::
+
+        plan = plant_contexts(records, 10, source="containment", repeats=2)
+        run = run_position_curve(plan, Generator(endpoint, load_gen_prompt("answer"), cache="gen.sqlite"))
+        run.fit.best.label()
+    """
+    from rankwise.analysis.answer_run import score_responses
+    from rankwise.analysis.position import fit_position_curve, position_accuracy
+
+    result = generator.run(position_requests(plan, generator.prompt), progress)
+    by_id = {c.id: c for c in plan.contexts}
+    items = [(c.id, c.question, c.reference, result.replies[c.id].text) for c in plan.contexts
+             if result.replies[c.id].ok]
+    scores, checks = score_responses(items, score, checker=checker, progress=check_progress)
+    outcomes = [(by_id[i].position, value) for i, (value, _) in scores.items()]
+    acc, counts, _ = position_accuracy(outcomes, plan.k)
+    return PositionRun(plan, fit_position_curve(acc, counts), result.summary, checks,
+                       len(plan.contexts) - len(outcomes), score)
