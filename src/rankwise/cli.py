@@ -1023,12 +1023,12 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
 def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, **opts):
     """Utility verdicts (eRAG): the generator answers each case from each retrieved chunk alone; the
     answer's score against the reference (--score, default f1) is that chunk's verdict."""
-    from rankwise.analysis.answer_run import score_responses
+    from rankwise.analysis.answer_run import utility_verdicts
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
     from rankwise.progress import progress
     from rankwise.relevance.llm.judge import load_for_judging
-    from rankwise.relevance.utility import attach_utility, utility_requests
+    from rankwise.relevance.utility import utility_requests
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
@@ -1041,54 +1041,32 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
                          source=testset, field="reference")
     gen, checker, url = _make_generators(opts, need_checker=method == "llm")
     try:
-        requests = utility_requests(records, gen.prompt)
         if dry_run:
+            requests = utility_requests(records, gen.prompt)
             for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {len(requests)} chunks"):
                 click.echo(line)
             return
-        meta = {"model": gen.endpoint.model, "prompt_version": gen.prompt.prompt_version, "score": method}
+        total = sum(1 for r in records for c in r.chunks if c.text and r.question and r.reference)
 
-        def finish(result) -> None:
-            items = [(req.id, q, ref, result.replies[req.id].text) for req, (q, ref) in zip(
-                requests, _questions(records, requests), strict=True) if result.replies[req.id].ok]
-            scores, check_summary = _run_generator(lambda: score_responses(items, method, checker=checker))
-            values = {i: s for i, (s, _) in scores.items()}
-            errors = {i: r.error or r.status for i, r in result.replies.items() if not r.ok}
-            answers = {i: r.text for i, r in result.replies.items()}
-            counts = attach_utility(records, values, threshold=threshold, graded=graded,
-                                    relevant_from=relevant_from, errors=errors, answers=answers, meta=meta,
-                                    source=source_name)
-            write_records(records, records_out)
-            for line in result.summary.lines(url):
+        def save() -> None:
+            if any(source_name in c.verdicts for r in records for c in r.chunks):
+                write_records(records, records_out)
+                click.echo(f"records: {records_out} (verdict source '{source_name}', partial)", err=True)
+
+        with progress("answering per chunk", total, quiet=opts["quiet"], transient=True, eta=True) as advance:
+            run = _run_generator(lambda: utility_verdicts(records, gen, score=method, checker=checker,
+                                                          threshold=threshold, graded=graded,
+                                                          relevant_from=relevant_from, source=source_name,
+                                                          progress=advance), save=save)
+        write_records(records, records_out)
+        for summary in (run.answers, run.checks):
+            for line in summary.lines(url) if summary is not None else ():
                 click.echo(line)
-            if check_summary is not None:
-                for line in check_summary.lines(checker.endpoint.url):
-                    click.echo(line)
-            click.echo(f"utility verdicts: {counts['verdicts']} chunks, {counts['useful']} useful, "
-                       f"{counts['failed']} failed; records: {records_out} (verdict source '{source_name}')")
-
-        from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
-
-        try:
-            with progress("answering per chunk", len(requests), quiet=opts["quiet"], transient=True,
-                          eta=True) as advance:
-                result = gen.run(requests, advance)
-        except (GenerationInterrupted, GenerationStopped) as exc:
-            if exc.result.summary.ok or isinstance(exc, GenerationInterrupted):
-                finish(exc.result)
-            if isinstance(exc, GenerationInterrupted):
-                click.echo("rankwise: interrupted; rerun the same command to resume (the cache has every answer "
-                           "had)", err=True)
-                sys.exit(130)
-            raise RankwiseError(f"{exc}; rerun the same command to resume") from None
-        finish(result)
+        c = run.counts
+        click.echo(f"utility verdicts: {c['verdicts']} chunks, {c['useful']} useful, {c['failed']} failed; "
+                   f"records: {records_out} (verdict source '{source_name}')")
     finally:
         gen.close()
-
-
-def _questions(records, requests):
-    by_id = {r.id: (r.question, r.reference) for r in records}
-    return [by_id[req.id.split("\x1f")[0]] for req in requests]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,7 +30,7 @@ from rankwise.relevance.llm.cost import CHARS_PER_TOKEN, estimate_tokens
 from rankwise.relevance.llm.generate import Generator, GenRequest, GenResult, GenSummary
 
 __all__ = ["FedContext", "fed_context", "answer_records", "score_responses", "apply_scores", "method_source",
-           "SCORE_METHODS"]
+           "utility_verdicts", "UtilityRun", "SCORE_METHODS"]
 
 SCORE_METHODS = ("f1", "em", "llm")
 
@@ -196,3 +196,58 @@ def apply_scores(records: Sequence[Any], scores: dict[str, tuple[float, str | No
             r.extra["answer_score_reason"] = got[1]
         counts["scored"] += 1
     return counts
+
+
+@dataclass
+class UtilityRun:
+    """What :func:`utility_verdicts` did: verdict counts, and the answer and check calls' summaries."""
+
+    counts: dict[str, int]
+    answers: GenSummary
+    checks: GenSummary | None = None
+
+
+def utility_verdicts(records: Sequence[Any], generator: Generator, *, score: str = "f1",
+                     checker: Generator | None = None, threshold: float = 0.5, graded: bool = False,
+                     relevant_from: int = 2, source: str = "utility",
+                     progress: Callable[[int], None] | None = None) -> UtilityRun:
+    """eRAG utility verdicts into the records (``chunk.verdicts[source]``): the generator answers from each
+    chunk alone, the answer is scored (``f1``, ``em``, ``llm``) and the score becomes the verdict
+    (:func:`~rankwise.relevance.utility.attach_utility`). When the run stops early (endpoint gone,
+    Ctrl-C) the verdicts had are written into the records before the exception goes on (with ``score="llm"``
+    nothing more is called: the answers had are in the cache for the rerun).
+
+    Example::
+
+        run = utility_verdicts(records, Generator(endpoint, load_gen_prompt("answer"), cache="gen.sqlite"),
+                               score="em")
+        run.counts["useful"], records[0].verdicts("utility")
+    """
+    from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
+    from rankwise.relevance.utility import attach_utility, utility_requests
+
+    requests = utility_requests(records, generator.prompt)
+    meta = {"model": generator.endpoint.model, "prompt_version": generator.prompt.prompt_version, "score": score}
+    by_case = {r.id: r for r in records}
+
+    def attach(result: GenResult) -> UtilityRun:
+        items = []
+        for req in requests:
+            reply = result.replies[req.id]
+            if reply.ok:
+                rec = by_case[req.id.rsplit("\x1f", 1)[0]]
+                items.append((req.id, rec.question, rec.reference, reply.text))
+        scores, checks = score_responses(items, score, checker=checker)
+        counts = attach_utility(records, {i: v for i, (v, _) in scores.items()}, threshold=threshold,
+                                graded=graded, relevant_from=relevant_from,
+                                errors={i: r.error or r.status for i, r in result.replies.items() if not r.ok},
+                                answers={i: r.text for i, r in result.replies.items()}, meta=meta, source=source)
+        return UtilityRun(counts, result.summary, checks)
+
+    try:
+        result = generator.run(requests, progress)
+    except (GenerationStopped, GenerationInterrupted) as exc:
+        if exc.result.summary.ok and score != "llm":  # no more calls once stopped: LLM checks wait for the rerun
+            attach(exc.result)
+        raise
+    return attach(result)
