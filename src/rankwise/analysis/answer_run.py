@@ -55,6 +55,8 @@ def fed_context(record: Any, k: int | None, max_context_tokens: int | None = Non
     """The top ``k`` chunks of ``record`` with text, in rank order, within ``max_context_tokens``."""
     if k is not None and k < 1:
         raise InputError(f"-k must be >= 1, got {k}", field="k")
+    if max_context_tokens is not None and max_context_tokens < 1:
+        raise InputError(f"--max-context-tokens must be >= 1, got {max_context_tokens}", field="max_context_tokens")
     chunks = record.chunks[:k] if k is not None else record.chunks
     ranks, texts, skipped = [], [], []
     used = 0
