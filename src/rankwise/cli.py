@@ -873,8 +873,9 @@ def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
 
 @main.command("answer")
 @click.argument("testset", type=click.Path(dir_okay=False))
-@click.option("-k", "k", type=int, default=5, show_default=True, help="Chunks fed to the generator (top K).")
-@click.option("--max-context-tokens", type=int, default=None,
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Chunks fed to the generator (top K).")
+@click.option("--max-context-tokens", type=click.IntRange(min=1), default=None,
               help="Token budget of the fed chunks (4 characters a token); the chunk crossing it is cut.")
 @click.option("--records", "records_out", type=click.Path(dir_okay=False),
               help="Write per-case records with the answers (and scores) here.")
@@ -929,10 +930,11 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 
 @main.command("position-curve")
 @click.argument("testset", type=click.Path(dir_okay=False))
-@click.option("-k", "k", type=int, default=10, show_default=True, help="Chunks per context (positions 1..K).")
+@click.option("-k", "k", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Chunks per context (positions 1..K).")
 @click.option("--relevance", "--source", "source", default="containment", show_default=True,
               help="Verdict source that names the supporting chunk (else the reference passage text is used).")
-@click.option("--repeats", type=int, default=1, show_default=True,
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Filler draws per case (each planted at every position).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the filler draws.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False),
