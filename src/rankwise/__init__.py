@@ -11,17 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankwise.data import Qrels, Run, load_qrels, load_run
 from rankwise.errors import InputError, RankwiseError
-from rankwise.metrics import EvalResult, evaluate
 
 __version__ = "0.1.0"
 
 __all__ = ["EvalResult", "InputError", "Qrels", "RankwiseError", "Run", "evaluate", "load_qrels", "load_run",
            "__version__"]
 
-# Heavier entry points are imported on first use, so `import rankwise` stays light.
+# Entry points are imported on first use, so `import rankwise` (and `rankwise --help`) stays light:
+# numpy and pyarrow load only when something needs them.
 _LAZY = {
+    "Qrels": ("rankwise.data", "Qrels"),
+    "Run": ("rankwise.data", "Run"),
+    "load_qrels": ("rankwise.data", "load_qrels"),
+    "load_run": ("rankwise.data", "load_run"),
+    "EvalResult": ("rankwise.metrics", "EvalResult"),
+    "evaluate": ("rankwise.metrics", "evaluate"),
     "evaluate_rag": ("rankwise.rag", "evaluate_rag"),
     "load_records": ("rankwise.rag", "load_records"),
     "compare": ("rankwise.analysis.compare", "compare"),
@@ -35,3 +40,7 @@ def __getattr__(name: str) -> Any:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'rankwise' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
