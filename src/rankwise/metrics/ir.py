@@ -104,8 +104,8 @@ def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndar
         g, ig = np.exp2(g) - 1, np.exp2(ig) - 1
     elif gain != "raw":
         raise ValueError(f"gain must be 'raw' or 'exp', not {gain!r}")
-    dcg = (g * _discounts(n)).sum(axis=1)
-    idcg = (ig * _discounts(ig.shape[1])).sum(axis=1)
+    dcg = _row_sums(g * _discounts(n))
+    idcg = _row_sums(ig * _discounts(ig.shape[1]))
     return _safe_div(dcg, idcg)
 
 
@@ -119,7 +119,15 @@ def bpref(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     denom = np.minimum(m.n_judged_nonrelevant[:, None], m.n_relevant[:, None]).astype(np.float64)
     penalty = _safe_div(np.minimum(nonrel_above, R), np.broadcast_to(denom, nonrel_above.shape))
     contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
-    return _safe_div(np.where(rel, contrib, 0.0).sum(axis=1), m.n_relevant)
+    return _safe_div(_row_sums(np.where(rel, contrib, 0.0)), m.n_relevant)
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """Each row summed left to right, as trec_eval adds by rank (numpy's pairwise ``sum`` rounds
+    differently, and its result would depend on the zero padding, i.e. on the other queries)."""
+    if x.shape[1] == 0:
+        return np.zeros(x.shape[0], dtype=np.float64)
+    return np.cumsum(x, axis=1)[:, -1]
 
 
 def num_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
