@@ -49,7 +49,7 @@ def generate(rows: int, directory: Path, *, shuffled: bool = False, seed: int = 
     n_queries = rows // DEPTH
     chunk = 10_000  # queries per chunk: 1e7 rows
     options = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-    corpus = 50_000_000
+    corpus = 8_388_593  # a prime: (a * j + b) mod corpus differs for every j, so no doc repeats in a query
 
     def strings(prefix: str, numbers) -> pa.Array:
         return pc.binary_join_element_wise(prefix, pa.array(numbers).cast(pa.string()), "")
@@ -76,8 +76,8 @@ def generate(rows: int, directory: Path, *, shuffled: bool = False, seed: int = 
             run_out.write_table(table)
             # qrels: 10 of the top 100 and 10 unretrieved per query
             picked = np.sort(rng.random((nq, 100)).argsort(axis=1)[:, :10], axis=1)
-            judged = np.concatenate([np.take_along_axis(docs, picked, axis=1),
-                                     (docs[:, :10] + 1) % corpus], axis=1)
+            unretrieved = (a[:, None] * np.arange(DEPTH + 1, DEPTH + 11)[None, :] + qnum.reshape(nq, DEPTH)[:, :10]) % corpus
+            judged = np.concatenate([np.take_along_axis(docs, picked, axis=1), unretrieved], axis=1)
             qrels_out.write_table(pa.table({
                 "q": strings("q", np.repeat(np.arange(q0, q0 + nq), 20)), "i": pa.array(np.zeros(nq * 20, np.int64)),
                 "d": strings("D", judged.ravel()), "g": pa.array(rng.choice(4, nq * 20, p=[0.4, 0.3, 0.2, 0.1]))}))
