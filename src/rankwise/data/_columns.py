@@ -133,8 +133,8 @@ def flat_strings(groups: list, total: int) -> pa.Array:
         >>> flat_strings([{"d1": 1.0, "d22": 0.5}, ["é"]], 3).to_pylist()
         ['d1', 'd22', 'é']
     """
-    try:
-        joined = "\0".join(["\0".join(g) for g in groups if len(g)]).encode("utf-8")
+    try:  # each group's ids joined and encoded on its own: no second copy of all the text as one str
+        joined = b"\0".join(["\0".join(g).encode("utf-8") for g in groups if len(g)])
     except TypeError:  # ids that are not strings
         return arrow_strings([str(v) for g in groups for v in g])
     except UnicodeEncodeError:  # lone surrogates: let Arrow say what is wrong

@@ -39,7 +39,8 @@ from rankwise.errors import InputError
 
 __all__ = ["Ranked", "descending_keys", "group_by_query", "group_rows", "rank_rows"]
 
-Blocks = tuple[np.ndarray, np.ndarray]  # (query code of each block, first row of each block)
+Blocks = tuple[np.ndarray, np.ndarray]
+_CHUNK = 1 << 20  # rows per step of the elementwise passes over packed keys  # (query code of each block, first row of each block)
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,15 +291,19 @@ def _score_order(scores: np.ndarray, docs: pa.Array, counts: np.ndarray, row_que
         order = rows[np.lexsort((-scores[rows], row_query))]
         same = np.flatnonzero((row_query[1:] == row_query[:-1]) & (scores[order][1:] == scores[order][:-1]))
         return _fix_near_ties(order, scores, docs, same)
+    # keys built a chunk at a time, in place of row_query: temporaries stay small
     keys = row_query
-    keys <<= np.uint64(64 - q_bits)
-    score_keys = descending_keys(scores if grouped is None else scores[grouped])
-    score_keys >>= np.uint64(q_bits + r_bits)
-    score_keys <<= np.uint64(r_bits)
-    keys |= score_keys
-    del score_keys
-    keys |= within
-    del within
+    scores_in = scores if grouped is None else None
+    for c0 in range(0, len(keys), _CHUNK):
+        c1 = min(c0 + _CHUNK, len(keys))
+        part = keys[c0:c1]
+        part <<= np.uint64(64 - q_bits)
+        score_keys = descending_keys(scores_in[c0:c1] if grouped is None else scores[grouped[c0:c1]])
+        score_keys >>= np.uint64(q_bits + r_bits)
+        score_keys <<= np.uint64(r_bits)
+        part |= score_keys
+        part |= within[c0:c1]
+    del within, score_keys
     keys.sort()
     # decode: query and row within it -> the row it came from
     query_of = (keys >> np.uint64(64 - q_bits)).view(np.int64)
