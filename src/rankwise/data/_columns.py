@@ -140,7 +140,8 @@ def flat_strings(groups: list, total: int) -> pa.Array:
     except UnicodeEncodeError:  # lone surrogates: let Arrow say what is wrong
         return pa.array([v for g in groups for v in g], pa.string())
     data = np.frombuffer(joined, dtype=np.uint8)
-    ends = np.flatnonzero(data == 0)
+    separator = data == 0
+    ends = np.flatnonzero(separator)
     if len(ends) != max(total - 1, 0) or len(data) - len(ends) >= 2**31:  # a NUL inside an id, or huge
         return pa.array([v for g in groups for v in g], pa.string())
     offsets = np.empty(total + 1, dtype=np.int32)
@@ -148,7 +149,7 @@ def flat_strings(groups: list, total: int) -> pa.Array:
     if total:
         offsets[1:-1] = ends - np.arange(len(ends))
         offsets[-1] = len(data) - len(ends)
-    chars = data[data != 0]  # a fresh, writable copy (the run builder may reorder tied rows in place)
+    chars = data[~separator]  # a fresh, writable copy (the run builder may reorder tied rows in place)
     return pa.Array.from_buffers(pa.string(), total, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
 
 
