@@ -116,3 +116,20 @@ def test_cli_stream_prints_the_in_memory_numbers(files):
     in_memory = cli(str(files / "run.trec"))
     assert cli(str(files / "shuffled.trec"), "--stream", "--block-rows", "5000") == in_memory
     assert cli(str(files / "run.parquet"), "--stream") == in_memory
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 x t\n", r"r.trec:2: field 'score': not a number: 'x'"),
+    ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t extra\n", r"r.trec:2: field 'run_id': expected 6 fields .*got 7"),
+    ("q1 Q0 a 1 2.0 t\nq1  Q0 b 2 1.0 t\n", r"r.trec:2: to stream, fields must be separated by exactly one space"),
+])
+def test_streaming_bad_line_is_a_one_line_error_naming_it(tmp_path, text, message):
+    (tmp_path / "r.trec").write_text(text)
+    with pytest.raises(InputError, match=message):
+        evaluate_stream({"q1": {"a": 1}}, tmp_path / "r.trec", ["map"])
+
+
+def test_streaming_skips_comment_lines(tmp_path):
+    (tmp_path / "r.trec").write_text("# produced by a test\nq1 Q0 a 1 2.0 t\n# more\nq1 Q0 b 2 1.0 t\n")
+    result = evaluate_stream({"q1": {"b": 1}}, tmp_path / "r.trec", ["mrr", "num_ret"])
+    assert result.mean == {"mrr": 0.5, "num_ret": 2.0}

@@ -146,20 +146,48 @@ def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, 
     delimiter = "\t" if b"\t" in first and b" " not in first.strip() else " "
     # about batch_rows rows per Arrow block, from the first line's length
     block_size = int(min(max(len(first), 16) * batch_rows * 1.1, 1 << 30))
+    def skip_comment(row) -> str:
+        return "skip" if row.text is not None and row.text.lstrip().startswith("#") else "error"
+
     try:
         reader = pcsv.open_csv(
             path,
             read_options=pcsv.ReadOptions(column_names=_RUN_COLUMNS, block_size=block_size),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
+                                            invalid_row_handler=skip_comment),
             convert_options=pcsv.ConvertOptions(column_types=_TYPES, include_columns=list(_TYPES)),
             memory_pool=memory_pool(),
         )
         for batch in reader:
             yield batch.column("query_id"), batch.column("doc_id"), np_values(batch.column("score"))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        where = _first_bad_line(path, delimiter)
+        if where is not None:
+            raise InputError(where[2], source=path, line=where[0], field=where[1]) from None
         raise InputError(f"cannot stream this run: {str(exc).splitlines()[0]} (streaming reads "
                          "'qid iter docno rank score run_id' lines with one space or tab between fields)",
                          source=path) from None
+
+
+def _first_bad_line(path: Path, delimiter: str) -> tuple[int, str | None, str] | None:
+    """(line, field, problem) of the first line the streaming reader cannot take (read line by line,
+    only after Arrow has refused the file)."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            fields = raw.split()
+            if not fields or fields[0].startswith(b"#"):
+                continue
+            if len(fields) != len(_RUN_COLUMNS):
+                return number, _RUN_COLUMNS[min(len(fields), 5)], (
+                    f"expected 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}")
+            if len(raw.rstrip(b"\r\n").split(delimiter.encode())) != len(_RUN_COLUMNS):
+                return number, None, ("to stream, fields must be separated by exactly one "
+                                      + ("tab" if delimiter == "\t" else "space"))
+            try:
+                float(fields[4])
+            except ValueError:
+                return number, "score", f"not a number: {fields[4].decode('utf-8', 'replace')!r}"
+    return None
 
 
 def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_ROWS, name: str | None = None,
