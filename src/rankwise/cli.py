@@ -121,12 +121,22 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               help="Grade from which a judgement counts as relevant.")
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Qrels queries absent from the run: score 0 (trec_eval -c) or skip them.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing):
-    """Score RUN against QRELS (TREC, BEIR TSV, CSV or JSONL files)."""
-    from rankwise.metrics.evaluate import evaluate
+@click.option("--stream", is_flag=True,
+              help="Evaluate a run larger than memory (TREC or Parquet) block by block; same numbers.")
+@click.option("--block-rows", type=click.IntRange(min=1), default=2_000_000, show_default=True,
+              help="With --stream: run rows held in memory at a time.")
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows):
+    """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
+    if stream:
+        from rankwise.metrics.stream import evaluate_stream
 
-    result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                      missing=missing)
+        result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                                 missing=missing, block_rows=block_rows)
+    else:
+        from rankwise.metrics.evaluate import evaluate
+
+        result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                          missing=missing)
     _print_result(result, fmt, per_query)
 
 
