@@ -12,7 +12,7 @@ advance and the server can say what it did (``GET /stats`` -> ``behaviours``):
     duplicate   always the same question                                 -> all but the first rejected
     giveaway    the question holds the answer verbatim                   -> rejected, answer in question
     onepassage  (multi prompts) both quotes from passage 1               -> rejected, one passage
-    english     (non-English passages) the question in English           -> rejected, wrong language
+    english     (non-English passages, and one in three of them) the question in English -> wrong language
 
 Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or 500;
 the retry succeeds. ``POST /config`` takes ``latency`` (seconds per reply). Judge prompts (``<chunk>``) are
@@ -45,9 +45,9 @@ from llm_server import ServerHandle, judge_text  # noqa: E402
 
 PASSAGE = re.compile(r'<passage(?: id="(\d)")?(?: title="[^"]*")?>\n(.*?)\n</passage>', re.S)
 LANG = re.compile(r"in (\w+), the language of the passage")
-STOP = frozenset("""the a an of and to in is are be by for on with that this it as at or from which when each was
+STOP = frozenset(re.findall(r"\S+", """the a an of and to in is are be by for on with that this it as at or from which when each was
     can will not its into their more all if these does what how must only used der die das und ist von mit
-    den des zu im ein eine auf für nicht als auch wird werden""".split())
+    den des zu im ein eine auf für nicht als auch wird werden"""))
 BEHAVIOURS = ("correct", "correct", "correct", "correct", "correct", "reflowed", "wrong", "paraphrased",
               "refusal", "duplicate", "giveaway", "onepassage", "english")
 
@@ -74,6 +74,8 @@ def keywords(sentence: str, n: int = 3) -> list[str]:
 
 def behaviour(passage: str, style: str, language: str) -> str:
     kind = BEHAVIOURS[_h(passage) % len(BEHAVIOURS)]
+    if language != "English" and _h(passage) % 3 == 0:
+        kind = "english"
     if kind == "onepassage" and style != "multi":
         return "correct"
     if kind == "english" and language == "English":
@@ -128,7 +130,8 @@ def generate(prompt: str) -> tuple[dict[str, Any] | None, str]:
         obj["history"] = [{"question": "What is this part of the documentation about?", "answer": topic}]
         obj["question"] = "And what about " + (topic.split()[-1] if topic else "it") + ", in that case?"
     if kind == "duplicate":
-        obj["question"] = "How is the whole system licensed for commercial use?"
+        obj["question"] = ("Wie ist das ganze System für die kommerzielle Nutzung lizenziert?" if german else
+                           "How is the whole system licensed for commercial use?")
     elif kind == "giveaway":
         obj["question"] = f"Is it true that {obj['answer'].rstrip('.')}?"
     return obj, kind
@@ -190,7 +193,8 @@ def make_app(state: dict[str, Any]):
         return web.json_response({
             "requests": state["requests"], "generations": state["generations"], "critic": state["critic"],
             "judged": state["judged"], "behaviours": dict(state["behaviours"]), "faults": dict(state["faults"]),
-            "conversations": len(state["seen"]), "max_answered": max(state["answered"].values(), default=0)})
+            "conversations": len(state["seen"]), "max_answered": max(state["answered"].values(), default=0),
+            "repeated": sum(1 for n in state["answered"].values() if n > 1)})
 
     async def reset(_request: web.Request) -> web.Response:
         state.update(_fresh(state["latency"]))

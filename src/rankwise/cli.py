@@ -756,10 +756,6 @@ def demo_command(out, chunk_size, chunk_overlap, no_html, quiet):
     print_demo(result)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 # ------------------------------------------------------------------------------------- synth / pool
 @main.command("synth")
 @click.argument("corpus", type=click.Path())
@@ -832,3 +828,7 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     else:
         for line in summary_lines(summary):
             click.echo(line)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

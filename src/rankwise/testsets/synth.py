@@ -4,7 +4,8 @@ The run, for ``n`` planned samples:
 
 1. **Plan** (no calls): the corpus is cut into passages (``passage_chars``); documents are visited in a
    seeded order, round robin, one passage each per round, so no document gets more than its share
-   (``ceil(n / documents)`` while every document still has passages). Each sample gets a style from the
+   (``ceil(n / documents)`` while every document still has passages); a corpus with fewer passages than
+   ``n`` gives one sample per passage. Each sample gets a style from the
    ``styles`` shares (largest remainder); a ``multi`` sample gets a second passage, the BM25-nearest
    passage of another document.
 2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every quote
@@ -252,8 +253,6 @@ def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
             if depth < len(by_doc[d]) and len(chosen) < settings.n:
                 chosen.append(by_doc[d][depth])
         depth += 1
-    while len(chosen) < settings.n:  # more samples than passages: go round again
-        chosen.append(chosen[len(chosen) % len(passages)])
     styles = _allocate(len(chosen), settings.styles)
     rng.shuffle(styles)
     partner = _partners(passages, [c for c, s in zip(chosen, styles, strict=True) if s == "multi"])
