@@ -830,5 +830,44 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
             click.echo(line)
 
 
+@main.command("pool")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
+              help="The test set with the pooled labels added.")
+@click.option("-k", "k", type=int, default=10, show_default=True, help="Top k of each system pooled.")
+@click.option("--names", default=None, help="System names, comma-separated (default: the file names).")
+@click.option("--model", help="Judge model (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
+@click.option("--base-url", help="OpenAI-compatible endpoint (or OPENAI_BASE_URL).")
+@click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file with an [llm] table.")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), help="Verdict cache file.")
+@click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens.")
+@click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens.")
+@click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, cache_path, price_in, price_out,
+                 concurrency, as_json, quiet):
+    """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
+    retrieved spans, from `rankwise run --rag-out`) with the LLM judge and add the relevant ones."""
+    import json
+
+    from rankwise.errors import InputError
+    from rankwise.testsets.pool import pool, pool_lines
+
+    labels = [n.strip() for n in names.split(",")] if names else None
+    if labels is not None and len(labels) != len(runs):
+        raise InputError(f"--names gives {len(labels)} names for {len(runs)} runs", field="names")
+    summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
+                   config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
+                   concurrency=concurrency, names=labels, quiet=quiet)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict()))
+    else:
+        for line in pool_lines(summary):
+            click.echo(line)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
