@@ -4,8 +4,9 @@ The run, for ``n`` planned samples:
 
 1. **Plan** (no calls): the corpus is cut into passages (``passage_chars``); documents are visited in a
    seeded order, round robin, one passage each per round, so no document gets more than its share
-   (``ceil(n / documents)`` while every document still has passages); a corpus with fewer passages than
-   ``n`` gives one sample per passage. Each sample gets a style from the
+   (``ceil(n / documents)``, never more: a document with fewer passages leaves its place empty rather than
+   handing it to a longer one, so fewer than ``n`` samples may be planned; a smaller ``passage_chars``
+   gives more passages). Each sample gets a style from the
    ``styles`` shares (largest remainder); a ``multi`` sample gets a second passage, the BM25-nearest
    passage of another document.
 2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every quote
@@ -248,7 +249,8 @@ def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
         rng.shuffle(by_doc[d])
     chosen: list[Chunk] = []
     depth = 0
-    while len(chosen) < settings.n and any(depth < len(by_doc[d]) for d in docs):
+    share = math.ceil(settings.n / len(docs))
+    while len(chosen) < settings.n and depth < share and any(depth < len(by_doc[d]) for d in docs):
         for d in docs:
             if depth < len(by_doc[d]) and len(chosen) < settings.n:
                 chosen.append(by_doc[d][depth])
@@ -558,6 +560,7 @@ class SynthSummary:
     """What a run did: samples planned, accepted and rejected by reason, calls and money, labels."""
 
     planned: int
+    requested: int = 0
     accepted: int = 0
     rejected: Counter = field(default_factory=Counter)
     resumed: int = 0
@@ -733,7 +736,7 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
     plan = _fingerprint(corpus, settings, model, version)
     slots = plan_samples(corpus, settings)
     rej_out = rejected_path(out)
-    summary = SynthSummary(planned=len(slots), out=str(out), rejected_out=str(rej_out), model=model,
+    summary = SynthSummary(planned=len(slots), requested=settings.n, out=str(out), rejected_out=str(rej_out), model=model,
                            prompt_version=version, documents=len({s.passages[0].doc_id for s in slots}))
     summary.max_per_document = max(Counter(s.passages[0].doc_id for s in slots).values())
     accepted_rows = _read_done(out, plan)
@@ -953,6 +956,9 @@ def summary_lines(s: SynthSummary) -> list[str]:
     lines.append("  styles: " + ", ".join(f"{k} {v}" for k, v in sorted(s.styles.items()))
                  + "; languages: " + ", ".join(f"{k} {v}" for k, v in sorted(s.languages.items())))
     lines.append(f"  documents: {s.documents}, at most {s.max_per_document} planned samples from one document")
+    if s.requested > s.planned:
+        lines.append(f"  planned {s.planned} of the {s.requested} asked for: each document gives at most its share "
+                     f"of passages; a smaller --passage-chars gives more")
     money = f", ${s.cost:.4f}" if s.cost is not None else ""
     lines.append(f"  calls: {s.calls} made ({s.requests} requests with retries), {s.cached} from the cache; "
                  f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion tokens{money}")
