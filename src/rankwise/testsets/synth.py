@@ -455,6 +455,8 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
     """``(sample fields, None, None)`` for a usable reply, else ``(None, reason, detail)``."""
     from rankwise.relevance.llm.parse import ParseError, extract_json, refusal_of
 
+    if content is not None and content.startswith("REFUSAL: "):
+        return None, "not_answerable", content[9:209]
     if refusal_of(content) is not None:
         return None, "not_answerable", (content or "")[:200]
     try:
@@ -843,6 +845,8 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
             summary.styles[slot.style] += 1
             summary.languages[slot.language] += 1
 
+    from rankwise.relevance.llm.client import EndpointError
+
     try:
         with open(out, "a", encoding="utf-8") as fh_ok, open(rej_out, "a", encoding="utf-8") as fh_rej, \
                 progress("synth", len(slots), quiet=quiet) as advance:
@@ -858,13 +862,20 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                     window = asyncio.Semaphore(max(1, cfg.policy.concurrency))
                     tasks: set[asyncio.Task] = set()
 
+                    errors: list[BaseException] = []
+
                     def finished(task: asyncio.Task) -> None:
                         tasks.discard(task)
                         window.release()
+                        if not task.cancelled() and task.exception() is not None:
+                            errors.append(task.exception())  # type: ignore[arg-type]
 
                     try:
                         for slot in todo:
                             await window.acquire()
+                            if errors:
+                                window.release()
+                                raise errors[0]
                             if max_cost is not None:
                                 spent_now = cost_now() or 0.0
                                 planned = cfg.prices.cost(
@@ -885,11 +896,11 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                             commit(fh_ok, fh_rej)
                             if next_commit > before:
                                 show(next_commit - before)
-                        while tasks:
+                        while tasks or errors:
+                            if errors:
+                                raise errors[0]
                             await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
-                            for t in list(tasks):
-                                if t.done():
-                                    t.result()
+                            await asyncio.sleep(0)  # let the done callbacks run
                             before = next_commit
                             commit(fh_ok, fh_rej)
                             show(next_commit - before)
@@ -902,6 +913,10 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                     commit(fh_ok, fh_rej)
                     show(next_commit - before)
                     summary.requests = client.stats.requests
+    except EndpointError as exc:
+        raise EndpointError(f"{exc}; the {summary.accepted + sum(summary.rejected.values())} samples decided are in "
+                            f"{out} and {rej_out}, every reply had is in the cache ({cfg.cache}): rerun the same "
+                            f"command to resume") from None
     finally:
         store.close()
     summary.prompt_tokens, summary.completion_tokens = spent["prompt"], spent["completion"]
