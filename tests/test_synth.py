@@ -261,7 +261,7 @@ def test_cli_errors_are_one_line(tmp_path):
                "--out", str(tmp_path / "x.jsonl"), "--cache", str(tmp_path / "c.sqlite"), check=False)
     assert proc.returncode == 2 and "--max-cost needs prices" in proc.stderr
     proc = cli("synth", str(KESTREL), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "-n", "3",
-               "--out", str(tmp_path / "gone.jsonl"), "--cache", str(tmp_path / "c.sqlite"), "--max-retries", "1",
+               "--out", str(tmp_path / "gone.jsonl"), "--cache", str(tmp_path / "c.sqlite"), "--max-retries", "1", "--quiet",
                check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot reach the LLM endpoint" in proc.stderr
     assert "rerun the same command to resume" in proc.stderr
