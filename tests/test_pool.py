@@ -51,7 +51,10 @@ def test_pool_judges_unlabelled_chunks_and_raises_judged_at_k(gen, tmp_path):
     out = tmp_path / "pooled.jsonl"
     args = ["pool", str(ts), *map(str, runs), "-k", "5", "--out", str(out), "--model", "judge", "--base-url",
             gen.base_url, "--cache", cache, "--json", "--quiet", "--names", "small,large"]
+    plan = json.loads(cli(*args, "--dry-run").stdout)
+    assert gen.stats()["requests"] == 0 and not out.exists()
     s = json.loads(cli(*args).stdout)
+    assert plan["plan"]["calls"] == s["calls"] == plan["pooled"] - plan["labelled"]
     stats = gen.stats()
     original, pooled = rows(ts), rows(out)
     assert [r["id"] for r in pooled] == [r["id"] for r in original]

@@ -845,10 +845,11 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 @click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens.")
 @click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens.")
 @click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128).")
+@click.option("--dry-run", is_flag=True, help="Count the pool and estimate the judge's calls and cost; call nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, cache_path, price_in, price_out,
-                 concurrency, as_json, quiet):
+                 concurrency, dry_run, as_json, quiet):
     """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
     retrieved spans, from `rankwise run --rag-out`) with the LLM judge and add the relevant ones."""
     import json
@@ -861,7 +862,7 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
         raise InputError(f"--names gives {len(labels)} names for {len(runs)} runs", field="names")
     summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
                    config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                   concurrency=concurrency, names=labels, quiet=quiet)
+                   concurrency=concurrency, names=labels, quiet=quiet, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:

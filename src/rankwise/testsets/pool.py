@@ -40,6 +40,7 @@ class PoolSummary:
     judged_before: dict[str, float] = field(default_factory=dict)
     judged_after: dict[str, float] = field(default_factory=dict)
     out: str = ""
+    plan: dict[str, Any] | None = None  # --dry-run: what judging would cost
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -108,9 +109,10 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
          model: str | None = None, base_url: str | None = None, api_key: str | None = None,
          config: str | PathLike | None = None, cache: str | PathLike | None = None,
          price_in: float | None = None, price_out: float | None = None, concurrency: int | None = None,
-         names: list[str] | None = None, quiet: bool = True) -> PoolSummary:
+         names: list[str] | None = None, quiet: bool = True, dry_run: bool = False) -> PoolSummary:
     """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
-    added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``.
+    added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
+    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing.
 
     Example::
 
@@ -163,6 +165,13 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     labelled = {cid: list(spans) for cid, spans in refs.items()}
     extra: dict[str, list[dict]] = {}
     judged: dict[str, list[dict]] = {}
+    if dry_run:
+        with VerdictCache(cfg.cache) as store:
+            plan = Judge(cfg.endpoint, JudgeSettings(mode="reference"), cfg.policy, store, cfg.prices).plan(judge_cases)
+        summary.plan = {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
+                        "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens,
+                        "cost": plan.cost}
+        return summary
     if judge_cases:
         with VerdictCache(cfg.cache) as store:
             judge = Judge(cfg.endpoint, JudgeSettings(mode="reference"), cfg.policy, store, cfg.prices)
@@ -203,6 +212,13 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
 
 def pool_lines(s: PoolSummary) -> list[str]:
     """The report printed by ``rankwise pool``."""
+    if s.plan is not None:
+        p = s.plan
+        money = f", ${p['cost']:.4f}" if p["cost"] is not None else ""
+        return [f"dry run: {s.questions} questions, {s.pooled} distinct chunks in the top {s.k}: {s.labelled} "
+                f"labelled already, {p['chunks']} to judge ({p['cached']} cached)",
+                f"  judge            {p['calls']:6d} calls, ~{p['prompt_tokens']:,} prompt + "
+                f"~{p['completion_tokens']:,} completion tokens{money}"]
     money = f", ${s.cost:.4f}" if s.cost is not None else ""
     lines = [f"pool: {s.questions} questions, {s.pooled} distinct chunks in the top {s.k} of the systems: "
              f"{s.labelled} labelled already, {s.judged} judged ({s.relevant} relevant, added as labels)"
