@@ -280,3 +280,17 @@ def test_corpus_from_a_single_document_plans_no_multi():
     slots = plan_samples(corpus, SynthSettings(n=6, passage_chars=300, styles={"multi": 1}))
     assert {len(s.passages) for s in slots} == {2}
     assert all(s.passages[0].doc_id == s.passages[1].doc_id for s in slots)
+
+
+def test_a_line_cut_by_a_kill_is_redone_from_the_cache(g, tmp_path):
+    corpus = load_corpus(KESTREL)
+    out = tmp_path / "ts.jsonl"
+    kwargs = {"out": out, "model": "gen", "base_url": g.base_url, "cache": tmp_path / "c.sqlite",
+              "settings": SynthSettings(n=12)}
+    synth(corpus, **kwargs)
+    whole = rows(out)
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+    out.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")  # cut mid-line
+    g.reset()
+    s = synth(corpus, **kwargs)
+    assert rows(out) == whole and s.calls == 0 and s.cached >= 1 and g.stats()["requests"] == 0
