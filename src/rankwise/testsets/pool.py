@@ -87,7 +87,12 @@ def _overlaps(span: tuple[str, int, int], refs: list[tuple[str, int, int]]) -> b
 def judged_at(runs: dict[str, dict[str, list[tuple]]], labelled: dict[str, list[tuple[str, int, int]]],
               k: int) -> dict[str, float]:
     """Per system, the registered ``judged@k``: a retrieved span counts as judged when it overlaps a labelled
-    span of its case (a reference span, or a span the judge has seen)."""
+    span of its case (a reference span, or a span the judge has seen).
+
+    Example:
+        >>> judged_at({"bm25": {"q": [("d", 0, 10, "t"), ("d", 50, 60, "u")]}}, {"q": [("d", 5, 8)]}, 10)
+        {'bm25': 0.5}
+    """
     from rankwise.metrics.evaluate import evaluate
 
     out = {}

@@ -637,10 +637,14 @@ def _truncate_partial(path: Path) -> None:
 
 
 def rejected_path(out: str | PathLike) -> Path:
-    """Where rejected samples go: ``OUT`` with ``.rejected.jsonl`` in place of its suffix."""
+    """Where rejected samples go: ``OUT`` with ``.rejected.jsonl`` in place of its suffix.
+
+    Example:
+        >>> rejected_path("sets/testset.jsonl").as_posix(), rejected_path("testset").as_posix()
+        ('sets/testset.rejected.jsonl', 'testset.rejected.jsonl')
+    """
     p = Path(out)
-    return p.with_name(p.name[: -len(p.suffix)] if p.suffix else p.name).with_suffix(".rejected.jsonl") \
-        if p.suffix else p.with_name(p.name + ".rejected.jsonl")
+    return p.with_name((p.name[: -len(p.suffix)] if p.suffix else p.name) + ".rejected.jsonl")
 
 
 def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, prices: Any = None,
@@ -648,7 +652,14 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, price
                    temperature: float | None = 0.0, out: str | PathLike | None = None) -> SynthEstimate:
     """The calls, tokens and money a run would spend, per phase (plan and BM25 cost no call; the critic
     phase is an upper bound: it only sees samples that passed the other checks). Calls already in the
-    cache, and samples already in ``out``, are not counted."""
+    cache, and samples already in ``out``, are not counted.
+
+    Example:
+        >>> corpus = Corpus.from_dict({"a": "Alpha text about ranges and copies. " * 20})
+        >>> est = estimate_synth(corpus, SynthSettings(n=2, passage_chars=300), model="m")
+        >>> est.samples, est.phases["generate"]["calls"], est.calls
+        (2, 2, 2)
+    """
     from rankwise.relevance.llm.cost import estimate_prompt_tokens
 
     prompts = prompts or load_synth_prompts()
