@@ -1,0 +1,120 @@
+"""Check an adapter before trusting its numbers: run the retriever twice and report chunk ids that changed;
+rerank any retriever's output with a cross-encoder (top n in, top k out)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankwise.adapters.ids import text_id
+from rankwise.adapters.run import AdapterRun, run_retriever
+from rankwise.data.records import CaseRecord
+
+__all__ = ["AdapterCheck", "check_adapter", "rerank_records"]
+
+
+@dataclass
+class AdapterCheck:
+    """What :func:`check_adapter` found.
+
+    Attributes:
+        changed_ids: chunks retrieved at the same rank with the same text but a different id on the second
+            run (ids that will not survive a rerun), as ``(case id, rank, first id, second id)``.
+        changed_order: cases whose ranking (by text) differs between the runs (a non-deterministic retriever).
+        first, second: the two :class:`~rankwise.adapters.run.AdapterRun`.
+    """
+
+    changed_ids: list[tuple[str, int, str | None, str | None]] = field(default_factory=list)
+    changed_order: list[str] = field(default_factory=list)
+    first: AdapterRun | None = None
+    second: AdapterRun | None = None
+
+    @property
+    def stable(self) -> bool:
+        return not self.changed_ids and not self.changed_order
+
+    def lines(self) -> list[str]:
+        """A short human-readable report."""
+        s = self.first.summary if self.first else {}
+        out = [f"retriever: {s.get('retriever')}; {s.get('cases')} cases, {s.get('chunks')} chunks per run; "
+               f"id rules used: {s.get('id_strategy')}; duplicates in one result list: {s.get('duplicates')}; "
+               f"failed queries: {s.get('failed')}"]
+        n = sum(len(r.chunks) for r in self.first.records) if self.first else 0
+        out.append(f"ids changed between two runs: {len(self.changed_ids)} of {n}")
+        for cid, rank, a, b in self.changed_ids[:5]:
+            out.append(f"  case {cid} rank {rank}: {a} -> {b}")
+        out.append(f"cases ranked differently between two runs: {len(self.changed_order)}"
+                   + (f" (e.g. {', '.join(self.changed_order[:5])})" if self.changed_order else ""))
+        if self.first:
+            out.extend(f"warning: {w}" for w in self.first.warnings)
+        out.append("ids are stable across reruns" if self.stable else
+                   "NOT stable: fix the ids (see the warnings) before comparing runs by id")
+        return out
+
+
+def check_adapter(retriever: Any, testset: Any, k: int = 10, **options: Any) -> AdapterCheck:
+    """Run ``retriever`` twice over ``testset`` (options as :func:`run_retriever`) and compare chunk ids.
+
+    Example:
+        >>> import uuid
+        >>> check_adapter(lambda q: [{"id": str(uuid.uuid4()), "text": "t"}], {"q": "x"},
+        ...               id_strategy="id").changed_ids[0][:2]
+        ('q', 1)
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = run_retriever(retriever, testset, k, **options)
+        second = run_retriever(retriever, testset, k, **options)
+    out = AdapterCheck(first=first, second=second)
+    for a, b in zip(first.records, second.records, strict=True):
+        texts_a = [text_id(c.text or "") for c in a.chunks]
+        texts_b = [text_id(c.text or "") for c in b.chunks]
+        if texts_a != texts_b:
+            out.changed_order.append(a.id)
+        for ca, cb in zip(a.chunks, b.chunks, strict=False):
+            if text_id(ca.text or "") == text_id(cb.text or "") and ca.id != cb.id:
+                out.changed_ids.append((a.id, ca.rank, ca.id, cb.id))
+    return out
+
+
+def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n: int = 10, keep: int = 5,
+                   **model_kwargs: Any) -> list[CaseRecord]:
+    """Rerank each case's top ``top_n`` chunks by ``scorer`` (a cross-encoder name/folder or a callable
+    ``(query, text) -> float``) and keep the best ``keep``; chunk scores become the reranker's.
+
+    The input is left as it is; verdicts and scores of the copies are cleared (score them anew).
+
+    Example:
+        >>> from rankwise.data.records import ChunkRecord
+        >>> r = CaseRecord("q", question="?", chunks=[ChunkRecord(1, id="a", text="x"), ChunkRecord(2, id="b", text="xxx")])
+        >>> [c.id for c in rerank_records([r], lambda q, t: len(t), top_n=2, keep=1)[0].chunks]
+        ['b']
+    """
+    from rankwise.retrieval.rerank import _score, make_scorer
+
+    if isinstance(records, AdapterRun):
+        records = records.records
+    if keep > top_n:
+        raise ValueError(f"keep ({keep}) cannot exceed top_n ({top_n})")
+    scorer = make_scorer(scorer, **model_kwargs)
+    out = []
+    for rec in records:
+        new = copy.deepcopy(rec)
+        head = new.chunks[:top_n]
+        scores = _score(scorer, [(rec.question or "", c.text or "") for c in head]) if head else []
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))[:keep]
+        new.chunks = []
+        for rank, i in enumerate(order, start=1):
+            c = copy.deepcopy(head[i])
+            c.rank, c.score, c.verdicts = rank, scores[i], {}
+            new.chunks.append(c)
+        new.passages_found, new.scores, new.status = {}, {}, {}
+        info = new.extra.get("retrieval")
+        if isinstance(info, dict) and isinstance(info.get("items"), list):
+            info["items"] = [info["items"][i] for i in order if i < len(info["items"])]
+            info["reranked"] = {"top_n": top_n, "keep": keep, "from_ranks": [i + 1 for i in order]}
+        out.append(new)
+    return out
