@@ -53,8 +53,12 @@ class AdapterCheck:
         return out
 
 
-def check_adapter(retriever: Any, testset: Any, k: int = 10, **options: Any) -> AdapterCheck:
+def check_adapter(retriever: Any, testset: Any, k: int = 10, *, factory: bool = False,
+                  **options: Any) -> AdapterCheck:
     """Run ``retriever`` twice over ``testset`` (options as :func:`run_retriever`) and compare chunk ids.
+
+    With ``factory``, ``retriever`` is a function of no argument that builds the retriever (index and all):
+    it is called once per run, so ids that change when the index is rebuilt (uuid node ids) show up.
 
     Example:
         >>> import uuid
@@ -66,8 +70,8 @@ def check_adapter(retriever: Any, testset: Any, k: int = 10, **options: Any) -> 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        first = run_retriever(retriever, testset, k, **options)
-        second = run_retriever(retriever, testset, k, **options)
+        first = run_retriever(retriever() if factory else retriever, testset, k, **options)
+        second = run_retriever(retriever() if factory else retriever, testset, k, **options)
     out = AdapterCheck(first=first, second=second)
     for a, b in zip(first.records, second.records, strict=True):
         texts_a = [text_id(c.text or "") for c in a.chunks]
