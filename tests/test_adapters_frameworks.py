@@ -222,7 +222,7 @@ def test_haystack_bm25_pipeline_offsets_and_hand_computed_metrics(corpus, questi
         got = component.run(query=q["question"])["documents"]
         assert [d.id for d in got] == [c.id for c in next(r for r in run.records if r.id == q["id"]).chunks]
 
-        def relevant(d):
+        def relevant(d, q=q):
             s = d.meta["split_idx_start"]
             e = s + len(d.content)
             return any(p["doc_id"] == d.meta["doc_id"] and min(e, p["end"]) - max(s, p["start"])
