@@ -695,5 +695,86 @@ def demo_command(out, chunk_size, chunk_overlap, no_html, quiet):
     print_demo(result)
 
 
+
+# ------------------------------------------------------------------------------ adapters and sweeps (issue 13)
+def _load_factory(spec: str):
+    """``module:attribute`` -> (object, is_factory). A function of no argument is a factory building the retriever."""
+    import importlib
+    import inspect
+    import os
+
+    from rankwise.errors import InputError
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise InputError(f"expected MODULE:ATTRIBUTE (e.g. my_rag:build_retriever), got {spec!r}", field="retriever")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is one line
+        raise InputError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}", field="retriever") from None
+    if not hasattr(module, attr):
+        raise InputError(f"module {module_name!r} has no attribute {attr!r}", field="retriever")
+    obj = getattr(module, attr)
+    factory = False
+    if inspect.isfunction(obj):
+        params = inspect.signature(obj).parameters.values()
+        factory = not any(p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                          for p in params)
+    return obj, factory
+
+
+def _adapter_options(func):
+    func = click.option("--id-key", help="Metadata field holding a stable chunk id.")(func)
+    func = click.option("--doc-id-key", help="Metadata field holding the document id.")(func)
+    func = click.option("--id-strategy", type=click.Choice(["auto", "id", "id_key", "offset", "text"]),
+                        default="auto", show_default=True, help="How chunk ids are resolved (docs/adapters.md).")(func)
+    func = click.option("-k", "k", type=int, default=10, show_default=True, help="Chunks kept per question.")(func)
+    func = click.option("--concurrency", type=int, default=8, show_default=True)(func)
+    return func
+
+
+@main.command("check-adapter")
+@click.argument("retriever")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@_adapter_options
+def check_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency):
+    """Run a retriever (MODULE:ATTRIBUTE: a retriever, or a function of no argument building one) twice over
+    the test set's questions and report chunk ids that changed; exit 1 when they are not stable."""
+    from rankwise.adapters import check_adapter
+
+    obj, factory = _load_factory(retriever)
+    check = check_adapter(obj, testset, k, factory=factory, id_key=id_key, doc_id_key=doc_id_key,
+                          id_strategy=id_strategy, concurrency=concurrency)
+    for line in check.lines():
+        click.echo(line)
+    sys.exit(0 if check.stable else 1)
+
+
+@main.command("run-adapter")
+@click.argument("retriever")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@_adapter_options
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="Per-case records (JSONL) for `rankwise eval-rag OUT -r span`.")
+def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency, out):
+    """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a test set and
+    write per-case records with ranks, scores, stable ids, offsets and latencies."""
+    import json
+
+    from rankwise.adapters import run_retriever
+
+    obj, factory = _load_factory(retriever)
+    run = run_retriever(obj() if factory else obj, testset, k, concurrency, id_key=id_key, doc_id_key=doc_id_key,
+                        id_strategy=id_strategy, progress=True)
+    run.write_records(out)
+    click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
+    for w in run.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"records: {out} ({len(run.records)} cases, {run.summary['failed']} failed); next: "
+               f"rankwise eval-rag {out} -r span", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
