@@ -235,3 +235,13 @@ def test_check_adapter_cli(tmp_path: Path):
     missing = subprocess.run([sys.executable, "-m", "rankwise.cli", "check-adapter", "my_retriever:nope",
                               str(cases)], capture_output=True, text=True, env=env)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "nope" in missing.stderr
+
+
+@pytest.mark.parametrize("module", ["rankwise.adapters", "rankwise.adapters.ids", "rankwise.adapters.items",
+                                    "rankwise.adapters.run", "rankwise.adapters.check", "rankwise.sweep"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    failed, attempted = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert failed == 0 and attempted > 0
