@@ -232,6 +232,15 @@ def test_check_adapter_cli(tmp_path: Path):
                            "-k", "2"], capture_output=True, text=True, env=env)
     assert good.returncode == 0 and "ids are stable across reruns" in good.stdout
     assert "random uuids" in good.stdout
+    records = tmp_path / "records.jsonl"
+    ran = subprocess.run([sys.executable, "-m", "rankwise.cli", "run-adapter", "my_retriever:build", str(cases),
+                          "-k", "2", "-o", str(records)], capture_output=True, text=True, env=env)
+    assert ran.returncode == 0, ran.stderr
+    summary = json.loads(ran.stdout)
+    assert summary["cases"] == 2 and summary["failed"] == 0 and summary["id_strategy"] == {"text": 4}
+    assert summary["random_ids"] == 4 and "random uuids" in ran.stderr
+    assert [c.text for c in load_records(records)[1].chunks] == ["Paris is the capital of France.",
+                                                                 "Rome is the capital of Italy."]
     missing = subprocess.run([sys.executable, "-m", "rankwise.cli", "check-adapter", "my_retriever:nope",
                               str(cases)], capture_output=True, text=True, env=env)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "nope" in missing.stderr
