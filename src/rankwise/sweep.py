@@ -384,13 +384,18 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
         from rankwise.report.html import write_html_report
 
         s = result.settings
+        # drill-down for the baseline and the best configurations only: 48 configurations x 73 cases of chunk
+        # text would make a report of tens of MB; every configuration is in the tables and plots
+        shown = [result.baseline] + [lab for lab, _ in result.best.values() if lab != result.baseline]
+        shown = list(dict.fromkeys(shown))
         result.files["html"] = str(write_html_report(
-            out / "report.html", result.comparison, records=result.records,
+            out / "report.html", result.comparison, records={lab: result.records[lab] for lab in shown},
             title=f"rankwise sweep: {len(result.configs)} configurations, {s['cases']} questions",
             notes=[f"Grid: chunk sizes {s['chunk_sizes']} x overlaps {s['overlaps']} x splitters {s['splitters']} x "
                    f"retrievers {s['retrievers']}; k = {s['k']}; relevance {s['relevance']}; "
                    f"{s['index_builds']} index builds for {s['chunkings']} chunkings.",
-                   "Best per metric: " + "; ".join(f"{m}: {lab} ({v:.4f})" for m, (lab, v) in result.best.items())],
+                   "Best per metric: " + "; ".join(f"{m}: {lab} ({v:.4f})" for m, (lab, v) in result.best.items()),
+                   "Chunk-level drill-down: " + ", ".join(shown) + " (the baseline and the best per metric)."],
         ))
     path = out / "sweep.json"
     result.files["json"] = str(path)
