@@ -100,3 +100,27 @@ def test_cli(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--retriever", "bm25,colbert", "--quiet",
                           "--out", str(tmp_path / "t")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "colbert" in bad.stderr
+
+
+@pytest.mark.browser
+def test_report_in_chromium(result, tmp_path):
+    import os
+
+    from _chromium import Chromium, find_chromium
+
+    if find_chromium() is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("the sweep report test needs chromium (CI is set, so this is a failure, not a skip)")
+        pytest.skip("needs chromium")
+    res, out = result
+    with Chromium.start(tmp_path) as browser:
+        page = browser.open(out / "report.html")
+        assert page.console_errors == []
+        cells = page.evaluate("JSON.stringify(Array.from(document.querySelectorAll('#summary-table td[data-mean]'))"
+                              ".map(e => [e.dataset.system, e.dataset.metric, e.dataset.mean]))")
+        got = {(s, m): float(v) for s, m, v in json.loads(cells)}
+        assert got == {(c.label, m): res.means[c.label][m] for c in res.configs for m in res.metrics}
+        # chunk drill-down for the baseline and the best configurations
+        shown = set(json.loads(page.evaluate(
+            "JSON.stringify(Array.from(document.querySelectorAll('details.query .system')).map(e => e.dataset.system))")))
+        assert shown == {res.baseline} | {lab for lab, _ in res.best.values()}
