@@ -254,3 +254,12 @@ def test_doctests(module):
 
     failed, attempted = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert failed == 0 and attempted > 0
+
+
+def test_no_framework_imported_at_load():
+    code = ("import sys, rankwise.adapters, rankwise.sweep\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('langchain_core', 'langchain', 'llama_index', 'haystack', 'torch', 'transformers'))\n"
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
