@@ -136,3 +136,25 @@ def test_rerank_any_adapter_output(tiny_cross_encoder, kestrel):
         assert after.extra["retrieval"]["reranked"]["from_ranks"] == [i + 1 for i in order]
     assert len(run.records[0].chunks) == TOP_N  # the input is left as it was
     assert evaluate_rag(out, "span", k=[5]).summary["evaluated"] == 12
+
+
+def test_sweep_with_the_cross_encoder_by_path(tiny_cross_encoder, kestrel, tmp_path):
+    from rankwise.sweep import sweep
+
+    corpus, _ = kestrel
+    res = sweep("kestrel", chunk_sizes=[600], overlaps=[0], retrievers=["bm25", "bm25+rerank"],
+                rerank_model=str(tiny_cross_encoder), rerank_top_n=10, permutations=500, progress=False,
+                out=tmp_path / "s")
+    base, rr = res.records["bm25 recursive 600/0"], res.records["bm25+rerank recursive 600/0"]
+    scorer = CrossEncoderScorer(tiny_cross_encoder)
+    for b, r in zip(base[:10], rr[:10], strict=True):
+        # the reranked top 10 are the BM25 top 10, ordered by the cross-encoder's scores
+        assert {c.id for c in r.chunks} == {c.id for c in b.chunks}
+        # scored on what was indexed: the document title, then the chunk text
+        scores = scorer.score_pairs([(b.question, f"{corpus[c.doc_id].title}\n{c.text}") for c in r.chunks])
+        assert [c.score for c in r.chunks] == pytest.approx(scores, abs=1e-5)
+        assert all(x >= y for x, y in zip(scores, scores[1:], strict=False)) or max(
+            abs(x - y) for x, y in zip(scores, sorted(scores, reverse=True), strict=True)) < 1e-5
+    assert res.settings["rerank_model"] == str(tiny_cross_encoder)
+    assert res.means["bm25+rerank recursive 600/0"]["mrr"] != res.means["bm25 recursive 600/0"]["mrr"]
+    assert res.means["bm25+rerank recursive 600/0"]["recall@10"] == res.means["bm25 recursive 600/0"]["recall@10"]

@@ -101,8 +101,10 @@ def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n
 
     if isinstance(records, AdapterRun):
         records = records.records
-    if keep > top_n:
-        raise ValueError(f"keep ({keep}) cannot exceed top_n ({top_n})")
+    from rankwise.errors import InputError
+
+    if keep < 1 or top_n < 1 or keep > top_n:
+        raise InputError(f"need 1 <= keep <= top_n, got keep {keep}, top_n {top_n}", field="keep")
     scorer = make_scorer(scorer, **model_kwargs)
     out = []
     for rec in records:
