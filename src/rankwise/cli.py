@@ -15,26 +15,92 @@ FORMATS = ["table", "json", "csv", "trec"]
 
 
 class _Group(click.Group):
-    """A click group that turns our errors into one line on stderr and exit code 2."""
+    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a real
+    process through ``os._exit`` once its output is flushed."""
 
     def invoke(self, ctx):
+        import warnings
+
+        from rankwise.errors import RankwiseWarning
+
+        def show(message, category, *args, **kwargs):
+            if issubclass(category, RankwiseWarning):
+                click.echo(f"rankwise: warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        shown = warnings.showwarning
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", RankwiseWarning)
+                warnings.showwarning = show
+                return super().invoke(ctx)
         except RankwiseError as exc:
-            click.echo(f"rankwise: error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
+            _fail(exc.format_message())
         except KeyboardInterrupt:
             click.echo("rankwise: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as exc:  # a file we read or write: full disk, no permission ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if args is not None or not standalone_mode:  # called from Python (tests, CliRunner): plain click
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's thread
+        # pools can abort the process ("terminate called without an active exception", rc -6, see
+        # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
+        code = 1
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            print("rankwise: interrupted", file=sys.stderr)
+            code = 130
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        _exit_now(code)
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, exit code 2."""
+    click.echo("rankwise: error: " + " ".join(message.splitlines()), err=True)
+    sys.exit(2)
+
+
+def _exit_now(code: int) -> None:
+    """Flush stdout and stderr, then end the process at once (no interpreter teardown)."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rankwise")
-def main() -> None:
+@click.option("--width", type=click.IntRange(min=20), default=None,
+              help="Columns of printed tables (default: the terminal's; unlimited when piped; or $RANKWISE_WIDTH).")
+def main(width: int | None) -> None:
     """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
     from any source, comparisons and reports."""
+    if width is not None or "rankwise.report.console" in sys.modules:  # rich only when tables are printed
+        from rankwise.report.console import set_width
+
+        set_width(width)
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:
@@ -86,10 +152,10 @@ def _print_result(result, fmt: str, per_query: bool) -> None:
 @main.command("metrics")
 def metrics_command():
     """List every metric, its aliases and what it measures."""
-    from rich.console import Console
     from rich.table import Table
 
     from rankwise.metrics.registry import METRICS
+    from rankwise.report.console import make_console
 
     table = Table(title="rankwise metrics")
     for col in ("name", "cutoff", "parameters", "aliases", "definition"):
@@ -97,7 +163,7 @@ def metrics_command():
     for m in METRICS.values():
         params = "\n".join(p.describe() for p in m.params)
         table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
-    Console().print(table)
+    make_console().print(table)
 
 
 @main.command("eval-rag")
@@ -106,7 +172,7 @@ def metrics_command():
               help="Verdict source: containment, span, fuzzy, ids, human, llm (or a source in a records file).")
 @click.option("--labels", type=click.Path(dir_okay=False),
               help="Human labels (CSV/JSONL) for --relevance human; graded qrels for --relevance ids.")
-@click.option("-k", "ks", default="1,3,5,10", show_default=True, help="Cutoffs, comma-separated.")
+@click.option("-k", "ks", default=None, help="Cutoffs of the default metrics, comma-separated [default: 1,3,5,10].")
 @click.option("-m", "--metric", "metrics", multiple=True,
               help="Metric name, repeatable or comma-separated (wcp@5, acp(ragas_compat=true)@5, char_recall@5 ...).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
@@ -122,15 +188,18 @@ def metrics_command():
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, id_field, unscorable, incomplete, quiet):
+                     threshold, id_field, unscorable, incomplete, quiet, force):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
+    from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
 
+    check_outputs({"--records": records_out}, [testset, labels], force=force)
     try:
-        cutoffs = [int(x) for x in ks.split(",") if x.strip()]
+        cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
@@ -233,6 +302,7 @@ def _compare_options(func):
         click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
                                                              "deepest chunk list]."),
         click.option("--title", default=None, help="Title of the HTML report."),
+        click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -262,15 +332,17 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
 def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
-                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, relevance_level,
+                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, force, relevance_level,
                     missing, queries_path, corpus_path):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare, system_names
     from rankwise.analysis.ksweep import ksweep
     from rankwise.data.load import load_qrels, load_run
     from rankwise.report.compare_console import emit_comparison
 
+    check_outputs({"--html": html_path, "--plot": plot_path}, [qrels, *runs, queries_path, corpus_path], force=force)
     labels = system_names(list(runs), list(names) or None)
     loaded = [load_run(path, name=label) for path, label in zip(runs, labels, strict=True)]
     judged = load_qrels(qrels)
@@ -283,17 +355,8 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
     html_options = {}
     if html_path:
-        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged,
-                        "title": title or f"rankwise compare: {', '.join(result.systems)}"}
-        if queries_path:
-            from rankwise.retrieval.corpus import load_queries
-
-            html_options["queries"] = load_queries(queries_path)
-        if corpus_path:
-            from rankwise.retrieval.corpus import load_corpus
-
-            html_options["documents"] = {d.id: (f"{d.title}\n{d.text}" if d.title and not d.text.startswith(d.title)
-                                                else d.text) for d in load_corpus(corpus_path)}
+        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged, "queries": queries_path,
+                        "corpus": corpus_path, "title": title or f"rankwise compare: {', '.join(result.systems)}"}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
 
@@ -312,13 +375,15 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @_compare_options
 def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, names, baseline,
                         metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
-                        html_path, plot_path, sweep_metrics, max_k, title):
+                        html_path, plot_path, sweep_metrics, max_k, title, force):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare_records, load_record_sets
     from rankwise.analysis.ksweep import ksweep_records
     from rankwise.report.compare_console import emit_comparison
 
+    check_outputs({"--html": html_path, "--plot": plot_path}, records, force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
@@ -391,11 +456,6 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
 
 
 # ------------------------------------------------------------------------------ judge / cache / agree
-def _judge_setting(value, config: dict, key: str, default):
-    """A judge option: the flag if given, else the [llm] config value, else the default."""
-    return value if value is not None else config.get(key, default)
-
-
 @main.command("judge")
 @click.argument("testset", type=click.Path(dir_okay=False))
 @click.option("--model", help="Judge model name (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
@@ -406,8 +466,8 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--mode", type=click.Choice(["reference", "response", "question"]), default=None,
               help="What the chunk is judged against (default: reference).")
 @click.option("--graded", is_flag=True, default=None, help="Grade 0-3 instead of a binary verdict.")
-@click.option("--relevant-from", type=int, default=2, show_default=True,
-              help="With --graded: the grade from which a chunk counts as relevant.")
+@click.option("--relevant-from", type=int, default=None,
+              help="With --graded: the grade from which a chunk counts as relevant (default 2).")
 @click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
               help="TOML file overriding the shipped prompt templates.")
 @click.option("--concurrency", type=int, default=None,
@@ -415,7 +475,7 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no limit).")
 @click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
 @click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
-@click.option("--batch", is_flag=True, help="All chunks of a question in one call (fewer calls).")
+@click.option("--batch", is_flag=True, default=None, help="All chunks of a question in one call (fewer calls).")
 @click.option("--batch-size", type=int, default=None, help="With --batch: chunks per call at most (default 20).")
 @click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
 @click.option("--max-calls", type=int, default=None, help="Send at most this many requests; the rest is 'missing'.")
@@ -424,23 +484,26 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens, for the cost.")
 @click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens, for the cost.")
 @click.option("--source", default="llm", show_default=True, help="Verdict source name written in the records.")
-@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+@click.option("--records", "records_out", type=click.Path(),
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
-                  price_in, price_out, source, records_out, strict, quiet):
+                  price_in, price_out, source, records_out, strict, quiet, force):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
+    import signal
+
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.cache import VerdictCache
-    from rankwise.relevance.llm.client import CallPolicy, load_config, resolve_endpoint
-    from rankwise.relevance.llm.cost import Prices
+    from rankwise.relevance.llm.cache import CacheWriteError, VerdictCache
+    from rankwise.relevance.llm.config import resolve_llm_config
     from rankwise.relevance.llm.judge import (
         Judge,
-        JudgeSettings,
+        JudgeInterrupted,
+        JudgeStopped,
         attach_verdicts,
         cases_from_records,
         load_for_judging,
@@ -449,26 +512,47 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
-    config, config_source = load_config(config_path)
-    endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
-                                config_source=config_source)
-    settings = JudgeSettings(mode=_judge_setting(mode, config, "mode", "reference"),
-                             graded=bool(_judge_setting(graded, config, "graded", False)),
-                             batch=batch, batch_size=int(_judge_setting(batch_size, config, "batch_size", 20)),
-                             relevant_from=relevant_from,
-                             prompt_file=_judge_setting(prompt_file, config, "prompt", None))
-    policy = CallPolicy(concurrency=int(_judge_setting(concurrency, config, "concurrency", 128)),
-                        rpm=_judge_setting(rpm, config, "rpm", None),
-                        timeout=float(_judge_setting(timeout, config, "timeout", 60.0)),
-                        max_retries=int(_judge_setting(max_retries, config, "max_retries", 4)),
-                        temperature=config.get("temperature", 0.0), max_calls=max_calls)
-    prices = Prices(_judge_setting(price_in, config, "price_in", None),
-                    _judge_setting(price_out, config, "price_out", None))
+    from rankwise._outputs import check_outputs
+
+    inputs = [testset, config_path, prompt_file]
+    check_outputs({"--records": None if dry_run else records_out}, inputs, force=force)
+    check_outputs({"--cache": cache_path}, [*inputs, records_out], force=True)  # read and written: no ownership test
+    if records_out:  # before any paid call: the folder must take the file
+        import os
+        from pathlib import Path
+
+        folder = Path(records_out).resolve().parent
+        if Path(records_out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise InputError("cannot write the records here (a folder, or a folder that does not exist or is "
+                             "not writable)", source=records_out, field="records")
+    cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key, mode=mode,
+                             graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
+                             prompt=prompt_file, concurrency=concurrency, rpm=rpm, timeout=timeout,
+                             max_retries=max_retries, max_calls=max_calls, price_in=price_in, price_out=price_out,
+                             cache=cache_path)
+    endpoint = cfg.endpoint
     records = load_for_judging(testset)
     cases = cases_from_records(records)
-    cache = VerdictCache(_judge_setting(cache_path, config, "cache", None))
+    cache = VerdictCache(cfg.cache)
+
+    def finish(result) -> None:
+        """Verdicts into the records, the records to disk (Ctrl-C held off meanwhile), the summary."""
+        attach_verdicts(records, result, judge, source)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            write_records(records, records_out)
+        except OSError as exc:
+            raise RankwiseError(f"cannot write the records {records_out}: {exc.strerror or exc}; the "
+                                f"{result.summary.ok} verdicts had are in the cache ({cache.path}): rerun the "
+                                f"same command with another --records") from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        for line in judge_summary_lines(result.summary, endpoint.url):
+            click.echo(line)
+        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+
     try:
-        judge = Judge(endpoint, settings, policy, cache, prices)
+        judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices)
         judge.check(cases, source=testset)
         if dry_run:
             for line in plan_lines(judge.plan(cases), endpoint.url):
@@ -476,32 +560,24 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             return
         total = sum(len(c.chunks) for c in cases)
         try:
-            if quiet:
-                result = judge.run(cases)
-            else:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
+            from rankwise.progress import progress
 
-                with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                              TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-                    task = bar.add_task("judge", total=total)
-                    result = judge.run(cases, lambda n: bar.advance(task, n))
-        except KeyboardInterrupt:
-            click.echo(f"rankwise: judge interrupted; the cache ({cache.path}) holds {len(cache)} verdicts: "
-                       f"rerun the same command to resume", err=True)
+            with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
+                result = judge.run(cases, advance)
+        except JudgeInterrupted as exc:
+            finish(exc.result)
+            click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {records_out} and "
+                       f"the cache ({cache.path}, {len(cache)} verdicts): rerun the same command to resume",
+                       err=True)
+            sys.exit(130)
+        except JudgeStopped as exc:
+            if exc.result.summary.ok:
+                finish(exc.result)
+                where = "" if isinstance(exc.cause, CacheWriteError) else f" and the cache ({cache.path})"
+                raise JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {records_out}{where}"
+                                   f": rerun the same command to resume", exc.result) from None
             raise
-        attach_verdicts(records, result, judge, source)
-        write_records(records, records_out)
-        for line in judge_summary_lines(result.summary, endpoint.url):
-            click.echo(line)
-        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+        finish(result)
         if strict and not result.summary.complete:
             sys.exit(1)
     finally:
@@ -600,6 +676,54 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
                    f"relevant in the verdict effect")
 
 
+@main.command("calibrate")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--relevance", "--source", "source", default="llm", show_default=True,
+              help="Verdict source of the metrics (llm, human, utility, containment, span, ids ...).")
+@click.option("--answer-scores", type=click.Path(dir_okay=False),
+              help="CSV/JSONL of query_id, answer_score (overrides the records' answer_score).")
+@click.option("--score-answers", "method", type=click.Choice(["f1", "em"]), default=None,
+              help="Score each record's response against its reference (token F1 or exact match) where it "
+                   "has no answer score.")
+@click.option("--name", "names", multiple=True, help="System name per RECORDS file (default: file stems).")
+@click.option("--curve", type=click.Path(dir_okay=False), help="Position-curve JSON: adds wcp(decay=curve).")
+@click.option("--min-cases", type=int, default=30, show_default=True,
+              help="Fewest cases with answer scores for a recommendation.")
+@click.option("--test-share", type=float, default=0.5, show_default=True, help="Share of cases held out.")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the ranking here.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--force", is_flag=True, help="Overwrite an existing --plot file that rankwise did not write.")
+def calibrate_command(records, source, answer_scores, method, names, curve, min_cases, test_share, seed, plot_path,
+                      fmt, force):
+    """Which metric x K x discount predicts the generator's answer scores: ranked on a training split,
+    reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
+    import json
+
+    from rankwise._outputs import check_outputs
+    from rankwise.analysis.answers import read_answer_scores, score_answers
+    from rankwise.analysis.calibrate import calibrate
+    from rankwise.analysis.compare import load_record_sets
+
+    check_outputs({"--plot": plot_path}, [*records, answer_scores, curve], force=force)
+    sets = load_record_sets(list(records), list(names) or None, source=source)
+    given = read_answer_scores(answer_scores) if answer_scores else None
+    for recs in sets.values():
+        score_answers(recs, method or "f1", scores=given, source="labels") if (method or given) else None
+    result = calibrate(sets if len(sets) > 1 else next(iter(sets.values())), source, answer_scores=given,
+                       curve=curve, min_cases=min_cases, test_share=test_share, seed=seed)
+    if plot_path:
+        from rankwise.report.calibration import plot_calibration
+
+        plot_calibration(result, plot_path)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        from rankwise.report.calibration import print_calibration
+
+        print_calibration(result)
+
+
 @main.command("run")
 @click.option("--beir", "beir_dir", type=click.Path(file_okay=False),
               help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.")
@@ -632,8 +756,9 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Embedding cache folder (default $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, rerank_model, rerank_top_n,
-                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet):
+                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet, force):
     """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
     from pathlib import Path
 
@@ -650,6 +775,11 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
 
     if bool(beir_dir) == bool(corpus_path or queries_path):
         raise InputError("give either --beir DIR or both --corpus PATH and --queries PATH")
+    from rankwise._outputs import check_outputs
+
+    beir_files = [Path(beir_dir) / n for n in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")] if beir_dir else []
+    check_outputs({"--out": out, "--out (its chunks)": f"{out}.chunks.jsonl", "--rag-out": rag_out},
+                  [corpus_path, queries_path, *beir_files], force=force)
     qrels_path = None
     if beir_dir:
         data = load_beir(beir_dir, split=split)
@@ -685,11 +815,24 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
 @click.option("--chunk-overlap", type=int, default=50, show_default=True, help="Characters of overlap.")
 @click.option("--no-html", is_flag=True, help="Skip the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def demo_command(out, chunk_size, chunk_overlap, no_html, quiet):
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
+def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force):
     """The main job, offline, on the bundled Kestrel DB manual: chunk it, run BM25, dense and hybrid
     retrieval, score them with span ground truth at K = 1, 3, 5, 10, compare, and write a report."""
+    from pathlib import Path
+
+    from rankwise._outputs import check_outputs
     from rankwise.demo import run_demo
+    from rankwise.errors import InputError
     from rankwise.report.demo_console import print_demo
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("exists and is not a folder", source=folder, field="out")
+    mine = [folder / "report.html", folder / "summary.json"]
+    for sub in ("runs", "records"):
+        mine += sorted((folder / sub).glob("*")) if (folder / sub).is_dir() else []
+    check_outputs({f"--out ({p.name})": p for p in mine if p.exists()}, force=force)
 
     result = run_demo(out, chunk_size=chunk_size, chunk_overlap=chunk_overlap, html=not no_html, quiet=quiet)
     print_demo(result)

@@ -1,4 +1,4 @@
-"""Per-case records (SPEC §6): what an evaluation of a RAG test set keeps for every question.
+"""Per-case records (docs/metrics.md §6): what an evaluation of a RAG test set keeps for every question.
 
 One JSON object per line::
 
@@ -25,7 +25,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_json_lines
+from rankwise.data._text import INT64_MAX, INT64_MIN, iter_json_lines
 from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, load_testset
 from rankwise.errors import InputError
 
@@ -37,7 +37,7 @@ VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "ir
 _VERDICT_KEYS = ("verdict", "grade", "type", "reason", "status", "error", "meta")
 _CHUNK_KEYS = ("rank", "id", "text", "doc_id", "start", "end", "score", "verdicts")
 _CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "reference_context_ids",
-              "chunks", "passages_found", "scores", "status", "truth")
+              "chunks", "passages_found", "scores", "status", "truth", "answer_score", "answer_score_source")
 
 
 @dataclass
@@ -122,6 +122,8 @@ class CaseRecord:
     scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     truth: dict[str, dict] = field(default_factory=dict)
+    answer_score: float | None = None
+    answer_score_source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def verdicts(self, source: str) -> list[int | None]:
@@ -156,6 +158,9 @@ class CaseRecord:
                "passages_found": self.passages_found, "scores": self.scores, "status": self.status}
         if self.truth:
             out["truth"] = self.truth
+        if self.answer_score is not None:
+            out["answer_score"] = self.answer_score
+            out["answer_score_source"] = self.answer_score_source
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
@@ -183,11 +188,14 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
         >>> write_records([CaseRecord("q1")], "/tmp/records.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(dump_record(r) + "\n")
+    try:
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(dump_record(r) + "\n")
+    except OSError as exc:  # full disk, no permission, a file where a folder should be ...
+        raise InputError(f"cannot write the records: {exc.strerror or exc}", source=path, field="records") from None
     return path
 
 
@@ -202,6 +210,9 @@ def _expect(value, types, what, *, source, line, field_name, optional=True):
     if not isinstance(value, types):
         raise InputError(f"expected {what}, got {type(value).__name__} {str(value)[:40]!r}", source=source,
                          line=line, field=field_name)
+    if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(f"integer out of range (beyond 64 bits): {str(value)[:40]}", source=source, line=line,
+                         field=field_name)
     return value
 
 
@@ -238,7 +249,7 @@ def _chunk_record(obj, *, source, line, where, rank) -> ChunkRecord:
                          field=f"{where}.rank", **kw)
     score = obj.get("score")
     if score is not None:
-        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))
+        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))  # _expect bounds ints
     ident = obj.get("id")
     if isinstance(ident, int) and not isinstance(ident, bool):
         ident = str(ident)
@@ -297,8 +308,15 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
             raise InputError(f"n_relevant must be an integer >= 0, got {n!r}", field=f"truth.{s}.n_relevant", **kw)
         if not (isinstance(gains, list) and all(isinstance(g, int) and not isinstance(g, bool) for g in gains)):
             raise InputError("ideal_gains must be a list of integers", field=f"truth.{s}.ideal_gains", **kw)
+    answer_score = obj.get("answer_score")
+    if answer_score is not None and (isinstance(answer_score, bool) or not isinstance(answer_score, (int, float))
+                                     or not math.isfinite(answer_score)):
+        raise InputError(f"answer_score must be a number, got {answer_score!r}", field="answer_score", **kw)
     return CaseRecord(
         id=rid,
+        answer_score=None if answer_score is None else float(answer_score),
+        answer_score_source=_expect(obj.get("answer_score_source"), str, "a string",
+                                    field_name="answer_score_source", **kw),
         question=_expect(obj.get("question"), str, "a string", field_name="question", **kw),
         reference=_expect(obj.get("reference"), str, "a string", field_name="reference", **kw),
         response=_expect(obj.get("response"), str, "a string", field_name="response", **kw),
@@ -343,7 +361,7 @@ def is_records_file(path: str | PathLike) -> bool:
         with open(p, encoding="utf-8") as fh:
             first = next((line for line in fh if line.strip()), "")
         obj = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and "chunks" in obj
 

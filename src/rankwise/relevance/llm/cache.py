@@ -24,7 +24,7 @@ from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["VerdictCache", "CacheWriter", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
+__all__ = ["VerdictCache", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -45,6 +45,13 @@ CREATE TABLE IF NOT EXISTS verdicts (
     created REAL NOT NULL
 );
 """
+_COLUMNS = {"key", "model", "mode", "scale", "prompt_version", "style", "verdict", "grade", "reason", "call",
+            "prompt_tokens", "completion_tokens", "created"}
+
+
+class CacheWriteError(RankwiseError):
+    """The verdict cache cannot be written (disk full, file gone): the judge stops rather than pay for
+    verdicts it cannot keep."""
 
 
 def default_cache_path() -> Path:
@@ -112,6 +119,7 @@ class VerdictCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
                                        check_same_thread=False)
+            self._check_foreign()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -120,11 +128,26 @@ class VerdictCache:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise InputError(f"cache schema {row[0]} is not the supported {SCHEMA_VERSION}; use another "
-                                 f"--cache file or clear it", source=self.path)
+                                 f"cache file or clear it", source=self.path)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
         except OSError as exc:
             raise InputError(f"cannot create the cache file: {exc.strerror}", source=self.path) from None
+
+    def _check_foreign(self) -> None:
+        """Refuse, before changing anything, an SQLite file that is not a rankwise cache."""
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            return
+        if not {"meta", "verdicts"} <= tables:  # someone else's database: leave it alone
+            self._db.close()
+            raise InputError(f"not a rankwise cache: an SQLite file with the tables {sorted(tables)[:5]}; "
+                             "use another --cache file", source=self.path)
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
+        if not columns >= _COLUMNS:
+            self._db.close()
+            raise InputError(f"not a rankwise cache: its verdicts table lacks {sorted(_COLUMNS - columns)}; "
+                             "use another --cache file", source=self.path)
 
     def __enter__(self) -> VerdictCache:
         return self
@@ -244,7 +267,7 @@ class CacheWriter:
     def put(self, key: str, **fields: Any) -> None:
         """Queue one verdict (fields as :meth:`VerdictCache.put`)."""
         if self._error is not None:
-            raise RankwiseError(f"cannot write the verdict cache {self.path}: {self._error}")
+            raise CacheWriteError(f"cannot write the verdict cache {self.path}: {_why(self._error)}")
         self._queue.put((key, fields))
 
     def _run(self) -> None:
@@ -280,4 +303,8 @@ class CacheWriter:
             self._queue.put(None)
             self._thread.join()
         if self._error is not None:
-            raise RankwiseError(f"cannot write the verdict cache {self.path}: {self._error}")
+            raise CacheWriteError(f"cannot write the verdict cache {self.path}: {_why(self._error)}")
+
+
+def _why(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__).splitlines()[0][:200]
