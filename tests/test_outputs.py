@@ -118,7 +118,7 @@ def test_run_out_and_rag_out(tmp_path):
     corpus.write_text('{"id": "d1", "text": "alpha beta"}\n{"id": "d2", "text": "gamma delta"}\n')
     queries = tmp_path / "queries.jsonl"
     queries.write_text('{"id": "q1", "text": "alpha"}\n')
-    base = ["run", "--corpus", corpus, "--queries", queries, "--quiet", "-k", "2"]
+    base = ["run", "--corpus", corpus, "--queries", queries, "--quiet", "--depth", "2"]
     _refused(_cli(*base, "--out", corpus), "would write over the input")
     _refused(_cli(*base, "--out", tmp_path / "r.trec", "--rag-out", queries), "would write over the input")
     out = tmp_path / "r.trec"
