@@ -32,7 +32,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data.records import CaseRecord, ChunkRecord, as_records, write_records
+from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError
 
 __all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "sweep", "sweep_metrics"]
@@ -164,6 +164,7 @@ class SweepResult:
 
 
 def _load_inputs(corpus: Any, testset: Any):
+    from rankwise.adapters.run import records_queries
     from rankwise.retrieval.pipeline import as_corpus
 
     if testset is None and isinstance(corpus, str) and not Path(corpus).exists():
@@ -180,12 +181,9 @@ def _load_inputs(corpus: Any, testset: Any):
         corpus = load_corpus(corpus)
     else:
         corpus = as_corpus(corpus)
-    records = as_records(testset)
+    records = records_queries(testset)
     if not records:
         raise InputError("the test set holds no case", field="testset")
-    for r in records:
-        if not r.question:
-            raise InputError(f"case {r.id!r} has no question", field="question")
     return corpus, records
 
 
@@ -291,27 +289,16 @@ def sweep(corpus: Any, testset: Any = None, *, chunk_sizes: Sequence[int] = (500
     chunkings: dict[tuple, list[SweepConfig]] = {}
     for c in configs:
         chunkings.setdefault(c.chunking, []).append(c)
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rankwise.progress import progress as progress_bar
 
     records: dict[str, list[CaseRecord]] = {}
     info: dict[str, dict[str, Any]] = {}
     means: dict[str, dict[str, float]] = {}
     by_spans: dict[tuple, tuple[tuple, dict]] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True), disable=not progress,
-                  transient=False) as bar:
-        task = bar.add_task("sweep", total=len(configs))
+    with progress_bar(f"sweep: {len(configs)} configurations, {len(chunkings)} chunkings", len(configs),
+                      quiet=not progress, eta=True) as advance:
         for chunking, cells in chunkings.items():
             size, overlap, splitter = chunking
-            bar.update(task, description=f"sweep: {splitter} {size}/{overlap}")
             t0 = time.perf_counter()
             chunks = chunk_corpus(corpus, size, overlap, separators=SPLITTERS[splitter], titles=titles)
             t_chunk = time.perf_counter() - t0
@@ -336,7 +323,7 @@ def sweep(corpus: Any, testset: Any = None, *, chunk_sizes: Sequence[int] = (500
                 info[cell.label] = {"chunks": len(chunks), "reused_from": reused_from, "timings": timings,
                                     "summary": {k_: v for k_, v in scored.summary.items()
                                                 if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
-                bar.advance(task)
+                advance(1)
 
     labels = [c.label for c in configs]
     if isinstance(baseline, int) and not isinstance(baseline, bool):
