@@ -884,7 +884,7 @@ def _adapter_options(func):
 @_adapter_options
 def check_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency):
     """Run a retriever (MODULE:ATTRIBUTE: a retriever, or a function of no argument building one) twice over
-    the test set's questions and report chunk ids that changed; exit 1 when they are not stable."""
+    the test set's questions and report chunk ids that changed (exit 1) and rankings that changed."""
     from rankwise.adapters import check_adapter
 
     obj, factory = _load_factory(retriever)

@@ -21,7 +21,9 @@ class AdapterCheck:
     Attributes:
         changed_ids: chunks retrieved at the same rank with the same text but a different id on the second
             run (ids that will not survive a rerun), as ``(case id, rank, first id, second id)``.
-        changed_order: cases whose ranking (by text) differs between the runs (a non-deterministic retriever).
+        changed_order: cases whose ranking (by text) differs between the runs (ties broken by insertion order,
+            approximate search: a non-deterministic retriever).
+        ``stable``: no id changed; ``deterministic``: no ranking changed.
         first, second: the two :class:`~rankwise.adapters.run.AdapterRun`.
     """
 
@@ -32,7 +34,13 @@ class AdapterCheck:
 
     @property
     def stable(self) -> bool:
-        return not self.changed_ids and not self.changed_order
+        """No chunk changed id between the runs."""
+        return not self.changed_ids
+
+    @property
+    def deterministic(self) -> bool:
+        """Every case ranked the same chunks in the same order on both runs."""
+        return not self.changed_order
 
     def lines(self) -> list[str]:
         """A short human-readable report."""
@@ -49,7 +57,11 @@ class AdapterCheck:
         if self.first:
             out.extend(f"warning: {w}" for w in self.first.warnings)
         out.append("ids are stable across reruns" if self.stable else
-                   "NOT stable: fix the ids (see the warnings) before comparing runs by id")
+                   "ids NOT stable: fix the ids (see the warnings) before comparing runs by id")
+        if self.changed_order:
+            out.append(f"rankings NOT deterministic: {len(self.changed_order)} case(s) ranked differently (ties "
+                       "broken by insertion order, approximate search, or a retriever that changes): metrics "
+                       "of these cases may move between runs")
         return out
 
 
