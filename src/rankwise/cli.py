@@ -121,12 +121,22 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               help="Grade from which a judgement counts as relevant.")
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Qrels queries absent from the run: score 0 (trec_eval -c) or skip them.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing):
-    """Score RUN against QRELS (TREC, BEIR TSV, CSV or JSONL files)."""
-    from rankwise.metrics.evaluate import evaluate
+@click.option("--stream", is_flag=True,
+              help="Evaluate a run larger than memory (TREC or Parquet) block by block; same numbers.")
+@click.option("--block-rows", type=click.IntRange(min=1), default=2_000_000, show_default=True,
+              help="With --stream: run rows held in memory at a time.")
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows):
+    """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
+    if stream:
+        from rankwise.metrics.stream import evaluate_stream
 
-    result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                      missing=missing)
+        result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                                 missing=missing, block_rows=block_rows)
+    else:
+        from rankwise.metrics.evaluate import evaluate
+
+        result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                          missing=missing)
     _print_result(result, fmt, per_query)
 
 
@@ -986,6 +996,320 @@ def sweep_command(corpus_path, testset, chunk_sizes, overlaps, splitters, retrie
     for role, path in result.files.items():
         if not role.startswith("records:"):
             click.echo(f"{role}: {path}", err=True)
+
+
+# ------------------------------------------------------------------------------ asking a generator (issue 14)
+
+
+def _generator_options(func):
+    """Endpoint, call and cost options shared by `answer`, `position-curve` and `utility`."""
+    options = [
+        click.option("--model", required=True, help="Generator model name."),
+        click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or "
+                                        "OPENAI_BASE_URL)."),
+        click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                     help="Config file with an [llm] table (calls, prices, cache)."),
+        click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
+                     help="TOML file overriding the shipped answer prompt (prompts/answer.toml)."),
+        click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128)."),
+        click.option("--rpm", type=float, default=None, help="Requests per minute at most."),
+        click.option("--timeout", type=float, default=None, help="Seconds per request (default 60)."),
+        click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4)."),
+        click.option("--max-calls", type=int, default=None, help="Send at most this many requests."),
+        click.option("--max-cost", type=float, default=None,
+                     help="Stop sending once this much was spent (needs --price-in/--price-out)."),
+        click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+                     help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite)."),
+        click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens."),
+        click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens."),
+        click.option("--score", "score", type=click.Choice(["f1", "em", "llm"]), default=None,
+                     help="Score answers against the reference: token F1, exact match, or an LLM "
+                          "correctness verdict."),
+        click.option("--judge-model", default=None, help="With --score llm: the model that checks answers "
+                                                         "(default: --model)."),
+        click.option("--graded-score", is_flag=True, help="With --score llm: grade 0-3 (score = grade/3)."),
+        click.option("--quiet", is_flag=True, help="No progress bar."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _make_generators(opts: dict, *, need_checker: bool):
+    """(answer Generator, checker Generator or None, endpoint url) from the shared options."""
+    from rankwise.relevance.llm.client import Endpoint
+    from rankwise.relevance.llm.config import resolve_llm_config
+    from rankwise.relevance.llm.generate import Generator, load_gen_prompt
+
+    cfg = resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
+                             api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
+                             timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
+                             price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"])
+    gen = Generator(cfg.endpoint, load_gen_prompt("answer", path=opts["prompt_file"]), cfg.policy, cfg.cache,
+                    cfg.prices, max_cost=opts["max_cost"])
+    checker = None
+    if need_checker:
+        ep = cfg.endpoint
+        judge_ep = Endpoint(opts["judge_model"] or ep.model, ep.base_url, ep.api_key)
+        checker = Generator(judge_ep, load_gen_prompt("correctness", graded=opts["graded_score"]), cfg.policy,
+                            gen.cache, cfg.prices, max_cost=opts["max_cost"])
+    return gen, checker, cfg.endpoint.url
+
+
+def _check_writable(path, option: str) -> None:
+    import os
+    from pathlib import Path
+
+    from rankwise.errors import InputError
+
+    folder = Path(path).resolve().parent
+    if Path(path).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError("cannot write here (a folder, or a folder that does not exist or is not writable)",
+                         source=path, field=option)
+
+
+def _plan_lines(plan, url: str, what: str) -> list[str]:
+    cost = "cost unknown (give --price-in/--price-out)" if plan.cost is None else f"estimated cost ${plan.cost:.4f}"
+    return [f"dry run: {what}", f"{plan.requests} requests to {plan.model} at {url} ({plan.prompt_version}): "
+            f"{plan.cached} in the cache, {plan.calls} calls to make",
+            f"estimated {plan.prompt_tokens:,} prompt + {plan.completion_tokens:,} completion tokens, {cost}"]
+
+
+def _run_generator(call, records_to_save=None, save=None):
+    """Run ``call()``; on Ctrl-C or a lost endpoint save what was had (``save``) and exit with one line."""
+    from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
+
+    try:
+        return call()
+    except GenerationInterrupted as exc:
+        if save is not None:
+            save()
+        click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} replies had are in the cache: rerun the "
+                   f"same command to resume", err=True)
+        sys.exit(130)
+    except GenerationStopped as exc:
+        if save is not None and exc.result.summary.ok:
+            save()
+        raise RankwiseError(f"{exc}; the {exc.result.summary.ok} replies had are in the cache: rerun the same "
+                            f"command to resume") from None
+
+
+def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
+    from rankwise.analysis.answer_run import apply_scores, method_source, score_responses
+    from rankwise.progress import progress
+
+    items = [(r.id, r.question, r.reference, r.response) for r in records]
+    with progress("checking answers", len(items), quiet=quiet or method != "llm", transient=True) as advance:
+        scores, summary = _run_generator(lambda: score_responses(items, method, checker=checker, progress=advance))
+    counts = apply_scores(records, scores, method_source(method, checker))
+    if summary is not None:
+        for line in summary.lines(checker.endpoint.url):
+            echo(line)
+    scored = [r.answer_score for r in records if r.answer_score is not None]
+    mean = sum(scored) / len(scored) if scored else float("nan")
+    echo(f"answer scores ({method_source(method, checker)}): {counts['scored']} cases, mean {mean:.3f}; "
+         f"{counts['unscored']} without a score (no reference, or no answer)")
+
+
+@main.command("answer")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Chunks fed to the generator (top K).")
+@click.option("--max-context-tokens", type=click.IntRange(min=1), default=None,
+              help="Token budget of the fed chunks (4 characters a token); the chunk crossing it is cut.")
+@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+              help="Write per-case records with the answers (and scores) here.")
+@click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
+@_generator_options
+def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts):
+    """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order, with
+    any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
+    import signal
+
+    from rankwise.analysis.answer_run import answer_records
+    from rankwise.data.records import write_records
+    from rankwise.errors import InputError
+    from rankwise.progress import progress
+    from rankwise.relevance.llm.judge import load_for_judging
+
+    if not dry_run and not records_out:
+        raise InputError("give --records OUT.jsonl (where the answers go), or --dry-run", field="records")
+    if records_out:
+        _check_writable(records_out, "records")
+    records = load_for_judging(testset)
+    gen, checker, url = _make_generators(opts, need_checker=opts["score"] == "llm")
+    try:
+        if dry_run:
+            plan = answer_records(records, gen, k, max_context_tokens=max_context_tokens, plan_only=True)
+            for line in _plan_lines(plan, url, f"answer {len(records)} cases from their top {k} chunks"):
+                click.echo(line)
+            return
+
+        def save() -> None:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                write_records(records, records_out)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+
+        with progress("answering", len(records), quiet=opts["quiet"], transient=True, eta=True) as advance:
+            result = _run_generator(lambda: answer_records(records, gen, k, max_context_tokens=max_context_tokens,
+                                                           progress=advance), save=save)
+        for line in result.summary.lines(url):
+            click.echo(line)
+        cut = sum(1 for r in records if (r.extra.get("answer") or {}).get("truncated"))
+        if cut:
+            click.echo(f"{cut} cases had their context cut to --max-context-tokens {max_context_tokens}")
+        if opts["score"]:
+            _score_records(records, opts["score"], checker, opts["quiet"])
+        save()
+        click.echo(f"records: {records_out} ({len(records)} cases; response, extra answer.fed_ranks)")
+    finally:
+        gen.close()
+
+
+@main.command("position-curve")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("-k", "k", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Chunks per context (positions 1..K).")
+@click.option("--relevance", "--source", "source", default="containment", show_default=True,
+              help="Verdict source that names the supporting chunk (else the reference passage text is used).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Filler draws per case (each planted at every position).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the filler draws.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False),
+              help="Write the curve JSON here (for wcp(decay=curve,curve=FILE)).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the curve here.")
+@click.option("--dry-run", is_flag=True, help="Print the number of calls (cases x K x repeats) and the cost.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_generator_options
+def position_curve_command(testset, k, source, repeats, seed, out_path, plot_path, dry_run, fmt, **opts):
+    """How the generator uses position: plant each case's supporting chunk at every position 1..K among
+    non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
+    discounts (log, linear, RBP, power, U-shape)."""
+    import json
+
+    from rankwise.analysis.position import write_position_curve
+    from rankwise.analysis.position_run import plant_contexts, position_requests, run_position_curve
+    from rankwise.errors import InputError
+    from rankwise.progress import progress
+    from rankwise.relevance import SOURCES, TEXT_SOURCES, judge
+    from rankwise.relevance.llm.judge import load_for_judging
+
+    for path, name in ((out_path, "out"), (plot_path, "plot")):
+        if path:
+            _check_writable(path, name)
+    method = opts["score"] or "f1"
+    records = load_for_judging(testset)
+    if source in TEXT_SOURCES or source == "ids":
+        if any(r.chunks for r in records) and not any(source in r.sources() for r in records):
+            judge(records, source)
+    elif source not in SOURCES and not any(source in r.sources() for r in records):
+        raise InputError(f"no '{source}' verdicts in {testset}", source=testset, field="relevance")
+    plan = plant_contexts(records, k, source=source, repeats=repeats, seed=seed)
+    if not plan.contexts:
+        why = ", ".join(f"{n} {reason}" for reason, n in plan.skipped.items()) or "no cases"
+        raise InputError(f"no case can be planted ({why})", source=testset)
+    gen, checker, url = _make_generators(opts, need_checker=method == "llm")
+    try:
+        header = plan.describe()
+        if dry_run:
+            for line in _plan_lines(gen.plan(position_requests(plan, gen.prompt)), url, header):
+                click.echo(line)
+            if method == "llm":
+                click.echo(f"plus up to {len(plan.contexts)} correctness checks with {checker.endpoint.model}")
+            return
+        with progress("answering", len(plan.contexts), quiet=opts["quiet"], transient=True, eta=True) as advance, \
+                progress("checking answers", len(plan.contexts), quiet=opts["quiet"] or method != "llm",
+                         transient=True) as check_advance:
+            run = _run_generator(lambda: run_position_curve(plan, gen, score=method, checker=checker,
+                                                            progress=advance, check_progress=check_advance))
+        if out_path:
+            write_position_curve(run.fit, out_path)
+        if plot_path:
+            from rankwise.report.calibration import plot_position_fit
+
+            plot_position_fit(run.fit, plot_path)
+        if fmt == "json":
+            click.echo(json.dumps(run.to_json(), indent=2))
+        else:
+            from rankwise.report.calibration import print_position_fit
+
+            click.echo(header, err=True)
+            for summary in (run.answers, run.checks):
+                for line in summary.lines(url) if summary is not None else ():
+                    click.echo(line, err=True)
+            if run.unscored:
+                click.echo(f"{run.unscored} contexts have no answer score (failed or missing answers) and are "
+                           f"left out", err=True)
+            print_position_fit(run.fit)
+        for path, what in ((out_path, "curve"), (plot_path, "plot")):
+            if path:
+                click.echo(f"{what}: {path}", err=True)
+    finally:
+        gen.close()
+
+
+@main.command("utility")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+              help="Write per-case records with chunk.verdicts['utility'] here.")
+@click.option("--threshold", type=float, default=0.5, show_default=True,
+              help="A chunk is useful when its answer scores this much or more.")
+@click.option("--graded", is_flag=True, help="Grade 0-3 = round(3 x score) instead of a binary verdict.")
+@click.option("--relevant-from", type=int, default=2, show_default=True,
+              help="With --graded: the grade from which a chunk counts as relevant.")
+@click.option("--source", "source_name", default="utility", show_default=True, help="Verdict source name.")
+@click.option("--dry-run", is_flag=True, help="Print the calls (one per chunk) and the cost, call nothing.")
+@_generator_options
+def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, **opts):
+    """Utility verdicts (eRAG): the generator answers each case from each retrieved chunk alone; the
+    answer's score against the reference (--score, default f1) is that chunk's verdict."""
+    from rankwise.analysis.answer_run import utility_verdicts
+    from rankwise.data.records import write_records
+    from rankwise.errors import InputError
+    from rankwise.progress import progress
+    from rankwise.relevance.llm.judge import load_for_judging
+    from rankwise.relevance.utility import utility_requests
+
+    if not dry_run and not records_out:
+        raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    if records_out:
+        _check_writable(records_out, "records")
+    method = opts["score"] or "f1"
+    records = load_for_judging(testset)
+    if not any(r.reference for r in records):
+        raise InputError("utility verdicts score answers against the reference answer and no case has one",
+                         source=testset, field="reference")
+    gen, checker, url = _make_generators(opts, need_checker=method == "llm")
+    try:
+        if dry_run:
+            requests = utility_requests(records, gen.prompt)
+            for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {len(requests)} chunks"):
+                click.echo(line)
+            return
+        total = sum(1 for r in records for c in r.chunks if c.text and r.question and r.reference)
+
+        def save() -> None:
+            if any(source_name in c.verdicts for r in records for c in r.chunks):
+                write_records(records, records_out)
+                click.echo(f"records: {records_out} (verdict source '{source_name}', partial)", err=True)
+
+        with progress("answering per chunk", total, quiet=opts["quiet"], transient=True, eta=True) as advance:
+            run = _run_generator(lambda: utility_verdicts(records, gen, score=method, checker=checker,
+                                                          threshold=threshold, graded=graded,
+                                                          relevant_from=relevant_from, source=source_name,
+                                                          progress=advance), save=save)
+        write_records(records, records_out)
+        for summary in (run.answers, run.checks):
+            for line in summary.lines(url) if summary is not None else ():
+                click.echo(line)
+        c = run.counts
+        click.echo(f"utility verdicts: {c['verdicts']} chunks, {c['useful']} useful, {c['failed']} failed; "
+                   f"records: {records_out} (verdict source '{source_name}')")
+    finally:
+        gen.close()
 
 
 if __name__ == "__main__":  # pragma: no cover
