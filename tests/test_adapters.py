@@ -225,16 +225,16 @@ def test_check_adapter_cli(tmp_path: Path):
 
     env = {**os.environ, **env_path}
     bad = subprocess.run([sys.executable, "-m", "rankwise.cli", "check-adapter", "my_retriever:build", str(cases),
-                          "-k", "2", "--id-strategy", "id"], capture_output=True, text=True, env=env)
+                          "--depth", "2", "--id-strategy", "id"], capture_output=True, text=True, env=env)
     assert bad.returncode == 1, bad.stderr
     assert "ids changed between two runs: 4 of 4" in bad.stdout
     good = subprocess.run([sys.executable, "-m", "rankwise.cli", "check-adapter", "my_retriever:build", str(cases),
-                           "-k", "2"], capture_output=True, text=True, env=env)
+                           "--depth", "2"], capture_output=True, text=True, env=env)
     assert good.returncode == 0 and "ids are stable across reruns" in good.stdout
     assert "random uuids" in good.stdout
     records = tmp_path / "records.jsonl"
     ran = subprocess.run([sys.executable, "-m", "rankwise.cli", "run-adapter", "my_retriever:build", str(cases),
-                          "-k", "2", "-o", str(records)], capture_output=True, text=True, env=env)
+                          "--depth", "2", "-o", str(records)], capture_output=True, text=True, env=env)
     assert ran.returncode == 0, ran.stderr
     summary = json.loads(ran.stdout)
     assert summary["cases"] == 2 and summary["failed"] == 0 and summary["id_strategy"] == {"text": 4}

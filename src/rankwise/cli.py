@@ -883,7 +883,7 @@ def _adapter_options(func):
     func = click.option("--doc-id-key", help="Metadata field holding the document id.")(func)
     func = click.option("--id-strategy", type=click.Choice(["auto", "id", "id_key", "offset", "text"]),
                         default="auto", show_default=True, help="How chunk ids are resolved (docs/adapters.md).")(func)
-    func = click.option("-k", "k", type=int, default=10, show_default=True, help="Chunks kept per question.")(func)
+    func = click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks kept per question.")(func)
     func = click.option("--concurrency", type=int, default=8, show_default=True)(func)
     return func
 
@@ -950,7 +950,7 @@ def _int_list(value: str, name: str) -> list[int]:
               help="Comma-separated: recursive, sentence, fixed.")
 @click.option("--retriever", "retrievers", default="bm25", show_default=True,
               help="Comma-separated: bm25, dense, hybrid, bm25+rerank, dense+rerank, hybrid+rerank.")
-@click.option("-k", "k", type=int, default=10, show_default=True, help="Chunks retrieved per question.")
+@click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks retrieved per question.")
 @click.option("--relevance", "-r", default="span", show_default=True, help="Verdict source (span, containment, fuzzy).")
 @click.option("-m", "--metric", "metrics", multiple=True, help="Metric names (default hit_rate@1, mrr, P@5, ...).")
 @click.option("--baseline", default="0", show_default=True, help="Baseline configuration: label or grid index.")
