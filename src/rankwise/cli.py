@@ -55,10 +55,19 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               help="Grade from which a judgement counts as relevant.")
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Qrels queries absent from the run: score 0 (trec_eval -c) or skip them.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing):
-    """Score RUN against QRELS (TREC, BEIR TSV, CSV or JSONL files)."""
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="spark: read and score on Apache Spark (Parquet or TREC files; the same numbers).")
+@click.option("--master", default=None, help="With --engine spark: the Spark master, e.g. local[2] or yarn.")
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, engine, master):
+    """Score RUN against QRELS (TREC, BEIR TSV, CSV or JSONL files; Parquet with --engine spark)."""
     from rankwise.metrics.evaluate import evaluate
 
+    if engine == "spark":
+        from rankwise.spark.submit import evaluate_files
+
+        result = evaluate_files(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                                missing=missing, master=master).to_eval_result()
+        return _print_result(result, fmt, per_query)
     result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
                       missing=missing)
     _print_result(result, fmt, per_query)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from rankwise.metrics.ir import row_sum
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
@@ -59,7 +60,7 @@ def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: s
         K_den = np.minimum(K, np.maximum(m.n_relevant, (rel & in_k).sum(axis=1)))
     else:
         K_den = K
-    num = (np.where(rel & in_k, w[:cols], 0.0)).sum(axis=1)
+    num = row_sum(np.where(rel & in_k, w[:cols], 0.0))
     den = cum_w[K_den]
     out = np.zeros(nq)
     np.divide(num, den, out=out, where=den > 0)

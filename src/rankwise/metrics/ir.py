@@ -87,6 +87,15 @@ def r_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     return _safe_div(hits, m.n_relevant)
 
 
+def row_sum(x: np.ndarray) -> np.ndarray:
+    """Float row sums added left to right, as trec_eval adds: the zeros that pad short rows never change
+    a row's sum, so a query's value does not depend on the other queries' lengths (numpy's pairwise
+    ``sum(axis=1)`` groups differently at each width)."""
+    if x.shape[1] == 0:
+        return np.zeros(x.shape[0], dtype=np.float64)
+    return np.cumsum(x, axis=1)[:, -1]
+
+
 def _discounts(n: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
@@ -104,8 +113,8 @@ def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndar
         g, ig = np.exp2(g) - 1, np.exp2(ig) - 1
     elif gain != "raw":
         raise ValueError(f"gain must be 'raw' or 'exp', not {gain!r}")
-    dcg = (g * _discounts(n)).sum(axis=1)
-    idcg = (ig * _discounts(ig.shape[1])).sum(axis=1)
+    dcg = row_sum(g * _discounts(n))
+    idcg = row_sum(ig * _discounts(ig.shape[1]))
     return _safe_div(dcg, idcg)
 
 
@@ -119,7 +128,7 @@ def bpref(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     denom = np.minimum(m.n_judged_nonrelevant[:, None], m.n_relevant[:, None]).astype(np.float64)
     penalty = _safe_div(np.minimum(nonrel_above, R), np.broadcast_to(denom, nonrel_above.shape))
     contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
-    return _safe_div(np.where(rel, contrib, 0.0).sum(axis=1), m.n_relevant)
+    return _safe_div(row_sum(np.where(rel, contrib, 0.0)), m.n_relevant)
 
 
 def num_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
