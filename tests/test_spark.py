@@ -181,7 +181,7 @@ def test_trec_and_parquet_files_read_as_rankwise_reads_them(spark, tmp_path, sha
 
 # ------------------------------------------------------------------------------------------------ RAG
 
-WORDS = "alpha beta gamma delta kettle warranty toaster crumb tray lever power light boil rinse vinegar".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "kettle", "warranty", "toaster", "crumb", "tray", "lever", "power", "light", "boil", "rinse", "vinegar"]
 
 
 def random_testset(seed: int, n_cases: int = 40) -> list[dict]:
