@@ -118,7 +118,9 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                     if not isinstance(obj, Mapping) or not any(obj.get(f) not in (None, "") for f in ID_FIELDS):
                         raise InputError(f"a case has no id ({' / '.join(ID_FIELDS)}); on Spark every case "
                                          f"needs one: {json.dumps(obj)[:80]}", source="<spark cases>", field="id")
-                records, stored = judged_records(as_records(objs, copy=False), relevance, **options)
+                judge_options = {key: options[key] for key in ("min_overlap", "threshold", "id_field",
+                                                               "relevance_level")}
+                records, stored = judged_records(as_records(objs, copy=False), relevance, **judge_options)
                 matrix = RelevanceMatrix.from_records(records, relevance,
                                                       relevance_level=options["relevance_level"],
                                                       id_field=options["id_field"])
