@@ -87,6 +87,6 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=600)
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("rankwise-spark: error:")]
-    assert len(errors) == 1, done.stderr[-2000:]
-    assert errors[0].startswith("rankwise-spark: error: <spark cases>: field 'id': case id 'a' appears twice")
+    assert errors == ["rankwise-spark: error: <spark cases>: field 'id': case id 'a' appears twice"], \
+        done.stderr[-2000:]
     assert "Traceback" not in done.stderr

@@ -163,7 +163,8 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                 yield pa.RecordBatch.from_pydict(cols)
             except InputError as exc:
                 if exc.source in (None, "<list>", "<input>"):  # positions within a partition mean nothing
-                    exc = InputError(exc.problem, source="<spark cases>", field=exc.field)
+                    exc = InputError(exc.problem.split(" (first on line")[0], source="<spark cases>",
+                                     field=exc.field)
                 yield _error_batch(n, str(exc))
 
     return score
