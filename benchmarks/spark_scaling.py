@@ -82,6 +82,24 @@ def same(spark_result, local) -> bool:
             and spark_result.mean == local.mean)
 
 
+def driver_cost(n_queries: int) -> float:
+    """Seconds the driver spends putting n queries' values in byte order and summing them (the exact mean)."""
+    from rankwise.metrics.registry import parse_measures
+    from rankwise.spark.ir import EVALUATED, _finish
+
+    rng = np.random.default_rng(1)
+    ids = np.char.add("q", rng.permutation(n_queries).astype(str))
+    cols = {"query_id": ids, "_status": np.full(n_queries, EVALUATED, dtype=np.int32),
+            "_in_run": np.ones(n_queries, dtype=bool), "_nrel_all": np.ones(n_queries, dtype=np.int64),
+            "_error": pa.nulls(n_queries, pa.string())}
+    for j in range(len(METRICS)):
+        cols[f"m{j}"] = rng.random(n_queries)
+    table = pa.table(cols)
+    t = time.perf_counter()
+    _finish(table, parse_measures(METRICS), 1, "zero", "run")
+    return time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", default=["1e6", "1e7"], help="run rows per size")
@@ -121,6 +139,9 @@ def main() -> None:
                 t_udf, udf = on_spark(spark, qp, rp, buckets="query")
                 print(f"{'':>12} per-query UDF groups: {t_udf:.2f} s ({t_udf / t_spark:.1f}x the bucketed "
                       f"groups), identical: {'yes' if same(udf, local) else 'NO'}")
+    t_driver = driver_cost(1_000_000)
+    print(f"# driver: ordering and summing 10^6 queries' values ({len(METRICS)} metrics) took {t_driver:.2f} s "
+          f"(collecting them from the workers not included)")
     size, t = measured[-1]
     core_s = t * cores / size * 1e6  # core-seconds per 10^6 rows, fixed costs included (pessimistic)
     print(f"# per-row cost at {size:,} rows: {core_s:.2f} core-seconds per 10^6 rows (local[{cores}], "
@@ -128,7 +149,7 @@ def main() -> None:
     for executors, per in ((10, 4), (50, 4), (200, 4)):
         est = 1e9 / 1e6 * core_s / (executors * per)
         print(f"# ESTIMATE, not measured: 10^9 rows on {executors} executors x {per} cores ~ {est / 60:.1f} min "
-              f"of worker time, plus collecting 10^7 queries' values to the driver")
+              f"of worker time, plus ~{10 * t_driver:.0f} s on the driver for 10^7 queries (and their transfer)")
     spark.stop()
 
 

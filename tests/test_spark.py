@@ -141,6 +141,10 @@ def test_bad_input_is_a_one_line_error(spark, tmp_path):
     assert "\n" not in str(err.value)
     with pytest.raises(InputError, match="share no query id"):
         rs.evaluate(q.limit(1), r.selectExpr("'x' as query_id", "doc_id", "score"), ["P@1"])
+    nulls = spark.createDataFrame([(None, "a", 1)], "query_id string, doc_id string, relevance long")
+    with pytest.raises(InputError) as err:
+        rs.evaluate(nulls, r, ["P@1"])
+    assert str(err.value) == "<spark qrels>: field 'query_id': missing id"  # no row number within a bucket
     with pytest.raises(InputError, match="no column 'relevance'"):
         rs.evaluate(q.drop("relevance"), r, ["P@1"])
     bad = tmp_path / "run.trec"
