@@ -86,7 +86,8 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
            "eval-rag", str(bad)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=600)
     assert done.returncode == 2, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("rankwise-spark: error:")]
+    lines = done.stderr.replace("\r", "\n").splitlines()  # a console progress bar ends with \r
+    errors = [line for line in lines if line.startswith("rankwise-spark: error:")]
     assert errors == ["rankwise-spark: error: <spark cases>: field 'id': case id 'a' appears twice"], \
         done.stderr[-2000:]
     assert "Traceback" not in done.stderr

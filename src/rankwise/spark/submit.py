@@ -27,7 +27,7 @@ _QUIET = {"spark.ui.showConsoleProgress": "false"}
 def _session(master: str | None):
     from rankwise.spark.io import session
 
-    spark = session(master, app_name="rankwise", conf=_QUIET if master and master.startswith("local") else None)
+    spark = session(master, app_name="rankwise", conf=_QUIET)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
