@@ -9,7 +9,7 @@ Three checks over seeded random cases (default 300 of each):
    ``acp(ragas_compat=true)@K`` and ``context_recall@K`` == Ragas ``NonLLMContextPrecisionWithReference``
    and ``NonLLMContextRecall`` (Levenshtein similarity, thresholds 0.5). Relevant chunks are copies of
    a reference passage and distractors are digit strings, so both tools must reach the same verdicts;
-3. ``set_precision`` / ``set_recall`` (ids mode) == Ragas ``IDBasedContextPrecision`` /
+3. ``id_precision`` / ``id_recall`` (ids mode) == Ragas ``IDBasedContextPrecision`` /
    ``IDBasedContextRecall`` on random id lists with repeats, empty gold and empty retrieval
    (undefined on both sides: Ragas NaN, rankwise null).
 
@@ -149,7 +149,7 @@ def id_cases(rng: random.Random, n: int) -> list[dict]:
 
 def check_ids(rg, rw, rng: random.Random, n: int) -> dict[str, tuple[float, int]]:
     cases = id_cases(rng, n)
-    ours = rw.evaluate_rag(cases, "ids", metrics=["set_precision", "set_recall"])
+    ours = rw.evaluate_rag(cases, "ids", metrics=["id_precision", "id_recall"])
     samples = [rg["Sample"](retrieved_context_ids=c["retrieved_context_ids"],
                             reference_context_ids=c["reference_context_ids"]) for c in cases]
     import logging
@@ -158,8 +158,8 @@ def check_ids(rg, rw, rng: random.Random, n: int) -> dict[str, tuple[float, int]
     prec = asyncio.run(_ragas_scores(rg["IDP"](), samples))
     rec = asyncio.run(_ragas_scores(rg["IDR"](), samples))
     out = {}
-    for label, name, theirs in (("set_precision vs IDBasedContextPrecision", "set_precision", prec),
-                                ("set_recall vs IDBasedContextRecall", "set_recall", rec)):
+    for label, name, theirs in (("id_precision vs IDBasedContextPrecision", "id_precision", prec),
+                                ("id_recall vs IDBasedContextRecall", "id_recall", rec)):
         diffs = [_same(ours.per_query[c["id"]][name], t) for c, t in zip(cases, theirs, strict=True)]
         undefined = sum(1 for t in theirs if isinstance(t, float) and math.isnan(t))
         out[f"{label} ({undefined} undefined on both sides)"] = (max(diffs), len(cases))

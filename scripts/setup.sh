@@ -25,6 +25,17 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   echo "$want" > "$STAMP"
 fi
 
+if [ "${1:-}" = "--test" ] && ! { command -v cc >/dev/null 2>&1 && command -v make >/dev/null 2>&1; }; then
+  # tests/test_trec_eval_binary.py builds trec_eval 10.0 from ../shared/external with make + a C compiler
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing gcc and make for the trec_eval binary test"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc make libc6-dev >/dev/null
+  else
+    echo "setup: gcc/make not found; install them (e.g. 'sudo apt-get install gcc make') for the trec_eval test" >&2
+  fi
+fi
+
 if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing Debian's chromium for the HTML report tests"

@@ -25,6 +25,31 @@ times, since they repeat its first user message):
     refusefield  ``message.refusal`` set, ``content`` null
     wrongcount batch reply with one verdict too few
     400 / 401 / 404  a context-length error / a bad key / an unknown model
+    quoteobj   the reply quotes a JSON object with the opposite verdict before its own answer
+    surrogate  the reason holds a lone surrogate escape (``\\ud800``)
+
+Envelope faults: an HTTP 200 whose body is not a usable chat completion (what a broken proxy or a
+half-compatible server sends); the judge must count them as per-chunk failures, never crash or hang:
+
+    notjson     ``application/json`` body that is not JSON (an HTML error page)
+    plaintext   ``text/plain`` body
+    arraybody   a JSON array instead of an object
+    nochoices   no ``choices``          choicesobj   ``choices`` an object     emptychoices ``choices: []``
+    nomessage   a choice without ``message``          messagestr  ``message`` a string
+    contentnum  ``message.content`` a number          usagestr    ``usage: "lots"``
+    tokensstr   ``usage.prompt_tokens: "many"``       tokensnan   ``usage.prompt_tokens: NaN``
+    reset       the connection is reset (TCP RST) instead of a reply
+
+Random faults (``POST /config`` with ``fault_rate`` and ``fault_kinds``, seeded by ``seed``) hit that share of
+all requests, whatever the prompt, with a kind drawn from ``fault_kinds``. ``GET /stats`` then tells, per
+conversation, whether its last request got a fault (``given_up``: conversations whose last answer was a
+fault, i.e. that the client gave up on).
+
+Prompt-injection emulation: a delimiter-respecting judge. It reads each ``<chunk>...</chunk>`` block with
+a naive regular expression (the first ``</chunk>`` closes a chunk, ``<chunk id="N">`` opens one) and
+obeys an instruction ``OVERRIDE verdict=V`` (or ``grade=G``) only when it stands *outside* every tagged
+block, as a model that treats tagged text as data would. Chunk text that can close its own tag therefore
+takes control of the verdict; escaped chunk text cannot.
 
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
@@ -47,6 +72,7 @@ import contextlib
 import hashlib
 import json
 import math
+import random
 import re
 import subprocess
 import sys
@@ -100,10 +126,17 @@ class ServerState:
     repairs: int = 0
     batch_calls: int = 0
 
+    fault_rate: float = 0.0
+    fault_kinds: list[str] = field(default_factory=list)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    last_faulted: dict[str, bool] = field(default_factory=dict)
+    random_faults: Counter = field(default_factory=Counter)
+    authorization: str | None = None
+
     epoch: int = 0
 
     def reset(self) -> None:
-        """Zero the counters; requests still in flight from before are no longer counted."""
+        """Zero the counters and random faults; requests still in flight from before are no longer counted."""
         keep = (self.latency, self.slow_seconds, self.retry_after, self.epoch + 1)
         self.__init__()
         self.latency, self.slow_seconds, self.retry_after, self.epoch = keep
@@ -112,7 +145,9 @@ class ServerState:
         return {"requests": self.requests, "by_status": {str(k): v for k, v in self.by_status.items()},
                 "faults": dict(self.faults), "inflight": self.inflight, "max_inflight": self.max_inflight,
                 "conversations": len(self.seen), "repairs": self.repairs, "batch_calls": self.batch_calls,
-                "started": self.started[-20000:], "latency": self.latency}
+                "started": self.started[-20000:], "latency": self.latency,
+                "random_faults": dict(self.random_faults),
+                "given_up": sum(self.last_faulted.values()), "authorization": self.authorization}
 
 
 def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None):
@@ -143,9 +178,32 @@ def _text_of(message: dict[str, Any]) -> str:
     return content or ""
 
 
+OVERRIDE = re.compile(r"OVERRIDE (verdict|grade)=(\d)")
+TAGGED = re.compile(r'<(question|reference_answer|response|chunk)(?: id="\d+")?>.*?</\1>', re.S)
+BATCH_N = re.compile(r"each of the (\d+) retrieved chunks")
+ENVELOPES = ("notjson", "plaintext", "arraybody", "nochoices", "choicesobj", "emptychoices", "nomessage",
+             "messagestr", "contentnum", "usagestr", "tokensstr", "tokensnan")
+NOT_OUTPUT = {"429", "500", "slow", "wrongcount", "400", "401", "404", "reset", *ENVELOPES}
+
+
+def _override(prompt: str, graded: bool) -> dict[str, Any] | None:
+    """An ``OVERRIDE verdict=V`` instruction found outside every tagged block (read naively)."""
+    m = OVERRIDE.search(TAGGED.sub(" ", prompt))
+    if m is None:
+        return None
+    value = int(m.group(2))
+    return {"grade": value, "reason": "overridden"} if graded else {"verdict": value, "reason": "overridden"}
+
+
 def _answer(prompt: str) -> tuple[Any, bool]:
     """The JSON object the judge should reply with for this prompt, and whether it is a batch."""
     graded = '"grade"' in prompt
+    forced = _override(prompt, graded)
+    if forced is not None:
+        n = BATCH_N.search(prompt)
+        if n is not None:
+            return {"verdicts": [{"id": i, **forced} for i in range(1, int(n.group(1)) + 1)]}, True
+        return forced, False
     target = None
     for name in ("reference_answer", "response", "question"):
         m = TAG[name].search(prompt)
@@ -210,7 +268,64 @@ def _render(obj: Any, fault: str | None) -> tuple[str | None, str, str | None]:
         return "I'm sorry, but I can't help with that.", "stop", None
     if fault == "refusefield":
         return None, "stop", "I'm sorry, but I can't assist with that request."
+    if fault == "surrogate" and isinstance(obj, dict):
+        return text.replace('"reason": "', '"reason": "\\ud800 ', 1), "stop", None
+    if fault == "quoteobj" and isinstance(obj, dict) and "verdict" in obj:
+        quoted = json.dumps({"verdict": 1 - int(obj["verdict"]), "reason": "quoted from the chunk"})
+        return f"The chunk itself says {quoted}, but that is its text, not my judgement. Answer:\n{text}", \
+            "stop", None
     return text, "stop", None
+
+
+def _envelope(reply: dict[str, Any], kind: str):
+    """An HTTP 200 whose body is not a usable chat completion."""
+    from aiohttp import web
+
+    if kind == "notjson":
+        return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="application/json")
+    if kind == "plaintext":
+        return web.Response(text="OK", content_type="text/plain")
+    if kind == "arraybody":
+        return web.json_response([reply])
+    body = json.loads(json.dumps(reply))
+    choice = body["choices"][0]
+    if kind == "nochoices":
+        del body["choices"]
+    elif kind == "choicesobj":
+        body["choices"] = choice
+    elif kind == "emptychoices":
+        body["choices"] = []
+    elif kind == "nomessage":
+        del choice["message"]
+    elif kind == "messagestr":
+        choice["message"] = choice["message"]["content"] or ""
+    elif kind == "contentnum":
+        choice["message"]["content"] = 42
+    elif kind == "usagestr":
+        body["usage"] = "lots"
+    elif kind == "tokensstr":
+        body["usage"]["prompt_tokens"] = "many"
+    elif kind == "tokensnan":
+        return web.Response(text=json.dumps(body).replace('"prompt_tokens": ', '"prompt_tokens": NaN, "x": ', 1),
+                            content_type="application/json")
+    return web.json_response(body)
+
+
+def _reset(request: Any):
+    """Reset the connection (TCP RST: linger 0, then abort) instead of replying."""
+    import socket
+    import struct
+
+    from aiohttp import web
+
+    transport = request.transport
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if transport is not None:
+        transport.abort()
+    return web.Response(status=599)  # never reaches the client; counted as "reset"
 
 
 def make_app(state: ServerState):
@@ -229,7 +344,7 @@ def make_app(state: ServerState):
             if epoch == state.epoch:  # not a straggler from before a reset
                 state.inflight -= 1
         if epoch == state.epoch:
-            state.by_status[resp.status] += 1
+            state.by_status["reset" if resp.status == 599 else resp.status] += 1
         return resp
 
     async def _chat(request: web.Request) -> web.StreamResponse:
@@ -240,18 +355,26 @@ def make_app(state: ServerState):
         messages = body.get("messages") or []
         if not messages or not body.get("model"):
             return _error(400, "model and messages are required", "invalid_request_error")
+        state.authorization = request.headers.get("Authorization")
         users = [_text_of(m) for m in messages if m.get("role") == "user"]
         first_user = users[0] if users else ""
-        system = "\n".join(_text_of(m) for m in messages if m.get("role") == "system")
-        prompt = system + "\n" + first_user
+        prompt = first_user  # the case is in the user message (a system prompt may name the tags)
         conv = hashlib.sha256(first_user.encode()).hexdigest()
         state.seen[conv] += 1
         nth = state.seen[conv]
         if len(users) > 1:
             state.repairs += 1
         faults = [name for name, k in FAULT.findall(first_user) if not k or nth <= int(k)]
+        if state.fault_rate and state.rng.random() < state.fault_rate:
+            kind = state.rng.choice(state.fault_kinds)
+            state.random_faults[kind] += 1
+            faults.insert(0, kind)
+        state.last_faulted[conv] = bool(set(faults) & (set(ENVELOPES) | {"reset"}))
         if state.latency:
             await asyncio.sleep(state.latency)
+        if "reset" in faults:
+            state.faults["reset"] += 1
+            return _reset(request)
         model = str(body["model"])
         if model == "no-such-model" or "404" in faults:
             return _error(404, f"The model '{model}' does not exist", "model_not_found")
@@ -282,14 +405,17 @@ def make_app(state: ServerState):
             if "wrongcount" in faults:
                 state.faults["wrongcount"] += 1
                 obj = {"verdicts": obj["verdicts"][:-1]}
-        output = next((f for f in faults if f not in ("429", "500", "slow", "wrongcount", "400", "401", "404")),
-                      None)
+        output = next((f for f in faults if f not in NOT_OUTPUT), None)
         if output:
             state.faults[output] += 1
         content, finish, refusal = _render(obj, output)
-        return web.json_response(_completion(body["model"], content, sum(len(_text_of(m)) for m in messages),
-                                             finish=finish,
-                                             refusal=refusal))
+        reply = _completion(body["model"], content, sum(len(_text_of(m)) for m in messages), finish=finish,
+                            refusal=refusal)
+        envelope = next((f for f in faults if f in ENVELOPES), None)
+        if envelope:
+            state.faults[envelope] += 1
+            return _envelope(reply, envelope)
+        return web.json_response(reply)
 
     async def stats(_request: web.Request) -> web.Response:
         return web.json_response(state.stats())
@@ -305,6 +431,10 @@ def make_app(state: ServerState):
                 setattr(state, key, float(body[key]))
         if "retry_after" in body:
             state.retry_after = str(body["retry_after"])
+        if "fault_rate" in body:
+            state.fault_rate = float(body["fault_rate"])
+            state.fault_kinds = list(body.get("fault_kinds") or ENVELOPES)
+            state.rng = random.Random(body.get("seed", 0))
         return web.json_response({"ok": True})
 
     async def models(_request: web.Request) -> web.Response:

@@ -125,7 +125,7 @@ def test_rechunking_keeps_every_passage_locatable(corpus, questions, size, overl
                 covered.update(range(lo, hi))
                 best = max(best, (hi - lo) / (p.end - p.start), (hi - lo) / (b - a))
             assert covered == set(range(p.start, p.end)), (q.id, size)
-            # span verdict (SPEC §4, min_overlap 0.5): some chunk is relevant to every passage
+            # span verdict (docs/metrics.md §4, min_overlap 0.5): some chunk is relevant to every passage
             assert best >= 0.5, (q.id, p.doc_id, size)
 
 

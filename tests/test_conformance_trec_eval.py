@@ -4,13 +4,13 @@ The expected files (``../shared/data/trec_eval/out.*``) were printed by trec_eva
 the command behind each. We evaluate the same inputs with the same flags and compare our ``%6.4f``
 (``%d`` for counts) text with trec_eval's, per query and ``all``.
 
-Covered measures: P_k, recall_k, success_k, map, map_cut_k, recip_rank, Rprec, ndcg, ndcg_cut_k, bpref,
-num_q, num_ret, num_rel, num_rel_ret.
-Not covered (rankwise does not implement them): iprec_at_recall_*, 11pt_avg, gm_map, gm_bpref, infAP,
-Rprec_mult_*, utility, relative_P_*, set_*, ndcg_rel, Rndcg, G, binG, rbp*, unj_*, relstring*,
-num_nonrel_judged_ret, ndcg with custom gains (``ndcg_1=3,2=9,4=4.5``), the prefs and qrels_jg files
-(``out.test.prefs``, ``out.test.qrels_prefs``, ``out.test.qrels_jg``) and the z-score file
-(``out.test.aqZ``).
+Covered here, measure by measure: P_k, recall_k, success_k, map, map_cut_k, recip_rank, Rprec, ndcg,
+ndcg_cut_k, bpref, num_q, num_ret, num_rel, num_rel_ret. Every other measure of these files (iprec_at_recall,
+11pt_avg, gm_*, infAP, Rprec_mult, utility, relative_P, set_*, ndcg_rel, Rndcg, G, binG, rbp, unj, relstring,
+custom-gain ndcg ...) is compared text for text, whole files, in ``tests/test_trec_measures.py``; and every
+shared measure against a trec_eval binary built from source in ``tests/test_trec_eval_binary.py``. Not
+reproduced: the prefs and qrels_jg files (``out.test.prefs``, ``out.test.qrels_prefs``,
+``out.test.qrels_jg``: judgement-group measures need qrels_jg input) and the z-score file (``out.test.aqZ``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every test vector of SPEC §3, through the plain functions and through the registry/engine."""
+"""Every test vector of docs/metrics.md §3, through the plain functions and through the registry/engine."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rankwise.metrics import (
     weighted_context_precision,
 )
 
-WCP_VECTORS = [  # (decay, verdicts, K, expected) — SPEC §3
+WCP_VECTORS = [  # (decay, verdicts, K, expected) — docs/metrics.md §3
     ("log", [1, 0, 1], 3, 0.7039),
     ("log", [0, 1, 1], 3, 0.5307),
     ("linear", [1, 0, 1], 3, 0.7273),

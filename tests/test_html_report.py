@@ -231,3 +231,75 @@ def test_cli_html_and_static_render(cranfield, tmp_path):
     tricky = compare({"<q>": {"a": 1}}, [{"<q>": ["a"]}, {"<q>": ["b", "a"]}], "mrr", names=["<b>x", "y&z"])
     text = render_html_report(tricky, queries={"<q>": "<script>alert(1)</script>"})
     assert "<script>alert(1)" not in text and "&lt;b&gt;x" in text and "y&amp;z" in text
+
+
+def _two_source_records() -> dict[str, list]:
+    """Two systems, three cases; containment from the text, LLM verdicts set to differ from it."""
+    llm = {"A": {"c1": [0, 0, 1], "c2": [0, 0, 0], "c3": [1, 0, 0]},
+           "B": {"c1": [1, 0, 0], "c2": [1, 1, 1], "c3": [1, 1, 0]}}
+    sets = {}
+    for system, per_case in llm.items():
+        cases = [{"id": cid, "question": f"question {cid}", "reference_contexts": ["the answer"],
+                  "retrieved_contexts": ["here is the answer", "something else", "more of nothing"]}
+                 for cid in per_case]
+        records = evaluate_rag(cases, "containment", k=3, metrics=["precision@3", "mrr"]).records
+        for rec in records:
+            for chunk, v in zip(rec.chunks, per_case[rec.id], strict=True):
+                chunk.verdicts["llm"] = Verdict(v, reason=f"llm says {v}")
+        sets[system] = evaluate_rag(records, "llm", k=3, metrics=["precision@3", "mrr"]).records
+    return sets
+
+
+@pytest.mark.browser
+def test_stripes_follow_the_selected_source_and_metric_reorders(browser_ok, tmp_path):
+    sets = _two_source_records()
+    result = compare_records(sets, "llm", ["precision@3", "mrr"], permutations=200)
+    path = write_html_report(tmp_path / "sources.html", result, records=sets)
+
+    def expected(source):
+        return {(s, r.id): ["rel" if c.verdicts[source].verdict else "nonrel" for c in r.chunks]
+                for s, recs in sets.items() for r in recs}
+
+    llm, containment = expected("llm"), expected("containment")
+    assert llm != containment  # the two sources disagree, so the stripes can tell them apart
+
+    def stripes(page):
+        out = {}
+        for s, recs in sets.items():
+            for r in recs:
+                out[(s, r.id)] = js_list(page, f'details.query[data-qid="{r.id}"] .system[data-system="{s}"] '
+                                               f"ol.chunks li", "e.className")
+        return out
+
+    def choose(page, select_id, value):
+        page.evaluate(f"(() => {{ const s = document.getElementById('{select_id}'); s.value = '{value}';"
+                      " s.dispatchEvent(new Event('change')); })()")
+
+    with Chromium.start(tmp_path) as browser:
+        page = browser.open(path)
+        assert page.console_errors == []
+        # built from LLM verdicts: the stripes show the LLM's verdicts, not containment's
+        assert page.evaluate("document.getElementById('source-select').value") == "llm"
+        assert stripes(page) == llm
+        choose(page, "source-select", "containment")
+        assert stripes(page) == containment
+        choose(page, "source-select", "llm")
+        assert stripes(page) == llm
+        selected = js_list(page, ".badge.selected", "e.dataset.source")
+        assert selected and set(selected) == {"llm"}
+
+        # drill-down order: largest |B - A| on the selected metric first
+        def order():
+            return js_list(page, "#query-list details.query", "e.dataset.qid")
+
+        def by_delta(metric):
+            d = dict(zip(result.query_ids, abs(result.deltas("B", metric)), strict=True))
+            return sorted(result.query_ids, key=lambda q: (-d[q], result.query_ids.index(q)))
+
+        assert order() == by_delta("precision@3") == ["c2", "c3", "c1"]
+        choose(page, "metric-select", "mrr")
+        assert order() == by_delta("mrr") == ["c2", "c1", "c3"]
+        assert page.evaluate("document.getElementById('order-metric').textContent") == "mrr"
+        choose(page, "metric-select", "precision@3")
+        assert order() == ["c2", "c3", "c1"]
+        assert page.console_errors == []

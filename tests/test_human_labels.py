@@ -1,4 +1,4 @@
-"""Human labels (SPEC §4.3): CSV/JSONL, types, precise errors, missing labels counted."""
+"""Human labels (docs/metrics.md §4): CSV/JSONL, types, precise errors, missing labels counted."""
 
 from __future__ import annotations
 

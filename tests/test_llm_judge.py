@@ -137,30 +137,34 @@ def test_failures_are_not_cached_and_retried_next_run(srv, tmp_path):
 def test_every_chunk_ends_with_a_verdict_or_an_explicit_failure(srv, tmp_path):
     chunks = ["completed 1889", "completed [[fences]]", "completed [[prose]]", "completed [[quotes]]",
               "completed [[malformedx1]]", "completed [[truncatedx1]]", "completed [[badverdictx1]]",
+              "completed [[malformedx2]]",
               "completed [[malformed]]", "completed [[truncated]]", "completed [[refuse]]",
               "completed [[refusefield]]", "completed [[400]]", "completed [[500]]", "completed [[429x1]]",
               "completed [[500x2]]"]
     srv.configure(retry_after="0.05")
     r = _judge(srv, tmp_path, max_retries=3).run([_case(chunks)])
     got = {c: (v.status, v.verdict, v.error) for c, v in zip(chunks, r.verdicts["q1"], strict=True)}
-    for c in chunks[:7] + chunks[-2:]:
+    for c in chunks[:8] + chunks[-2:]:
         assert got[c][:2] == ("ok", 1), (c, got[c])
     assert got["completed [[malformed]]"][0] == "failed"
-    assert got["completed [[malformed]]"][2].startswith("unparseable reply after one repair: no JSON object")
-    assert got["completed [[truncated]]"][2].startswith("unparseable reply after one repair: the JSON object in "
-                                                        "the reply is cut off")
+    assert got["completed [[malformed]]"][2].startswith("unparseable reply after one repair and one fresh call: "
+                                                        "no JSON object")
+    assert got["completed [[truncated]]"][2].startswith("unparseable reply after one repair and one fresh call: "
+                                                        "the JSON object in the reply is cut off")
     assert got["completed [[refuse]]"][2] == "refused: I'm sorry, but I can't help with that."
     assert got["completed [[refusefield]]"][2] == "refused: I'm sorry, but I can't assist with that request."
     assert got["completed [[400]]"][2].startswith("HTTP 400: This model's maximum context length")
     assert got["completed [[500]]"][2] == "HTTP 500: internal error (injected) (gave up after 4 attempts)"
     s = r.summary
-    assert (s.ok, s.failed, s.missing) == (9, 6, 0)
+    assert (s.ok, s.failed, s.missing) == (10, 6, 0)
     assert s.failures == {"unparseable": 2, "refused": 2, "HTTP 400": 1, "HTTP 500": 1}
-    assert s.repairs == 5  # malformedx1, truncatedx1, badverdictx1, malformed, truncated
+    assert s.repairs == 6  # malformedx1, truncatedx1, badverdictx1, malformedx2, malformed, truncated
+    # a reply still unreadable after the repair gets one fresh call: it saves malformedx2
+    assert s.fresh_calls == 3  # malformedx2, malformed, truncated
     assert s.retries == 1 + 2 + 3  # 429x1, 500x2, 500 (3 retries then give up)
     stats = srv.stats()
-    assert stats["requests"] == s.requests == 15 + s.repairs + s.retries
-    assert stats["by_status"] == {"200": 26 - 8, "429": 1, "500": 2 + 4, "400": 1}
+    assert stats["requests"] == s.requests == 16 + s.repairs + s.fresh_calls + s.retries
+    assert stats["by_status"] == {"200": 31 - 8, "429": 1, "500": 2 + 4, "400": 1}
 
 
 def test_retry_after_is_honoured(srv, tmp_path):
@@ -202,16 +206,16 @@ def test_unreachable_endpoint_fails_with_a_clear_message(tmp_path):
                   CallPolicy(**FAST), VerdictCache(tmp_path / "c.sqlite"))
     t = time.perf_counter()
     with pytest.raises(EndpointError, match=rf"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1: .*Is the "
-                                            r"server running and --base-url right\?"):
+                                            r"server running and the base URL right\?"):
         judge.run([_case()])
     assert time.perf_counter() - t < 5
 
 
 def test_bad_model_and_bad_key_stop_the_run(srv, tmp_path):
-    with pytest.raises(EndpointError, match=r"HTTP 404 .*model 'no-such-model'.*does not exist; check --model"):
+    with pytest.raises(EndpointError, match=r"HTTP 404 .*model 'no-such-model'.*does not exist; check the model name"):
         _judge(srv, tmp_path, model="no-such-model").run([_case()])
     judge = Judge(Endpoint("judge-test", srv.base_url, "bad-key"), JudgeSettings(), CallPolicy(**FAST), None)
-    with pytest.raises(EndpointError, match="HTTP 401 .*Incorrect API key provided; check --api-key"):
+    with pytest.raises(EndpointError, match="HTTP 401 .*Incorrect API key provided; check the API key"):
         judge.run([_case()])
 
 
@@ -355,3 +359,23 @@ def test_run_works_inside_a_running_event_loop(srv, tmp_path):
 
     r = asyncio.run(notebook_cell())
     assert _verdicts(r) == [1, 0, 0, 1]
+
+
+def test_lone_surrogates_in_texts_are_sent_as_replacement_characters(srv, tmp_path):
+    """A "\\ud800" in a chunk (a bad escape in a JSON test set) used to end the run with a
+    UnicodeEncodeError before any call; now it is sent (and keyed) as U+FFFD."""
+    r = _judge(srv, tmp_path).run([_case(["completed \ud800 in 1889", "Paris \udfff"],
+                                         question=QUESTION + "\ud83d")])
+    assert [(v.status, v.verdict) for v in r.verdicts["q1"]] == [("ok", 1), ("ok", 0)]
+    srv.reset()
+    again = _judge(srv, tmp_path).run([_case(["completed \ud800 in 1889", "Paris \udfff"],
+                                             question=QUESTION + "\ud83d")])
+    assert again.summary.cached == 2 and srv.stats()["requests"] == 0
+
+
+def test_a_lone_surrogate_in_a_reply_is_kept_as_a_replacement_character(srv, tmp_path):
+    """A reason with "\\ud800" used to reach the cache writer, whose failure stopped the run."""
+    r = _judge(srv, tmp_path).run([_case(["completed in 1889 [[surrogate]]", "Paris"])])
+    assert [(v.status, v.verdict) for v in r.verdicts["q1"]] == [("ok", 1), ("ok", 0)]
+    assert r.verdicts["q1"][0].reason.startswith("\ufffd the chunk mentions")
+    assert VerdictCache(tmp_path / "cache.sqlite").__len__() == 2

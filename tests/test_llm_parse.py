@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import time
 
@@ -44,6 +45,8 @@ from rankwise.relevance.llm.prompts import MODES, load_prompt
     '[{"verdict": 1, "reason": "states the year"}]',
     "{'verdict': True, 'reason': 'states the year'}",
     'The answer: {"verdict": 1, "reason": "a {curly} year"} and also {"other": 2}',
+    "Hmm {it isn't clear} so: {\"verdict\": 1, \"reason\": \"states the year\"}",
+    'Quoted first: {"verdict": 0, "reason": "from the chunk"}\nMy answer: {"verdict": 1, "reason": "the year"}',
 ])
 def test_parse_verdict_tolerates_common_wrappings(reply):
     j = parse_verdict(reply)
@@ -97,6 +100,22 @@ def test_extract_json_prefers_fenced_block():
     assert extract_json(text) == {"verdict": 1, "reason": "final"}
 
 
+@pytest.mark.parametrize("text", [
+    "{" * 99_000, '["' * 49_000, "[" * 49_000 + "]" * 49_000, "{'a': " * 16_000,
+    '{"a":{"b":' * 8_000 + "1" + "}}" * 8_000, '{"verdict": 1} ' + '{"x": [' * 12_000, "x" * 99_000,
+])
+def test_hostile_replies_are_read_in_bounded_time(text):
+    """Reading used to try every bracket as a start (quadratic): 20,000 "{" took 63 s, blocking the
+    event loop. Now one pass finds the spans and the parse work is capped."""
+    t = time.perf_counter()
+    for read in (lambda: parse_verdict(text), lambda: parse_batch(text, 3)):
+        with contextlib.suppress(ParseError):
+            read()
+    assert time.perf_counter() - t < 3.0
+    with pytest.raises(ParseError, match=r"the reply is too long \(100,001 characters"):
+        parse_verdict("x" * 100_001)
+
+
 def test_refusals_detected_only_without_json():
     assert refusal_of("I'm sorry, but I can't help with that.") == "I'm sorry, but I can't help with that."
     assert refusal_of("I cannot assist with this request.") is not None
@@ -113,7 +132,7 @@ def test_refusals_detected_only_without_json():
 @pytest.mark.parametrize("graded", [False, True])
 def test_shipped_prompts_render_every_field(mode, graded):
     p = load_prompt(mode, graded=graded)
-    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v1+")
+    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v2+")
     msgs = p.render(question="QQQ?", chunk="CCC text", reference="RRR ref", response="SSS resp")
     assert [m["role"] for m in msgs] == ["system", "user"]
     user = msgs[1]["content"]

@@ -32,8 +32,8 @@ def test_every_metric_declares_its_parameters():
             assert p.description and p.kind in (str, bool, int, float)
             assert not p.choices or p.default in p.choices
     wcp = METRICS["wcp"]
-    assert [p.name for p in wcp.params] == ["decay", "ideal"]
-    with pytest.raises(InputError, match="decay must be one of log, linear, not 'cubic'"):
+    assert [p.name for p in wcp.params] == ["decay", "ideal", "p", "a", "curve"]
+    with pytest.raises(InputError, match="decay must be one of log, linear, rbp, power, flat, curve, not 'cubic'"):
         parse_measure("wcp(decay=cubic)@5")
     with pytest.raises(InputError, match="has no parameter 'decay'"):
         parse_measure("ndcg(decay=log)@5")
@@ -204,3 +204,27 @@ def test_count_measures_sum_in_compare_and_gate_as_in_eval():
 
     g = gate(runs[0], runs[1], ["num_ret"], qrels=qrels, max_drop=10)
     assert (g.checks[0].baseline_mean, g.checks[0].candidate_mean) == (3.0, 4.0)
+
+
+def test_wcp_decays_rbp_power_flat_curve(tmp_path):
+    from rankwise.metrics import weighted_context_precision as wcp
+
+    v = [0, 1, 1, 0]
+    assert wcp(v, 4, "rbp", p=0.5) == pytest.approx((0.5 + 0.25) / (1 + 0.5 + 0.25 + 0.125))
+    assert wcp(v, 4, "power", a=2.0) == pytest.approx((1 / 4 + 1 / 9) / (1 + 1 / 4 + 1 / 9 + 1 / 16))
+    assert wcp(v, 4, "flat") == 0.5
+    curve = tmp_path / "curve.json"
+    curve.write_text(json.dumps({"accuracy": [0.9, 0.5, 0.6]}))
+    case = [{"id": "q", "retrieved_contexts": ["x", "a b", "a b c", "y"], "reference_contexts": ["a b"]}]
+    r = rankwise.evaluate_rag(case, "containment", metrics=[f"wcp(decay=curve,curve={curve})@4",
+                                                              "wcp(decay=rbp,p=0.5)@4", "wcp(decay=rbp)@4"])
+    names = list(r.mean)
+    assert names[1:] == ["wcp(decay=rbp,p=0.5)@4", "wcp(decay=rbp,p=0.8)@4"]
+    assert r.mean[names[0]] == pytest.approx((0.5 + 0.6) / (0.9 + 0.5 + 0.6 + 0.6))  # the last weight repeats
+    assert r.mean[names[1]] == pytest.approx(wcp(v, 4, "rbp", p=0.5))
+    with pytest.raises(InputError, match="p applies only with decay=rbp"):
+        parse_measure("wcp(p=0.5)@4")
+    with pytest.raises(InputError, match="between 0 and 1"):
+        parse_measure("wcp(decay=rbp,p=1)@4")
+    with pytest.raises(InputError, match="position curve"):
+        rankwise.evaluate_rag(case, "containment", metrics=[f"wcp(decay=curve,curve={tmp_path / 'none.json'})@4"])

@@ -1,4 +1,4 @@
-"""Per-case records (SPEC §6): lossless JSONL round trip and precise errors."""
+"""Per-case records (docs/metrics.md §6): lossless JSONL round trip and precise errors."""
 
 from __future__ import annotations
 

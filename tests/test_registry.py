@@ -94,7 +94,7 @@ def test_every_metric_declared_with_description():
         assert metric.name == name
         assert metric.description and len(metric.description) < 120
         assert metric.cutoff in ("optional", "required", "none")
-        assert metric.aggregate in ("mean", "sum")
+        assert metric.aggregate in ("mean", "sum", "gmean")
     assert {"hit_rate", "precision", "recall", "f1", "mrr", "map", "r_precision", "ndcg", "ndcg_exp",
             "bpref"} <= set(METRICS)
 

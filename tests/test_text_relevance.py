@@ -1,4 +1,4 @@
-"""Verdicts from ground-truth text (SPEC §4.2): containment, span, fuzzy; re-chunking; character recall."""
+"""Verdicts from ground-truth text (docs/metrics.md §4): containment, span, fuzzy; re-chunking; character recall."""
 
 from __future__ import annotations
 

@@ -18,8 +18,22 @@ class _Group(click.Group):
     """A click group that turns our errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):
+        import warnings
+
+        from rankwise.errors import RankwiseWarning
+
+        def show(message, category, *args, **kwargs):
+            if issubclass(category, RankwiseWarning):
+                click.echo(f"rankwise: warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        shown = warnings.showwarning
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", RankwiseWarning)
+                warnings.showwarning = show
+                return super().invoke(ctx)
         except RankwiseError as exc:
             click.echo(f"rankwise: error: {exc}", err=True)
             sys.exit(2)
@@ -32,9 +46,15 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rankwise")
-def main() -> None:
+@click.option("--width", type=click.IntRange(min=20), default=None,
+              help="Columns of printed tables (default: the terminal's; unlimited when piped; or $RANKWISE_WIDTH).")
+def main(width: int | None) -> None:
     """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
     from any source, comparisons and reports."""
+    if width is not None or "rankwise.report.console" in sys.modules:  # rich only when tables are printed
+        from rankwise.report.console import set_width
+
+        set_width(width)
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str]:
@@ -95,10 +115,10 @@ def _print_result(result, fmt: str, per_query: bool) -> None:
 @main.command("metrics")
 def metrics_command():
     """List every metric, its aliases and what it measures."""
-    from rich.console import Console
     from rich.table import Table
 
     from rankwise.metrics.registry import METRICS
+    from rankwise.report.console import make_console
 
     table = Table(title="rankwise metrics")
     for col in ("name", "cutoff", "parameters", "aliases", "definition"):
@@ -106,7 +126,7 @@ def metrics_command():
     for m in METRICS.values():
         params = "\n".join(p.describe() for p in m.params)
         table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
-    Console().print(table)
+    make_console().print(table)
 
 
 @main.command("eval-rag")
@@ -115,7 +135,7 @@ def metrics_command():
               help="Verdict source: containment, span, fuzzy, ids, human, llm (or a source in a records file).")
 @click.option("--labels", type=click.Path(dir_okay=False),
               help="Human labels (CSV/JSONL) for --relevance human; graded qrels for --relevance ids.")
-@click.option("-k", "ks", default="1,3,5,10", show_default=True, help="Cutoffs, comma-separated.")
+@click.option("-k", "ks", default=None, help="Cutoffs of the default metrics, comma-separated [default: 1,3,5,10].")
 @click.option("-m", "--metric", "metrics", multiple=True,
               help="Metric name, repeatable or comma-separated (wcp@5, acp(ragas_compat=true)@5, char_recall@5 ...).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
@@ -139,7 +159,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
     from rankwise.metrics.rag import evaluate_rag
 
     try:
-        cutoffs = [int(x) for x in ks.split(",") if x.strip()]
+        cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
@@ -292,17 +312,8 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
     html_options = {}
     if html_path:
-        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged,
-                        "title": title or f"rankwise compare: {', '.join(result.systems)}"}
-        if queries_path:
-            from rankwise.retrieval.corpus import load_queries
-
-            html_options["queries"] = load_queries(queries_path)
-        if corpus_path:
-            from rankwise.retrieval.corpus import load_corpus
-
-            html_options["documents"] = {d.id: (f"{d.title}\n{d.text}" if d.title and not d.text.startswith(d.title)
-                                                else d.text) for d in load_corpus(corpus_path)}
+        html_options = {"runs": dict(zip(labels, loaded, strict=True)), "qrels": judged, "queries": queries_path,
+                        "corpus": corpus_path, "title": title or f"rankwise compare: {', '.join(result.systems)}"}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
 
@@ -400,11 +411,6 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
 
 
 # ------------------------------------------------------------------------------ judge / cache / agree
-def _judge_setting(value, config: dict, key: str, default):
-    """A judge option: the flag if given, else the [llm] config value, else the default."""
-    return value if value is not None else config.get(key, default)
-
-
 @main.command("judge")
 @click.argument("testset", type=click.Path(dir_okay=False))
 @click.option("--model", help="Judge model name (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
@@ -415,8 +421,8 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--mode", type=click.Choice(["reference", "response", "question"]), default=None,
               help="What the chunk is judged against (default: reference).")
 @click.option("--graded", is_flag=True, default=None, help="Grade 0-3 instead of a binary verdict.")
-@click.option("--relevant-from", type=int, default=2, show_default=True,
-              help="With --graded: the grade from which a chunk counts as relevant.")
+@click.option("--relevant-from", type=int, default=None,
+              help="With --graded: the grade from which a chunk counts as relevant (default 2).")
 @click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
               help="TOML file overriding the shipped prompt templates.")
 @click.option("--concurrency", type=int, default=None,
@@ -424,7 +430,7 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no limit).")
 @click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
 @click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
-@click.option("--batch", is_flag=True, help="All chunks of a question in one call (fewer calls).")
+@click.option("--batch", is_flag=True, default=None, help="All chunks of a question in one call (fewer calls).")
 @click.option("--batch-size", type=int, default=None, help="With --batch: chunks per call at most (default 20).")
 @click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
 @click.option("--max-calls", type=int, default=None, help="Send at most this many requests; the rest is 'missing'.")
@@ -433,7 +439,7 @@ def _judge_setting(value, config: dict, key: str, default):
 @click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens, for the cost.")
 @click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens, for the cost.")
 @click.option("--source", default="llm", show_default=True, help="Verdict source name written in the records.")
-@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+@click.option("--records", "records_out", type=click.Path(),
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -442,14 +448,16 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                   price_in, price_out, source, records_out, strict, quiet):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
+    import signal
+
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.cache import VerdictCache
-    from rankwise.relevance.llm.client import CallPolicy, load_config, resolve_endpoint
-    from rankwise.relevance.llm.cost import Prices
+    from rankwise.relevance.llm.cache import CacheWriteError, VerdictCache
+    from rankwise.relevance.llm.config import resolve_llm_config
     from rankwise.relevance.llm.judge import (
         Judge,
-        JudgeSettings,
+        JudgeInterrupted,
+        JudgeStopped,
         attach_verdicts,
         cases_from_records,
         load_for_judging,
@@ -458,26 +466,42 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
-    config, config_source = load_config(config_path)
-    endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
-                                config_source=config_source)
-    settings = JudgeSettings(mode=_judge_setting(mode, config, "mode", "reference"),
-                             graded=bool(_judge_setting(graded, config, "graded", False)),
-                             batch=batch, batch_size=int(_judge_setting(batch_size, config, "batch_size", 20)),
-                             relevant_from=relevant_from,
-                             prompt_file=_judge_setting(prompt_file, config, "prompt", None))
-    policy = CallPolicy(concurrency=int(_judge_setting(concurrency, config, "concurrency", 128)),
-                        rpm=_judge_setting(rpm, config, "rpm", None),
-                        timeout=float(_judge_setting(timeout, config, "timeout", 60.0)),
-                        max_retries=int(_judge_setting(max_retries, config, "max_retries", 4)),
-                        temperature=config.get("temperature", 0.0), max_calls=max_calls)
-    prices = Prices(_judge_setting(price_in, config, "price_in", None),
-                    _judge_setting(price_out, config, "price_out", None))
+    if records_out:  # before any paid call: the folder must take the file
+        import os
+        from pathlib import Path
+
+        folder = Path(records_out).resolve().parent
+        if Path(records_out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise InputError("cannot write the records here (a folder, or a folder that does not exist or is "
+                             "not writable)", source=records_out, field="records")
+    cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key, mode=mode,
+                             graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
+                             prompt=prompt_file, concurrency=concurrency, rpm=rpm, timeout=timeout,
+                             max_retries=max_retries, max_calls=max_calls, price_in=price_in, price_out=price_out,
+                             cache=cache_path)
+    endpoint = cfg.endpoint
     records = load_for_judging(testset)
     cases = cases_from_records(records)
-    cache = VerdictCache(_judge_setting(cache_path, config, "cache", None))
+    cache = VerdictCache(cfg.cache)
+
+    def finish(result) -> None:
+        """Verdicts into the records, the records to disk (Ctrl-C held off meanwhile), the summary."""
+        attach_verdicts(records, result, judge, source)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            write_records(records, records_out)
+        except OSError as exc:
+            raise RankwiseError(f"cannot write the records {records_out}: {exc.strerror or exc}; the "
+                                f"{result.summary.ok} verdicts had are in the cache ({cache.path}): rerun the "
+                                f"same command with another --records") from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        for line in judge_summary_lines(result.summary, endpoint.url):
+            click.echo(line)
+        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+
     try:
-        judge = Judge(endpoint, settings, policy, cache, prices)
+        judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices)
         judge.check(cases, source=testset)
         if dry_run:
             for line in plan_lines(judge.plan(cases), endpoint.url):
@@ -485,32 +509,24 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             return
         total = sum(len(c.chunks) for c in cases)
         try:
-            if quiet:
-                result = judge.run(cases)
-            else:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
+            from rankwise.progress import progress
 
-                with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                              TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-                    task = bar.add_task("judge", total=total)
-                    result = judge.run(cases, lambda n: bar.advance(task, n))
-        except KeyboardInterrupt:
-            click.echo(f"rankwise: judge interrupted; the cache ({cache.path}) holds {len(cache)} verdicts: "
-                       f"rerun the same command to resume", err=True)
+            with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
+                result = judge.run(cases, advance)
+        except JudgeInterrupted as exc:
+            finish(exc.result)
+            click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {records_out} and "
+                       f"the cache ({cache.path}, {len(cache)} verdicts): rerun the same command to resume",
+                       err=True)
+            sys.exit(130)
+        except JudgeStopped as exc:
+            if exc.result.summary.ok:
+                finish(exc.result)
+                where = "" if isinstance(exc.cause, CacheWriteError) else f" and the cache ({cache.path})"
+                raise JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {records_out}{where}"
+                                   f": rerun the same command to resume", exc.result) from None
             raise
-        attach_verdicts(records, result, judge, source)
-        write_records(records, records_out)
-        for line in judge_summary_lines(result.summary, endpoint.url):
-            click.echo(line)
-        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+        finish(result)
         if strict and not result.summary.complete:
             sys.exit(1)
     finally:
@@ -607,6 +623,51 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
         n = len(comp.incomplete)
         click.echo(f"note: {n} case{' has' if n == 1 else 's have'} failed/missing verdicts, counted as not "
                    f"relevant in the verdict effect")
+
+
+@main.command("calibrate")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--relevance", "--source", "source", default="llm", show_default=True,
+              help="Verdict source of the metrics (llm, human, utility, containment, span, ids ...).")
+@click.option("--answer-scores", type=click.Path(dir_okay=False),
+              help="CSV/JSONL of query_id, answer_score (overrides the records' answer_score).")
+@click.option("--score-answers", "method", type=click.Choice(["f1", "em"]), default=None,
+              help="Score each record's response against its reference (token F1 or exact match) where it "
+                   "has no answer score.")
+@click.option("--name", "names", multiple=True, help="System name per RECORDS file (default: file stems).")
+@click.option("--curve", type=click.Path(dir_okay=False), help="Position-curve JSON: adds wcp(decay=curve).")
+@click.option("--min-cases", type=int, default=30, show_default=True,
+              help="Fewest cases with answer scores for a recommendation.")
+@click.option("--test-share", type=float, default=0.5, show_default=True, help="Share of cases held out.")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the ranking here.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def calibrate_command(records, source, answer_scores, method, names, curve, min_cases, test_share, seed, plot_path,
+                      fmt):
+    """Which metric x K x discount predicts the generator's answer scores: ranked on a training split,
+    reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
+    import json
+
+    from rankwise.analysis.answers import read_answer_scores, score_answers
+    from rankwise.analysis.calibrate import calibrate
+    from rankwise.analysis.compare import load_record_sets
+
+    sets = load_record_sets(list(records), list(names) or None, source=source)
+    given = read_answer_scores(answer_scores) if answer_scores else None
+    for recs in sets.values():
+        score_answers(recs, method or "f1", scores=given, source="labels") if (method or given) else None
+    result = calibrate(sets if len(sets) > 1 else next(iter(sets.values())), source, answer_scores=given,
+                       curve=curve, min_cases=min_cases, test_share=test_share, seed=seed)
+    if plot_path:
+        from rankwise.report.calibration import plot_calibration
+
+        plot_calibration(result, plot_path)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        from rankwise.report.calibration import print_calibration
+
+        print_calibration(result)
 
 
 @main.command("run")

@@ -1,14 +1,39 @@
-"""The exceptions rankwise raises on bad input.
+"""The exceptions rankwise raises on bad input, and its one way of warning.
 
 Every problem with a user's file or object is an :class:`InputError` whose message names where the
 problem is (file, line, field) and what is wrong, so the CLI can print it as one line and exit 2.
+Something odd but usable is a :class:`RankwiseWarning`, given once with a count by :func:`warn`.
 """
 
 from __future__ import annotations
 
+import warnings
 from os import PathLike
 
-__all__ = ["RankwiseError", "InputError"]
+__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn"]
+
+
+class RankwiseWarning(UserWarning):
+    """Input that rankwise can use but that is probably not what the user meant (the CLI prints one line)."""
+
+
+def warn(message: str, *, summary: dict | None = None) -> None:
+    """Warn once (category :class:`RankwiseWarning`) and keep the message in ``summary["warnings"]``.
+
+    Example:
+        >>> import warnings
+        >>> summary = {}
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn("3 cases list a chunk id twice", summary=summary)
+        >>> summary["warnings"], caught[0].category.__name__
+        (['3 cases list a chunk id twice'], 'RankwiseWarning')
+    """
+    if summary is not None:
+        summary.setdefault("warnings", [])
+        if message not in summary["warnings"]:
+            summary["warnings"].append(message)
+    warnings.warn(message, RankwiseWarning, stacklevel=2)
 
 
 class RankwiseError(Exception):

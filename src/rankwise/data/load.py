@@ -10,6 +10,7 @@ from typing import Any
 from rankwise.data.frames import is_dataframe, qrels_from_frame, run_from_frame
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
+from rankwise.data.swap import with_swap_hint
 from rankwise.data.tabular import read_beir_qrels, read_delimited_run, read_jsonl_qrels, read_jsonl_run
 from rankwise.data.trec import read_trec_qrels, read_trec_run
 from rankwise.errors import InputError
@@ -52,7 +53,7 @@ def load_run(obj: RunLike, *, name: str | None = None) -> Run:
         elif suffix in (".csv", ".tsv") or _sniff_header(path):
             run = read_delimited_run(path)
         else:
-            run = read_trec_run(path)
+            run = with_swap_hint(read_trec_run, path, "run")
         if name:
             object.__setattr__(run, "name", name)
         return run
@@ -81,5 +82,5 @@ def load_qrels(obj: QrelsLike) -> Qrels:
             return read_jsonl_qrels(path)
         if suffix in (".csv", ".tsv") or _sniff_header(path):
             return read_beir_qrels(path)
-        return read_trec_qrels(path)
+        return with_swap_hint(read_trec_qrels, path, "qrels")
     raise InputError(f"cannot read qrels from {type(obj).__name__}; pass a Qrels, dict, DataFrame or path")

@@ -1,4 +1,4 @@
-"""Per-case records (SPEC §6): what an evaluation of a RAG test set keeps for every question.
+"""Per-case records (docs/metrics.md §6): what an evaluation of a RAG test set keeps for every question.
 
 One JSON object per line::
 
@@ -37,7 +37,7 @@ VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "ir
 _VERDICT_KEYS = ("verdict", "grade", "type", "reason", "status", "error", "meta")
 _CHUNK_KEYS = ("rank", "id", "text", "doc_id", "start", "end", "score", "verdicts")
 _CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "reference_context_ids",
-              "chunks", "passages_found", "scores", "status", "truth")
+              "chunks", "passages_found", "scores", "status", "truth", "answer_score", "answer_score_source")
 
 
 @dataclass
@@ -122,6 +122,8 @@ class CaseRecord:
     scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     truth: dict[str, dict] = field(default_factory=dict)
+    answer_score: float | None = None
+    answer_score_source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def verdicts(self, source: str) -> list[int | None]:
@@ -156,6 +158,9 @@ class CaseRecord:
                "passages_found": self.passages_found, "scores": self.scores, "status": self.status}
         if self.truth:
             out["truth"] = self.truth
+        if self.answer_score is not None:
+            out["answer_score"] = self.answer_score
+            out["answer_score_source"] = self.answer_score_source
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
@@ -297,8 +302,15 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
             raise InputError(f"n_relevant must be an integer >= 0, got {n!r}", field=f"truth.{s}.n_relevant", **kw)
         if not (isinstance(gains, list) and all(isinstance(g, int) and not isinstance(g, bool) for g in gains)):
             raise InputError("ideal_gains must be a list of integers", field=f"truth.{s}.ideal_gains", **kw)
+    answer_score = obj.get("answer_score")
+    if answer_score is not None and (isinstance(answer_score, bool) or not isinstance(answer_score, (int, float))
+                                     or not math.isfinite(answer_score)):
+        raise InputError(f"answer_score must be a number, got {answer_score!r}", field="answer_score", **kw)
     return CaseRecord(
         id=rid,
+        answer_score=None if answer_score is None else float(answer_score),
+        answer_score_source=_expect(obj.get("answer_score_source"), str, "a string",
+                                    field_name="answer_score_source", **kw),
         question=_expect(obj.get("question"), str, "a string", field_name="question", **kw),
         reference=_expect(obj.get("reference"), str, "a string", field_name="reference", **kw),
         response=_expect(obj.get("response"), str, "a string", field_name="response", **kw),

@@ -1,12 +1,15 @@
 """RAG test sets: questions with their retrieved chunks and ground truth (reference passages or ids).
 
-Accepted shapes (SPEC §4, issue 3):
+Accepted shapes (see docs/context-metrics.md and docs/datasets.md):
 
 - JSON Lines, one case a line, with Ragas' field names — ``user_input`` (or ``question``),
-  ``retrieved_contexts``, ``retrieved_context_ids``, ``reference_contexts``, ``reference_context_ids``,
-  ``reference``, ``response``; ``id`` names the case — or our richer form, where an item of
-  ``retrieved_contexts`` may be an object ``{id, text, doc_id, start, end, score}`` and an item of
-  ``reference_contexts`` an object ``{text, doc_id, start, end}``.
+  ``retrieved_contexts`` (or ``contexts``), ``retrieved_context_ids``, ``reference_contexts``,
+  ``reference_context_ids``, ``reference`` (or ``ground_truth``, ``ground_truths``), ``response``;
+  ``id`` names the case — or our richer form, where an item of ``retrieved_contexts`` may be an object
+  ``{id, text, doc_id, start, end, score}`` and an item of ``reference_contexts`` an object
+  ``{text, doc_id, start, end}``. LangChain documents (``{page_content, metadata}`` or ``Document``
+  objects) are chunks too: ``metadata`` may give ``id``, ``doc_id`` (or ``source``), ``start_index`` and
+  ``score``.
 - CSV/TSV with the same columns (list fields as JSON strings), a JSON array of case objects, a JSON
   object of lists, a pandas/polars DataFrame, a dict of lists (Hugging Face / Ragas dataset shape),
   a list of dicts, or any object with ``to_list()`` / ``to_pandas()`` (Ragas ``EvaluationDataset``).
@@ -40,11 +43,17 @@ RETRIEVED_FIELDS = ("retrieved_contexts", "contexts")
 RETRIEVED_ID_FIELDS = ("retrieved_context_ids",)
 REFERENCE_CONTEXT_FIELDS = ("reference_contexts",)
 REFERENCE_ID_FIELDS = ("reference_context_ids",)
-REFERENCE_FIELDS = ("reference", "ground_truth")
+REFERENCE_FIELDS = ("reference", "ground_truth", "ground_truths")
 RESPONSE_FIELDS = ("response", "answer")
 LIST_FIELDS = RETRIEVED_FIELDS + RETRIEVED_ID_FIELDS + REFERENCE_CONTEXT_FIELDS + REFERENCE_ID_FIELDS
-_CHUNK_KEYS = {"id", "text", "doc_id", "start", "end", "score"}
-_PASSAGE_KEYS = {"text", "doc_id", "start", "end"}
+_CHUNK_KEYS = {"id", "text", "doc_id", "start", "end", "score", "page_content", "content", "metadata", "type"}
+_PASSAGE_KEYS = {"text", "doc_id", "start", "end", "page_content", "content", "metadata", "type"}
+#: every case field read; anything else is ignored (and named when nothing usable was found)
+KNOWN_FIELDS = frozenset(ID_FIELDS + QUESTION_FIELDS + LIST_FIELDS + REFERENCE_FIELDS + RESPONSE_FIELDS)
+ACCEPTED_NAMES = ("id (or query_id, qid, question_id, case_id); user_input (or question, query); "
+                  "retrieved_contexts (or contexts; strings, {id, text, doc_id, start, end, score} objects or "
+                  "LangChain {page_content, metadata}); retrieved_context_ids; reference_contexts; "
+                  "reference_context_ids; reference (or ground_truth, ground_truths); response (or answer)")
 
 
 def _span(doc_id: str | None, start: int | None, end: int | None) -> tuple[str, int, int] | None:
@@ -266,15 +275,40 @@ def _check_span(start, end, *, source, line, field_name) -> None:
                          field=f"{field_name}.end")
 
 
+def _document_fields(item: Any) -> Any:
+    """A LangChain ``Document`` (object or ``{page_content, metadata}``) as our flat chunk/passage keys."""
+    if not isinstance(item, Mapping) and hasattr(item, "page_content"):
+        item = {"page_content": item.page_content, "metadata": dict(getattr(item, "metadata", None) or {})}
+    if not isinstance(item, Mapping) or not ({"page_content", "content", "metadata", "type"} & set(item)):
+        return item
+    flat = {k: v for k, v in item.items() if k not in ("page_content", "content", "metadata", "type")}
+    text = item.get("page_content", item.get("content"))
+    if text is not None:
+        flat.setdefault("text", text)
+    meta = item.get("metadata") or {}
+    if isinstance(meta, Mapping):
+        for key, names in (("id", ("id", "chunk_id")), ("doc_id", ("doc_id", "source", "document_id")),
+                           ("start", ("start", "start_index")), ("end", ("end",)), ("score", ("score",))):
+            for name in names:
+                if meta.get(name) is not None:
+                    flat.setdefault(key, meta[name])
+                    break
+        if flat.get("end") is None and isinstance(flat.get("start"), int) and isinstance(flat.get("text"), str):
+            flat["end"] = flat["start"] + len(flat["text"])
+    return flat
+
+
 def _chunk(item: Any, *, source, line, where: str) -> Chunk:
     if isinstance(item, str):
         return Chunk(text=item)
+    item = _document_fields(item)
     if not isinstance(item, Mapping):
         raise InputError(f"expected a string or an object {{id, text, doc_id, start, end, score}}, got "
                          f"{_short(item)}", source=source, line=line, field=where)
     unknown = set(item) - _CHUNK_KEYS
     if unknown:
-        raise InputError(f"unknown key(s) {sorted(unknown)}; a chunk has {sorted(_CHUNK_KEYS)}",
+        raise InputError(f"unknown key(s) {sorted(unknown)}; a chunk has id, text, doc_id, start, end, score "
+                         f"(or LangChain's page_content and metadata)",
                          source=source, line=line, field=where)
     text = item.get("text")
     if text is not None and not isinstance(text, str):
@@ -296,12 +330,14 @@ def _chunk(item: Any, *, source, line, where: str) -> Chunk:
 def _passage(item: Any, *, source, line, where: str) -> ReferencePassage:
     if isinstance(item, str):
         return ReferencePassage(text=item)
+    item = _document_fields(item)
     if not isinstance(item, Mapping):
         raise InputError(f"expected a string or an object {{text, doc_id, start, end}}, got {_short(item)}",
                          source=source, line=line, field=where)
     unknown = set(item) - _PASSAGE_KEYS
     if unknown:
-        raise InputError(f"unknown key(s) {sorted(unknown)}; a reference passage has {sorted(_PASSAGE_KEYS)}",
+        raise InputError(f"unknown key(s) {sorted(unknown)}; a reference passage has text, doc_id, start, end "
+                         f"(or LangChain's page_content and metadata)",
                          source=source, line=line, field=where)
     text = item.get("text")
     if text is not None and not isinstance(text, str):
@@ -344,6 +380,11 @@ def case_from_mapping(row: Mapping, *, default_id: str, source: str | None = Non
         f, v = _first(row, names)
         if v is None:
             return None
+        if f == "ground_truths":  # older Ragas: a list of reference answers
+            items = _as_list(v, field_name=f, from_text=from_text, **kw)
+            if not all(isinstance(x, str) for x in items):
+                raise InputError(f"expected a list of strings, got {_short(items)}", field=f, **kw)
+            return "\n".join(items) if items else None
         if not isinstance(v, str):
             raise InputError(f"expected a string, got {_short(v)}", field=f, **kw)
         return v
@@ -393,7 +434,12 @@ def testset_from_rows(rows, *, source: str | None = None, from_text: bool = Fals
     """
     cases = []
     seen: dict[str, int | None] = {}
+    unknown: dict[str, int] = {}
     for i, row in enumerate(rows):
+        if isinstance(row, Mapping):
+            for key in row:
+                if key not in KNOWN_FIELDS:
+                    unknown[str(key)] = unknown.get(str(key), 0) + 1
         line = lines[i] if lines is not None else (None if source is None else i + 1)
         case = case_from_mapping(row, default_id=str(i + 1), source=source, line=line, from_text=from_text)
         if case.id in seen:
@@ -403,7 +449,25 @@ def testset_from_rows(rows, *, source: str | None = None, from_text: bool = Fals
         cases.append(case)
     if not cases:
         raise InputError("the test set holds no case", source=source)
+    _check_fields(cases, unknown, source)
     return TestSet(cases, source)
+
+
+def _check_fields(cases: list[TestCase], unknown: dict[str, int], source: str | None) -> None:
+    """Name the fields not read when they may have been meant: an error when no case has a retrieved
+    chunk, a warning when some case has no ground truth."""
+    if not unknown:
+        return
+    names = ", ".join(f"'{k}' ({n} case{'s' if n != 1 else ''})" for k, n in sorted(unknown.items()))
+    if not any(c.chunks for c in cases):
+        raise InputError(f"no case has retrieved contexts; fields not recognised: {names}. Accepted fields: "
+                         f"{ACCEPTED_NAMES}", source=source)
+    missing = sum(1 for c in cases if not c.has_ground_truth and c.reference is None)
+    if missing:
+        from rankwise.errors import warn
+
+        warn(f"{source or 'test set'}: {missing} case{'s have' if missing != 1 else ' has'} no ground truth and "
+             f"fields not recognised were ignored: {names}. Accepted fields: {ACCEPTED_NAMES}")
 
 
 def _dict_of_lists_rows(obj: Mapping, source: str) -> list[dict]:

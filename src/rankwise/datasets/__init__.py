@@ -93,7 +93,7 @@ class Question:
     reference_contexts: tuple[Passage, ...]
 
     def to_dict(self) -> dict:
-        """The test-set row (SPEC §6 field names), plus ``kind``."""
+        """The test-set row (the field names of docs/metrics.md §6), plus ``kind``."""
         return {"id": self.id, "question": self.question, "reference": self.reference, "kind": self.kind,
                 "reference_contexts": [p.to_dict() for p in self.reference_contexts]}
 

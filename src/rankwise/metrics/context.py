@@ -1,4 +1,4 @@
-"""RAG context metrics (SPEC §3): rank-weighted and average context precision, set precision/recall.
+"""RAG context metrics (docs/metrics.md §3): rank-weighted and average context precision, set precision/recall.
 
 Two faces: plain functions over one verdict list (for notebooks and docs) and matrix versions used by
 the engine. Both share one implementation, so they cannot drift apart.
@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rankwise.metrics.ir import row_sum
+from rankwise.metrics.ir import _row_sums
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
@@ -21,35 +21,84 @@ RAGAS_EPSILON = 1e-10
 Decay = str | Callable[[int], float]
 
 
-def rank_weights(n: int, decay: Decay = "log") -> np.ndarray:
-    """Weights w(1..n): ``log`` = 1/log2(i+1), ``linear`` = 1/i, or any callable rank -> weight.
+DECAYS = ("log", "linear", "rbp", "power", "flat", "curve")
+
+
+def rank_weights(n: int, decay: Decay = "log", *, p: float = 0.8, a: float = 1.0, curve: str = "") -> np.ndarray:
+    """Weights w(1..n) of the ranks.
+
+    ``log`` = 1/log2(i+1); ``linear`` = 1/i; ``rbp`` = p^(i-1) (rank-biased precision's patience p);
+    ``power`` = i^-a; ``flat`` = 1; ``curve`` = a measured position curve (a JSON file written by
+    ``rankwise position-curve``: ``{"weights": [...]}`` or ``{"accuracy": [...]}``, one value per position,
+    the last one repeated past its end); or any callable rank -> weight.
 
     Example:
-        >>> rank_weights(3).round(4).tolist()
-        [1.0, 0.6309, 0.5]
+        >>> rank_weights(3).round(4).tolist(), rank_weights(3, "rbp", p=0.5).tolist()
+        ([1.0, 0.6309, 0.5], [1.0, 0.5, 0.25])
     """
     ranks = np.arange(1, n + 1, dtype=np.float64)
     if decay == "log":
         return 1.0 / np.log2(ranks + 1)
     if decay == "linear":
         return 1.0 / ranks
+    if decay == "rbp":
+        return np.power(float(p), ranks - 1)
+    if decay == "power":
+        return np.power(ranks, -float(a))
+    if decay == "flat":
+        return np.ones(n)
+    if decay == "curve":
+        values = load_position_weights(curve)
+        idx = np.minimum(np.arange(n), len(values) - 1)
+        return values[idx] if n else np.zeros(0)
     if callable(decay):
         return np.array([float(decay(int(r))) for r in ranks], dtype=np.float64)
-    raise ValueError(f"decay must be 'log', 'linear' or a callable, not {decay!r}")
+    raise ValueError(f"decay must be one of {', '.join(DECAYS)} or a callable, not {decay!r}")
 
 
-def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: str = "k") -> np.ndarray:
+_CURVES: dict[str, np.ndarray] = {}
+
+
+def load_position_weights(path: str) -> np.ndarray:
+    """Per-position weights from a position-curve JSON file (``weights`` or ``accuracy``), cached by path."""
+    if path in _CURVES:
+        return _CURVES[path]
+    import json
+    from pathlib import Path
+
+    from rankwise.errors import InputError
+
+    if not path:
+        raise InputError("decay=curve needs curve=PATH of a position-curve JSON file", field="metric")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the position curve: {exc}", source=path, field="curve") from None
+    values = data.get("weights", data.get("accuracy")) if isinstance(data, dict) else None
+    if (not isinstance(values, list) or not values
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values)):
+        raise InputError("a position curve holds 'weights' (or 'accuracy'): a non-empty list of numbers >= 0",
+                         source=path, field="weights")
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.max() <= 0:
+        raise InputError("a position curve needs at least one weight > 0", source=path, field="weights")
+    _CURVES[path] = arr
+    return arr
+
+
+def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: str = "k", p: float = 0.8,
+        a: float = 1.0, curve: str = "") -> np.ndarray:
     """Weighted context precision per query: sum w(i)·v_i / sum w(i) over the top K.
 
     ``ideal="k"`` divides by the weights of all K positions; ``"attainable"`` by those of the first
-    min(K, R). Without k, K is the number of items retrieved for the query.
+    min(K, R). Without k, K is the number of items retrieved for the query. Weights: :func:`rank_weights`.
     """
     if ideal not in ("k", "attainable"):
         raise ValueError(f"ideal must be 'k' or 'attainable', not {ideal!r}")
     nq = len(m.query_ids)
     K = np.full(nq, k, dtype=np.int64) if k is not None else m.lengths.astype(np.int64)
     width = int(max(K.max(initial=0), m.depth))
-    w = rank_weights(width, decay)
+    w = rank_weights(width, decay, p=p, a=a, curve=curve)
     cum_w = np.concatenate([[0.0], np.cumsum(w)])
     cols = min(m.depth, width)
     rel = m.relevant[:, :cols]
@@ -60,7 +109,7 @@ def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: s
         K_den = np.minimum(K, np.maximum(m.n_relevant, (rel & in_k).sum(axis=1)))
     else:
         K_den = K
-    num = row_sum(np.where(rel & in_k, w[:cols], 0.0))
+    num = _row_sums(np.where(rel & in_k, w[:cols], 0.0))  # left to right: independent of padding
     den = cum_w[K_den]
     out = np.zeros(nq)
     np.divide(num, den, out=out, where=den > 0)
@@ -137,13 +186,15 @@ def _one(verdicts: Sequence[int | bool], n_relevant: int | None = None) -> Relev
 
 
 def weighted_context_precision(verdicts: Sequence[int | bool], k: int | None = None, decay: Decay = "log",
-                               ideal: str = "k", n_relevant: int | None = None) -> float:
-    """Rank-weighted share of the top K that is relevant (SPEC §3, ``wcp@K``).
+                               ideal: str = "k", n_relevant: int | None = None, p: float = 0.8,
+                               a: float = 1.0) -> float:
+    """Rank-weighted share of the top K that is relevant (docs/metrics.md §3, ``wcp@K``).
 
     Args:
         verdicts: 0/1 per retrieved chunk, in rank order.
         k: cutoff K; None = all given verdicts. Missing ranks count as non-relevant.
-        decay: ``"log"`` (1/log2(i+1)), ``"linear"`` (1/i) or a callable rank -> weight.
+        decay: ``"log"`` (1/log2(i+1)), ``"linear"`` (1/i), ``"rbp"`` (p^(i-1)), ``"power"`` (i^-a),
+            ``"flat"`` or a callable rank -> weight.
         ideal: ``"k"`` (all K positions could be relevant) or ``"attainable"`` (only min(K, R)).
         n_relevant: R for ``ideal="attainable"``; defaults to the number of 1s given.
 
@@ -153,7 +204,7 @@ def weighted_context_precision(verdicts: Sequence[int | bool], k: int | None = N
         >>> round(weighted_context_precision([0, 1, 1], k=3, decay="linear"), 4)
         0.4545
     """
-    return float(wcp(_one(verdicts, n_relevant), k, decay, ideal)[0])
+    return float(wcp(_one(verdicts, n_relevant), k, decay, ideal, p=p, a=a)[0])
 
 
 def average_context_precision(verdicts: Sequence[int | bool], k: int | None = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,7 +31,8 @@ def sequential_mean(values: np.ndarray) -> float:
 
 def aggregate(values: np.ndarray, measure: str | Measure) -> float:
     """A measure's value over queries, as every command reports it: undefined (NaN) values left out, then
-    the mean (sum for count measures such as ``num_ret``) in the given order.
+    the mean (sum for count measures such as ``num_ret``; trec_eval's geometric mean for ``gm_map``) in the
+    given order.
 
     Example:
         >>> import numpy as np
@@ -45,6 +46,10 @@ def aggregate(values: np.ndarray, measure: str | Measure) -> float:
     col = col[~np.isnan(col)]
     if m.metric.aggregate == "sum":
         return float(np.add.accumulate(col)[-1]) if len(col) else 0.0
+    if m.metric.aggregate == "gmean":  # trec_eval's gm_map: exp(mean log(max(v, 1e-5)))
+        from rankwise.metrics.trec import gmean_trec
+
+        return gmean_trec(col)
     return sequential_mean(col)
 
 
@@ -110,6 +115,7 @@ class EvalResult:
         summary: queries evaluated / missing from run / ignored (absent from qrels), and per-metric
             counts of undefined queries where a metric can be undefined.
         run_name: name of the evaluated run.
+        texts: per-query texts of text measures (``relstring``): name -> one string per query.
     """
 
     measures: list[Measure]
@@ -117,6 +123,7 @@ class EvalResult:
     mean: dict[str, float]
     summary: dict
     run_name: str = "run"
+    texts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -127,6 +134,8 @@ class EvalResult:
         out = {"summary": self.summary, "mean": self.mean}
         if per_query:
             out["per_query"] = self.per_query.to_dict()
+            if self.texts:  # relstring: {name: {qid: text}}
+                out["texts"] = {n: dict(zip(self.per_query.query_ids, t, strict=True)) for n, t in self.texts.items()}
         return out
 
 
@@ -135,8 +144,11 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
     """Compute measures over an already joined :class:`RelevanceMatrix`."""
     parsed = parse_measures(measures)
     values = np.empty((len(matrix.query_ids), len(parsed)), dtype=np.float64)
+    texts: dict[str, list[str]] = {}
     for j, measure in enumerate(parsed):
-        values[:, j] = measure(matrix)
+        values[:, j] = column = measure(matrix)
+        if hasattr(column, "texts"):  # relstring: a text per query beside its number
+            texts[measure.name] = column.texts
     mean: dict[str, float] = {}
     undefined: dict[str, int] = {}
     for j, measure in enumerate(parsed):
@@ -147,15 +159,12 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
                 raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
             undefined[measure.name] = int(nan.sum())
             col = col[~nan]
-        if measure.metric.aggregate == "sum":
-            mean[measure.name] = float(np.add.accumulate(col)[-1]) if len(col) else 0.0
-        else:
-            mean[measure.name] = sequential_mean(col)
+        mean[measure.name] = aggregate(col, measure)
     summary = dict(summary or {"evaluated": len(matrix.query_ids)})
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(parsed, PerQuery(matrix.query_ids, [m.name for m in parsed], values), mean, summary,
-                      run_name)
+                      run_name, texts)
 
 
 def _examples(ids: list[str], n: int = 3) -> str:

@@ -1,7 +1,7 @@
 """Ranked-retrieval metrics as vector expressions over a :class:`RelevanceMatrix`.
 
 Each function takes the matrix and a cutoff ``k`` (None = the whole ranking) and returns one value per
-query. Definitions follow trec_eval (see SPEC §2).
+query. Definitions follow trec_eval (docs/metrics.md §2).
 """
 
 from __future__ import annotations
@@ -87,17 +87,18 @@ def r_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     return _safe_div(hits, m.n_relevant)
 
 
-def row_sum(x: np.ndarray) -> np.ndarray:
-    """Float row sums added left to right, as trec_eval adds: the zeros that pad short rows never change
-    a row's sum, so a query's value does not depend on the other queries' lengths (numpy's pairwise
-    ``sum(axis=1)`` groups differently at each width)."""
-    if x.shape[1] == 0:
-        return np.zeros(x.shape[0], dtype=np.float64)
-    return np.cumsum(x, axis=1)[:, -1]
+def _log2_ranks(n: int) -> np.ndarray:
+    """log2(i + 1) for ranks i = 1..n, from the C library (numpy's SIMD log2 may differ in the last bit)."""
+    from rankwise.metrics.trec import _log2_table
+
+    return _log2_table(n + 2)[2: n + 2]
 
 
-def _discounts(n: int) -> np.ndarray:
-    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """Left-to-right sums per row, as trec_eval adds (``np.sum`` adds pairwise)."""
+    from rankwise.metrics.trec import _rowsum
+
+    return _rowsum(x)
 
 
 def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndarray:
@@ -113,8 +114,8 @@ def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndar
         g, ig = np.exp2(g) - 1, np.exp2(ig) - 1
     elif gain != "raw":
         raise ValueError(f"gain must be 'raw' or 'exp', not {gain!r}")
-    dcg = row_sum(g * _discounts(n))
-    idcg = row_sum(ig * _discounts(ig.shape[1]))
+    dcg = _row_sums(g / _log2_ranks(n))
+    idcg = _row_sums(ig / _log2_ranks(ig.shape[1]))
     return _safe_div(dcg, idcg)
 
 
@@ -128,7 +129,7 @@ def bpref(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     denom = np.minimum(m.n_judged_nonrelevant[:, None], m.n_relevant[:, None]).astype(np.float64)
     penalty = _safe_div(np.minimum(nonrel_above, R), np.broadcast_to(denom, nonrel_above.shape))
     contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
-    return _safe_div(row_sum(np.where(rel, contrib, 0.0)), m.n_relevant)
+    return _safe_div(_row_sums(np.where(rel, contrib, 0.0)), m.n_relevant)
 
 
 def num_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:

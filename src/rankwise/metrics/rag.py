@@ -2,7 +2,7 @@
 
 Verdicts come from ids, ground-truth text (containment, span, fuzzy), human labels or an LLM judge
 (read from records written by ``rankwise judge``). Every verdict is kept per chunk in per-case records
-(SPEC §6); metrics are computed from those stored verdicts by the same engine as ``rankwise eval``.
+(docs/metrics.md §6); metrics are computed from those stored verdicts by the same engine as ``rankwise eval``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.checks import case_warnings
 from rankwise.data.records import CaseRecord, as_records, load_records, write_records
-from rankwise.errors import InputError
+from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
 from rankwise.metrics.registry import parse_measures
 from rankwise.relevance import SOURCES, TEXT_SOURCES, case_status, judge
@@ -33,6 +34,9 @@ R_BASIS_TEXT = {
 
 ACP_NOTE = ("acp divides by the relevant chunks retrieved, not by the passages that exist: one relevant "
             "chunk at rank 1 scores 1.0 however much was missed. Read it with recall / context_recall.")
+
+
+DEFAULT_KS = (1, 3, 5, 10)
 
 
 def default_rag_metrics(k: Sequence[int], relevance: str) -> list[str]:
@@ -108,7 +112,7 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
 
 
 def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = None,
-                 k: int | Iterable[int] = (1, 3, 5, 10), metrics: Iterable[str] | str | None = None,
+                 k: int | Iterable[int] | None = None, metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                  relevance_level: int = 1, unscorable: str = "zero", incomplete: str = "zero",
                  progress: bool = False) -> RagResult:
@@ -122,7 +126,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             other source name present in the records. Records that already hold this source's verdicts
             are scored as stored, never re-judged (pass the test set, or ``labels``, to judge anew).
         labels: human labels (CSV/JSONL path or rows) for ``human``; graded qrels for ``ids``.
-        k: cutoffs for the default metrics.
+        k: cutoffs for the default metrics (default 1, 3, 5, 10; a cutoff past every list is warned about
+            only when asked for).
         metrics: metric names (``wcp@5``, ``acp(ragas_compat=true)@5``, ``char_recall@5`` ...); default
             :func:`default_rag_metrics`.
         min_overlap: span mode: share of the passage (or of the chunk) a chunk must overlap.
@@ -144,6 +149,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
         if value not in ("zero", "skip"):
             raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
+    chosen = k is not None or bool(metrics)  # cutoffs the user asked for (warned about when past every list)
+    k = DEFAULT_KS if k is None else k
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
@@ -183,6 +190,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     summary = _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete,
                        matrix.r_basis, stored, min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                        relevance_level=relevance_level)
+    for message in case_warnings(records, [m.k for m in measures] if chosen else []):
+        warn(message, summary=summary)
     result = evaluate_matrix(matrix, measures, summary, run_name=f"eval-rag ({relevance})")
 
     for r in records:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics import context, ir
+from rankwise.metrics import context, ir, trec
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
@@ -37,6 +37,9 @@ class Param:
         default: the value when the name does not give one.
         description: one line, shown by ``rankwise metrics``.
         choices: the allowed values (empty: any value of ``kind``).
+        bounds: for numbers, the open interval the value must lie in.
+        applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when ``decay=rbp``):
+            refused otherwise, and always spelled out in the name when it applies.
 
     Example:
         >>> Param("decay", str, "log", "rank discount", ("log", "linear")).parse("linear")
@@ -48,6 +51,8 @@ class Param:
     default: Any
     description: str
     choices: tuple = ()
+    bounds: tuple[float, float] | None = None
+    applies_when: tuple[str, Any] | None = None
 
     def parse(self, raw: str) -> Any:
         """The value of ``raw`` (text from a metric name); ValueError naming the allowed values."""
@@ -70,10 +75,15 @@ class Param:
             value = text
         if self.choices and value not in self.choices:
             raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, not {text!r}")
+        if self.bounds is not None and not self.bounds[0] < value < self.bounds[1]:
+            raise ValueError(f"{self.name} must be between {self.bounds[0]:g} and {self.bounds[1]:g} "
+                             f"(exclusive), not {text!r}")
         return value
 
     def describe(self) -> str:
         allowed = "|".join(_show(c) for c in self.choices) if self.choices else self.kind.__name__
+        if self.bounds is not None:
+            allowed += f" in ({self.bounds[0]:g}, {self.bounds[1]:g})"
         return f"{self.name}={_show(self.default)} ({allowed}): {self.description}"
 
 
@@ -168,7 +178,10 @@ class Measure:
 
     def __call__(self, matrix: RelevanceMatrix) -> np.ndarray:
         self.check(matrix)
-        return self.metric.compute(matrix, self.k, **self.all_params)
+        try:
+            return self.metric.compute(matrix, self.k, **self.all_params)
+        except trec.MeasureParamError as exc:  # a malformed gain map, coefficient list ...: one line
+            raise InputError(f"{self.name}: {exc}", field="metric") from None
 
     def __str__(self) -> str:
         return self.name
@@ -189,19 +202,120 @@ def _cut(fmt_k: str, fmt_all: str | None = None):
     return name
 
 
-_DECAY = Param("decay", str, "log", "rank discount: log = 1/log2(i+1), linear = 1/i", ("log", "linear"))
+_DECAY = Param("decay", str, "log", "rank discount: log 1/log2(i+1), linear 1/i, rbp p^(i-1), power i^-a, "
+               "flat 1, curve = a measured position curve", context.DECAYS)
+_P = Param("p", float, 0.8, "decay=rbp: patience p, the weight of each next rank", bounds=(0.0, 1.0),
+           applies_when=("decay", "rbp"))
+_A = Param("a", float, 1.0, "decay=power: exponent a of i^-a", bounds=(0.0, 100.0),
+           applies_when=("decay", "power"))
+_CURVE = Param("curve", str, "", "decay=curve: path of a position-curve JSON file (rankwise position-curve)",
+               applies_when=("decay", "curve"))
 _IDEAL = Param("ideal", str, "k", "denominator: all K positions (k) or only min(K, R) (attainable)",
                ("k", "attainable"))
 _RAGAS = Param("ragas_compat", bool, False, "add Ragas' 1e-10 to the denominator (a perfect list scores "
                "0.9999999999)", (False, True))
 
 
-def _f1_wcp(m, k=None, decay="log", ideal="k"):
-    return context.harmonic_mean(context.wcp(m, k, decay, ideal), context.context_recall(m, k))
+def _f1_wcp(m, k=None, decay="log", ideal="k", p=0.8, a=1.0, curve=""):
+    return context.harmonic_mean(context.wcp(m, k, decay, ideal, p, a, curve), context.context_recall(m, k))
 
 
 def _f1_acp(m, k=None, ragas_compat=False):
     return context.harmonic_mean(context.acp(m, k, ragas_compat), context.context_recall(m, k))
+
+
+def _with(base: str, param: str, fmt: str = "{}"):
+    """trec_eval's printed name: ``base`` alone at the default, ``base_<value>`` otherwise."""
+    def name(k, **params):
+        value = params.get(param)
+        return base if value in (None, "") else f"{base}_{fmt.format(value)}"
+
+    return name
+
+
+def _rbp_name(base: str):
+    def name(k, p=None, gains=""):
+        spec = ",".join(x for x in ((f"p={p}" if p is not None else ""), gains) if x)
+        return base if not spec else f"{base}_{spec}"
+
+    return name
+
+
+_GAINS = Param("gains", str, "", "trec_eval gain map level=gain,... (default: gain = grade)")
+_P_RBP = Param("p", float, 0.9, "persistence: the chance of reading on to the next rank")
+_NERR = (Param("min_rel", int, 0, "grade of gain 0"), Param("max_rel", int, 4, "grade of gain 1"))
+
+
+def trec_metrics() -> list[Metric]:
+    """The rest of trec_eval 10.0's measures, plus ``judged`` and ``err`` (see docs/trec-measures.md)."""
+    return [
+        Metric("iprec_at_recall", trec.iprec_at_recall, "interpolated precision at a recall level: max P@i "
+               "over ranks at or past where recall reaches it", cutoff="none",
+               params=(Param("recall", float, 0.0, "recall level in [0, 1]"),), trec_param="recall",
+               trec_name=lambda k, recall=0.0: f"iprec_at_recall_{recall:3.2f}"),
+        Metric("11pt_avg", trec.eleven_pt_avg, "mean interpolated precision at recall 0, 0.1, ..., 1",
+               ("eleven_pt_avg",), cutoff="none",
+               params=(Param("points", str, "", "recall points, comma-separated (default the 11)"),),
+               trec_param="points", trec_name=_with("11pt_avg", "points")),
+        Metric("gm_map", trec.average_precision_seq, "geometric mean of AP over queries (floor 1e-5); per "
+               "query: AP", cutoff="none", aggregate="gmean", trec_name=_cut("gm_map", "gm_map")),
+        Metric("gm_bpref", trec.bpref_seq, "geometric mean of bpref over queries (floor 1e-5); per query: "
+               "bpref", cutoff="none", aggregate="gmean", trec_name=_cut("gm_bpref", "gm_bpref")),
+        Metric("inf_ap", trec.inf_ap, "inferred AP (Yilmaz & Aslam): AP estimated from a sampled pool",
+               ("infAP",), cutoff="none", trec_name=_cut("infAP", "infAP")),
+        Metric("Rprec_mult", trec.rprec_mult, "precision at rank mult * R (past the list: relevant "
+               "retrieved / that rank)", cutoff="none",
+               params=(Param("mult", float, 1.0, "multiple of R"),), trec_param="mult",
+               trec_name=lambda k, mult=1.0: f"Rprec_mult_{mult:3.2f}"),
+        Metric("set_map", trec.set_map, "relevant retrieved^2 / (retrieved * R)", cutoff="none",
+               trec_name=_cut("set_map", "set_map")),
+        Metric("set_relative_P", trec.set_relative_p, "relevant retrieved / min(retrieved, R)",
+               cutoff="none", trec_name=_cut("set_relative_P", "set_relative_P")),
+        Metric("relative_P", trec.relative_p, "relevant in the top k / min(k, R)",
+               trec_name=_cut("relative_P_{k}")),
+        Metric("utility", trec.utility, "a*relret + b*nonrelret + c*relmissed + d*nonrelmissed "
+               "(default 1,-1,0,0)", cutoff="none",
+               params=(Param("coefficients", str, "1,-1,0,0", "a,b,c,d"),
+                       Param("num_docs", int, 0, "documents in the collection (trec_eval -N)")),
+               trec_param="coefficients", trec_name=_with("utility", "coefficients")),
+        Metric("num_nonrel_judged_ret", trec.num_nonrel_judged_ret, "judged non-relevant items retrieved",
+               cutoff="none", aggregate="sum", trec_name=_cut("num_nonrel_judged_ret", "num_nonrel_judged_ret")),
+        Metric("ndcg_gains", trec.ndcg_gains, "nDCG over the whole ranking under a trec_eval gain map "
+               "(ndcg.1=1,2=3,3=7)", cutoff="none", params=(_GAINS,), trec_param="gains",
+               trec_name=_with("ndcg", "gains")),
+        Metric("ndcg_rel", trec.ndcg_rel, "nDCG averaged over the relevant documents", cutoff="none",
+               params=(_GAINS,), trec_param="gains", trec_name=_with("ndcg_rel", "gains")),
+        Metric("Rndcg", trec.rndcg, "nDCG averaged over the ends of the ideal ranking's grade levels",
+               cutoff="none", params=(_GAINS,), trec_param="gains", trec_name=_with("Rndcg", "gains")),
+        Metric("ndcg_p", trec.ndcg_p, "nDCG with discount 1 at rank 1, 1/log2(i) after", cutoff="none",
+               params=(_GAINS,), trec_param="gains", trec_name=_with("ndcg_p", "gains")),
+        Metric("dcg", trec.dcg, "discounted cumulative gain, sum gain_i / log2(i + 1)", cutoff="none",
+               params=(_GAINS,), trec_param="gains", trec_name=_with("dcg", "gains")),
+        Metric("ideal_dcg", trec.ideal_dcg, "DCG of the ideal ranking", cutoff="none", params=(_GAINS,),
+               trec_param="gains", trec_name=_with("ideal_dcg", "gains")),
+        Metric("G", trec.g_measure, "trec_eval's normalized gain G", ("g_measure",), cutoff="none",
+               params=(_GAINS,), trec_param="gains", trec_name=_with("G", "gains")),
+        Metric("binG", trec.bin_g, "mean over relevant items of 1 / log2(2 + non-relevant above it)",
+               cutoff="none", trec_name=_cut("binG", "binG")),
+        Metric("rbp", trec.rbp, "rank-biased precision (1 - p) sum gain_i p^(i-1)", cutoff="none",
+               params=(_P_RBP, _GAINS), trec_param="gains", trec_name=_rbp_name("rbp")),
+        Metric("rbp_resid", trec.rbp_resid, "RBP's residual: the most unjudged items could add",
+               cutoff="none", params=(_P_RBP, _GAINS), trec_param="gains", trec_name=_rbp_name("rbp_resid")),
+        Metric("unj", trec.unj, "unjudged items in the top k / k", ("unjudged",), trec_name=_cut("unj_{k}")),
+        Metric("judged", trec.judged, "share of the top k that has a judgement (ir_measures Judged@k)",
+               ("judged_at",)),
+        Metric("yaap", trec.yaap, "yet another AP: log((1 + S) / (1 + R - S)), S the sum of P@rel",
+               cutoff="none", trec_name=_cut("yaap", "yaap")),
+        Metric("relstring", trec.relstring, "the first N items' grades as text (- not in qrels, . unjudged)",
+               cutoff="none", params=(Param("length", int, 10, "items shown"),), trec_param="length",
+               trec_name=_with("relstring", "length")),
+        Metric("err", trec.err, "expected reciprocal rank, R = (2^grade - 1) / 2^max_grade",
+               params=(Param("max_grade", int, 4, "the top grade (gdeval.pl: 4)"),)),
+        Metric("nerr8", trec.nerr8, "not-but-nearly ERR, eq. 8 (C/W/L, truncated at k)", cutoff="required",
+               params=_NERR),
+        Metric("nerr9", trec.nerr9, "not-but-nearly ERR, eq. 9 (C/W/L, rank-discounted, truncated at k)",
+               cutoff="required", params=_NERR),
+    ]
 
 
 _DEFS: list[Metric] = [
@@ -232,14 +346,15 @@ _DEFS: list[Metric] = [
     Metric("set_F", ir.f1, "trec_eval's set_F (beta 1): harmonic mean of set_P and set_recall",
            cutoff="none", trec_name=_cut("set_F", "set_F")),
     Metric("wcp", context.wcp, "rank-weighted share of the top K that is relevant",
-           ("weighted_context_precision",), params=(_DECAY, _IDEAL)),
+           ("weighted_context_precision",), params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
     Metric("acp", context.acp, "mean precision@i over relevant ranks (Ragas context precision)",
            ("average_context_precision", "context_precision"), params=(_RAGAS,)),
     Metric("context_recall", context.context_recall, "share of ground-truth passages found in the top K",
            ("ctx_recall",)),
     Metric("char_recall", context.char_recall, "share of reference-passage characters covered by the top K "
            "chunks' spans", requires=("char_spans",)),
-    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K", params=(_DECAY, _IDEAL)),
+    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K",
+           params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
     Metric("f1_acp", _f1_acp, "harmonic mean of acp@K and context_recall@K", params=(_RAGAS,)),
     Metric("id_precision", context.id_precision, "distinct relevant ids retrieved / distinct ids retrieved "
            "(order-blind; undefined when nothing was retrieved)", ("set_precision",), cutoff="none",
@@ -254,6 +369,8 @@ _DEFS: list[Metric] = [
            trec_name=_cut("num_rel", "num_rel"), aggregate="sum"),
     Metric("num_rel_ret", ir.num_rel_ret, "relevant items retrieved", cutoff="none",
            trec_name=_cut("num_rel_ret", "num_rel_ret"), aggregate="sum"),
+    # --- the rest of trec_eval 10.0 (metrics/trec.py, docs/trec-measures.md) and ir_measures' Judged/ERR
+    *trec_metrics(),
 ]
 
 METRICS: dict[str, Metric] = {}
@@ -283,13 +400,13 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
 
 
 _BASES = {"precision": ("P",), "recall": ("recall",), "ndcg": ("ndcg_cut",), "map": ("map_cut",),
-          "hit_rate": ("success",)}
+          "hit_rate": ("success",), "ndcg_gains": ("ndcg=",)}
 for _m in _DEFS:
     register(_m, trec_bases=_BASES.get(_m.name, ()))
 
 _NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>[^)]*)\))?"
                       r"(?:(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
-_TREC_LIST_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*)\.(?P<values>[0-9.=,\s]+)$")
+_TREC_LIST_RE = re.compile(r"^(?P<base>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<values>[0-9A-Za-z.=,\s+-]+)$")
 
 
 def known_names() -> list[str]:
@@ -325,7 +442,7 @@ def split_metric_list(text: str) -> list[str]:
         if not p:
             continue
         # a bare value continues the previous trec_eval list: "P.5" "10" -> "P.5,10"
-        if out and re.fullmatch(r"[0-9.=]+", p) and _TREC_LIST_RE.match(out[-1]):
+        if out and re.fullmatch(r"[0-9.=+-]+", p) and _TREC_LIST_RE.match(out[-1]):
             out[-1] += "," + p
         else:
             out.append(p)
@@ -345,9 +462,20 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str) -> M
         raise InputError(f"metric {metric.name!r} needs a cutoff, e.g. {metric.name}@10", field="metric")
     if k is not None and k < 1:
         raise InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
-    defaults = metric.defaults
-    nondefault = tuple(sorted((k_, v) for k_, v in params.items() if defaults.get(k_) != v))
-    return Measure(metric, k, nondefault)
+    values = {**metric.defaults, **params}
+    shown = []
+    for p in metric.params:
+        if p.applies_when is not None:
+            other, wanted = p.applies_when
+            if values.get(other) != wanted:
+                if p.name in params:
+                    raise InputError(f"in {text!r}: {p.name} applies only with {other}={_show(wanted)}",
+                                     field="metric")
+                continue
+            shown.append((p.name, values[p.name]))
+        elif p.name in params and params[p.name] != p.default:
+            shown.append((p.name, params[p.name]))
+    return Measure(metric, k, tuple(shown))
 
 
 def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:
@@ -374,6 +502,8 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
     metric = _TREC_BASES.get(match["base"].lower()) or _LOOKUP.get(match["base"].lower())
     if metric is None:
         return None
+    if metric.trec_param is None and "=" in match["values"]:  # a gain map: ndcg.1=1,2=3
+        metric = _TREC_BASES.get(match["base"].lower() + "=", metric)
     values = [v.strip() for v in match["values"].split(",") if v.strip()]
     if metric.trec_param is not None:
         declared = metric.param(metric.trec_param)
@@ -411,12 +541,20 @@ def parse_measure(name: str | Measure) -> Measure:
     return found[0]
 
 
+_NICKNAMES = trec.NICKNAMES
+
+
 def _parse_one(text: str) -> list[Measure]:
+    if text in _NICKNAMES:  # trec_eval's measure sets: all_trec, official, set
+        return [m for part in _NICKNAMES[text] for m in _parse_one(part)]
     if text.lower() in _LOOKUP:
         return [_bind(_LOOKUP[text.lower()], None, {}, text)]
     trec = _parse_trec_list(text)
     if trec is not None:
         return trec
+    printed = re.fullmatch(r"(?P<base>[A-Za-z][A-Za-z0-9_]*?)_(?P<value>\d*\.?\d+)", text)
+    if printed and getattr(_LOOKUP.get(printed["base"].lower()), "trec_param", None):
+        return _parse_one(f"{printed['base']}.{printed['value']}")  # as printed: iprec_at_recall_0.10
     match = _NAME_RE.match(text)
     metric = _LOOKUP.get(match["base"].lower()) if match else None
     if metric is None or match is None:

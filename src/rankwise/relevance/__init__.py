@@ -1,4 +1,4 @@
-"""Where verdicts come from (SPEC §4): ids, ground-truth text, human labels, an LLM judge.
+"""Where verdicts come from (docs/metrics.md §4): ids, ground-truth text, human labels, an LLM judge.
 
 Every source fills per-chunk :class:`~rankwise.data.records.Verdict` objects into per-case records
 (``chunk.verdicts[source]``), the passages each chunk matched (``record.passages_found[source]``) and a
@@ -50,13 +50,9 @@ class GroundTruth:
 
 def with_progress(items: list, label: str, show: bool):
     """Iterate ``items``, with a transient rich progress bar on stderr when ``show`` and the list is long."""
-    if not show or len(items) < 200:
-        yield from items
-        return
-    from rich.console import Console
-    from rich.progress import track
+    from rankwise.progress import track
 
-    yield from track(items, description=label, console=Console(stderr=True), transient=True)
+    yield from track(items, label, quiet=not show, min_items=200)
 
 
 def case_status(record, source: str, *, unscorable: str | None = None) -> str:

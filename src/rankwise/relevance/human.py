@@ -1,4 +1,4 @@
-"""Verdicts from human labels (SPEC §4.3): a CSV/TSV or JSONL file, one label per (question, chunk).
+"""Verdicts from human labels (docs/metrics.md §4): a CSV/TSV or JSONL file, one label per (question, chunk).
 
 Columns / keys:
 
@@ -52,6 +52,19 @@ class Label:
     annotator: str | None = None
     line: int | None = None
     source: str | None = None
+
+
+def _label_reason(label: Label) -> str:
+    """The reason of a label that gives none: where the label is and what it says.
+
+    Example:
+        >>> _label_reason(Label("q1", 1, rank=2, type="answer", line=7, source="labels.csv"))
+        'labelled 1 (answer) at labels.csv:7'
+    """
+    what = f"labelled {label.verdict}" + (f" ({label.type})" if label.type else "")
+    if label.source:
+        return what + f" at {label.source}" + (f":{label.line}" if label.line is not None else "")
+    return what + (f" on line {label.line}" if label.line is not None else "")
 
 
 def _verdict_value(raw: Any, *, source, line) -> int:
@@ -221,6 +234,6 @@ def apply_labels(records: list[CaseRecord], labels: Any, source: str = "human") 
                 missing += 1
             else:
                 meta = {"annotator": lab.annotator} if lab.annotator else {}
-                c.verdicts[source] = Verdict(lab.verdict, grade=lab.grade, type=lab.type, reason=lab.reason,
-                                             meta=meta)
+                c.verdicts[source] = Verdict(lab.verdict, grade=lab.grade, type=lab.type,
+                                             reason=lab.reason or _label_reason(lab), meta=meta)
     return {"labels": len(labels), "missing": missing}

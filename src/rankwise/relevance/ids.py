@@ -1,4 +1,4 @@
-"""Verdicts from ids (SPEC §4.1): retrieved ids looked up in the reference ids or in graded qrels.
+"""Verdicts from ids (docs/metrics.md §4): retrieved ids looked up in the reference ids or in graded qrels.
 
 A chunk's key is its ``id`` (or its ``doc_id`` when it has no id; ``id_field="doc_id"`` always uses the
 document). With qrels, the grade decides (relevant iff grade >= relevance_level) and feeds nDCG; without,
@@ -45,6 +45,20 @@ def gold_grades(record: CaseRecord, qrels: Mapping[str, Mapping[str, int]] | Non
     return grades
 
 
+def _id_reason(key: str, listed: bool, grade: int, relevance_level: int) -> str:
+    """Why a chunk got its ids verdict.
+
+    Example:
+        >>> _id_reason("d3", True, 2, 1), _id_reason("d9", False, 0, 1)
+        ('id d3 in the reference ids (grade 2)', 'id d9 not in the reference ids')
+    """
+    if not listed:
+        return f"id {key} not in the reference ids"
+    if grade < relevance_level:
+        return f"id {key} in the reference ids with grade {grade}, below the relevance level {relevance_level}"
+    return f"id {key} in the reference ids (grade {grade})"
+
+
 def judge_ids(records: list[CaseRecord], *, qrels: Any = None, id_field: str | None = None,
               relevance_level: int = 1) -> dict[str, GroundTruth]:
     """Judge every chunk by id; fills ``verdicts["ids"]`` and ``passages_found["ids"]`` in place.
@@ -80,7 +94,8 @@ def judge_ids(records: list[CaseRecord], *, qrels: Any = None, id_field: str | N
                 continue
             grade = grades.get(key, 0)
             rel = grade >= relevance_level
-            c.verdicts["ids"] = Verdict(1 if rel else 0, grade=grade, meta={"key": key})
+            c.verdicts["ids"] = Verdict(1 if rel else 0, grade=grade, meta={"key": key},
+                                        reason=_id_reason(key, key in grades, grade, relevance_level))
             found.append([order[key]] if rel else [])
         rec.passages_found["ids"] = found
         relevant = [g for g in grades.values() if g >= relevance_level]

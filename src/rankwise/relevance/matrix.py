@@ -47,6 +47,9 @@ class RelevanceMatrix:
             (the id-set metrics count distinct ids); None when every item is distinct.
         char_found: optional (queries, depth) reference characters first covered at each rank (span
             ground truth), with ``char_total`` the reference characters per query.
+        pooled: optional (queries, depth) True where the item is in the qrels with any grade, negative
+            ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its unjudged-in-pool); for
+            records, where the chunk has a verdict (not failed or missing). None: the judged items.
     """
 
     query_ids: list[str]
@@ -63,6 +66,7 @@ class RelevanceMatrix:
     distinct: np.ndarray | None = None
     char_found: np.ndarray | None = None
     char_total: np.ndarray | None = None
+    pooled: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -203,8 +207,10 @@ class RelevanceMatrix:
         spans = source == "span"
         char_found = np.zeros((n, depth), dtype=np.float64) if spans else None
         char_total = np.zeros(n, dtype=np.float64) if spans else None
+        pooled = np.zeros((n, depth), dtype=bool)  # the chunk has a verdict (judged@k's "has a judgement")
         for i, r in enumerate(records):
             g = [verdict_grade(c.verdicts.get(source), source) for c in r.chunks]
+            pooled[i, : len(g)] = [c.verdicts.get(source) is not None and c.verdicts[source].ok for c in r.chunks]
             grades[i, : len(g)] = g
             judged[i, : len(g)] = True
             truth = record_truth(r, source, relevance_level=relevance_level)
@@ -234,7 +240,7 @@ class RelevanceMatrix:
         basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
         return cls([r.id for r in records], grades, judged, lengths, n_rel, (judged & ~rel).sum(axis=1),
                    _pad(ideal_rows), relevance_level, found, lengths > 0, basis, distinct, char_found,
-                   char_total)
+                   char_total, pooled)
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -376,6 +382,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     width = int(lengths.max()) if n_eval else 0
     grades = np.zeros((n_eval, width), dtype=np.int64)
     judged = np.zeros((n_eval, width), dtype=bool)
+    pooled = np.zeros((n_eval, width), dtype=bool)
 
     # --- the judged run rows: (query, doc) found in the qrels
     if len(run) and len(qrels) and width:
@@ -385,6 +392,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
         g = qrels.grades[qrels_rows[keep]]
         grades[target[keep], col[keep]] = np.where(g >= 0, g, 0)
         judged[target[keep], col[keep]] = g >= 0
+        pooled[target[keep], col[keep]] = True
 
     # --- per-query qrels statistics
     qq = qrels.query_codes()
@@ -396,7 +404,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 
     matrix = RelevanceMatrix(
         [qrels.queries[i] for i in eval_q.tolist()], grades, judged, lengths, n_rel.astype(np.int64),
-        n_nonrel.astype(np.int64), ideal, relevance_level, None, in_run[eval_q],
+        n_nonrel.astype(np.int64), ideal, relevance_level, None, in_run[eval_q], pooled=pooled,
     )
     summary = {
         "queries_in_qrels": qrels.n_queries,

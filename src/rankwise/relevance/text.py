@@ -1,4 +1,4 @@
-"""Verdicts from ground-truth text (SPEC §4.2): containment, span overlap, fuzzy matching.
+"""Verdicts from ground-truth text (docs/metrics.md §4): containment, span overlap, fuzzy matching.
 
 Precision counts matching *chunks*; recall counts reference *passages* matched by at least one chunk in
 the top K. Each chunk's verdict records which passages it matched (``passages_found``) and why.
@@ -132,6 +132,58 @@ def char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k
     return covered / total if total else 0.0
 
 
+def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list[int], norm: dict[int, str],
+            passages: Sequence[ReferencePassage], meta: dict, min_overlap: float) -> str:
+    """Why a chunk got its text verdict, naming reference passages 1-based (as a user counts them).
+
+    Example:
+        >>> _reason("containment", "a b c d", Chunk("a b c d"), [0], [0], {0: "b c"}, [], {}, 0.5)
+        'contains reference passage 1 (chars 2\u20135 of the normalised chunk)'
+    """
+    if not usable:
+        return "no reference passage to compare with"
+    if mode == "containment":
+        if not matched:
+            return f"contains none of the {len(usable)} reference passages and lies inside none"
+        parts = []
+        for i in matched:
+            at = text.find(norm[i])
+            if at >= 0:
+                parts.append(f"contains reference passage {i + 1} (chars {at}\u2013{at + len(norm[i])} of the "
+                             f"normalised chunk)")
+            else:
+                at = norm[i].find(text)
+                parts.append(f"lies inside reference passage {i + 1} (chars {at}\u2013{at + len(text)} of the "
+                             f"normalised passage)")
+        return "; ".join(parts)
+    if mode == "span":
+        chunk_len = max(chunk.span[2] - chunk.span[1], 0)
+        rows = []
+        for i in usable:
+            span = passages[i].span
+            shared = span_overlap(chunk.span, span)
+            plen = max(span[2] - span[1], 0)
+            rows.append((i, shared, shared / plen if plen else 0.0, shared / chunk_len if chunk_len else 0.0))
+        shown = [r for r in rows if r[0] in matched] or [max(rows, key=lambda r: (r[1], -r[0]))]
+        if not matched and shown[0][1] == 0:
+            return f"no overlap with any of the {len(usable)} reference passage spans"
+        text_rows = [f"overlaps reference passage {i + 1} by {n} chars ({p:.0%} of the passage, {c:.0%} of the "
+                     f"chunk)" for i, n, p, c in shown]
+        verdict = (f"at least {min_overlap:.0%} of one of them" if matched
+                   else f"under {min_overlap:.0%} of both")
+        return "; ".join(text_rows) + f": {verdict}"
+    sims = meta.get("similarity") or {}
+    threshold = meta.get("threshold")
+    pairs = [(int(i), float(v)) for i, v in sims.items()] if isinstance(sims, dict) else []
+    if not pairs:
+        return "matched" if matched else "not matched"
+    if matched:
+        best = max(((i, v) for i, v in pairs if i in matched), key=lambda p: p[1])
+        return f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold}"
+    best = max(pairs, key=lambda p: p[1])
+    return f"best similarity {best[1]:.2f} (reference passage {best[0] + 1}) < threshold {threshold}"
+
+
 def _usable(passages: Sequence[ReferencePassage], mode: str) -> list[int]:
     if mode == "span":
         return [i for i, p in enumerate(passages) if p.span is not None]
@@ -194,7 +246,9 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
                                                strict=True)), "threshold": threshold}
             elif mode == "span":
                 meta = {"min_overlap": min_overlap}
-            c.verdicts[mode] = Verdict(1 if matched else 0, meta=meta)
+            c.verdicts[mode] = Verdict(1 if matched else 0, meta=meta,
+                                       reason=_reason(mode, text, chunk, matched, usable, norm, passages, meta,
+                                                      min_overlap))
             found.append(matched)
         rec.passages_found[mode] = found
         why = None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -11,66 +9,11 @@ from rich.table import Table
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.gate import GateResult
 from rankwise.analysis.ksweep import KSweep
+from rankwise.report.console import make_console
+from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p, p_phrase, signed
 
 __all__ = ["comparison_table", "comparison_caption", "ksweep_table", "print_comparison", "print_ksweep",
            "print_gate", "emit_comparison", "fmt_p", "TEST_LABELS"]
-
-TEST_LABELS = {"randomization": "randomization test", "t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}
-CORRECTION_LABELS = {"holm": "Holm-Bonferroni", "bonferroni": "Bonferroni", "none": "no"}
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value for people: 4 decimals, ``<0.0001`` below that, ``-`` when undefined.
-
-    Example:
-        >>> fmt_p(0.01234), fmt_p(1e-7), fmt_p(float("nan"))
-        ('0.0123', '<0.0001', '-')
-    """
-    if p is None or math.isnan(p):
-        return "-"
-    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
-
-
-def _p_phrase(p: float | None) -> str:
-    text = fmt_p(p)
-    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
-
-
-def _signed(x: float | None, digits: int = 4) -> str:
-    return "-" if x is None or math.isnan(x) else f"{x:+.{digits}f}"
-
-
-def comparison_caption(result: ComparisonResult) -> str:
-    """What was tested, how, and over how many queries: one paragraph."""
-    s = result.settings
-    test = TEST_LABELS[result.test]
-    if result.test == "randomization":
-        test += f" ({s['permutations']:,} sign flips, seed {s['seed']})"
-    extra = [TEST_LABELS[t] for t in s["tests"][1:]]
-    unit = "cases" if result.summary.get("source") else "queries"
-    parts = [f"{result.summary.get('queries', len(result.query_ids))} paired {unit}; baseline "
-             f"{result.baseline}; p = two-sided {test}"]
-    if extra:
-        parts.append("also " + ", ".join(extra))
-    parts.append(f"{CORRECTION_LABELS[s['correction']]} correction over {s['comparisons']} comparisons")
-    parts.append(f"* = significant at alpha {s['alpha']} after correction")
-    parts.append(f"CI = {s['confidence']:.0%} bootstrap interval of the mean difference ({s['resamples']:,} "
-                 "resamples)")
-    parts.append(f"d = Cohen's d of the paired differences; W/T/L = {unit} better/equal/worse than baseline")
-    left = result.summary.get("left_out_not_in_every_run") or result.summary.get("left_out_not_in_every_set")
-    if left:
-        parts.append("left out (not in every system): "
-                     + ", ".join(f"{k} {v}" for k, v in left.items() if v))
-    for system, per_metric in (result.summary.get("undefined") or {}).items():
-        parts.append(f"{system}: undefined values left out of " +
-                     ", ".join(f"{m} ({n})" for m, n in per_metric.items()))
-    return "; ".join(parts)
-
-
-def _default_console() -> Console:
-    """A rich console; when stdout is not a terminal, wide enough that tables never wrap."""
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
 
 
 def comparison_table(result: ComparisonResult, *, digits: int = 4) -> Table:
@@ -96,8 +39,8 @@ def comparison_table(result: ComparisonResult, *, digits: int = 4) -> Table:
             c = result.comparison(system, metric)
             style = ("green" if c.delta > 0 else "red") if c.significant else None
             last = system == result.candidates[-1] and m_i < len(result.metrics) - 1
-            table.add_row("", escape(system), mean, _signed(c.delta, digits),
-                          escape(f"[{_signed(c.ci_low, digits)}, {_signed(c.ci_high, digits)}]"),
+            table.add_row("", escape(system), mean, signed(c.delta, digits),
+                          escape(f"[{signed(c.ci_low, digits)}, {signed(c.ci_high, digits)}]"),
                           *[fmt_p(c.p_values[t]) for t in tests], fmt_p(c.p_adjusted),
                           "*" if c.significant else "",
                           "-" if c.effect_size is None else f"{c.effect_size:+.2f}",
@@ -122,7 +65,7 @@ def ksweep_table(sweep: KSweep, *, digits: int = 4) -> Table:
 
 
 def print_comparison(result: ComparisonResult, console: Console | None = None) -> None:
-    console = console or _default_console()
+    console = console or make_console()
     console.print(comparison_table(result))
     if result.summary.get("r_basis"):
         console.print(f"R (recall, nDCG's ideal) from {result.summary['r_basis']} "
@@ -133,7 +76,7 @@ def print_comparison(result: ComparisonResult, console: Console | None = None) -
 
 
 def print_ksweep(sweep: KSweep, console: Console | None = None) -> None:
-    console = console or _default_console()
+    console = console or make_console()
     console.print(ksweep_table(sweep))
     if len(sweep.systems) > 1:
         base = sweep.systems[0]
@@ -145,7 +88,7 @@ def print_ksweep(sweep: KSweep, console: Console | None = None) -> None:
 
 def print_gate(result: GateResult, console: Console | None = None) -> None:
     """The verdict per metric, then the queries that dropped most."""
-    console = console or _default_console()
+    console = console or make_console()
     s = result.summary
     console.print(f"rankwise gate: {s.get('queries')} paired queries; fail when a mean drops by more than "
                   f"{result.max_drop} and the drop is significant (two-sided "
@@ -158,18 +101,18 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
     for c in result.checks:
         if c.below_floor:
             verdict = "[bold red]FAIL[/bold red]"
-            why = f"{c.candidate_mean:.4f} is below the floor {c.floor} ({_p_phrase(c.p_value)})"
+            why = f"{c.candidate_mean:.4f} is below the floor {c.floor} ({p_phrase(c.p_value)})"
         elif c.failed:
             verdict = "[bold red]FAIL[/bold red]"
-            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and {_p_phrase(c.p_value)} < alpha {result.alpha}"
+            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and {p_phrase(c.p_value)} < alpha {result.alpha}"
         elif c.over_budget:
             verdict = "[yellow]pass[/yellow]"
             why = (f"drop {-c.delta:.4f} > budget {result.max_drop} but not significant "
-                   f"({_p_phrase(c.p_value)})")
+                   f"({p_phrase(c.p_value)})")
         else:
             verdict = "[green]pass[/green]"
             why = (f"change {c.delta:+.4f} within budget {result.max_drop}" if c.delta < 0
-                   else f"change {c.delta:+.4f}") + f" ({_p_phrase(c.p_value)})"
+                   else f"change {c.delta:+.4f}") + f" ({p_phrase(c.p_value)})"
         console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}")
     for c in result.checks:
         if not c.worst:
@@ -212,7 +155,7 @@ def emit_comparison(result: ComparisonResult, *, fmt: str = "table", sweeps: lis
         for s in sweeps:
             click.echo(ksweep_markdown(s))
     else:
-        console = console or _default_console()
+        console = console or make_console()
         print_comparison(result, console)
         for s in sweeps:
             print_ksweep(s, console)

@@ -1,13 +1,71 @@
-"""Terminal tables with rich."""
+"""Terminal tables with rich, and the one console every table printer uses.
+
+A table is never cut short: piped output (not a terminal) is printed at full width, and on a terminal a cell
+too wide for the screen folds onto the next line instead of ending in "…". ``set_width`` (the CLI's
+``--width``) fixes the width of everything printed.
+"""
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from rankwise.metrics.evaluate import EvalResult
 
-__all__ = ["eval_table", "summary_line", "print_eval"]
+__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width"]
+
+#: the width used when stdout is not a terminal and no width is set: wide enough for any table
+PIPE_WIDTH = 100_000
+_width: int | None = None
+
+
+def set_width(width: int | None) -> None:
+    """Print every later table at ``width`` columns (None: the terminal's width; unlimited when piped).
+
+    Example:
+        >>> set_width(120); make_console().width
+        120
+        >>> set_width(None)
+    """
+    global _width
+    if width is not None and width < 20:
+        from rankwise.errors import InputError
+
+        raise InputError(f"width must be at least 20 columns, got {width}", field="width")
+    _width = width
+
+
+class _WholeConsole(Console):
+    """A console whose tables fold long cells instead of cutting them with an ellipsis."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's name
+        for obj in objects:
+            if isinstance(obj, Table):
+                for column in obj.columns:
+                    column.overflow = "fold"
+        super().print(*objects, **kwargs)
+
+
+def make_console(*, width: int | None = None, stderr: bool = False) -> Console:
+    """The console of every table printer: ``width`` (else :func:`set_width`'s, else $RANKWISE_WIDTH), the
+    terminal's width on a terminal, and :data:`PIPE_WIDTH` when output is piped or redirected.
+
+    Example:
+        >>> import io
+        >>> make_console(width=40).width
+        40
+    """
+    env = os.environ.get("RANKWISE_WIDTH", "").strip()
+    width = width or _width or (int(env) if env.isdigit() and int(env) >= 20 else None)
+    if width:
+        return _WholeConsole(width=width, stderr=stderr)
+    console = _WholeConsole(stderr=stderr)
+    if console.is_terminal or console.is_jupyter:
+        return console
+    return _WholeConsole(width=PIPE_WIDTH, stderr=stderr)
 
 
 def summary_line(summary: dict) -> str:
@@ -48,6 +106,6 @@ def _fmt(result: EvalResult, name: str, digits: int) -> str:
 
 
 def print_eval(result: EvalResult, *, per_query: bool = False, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     console.print(eval_table(result, per_query=per_query))
     console.print(summary_line(result.summary), style="dim")

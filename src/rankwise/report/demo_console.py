@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from rankwise.report.console import make_console
+
 __all__ = ["demo_table", "print_demo"]
 
 
@@ -37,7 +39,7 @@ def demo_table(result) -> Table:
 
 def print_demo(result, console: Console | None = None) -> None:
     """Print the table, the verdict on the best system with its paired tests, and where files went."""
-    console = console or Console()
+    console = console or make_console()
     console.print(demo_table(result))
     console.print("★ best system on that row.  † acp divides by relevant chunks retrieved, not by all relevant "
                   "passages: read it beside recall. Recall counts ground-truth passages, so it equals "

@@ -29,8 +29,9 @@ import numpy as np
 
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
+from rankwise.analysis.report_inputs import ReportInputs, report_inputs
 from rankwise.errors import InputError
-from rankwise.report.compare_console import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p
+from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p
 from rankwise.report.svg import box_plot, color_of, delta_bars, line_chart
 
 __all__ = ["render_html_report", "write_html_report"]
@@ -166,27 +167,10 @@ def _distribution_section(cmp: ComparisonResult, colors: Mapping[str, str]) -> s
 
 
 # ----------------------------------------------------------------------------------------------- probe
-def _probe_section(records: Mapping[str, Sequence[Any]], sources: Sequence[str],
-                   metrics: Sequence[str] | None = None) -> str:
-    try:
-        from rankwise.analysis.probe import probe_records
-        from rankwise.data.records import CaseRecord, record_from_dict
-    except ImportError:  # pragma: no cover - ships with rankwise
-        return ""
+def _probe_section(probes: Mapping[str, Any]) -> str:
     blocks = []
-    for system, recs in records.items():
-        parsed = [r if isinstance(r, CaseRecord) else record_from_dict(r) for r in recs]
-        present = {x for r in parsed for x in r.sources()}
-        use = [s for s in sources if s in present]
-        if not use or not any(r.chunks for r in parsed):
-            continue
-        try:
-            from rankwise.metrics.registry import parse_measures
-
-            probe_metrics = [m.name for m in parse_measures(metrics or []) if not m.metric.requires]
-            probe = probe_records(parsed, use, probe_metrics or None)
-        except InputError:
-            continue
+    for system, probe in probes.items():
+        use = list(probe.sources)
         head = "<tr><th>metric</th>"
         keys: list[tuple[str, str]] = []
         for s in use:
@@ -212,25 +196,28 @@ def _probe_section(records: Mapping[str, Sequence[Any]], sources: Sequence[str],
 
 
 # ------------------------------------------------------------------------------------------ drill-down
-def _verdict_badges(chunk: Any) -> tuple[str, str]:
-    """(badges html, css class of the first source's verdict)."""
-    out, klass = [], ""
-    for source, v in (_get(chunk, "verdicts") or {}).items():
+_STRIPE = {"v1": "rel", "v0": "nonrel", "vfailed": "failed"}
+
+
+def _verdict_badges(chunk: Any, source: str | None) -> tuple[str, str, dict[str, str]]:
+    """(badges html, css class of ``source``'s verdict, source -> css class of every verdict)."""
+    out, stripes = [], {}
+    for name, v in (_get(chunk, "verdicts") or {}).items():
         status = _get(v, "status", "ok")
         value = _get(v, "verdict")
         if status != "ok" or value is None:
-            label, cls = f"{source}: {status}", "vfailed"
+            label, cls = f"{name}: {status}", "vfailed"
         else:
-            label, cls = f"{source}: {value}", f"v{1 if value else 0}"
+            label, cls = f"{name}: {value}", f"v{1 if value else 0}"
         extra = [x for x in (_get(v, "type"), ) if x]
         if extra:
             label += f" ({', '.join(extra)})"
         reason = _get(v, "reason") or _get(v, "error")
-        out.append(f'<span class="badge {cls}" data-source="{escape(source)}">{escape(label)}</span>'
+        out.append(f'<span class="badge {cls}" data-source="{escape(name)}">{escape(label)}</span>'
                    + (f'<span class="reason">{escape(reason)}</span> ' if reason else ""))
-        if not klass:
-            klass = {"v1": "rel", "v0": "nonrel", "vfailed": "failed"}[cls]
-    return "".join(out), klass
+        stripes[name] = _STRIPE[cls]
+    # a chunk without a verdict from the selected source is unjudged by it: no colour
+    return "".join(out), stripes.get(source, "") if source else "", stripes
 
 
 def _clip(text: str | None, limit: int) -> str:
@@ -239,18 +226,19 @@ def _clip(text: str | None, limit: int) -> str:
     return escape(text if len(text) <= limit else text[:limit] + f" \u2026 [{len(text) - limit} more characters]")
 
 
-def _records_block(rec: Any, max_chunks: int, max_text: int) -> str:
+def _records_block(rec: Any, max_chunks: int, max_text: int, source: str | None) -> str:
     items = []
     chunks = list(_get(rec, "chunks") or [])
     for chunk in chunks[:max_chunks]:
-        badges, klass = _verdict_badges(chunk)
+        badges, klass, stripes = _verdict_badges(chunk, source)
         meta = [f"#{_get(chunk, 'rank')}"]
         for key in ("id", "doc_id"):
             if _get(chunk, key) is not None:
                 meta.append(f"{key} {escape(str(_get(chunk, key)))}")
         if _get(chunk, "score") is not None:
             meta.append(f"score {_get(chunk, 'score'):.4g}")
-        items.append(f'<li class="{klass}"><div class="chunk-head">{_DOT.join(meta)} {badges}</div>'
+        items.append(f'<li class="{klass}" data-verdicts="{escape(json.dumps(stripes))}">'
+                     f'<div class="chunk-head">{_DOT.join(meta)} {badges}</div>'
                      f'<div class="chunk-text">{_clip(_get(chunk, "text"), max_text)}</div></li>')
     more = f"<p class=note>{len(chunks) - max_chunks} more chunks not shown</p>" if len(chunks) > max_chunks else ""
     response = _get(rec, "response")
@@ -300,16 +288,17 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
     return f'<ol class="chunks">{"".join(items)}</ol>{more}'
 
 
-def _queries_section(cmp: ComparisonResult, *, records: Mapping[str, Sequence[Any]] | None,
-                     runs: Mapping[str, Any] | None, qrels: Any, queries: Mapping[str, str] | None,
-                     documents: Mapping[str, str] | None, max_chunks: int, max_text: int,
+def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks: int, max_text: int,
                      max_queries: int | None, needed: set[str]) -> str:
+    records, runs, qrels = inputs.records, inputs.runs, inputs.qrels
+    queries, documents = inputs.queries, inputs.documents
     by_id: dict[str, dict[str, Any]] = {}
     for system, recs in (records or {}).items():
         by_id[system] = {str(_get(r, "id")): r for r in recs}
     primary = cmp.metrics[0]
     first = cmp.candidates[0]
-    order = np.argsort(-np.abs(np.nan_to_num(cmp.deltas(first, primary))), kind="stable")
+    size = {m: np.abs(np.nan_to_num(cmp.deltas(first, m))) for m in cmp.metrics}
+    order = np.argsort(-size[primary], kind="stable")
     if max_queries is not None:
         order = order[:max_queries]
     items = []
@@ -350,7 +339,7 @@ def _queries_section(cmp: ComparisonResult, *, records: Mapping[str, Sequence[An
                 if rec is None:
                     continue
                 cols.append(f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}</h4>'
-                            f"{_records_block(rec, max_chunks, max_text)}</div>")
+                            f"{_records_block(rec, max_chunks, max_text, inputs.verdict_source)}</div>")
             body.append(f'<div class="systems">{"".join(cols)}</div>')
         elif runs:
             judgements = qrels.judgements(qid) if qrels is not None else {}
@@ -359,19 +348,22 @@ def _queries_section(cmp: ComparisonResult, *, records: Mapping[str, Sequence[An
                     for s, run in runs.items()]
             body.append(f'<div class="systems">{"".join(cols)}</div>')
         search = f"{qid} {question or ''}".lower()
-        items.append(f'<details class="query" data-qid="{escape(qid)}" data-search="{escape(search)}">'
+        sort_keys = json.dumps({m: float(size[m][qi]) for m in cmp.metrics})
+        items.append(f'<details class="query" data-qid="{escape(qid)}" data-search="{escape(search)}" '
+                     f'data-index="{qi}" data-size="{escape(sort_keys)}">'
                      f'<summary><span class="qid">{escape(qid)}</span><span class="question">'
                      f'{escape(question or "")}</span>{"".join(vals)}</summary>'
                      f'<div class="body">{"".join(body)}</div></details>')
     shown = len(items)
-    note = (f"{shown} of {len(cmp.query_ids)} queries, largest |{first} \u2212 {cmp.baseline}| on {primary} first"
-            if shown < len(cmp.query_ids) else
-            f"{shown} queries, largest |{first} \u2212 {cmp.baseline}| on {primary} first")
+    note = (f"{shown} of {len(cmp.query_ids)} queries" if shown < len(cmp.query_ids) else f"{shown} queries")
+    note = (f'{escape(note)}, largest |{escape(first)} \u2212 {escape(cmp.baseline)}| on '
+            f'<span id="order-metric">{escape(primary)}</span> first')
     return (f'<section class="card" id="queries"><h2>Per-question drill-down</h2>'
             f'<div class="controls"><input id="query-filter" type="search" placeholder="filter by id or text">'
-            f'<span id="query-count" class="note">{escape(note)}</span>'
+            f'<span id="query-count" class="note">{note}</span>'
             f'<button id="expand-all" type="button">expand all</button>'
-            f'<button id="collapse-all" type="button">collapse all</button></div>{"".join(items)}</section>')
+            f'<button id="collapse-all" type="button">collapse all</button></div>'
+            f'<div id="query-list">{"".join(items)}</div></section>')
 
 
 # -------------------------------------------------------------------------------------------- assemble
@@ -385,6 +377,9 @@ def render_html_report(
     qrels: Any = None,
     queries: Mapping[str, str] | None = None,
     documents: Mapping[str, str] | None = None,
+    corpus: str | PathLike | None = None,
+    verdict_source: str | None = None,
+    inputs: ReportInputs | None = None,
     title: str = "rankwise comparison",
     notes: Sequence[str] = (),
     max_chunks: int = 10,
@@ -392,18 +387,14 @@ def render_html_report(
     max_queries: int | None = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_html_report`)."""
+    if inputs is None:
+        inputs = report_inputs(comparison, records=records, probe_sources=probe_sources,
+                               verdict_source=verdict_source, runs=runs, qrels=qrels, queries=queries,
+                               documents=documents, corpus=corpus)
     colors = {s: color_of(i) for i, s in enumerate(comparison.systems)}
     for sw in sweeps:
         for s in sw.systems:
             colors.setdefault(s, color_of(len(colors)))
-    if runs is not None:
-        from rankwise.data.load import load_run
-
-        runs = {name: load_run(r, name=name) for name, r in runs.items()}
-    if qrels is not None:
-        from rankwise.data.load import load_qrels
-
-        qrels = load_qrels(qrels)
     s = comparison.settings
     test = TEST_LABELS[comparison.test]
     if comparison.test == "randomization":
@@ -419,20 +410,17 @@ def render_html_report(
         if comparison.summary.get("r_basis"):
             meta += f" \u00b7 R from {escape(str(comparison.summary['r_basis']))}"
     needed: set[str] = set()
-    probe = ""
-    if records:
-        probe = _probe_section(records, list(probe_sources or ([source] if source else [])), comparison.metrics)
+    probe = _probe_section(inputs.probes) if inputs.probes else ""
     sections = [
         _summary_section(comparison),
         _sweep_section(sweeps, colors),
         _delta_section(comparison),
         _distribution_section(comparison, colors),
         probe,
-        _queries_section(comparison, records=records, runs=runs, qrels=qrels, queries=queries,
-                         documents=documents, max_chunks=max_chunks, max_text=max_text, max_queries=max_queries,
+        _queries_section(comparison, inputs, max_chunks=max_chunks, max_text=max_text, max_queries=max_queries,
                          needed=needed),
     ]
-    store = {d: documents[d][:max_text * 2] for d in sorted(needed)} if documents else {}
+    store = {d: inputs.documents[d][:max_text * 2] for d in sorted(needed)} if inputs.documents else {}
     doc_json = json.dumps(store, ensure_ascii=False).replace("</", "<\\/")
     nav = [("summary", "Summary")]
     if sweeps:
@@ -442,6 +430,11 @@ def render_html_report(
         nav.append(("probe", "Rank vs verdict"))
     nav.append(("queries", "Drill-down"))
     options = "".join(f'<option value="{escape(m)}">{escape(m)}</option>' for m in comparison.metrics)
+    pickers = f'<label>metric <select id="metric-select">{options}</select></label>'
+    if inputs.sources:
+        choices = "".join(f'<option value="{escape(x)}"{" selected" if x == inputs.verdict_source else ""}>'
+                          f"{escape(x)}</option>" for x in inputs.sources)
+        pickers += f'<label>verdicts <select id="source-select">{choices}</select></label>'
     notes_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -449,7 +442,7 @@ def render_html_report(
         f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f'<header><h1>{escape(title)}</h1><div class="meta">{meta}</div>{notes_html}</header>'
         "<nav>" + "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)
-        + f'<label>metric <select id="metric-select">{options}</select></label></nav>'
+        + f'<span class="pickers">{pickers}</span></nav>'
         f'<main>{"".join(x for x in sections if x)}</main>'
         f'<script type="application/json" id="doc-texts">{doc_json}</script>'
         f"<script>{_asset('report.js')}</script></body></html>\n"
@@ -467,8 +460,12 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
             with chunk text, verdicts and reasons, and the rank-vs-verdict probe), ``probe_sources``
             (one or two verdict sources for the probe; default the comparison's source), ``runs``
             (system -> run: top documents per query) with ``qrels`` (their grades) and ``documents``
-            (doc id -> text), ``queries`` (query id -> text), ``title``, ``notes``, ``max_chunks``,
-            ``max_text``, ``max_queries``.
+            (doc id -> text) or ``corpus`` (a corpus path), ``queries`` (query id -> text, or a queries
+            file), ``verdict_source`` (the source whose verdicts colour the chunks at first; the report
+            lets the reader switch), ``inputs`` (a :class:`~rankwise.analysis.report_inputs.ReportInputs`
+            built already, instead of the options above), ``title``, ``notes``, ``max_chunks``,
+            ``max_text``, ``max_queries``. Loading and probing happen in
+            :func:`~rankwise.analysis.report_inputs.report_inputs`; this module only renders.
 
     Example:
         >>> write_html_report("report.html", rankwise.compare(qrels, [a, b]))  # doctest: +SKIP

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rankwise.report.console import make_console
+
 __all__ = ["judge_summary_lines", "plan_lines", "print_cache_stats", "print_agreement"]
 
 
@@ -29,6 +31,8 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
     if s.failures:
         lines.append(f"  not had: {_counts(s.failures)} (not cached: the same command tries them again)")
     calls = f"  calls: {s.requests} requests made, {s.cached} cache hits, {s.retries} retries, {s.repairs} repairs"
+    if getattr(s, "fresh_calls", 0):
+        calls += f", {s.fresh_calls} fresh calls after a failed repair"
     if s.batch_calls:
         calls += f"; {s.batch_calls} batch calls, {s.batch_fallbacks} fell back to per-chunk calls"
     lines.append(calls)
@@ -41,6 +45,8 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
                      f"overload signals (429/503/timeouts); set --concurrency or --rpm to start there")
     rate = f" ({s.requests / s.seconds:,.0f} requests/s)" if s.requests and s.seconds > 0 else ""
     lines.append(f"  time: {s.seconds:.2f} s{rate}; transport {s.transport}")
+    if getattr(s, "stopped", None):
+        lines.append(f"  stopped early: {s.stopped}")
     return lines
 
 
@@ -58,7 +64,7 @@ def plan_lines(p: Any, url: str) -> list[str]:
 
 def print_cache_stats(stats: Any, console: Console | None = None) -> None:
     """One row per (model, mode, scale, prompt version, call style) in the cache file."""
-    console = console or Console()
+    console = console or make_console()
     console.print(f"cache: {stats.path} ({stats.size_bytes / 1024:,.0f} KiB), {stats.verdicts} verdicts, "
                   f"{stats.prompt_tokens + stats.completion_tokens:,} tokens spent on them")
     if not stats.groups:
@@ -86,7 +92,7 @@ def _short(text: str | None, width: int = 70) -> str:
 def print_agreement(agr: Any, effects: dict[str, dict[str, float]] | None = None, *, show: int = 20,
                     console: Console | None = None) -> None:
     """Accuracy, kappa, confusion matrix, per-type breakdown, verdict effects and disagreements."""
-    console = console or Console()
+    console = console or make_console()
     a, b = agr.a, agr.b
     ci = f" (95% CI {agr.kappa_ci[0]:.3f} to {agr.kappa_ci[1]:.3f})" if agr.kappa_ci else ""
     console.print(f"[bold]agreement of {b} with {a}[/bold]: {agr.n} chunks in {agr.cases} cases")

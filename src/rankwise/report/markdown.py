@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
-from rankwise.report.compare_console import comparison_caption, fmt_p
+from rankwise.report.labels import comparison_caption, fmt_p
 
 __all__ = ["comparison_markdown", "ksweep_markdown"]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from rankwise.report.console import make_console
+
 __all__ = ["probe_table", "comparison_table", "print_probe", "print_comparison"]
 
 
@@ -53,7 +55,7 @@ def probe_notes(result) -> list[str]:
 
 
 def print_probe(result, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     console.print(probe_table(result))
     for line in probe_notes(result):
         console.print(line, style="dim", highlight=False)
@@ -101,7 +103,7 @@ def comparison_table(comp, *, per_case: bool = False) -> Table:
 
 
 def print_comparison(comp, *, per_case: bool = False, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     console.print(comparison_table(comp, per_case=per_case))
     if len(comp.sources) == 2:
         console.print("The two sources judge the same chunks in the same order, so the whole difference is "

@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from rankwise.report.console import make_console
+
 __all__ = ["rag_summary_lines", "rag_table", "rag_notes", "print_rag", "ACP_FOOTNOTE"]
 
 ACP_FOOTNOTE = ("† acp divides by the relevant chunks retrieved, not by what exists: one relevant chunk at rank 1 "
@@ -70,7 +72,7 @@ def rag_notes(result) -> list[str]:
 
 def print_rag(result, *, per_query: bool = False, console: Console | None = None) -> None:
     """Print the table, then the notes (counts of unscorable/incomplete cases, the acp caveat)."""
-    console = console or Console()
+    console = console or make_console()
     console.print(rag_table(result, per_query=per_query))
     for line in rag_notes(result):
         console.print(line, style="dim", highlight=False)

@@ -36,23 +36,60 @@ def _trec_value(measure, value: float) -> str:
     return f"{value:6.4f}"
 
 
+# trec_eval prints these only in the summary (num_q, gm_*) or only per query (relstring)
+_SUMMARY_ONLY = ("num_q",)
+
+
+# trec_eval 10.0's measure table (measures.c): it prints in this order, whatever the order of -m
+_TREC_ORDER = (
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg",
+    "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P",
+    "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap",
+    "rbp", "rbp_resid", "unj",
+)
+
+
+def _trec_sort_key(item: tuple[int, object, str]) -> tuple:
+    """(position in trec_eval's table, its parameter, asked order); names trec_eval lacks go last."""
+    position, measure, tname = item
+    base = max((b for b in _TREC_ORDER if tname == b or tname.startswith(b + "_")), key=len, default=None)
+    if base is None or measure.trec_name is None:
+        return (len(_TREC_ORDER), 0.0, position)
+    rest = tname[len(base) + 1:]
+    try:
+        param = float(rest) if rest else 0.0
+    except ValueError:
+        param = 0.0
+    return (_TREC_ORDER.index(base), param, position)
+
+
 def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     """trec_eval's layout: ``%-22s\\t%s\\t%6.4f`` per line, per-query blocks first, ``all`` last.
 
-    Measures trec_eval has no name for keep rankwise's canonical name.
+    As trec_eval 10.0: measures in trec_eval's table order (then those it has no name for, as asked),
+    counts as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
+    only on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for keep
+    rankwise's canonical name.
     """
     lines = []
-    names = [(m, m.trec_name or m.name) for m in result.measures]
+    ordered = sorted(((i, m, m.trec_name or m.name) for i, m in enumerate(result.measures)), key=_trec_sort_key)
+    names = [(m, tname) for _, m, tname in ordered]
     if per_query:
-        for qid in result.per_query:
+        for i, qid in enumerate(result.per_query):
             row = result.per_query[qid]
             for m, tname in names:
-                if m.metric.name == "num_q":
+                if m.metric.name in _SUMMARY_ONLY or m.metric.aggregate == "gmean":
+                    continue
+                if m.name in result.texts:
+                    lines.append(f"{tname:<22s}\t{qid}\t'{result.texts[m.name][i]}'")
                     continue
                 v = row[m.name]
                 lines.append(f"{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v)}")
     lines.append(f"{'runid':<22s}\tall\t{result.run_name}")
     for m, tname in names:
+        if m.name in result.texts:
+            continue
         value = result.mean[m.name]
         if m.metric.name == "num_rel" and "num_rel_all_trec_eval" in result.summary:
             # trec_eval -c: num_rel's `all` counts every judgement with grade > 0, whatever -l says

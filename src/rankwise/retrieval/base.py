@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +15,7 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from rankwise.data import Run
 from rankwise.errors import InputError, RankwiseError
+from rankwise.progress import progress
 from rankwise.retrieval.chunking import Chunk
 
 __all__ = ["Retriever", "check_chunks", "check_queries", "check_k", "hits_to_run", "id_order", "progress", "set_threads",
@@ -138,21 +138,3 @@ def set_threads(threads: int | None = None) -> int:
     return max(1, int(threads))
 
 
-@contextmanager
-def progress(description: str, total: int | None, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr; yields ``advance(n)``. ``quiet`` shows nothing.
-
-    Example:
-        >>> with progress("embedding", 10, quiet=True) as advance:
-        ...     advance(10)
-    """
-    if quiet:
-        yield lambda n=1: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)

@@ -13,6 +13,7 @@ import numpy as np
 
 from rankwise.data import Run
 from rankwise.errors import InputError
+from rankwise.progress import progress
 from rankwise.retrieval.base import (
     Retriever,
     check_chunks,
@@ -20,7 +21,6 @@ from rankwise.retrieval.base import (
     check_queries,
     hits_to_run,
     id_order,
-    progress,
     require_index,
     top_k,
 )

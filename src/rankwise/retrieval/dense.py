@@ -18,13 +18,13 @@ import numpy as np
 
 from rankwise.data import Run
 from rankwise.errors import InputError
+from rankwise.progress import progress
 from rankwise.retrieval.base import (
     Retriever,
     check_chunks,
     check_k,
     check_queries,
     hits_to_run,
-    progress,
     require_index,
     set_threads,
 )

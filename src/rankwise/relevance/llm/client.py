@@ -11,22 +11,32 @@ retries are switched off (``max_retries=0``) and done here instead, so every att
 - timeout: ``timeout`` seconds per request, whatever the transport does;
 - retries: 429, 5xx, timeouts and dropped connections are retried up to ``max_retries`` times with
   exponential backoff and jitter, or after ``Retry-After`` when the server sends one;
-- fatal: 401/403 (key), 404 (model or URL) and an endpoint that cannot be reached abort the run with
-  :class:`EndpointError` (a one-line message); other 4xx fail the one call.
+- replies: every reply is checked at this boundary; a 200 whose body is not a chat completion (not
+  JSON, ``choices`` not a list, ``usage`` not an object, token counts that are not counts, ``content``
+  not text ...) raises :class:`ReplyError`, retried like a 5xx and then a failure of that one call;
+- connections: a reset or refused connection is retried, then fails that one call; only when the
+  endpoint is gone (``breaker_failures`` connection failures in a row, across all calls, and no reply
+  at all for ``breaker_seconds``) does the run stop with :class:`EndpointError`;
+- fatal: 401/403 (key), 404 (model or URL), and an endpoint never reached at all stop the run with
+  :class:`EndpointError` (a one-line message); other 4xx fail the one call;
+- credentials in the base URL (``http://user:password@host/v1``) are taken out of the URL and sent as
+  ``Authorization: Basic`` (in place of the API key); messages show the URL with the password masked.
 
-Endpoint settings come from flags, then the environment (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
-``RANKWISE_JUDGE_MODEL``), then the ``[llm]`` table of a config file (``--config``, ``./rankwise.toml``,
-or ``~/.config/rankwise/config.toml``).
+Endpoint settings are resolved by :func:`rankwise.relevance.llm.config.resolve_llm_config`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import email.utils
 import math
 import os
 import random
+import sys
 import time
+import urllib.parse
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from os import PathLike
@@ -36,14 +46,14 @@ from typing import Any
 from rankwise.errors import InputError, RankwiseError
 from rankwise.relevance.llm.cost import Usage
 
-__all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "BudgetExhausted",
-           "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config", "config_paths",
-           "retry_after_seconds", "backoff_delay"]
+__all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
+           "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
+           "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe"]
 
 OPENAI_URL = "https://api.openai.com/v1"
 CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", "concurrency", "rpm",
                "timeout", "max_retries", "temperature", "price_in", "price_out", "cache", "prompt",
-               "batch_size"}
+               "batch", "batch_size", "relevant_from", "max_calls", "breaker_failures", "breaker_seconds"}
 
 
 class EndpointError(RankwiseError):
@@ -52,6 +62,10 @@ class EndpointError(RankwiseError):
 
 class CallError(Exception):
     """One call gave no usable reply after its retries; ``str()`` says why."""
+
+
+class ReplyError(CallError):
+    """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``."""
 
 
 class BudgetExhausted(CallError):
@@ -111,13 +125,48 @@ class Endpoint:
 
     @property
     def url(self) -> str:
-        return (self.base_url or OPENAI_URL).rstrip("/")
+        """The base URL as shown in messages: a password in it is masked (``user:***@host``)."""
+        url = (self.base_url or OPENAI_URL).rstrip("/")
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None and parts.username is None:
+            return url
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host += f":{parts.port}"
+        user = parts.username or ""
+        masked = f"{user}:***@{host}" if parts.password is not None else f"{user}@{host}"
+        return urllib.parse.urlunsplit(parts._replace(netloc=masked))
+
+
+def split_credentials(url: str | None) -> tuple[str | None, str | None]:
+    """The URL without ``user:password@`` and the ``Authorization: Basic`` value they stand for.
+
+    Example:
+        >>> split_credentials("http://ann:s3cret@127.0.0.1:8000/v1")
+        ('http://127.0.0.1:8000/v1', 'Basic YW5uOnMzY3JldA==')
+        >>> split_credentials("http://127.0.0.1:8000/v1")
+        ('http://127.0.0.1:8000/v1', None)
+    """
+    if not url:
+        return url, None
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    if parts.port is not None:
+        host += f":{parts.port}"
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
 
 
 def resolve_endpoint(*, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                      config: dict[str, Any] | None = None, config_source: str | None = None,
                      env: dict[str, str] | None = None) -> Endpoint:
-    """Flags win over the environment, which wins over the config file.
+    """Arguments win over the environment, which wins over the config file's ``[llm]`` table.
 
     Example:
         >>> resolve_endpoint(model="m", base_url="http://127.0.0.1:8000/v1", env={}).api_key
@@ -127,24 +176,47 @@ def resolve_endpoint(*, model: str | None = None, base_url: str | None = None, a
     config = config or {}
     model = model or env.get("RANKWISE_JUDGE_MODEL") or config.get("model")
     if not model:
-        raise InputError("no judge model: pass --model, set RANKWISE_JUDGE_MODEL, or put model = \"...\" in the "
-                         "[llm] table of rankwise.toml", field="model")
+        raise InputError("no judge model: give one (the model setting), set RANKWISE_JUDGE_MODEL, or put "
+                         "model = \"...\" in the [llm] table of rankwise.toml", source=config_source, field="model")
+    for key, value in (("model", model), ("base_url", base_url or config.get("base_url")),
+                       ("api_key", api_key or config.get("api_key")), ("api_key_env", config.get("api_key_env"))):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{key} must be a string, got {value!r}", source=config_source, field=key)
     base_url = base_url or env.get("OPENAI_BASE_URL") or config.get("base_url") or None
+    if base_url is not None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise InputError(f"base URL {Endpoint(str(model), base_url).url!r} is not an http(s) URL (e.g. "
+                             f"http://localhost:11434/v1)", source=config_source, field="base_url")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise InputError(f"base URL {Endpoint(str(model), base_url).url!r} has a bad port",
+                             source=config_source, field="base_url") from None
+    has_credentials = split_credentials(base_url)[1] is not None
+    if has_credentials and (api_key or config.get("api_key")):
+        raise InputError(f"the base URL {Endpoint(str(model), base_url).url} holds credentials (user:password@) "
+                         "and an API key is given too; an endpoint takes one Authorization header: drop one",
+                         field="api_key")
     key_env = config.get("api_key_env")
     api_key = (api_key or env.get("OPENAI_API_KEY") or (env.get(key_env) if key_env else None)
                or config.get("api_key") or None)
+    if has_credentials:
+        api_key = "unused"  # the URL's credentials go in the Authorization header instead
     if api_key is None:
         if base_url is None or base_url.rstrip("/") == OPENAI_URL:
-            raise InputError("no API key for api.openai.com: pass --api-key, set OPENAI_API_KEY, or pass "
-                             "--base-url of a local server (vLLM, Ollama, llama.cpp ...)", source=config_source,
-                             field="api_key")
+            raise InputError("no API key for api.openai.com: give one (the api_key setting), set OPENAI_API_KEY, "
+                             "or use the base URL of a local server (vLLM, Ollama, llama.cpp ...)",
+                             source=config_source, field="api_key")
         api_key = "unused"  # local servers ignore it; the SDK insists on one
     return Endpoint(str(model), base_url, api_key)
 
 
 @dataclass(frozen=True)
 class CallPolicy:
-    """How calls are made: concurrency, rate, timeout, retries, sampling, and the cap on requests.
+    """How calls are made: concurrency, rate, timeout, retries, sampling, the cap on requests, and when a
+    run gives the endpoint up (``breaker_failures`` connection failures in a row and no reply for
+    ``breaker_seconds``).
 
     Example:
         >>> CallPolicy(concurrency=8, rpm=600).rpm
@@ -160,6 +232,8 @@ class CallPolicy:
     max_retry_after: float = 120.0
     temperature: float | None = 0.0
     max_calls: int | None = None
+    breaker_failures: int = 8
+    breaker_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -172,6 +246,8 @@ class CallPolicy:
             raise InputError(f"max_retries must be >= 0, got {self.max_retries}", field="max_retries")
         if self.max_calls is not None and self.max_calls < 0:
             raise InputError(f"max_calls must be >= 0, got {self.max_calls}", field="max_calls")
+        if self.breaker_failures < 1 or self.breaker_seconds < 0:
+            raise InputError("breaker_failures must be >= 1 and breaker_seconds >= 0", field="breaker_failures")
 
 
 # ------------------------------------------------------------------------------------------ rate limits
@@ -346,7 +422,7 @@ class CallStats:
 
 
 class ChatClient:
-    """An ``AsyncOpenAI`` client with our retries, rate limit and request cap.
+    """An ``AsyncOpenAI`` client with our retries, rate limit, request cap, reply checks and breaker.
 
     Example::
 
@@ -363,7 +439,9 @@ class ChatClient:
         self.stats = CallStats()
         self.transport = "aiohttp"
         self._client: Any = None
-        self._succeeded = False
+        self._succeeded = False  # any HTTP reply at all from the endpoint
+        self._conn_failures = 0  # connection failures in a row, across all calls
+        self._last_contact = time.monotonic()
         self._token_param = "max_tokens"
         self._send_temperature = self.policy.temperature is not None
 
@@ -372,20 +450,25 @@ class ChatClient:
             import openai
         except ModuleNotFoundError:
             raise RankwiseError("the LLM judge needs the openai SDK: pip install 'rankwise[llm]'") from None
+        base_url, basic = split_credentials(self.endpoint.base_url)
         try:
             http_client = openai.DefaultAioHttpClient()
         except (RuntimeError, AttributeError):
             http_client = openai.DefaultAsyncHttpxClient()
             self.transport = "httpx (install 'openai[aiohttp]' for the faster aiohttp transport)"
-        self._client = openai.AsyncOpenAI(api_key=self.endpoint.api_key, base_url=self.endpoint.base_url,
+        self._client = openai.AsyncOpenAI(api_key=self.endpoint.api_key or "unused", base_url=base_url,
                                           max_retries=0, timeout=self.policy.timeout + 5.0,
-                                          http_client=http_client)
+                                          http_client=http_client,
+                                          default_headers={"Authorization": basic} if basic else None)
+        self._last_contact = time.monotonic()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
-            await self._client.close()
-            self._client = None
+            client, self._client = self._client, None
+            # a close that hangs (a half-dead endpoint) must not hold the run; closing is best effort
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(client.close()), 5.0)
 
     def _request(self, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
@@ -418,22 +501,53 @@ class ChatClient:
         # AsyncOpenAI.post (the SDK's documented call for any endpoint) with a plain dict reply: the same
         # auth, URL and error mapping as chat.completions.create, without its pydantic round trips, which
         # cost more CPU than the request itself against a fast local server.
-        return await asyncio.wait_for(self._client.post("/chat/completions", body=kwargs, cast_to=dict[str, Any]),
-                                      self.policy.timeout)
+        import openai
+
+        post = self._client.post("/chat/completions", body=kwargs, cast_to=dict[str, Any])
+        try:
+            if sys.version_info >= (3, 11):
+                # asyncio.timeout, not wait_for: wait_for of Python <= 3.11 can swallow a cancellation that
+                # arrives as the reply does, and a worker that ignores its cancellation hangs the run.
+                async with asyncio.timeout(self.policy.timeout):
+                    return await post
+            return await asyncio.wait_for(post, self.policy.timeout)
+        except (openai.APIStatusError, openai.APIConnectionError, asyncio.TimeoutError, asyncio.CancelledError):
+            raise
+        except openai.APIError as exc:  # e.g. a response the SDK could not validate
+            raise ReplyError(f"bad reply: {_one_line(exc)}") from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            # a 200 whose body says application/json but is not JSON (an HTML error page, a cut body)
+            raise ReplyError(f"bad reply: the body is not JSON ({type(exc).__name__}: {_one_line(exc)})") from None
 
     def _unreachable(self, why: str) -> EndpointError:
         return EndpointError(f"cannot reach the LLM endpoint {self.endpoint.url}: {why}. Is the server running "
-                             f"and --base-url right? (rankwise needs no network except to this endpoint)")
+                             f"and the base URL right? (rankwise needs no network except to this endpoint)")
 
     def _fatal(self, status: int, message: str) -> EndpointError:
-        hint = {401: "check --api-key / OPENAI_API_KEY", 403: "check --api-key / OPENAI_API_KEY",
-                404: "check --model and --base-url (it usually ends in /v1)"}[status]
+        hint = {401: "check the API key (OPENAI_API_KEY)", 403: "check the API key (OPENAI_API_KEY)",
+                404: "check the model name and the base URL (it usually ends in /v1)"}[status]
         return EndpointError(f"HTTP {status} from {self.endpoint.url} (model {self.endpoint.model!r}): "
                              f"{message}; {hint}")
 
+    def _contact(self) -> None:
+        """The endpoint answered (any HTTP reply): it is there."""
+        self._succeeded = True
+        self._conn_failures = 0
+        self._last_contact = time.monotonic()
+
+    def _connection_failed(self, why: str, refused: bool, attempt: int) -> None:
+        """Count a connection failure; raise :class:`EndpointError` when the endpoint is gone."""
+        self._conn_failures += 1
+        if refused and not self._succeeded and attempt >= 1:
+            raise self._unreachable(why)
+        silent = time.monotonic() - self._last_contact
+        if self._conn_failures >= self.policy.breaker_failures and silent >= self.policy.breaker_seconds:
+            raise EndpointError(f"lost the LLM endpoint {self.endpoint.url}: {self._conn_failures} connection "
+                                f"failures in a row and no reply for {silent:.1f} s (last: {why})")
+
     async def chat(self, messages: list[dict], *, max_tokens: int = 300) -> ChatReply:
-        """One completion, retried as the policy says; raises :class:`CallError` or
-        :class:`EndpointError`."""
+        """One completion, retried as the policy says; raises :class:`CallError` (this call failed; a
+        :class:`ReplyError` when the reply was not a chat completion) or :class:`EndpointError` (stop)."""
         import openai
 
         attempt = 0
@@ -453,9 +567,9 @@ class ChatClient:
                     error = f"timeout after {self.policy.timeout:g}s"
                 else:  # the aiohttp transport reports a refused connection as a connect timeout
                     error = f"connection error: {refused}"
-                    if not self._succeeded and attempt >= 1:
-                        raise self._unreachable(refused) from None
+                    self._connection_failed(refused, True, attempt)
             except openai.APIStatusError as exc:
+                self._contact()
                 status = exc.status_code
                 message = _error_message(exc)
                 if status in (401, 403, 404):
@@ -469,19 +583,24 @@ class ChatClient:
                 error = f"HTTP {status}: {message}"
                 retry_after = retry_after_seconds(getattr(exc.response, "headers", None))
             except openai.APIConnectionError as exc:
-                error = f"connection error: {_cause(exc)}"
-                if not self._succeeded and attempt >= 1:
-                    raise self._unreachable(_cause(exc)) from None
+                why = _cause(exc)
+                error = f"connection error: {why}"
+                self._connection_failed(why, _refused(exc), attempt)
+            except ReplyError as exc:
+                self._contact()
+                error = str(exc)
             else:
-                self._succeeded = True
-                return self._reply(resp)
-            self.stats.errors[error.split(":")[0] if error.startswith("HTTP") else error.split(" ")[0]] += 1
+                self._contact()
+                try:
+                    return self._reply(resp)
+                except ReplyError as exc:
+                    error = str(exc)
+            kind = error.split(":")[0] if error.startswith(("HTTP", "bad reply")) else error.split(" ")[0]
+            self.stats.errors[kind] += 1
             attempt += 1
             if attempt > self.policy.max_retries:
-                if error.startswith("connection error"):
-                    raise EndpointError(f"lost the LLM endpoint {self.endpoint.url}: {error} (gave up after "
-                                        f"{attempt} attempts)")
-                raise CallError(f"{error} (gave up after {attempt} attempts)")
+                cls = ReplyError if error.startswith("bad reply") else CallError
+                raise cls(f"{error} (gave up after {attempt} attempts)")
             self.stats.retries += 1
             if retry_after is not None:
                 delay = min(retry_after, self.policy.max_retry_after)
@@ -492,20 +611,10 @@ class ChatClient:
             await asyncio.sleep(delay)
 
     def _reply(self, resp: Any) -> ChatReply:
-        if not isinstance(resp, dict):
-            raise CallError(f"the endpoint's reply is not a JSON object: {str(resp)[:200]!r}")
-        usage = resp.get("usage") or {}
-        pt = int(usage.get("prompt_tokens") or 0)
-        ct = int(usage.get("completion_tokens") or 0)
-        self.stats.usage.add(pt, ct)
-        choices = resp.get("choices") or [{}]
-        choice = choices[0] if isinstance(choices[0], dict) else {}
-        msg = choice.get("message") or {}
-        content = msg.get("content")
-        if isinstance(content, list):  # content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return ChatReply(content=content, refusal=msg.get("refusal"), finish_reason=choice.get("finish_reason"),
-                         prompt_tokens=pt, completion_tokens=ct)
+        """The reply checked field by field (:func:`reply_of`); tokens are counted once it is whole."""
+        reply = reply_of(resp)
+        self.stats.usage.add(reply.prompt_tokens, reply.completion_tokens)
+        return reply
 
     def _adapt(self, message: str, sent: dict[str, Any]) -> bool:
         """Newer OpenAI models reject ``max_tokens`` or a set ``temperature``: switch and resend."""
@@ -519,7 +628,120 @@ class ChatClient:
         return False
 
 
+def _shape(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _count(usage: dict, key: str) -> int:
+    value = usage.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ReplyError(f"bad reply: usage.{key} is {_shape(value)} ({str(value)[:40]!r}), not a token count")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ReplyError(f"bad reply: usage.{key} is {value!r}, not a token count")
+    if value < 0:
+        raise ReplyError(f"bad reply: usage.{key} is negative ({value})")
+    return int(value)
+
+
+def reply_of(resp: Any) -> ChatReply:
+    """A chat-completion body checked field by field; anything that is not one raises :class:`ReplyError`.
+
+    ``usage`` may be absent (some local servers send none: 0 tokens); when present it must be an object
+    of non-negative integer counts. ``choices`` must be a non-empty list whose first item has a
+    ``message`` object; its ``content`` is text, null, or a list of text parts.
+
+    Example:
+        >>> reply_of({"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]}).content
+        '{}'
+        >>> reply_of({"choices": {"message": {}}})
+        Traceback (most recent call last):
+        rankwise.relevance.llm.client.ReplyError: bad reply: choices is an object, not a list
+    """
+    if not isinstance(resp, dict):
+        raise ReplyError(f"bad reply: the body is {_shape(resp)}, not a JSON object: {str(resp)[:80]!r}")
+    usage = resp.get("usage")
+    if usage is None:
+        usage = {}
+    if not isinstance(usage, dict):
+        raise ReplyError(f"bad reply: usage is {_shape(usage)} ({str(usage)[:40]!r}), not an object")
+    pt, ct = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+    if "choices" not in resp:
+        error = resp.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            raise ReplyError(f"bad reply: an error in a 200 reply: {str(error['message'])[:200]}")
+        raise ReplyError("bad reply: no choices")
+    choices = resp["choices"]
+    if not isinstance(choices, list):
+        raise ReplyError(f"bad reply: choices is {_shape(choices)}, not a list")
+    if not choices:
+        raise ReplyError("bad reply: choices is empty")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise ReplyError(f"bad reply: choices[0] is {_shape(choice)}, not an object")
+    msg = choice.get("message")
+    if not isinstance(msg, dict):
+        raise ReplyError("bad reply: choices[0] has no message" if msg is None
+                         else f"bad reply: choices[0].message is {_shape(msg)}, not an object")
+    content = msg.get("content")
+    if isinstance(content, list):  # content parts
+        if not all(isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in content):
+            raise ReplyError("bad reply: message.content is a list that is not of text parts")
+        content = "".join(p.get("text", "") for p in content)
+    elif content is not None and not isinstance(content, str):
+        raise ReplyError(f"bad reply: message.content is {_shape(content)} ({str(content)[:40]!r}), not text")
+    refusal = msg.get("refusal")
+    if refusal is not None and not isinstance(refusal, str):
+        raise ReplyError(f"bad reply: message.refusal is {_shape(refusal)}, not text")
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise ReplyError(f"bad reply: finish_reason is {_shape(finish)}, not text")
+    return ChatReply(content=utf8_safe(content), refusal=utf8_safe(refusal), finish_reason=utf8_safe(finish),
+                     prompt_tokens=pt, completion_tokens=ct)
+
+
+def utf8_safe(text: str | None) -> str | None:
+    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"``, from a bad escape in a JSON
+    file or a reply) becomes U+FFFD instead of failing a request, a cache write or a records file.
+
+    Example:
+        >>> utf8_safe("a\\ud800b")
+        'a\ufffdb'
+    """
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error is a connection never made (refused, no such host), not a reset."""
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        names = {c.__name__ for c in type(cur).__mro__}
+        if names & {"ClientConnectorError", "ConnectError", "ConnectionRefusedError", "gaierror"}:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _error_message(exc: Any) -> str:
+    return utf8_safe(_raw_error_message(exc)) or ""
+
+
+def _raw_error_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)

@@ -4,7 +4,13 @@ For every chunk of every case the judge first looks in the cache; what is not th
 endpoint (one call per chunk, or one call per question with ``batch=True``), parsed, and committed to
 the cache as soon as it arrives. Every chunk ends with a verdict (``ok``), an explicit failure
 (``failed``: refusal, unparseable reply after one repair, timeout or HTTP error after retries) or
-``missing`` (``max_calls`` reached first); the summary counts each.
+``missing`` (``max_calls`` reached first, or the run stopped first); the summary counts each.
+
+Nothing one reply does stops the run: a reply that is not a chat completion, a reset connection, a
+refusal or an unreadable verdict fails that chunk only. The run stops early only when the endpoint is
+gone or refuses the key or model (:class:`JudgeStopped`) or on Ctrl-C (:class:`JudgeInterrupted`);
+both carry the partial :class:`JudgeResult`, and every verdict had is in the cache before they are
+raised.
 
 Batch mode sends all chunks of a question in one call (``batch_size`` at most) and checks that the reply
 holds exactly one verdict per chunk; any other reply falls back to per-chunk calls for that question.
@@ -22,6 +28,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -30,8 +38,16 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
-from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, ChatClient, Endpoint
+from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache, cache_key
+from rankwise.relevance.llm.client import (
+    BudgetExhausted,
+    CallError,
+    CallPolicy,
+    ChatClient,
+    Endpoint,
+    EndpointError,
+    utf8_safe,
+)
 from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
 from rankwise.relevance.llm.parse import (
     CountMismatch,
@@ -44,7 +60,8 @@ from rankwise.relevance.llm.parse import (
 from rankwise.relevance.llm.prompts import PromptTemplate, load_prompt
 
 __all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
-           "judge_records", "cases_from_records", "attach_verdicts", "load_for_judging"]
+           "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
+           "load_for_judging"]
 
 SINGLE_MAX_TOKENS = 300
 
@@ -128,6 +145,7 @@ class JudgeSummary:
     requests: int = 0
     retries: int = 0
     repairs: int = 0
+    fresh_calls: int = 0
     batch_calls: int = 0
     batch_fallbacks: int = 0
     prompt_tokens: int = 0
@@ -139,6 +157,7 @@ class JudgeSummary:
     concurrency_lowest: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     http_errors: dict[str, int] = field(default_factory=dict)
+    stopped: str | None = None  # why the run stopped before the end (endpoint gone, Ctrl-C), else None
 
     @property
     def complete(self) -> bool:
@@ -156,6 +175,25 @@ class JudgeResult:
     summary: JudgeSummary
 
 
+class JudgeStopped(EndpointError):
+    """The endpoint is gone, or refuses the key or the model, or the cache cannot be written: the run
+    stopped. ``result`` holds every verdict had (in the cache too, unless the cache was the problem);
+    the chunks not judged are ``missing``."""
+
+    def __init__(self, message: str, result: JudgeResult, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
+
+
+class JudgeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run. ``result`` holds every verdict had (all of them are in the cache)."""
+
+    def __init__(self, result: JudgeResult) -> None:
+        super().__init__("interrupted")
+        self.result = result
+
+
 @dataclass
 class _Unit:
     case: JudgeCase
@@ -164,8 +202,8 @@ class _Unit:
 
 
 def _failure_kind(error: str) -> str:
-    for prefix in ("refused", "unparseable", "timeout", "max-calls", "connection", "no text", "no question",
-                   "no reference", "no response"):
+    for prefix in ("refused", "unparseable", "timeout", "max-calls", "connection", "bad reply", "run stopped",
+                   "interrupted", "internal error", "no text", "no question", "no reference", "no response"):
         if error.startswith(prefix):
             return prefix
     if error.startswith("HTTP "):
@@ -224,12 +262,13 @@ class Judge:
         if mode != "question" and cases and not any(self._context(c) for c in cases):
             field_name = "reference" if mode == "reference" else "response"
             raise InputError(f"mode {mode!r} needs a {field_name} per case and none of the {len(cases)} cases "
-                             f"has one; add '{field_name}' to the test set or use --mode question",
+                             f"has one; add '{field_name}' to the test set or judge in mode 'question'",
                              source=source, field=field_name)
 
     def _prepare(self, cases: Sequence[JudgeCase]):
         """Cache lookups; returns verdicts so far, the units to call, and the count of unjudgeable chunks."""
         self.check(cases)
+        cases = [_sendable(c) for c in cases]
         verdicts: dict[str, list[ChunkVerdict]] = {}
         todo: list[tuple[JudgeCase, int, str]] = []
         unjudgeable = 0
@@ -296,13 +335,15 @@ class Judge:
     def run(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None = None) -> JudgeResult:
         """Judge every chunk (blocking). ``progress(n)`` is called as ``n`` more chunks are settled.
 
-        Ctrl-C stops at once; verdicts already had are in the cache, so the same call resumes. Called
-        where an event loop already runs (Jupyter), it runs in a helper thread; ``await arun()`` there.
+        Ctrl-C stops promptly: calls in flight are dropped, every verdict had is written to the cache,
+        and :class:`JudgeInterrupted` (a ``KeyboardInterrupt``) carries the partial result; the same call
+        resumes. A lost endpoint raises :class:`JudgeStopped` the same way. Called where an event loop
+        already runs (Jupyter), it runs in a helper thread; ``await arun()`` there.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(cases, progress))
+            return asyncio.run(self._arun(cases, progress, handle_sigint=True))
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1, thread_name_prefix="rankwise-judge") as pool:
@@ -311,7 +352,43 @@ class Judge:
     async def arun(self, cases: Sequence[JudgeCase],
                    progress: Callable[[int], None] | None = None) -> JudgeResult:
         """:meth:`run` for callers already inside an event loop."""
+        return await self._arun(cases, progress, handle_sigint=False)
+
+    async def _arun(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None,
+                    handle_sigint: bool) -> JudgeResult:
         started = time.perf_counter()
+        self._stop_reason: str | None = None
+        self._stop_cause: BaseException | None = None
+        self._interrupted = False
+        self._stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        sigint = False
+        if handle_sigint and threading.current_thread() is threading.main_thread():
+            try:
+                loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+                sigint = True
+            except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+                pass
+        try:
+            return await self._judge_all(cases, progress, started)
+        finally:
+            if sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    def _on_sigint(self) -> None:
+        if self._interrupted:  # a second Ctrl-C: stop at once
+            raise KeyboardInterrupt
+        self._interrupted = True
+        self._stop("interrupted (Ctrl-C)")
+
+    def _stop(self, reason: str, cause: BaseException | None = None) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            self._stop_cause = cause
+        self._stop_event.set()
+
+    async def _judge_all(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None,
+                         started: float) -> JudgeResult:
         verdicts, units, _unjudgeable, keys = self._prepare(cases)
         summary = JudgeSummary(model=self.endpoint.model, mode=self.settings.mode, scale=self.prompt.scale,
                                prompt_version=self.prompt.prompt_version, cases=len(cases),
@@ -324,13 +401,33 @@ class Judge:
         self._keys = keys
         self._progress = progress
         self._writer = CacheWriter(self.cache.path) if self.cache is not None and units else None
+        self._writer_ok = True
         try:
-            if units:
+            if units and self._stop_reason is None:
                 await self._call_all(units, summary)
         finally:
             if self._writer is not None:
-                self._writer.close()  # everything judged is on disk before we return, even on Ctrl-C
+                try:
+                    self._writer.close()  # everything judged is on disk before we return or raise
+                except CacheWriteError as exc:
+                    self._stop(str(exc), exc)  # the verdicts had are still in the result, for the records
+        result = self._result(verdicts, summary, started)
+        if self._interrupted:
+            raise JudgeInterrupted(result)
+        if self._stop_reason is not None:
+            raise JudgeStopped(self._stop_reason, result, self._stop_cause)
+        return result
+
+    def _result(self, verdicts: dict[str, list[ChunkVerdict]], summary: JudgeSummary,
+                started: float) -> JudgeResult:
         failures: Counter = Counter()
+        if self._stop_reason is not None:
+            why = "interrupted" if self._interrupted else f"run stopped: {self._stop_reason}"
+            for vs in verdicts.values():
+                for v in vs:
+                    if v.status == "missing" and not v.error:
+                        v.error = why
+            summary.stopped = self._stop_reason
         for vs in verdicts.values():
             for v in vs:
                 if v.status == "ok":
@@ -363,47 +460,82 @@ class Judge:
                 summary.prompt_tokens = client.stats.usage.prompt_tokens
                 summary.completion_tokens = client.stats.usage.completion_tokens
 
+    def _enqueue(self, unit: _Unit) -> None:
+        self._outstanding += 1
+        self._queue.put_nowait(unit)
+
     async def _work(self, units: list[_Unit]) -> None:
-        queue: asyncio.Queue[_Unit] = asyncio.Queue()
+        """Workers take units from a queue until every unit (and every batch fallback) is settled, or the
+        run stops. Nothing a unit raises reaches the queue machinery: a worker settles its unit whatever
+        happens, and a stop cancels the workers, cancelling again any that swallowed a cancellation."""
+        self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
+        self._outstanding = 0
+        all_done = asyncio.Event()
         for u in units:
-            queue.put_nowait(u)
-        self._queue = queue
+            self._enqueue(u)
 
         async def worker() -> None:
-            while True:
-                unit = await queue.get()
+            while self._stop_reason is None:
+                unit = await self._queue.get()
+                if unit is None:
+                    return
                 try:
-                    await self._do(unit)
+                    await self._do_safely(unit)
                 finally:
-                    queue.task_done()
+                    self._outstanding -= 1
+                    if self._outstanding == 0:
+                        all_done.set()
 
         n = min(self.policy.concurrency, len(units)) if not self.settings.batch else self.policy.concurrency
         workers = [asyncio.ensure_future(worker()) for _ in range(max(1, n))]
-        joined = asyncio.ensure_future(queue.join())
+        waiters = [asyncio.ensure_future(all_done.wait()), asyncio.ensure_future(self._stop_event.wait())]
+        finished = False
         try:
-            done, _ = await asyncio.wait([joined, *workers], return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task is not joined and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            if self._stop_reason is None:
+                for _ in workers:
+                    self._queue.put_nowait(None)  # all settled: let each worker return
+                finished = True
         finally:
-            for task in [joined, *workers]:
-                task.cancel()
-            await asyncio.gather(joined, *workers, return_exceptions=True)
+            await _reap(waiters, cancel=True)
+            await _reap(workers, cancel=not finished, grace=5.0)
+
+    async def _do_safely(self, unit: _Unit) -> None:
+        """:meth:`_do`, turning whatever escapes it into a stop (endpoint gone) or per-chunk failures."""
+        try:
+            await self._do(unit)
+        except (EndpointError, CacheWriteError) as exc:  # endpoint gone / verdicts cannot be kept: stop
+            self._stop(str(exc), exc)
+        except Exception as exc:  # noqa: BLE001 - a defect must fail its chunks, not hang or kill the run
+            for i in unit.ranks:
+                if self._verdicts[unit.case.id][i].status == "missing":
+                    self._settle(unit.case, i, ChunkVerdict(status="failed",
+                                                            error=f"internal error: {type(exc).__name__}: {exc}"))
 
     # ------------------------------------------------------------------------------------ one unit
     def _settle(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
         self._verdicts[case.id][i] = outcome
-        if outcome.status == "ok" and self._writer is not None:
+        if outcome.status == "ok" and self._writer is not None and self._writer_ok:
+            try:
+                self._put(case, i, outcome)
+            except CacheWriteError as exc:  # keep the verdict (for the records), stop paying for more
+                self._writer_ok = False
+                self._stop(str(exc), exc)
+        if self._progress:
+            self._progress(1)
+
+    def _put(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
+        if self._writer is not None:
             self._writer.put(self._keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
                            reason=outcome.reason, model=self.endpoint.model, mode=self.settings.mode,
                            scale=self.prompt.scale, prompt_version=self.prompt.prompt_version, style=self.style,
                            call=outcome.call or self.style, prompt_tokens=outcome.prompt_tokens,
                            completion_tokens=outcome.completion_tokens)
-        if self._progress:
-            self._progress(1)
 
-    async def _ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any]):
-        """Call, parse, and once more with a repair request if the reply is unreadable.
+    async def _ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any],
+                   fresh: bool = True):
+        """Call and parse; if the reply is unreadable, send one repair request, and if that reply is
+        unreadable too, one fresh call (``fresh``) before giving up.
 
         Returns (parsed, prompt_tokens, completion_tokens); raises CallError, or _Refused/_Unparseable.
         """
@@ -430,8 +562,21 @@ class Judge:
         try:
             return parse(reply.content), pt, ct
         except ParseError as exc:
-            raise _Unparseable(f"unparseable reply after one repair: {exc} (first reply: {first}); "
-                               f"reply: {(reply.content or '')[:200]!r}") from None
+            second = str(exc)
+            if not fresh:
+                raise _Unparseable(f"unparseable reply after one repair: {second} (first reply: {first}); "
+                                   f"reply: {(reply.content or '')[:200]!r}") from None
+        self._summary.fresh_calls += 1
+        reply = await self._client.chat(messages, max_tokens=max_tokens)
+        pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
+        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
+        if refused:
+            raise _Refused(refused)
+        try:
+            return parse(reply.content), pt, ct
+        except ParseError as exc:
+            raise _Unparseable(f"unparseable reply after one repair and one fresh call: {exc} (first reply: "
+                               f"{first}; repair: {second}); reply: {(reply.content or '')[:200]!r}") from None
 
     async def _do(self, unit: _Unit) -> None:
         if unit.batch:
@@ -465,7 +610,7 @@ class Judge:
         try:
             judgements, pt, ct = await self._ask(
                 self._messages(unit), max_tokens,
-                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel))
+                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), fresh=False)
         except BudgetExhausted as exc:
             for i in unit.ranks:
                 self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))
@@ -473,11 +618,19 @@ class Judge:
         except (CountMismatch, _Refused, _Unparseable, CallError):
             self._summary.batch_fallbacks += 1
             for i in unit.ranks:  # one call per chunk, spread over the workers
-                self._queue.put_nowait(_Unit(unit.case, [i], False))
+                self._enqueue(_Unit(unit.case, [i], False))
             return
         share_p, share_c = pt // n, ct // n
         for i, j in zip(unit.ranks, judgements, strict=True):
             self._settle(unit.case, i, _ok(j, "batch", share_p, share_c))
+
+
+def _sendable(case: JudgeCase) -> JudgeCase:
+    texts = [case.question, case.reference, case.response, *case.chunks]
+    if all(utf8_safe(t) is t for t in texts):
+        return case
+    return JudgeCase(case.id, utf8_safe(case.question), [utf8_safe(c) for c in case.chunks],
+                     utf8_safe(case.reference), utf8_safe(case.response))
 
 
 def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:
@@ -486,6 +639,21 @@ def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:
 
 class _Refused(Exception):
     pass
+
+
+async def _reap(tasks: list[asyncio.Future], cancel: bool, grace: float = 0.0) -> None:
+    """Wait for tasks to end; cancel them (now, or after ``grace`` seconds), and cancel again any that
+    ignored it (``asyncio.wait_for`` of Python <= 3.11 can swallow a cancellation)."""
+    pending = {t for t in tasks if not t.done()}
+    if pending and not cancel and grace:
+        _, pending = await asyncio.wait(pending, timeout=grace)
+    while pending:
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.2)
+    for t in tasks:
+        if not t.cancelled():
+            t.exception()  # retrieved: no "exception was never retrieved" warnings
 
 
 class _Unparseable(Exception):
@@ -530,30 +698,42 @@ def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, s
 
 
 def judge_records(records: Sequence[Any], *, model: str | None = None, base_url: str | None = None,
-                  api_key: str | None = None, endpoint: Endpoint | None = None,
-                  settings: JudgeSettings | None = None, policy: CallPolicy | None = None,
-                  cache: str | PathLike | VerdictCache | None = None, prices: Prices | None = None,
-                  source: str = "llm", progress: Callable[[int], None] | None = None) -> JudgeSummary:
+                  api_key: str | None = None, mode: str | None = None, graded: bool | None = None,
+                  batch: bool | None = None, config: str | PathLike | None = None,
+                  endpoint: Endpoint | None = None, settings: JudgeSettings | None = None,
+                  policy: CallPolicy | None = None, cache: str | PathLike | VerdictCache | None = None,
+                  prices: Prices | None = None, source: str = "llm",
+                  progress: Callable[[int], None] | None = None) -> JudgeSummary:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
 
-    ``cache`` is a path (default: :func:`~rankwise.relevance.llm.cache.default_cache_path`) or an open
-    :class:`VerdictCache`. Endpoint settings not given come from the environment / config file.
+    Settings not given are resolved as ``rankwise judge`` resolves them
+    (:func:`~rankwise.relevance.llm.config.resolve_llm_config`: the environment, then the ``[llm]``
+    table of ``config`` / ``./rankwise.toml``, then the defaults); ``endpoint``, ``settings`` and
+    ``policy`` objects, when given, are used as they are. ``cache`` is a path or an open
+    :class:`VerdictCache`.
+
+    When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`: Ctrl-C)
+    the verdicts had are written into the records before the exception is raised on.
 
     Example::
 
-        summary = judge_records(records, model="gpt-4o-mini", settings=JudgeSettings(mode="question"))
+        summary = judge_records(records, model="gpt-4o-mini", mode="question")
     """
-    from rankwise.relevance.llm.client import load_config, resolve_endpoint
+    from rankwise.relevance.llm.config import resolve_llm_config
 
-    if endpoint is None:
-        config, where = load_config()
-        endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=config,
-                                    config_source=where)
+    resolved = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode=mode,
+                                  graded=graded, batch=batch, endpoint=endpoint,
+                                  cache=None if isinstance(cache, VerdictCache) else cache)
     own = not isinstance(cache, VerdictCache)
-    store = VerdictCache(cache) if own else cache  # type: ignore[arg-type]
+    store = VerdictCache(resolved.cache) if own else cache  # type: ignore[arg-type]
     try:
-        judge = Judge(endpoint, settings, policy, store, prices)  # type: ignore[arg-type]
-        result = judge.run(cases_from_records(records), progress)
+        judge = Judge(resolved.endpoint, settings or resolved.settings, policy or resolved.policy, store,
+                      prices or resolved.prices)  # type: ignore[arg-type]
+        try:
+            result = judge.run(cases_from_records(records), progress)
+        except (JudgeStopped, JudgeInterrupted) as exc:
+            attach_verdicts(records, exc.result, judge, source)
+            raise
         attach_verdicts(records, result, judge, source)
         return result.summary
     finally:

@@ -1,8 +1,10 @@
 """Reading a judge's reply: tolerant JSON extraction, verdict checks, refusal detection.
 
 Models wrap JSON in code fences, surround it with prose, use single quotes or Python literals, or stop
-mid-object. :func:`extract_json` recovers what can be recovered; what cannot raises :class:`ParseError`,
-whose message is sent back to the model in the one repair attempt.
+mid-object. :func:`json_candidates` recovers what can be recovered, the likeliest answer first (the
+whole reply, else the last fenced block, else the last object in the text: the answer the prompt asks for
+comes last, after anything the model quotes); what cannot be read raises :class:`ParseError`, whose
+message is sent back to the model in the one repair attempt.
 """
 
 from __future__ import annotations
@@ -13,11 +15,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "parse_verdict", "parse_batch",
-           "refusal_of"]
+from rankwise.relevance.llm.client import utf8_safe
+
+__all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
+           "parse_batch", "refusal_of"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\n?(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+MAX_REPLY_CHARS = 100_000  # longer replies are not read (a batch of 20 verdicts is a few thousand)
+_MAX_RESTARTS = 8
+_MAX_ATTEMPTS = 200
+_READ_BUDGET = 4 * MAX_REPLY_CHARS  # characters parsed at most, over all the spans tried
 _REFUSAL = re.compile(
     r"\b(i['’]?m sorry|i am sorry|i apologi[sz]e|i can['’]?not|i can['’]t|i won['’]t|i will not|"
     r"i['’]?m (?:not )?(?:able|unable) to|unable to (?:help|assist|comply|provide)|as an ai\b|"
@@ -50,12 +58,12 @@ def _loads_lenient(text: str) -> Any:
     """json.loads, then the usual repairs: trailing commas, Python literals, single quotes."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     fixed = _TRAILING_COMMA.sub(r"\1", text.replace("“", '"').replace("”", '"'))
     try:
         return json.loads(fixed)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", fixed)))
     try:
@@ -92,38 +100,129 @@ def _balanced(text: str, start: int) -> str | None:
     return None
 
 
-def extract_json(text: str | None) -> Any:
-    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style quoting.
+def _bracket_spans(text: str) -> set[tuple[int, int]]:
+    """``(start, end)`` of every balanced ``{...}`` / ``[...]`` span, quotes inside brackets honoured.
+
+    One pass with a stack, so a hostile reply (``{{{{...``) costs linear time, not quadratic; an
+    open quote (a stray apostrophe in prose) restarts the pass just after the first bracket it left
+    open, at most ``_MAX_RESTARTS`` times."""
+    spans: set[tuple[int, int]] = set()
+    pos, n = 0, len(text)
+    for _ in range(_MAX_RESTARTS):
+        stack: list[int] = []
+        quote, escape = "", False
+        for i in range(pos, n):
+            ch = text[i]
+            if not stack:
+                if ch in "{[":
+                    stack.append(i)
+            elif quote:
+                if escape:
+                    escape = False
+                elif ch == "\\":
+                    escape = True
+                elif ch == quote:
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif ch in "{[":
+                stack.append(i)
+            elif ch in "}]":
+                start = stack.pop()
+                if (text[start] == "{") == (ch == "}"):
+                    spans.add((start, i + 1))
+                else:  # mismatched brackets: nothing open can close properly
+                    stack.clear()
+        if not stack or not quote:  # all closed, or brackets really left open: another pass finds nothing new
+            break
+        pos = stack[0] + 1  # a quote left open (an apostrophe in prose?): read on after that bracket
+    return spans
+
+
+def _spans(text: str) -> list[str]:
+    """The top-level bracketed spans of ``text`` that parse, in order (spans inside one are not listed;
+    the spans inside one that does not parse are tried instead)."""
+    out: list[str] = []
+    covered = -1
+    attempts, budget = 0, _READ_BUDGET
+    for start, end in sorted(_bracket_spans(text), key=lambda se: (se[0], -se[1])):
+        if start < covered:
+            continue
+        attempts += 1
+        budget -= end - start
+        if attempts > _MAX_ATTEMPTS or budget < 0:  # bounded work, whatever the reply holds
+            break
+        try:
+            _loads_lenient(text[start:end])
+        except ParseError:
+            continue
+        out.append(text[start:end])
+        covered = end
+    return out
+
+
+def json_candidates(text: str | None) -> list[Any]:
+    """Every JSON value a reply may hold as its answer, the likeliest first: the whole reply if it is
+    JSON; else the code-fenced blocks, last first; else the top-level objects in the text, last first.
+
+    The answer the prompt asks for comes at the end, so a reply that quotes an object (from the chunk,
+    or as an example) before its own answer is read by its answer.
 
     Example:
-        >>> extract_json("Sure! ```json\\n{'verdict': 1, 'reason': 'ok',}\\n``` Hope it helps.")
-        {'verdict': 1, 'reason': 'ok'}
+        >>> json_candidates('The chunk says {"verdict": 1}. My answer: {"verdict": 0, "reason": "r"}')
+        [{'verdict': 0, 'reason': 'r'}, {'verdict': 1}]
     """
     if text is None or not text.strip():
         raise ParseError("the reply is empty")
-    for cand in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        cand = cand.strip()
+    if len(text) > MAX_REPLY_CHARS:
+        raise ParseError(f"the reply is too long ({len(text):,} characters; a verdict needs a few hundred)")
+    try:
+        return [_loads_lenient(text.strip())]
+    except ParseError:
+        pass
+    out: list[Any] = []
+    for block in reversed([m.group(1).strip() for m in _FENCE.finditer(text)]):
         try:
-            return _loads_lenient(cand)
+            out.append(_loads_lenient(block))
+            continue
         except ParseError:
             pass
-        for i, ch in enumerate(cand):
-            if ch not in "{[":
-                continue
-            span = _balanced(cand, i)
-            if span is None:
-                continue
-            try:
-                value = _loads_lenient(span)
-            except ParseError:
-                continue
-            if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
-                return value
+        out.extend(_loads_lenient(span) for span in reversed(_spans(block)))
+    if not out:
+        out.extend(_loads_lenient(span) for span in reversed(_spans(text)))
+    out = [v for v in out if isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], dict))]
+    if out:
+        return out
     if "{" not in text:
         raise ParseError("no JSON object in the reply")
     if _balanced(text, text.index("{")) is None:
         raise ParseError("the JSON object in the reply is cut off (unbalanced braces)")
     raise ParseError("the reply is not valid JSON")
+
+
+def extract_json(text: str | None) -> Any:
+    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style quoting;
+    the likeliest answer of :func:`json_candidates`.
+
+    Example:
+        >>> extract_json("Sure! ```json\\n{'verdict': 1, 'reason': 'ok',}\\n``` Hope it helps.")
+        {'verdict': 1, 'reason': 'ok'}
+    """
+    return json_candidates(text)[0]
+
+
+def _first_valid(candidates: list[Any], read: Any) -> Any:
+    """``read`` of the first candidate it accepts; else the error it gave for the likeliest one."""
+    first: ParseError | None = None
+    for cand in candidates:
+        try:
+            return read(cand)
+        except CountMismatch as exc:
+            first = first or exc
+        except ParseError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
 
 
 def _first_key(obj: dict, keys: tuple[str, ...]) -> tuple[str | None, Any]:
@@ -162,7 +261,7 @@ def _judgement(obj: Any, graded: bool, relevant_from: int) -> Judgement:
     if not isinstance(obj, dict):
         raise ParseError(f"expected a JSON object, got {type(obj).__name__}")
     _, reason = _first_key(obj, _REASON_KEYS)
-    reason = None if reason is None else str(reason).strip() or None
+    reason = None if reason is None else utf8_safe(str(reason).strip()) or None
     if graded:
         key, value = _first_key(obj, _GRADE_KEYS)
         if key is None:
@@ -184,10 +283,12 @@ def parse_verdict(text: str | None, *, graded: bool = False, relevant_from: int 
         >>> parse_verdict('{"grade": 2, "reason": "partial"}', graded=True).verdict
         1
     """
-    obj = extract_json(text)
-    if isinstance(obj, list) and len(obj) == 1:
-        obj = obj[0]
-    return _judgement(obj, graded, relevant_from)
+    def read(obj: Any) -> Judgement:
+        if isinstance(obj, list) and len(obj) == 1:
+            obj = obj[0]
+        return _judgement(obj, graded, relevant_from)
+
+    return _first_valid(json_candidates(text), read)
 
 
 def parse_batch(text: str | None, n: int, *, graded: bool = False, relevant_from: int = 2) -> list[Judgement]:
@@ -200,7 +301,10 @@ def parse_batch(text: str | None, n: int, *, graded: bool = False, relevant_from
         >>> [j.verdict for j in parse_batch('{"verdicts": [{"id": 2, "verdict": 0}, {"id": 1, "verdict": 1}]}', 2)]
         [1, 0]
     """
-    obj = extract_json(text)
+    return _first_valid(json_candidates(text), lambda obj: _batch(obj, n, graded, relevant_from))
+
+
+def _batch(obj: Any, n: int, graded: bool, relevant_from: int) -> list[Judgement]:
     items = obj
     if isinstance(obj, dict):
         _, items = _first_key(obj, ("verdicts", "judgements", "judgments", "results", "chunks", "grades"))

@@ -11,9 +11,42 @@
       vals[j].hidden = vals[j].getAttribute("data-metric") !== metric;
     }
   }
+  // the drill-down is ordered by the size of the selected metric's difference (stable: ties keep build order)
+  function sortQueries(metric) {
+    var list = document.getElementById("query-list");
+    if (!list) { return; }
+    var items = Array.prototype.slice.call(list.querySelectorAll("details.query"));
+    function size(e) {
+      var v = JSON.parse(e.getAttribute("data-size") || "{}")[metric];
+      return typeof v === "number" ? v : 0;
+    }
+    items.sort(function (a, b) {
+      return (size(b) - size(a)) || (Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")));
+    });
+    for (var i = 0; i < items.length; i++) { list.appendChild(items[i]); }
+    var label = document.getElementById("order-metric");
+    if (label) { label.textContent = metric; }
+  }
   if (select) {
-    select.addEventListener("change", function () { showMetric(select.value); });
+    select.addEventListener("change", function () { showMetric(select.value); sortQueries(select.value); });
     showMetric(select.value);
+  }
+  // the stripe beside each chunk shows the selected verdict source's verdict
+  var sourceSelect = document.getElementById("source-select");
+  function showSource(source) {
+    var chunks = document.querySelectorAll("ol.chunks li[data-verdicts]");
+    for (var i = 0; i < chunks.length; i++) {
+      var verdicts = JSON.parse(chunks[i].getAttribute("data-verdicts") || "{}");
+      chunks[i].className = verdicts[source] || "";
+    }
+    var badges = document.querySelectorAll(".badge[data-source]");
+    for (var j = 0; j < badges.length; j++) {
+      badges[j].classList.toggle("selected", badges[j].getAttribute("data-source") === source);
+    }
+  }
+  if (sourceSelect) {
+    sourceSelect.addEventListener("change", function () { showSource(sourceSelect.value); });
+    showSource(sourceSelect.value);
   }
   var filter = document.getElementById("query-filter");
   if (filter) {

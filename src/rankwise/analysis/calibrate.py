@@ -1,0 +1,284 @@
+"""Which retrieval metric predicts your generator's answers: rank metric x K x discount candidates by how
+well their per-case values predict the answer score (docs/calibrate.md).
+
+The statistic is Kendall's tau-b between a candidate's per-case value and the answer score, or the AUC when
+answer scores are binary (correct / not). Cases are split by id, with a seed, into a training half that
+chooses the best candidate and a held-out half that reports it, with a bootstrap interval; with two or
+more systems the system-level agreement (Kendall's tau between systems' mean metric and mean answer
+score) is reported too. Below ``min_cases`` cases with answer scores nothing is recommended, and the
+result says why.
+
+Example:
+    >>> import random
+    >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
+    >>> rng = random.Random(0)
+    >>> recs = []
+    >>> for i in range(80):
+    ...     v = [rng.choice([0, 1]) for _ in range(5)]
+    ...     rec = CaseRecord(f"c{i}", chunks=[ChunkRecord(r + 1, verdicts={"llm": Verdict(x)}) for r, x in enumerate(v)])
+    ...     rec.answer_score = float(v[0])  # the generator answers right iff the first chunk is relevant
+    ...     recs.append(rec)
+    >>> calibrate(recs, "llm").best.name
+    'hit_rate@1'
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rankwise.errors import InputError, RankwiseWarning
+
+__all__ = ["calibrate", "candidate_metrics", "CalibrationResult", "Candidate", "DEFAULT_KS", "DISCOUNTS"]
+
+DEFAULT_KS: tuple[int | None, ...] = (1, 3, 5, 10, None)
+DISCOUNTS = ("decay=log", "decay=linear", "decay=rbp,p=0.5", "decay=rbp,p=0.8", "decay=rbp,p=0.95", "decay=flat")
+_FAMILIES = ("hit_rate", "precision", "recall", "mrr", "ndcg", "acp")
+
+
+def candidate_metrics(ks: Sequence[int | None] = DEFAULT_KS, curve: str | None = None) -> list[str]:
+    """Every candidate: hit rate, precision, recall, MRR, nDCG, acp and wcp under each discount, at each K
+    (None: the list as fed).
+
+    Example:
+        >>> candidate_metrics([5])[:3], len(candidate_metrics())
+        (['hit_rate@5', 'precision@5', 'recall@5'], 60)
+    """
+    discounts = list(DISCOUNTS) + ([f"decay=curve,curve={curve}"] if curve else [])
+    out = []
+    for k in ks:
+        at = "" if k is None else f"@{k}"
+        out += [f"{f}{at}" for f in _FAMILIES]
+        out += [f"wcp({d}){at}" for d in discounts]
+    return out
+
+
+@dataclass
+class Candidate:
+    """One metric's fit: the statistic on the training and held-out cases, and its bootstrap interval."""
+
+    name: str
+    train: float
+    held_out: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    system_tau: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.name, "train": _num(self.train), "held_out": _num(self.held_out),
+                "ci_low": _num(self.ci_low), "ci_high": _num(self.ci_high), "system_tau": _num(self.system_tau)}
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+@dataclass
+class CalibrationResult:
+    """What :func:`calibrate` returns: candidates ranked by the training statistic (best first)."""
+
+    statistic: str
+    source: str
+    cases: int
+    train_cases: int
+    held_out_cases: int
+    systems: list[str]
+    candidates: list[Candidate]
+    refused: str | None = None
+    notes: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best(self) -> Candidate | None:
+        """The recommended candidate (None when calibration refused)."""
+        return None if self.refused or not self.candidates else self.candidates[0]
+
+    def sentence(self) -> str:
+        """The recommendation in one plain sentence."""
+        if self.refused:
+            return f"No recommendation: {self.refused}."
+        b = self.best
+        assert b is not None
+        stat = "tau" if self.statistic == "kendall_tau_b" else "AUC"
+        ci = f" [{b.ci_low:.2f}, {b.ci_high:.2f}]" if b.ci_low is not None else ""
+        text = f"{b.name} predicts the answer score best: {stat} {b.held_out:.2f}{ci} held out"
+        return text + ("; " + "; ".join(self.notes) if self.notes else "") + "."
+
+    def to_json(self) -> dict[str, Any]:
+        return {"statistic": self.statistic, "source": self.source, "cases": self.cases,
+                "train_cases": self.train_cases, "held_out_cases": self.held_out_cases, "systems": self.systems,
+                "recommendation": None if self.best is None else self.best.name, "sentence": self.sentence(),
+                "refused": self.refused, "notes": self.notes, "summary": self.summary,
+                "candidates": [c.to_dict() for c in self.candidates]}
+
+
+def _pair_matrices(x: np.ndarray, y: np.ndarray, binary: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The statistic as quadratic forms in the case weights c (1 each, or bootstrap multiplicities):
+    value = c'Nc / sqrt(c'Ac · c'Bc) (tau-b: concordance over pairs untied in x and in y) or c'Nc / (c'A)(c'B)
+    (AUC: positives above negatives, ties 1/2)."""
+    if binary:
+        pos = (y >= 0.5).astype(np.float64)
+        h = np.sign(x[:, None] - x[None, :]) * 0.5 + 0.5  # 1 above, 1/2 tied, 0 below
+        return h * pos[:, None] * (1 - pos)[None, :], pos, 1 - pos
+    sx = np.sign(x[:, None] - x[None, :])
+    sy = np.sign(y[:, None] - y[None, :])
+    return sx * sy, np.abs(sx), np.abs(sy)
+
+
+def _statistics(x: np.ndarray, y: np.ndarray, binary: bool, weights: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b (or the AUC) of x against y for each row of case weights; NaN where undefined."""
+    num_m, a_m, b_m = _pair_matrices(x, y, binary)
+    num = np.einsum("bi,ij,bj->b", weights, num_m, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if binary:
+            den = (weights @ a_m) * (weights @ b_m)
+        else:
+            den = np.sqrt(np.einsum("bi,ij,bj->b", weights, a_m, weights)
+                          * np.einsum("bi,ij,bj->b", weights, b_m, weights))
+        out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    return out
+
+
+def _statistic_of(x: np.ndarray, y: np.ndarray, binary: bool) -> float:
+    if len(x) < 2:
+        return float("nan")
+    return float(_statistics(x, y, binary, np.ones((1, len(x))))[0])
+
+
+def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    return _statistic_of(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), False)
+
+
+def _record_sets(records: Any, source: str) -> dict[str, list[Any]]:
+    from rankwise.metrics.rag import judged_records
+
+    if isinstance(records, Mapping):
+        items = dict(records)
+    else:
+        items = {"system": records}
+    return {name: judged_records(value, source)[0] for name, value in items.items()}
+
+
+def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] | None = None,
+              ks: Sequence[int | None] = DEFAULT_KS, curve: str | None = None, min_cases: int = 30,
+              test_share: float = 0.5, seed: int = 42, resamples: int = 1000,
+              confidence: float = 0.95) -> CalibrationResult:
+    """Rank candidate metrics by how well they predict the answer score of each case.
+
+    Args:
+        records: per-case records (a list, a records file, a test set) or ``{system: records}`` for
+            several systems; the verdicts of ``source`` are used as stored (or judged now for a test set).
+        source: the verdict source (``containment``, ``span``, ``ids``, ``human``, ``llm``, ``utility`` ...).
+        answer_scores: ``{case_id: score}`` overriding the records' ``answer_score``.
+        ks: cutoffs of the candidates (None: the list as fed).
+        curve: a position-curve file to add ``wcp(decay=curve)`` candidates.
+        min_cases: fewest cases with answer scores for a recommendation.
+        test_share: share of the cases held out.
+        seed, resamples, confidence: the split and the bootstrap interval of the held-out statistic.
+    """
+    from rankwise.metrics.rag import evaluate_rag
+
+    if not 0.0 < test_share < 1.0:
+        raise InputError(f"test share must be between 0 and 1, not {test_share}", field="test_share")
+    if min_cases < 4:
+        raise InputError("min_cases must be at least 4", field="min_cases")
+    sets = _record_sets(records, source)
+    names = candidate_metrics(ks, curve)
+    rows_case, rows_system, rows_y, blocks = [], [], [], []
+    no_score = 0
+    for system, recs in sets.items():
+        scored = []
+        for r in recs:
+            y = answer_scores.get(r.id) if answer_scores is not None and r.id in answer_scores else r.answer_score
+            if y is None:
+                no_score += 1
+                continue
+            scored.append((r, float(y)))
+        if not scored:
+            continue
+        with warnings.catch_warnings():  # the candidate grid's cutoffs are ours, not the user's
+            warnings.simplefilter("ignore", RankwiseWarning)
+            result = evaluate_rag([r for r, _ in scored], source, metrics=names)
+        index = {q: i for i, q in enumerate(result.per_query.query_ids)}
+        for r, y in scored:
+            rows_case.append(r.id)
+            rows_system.append(system)
+            rows_y.append(y)
+            blocks.append(result.per_query.values[index[r.id]])
+    systems = list(sets)
+    values = np.array(blocks, dtype=np.float64).reshape(len(blocks), len(names))
+    y = np.array(rows_y, dtype=np.float64)
+    case_ids = sorted(set(rows_case), key=lambda c: c.encode("utf-8"))
+    binary = bool(len(y)) and bool(np.all((y == 0.0) | (y == 1.0)))
+    stat_name = "auc" if binary else "kendall_tau_b"
+    summary = {"cases_without_answer_score": no_score, "observations": len(y), "seed": seed,
+               "test_share": test_share, "resamples": resamples, "confidence": confidence}
+    refused = None
+    if len(case_ids) < min_cases:
+        refused = (f"{len(case_ids)} cases have answer scores; at least {min_cases} are needed to choose a metric "
+                   f"on one half and check it on the other")
+    elif len(y) and np.all(y == y[0]):
+        refused = "every answer score is the same, so no metric can predict it"
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(case_ids))
+    n_test = max(1, int(round(len(case_ids) * test_share))) if case_ids else 0
+    test_ids = {case_ids[i] for i in order[:n_test]}
+    is_test = np.array([c in test_ids for c in rows_case], dtype=bool)
+    def fn(x: np.ndarray, yy: np.ndarray) -> float:
+        return _statistic_of(x, yy, binary)
+
+    candidates = []
+    for j, name in enumerate(names):
+        col = values[:, j] if len(values) else np.zeros(0)
+        ok = ~np.isnan(col)
+        train = fn(col[ok & ~is_test], y[ok & ~is_test]) if (ok & ~is_test).sum() > 1 else float("nan")
+        held = fn(col[ok & is_test], y[ok & is_test]) if (ok & is_test).sum() > 1 else float("nan")
+        candidates.append(Candidate(name, train, held))
+    candidates.sort(key=lambda c: (-(c.train if not math.isnan(c.train) else -math.inf),
+                                   -(c.held_out if not math.isnan(c.held_out) else -math.inf)))
+    # bootstrap intervals of the held-out statistic for the leading candidates
+    test_rows = np.flatnonzero(is_test)
+    tail = (1 - confidence) / 2
+    if len(test_rows) > 1:
+        boot = np.random.default_rng(seed + 1)
+        draws = boot.integers(0, len(test_rows), size=(resamples, len(test_rows)))
+        multiplicity = np.zeros((resamples, len(test_rows)))
+        np.add.at(multiplicity, (np.arange(resamples)[:, None], draws), 1.0)
+        for c in candidates[:10]:
+            col = values[test_rows, names.index(c.name)]
+            ok = ~np.isnan(col)
+            stats = _statistics(col[ok], y[test_rows][ok], binary, multiplicity[:, ok])
+            stats = stats[~np.isnan(stats)]
+            if len(stats) >= max(10, resamples // 2):
+                c.ci_low, c.ci_high = (float(x) for x in np.quantile(stats, [tail, 1 - tail]))
+    if len(systems) >= 2:
+        for c in candidates:
+            j = names.index(c.name)
+            means_m, means_y = [], []
+            for s in systems:
+                rows = [i for i, sys_ in enumerate(rows_system) if sys_ == s and not np.isnan(values[i, j])]
+                if rows:
+                    means_m.append(float(np.mean(values[rows, j])))
+                    means_y.append(float(np.mean(y[rows])))
+            c.system_tau = _tau_b(np.array(means_m), np.array(means_y)) if len(means_m) >= 2 else None
+    notes = _saturation_notes(candidates)
+    return CalibrationResult(stat_name, source, len(case_ids), len(case_ids) - len(test_ids), len(test_ids),
+                             systems, candidates, refused, notes, summary)
+
+
+def _saturation_notes(candidates: list[Candidate]) -> list[str]:
+    """"recall past K=5 no longer moves answers": the K after which recall's held-out statistic stops rising."""
+    recall = {}
+    for c in candidates:
+        if c.name.startswith("recall@") and not math.isnan(c.held_out):
+            recall[int(c.name.split("@")[1])] = c.held_out
+    ks = sorted(recall)
+    for i, k in enumerate(ks[:-1]):
+        if all(recall[later] <= recall[k] + 0.01 for later in ks[i + 1:]):
+            return [f"recall past K={k} no longer moves answers"]
+    return []

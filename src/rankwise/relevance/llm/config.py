@@ -1,0 +1,147 @@
+"""One resolution of the judge's settings, for the command line and the Python API alike.
+
+Every setting is taken from, first found wins:
+
+1. the argument given (a command-line flag, or a keyword of :func:`resolve_llm_config` /
+   :func:`~rankwise.relevance.llm.judge.judge_records`);
+2. the environment: ``RANKWISE_JUDGE_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (or the variable
+   named by ``api_key_env``), ``RANKWISE_CACHE``;
+3. the ``[llm]`` table of the config file: the one given, else ``./rankwise.toml``, else
+   ``~/.config/rankwise/config.toml``; relative paths in it (``cache``, ``prompt``) are read from the
+   file's folder;
+4. the defaults of :class:`~rankwise.relevance.llm.judge.JudgeSettings` and
+   :class:`~rankwise.relevance.llm.client.CallPolicy`.
+
+Example::
+
+    # rankwise.toml
+    [llm]
+    model = "qwen2.5:7b"
+    base_url = "http://localhost:11434/v1"
+    mode = "question"
+    concurrency = 8
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.errors import InputError
+from rankwise.relevance.llm.cache import default_cache_path
+from rankwise.relevance.llm.client import CallPolicy, Endpoint, load_config, resolve_endpoint
+from rankwise.relevance.llm.cost import Prices
+
+__all__ = ["LLMConfig", "resolve_llm_config"]
+
+# [llm] key -> the type its value must have
+_TYPES: dict[str, tuple[type, ...]] = {
+    "mode": (str,), "graded": (bool,), "batch": (bool,), "batch_size": (int,), "relevant_from": (int,),
+    "prompt": (str,), "concurrency": (int,), "rpm": (int, float), "timeout": (int, float),
+    "max_retries": (int,), "temperature": (int, float), "price_in": (int, float), "price_out": (int, float),
+    "cache": (str,), "max_calls": (int,), "breaker_failures": (int,), "breaker_seconds": (int, float),
+}
+_TYPE_NAMES = {(str,): "a string", (bool,): "true or false", (int,): "an integer", (int, float): "a number"}
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Everything a judge run needs, resolved: endpoint, what is asked, how calls are made, prices, the
+    cache file, and the config file read (None when there was none)."""
+
+    endpoint: Endpoint
+    settings: Any  # JudgeSettings (imported lazily: judge.py imports this module's neighbours)
+    policy: CallPolicy
+    prices: Prices
+    cache: Path
+    source: str | None
+
+
+def _check(key: str, value: Any, source: str | None) -> Any:
+    types = _TYPES[key]
+    ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
+    if ok and isinstance(value, float) and not math.isfinite(value):
+        ok = False
+    if not ok:
+        raise InputError(f"{key} must be {_TYPE_NAMES[types]}, got {value!r}", source=source, field=key)
+    return value
+
+
+def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str, str] | None = None,
+                       model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                       mode: str | None = None, graded: bool | None = None, batch: bool | None = None,
+                       batch_size: int | None = None, relevant_from: int | None = None,
+                       prompt: str | PathLike | None = None, concurrency: int | None = None,
+                       rpm: float | None = None, timeout: float | None = None, max_retries: int | None = None,
+                       temperature: float | None = None, max_calls: int | None = None,
+                       price_in: float | None = None, price_out: float | None = None,
+                       cache: str | PathLike | None = None, endpoint: Endpoint | None = None) -> LLMConfig:
+    """The judge's settings: arguments, then the environment, then the config file's ``[llm]`` table,
+    then the defaults. ``None`` means "not given"; an ``endpoint`` given is used as it is. Errors name
+    the config file and the key.
+
+    Example:
+        >>> c = resolve_llm_config(model="m", base_url="http://127.0.0.1:8000/v1", concurrency=4, env={},
+        ...                        config=None, cache="judge.sqlite")
+        >>> (c.endpoint.model, c.settings.mode, c.policy.concurrency, c.policy.max_retries, str(c.cache))
+        ('m', 'reference', 4, 4, 'judge.sqlite')
+    """
+    from rankwise.relevance.llm.judge import JudgeSettings
+
+    env = os.environ if env is None else env
+    table, source = load_config(config)
+    folder = Path(source).parent if source else Path(".")
+
+    def pick(key: str, given: Any, default: Any = None) -> Any:
+        if given is not None:
+            return given
+        if key in table:
+            return _check(key, table[key], source)
+        return default
+
+    def path(value: Any, from_table: bool) -> Path | None:
+        if value is None:
+            return None
+        p = Path(os.path.expanduser(str(value)))
+        return folder / p if from_table and not p.is_absolute() else p
+
+    from rankwise.relevance.llm.prompts import MODES
+
+    chosen_mode = pick("mode", mode)
+    if chosen_mode is not None and chosen_mode not in MODES:
+        raise InputError(f"unknown judge mode {chosen_mode!r}; choose one of {', '.join(MODES)}",
+                         source=None if mode is not None else source, field="mode")
+    if endpoint is None:
+        endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=table,
+                                    config_source=source, env=dict(env))
+    defaults = JudgeSettings()
+    settings = JudgeSettings(
+        mode=pick("mode", mode, defaults.mode), graded=pick("graded", graded, defaults.graded),
+        batch=pick("batch", batch, defaults.batch), batch_size=pick("batch_size", batch_size, defaults.batch_size),
+        relevant_from=pick("relevant_from", relevant_from, defaults.relevant_from),
+        prompt_file=path(pick("prompt", prompt), prompt is None))
+    base = CallPolicy()
+    temp = pick("temperature", temperature, base.temperature)
+    policy = CallPolicy(concurrency=pick("concurrency", concurrency, base.concurrency),
+                        rpm=pick("rpm", rpm, base.rpm), timeout=float(pick("timeout", timeout, base.timeout)),
+                        max_retries=pick("max_retries", max_retries, base.max_retries),
+                        temperature=None if temp is None else float(temp),
+                        max_calls=pick("max_calls", max_calls, base.max_calls),
+                        breaker_failures=pick("breaker_failures", None, base.breaker_failures),
+                        breaker_seconds=float(pick("breaker_seconds", None, base.breaker_seconds)),
+                        backoff_base=base.backoff_base, backoff_max=base.backoff_max)
+    prices = Prices(pick("price_in", price_in), pick("price_out", price_out))
+    if cache is not None:
+        cache_path = Path(cache)
+    elif env.get("RANKWISE_CACHE"):
+        cache_path = Path(env["RANKWISE_CACHE"])
+    elif "cache" in table:
+        cache_path = path(_check("cache", table["cache"], source), True)  # type: ignore[assignment]
+    else:
+        cache_path = default_cache_path()
+    return LLMConfig(endpoint, settings, policy, prices, cache_path, source)

@@ -1,0 +1,141 @@
+"""Calibration against answers: planted position curves are recovered, the planted metric ranks first,
+too few cases are refused; answer scores (EM, token F1, files)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rankwise.analysis.answers import exact_match, read_answer_scores, score_answers, token_f1
+from rankwise.analysis.calibrate import calibrate, candidate_metrics
+from rankwise.analysis.position import discount_weights, fit_position_curve, position_accuracy
+from rankwise.cli import main
+from rankwise.data.records import CaseRecord, ChunkRecord, Verdict, write_records
+from rankwise.errors import InputError
+from rankwise.metrics import weighted_context_precision
+
+
+def _simulate(curve: np.ndarray, per_position: int, seed: int):
+    rng = random.Random(seed)
+    outcomes = [(i + 1, 1.0 if rng.random() < curve[i] else 0.0) for i in range(len(curve))
+                for _ in range(per_position)]
+    return position_accuracy(outcomes, len(curve))
+
+
+def test_position_curve_recovers_a_planted_rbp():
+    k = 10
+    planted = 0.1 + 0.8 * discount_weights("rbp", k, p=0.7)
+    acc, counts, intervals = _simulate(planted, 2000, seed=1)  # 20,000 simulated answers
+    fit = fit_position_curve(acc, counts)
+    assert fit.best.name == "rbp"
+    assert abs(fit.best.params["p"] - 0.7) <= 0.05  # the stated tolerance
+    for a, (lo, hi) in zip(acc, intervals, strict=True):
+        assert lo <= a <= hi
+
+
+def test_position_curve_recovers_a_u_shape():
+    k = 10
+    planted = 0.2 + 0.6 * discount_weights("u_shape", k, p=0.5, q=0.5, b=1.0) / 1.0
+    acc, counts, _ = _simulate(np.clip(planted, 0, 1), 500, seed=2)
+    fit = fit_position_curve(acc, counts)
+    assert fit.best.name == "u_shape"
+    assert fit.best.params["b"] >= 0.5  # the late positions matter again
+    monotone = next(f for f in fit.fits if f.name == "log")
+    assert fit.best.aic < monotone.aic
+
+
+def test_position_curve_needs_three_positions():
+    with pytest.raises(InputError, match="three positions"):
+        fit_position_curve([1.0, 0.5], [10, 10])
+
+
+def _records(n: int, seed: int, planted: str = "rbp") -> list[CaseRecord]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        v = [1 if rng.random() < 0.35 else 0 for _ in range(8)]
+        rec = CaseRecord(f"c{i:03d}", chunks=[ChunkRecord(r + 1, id=f"c{i}-{r}", verdicts={"llm": Verdict(x)})
+                                              for r, x in enumerate(v)])
+        # the planted answer score: wcp@5 with RBP(0.8), as the generator's answers would follow it
+        rec.answer_score = weighted_context_precision(v, 5, "rbp", p=0.8)
+        rec.answer_score_source = "planted"
+        out.append(rec)
+    return out
+
+
+def test_calibrate_ranks_the_planted_metric_first():
+    result = calibrate(_records(200, 1), "llm")
+    assert result.statistic == "kendall_tau_b"
+    assert result.best.name == "wcp(decay=rbp,p=0.8)@5"
+    assert result.best.held_out == pytest.approx(1.0)
+    assert result.best.ci_low is not None and result.best.ci_low <= 1.0
+    others = [c for c in result.candidates if c.name.startswith("precision@5")]
+    assert others[0].held_out < 0.95
+    assert result.sentence().startswith("wcp(decay=rbp,p=0.8)@5 predicts the answer score best: tau 1.00")
+
+
+def test_calibrate_binary_answers_use_auc_and_systems_agree():
+    recs = _records(120, 3)
+    for r in recs:
+        r.answer_score = 1.0 if r.chunks[0].verdicts["llm"].verdict == 1 else 0.0
+    worse = _records(120, 3)
+    for r in worse:  # the same cases, relevant chunks pushed down one rank
+        r.chunks = [ChunkRecord(1, id="pad", verdicts={"llm": Verdict(0)})] + [
+            ChunkRecord(c.rank + 1, id=c.id, verdicts=c.verdicts) for c in r.chunks]
+        r.answer_score = 0.0
+    result = calibrate({"good": recs, "worse": worse}, "llm")
+    assert result.statistic == "auc" and result.systems == ["good", "worse"]
+    assert result.best.name.endswith("@1") and result.best.held_out == pytest.approx(1.0)
+    assert result.best.system_tau == pytest.approx(1.0)
+
+
+def test_calibrate_refuses_on_too_few_cases():
+    result = calibrate(_records(12, 4), "llm")
+    assert result.best is None
+    assert "12 cases have answer scores; at least 30 are needed" in result.refused
+    assert result.sentence().startswith("No recommendation:")
+
+
+def test_candidates_cover_the_issue_grid():
+    names = candidate_metrics(curve="c.json")
+    for n in ("hit_rate@1", "mrr@3", "ndcg@10", "acp", "wcp(decay=rbp,p=0.95)@5", "wcp(decay=flat)@10",
+              "wcp(decay=curve,curve=c.json)@5", "recall"):
+        assert n in names
+
+
+def test_answer_scores():
+    assert exact_match("The Eiffel Tower!", "eiffel tower") == 1.0
+    assert token_f1("x y z", "y z w") == pytest.approx(2 / 3)
+    recs = [CaseRecord("q1", reference="Paris", response="Paris"), CaseRecord("q2", reference="Rome", response="x"),
+            CaseRecord("q3")]
+    assert score_answers(recs, "em") == {"scored": 2, "kept": 0, "missing": 1}
+    assert [r.answer_score for r in recs] == [1.0, 0.0, None]
+    assert score_answers(recs, "f1", scores={"q3": 0.5}, source="human") == {"scored": 1, "kept": 2, "missing": 0}
+    assert (recs[2].answer_score, recs[2].answer_score_source) == (0.5, "human")
+
+
+def test_read_answer_scores_errors_name_the_line(tmp_path):
+    p = tmp_path / "scores.csv"
+    p.write_text("query_id,answer_score\nq1,1\nq2,lots\n")
+    with pytest.raises(InputError, match=r"scores.csv:3: field 'answer_score'"):
+        read_answer_scores(p)
+    p.write_text("query_id,answer_score\nq1,1\nq2,0.5\n")
+    assert read_answer_scores(p) == {"q1": 1.0, "q2": 0.5}
+
+
+def test_calibrate_cli(tmp_path):
+    path = tmp_path / "records.jsonl"
+    write_records(_records(120, 5), path)
+    res = CliRunner().invoke(main, ["calibrate", str(path), "--relevance", "llm", "--format", "json",
+                                    "--plot", str(tmp_path / "cal.png")])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["recommendation"] == "wcp(decay=rbp,p=0.8)@5"
+    assert (tmp_path / "cal.png").stat().st_size > 1000
+    res = CliRunner().invoke(main, ["calibrate", str(path), "--relevance", "llm"], terminal_width=200)
+    assert res.exit_code == 0
+    assert "predicts the answer score best" in res.output

@@ -1,0 +1,275 @@
+"""Messages and output a user can act on: whole tables through pipes, named test-set fields, the QRELS/RUN
+swap hint, warnings with counts, a fast and precise reranker error, a reason for every verdict.
+
+The CLI is run as a real subprocess with stdout and stderr on pipes, as a user's shell script would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+import rankwise
+from _synthetic_runs import qrels_dict, system_run, write_trec
+from rankwise.data.testset import load_testset
+from rankwise.errors import InputError, RankwiseWarning
+from rankwise.metrics.rag import evaluate_rag
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ELLIPSIS = "\u2026"
+
+
+def rankwise_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m rankwise.cli ARGS`` with stdout/stderr on pipes (not a terminal)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "RANKWISE_WIDTH")}
+    full_env.update({"PYTHONPATH": str(SRC), **(env or {})})
+    return subprocess.run([sys.executable, "-m", "rankwise.cli", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+
+
+# --------------------------------------------------------------------------------------- whole tables
+LONG_METRICS = ["hit_rate@10", "precision@10", "recall@100", "ndcg@10", "map@100", "r_precision", "bpref",
+                "num_rel_ret", "ndcg_exp@10", "f1@10", "mrr@10", "success@5", "recall@5", "P@5", "map"]
+
+
+@pytest.fixture(scope="module")
+def cranfield_files(shared_data, tmp_path_factory):
+    qrels_path = shared_data / "cranfield" / "qrels" / "test.tsv"
+    qrels = qrels_dict(qrels_path)
+    tmp = tmp_path_factory.mktemp("runs")
+    runs = [write_trec(system_run(qrels, strength=s, seed=i), tmp / f"system_with_a_long_name_{i}.trec")
+            for i, s in enumerate((0.6, 1.0))]
+    return qrels_path, runs
+
+
+def test_piped_eval_table_is_whole(cranfield_files):
+    qrels_path, runs = cranfield_files
+    out = rankwise_cli("eval", str(qrels_path), str(runs[0]), "-m", ",".join(LONG_METRICS), "--per-query")
+    assert out.returncode == 0, out.stderr
+    assert ELLIPSIS not in out.stdout
+    result = rankwise.evaluate(qrels_path, runs[0], LONG_METRICS)
+    header = next(line for line in out.stdout.splitlines() if "query" in line)
+    for name in result.names:
+        assert name in header
+    all_row = next(line for line in out.stdout.splitlines() if line.strip("│┃ ").startswith("all"))
+    cells = [c.strip() for c in all_row.strip().strip("│").split("│")]
+    for name, cell in zip(result.names, cells[1:], strict=True):
+        value = result.mean[name]
+        assert cell == (str(int(value)) if name.startswith("num_") else f"{value:.4f}"), name
+    # every per-query row is there, each on one line
+    assert sum(1 for line in out.stdout.splitlines() if line.startswith("│ ")) == len(result.per_query) + 1
+
+
+def test_piped_metrics_list_and_compare_are_whole(cranfield_files):
+    out = rankwise_cli("metrics")
+    assert out.returncode == 0 and ELLIPSIS not in out.stdout
+    from rankwise.metrics.registry import METRICS
+
+    for m in METRICS.values():
+        assert m.description in out.stdout, m.name
+    qrels_path, runs = cranfield_files
+    out = rankwise_cli("compare", str(qrels_path), *map(str, runs), "-m", "ndcg@10,recall@100",
+                       "--permutations", "200", "--resamples", "200")
+    assert out.returncode == 0, out.stderr
+    assert ELLIPSIS not in out.stdout
+    assert "system_with_a_long_name_1" in out.stdout and "Holm-Bonferroni" in out.stdout
+
+
+def test_piped_rag_and_probe_tables_are_whole():
+    testset = Path(__file__).resolve().parents[1] / "examples" / "rich_testset.jsonl"
+    out = rankwise_cli("eval-rag", str(testset), "-q", "-k", "1,3,4")
+    assert out.returncode == 0, out.stderr
+    assert ELLIPSIS not in out.stdout
+    result = evaluate_rag(str(testset), "containment", k=[1, 3, 4])
+    lines = out.stdout.splitlines()
+    for case in result.per_query:
+        row = next(line for line in lines if line.startswith(f"\u2502 {case} "))
+        cells = [c.strip() for c in row.strip().strip("\u2502").split("\u2502")][1:]
+        assert cells == [f"{result.per_query[case][n]:.4f}" for n in result.names], case
+    out = rankwise_cli("probe", "--verdicts", "1,0,1,1,0,0,1,0,1,1,0,1")
+    assert out.returncode == 0 and ELLIPSIS not in out.stdout
+    assert "flip @12 1\u21920" in out.stdout
+
+
+def test_width_option_folds_instead_of_cutting(cranfield_files):
+    qrels_path, runs = cranfield_files
+    out = rankwise_cli("--width", "60", "eval", str(qrels_path), str(runs[0]), "-m", ",".join(LONG_METRICS))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 60
+    assert ELLIPSIS not in out.stdout
+    result = rankwise.evaluate(qrels_path, runs[0], LONG_METRICS)
+    for name in result.names:
+        assert any(name in line for line in lines), name
+    env_width = rankwise_cli("eval", str(qrels_path), str(runs[0]), "-m", ",".join(LONG_METRICS),
+                             env={"RANKWISE_WIDTH": "70"})
+    assert env_width.returncode == 0 and max(len(line) for line in env_width.stdout.splitlines()) <= 70
+    assert ELLIPSIS not in env_width.stdout
+    bad = rankwise_cli("--width", "5", "metrics")
+    assert bad.returncode == 2 and "--width" in bad.stderr
+
+
+# ------------------------------------------------------------------------------------------ swap hint
+def test_swapped_qrels_and_run_say_so(cranfield_files, tmp_path):
+    qrels_path, runs = cranfield_files
+    trec_qrels = tmp_path / "qrels.txt"
+    trec_qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels_dict(qrels_path).items()
+                                  for d, g in docs.items()), encoding="utf-8")
+    out = rankwise_cli("eval", str(runs[0]), str(trec_qrels))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "did you swap QRELS and RUN?" in out.stderr
+    assert "Traceback" not in out.stderr
+    with pytest.raises(InputError, match="did you swap QRELS and RUN"):
+        rankwise.evaluate(runs[0], trec_qrels)
+    with pytest.raises(InputError, match="did you swap QRELS and RUN"):
+        rankwise.load_run(trec_qrels)
+    # the right order works, and an unrelated bad file gets no swap hint
+    assert rankwise_cli("eval", str(trec_qrels), str(runs[0]), "-m", "P@5").returncode == 0
+    junk = tmp_path / "junk.txt"
+    junk.write_text("a b c\n", encoding="utf-8")
+    out = rankwise_cli("eval", str(junk), str(runs[0]))
+    assert out.returncode == 2 and "did you swap" not in out.stderr
+
+
+# -------------------------------------------------------------------------------------- test-set fields
+def test_common_field_aliases_are_read():
+    class Document:  # LangChain's Document: page_content and metadata attributes
+        def __init__(self, page_content, metadata):
+            self.page_content, self.metadata = page_content, metadata
+
+    ts = load_testset([
+        {"question": "Capital of France?", "contexts": ["Paris is the capital of France.", "Lyon."],
+         "ground_truth": "Paris", "reference_contexts": ["capital of France"]},
+        {"question": "Boiling point?", "ground_truths": ["100 degrees", "212 F"],
+         "contexts": [{"page_content": "Water boils at 100 degrees.",
+                       "metadata": {"source": "physics.md", "start_index": 40, "id": "p#2"}},
+                      Document("Ice melts at 0 degrees.", {"id": "p#3"})]},
+        {"user_input": "Who?", "retrieved_contexts": [{"text": "Neil Armstrong", "score": 0.9, "id": "m1"}],
+         "reference_context_ids": ["m1"]},
+    ])
+    a, b, c = ts.cases
+    assert a.question == "Capital of France?" and [x.text for x in a.chunks][0].startswith("Paris")
+    assert a.reference == "Paris" and a.reference_contexts[0].text == "capital of France"
+    assert b.reference == "100 degrees\n212 F"
+    first = b.chunks[0]
+    assert (first.text, first.id, first.doc_id, first.start, first.end) == \
+        ("Water boils at 100 degrees.", "p#2", "physics.md", 40, 67)
+    assert (b.chunks[1].text, b.chunks[1].id) == ("Ice melts at 0 degrees.", "p#3")
+    assert (c.chunks[0].id, c.chunks[0].score) == ("m1", 0.9)
+
+
+def test_unrecognised_fields_are_named_with_the_accepted_names(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"query_text": "q?", "docs": ["a", "b"], "gold": ["a"]}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_testset(path)
+    message = str(err.value)
+    for name in ("'docs'", "'gold'", "'query_text'", "retrieved_contexts", "contexts", "reference_contexts",
+                 "ground_truth", "page_content"):
+        assert name in message
+    out = rankwise_cli("eval-rag", str(path))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "'docs' (1 case)" in out.stderr
+    # usable chunks but the ground truth under a name we do not know: a warning naming it
+    with pytest.warns(RankwiseWarning, match="'gold' \\(1 case\\)"):
+        load_testset([{"question": "q?", "contexts": ["a"], "gold": ["a"]}])
+
+
+# ------------------------------------------------------------------------------------------- warnings
+def _duplicate_cases():
+    return [{"id": "q1", "retrieved_contexts": [{"id": "c1", "text": "alpha beta"}, {"id": "c1", "text": "alpha beta"}],
+             "reference_contexts": ["alpha"]},
+            {"id": "q2", "retrieved_contexts": [{"id": "c2", "text": "gamma"}, {"id": "c2", "text": "gamma"}],
+             "reference_contexts": ["delta"]},
+            {"id": "q3", "retrieved_contexts": [{"id": "c3", "text": "alpha"}], "reference_contexts": ["alpha"]}]
+
+
+def test_duplicate_ids_and_deep_cutoffs_warn_once_with_a_count(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = evaluate_rag(_duplicate_cases(), "containment", k=[1, 5])
+    messages = [str(w.message) for w in caught if issubclass(w.category, RankwiseWarning)]
+    assert len(messages) == 2
+    assert messages[0].startswith("2 cases list a chunk id more than once (case 'q1': 'c1' 2 times)")
+    assert messages[1].startswith("K = 5 is larger than every retrieved list (the longest holds 2 chunks)")
+    assert result.summary["warnings"] == messages
+    # no warning when nothing is odd
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clean = evaluate_rag(_duplicate_cases()[2:], "containment", k=[1])
+    assert not [w for w in caught if issubclass(w.category, RankwiseWarning)]
+    assert "warnings" not in clean.summary
+
+    path = tmp_path / "dup.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in _duplicate_cases()), encoding="utf-8")
+    out = rankwise_cli("eval-rag", str(path), "-k", "1,5", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines == [f"rankwise: warning: {m}" for m in messages]
+    assert json.loads(out.stdout)["summary"]["warnings"] == messages
+
+
+# ------------------------------------------------------------------------------------ reranker fails fast
+def test_unloadable_reranker_fails_fast_naming_rerank(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "d1", "text": "BM25 ranks by term frequency."}) + "\n", encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "text": "what is bm25"}) + "\n", encoding="utf-8")
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_CACHE": str(tmp_path / "hf" / "hub")}
+    started = time.perf_counter()
+    out = rankwise_cli("run", "--corpus", str(corpus), "--queries", str(queries), "--rerank",
+                       "cross-encoder/ms-marco-MiniLM-L-6-v2", "-o", str(tmp_path / "r.trec"), "--quiet", env=env)
+    elapsed = time.perf_counter() - started
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "field 'rerank'" in out.stderr and "reranker" in out.stderr and "--model" not in out.stderr
+    assert "cross-encoder/ms-marco-MiniLM-L-6-v2" in out.stderr
+    assert elapsed < 5.0, f"took {elapsed:.1f} s to refuse an uncached model"
+    assert not (tmp_path / "r.trec").exists()
+    missing = rankwise_cli("run", "--corpus", str(corpus), "--queries", str(queries), "--rerank",
+                           str(tmp_path / "no-such-folder"), "-o", str(tmp_path / "r.trec"), "--quiet", env=env)
+    assert missing.returncode == 2 and "field 'rerank'" in missing.stderr and "does not exist" in missing.stderr
+
+
+# ------------------------------------------------------------------------------------ a reason per verdict
+def test_every_text_and_id_verdict_has_a_reason():
+    cases = [{"id": "q",
+              "retrieved_contexts": [
+                  {"id": "c1", "text": "Intro. Paris is the capital of France. More.", "doc_id": "d", "start": 0,
+                   "end": 44},
+                  {"id": "c2", "text": "capital", "doc_id": "d", "start": 100, "end": 107},
+                  {"id": "c3", "text": "nothing here", "doc_id": "e", "start": 0, "end": 12}],
+              "reference_contexts": [{"text": "paris is the capital of france", "doc_id": "d", "start": 7, "end": 37},
+                                     {"text": "Berlin", "doc_id": "d", "start": 95, "end": 200}],
+              "reference_context_ids": ["c1", "c9"]}]
+    reasons = {}
+    for source in ("containment", "span", "fuzzy", "ids"):
+        records = evaluate_rag(cases, source, k=3).records
+        reasons[source] = [c.verdicts[source].reason for c in records[0].chunks]
+        assert all(reasons[source]), source
+    assert reasons["containment"] == [
+        "contains reference passage 1 (chars 7\u201337 of the normalised chunk)",
+        "lies inside reference passage 1 (chars 13\u201320 of the normalised passage)",
+        "contains none of the 2 reference passages and lies inside none"]
+    assert reasons["span"][0] == ("overlaps reference passage 1 by 30 chars (100% of the passage, 68% of the "
+                                  "chunk): at least 50% of one of them")
+    assert reasons["span"][2] == "no overlap with any of the 2 reference passage spans"
+    assert reasons["fuzzy"][0] == "similarity 1.00 to reference passage 1 >= threshold 0.8"
+    assert reasons["fuzzy"][2].startswith("best similarity 0.") and reasons["fuzzy"][2].endswith("< threshold 0.8")
+    assert reasons["ids"] == ["id c1 in the reference ids (grade 1)", "id c2 not in the reference ids",
+                              "id c3 not in the reference ids"]
+
+
+def test_human_labels_without_a_reason_say_where_the_label_is(tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("query_id,rank,verdict,type,reason\nq,1,1,answer,\nq,2,0,irrelevant,off topic\n",
+                      encoding="utf-8")
+    cases = [{"id": "q", "retrieved_contexts": ["Paris is the capital.", "Lyon."], "reference_contexts": ["x"]}]
+    records = evaluate_rag(cases, "human", labels=labels, k=2).records
+    assert [c.verdicts["human"].reason for c in records[0].chunks] == \
+        [f"labelled 1 (answer) at {labels}:2", "off topic"]
