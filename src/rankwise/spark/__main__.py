@@ -2,4 +2,5 @@
 
 from rankwise.spark.submit import main
 
-main()
+if __name__ == "__main__":
+    main()
