@@ -11,18 +11,21 @@ in id byte order, :func:`~rankwise.metrics.evaluate.aggregate`).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
-from rankwise.errors import InputError
+from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate
-from rankwise.metrics.rag import ACP_NOTE, R_BASIS_TEXT, default_rag_metrics
+from rankwise.metrics.rag import ACP_NOTE, DEFAULT_KS, R_BASIS_TEXT, default_rag_metrics
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import require_pyspark
 
@@ -65,7 +68,7 @@ class SparkRagResult:
 
 def _schema(n: int) -> str:
     cols = ["query_id string", "_status string", "_basis string", "_ok long", "_failed long", "_missing long",
-            "_stored boolean", "_error string", "record string"]
+            "_stored boolean", "_error string", "record string", "_depth long", "_dup_id string", "_dup_n long"]
     return ", ".join(cols + [f"m{j} double" for j in range(n)])
 
 
@@ -82,7 +85,9 @@ def _error_batch(n: int, message: str) -> pa.RecordBatch:
     cols = {"query_id": pa.array([""]), "_status": pa.array([None], pa.string()),
             "_basis": pa.array([None], pa.string()), "_ok": pa.array([0], pa.int64()),
             "_failed": pa.array([0], pa.int64()), "_missing": pa.array([0], pa.int64()),
-            "_stored": pa.array([False]), "_error": pa.array([message]), "record": pa.array([None], pa.string())}
+            "_stored": pa.array([False]), "_error": pa.array([message]), "record": pa.array([None], pa.string()),
+            "_depth": pa.array([0], pa.int64()), "_dup_id": pa.array([None], pa.string()),
+            "_dup_n": pa.array([0], pa.int64())}
     for j in range(n):
         cols[f"m{j}"] = pa.array([np.nan], pa.float64())
     return pa.RecordBatch.from_pydict(cols)
@@ -138,6 +143,7 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                     for key in counts:
                         counts[key].append(c.get(key, 0))
                 skip = options["skip"]
+                dups = [_first_repeat(r) for r in records]
                 lines = []
                 for i, r in enumerate(records):
                     kind = statuses[i].split(":", 1)[0]
@@ -157,6 +163,9 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                     "_stored": pa.array([stored] * len(records)),
                     "_error": pa.array([None] * len(records), pa.string()),
                     "record": pa.array(lines, pa.string()),
+                    "_depth": pa.array([len(r.chunks) for r in records], pa.int64()),
+                    "_dup_id": pa.array([d[0] for d in dups], pa.string()),
+                    "_dup_n": pa.array([d[1] for d in dups], pa.int64()),
                 }
                 for j in range(n):
                     cols[f"m{j}"] = pa.array(values[:, j], pa.float64())
@@ -170,7 +179,13 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
     return score
 
 
-def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] = (1, 3, 5, 10),
+def _first_repeat(record) -> tuple[str | None, int]:
+    """The record's first chunk id listed more than once and how often (for ``case_warnings``)."""
+    counts = Counter(c.id for c in record.chunks if c.id is not None)
+    return next(((i, n) for i, n in counts.items() if n > 1), (None, 0))
+
+
+def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] | None = None,
                  metrics: Iterable[str] | str | None = None, min_overlap: float = 0.5, threshold: float = 0.8,
                  id_field: str | None = None, relevance_level: int = 1, unscorable: str = "zero",
                  incomplete: str = "zero", json_column: str | None = None) -> SparkRagResult:
@@ -202,6 +217,8 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
         if value not in ("zero", "skip"):
             raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
+    chosen = k is not None or bool(metrics)  # cutoffs the user asked for, as evaluate_rag
+    k = DEFAULT_KS if k is None else k
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
@@ -220,8 +237,9 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         local = out.select("query_id", "_status", "_basis", "_ok", "_failed", "_missing", "_stored", "_error",
+                           "_depth", "_dup_id", "_dup_n",
                            *[f"m{j}" for j in range(len(names))]).toArrow()
-        result = _finish(local, measures, relevance, unscorable, incomplete, options)
+        result = _finish(local, measures, relevance, unscorable, incomplete, options, chosen)
     except BaseException:
         out.unpersist()
         raise
@@ -243,7 +261,7 @@ class _Worker:
 
 
 def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable: str, incomplete: str,
-            options: dict) -> EvalResult:
+            options: dict, chosen: bool) -> EvalResult:
     from rankwise.spark.ir import _reraise
 
     errors = local.column("_error").drop_null()
@@ -296,6 +314,8 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
     summary = _summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
+    for message in case_warnings(_stand_ins(local), [m.k for m in measures] if chosen else []):
+        warn(message, summary=summary)
     mean: dict[str, float] = {}
     undefined: dict[str, int] = {}
     for j, measure in enumerate(measures):
@@ -309,6 +329,22 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         summary["undefined"] = undefined
     return EvalResult(measures, PerQuery([id_list[i] for i in scored_rows.tolist()], [m.name for m in measures],
                                          values), mean, summary, f"eval-rag ({relevance})")
+
+
+def _stand_ins(local: pa.Table) -> list:
+    """Stand-in records with the collected per-case counts (list length; first repeated chunk id and its
+    count), in input order, so :func:`~rankwise.data.checks.case_warnings` words the same messages as for
+    the real records, which stay on the workers."""
+    ids = local.column("query_id").to_pylist()
+    depths = local.column("_depth").to_pylist()
+    dup_ids = local.column("_dup_id").to_pylist()
+    dup_ns = local.column("_dup_n").to_pylist()
+    deepest = max(depths, default=0)
+    out = [SimpleNamespace(id="", chunks=[SimpleNamespace(id=None)] * deepest)]
+    for rid, cid, n in zip(ids, dup_ids, dup_ns, strict=True):
+        if cid is not None:
+            out.append(SimpleNamespace(id=rid, chunks=[SimpleNamespace(id=cid)] * n))
+    return out
 
 
 def _summary(n_cases, relevance, n_scored, unscorable_cases, incomplete_cases, unscorable, incomplete, r_basis,

@@ -113,7 +113,7 @@ def eval_rag_job(cases, relevance, ks, metrics, unscorable, incomplete, master, 
     spark = _session(master)
     frame = spark.read.parquet(cases) if _is_parquet(cases) else spark.read.text(cases)
     names = [n for v in metrics for n in split_metric_list(v)] or None
-    result = evaluate_rag(frame, relevance, k=list(ks) or (1, 3, 5, 10), metrics=names, unscorable=unscorable,
+    result = evaluate_rag(frame, relevance, k=list(ks) or None, metrics=names, unscorable=unscorable,
                           incomplete=incomplete)
     if records_out:
         result.records.write.mode("overwrite").text(records_out)
