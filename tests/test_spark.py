@@ -90,6 +90,7 @@ def assert_identical(spark_result, local):
     assert spark_result.values.tobytes() == local.per_query.values.tobytes()
     assert json.dumps(spark_result.mean) == json.dumps(local.mean)
     assert spark_result.summary == local.summary
+    assert spark_result.texts == getattr(local, "texts", {})  # relstring's per-query text
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 7])

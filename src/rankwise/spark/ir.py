@@ -11,8 +11,9 @@ driver, put in query-id byte order and summed by :func:`~rankwise.metrics.evalua
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ class SparkEvalResult:
     run_name: str
     query_ids: list[str]
     values: np.ndarray
+    texts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -58,8 +60,11 @@ class SparkEvalResult:
     def to_eval_result(self) -> EvalResult:
         """The result as a local :class:`~rankwise.metrics.evaluate.EvalResult` (per-query values on the
         driver), for reports, ``compare`` and the rest of rankwise."""
-        return EvalResult(self.measures, PerQuery(self.query_ids, self.names, self.values), dict(self.mean),
-                          self.summary, self.run_name)
+        result = EvalResult(self.measures, PerQuery(self.query_ids, self.names, self.values), dict(self.mean),
+                            self.summary, self.run_name)
+        if self.texts:
+            result.texts = {name: list(t) for name, t in self.texts.items()}
+        return result
 
     def to_json(self, *, per_query: bool = False) -> dict:
         """``{"summary", "mean", "per_query"?}`` as ``rankwise eval --format json`` prints it."""
@@ -67,11 +72,12 @@ class SparkEvalResult:
 
 
 def _out_schema(n: int) -> str:
-    cols = ["query_id string", "_status int", "_in_run boolean", "_nrel_all long", "_error string"]
+    cols = ["query_id string", "_status int", "_in_run boolean", "_nrel_all long", "_error string", "_texts string"]
     return ", ".join(cols + [f"m{j} double" for j in range(n)])
 
 
-def _table(n: int, query_ids: list[str], status: int, in_run=None, nrel=None, values=None, error=None) -> pa.Table:
+def _table(n: int, query_ids: list[str], status: int, in_run=None, nrel=None, values=None, error=None,
+           texts=None) -> pa.Table:
     rows = len(query_ids)
     cols = {
         "query_id": pa.array(query_ids, pa.string()),
@@ -79,6 +85,7 @@ def _table(n: int, query_ids: list[str], status: int, in_run=None, nrel=None, va
         "_in_run": pa.array(np.zeros(rows, dtype=bool) if in_run is None else np.asarray(in_run, dtype=bool)),
         "_nrel_all": pa.array(np.zeros(rows, dtype=np.int64) if nrel is None else np.asarray(nrel, np.int64)),
         "_error": pa.array([error] * rows, pa.string()),
+        "_texts": pa.array(texts if texts is not None else [None] * rows, pa.string()),
     }
     for j in range(n):
         cols[f"m{j}"] = pa.array(np.full(rows, np.nan) if values is None else values[:, j], pa.float64())
@@ -126,7 +133,12 @@ def bucket_evaluator(names: list[str], relevance_level: int, missing: str):
             position = {q: i for i, q in enumerate(qrels.queries)}
             rel_all = np.bincount(qrels.query_codes()[qrels.grades > 0], minlength=qrels.n_queries)
             nrel = [int(rel_all[position[q]]) for q in matrix.query_ids]
-            parts = [_table(n, matrix.query_ids, EVALUATED, matrix.in_run, nrel, result.per_query.values)]
+            texts = None
+            if getattr(result, "texts", None):  # text measures (relstring): {name: text} per query
+                texts = [json.dumps({name: t[i] for name, t in result.texts.items()})
+                         for i in range(len(matrix.query_ids))]
+            parts = [_table(n, matrix.query_ids, EVALUATED, matrix.in_run, nrel, result.per_query.values,
+                            texts=texts)]
             if missing == "skip" and summary["missing_queries"]:
                 parts.append(_table(n, summary["missing_queries"], SKIPPED))
             if summary["ignored_queries"]:
@@ -222,7 +234,7 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
     out = r.groupBy(key).cogroup(q.groupBy(key)).applyInArrow(drop_key, _out_schema(len(names)))
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        local = out.select("query_id", "_status", "_in_run", "_nrel_all", "_error",
+        local = out.select("query_id", "_status", "_in_run", "_nrel_all", "_error", "_texts",
                            *[f"m{j}" for j in range(len(names))]).toArrow()
         result = _finish(local, measures, relevance_level, missing, run_name)
     except BaseException:
@@ -231,7 +243,7 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
     per_query = out.where(F.col("_status") == EVALUATED).select(
         "query_id", *[F.col(f"m{j}").alias(name) for j, name in enumerate(names)])
     return SparkEvalResult(measures, per_query, result.mean, result.summary, run_name, result.per_query.query_ids,
-                           result.per_query.values)
+                           result.per_query.values, getattr(result, "texts", {}))
 
 
 def _finish(local: pa.Table, measures: list[Measure], relevance_level: int, missing: str,
@@ -293,7 +305,12 @@ def _finish(local: pa.Table, measures: list[Measure], relevance_level: int, miss
         mean[measure.name] = aggregate(values[:, j], measure)
     if undefined:
         summary["undefined"] = undefined
-    return EvalResult(measures, PerQuery(query_ids, [m.name for m in measures], values), mean, summary, run_name)
+    result = EvalResult(measures, PerQuery(query_ids, [m.name for m in measures], values), mean, summary, run_name)
+    cells = local.column("_texts").take(pa.array(order)).to_pylist()
+    if any(c is not None for c in cells):
+        rows = [json.loads(c) if c is not None else {} for c in cells]
+        result.texts = {m.name: [row[m.name] for row in rows] for m in measures if m.name in rows[0]}
+    return result
 
 
 def _reraise(message: str):
