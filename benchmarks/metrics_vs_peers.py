@@ -2,10 +2,15 @@
 
 Synthetic graded qrels (20 judgements per query, grades 0-3, half of them among the run's top 100) and
 runs of 10k x 100, 10k x 1000 and 100k x 100 (queries x documents); metrics P@10, recall@100, nDCG@10,
-MAP and MRR. Two kinds of input:
+MAP and MRR. Two kinds of input, each in two orders:
 
 (a) Python dicts already in memory (``{qid: {doc: score}}``): time of the evaluation call(s) only.
-(b) TREC files on disk: wall time of a whole fresh process, startup and imports included:
+    "ranked": queries and docs inserted in rank order; "unranked": queries and each query's docs
+    inserted in random order.
+(b) TREC files on disk: wall time of a whole fresh process, startup and imports included. "ranked":
+    rows grouped by query, best first; "shuffled": the same rows in random order. Beside them, the
+    "floor": a fresh process doing nothing but ``pyarrow.csv.read_csv`` of the same file.
+    Files are evaluated with:
     ``rankwise eval QRELS RUN -m ... --format json`` against a Python process running pytrec_eval's own
     parsers (``parse_qrel``/``parse_run``) + ``evaluate``, ranx's ``from_file`` + ``evaluate``, and
     ir_measures' readers + ``calc_aggregate``.
@@ -20,6 +25,7 @@ Usage:
     python benchmarks/metrics_vs_peers.py                    # all three sizes
     python benchmarks/metrics_vs_peers.py --quick            # 2k x 100 and 1k x 1000, about a minute
     python benchmarks/metrics_vs_peers.py --sizes 10kx1000 --out perf.md
+    python benchmarks/metrics_vs_peers.py --tools rankwise,pytrec_eval    # without ranx, ir_measures
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ METRICS = {  # rankwise name -> (pytrec_eval measure, pytrec_eval key, ranx name
     "map": ("map", "map", "map", "AP"),
     "mrr": ("recip_rank", "recip_rank", "mrr", "RR"),
 }
+TOOLS = ("rankwise", "pytrec_eval", "ranx", "ir_measures")
 SIZES = {"10kx100": (10_000, 100), "10kx1000": (10_000, 1000), "100kx100": (100_000, 100),
          "2kx100": (2_000, 100), "1kx1000": (1_000, 1000)}
 
@@ -60,7 +67,7 @@ def generate(n_queries: int, depth: int, directory: Path, seed: int = 7) -> tupl
 
     directory.mkdir(parents=True, exist_ok=True)
     qrels_path, run_path = directory / "qrels.txt", directory / "run.trec"
-    if qrels_path.exists() and run_path.exists():
+    if qrels_path.exists() and run_path.exists() and (directory / "shuffled.trec").exists():
         return qrels_path, run_path
     rng = np.random.default_rng(seed)
     corpus = 8_388_593  # a prime: doc(j) = (a*j + b) mod corpus is a permutation, so no doc repeats
@@ -97,6 +104,9 @@ def generate(n_queries: int, depth: int, directory: Path, seed: int = 7) -> tupl
         "rel": pa.array(rng.choice(4, n_queries * judged, p=[0.4, 0.3, 0.2, 0.1])),
     })
     options = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    shuffled = run.take(pa.array(rng.permutation(rows)))  # the same rows in random order
+    pcsv.write_csv(shuffled, str(directory / "shuffled.trec") + ".tmp", options)
+    os.replace(str(directory / "shuffled.trec") + ".tmp", directory / "shuffled.trec")
     pcsv.write_csv(run, str(run_path) + ".tmp", options)
     pcsv.write_csv(qrels, str(qrels_path) + ".tmp", options)
     os.replace(str(run_path) + ".tmp", run_path)
@@ -104,8 +114,9 @@ def generate(n_queries: int, depth: int, directory: Path, seed: int = 7) -> tupl
     return qrels_path, run_path
 
 
-def load_dicts(qrels_path: Path, run_path: Path) -> tuple[dict, dict]:
-    """The files as ``{qid: {doc: grade}}`` and ``{qid: {doc: score}}`` (not timed)."""
+def load_dicts(qrels_path: Path, run_path: Path, unranked: bool = False) -> tuple[dict, dict]:
+    """The files as ``{qid: {doc: grade}}`` and ``{qid: {doc: score}}`` (not timed); ``unranked``:
+    queries, and each query's docs, inserted in random order."""
     import pyarrow.csv as pcsv
 
     def read(path, names, types):
@@ -131,7 +142,20 @@ def load_dicts(qrels_path: Path, run_path: Path) -> tuple[dict, dict]:
     q = read(qrels_path, ["qid", "iter", "doc", "rel"], {"qid": pa.string(), "doc": pa.string(), "rel": pa.int64()})
     r = read(run_path, ["qid", "q0", "doc", "rank", "score", "tag"],
              {"qid": pa.string(), "doc": pa.string(), "score": pa.float64()})
-    return nested(q, "rel"), nested(r, "score")
+    qrels, run = nested(q, "rel"), nested(r, "score")
+    if unranked:
+        import random
+
+        rng = random.Random(11)
+        order = list(run)
+        rng.shuffle(order)
+        shuffled = {}
+        for qid in order:
+            items = list(run[qid].items())
+            rng.shuffle(items)
+            shuffled[qid] = dict(items)
+        run = shuffled
+    return qrels, run
 
 
 # ------------------------------------------------------------------ workers (run in child processes)
@@ -141,14 +165,14 @@ def _means_pytrec(per_query: dict) -> dict:
             for name, (_, key, _, _) in METRICS.items()}
 
 
-def work_dict(tool: str, qrels_path: Path, run_path: Path) -> dict:
-    qrels, run = load_dicts(qrels_path, run_path)
+def work_dict(tool: str, qrels_path: Path, run_path: Path, unranked: bool = False) -> dict:
+    qrels, run = load_dicts(qrels_path, run_path, unranked)
     out: dict = {}
     if tool == "rankwise":
-        import rankwise
+        from rankwise import evaluate  # imported before the clock starts, as the peers are
 
         t = time.perf_counter()
-        result = rankwise.evaluate(qrels, run, list(METRICS))
+        result = evaluate(qrels, run, list(METRICS))
         out["time"] = time.perf_counter() - t
         out["means"] = result.mean
     elif tool == "pytrec_eval":
@@ -225,7 +249,21 @@ def spawn(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, out.decode()
 
 
-def measure(size: str, repeat: int, log, ranx_compiles: bool = True) -> list[dict]:
+MODES = {  # mode -> (input kind, order)
+    "dict": ("dict", "ranked"), "dict-unranked": ("dict", "unranked"),
+    "file": ("file", "ranked"), "file-shuffled": ("file", "shuffled"),
+}
+
+
+def floor(path: Path) -> tuple[float, float]:
+    """Wall time and peak RSS of a fresh process that only reads ``path`` with ``pyarrow.csv.read_csv``."""
+    code = ("import sys, pyarrow.csv as c; c.read_csv(sys.argv[1], read_options=c.ReadOptions("
+            "autogenerate_column_names=True), parse_options=c.ParseOptions(delimiter=' '))")
+    wall, rss, _ = spawn([PYTHON, "-c", code, str(path)])
+    return wall, rss
+
+
+def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS, modes=tuple(MODES)) -> list[dict]:
     n, depth = SIZES[size]
     t = time.perf_counter()
     qrels_path, run_path = generate(n, depth, DATA / size)
@@ -234,29 +272,37 @@ def measure(size: str, repeat: int, log, ranx_compiles: bool = True) -> list[dic
     rows = []
     cold_cache = tempfile.mkdtemp(prefix="ranx-numba-")
     try:
-        for mode in ("dict", "file"):
-            for tool in ("rankwise", "pytrec_eval", "ranx", "ir_measures"):
+        for mode, (kind, order) in MODES.items():
+            if mode not in modes:
+                continue
+            path = run_path.with_name("shuffled.trec") if order == "shuffled" else run_path
+            floor_time = None
+            if kind == "file":
+                floor_time = min(floor(path)[0] for _ in range(repeat))
+            for tool in tools:
                 best: dict | None = None
                 for _ in range(repeat):
                     env = dict(os.environ)
                     if tool == "ranx" and ranx_compiles:
                         shutil.rmtree(cold_cache, ignore_errors=True)
                         env["NUMBA_CACHE_DIR"] = cold_cache  # empty: the first call compiles
-                    if mode == "file" and tool == "rankwise":
-                        cmd = [RANKWISE, "eval", str(qrels_path), str(run_path), "--format", "json",
+                    if kind == "file" and tool == "rankwise":
+                        cmd = [RANKWISE, "eval", str(qrels_path), str(path), "--format", "json",
                                "-m", ",".join(METRICS)]
                     else:
-                        cmd = [PYTHON, __file__, "--worker", tool, mode, str(qrels_path), str(run_path)]
+                        cmd = [PYTHON, __file__, "--worker", tool, mode, str(qrels_path), str(path)]
                     wall, rss, out = spawn(cmd, env)
                     res = json.loads(out)
-                    if mode == "file":
+                    if kind == "file":
                         res = {"time": wall, "means": res["mean"] if tool == "rankwise" else res["means"]}
                     res["rss"] = rss
                     if best is None or res["time"] < best["time"]:
                         best = res
-                row = {"size": size, "mode": mode, "tool": tool, "compiles": ranx_compiles, **best}
-                log(f"[{size}] {mode:4s} {tool:12s} {row['time']:8.2f}s  peak {rss:7.0f} MB"
-                    + (f"  (cold {row['time_cold']:.2f}s)" if "time_cold" in row else ""))
+                row = {"size": size, "mode": mode, "tool": tool, "compiles": ranx_compiles, "floor": floor_time,
+                       **best}
+                log(f"[{size}] {mode:13s} {tool:12s} {row['time']:8.2f}s  peak {row['rss']:7.0f} MB"
+                    + (f"  (cold {row['time_cold']:.2f}s)" if "time_cold" in row else "")
+                    + (f"  floor {floor_time:.2f}s" if floor_time and tool == "rankwise" else ""))
                 rows.append(row)
     finally:
         shutil.rmtree(cold_cache, ignore_errors=True)
@@ -268,6 +314,8 @@ def check_agreement(rows: list[dict]) -> list[str]:
     notes = []
     for (size, mode) in dict.fromkeys((r["size"], r["mode"]) for r in rows):
         group = {r["tool"]: r for r in rows if r["size"] == size and r["mode"] == mode}
+        if "pytrec_eval" not in group:
+            continue
         ref = group["pytrec_eval"]["means"]
         for tool, row in group.items():
             diff = max(abs(row["means"][m] - ref[m]) for m in METRICS)
@@ -281,26 +329,48 @@ def check_agreement(rows: list[dict]) -> list[str]:
     return notes
 
 
+INPUTS = {"dict": "Python dicts, ranked", "dict-unranked": "Python dicts, unranked",
+          "file": "TREC file, ranked, whole process", "file-shuffled": "TREC file, shuffled, whole process"}
+
+
 def table(rows: list[dict]) -> str:
-    lines = ["| data (queries × docs) | input | tool | time (s) | × rankwise's time | peak memory (MB) |",
-             "|---|---|---|---:|---:|---:|"]
+    lines = ["| data (queries × docs) | input | tool | time (s) | × rankwise's time | floor (s) | peak memory (MB) |",
+             "|---|---|---|---:|---:|---:|---:|"]
     for row in rows:
         base = next(r for r in rows if r["size"] == row["size"] and r["mode"] == row["mode"]
                     and r["tool"] == "rankwise")
         n, depth = SIZES[row["size"]]
         data = f"{n // 1000}k × {depth}"
-        mode = "Python dicts" if row["mode"] == "dict" else "TREC files, whole process"
-        tools = [(row["tool"] + (" (warm)" if row["tool"] == "ranx" and row["mode"] == "dict" else ""),
-                  row["time"])]
+        kind = MODES[row["mode"]][0]
+        tools = [(row["tool"] + (" (warm)" if row["tool"] == "ranx" and kind == "dict" else ""), row["time"])]
         how = "compiles" if row.get("compiles", True) else "numba cache on disk"
         if "time_cold" in row:
             tools.append((f"ranx (cold: first call, {how})", row["time_cold"]))
-        if row["tool"] == "ranx" and row["mode"] == "file":
+        if row["tool"] == "ranx" and kind == "file":
             tools = [(f"ranx (cold: fresh process, {how})", row["time"])]
+        floor_cell = f"{row['floor']:.2f}" if row.get("floor") and row["tool"] == "rankwise" else ""
         for name, t in tools:
             ratio = "1.0" if row["tool"] == "rankwise" else f"{t / base['time']:.1f}"
-            lines.append(f"| {data} | {mode} | {name} | {t:.2f} | {ratio} | {row['rss']:.0f} |")
+            lines.append(f"| {data} | {INPUTS[row['mode']]} | {name} | {t:.2f} | {ratio} | {floor_cell} "
+                         f"| {row['rss']:.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def targets(rows: list[dict]) -> str:
+    """The ratios the targets are about, per size and input: speed-up over pytrec_eval, × the floor,
+    peak memory against pytrec_eval's."""
+    out = ["| data | input | × faster than pytrec_eval | rankwise / floor | peak memory / pytrec_eval's |",
+           "|---|---|---:|---:|---:|"]
+    for (size, mode) in dict.fromkeys((r["size"], r["mode"]) for r in rows):
+        group = {r["tool"]: r for r in rows if r["size"] == size and r["mode"] == mode}
+        if "rankwise" not in group or "pytrec_eval" not in group:
+            continue
+        rw, pt = group["rankwise"], group["pytrec_eval"]
+        n, depth = SIZES[size]
+        floor_ratio = f"{rw['time'] / rw['floor']:.2f}" if rw.get("floor") else ""
+        out.append(f"| {n // 1000}k × {depth} | {INPUTS[mode]} | {pt['time'] / rw['time']:.1f} | {floor_ratio} "
+                   f"| {rw['rss'] / pt['rss']:.2f} |")
+    return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,12 +381,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="small sizes only (2kx100,1kx1000); ranx keeps its numba cache (no compile)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best is kept")
     parser.add_argument("--out", type=Path, help="also write the markdown table here")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from " + ", ".join(MODES))
     parser.add_argument("--worker", nargs=4, metavar=("TOOL", "MODE", "QRELS", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         tool, mode, qrels_path, run_path = args.worker
-        work = work_dict if mode == "dict" else work_file
-        print(json.dumps(work(tool, Path(qrels_path), Path(run_path))))
+        kind, order = MODES[mode]
+        if kind == "dict":
+            print(json.dumps(work_dict(tool, Path(qrels_path), Path(run_path), order == "unranked")))
+        else:
+            print(json.dumps(work_file(tool, Path(qrels_path), Path(run_path))))
         return 0
     sizes = ["2kx100", "1kx1000"] if args.quick else [s.strip() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in SIZES]
@@ -328,9 +403,11 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for size in sizes:
-        rows.extend(measure(size, args.repeat, log, ranx_compiles=not args.quick))
+        rows.extend(measure(size, args.repeat, log, ranx_compiles=not args.quick,
+                            tools=[t for t in TOOLS if t in args.tools.split(",")],
+                            modes=[m for m in MODES if m in args.modes.split(",")]))
     notes = check_agreement(rows)
-    text = table(rows)
+    text = table(rows) + "\n" + targets(rows)
     text += "\nAll means agree with pytrec_eval within 1e-9 (rankwise, ir_measures).\n"
     text += "".join(f"- {note}\n" for note in notes)
     text += (f"\nMachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; times are wall clock. "

@@ -11,20 +11,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankwise.data import Qrels, Run, load_qrels, load_run
 from rankwise.errors import InputError, RankwiseError
-from rankwise.metrics import EvalResult, evaluate
 
 __version__ = "0.1.0"
 
-__all__ = ["EvalResult", "InputError", "Qrels", "RankwiseError", "Run", "evaluate", "load_qrels", "load_run",
-           "__version__"]
+__all__ = ["EvalResult", "InputError", "Qrels", "RankwiseError", "Run", "calibrate", "compare", "evaluate",
+           "evaluate_rag", "gate", "load_qrels", "load_records", "load_run", "__version__"]
 
-# Heavier entry points are imported on first use, so `import rankwise` stays light.
+# Entry points are imported on first use, so `import rankwise` (and `rankwise --help`) stays light:
+# numpy and pyarrow load only when something needs them.
 _LAZY = {
+    "Qrels": ("rankwise.data", "Qrels"),
+    "Run": ("rankwise.data", "Run"),
+    "load_qrels": ("rankwise.data", "load_qrels"),
+    "load_run": ("rankwise.data", "load_run"),
+    "EvalResult": ("rankwise.metrics", "EvalResult"),
+    "evaluate": ("rankwise.metrics", "evaluate"),
     "evaluate_rag": ("rankwise.metrics.rag", "evaluate_rag"),
     "load_records": ("rankwise.metrics.rag", "load_records"),
     "compare": ("rankwise.analysis.compare", "compare"),
+    "gate": ("rankwise.analysis.gate", "gate"),
+    "calibrate": ("rankwise.analysis.calibrate", "calibrate"),
 }
 
 
@@ -35,3 +42,7 @@ def __getattr__(name: str) -> Any:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'rankwise' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

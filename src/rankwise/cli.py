@@ -15,7 +15,8 @@ FORMATS = ["table", "json", "csv", "trec"]
 
 
 class _Group(click.Group):
-    """A click group that turns our errors into one line on stderr and exit code 2."""
+    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a real
+    process through ``os._exit`` once its output is flushed."""
 
     def invoke(self, ctx):
         import warnings
@@ -35,13 +36,58 @@ class _Group(click.Group):
                 warnings.showwarning = show
                 return super().invoke(ctx)
         except RankwiseError as exc:
-            click.echo(f"rankwise: error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
+            _fail(exc.format_message())
         except KeyboardInterrupt:
             click.echo("rankwise: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as exc:  # a file we read or write: full disk, no permission ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if args is not None or not standalone_mode:  # called from Python (tests, CliRunner): plain click
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's thread
+        # pools can abort the process ("terminate called without an active exception", rc -6, see
+        # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
+        code = 1
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            print("rankwise: interrupted", file=sys.stderr)
+            code = 130
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        _exit_now(code)
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, exit code 2."""
+    click.echo("rankwise: error: " + " ".join(message.splitlines()), err=True)
+    sys.exit(2)
+
+
+def _exit_now(code: int) -> None:
+    """Flush stdout and stderr, then end the process at once (no interpreter teardown)."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,21 +121,30 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               help="Grade from which a judgement counts as relevant.")
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Qrels queries absent from the run: score 0 (trec_eval -c) or skip them.")
+@click.option("--stream", is_flag=True,
+              help="Evaluate a run larger than memory (TREC or Parquet) block by block; same numbers.")
+@click.option("--block-rows", type=click.IntRange(min=1), default=2_000_000, show_default=True,
+              help="With --stream: run rows held in memory at a time.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help="spark: read and score on Apache Spark (Parquet or TREC files; the same numbers).")
+              help="spark: read and score on Apache Spark (Parquet, TREC or CSV files; the same numbers).")
 @click.option("--master", default=None, help="With --engine spark: the Spark master, e.g. local[2] or yarn.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, engine, master):
-    """Score RUN against QRELS (TREC, BEIR TSV, CSV or JSONL files; Parquet with --engine spark)."""
-    from rankwise.metrics.evaluate import evaluate
-
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master):
+    """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
     if engine == "spark":
         from rankwise.spark.submit import evaluate_files
 
         result = evaluate_files(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
                                 missing=missing, master=master).to_eval_result()
-        return _print_result(result, fmt, per_query)
-    result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                      missing=missing)
+    elif stream:
+        from rankwise.metrics.stream import evaluate_stream
+
+        result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                                 missing=missing, block_rows=block_rows)
+    else:
+        from rankwise.metrics.evaluate import evaluate
+
+        result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                          missing=missing)
     _print_result(result, fmt, per_query)
 
 
@@ -151,13 +206,16 @@ def metrics_command():
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, id_field, unscorable, incomplete, quiet):
+                     threshold, id_field, unscorable, incomplete, quiet, force):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
+    from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
 
+    check_outputs({"--records": records_out}, [testset, labels], force=force)
     try:
         cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
@@ -262,6 +320,7 @@ def _compare_options(func):
         click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
                                                              "deepest chunk list]."),
         click.option("--title", default=None, help="Title of the HTML report."),
+        click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -291,15 +350,17 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
 def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
-                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, relevance_level,
+                    seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, force, relevance_level,
                     missing, queries_path, corpus_path):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare, system_names
     from rankwise.analysis.ksweep import ksweep
     from rankwise.data.load import load_qrels, load_run
     from rankwise.report.compare_console import emit_comparison
 
+    check_outputs({"--html": html_path, "--plot": plot_path}, [qrels, *runs, queries_path, corpus_path], force=force)
     labels = system_names(list(runs), list(names) or None)
     loaded = [load_run(path, name=label) for path, label in zip(runs, labels, strict=True)]
     judged = load_qrels(qrels)
@@ -332,13 +393,15 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @_compare_options
 def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, names, baseline,
                         metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
-                        html_path, plot_path, sweep_metrics, max_k, title):
+                        html_path, plot_path, sweep_metrics, max_k, title, force):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare_records, load_record_sets
     from rankwise.analysis.ksweep import ksweep_records
     from rankwise.report.compare_console import emit_comparison
 
+    check_outputs({"--html": html_path, "--plot": plot_path}, records, force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
@@ -443,9 +506,10 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
-                  price_in, price_out, source, records_out, strict, quiet):
+                  price_in, price_out, source, records_out, strict, quiet, force):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     import signal
@@ -466,6 +530,11 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    from rankwise._outputs import check_outputs
+
+    inputs = [testset, config_path, prompt_file]
+    check_outputs({"--records": None if dry_run else records_out}, inputs, force=force)
+    check_outputs({"--cache": cache_path}, [*inputs, records_out], force=True)  # read and written: no ownership test
     if records_out:  # before any paid call: the folder must take the file
         import os
         from pathlib import Path
@@ -642,16 +711,19 @@ def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the ranking here.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--force", is_flag=True, help="Overwrite an existing --plot file that rankwise did not write.")
 def calibrate_command(records, source, answer_scores, method, names, curve, min_cases, test_share, seed, plot_path,
-                      fmt):
+                      fmt, force):
     """Which metric x K x discount predicts the generator's answer scores: ranked on a training split,
     reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
     import json
 
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.answers import read_answer_scores, score_answers
     from rankwise.analysis.calibrate import calibrate
     from rankwise.analysis.compare import load_record_sets
 
+    check_outputs({"--plot": plot_path}, [*records, answer_scores, curve], force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source)
     given = read_answer_scores(answer_scores) if answer_scores else None
     for recs in sets.values():
@@ -702,8 +774,9 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Embedding cache folder (default $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, rerank_model, rerank_top_n,
-                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet):
+                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet, force):
     """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
     from pathlib import Path
 
@@ -720,6 +793,11 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
 
     if bool(beir_dir) == bool(corpus_path or queries_path):
         raise InputError("give either --beir DIR or both --corpus PATH and --queries PATH")
+    from rankwise._outputs import check_outputs
+
+    beir_files = [Path(beir_dir) / n for n in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")] if beir_dir else []
+    check_outputs({"--out": out, "--out (its chunks)": f"{out}.chunks.jsonl", "--rag-out": rag_out},
+                  [corpus_path, queries_path, *beir_files], force=force)
     qrels_path = None
     if beir_dir:
         data = load_beir(beir_dir, split=split)
@@ -755,14 +833,342 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
 @click.option("--chunk-overlap", type=int, default=50, show_default=True, help="Characters of overlap.")
 @click.option("--no-html", is_flag=True, help="Skip the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def demo_command(out, chunk_size, chunk_overlap, no_html, quiet):
+@click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
+def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force):
     """The main job, offline, on the bundled Kestrel DB manual: chunk it, run BM25, dense and hybrid
     retrieval, score them with span ground truth at K = 1, 3, 5, 10, compare, and write a report."""
+    from pathlib import Path
+
+    from rankwise._outputs import check_outputs
     from rankwise.demo import run_demo
+    from rankwise.errors import InputError
     from rankwise.report.demo_console import print_demo
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("exists and is not a folder", source=folder, field="out")
+    mine = [folder / "report.html", folder / "summary.json"]
+    for sub in ("runs", "records"):
+        mine += sorted((folder / sub).glob("*")) if (folder / sub).is_dir() else []
+    check_outputs({f"--out ({p.name})": p for p in mine if p.exists()}, force=force)
 
     result = run_demo(out, chunk_size=chunk_size, chunk_overlap=chunk_overlap, html=not no_html, quiet=quiet)
     print_demo(result)
+
+
+
+# ------------------------------------------------------------------------------ asking a generator (issue 14)
+
+
+def _generator_options(func):
+    """Endpoint, call and cost options shared by `answer`, `position-curve` and `utility`."""
+    options = [
+        click.option("--model", required=True, help="Generator model name."),
+        click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or "
+                                        "OPENAI_BASE_URL)."),
+        click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                     help="Config file with an [llm] table (calls, prices, cache)."),
+        click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
+                     help="TOML file overriding the shipped answer prompt (prompts/answer.toml)."),
+        click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128)."),
+        click.option("--rpm", type=float, default=None, help="Requests per minute at most."),
+        click.option("--timeout", type=float, default=None, help="Seconds per request (default 60)."),
+        click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4)."),
+        click.option("--max-calls", type=int, default=None, help="Send at most this many requests."),
+        click.option("--max-cost", type=float, default=None,
+                     help="Stop sending once this much was spent (needs --price-in/--price-out)."),
+        click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+                     help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite)."),
+        click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens."),
+        click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens."),
+        click.option("--score", "score", type=click.Choice(["f1", "em", "llm"]), default=None,
+                     help="Score answers against the reference: token F1, exact match, or an LLM "
+                          "correctness verdict."),
+        click.option("--judge-model", default=None, help="With --score llm: the model that checks answers "
+                                                         "(default: --model)."),
+        click.option("--graded-score", is_flag=True, help="With --score llm: grade 0-3 (score = grade/3)."),
+        click.option("--quiet", is_flag=True, help="No progress bar."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _make_generators(opts: dict, *, need_checker: bool):
+    """(answer Generator, checker Generator or None, endpoint url) from the shared options."""
+    from rankwise.relevance.llm.client import Endpoint
+    from rankwise.relevance.llm.config import resolve_llm_config
+    from rankwise.relevance.llm.generate import Generator, load_gen_prompt
+
+    cfg = resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
+                             api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
+                             timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
+                             price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"])
+    gen = Generator(cfg.endpoint, load_gen_prompt("answer", path=opts["prompt_file"]), cfg.policy, cfg.cache,
+                    cfg.prices, max_cost=opts["max_cost"])
+    checker = None
+    if need_checker:
+        ep = cfg.endpoint
+        judge_ep = Endpoint(opts["judge_model"] or ep.model, ep.base_url, ep.api_key)
+        checker = Generator(judge_ep, load_gen_prompt("correctness", graded=opts["graded_score"]), cfg.policy,
+                            gen.cache, cfg.prices, max_cost=opts["max_cost"])
+    return gen, checker, cfg.endpoint.url
+
+
+def _check_writable(path, option: str) -> None:
+    import os
+    from pathlib import Path
+
+    from rankwise.errors import InputError
+
+    folder = Path(path).resolve().parent
+    if Path(path).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError("cannot write here (a folder, or a folder that does not exist or is not writable)",
+                         source=path, field=option)
+
+
+def _plan_lines(plan, url: str, what: str) -> list[str]:
+    cost = "cost unknown (give --price-in/--price-out)" if plan.cost is None else f"estimated cost ${plan.cost:.4f}"
+    return [f"dry run: {what}", f"{plan.requests} requests to {plan.model} at {url} ({plan.prompt_version}): "
+            f"{plan.cached} in the cache, {plan.calls} calls to make",
+            f"estimated {plan.prompt_tokens:,} prompt + {plan.completion_tokens:,} completion tokens, {cost}"]
+
+
+def _run_generator(call, records_to_save=None, save=None):
+    """Run ``call()``; on Ctrl-C or a lost endpoint save what was had (``save``) and exit with one line."""
+    from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
+
+    try:
+        return call()
+    except GenerationInterrupted as exc:
+        if save is not None:
+            save()
+        click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} replies had are in the cache: rerun the "
+                   f"same command to resume", err=True)
+        sys.exit(130)
+    except GenerationStopped as exc:
+        if save is not None and exc.result.summary.ok:
+            save()
+        raise RankwiseError(f"{exc}; the {exc.result.summary.ok} replies had are in the cache: rerun the same "
+                            f"command to resume") from None
+
+
+def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
+    from rankwise.analysis.answer_run import apply_scores, method_source, score_responses
+    from rankwise.progress import progress
+
+    items = [(r.id, r.question, r.reference, r.response) for r in records]
+    with progress("checking answers", len(items), quiet=quiet or method != "llm", transient=True) as advance:
+        scores, summary = _run_generator(lambda: score_responses(items, method, checker=checker, progress=advance))
+    counts = apply_scores(records, scores, method_source(method, checker))
+    if summary is not None:
+        for line in summary.lines(checker.endpoint.url):
+            echo(line)
+    scored = [r.answer_score for r in records if r.answer_score is not None]
+    mean = sum(scored) / len(scored) if scored else float("nan")
+    echo(f"answer scores ({method_source(method, checker)}): {counts['scored']} cases, mean {mean:.3f}; "
+         f"{counts['unscored']} without a score (no reference, or no answer)")
+
+
+@main.command("answer")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Chunks fed to the generator (top K).")
+@click.option("--max-context-tokens", type=click.IntRange(min=1), default=None,
+              help="Token budget of the fed chunks (4 characters a token); the chunk crossing it is cut.")
+@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+              help="Write per-case records with the answers (and scores) here.")
+@click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
+@_generator_options
+def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts):
+    """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order, with
+    any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
+    import signal
+
+    from rankwise.analysis.answer_run import answer_records
+    from rankwise.data.records import write_records
+    from rankwise.errors import InputError
+    from rankwise.progress import progress
+    from rankwise.relevance.llm.judge import load_for_judging
+
+    if not dry_run and not records_out:
+        raise InputError("give --records OUT.jsonl (where the answers go), or --dry-run", field="records")
+    if records_out:
+        _check_writable(records_out, "records")
+    records = load_for_judging(testset)
+    gen, checker, url = _make_generators(opts, need_checker=opts["score"] == "llm")
+    try:
+        if dry_run:
+            plan = answer_records(records, gen, k, max_context_tokens=max_context_tokens, plan_only=True)
+            for line in _plan_lines(plan, url, f"answer {len(records)} cases from their top {k} chunks"):
+                click.echo(line)
+            return
+
+        def save() -> None:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                write_records(records, records_out)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+
+        with progress("answering", len(records), quiet=opts["quiet"], transient=True, eta=True) as advance:
+            result = _run_generator(lambda: answer_records(records, gen, k, max_context_tokens=max_context_tokens,
+                                                           progress=advance), save=save)
+        for line in result.summary.lines(url):
+            click.echo(line)
+        cut = sum(1 for r in records if (r.extra.get("answer") or {}).get("truncated"))
+        if cut:
+            click.echo(f"{cut} cases had their context cut to --max-context-tokens {max_context_tokens}")
+        if opts["score"]:
+            _score_records(records, opts["score"], checker, opts["quiet"])
+        save()
+        click.echo(f"records: {records_out} ({len(records)} cases; response, extra answer.fed_ranks)")
+    finally:
+        gen.close()
+
+
+@main.command("position-curve")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("-k", "k", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Chunks per context (positions 1..K).")
+@click.option("--relevance", "--source", "source", default="containment", show_default=True,
+              help="Verdict source that names the supporting chunk (else the reference passage text is used).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Filler draws per case (each planted at every position).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the filler draws.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False),
+              help="Write the curve JSON here (for wcp(decay=curve,curve=FILE)).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the curve here.")
+@click.option("--dry-run", is_flag=True, help="Print the number of calls (cases x K x repeats) and the cost.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_generator_options
+def position_curve_command(testset, k, source, repeats, seed, out_path, plot_path, dry_run, fmt, **opts):
+    """How the generator uses position: plant each case's supporting chunk at every position 1..K among
+    non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
+    discounts (log, linear, RBP, power, U-shape)."""
+    import json
+
+    from rankwise.analysis.position import write_position_curve
+    from rankwise.analysis.position_run import plant_contexts, position_requests, run_position_curve
+    from rankwise.errors import InputError
+    from rankwise.progress import progress
+    from rankwise.relevance import SOURCES, TEXT_SOURCES, judge
+    from rankwise.relevance.llm.judge import load_for_judging
+
+    for path, name in ((out_path, "out"), (plot_path, "plot")):
+        if path:
+            _check_writable(path, name)
+    method = opts["score"] or "f1"
+    records = load_for_judging(testset)
+    if source in TEXT_SOURCES or source == "ids":
+        if any(r.chunks for r in records) and not any(source in r.sources() for r in records):
+            judge(records, source)
+    elif source not in SOURCES and not any(source in r.sources() for r in records):
+        raise InputError(f"no '{source}' verdicts in {testset}", source=testset, field="relevance")
+    plan = plant_contexts(records, k, source=source, repeats=repeats, seed=seed)
+    if not plan.contexts:
+        why = ", ".join(f"{n} {reason}" for reason, n in plan.skipped.items()) or "no cases"
+        raise InputError(f"no case can be planted ({why})", source=testset)
+    gen, checker, url = _make_generators(opts, need_checker=method == "llm")
+    try:
+        header = plan.describe()
+        if dry_run:
+            for line in _plan_lines(gen.plan(position_requests(plan, gen.prompt)), url, header):
+                click.echo(line)
+            if method == "llm":
+                click.echo(f"plus up to {len(plan.contexts)} correctness checks with {checker.endpoint.model}")
+            return
+        with progress("answering", len(plan.contexts), quiet=opts["quiet"], transient=True, eta=True) as advance, \
+                progress("checking answers", len(plan.contexts), quiet=opts["quiet"] or method != "llm",
+                         transient=True) as check_advance:
+            run = _run_generator(lambda: run_position_curve(plan, gen, score=method, checker=checker,
+                                                            progress=advance, check_progress=check_advance))
+        if out_path:
+            write_position_curve(run.fit, out_path)
+        if plot_path:
+            from rankwise.report.calibration import plot_position_fit
+
+            plot_position_fit(run.fit, plot_path)
+        if fmt == "json":
+            click.echo(json.dumps(run.to_json(), indent=2))
+        else:
+            from rankwise.report.calibration import print_position_fit
+
+            click.echo(header, err=True)
+            for summary in (run.answers, run.checks):
+                for line in summary.lines(url) if summary is not None else ():
+                    click.echo(line, err=True)
+            if run.unscored:
+                click.echo(f"{run.unscored} contexts have no answer score (failed or missing answers) and are "
+                           f"left out", err=True)
+            print_position_fit(run.fit)
+        for path, what in ((out_path, "curve"), (plot_path, "plot")):
+            if path:
+                click.echo(f"{what}: {path}", err=True)
+    finally:
+        gen.close()
+
+
+@main.command("utility")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@click.option("--records", "records_out", type=click.Path(dir_okay=False),
+              help="Write per-case records with chunk.verdicts['utility'] here.")
+@click.option("--threshold", type=float, default=0.5, show_default=True,
+              help="A chunk is useful when its answer scores this much or more.")
+@click.option("--graded", is_flag=True, help="Grade 0-3 = round(3 x score) instead of a binary verdict.")
+@click.option("--relevant-from", type=int, default=2, show_default=True,
+              help="With --graded: the grade from which a chunk counts as relevant.")
+@click.option("--source", "source_name", default="utility", show_default=True, help="Verdict source name.")
+@click.option("--dry-run", is_flag=True, help="Print the calls (one per chunk) and the cost, call nothing.")
+@_generator_options
+def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, **opts):
+    """Utility verdicts (eRAG): the generator answers each case from each retrieved chunk alone; the
+    answer's score against the reference (--score, default f1) is that chunk's verdict."""
+    from rankwise.analysis.answer_run import utility_verdicts
+    from rankwise.data.records import write_records
+    from rankwise.errors import InputError
+    from rankwise.progress import progress
+    from rankwise.relevance.llm.judge import load_for_judging
+    from rankwise.relevance.utility import utility_requests
+
+    if not dry_run and not records_out:
+        raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    if records_out:
+        _check_writable(records_out, "records")
+    method = opts["score"] or "f1"
+    records = load_for_judging(testset)
+    if not any(r.reference for r in records):
+        raise InputError("utility verdicts score answers against the reference answer and no case has one",
+                         source=testset, field="reference")
+    gen, checker, url = _make_generators(opts, need_checker=method == "llm")
+    try:
+        if dry_run:
+            requests = utility_requests(records, gen.prompt)
+            for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {len(requests)} chunks"):
+                click.echo(line)
+            return
+        total = sum(1 for r in records for c in r.chunks if c.text and r.question and r.reference)
+
+        def save() -> None:
+            if any(source_name in c.verdicts for r in records for c in r.chunks):
+                write_records(records, records_out)
+                click.echo(f"records: {records_out} (verdict source '{source_name}', partial)", err=True)
+
+        with progress("answering per chunk", total, quiet=opts["quiet"], transient=True, eta=True) as advance:
+            run = _run_generator(lambda: utility_verdicts(records, gen, score=method, checker=checker,
+                                                          threshold=threshold, graded=graded,
+                                                          relevant_from=relevant_from, source=source_name,
+                                                          progress=advance), save=save)
+        write_records(records, records_out)
+        for summary in (run.answers, run.checks):
+            for line in summary.lines(url) if summary is not None else ():
+                click.echo(line)
+        c = run.counts
+        click.echo(f"utility verdicts: {c['verdicts']} chunks, {c['useful']} useful, {c['failed']} failed; "
+                   f"records: {records_out} (verdict source '{source_name}')")
+    finally:
+        gen.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

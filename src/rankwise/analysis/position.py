@@ -96,13 +96,18 @@ class PositionFit:
     def best(self) -> DiscountFit:
         return self.fits[0]
 
+    def rivals(self, within: float = 2.0) -> list[DiscountFit]:
+        """Other discounts whose AIC is within ``within`` of the best: the data do not tell them apart."""
+        return [f for f in self.fits[1:] if f.aic - self.best.aic < within]
+
     def weights(self) -> list[float]:
         """The best fit's predicted accuracy per position, as ``wcp(decay=curve)`` weights (>= 0)."""
         return [max(0.0, float(x)) for x in self.best.predict(len(self.accuracy))]
 
     def to_json(self) -> dict[str, Any]:
         return {"accuracy": self.accuracy, "counts": self.counts, "intervals": [list(x) for x in self.intervals],
-                "weights": self.weights(), "best": self.best.label(), "fits": [f.to_dict() for f in self.fits]}
+                "weights": self.weights(), "best": self.best.label(),
+                "indistinguishable": [f.label() for f in self.rivals()], "fits": [f.to_dict() for f in self.fits]}
 
 
 def _wilson(successes: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

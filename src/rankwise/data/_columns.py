@@ -1,4 +1,4 @@
-"""Column helpers shared by :class:`Qrels` and :class:`Run`: query grouping, string hashing, duplicate checks.
+"""Column helpers shared by :class:`Qrels` and :class:`Run`: Arrow <-> numpy, string hashing, duplicate checks.
 
 Arrow <-> numpy conversions here read Arrow buffers directly: ``pa.array(...)``, ``Array.to_numpy()``
 and ``pa.scalar(...)`` make pyarrow import pandas (a quarter of a second), which ``rankwise eval`` must
@@ -7,7 +7,6 @@ not pay.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,89 +57,6 @@ def take(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     return pc.take(arr, arrow_indices(idx), memory_pool=memory_pool())
 
 
-def runs_of(order: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(first rows, lengths) of the runs of consecutive rows in ``order``, or None if there are many.
-
-    A run file whose queries are not in byte order is a few thousand blocks to move, not ten
-    million rows to gather.
-    """
-    n = len(order)
-    if n < 2:
-        return None
-    breaks = np.flatnonzero(np.diff(order) != 1) + 1
-    if len(breaks) + 1 > max(n // 64, 1):
-        return None
-    firsts = np.concatenate([[0], breaks])
-    return order[firsts], np.diff(np.append(firsts, n))
-
-
-def permute(values: np.ndarray, order: np.ndarray | None, runs=None, patch=None) -> np.ndarray:
-    """``values`` moved into a new order: ``values[order]``, or whole blocks (``runs``: first rows and
-    lengths, from :func:`runs_of`) laid end to end; then ``patch`` = (positions, rows) sets single rows.
-    """
-    if runs is None:
-        out = np_empty(len(order), values.dtype)
-        np.take(values, order, out=out)
-    else:
-        out = np_empty(int(runs[1].sum()), values.dtype)
-        np.concatenate([values[a:a + k] for a, k in zip(runs[0].tolist(), runs[1].tolist(), strict=False)], out=out)
-    if patch is not None:
-        out[patch[0]] = values[patch[1]]
-    return out
-
-
-def permute_strings(strings: pa.Array | pa.ChunkedArray, order: np.ndarray | None, runs=None,
-                    patch=None) -> pa.Array:
-    """:func:`permute` for null-free strings (one array or the chunks a file reader returns), into
-    one array: block copies of the bytes when ``runs`` is given.
-
-    A ``patch`` may only reorder rows among its own positions (as tie-breaking does), so the bytes it
-    moves fill exactly the space they leave.
-    """
-    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    if runs is None or not all(pa.types.is_string(c.type) and c.null_count == 0 for c in chunks):
-        if order is None:
-            order = np.arange(len(strings)) if runs is None else np.concatenate(
-                [np.arange(a, a + k) for a, k in zip(runs[0].tolist(), runs[1].tolist(), strict=False)])
-        if patch is not None:
-            order = order.copy()
-            order[patch[0]] = patch[1]
-        return single_array(take(strings, order))
-    n = len(strings)
-    parts = [_string_buffers(c) for c in chunks]  # (offsets, bytes) per chunk
-    chunk_starts = np.cumsum([0] + [len(c) for c in chunks]).tolist()
-    offset_pieces, data_pieces = [], []
-    written = 0
-    for first, length in zip(runs[0].tolist(), runs[1].tolist(), strict=False):
-        c = bisect.bisect_right(chunk_starts, first) - 1
-        while length > 0:
-            local = first - chunk_starts[c]
-            take_n = min(length, chunk_starts[c + 1] - first)
-            offsets, data = parts[c]
-            a, b = int(offsets[local]), int(offsets[local + take_n])
-            offset_pieces.append(offsets[local:local + take_n] + np.int32(written - a))
-            data_pieces.append(data[a:b])
-            written += b - a
-            first, length, c = first + take_n, length - take_n, c + 1
-    offset_pieces.append(np.array([written], dtype=np.int32))
-    new_offsets = np_empty(n + 1, np.int32)
-    np.concatenate(offset_pieces, out=new_offsets)
-    new_data = np_empty(written, np.uint8)
-    if data_pieces:
-        np.concatenate(data_pieces, out=new_data)
-    if patch is not None and len(patch[0]):
-        _patch_strings(new_offsets, new_data, strings, *patch)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(new_data)])
-
-
-def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets, bytes) of a string array, as numpy views; offsets index into the bytes."""
-    bufs = strings.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
-    data = np.zeros(0, np.uint8) if bufs[2] is None else np.frombuffer(bufs[2], dtype=np.uint8)
-    return offsets, data
-
-
 def single_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One contiguous array (chunks combined in Arrow's pool)."""
     if isinstance(values, pa.ChunkedArray):
@@ -148,45 +64,6 @@ def single_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
             return values.chunk(0)
         return values.combine_chunks(memory_pool=memory_pool())
     return values
-
-
-def patch_strings_in_place(strings: pa.Array, positions: np.ndarray, rows: np.ndarray) -> bool:
-    """Reorder rows of ``strings`` among ``positions`` (``strings[positions] = strings[rows]``) in its
-    own buffers, when they are writable; False (and nothing done) when they are not.
-
-    Only for arrays the caller built itself: Arrow arrays are otherwise immutable by convention.
-    """
-    bufs = strings.buffers()
-    if (isinstance(strings, pa.ChunkedArray) or not pa.types.is_string(strings.type) or strings.null_count
-            or bufs[2] is None or not bufs[1].is_mutable or not bufs[2].is_mutable):
-        return False
-    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
-    data = np.frombuffer(bufs[2], dtype=np.uint8)
-    if not (offsets.flags.writeable and data.flags.writeable):
-        return False
-    source = take(strings, rows)  # a copy of the moved strings, taken before any write
-    _patch_strings(offsets, data, source, positions, np.arange(len(rows)))
-    return True
-
-
-def _patch_strings(offsets: np.ndarray, data: np.ndarray, source: pa.Array, positions: np.ndarray,
-                   rows: np.ndarray) -> None:
-    """Write ``source[rows]`` at ``positions`` (sorted; runs of them hold the same strings) in place."""
-    moved = single_array(take(source, rows))
-    m_offsets = np.frombuffer(moved.buffers()[1], dtype=np.int32, count=len(moved) + 1, offset=moved.offset * 4)
-    m_data = np.frombuffer(moved.buffers()[2], dtype=np.uint8) if moved.buffers()[2] is not None else None
-    # contiguous stretches of positions: their byte span is the same before and after
-    first_of_stretch = np.concatenate([[True], np.diff(positions) != 1])
-    stretch = np.cumsum(first_of_stretch) - 1
-    stretch_start = positions[first_of_stretch]
-    base = offsets[stretch_start][stretch]  # byte where each position's stretch begins
-    within = m_offsets[:-1] - m_offsets[:-1][first_of_stretch][stretch]
-    offsets[positions] = base + within
-    if m_data is not None:
-        lengths = np.diff(m_offsets)
-        dest = np.repeat(offsets[positions] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-        dest += np.arange(len(dest))
-        data[dest] = m_data[int(m_offsets[0]):int(m_offsets[-1])]
 
 
 def np_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -248,6 +125,34 @@ def arrow_strings(values: list) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def flat_strings(groups: list, total: int) -> pa.Array:
+    """One Arrow string array of the keys of every group in turn (dicts or lists of ids), made with
+    one C-level join per group instead of Python work per id.
+
+    Example:
+        >>> flat_strings([{"d1": 1.0, "d22": 0.5}, ["é"]], 3).to_pylist()
+        ['d1', 'd22', 'é']
+    """
+    try:  # each group's ids joined and encoded on its own: no second copy of all the text as one str
+        joined = b"\0".join(["\0".join(g).encode("utf-8") for g in groups if len(g)])
+    except TypeError:  # ids that are not strings
+        return arrow_strings([str(v) for g in groups for v in g])
+    except UnicodeEncodeError:  # lone surrogates: let Arrow say what is wrong
+        return pa.array([v for g in groups for v in g], pa.string())
+    data = np.frombuffer(joined, dtype=np.uint8)
+    separator = data == 0
+    ends = np.flatnonzero(separator)
+    if len(ends) != max(total - 1, 0) or len(data) - len(ends) >= 2**31:  # a NUL inside an id, or huge
+        return pa.array([v for g in groups for v in g], pa.string())
+    offsets = np.empty(total + 1, dtype=np.int32)
+    offsets[0] = 0
+    if total:
+        offsets[1:-1] = ends - np.arange(len(ends))
+        offsets[-1] = len(data) - len(ends)
+    chars = data[~separator]  # a fresh, writable copy (the run builder may reorder tied rows in place)
+    return pa.Array.from_buffers(pa.string(), total, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+
+
 def as_string_array(values, *, source, field: str, chunked: bool = False) -> pa.Array:
     """Turn a sequence of ids into an Arrow string array; ids must be strings (or ints), never null.
 
@@ -275,46 +180,6 @@ def as_string_array(values, *, source, field: str, chunked: bool = False) -> pa.
         row = int(np.flatnonzero(~np_valid(arr))[0])
         raise InputError("missing id", source=source, line=row + 1, field=field)
     return arr
-
-
-def group_blocks(qids: pa.Array) -> tuple[list[str], np.ndarray, np.ndarray] | None:
-    """When each query's rows are contiguous (as in nearly every run file): the distinct query ids in
-    byte order, each block's index into them, and each block's first row. Else None.
-
-    Example:
-        >>> import pyarrow as pa
-        >>> queries, codes, heads = group_blocks(pa.array(["b", "b", "a"]))
-        >>> queries, codes.tolist(), heads.tolist()
-        (['a', 'b'], [1, 0], [0, 2])
-    """
-    n = len(qids)
-    if n == 0:
-        return [], np.zeros(0, np.int32), np.zeros(0, np.int64)
-    change = np_values(pc.not_equal(qids.slice(1), qids.slice(0, n - 1))) if n > 1 else np.zeros(0, bool)
-    heads = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
-    head_ids = qids.take(arrow_indices(heads))
-    if pc.count_distinct(head_ids).as_py() != len(heads):
-        return None
-    order = np_values(pc.sort_indices(head_ids)).astype(np.int64)
-    codes = np.empty(len(order), dtype=np.int32)
-    codes[order] = np.arange(len(order), dtype=np.int32)
-    return head_ids.take(arrow_indices(order)).to_pylist(), codes, heads
-
-
-def group_queries(qids: pa.Array) -> tuple[list[str], np.ndarray]:
-    """Return the distinct query ids in byte order and each row's index into them (int32)."""
-    n = len(qids)
-    blocks = group_blocks(qids)
-    if blocks is not None:
-        queries, codes, heads = blocks
-        return queries, np.repeat(codes, np.diff(np.append(heads, n)))
-    enc = pc.dictionary_encode(qids)
-    dictionary = enc.dictionary
-    order = np_values(pc.sort_indices(dictionary)).astype(np.int64)
-    rank = np.empty(len(order), dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    codes = rank[np_values(enc.indices)]
-    return dictionary.take(arrow_indices(order)).to_pylist(), codes
 
 
 _CHUNK = 1 << 20  # rows per step of the big elementwise passes: temporaries stay small and reused

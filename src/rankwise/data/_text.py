@@ -1,12 +1,27 @@
-"""Line-by-line text reading with precise error locations, shared by the file readers."""
+"""Text reading shared by every file reader: one definition of a file and a line, precise error locations.
+
+A text input is UTF-8 (a byte-order mark at the start is dropped); lines end in LF, CRLF or CR; bytes
+that are not UTF-8 are an error naming the line and column. Numbers are ASCII decimal: a score is a
+finite float (``1``, ``-0.5``, ``1e3``), a grade a decimal integer within int64 (``2``, ``-1``, ``2.0``).
+"""
 
 from __future__ import annotations
 
+import csv
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rankwise.errors import InputError
+
+BOM = b"\xef\xbb\xbf"
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INT = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def read_bytes(path: str | Path) -> bytes:
@@ -19,45 +34,153 @@ def read_bytes(path: str | Path) -> bytes:
     except IsADirectoryError:
         raise InputError("is a directory, expected a file", source=p) from None
     except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=p) from None
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=p) from None
     if not data.strip():
         raise InputError("file is empty", source=p)
     return data
 
 
+def _line_of(data: bytes, offset: int) -> tuple[int, int]:
+    """(1-based line, 1-based byte column) of ``offset``, lines ending in LF, CRLF or CR."""
+    prefix = data[:offset]
+    line = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n") + 1
+    start = max(prefix.rfind(b"\n"), prefix.rfind(b"\r")) + 1
+    return line, offset - start + 1
+
+
+def check_utf8(data: bytes, source: str | Path) -> bytes:
+    """``data`` without a leading byte-order mark; bytes that are not UTF-8 raise an error naming the line."""
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line, column = _line_of(data, exc.start)
+            raise InputError(f"bytes that are not UTF-8 at column {column}", source=source, line=line) from None
+    return data
+
+
+def decode_text(data: bytes, source: str | Path) -> str:
+    """The text of a file (BOM dropped, line endings untouched); bytes that are not UTF-8 name their line."""
+    return check_utf8(data, source).decode("utf-8")
+
+
+def normalize_lines(data: bytes, source: str | Path) -> bytes:
+    """:func:`check_utf8`, then CRLF and CR line endings turned into LF (line numbers unchanged)."""
+    data = check_utf8(data, source)
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return data
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text`` (lines end in LF, CRLF or CR)."""
+    return next((line for line in re.split(r"\r\n|\r|\n", text) if line.strip()), "")
+
+
 def iter_lines(data: bytes, source: str | Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, decoded line)``; bytes that are not UTF-8 raise an error naming the line."""
+    data = normalize_lines(data, source)
     for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            yield number, raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"bytes that are not UTF-8 at column {exc.start + 1}", source=source, line=number
-            ) from None
+        yield number, raw.decode("utf-8")
 
 
-def parse_float(text: str, *, source, line: int, field: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"not a number: {text!r}", source=source, line=line, field=field) from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise InputError(f"not a finite number: {text!r}", source=source, line=line, field=field)
+def parse_float(text: str, *, source, line: int | None, field: str) -> float:
+    """A finite decimal number (``1``, ``-0.5``, ``1e3``); anything else names the line and field.
+
+    Example:
+        >>> parse_float("1e3", source="run", line=1, field="score")
+        1000.0
+    """
+    if not _FLOAT.fullmatch(text):
+        raise InputError(f"not a number: {_clip(text)!r}", source=source, line=line, field=field)
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise InputError(f"not a finite number (beyond the float range): {_clip(text)!r}",
+                         source=source, line=line, field=field)
     return value
 
 
-def parse_int(text: str, *, source, line: int, field: str) -> int:
+def parse_int(text: str, *, source, line: int | None, field: str) -> int:
+    """A decimal integer within int64 (``2``, ``-1``, ``+3``, ``2.0``); anything else names the line and field.
+
+    Example:
+        >>> parse_int("2.0", source="qrels", line=1, field="relevance")
+        2
+    """
+    if not _INT.fullmatch(text):
+        raise InputError(f"not an integer: {_clip(text)!r}", source=source, line=line, field=field)
+    value = int(text.split(".", 1)[0])
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(f"integer out of range (beyond 64 bits): {_clip(text)!r}", source=source, line=line,
+                         field=field)
+    return value
+
+
+def _clip(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def check_int_range(value: int, *, source, line: int | None, field: str) -> int:
+    """``value`` if it fits int64, else an error naming the line and field."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(f"integer out of range (beyond 64 bits): {_clip(str(value))}", source=source,
+                         line=line, field=field)
+    return value
+
+
+def json_id(value: Any, *, source, line: int | None, field: str) -> str:
+    """An id from JSON: a string, or an integer (written in decimal); anything else is an error.
+
+    Example:
+        >>> json_id(7, source="run.jsonl", line=1, field="doc_id")
+        '7'
+    """
+    if isinstance(value, str):
+        if not value:
+            raise InputError("empty id", source=source, line=line, field=field)
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    kind = "null" if value is None else {bool: "a boolean", float: "a float", list: "a list",
+                                          dict: "an object"}.get(type(value), type(value).__name__)
+    raise InputError(f"an id must be a string or an integer, got {kind}", source=source, line=line, field=field)
+
+
+def json_loads(text: str, *, source, line: int | None):
+    """``json.loads`` whose failures (bad JSON, nesting too deep, lone surrogates) name the line."""
+    import json
+
     try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"not an integer: {text!r}", source=source, line=line, field=field) from None
-    if value != value or value != int(value):
-        raise InputError(f"not an integer: {text!r}", source=source, line=line, field=field)
-    return int(value)
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source,
+                         line=exc.lineno if line is None else line) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply", source=source, line=line) from None
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        check_surrogates(obj, source=source, line=line)
+    return obj
+
+
+def check_surrogates(obj: Any, *, source, line) -> None:
+    """Refuse strings holding a lone surrogate (a ``\\ud800`` escape that is not half of a pair): no
+    file or Arrow array can hold them."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(f"a lone surrogate \\u{ord(item[exc.start]):04x} is not text",
+                                 source=source, line=line) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def iter_json_lines(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
@@ -66,15 +189,34 @@ def iter_json_lines(path: str | Path, *, objects_only: bool = True) -> Iterator[
     Undecodable bytes, invalid JSON and (with ``objects_only``) non-objects raise an
     :class:`InputError` naming the file and line.
     """
-    import json
-
     for number, line in iter_lines(read_bytes(path), path):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=path, line=number) from None
+        obj = json_loads(line, source=path, line=number)
         if objects_only and not isinstance(obj, dict):
             raise InputError("expected a JSON object", source=path, line=number)
         yield number, obj
+
+
+def csv_reader(text: str, delimiter: str):
+    """A :func:`csv.reader` over decoded text: CR, LF and CRLF end rows, fields of any length."""
+    import io
+
+    if csv.field_size_limit() < sys.maxsize // 2:
+        csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+
+
+def iter_csv_rows(text: str, delimiter: str, *, source) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line where the row starts, fields)`` for every row, blank rows included; csv errors name the line."""
+    reader = csv_reader(text, delimiter)
+    start = 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InputError(f"not valid CSV: {exc}", source=source, line=start) from None
+        yield start, fields
+        start = reader.line_num + 1

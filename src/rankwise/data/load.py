@@ -33,7 +33,8 @@ def _sniff_header(path: Path) -> bool:
 def load_run(obj: RunLike, *, name: str | None = None) -> Run:
     """A :class:`Run` from a Run, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame, or a file.
 
-    Files: TREC (default), ``.jsonl``, or CSV/TSV with a header.
+    Files: TREC (default), ``.jsonl``, ``.parquet`` (``query_id``, ``doc_id``, ``score``), or CSV/TSV
+    with a header.
 
     Example:
         >>> load_run({"q1": {"d1": 2.0, "d2": 1.0}}).ranking("q1")
@@ -48,7 +49,11 @@ def load_run(obj: RunLike, *, name: str | None = None) -> Run:
     if isinstance(obj, (str, PathLike)):
         path = Path(obj)
         suffix = path.suffix.lower()
-        if suffix in (".jsonl", ".json", ".ndjson"):
+        if suffix in (".parquet", ".pq"):
+            from rankwise.data.stream import read_parquet_run
+
+            run = read_parquet_run(path)
+        elif suffix in (".jsonl", ".json", ".ndjson"):
             run = read_jsonl_run(path)
         elif suffix in (".csv", ".tsv") or _sniff_header(path):
             run = read_delimited_run(path)
@@ -63,7 +68,8 @@ def load_run(obj: RunLike, *, name: str | None = None) -> Run:
 def load_qrels(obj: QrelsLike) -> Qrels:
     """A :class:`Qrels` from a Qrels, ``{qid: {doc: grade}}``, a DataFrame, or a file.
 
-    Files: TREC qrels (default), BEIR/CSV/TSV with a header, or ``.jsonl``.
+    Files: TREC qrels (default), BEIR/CSV/TSV with a header, ``.jsonl``, or ``.parquet`` (``query_id``,
+    ``doc_id``, ``relevance``).
 
     Example:
         >>> load_qrels({"q1": {"d1": 1}}).n_queries
@@ -78,6 +84,10 @@ def load_qrels(obj: QrelsLike) -> Qrels:
     if isinstance(obj, (str, PathLike)):
         path = Path(obj)
         suffix = path.suffix.lower()
+        if suffix in (".parquet", ".pq"):
+            from rankwise.data.stream import read_parquet_qrels
+
+            return read_parquet_qrels(path)
         if suffix in (".jsonl", ".json", ".ndjson"):
             return read_jsonl_qrels(path)
         if suffix in (".csv", ".tsv") or _sniff_header(path):

@@ -11,19 +11,8 @@ from operator import itemgetter, methodcaller
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import (
-    arrow_strings,
-    as_string_array,
-    duplicate_candidates,
-    first_duplicate,
-    group_blocks,
-    group_queries,
-    permute,
-    permute_strings,
-    row_keys,
-    single_array,
-    string_hashes,
-)
+from rankwise.data._columns import arrow_strings, as_string_array, string_hashes
+from rankwise.data.ranking import group_rows
 from rankwise.errors import InputError
 
 __all__ = ["Qrels"]
@@ -75,65 +64,12 @@ class Qrels:
         elif grade_arr.dtype.kind not in "iub":
             raise InputError(f"grades must be integers, got {grade_arr.dtype}", source=src, field="relevance")
         grade_arr = grade_arr.astype(np.int64)
-        blocks = group_blocks(qids)
-        if blocks is not None:  # each query's judgements together (nearly every qrels file)
-            queries, block_codes, heads = blocks
-            return cls._build(queries, None, docs, grade_arr, src, lines, (block_codes, heads))
-        queries, qcodes = group_queries(single_array(qids))
-        return cls._build(queries, qcodes, docs, grade_arr, src, lines)
+        return cls._grouped(group_rows(qids, docs, grade_arr, source=src, lines=lines))
 
     @classmethod
-    def _build(cls, queries: list[str], qcodes: np.ndarray | None, docs: pa.Array, grades: np.ndarray,
-               src: str, lines: np.ndarray | None, blocks: tuple[np.ndarray, np.ndarray] | None = None) -> Qrels:
-        """Qrels from validated columns: ``qcodes[i]`` indexes ``queries`` (byte order) for row i, or
-        ``blocks`` = (query code, first row) of contiguous per-query blocks."""
-        n = len(docs)
-        counts = np.zeros(len(queries), dtype=np.int64)
-        order = runs = None
-        if blocks is not None:
-            codes, heads = blocks
-            lengths = np.diff(np.append(heads, n))
-            counts[codes] = lengths
-            if len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all()):
-                by_code = np.argsort(codes, kind="stable")
-                runs = (heads[by_code], lengths[by_code])
-                if len(runs[0]) > 4096:  # many small blocks: one gather beats a loop
-                    new_starts = np.concatenate([[0], np.cumsum(runs[1])[:-1]])
-                    order = np.arange(n, dtype=np.int64) + np.repeat(runs[0] - new_starts, runs[1])
-                    runs = None
-        elif n:
-            counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
-            if not bool((qcodes[1:] >= qcodes[:-1]).all()):
-                order = np.argsort(qcodes, kind="stable")
-        if runs is not None or order is not None:
-            docs = permute_strings(docs, order, runs)
-            grades = permute(grades, order, runs)
-        else:
-            docs = single_array(docs)
-        offsets = np.zeros(len(queries) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        hashes = string_hashes(docs)
-        candidates = duplicate_candidates(row_keys(counts, hashes))
-        if len(candidates):
-            row_queries = np.searchsorted(offsets, candidates, side="right") - 1
-            numbers = candidates
-            if order is not None:
-                numbers = order[candidates]
-            elif runs is not None:
-                new_starts = np.concatenate([[0], np.cumsum(runs[1])[:-1]])
-                block = np.searchsorted(new_starts, candidates, side="right") - 1
-                numbers = runs[0][block] + (candidates - new_starts[block])
-            dup = first_duplicate(candidates, row_queries, docs, numbers)
-            if dup is not None:
-                first, again, row = dup
-                query = queries[int(np.searchsorted(offsets, row, side="right")) - 1]
-                raise InputError(
-                    f"pair (query '{query}', doc '{docs[row].as_py()}') is judged twice"
-                    f" (first at line {_line(lines, first)})",
-                    source=src, line=_line(lines, again), field="doc_id",
-                )
-        qrels = cls(queries, offsets, docs, grades)
-        qrels.__dict__["_doc_hashes"] = hashes
+    def _grouped(cls, grouped) -> Qrels:
+        qrels = cls(grouped.queries, grouped.offsets, grouped.docs, grouped.values)
+        qrels.__dict__["_doc_hashes"] = grouped.hashes
         return qrels
 
     @classmethod
@@ -170,7 +106,8 @@ class Qrels:
             return cls.from_columns(qcol, docs, grade_arr, source="<dict>")
         block_codes = np.arange(len(queries), dtype=np.int32)
         heads = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        return cls._build(queries, None, docs, grade_arr, "<dict>", None, (block_codes, heads))
+        return cls._grouped(group_rows(None, docs, grade_arr, source="<dict>", queries=queries,
+                                       blocks=(block_codes, heads)))
 
     def __len__(self) -> int:
         return len(self.doc_ids)

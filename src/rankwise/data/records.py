@@ -25,7 +25,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_json_lines
+from rankwise.data._text import INT64_MAX, INT64_MIN, iter_json_lines
 from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, load_testset
 from rankwise.errors import InputError
 
@@ -188,11 +188,14 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
         >>> write_records([CaseRecord("q1")], "/tmp/records.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(dump_record(r) + "\n")
+    try:
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(dump_record(r) + "\n")
+    except OSError as exc:  # full disk, no permission, a file where a folder should be ...
+        raise InputError(f"cannot write the records: {exc.strerror or exc}", source=path, field="records") from None
     return path
 
 
@@ -207,6 +210,9 @@ def _expect(value, types, what, *, source, line, field_name, optional=True):
     if not isinstance(value, types):
         raise InputError(f"expected {what}, got {type(value).__name__} {str(value)[:40]!r}", source=source,
                          line=line, field=field_name)
+    if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(f"integer out of range (beyond 64 bits): {str(value)[:40]}", source=source, line=line,
+                         field=field_name)
     return value
 
 
@@ -243,7 +249,7 @@ def _chunk_record(obj, *, source, line, where, rank) -> ChunkRecord:
                          field=f"{where}.rank", **kw)
     score = obj.get("score")
     if score is not None:
-        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))
+        score = float(_expect(score, (int, float), "a number", field_name=f"{where}.score", **kw))  # _expect bounds ints
     ident = obj.get("id")
     if isinstance(ident, int) and not isinstance(ident, bool):
         ident = str(ident)
@@ -355,7 +361,7 @@ def is_records_file(path: str | PathLike) -> bool:
         with open(p, encoding="utf-8") as fh:
             first = next((line for line in fh if line.strip()), "")
         obj = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and "chunks" in obj
 

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._text import iter_json_lines, iter_lines, parse_float, parse_int, read_bytes
+from rankwise.data._text import (
+    check_int_range,
+    decode_text,
+    first_line,
+    iter_csv_rows,
+    iter_json_lines,
+    json_id,
+    parse_float,
+    parse_int,
+    read_bytes,
+)
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
@@ -33,15 +42,19 @@ def _pick(header: list[str], wanted, explicit: str | None, *, source, role: str)
 
 
 def _rows(path: Path, delimiter: str | None):
-    data = read_bytes(path)
-    lines = [(n, line) for n, line in iter_lines(data, path) if line.strip()]
+    """Header and ``(line, fields)`` rows of a delimited file (UTF-8, BOM dropped, any line ending)."""
+    text = decode_text(read_bytes(path), path)
     if delimiter is None:
-        delimiter = "\t" if "\t" in lines[0][1] else ","
-    header = next(csv.reader([lines[0][1]], delimiter=delimiter))
-    header = [h.strip() for h in header]
+        first = first_line(text)
+        delimiter = "\t" if "\t" in first else ","
+    header: list[str] | None = None
     body = []
-    for n, line in lines[1:]:
-        fields = next(csv.reader(io.StringIO(line), delimiter=delimiter))
+    for n, fields in iter_csv_rows(text, delimiter, source=path):
+        if not any(f.strip() for f in fields):
+            continue
+        if header is None:
+            header = [h.strip() for h in fields]
+            continue
         if len(fields) != len(header):
             raise InputError(f"expected {len(header)} fields like the header, got {len(fields)}",
                              source=path, line=n)
@@ -49,6 +62,15 @@ def _rows(path: Path, delimiter: str | None):
     if not body:
         raise InputError("no rows after the header", source=path)
     return header, body
+
+
+def _ids(body, column: int, header: list[str], path: Path) -> list[str]:
+    """The ids of one column; an empty cell is an error naming its line."""
+    ids = [f[column] for _, f in body]
+    if not all(ids):
+        n = body[ids.index("")][0]
+        raise InputError("empty id", source=path, line=n, field=header[column])
+    return ids
 
 
 def read_beir_qrels(path: str | Path, *, delimiter: str | None = None, query_column: str | None = None,
@@ -63,9 +85,9 @@ def read_beir_qrels(path: str | Path, *, delimiter: str | None = None, query_col
     qi = _pick(header, QUERY_COLUMNS, query_column, source=path, role="query id")
     di = _pick(header, DOC_COLUMNS, doc_column, source=path, role="doc id")
     gi = _pick(header, GRADE_COLUMNS, grade_column, source=path, role="relevance")
-    grades = [parse_int(f[gi], source=path, line=n, field=header[gi]) for n, f in body]
-    return Qrels.from_columns(pa.array([f[qi] for _, f in body], pa.string()),
-                              pa.array([f[di] for _, f in body], pa.string()),
+    grades = [parse_int(f[gi].strip(), source=path, line=n, field=header[gi]) for n, f in body]
+    return Qrels.from_columns(pa.array(_ids(body, qi, header, path), pa.string()),
+                              pa.array(_ids(body, di, header, path), pa.string()),
                               np.asarray(grades, dtype=np.int64), source=str(path),
                               lines=np.asarray([n for n, _ in body]))
 
@@ -81,9 +103,9 @@ def read_delimited_run(path: str | Path, *, delimiter: str | None = None, query_
     lines = np.asarray([n for n, _ in body])
     scores = None
     if si is not None:
-        scores = np.asarray([parse_float(f[si], source=path, line=n, field=header[si]) for n, f in body])
-    return Run.from_columns(pa.array([f[qi] for _, f in body], pa.string()),
-                            pa.array([f[di] for _, f in body], pa.string()), scores,
+        scores = np.asarray([parse_float(f[si].strip(), source=path, line=n, field=header[si]) for n, f in body])
+    return Run.from_columns(pa.array(_ids(body, qi, header, path), pa.string()),
+                            pa.array(_ids(body, di, header, path), pa.string()), scores,
                             name=path.stem, source=str(path), lines=lines)
 
 
@@ -100,36 +122,78 @@ def _field(obj: dict, names, *, source, line, role: str, required: bool = True):
     return None
 
 
+def _json_score(value, *, source, line) -> float:
+    """A score from JSON: a finite number or a numeric string (not a boolean)."""
+    if isinstance(value, str):
+        return parse_float(value.strip(), source=source, line=line, field="score")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"a score must be a number, got {type(value).__name__}", source=source, line=line,
+                         field="score")
+    try:
+        score = float(value)
+    except OverflowError:
+        score = math.inf
+    if not math.isfinite(score):
+        raise InputError(f"not a finite number: {str(value)[:40]}", source=source, line=line, field="score")
+    return score
+
+
+def _json_grade(value, *, source, line) -> int:
+    """A grade from JSON: an integer (or an integer-valued float or decimal string) within int64."""
+    if isinstance(value, str):
+        return parse_int(value.strip(), source=source, line=line, field="relevance")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"a grade must be an integer, got {str(value)[:40] if isinstance(value, float) else type(value).__name__}",
+                         source=source, line=line, field="relevance")
+    return check_int_range(value, source=source, line=line, field="relevance")
+
+
 def read_jsonl_run(path: str | Path) -> Run:
     """Read a run from JSON Lines, one ``{"query_id", "doc_id", "score"}`` object a line.
 
-    Without ``score`` fields the line order within each query is the ranking.
+    Ids are strings, or integers (read as their decimal text); ``null``, booleans, floats, lists and
+    objects are errors. Without ``score`` fields the line order within each query is the ranking;
+    either every line has a score or none does.
     """
     path = Path(path)
     qids, docs, scores, lines = [], [], [], []
+    scored = unscored = None
     for n, obj in _json_rows(path):
-        qids.append(str(_field(obj, QUERY_COLUMNS, source=path, line=n, role="query_id")))
-        docs.append(str(_field(obj, DOC_COLUMNS, source=path, line=n, role="doc_id")))
+        qids.append(json_id(_field(obj, QUERY_COLUMNS, source=path, line=n, role="query_id"),
+                            source=path, line=n, field="query_id"))
+        docs.append(json_id(_field(obj, DOC_COLUMNS, source=path, line=n, role="doc_id"),
+                            source=path, line=n, field="doc_id"))
         s = _field(obj, SCORE_COLUMNS, source=path, line=n, role="score", required=False)
         if s is not None:
-            scores.append(parse_float(str(s), source=path, line=n, field="score"))
+            scores.append(_json_score(s, source=path, line=n))
+            scored = scored or n
+        else:
+            unscored = unscored or n
+        if scored and unscored:
+            raise InputError(f"line {scored} has a score and line {unscored} has none; give every line a score"
+                             " or none", source=path, line=n, field="score")
         lines.append(n)
-    if scores and len(scores) != len(docs):
-        raise InputError("some lines have a score and others do not", source=path, field="score")
     return Run.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
                             np.asarray(scores) if scores else None, name=path.stem, source=str(path),
                             lines=np.asarray(lines))
 
 
 def read_jsonl_qrels(path: str | Path) -> Qrels:
-    """Read qrels from JSON Lines, one ``{"query_id", "doc_id", "relevance"}`` object a line."""
+    """Read qrels from JSON Lines, one ``{"query_id", "doc_id", "relevance"}`` object a line.
+
+    Ids are strings or integers; grades integers within int64.
+    """
     path = Path(path)
     qids, docs, grades, lines = [], [], [], []
     for n, obj in _json_rows(path):
-        qids.append(str(_field(obj, QUERY_COLUMNS, source=path, line=n, role="query_id")))
-        docs.append(str(_field(obj, DOC_COLUMNS, source=path, line=n, role="doc_id")))
+        qids.append(json_id(_field(obj, QUERY_COLUMNS, source=path, line=n, role="query_id"),
+                            source=path, line=n, field="query_id"))
+        docs.append(json_id(_field(obj, DOC_COLUMNS, source=path, line=n, role="doc_id"),
+                            source=path, line=n, field="doc_id"))
         g = _field(obj, GRADE_COLUMNS, source=path, line=n, role="relevance")
-        grades.append(parse_int(str(g), source=path, line=n, field="relevance"))
+        grades.append(_json_grade(g, source=path, line=n))
         lines.append(n)
     return Qrels.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
                               np.asarray(grades, dtype=np.int64), source=str(path), lines=np.asarray(lines))

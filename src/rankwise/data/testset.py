@@ -20,17 +20,24 @@ A case that cannot be read raises :class:`~rankwise.errors.InputError` naming li
 from __future__ import annotations
 
 import ast
-import csv
-import io
 import json
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_json_lines, read_bytes
+from rankwise.data._text import (
+    INT64_MAX,
+    check_surrogates,
+    decode_text,
+    iter_csv_rows,
+    iter_json_lines,
+    json_loads,
+    read_bytes,
+)
 from rankwise.errors import InputError
 
 __all__ = ["Chunk", "ReferencePassage", "TestCase", "TestSet", "load_testset", "testset_from_rows",
@@ -209,14 +216,17 @@ def _as_list(value: Any, *, source, line, field_name, from_text: bool) -> list:
             return []
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             try:
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
+                with warnings.catch_warnings():  # "invalid escape sequence" would be a second stderr line
+                    warnings.simplefilter("ignore")
+                    value = ast.literal_eval(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 raise InputError(f"expected a JSON list, got {_short(text)}", source=source, line=line,
                                  field=field_name) from None
         if isinstance(value, tuple):
             value = list(value)
+        check_surrogates(value, source=source, line=line)
     if not isinstance(value, list):
         raise InputError(f"expected a list, got {type(value).__name__} {_short(value)}", source=source,
                          line=line, field=field_name)
@@ -247,7 +257,7 @@ def _opt_offset(value: Any, *, source, line, field_name) -> int | None:
         value = int(value)
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         value = int(value.strip())
-    if not isinstance(value, int) or value < 0:
+    if not isinstance(value, int) or not 0 <= value <= INT64_MAX:
         raise InputError(f"expected a character offset (integer >= 0), got {_short(value)}", source=source,
                          line=line, field=field_name)
     return int(value)
@@ -260,7 +270,7 @@ def _opt_score(value: Any, *, source, line, field_name) -> float | None:
         if isinstance(value, bool):
             raise ValueError
         score = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"expected a number, got {_short(value)}", source=source, line=line,
                          field=field_name) from None
     if not math.isfinite(score):
@@ -492,13 +502,7 @@ def _read_jsonl(path: Path) -> TestSet:
 
 
 def _read_json(path: Path) -> TestSet:
-    data = read_bytes(path)
-    try:
-        obj = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno) from None
-    except UnicodeDecodeError:
-        raise InputError("bytes that are not UTF-8", source=path) from None
+    obj = json_loads(decode_text(read_bytes(path), path), source=path, line=None)
     if isinstance(obj, list):
         return testset_from_rows(obj, source=str(path), lines=[None] * len(obj))
     if isinstance(obj, Mapping):
@@ -511,30 +515,23 @@ def _read_json(path: Path) -> TestSet:
 
 
 def _read_csv(path: Path) -> TestSet:
-    data = read_bytes(path)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError("bytes that are not UTF-8", source=path, line=line) from None
+    text = decode_text(read_bytes(path), path)
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise InputError("file is empty", source=path) from None
+    header = None
     rows, lines = [], []
-    start = reader.line_num + 1
-    for fields in reader:
+    for start, fields in iter_csv_rows(text, delimiter, source=path):
+        if header is None:
+            header = [h.strip() for h in fields]
+            continue
         if not any(f.strip() for f in fields):
-            start = reader.line_num + 1
             continue
         if len(fields) != len(header):
             raise InputError(f"expected {len(header)} fields like the header, got {len(fields)}",
                              source=path, line=start)
         rows.append({h: (None if f == "" else f) for h, f in zip(header, fields, strict=True)})
         lines.append(start)
-        start = reader.line_num + 1
+    if header is None:
+        raise InputError("file is empty", source=path)
     return testset_from_rows(rows, source=str(path), from_text=True, lines=lines)
 
 

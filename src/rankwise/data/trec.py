@@ -1,9 +1,16 @@
 """TREC run and qrels files: read (fast path through Arrow's CSV reader) and write.
 
-Fields are separated by any run of ASCII whitespace, as trec_eval splits them. Well-formed files (one
-space or one tab between fields, the same field count on every line) are parsed by Arrow's multi-
-threaded CSV reader; anything else, and every file with an error, goes through an exact line-by-line
-reader, so error messages always name the right line.
+One definition of a valid file, whichever reader runs: UTF-8 text (a leading byte-order mark is
+dropped, other bytes that are not UTF-8 are an error naming the line); lines end in LF, CRLF or CR;
+fields are separated by any run of ASCII whitespace (space, tab, VT, FF), as trec_eval splits them; a
+line whose first field starts with ``#`` is a comment; a score is a finite ASCII decimal number (``inf``,
+``nan`` and values beyond the float range such as ``1e400`` are errors, where trec_eval's ``atof`` would
+read inf); a grade is an ASCII decimal integer within int64 (``2``, ``-1``, ``2.0``; not ``0x10``).
+
+Well-formed files (exactly one space, or exactly one tab, between fields, no other whitespace, the same
+field count on every line) are parsed by Arrow's multi-threaded CSV reader; anything else, and every
+file with an error, goes through the exact line-by-line reader, so both give the same result or the
+same error, and messages always name the right line.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from rankwise.data._columns import memory_pool, np_values, single_array
-from rankwise.data._text import parse_float, parse_int, read_bytes
+from rankwise.data._text import normalize_lines, parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
@@ -23,6 +30,10 @@ __all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qre
 
 _RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
 _QRELS_FIELDS = ["query_id", "iter", "doc_id", "relevance"]
+
+# Tests set this to run the exact reader alone and compare it with the fast path on every input.
+_EXACT_ONLY = False
+_OTHER_WHITESPACE = {b" ": (b"\t", b"\x0b", b"\x0c"), b"\t": (b" ", b"\x0b", b"\x0c")}
 
 
 def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
@@ -36,7 +47,8 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     """
     path = Path(path)
     name = name or path.stem
-    fast = _fast_columns(path, _RUN_FIELDS, {"query_id": pa.string(), "doc_id": pa.string(),
+    data = normalize_lines(read_bytes(path), path)
+    fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, {"query_id": pa.string(), "doc_id": pa.string(),
                                               "score": pa.float64()})
     if fast is not None:
         try:
@@ -45,7 +57,7 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
         except InputError:
             pass  # re-read exactly to report the right line
     qids, docs, scores, lines = [], [], [], []
-    for number, fields in _iter_fields(path):
+    for number, fields in _iter_fields(data):
         if len(fields) < 6:
             raise InputError(
                 f"expected at least 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}",
@@ -69,16 +81,19 @@ def read_trec_qrels(path: str | Path) -> Qrels:
         >>> qrels = read_trec_qrels("qrels.txt")  # doctest: +SKIP
     """
     path = Path(path)
-    fast = _fast_columns(path, _QRELS_FIELDS, {"query_id": pa.string(), "doc_id": pa.string(),
-                                                "relevance": pa.int64()})
+    data = normalize_lines(read_bytes(path), path)
+    fast = None if _EXACT_ONLY else _fast_columns(data, _QRELS_FIELDS, {"query_id": pa.string(),
+                                                                         "doc_id": pa.string(),
+                                                                         "relevance": pa.string()})
     if fast is not None:
         try:
-            return Qrels.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["relevance"])),
-                                      source=str(path))
+            grades = _decimal_ints(fast["relevance"])
+            if grades is not None:
+                return Qrels.from_columns(fast["query_id"], fast["doc_id"], grades, source=str(path))
         except InputError:
             pass
     qids, docs, grades, lines = [], [], [], []
-    for number, fields in _iter_fields(path):
+    for number, fields in _iter_fields(data):
         if len(fields) != 4:
             raise InputError(
                 f"expected 4 fields (query_id iter doc_id relevance), got {len(fields)}",
@@ -95,47 +110,48 @@ def read_trec_qrels(path: str | Path) -> Qrels:
                               np.asarray(grades, dtype=np.int64), source=str(path), lines=np.asarray(lines))
 
 
-def _iter_fields(path: Path):
+def _iter_fields(data: bytes):
     """Yield ``(line number, fields)`` of the non-blank, non-comment lines, split on ASCII whitespace.
 
-    A line is a comment when its first field starts with ``#``. Bytes that are not UTF-8 are an error
-    naming the line and column.
+    ``data`` comes from :func:`normalize_lines` (UTF-8 checked, LF line ends). A line is a comment when
+    its first field starts with ``#``.
     """
-    for number, raw in enumerate(read_bytes(path).split(b"\n"), start=1):
+    for number, raw in enumerate(data.split(b"\n"), start=1):
         fields = raw.split()
         if not fields or fields[0].startswith(b"#"):
             continue
-        try:
-            yield number, [f.decode("utf-8") for f in fields]
-        except UnicodeDecodeError:
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"bytes that are not UTF-8 at column {exc.start + 1}",
-                                 source=path, line=number) from None
-            raise
+        yield number, [f.decode("utf-8") for f in fields]
 
 
-def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
+def _decimal_ints(strings) -> np.ndarray | None:
+    """The int64 values of a text column when every value is a plain decimal integer, else None."""
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.match_substring_regex(strings, r"^-?[0-9]{1,18}$")).as_py():
+        return None  # signs, '2.0', 0x10, 19 digits or more: the exact reader decides
+    return np_values(single_array(pc.cast(strings, pa.int64())))
+
+
+def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     """Parse a well-formed file (one space, or one tab, between fields) with Arrow; None if it is not.
 
-    Comment lines are skipped. ``None`` whenever the result could differ from splitting every line on
-    whitespace: then the exact reader runs.
+    ``data`` comes from :func:`normalize_lines`. Comment lines are skipped. ``None`` whenever the result
+    could differ from splitting every line on whitespace: then the exact reader runs.
     """
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return None
+    head = data[: 1 << 16]
     first = next((line for line in head.split(b"\n") if line.strip() and not line.startswith(b"#")), b"")
-    first = first.rstrip(b"\r")
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     if len(first.split(delimiter)) != len(names):
         return None
-
+    # another whitespace byte (splitting on runs of whitespace would cut a field Arrow keeps whole), or a
+    # second byte-order mark (Arrow would drop it; it belongs to the first id): the exact reader decides.
+    # Empty fields (doubled, leading or trailing delimiters) are looked for in the parsed columns below.
+    if data.startswith(b"\xef\xbb\xbf") or any(w in data for w in _OTHER_WHITESPACE[delimiter]):
+        return None
+    buffer = pa.py_buffer(data)
     comments = []
 
     def skip_comment(row) -> str:
@@ -144,21 +160,21 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
             return "skip"
         return "error"
 
+    as_text = {n: pa.string() for n in names}
+
     def read(column_types: dict) -> pa.Table | None:
         try:
             return pcsv.read_csv(
-                path,
+                pa.BufferReader(buffer),
                 read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
                 parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
                                                 escape_char=False, invalid_row_handler=skip_comment),
-                convert_options=pcsv.ConvertOptions(column_types=column_types,
-                                                    include_columns=list(column_types)),
+                convert_options=pcsv.ConvertOptions(column_types={**as_text, **column_types}, include_columns=names),
                 memory_pool=memory_pool(),
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
             return None
 
-    as_text = {n: pa.string() for n in types}
     head_has_comments = head.startswith(b"#") or b"\n#" in head
     table = read(as_text if head_has_comments else types)
     if table is None and comments and not head_has_comments:
@@ -167,14 +183,11 @@ def _fast_columns(path: Path, names: list[str], types: dict) -> dict | None:
         table = read(as_text)
     if table is None or table.num_rows == 0:
         return None
-    cols = {n: table.column(n) for n in types}  # chunked: the Run builder copies what it keeps once
-    if any(c.null_count for c in cols.values()):
-        return None
-    for n in ("query_id", "doc_id"):
-        # whitespace or control bytes inside an id: the file is not what it seemed (e.g. a space inside
-        # a tab-separated field); splitting on whitespace reads it differently: use the exact reader
-        if _has_byte_at_most(cols[n], 32):
+    for n in names:  # an empty field (doubled, leading or trailing delimiter) is no field to the exact reader
+        column = table.column(n)
+        if column.null_count or (column.type == pa.string() and pc.min(pc.binary_length(column)).as_py() == 0):
             return None
+    cols = {n: table.column(n) for n in types}  # chunked: the Run builder copies what it keeps once
     if comments or head_has_comments or _starts_with_hash(cols["query_id"]):
         # comment lines with the same number of fields were parsed as rows: drop rows starting with '#'
         keep = pc.invert(pc.starts_with(cols["query_id"], "#"))
@@ -197,11 +210,6 @@ def _string_bytes(strings: pa.Array | pa.ChunkedArray):
         data = chunk.buffers()[2]
         chars = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
         yield chars[int(offsets[0]):int(offsets[-1])]
-
-
-def _has_byte_at_most(strings: pa.Array | pa.ChunkedArray, value: int) -> bool:
-    """True if any string holds a byte <= ``value`` (32: space, tab, CR, other control bytes)."""
-    return any(len(chars) > 0 and int(chars.min()) <= value for chars in _string_bytes(strings))
 
 
 def _starts_with_hash(strings: pa.Array | pa.ChunkedArray) -> bool:

@@ -98,9 +98,10 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
         raise InputError("relevance 'human' needs labels (a CSV/JSONL of query_id, chunk_id or rank, verdict, "
                          "type)", field="labels")
     if relevance not in TEXT_SOURCES and relevance not in ("ids", "human") and relevance not in present:
-        raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for the LLM judge: "
-                         f"`rankwise judge TESTSET --records OUT.jsonl`, then score OUT.jsonl with relevance "
-                         f"{relevance!r})", field="relevance")
+        how = ("utility verdicts: `rankwise utility TESTSET --model M --records OUT.jsonl`" if relevance == "utility"
+               else "the LLM judge: `rankwise judge TESTSET --records OUT.jsonl`")
+        raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for {how}, then score "
+                         f"OUT.jsonl with relevance {relevance!r})", field="relevance")
     stored = labels is None and relevance in present
     if stored:
         for r in records:

@@ -1,4 +1,5 @@
-"""Where verdicts come from (docs/metrics.md §4): ids, ground-truth text, human labels, an LLM judge.
+"""Where verdicts come from (docs/metrics.md §4): ids, ground-truth text, human labels, an LLM judge, the
+generator's own answers (``utility``, :mod:`rankwise.relevance.utility`).
 
 Every source fills per-chunk :class:`~rankwise.data.records.Verdict` objects into per-case records
 (``chunk.verdicts[source]``), the passages each chunk matched (``record.passages_found[source]``) and a
@@ -23,7 +24,7 @@ from typing import Any
 __all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status", "with_progress"]
 
 TEXT_SOURCES = ("containment", "span", "fuzzy")
-SOURCES = ("containment", "span", "fuzzy", "ids", "human", "llm")
+SOURCES = ("containment", "span", "fuzzy", "ids", "human", "llm", "utility")
 
 
 @dataclass

@@ -15,16 +15,22 @@ label get a ``missing`` verdict: the case is reported incomplete, counted, never
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import iter_lines, read_bytes
+from rankwise.data._text import (
+    INT64_MAX,
+    INT64_MIN,
+    decode_text,
+    first_line,
+    iter_csv_rows,
+    iter_lines,
+    json_loads,
+    read_bytes,
+)
 from rankwise.data.records import VERDICT_TYPES, CaseRecord, Verdict
 from rankwise.errors import InputError
 
@@ -102,10 +108,10 @@ def _label(row: Mapping, *, source, line) -> Label:
             if isinstance(rank, bool):
                 raise ValueError
             rank_f = float(rank)
-            if not rank_f.is_integer() or rank_f < 1:
+            if not rank_f.is_integer() or not 1 <= rank_f <= INT64_MAX:
                 raise ValueError
             rank = int(rank_f)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InputError(f"rank must be an integer >= 1, got {rank!r}", source=source, line=line,
                              field="rank") from None
     if "verdict" not in row or row["verdict"] is None or str(row["verdict"]).strip() == "":
@@ -124,10 +130,10 @@ def _label(row: Mapping, *, source, line) -> Label:
     if grade is not None:
         try:
             g = float(grade)
-            if not g.is_integer():
+            if not g.is_integer() or not INT64_MIN <= g <= INT64_MAX:
                 raise ValueError
             grade = int(g)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InputError(f"grade must be an integer, got {grade!r}", source=source, line=line,
                              field="grade") from None
     _, reason = get(("reason", "note", "notes", "comment"))
@@ -152,31 +158,25 @@ def read_labels(obj: str | PathLike | Iterable[Mapping] | Any) -> list[Label]:
             for n, text in iter_lines(data, path):
                 if not text.strip():
                     continue
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=path,
-                                     line=n) from None
+                row = json_loads(text, source=path, line=n)
                 if not isinstance(row, Mapping):
                     raise InputError("expected a JSON object per line", source=path, line=n)
                 out.append(_label(row, source=str(path), line=n))
             return out
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise InputError("bytes that are not UTF-8", source=path) from None
-        first = text.split("\n", 1)[0]
+        text = decode_text(data, path)
+        first = first_line(text)
         delimiter = "\t" if path.suffix.lower() == ".tsv" or "\t" in first else ","
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-        header = [h.strip().lower() for h in next(reader)]
-        out, start = [], reader.line_num + 1
-        for fields in reader:
+        header = None
+        out = []
+        for start, fields in iter_csv_rows(text, delimiter, source=path):
+            if header is None:
+                header = [h.strip().lower() for h in fields]
+                continue
             if any(f.strip() for f in fields):
                 if len(fields) != len(header):
                     raise InputError(f"expected {len(header)} fields like the header, got {len(fields)}",
                                      source=path, line=start)
                 out.append(_label(dict(zip(header, fields, strict=True)), source=str(path), line=start))
-            start = reader.line_num + 1
         return out
     from rankwise.data.frames import is_dataframe
 

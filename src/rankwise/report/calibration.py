@@ -85,6 +85,10 @@ def print_position_fit(fit: PositionFit, *, console: Console | None = None) -> N
         fits.add_row(f.label(), _f(f.alpha), _f(f.beta), f"{f.sse:.4g}", f"{f.aic:.2f}")
     console.print(fits)
     console.print(f"best fit: {fit.best.label()}", highlight=False)
+    rivals = fit.rivals()
+    if rivals:
+        console.print(f"within 2 AIC of it (the answers do not tell them apart): "
+                      f"{', '.join(f.label() for f in rivals)}; more answers per position would", highlight=False)
 
 
 def plot_position_fit(fit: PositionFit, path: str | PathLike, *, dpi: int = 120) -> Path:

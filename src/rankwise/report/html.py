@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from rankwise._outputs import HTML_GENERATOR
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
 from rankwise.analysis.report_inputs import ReportInputs, report_inputs
@@ -367,6 +368,21 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
 
 
 # -------------------------------------------------------------------------------------------- assemble
+def script_json(obj: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element, whatever the strings hold.
+
+    ``<``, ``>`` and ``&`` become ``\\u003c``, ``\\u003e``, ``\\u0026`` (no ``</script>``, ``<!--`` or
+    ``<script`` can end or re-open the element), and U+2028/U+2029 are escaped too.
+
+    Example:
+        >>> script_json({"d": "<!--<script>"})
+        '{"d": "\\\\u003c!--\\\\u003cscript\\\\u003e"}'
+    """
+    text = json.dumps(obj, ensure_ascii=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
 def render_html_report(
     comparison: ComparisonResult,
     *,
@@ -421,7 +437,7 @@ def render_html_report(
                          needed=needed),
     ]
     store = {d: inputs.documents[d][:max_text * 2] for d in sorted(needed)} if inputs.documents else {}
-    doc_json = json.dumps(store, ensure_ascii=False).replace("</", "<\\/")
+    doc_json = script_json(store)
     nav = [("summary", "Summary")]
     if sweeps:
         nav.append(("ksweep", "Metric vs K"))
@@ -438,7 +454,7 @@ def render_html_report(
     notes_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">" + HTML_GENERATOR +
         f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f'<header><h1>{escape(title)}</h1><div class="meta">{meta}</div>{notes_html}</header>'
         "<nav>" + "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankwise._outputs import PNG_SOFTWARE
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
 from rankwise.errors import InputError
@@ -62,7 +63,7 @@ def plot_report(path: str | PathLike, *, comparison: ComparisonResult | None = N
         fig.tight_layout()
         out = Path(path)
         try:
-            fig.savefig(out, dpi=dpi, format="png")
+            fig.savefig(out, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})
         except OSError as exc:
             raise InputError(f"cannot write the plot: {exc.strerror}", source=out) from None
     finally:

@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     created REAL NOT NULL
 );
 """
+_COLUMNS = {"key", "model", "mode", "scale", "prompt_version", "style", "verdict", "grade", "reason", "call",
+            "prompt_tokens", "completion_tokens", "created"}
 
 
 class CacheWriteError(RankwiseError):
@@ -117,6 +119,7 @@ class VerdictCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
                                        check_same_thread=False)
+            self._check_foreign()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -130,6 +133,21 @@ class VerdictCache:
             raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
         except OSError as exc:
             raise InputError(f"cannot create the cache file: {exc.strerror}", source=self.path) from None
+
+    def _check_foreign(self) -> None:
+        """Refuse, before changing anything, an SQLite file that is not a rankwise cache."""
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            return
+        if not {"meta", "verdicts"} <= tables:  # someone else's database: leave it alone
+            self._db.close()
+            raise InputError(f"not a rankwise cache: an SQLite file with the tables {sorted(tables)[:5]}; "
+                             "use another --cache file", source=self.path)
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
+        if not columns >= _COLUMNS:
+            self._db.close()
+            raise InputError(f"not a rankwise cache: its verdicts table lacks {sorted(_COLUMNS - columns)}; "
+                             "use another --cache file", source=self.path)
 
     def __enter__(self) -> VerdictCache:
         return self

@@ -1,0 +1,140 @@
+"""Output files: checked before any work, so a command never writes over its input or a stranger's file.
+
+Every command that writes files (``eval-rag/judge --records``, ``compare --html/--plot``, ``run --out``,
+``demo --out`` ...) calls :func:`check_outputs` first. It refuses, with a one-line :class:`InputError`:
+
+* an output that is one of the inputs (same path or same file), even with ``--force``;
+* two outputs on one path, an output that is a directory, a folder we cannot create or write;
+* an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML report
+  (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
+  written by ``run --rag-out``, a demo summary, and a run whose ``.chunks.jsonl`` sibling is ours.
+
+OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
+last resort, by the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from rankwise.errors import InputError
+
+__all__ = ["check_outputs", "is_our_output", "HTML_GENERATOR", "PNG_SOFTWARE"]
+
+HTML_GENERATOR = '<meta name="generator" content="rankwise">'
+PNG_SOFTWARE = "rankwise"
+_HTML_PREFIX = b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+_CHUNK_KEYS = {"id", "doc_id", "start", "end", "text"}
+_CONTEXT_KEYS = {"id", "text", "doc_id", "start", "end", "score"}
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _first_json_line(head: bytes):
+    line = next((x for x in head.split(b"\n") if x.strip()), b"")
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def is_our_output(path: str | os.PathLike) -> bool:
+    """True when ``path`` is empty or recognisably a file rankwise wrote (so rewriting it loses nothing).
+
+    Example:
+        >>> is_our_output("README.md")  # doctest: +SKIP
+        False
+    """
+    p = Path(path)
+    try:
+        if not p.is_file():
+            return False
+        size = p.stat().st_size
+        if size == 0:
+            return True
+        with open(p, "rb") as fh:
+            head = fh.read(1 << 16)
+            tail = b""
+            if head.startswith(_HTML_PREFIX) and size > len(head):
+                fh.seek(max(0, size - (1 << 18)))
+                tail = fh.read()
+    except OSError:
+        return False
+    if head.startswith(b"<!DOCTYPE html>"):
+        return HTML_GENERATOR.encode() in head or (head.startswith(_HTML_PREFIX) and b'id="doc-texts"' in head + tail)
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return b"Software\x00" + PNG_SOFTWARE.encode() in head
+    if head.startswith(b"{"):
+        obj = _first_json_line(head)
+        if not isinstance(obj, dict):
+            try:  # a whole JSON document (demo summary) longer than one line
+                obj = json.loads(head) if size <= len(head) else None
+            except (ValueError, RecursionError):
+                obj = None
+        if isinstance(obj, dict):
+            if "id" in obj and isinstance(obj.get("chunks"), list):
+                return True  # per-case records
+            if set(obj) == _CHUNK_KEYS:
+                return True  # chunks written by `rankwise run`
+            contexts = obj.get("retrieved_contexts")
+            if isinstance(contexts, list) and contexts and all(
+                    isinstance(c, dict) and set(c) == _CONTEXT_KEYS for c in contexts):
+                return True  # `rankwise run --rag-out`
+            if {"settings", "winner", "mean"} <= set(obj):
+                return True  # demo summary.json
+    chunks = p.with_name(p.name + ".chunks.jsonl")
+    return chunks.is_file() and is_our_output(chunks)  # a run written by `rankwise run` with its chunks
+
+
+def _check_folder(path: Path, option: str) -> None:
+    """The nearest existing folder of ``path`` must be a folder we may write in."""
+    parent = path.parent if str(path.parent) else Path(".")
+    probe = parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"cannot write here: {probe} is not a folder", source=path, field=option)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write here: no permission to write in {probe}", source=path, field=option)
+
+
+def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
+                  inputs: Iterable[str | os.PathLike | None] = (), *, force: bool = False) -> None:
+    """Refuse (one-line :class:`InputError`) outputs that would overwrite an input, a directory, a file
+    that is not ours (unless ``force``), or that go where we cannot write.
+
+    ``outputs`` maps the option (``--html``) to its path; ``None`` paths are skipped.
+
+    Example:
+        >>> check_outputs({"--html": "report.html"}, ["qrels.txt", "run.trec"])  # doctest: +SKIP
+    """
+    ins = [Path(p) for p in inputs if p is not None]
+    seen: dict[Path, str] = {}
+    for option, value in outputs.items():
+        if value is None:
+            continue
+        path = Path(value)
+        for src in ins:
+            if _same(path, src):
+                raise InputError(f"{option} would write over the input {src}; choose another file",
+                                 source=path, field=option)
+        key = path.resolve()
+        if key in seen:
+            raise InputError(f"{option} and {seen[key]} name the same file", source=path, field=option)
+        seen[key] = option
+        if path.is_dir():
+            raise InputError("is a directory; give a file name", source=path, field=option)
+        if path.exists() and not force and not is_our_output(path):
+            raise InputError("exists and is not a rankwise output; pass --force to overwrite it",
+                             source=path, field=option)
+        _check_folder(path, option)

@@ -1,0 +1,143 @@
+"""Evaluation of runs larger than memory: one block of whole queries at a time, the same numbers.
+
+Each block of the run (see :func:`rankwise.data.stream.iter_run_blocks`) is joined with the qrels of
+its queries and measured with the in-memory engine; only the per-query values (one float per query
+and measure) are kept. At the end they are put in query-id byte order and aggregated exactly as
+:func:`rankwise.metrics.evaluate.evaluate_matrix` does (left-to-right sums in that order, as
+trec_eval), so a streamed evaluation prints the same digits as an in-memory one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import numpy as np
+
+from rankwise.data.load import QrelsLike, load_qrels
+from rankwise.data.qrels import Qrels
+from rankwise.data.run import Run
+from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, iter_run_blocks
+from rankwise.errors import InputError
+from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, evaluate_matrix, sequential_mean
+from rankwise.metrics.matrix import join
+from rankwise.metrics.registry import Measure, parse_measures
+
+__all__ = ["evaluate_stream"]
+
+
+def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike, metrics: Iterable[str | Measure] | None = None,
+                    *, relevance_level: int = 1, missing: str = "zero", block_rows: int = DEFAULT_BLOCK_ROWS,
+                    workdir: str | os.PathLike | None = None) -> EvalResult:
+    """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded memory.
+
+    The run is read ``block_rows`` rows at a time (whole queries); a file whose queries are not
+    grouped is partitioned on disk first (under ``workdir``). The qrels are held in memory.
+
+    Example:
+        >>> r = evaluate_stream("qrels.txt", "big.trec", ["ndcg@10", "map"])  # doctest: +SKIP
+    """
+    if missing not in ("zero", "skip"):
+        raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
+    measures = parse_measures(metrics or DEFAULT_METRICS)
+    q = load_qrels(qrels)
+    try:
+        return _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
+                                relevance_level, missing)
+    except NotGrouped:  # queries not grouped in the file: partition it on disk, then evaluate
+        return _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
+                                                   workdir=workdir), measures, relevance_level, missing)
+
+
+def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure], relevance_level: int,
+                     missing: str) -> EvalResult:
+    position = qrels._position
+    query_ids: list[list[str]] = []
+    values: list[np.ndarray] = []
+    in_run = np.zeros(qrels.n_queries, dtype=bool)
+    ignored: list[str] = []
+    run_queries = 0
+    name = "run"
+    for block in blocks:
+        name = block.name
+        run_queries += block.n_queries
+        codes = np.array([position.get(qid, -1) for qid in block.queries], dtype=np.int64)
+        ignored.extend(qid for qid, c in zip(block.queries, codes.tolist(), strict=True) if c < 0)
+        judged = np.sort(codes[codes >= 0])
+        if len(judged) == 0:
+            continue
+        in_run[judged] = True
+        matrix, _ = join(_subset(qrels, judged), block, relevance_level=relevance_level, missing="skip")
+        query_ids.append(matrix.query_ids)
+        values.append(evaluate_matrix(matrix, measures).per_query.values)
+    if run_queries and len(ignored) == run_queries:
+        raise InputError(
+            f"the run and the qrels share no query id (run: {_examples(sorted(ignored))}; qrels: "
+            f"{_examples(qrels.queries)}); ids are compared exactly, so '01' is not '1'", field="query_id")
+    absent = np.flatnonzero(~in_run)
+    if missing == "zero" and len(absent):
+        empty = Run.from_columns([], [], np.zeros(0), kind="scored")
+        matrix, _ = join(_subset(qrels, absent), empty, relevance_level=relevance_level, missing="zero")
+        query_ids.append(matrix.query_ids)
+        values.append(evaluate_matrix(matrix, measures).per_query.values)
+    ids = [qid for part in query_ids for qid in part]
+    if not ids:
+        raise InputError("no query to evaluate: the qrels hold no query", field="query_id")
+    table = np.concatenate(values) if values else np.zeros((0, len(measures)))
+    order = sorted(range(len(ids)), key=ids.__getitem__)  # code-point order == UTF-8 byte order
+    ids = [ids[i] for i in order]
+    table = table[np.asarray(order, dtype=np.int64)]
+    mean, undefined = _aggregate(measures, table)
+    ignored.sort()
+    missing_queries = [qrels.queries[i] for i in absent.tolist()]
+    summary = {
+        "queries_in_qrels": qrels.n_queries,
+        "queries_in_run": run_queries,
+        "evaluated": len(ids),
+        "missing_from_run": len(missing_queries),
+        "ignored_not_in_qrels": len(ignored),
+        "missing_queries": missing_queries,
+        "ignored_queries": ignored,
+        "missing": missing,
+        "relevance_level": relevance_level,
+    }
+    if undefined:
+        summary["undefined"] = undefined
+    return EvalResult(measures, PerQuery(ids, [m.name for m in measures], table), mean, summary, name)
+
+
+def _aggregate(measures: list[Measure], table: np.ndarray) -> tuple[dict[str, float], dict[str, int]]:
+    """Means (sums for counts) over queries, as :func:`rankwise.metrics.evaluate.evaluate_matrix`."""
+    mean: dict[str, float] = {}
+    undefined: dict[str, int] = {}
+    for j, measure in enumerate(measures):
+        col = table[:, j]
+        nan = np.isnan(col)
+        if nan.any():
+            undefined[measure.name] = int(nan.sum())
+            col = col[~nan]
+        if measure.metric.aggregate == "sum":
+            mean[measure.name] = float(np.add.accumulate(col)[-1]) if len(col) else 0.0
+        else:
+            mean[measure.name] = sequential_mean(col)
+    return mean, undefined
+
+
+def _subset(qrels: Qrels, codes: np.ndarray) -> Qrels:
+    """The judgements of queries ``codes`` (sorted indices into ``qrels.queries``)."""
+    starts, ends = qrels.offsets[codes], qrels.offsets[codes + 1]
+    lengths = ends - starts
+    offsets = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    rows = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
+    from rankwise.data._columns import take
+
+    sub = Qrels([qrels.queries[i] for i in codes.tolist()], offsets, take(qrels.doc_ids, rows),
+                qrels.grades[rows])
+    sub.__dict__["_doc_hashes"] = qrels._doc_hashes[rows]
+    return sub
+
+
+def _examples(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:3])
+    return shown + (", ..." if len(ids) > 3 else "")

@@ -1,0 +1,555 @@
+"""Asking a generator: one cached, resumable, counted call per request, for answers and answer checks.
+
+The LLM judge (:mod:`rankwise.relevance.llm.judge`) asks "is this chunk relevant?"; this module asks
+anything else of an OpenAI-compatible endpoint through the same client (:class:`ChatClient`: concurrency,
+retries, rate limit, request cap, circuit breaker) and the same SQLite cache file:
+
+- ``answer`` prompts (``prompts/answer.toml``): the generator answers a question from numbered context
+  passages; the reply text is the answer (``rankwise answer``, ``position-curve``, utility verdicts);
+- ``correctness`` prompts (``prompts/correctness.toml``): an LLM grades a response against the reference
+  answer, binary or 0-3 with a reason (``--score llm``).
+
+Each reply is committed to the cache as it arrives (answers are stored as the row's ``reason``, under the
+mode ``answer``); the cache key is a SHA-256 of the model, the prompt version, the sampling parameters and
+the exact messages, so a rerun of the same work makes no call and a changed prompt or context makes new
+ones; requests with the same messages in one run make one call. Every request ends ``ok``, ``failed`` (after its retries, or an unreadable verdict after one repair)
+or ``missing`` (``max_calls`` or ``max_cost`` reached first, or the run stopped first). A lost endpoint
+raises :class:`GenerationStopped`, Ctrl-C :class:`GenerationInterrupted`; both carry the partial result
+and everything had is on disk before they are raised.
+
+Example::
+
+    from rankwise.relevance.llm.client import Endpoint
+    from rankwise.relevance.llm.generate import GenRequest, Generator, load_gen_prompt
+    prompt = load_gen_prompt("answer")
+    gen = Generator(Endpoint("qwen2.5:7b", "http://localhost:11434/v1"), prompt, cache="gen.sqlite")
+    result = gen.run([GenRequest("q1", prompt.render_answer("Capital of France?", ["Paris is the capital."]))])
+    result.replies["q1"].text
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.errors import InputError
+from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache, cache_key
+from rankwise.relevance.llm.client import (
+    BudgetExhausted,
+    CallError,
+    CallPolicy,
+    ChatClient,
+    Endpoint,
+    EndpointError,
+    utf8_safe,
+)
+from rankwise.relevance.llm.cost import Prices, estimate_prompt_tokens
+from rankwise.relevance.llm.parse import ParseError, parse_verdict, refusal_of
+from rankwise.relevance.llm.prompts import _load_toml, escape_data
+
+__all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
+           "Generator", "GenerationStopped", "GenerationInterrupted", "TASKS", "ANSWER_MAX_TOKENS"]
+
+TASKS = ("answer", "correctness")
+ANSWER_MAX_TOKENS = 256
+CHECK_MAX_TOKENS = 300
+_OUTPUT_ESTIMATE = {"answer": 40, "correctness": 40}
+_PLACEHOLDER = re.compile(r"\{(question|contexts|chunk|reference|response|n|index|error)\}")
+
+
+def _fill(template: str, values: dict[str, Any]) -> str:
+    """Replace known placeholders in one pass (a value holding ``{chunk}`` is not expanded again)."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
+
+
+@dataclass(frozen=True)
+class GenPrompt:
+    """One task's prompt (``answer``: text; ``correctness``: binary or graded verdict), versioned.
+
+    Example:
+        >>> p = load_gen_prompt("answer")
+        >>> p.prompt_version.startswith("answer-text-v1+")
+        True
+        >>> "Paris is the capital." in p.render_answer("Capital?", ["Paris is the capital."])[1]["content"]
+        True
+    """
+
+    task: str
+    scale: str  # "text" (answers), "binary" or "graded" (correctness)
+    version: str
+    system: str
+    user: str
+    item: str
+    repair: str
+    source: str
+
+    @property
+    def graded(self) -> bool:
+        return self.scale == "graded"
+
+    @property
+    def prompt_version(self) -> str:
+        """``<task>-<scale>-v<version>+<8 hex of the template text>``."""
+        text = "\x1f".join((self.system, self.user, self.item, self.repair))
+        return f"{self.task}-{self.scale}-v{self.version}+{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
+
+    def render_answer(self, question: str, chunks: Sequence[str]) -> list[dict]:
+        """System + user message asking for an answer from ``chunks``, numbered 1..n in the order given."""
+        items = "\n\n".join(_fill(self.item, {"index": i + 1, "chunk": escape_data(c)}) for i, c in enumerate(chunks))
+        values = {"question": escape_data(question), "contexts": items, "n": len(chunks)}
+        return [{"role": "system", "content": _fill(self.system, values)},
+                {"role": "user", "content": _fill(self.user, values)}]
+
+    def render_check(self, question: str, reference: str, response: str) -> list[dict]:
+        """System + user message asking whether ``response`` answers ``question`` as ``reference`` does."""
+        values = {"question": escape_data(question), "reference": escape_data(reference),
+                  "response": escape_data(response)}
+        return [{"role": "system", "content": _fill(self.system, values)},
+                {"role": "user", "content": _fill(self.user, values)}]
+
+
+def load_gen_prompt(task: str, *, graded: bool = False, path: str | PathLike | None = None) -> GenPrompt:
+    """The shipped template of ``task`` (``answer`` or ``correctness``), or a user TOML file laid out like
+    it (``prompts/answer.toml``: a ``[text]`` table with ``system``, ``user``, ``item``; correctness:
+    ``[binary]``/``[graded]`` tables with ``system``, ``user``, and a top-level ``repair``).
+
+    Example:
+        >>> load_gen_prompt("correctness", graded=True).scale
+        'graded'
+    """
+    if task not in TASKS:
+        raise InputError(f"unknown generator task {task!r}; choose one of {', '.join(TASKS)}", field="task")
+    ref = resources.files("rankwise.relevance.llm").joinpath("prompts", f"{task}.toml")
+    data = _load_toml(None, ref.read_text(encoding="utf-8"))
+    source = f"rankwise:prompts/{task}.toml"
+    scale = "text" if task == "answer" else ("graded" if graded else "binary")
+    version, repair = str(data.get("version", "1")), data.get("repair", "")
+    parts = dict(data.get(scale) or {})
+    if path is not None:
+        user = _load_toml(Path(path))
+        source, version = str(path), str(user.get("version", "custom"))
+        repair = user.get("repair", repair)
+        section = user.get(scale) or {}
+        if not isinstance(section, dict):
+            raise InputError(f"[{scale}] must be a table", source=path, field=scale)
+        parts.update(section)
+    needs = {"system": [], "user": ["{question}", "{contexts}"] if task == "answer"
+             else ["{question}", "{reference}", "{response}"]}
+    if task == "answer":
+        needs["item"] = ["{index}", "{chunk}"]
+    for key, tokens in needs.items():
+        if not isinstance(parts.get(key), str) or not parts[key].strip():
+            raise InputError(f"missing prompt text '{key}'", source=source, field=f"{scale}.{key}")
+        for token in tokens:
+            if token not in parts[key]:
+                raise InputError(f"prompt text '{key}' of task {task} must hold {token}", source=source,
+                                 field=f"{scale}.{key}")
+    if task == "correctness" and (not isinstance(repair, str) or "{error}" not in repair):
+        raise InputError("'repair' must be a string holding {error}", source=source, field="repair")
+    return GenPrompt(task, scale, version, parts["system"], parts["user"], parts.get("item", ""), repair or "",
+                     source)
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    """One call: an id (unique in the run) and the messages to send."""
+
+    id: str
+    messages: list[dict]
+
+
+@dataclass
+class GenReply:
+    """The outcome of one request: ``text`` (answers) or ``verdict``/``grade``/``reason`` (checks)."""
+
+    text: str | None = None
+    verdict: int | None = None
+    grade: int | None = None
+    reason: str | None = None
+    status: str = "missing"
+    error: str | None = None
+    cached: bool = False
+    finish_reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class GenPlan:
+    """What a run would do (``--dry-run``): requests, cache hits, calls, estimated tokens and cost."""
+
+    requests: int
+    cached: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    model: str
+    prompt_version: str
+
+
+@dataclass
+class GenSummary:
+    """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did."""
+
+    model: str
+    task: str
+    prompt_version: str
+    items: int = 0
+    ok: int = 0
+    cached: int = 0
+    failed: int = 0
+    missing: int = 0
+    requests: int = 0
+    retries: int = 0
+    repairs: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    seconds: float = 0.0
+    concurrency: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    http_errors: dict[str, int] = field(default_factory=dict)
+    stopped: str | None = None
+    capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
+
+    @property
+    def complete(self) -> bool:
+        return self.failed == 0 and self.missing == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def lines(self, url: str) -> list[str]:
+        """A few plain lines for the console."""
+        cost = "cost unknown (give --price-in/--price-out)" if self.cost is None else f"cost ${self.cost:.4f}"
+        out = [f"{self.task} ({self.prompt_version}) with {self.model} at {url}: {self.items} requests, "
+               f"{self.ok} ok ({self.cached} from the cache), {self.failed} failed, {self.missing} missing",
+               f"{self.requests} HTTP requests ({self.retries} retries), {self.prompt_tokens:,} prompt + "
+               f"{self.completion_tokens:,} completion tokens, {cost}, {self.seconds:.1f} s"]
+        if self.failures:
+            out.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
+        if self.capped:
+            out.append(self.capped)
+        return out
+
+
+@dataclass
+class GenResult:
+    """Per request id, one :class:`GenReply`; and the run's :class:`GenSummary`."""
+
+    replies: dict[str, GenReply]
+    summary: GenSummary
+
+
+class GenerationStopped(EndpointError):
+    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` holds
+    every reply had (in the cache too)."""
+
+    def __init__(self, message: str, result: GenResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class GenerationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``result`` holds every reply had (all in the cache)."""
+
+    def __init__(self, result: GenResult) -> None:
+        super().__init__("interrupted")
+        self.result = result
+
+
+def _kind(error: str) -> str:
+    if error.startswith("HTTP "):
+        return error.split(":")[0]
+    for prefix in ("refused", "unparseable", "timeout", "connection", "bad reply", "max-calls", "max-cost",
+                   "empty reply", "run stopped", "interrupted", "internal error"):
+        if error.startswith(prefix):
+            return prefix
+    return error.split(":")[0][:40]
+
+
+class Generator:
+    """Sends :class:`GenRequest` s through one endpoint with one prompt; reads and fills the cache.
+
+    ``max_cost`` (needs ``prices``) stops sending new requests once the run has spent that much; the
+    requests not sent end ``missing``.
+    """
+
+    def __init__(self, endpoint: Endpoint, prompt: GenPrompt, policy: CallPolicy | None = None,
+                 cache: VerdictCache | str | PathLike | None = None, prices: Prices | None = None,
+                 max_cost: float | None = None, max_tokens: int | None = None) -> None:
+        self.endpoint = endpoint
+        self.prompt = prompt
+        self.policy = policy or CallPolicy()
+        self._own_cache = cache is not None and not isinstance(cache, VerdictCache)
+        self.cache = VerdictCache(cache) if self._own_cache else cache  # type: ignore[arg-type]
+        self.prices = prices or Prices()
+        if max_cost is not None and (max_cost < 0 or not self.prices.known):
+            raise InputError("--max-cost needs prices (--price-in/--price-out) and a cost >= 0", field="max_cost")
+        self.max_cost = max_cost
+        self.max_tokens = max_tokens or (ANSWER_MAX_TOKENS if prompt.task == "answer" else CHECK_MAX_TOKENS)
+        self._params = {"temperature": self.policy.temperature, "max_tokens": self.max_tokens}
+
+    def close(self) -> None:
+        if self._own_cache and self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> Generator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def key(self, request: GenRequest) -> str:
+        """The cache key: model, task, scale, prompt version, sampling parameters, the exact messages."""
+        return cache_key(model=self.endpoint.model, mode=self.prompt.task, scale=self.prompt.scale,
+                         prompt_version=self.prompt.prompt_version, style="generate", question="",
+                         chunk=json.dumps(request.messages, ensure_ascii=False, sort_keys=True), context=None,
+                         params=self._params)
+
+    def _lookup(self, requests: Sequence[GenRequest]) -> tuple[dict[str, GenReply], list[GenRequest], dict[str, str]]:
+        seen: set[str] = set()
+        for r in requests:
+            if r.id in seen:
+                raise InputError(f"request id {r.id!r} appears twice", field="id")
+            seen.add(r.id)
+        keys = {r.id: self.key(r) for r in requests}
+        hits = self.cache.get_many(list(set(keys.values()))) if self.cache is not None else {}
+        replies: dict[str, GenReply] = {}
+        todo: list[GenRequest] = []
+        first: dict[str, str] = {}  # cache key -> id of the request that asks it (the same messages: one call)
+        self._copies: dict[str, list[str]] = {}
+        for r in requests:
+            hit = hits.get(keys[r.id])
+            if hit is None:
+                replies[r.id] = GenReply()
+                if keys[r.id] in first:
+                    self._copies.setdefault(first[keys[r.id]], []).append(r.id)
+                else:
+                    first[keys[r.id]] = r.id
+                    todo.append(r)
+            elif self.prompt.task == "answer":
+                replies[r.id] = GenReply(text=hit.reason or "", status="ok", cached=True)
+            else:
+                replies[r.id] = GenReply(verdict=hit.verdict, grade=hit.grade, reason=hit.reason, status="ok",
+                                         cached=True)
+        return replies, todo, keys
+
+    def plan(self, requests: Sequence[GenRequest]) -> GenPlan:
+        """What :meth:`run` would do, without calling: calls needed, estimated tokens and cost."""
+        replies, todo, _ = self._lookup(requests)
+        pt = sum(estimate_prompt_tokens(r.messages) for r in todo)
+        ct = _OUTPUT_ESTIMATE[self.prompt.task] * len(todo)
+        calls = len(todo)
+        if self.policy.max_calls is not None and calls > self.policy.max_calls:
+            share = self.policy.max_calls / calls
+            calls, pt, ct = self.policy.max_calls, round(pt * share), round(ct * share)
+        cached = sum(1 for r in replies.values() if r.cached)
+        return GenPlan(len(requests), cached, calls, pt, ct, self.prices.cost(pt, ct),
+                       self.endpoint.model, self.prompt.prompt_version)
+
+    # ------------------------------------------------------------------------------------------ run
+    def run(self, requests: Sequence[GenRequest], progress: Callable[[int], None] | None = None) -> GenResult:
+        """Every request answered from the cache or the endpoint (blocking); ``progress(n)`` as ``n`` more
+        settle. Ctrl-C stops promptly with :class:`GenerationInterrupted`; rerun to resume."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._arun(requests, progress, handle_sigint=True))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="rankwise-generate") as pool:
+            return pool.submit(asyncio.run, self._arun(requests, progress, handle_sigint=False)).result()
+
+    async def _arun(self, requests: Sequence[GenRequest], progress: Callable[[int], None] | None,
+                    handle_sigint: bool) -> GenResult:
+        started = time.perf_counter()
+        requests = [_sendable(r) for r in requests]
+        replies, todo, keys = self._lookup(requests)
+        summary = GenSummary(self.endpoint.model, self.prompt.task, self.prompt.prompt_version, len(requests))
+        cached = sum(1 for r in replies.values() if r.cached)
+        if progress and cached:
+            progress(cached)
+        self._stop_reason: str | None = None
+        self._interrupted = False
+        self._stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        sigint = False
+        if handle_sigint and todo and threading.current_thread() is threading.main_thread():
+            try:
+                loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+                sigint = True
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        writer = CacheWriter(self.cache.path) if self.cache is not None and todo else None
+        try:
+            if todo:
+                await self._call_all(todo, replies, keys, writer, summary, progress)
+        finally:
+            if sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+            if writer is not None:
+                try:
+                    writer.close()  # everything had is on disk before we return or raise
+                except CacheWriteError as exc:
+                    self._stop(str(exc))
+        result = self._result(replies, summary, started)
+        if self._interrupted:
+            raise GenerationInterrupted(result)
+        if self._stop_reason is not None:
+            raise GenerationStopped(self._stop_reason, result)
+        return result
+
+    def _on_sigint(self) -> None:
+        if self._interrupted:
+            raise KeyboardInterrupt
+        self._interrupted = True
+        self._stop("interrupted (Ctrl-C)")
+
+    def _stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self._stop_event.set()
+
+    def _spent(self, client: ChatClient) -> float | None:
+        return self.prices.cost(client.stats.usage.prompt_tokens, client.stats.usage.completion_tokens)
+
+    async def _call_all(self, todo: list[GenRequest], replies: dict[str, GenReply], keys: dict[str, str],
+                        writer: CacheWriter | None, summary: GenSummary,
+                        progress: Callable[[int], None] | None) -> None:
+        queue: asyncio.Queue[GenRequest] = asyncio.Queue()
+        for r in todo:
+            queue.put_nowait(r)
+        capped: list[str] = []
+
+        async with ChatClient(self.endpoint, self.policy) as client:
+
+            def settle(req: GenRequest, reply: GenReply, pt: int = 0, ct: int = 0) -> None:
+                replies[req.id] = reply
+                for other in self._copies.get(req.id, ()):
+                    replies[other] = GenReply(**{**reply.__dict__, "cached": False})
+                if reply.ok and writer is not None:
+                    try:
+                        writer.put(keys[req.id], verdict=reply.verdict if reply.verdict is not None else 1,
+                                   grade=reply.grade, reason=reply.text if self.prompt.task == "answer"
+                                   else reply.reason, model=self.endpoint.model, mode=self.prompt.task,
+                                   scale=self.prompt.scale, prompt_version=self.prompt.prompt_version,
+                                   style="generate", call="single", prompt_tokens=pt, completion_tokens=ct)
+                    except CacheWriteError as exc:
+                        self._stop(str(exc))
+                if progress:
+                    progress(1 + len(self._copies.get(req.id, ())))
+
+            async def worker() -> None:
+                while self._stop_reason is None and not queue.empty():
+                    req = queue.get_nowait()
+                    if self.max_cost is not None and (self._spent(client) or 0.0) >= self.max_cost:
+                        if not capped:
+                            capped.append(f"max-cost reached (${self.max_cost:g} spent): the rest is missing; "
+                                          f"rerun with a higher --max-cost to go on")
+                        settle(req, GenReply(status="missing", error=f"max-cost reached (${self.max_cost:g})"))
+                        continue
+                    try:
+                        reply, pt, ct = await self._one(client, req, summary)
+                    except EndpointError as exc:
+                        queue.put_nowait(req)  # not had: stays missing
+                        self._stop(str(exc))
+                        return
+                    except BudgetExhausted as exc:
+                        reply, pt, ct = GenReply(status="missing", error=str(exc)), 0, 0
+                    except CallError as exc:
+                        reply, pt, ct = GenReply(status="failed", error=str(exc)), 0, 0
+                    except Exception as exc:  # noqa: BLE001 - a defect fails its request, never the run
+                        reply, pt, ct = GenReply(status="failed", error=f"internal error: {type(exc).__name__}: "
+                                                                       f"{exc}"), 0, 0
+                    settle(req, reply, pt, ct)
+
+            workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(self.policy.concurrency,
+                                                                                   len(todo))))]
+            stopper = asyncio.ensure_future(self._stop_event.wait())
+            try:
+                done = asyncio.ensure_future(asyncio.gather(*workers, return_exceptions=True))
+                await asyncio.wait([done, stopper], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for t in [*workers, stopper]:
+                    if not t.done():
+                        t.cancel()
+                await asyncio.gather(*workers, stopper, return_exceptions=True)
+                summary.requests = client.stats.requests
+                summary.retries = client.stats.retries
+                summary.http_errors = dict(client.stats.errors)
+                summary.prompt_tokens = client.stats.usage.prompt_tokens
+                summary.completion_tokens = client.stats.usage.completion_tokens
+                summary.concurrency = client.gate.maximum
+        if capped:
+            summary.capped = capped[0]
+
+    async def _one(self, client: ChatClient, req: GenRequest, summary: GenSummary) -> tuple[GenReply, int, int]:
+        reply = await client.chat(req.messages, max_tokens=self.max_tokens)
+        pt, ct = reply.prompt_tokens, reply.completion_tokens
+        if self.prompt.task == "answer":
+            if reply.content is None or not reply.content.strip():
+                why = f"refused: {reply.refusal}" if reply.refusal else "empty reply (no answer text)"
+                return GenReply(status="failed", error=why, finish_reason=reply.finish_reason), pt, ct
+            return GenReply(text=reply.content.strip(), status="ok", finish_reason=reply.finish_reason), pt, ct
+        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
+        if refused:
+            return GenReply(status="failed", error=f"refused: {refused}"), pt, ct
+        graded = self.prompt.graded
+        try:
+            j = parse_verdict(reply.content, graded=graded)
+        except ParseError as exc:
+            summary.repairs += 1
+            messages = [*req.messages, {"role": "assistant", "content": (reply.content or "")[:4000]},
+                        {"role": "user", "content": _fill(self.prompt.repair, {"error": str(exc)})}]
+            again = await client.chat(messages, max_tokens=self.max_tokens)
+            pt, ct = pt + again.prompt_tokens, ct + again.completion_tokens
+            try:
+                j = parse_verdict(again.content, graded=graded)
+            except ParseError as exc2:
+                return GenReply(status="failed", error=f"unparseable reply after one repair: {exc2}"), pt, ct
+        return GenReply(verdict=j.verdict, grade=j.grade, reason=j.reason, status="ok"), pt, ct
+
+    def _result(self, replies: dict[str, GenReply], summary: GenSummary, started: float) -> GenResult:
+        failures: Counter = Counter()
+        why = None
+        if self._stop_reason is not None:
+            why = "interrupted" if self._interrupted else f"run stopped: {self._stop_reason}"
+            summary.stopped = self._stop_reason
+        for r in replies.values():
+            if r.status == "missing" and not r.error and why:
+                r.error = why
+            if r.ok:
+                summary.ok += 1
+                summary.cached += r.cached
+            elif r.status == "failed":
+                summary.failed += 1
+                failures[_kind(r.error or "")] += 1
+            else:
+                summary.missing += 1
+                if r.error:
+                    failures[_kind(r.error)] += 1
+        summary.failures = dict(failures)
+        summary.cost = self.prices.cost(summary.prompt_tokens, summary.completion_tokens)
+        summary.seconds = time.perf_counter() - started
+        return GenResult(replies, summary)
+
+
+def _sendable(req: GenRequest) -> GenRequest:
+    msgs = [dict(m, content=utf8_safe(m.get("content"))) for m in req.messages]
+    return GenRequest(req.id, msgs)

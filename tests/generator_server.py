@@ -1,0 +1,316 @@
+"""A simulated generator on loopback: a real Chat Completions server whose answers depend on where the
+supporting chunk sits in the context, following a planted curve (tests and benchmarks/calibrate_kestrel.py).
+
+The server is told the answer key (``POST /config`` with ``key``: a list of ``{"question", "reference",
+"support": [passage texts]}``) and a curve. For an *answer* prompt (``<question>`` and numbered
+``<context id="N">`` blocks, as ``prompts/answer.toml`` sends) it finds the question in the key and marks
+each context "supporting" when, lower-cased with whitespace collapsed, it contains a support passage (or
+is contained in one and is at least 40 characters long). Then, with K contexts and w the planted weights:
+
+- ``mode = "sample"``: P(correct) = alpha + beta * w(i) for the first supporting position i (0 when none);
+  the answer is the reference when u < P, else "I don't know.", where u in [0, 1) is a SHA-256 of
+  (seed, question, the set of contexts): the same prompt always gets the same answer, and a case's u (its
+  "difficulty") is the same at every position of the same chunks, as with a real generator; a different
+  filler draw gets a fresh u. With ``draw = "stratified"`` (the default) the questions' u are spread
+  evenly: question s of n (in a seeded order) draws u in [s/n, (s+1)/n), so accuracy by position is the
+  planted curve to within about 1/n, and the tests check the pipeline (planting, positions, scoring,
+  fitting) rather than sampling noise; ``draw = "iid"`` draws u uniformly.
+``latency`` (seconds) delays every reply.
+- ``mode = "partial"``: the answer is the first round(q * n) of the reference's n words, q = sum of w(i)
+  over supporting positions / sum of w(1..K) (the planted metric ``wcp(decay=...)@K``), so token F1 is a
+  monotone function of the planted metric, with no sampling noise.
+
+Curves (``curve``): ``{"kind": "rbp", "p": 0.7}`` (p^(i-1)), ``{"kind": "u_shape", "p", "q", "b"}``
+(p^(i-1) + b q^(K-i)), ``{"kind": "log"}``, ``{"kind": "flat"}``; ``alpha``/``beta`` default 0.1/0.8.
+
+For a *correctness* prompt (``<reference_answer>`` and ``<response>``) it replies ``{"verdict": 1}`` when
+the response's token F1 against the reference is 0.5 or more (graded: ``round(3 * F1)``).
+
+``GET /stats`` gives ``requests`` (and ``by_kind``), ``POST /reset`` zeroes them. Standalone::
+
+    python tests/generator_server.py --port 8001   # prints LISTENING http://127.0.0.1:8001/v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+import string
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.S)
+CONTEXT = re.compile(r'<context id="(\d+)">\s*(.*?)\s*</context>', re.S)
+REFERENCE = re.compile(r"<reference_answer>\s*(.*?)\s*</reference_answer>", re.S)
+RESPONSE = re.compile(r"<response>\s*(.*?)\s*</response>", re.S)
+
+
+def norm(text: str) -> str:
+    return " ".join(text.replace("&lt;", "<").lower().split())
+
+
+def tokens(text: str) -> list[str]:
+    t = re.sub(r"\b(a|an|the)\b", " ", text.lower().translate(str.maketrans("", "", string.punctuation)))
+    return t.split()
+
+
+def f1(pred: str, ref: str) -> float:
+    p, g = tokens(pred), tokens(ref)
+    common = sum((Counter(p) & Counter(g)).values())
+    if not p or not g or not common:
+        return float(p == g)
+    prec, rec = common / len(p), common / len(g)
+    return 2 * prec * rec / (prec + rec)
+
+
+def weights(curve: dict[str, Any], k: int) -> list[float]:
+    kind = curve.get("kind", "rbp")
+    out = []
+    for i in range(1, k + 1):
+        if kind == "rbp":
+            out.append(curve.get("p", 0.7) ** (i - 1))
+        elif kind == "u_shape":
+            out.append(curve.get("p", 0.5) ** (i - 1) + curve.get("b", 1.0) * curve.get("q", 0.5) ** (k - i))
+        elif kind == "log":
+            import math
+
+            out.append(1 / math.log2(i + 1))
+        elif kind == "flat":
+            out.append(1.0)
+        else:
+            raise ValueError(f"unknown curve {kind!r}")
+    return out
+
+
+@dataclass
+class State:
+    key: dict[str, dict[str, Any]] = field(default_factory=dict)
+    curve: dict[str, Any] = field(default_factory=lambda: {"kind": "rbp", "p": 0.7})
+    mode: str = "sample"
+    draw: str = "stratified"
+    latency: float = 0.0
+    seed: int = 0
+    alpha: float = 0.1
+    beta: float = 0.8
+    requests: int = 0
+    by_kind: Counter = field(default_factory=Counter)
+    prompts: Counter = field(default_factory=Counter)  # how often each exact prompt was seen
+
+    def configure(self, cfg: dict[str, Any]) -> None:
+        if "key" in cfg:
+            self.key = {norm(e["question"]): {"reference": e["reference"],
+                                              "support": [norm(s) for s in e.get("support", []) if s]}
+                        for e in cfg["key"]}
+            order = sorted(self.key, key=lambda q: hashlib.sha256(f"{cfg.get('seed', self.seed)}|{q}".encode()).digest())
+            for stratum, q in enumerate(order):
+                self.key[q]["stratum"] = stratum
+        for name in ("curve", "mode", "seed", "alpha", "beta", "draw", "latency"):
+            if name in cfg:
+                setattr(self, name, cfg[name])
+
+    def supporting(self, entry: dict[str, Any], chunk: str) -> bool:
+        c = norm(chunk)
+        return any(s and (s in c or (len(c) >= 40 and c in s)) for s in entry["support"])
+
+    def answer(self, prompt: str) -> str:
+        q = QUESTION.search(prompt)
+        entry = self.key.get(norm(q.group(1))) if q else None
+        contexts = [text for _, text in sorted(((int(i), t) for i, t in CONTEXT.findall(prompt)))]
+        if entry is None or not contexts:
+            return "I don't know."
+        k = len(contexts)
+        w = weights(self.curve, k)
+        hits = [i for i, c in enumerate(contexts) if self.supporting(entry, c)]
+        ref = entry["reference"]
+        if self.mode == "partial":
+            share = sum(w[i] for i in hits) / sum(w)
+            words = ref.split()
+            n = round(share * len(words))
+            return " ".join(words[:n]) if n else "I don't know."
+        prob = self.alpha + self.beta * w[hits[0]] if hits else 0.0
+        # the draw depends on the question and the *set* of chunks, not their order: a case's "difficulty"
+        # is the same at every position (as with a real generator), so accuracy by position moves with the
+        # curve alone; a different filler draw (--repeats) is a fresh difficulty
+        digest = hashlib.sha256(json.dumps([self.seed, norm(q.group(1)), sorted(contexts)]).encode()).digest()
+        u = int.from_bytes(digest[:8], "big") / 2 ** 64
+        if self.draw == "stratified":  # u in the question's own stratum [s/n, (s+1)/n): low-discrepancy
+            u = (entry["stratum"] + u) / len(self.key)
+        return ref if u < prob else "I don't know."
+
+    def check(self, prompt: str, graded: bool) -> str:
+        ref, resp = REFERENCE.search(prompt), RESPONSE.search(prompt)
+        score = f1(resp.group(1) if resp else "", ref.group(1) if ref else "")
+        if graded:
+            return json.dumps({"grade": round(3 * score), "reason": f"token F1 {score:.2f}"})
+        return json.dumps({"verdict": int(score >= 0.5), "reason": f"token F1 {score:.2f}"})
+
+
+def make_app(state: State):
+    from aiohttp import web
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
+        text = users[-1] if users else ""  # the system prompt names the tags: read the user message only
+        state.requests += 1
+        if state.latency:
+            await asyncio.sleep(state.latency)
+        state.prompts[hashlib.sha256(text.encode()).hexdigest()] += 1
+        if "<reference_answer>" in text:
+            state.by_kind["correctness"] += 1
+            content = state.check(text, graded='"grade"' in text)
+        else:
+            state.by_kind["answer"] += 1
+            content = state.answer(text)
+        return web.json_response({
+            "id": "chatcmpl-sim", "object": "chat.completion", "created": 0, "model": body.get("model", "sim"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1,
+                      "total_tokens": len(text) // 4 + len(content) // 4 + 2}})
+
+    async def stats(_request: web.Request) -> web.Response:
+        return web.json_response({"requests": state.requests, "by_kind": dict(state.by_kind),
+                                  "repeated_prompts": sum(1 for n in state.prompts.values() if n > 1)})
+
+    async def reset(_request: web.Request) -> web.Response:
+        state.requests = 0
+        state.by_kind.clear()
+        state.prompts.clear()
+        return web.json_response({"ok": True})
+
+    async def config(request: web.Request) -> web.Response:
+        state.configure(await request.json())
+        return web.json_response({"ok": True, "questions": len(state.key)})
+
+    app = web.Application(client_max_size=256 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/stats", stats)
+    app.router.add_post("/reset", reset)
+    app.router.add_post("/config", config)
+    return app
+
+
+def serve(port: int = 0, host: str = "127.0.0.1") -> None:
+    from aiohttp import web
+
+    async def main() -> None:
+        runner = web.AppRunner(make_app(State()), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, backlog=4096)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(f"LISTENING http://{host}:{bound}/v1", flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+
+
+@dataclass
+class GeneratorHandle:
+    """A running simulated generator: ``base_url``, and ``configure`` / ``stats`` / ``reset``."""
+
+    base_url: str
+    proc: subprocess.Popen
+
+    def _call(self, path: str, payload: dict | None = None) -> dict[str, Any]:
+        root = self.base_url.rsplit("/v1", 1)[0]
+        data = None if payload is None else json.dumps(payload).encode()
+        req = urllib.request.Request(root + path, data=data, method="GET" if data is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def configure(self, **cfg: Any) -> dict[str, Any]:
+        return self._call("/config", cfg)
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("/stats")
+
+    def reset(self) -> None:
+        self._call("/reset", {})
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@contextlib.contextmanager
+def running_generator(python: str | None = None) -> Iterator[GeneratorHandle]:
+    """``with running_generator() as gen: gen.configure(key=..., curve=...)``; stops the process after."""
+    proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("LISTENING "):
+        proc.kill()
+        raise RuntimeError(f"generator_server did not start: {line!r}")
+    handle = GeneratorHandle(line.split()[1], proc)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+
+
+def synthetic_cases(n: int, *, k: int = 5, seed: int = 1, golds: tuple[int, ...] = (0, 1, 1, 2)) -> list[dict]:
+    """``n`` test-set rows: a question, a 13-word reference, one reference passage holding it, and ``k``
+    retrieved chunks of which a number drawn from ``golds`` are the passage (at random ranks), the rest
+    filler that shares no sentence with any passage."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        ref = " ".join(rng.choice(WORDS) for _ in range(12)) + f" item{i}"
+        gold = f"Fact number {i}: the answer to question {i} is {ref}."
+        chunks = [f"Unrelated filler {i}-{j} about {' '.join(rng.choice(WORDS) for _ in range(8))}."
+                  for j in range(k)]
+        for rank in rng.sample(range(k), rng.choice(golds)):
+            chunks[rank] = gold
+        rows.append({"id": f"q{i}", "question": f"What is the answer to question {i}?", "reference": ref,
+                     "reference_contexts": [gold], "retrieved_contexts": chunks})
+    return rows
+
+
+def write_cases(rows: list[dict], path: Any) -> Any:
+    """Write test-set rows as JSONL; returns the path."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    return path
+
+
+def key_of(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answer key of test-set rows (``question``, ``reference``, ``reference_contexts``)."""
+    out = []
+    for c in cases:
+        support = [p["text"] if isinstance(p, dict) else p for p in c.get("reference_contexts", [])]
+        out.append({"question": c["question"], "reference": c["reference"], "support": support})
+    return out
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args()
+    serve(args.port, args.host)

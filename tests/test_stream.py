@@ -1,0 +1,135 @@
+"""Runs larger than memory: streamed evaluation (block by block, grouped files read directly, others
+partitioned on disk) gives the in-memory result to the last digit; Parquet runs and qrels are read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rankwise import evaluate
+from rankwise.data.stream import NotGrouped, iter_run_blocks
+from rankwise.errors import InputError
+from rankwise.metrics.stream import evaluate_stream
+
+MEASURES = ["P@10", "recall@100", "ndcg@10", "map", "mrr", "bpref", "num_ret", "num_rel_ret", "r_precision",
+            "ndcg"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """1e5 rows over 1,000 queries (grouped, depth 40-160), with ties and scores in several notations;
+    qrels for 900 of them plus 60 queries the run lacks; 30 run queries are not in the qrels."""
+    rng = np.random.default_rng(3)
+    d = tmp_path_factory.mktemp("stream")
+    queries = [f"q{i}" for i in range(1000)]
+    depths = rng.integers(40, 161, len(queries))
+    depths = (depths * 100_000 / depths.sum()).astype(int)
+    lines, qrels_lines = [], []
+    rows = []
+    for q, depth in zip(queries, depths.tolist(), strict=True):
+        docs = rng.choice(50_000, depth, replace=False)
+        scores = np.round(rng.normal(0, 3, depth), 1)  # many ties
+        for doc, s in zip(docs.tolist(), scores.tolist(), strict=True):
+            rows.append((q, f"D{doc}", s))
+    for i, (q, doc, s) in enumerate(rows):
+        text = repr(s) if i % 3 else f"{s:.3e}"
+        lines.append(f"{q} Q0 {doc} {i} {text} tag")
+    for q in queries[30:930] + [f"x{i}" for i in range(60)]:
+        picked = [r[1] for r in rows if r[0] == q][:15] if q.startswith("q") else []
+        picked += [f"D{n}" for n in rng.choice(50_000, 5, replace=False).tolist()]
+        for doc in dict.fromkeys(picked):
+            qrels_lines.append(f"{q} 0 {doc} {int(rng.integers(-1, 4))}")
+    (d / "run.trec").write_text("\n".join(lines) + "\n")
+    order = rng.permutation(len(lines))
+    (d / "shuffled.trec").write_text("\n".join(lines[i] for i in order) + "\n")
+    (d / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
+    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
+                             "score": [r[2] for r in rows]}).take(pa.array(order)), d / "run.parquet",
+                   row_group_size=7_000)
+    q_cols = [line.split() for line in qrels_lines]
+    pq.write_table(pa.table({"query_id": [c[0] for c in q_cols], "doc_id": [c[2] for c in q_cols],
+                             "relevance": [int(c[3]) for c in q_cols]}), d / "qrels.parquet")
+    return d
+
+
+def _same(a, b):
+    assert a.mean == b.mean  # exact digits, not approximately
+    assert a.summary == b.summary
+    assert a.per_query.query_ids == b.per_query.query_ids
+    assert np.array_equal(a.per_query.values, b.per_query.values, equal_nan=True)
+
+
+@pytest.mark.parametrize("missing", ["zero", "skip"])
+@pytest.mark.parametrize("run", ["run.trec", "shuffled.trec", "run.parquet"])
+def test_streamed_equals_in_memory(files, run, missing):
+    reference = evaluate(files / "qrels.txt", files / "run.trec", MEASURES, missing=missing)
+    assert reference.summary["missing_from_run"] == 60 and reference.summary["ignored_not_in_qrels"] == 100
+    streamed = evaluate_stream(files / "qrels.txt", files / run, MEASURES, missing=missing, block_rows=7_000,
+                               workdir=files)
+    _same(streamed, reference)
+    _same(evaluate(files / "qrels.parquet", files / run, MEASURES, missing=missing), reference)
+
+
+def test_grouped_file_streams_in_blocks_of_whole_queries(files):
+    blocks = list(iter_run_blocks(files / "run.trec", block_rows=10_000))
+    assert len(blocks) >= 8
+    assert all(len(b) < 1.5 * 10_000 for b in blocks)  # a batch past the budget, at most
+    seen = [q for b in blocks for q in b.queries]
+    assert len(seen) == len(set(seen)) == 1000
+    assert sum(len(b) for b in blocks) == len((files / "run.trec").read_text().splitlines())
+
+
+def test_ungrouped_file_is_detected_then_partitioned(files):
+    with pytest.raises(NotGrouped):
+        list(iter_run_blocks(files / "shuffled.trec", block_rows=10_000))
+    parts = list(iter_run_blocks(files / "shuffled.trec", block_rows=10_000, grouped=False, workdir=files))
+    seen = [q for b in parts for q in b.queries]
+    assert len(seen) == len(set(seen)) == 1000 and len(parts) >= 8
+    assert not list(files.glob("rankwise-partitions-*"))  # the partitions are removed
+
+
+def test_duplicate_doc_in_streamed_block_names_the_line(tmp_path):
+    (tmp_path / "run.trec").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 a 1 1.0 t\nq2 Q0 a 2 0.5 t\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\n")
+    with pytest.raises(InputError, match=r"run.trec:4: field 'doc_id': doc 'a' appears twice in query 'q2'"):
+        evaluate_stream(tmp_path / "qrels.txt", tmp_path / "run.trec", ["map"], block_rows=2)
+
+
+def test_parquet_without_columns_is_a_one_line_error(tmp_path):
+    pq.write_table(pa.table({"qid": ["q"], "doc_id": ["d"], "score": [1.0]}), tmp_path / "run.parquet")
+    with pytest.raises(InputError, match=r"run.parquet: field 'query_id': no column 'query_id'"):
+        evaluate({"q": {"d": 1}}, tmp_path / "run.parquet")
+
+
+def test_cli_stream_prints_the_in_memory_numbers(files):
+    def cli(*args):
+        out = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(files / "qrels.txt"), *args,
+                              "--format", "trec", "-m", "map,ndcg@10,P@10"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return [line for line in out.stdout.splitlines() if not line.startswith("runid")]
+
+    in_memory = cli(str(files / "run.trec"))
+    assert cli(str(files / "shuffled.trec"), "--stream", "--block-rows", "5000") == in_memory
+    assert cli(str(files / "run.parquet"), "--stream") == in_memory
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 x t\n", r"r.trec:2: field 'score': not a number: 'x'"),
+    ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t extra\n", r"r.trec:2: field 'run_id': expected 6 fields .*got 7"),
+    ("q1 Q0 a 1 2.0 t\nq1  Q0 b 2 1.0 t\n", r"r.trec:2: to stream, fields must be separated by exactly one space"),
+])
+def test_streaming_bad_line_is_a_one_line_error_naming_it(tmp_path, text, message):
+    (tmp_path / "r.trec").write_text(text)
+    with pytest.raises(InputError, match=message):
+        evaluate_stream({"q1": {"a": 1}}, tmp_path / "r.trec", ["map"])
+
+
+def test_streaming_skips_comment_lines(tmp_path):
+    (tmp_path / "r.trec").write_text("# produced by a test\nq1 Q0 a 1 2.0 t\n# more\nq1 Q0 b 2 1.0 t\n")
+    result = evaluate_stream({"q1": {"b": 1}}, tmp_path / "r.trec", ["mrr", "num_ret"])
+    assert result.mean == {"mrr": 0.5, "num_ret": 2.0}
