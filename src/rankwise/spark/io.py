@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ __all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_proble
 
 PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
 _WS = r"[ \t\n\r\f\v]+"
+_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, abfss:// ... (Spark reads them)
 
 
 def require_pyspark():
@@ -56,7 +58,8 @@ def _is_parquet(path: str) -> bool:
         return True
     if p.is_dir():  # a directory written by Spark: part-*.parquet files
         return any(x.suffix == ".parquet" for x in p.iterdir())
-    return False
+    # on cluster storage a directory (trailing slash or no suffix) is read as Parquet
+    return bool(_REMOTE.match(path)) and (path.endswith("/") or p.suffix == "")
 
 
 def _trec(spark, path: str, fields: list[str], minimum: int, exact: bool):
@@ -103,7 +106,7 @@ def read_qrels(spark, path: str | os.PathLike):
     from pyspark.sql import functions as F
 
     path = str(path)
-    if not Path(path).exists() and "://" not in path:
+    if not Path(path).exists() and not _REMOTE.match(path):
         raise InputError("no such file", source=path)
     if _is_parquet(path):
         return _check_columns(spark.read.parquet(path), ["query_id", "doc_id", "relevance"], path)
@@ -134,7 +137,7 @@ def read_run(spark, path: str | os.PathLike):
     from pyspark.sql import functions as F
 
     path = str(path)
-    if not Path(path).exists() and "://" not in path:
+    if not Path(path).exists() and not _REMOTE.match(path):
         raise InputError("no such file", source=path)
     if _is_parquet(path):
         df = spark.read.parquet(path)
