@@ -20,14 +20,15 @@ T = TypeVar("T")
 def progress(description: str, total: int | None, *, quiet: bool = False, transient: bool = False,
              eta: bool = False) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr; yields ``advance(n=1)``. ``quiet`` shows nothing; ``transient`` removes
-    the bar when done; ``eta`` adds the time remaining.
+    the bar when done; ``eta`` adds the time remaining. ``advance(n, description=...)`` may also change the
+    text shown (e.g. the cost so far).
 
     Example:
         >>> with progress("embedding", 10, quiet=True) as advance:
         ...     advance(10)
     """
     if quiet:
-        yield lambda n=1: None
+        yield lambda n=1, description=None: None
         return
     from rich.console import Console
     from rich.progress import (
@@ -44,7 +45,8 @@ def progress(description: str, total: int | None, *, quiet: bool = False, transi
         columns.append(TimeRemainingColumn())
     with Progress(*columns, console=Console(stderr=True), transient=transient) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+        yield lambda n=1, description=None: bar.update(task, advance=n, **(
+            {"description": description} if description else {}))
 
 
 def track(items: Iterable[T], description: str, *, quiet: bool = False, total: int | None = None,

@@ -20,8 +20,8 @@ from rankwise.data.run import Run
 from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, iter_run_blocks
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, evaluate_matrix, sequential_mean
-from rankwise.metrics.matrix import join
 from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.relevance.matrix import join
 
 __all__ = ["evaluate_stream"]
 

@@ -228,6 +228,8 @@ def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list
     threshold = meta.get("threshold")
     pairs = [(int(i), float(v)) for i, v in sims.items()] if isinstance(sims, dict) else []
     if not pairs:
+        if not matched and threshold is not None:
+            return f"no reference passage reaches similarity {threshold} (similarities below it are not computed)"
         return "matched" if matched else "not matched"
     if matched:
         best = max(((i, v) for i, v in pairs if i in matched), key=lambda p: p[1])

@@ -1,0 +1,29 @@
+"""Test sets made from a corpus (``synth``), completed by pooling (``pool``), and read from or written for
+other tools (``importers``): every reference context is a character span of a corpus document.
+
+Example::
+
+    from rankwise.testsets import synth, SynthSettings
+    summary = synth("docs/", out="testset.jsonl", model="qwen2.5:7b", base_url="http://localhost:11434/v1",
+                    settings=SynthSettings(n=200))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["synth", "SynthSettings", "SynthSummary", "estimate_synth", "plan_samples", "parse_styles",
+           "locate", "normalise", "detect_language", "pool", "import_testset", "export_testset"]
+
+_LAZY = {"synth": "synth", "SynthSettings": "synth", "SynthSummary": "synth", "estimate_synth": "synth",
+         "plan_samples": "synth", "parse_styles": "synth", "locate": "locate", "normalise": "locate",
+         "detect_language": "language", "pool": "pool", "import_testset": "importers",
+         "export_testset": "importers"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"rankwise.testsets.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'rankwise.testsets' has no attribute {name!r}")

@@ -1,0 +1,236 @@
+"""Pooling: completing a generated test set's labels with the LLM judge, TREC style.
+
+A generated question has one known source, but other chunks may answer it too; a system that finds them
+is punished unless they are labelled. For each question, the union of the top ``k`` chunks of several
+systems (RAG test sets with retrieved spans, as ``rankwise run --rag-out`` writes) is taken; chunks that
+overlap a reference span already are labelled; every other chunk is judged by the LLM judge (reference
+mode: question, reference answer, chunk; cached) and the relevant ones are added to
+``reference_contexts`` as spans. ``judged@k`` (share of a system's top k that carries a label) is
+reported per system before and after, so users see how complete the labels are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.data._text import iter_json_lines
+from rankwise.errors import InputError
+
+__all__ = ["PoolSummary", "pool", "read_span_runs", "judged_at"]
+
+
+@dataclass
+class PoolSummary:
+    """What pooling did: chunks in the pools, already labelled, judged, found relevant; judged@k per system."""
+
+    questions: int = 0
+    pooled: int = 0
+    labelled: int = 0
+    judged: int = 0
+    relevant: int = 0
+    failed: int = 0
+    calls: int = 0
+    cached: int = 0
+    cost: float | None = None
+    k: int = 10
+    judged_before: dict[str, float] = field(default_factory=dict)
+    judged_after: dict[str, float] = field(default_factory=dict)
+    out: str = ""
+    plan: dict[str, Any] | None = None  # --dry-run: what judging would cost
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _rows(path: str | PathLike) -> list[tuple[int, dict]]:
+    out = []
+    for number, obj in iter_json_lines(Path(path)):
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", source=path, line=number)
+        out.append((number, obj))
+    return out
+
+
+def _case_id(obj: dict, path: Any, number: int) -> str:
+    for key in ("id", "query_id", "qid", "question_id", "case_id"):
+        if obj.get(key) is not None:
+            return str(obj[key])
+    raise InputError("no id", source=path, line=number, field="id")
+
+
+def read_span_runs(path: str | PathLike, k: int) -> dict[str, list[tuple[str, int, int, str]]]:
+    """``{case id: [(doc_id, start, end, text), ...]}``: the top ``k`` retrieved spans of each case of a RAG
+    test set (``retrieved_contexts`` objects with ``doc_id``, ``start``, ``end``)."""
+    out: dict[str, list[tuple[str, int, int, str]]] = {}
+    for number, obj in _rows(path):
+        cid = _case_id(obj, path, number)
+        spans = []
+        for i, c in enumerate((obj.get("retrieved_contexts") or [])[:k]):
+            if not isinstance(c, dict) or not all(isinstance(c.get(f), int) for f in ("start", "end")) \
+                    or not isinstance(c.get("doc_id"), str):
+                raise InputError("pooling needs retrieved spans: objects with doc_id, start and end (as "
+                                 "`rankwise run --rag-out` writes)", source=path, line=number,
+                                 field=f"retrieved_contexts[{i}]")
+            spans.append((c["doc_id"], c["start"], c["end"], str(c.get("text") or "")))
+        out[cid] = spans
+    return out
+
+
+def _overlaps(span: tuple[str, int, int], refs: list[tuple[str, int, int]]) -> bool:
+    return any(d == span[0] and s < span[2] and span[1] < e for d, s, e in refs)
+
+
+def judged_at(runs: dict[str, dict[str, list[tuple]]], labelled: dict[str, list[tuple[str, int, int]]],
+              k: int) -> dict[str, float]:
+    """Per system, the registered ``judged@k``: a retrieved span counts as judged when it overlaps a labelled
+    span of its case (a reference span, or a span the judge has seen).
+
+    Example:
+        >>> judged_at({"bm25": {"q": [("d", 0, 10, "t"), ("d", 50, 60, "u")]}}, {"q": [("d", 5, 8)]}, 10)
+        {'bm25': 0.5}
+    """
+    from rankwise.metrics.evaluate import evaluate
+
+    out = {}
+    for name, run in runs.items():
+        qrels: dict[str, dict[str, int]] = {}
+        ranked: dict[str, list[str]] = {}
+        for cid, spans in run.items():
+            ids = [f"{d}#{s}-{e}" for d, s, e, *_ in spans[:k]]
+            ranked[cid] = list(dict.fromkeys(ids))
+            qrels[cid] = {i: 1 for i, sp in zip(ids, spans, strict=True) if _overlaps(sp[:3], labelled.get(cid, []))}
+            if not qrels[cid]:
+                qrels[cid] = {"<none>": 1}  # a case with no label at all: every retrieved span unjudged
+        result = evaluate(qrels, ranked, [f"judged@{k}"])
+        out[name] = round(float(result.mean[f"judged@{k}"]), 4)
+    return out
+
+
+def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | PathLike, k: int = 10,
+         model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+         config: str | PathLike | None = None, cache: str | PathLike | None = None,
+         price_in: float | None = None, price_out: float | None = None, concurrency: int | None = None,
+         names: list[str] | None = None, quiet: bool = True, dry_run: bool = False) -> PoolSummary:
+    """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
+    added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
+    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing.
+
+    Example::
+
+        pool("testset.jsonl", ["bm25.rag.jsonl", "dense.rag.jsonl"], out="pooled.jsonl", model="qwen2.5:7b",
+             base_url="http://localhost:11434/v1")
+    """
+    from rankwise.progress import progress
+    from rankwise.relevance.llm.cache import VerdictCache
+    from rankwise.relevance.llm.config import resolve_llm_config
+    from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings
+
+    if k < 1:
+        raise InputError(f"k must be >= 1, got {k}", field="k")
+    if not runs:
+        raise InputError("give at least one run (a RAG test set with retrieved spans)")
+    cases = _rows(testset)
+    labels = names or [Path(r).name for r in runs]
+    systems = {name: read_span_runs(r, k) for name, r in zip(labels, runs, strict=True)}
+    refs: dict[str, list[tuple[str, int, int]]] = {}
+    by_id: dict[str, dict] = {}
+    for number, obj in cases:
+        cid = _case_id(obj, testset, number)
+        spans = []
+        for i, r in enumerate(obj.get("reference_contexts") or []):
+            if not isinstance(r, dict) or not isinstance(r.get("start"), int) or not isinstance(r.get("doc_id"), str):
+                raise InputError("pooling needs reference spans ({text, doc_id, start, end}), as rankwise synth "
+                                 "writes", source=testset, line=number, field=f"reference_contexts[{i}]")
+            spans.append((r["doc_id"], r["start"], r["end"]))
+        refs[cid] = spans
+        by_id[cid] = obj
+    summary = PoolSummary(questions=len(cases), k=k, out=str(out))
+    summary.judged_before = judged_at(systems, refs, k)
+    to_judge: dict[str, list[tuple[str, int, int, str]]] = {}
+    for cid in by_id:
+        seen: dict[tuple[str, int, int], str] = {}
+        for run in systems.values():
+            for d, s, e, text in run.get(cid, []):
+                seen.setdefault((d, s, e), text)
+        summary.pooled += len(seen)
+        for span, text in seen.items():
+            if _overlaps(span, refs[cid]):
+                summary.labelled += 1
+            else:
+                to_judge.setdefault(cid, []).append((*span, text))
+    cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode="reference",
+                             cache=cache, price_in=price_in, price_out=price_out, concurrency=concurrency)
+    judge_cases = [JudgeCase(cid, by_id[cid].get("user_input") or by_id[cid].get("question"),
+                             [t for *_, t in spans], reference=by_id[cid].get("reference"))
+                   for cid, spans in to_judge.items()]
+    labelled = {cid: list(spans) for cid, spans in refs.items()}
+    extra: dict[str, list[dict]] = {}
+    judged: dict[str, list[dict]] = {}
+    if dry_run:
+        with VerdictCache(cfg.cache) as store:
+            plan = Judge(cfg.endpoint, JudgeSettings(mode="reference"), cfg.policy, store, cfg.prices).plan(judge_cases)
+        summary.plan = {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
+                        "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens,
+                        "cost": plan.cost}
+        return summary
+    if judge_cases:
+        with VerdictCache(cfg.cache) as store:
+            judge = Judge(cfg.endpoint, JudgeSettings(mode="reference"), cfg.policy, store, cfg.prices)
+            total = sum(len(c.chunks) for c in judge_cases)
+            with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
+                result = judge.run(judge_cases, advance)
+        s = result.summary
+        summary.calls, summary.cached, summary.cost = s.requests - s.retries, s.cached, s.cost
+        summary.failed = s.failed + s.missing
+        for cid, spans in to_judge.items():
+            for (d, st, en, text), v in zip(spans, result.verdicts[cid], strict=True):
+                if v.status != "ok":
+                    continue
+                summary.judged += 1
+                labelled[cid].append((d, st, en))
+                judged.setdefault(cid, []).append({"doc_id": d, "start": st, "end": en, "verdict": v.verdict,
+                                                   "reason": v.reason})
+                if v.verdict:
+                    summary.relevant += 1
+                    extra.setdefault(cid, []).append({"text": text, "doc_id": d, "start": st, "end": en})
+    summary.judged_after = judged_at(systems, labelled, k)
+    tmp = Path(str(out) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for _, obj in cases:
+            cid = _case_id(obj, testset, 0)
+            row = dict(obj)
+            if cid in extra:
+                row["reference_contexts"] = list(obj.get("reference_contexts") or []) + extra[cid]
+            if cid in judged:
+                row["pool_judged"] = judged[cid]
+                row.setdefault("provenance", {})
+                row["provenance"] = {**row["provenance"], "pooled": {"k": k, "systems": labels,
+                                                                     "judge_model": cfg.endpoint.model}}
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(out)
+    return summary
+
+
+def pool_lines(s: PoolSummary) -> list[str]:
+    """The report printed by ``rankwise pool``."""
+    if s.plan is not None:
+        p = s.plan
+        money = f", ${p['cost']:.4f}" if p["cost"] is not None else ""
+        return [f"dry run: {s.questions} questions, {s.pooled} distinct chunks in the top {s.k}: {s.labelled} "
+                f"labelled already, {p['chunks']} to judge ({p['cached']} cached)",
+                f"  judge            {p['calls']:6d} calls, ~{p['prompt_tokens']:,} prompt + "
+                f"~{p['completion_tokens']:,} completion tokens{money}"]
+    money = f", ${s.cost:.4f}" if s.cost is not None else ""
+    lines = [f"pool: {s.questions} questions, {s.pooled} distinct chunks in the top {s.k} of the systems: "
+             f"{s.labelled} labelled already, {s.judged} judged ({s.relevant} relevant, added as labels)"
+             + (f", {s.failed} not judged (failed)" if s.failed else ""),
+             f"  judge calls: {s.calls} made, {s.cached} from the cache{money}",
+             f"  judged@{s.k} per system (share of the top {s.k} with a label): before -> after"]
+    for name in s.judged_before:
+        lines.append(f"    {name:30} {s.judged_before[name]:.4f} -> {s.judged_after[name]:.4f}")
+    lines.append(f"pooled test set: {s.out}")
+    return lines

@@ -1,0 +1,296 @@
+"""rankwise synth against a real loopback generation server (tests/synth_server.py): verified spans,
+rejections counted by reason, duplicates removed, resume after kill -9, dry-run estimates, cost cap,
+language, and one generated set scoring two chunkings of the Kestrel corpus."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rankwise.relevance.llm.cost import Prices
+from rankwise.retrieval.corpus import Corpus, load_corpus
+from rankwise.testsets.synth import SynthSettings, estimate_synth, plan_samples, synth
+
+REPO = Path(__file__).resolve().parents[1]
+KESTREL = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "corpus.jsonl"
+STYLES = {"factual": 0.5, "paraphrase": 0.3, "multi": 0.1, "conversational": 0.1}
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+
+@pytest.fixture(scope="module")
+def gen():
+    sys.path.insert(0, str(Path(__file__).parent))
+    from synth_server import running_server
+
+    with running_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def g(gen):
+    gen.reset()
+    gen.configure(latency=0.0)
+    return gen
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "rankwise.cli", *args], capture_output=True, text=True, env=ENV,
+                          timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"rankwise {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def test_kestrel_set_has_verified_spans_and_counted_rejections(g, tmp_path):
+    corpus = load_corpus(KESTREL)
+    out = tmp_path / "ts.jsonl"
+    settings = SynthSettings(n=90, styles=STYLES, seed=3)
+    s = synth(corpus, out=out, model="gen", base_url=g.base_url, settings=settings, cache=tmp_path / "c.sqlite",
+              price_in=1.0, price_out=2.0)
+    stats = g.stats()
+    b = Counter(stats["behaviours"])
+    accepted = rows(out)
+    rejected = rows(tmp_path / "ts.rejected.jsonl")
+    # every planned sample is decided exactly once, in one of the two files
+    assert sorted(r["provenance"]["slot"] for r in accepted + rejected) == list(range(90))
+    assert s.accepted == len(accepted) and sum(s.rejected.values()) == len(rejected) == 90 - len(accepted)
+    # every reference is a verified span of its document
+    for r in accepted:
+        assert r["reference_contexts"]
+        for ref in r["reference_contexts"]:
+            assert corpus[ref["doc_id"]].text[ref["start"]:ref["end"]] == ref["text"]
+        prov = r["provenance"]
+        assert {"model", "prompt_version", "style", "seed", "passages", "located"} <= set(prov)
+        assert prov["model"] == "gen" and prov["seed"] == 3 and prov["style"] == r["style"]
+        assert r["language"] == "en" and r["difficulty"] in ("easy", "hard", "unretrieved")
+        assert (r["difficulty"] == "easy") == (r["bm25_rank"] == 1)
+        assert 0.0 <= r["lexical_overlap"] <= 1.0
+        if r["style"] == "conversational":
+            assert r["history"] and r["history"][0]["question"]
+        if r["style"] == "multi":
+            assert len({ref["doc_id"] for ref in r["reference_contexts"]}) == 2
+    # rejections by reason match what the server did, one for one
+    rej = Counter(r["reason"] for r in rejected)
+    assert rej == s.rejected
+    assert rej["quote_not_found"] == b["wrong"] + b["paraphrased"] > 0
+    assert rej["not_answerable"] == b["refusal"] + b["nosentence"] > 0
+    assert rej["answer_in_question"] == b["giveaway"] > 0
+    assert rej["multi_one_passage"] == b["onepassage"]
+    assert rej["duplicate"] == b["duplicate"] - 1 > 0  # the first one is kept
+    assert rej["call_failed"] == 0 and stats["faults"]  # 429/500 were retried
+    # reflowed quotes (doubled spaces, curly quotes) are found by the normalised match
+    assert b["reflowed"] > 0
+    assert sum(r["provenance"]["located"].count("normalised") for r in accepted) >= 1
+    assert set(Counter(r["style"] for r in accepted)) == set(STYLES)
+    assert sum(s.difficulty.values()) == s.accepted and s.difficulty["easy"] > 0
+    # stratified: no document over its share
+    assert s.max_per_document <= math.ceil(90 / len(corpus))
+    assert s.calls == stats["generations"] == 90 and s.cost == pytest.approx(
+        (s.prompt_tokens * 1.0 + s.completion_tokens * 2.0) / 1e6)
+    # the file is a query set for `rankwise run` (which adds the retrieved contexts eval-rag scores)
+    from rankwise.retrieval.corpus import load_queries
+
+    assert load_queries(out) == {r["id"]: r["user_input"] for r in accepted}
+
+
+def test_plan_is_stratified_and_styles_follow_shares():
+    corpus = load_corpus(KESTREL)
+    slots = plan_samples(corpus, SynthSettings(n=76, styles=STYLES))
+    per_doc = Counter(s.passages[0].doc_id for s in slots)
+    assert max(per_doc.values()) == 2 and len(per_doc) == 38
+    assert Counter(s.style for s in slots) == {"factual": 38, "paraphrase": 23, "multi": 8, "conversational": 7}
+    for s in slots:
+        if s.style == "multi":
+            assert len(s.passages) == 2 and s.passages[0].doc_id != s.passages[1].doc_id
+    assert [s.passages for s in slots] == [s.passages for s in plan_samples(corpus, SynthSettings(n=76, styles=STYLES))]
+
+
+def test_dry_run_matches_the_real_run_within_10_percent(g, tmp_path):
+    corpus = load_corpus(KESTREL)
+    settings = SynthSettings(n=60, styles=STYLES, seed=1)
+    est = estimate_synth(corpus, settings, model="gen", prices=Prices(1.0, 2.0), cache=tmp_path / "c.sqlite")
+    s = synth(corpus, out=tmp_path / "ts.jsonl", model="gen", base_url=g.base_url, settings=settings,
+              cache=tmp_path / "c.sqlite", price_in=1.0, price_out=2.0)
+    requests = g.stats()["requests"]
+    assert est.phases["generate"]["calls"] == s.calls == 60
+    assert abs(requests - est.calls) <= 0.1 * est.calls  # retries of 429/500 included
+    est_prompt = est.phases["generate"]["prompt_tokens"]
+    assert abs(est_prompt - s.prompt_tokens) <= 0.1 * s.prompt_tokens
+    # the CLI prints every phase; after the run, everything is cached or done: 0 calls left
+    proc = cli("synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "60", "--seed", "1",
+               "--styles", "factual=0.5,paraphrase=0.3,multi=0.1,conversational=0.1", "--cache",
+               str(tmp_path / "c.sqlite"), "--dry-run", "--json", "--out", str(tmp_path / "ts.jsonl"))
+    plan = json.loads(proc.stdout)
+    assert plan["calls"] == 0 and plan["already_done"] == 60
+    proc = cli("synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "60", "--seed", "1",
+               "--critic", "--styles", "factual=0.5,paraphrase=0.3,multi=0.1,conversational=0.1", "--cache",
+               str(tmp_path / "other.sqlite"), "--dry-run", "--price-in", "1", "--price-out", "2")
+    assert "generate" in proc.stdout and "critic" in proc.stdout and "bm25 difficulty" in proc.stdout
+    assert " 120 calls" in proc.stdout
+
+
+def test_killed_run_resumes_without_repeating_a_call(g, tmp_path):
+    g.configure(latency=0.05)
+    out = tmp_path / "ts.jsonl"
+    args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "50", "--styles",
+            "factual=0.6,paraphrase=0.2,multi=0.1,conversational=0.1", "--cache", str(tmp_path / "c.sqlite"),
+            "--out", str(out), "--concurrency", "2", "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "rankwise.cli", *args], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 8):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = g.stats()
+    complete = out.read_text(encoding="utf-8").split("\n")[:-1]  # a line cut by the kill is not counted
+    assert 8 <= len(complete) < 50 and before["generations"] < 50
+    g.configure(latency=0.0)
+    done = cli(*args)
+    after = g.stats()
+    # only the calls in flight at the kill (at most --concurrency) are asked again; every reply the killed
+    # run received was in the cache and is not paid for twice
+    assert after["repeated"] <= 2
+    assert after["generations"] - after["repeated"] == 50
+    assert "decided by an earlier run" in done.stdout
+    # the resumed set is the set an uninterrupted run writes
+    g.reset()
+    fresh = tmp_path / "fresh.jsonl"
+    cli(*[a if a != str(out) else str(fresh) for a in args[:-1]], "--quiet")
+    assert rows(out) == rows(fresh)
+
+
+def test_max_cost_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
+    out = tmp_path / "ts.jsonl"
+    common = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "40", "--cache",
+              str(tmp_path / "c.sqlite"), "--out", str(out), "--price-in", "10", "--price-out", "10",
+              "--concurrency", "4", "--quiet", "--json"]
+    first = json.loads(cli(*common, "--max-cost", "0.05").stdout)
+    assert first["stopped"].startswith("max cost reached")
+    assert first["cost"] <= 0.05 and 0 < first["calls"] < 40
+    decided = len(rows(out)) + len(rows(tmp_path / "ts.rejected.jsonl"))
+    assert decided == first["calls"]
+    second = json.loads(cli(*common).stdout)
+    assert second["stopped"] is None and second["calls"] == 40 - first["calls"]
+    assert g.stats()["max_answered"] == 1
+
+
+def test_critic_sees_quotes_and_rejects_low_scores(g, tmp_path):
+    corpus = load_corpus(KESTREL)
+    s = synth(corpus, out=tmp_path / "ts.jsonl", model="gen", base_url=g.base_url, cache=tmp_path / "c.sqlite",
+              settings=SynthSettings(n=40, critic=True))
+    stats = g.stats()
+    passed = s.accepted + s.rejected["critic"] + s.rejected["duplicate"]
+    assert stats["critic"] == passed > 0 and s.rejected["critic"] > 0
+    assert all(r["critic"]["score"] >= 3 for r in rows(tmp_path / "ts.jsonl"))
+
+
+GERMAN = {
+    "replikation.md": "# Replikation\n\nJede Änderung wird auf drei Knoten geschrieben, bevor sie bestätigt wird. "
+                      "Der Anführer eines Bereichs sammelt die Bestätigungen und meldet dem Client den Erfolg "
+                      "erst dann, wenn eine Mehrheit der Kopien die Änderung dauerhaft gespeichert hat.\n\n"
+                      "Fällt ein Knoten aus, wählt die Gruppe nach wenigen Sekunden einen neuen Anführer, und "
+                      "die Daten bleiben für alle Anwendungen ohne Eingriff eines Betreibers verfügbar.\n",
+    "sicherung.md": "# Sicherung\n\nEine vollständige Sicherung kopiert alle Bereiche in einen externen Speicher "
+                    "und wird in der Regel einmal am Tag gestartet. Zwischen zwei vollständigen Sicherungen "
+                    "schreibt der Dienst die Änderungen fortlaufend in kleine Dateien, damit die Wiederherstellung "
+                    "auf eine beliebige Sekunde möglich ist.\n\nDie Dateien werden mit einem Schlüssel "
+                    "verschlüsselt, der nicht auf den Knoten selbst liegt und von der Sicherheitsabteilung "
+                    "verwaltet wird.\n",
+}
+
+
+def test_non_english_corpus_gets_questions_in_its_language(g, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in GERMAN.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    s = synth(folder, out=tmp_path / "de.jsonl", model="gen", base_url=g.base_url, cache=tmp_path / "c.sqlite",
+              settings=SynthSettings(n=24, passage_chars=200, styles={"factual": 1}))
+    behaviours = Counter(g.stats()["behaviours"])
+    kept = rows(tmp_path / "de.jsonl")
+    assert s.planned == 6  # one sample per passage: a small corpus is not sampled twice
+    assert kept and all(r["language"] == "de" for r in kept)
+    assert all("Dokumentation" in r["user_input"] for r in kept)
+    assert s.rejected["wrong_language"] == behaviours["english"] > 0
+    corpus = load_corpus(folder)
+    for r in kept:
+        for ref in r["reference_contexts"]:
+            assert corpus[ref["doc_id"]].text[ref["start"]:ref["end"]] == ref["text"]
+
+
+def test_one_generated_set_scores_two_chunkings(g, tmp_path):
+    ts = tmp_path / "ts.jsonl"
+    cli("synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "60", "--cache",
+        str(tmp_path / "c.sqlite"), "--out", str(ts), "--quiet")
+    n = len(rows(ts))
+    scores = {}
+    for size in (300, 1200):
+        rag = tmp_path / f"rag{size}.jsonl"
+        cli("run", "--corpus", str(KESTREL), "--queries", str(ts), "--chunk-size", str(size), "--out",
+            str(tmp_path / f"run{size}.trec"), "--rag-out", str(rag), "--quiet")
+        proc = cli("eval-rag", str(rag), "--relevance", "span", "--format", "json", "-k", "1,5,10")
+        result = json.loads(proc.stdout)
+        scores[size] = result
+        cases = rows(rag)
+        assert len(cases) == n
+        assert all(c["reference_contexts"] == r["reference_contexts"] for c, r in zip(cases, rows(ts), strict=True))
+    for size, result in scores.items():
+        summary = result["summary"]
+        assert summary["relevance"] == "span" and summary["evaluated"] == n and summary["unscorable"] == 0, size
+        assert 0.3 < result["mean"]["recall@10"] <= 1.0 and 0.0 < result["mean"]["mrr"] <= 1.0
+    # the chunkings differ, the labels are the same: different, comparable numbers
+    assert scores[300]["mean"]["recall@10"] != scores[1200]["mean"]["recall@10"]
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    proc = cli("synth", str(KESTREL), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--styles",
+               "factual=0.5,riddles=0.5", "--out", str(tmp_path / "x.jsonl"), check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown style 'riddles'" in proc.stderr
+    proc = cli("synth", str(KESTREL), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-cost", "1",
+               "--out", str(tmp_path / "x.jsonl"), "--cache", str(tmp_path / "c.sqlite"), check=False)
+    assert proc.returncode == 2 and "--max-cost needs prices" in proc.stderr
+    proc = cli("synth", str(KESTREL), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "-n", "3",
+               "--out", str(tmp_path / "gone.jsonl"), "--cache", str(tmp_path / "c.sqlite"), "--max-retries", "1", "--quiet",
+               check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot reach the LLM endpoint" in proc.stderr
+    assert "rerun the same command to resume" in proc.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x", "user_input": "q", "provenance": {"plan": "zzz", "slot": 0}}) + "\n")
+    proc = cli("synth", str(KESTREL), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(other),
+               "--cache", str(tmp_path / "c.sqlite"), check=False)
+    assert proc.returncode == 2 and "written by another synth run" in proc.stderr and str(other) in proc.stderr
+
+
+def test_corpus_from_a_single_document_plans_no_multi():
+    corpus = Corpus.from_dict({"only": "One sentence about ranges and copies here. " * 40})
+    slots = plan_samples(corpus, SynthSettings(n=6, passage_chars=300, styles={"multi": 1}))
+    assert {len(s.passages) for s in slots} == {2}
+    assert all(s.passages[0].doc_id == s.passages[1].doc_id for s in slots)
+
+
+def test_a_line_cut_by_a_kill_is_redone_from_the_cache(g, tmp_path):
+    corpus = load_corpus(KESTREL)
+    out = tmp_path / "ts.jsonl"
+    kwargs = {"out": out, "model": "gen", "base_url": g.base_url, "cache": tmp_path / "c.sqlite",
+              "settings": SynthSettings(n=12)}
+    synth(corpus, **kwargs)
+    whole = rows(out)
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+    out.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")  # cut mid-line
+    g.reset()
+    s = synth(corpus, **kwargs)
+    assert rows(out) == whole and s.calls == 0 and s.cached >= 1 and g.stats()["requests"] == 0
