@@ -7,6 +7,7 @@ must exit 0, or 2 with one line on stderr, and never print a traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -164,6 +165,7 @@ def _takes_fast(data: bytes, kind: str) -> bool:
 
 
 def _check_cli(args: list[str], what: str) -> int:
+    gc.collect()  # objects leaked by earlier tests are reclaimed here, not inside this mutant's capture
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = CliRunner().invoke(main, args)

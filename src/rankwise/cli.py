@@ -857,6 +857,155 @@ def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force):
 
 
 
+# ------------------------------------------------------------------------------ adapters and sweeps (issue 13)
+def _load_factory(spec: str):
+    """``module:attribute`` -> (object, is_factory). A function of no argument is a factory building the retriever."""
+    import importlib
+    import inspect
+    import os
+
+    from rankwise.errors import InputError
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise InputError(f"expected MODULE:ATTRIBUTE (e.g. my_rag:build_retriever), got {spec!r}", field="retriever")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is one line
+        raise InputError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}", field="retriever") from None
+    if not hasattr(module, attr):
+        raise InputError(f"module {module_name!r} has no attribute {attr!r}", field="retriever")
+    obj = getattr(module, attr)
+    factory = False
+    if inspect.isfunction(obj):
+        params = inspect.signature(obj).parameters.values()
+        factory = not any(p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                          for p in params)
+    return obj, factory
+
+
+def _adapter_options(func):
+    func = click.option("--id-key", help="Metadata field holding a stable chunk id.")(func)
+    func = click.option("--doc-id-key", help="Metadata field holding the document id.")(func)
+    func = click.option("--id-strategy", type=click.Choice(["auto", "id", "id_key", "offset", "text"]),
+                        default="auto", show_default=True, help="How chunk ids are resolved (docs/adapters.md).")(func)
+    func = click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks kept per question.")(func)
+    func = click.option("--concurrency", type=int, default=8, show_default=True)(func)
+    return func
+
+
+@main.command("check-adapter")
+@click.argument("retriever")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@_adapter_options
+def check_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency):
+    """Run a retriever (MODULE:ATTRIBUTE: a retriever, or a function of no argument building one) twice over
+    the test set's questions and report chunk ids that changed (exit 1) and rankings that changed."""
+    from rankwise.adapters import check_adapter
+
+    obj, factory = _load_factory(retriever)
+    check = check_adapter(obj, testset, k, factory=factory, id_key=id_key, doc_id_key=doc_id_key,
+                          id_strategy=id_strategy, concurrency=concurrency)
+    for line in check.lines():
+        click.echo(line)
+    sys.exit(0 if check.stable else 1)
+
+
+@main.command("run-adapter")
+@click.argument("retriever")
+@click.argument("testset", type=click.Path(dir_okay=False))
+@_adapter_options
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="Per-case records (JSONL) for `rankwise eval-rag OUT -r span`.")
+def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency, out):
+    """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a test set and
+    write per-case records with ranks, scores, stable ids, offsets and latencies."""
+    import json
+
+    from rankwise.adapters import run_retriever
+
+    obj, factory = _load_factory(retriever)
+    run = run_retriever(obj() if factory else obj, testset, k, concurrency, id_key=id_key, doc_id_key=doc_id_key,
+                        id_strategy=id_strategy, progress=True)
+    run.write_records(out)
+    click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
+    for w in run.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"records: {out} ({len(run.records)} cases, {run.summary['failed']} failed); next: "
+               f"rankwise eval-rag {out} -r span", err=True)
+
+
+
+def _int_list(value: str, name: str) -> list[int]:
+    from rankwise.errors import InputError
+
+    try:
+        return [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--{name} takes comma-separated whole numbers, got {value!r}", field=name) from None
+
+
+@main.command("sweep")
+@click.option("--corpus", "corpus_path", type=click.Path(),
+              help="Corpus (JSONL or folder). Default: the bundled Kestrel manual, with its test set.")
+@click.option("--testset", type=click.Path(dir_okay=False),
+              help="Test set with span-labelled reference passages (doc_id, start, end).")
+@click.option("--chunk-size", "chunk_sizes", default="500", show_default=True, help="Comma-separated sizes.")
+@click.option("--overlap", "overlaps", default="50", show_default=True, help="Comma-separated overlaps.")
+@click.option("--splitter", "splitters", default="recursive", show_default=True,
+              help="Comma-separated: recursive, sentence, fixed.")
+@click.option("--retriever", "retrievers", default="bm25", show_default=True,
+              help="Comma-separated: bm25, dense, hybrid, bm25+rerank, dense+rerank, hybrid+rerank.")
+@click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks retrieved per question.")
+@click.option("--relevance", "-r", default="span", show_default=True, help="Verdict source (span, containment, fuzzy).")
+@click.option("-m", "--metric", "metrics", multiple=True, help="Metric names (default hit_rate@1, mrr, P@5, ...).")
+@click.option("--baseline", default="0", show_default=True, help="Baseline configuration: label or grid index.")
+@click.option("--model", help="Embedding model for dense/hybrid (folder or cached name).")
+@click.option("--rerank", "rerank_model", help="Cross-encoder for +rerank (folder or cached name).")
+@click.option("--rerank-top-n", type=int, default=20, show_default=True)
+@click.option("--permutations", type=int, default=10_000, show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Embedding cache folder.")
+@click.option("--out", "-o", default="rankwise-sweep", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for sweep.json, per-configuration records and report.html.")
+@click.option("--no-html", is_flag=True, help="Skip the HTML report.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def sweep_command(corpus_path, testset, chunk_sizes, overlaps, splitters, retrievers, k, relevance, metrics,
+                  baseline, model, rerank_model, rerank_top_n, permutations, alpha, cache_dir, out, no_html, quiet):
+    """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever over one
+    corpus and test set; print one table (best per metric, paired tests against the baseline) and a report."""
+    from rankwise.errors import InputError
+    from rankwise.sweep import sweep
+
+    if bool(corpus_path) != bool(testset):
+        raise InputError("--corpus and --testset go together (neither: the bundled Kestrel set)")
+    result = sweep(corpus_path or "kestrel", testset, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
+                   overlaps=_int_list(overlaps, "overlap"),
+                   splitters=[x.strip() for x in splitters.split(",") if x.strip()],
+                   retrievers=[x.strip() for x in retrievers.split(",") if x.strip()], k=k, relevance=relevance,
+                   metrics=_split_metrics(metrics) or None,
+                   baseline=int(baseline) if baseline.lstrip("-").isdigit() else baseline, model=model,
+                   rerank_model=rerank_model, rerank_top_n=rerank_top_n, cache_dir=cache_dir,
+                   permutations=permutations, alpha=alpha, out=out, html=not no_html, progress=not quiet)
+    s = result.settings
+    click.echo(f"{len(result.configs)} configurations, {s['cases']} questions, {s['documents']} documents; "
+               f"{s['index_builds']} index builds for {s['chunkings']} chunkings; relevance {s['relevance']}, k {s['k']}")
+    click.echo(result.table_text())
+    click.echo(f"* best per metric; +/- significantly better/worse than the baseline ({s['test']} test, "
+               f"{s['permutations']:,} permutations, {s['correction']}-corrected, alpha {s['alpha']})")
+    for m, (label, value) in result.best.items():
+        delta, p, sig = result.significance(label, m)
+        extra = "" if delta is None else f" (vs baseline {delta:+.4f}, p_adj {p:.4g}{', significant' if sig else ''})"
+        click.echo(f"best {m}: {label} = {value:.4f}{extra}")
+    for label, reason in result.skipped:
+        click.echo(f"skipped {label}: {reason}", err=True)
+    for role, path in result.files.items():
+        if not role.startswith("records:"):
+            click.echo(f"{role}: {path}", err=True)
+
+
 # ------------------------------------------------------------------------------ asking a generator (issue 14)
 
 

@@ -19,7 +19,7 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, iter_run_blocks
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, evaluate_matrix, sequential_mean
+from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate, evaluate_matrix
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.matrix import join
 
@@ -101,6 +101,8 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
         "missing": missing,
         "relevance_level": relevance_level,
     }
+    if missing == "zero":  # as the in-memory join says it (trec_eval -c prints it as num_rel's `all`)
+        summary["num_rel_all_trec_eval"] = int((qrels.grades > 0).sum())
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(measures, PerQuery(ids, [m.name for m in measures], table), mean, summary, name)
@@ -116,10 +118,7 @@ def _aggregate(measures: list[Measure], table: np.ndarray) -> tuple[dict[str, fl
         if nan.any():
             undefined[measure.name] = int(nan.sum())
             col = col[~nan]
-        if measure.metric.aggregate == "sum":
-            mean[measure.name] = float(np.add.accumulate(col)[-1]) if len(col) else 0.0
-        else:
-            mean[measure.name] = sequential_mean(col)
+        mean[measure.name] = aggregate(col, measure)
     return mean, undefined
 
 

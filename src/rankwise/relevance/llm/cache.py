@@ -139,10 +139,13 @@ class VerdictCache:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             return
-        if not {"meta", "verdicts"} <= tables:  # someone else's database: leave it alone
+        if not {"meta", "verdicts"} <= tables and not tables <= {"generations"}:
+            # someone else's database (the synth generations table alone is ours): leave it alone
             self._db.close()
             raise InputError(f"not a rankwise cache: an SQLite file with the tables {sorted(tables)[:5]}; "
                              "use another --cache file", source=self.path)
+        if "verdicts" not in tables:  # only synth's generations so far: the verdicts table is made next
+            return
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
         if not columns >= _COLUMNS:
             self._db.close()

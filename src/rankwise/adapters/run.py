@@ -1,0 +1,510 @@
+"""``run_retriever``: run any framework's retriever over a test set and keep what rank-aware evaluation needs.
+
+Nothing here imports LangChain, LlamaIndex or Haystack: the retriever is recognised by what it has.
+
+- a LangChain vector store (``similarity_search_with_score``), or a ``VectorStoreRetriever`` over one with
+  ``search_type="similarity"``: searched with ``similarity_search_with_score`` so scores are kept;
+- any other LangChain retriever / runnable (``invoke`` and ``batch``): ``invoke`` per query on a pool of
+  ``concurrency`` threads (what ``batch(max_concurrency=...)`` does), so each query has its own latency,
+  retries and timeout; such retrievers give no score;
+- a LlamaIndex retriever (``retrieve`` / ``aretrieve``, giving ``NodeWithScore``): ``aretrieve`` on an
+  event loop with at most ``concurrency`` queries in flight, or ``retrieve`` on threads inside a running loop;
+- a Haystack ``Pipeline`` (``run`` and ``inputs()``): every component with a ``query`` input gets the
+  question (and ``top_k`` = k where it has one), the documents are read from the output that holds them;
+- a Haystack component (``run(query=..., top_k=...)`` returning ``{"documents": [...]}``);
+- any callable ``query -> list[item]`` (items as :func:`rankwise.adapters.items.to_item` reads them).
+
+Each query is tried ``1 + retries`` times with exponential backoff; a query that still fails is kept as
+a record with no chunks and its error in ``record.extra["retrieval"]`` (scored as unscorable, counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import threading
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.adapters.ids import ID_STRATEGIES, looks_random, normalise_text, resolve_id
+from rankwise.adapters.items import DOC_ID_KEYS, RawItem, to_item
+from rankwise.data.records import CaseRecord, ChunkRecord, as_records, write_records
+from rankwise.errors import InputError
+
+__all__ = ["AdapterRun", "run_retriever", "detect", "records_queries", "RetrieverRandomIdWarning"]
+
+
+class RetrieverRandomIdWarning(UserWarning):
+    """The retriever's chunk ids look random (uuid4): they change on every run."""
+
+
+# ------------------------------------------------------------------------------------------- detection
+
+
+def _module(obj: Any) -> str:
+    return (type(obj).__module__ or "").split(".")[0]
+
+
+def detect(retriever: Any) -> str:
+    """Which kind of retriever this is: ``langchain-vectorstore``, ``langchain``, ``llamaindex``,
+    ``haystack-pipeline``, ``haystack-component`` or ``callable``.
+
+    Example:
+        >>> detect(lambda q: ["a chunk"])
+        'callable'
+    """
+    vs = getattr(retriever, "vectorstore", None)
+    if (vs is not None and hasattr(vs, "similarity_search_with_score")
+            and getattr(retriever, "search_type", "similarity") == "similarity"):
+        return "langchain-vectorstore"
+    if hasattr(retriever, "similarity_search_with_score"):
+        return "langchain-vectorstore"
+    if hasattr(retriever, "invoke") and hasattr(retriever, "batch"):
+        return "langchain"
+    if hasattr(retriever, "aretrieve") or (hasattr(retriever, "retrieve") and _module(retriever) == "llama_index"):
+        return "llamaindex"
+    if hasattr(retriever, "run") and hasattr(retriever, "inputs") and hasattr(retriever, "add_component"):
+        return "haystack-pipeline"
+    if hasattr(retriever, "run") and (hasattr(retriever, "__haystack_input__") or _module(retriever) == "haystack"):
+        return "haystack-component"
+    if hasattr(retriever, "retrieve") and callable(retriever.retrieve):
+        return "llamaindex"
+    if callable(retriever):
+        return "callable"
+    raise InputError(f"cannot use a {type(retriever).__name__} as a retriever: expected a LangChain retriever or "
+                     "vector store, a LlamaIndex retriever, a Haystack Pipeline or retriever component, or a "
+                     "callable query -> list of items", field="retriever")
+
+
+def _accepts(fn: Callable, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _haystack_docs(out: Any, output: str | None) -> list:
+    if not isinstance(out, Mapping):
+        raise TypeError(f"the Haystack pipeline returned {type(out).__name__}, not a dict of outputs")
+    if output is not None:
+        if output not in out:
+            raise KeyError(f"no output from component {output!r} (outputs: {sorted(out)})")
+        return list(out[output].get("documents") or [])
+    found = [name for name, v in out.items() if isinstance(v, Mapping) and "documents" in v]
+    if not found:
+        raise KeyError(f"no component output holds 'documents' (outputs: {sorted(out)}); name one with output=")
+    if len(found) > 1:
+        raise KeyError(f"several outputs hold documents ({found}); name the one to score with output=")
+    return list(out[found[0]]["documents"] or [])
+
+
+def _sync_call(retriever: Any, kind: str, k: int, output: str | None) -> Callable[[str], list]:
+    if kind == "langchain-vectorstore":
+        vs = getattr(retriever, "vectorstore", None) or retriever
+        kwargs = dict(getattr(retriever, "search_kwargs", None) or {}) if vs is not retriever else {}
+        kwargs.pop("k", None)
+        return lambda q: vs.similarity_search_with_score(q, k=k, **kwargs)
+    if kind == "langchain":
+        return lambda q: retriever.invoke(q)
+    if kind == "llamaindex":
+        return lambda q: retriever.retrieve(q)
+    if kind == "haystack-pipeline":
+        inputs = retriever.inputs()
+        wanted = {c: names for c, names in inputs.items() if "query" in names}
+        if not wanted:
+            raise InputError(f"no component of the Haystack pipeline takes a 'query' input (inputs: {inputs})",
+                             field="retriever")
+
+        def call(q):
+            data = {c: {"query": q, **({"top_k": k} if "top_k" in names else {})} for c, names in wanted.items()}
+            return _haystack_docs(retriever.run(data), output)
+
+        return call
+    if kind == "haystack-component":
+        top = _accepts(retriever.run, "top_k")
+        return lambda q: _haystack_docs({"c": retriever.run(query=q, **({"top_k": k} if top else {}))}, "c")
+    return lambda q: retriever(q)
+
+
+# --------------------------------------------------------------------------------------------- running
+
+
+@dataclass
+class _Outcome:
+    raw: list | None = None
+    error: str | None = None
+    attempts: int = 0
+    latency_ms: float | None = None
+
+
+def _with_timeout(fn: Callable[[str], Any], q: str, timeout: float | None) -> Any:
+    if timeout is None:
+        return fn(q)
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = fn(q)
+        except BaseException as exc:  # noqa: BLE001 - carried to the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"the retriever returned {type(value).__name__}, not a list of items")
+    return list(value)
+
+
+def _run_sync(fn, queries: list[str], *, concurrency: int, retries: int, backoff: float,
+              timeout: float | None, on_done: Callable[[], None]) -> list[_Outcome]:
+    def one(q: str) -> _Outcome:
+        out = _Outcome()
+        for attempt in range(retries + 1):
+            out.attempts = attempt + 1
+            t0 = time.perf_counter()
+            try:
+                out.raw = _as_list(_with_timeout(fn, q, timeout))
+                out.latency_ms = (time.perf_counter() - t0) * 1000
+                out.error = None
+                break
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded, never raised
+                out.latency_ms = (time.perf_counter() - t0) * 1000
+                out.error = _describe(exc)
+                if attempt < retries:
+                    time.sleep(backoff * (2 ** attempt))
+        on_done()
+        return out
+
+    if concurrency <= 1 or len(queries) <= 1:
+        return [one(q) for q in queries]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(queries))) as pool:
+        return list(pool.map(one, queries))
+
+
+def _run_async(afn, queries: list[str], *, concurrency: int, retries: int, backoff: float,
+               timeout: float | None, on_done: Callable[[], None]) -> list[_Outcome]:
+    async def main():
+        sem = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(q: str) -> _Outcome:
+            out = _Outcome()
+            async with sem:
+                for attempt in range(retries + 1):
+                    out.attempts = attempt + 1
+                    t0 = time.perf_counter()
+                    try:
+                        value = await asyncio.wait_for(afn(q), timeout) if timeout else await afn(q)
+                        out.raw = _as_list(value)
+                        out.latency_ms = (time.perf_counter() - t0) * 1000
+                        out.error = None
+                        break
+                    except Exception as exc:  # noqa: BLE001
+                        out.latency_ms = (time.perf_counter() - t0) * 1000
+                        out.error = _describe(exc) if not isinstance(exc, asyncio.TimeoutError) \
+                            else f"TimeoutError: no answer within {timeout:g} s"
+                        if attempt < retries:
+                            await asyncio.sleep(backoff * (2 ** attempt))
+            on_done()
+            return out
+
+        return await asyncio.gather(*(one(q) for q in queries))
+
+    return list(asyncio.run(main()))
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------ the result
+
+
+@dataclass
+class AdapterRun:
+    """What :func:`run_retriever` gives: per-case records and a summary.
+
+    Attributes:
+        records: one :class:`~rankwise.data.records.CaseRecord` per case, in test-set order, chunks in rank
+            order (id, text, doc_id, start, end, score) and ``extra["retrieval"]``: ``status`` ("ok" or
+            "failed: ..."), ``attempts``, ``latency_ms``, ``returned`` (items before the cut at k),
+            ``duplicates`` (ranks repeating an earlier chunk) and per rank ``items``: ``native_id``,
+            ``id_from`` (the id rule used) and ``metadata``.
+        summary: ``retriever`` (kind), ``k``, ``cases``, ``failed`` (+ ``failed_cases``), ``id_strategy``
+            (chunks per id rule), ``random_ids``, ``duplicates``, ``no_offsets``, latency (ms) ``mean``,
+            ``p50``, ``p95``, ``max``, ``seconds``.
+        warnings: what should be fixed (random ids, missing offsets), each with the fix.
+    """
+
+    records: list[CaseRecord]
+    summary: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def write_records(self, path: str | PathLike) -> Path:
+        """Write the records as JSON Lines (``rankwise eval-rag`` scores the file as it is)."""
+        return write_records(self.records, path)
+
+    def evaluate(self, relevance: str = "span", **options: Any):
+        """Score the run with :func:`rankwise.evaluate_rag` (``span`` by default: the adapters' offsets)."""
+        from rankwise.metrics.rag import evaluate_rag
+
+        return evaluate_rag(self.records, relevance, **options)
+
+    def ids(self, case_id: str) -> list[str | None]:
+        """The chunk ids retrieved for one case, best first."""
+        for r in self.records:
+            if r.id == case_id:
+                return [c.id for c in r.chunks]
+        raise KeyError(case_id)
+
+
+def _known_fields(rows: list) -> list:
+    """Rows with only the test-set fields: a question file may carry its own (``kind``, ``tags``...)."""
+    from rankwise.data.testset import KNOWN_FIELDS
+
+    return [{k: v for k, v in r.items() if k in KNOWN_FIELDS} if isinstance(r, Mapping) else r for r in rows]
+
+
+def records_queries(testset: Any) -> list[CaseRecord]:
+    """Empty records (question + ground truth) from a test set, records, or a ``{case_id: question}`` mapping.
+
+    A question file needs no retrieved contexts (that is what the retriever is for), and fields of its own
+    (``kind``, ``tags``...) are left aside.
+
+    Example:
+        >>> [r.question for r in records_queries({"q1": "capital of France?"})]
+        ['capital of France?']
+    """
+    from rankwise.data.records import is_records_file, records_from_testset
+    from rankwise.data.testset import testset_from_rows
+
+    if isinstance(testset, Mapping) and testset and all(isinstance(v, str) for v in testset.values()):
+        return [CaseRecord(id=str(k), question=v) for k, v in testset.items()]
+    if (isinstance(testset, (str, PathLike)) and Path(testset).suffix.lower() in (".jsonl", ".ndjson")
+            and Path(testset).is_file() and not is_records_file(testset)):
+        from rankwise.data._text import iter_json_lines
+
+        rows = list(iter_json_lines(Path(testset)))
+        records = records_from_testset(testset_from_rows(_known_fields([o for _, o in rows]), source=str(testset),
+                                                         lines=[n for n, _ in rows]))
+    elif (isinstance(testset, (list, tuple)) and testset and all(isinstance(r, Mapping) for r in testset)
+          and not any("chunks" in r for r in testset)):
+        records = records_from_testset(testset_from_rows(_known_fields(list(testset))))
+    else:
+        records = as_records(testset)
+    for r in records:
+        if not r.question:
+            raise InputError(f"case {r.id!r} has no question to retrieve for", field="question")
+        r.chunks = []
+        r.passages_found, r.scores, r.status = {}, {}, {}
+        r.extra.pop("retrieval", None)
+    return records
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth < 4 and isinstance(value, Mapping):
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return [_json_safe(v, depth + 1) for v in value]
+    return str(value)
+
+
+def _doc_id(item: RawItem, doc_id_key: str | None) -> str | None:
+    if item.doc_id is not None:
+        return item.doc_id
+    keys = ((doc_id_key,) if doc_id_key else ()) + DOC_ID_KEYS
+    for key in keys:
+        v = item.metadata.get(key)
+        if v not in (None, ""):
+            return str(v)
+    return None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    pos = (len(s) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 8, *, id_key: str | None = None,
+                  doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
+                  backoff: float = 0.5, timeout: float | None = 120.0, output: str | None = None,
+                  progress: bool = False) -> AdapterRun:
+    """Run a LangChain, LlamaIndex or Haystack retriever (or any callable) over every question of a test set.
+
+    Args:
+        retriever: see the module docstring for what is recognised.
+        testset: a RAG test set (path, rows, :class:`~rankwise.data.testset.TestSet`), records, or a mapping
+            ``{case_id: question}``. Ground truth (reference passages with offsets, reference ids) is kept.
+        k: chunks kept per question (vector stores and Haystack retrievers are asked for k).
+        concurrency: questions in flight at once.
+        id_key: a metadata field holding a stable chunk id (rule 2 of :mod:`rankwise.adapters.ids`).
+        doc_id_key: a metadata field holding the document id (tried before ``doc_id``, ``source``, ...).
+        id_strategy: ``auto`` (the order of :mod:`rankwise.adapters.ids`) or one rule forced:
+            ``id``, ``id_key``, ``offset``, ``text``.
+        retries: extra attempts per question after a failure (backoff ``backoff * 2**attempt`` seconds).
+        timeout: seconds one attempt may take (None: no limit).
+        output: Haystack pipeline: the component whose ``documents`` are scored, when several give some.
+        progress: show a progress bar on stderr.
+
+    Example:
+        >>> chunks = {"a": "Paris is the capital of France.", "b": "Rome is in Italy."}
+        >>> def search(q):
+        ...     return [{"id": i, "text": t, "score": float(len(set(q.split()) & set(t.split())))}
+        ...             for i, t in chunks.items()]
+        >>> run = run_retriever(search, {"q1": "capital of France"}, k=1)
+        >>> [c.id for c in run.records[0].chunks], run.summary["failed"]
+        (['a'], 0)
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"concurrency must be a whole number >= 1, got {concurrency!r}", field="concurrency")
+    if id_strategy not in ID_STRATEGIES:
+        raise InputError(f"id_strategy must be one of {list(ID_STRATEGIES)}, not {id_strategy!r}",
+                         field="id_strategy")
+    if id_strategy == "id_key" and not id_key:
+        raise InputError("id_strategy 'id_key' needs id_key (the metadata field holding the chunk id)",
+                         field="id_key")
+    kind = detect(retriever)
+    records = records_queries(testset)
+    if not records:
+        raise InputError("the test set holds no case", field="testset")
+    queries = [r.question for r in records]
+
+    from rankwise.progress import progress as progress_bar
+
+    t0 = time.perf_counter()
+    lock = threading.Lock()
+    with progress_bar(f"retrieving ({kind})", len(queries), quiet=not progress, eta=True) as advance:
+        def done():
+            with lock:
+                advance(1)
+
+        common = dict(concurrency=concurrency, retries=retries, backoff=backoff, timeout=timeout, on_done=done)
+        if kind == "llamaindex" and hasattr(retriever, "aretrieve") and not _loop_running():
+            outcomes = _run_async(retriever.aretrieve, queries, **common)
+        else:
+            outcomes = _run_sync(_sync_call(retriever, kind, k, output), queries, **common)
+    seconds = time.perf_counter() - t0
+
+    strategies: Counter = Counter()
+    random_native = 0
+    duplicates = 0
+    no_offsets = 0
+    failed: dict[str, str] = {}
+    for rec, out in zip(records, outcomes, strict=True):
+        info: dict[str, Any] = {"status": "ok", "attempts": out.attempts,
+                                "latency_ms": None if out.latency_ms is None else round(out.latency_ms, 3),
+                                "retriever": kind}
+        items: list[RawItem] = []
+        if out.error is None:
+            try:
+                items = [to_item(x) for x in (out.raw or [])]
+            except TypeError as exc:
+                out.error = _describe(exc)
+        if out.error is not None:
+            info["status"] = f"failed: {out.error}"
+            failed[rec.id] = out.error
+            rec.extra["retrieval"] = info
+            continue
+        info["returned"] = len(items)
+        items = items[:k]
+        chunk_records: list[ChunkRecord] = []
+        meta_rows: list[dict] = []
+        seen: dict[str, int] = {}
+        dups: list[int] = []
+        for rank, it in enumerate(items, start=1):
+            doc_id = _doc_id(it, doc_id_key)
+            start, end = it.start, it.end
+            if start is not None and end is None and it.text is not None:
+                end = start + len(it.text)
+            if start is None:
+                no_offsets += 1
+            if looks_random(it.native_id):
+                random_native += 1
+            cid, rule = resolve_id(it.native_id, it.metadata, doc_id, start, end, it.text, strategy=id_strategy,
+                                   id_key=id_key)
+            strategies[rule] += 1
+            key = cid if cid is not None else f"text:{normalise_text(it.text or '')}"
+            if key in seen:
+                dups.append(rank)
+            else:
+                seen[key] = rank
+            chunk_records.append(ChunkRecord(rank=rank, id=cid, text=it.text, doc_id=doc_id, start=start,
+                                             end=end, score=it.score))
+            meta_rows.append({"native_id": it.native_id, "id_from": rule, "metadata": _json_safe(it.metadata)})
+        duplicates += len(dups)
+        rec.chunks = chunk_records
+        info["duplicates"] = dups
+        info["items"] = meta_rows
+        rec.extra["retrieval"] = info
+
+    latencies = [o.latency_ms for o in outcomes if o.error is None and o.latency_ms is not None]
+    n_chunks = sum(strategies.values())
+    warn: list[str] = []
+    if random_native:
+        fix = {"langchain-vectorstore": "add documents with ids=[...] (e.g. f\"{source}#{start_index}\") or keep "
+                                        "metadata['start_index'] via add_start_index=True",
+               "langchain": "give documents stable ids, or keep metadata['start_index'] via add_start_index=True",
+               "llamaindex": "give the node parser an id_func (e.g. lambda i, doc: f\"{doc.doc_id}#{i}\") and "
+                             "set Document(doc_id=...)"}.get(kind, "give chunks stable ids")
+        used = ("offsets/text hashes were used instead" if id_strategy == "auto"
+                else "they were kept as ids (id_strategy='id'): scores by id will not survive a rerun")
+        warn.append(f"{random_native} of {n_chunks} chunk ids look like random uuids, which change on every run; "
+                    f"{used}. Fix: {fix}, or pass id_key='<metadata field>'.")
+    if no_offsets and n_chunks:
+        warn.append(f"{no_offsets} of {n_chunks} chunks carry no start offset, so span verdicts cannot score them; "
+                    "LangChain: split with add_start_index=True; LlamaIndex: nodes keep start_char_idx; Haystack: "
+                    "DocumentSplitter sets split_idx_start.")
+    if random_native:
+        warnings.warn(warn[0], RetrieverRandomIdWarning, stacklevel=2)
+    summary = {
+        "retriever": kind, "k": k, "cases": len(records), "failed": len(failed), "failed_cases": failed,
+        "chunks": n_chunks, "id_strategy": dict(strategies), "random_ids": random_native,
+        "duplicates": duplicates, "no_offsets": no_offsets, "seconds": round(seconds, 4),
+        "latency_ms": {"mean": round(sum(latencies) / len(latencies), 3) if latencies else None,
+                       "p50": _round(_percentile(latencies, 0.5)), "p95": _round(_percentile(latencies, 0.95)),
+                       "max": _round(max(latencies) if latencies else None)},
+    }
+    return AdapterRun(records, summary, warn)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+

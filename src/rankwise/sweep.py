@@ -1,0 +1,399 @@
+"""``rankwise sweep``: which chunking and which retriever? A grid of chunk size x overlap x splitter x retriever
+over one corpus and one span-labelled test set, every configuration scored by the same verdicts, one table
+with the best configuration per metric and paired tests against a baseline configuration.
+
+Each chunking is cut once; its retrievers share their indexes (BM25 and dense are built once and reused by
+the hybrid and the reranked setups); a chunking identical to one already run (same spans, e.g. an overlap
+that changes nothing) reuses its results; dense embeddings are cached on disk by text, so a chunk met in
+another chunking is not embedded again; a cross-encoder is loaded once for the whole grid.
+
+Splitters (all give exact offsets, so span labels score them): ``recursive`` (paragraph, line, sentence,
+word), ``sentence`` (sentence, then word), ``fixed`` (hard cuts every ``chunk_size`` characters).
+Retrievers: ``bm25``, ``dense``, ``hybrid`` (reciprocal rank fusion), each optionally ``+rerank``
+(cross-encoder ``rerank_model`` on the top ``rerank_top_n``).
+
+Example:
+    >>> from rankwise.sweep import sweep
+    >>> res = sweep("kestrel", chunk_sizes=[400, 800], retrievers=["bm25"], progress=False,
+    ...             permutations=1000)  # doctest: +SKIP
+    >>> res.best["mrr"]  # doctest: +SKIP
+    ('bm25 recursive 400/50', 0.61)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.data.records import CaseRecord, ChunkRecord, write_records
+from rankwise.errors import InputError
+
+__all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "sweep", "sweep_metrics"]
+
+SPLITTERS: dict[str, tuple[str, ...]] = {
+    "recursive": ("paragraph", "line", "sentence", "word"),
+    "sentence": ("sentence", "word"),
+    "fixed": (),
+}
+SWEEP_RETRIEVERS = ("bm25", "dense", "hybrid", "bm25+rerank", "dense+rerank", "hybrid+rerank")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """One cell of the grid.
+
+    Example:
+        >>> SweepConfig(500, 50, "recursive", "bm25").label
+        'bm25 recursive 500/50'
+    """
+
+    chunk_size: int
+    chunk_overlap: int
+    splitter: str
+    retriever: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.retriever} {self.splitter} {self.chunk_size}/{self.chunk_overlap}"
+
+    @property
+    def chunking(self) -> tuple[int, int, str]:
+        return (self.chunk_size, self.chunk_overlap, self.splitter)
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap,
+                "splitter": self.splitter, "retriever": self.retriever}
+
+
+def sweep_metrics(k: int = 10, relevance: str = "span") -> list[str]:
+    """The default metrics of a sweep: hit_rate@1, mrr, precision@5, recall@k, ndcg@k (+ char_recall@k in span).
+
+    Example:
+        >>> sweep_metrics(10)
+        ['hit_rate@1', 'mrr', 'precision@5', 'recall@10', 'ndcg@10', 'char_recall@10']
+    """
+    names = ["hit_rate@1", "mrr", f"precision@{min(5, k)}", f"recall@{k}", f"ndcg@{k}"]
+    return names + ([f"char_recall@{k}"] if relevance == "span" else [])
+
+
+@dataclass
+class SweepResult:
+    """What :func:`sweep` gives.
+
+    Attributes:
+        configs: the configurations run, grid order (the first is the default baseline).
+        metrics: metric names, table columns.
+        means: label -> {metric: mean over the cases}.
+        best: metric -> (label, mean) of the best configuration (first in grid order on a tie).
+        comparison: the paired comparison against the baseline (None with one configuration).
+        baseline: the baseline's label.
+        records: label -> per-case records (chunks, verdicts, scores).
+        info: label -> {"chunks", "reused_from", "timings"}; ``skipped``: configurations left out and why.
+        settings, timings: what was run, seconds per step.
+    """
+
+    configs: list[SweepConfig]
+    metrics: list[str]
+    means: dict[str, dict[str, float]]
+    best: dict[str, tuple[str, float]]
+    comparison: Any
+    baseline: str
+    records: dict[str, list[CaseRecord]]
+    info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def significance(self, label: str, metric: str) -> tuple[float | None, float | None, bool]:
+        """(delta vs baseline, adjusted p-value, significant) of one cell; (None, None, False) for the baseline."""
+        if self.comparison is None or label == self.baseline:
+            return None, None, False
+        c = self.comparison.comparison(label, metric)
+        p = None if c.p_adjusted is None or (isinstance(c.p_adjusted, float) and math.isnan(c.p_adjusted)) \
+            else float(c.p_adjusted)
+        return float(c.delta), p, bool(c.significant)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per configuration: its settings, chunks, seconds, and per metric mean, delta, p, significant."""
+        out = []
+        for cfg in self.configs:
+            row: dict[str, Any] = {**cfg.to_dict(), "chunks": self.info[cfg.label]["chunks"],
+                                   "seconds": round(self.info[cfg.label]["timings"].get("total", 0.0), 3),
+                                   "reused_from": self.info[cfg.label].get("reused_from")}
+            for m in self.metrics:
+                delta, p, sig = self.significance(cfg.label, m)
+                row[m] = self.means[cfg.label][m]
+                row[f"{m} delta"] = delta
+                row[f"{m} p"] = p
+                row[f"{m} significant"] = sig
+            out.append(row)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.settings, "baseline": self.baseline, "metrics": self.metrics,
+                "best": {m: {"config": lab, "mean": v} for m, (lab, v) in self.best.items()},
+                "rows": self.rows(), "skipped": [{"config": c, "reason": r} for c, r in self.skipped],
+                "timings": self.timings, "files": self.files}
+
+    def table_text(self) -> str:
+        """The grid as plain text: one line per configuration, ``*`` marks the best per metric, ``+``/``-`` a
+        significant gain/loss against the baseline (adjusted p < alpha)."""
+        width = max(len(c.label) + (11 if c.label == self.baseline else 0) for c in self.configs) + 2
+        head = "config".ljust(width) + "".join(m.rjust(16) for m in self.metrics)
+        lines = [head, "-" * len(head)]
+        for cfg in self.configs:
+            cells = []
+            for m in self.metrics:
+                v = self.means[cfg.label][m]
+                _, _, sig = self.significance(cfg.label, m)
+                delta, _, _ = self.significance(cfg.label, m)
+                mark = ("+" if delta and delta > 0 else "-") if sig else " "
+                best = "*" if self.best[m][0] == cfg.label else " "
+                cells.append(f"{v:.4f}{mark}{best}".rjust(16))
+            name = cfg.label + (" (baseline)" if cfg.label == self.baseline else "")
+            lines.append(name.ljust(width) + "".join(cells))
+        return "\n".join(lines)
+
+
+def _load_inputs(corpus: Any, testset: Any):
+    from rankwise.adapters.run import records_queries
+    from rankwise.retrieval.pipeline import as_corpus
+
+    if testset is None and isinstance(corpus, str) and not Path(corpus).exists():
+        from rankwise.datasets import bundled_files
+
+        files = bundled_files(corpus)
+        corpus, testset = files.corpus, files.questions
+    if testset is None:
+        raise InputError("give a test set with span-labelled reference passages (or a bundled name as corpus)",
+                         field="testset")
+    if isinstance(corpus, (str, PathLike)):
+        from rankwise.retrieval.corpus import load_corpus
+
+        corpus = load_corpus(corpus)
+    else:
+        corpus = as_corpus(corpus)
+    records = records_queries(testset)
+    if not records:
+        raise InputError("the test set holds no case", field="testset")
+    return corpus, records
+
+
+def _grid(chunk_sizes, overlaps, splitters, retrievers) -> tuple[list[SweepConfig], list[tuple[str, str]]]:
+    for s in splitters:
+        if s not in SPLITTERS:
+            raise InputError(f"unknown splitter {s!r}; use {', '.join(SPLITTERS)}", field="splitter")
+    for r in retrievers:
+        if r not in SWEEP_RETRIEVERS:
+            raise InputError(f"unknown retriever {r!r}; use {', '.join(SWEEP_RETRIEVERS)}", field="retriever")
+    for name, values in (("chunk_size", chunk_sizes), ("chunk_overlap", overlaps)):
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"{name} values must be whole numbers >= 0, got {v!r}", field=name)
+    configs, skipped = [], []
+    for size, overlap, splitter, retriever in itertools.product(chunk_sizes, overlaps, splitters, retrievers):
+        cfg = SweepConfig(size, overlap, splitter, retriever)
+        if size == 0 and overlap:
+            skipped.append((cfg.label, "whole documents (chunk size 0) take no overlap"))
+        elif size and overlap >= size:
+            skipped.append((cfg.label, f"overlap {overlap} is not smaller than chunk size {size}"))
+        else:
+            configs.append(cfg)
+    labels = [c.label for c in configs]
+    if len(set(labels)) != len(labels):
+        raise InputError("the grid repeats a configuration (a value given twice)", field="grid")
+    if not configs:
+        raise InputError("the grid holds no valid configuration: " + "; ".join(r for _, r in skipped), field="grid")
+    return configs, skipped
+
+
+def _spec(retriever: str, *, model, scorer, rerank_top_n):
+    from rankwise.retrieval.pipeline import RetrieverSpec
+
+    base, _, rr = retriever.partition("+")
+    if rr and scorer is None:
+        raise InputError(f"{retriever!r} needs a reranker: give rerank_model (a cross-encoder folder or cached "
+                         "name, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2)", field="rerank_model")
+    return RetrieverSpec(base, model=model, rerank=scorer if rr else None, rerank_top_n=rerank_top_n,
+                         name=retriever)
+
+
+def _records(base: list[CaseRecord], result) -> list[CaseRecord]:
+    out = []
+    for r in base:
+        chunks = [ChunkRecord(rank=i + 1, id=c.id, text=c.text, doc_id=c.doc_id, start=c.start, end=c.end, score=s)
+                  for i, (c, s) in enumerate(result.ranked_chunks(r.id))]
+        out.append(CaseRecord(id=r.id, question=r.question, reference=r.reference, response=r.response,
+                              reference_contexts=list(r.reference_contexts),
+                              reference_context_ids=None if r.reference_context_ids is None
+                              else list(r.reference_context_ids), chunks=chunks))
+    return out
+
+
+def sweep(corpus: Any, testset: Any = None, *, chunk_sizes: Sequence[int] = (500,), overlaps: Sequence[int] = (50,),
+          splitters: Sequence[str] = ("recursive",), retrievers: Sequence[str] = ("bm25",), k: int = 10,
+          relevance: str = "span", metrics: Sequence[str] | None = None, baseline: str | int = 0,
+          model: str | None = None, rerank_model: Any = None, rerank_top_n: int = 20,
+          cache_dir: str | PathLike | bool | None = None, titles: bool = True, permutations: int = 10_000,
+          seed: int | None = 42, correction: str = "holm", alpha: float = 0.05, out: str | PathLike | None = None,
+          html: bool = True, progress: bool = True) -> SweepResult:
+    """Run every configuration of the grid and compare them on the same test set.
+
+    Args:
+        corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``) or a bundled benchmark
+            name (``"kestrel"``: corpus and test set).
+        testset: the test set with reference passages (``doc_id``, ``start``, ``end`` for ``span``).
+        chunk_sizes, overlaps, splitters, retrievers: the grid (see the module docstring); invalid cells
+            (overlap >= size) are skipped and listed.
+        k: chunks retrieved per question.
+        relevance: verdict source (``span`` by default; ``containment``/``fuzzy`` work without offsets).
+        metrics: metric names (default :func:`sweep_metrics`).
+        baseline: the configuration the others are tested against: a label or a grid index (default the first).
+        model: embedding model for dense/hybrid; rerank_model: cross-encoder (folder or cached name, or a
+            callable ``(query, text) -> float``) for ``+rerank``, applied to the top ``rerank_top_n``.
+        permutations, seed, correction, alpha: the paired randomization test (Holm-corrected over all cells).
+        out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
+        progress: a progress bar with ETA on stderr.
+    """
+    from rankwise.analysis.compare import compare_records
+    from rankwise.metrics.rag import evaluate_rag
+    from rankwise.retrieval.chunking import chunk_corpus
+    from rankwise.retrieval.pipeline import run_retrievers
+
+    t_start = time.perf_counter()
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
+    corpus, base_records = _load_inputs(corpus, testset)
+    configs, skipped = _grid(list(chunk_sizes), list(overlaps), list(splitters), list(retrievers))
+    names = list(metrics) if metrics else sweep_metrics(k, relevance)
+    queries = {r.id: r.question for r in base_records}
+    scorer = None
+    if any("+rerank" in c.retriever for c in configs) and rerank_model is not None:
+        if isinstance(rerank_model, (str, PathLike)):
+            from rankwise.retrieval.rerank import CrossEncoderScorer
+
+            scorer = CrossEncoderScorer(rerank_model)  # loaded once, before any indexing: fails fast
+        else:
+            scorer = rerank_model
+    specs = {c.retriever: _spec(c.retriever, model=model, scorer=scorer, rerank_top_n=rerank_top_n)
+             for c in configs}
+
+    chunkings: dict[tuple, list[SweepConfig]] = {}
+    for c in configs:
+        chunkings.setdefault(c.chunking, []).append(c)
+    from rankwise.progress import progress as progress_bar
+
+    records: dict[str, list[CaseRecord]] = {}
+    info: dict[str, dict[str, Any]] = {}
+    means: dict[str, dict[str, float]] = {}
+    by_spans: dict[tuple, tuple[tuple, dict]] = {}
+    with progress_bar(f"sweep: {len(configs)} configurations, {len(chunkings)} chunkings", len(configs),
+                      quiet=not progress, eta=True) as advance:
+        for chunking, cells in chunkings.items():
+            size, overlap, splitter = chunking
+            t0 = time.perf_counter()
+            chunks = chunk_corpus(corpus, size, overlap, separators=SPLITTERS[splitter], titles=titles)
+            t_chunk = time.perf_counter() - t0
+            key = tuple(c.id for c in chunks)
+            wanted = [c.retriever for c in cells]
+            reused_from = None
+            if key in by_spans and all(r in by_spans[key][1] for r in wanted):
+                reused_from, results = by_spans[key]
+                reused_from = f"{reused_from[2]} {reused_from[0]}/{reused_from[1]}"
+            else:
+                results = run_retrievers(None, queries, {r: specs[r] for r in wanted}, k=k, chunks=chunks,
+                                         cache_dir=cache_dir, quiet=True)
+                by_spans.setdefault(key, (chunking, {}))[1].update(results)
+            for cell in cells:
+                res = results[cell.retriever]
+                recs = _records(base_records, res)
+                scored = evaluate_rag(recs, relevance, metrics=names)
+                records[cell.label] = scored.records
+                means[cell.label] = {m: float(scored.mean[m]) for m in names}
+                timings = dict(res.timings)
+                timings["chunking"] = t_chunk
+                info[cell.label] = {"chunks": len(chunks), "reused_from": reused_from, "timings": timings,
+                                    "summary": {k_: v for k_, v in scored.summary.items()
+                                                if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
+                advance(1)
+
+    labels = [c.label for c in configs]
+    if isinstance(baseline, int) and not isinstance(baseline, bool):
+        if not -len(labels) <= baseline < len(labels):
+            raise InputError(f"baseline index {baseline} out of range for {len(labels)} configurations",
+                             field="baseline")
+        base_label = labels[baseline]
+    elif baseline in labels:
+        base_label = str(baseline)
+    else:
+        raise InputError(f"baseline {baseline!r} is not a configuration of the grid (e.g. {labels[0]!r})",
+                         field="baseline")
+    t0 = time.perf_counter()
+    comparison = None
+    if len(labels) > 1:
+        comparison = compare_records({lab: records[lab] for lab in labels}, relevance, names, baseline=base_label,
+                                     permutations=permutations, seed=seed, correction=correction, alpha=alpha)
+    t_compare = time.perf_counter() - t0
+    best = {}
+    for m in names:
+        lab = max(labels, key=lambda x, m=m: (means[x][m], -labels.index(x)))
+        best[m] = (lab, means[lab][m])
+    settings = {"documents": len(corpus), "cases": len(base_records), "k": k, "relevance": relevance,
+                "chunk_sizes": list(chunk_sizes), "overlaps": list(overlaps), "splitters": list(splitters),
+                "retrievers": list(retrievers), "model": model,
+                "rerank_model": str(rerank_model) if isinstance(rerank_model, (str, PathLike)) else
+                (None if rerank_model is None else "callable"), "rerank_top_n": rerank_top_n,
+                "test": "paired randomization", "permutations": permutations, "seed": seed,
+                "correction": correction, "alpha": alpha,
+                "index_builds": len(by_spans), "chunkings": len(chunkings)}
+    result = SweepResult(configs, names, means, best, comparison, base_label, records, info, skipped, settings,
+                         {"compare": t_compare, "total": time.perf_counter() - t_start})
+    if out is not None:
+        _write(result, Path(out), html=html)
+    return result
+
+
+def _write(result: SweepResult, out: Path, *, html: bool) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for cfg in result.configs:
+        safe = cfg.label.replace(" ", "_").replace("/", "-").replace("+", "_")
+        result.files[f"records:{cfg.label}"] = str(write_records(result.records[cfg.label],
+                                                                 out / "records" / f"{safe}.jsonl"))
+    if html and result.comparison is not None:
+        from rankwise.report.html import write_html_report
+
+        s = result.settings
+        # drill-down for the baseline and the best configurations only: 48 configurations x 73 cases of chunk
+        # text would make a report of tens of MB; every configuration is in the tables and plots
+        shown = [result.baseline] + [lab for lab, _ in result.best.values() if lab != result.baseline]
+        shown = list(dict.fromkeys(shown))
+        result.files["html"] = str(write_html_report(
+            out / "report.html", result.comparison, records={lab: result.records[lab] for lab in shown},
+            title=f"rankwise sweep: {len(result.configs)} configurations, {s['cases']} questions",
+            notes=[f"Grid: chunk sizes {s['chunk_sizes']} x overlaps {s['overlaps']} x splitters {s['splitters']} x "
+                   f"retrievers {s['retrievers']}; k = {s['k']}; relevance {s['relevance']}; "
+                   f"{s['index_builds']} index builds for {s['chunkings']} chunkings.",
+                   "Best per metric: " + "; ".join(f"{m}: {lab} ({v:.4f})" for m, (lab, v) in result.best.items()),
+                   "Chunk-level drill-down: " + ", ".join(shown) + " (the baseline and the best per metric)."],
+        ))
+    path = out / "sweep.json"
+    result.files["json"] = str(path)
+    path.write_text(json.dumps(_finite(result.to_json()), indent=2), encoding="utf-8")
+
+
+def _finite(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
