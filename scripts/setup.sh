@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up rankwise's development environment in ./.venv (idempotent; re-runs only what changed).
 #   scripts/setup.sh          Python environment with every extra (what `make demo` needs)
-#   scripts/setup.sh --test   ... plus the headless Chromium the HTML-report tests drive
+#   scripts/setup.sh --test   ... plus the headless Chromium the HTML-report tests drive and the Java
+#                             runtime the Spark tests' local Spark needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,5 +43,17 @@ if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
     echo "setup: chromium not found; install it (e.g. 'sudo apt-get install chromium') for the browser tests" >&2
+  fi
+fi
+
+if [ "${1:-}" = "--test" ] && ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's Java runtime for the Spark tests"
+    apt-get update -qq >/dev/null
+    jre=$(apt-cache search --names-only '^openjdk-(17|21)-jre-headless$' | cut -d' ' -f1 | sort | head -n1)
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${jre:-default-jre-headless}" >/dev/null
+  else
+    echo "setup: java not found; install a Java runtime (e.g. 'sudo apt-get install openjdk-17-jre-headless')" \
+      "for the Spark tests" >&2
   fi
 fi

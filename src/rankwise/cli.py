@@ -125,9 +125,17 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               help="Evaluate a run larger than memory (TREC or Parquet) block by block; same numbers.")
 @click.option("--block-rows", type=click.IntRange(min=1), default=2_000_000, show_default=True,
               help="With --stream: run rows held in memory at a time.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows):
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="spark: read and score on Apache Spark (Parquet, TREC or CSV files; the same numbers).")
+@click.option("--master", default=None, help="With --engine spark: the Spark master, e.g. local[2] or yarn.")
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master):
     """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
-    if stream:
+    if engine == "spark":
+        from rankwise.spark.submit import evaluate_files
+
+        result = evaluate_files(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
+                                missing=missing, master=master).to_eval_result()
+    elif stream:
         from rankwise.metrics.stream import evaluate_stream
 
         result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,

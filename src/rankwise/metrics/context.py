@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from rankwise.metrics.ir import _row_sums
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
@@ -108,7 +109,7 @@ def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: s
         K_den = np.minimum(K, np.maximum(m.n_relevant, (rel & in_k).sum(axis=1)))
     else:
         K_den = K
-    num = (np.where(rel & in_k, w[:cols], 0.0)).sum(axis=1)
+    num = _row_sums(np.where(rel & in_k, w[:cols], 0.0))  # left to right: independent of padding
     den = cum_w[K_den]
     out = np.zeros(nq)
     np.divide(num, den, out=out, where=den > 0)

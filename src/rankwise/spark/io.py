@@ -1,0 +1,187 @@
+"""A Spark session and qrels / runs read as Spark DataFrames (Parquet, TREC, CSV/TSV with a header)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from rankwise.errors import InputError
+
+__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "PROBLEM"]
+
+PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
+_WS = r"[ \t\n\r\f\v]+"
+_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, abfss:// ... (Spark reads them)
+
+
+def require_pyspark():
+    """Import pyspark, or raise a one-line :class:`InputError` saying how to install it."""
+    try:
+        import pyspark  # noqa: F401
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError("the Spark engine needs pyspark and a Java runtime: pip install 'rankwise[spark]' "
+                         "(and e.g. apt-get install openjdk-17-jre-headless)", field="engine") from None
+    return SparkSession
+
+
+def session(master: str | None = None, *, app_name: str = "rankwise", conf: dict[str, Any] | None = None):
+    """The active SparkSession, or a new one on ``master`` (``local[2]``, ``yarn``, ``spark://...``).
+
+    In local mode the Python workers run this interpreter (``PYSPARK_PYTHON`` defaults to
+    ``sys.executable``), so they import the same rankwise.
+
+    Example:
+        >>> spark = session("local[2]", conf={"spark.sql.shuffle.partitions": 4})  # doctest: +SKIP
+    """
+    SparkSession = require_pyspark()
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, str(value))
+    return builder.getOrCreate()
+
+
+def _is_parquet(path: str) -> bool:
+    p = Path(path)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        return True
+    if p.is_dir():  # a directory written by Spark: part-*.parquet files
+        return any(x.suffix == ".parquet" for x in p.iterdir())
+    # on cluster storage a directory (trailing slash or no suffix) is read as Parquet
+    return bool(_REMOTE.match(path)) and (path.endswith("/") or p.suffix == "")
+
+
+def _trec(spark, path: str, fields: list[str], minimum: int, exact: bool):
+    """Split a TREC file into string fields; rows with too few (or, ``exact``, too many) fields keep
+    a problem message naming the line's text."""
+    from pyspark.sql import functions as F
+
+    text = spark.read.text(path)
+    parts = F.split(F.trim(F.regexp_replace(F.col("value"), _WS, " ")), " ")
+    df = text.select(F.col("value").alias("_line"), parts.alias("_f"))
+    df = df.where((F.trim(F.col("_line")) != "") & ~F.col("_f")[0].startswith("#"))
+    n = F.size("_f")
+    bad = (n < minimum) | (n != minimum) if exact else (n < minimum)
+    expected = f"{'' if exact else 'at least '}{minimum} fields ({' '.join(fields)})"
+    field = F.when(n < minimum, F.element_at(F.array(*[F.lit(f) for f in fields]), n + 1)).otherwise(
+        F.lit(fields[-1]))
+    problem = F.when(bad, _problem(path, field, F.concat(F.lit(f"expected {expected}, got "), n.cast("string")),
+                                   F.col("_line")))
+    return df, problem
+
+
+def _problem(path: str, field, message, line):
+    """A problem cell: source, field, message and the line's text, joined by the unit separator."""
+    from pyspark.sql import functions as F
+
+    field = F.lit(field) if isinstance(field, str) else field
+    return F.concat_ws("\x1f", F.lit(path), field, message, F.lit("") if line is None else F.coalesce(line, F.lit("")))
+
+
+def raise_problem(cell: str) -> None:
+    """Raise the :class:`InputError` a problem cell describes, naming the file's line when it is local."""
+    source, field, message, line = (cell.split("\x1f") + ["", "", "", ""])[:4]
+    number = line_of(source, line) if line else None
+    raise InputError(message, source=source or None, line=number, field=field or None)
+
+
+def read_qrels(spark, path: str | os.PathLike):
+    """Qrels as a Spark DataFrame ``query_id, doc_id, relevance`` from Parquet (those columns), TREC
+    qrels (``qid iter docno grade``) or CSV/TSV with a header.
+
+    Example:
+        >>> qrels = read_qrels(spark, "qrels.txt")  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    path = str(path)
+    if not Path(path).exists() and not _REMOTE.match(path):
+        raise InputError("no such file", source=path)
+    if _is_parquet(path):
+        return _check_columns(spark.read.parquet(path), ["query_id", "doc_id", "relevance"], path)
+    if Path(path).suffix.lower() in (".csv", ".tsv"):
+        df = spark.read.csv(path, header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
+        df = _rename(df, {"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"})
+        df = _check_columns(df, ["query_id", "doc_id", "relevance"], path)
+        grade = F.expr("try_cast(relevance as bigint)")
+        problem = F.when(grade.isNull(), _problem(path, "relevance", F.concat(
+            F.lit("not an integer: '"), F.coalesce(F.col("relevance"), F.lit("")), F.lit("'")), None))
+        return df.select("query_id", "doc_id", grade.alias("relevance"), problem.alias(PROBLEM))
+    df, problem = _trec(spark, path, ["query_id", "iter", "doc_id", "relevance"], 4, exact=True)
+    grade = F.expr("try_cast(_f[3] as bigint)")
+    problem = F.coalesce(problem, F.when(grade.isNull(), _problem(path, "relevance", F.concat(
+        F.lit("not an integer: '"), F.col("_f")[3], F.lit("'")), F.col("_line"))))
+    return df.select(F.col("_f")[0].alias("query_id"), F.col("_f")[2].alias("doc_id"),
+                     grade.alias("relevance"), problem.alias(PROBLEM))
+
+
+def read_run(spark, path: str | os.PathLike):
+    """A run as a Spark DataFrame ``query_id, doc_id, score`` from Parquet (those columns, or ``rank``
+    instead of ``score`` for an ordered run), a TREC run (``qid Q0 docno rank score tag``; the rank
+    field is ignored, as trec_eval does) or CSV/TSV with a header.
+
+    Example:
+        >>> run = read_run(spark, "bm25.trec")  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    path = str(path)
+    if not Path(path).exists() and not _REMOTE.match(path):
+        raise InputError("no such file", source=path)
+    if _is_parquet(path):
+        df = spark.read.parquet(path)
+        wanted = ["query_id", "doc_id", "score"] if "score" in df.columns or "rank" not in df.columns \
+            else ["query_id", "doc_id", "rank"]
+        return _check_columns(df, wanted, path)
+    if Path(path).suffix.lower() in (".csv", ".tsv"):
+        df = spark.read.csv(path, header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
+        df = _rename(df, {"query-id": "query_id", "qid": "query_id", "corpus-id": "doc_id", "docid": "doc_id"})
+        df = _check_columns(df, ["query_id", "doc_id", "score"], path)
+        score = F.expr("try_cast(score as double)")
+        problem = F.when(score.isNull(), _problem(path, "score", F.concat(
+            F.lit("not a number: '"), F.coalesce(F.col("score"), F.lit("")), F.lit("'")), None))
+        return df.select("query_id", "doc_id", score.alias("score"), problem.alias(PROBLEM))
+    df, problem = _trec(spark, path, ["query_id", "iter", "doc_id", "rank", "score", "run_id"], 6, exact=False)
+    score = F.expr("try_cast(_f[4] as double)")
+    problem = F.coalesce(problem, F.when(score.isNull(), _problem(path, "score", F.concat(
+        F.lit("not a number: '"), F.col("_f")[4], F.lit("'")), F.col("_line"))))
+    return df.select(F.col("_f")[0].alias("query_id"), F.col("_f")[2].alias("doc_id"),
+                     score.alias("score"), problem.alias(PROBLEM))
+
+
+def _rename(df, names: dict[str, str]):
+    for old, new in names.items():
+        if old in df.columns and new not in df.columns:
+            df = df.withColumnRenamed(old, new)
+    return df
+
+
+def _check_columns(df, wanted: list[str], source: str):
+    missing = [c for c in wanted if c not in df.columns]
+    if missing:
+        raise InputError(f"no column {missing[0]!r}; columns: {df.columns}", source=source, field=missing[0])
+    return df.select(*wanted)
+
+
+def line_of(path: str, text: str) -> int | None:
+    """The 1-based number of the first line of a local file equal to ``text`` (for error messages)."""
+    try:
+        with open(path, "rb") as fh:
+            target = text.encode("utf-8")
+            for number, raw in enumerate(fh, start=1):
+                if raw.rstrip(b"\r\n") == target:
+                    return number
+    except OSError:
+        return None
+    return None
