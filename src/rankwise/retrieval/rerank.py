@@ -115,7 +115,7 @@ def rerank(run: Run, queries: Mapping[str, str], texts: Mapping[str, str], score
             raise InputError(f"no text for item '{docs[row]}' of run '{run.name}'", field="texts")
         pairs.append((queries[qid], texts[docs[row]]))
     scores = np.zeros(len(run), dtype=np.float64)
-    batch = 256
+    batch = int(getattr(scorer, "pairs_per_call", 256))  # an LLM reranker takes all pairs at once
     with progress(f"{name or 'rerank'}: reranking", len(pairs), quiet=quiet) as advance:
         for i in range(0, len(pairs), batch):
             part = pairs[i:i + batch]
