@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from batch_server import BatchServer
 from click.testing import CliRunner
 
+from batch_server import BatchServer
 from rankwise.cli import main
 from rankwise.data.records import load_records
 

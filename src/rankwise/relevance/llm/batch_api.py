@@ -197,8 +197,7 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
         for key in ("output_file_id", "error_file_id"):
             fid = info.get(key)
             if fid:
-                for n, raw in enumerate(api.call("GET", f"/files/{fid}/content").decode("utf-8", "replace")
-                                        .splitlines(), 1):
+                for raw in api.call("GET", f"/files/{fid}/content").decode("utf-8", "replace").splitlines():
                     if raw.strip():
                         try:
                             item = json.loads(raw)
