@@ -181,3 +181,18 @@ def test_bad_shard_is_one_line_error(server, tmp_path):
     res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
                                     server.base_url, "--records", str(tmp_path / "o.jsonl"), "--shard", "3/3"])
     assert res.exit_code == 2 and "0 <= i < N" in res.output
+
+
+def test_unreachable_batch_api_is_one_line_error(tmp_path):
+    import socket
+
+    _testset(tmp_path / "ts.jsonl")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
+                                    f"http://127.0.0.1:{port}/v1", "--cache", str(tmp_path / "c.sqlite"),
+                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api"])
+    assert res.exit_code == 2
+    assert res.output.startswith("rankwise: error: batch API POST /files: cannot reach http://127.0.0.1:")
+    assert res.output.count("\n") == 1
