@@ -507,9 +507,13 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
+@click.option("--batch-api", is_flag=True, help="Send the calls through the provider's Batch API (/v1/batches, "
+              "half price, resumable: a rerun polls the same batch); what fails there is retried online.")
+@click.option("--shard", default=None, metavar="I/N", help="Judge only shard I of N (by case id): one worker "
+              "of N, each with its own --cache; merge with `rankwise cache merge`.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
-                  price_in, price_out, source, records_out, strict, quiet, force):
+                  price_in, price_out, source, records_out, strict, quiet, force, batch_api, shard):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     import signal
@@ -550,6 +554,10 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                              cache=cache_path)
     endpoint = cfg.endpoint
     records = load_for_judging(testset)
+    if shard:
+        from rankwise.relevance.llm.shard import in_shard, parse_shard
+
+        records = [r for r in records if in_shard(r.id, *parse_shard(shard))]
     cases = cases_from_records(records)
     cache = VerdictCache(cfg.cache)
 
@@ -576,6 +584,11 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             for line in plan_lines(judge.plan(cases), endpoint.url):
                 click.echo(line)
             return
+        if batch_api:
+            from rankwise.relevance.llm.batch_api import run_batch_job
+
+            for line in run_batch_job(judge, cases, on_status=lambda m: click.echo(m, err=True)).lines():
+                click.echo(line)
         total = sum(len(c.chunks) for c in cases)
         try:
             from rankwise.progress import progress
@@ -651,6 +664,20 @@ def cache_clear_command(cache_path, model, prompt_version):
         n = cache.clear(model=model, prompt_version=prompt_version)
         left = len(cache)
     click.echo(f"cleared {n} verdicts from {path} ({left} left)")
+
+
+@cache_group.command("merge")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--into", "into", required=True, type=click.Path(dir_okay=False), help="Merged cache file.")
+def cache_merge_command(sources, into):
+    """Merge verdict caches (e.g. of `judge --shard` workers) into one: identical rows kept once; rows
+    that disagree keep the newest and are counted as conflicts."""
+    from rankwise.relevance.llm.shard import merge_caches
+
+    r = merge_caches(list(sources), into)
+    click.echo(f"merged {len(sources)} caches into {into}: {r.read} rows read, {r.added} added, {r.identical} "
+               f"identical kept once, {r.conflicts} conflicts ({r.replaced} replaced by a newer row); "
+               f"{r.total} verdicts")
 
 
 @main.command("agree")
