@@ -188,9 +188,10 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     matrix = RelevanceMatrix.from_records(scored, relevance, relevance_level=relevance_level, id_field=id_field)
     for measure in measures:
         measure.check(matrix)
-    summary = _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete,
-                       matrix.r_basis, stored, min_overlap=min_overlap, threshold=threshold, id_field=id_field,
-                       relevance_level=relevance_level)
+    summary = rag_summary(len(records), relevance, len(scored), unscorable_cases, incomplete_cases, unscorable,
+                          incomplete, matrix.r_basis, stored, verdict_counts(records, relevance),
+                          min_overlap=min_overlap, threshold=threshold, id_field=id_field,
+                          relevance_level=relevance_level)
     for message in case_warnings(records, [m.k for m in measures] if chosen else []):
         warn(message, summary=summary)
     result = evaluate_matrix(matrix, measures, summary, run_name=f"eval-rag ({relevance})")
@@ -204,13 +205,21 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                      records=records, relevance=relevance)
 
 
-def _summary(records, relevance, scored, unscorable_cases, incomplete_cases, unscorable, incomplete, r_basis,
-             stored, **params) -> dict:
+def verdict_counts(records, relevance: str) -> dict[str, int]:
+    """Chunks whose ``relevance`` verdict is ok, failed or missing, over ``records``."""
     counts = {"ok": 0, "failed": 0, "missing": 0}
     for r in records:
         for c in r.chunks:
             v = c.verdicts.get(relevance)
-            counts["missing" if v is None else v.status] = counts.get("missing" if v is None else v.status, 0) + 1
+            key = "missing" if v is None else v.status
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: dict, incomplete_cases: dict,
+                unscorable: str, incomplete: str, r_basis: str, stored: bool, counts: dict[str, int],
+                **params) -> dict:
+    """The summary of an ``evaluate_rag`` result (the Spark engine builds the same from collected counts)."""
     basis = R_BASIS_TEXT.get(r_basis, r_basis)
     kept = {k: v for k, v in params.items() if v is not None}
     if relevance != "span":
@@ -222,8 +231,8 @@ def _summary(records, relevance, scored, unscorable_cases, incomplete_cases, uns
         kept.pop("relevance_level", None)
     return {
         "relevance": relevance,
-        "cases": len(records),
-        "evaluated": len(scored),
+        "cases": n_cases,
+        "evaluated": n_scored,
         "unscorable": len(unscorable_cases),
         "unscorable_cases": unscorable_cases,
         "unscorable_treatment": ("scored 0 on every metric and kept in the means (docs/context-metrics.md)" if unscorable == "zero"

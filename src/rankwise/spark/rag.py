@@ -25,7 +25,7 @@ from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate
-from rankwise.metrics.rag import ACP_NOTE, DEFAULT_KS, R_BASIS_TEXT, default_rag_metrics
+from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import require_pyspark
 
@@ -312,7 +312,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
     counts = {"ok": 0, "failed": 0, "missing": 0}
     for key in counts:
         counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
-    summary = _summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
+    summary = rag_summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
     for message in case_warnings(_stand_ins(local), [m.k for m in measures] if chosen else []):
         warn(message, summary=summary)
@@ -345,36 +345,3 @@ def _stand_ins(local: pa.Table) -> list:
         if cid is not None:
             out.append(SimpleNamespace(id=rid, chunks=[SimpleNamespace(id=cid)] * n))
     return out
-
-
-def _summary(n_cases, relevance, n_scored, unscorable_cases, incomplete_cases, unscorable, incomplete, r_basis,
-             stored, counts, **params) -> dict:
-    """``evaluate_rag``'s summary, from the collected per-case rows (tests hold the two equal)."""
-    basis = R_BASIS_TEXT.get(r_basis, r_basis)
-    kept = {k: v for k, v in params.items() if v is not None}
-    if relevance != "span":
-        kept.pop("min_overlap", None)
-    if relevance != "fuzzy":
-        kept.pop("threshold", None)
-    if relevance != "ids":
-        kept.pop("id_field", None)
-        kept.pop("relevance_level", None)
-    return {
-        "relevance": relevance,
-        "cases": n_cases,
-        "evaluated": n_scored,
-        "unscorable": len(unscorable_cases),
-        "unscorable_cases": unscorable_cases,
-        "unscorable_treatment": ("scored 0 on every metric and kept in the means (docs/context-metrics.md)"
-                                 if unscorable == "zero" else "left out of the means"),
-        "incomplete": len(incomplete_cases),
-        "incomplete_cases": incomplete_cases,
-        "incomplete_treatment": ("failed/missing verdicts counted as not relevant; the case stays in the means"
-                                 if incomplete == "zero" else "left out of the means"),
-        "verdicts": counts,
-        "r_basis": r_basis,
-        "recall_basis": basis,
-        "verdicts_from": "stored in the records" if stored else "judged now",
-        "parameters": kept,
-        "notes": [ACP_NOTE],
-    }
