@@ -12,7 +12,7 @@ from rankwise.errors import InputError
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.matrix import RelevanceMatrix, join
 
-__all__ = ["evaluate", "evaluate_matrix", "aggregate", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
+__all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
 
 DEFAULT_METRICS = (
     [f"hit_rate@{k}" for k in (1, 3, 5, 10)]
@@ -51,6 +51,28 @@ def aggregate(values: np.ndarray, measure: str | Measure) -> float:
 
         return gmean_trec(col)
     return sequential_mean(col)
+
+
+def aggregate_columns(values: np.ndarray, measures: list[Measure]) -> tuple[dict[str, float], dict[str, int]]:
+    """Each measure's value over the queries (a column of ``values`` each, via :func:`aggregate`) and, per
+    measure that has some, the count of undefined (NaN) queries left out. Every engine ends here: in memory,
+    streamed, and on Spark.
+
+    Example:
+        >>> import numpy as np
+        >>> aggregate_columns(np.array([[1.0], [np.nan]]), parse_measures(["id_recall"]))
+        ({'id_recall': 1.0}, {'id_recall': 1})
+    """
+    mean: dict[str, float] = {}
+    undefined: dict[str, int] = {}
+    for j, measure in enumerate(measures):
+        nan = np.isnan(values[:, j])
+        if nan.any():
+            if not measure.metric.undefined_is_nan:
+                raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
+            undefined[measure.name] = int(nan.sum())
+        mean[measure.name] = aggregate(values[:, j], measure)
+    return mean, undefined
 
 
 class PerQuery(Mapping):
@@ -149,17 +171,7 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
         values[:, j] = column = measure(matrix)
         if hasattr(column, "texts"):  # relstring: a text per query beside its number
             texts[measure.name] = column.texts
-    mean: dict[str, float] = {}
-    undefined: dict[str, int] = {}
-    for j, measure in enumerate(parsed):
-        col = values[:, j]
-        nan = np.isnan(col)
-        if nan.any():
-            if not measure.metric.undefined_is_nan:
-                raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
-            undefined[measure.name] = int(nan.sum())
-            col = col[~nan]
-        mean[measure.name] = aggregate(col, measure)
+    mean, undefined = aggregate_columns(values, parsed)
     summary = dict(summary or {"evaluated": len(matrix.query_ids)})
     if undefined:
         summary["undefined"] = undefined

@@ -19,7 +19,13 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, iter_run_blocks
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate, evaluate_matrix
+from rankwise.metrics.evaluate import (
+    DEFAULT_METRICS,
+    EvalResult,
+    PerQuery,
+    aggregate_columns,
+    evaluate_matrix,
+)
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.matrix import join
 
@@ -87,7 +93,7 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
     order = sorted(range(len(ids)), key=ids.__getitem__)  # code-point order == UTF-8 byte order
     ids = [ids[i] for i in order]
     table = table[np.asarray(order, dtype=np.int64)]
-    mean, undefined = _aggregate(measures, table)
+    mean, undefined = aggregate_columns(table, measures)
     ignored.sort()
     missing_queries = [qrels.queries[i] for i in absent.tolist()]
     summary = {
@@ -106,20 +112,6 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(measures, PerQuery(ids, [m.name for m in measures], table), mean, summary, name)
-
-
-def _aggregate(measures: list[Measure], table: np.ndarray) -> tuple[dict[str, float], dict[str, int]]:
-    """Means (sums for counts) over queries, as :func:`rankwise.metrics.evaluate.evaluate_matrix`."""
-    mean: dict[str, float] = {}
-    undefined: dict[str, int] = {}
-    for j, measure in enumerate(measures):
-        col = table[:, j]
-        nan = np.isnan(col)
-        if nan.any():
-            undefined[measure.name] = int(nan.sum())
-            col = col[~nan]
-        mean[measure.name] = aggregate(col, measure)
-    return mean, undefined
 
 
 def _subset(qrels: Qrels, codes: np.ndarray) -> Qrels:

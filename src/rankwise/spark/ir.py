@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate
+from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import PROBLEM, raise_problem, require_pyspark
 
@@ -294,15 +294,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance_level: int, miss
     }
     if missing == "zero":
         summary["num_rel_all_trec_eval"] = int(np.asarray(local.column("_nrel_all").to_numpy())[evaluated].sum())
-    mean: dict[str, float] = {}
-    undefined: dict[str, int] = {}
-    for j, measure in enumerate(measures):
-        nan = np.isnan(values[:, j])
-        if nan.any():
-            if not measure.metric.undefined_is_nan:
-                raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
-            undefined[measure.name] = int(nan.sum())
-        mean[measure.name] = aggregate(values[:, j], measure)
+    mean, undefined = aggregate_columns(values, measures)
     if undefined:
         summary["undefined"] = undefined
     result = EvalResult(measures, PerQuery(query_ids, [m.name for m in measures], values), mean, summary, run_name)

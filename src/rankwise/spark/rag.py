@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
-from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate
+from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import require_pyspark
@@ -316,15 +316,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
                        incomplete, r_basis, stored, counts, **options)
     for message in case_warnings(_stand_ins(local), [m.k for m in measures] if chosen else []):
         warn(message, summary=summary)
-    mean: dict[str, float] = {}
-    undefined: dict[str, int] = {}
-    for j, measure in enumerate(measures):
-        nan = np.isnan(values[:, j])
-        if nan.any():
-            if not measure.metric.undefined_is_nan:
-                raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
-            undefined[measure.name] = int(nan.sum())
-        mean[measure.name] = aggregate(values[:, j], measure)
+    mean, undefined = aggregate_columns(values, measures)
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(measures, PerQuery([id_list[i] for i in scored_rows.tolist()], [m.name for m in measures],
