@@ -59,6 +59,22 @@ class Ranked:
     hashes: np.ndarray | None = None
 
 
+def _query_layout(qids, queries, blocks, n: int):
+    """Queries (grouping the rows when no per-query blocks are known), blocks, row query codes, rows per
+    query and offsets: what ranking and grouping both start from."""
+    qcodes = None
+    if blocks is None:
+        queries, blocks, qcodes = group_by_query(qids)
+    counts = np.zeros(len(queries), dtype=np.int64)
+    if blocks is not None:
+        counts[blocks[0]] = np.diff(np.append(blocks[1], n))
+    elif n:
+        counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
+    offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return queries, blocks, qcodes, counts, offsets
+
+
 def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.ChunkedArray,
               scores: np.ndarray | None, *, source: str, lines: np.ndarray | None = None,
               queries: list[str] | None = None, blocks: Blocks | None = None, owned: bool = False) -> Ranked:
@@ -78,16 +94,7 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
         (['q1', 'q2'], [0, 2, 3], ['c', 'b', 'a'])
     """
     n = len(docs)
-    qcodes = None
-    if blocks is None:
-        queries, blocks, qcodes = group_by_query(qids)
-    counts = np.zeros(len(queries), dtype=np.int64)
-    if blocks is not None:
-        counts[blocks[0]] = np.diff(np.append(blocks[1], n))
-    elif n:
-        counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
-    offsets = np.zeros(len(queries) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
     plan = _rank_order(qcodes, docs, scores, blocks, counts, offsets)
     if plan is not None and owned and _patch_only(plan, n) and patch_strings_in_place(docs, *plan[2]):
         plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
@@ -132,16 +139,7 @@ def group_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chun
         (['q1', 'q2'], [0, 1])
     """
     n = len(docs)
-    qcodes = None
-    if blocks is None:
-        queries, blocks, qcodes = group_by_query(qids)
-    counts = np.zeros(len(queries), dtype=np.int64)
-    if blocks is not None:
-        counts[blocks[0]] = np.diff(np.append(blocks[1], n))
-    elif n:
-        counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
-    offsets = np.zeros(len(queries) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
     plan = _rank_order(qcodes, docs, None, blocks, counts, offsets)
     if plan is not None:
         order, runs, patch = plan
