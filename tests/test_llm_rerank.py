@@ -196,3 +196,50 @@ def test_cli_run_with_an_llm_reranker(server, kestrel, tmp_path, monkeypatch):
     assert "20 pairs, 0 calls, 20 from the cache" in again.output
     assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
     assert server.requests == 20
+
+
+def test_sweep_with_an_llm_reranker(server, tmp_path, monkeypatch):
+    """`rankwise sweep --rerank llm:MODEL`: the +rerank cell is what the pipeline gives with the same reranker;
+    a rerun takes every grade from the cache."""
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+    from rankwise.sweep import sweep
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("RANKWISE_CACHE", str(tmp_path / "c.sqlite"))
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    args = ["sweep", "--chunk-size", "600", "--overlap", "0", "--retriever", "bm25,bm25+rerank", "--rerank",
+            "llm:grader", "--rerank-top-n", "5", "--base-url", url, "--permutations", "500", "--no-html", "--quiet"]
+    first = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    pairs = 73 * 5
+    assert f"{pairs} pairs, {pairs} calls, 0 from the cache" in first.output and "0 failed" in first.output
+    assert server.requests == pairs
+    again = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b")])
+    assert again.exit_code == 0, again.output
+    assert f"{pairs} pairs, 0 calls, {pairs} from the cache" in again.output and server.requests == pairs
+    a = json.loads((tmp_path / "a" / "sweep.json").read_text())
+    def numbers(rows):
+        return [{key: v for key, v in row.items() if key != "seconds"} for row in rows]
+
+    assert numbers(a["rows"]) == numbers(json.loads((tmp_path / "b" / "sweep.json").read_text())["rows"])
+    assert a["settings"]["llm_rerank"]["pairs"] == pairs
+
+    # the library, with the reranker object, gives the same cell as the pipeline run by hand
+    files = bundled_files("kestrel")
+    with reranker(server, tmp_path / "c.sqlite") as llm:
+        res = sweep("kestrel", chunk_sizes=[600], overlaps=[0], retrievers=["bm25+rerank"], rerank_model=llm,
+                    rerank_top_n=5, progress=False)
+        with open(files.questions, encoding="utf-8") as fh:
+            questions = [json.loads(line) for line in fh if line.strip()]
+        by_hand = run_retrievers(load_corpus(files.corpus), {q["id"]: q["question"] for q in questions},
+                                 {"r": RetrieverSpec("bm25", rerank=llm, rerank_top_n=5)}, k=10, chunk_size=600,
+                                 chunk_overlap=0, quiet=True)["r"]
+    rows = [{**q, "retrieved_contexts": by_hand.contexts(q["id"])} for q in questions]
+    alone = evaluate_rag(rows, "span", metrics=res.metrics)
+    cell = res.means["bm25+rerank recursive 600/0"]
+    for m in res.metrics:
+        assert cell[m] == pytest.approx(alone.mean[m], abs=1e-12), m
+    assert [r["mrr"] for r in a["rows"]][1] == pytest.approx(cell["mrr"], abs=1e-12)
+    assert server.requests == pairs  # every grade above came from the cache

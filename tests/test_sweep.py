@@ -124,3 +124,106 @@ def test_report_in_chromium(result, tmp_path):
         shown = set(json.loads(page.evaluate(
             "JSON.stringify(Array.from(document.querySelectorAll('details.query .system')).map(e => e.dataset.system))")))
         assert shown == {res.baseline} | {lab for lab, _ in res.best.values()}
+
+
+# --------------------------------------------------------------------------- documents judged by qrels (Cranfield)
+
+DOC_METRICS = {"ndcg@10": "ndcg_cut_10", "map": "map", "mrr": "recip_rank", "precision@10": "P_10",
+               "recall@100": "recall_100"}
+
+
+@pytest.fixture(scope="module")
+def cranfield_sweep(shared_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cranfield")
+    res = sweep(shared_data / "cranfield", chunk_sizes=[0, 400], overlaps=[0, 400], permutations=2000, out=out,
+                html=False, progress=False)
+    return res, out
+
+
+def _trec_eval_lines(text: str) -> dict[str, float]:
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    return {m: float(v) for m, q, v in rows if q == "all"}
+
+
+def test_cranfield_documents_give_what_run_and_eval_print(cranfield_sweep, shared_data, tmp_path):
+    """The same number through two commands: a sweep cell equals `rankwise run --beir` + `rankwise eval`."""
+    res, _ = cranfield_sweep
+    assert [c.label for c in res.configs] == ["bm25 whole documents", "bm25 recursive 400/0"]
+    assert res.skipped == [("bm25 0/400", "whole documents (chunk size 0) take no overlap"),
+                           ("bm25 recursive 400/400", "overlap 400 is not smaller than chunk size 400")]
+    assert res.metrics == list(DOC_METRICS) and res.settings["level"] == "documents"
+    assert res.settings["cases"] == 225 and res.settings["k"] == 100 and res.settings["unjudged"] == 0
+    cran = shared_data / "cranfield"
+    for label, size in (("bm25 whole documents", []), ("bm25 recursive 400/0", ["--chunk-size", "400",
+                                                                                "--chunk-overlap", "0"])):
+        run = tmp_path / f"{len(size)}.trec"
+        made = subprocess.run([sys.executable, "-m", "rankwise.cli", "run", "--beir", str(cran), *size,
+                               "--out", str(run), "--quiet"], capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+        ev = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(cran / "qrels" / "test.tsv"), str(run),
+                             "-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", "-m", "P.10", "-m", "recall.100",
+                             "--format", "trec"], capture_output=True, text=True)
+        assert ev.returncode == 0, ev.stderr
+        printed = _trec_eval_lines(ev.stdout)
+        for ours, theirs in DOC_METRICS.items():
+            assert f"{res.means[label][ours]:.4f}" == f"{printed[theirs]:.4f}", (label, ours)
+    # and to the last bit against the library's evaluate() on the lifted run
+    from rankwise import evaluate
+    from rankwise.retrieval.corpus import load_beir
+    from rankwise.retrieval.pipeline import RetrieverSpec, run_retrieval
+
+    data = load_beir(cran)
+    lifted = run_retrieval(data.corpus, data.queries, RetrieverSpec("bm25"), k=1000, chunk_size=400, chunk_overlap=0,
+                           quiet=True).documents(100)
+    direct = evaluate(data.qrels, lifted, list(DOC_METRICS.values()))
+    for ours in DOC_METRICS:
+        assert res.means["bm25 recursive 400/0"][ours] == direct.mean[ours], ours
+    # the whole-document cell is the README's pinned BM25 figure
+    assert round(res.means["bm25 whole documents"]["ndcg@10"], 3) == 0.373
+
+
+def test_cranfield_records_are_documents_with_their_best_chunk(cranfield_sweep):
+    res, out = cranfield_sweep
+    rec = res.records["bm25 recursive 400/0"][0]
+    assert len(rec.chunks) == 100 and len({c.id for c in rec.chunks}) == 100
+    assert all(c.id == c.doc_id for c in rec.chunks)
+    scores = [c.score for c in rec.chunks]
+    assert scores == sorted(scores, reverse=True)
+    assert all(c.text and c.end - c.start == len(c.text) for c in rec.chunks)
+    verdicts = [c.verdicts["ids"] for c in rec.chunks]
+    assert all(v.verdict == (v.grade >= 1) for v in verdicts) and sum(v.verdict for v in verdicts) >= 1
+    data = json.loads((out / "sweep.json").read_text())
+    assert data["settings"]["level"] == "documents" and data["settings"]["relevance"] == "ids"
+    assert data["rows"][1]["ndcg@10"] == res.means["bm25 recursive 400/0"]["ndcg@10"]
+
+
+def test_qrels_with_a_question_file_and_unjudged_questions(tmp_path):
+    corpus = {"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text.", "d3": "Unrelated words."}
+    questions = tmp_path / "q.tsv"
+    questions.write_text("q1\tterm frequency\nq2\tembed text\nq3\twords nobody judged\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 2\nq2 0 d2 1\nq2 0 d3 0\n")
+    from rankwise.errors import RankwiseWarning
+
+    with pytest.warns(RankwiseWarning, match="K = 2 is larger than every retrieved list"):
+        res = sweep(corpus, questions, qrels=qrels, chunk_sizes=[0], overlaps=[0], k=2, progress=False)
+    assert res.settings["cases"] == 2 and res.settings["unjudged"] == 1
+    assert res.means["bm25 whole documents"] == {"ndcg@2": 1.0, "map": 1.0, "mrr": 1.0, "precision@2": 0.5,
+                                                 "recall@2": 1.0}
+    with pytest.raises(InputError, match="relevance must be 'ids'"):
+        sweep(corpus, questions, qrels=qrels, relevance="span", progress=False)
+    with pytest.raises(InputError, match="judge none of the test set"):
+        sweep(corpus, {"x": "term"}, qrels=qrels, progress=False)
+
+
+def test_cli_beir(shared_data, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--beir", str(shared_data / "cranfield"),
+                          "--chunk-size", "0,400", "--overlap", "0", "--permutations", "500", "--no-html",
+                          "--out", str(tmp_path / "s"), "--quiet"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "2 configurations, 225 questions, 1400 documents" in out.stdout
+    assert "scoring documents (top 100 per question, judged by qrels at grade >= 1)" in out.stdout
+    assert "best ndcg@10: bm25 whole documents = 0.3730" in out.stdout
+    both = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--beir", str(shared_data / "cranfield"),
+                           "--corpus", "x.jsonl", "--testset", "t.jsonl", "--quiet"], capture_output=True, text=True)
+    assert both.returncode == 2 and both.stderr.count("\n") == 1 and "--beir" in both.stderr

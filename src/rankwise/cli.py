@@ -839,16 +839,18 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         corpus, queries = load_corpus(corpus_path), load_queries(queries_path)
     chunk_size, chunk_overlap, doc_level = run_defaults(beir=bool(beir_dir), chunk_size=chunk_size,
                                                         chunk_overlap=chunk_overlap, doc_level=doc_level)
-    llm = None
-    if rerank_model and rerank_model.startswith("llm:"):
-        from rankwise.relevance.llm.rerank import LLMReranker
+    from rankwise.relevance.llm.rerank import LLMReranker, resolve_reranker
 
-        rerank_model = llm = LLMReranker(rerank_model[4:] or None, base_url=llm_base_url)
+    rerank_model = resolve_reranker(rerank_model, base_url=llm_base_url, quiet=quiet)
+    llm = rerank_model if isinstance(rerank_model, LLMReranker) else None
     spec = RetrieverSpec.parse(retriever, model=model, rerank=rerank_model, rerank_top_n=rerank_top_n)
-    result = run_retrieval(corpus, queries, spec, k=chunk_depth(k, doc_level=doc_level, chunk_size=chunk_size),
-                           chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir, quiet=quiet)
+    try:
+        result = run_retrieval(corpus, queries, spec, k=chunk_depth(k, doc_level=doc_level, chunk_size=chunk_size),
+                               chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir, quiet=quiet)
+    finally:
+        if llm is not None:
+            llm.close()  # every grade received is on disk, whatever stopped the run
     if llm is not None:
-        llm.close()
         s = llm.summary()
         click.echo(f"LLM rerank ({s['model']}): {s['pairs']} pairs, {s['calls']} calls, {s['cached']} from the "
                    f"cache {llm.cache_path}, {s['failed']} failed (kept in place)", err=True)
@@ -991,20 +993,39 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Corpus (JSONL or folder). Default: the bundled Kestrel manual, with its test set.")
 @click.option("--testset", type=click.Path(dir_okay=False),
-              help="Test set with span-labelled reference passages (doc_id, start, end).")
-@click.option("--chunk-size", "chunk_sizes", default="500", show_default=True, help="Comma-separated sizes.")
+              help="Test set with span-labelled reference passages (doc_id, start, end); with --qrels, the "
+                   "questions (test set, queries JSONL or TSV).")
+@click.option("--beir", "beir_dir", type=click.Path(file_okay=False),
+              help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): documents judged by its qrels.")
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split: qrels/<split>.tsv.")
+@click.option("--qrels", type=click.Path(dir_okay=False),
+              help="Document-level qrels: each configuration's chunks are lifted to documents and scored by id.")
+@click.option("--chunk-size", "chunk_sizes", default="500", show_default=True,
+              help="Comma-separated sizes; 0 = whole documents.")
 @click.option("--overlap", "overlaps", default="50", show_default=True, help="Comma-separated overlaps.")
 @click.option("--splitter", "splitters", default="recursive", show_default=True,
               help="Comma-separated: recursive, sentence, fixed.")
 @click.option("--retriever", "retrievers", default="bm25", show_default=True,
               help="Comma-separated: bm25, dense, hybrid, bm25+rerank, dense+rerank, hybrid+rerank.")
-@click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks retrieved per question.")
-@click.option("--relevance", "-r", default="span", show_default=True, help="Verdict source (span, containment, fuzzy).")
-@click.option("-m", "--metric", "metrics", multiple=True, help="Metric names (default hit_rate@1, mrr, P@5, ...).")
+@click.option("--depth", "-d", "k", type=int, default=None,
+              help="Chunks retrieved per question (default 10); with qrels, documents (default 100).")
+@click.option("--relevance", "-r", default=None,
+              help="Verdict source: span (default), containment, fuzzy; ids with qrels.")
+@click.option("--relevance-level", "-l", type=int, default=1, show_default=True,
+              help="With qrels: the grade from which a document counts as relevant.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metric names (default hit_rate@1, mrr, P@5, recall, ndcg; with qrels ndcg@10, map, mrr, P@10, "
+                   "recall).")
 @click.option("--baseline", default="0", show_default=True, help="Baseline configuration: label or grid index.")
 @click.option("--model", help="Embedding model for dense/hybrid (folder or cached name).")
-@click.option("--rerank", "rerank_model", help="Cross-encoder for +rerank (folder or cached name).")
+@click.option("--rerank", "rerank_model",
+              help="Reranker of the +rerank cells: a cross-encoder (folder or cached name), or llm:MODEL = an "
+                   "OpenAI-compatible chat model grading each chunk 0-3 (cached).")
 @click.option("--rerank-top-n", type=int, default=20, show_default=True)
+@click.option("--base-url", "llm_base_url", help="Endpoint of --rerank llm:MODEL (default: OPENAI_BASE_URL, the "
+                                                 "[llm] table of --config).")
+@click.option("--config", "llm_config", type=click.Path(dir_okay=False),
+              help="Config file with an [llm] table for --rerank llm:MODEL (calls, cache).")
 @click.option("--permutations", type=int, default=10_000, show_default=True)
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Embedding cache folder.")
@@ -1012,26 +1033,41 @@ def _int_list(value: str, name: str) -> list[int]:
               help="Folder for sweep.json, per-configuration records and report.html.")
 @click.option("--no-html", is_flag=True, help="Skip the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def sweep_command(corpus_path, testset, chunk_sizes, overlaps, splitters, retrievers, k, relevance, metrics,
-                  baseline, model, rerank_model, rerank_top_n, permutations, alpha, cache_dir, out, no_html, quiet):
+def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, overlaps, splitters, retrievers, k,
+                  relevance, relevance_level, metrics, baseline, model, rerank_model, rerank_top_n, llm_base_url,
+                  llm_config, permutations, alpha, cache_dir, out, no_html, quiet):
     """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever over one
-    corpus and test set; print one table (best per metric, paired tests against the baseline) and a report."""
+    corpus and test set; print one table (best per metric, paired tests against the baseline) and a report.
+
+    Span-labelled test sets score chunks; qrels (--qrels, or a --beir folder such as Cranfield) score the
+    documents each configuration ranks, with the numbers `rankwise eval` gives for that run."""
     from rankwise.errors import InputError
     from rankwise.sweep import sweep
 
-    if bool(corpus_path) != bool(testset):
-        raise InputError("--corpus and --testset go together (neither: the bundled Kestrel set)")
-    result = sweep(corpus_path or "kestrel", testset, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
+    if beir_dir:
+        if corpus_path or testset:
+            raise InputError("give either --beir DIR or --corpus and --testset")
+        corpus, testset = beir_dir, None
+    else:
+        if bool(corpus_path) != bool(testset):
+            raise InputError("--corpus and --testset go together (neither: the bundled Kestrel set)")
+        if qrels and not corpus_path:
+            raise InputError("--qrels needs --corpus and --testset (the questions), or use --beir DIR")
+        corpus = corpus_path or "kestrel"
+    result = sweep(corpus, testset, qrels=qrels, split=split, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
                    overlaps=_int_list(overlaps, "overlap"),
                    splitters=[x.strip() for x in splitters.split(",") if x.strip()],
                    retrievers=[x.strip() for x in retrievers.split(",") if x.strip()], k=k, relevance=relevance,
-                   metrics=_split_metrics(metrics) or None,
+                   relevance_level=relevance_level, metrics=_split_metrics(metrics) or None,
                    baseline=int(baseline) if baseline.lstrip("-").isdigit() else baseline, model=model,
-                   rerank_model=rerank_model, rerank_top_n=rerank_top_n, cache_dir=cache_dir,
-                   permutations=permutations, alpha=alpha, out=out, html=not no_html, progress=not quiet)
+                   rerank_model=rerank_model, rerank_top_n=rerank_top_n, llm_base_url=llm_base_url,
+                   llm_config=llm_config, cache_dir=cache_dir, permutations=permutations, alpha=alpha, out=out,
+                   html=not no_html, progress=not quiet)
     s = result.settings
+    level = (f"{s['level']} (top {s['k']} per question, judged by qrels at grade >= {s['relevance_level']})"
+             if s["level"] == "documents" else f"chunks (top {s['k']} per question, relevance {s['relevance']})")
     click.echo(f"{len(result.configs)} configurations, {s['cases']} questions, {s['documents']} documents; "
-               f"{s['index_builds']} index builds for {s['chunkings']} chunkings; relevance {s['relevance']}, k {s['k']}")
+               f"{s['index_builds']} index builds for {s['chunkings']} chunkings; scoring {level}")
     click.echo(result.table_text())
     click.echo(f"* best per metric; +/- significantly better/worse than the baseline ({s['test']} test, "
                f"{s['permutations']:,} permutations, {s['correction']}-corrected, alpha {s['alpha']})")
@@ -1039,6 +1075,13 @@ def sweep_command(corpus_path, testset, chunk_sizes, overlaps, splitters, retrie
         delta, p, sig = result.significance(label, m)
         extra = "" if delta is None else f" (vs baseline {delta:+.4f}, p_adj {p:.4g}{', significant' if sig else ''})"
         click.echo(f"best {m}: {label} = {value:.4f}{extra}")
+    if s["unjudged"]:
+        click.echo(f"{s['unjudged']} questions have no judgements in the qrels and were left out (as trec_eval "
+                   "leaves them out)", err=True)
+    if s["llm_rerank"]:
+        r = s["llm_rerank"]
+        click.echo(f"LLM rerank ({r['model']}): {r['pairs']} pairs, {r['calls']} calls, {r['cached']} from the "
+                   f"cache {r['cache']}, {r['failed']} failed (kept in place)", err=True)
     for label, reason in result.skipped:
         click.echo(f"skipped {label}: {reason}", err=True)
     for role, path in result.files.items():

@@ -1,6 +1,13 @@
 """``rankwise sweep``: which chunking and which retriever? A grid of chunk size x overlap x splitter x retriever
-over one corpus and one span-labelled test set, every configuration scored by the same verdicts, one table
-with the best configuration per metric and paired tests against a baseline configuration.
+over one corpus and one test set, every configuration scored by the same verdicts, one table with the best
+configuration per metric and paired tests against a baseline configuration.
+
+Two levels. With a span-labelled test set (the bundled Kestrel set, or one from ``rankwise synth``) each
+configuration's top ``k`` chunks are judged against the reference passages (``span`` by default). With
+document-level judgements (``qrels``, or a BEIR folder such as Cranfield) each configuration's chunks are lifted
+to documents (a document ranks where its best chunk ranks, as ``rankwise run --doc-level`` writes them), the top
+``k`` documents are judged by id against the graded qrels (``ids``), and the numbers are those ``rankwise eval``
+prints for that run: a chunking is judged by how well it ranks the documents the qrels know.
 
 Each chunking is cut once; its retrievers share their indexes (BM25 and dense are built once and reused by
 the hybrid and the reranked setups); a chunking identical to one already run (same spans, e.g. an overlap
@@ -10,7 +17,8 @@ another chunking is not embedded again; a cross-encoder is loaded once for the w
 Splitters (all give exact offsets, so span labels score them): ``recursive`` (paragraph, line, sentence,
 word), ``sentence`` (sentence, then word), ``fixed`` (hard cuts every ``chunk_size`` characters).
 Retrievers: ``bm25``, ``dense``, ``hybrid`` (reciprocal rank fusion), each optionally ``+rerank``
-(cross-encoder ``rerank_model`` on the top ``rerank_top_n``).
+(``rerank_model`` on the top ``rerank_top_n`` chunks: a cross-encoder folder or cached name, ``llm:MODEL`` for
+an OpenAI-compatible chat model grading each chunk 0-3 with a cache, or any pair scorer).
 
 Example:
     >>> from rankwise.sweep import sweep
@@ -18,6 +26,9 @@ Example:
     ...             permutations=1000)  # doctest: +SKIP
     >>> res.best["mrr"]  # doctest: +SKIP
     ('bm25 recursive 400/50', 0.61)
+    >>> cran = sweep("../shared/data/cranfield", chunk_sizes=[0, 300], overlaps=[0], progress=False)  # doctest: +SKIP
+    >>> cran.means["bm25 whole documents"]["ndcg@10"]  # doctest: +SKIP
+    0.3729788661496664
 """
 
 from __future__ import annotations
@@ -61,6 +72,9 @@ class SweepConfig:
 
     @property
     def label(self) -> str:
+        """``retriever splitter size/overlap``, or ``retriever whole documents`` for chunk size 0."""
+        if self.chunk_size == 0:
+            return f"{self.retriever} whole documents"
         return f"{self.retriever} {self.splitter} {self.chunk_size}/{self.chunk_overlap}"
 
     @property
@@ -72,13 +86,18 @@ class SweepConfig:
                 "splitter": self.splitter, "retriever": self.retriever}
 
 
-def sweep_metrics(k: int = 10, relevance: str = "span") -> list[str]:
-    """The default metrics of a sweep: hit_rate@1, mrr, precision@5, recall@k, ndcg@k (+ char_recall@k in span).
+def sweep_metrics(k: int = 10, relevance: str = "span", *, documents: bool = False) -> list[str]:
+    """The default metrics of a sweep: hit_rate@1, mrr, precision@5, recall@k, ndcg@k (+ char_recall@k in span);
+    for documents judged by qrels, trec_eval's usual ndcg@10, map, mrr, precision@10 and recall@k.
 
     Example:
         >>> sweep_metrics(10)
         ['hit_rate@1', 'mrr', 'precision@5', 'recall@10', 'ndcg@10', 'char_recall@10']
+        >>> sweep_metrics(100, "ids", documents=True)
+        ['ndcg@10', 'map', 'mrr', 'precision@10', 'recall@100']
     """
+    if documents:
+        return [f"ndcg@{min(10, k)}", "map", "mrr", f"precision@{min(10, k)}", f"recall@{k}"]
     names = ["hit_rate@1", "mrr", f"precision@{min(5, k)}", f"recall@{k}", f"ndcg@{k}"]
     return names + ([f"char_recall@{k}"] if relevance == "span" else [])
 
@@ -163,28 +182,59 @@ class SweepResult:
         return "\n".join(lines)
 
 
-def _load_inputs(corpus: Any, testset: Any):
+def _beir_folder(path: Any) -> bool:
+    if not isinstance(path, (str, PathLike)):
+        return False
+    p = Path(path)
+    return p.is_dir() and (p / "corpus.jsonl").is_file() and (p / "queries.jsonl").is_file()
+
+
+def _load_inputs(corpus: Any, testset: Any, qrels: Any, split: str):
+    """(corpus, empty case records, qrels or None, questions left out for want of judgements)."""
     from rankwise.adapters.run import records_queries
     from rankwise.retrieval.pipeline import as_corpus
 
-    if testset is None and isinstance(corpus, str) and not Path(corpus).exists():
+    if testset is None and _beir_folder(corpus):
+        from rankwise.retrieval.corpus import load_beir
+
+        data = load_beir(corpus, split=split)
+        if data.qrels is None and qrels is None:
+            raise InputError(f"the BEIR folder has no qrels/{split}.tsv; give qrels", source=corpus, field="qrels")
+        corpus, testset, qrels = data.corpus, data.queries, data.qrels if qrels is None else qrels
+    elif testset is None and isinstance(corpus, str) and not Path(corpus).exists():
         from rankwise.datasets import bundled_files
 
         files = bundled_files(corpus)
         corpus, testset = files.corpus, files.questions
     if testset is None:
-        raise InputError("give a test set with span-labelled reference passages (or a bundled name as corpus)",
-                         field="testset")
+        raise InputError("give a test set with span-labelled reference passages, a BEIR folder as corpus, or a "
+                         "bundled name as corpus", field="testset")
     if isinstance(corpus, (str, PathLike)):
         from rankwise.retrieval.corpus import load_corpus
 
         corpus = load_corpus(corpus)
     else:
         corpus = as_corpus(corpus)
+    if qrels is not None and isinstance(testset, (str, PathLike)) and Path(testset).suffix.lower() not in (
+            ".jsonl", ".ndjson"):
+        from rankwise.retrieval.corpus import load_queries
+
+        testset = load_queries(testset)  # a TSV of query ids and texts
     records = records_queries(testset)
     if not records:
         raise InputError("the test set holds no case", field="testset")
-    return corpus, records
+    unjudged: list[str] = []
+    if qrels is not None:
+        from rankwise.data.load import load_qrels
+
+        qrels = load_qrels(qrels)
+        judged = set(qrels.queries)
+        unjudged = [r.id for r in records if r.id not in judged]
+        records = [r for r in records if r.id in judged]
+        if not records:
+            raise InputError(f"the qrels judge none of the test set's questions (e.g. {unjudged[0]!r})",
+                             field="query_id")
+    return corpus, records, qrels, unjudged
 
 
 def _grid(chunk_sizes, overlaps, splitters, retrievers) -> tuple[list[SweepConfig], list[tuple[str, str]]]:
@@ -202,7 +252,9 @@ def _grid(chunk_sizes, overlaps, splitters, retrievers) -> tuple[list[SweepConfi
     for size, overlap, splitter, retriever in itertools.product(chunk_sizes, overlaps, splitters, retrievers):
         cfg = SweepConfig(size, overlap, splitter, retriever)
         if size == 0 and overlap:
-            skipped.append((cfg.label, "whole documents (chunk size 0) take no overlap"))
+            skipped.append((f"{retriever} 0/{overlap}", "whole documents (chunk size 0) take no overlap"))
+        elif size == 0 and splitter != splitters[0]:
+            skipped.append((f"{retriever} {splitter} 0/0", "whole documents (chunk size 0) take no splitter"))
         elif size and overlap >= size:
             skipped.append((cfg.label, f"overlap {overlap} is not smaller than chunk size {size}"))
         else:
@@ -221,7 +273,7 @@ def _spec(retriever: str, *, model, scorer, rerank_top_n):
     base, _, rr = retriever.partition("+")
     if rr and scorer is None:
         raise InputError(f"{retriever!r} needs a reranker: give rerank_model (a cross-encoder folder or cached "
-                         "name, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2)", field="rerank_model")
+                         "name, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2, or llm:MODEL)", field="rerank_model")
     return RetrieverSpec(base, model=model, rerank=scorer if rr else None, rerank_top_n=rerank_top_n,
                          name=retriever)
 
@@ -238,51 +290,104 @@ def _records(base: list[CaseRecord], result) -> list[CaseRecord]:
     return out
 
 
-def sweep(corpus: Any, testset: Any = None, *, chunk_sizes: Sequence[int] = (500,), overlaps: Sequence[int] = (50,),
-          splitters: Sequence[str] = ("recursive",), retrievers: Sequence[str] = ("bm25",), k: int = 10,
-          relevance: str = "span", metrics: Sequence[str] | None = None, baseline: str | int = 0,
+def _document_records(base: list[CaseRecord], result, k: int) -> list[CaseRecord]:
+    """Per case the top ``k`` documents (each at its best chunk's rank and score, in the order ``rankwise eval``
+    ranks that run: score descending, ties by document id descending); a document's text and span are its
+    best chunk's."""
+    run = result.documents(k)
+    scores = run.to_dict()
+    out = []
+    for r in base:
+        best: dict[str, Any] = {}
+        for c, _ in result.ranked_chunks(r.id):
+            best.setdefault(c.doc_id, c)
+        doc_scores = scores.get(r.id, {})
+        chunks = []
+        for i, doc in enumerate(run.ranking(r.id)):
+            c = best[doc]
+            chunks.append(ChunkRecord(rank=i + 1, id=doc, text=c.text, doc_id=doc, start=c.start, end=c.end,
+                                      score=doc_scores.get(doc) if isinstance(doc_scores, Mapping) else None))
+        out.append(CaseRecord(id=r.id, question=r.question, reference=r.reference, response=r.response,
+                              chunks=chunks))
+    return out
+
+
+def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "test",
+          chunk_sizes: Sequence[int] = (500,), overlaps: Sequence[int] = (50,), splitters: Sequence[str] = ("recursive",),
+          retrievers: Sequence[str] = ("bm25",), k: int | None = None, relevance: str | None = None,
+          metrics: Sequence[str] | None = None, baseline: str | int = 0, relevance_level: int = 1,
           model: str | None = None, rerank_model: Any = None, rerank_top_n: int = 20,
+          llm_base_url: str | None = None, llm_config: str | PathLike | None = None,
           cache_dir: str | PathLike | bool | None = None, titles: bool = True, permutations: int = 10_000,
           seed: int | None = 42, correction: str = "holm", alpha: float = 0.05, out: str | PathLike | None = None,
           html: bool = True, progress: bool = True) -> SweepResult:
     """Run every configuration of the grid and compare them on the same test set.
 
     Args:
-        corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``) or a bundled benchmark
-            name (``"kestrel"``: corpus and test set).
-        testset: the test set with reference passages (``doc_id``, ``start``, ``end`` for ``span``).
+        corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``), a BEIR folder
+            (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``: corpus, questions and qrels), or a
+            bundled benchmark name (``"kestrel"``: corpus and test set).
+        testset: the test set with reference passages (``doc_id``, ``start``, ``end`` for ``span``), or, with
+            ``qrels``, the questions (a test set, a queries JSONL/TSV, ``{query_id: text}``).
+        qrels: graded document-level judgements (path, :class:`~rankwise.data.Qrels`, dict): the sweep then
+            scores documents (module docstring); questions the qrels do not judge are left out, as trec_eval
+            leaves them out, and counted in ``settings["unjudged"]``.
+        split: the BEIR qrels split.
         chunk_sizes, overlaps, splitters, retrievers: the grid (see the module docstring); invalid cells
-            (overlap >= size) are skipped and listed.
-        k: chunks retrieved per question.
-        relevance: verdict source (``span`` by default; ``containment``/``fuzzy`` work without offsets).
+            (overlap >= size) are skipped and listed. Chunk size 0 keeps whole documents.
+        k: chunks (or, with qrels, documents) kept per question; default 10 (100 for documents).
+        relevance: verdict source: ``span`` by default (``containment``/``fuzzy`` work without offsets);
+            ``ids`` with qrels (the only source there).
         metrics: metric names (default :func:`sweep_metrics`).
         baseline: the configuration the others are tested against: a label or a grid index (default the first).
-        model: embedding model for dense/hybrid; rerank_model: cross-encoder (folder or cached name, or a
-            callable ``(query, text) -> float``) for ``+rerank``, applied to the top ``rerank_top_n``.
+        relevance_level: with qrels, the grade from which a document counts as relevant.
+        model: embedding model for dense/hybrid.
+        rerank_model: the reranker of ``+rerank`` cells, applied to the top ``rerank_top_n`` chunks: a cross-encoder
+            (folder or cached name), ``"llm:MODEL"`` (an OpenAI-compatible chat model at ``llm_base_url``, settings
+            from ``llm_config``'s ``[llm]`` table; graded 0-3 per chunk, cached, failures counted and kept in
+            place; :class:`~rankwise.relevance.llm.rerank.LLMReranker`), or any pair scorer / ``(query, text) ->
+            float`` callable.
         permutations, seed, correction, alpha: the paired randomization test (Holm-corrected over all cells).
         out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
         progress: a progress bar with ETA on stderr.
+
+    Example:
+        >>> res = sweep({"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text."},
+        ...             {"q1": "term frequency", "q2": "embed"}, qrels={"q1": {"d1": 1}, "q2": {"d2": 2}},
+        ...             chunk_sizes=[0, 12], overlaps=[0], progress=False)
+        >>> [(c.label, res.means[c.label]["ndcg@10"]) for c in res.configs]
+        [('bm25 whole documents', 1.0), ('bm25 recursive 12/0', 1.0)]
     """
     from rankwise.analysis.compare import compare_records
     from rankwise.metrics.rag import evaluate_rag
     from rankwise.retrieval.chunking import chunk_corpus
-    from rankwise.retrieval.pipeline import run_retrievers
+    from rankwise.retrieval.pipeline import chunk_depth, run_retrievers
 
     t_start = time.perf_counter()
+    corpus, base_records, qrels, unjudged = _load_inputs(corpus, testset, qrels, split)
+    documents = qrels is not None
+    k = (100 if documents else 10) if k is None else k
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
-    corpus, base_records = _load_inputs(corpus, testset)
+    relevance = ("ids" if documents else "span") if relevance is None else relevance
+    if documents and relevance != "ids":
+        raise InputError(f"documents judged by qrels are scored by id: relevance must be 'ids', not {relevance!r}",
+                         field="relevance")
     configs, skipped = _grid(list(chunk_sizes), list(overlaps), list(splitters), list(retrievers))
-    names = list(metrics) if metrics else sweep_metrics(k, relevance)
+    names = list(metrics) if metrics else sweep_metrics(k, relevance, documents=documents)
     queries = {r.id: r.question for r in base_records}
-    scorer = None
+    scorer = llm_reranker = None
     if any("+rerank" in c.retriever for c in configs) and rerank_model is not None:
-        if isinstance(rerank_model, (str, PathLike)):
+        from rankwise.relevance.llm.rerank import LLMReranker, resolve_reranker
+
+        # loaded once, before any indexing: a model that cannot load fails fast
+        scorer = resolve_reranker(rerank_model, base_url=llm_base_url, config=llm_config, quiet=not progress)
+        if isinstance(scorer, (str, PathLike)):
             from rankwise.retrieval.rerank import CrossEncoderScorer
 
-            scorer = CrossEncoderScorer(rerank_model)  # loaded once, before any indexing: fails fast
-        else:
-            scorer = rerank_model
+            scorer = CrossEncoderScorer(scorer)
+        llm_reranker = scorer if isinstance(scorer, LLMReranker) else None
+    owned = llm_reranker is not None and llm_reranker is not rerank_model  # made here from "llm:MODEL": closed here
     specs = {c.retriever: _spec(c.retriever, model=model, scorer=scorer, rerank_top_n=rerank_top_n)
              for c in configs}
 
@@ -295,35 +400,44 @@ def sweep(corpus: Any, testset: Any = None, *, chunk_sizes: Sequence[int] = (500
     info: dict[str, dict[str, Any]] = {}
     means: dict[str, dict[str, float]] = {}
     by_spans: dict[tuple, tuple[tuple, dict]] = {}
-    with progress_bar(f"sweep: {len(configs)} configurations, {len(chunkings)} chunkings", len(configs),
-                      quiet=not progress, eta=True) as advance:
-        for chunking, cells in chunkings.items():
-            size, overlap, splitter = chunking
-            t0 = time.perf_counter()
-            chunks = chunk_corpus(corpus, size, overlap, separators=SPLITTERS[splitter], titles=titles)
-            t_chunk = time.perf_counter() - t0
-            key = tuple(c.id for c in chunks)
-            wanted = [c.retriever for c in cells]
-            reused_from = None
-            if key in by_spans and all(r in by_spans[key][1] for r in wanted):
-                reused_from, results = by_spans[key]
-                reused_from = f"{reused_from[2]} {reused_from[0]}/{reused_from[1]}"
-            else:
-                results = run_retrievers(None, queries, {r: specs[r] for r in wanted}, k=k, chunks=chunks,
-                                         cache_dir=cache_dir, quiet=True)
-                by_spans.setdefault(key, (chunking, {}))[1].update(results)
-            for cell in cells:
-                res = results[cell.retriever]
-                recs = _records(base_records, res)
-                scored = evaluate_rag(recs, relevance, metrics=names)
-                records[cell.label] = scored.records
-                means[cell.label] = {m: float(scored.mean[m]) for m in names}
-                timings = dict(res.timings)
-                timings["chunking"] = t_chunk
-                info[cell.label] = {"chunks": len(chunks), "reused_from": reused_from, "timings": timings,
-                                    "summary": {k_: v for k_, v in scored.summary.items()
-                                                if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
-                advance(1)
+    try:
+        with progress_bar(f"sweep: {len(configs)} configurations, {len(chunkings)} chunkings", len(configs),
+                          quiet=not progress, eta=True) as advance:
+            for chunking, cells in chunkings.items():
+                size, overlap, splitter = chunking
+                t0 = time.perf_counter()
+                chunks = chunk_corpus(corpus, size, overlap, separators=SPLITTERS[splitter], titles=titles)
+                t_chunk = time.perf_counter() - t0
+                key = tuple(c.id for c in chunks)
+                wanted = [c.retriever for c in cells]
+                reused_from = None
+                if key in by_spans and all(r in by_spans[key][1] for r in wanted):
+                    reused_from, results = by_spans[key]
+                    reused_from = f"{reused_from[2]} {reused_from[0]}/{reused_from[1]}"
+                else:
+                    depth = chunk_depth(k, doc_level=documents, chunk_size=size)
+                    results = run_retrievers(None, queries, {r: specs[r] for r in wanted}, k=depth, chunks=chunks,
+                                             cache_dir=cache_dir, quiet=True)
+                    by_spans.setdefault(key, (chunking, {}))[1].update(results)
+                for cell in cells:
+                    res = results[cell.retriever]
+                    if documents:
+                        recs = _document_records(base_records, res, k)
+                        scored = evaluate_rag(recs, "ids", labels=qrels, metrics=names, relevance_level=relevance_level)
+                    else:
+                        recs = _records(base_records, res)
+                        scored = evaluate_rag(recs, relevance, metrics=names)
+                    records[cell.label] = scored.records
+                    means[cell.label] = {m: float(scored.mean[m]) for m in names}
+                    timings = dict(res.timings)
+                    timings["chunking"] = t_chunk
+                    info[cell.label] = {"chunks": len(chunks), "reused_from": reused_from, "timings": timings,
+                                        "summary": {k_: v for k_, v in scored.summary.items()
+                                                    if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
+                    advance(1)
+    finally:
+        if owned:
+            llm_reranker.close()  # every grade received is on disk, whatever stopped the grid
 
     labels = [c.label for c in configs]
     if isinstance(baseline, int) and not isinstance(baseline, bool):
@@ -340,17 +454,24 @@ def sweep(corpus: Any, testset: Any = None, *, chunk_sizes: Sequence[int] = (500
     comparison = None
     if len(labels) > 1:
         comparison = compare_records({lab: records[lab] for lab in labels}, relevance, names, baseline=base_label,
-                                     permutations=permutations, seed=seed, correction=correction, alpha=alpha)
+                                     permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                                     labels=qrels, relevance_level=relevance_level)
     t_compare = time.perf_counter() - t0
     best = {}
     for m in names:
         lab = max(labels, key=lambda x, m=m: (means[x][m], -labels.index(x)))
         best[m] = (lab, means[lab][m])
+    rerank_info = None
+    if llm_reranker is not None:
+        rerank_info = {**llm_reranker.summary(), "cache": str(llm_reranker.cache_path)}
     settings = {"documents": len(corpus), "cases": len(base_records), "k": k, "relevance": relevance,
+                "level": "documents" if documents else "chunks", "unjudged": len(unjudged),
+                "relevance_level": relevance_level if documents else None,
                 "chunk_sizes": list(chunk_sizes), "overlaps": list(overlaps), "splitters": list(splitters),
                 "retrievers": list(retrievers), "model": model,
                 "rerank_model": str(rerank_model) if isinstance(rerank_model, (str, PathLike)) else
-                (None if rerank_model is None else "callable"), "rerank_top_n": rerank_top_n,
+                (None if rerank_model is None else getattr(rerank_model, "name", "callable")),
+                "rerank_top_n": rerank_top_n, "llm_rerank": rerank_info,
                 "test": "paired randomization", "permutations": permutations, "seed": seed,
                 "correction": correction, "alpha": alpha,
                 "index_builds": len(by_spans), "chunkings": len(chunkings)}

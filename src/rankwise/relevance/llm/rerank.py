@@ -41,7 +41,7 @@ from rankwise.relevance.llm.generate import (
 )
 from rankwise.relevance.llm.prompts import _load_toml, escape_data
 
-__all__ = ["LLMReranker", "load_rerank_prompt", "order_with_failures", "MAX_GRADE"]
+__all__ = ["LLMReranker", "load_rerank_prompt", "order_with_failures", "resolve_reranker", "MAX_GRADE"]
 
 MAX_GRADE = 3
 
@@ -191,3 +191,21 @@ class LLMReranker:
         return {"model": self.endpoint.model, "prompt_version": self.prompt.prompt_version, "pairs": self.pairs,
                 "calls": self.calls, "cached": self.cached, "failed": self.failed,
                 "failures": dict(self.failures), "stopped": self.stopped}
+
+
+def resolve_reranker(rerank: Any, *, base_url: str | None = None, config: str | PathLike | None = None,
+                     cache: str | PathLike | None = None, quiet: bool = False) -> Any:
+    """A reranker from its name: ``"llm:MODEL"`` gives an :class:`LLMReranker` (``"llm:"`` alone takes the model
+    of ``config``'s ``[llm]`` table or the environment); anything else (a cross-encoder folder or cached name,
+    a pair scorer, a callable) is returned as given, for the retrieval pipeline to load.
+
+    Example:
+        >>> resolve_reranker("cross-encoder/ms-marco-MiniLM-L-6-v2")
+        'cross-encoder/ms-marco-MiniLM-L-6-v2'
+        >>> r = resolve_reranker("llm:qwen2.5:7b", base_url="http://localhost:11434/v1")  # doctest: +SKIP
+        >>> r.name  # doctest: +SKIP
+        'llm:qwen2.5:7b'
+    """
+    if isinstance(rerank, str) and rerank.startswith("llm:"):
+        return LLMReranker(rerank[4:] or None, base_url=base_url, config=config, cache=cache, quiet=quiet)
+    return rerank
