@@ -490,7 +490,8 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
     parameter name) the command's library function does not take.
     """
     unknown = set(omit) - set(_LLM_OPTION_NAMES)
-    assert not unknown, f"unknown LLM options {sorted(unknown)}"
+    if unknown:  # a typo in a command's declaration, found at import
+        raise ValueError(f"unknown LLM options {sorted(unknown)}")
     fallback = "" if model_required else " (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm])"
     options = {
         "model": click.option("--model", required=model_required, help=f"{model} model name{fallback}."),
