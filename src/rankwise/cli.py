@@ -473,44 +473,91 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     sys.exit(result.exit_code)
 
 
+# ------------------------------------------------------------------------------ LLM endpoint / call / cost options
+_LLM_OPTION_NAMES = ("model", "base_url", "api_key", "config_path", "prompt_file", "concurrency", "rpm", "timeout",
+                     "max_retries", "max_calls", "max_cost", "cache_path", "price_in", "price_out", "dry_run", "quiet")
+
+
+def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_required: bool = False,
+                 omit: tuple[str, ...] = ()):
+    """Decorator: the endpoint, call and cost options of every command that calls an LLM, each declared
+    here once (one flag, one default, one help); the command resolves them with ``resolve_llm_config``
+    (itself, or through the library function it calls).
+
+    ``model``: whose model it is ("Judge", "Generator"); ``model_required``: --model must be given (no
+    RANKWISE_JUDGE_MODEL / config fallback: a generator is not the judge); ``prompt``: the shipped prompt
+    --prompt overrides (None: no --prompt); ``dry_run``: what --dry-run prints; ``omit``: options (by
+    parameter name) the command's library function does not take.
+    """
+    unknown = set(omit) - set(_LLM_OPTION_NAMES)
+    if unknown:  # a typo in a command's declaration, found at import
+        raise ValueError(f"unknown LLM options {sorted(unknown)}")
+    fallback = "" if model_required else " (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm])"
+    options = {
+        "model": click.option("--model", required=model_required, help=f"{model} model name{fallback}."),
+        "base_url": click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 "
+                                                    "(or OPENAI_BASE_URL)."),
+        "api_key": click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none."),
+        "config_path": click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                                    help="Config file with an [llm] table: endpoint, calls, prices, cache (default: "
+                                         "./rankwise.toml, ~/.config/rankwise/config.toml)."),
+        "prompt_file": None if prompt is None else click.option(
+            "--prompt", "prompt_file", type=click.Path(dir_okay=False), help=f"TOML file overriding the shipped "
+                                                                             f"{prompt}."),
+        "concurrency": click.option("--concurrency", type=int, default=None,
+                                    help="Requests in flight at most (default 128; halved automatically on "
+                                         "429/503/timeouts)."),
+        "rpm": click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no "
+                                                                    "limit)."),
+        "timeout": click.option("--timeout", type=float, default=None, help="Seconds per request (default 60)."),
+        "max_retries": click.option("--max-retries", type=int, default=None,
+                                    help="Retries on 429/5xx/timeouts (default 4)."),
+        "max_calls": click.option("--max-calls", type=int, default=None,
+                                  help="Send at most this many requests; the rest is 'missing'."),
+        "max_cost": click.option("--max-cost", type=float, default=None,
+                                 help="Stop sending calls once this much money is spent (needs "
+                                      "--price-in/--price-out)."),
+        "cache_path": click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+                                   help="LLM cache file (default: $RANKWISE_CACHE or "
+                                        "~/.cache/rankwise/llm-judge.sqlite)."),
+        "price_in": click.option("--price-in", type=float, default=None,
+                                 help="Price per 1M prompt tokens, for the cost."),
+        "price_out": click.option("--price-out", type=float, default=None,
+                                  help="Price per 1M completion tokens, for the cost."),
+        "dry_run": click.option("--dry-run", is_flag=True, help=dry_run),
+        "quiet": click.option("--quiet", is_flag=True, help="No progress bar."),
+    }
+    chosen = [options[name] for name in _LLM_OPTION_NAMES if name not in omit and options[name] is not None]
+
+    def decorate(func):
+        for option in reversed(chosen):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 # ------------------------------------------------------------------------------ judge / cache / agree
 @main.command("judge")
 @click.argument("testset", type=click.Path(dir_okay=False))
-@click.option("--model", help="Judge model name (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
-@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or OPENAI_BASE_URL).")
-@click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="Config file with an [llm] table (default: ./rankwise.toml, ~/.config/rankwise/config.toml).")
 @click.option("--mode", type=click.Choice(["reference", "response", "question"]), default=None,
               help="What the chunk is judged against (default: reference).")
 @click.option("--graded", is_flag=True, default=None, help="Grade 0-3 instead of a binary verdict.")
 @click.option("--relevant-from", type=int, default=None,
               help="With --graded: the grade from which a chunk counts as relevant (default 2).")
-@click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
-              help="TOML file overriding the shipped prompt templates.")
-@click.option("--concurrency", type=int, default=None,
-              help="Requests in flight at most (default 128; halved automatically on 429/503/timeouts).")
-@click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no limit).")
-@click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
-@click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
 @click.option("--batch", is_flag=True, default=None, help="All chunks of a question in one call (fewer calls).")
 @click.option("--batch-size", type=int, default=None, help="With --batch: chunks per call at most (default 20).")
-@click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
-@click.option("--max-calls", type=int, default=None, help="Send at most this many requests; the rest is 'missing'.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Verdict cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
-@click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens, for the cost.")
-@click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens, for the cost.")
 @click.option("--source", default="llm", show_default=True, help="Verdict source name written in the records.")
 @click.option("--records", "records_out", type=click.Path(),
               help="Write per-case records (JSONL) with the verdicts and reasons here.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 @click.option("--batch-api", is_flag=True, help="Send the calls through the provider's Batch API (/v1/batches, "
               "half price, resumable: a rerun polls the same batch); what fails there is retried online.")
 @click.option("--shard", default=None, metavar="I/N", help="Judge only shard I of N (by case id): one worker "
               "of N, each with its own --cache; merge with `rankwise cache merge`.")
+@_llm_options(model="Judge", prompt="prompt templates", omit=("max_cost",),
+              dry_run="Print the calls and estimated tokens/cost, call nothing.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
                   price_in, price_out, source, records_out, strict, quiet, force, batch_api, shard):
@@ -1092,39 +1139,26 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
 # ------------------------------------------------------------------------------ asking a generator (issue 14)
 
 
-def _generator_options(func):
-    """Endpoint, call and cost options shared by `answer`, `position-curve` and `utility`."""
-    options = [
-        click.option("--model", required=True, help="Generator model name."),
-        click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or "
-                                        "OPENAI_BASE_URL)."),
-        click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none."),
-        click.option("--config", "config_path", type=click.Path(dir_okay=False),
-                     help="Config file with an [llm] table (calls, prices, cache)."),
-        click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False),
-                     help="TOML file overriding the shipped answer prompt (prompts/answer.toml)."),
-        click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128)."),
-        click.option("--rpm", type=float, default=None, help="Requests per minute at most."),
-        click.option("--timeout", type=float, default=None, help="Seconds per request (default 60)."),
-        click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4)."),
-        click.option("--max-calls", type=int, default=None, help="Send at most this many requests."),
-        click.option("--max-cost", type=float, default=None,
-                     help="Stop sending once this much was spent (needs --price-in/--price-out)."),
-        click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-                     help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite)."),
-        click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens."),
-        click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens."),
+def _generator_options(dry_run: str):
+    """`answer`, `position-curve` and `utility`: the shared LLM options (the generator's model, given
+    explicitly) and how the answers are scored."""
+    llm = _llm_options(model="Generator", model_required=True, prompt="answer prompt (prompts/answer.toml)",
+                       dry_run=dry_run)
+    scoring = [
         click.option("--score", "score", type=click.Choice(["f1", "em", "llm"]), default=None,
                      help="Score answers against the reference: token F1, exact match, or an LLM "
                           "correctness verdict."),
         click.option("--judge-model", default=None, help="With --score llm: the model that checks answers "
                                                          "(default: --model)."),
         click.option("--graded-score", is_flag=True, help="With --score llm: grade 0-3 (score = grade/3)."),
-        click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+
+    def decorate(func):
+        for option in reversed(scoring):
+            func = option(func)
+        return llm(func)
+
+    return decorate
 
 
 def _make_generators(opts: dict, *, need_checker: bool):
@@ -1211,8 +1245,7 @@ def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
               help="Token budget of the fed chunks (4 characters a token); the chunk crossing it is cut.")
 @click.option("--records", "records_out", type=click.Path(dir_okay=False),
               help="Write per-case records with the answers (and scores) here.")
-@click.option("--dry-run", is_flag=True, help="Print the calls and estimated tokens/cost, call nothing.")
-@_generator_options
+@_generator_options(dry_run="Print the calls and estimated tokens/cost, call nothing.")
 def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts):
     """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order, with
     any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
@@ -1272,9 +1305,8 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False),
               help="Write the curve JSON here (for wcp(decay=curve,curve=FILE)).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the curve here.")
-@click.option("--dry-run", is_flag=True, help="Print the number of calls (cases x K x repeats) and the cost.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@_generator_options
+@_generator_options(dry_run="Print the number of calls (cases x K x repeats) and the cost.")
 def position_curve_command(testset, k, source, repeats, seed, out_path, plot_path, dry_run, fmt, **opts):
     """How the generator uses position: plant each case's supporting chunk at every position 1..K among
     non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
@@ -1352,8 +1384,7 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
 @click.option("--relevant-from", type=int, default=2, show_default=True,
               help="With --graded: the grade from which a chunk counts as relevant.")
 @click.option("--source", "source_name", default="utility", show_default=True, help="Verdict source name.")
-@click.option("--dry-run", is_flag=True, help="Print the calls (one per chunk) and the cost, call nothing.")
-@_generator_options
+@_generator_options(dry_run="Print the calls (one per chunk) and the cost, call nothing.")
 def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, **opts):
     """Utility verdicts (eRAG): the generator answers each case from each retrieved chunk alone; the
     answer's score against the reference (--score, default f1) is that chunk's verdict."""
@@ -1414,22 +1445,9 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the passage and style plan.")
 @click.option("--passage-chars", type=int, default=1000, show_default=True, help="Characters per passage.")
 @click.option("--critic", is_flag=True, help="A second call per sample rating answerability from the quotes.")
-@click.option("--model", help="Generator model (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
-@click.option("--base-url", help="OpenAI-compatible endpoint (or OPENAI_BASE_URL).")
-@click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file with an [llm] table.")
-@click.option("--prompt", "prompt_file", type=click.Path(dir_okay=False), help="TOML overriding the prompts.")
-@click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128).")
-@click.option("--timeout", type=float, default=None, help="Seconds per request (default 60).")
-@click.option("--max-retries", type=int, default=None, help="Retries on 429/5xx/timeouts (default 4).")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="LLM cache file (default: the judge's, $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
-@click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens.")
-@click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens.")
-@click.option("--max-cost", type=float, default=None, help="Stop launching calls once this much money is spent.")
-@click.option("--dry-run", is_flag=True, help="Print calls, tokens and money per phase; call nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@_llm_options(model="Generator", prompt="synth prompts (testsets/prompts/synth.toml)", omit=("rpm", "max_calls"),
+              dry_run="Print calls, tokens and money per phase; call nothing.")
 def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, base_url, api_key, config_path,
                   prompt_file, concurrency, timeout, max_retries, cache_path, price_in, price_out, max_cost,
                   dry_run, as_json, quiet):
@@ -1484,17 +1502,9 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
               help="The test set with the pooled labels added.")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Top k of each system pooled.")
 @click.option("--names", default=None, help="System names, comma-separated (default: the file names).")
-@click.option("--model", help="Judge model (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm]).")
-@click.option("--base-url", help="OpenAI-compatible endpoint (or OPENAI_BASE_URL).")
-@click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file with an [llm] table.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), help="Verdict cache file.")
-@click.option("--price-in", type=float, default=None, help="Price per 1M prompt tokens.")
-@click.option("--price-out", type=float, default=None, help="Price per 1M completion tokens.")
-@click.option("--concurrency", type=int, default=None, help="Requests in flight at most (default 128).")
-@click.option("--dry-run", is_flag=True, help="Count the pool and estimate the judge's calls and cost; call nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@_llm_options(model="Judge", omit=("prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"),
+              dry_run="Count the pool and estimate the judge's calls and cost; call nothing.")
 def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, cache_path, price_in, price_out,
                  concurrency, dry_run, as_json, quiet):
     """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
