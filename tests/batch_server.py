@@ -11,19 +11,14 @@ Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-import subprocess
-import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llm_server import _answer, _completion, _render, _text_of  # noqa: E402
+from _loopback import JSONHandler, LoopbackHTTPServer, ServerProcess, start_process
+from llm_server import _answer, _completion, _render, _text_of
 
-LOCK = threading.Lock()
 STATE: dict[str, Any] = {}
 
 
@@ -69,25 +64,11 @@ def _finish(batch: dict[str, Any]) -> None:
     batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, obj: Any, raw: bytes | None = None) -> None:
-        data = raw if raw is not None else json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _body(self) -> bytes:
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
+class Handler(JSONHandler):
     def do_GET(self) -> None:  # noqa: N802
-        with LOCK:
+        with self.server.lock:
             if self.path == "/stats":
-                return self._send(200, STATE["stats"])
+                return self.send_json(200, STATE["stats"])
             m = re.fullmatch(r"/v1/batches/([\w-]+)", self.path)
             if m and m.group(1) in STATE["batches"]:
                 batch = STATE["batches"][m.group(1)]
@@ -95,22 +76,22 @@ class Handler(BaseHTTPRequestHandler):
                 batch["polls"] += 1
                 if batch["status"] == "in_progress" and batch["polls"] > STATE["config"]["polls"]:
                     _finish(batch)
-                return self._send(200, {k: v for k, v in batch.items() if k != "polls"})
+                return self.send_json(200, {k: v for k, v in batch.items() if k != "polls"})
             m = re.fullmatch(r"/v1/files/([\w-]+)/content", self.path)
             if m and m.group(1) in STATE["files"]:
                 STATE["stats"]["downloads"] += 1
-                return self._send(200, None, STATE["files"][m.group(1)])
-            return self._send(404, {"error": {"message": f"no {self.path}"}})
+                return self.send_bytes(200, STATE["files"][m.group(1)])
+            return self.send_json(404, {"error": {"message": f"no {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802
-        body = self._body()
-        with LOCK:
+        body = self.read_body()
+        with self.server.lock:
             if self.path == "/config":
                 STATE["config"].update(json.loads(body))
-                return self._send(200, STATE["config"])
+                return self.send_json(200, STATE["config"])
             if self.path == "/reset":
                 _reset()
-                return self._send(200, {})
+                return self.send_json(200, {})
             if self.path == "/v1/files":
                 ctype = self.headers.get("Content-Type", "")
                 boundary = ctype.split("boundary=")[-1].encode()
@@ -124,52 +105,36 @@ class Handler(BaseHTTPRequestHandler):
                     elif b'name="purpose"' in head:
                         purpose = data.decode()
                 if content is None or purpose != "batch":
-                    return self._send(400, {"error": {"message": "file and purpose=batch required"}})
+                    return self.send_json(400, {"error": {"message": "file and purpose=batch required"}})
                 fid = f"file-in{len(STATE['files'])}"
                 STATE["files"][fid] = content
                 STATE["stats"]["uploads"] += 1
-                return self._send(200, {"id": fid, "object": "file", "purpose": "batch", "bytes": len(content)})
+                return self.send_json(200, {"id": fid, "object": "file", "purpose": "batch", "bytes": len(content)})
             if self.path == "/v1/batches":
                 req = json.loads(body)
                 if req.get("input_file_id") not in STATE["files"] or req.get("endpoint") != "/v1/chat/completions":
-                    return self._send(400, {"error": {"message": "bad batch request"}})
+                    return self.send_json(400, {"error": {"message": "bad batch request"}})
                 bid = f"batch_{len(STATE['batches']) + 1}"
                 STATE["batches"][bid] = {"id": bid, "object": "batch", "status": "in_progress", "polls": 0,
                                          "input_file_id": req["input_file_id"], "endpoint": req["endpoint"],
                                          "completion_window": req.get("completion_window")}
                 STATE["stats"]["creates"] += 1
-                return self._send(200, {k: v for k, v in STATE["batches"][bid].items() if k != "polls"})
+                return self.send_json(200, {k: v for k, v in STATE["batches"][bid].items() if k != "polls"})
             if self.path == "/v1/chat/completions":
                 STATE["stats"]["chat"] += 1
-                return self._send(200, _chat_reply(json.loads(body)))
-            return self._send(404, {"error": {"message": f"no {self.path}"}})
+                return self.send_json(200, _chat_reply(json.loads(body)))
+            return self.send_json(404, {"error": {"message": f"no {self.path}"}})
 
 
-class BatchServer:
+def start_server() -> ServerProcess:
     """The server as a subprocess: ``base_url``, ``call(path, payload)``, ``stop()``."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve())], stdout=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("LISTENING "), line
-        self.base_url = line.split()[1]
-        self.root = self.base_url.rsplit("/v1", 1)[0]
-
-    def call(self, path: str, payload: dict | None = None) -> dict[str, Any]:
-        import urllib.request
-
-        data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(self.root + path, data=data, method="GET" if data is None else "POST")
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read())
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=5)
+    return start_process(__file__)
 
 
 if __name__ == "__main__":
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(f"LISTENING http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = LoopbackHTTPServer(Handler, args.port)
+    print(f"LISTENING {server.base_url}", flush=True)
     server.serve_forever()

@@ -40,14 +40,12 @@ import hashlib
 import json
 import re
 import string
-import subprocess
-import sys
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from _loopback import ServerProcess, add_control, chat_completion, running, serve_app, start_process
 
 QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.S)
 CONTEXT = re.compile(r'<context id="(\d+)">\s*(.*?)\s*</context>', re.S)
@@ -172,100 +170,38 @@ def make_app(state: State):
         else:
             state.by_kind["answer"] += 1
             content = state.answer(text)
-        return web.json_response({
-            "id": "chatcmpl-sim", "object": "chat.completion", "created": 0, "model": body.get("model", "sim"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1,
-                      "total_tokens": len(text) // 4 + len(content) // 4 + 2}})
+        return web.json_response(chat_completion(content, body.get("model", "sim"),
+                                                 (len(text) // 4 + 1, len(content) // 4 + 1),
+                                                 completion_id="chatcmpl-sim"))
 
-    async def stats(_request: web.Request) -> web.Response:
-        return web.json_response({"requests": state.requests, "by_kind": dict(state.by_kind),
-                                  "repeated_prompts": sum(1 for n in state.prompts.values() if n > 1)})
+    def stats() -> dict[str, Any]:
+        return {"requests": state.requests, "by_kind": dict(state.by_kind),
+                "repeated_prompts": sum(1 for n in state.prompts.values() if n > 1)}
 
-    async def reset(_request: web.Request) -> web.Response:
+    def reset() -> None:
         state.requests = 0
         state.by_kind.clear()
         state.prompts.clear()
-        return web.json_response({"ok": True})
 
-    async def config(request: web.Request) -> web.Response:
-        state.configure(await request.json())
-        return web.json_response({"ok": True, "questions": len(state.key)})
+    def config(body: dict[str, Any]) -> dict[str, Any]:
+        state.configure(body)
+        return {"ok": True, "questions": len(state.key)}
 
     app = web.Application(client_max_size=256 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_get("/stats", stats)
-    app.router.add_post("/reset", reset)
-    app.router.add_post("/config", config)
+    add_control(app, stats=stats, reset=reset, config=config)
     return app
 
 
 def serve(port: int = 0, host: str = "127.0.0.1") -> None:
-    from aiohttp import web
-
-    async def main() -> None:
-        runner = web.AppRunner(make_app(State()), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port, backlog=4096)
-        await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"LISTENING http://{host}:{bound}/v1", flush=True)
-        await asyncio.Event().wait()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
-
-
-@dataclass
-class GeneratorHandle:
-    """A running simulated generator: ``base_url``, and ``configure`` / ``stats`` / ``reset``."""
-
-    base_url: str
-    proc: subprocess.Popen
-
-    def _call(self, path: str, payload: dict | None = None) -> dict[str, Any]:
-        root = self.base_url.rsplit("/v1", 1)[0]
-        data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(root + path, data=data, method="GET" if data is None else "POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read())
-
-    def configure(self, **cfg: Any) -> dict[str, Any]:
-        return self._call("/config", cfg)
-
-    def stats(self) -> dict[str, Any]:
-        return self._call("/stats")
-
-    def reset(self) -> None:
-        self._call("/reset", {})
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+    serve_app(make_app(State()), port, host, backlog=4096)
 
 
 @contextlib.contextmanager
-def running_generator(python: str | None = None) -> Iterator[GeneratorHandle]:
+def running_generator(python: str | None = None) -> Iterator[ServerProcess]:
     """``with running_generator() as gen: gen.configure(key=..., curve=...)``; stops the process after."""
-    proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "--port", "0"],
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        raise RuntimeError(f"generator_server did not start: {line!r}")
-    handle = GeneratorHandle(line.split()[1], proc)
-    try:
+    with running(start_process(__file__, python=python, timeout=30)) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]

@@ -74,15 +74,13 @@ import json
 import math
 import random
 import re
-import subprocess
-import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from _loopback import ServerProcess, add_control, chat_completion, running, serve_app, start_process
 
 STOP_WORDS = frozenset(re.findall(r"[a-z]+", """about above after again against also among been before being below between both cannot could does
     doing down during each from further have having here into just more most much must other over same
@@ -159,16 +157,10 @@ def _error(status: int, message: str, kind: str, headers: dict[str, str] | None 
 
 def _completion(model: str, content: str | None, prompt_chars: int, *, finish: str = "stop",
                 refusal: str | None = None) -> dict[str, Any]:
-    completion_tokens = math.ceil(len(content or refusal or "") / 4) or 1
-    prompt_tokens = math.ceil(prompt_chars / 4) or 1
-    return {
-        "id": "chatcmpl-" + hashlib.sha1((content or refusal or "").encode()).hexdigest()[:12],
-        "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "finish_reason": finish,
-                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
-    }
+    text = content or refusal or ""
+    return chat_completion(content, model, (math.ceil(prompt_chars / 4) or 1, math.ceil(len(text) / 4) or 1),
+                           completion_id="chatcmpl-" + hashlib.sha1(text.encode()).hexdigest()[:12],
+                           created=int(time.time()), finish=finish, refusal=refusal)
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -417,15 +409,7 @@ def make_app(state: ServerState):
             return _envelope(reply, envelope)
         return web.json_response(reply)
 
-    async def stats(_request: web.Request) -> web.Response:
-        return web.json_response(state.stats())
-
-    async def reset(_request: web.Request) -> web.Response:
-        state.reset()
-        return web.json_response({"ok": True})
-
-    async def config(request: web.Request) -> web.Response:
-        body = await request.json()
+    def config(body: dict[str, Any]) -> dict[str, Any]:
         for key in ("latency", "slow_seconds"):
             if key in body:
                 setattr(state, key, float(body[key]))
@@ -435,7 +419,7 @@ def make_app(state: ServerState):
             state.fault_rate = float(body["fault_rate"])
             state.fault_kinds = list(body.get("fault_kinds") or ENVELOPES)
             state.rng = random.Random(body.get("seed", 0))
-        return web.json_response({"ok": True})
+        return {"ok": True}
 
     async def models(_request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "judge-test", "object": "model"}]})
@@ -444,89 +428,27 @@ def make_app(state: ServerState):
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/chat/completions", chat)
     app.router.add_get("/v1/models", models)
-    app.router.add_get("/stats", stats)
-    app.router.add_post("/reset", reset)
-    app.router.add_post("/config", config)
+    add_control(app, stats=state.stats, reset=state.reset, config=config)
     return app
 
 
 def serve(port: int = 0, latency: float = 0.0, host: str = "127.0.0.1") -> None:
     """Run the server until killed; print ``LISTENING <base url>`` once it accepts connections."""
-    from aiohttp import web
-
-    async def main() -> None:
-        state = ServerState(latency=latency)
-        runner = web.AppRunner(make_app(state), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port, backlog=4096)
-        await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"LISTENING http://{host}:{bound}/v1", flush=True)
-        await asyncio.Event().wait()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    serve_app(make_app(ServerState(latency=latency)), port, host, backlog=4096)
 
 
 # ---- client side helpers (tests and benchmark) -------------------------------------------------------
 
-@dataclass
-class ServerHandle:
-    """A running server subprocess: ``base_url`` for the judge, and the control calls."""
-
-    base_url: str
-    proc: subprocess.Popen
-
-    @property
-    def root(self) -> str:
-        return self.base_url.rsplit("/v1", 1)[0]
-
-    def _call(self, path: str, payload: dict | None = None) -> dict[str, Any]:
-        data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(self.root + path, data=data, method="GET" if data is None else "POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read())
-
-    def stats(self) -> dict[str, Any]:
-        return self._call("/stats")
-
-    def reset(self) -> None:
-        self._call("/reset", {})
-
-    def configure(self, **settings: Any) -> None:
-        self._call("/config", settings)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def start_server(latency: float = 0.0, python: str | None = None) -> ServerHandle:
+def start_server(latency: float = 0.0, python: str | None = None) -> ServerProcess:
     """Start this module as a subprocess on a free loopback port and wait until it listens."""
-    proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "--port", "0",
-                             "--latency", str(latency)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        raise RuntimeError(f"llm_server did not start: {line!r}")
-    return ServerHandle(line.split()[1], proc)
+    return start_process(__file__, "--latency", str(latency), python=python)
 
 
 @contextlib.contextmanager
-def running_server(latency: float = 0.0) -> Iterator[ServerHandle]:
+def running_server(latency: float = 0.0) -> Iterator[ServerProcess]:
     """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after."""
-    handle = start_server(latency)
-    try:
+    with running(start_server(latency)) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 if __name__ == "__main__":

@@ -32,16 +32,13 @@ import hashlib
 import json
 import math
 import re
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llm_server import ServerHandle, judge_text  # noqa: E402
+from _loopback import ServerProcess, add_control, chat_completion, running, serve_app, start_process
+from llm_server import judge_text
 
 PASSAGE = re.compile(r'<passage(?: id="(\d)")?(?: title="[^"]*")?>\n(.*?)\n</passage>', re.S)
 LANG = re.compile(r"in (\w+), the language of the passage")
@@ -180,37 +177,28 @@ def make_app(state: dict[str, Any]):
                 state["judged"] += 1
         state["answered"][conv] += 1
         content = json.dumps(obj, ensure_ascii=False)
-        prompt_tokens = math.ceil(sum(len(m.get("content") or "") for m in messages) / 4)
-        completion_tokens = math.ceil(len(content) / 4)
-        return web.json_response({
-            "id": "chatcmpl-" + conv[:12], "object": "chat.completion", "created": int(time.time()),
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}})
+        usage = (math.ceil(sum(len(m.get("content") or "") for m in messages) / 4), math.ceil(len(content) / 4))
+        return web.json_response(chat_completion(content, body["model"], usage, completion_id="chatcmpl-" + conv[:12],
+                                                 created=int(time.time())))
 
-    async def stats(_request: web.Request) -> web.Response:
-        return web.json_response({
+    def stats() -> dict[str, Any]:
+        return {
             "requests": state["requests"], "generations": state["generations"], "critic": state["critic"],
             "judged": state["judged"], "behaviours": dict(state["behaviours"]), "faults": dict(state["faults"]),
             "conversations": len(state["seen"]), "max_answered": max(state["answered"].values(), default=0),
-            "repeated": sum(1 for n in state["answered"].values() if n > 1)})
+            "repeated": sum(1 for n in state["answered"].values() if n > 1)}
 
-    async def reset(_request: web.Request) -> web.Response:
+    def reset() -> None:
         state.update(_fresh(state["latency"]))
-        return web.json_response({"ok": True})
 
-    async def config(request: web.Request) -> web.Response:
-        body = await request.json()
+    def config(body: dict[str, Any]) -> dict[str, Any]:
         if "latency" in body:
             state["latency"] = float(body["latency"])
-        return web.json_response({"ok": True})
+        return {"ok": True}
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_get("/stats", stats)
-    app.router.add_post("/reset", reset)
-    app.router.add_post("/config", config)
+    add_control(app, stats=stats, reset=reset, config=config)
     return app
 
 
@@ -220,39 +208,14 @@ def _fresh(latency: float = 0.0) -> dict[str, Any]:
 
 
 def serve(port: int = 0, host: str = "127.0.0.1") -> None:
-    from aiohttp import web
-
-    async def main() -> None:
-        runner = web.AppRunner(make_app(_fresh()), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"LISTENING http://{host}:{bound}/v1", flush=True)
-        await asyncio.Event().wait()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
-
-
-def start_server() -> ServerHandle:
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--port", "0"], stdout=subprocess.PIPE,
-                            text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        raise RuntimeError(f"synth_server did not start: {line!r}")
-    return ServerHandle(line.split()[1], proc)
+    serve_app(make_app(_fresh()), port, host)
 
 
 @contextlib.contextmanager
-def running_server() -> Iterator[ServerHandle]:
-    handle = start_server()
-    try:
+def running_server() -> Iterator[ServerProcess]:
+    """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after."""
+    with running(start_process(__file__)) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from batch_server import BatchServer
+from batch_server import start_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
 
@@ -39,7 +39,7 @@ def _testset(path: Path, n_cases: int = 3) -> Path:
 
 @pytest.fixture
 def server():
-    srv = BatchServer()
+    srv = start_server()
     try:
         yield srv
     finally:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from _loopback import JSONHandler, chat_completion, serving
 
 pytest.importorskip("openai")
 
@@ -36,47 +36,27 @@ def grade(query: str, passage: str) -> int:
     return min(3, len(words(query) & words(passage)))
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # quiet
-        pass
-
-    def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class _Handler(JSONHandler):
     def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
         q, p = QUESTION.search(user).group(1), PASSAGE.search(user).group(1)
-        with self.server.lock:
-            self.server.requests += 1
+        self.server.count()
         if "zzfail500" in p:
-            return self._send(500, {"error": {"message": "boom"}})
+            return self.send_json(500, {"error": {"message": "boom"}})
         content = "I think it is fine." if "zzgarbage" in p else json.dumps({"grade": grade(q, p), "reason": "overlap"})
-        self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": content}}],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+        self.send_json(200, chat_completion(content, body["model"], (10, 5), completion_id="x"))
 
 
 @pytest.fixture()
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    srv.requests, srv.lock = 0, threading.Lock()
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Handler) as srv:
+        yield srv
 
 
 def reranker(server, cache, **kw) -> LLMReranker:
     policy = CallPolicy(concurrency=8, max_retries=1, backoff_base=0.01, backoff_max=0.02, timeout=10)
-    return LLMReranker("grader", base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="k",
+    return LLMReranker("grader", base_url=server.base_url, api_key="k",
                        cache=cache, policy=policy, quiet=True, **kw)
 
 
@@ -186,7 +166,7 @@ def test_cli_run_with_an_llm_reranker(server, kestrel, tmp_path, monkeypatch):
     queries.write_text("".join(json.dumps({"id": q["id"], "text": q["question"]}) + "\n" for q in kestrel[1][:5]))
     args = ["run", "--corpus", str(files.corpus), "--queries", str(queries), "--chunk-size", "500",
             "--rerank", "llm:grader", "--rerank-top-n", "4", "--base-url",
-            f"http://127.0.0.1:{server.server_port}/v1", "--depth", "4", "--quiet"]
+            server.base_url, "--depth", "4", "--quiet"]
     env = {"RANKWISE_CACHE": str(tmp_path / "c.sqlite")}
     first = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a.jsonl")], env=env)
     assert first.exit_code == 0, first.output
