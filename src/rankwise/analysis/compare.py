@@ -36,7 +36,8 @@ from rankwise.analysis.significance import (
     paired_test,
     win_tie_loss,
 )
-from rankwise.errors import InputError
+from rankwise.analysis.system_warnings import case_notes, collect_warnings, name_warnings
+from rankwise.errors import InputError, warn
 
 __all__ = ["compare", "compare_per_query", "compare_records", "ComparisonResult", "PairedComparison",
            "DEFAULT_COMPARE_METRICS", "system_names", "record_scores", "load_record_sets"]
@@ -516,8 +517,13 @@ def compare_records(
     if names is None:
         stored = _stored_metric_names(records, source)
         names = stored or default_rag_metrics([1, 3, 5, 10], source)
-    results = {s: evaluate_rag(records[s], source, metrics=names, labels=labels,
-                               relevance_level=relevance_level) for s in systems}
+    results = {}
+    warned: dict[str, list[str]] = {}
+    for s in systems:  # each system's warnings, named below
+        with collect_warnings() as warned[s]:
+            results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
+                                      relevance_level=relevance_level)
+        warned[s] += case_notes(results[s].summary)
     metric_names = results[systems[0]].names
     first_ids = list(results[systems[0]].per_query.query_ids)
     common = set(first_ids)
@@ -550,6 +556,11 @@ def compare_records(
         summary["left_out_not_in_every_set"] = left_out
     if undefined:
         summary["undefined"] = undefined
+    named = name_warnings(warned)
+    if named:
+        summary["warnings"] = named
+        for line in named:
+            warn(line)
     return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                              resamples=resamples, confidence=confidence, summary=summary)
@@ -578,5 +589,11 @@ def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *
 
     items = list(paths)
     system_labels = system_names(items, names)
-    return {label: judged_records(p, source, labels=labels, relevance_level=relevance_level)[0]
-            for label, p in zip(system_labels, items, strict=True)}
+    sets: dict[str, list[Any]] = {}
+    warned: dict[str, list[str]] = {}
+    for label, p in zip(system_labels, items, strict=True):
+        with collect_warnings() as warned[label]:
+            sets[label] = judged_records(p, source, labels=labels, relevance_level=relevance_level)[0]
+    for line in name_warnings(warned):
+        warn(line)
+    return sets
