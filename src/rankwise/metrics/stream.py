@@ -17,7 +17,8 @@ import numpy as np
 from rankwise.data.load import QrelsLike, load_qrels
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
-from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, iter_run_blocks
+from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, is_parquet, iter_run_blocks
+from rankwise.data.trec import run_tag
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import (
     DEFAULT_METRICS,
@@ -26,7 +27,7 @@ from rankwise.metrics.evaluate import (
     aggregate_columns,
     evaluate_matrix,
 )
-from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.metrics.registry import Measure, asks_runid, parse_measures
 from rankwise.relevance.matrix import join
 
 __all__ = ["evaluate_stream"]
@@ -48,11 +49,14 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike, metrics: Iter
     measures = parse_measures(metrics or DEFAULT_METRICS)
     q = load_qrels(qrels)
     try:
-        return _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
-                                relevance_level, missing)
+        result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
+                                  relevance_level, missing)
     except NotGrouped:  # queries not grouped in the file: partition it on disk, then evaluate
-        return _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
-                                                   workdir=workdir), measures, relevance_level, missing)
+        result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
+                                                     workdir=workdir), measures, relevance_level, missing)
+    if asks_runid(metrics):  # as evaluate: the TREC file's tag, else the run's name
+        result.runid = (None if is_parquet(run_path) else run_tag(run_path)) or result.run_name
+    return result
 
 
 def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure], relevance_level: int,
