@@ -496,7 +496,10 @@ def compare_records(
     ``eval-rag`` prints), so any registered metric can be compared, whatever scores the records hold.
     Different case sets are an error unless ``allow_mismatch`` (then only shared cases are compared,
     and the summary says how many each system lost). An undefined value leaves that case out of the
-    comparisons of that metric only; the counts are in the summary.
+    comparisons of that metric only; the counts are in the summary. What ``evaluate_rag`` warns about a
+    system's cases (duplicate chunk ids, a cutoff past every list) and its unscorable / incomplete cases
+    are warned once, naming the system (``system 'bm25': ...``; identical ones merged:
+    ``systems 'a' and 'b': ...``), and kept in ``summary["warnings"]``.
 
     Example:
         >>> recs = {"a": [{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]},

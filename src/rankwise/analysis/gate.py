@@ -239,6 +239,9 @@ def gate(
             the test says (a floor on a metric not in ``metrics`` adds that metric).
         relevance: verdict source for RAG records / test sets (default containment).
         labels: human labels or graded qrels for ``relevance`` human / ids.
+
+    Warnings about either input (e.g. duplicate chunk ids, unscorable cases) are given once, naming the
+    system (its file stem, else ``baseline`` / ``candidate``), and kept in ``summary["warnings"]``.
     """
     if isinstance(metrics, str):
         metrics = [metrics]
