@@ -209,8 +209,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
         >>> {k: round(v, 4) for k, v in r.mean.items()}
         {'precision@3': 0.3333, 'map': 0.2778, 'ndcg@3': 0.1597}
     """
-    if isinstance(metrics, str):
-        metrics = [metrics]
+    metrics = [metrics] if isinstance(metrics, str) else None if metrics is None else list(metrics)
     measures = parse_measures(metrics or DEFAULT_METRICS)
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")

@@ -576,8 +576,7 @@ def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:
     """
     if names is None:
         return True
-    if isinstance(names, str):
-        names = [names]
+    names = [names] if isinstance(names, str) else list(names)
     parts = [p for n in names if not isinstance(n, Measure) for p in split_metric_list(str(n))]
     if not parts and not any(isinstance(n, Measure) for n in names):
         return True

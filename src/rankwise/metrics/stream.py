@@ -33,7 +33,8 @@ from rankwise.relevance.matrix import join
 __all__ = ["evaluate_stream"]
 
 
-def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike, metrics: Iterable[str | Measure] | None = None,
+def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
+                    metrics: Iterable[str | Measure] | str | None = None,
                     *, relevance_level: int = 1, missing: str = "zero", block_rows: int = DEFAULT_BLOCK_ROWS,
                     workdir: str | os.PathLike | None = None) -> EvalResult:
     """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded memory.
@@ -46,6 +47,7 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike, metrics: Iter
     """
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
+    metrics = [metrics] if isinstance(metrics, str) else None if metrics is None else list(metrics)
     measures = parse_measures(metrics or DEFAULT_METRICS)
     q = load_qrels(qrels)
     try:
