@@ -110,3 +110,24 @@ def test_metrics_command_lists_everything():
     assert res.exit_code == 0
     for name in ("hit_rate", "ndcg_exp", "bpref", "recip_rank"):
         assert name in res.output
+
+
+def test_runid_is_asked_as_trec_eval_asks_it():
+    from rankwise.metrics.registry import asks_runid
+
+    assert asks_runid(None) and asks_runid([]) and asks_runid("runid") and asks_runid(["official"])
+    assert asks_runid("map,set") and asks_runid(["P.5", "all_trec"]) and asks_runid(iter(["runid"]))
+    assert not asks_runid(["map", "P.5,10"]) and not asks_runid(iter(["map"]))
+    assert parse_measures(["runid", "map"])[0].name == "map"  # a line of the output, no metric
+
+
+def test_set_F_beta_param():
+    m = parse_measure("set_F.0.5")
+    assert (m.name, m.trec_name, m.all_params) == ("set_F(beta=0.5)", "set_F_0.5", {"beta": 0.5})
+    assert parse_measure("set_F.1.0").trec_name == "set_F_1.0"  # trec_eval prints the parameter as written
+    assert parse_measure("set_F(beta=2)").trec_name == "set_F_2"
+    assert parse_measure("set_F_0.25").name == "set_F(beta=0.25)"
+    assert [x.name for x in parse_measures(["set_F.0.5,2"])] == ["set_F(beta=0.5)", "set_F(beta=2.0)"]
+    for bad in ("set_F.0", "set_F.-1", "set_F(beta=inf)", "set_F(beta=x)"):
+        with pytest.raises(InputError, match="beta must be"):
+            parse_measure(bad)

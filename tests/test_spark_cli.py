@@ -92,3 +92,22 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
     assert errors == ["rankwise-spark: error: <spark cases>: field 'id': case id 'a' appears twice"], \
         done.stderr[-2000:]
     assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_spark_engine_prints_the_runid_line_of_the_local_engine(tmp_path):
+    """``--format trec -m runid,...``: the run file's last tag on Spark as in memory; no line when not asked."""
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 a 1 2.0 first\nq1 Q0 b 2 1.0 first\nq2 Q0 c 1 1.0 lasttag\n")
+    outputs = {}
+    for metrics in ("runid,map,set_F.0.5", "map"):
+        for engine in ("local", "spark"):
+            extra = ["--master", "local[2]"] if engine == "spark" else []
+            done = rankwise_cli("eval", str(tmp_path / "qrels.txt"), str(tmp_path / "run.trec"), "-m", metrics,
+                                "--format", "trec", "--engine", engine, *extra)
+            assert done.returncode == 0, done.stderr[-2000:]
+            outputs[metrics, engine] = done.stdout
+    assert outputs["runid,map,set_F.0.5", "spark"] == outputs["runid,map,set_F.0.5", "local"] == (
+        "runid                 \tall\tlasttag\n"
+        "map                   \tall\t1.0000\n"
+        "set_F_0.5             \tall\t0.8000\n")  # q1 1.5·½·1 / (½·½ + 1) = 0.6, q2 1
+    assert outputs["map", "spark"] == outputs["map", "local"] == "map                   \tall\t1.0000\n"

@@ -144,7 +144,8 @@ def _make_data(seed: int, tmp: Path) -> tuple[Path, Path, Path]:
         tied = rng.random() < 0.5
         for d in ranked:
             value = rng.choice(ties) if tied else round(rng.uniform(-3, 3), rng.choice([1, 3, 6]))
-            run_lines.append(f"{qid} Q0 {d} {rng.randint(0, 9)} {_score_text(rng, value)} rwtest\n")
+            tag = f"rw{len(run_lines) % 3}"  # tags differ line to line: trec_eval's runid is the last line's
+            run_lines.append(f"{qid} Q0 {d} {rng.randint(0, 9)} {_score_text(rng, value)} {tag}\n")
     rng.shuffle(run_lines)
     paths = tmp / "qrels", tmp / "qrels_noc", tmp / "run"
     for path, lines in zip(paths, (qrels_lines, qrels_lines_noc, run_lines), strict=True):
@@ -192,15 +193,11 @@ def _numbers(result) -> dict[tuple[str, str], float]:
 
 def _compare(trec: dict, ours: dict, what: str, exact_text: bool) -> list[str]:
     problems = []
-    if ("runid", "all") not in trec:  # trec_eval prints runid only when asked (all_trec asks)
-        ours = {k: v for k, v in ours.items() if k[0] != "runid"}
     if set(trec) != set(ours):
         problems.append(f"{what}: only trec_eval: {sorted(set(trec) - set(ours))[:8]}; "
                         f"only rankwise: {sorted(set(ours) - set(trec))[:8]}")
     for key in sorted(set(trec) & set(ours)):
         a, b = trec[key], ours[key]
-        if key == ("runid", "all"):  # trec_eval: the run file's tag column; rankwise: the run's name
-            continue
         if exact_text:
             if a != b:
                 problems.append(f"{what} {key}: trec_eval {a!r}, rankwise {b!r}")
@@ -249,8 +246,7 @@ def test_every_shared_measure_equals_trec_eval(binaries, data, complete, level):
 
 def test_cli_format_trec_prints_what_trec_eval_prints(binaries, data):
     """``rankwise eval -q --format trec`` in its own process vs ``trec_eval -q -c -l 2 -m all_trec``: the
-    same text, line for line and in the same order (runid's value aside: trec_eval prints the run's tag
-    column, rankwise the run's name)."""
+    same text, line for line and in the same order, runid (the run file's last tag) included."""
     qrels, _, run = data
     args = [sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-q", "--format", "trec", "-l", "2",
             "-m", "all_trec"]
@@ -262,11 +258,10 @@ def test_cli_format_trec_prints_what_trec_eval_prints(binaries, data):
                             capture_output=True, text=True, timeout=120)
     assert theirs.returncode == 0, theirs.stderr
 
-    def lines(text: str) -> list[str]:  # in order: trec_eval prints its measure table's order, as do we
-        return [line.split("\t")[0] if line.startswith("runid") else line for line in text.splitlines()]
-
-    a, b = lines(theirs.stdout), lines(ours.stdout)
+    # in order: trec_eval prints its measure table's order, as do we
+    a, b = theirs.stdout.splitlines(), ours.stdout.splitlines()
     assert len(a) > 5000
+    assert a[-len([x for x in a if x.split("\t")[1] == "all"])] == f"{'runid':<22s}\tall\t{_last_tag(run)}"
     assert a == b, (f"{len(set(a) ^ set(b))} lines differ; only trec_eval: {sorted(set(a) - set(b))[:5]}; "
                     f"only rankwise: {sorted(set(b) - set(a))[:5]}")
 
@@ -276,6 +271,68 @@ def test_other_measure_sets(binaries, data, nickname):
     qrels, _, run = data
     theirs = _trec(binaries["std"], ["-c", "-m", nickname], qrels, run)
     ours = _ours(to_trec(evaluate(qrels, run, [nickname]), per_query=True))
-    ours[("runid", "all")] = theirs.get(("runid", "all"))  # the run's tag column (rankwise: its name)
     assert len(theirs) > 500
+    assert ours == theirs
+    assert ours[("runid", "all")] == _last_tag(run)
+
+
+def _last_tag(run: Path) -> str:
+    """The tag column of the run file's last line, read here independently of rankwise."""
+    return run.read_text().rstrip("\n").rsplit("\n", 1)[-1].split()[5]
+
+
+@pytest.mark.parametrize("beta", ["0.5", "2", "1.0", "0.25", "3.75", ".5"])
+@pytest.mark.parametrize("complete", [True, False], ids=["c", "noc"])
+def test_set_F_beta_equals_trec_eval(binaries, data, shared_data, beta, complete):
+    """``-m set_F.<beta>``: the same printed name (the parameter as written: set_F_0.5, set_F_2,
+    set_F_1.0) and value per query and ``all``, and the same double (%.17g binary), on the random data and
+    on the NIST conformance data."""
+    qrels, qrels_noc, run = data
+    folder = shared_data / "trec_eval"
+    checked = 0
+    for q, q_trec, r in ((qrels, qrels if complete else qrels_noc, run),
+                         (folder / "qrels.test", folder / "qrels.test", folder / "results.test")):
+        args = (["-c"] if complete else []) + ["-m", f"set_F.{beta}"]
+        result = evaluate(q, r, [f"set_F.{beta}"], missing="zero" if complete else "skip")
+        std = _trec(binaries["std"], args, q_trec, r)
+        g17 = _trec(binaries["g17"], args, q_trec, r)
+        assert {k[0] for k in std} == {f"set_F_{beta}"}
+        assert _ours(to_trec(result, per_query=True)) == std
+        assert not _compare(g17, _numbers(result), "%.17g", exact_text=False)
+        checked += len(std)
+    assert checked > 60
+
+
+def test_set_F_beta_changes_the_value(data):
+    """Not the same number under another name: beta weighs recall (R > P on most queries here)."""
+    qrels, _, run = data
+    result = evaluate(qrels, run, ["set_F", "set_F.0.5", "set_F.2"])
+    a, b, c = (result.mean[n] for n in ("set_F", "set_F(beta=0.5)", "set_F(beta=2.0)"))
+    assert len({a, b, c}) == 3
+
+
+@pytest.mark.parametrize("measures", [["runid"], ["runid", "P.5"], ["P.5"], ["set"], ["official"], []],
+                         ids=["runid", "runid+P5", "P5", "set", "official", "default"])
+def test_runid_printed_when_trec_eval_prints_it(binaries, data, measures):
+    """The runid line: the run file's last tag, printed exactly when trec_eval prints it (asked by
+    -m runid or a set holding it; with no -m, trec_eval's default set holds it)."""
+    qrels, _, run = data
+    args = [a for m in measures for a in ("-m", m)]
+    theirs = _trec(binaries["std"], ["-c", *args], qrels, run)
+    ours = _ours(to_trec(evaluate(qrels, run, measures or None), per_query=True))
+    assert ours.get(("runid", "all")) == theirs.get(("runid", "all"))
+    assert (("runid", "all") in theirs) == (measures != ["P.5"])
+    if measures:  # rankwise's default metrics are not trec_eval's official set
+        assert ours == theirs
+
+
+def test_runid_from_the_stream_engine(binaries, data, tmp_path):
+    """``--stream`` reads the tag from the file's end: the same runid line as trec_eval's."""
+    from rankwise.metrics.stream import evaluate_stream
+
+    qrels, _, run = data
+    padded = tmp_path / "run.trec"
+    padded.write_text(run.read_text() + "# a comment after the last line\n\n")
+    theirs = _trec(binaries["std"], ["-c", "-m", "runid", "-m", "map"], qrels, padded)
+    ours = _ours(to_trec(evaluate_stream(qrels, padded, ["runid", "map"], block_rows=500), per_query=True))
     assert ours == theirs

@@ -25,11 +25,14 @@ class _Group(click.Group):
 
         def show(message, category, *args, **kwargs):
             if issubclass(category, RankwiseWarning):
-                click.echo(f"rankwise: warning: {message}", err=True)
+                if str(message) not in said:  # a warning given twice (e.g. by two passes) is printed once
+                    said.add(str(message))
+                    click.echo(f"rankwise: warning: {message}", err=True)
             else:
                 shown(message, category, *args, **kwargs)
 
         shown = warnings.showwarning
+        said: set[str] = set()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", RankwiseWarning)

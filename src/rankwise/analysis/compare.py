@@ -36,7 +36,8 @@ from rankwise.analysis.significance import (
     paired_test,
     win_tie_loss,
 )
-from rankwise.errors import InputError
+from rankwise.analysis.system_warnings import case_notes, collect_warnings, name_warnings
+from rankwise.errors import InputError, warn
 
 __all__ = ["compare", "compare_per_query", "compare_records", "ComparisonResult", "PairedComparison",
            "DEFAULT_COMPARE_METRICS", "system_names", "record_scores", "load_record_sets"]
@@ -495,7 +496,10 @@ def compare_records(
     ``eval-rag`` prints), so any registered metric can be compared, whatever scores the records hold.
     Different case sets are an error unless ``allow_mismatch`` (then only shared cases are compared,
     and the summary says how many each system lost). An undefined value leaves that case out of the
-    comparisons of that metric only; the counts are in the summary.
+    comparisons of that metric only; the counts are in the summary. What ``evaluate_rag`` warns about a
+    system's cases (duplicate chunk ids, a cutoff past every list) and its unscorable / incomplete cases
+    are warned once, naming the system (``system 'bm25': ...``; identical ones merged:
+    ``systems 'a' and 'b': ...``), and kept in ``summary["warnings"]``.
 
     Example:
         >>> recs = {"a": [{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]},
@@ -516,8 +520,13 @@ def compare_records(
     if names is None:
         stored = _stored_metric_names(records, source)
         names = stored or default_rag_metrics([1, 3, 5, 10], source)
-    results = {s: evaluate_rag(records[s], source, metrics=names, labels=labels,
-                               relevance_level=relevance_level) for s in systems}
+    results = {}
+    warned: dict[str, list[str]] = {}
+    for s in systems:  # each system's warnings, named below
+        with collect_warnings() as warned[s]:
+            results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
+                                      relevance_level=relevance_level)
+        warned[s] += case_notes(results[s].summary)
     metric_names = results[systems[0]].names
     first_ids = list(results[systems[0]].per_query.query_ids)
     common = set(first_ids)
@@ -550,6 +559,11 @@ def compare_records(
         summary["left_out_not_in_every_set"] = left_out
     if undefined:
         summary["undefined"] = undefined
+    named = name_warnings(warned)
+    if named:
+        summary["warnings"] = named
+        for line in named:
+            warn(line)
     return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                              resamples=resamples, confidence=confidence, summary=summary)
@@ -578,5 +592,11 @@ def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *
 
     items = list(paths)
     system_labels = system_names(items, names)
-    return {label: judged_records(p, source, labels=labels, relevance_level=relevance_level)[0]
-            for label, p in zip(system_labels, items, strict=True)}
+    sets: dict[str, list[Any]] = {}
+    warned: dict[str, list[str]] = {}
+    for label, p in zip(system_labels, items, strict=True):
+        with collect_warnings() as warned[label]:
+            sets[label] = judged_records(p, source, labels=labels, relevance_level=relevance_level)[0]
+    for line in name_warnings(warned):
+        warn(line)
+    return sets

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from rankwise.analysis.significance import CORRECTIONS, correct_pvalues, paired_test
-from rankwise.errors import InputError
+from rankwise.analysis.system_warnings import case_notes, collect_warnings, name_warnings
+from rankwise.errors import InputError, warn
 
 __all__ = ["gate", "GateResult", "MetricCheck", "per_query_values", "parse_floors"]
 
@@ -165,6 +166,8 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
 
         rag = evaluate_rag(obj, relevance or "containment", metrics=names, labels=labels,
                            relevance_level=relevance_level)
+        for note in case_notes(rag.summary):  # unscorable / incomplete cases: counted, not silent
+            warn(note)
         return list(rag.per_query.query_ids), np.column_stack([rag.per_query.column(n) for n in names])
     saved = _saved_result(obj)
     if saved is not None:
@@ -236,6 +239,9 @@ def gate(
             the test says (a floor on a metric not in ``metrics`` adds that metric).
         relevance: verdict source for RAG records / test sets (default containment).
         labels: human labels or graded qrels for ``relevance`` human / ids.
+
+    Warnings about either input (e.g. duplicate chunk ids, unscorable cases) are given once, naming the
+    system (its file stem, else ``baseline`` / ``candidate``), and kept in ``summary["warnings"]``.
     """
     if isinstance(metrics, str):
         metrics = [metrics]
@@ -258,8 +264,12 @@ def gate(
     baseline, candidate = _check_run_queries(baseline, candidate, qrels, allow_query_mismatch)
     common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
               "labels": labels}
-    base_ids, base_vals = per_query_values(baseline, names, origin=_origin(baseline, "baseline"), **common)
-    cand_ids, cand_vals = per_query_values(candidate, names, origin=_origin(candidate, "candidate"), **common)
+    warned: dict[str, list[str]] = {}
+    base_label, cand_label = _labels(baseline, candidate)
+    with collect_warnings() as warned[base_label]:
+        base_ids, base_vals = per_query_values(baseline, names, origin=_origin(baseline, "baseline"), **common)
+    with collect_warnings() as warned[cand_label]:
+        cand_ids, cand_vals = per_query_values(candidate, names, origin=_origin(candidate, "candidate"), **common)
     base_set, cand_set = set(base_ids), set(cand_ids)
     summary: dict[str, Any] = {"baseline_queries": len(base_ids), "candidate_queries": len(cand_ids)}
     if base_set != cand_set:
@@ -279,6 +289,11 @@ def gate(
     if not shared:
         raise InputError("baseline and candidate share no query", field="query_id")
     summary["queries"] = len(shared)
+    named = name_warnings(warned)
+    if named:
+        summary["warnings"] = named
+        for line in named:
+            warn(line)
     b_index = {q: i for i, q in enumerate(base_ids)}
     c_index = {q: i for i, q in enumerate(cand_ids)}
     b = base_vals[[b_index[q] for q in shared]]
@@ -359,6 +374,20 @@ def parse_floors(items: Iterable[str]) -> dict[str, float]:
             raise InputError(f"a floor is METRIC=VALUE, e.g. ndcg@10=0.40; got {item!r}", field="floors")
         out[_canonical(metric.strip())] = value
     return out
+
+
+def _labels(baseline: Any, candidate: Any) -> tuple[str, str]:
+    """The names warnings give the two systems: file stems (as ``compare``), else ``baseline`` /
+    ``candidate``; the role is added when both stems are the same."""
+    from rankwise.analysis.compare import system_names
+
+    stems = system_names([baseline, candidate])
+    labels = [stem if isinstance(obj, (str, PathLike)) else role
+              for stem, obj, role in zip(stems, (baseline, candidate), ("baseline", "candidate"), strict=True)]
+    if labels[1] == f"{labels[0]}#2" or labels[0] == labels[1]:
+        base = labels[0]
+        labels = [f"{base} (baseline)", f"{base} (candidate)"]
+    return labels[0], labels[1]
 
 
 def _origin(obj: Any, role: str) -> str:

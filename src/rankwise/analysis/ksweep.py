@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from rankwise.errors import InputError
+from rankwise.analysis.system_warnings import collect_warnings, name_warnings
+from rankwise.errors import InputError, warn
 
 __all__ = ["KSweep", "ksweep", "ksweep_records", "sweep_measures", "default_sweep_metric"]
 
@@ -143,11 +144,15 @@ def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: st
     names = [m.name for m in measures]
     values: dict[str, np.ndarray] = {}
     summary: dict[str, Any] = {}
+    warned: dict[str, list[str]] = {}
     for system, recs in records.items():
-        result = evaluate_rag(recs, source, metrics=names, relevance_level=relevance_level)
+        with collect_warnings() as warned[system]:
+            result = evaluate_rag(recs, source, metrics=names, relevance_level=relevance_level)
         values[system] = np.array([result.mean[n] for n in names])
         summary[system] = {k: result.summary[k] for k in ("cases", "evaluated", "unscorable", "incomplete")
                            if k in result.summary}
+    for line in name_warnings(warned):  # each system's warnings, named
+        warn(line)
     return KSweep(_base_name(measures), list(range(1, max_k + 1)), list(records), values, summary)
 
 

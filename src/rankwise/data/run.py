@@ -50,6 +50,7 @@ class Run:
     scores: np.ndarray | None
     kind: RunKind = "scored"
     name: str = "run"
+    tag: str | None = None  # a TREC run file's tag column (its last line's, trec_eval's runid)
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -165,7 +166,7 @@ class Run:
         counts[[position[q] for q in self.queries]] = np.diff(self.offsets)
         offsets = np.zeros(len(queries) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        run = Run(queries, offsets, self.doc_ids, self.scores, self.kind, self.name)
+        run = Run(queries, offsets, self.doc_ids, self.scores, self.kind, self.name, self.tag)
         if "_doc_hashes" in self.__dict__:
             run.__dict__["_doc_hashes"] = self._doc_hashes
         return run
@@ -232,7 +233,7 @@ class Run:
         np.cumsum(counts, out=offsets[1:])
         run = Run(
             self.queries, offsets, take(self.doc_ids, idx),
-            None if self.scores is None else self.scores[idx], self.kind, self.name,
+            None if self.scores is None else self.scores[idx], self.kind, self.name, self.tag,
         )
         if "_doc_hashes" in self.__dict__:
             run.__dict__["_doc_hashes"] = self._doc_hashes[idx]

@@ -26,7 +26,7 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels"]
+__all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag"]
 
 _RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
 _QRELS_FIELDS = ["query_id", "iter", "doc_id", "relevance"]
@@ -52,8 +52,10 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
                                               "score": pa.float64()})
     if fast is not None:
         try:
-            return Run.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["score"])),
-                                    kind="scored", name=name, source=str(path))
+            run = Run.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["score"])),
+                                   kind="scored", name=name, source=str(path))
+            object.__setattr__(run, "tag", run_tag(path))
+            return run
         except InputError:
             pass  # re-read exactly to report the right line
     qids, docs, scores, lines = [], [], [], []
@@ -69,9 +71,36 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
         lines.append(number)
     if not qids:
         raise InputError("no run lines (only comments or blank lines)", source=path)
-    return Run.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
-                            np.asarray(scores), kind="scored", name=name, source=str(path),
-                            lines=np.asarray(lines))
+    run = Run.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
+                           np.asarray(scores), kind="scored", name=name, source=str(path),
+                           lines=np.asarray(lines))
+    object.__setattr__(run, "tag", run_tag(path))
+    return run
+
+
+def run_tag(path: str | Path) -> str | None:
+    """A TREC run file's tag as trec_eval reports it (its ``runid``): the 6th field of the file's last
+    line that is neither blank nor a comment; None when that line has fewer fields. Reads the file's end.
+
+    Example:
+        >>> run_tag("run.trec")  # doctest: +SKIP
+        'bm25'
+    """
+    with open(path, "rb") as fh:
+        pos = fh.seek(0, 2)
+        tail = b""
+        while True:
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            tail = fh.read(step) + tail
+            lines = tail.replace(b"\r", b"\n").split(b"\n")
+            for raw in reversed(lines if pos == 0 else lines[1:]):  # lines[0] may be cut short
+                fields = raw.split()
+                if fields and not fields[0].startswith(b"#"):
+                    return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else None
+            if pos == 0:
+                return None
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:

@@ -9,7 +9,7 @@ import numpy as np
 
 from rankwise.data.load import QrelsLike, RunLike, load_qrels, load_run
 from rankwise.errors import InputError
-from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.metrics.registry import Measure, asks_runid, parse_measures
 from rankwise.relevance.matrix import RelevanceMatrix, join
 
 __all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
@@ -138,6 +138,10 @@ class EvalResult:
             counts of undefined queries where a metric can be undefined.
         run_name: name of the evaluated run.
         texts: per-query texts of text measures (``relstring``): name -> one string per query.
+        runid: what trec_eval's ``runid`` line says (``--format trec``): a TREC run file's tag (the 6th
+            column of its last line), else the run's name; None when ``runid`` was not asked for
+            (:func:`~rankwise.metrics.registry.asks_runid`: no metric list, ``runid``, ``official``,
+            ``set`` or ``all_trec`` ask for it, as in trec_eval).
     """
 
     measures: list[Measure]
@@ -146,6 +150,7 @@ class EvalResult:
     summary: dict
     run_name: str = "run"
     texts: dict[str, list[str]] = field(default_factory=dict)
+    runid: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -204,8 +209,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
         >>> {k: round(v, 4) for k, v in r.mean.items()}
         {'precision@3': 0.3333, 'map': 0.2778, 'ndcg@3': 0.1597}
     """
-    if isinstance(metrics, str):
-        metrics = [metrics]
+    metrics = [metrics] if isinstance(metrics, str) else None if metrics is None else list(metrics)
     measures = parse_measures(metrics or DEFAULT_METRICS)
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
@@ -220,4 +224,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
         )
     if not matrix.query_ids:
         raise InputError("no query to evaluate: the qrels hold no query", field="query_id")
-    return evaluate_matrix(matrix, measures, summary, r.name)
+    result = evaluate_matrix(matrix, measures, summary, r.name)
+    if asks_runid(metrics):
+        result.runid = r.tag or r.name
+    return result

@@ -12,9 +12,10 @@ worked examples: ``docs/metrics.md``.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from rankwise.metrics import context, ir, trec
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
-           "known_names", "register"]
+           "known_names", "register", "asks_runid"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class Metric:
         requires: what the relevance matrix must carry (``"char_spans"``), checked before computing.
         trec_param: the parameter trec_eval's dotted list fills (``iprec_at_recall.0.1,0.2``); None: the
             list gives cutoffs (``P.5,10``).
+        trec_as_written: trec_eval prints the parameter as it was written (``set_F.0.50`` prints
+            ``set_F_0.50``), not formatted from its value.
     """
 
     name: str
@@ -117,6 +120,7 @@ class Metric:
     undefined_is_nan: bool = False
     requires: tuple[str, ...] = ()
     trec_param: str | None = None
+    trec_as_written: bool = False
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -148,6 +152,7 @@ class Measure:
     metric: Metric
     k: int | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    trec_text: str | None = field(default=None, compare=False)  # trec_eval's printed name, as written
 
     @property
     def name(self) -> str:
@@ -160,6 +165,8 @@ class Measure:
     def trec_name(self) -> str | None:
         if self.metric.trec_name is None:
             return None
+        if self.trec_text is not None:
+            return self.trec_text
         if self.metric.trec_param is not None:
             return self.metric.trec_name(self.k, **dict(self.params))
         if self.params:
@@ -224,11 +231,13 @@ def _f1_acp(m, k=None, ragas_compat=False):
     return context.harmonic_mean(context.acp(m, k, ragas_compat), context.context_recall(m, k))
 
 
-def _with(base: str, param: str, fmt: str = "{}"):
+def _with(base: str, param: str, fmt: str | Callable[[Any], str] = "{}"):
     """trec_eval's printed name: ``base`` alone at the default, ``base_<value>`` otherwise."""
     def name(k, **params):
         value = params.get(param)
-        return base if value in (None, "") else f"{base}_{fmt.format(value)}"
+        if value in (None, ""):
+            return base
+        return f"{base}_{fmt(value) if callable(fmt) else fmt.format(value)}"
 
     return name
 
@@ -241,6 +250,14 @@ def _rbp_name(base: str):
     return name
 
 
+def _short(value: float) -> str:
+    """A float as one would write it in a name: 2.0 -> 2, 0.5 -> 0.5."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+_BETA = Param("beta", float, 1.0, "relative importance of recall to precision, as trec_eval's set_F.beta "
+              "(used as is, not squared)", bounds=(0.0, math.inf))
 _GAINS = Param("gains", str, "", "trec_eval gain map level=gain,... (default: gain = grade)")
 _P_RBP = Param("p", float, 0.9, "persistence: the chance of reading on to the next rank")
 _NERR = (Param("min_rel", int, 0, "grade of gain 0"), Param("max_rel", int, 4, "grade of gain 1"))
@@ -343,8 +360,9 @@ _DEFS: list[Metric] = [
            cutoff="none", trec_name=_cut("set_P", "set_P")),
     Metric("set_recall", ir.recall, "trec_eval's set_recall: relevant retrieved / R (0 when R = 0)",
            cutoff="none", trec_name=_cut("set_recall", "set_recall")),
-    Metric("set_F", ir.f1, "trec_eval's set_F (beta 1): harmonic mean of set_P and set_recall",
-           cutoff="none", trec_name=_cut("set_F", "set_F")),
+    Metric("set_F", trec.set_f, "trec_eval's set_F: (beta + 1) P R / (beta P + R) of set_P and set_recall "
+           "(beta 1: their harmonic mean)", cutoff="none", params=(_BETA,), trec_param="beta",
+           trec_name=_with("set_F", "beta", _short), trec_as_written=True),
     Metric("wcp", context.wcp, "rank-weighted share of the top K that is relevant",
            ("weighted_context_precision",), params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
     Metric("acp", context.acp, "mean precision@i over relevant ranks (Ragas context precision)",
@@ -513,9 +531,12 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
         out = []
         for v in values:
             try:
-                out.append(_bind(metric, None, {declared.name: declared.parse(v)}, text))
+                measure = _bind(metric, None, {declared.name: declared.parse(v)}, text)
             except ValueError as exc:
                 raise InputError(f"in {text!r}: {exc}", field="metric") from None
+            if metric.trec_as_written and metric.trec_name is not None:  # set_F.1.0 prints set_F_1.0
+                measure = replace(measure, trec_text=f"{metric.trec_name(None)}_{v}")
+            out.append(measure)
         return out
     if metric.cutoff == "none":
         raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
@@ -544,9 +565,29 @@ def parse_measure(name: str | Measure) -> Measure:
 _NICKNAMES = trec.NICKNAMES
 
 
+def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:
+    """Whether trec_eval would print its ``runid`` line for these measure names: when none are given
+    (its default set, ``official``), or when they hold ``runid`` itself or a set that holds it
+    (``official``, ``set``, ``all_trec``). ``runid`` is no metric: it names the run in trec_eval's output.
+
+    Example:
+        >>> asks_runid(None), asks_runid(["P.5", "runid"]), asks_runid("all_trec"), asks_runid(["map"])
+        (True, True, True, False)
+    """
+    if names is None:
+        return True
+    names = [names] if isinstance(names, str) else list(names)
+    parts = [p for n in names if not isinstance(n, Measure) for p in split_metric_list(str(n))]
+    if not parts and not any(isinstance(n, Measure) for n in names):
+        return True
+    return any(p.lower() == "runid" or "runid" in _NICKNAMES.get(p, ()) for p in parts)
+
+
 def _parse_one(text: str) -> list[Measure]:
     if text in _NICKNAMES:  # trec_eval's measure sets: all_trec, official, set
         return [m for part in _NICKNAMES[text] for m in _parse_one(part)]
+    if text.lower() == "runid":  # trec_eval's runid line names the run: no metric (see asks_runid)
+        return []
     if text.lower() in _LOOKUP:
         return [_bind(_LOOKUP[text.lower()], None, {}, text)]
     trec = _parse_trec_list(text)

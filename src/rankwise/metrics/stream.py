@@ -17,7 +17,8 @@ import numpy as np
 from rankwise.data.load import QrelsLike, load_qrels
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
-from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, iter_run_blocks
+from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, is_parquet, iter_run_blocks
+from rankwise.data.trec import run_tag
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import (
     DEFAULT_METRICS,
@@ -26,13 +27,14 @@ from rankwise.metrics.evaluate import (
     aggregate_columns,
     evaluate_matrix,
 )
-from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.metrics.registry import Measure, asks_runid, parse_measures
 from rankwise.relevance.matrix import join
 
 __all__ = ["evaluate_stream"]
 
 
-def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike, metrics: Iterable[str | Measure] | None = None,
+def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
+                    metrics: Iterable[str | Measure] | str | None = None,
                     *, relevance_level: int = 1, missing: str = "zero", block_rows: int = DEFAULT_BLOCK_ROWS,
                     workdir: str | os.PathLike | None = None) -> EvalResult:
     """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded memory.
@@ -45,14 +47,18 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike, metrics: Iter
     """
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
+    metrics = [metrics] if isinstance(metrics, str) else None if metrics is None else list(metrics)
     measures = parse_measures(metrics or DEFAULT_METRICS)
     q = load_qrels(qrels)
     try:
-        return _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
-                                relevance_level, missing)
+        result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
+                                  relevance_level, missing)
     except NotGrouped:  # queries not grouped in the file: partition it on disk, then evaluate
-        return _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
-                                                   workdir=workdir), measures, relevance_level, missing)
+        result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
+                                                     workdir=workdir), measures, relevance_level, missing)
+    if asks_runid(metrics):  # as evaluate: the TREC file's tag, else the run's name
+        result.runid = (None if is_parquet(run_path) else run_tag(run_path)) or result.run_name
+    return result
 
 
 def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure], relevance_level: int,

@@ -32,7 +32,7 @@ from rankwise.relevance.matrix import RelevanceMatrix
 __all__ = [
     "NICKNAMES", "MeasureParamError", "MIN_GEO_MEAN", "INFAP_EPSILON", "TextValues", "parse_gains", "parse_floats",
     "iprec_at_recall", "eleven_pt_avg", "average_precision_seq", "bpref_seq", "inf_ap", "rprec_mult",
-    "set_map", "set_relative_p", "relative_p", "utility", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
+    "set_map", "set_relative_p", "set_f", "relative_p", "utility", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
     "ndcg_gains", "ndcg_rel", "rndcg", "ndcg_p", "g_measure", "bin_g", "rbp", "rbp_resid", "unj",
     "judged", "yaap", "relstring", "err", "nerr8", "nerr9", "gmean_trec",
 ]
@@ -40,9 +40,9 @@ __all__ = [
 _CUTS = "5,10,15,20,30,100,200,500,1000"
 # trec_eval's measure nicknames (measures.c), spelled out with its default parameters
 NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
                  "iprec_at_recall.0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", f"P.{_CUTS}"),
-    "set": ("num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
+    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
             "set_map", "set_F"),
 }
 NICKNAMES["all_trec"] = (
@@ -345,6 +345,24 @@ def set_relative_p(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """relevant retrieved / min(retrieved, R): precision over the best a list this long could do.
     trec_eval ``set_relative_P`` (m_set_rel_P.c)."""
     return _div(_num_rel_ret(m), np.minimum(m.lengths, m.n_relevant))
+
+
+def set_f(m: RelevanceMatrix, k: int | None = None, beta: float = 1.0) -> np.ndarray:
+    """trec_eval's ``set_F`` (m_set_F.c): ``(beta + 1) P R / (beta P + R)`` over the whole list, with P
+    ``set_P`` and R ``set_recall``; 0 when nothing relevant is retrieved. ``beta`` is trec_eval's
+    parameter as is (``set_F.0.5``), the relative importance of recall, not squared as in van
+    Rijsbergen's F_beta; at 1 it is the harmonic mean of P and R.
+
+    Example:
+        >>> from rankwise.relevance.matrix import RelevanceMatrix
+        >>> m = RelevanceMatrix.from_verdicts([[1, 0, 0, 0]], n_relevant=[2])
+        >>> set_f(m).tolist(), set_f(m, beta=2.0).tolist()  # P 1/4, R 1/2
+        ([0.3333333333333333], [0.375])
+    """
+    from rankwise.metrics.ir import precision, recall
+
+    p, r = precision(m, None), recall(m, None)
+    return _div((beta + 1.0) * p * r, beta * p + r)
 
 
 def relative_p(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:

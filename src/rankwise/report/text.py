@@ -68,6 +68,7 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     """trec_eval's layout: ``%-22s\\t%s\\t%6.4f`` per line, per-query blocks first, ``all`` last.
 
     As trec_eval 10.0: measures in trec_eval's table order (then those it has no name for, as asked),
+    ``runid`` first on the ``all`` lines when it was asked for (``result.runid``: the run file's tag),
     counts as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
     only on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for keep
     rankwise's canonical name.
@@ -86,7 +87,8 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
                     continue
                 v = row[m.name]
                 lines.append(f"{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v)}")
-    lines.append(f"{'runid':<22s}\tall\t{result.run_name}")
+    if result.runid is not None:  # as trec_eval: only when asked (runid, official, set, all_trec, no -m)
+        lines.append(f"{'runid':<22s}\tall\t{result.runid}")
     for m, tname in names:
         if m.name in result.texts:
             continue

@@ -52,6 +52,7 @@ class SparkEvalResult:
     query_ids: list[str]
     values: np.ndarray
     texts: dict[str, list[str]] = field(default_factory=dict)
+    runid: str | None = None  # trec_eval's runid line, when asked (as EvalResult.runid)
 
     @property
     def names(self) -> list[str]:
@@ -64,6 +65,7 @@ class SparkEvalResult:
                             self.summary, self.run_name)
         if self.texts:
             result.texts = {name: list(t) for name, t in self.texts.items()}
+        result.runid = self.runid
         return result
 
     def to_json(self, *, per_query: bool = False) -> dict:

@@ -39,13 +39,21 @@ def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance
     Example:
         >>> r = evaluate_files("qrels.txt", "run.parquet", ["ndcg@10"], master="local[2]")  # doctest: +SKIP
     """
+    from rankwise.metrics.registry import asks_runid
     from rankwise.spark.io import read_qrels, read_run, require_pyspark
     from rankwise.spark.ir import evaluate
 
     require_pyspark()
     spark = _session(master)
-    return evaluate(read_qrels(spark, qrels), read_run(spark, run), metrics, relevance_level=relevance_level,
-                    missing=missing, buckets=buckets, run_name=Path(run).stem)
+    result = evaluate(read_qrels(spark, qrels), read_run(spark, run), metrics, relevance_level=relevance_level,
+                      missing=missing, buckets=buckets, run_name=Path(run).stem)
+    if asks_runid(metrics):  # as rankwise.evaluate: a local TREC file's tag, else the run's name
+        from rankwise.data.trec import run_tag
+
+        local = Path(run)
+        trec_file = local.is_file() and local.suffix.lower() not in (".parquet", ".pq", ".csv", ".tsv")
+        result.runid = (run_tag(local) if trec_file else None) or result.run_name
+    return result
 
 
 def _write_json(payload: dict, output: str | None) -> None:
