@@ -205,7 +205,7 @@ def test_qrels_with_a_question_file_and_unjudged_questions(tmp_path):
     qrels.write_text("q1 0 d1 2\nq2 0 d2 1\nq2 0 d3 0\n")
     from rankwise.errors import RankwiseWarning
 
-    with pytest.warns(RankwiseWarning, match="K = 2 is larger than every retrieved list"):
+    with pytest.warns(RankwiseWarning, match="^system 'bm25 whole documents': K = 2 is larger than every"):
         res = sweep(corpus, questions, qrels=qrels, chunk_sizes=[0], overlaps=[0], k=2, progress=False)
     assert res.settings["cases"] == 2 and res.settings["unjudged"] == 1
     assert res.means["bm25 whole documents"] == {"ndcg@2": 1.0, "map": 1.0, "mrr": 1.0, "precision@2": 0.5,

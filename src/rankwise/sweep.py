@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
-from rankwise.errors import InputError
+from rankwise.errors import InputError, warn
 
 __all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "sweep", "sweep_metrics"]
 
@@ -359,6 +359,7 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
         [('bm25 whole documents', 1.0), ('bm25 recursive 12/0', 1.0)]
     """
     from rankwise.analysis.compare import compare_records
+    from rankwise.analysis.system_warnings import collect_warnings, name_warnings
     from rankwise.metrics.rag import evaluate_rag
     from rankwise.retrieval.chunking import chunk_corpus
     from rankwise.retrieval.pipeline import chunk_depth, run_retrievers
@@ -400,6 +401,7 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
     info: dict[str, dict[str, Any]] = {}
     means: dict[str, dict[str, float]] = {}
     by_spans: dict[tuple, tuple[tuple, dict]] = {}
+    warned: dict[str, list[str]] = {}
     try:
         with progress_bar(f"sweep: {len(configs)} configurations, {len(chunkings)} chunkings", len(configs),
                           quiet=not progress, eta=True) as advance:
@@ -421,12 +423,14 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
                     by_spans.setdefault(key, (chunking, {}))[1].update(results)
                 for cell in cells:
                     res = results[cell.retriever]
-                    if documents:
-                        recs = _document_records(base_records, res, k)
-                        scored = evaluate_rag(recs, "ids", labels=qrels, metrics=names, relevance_level=relevance_level)
-                    else:
-                        recs = _records(base_records, res)
-                        scored = evaluate_rag(recs, relevance, metrics=names)
+                    with collect_warnings() as warned[cell.label]:  # named by configuration below
+                        if documents:
+                            recs = _document_records(base_records, res, k)
+                            scored = evaluate_rag(recs, "ids", labels=qrels, metrics=names,
+                                                  relevance_level=relevance_level)
+                        else:
+                            recs = _records(base_records, res)
+                            scored = evaluate_rag(recs, relevance, metrics=names)
                     records[cell.label] = scored.records
                     means[cell.label] = {m: float(scored.mean[m]) for m in names}
                     timings = dict(res.timings)
@@ -457,6 +461,10 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
                                      permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                                      labels=qrels, relevance_level=relevance_level)
     t_compare = time.perf_counter() - t0
+    notes = name_warnings(warned)
+    if comparison is None:  # the comparison warns with the same named lines
+        for note in notes:
+            warn(note)
     best = {}
     for m in names:
         lab = max(labels, key=lambda x, m=m: (means[x][m], -labels.index(x)))
@@ -474,7 +482,7 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
                 "rerank_top_n": rerank_top_n, "llm_rerank": rerank_info,
                 "test": "paired randomization", "permutations": permutations, "seed": seed,
                 "correction": correction, "alpha": alpha,
-                "index_builds": len(by_spans), "chunkings": len(chunkings)}
+                "index_builds": len(by_spans), "chunkings": len(chunkings), "warnings": notes}
     result = SweepResult(configs, names, means, best, comparison, base_label, records, info, skipped, settings,
                          {"compare": t_compare, "total": time.perf_counter() - t_start})
     if out is not None:
