@@ -227,3 +227,22 @@ def test_cli_beir(shared_data, tmp_path):
     both = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--beir", str(shared_data / "cranfield"),
                            "--corpus", "x.jsonl", "--testset", "t.jsonl", "--quiet"], capture_output=True, text=True)
     assert both.returncode == 2 and both.stderr.count("\n") == 1 and "--beir" in both.stderr
+    cran = shared_data / "cranfield"
+    bad_qrels = tmp_path / "bad.txt"
+    bad_qrels.write_text("1 0 184 2\n1 0 29\n")
+    (tmp_path / "empty").mkdir()
+    for args, message in (
+            (["--beir", str(tmp_path / "missing")], f"{tmp_path / 'missing'}: no such file or folder"),
+            (["--beir", str(tmp_path / "empty")], f"{tmp_path / 'empty'}: BEIR folder has no corpus.jsonl"),
+            (["--corpus", str(cran / "corpus.jsonl"), "--testset", str(cran / "queries.jsonl"), "--qrels",
+              str(bad_qrels)], f"{bad_qrels}:2: field 'relevance': expected 4 fields")):
+        bad = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", *args, "--quiet", "--out",
+                              str(tmp_path / "t")], capture_output=True, text=True)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and message in bad.stderr, bad.stderr
+    # a BEIR queries file as --testset with --qrels: the same numbers as --beir
+    same = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--corpus", str(cran / "corpus.jsonl"),
+                           "--testset", str(cran / "queries.jsonl"), "--qrels", str(cran / "qrels" / "test.tsv"),
+                           "--chunk-size", "0,400", "--overlap", "0", "--permutations", "500", "--no-html",
+                           "--out", str(tmp_path / "u"), "--quiet"], capture_output=True, text=True)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout == out.stdout

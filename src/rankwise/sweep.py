@@ -182,26 +182,22 @@ class SweepResult:
         return "\n".join(lines)
 
 
-def _beir_folder(path: Any) -> bool:
-    if not isinstance(path, (str, PathLike)):
-        return False
-    p = Path(path)
-    return p.is_dir() and (p / "corpus.jsonl").is_file() and (p / "queries.jsonl").is_file()
-
-
 def _load_inputs(corpus: Any, testset: Any, qrels: Any, split: str):
     """(corpus, empty case records, qrels or None, questions left out for want of judgements)."""
     from rankwise.adapters.run import records_queries
     from rankwise.retrieval.pipeline import as_corpus
 
-    if testset is None and _beir_folder(corpus):
+    if testset is None and isinstance(corpus, (str, PathLike)) and Path(corpus).is_dir():
+        # a folder without a test set: a BEIR folder, or an error saying what it lacks
         from rankwise.retrieval.corpus import load_beir
 
         data = load_beir(corpus, split=split)
         if data.qrels is None and qrels is None:
             raise InputError(f"the BEIR folder has no qrels/{split}.tsv; give qrels", source=corpus, field="qrels")
         corpus, testset, qrels = data.corpus, data.queries, data.qrels if qrels is None else qrels
-    elif testset is None and isinstance(corpus, str) and not Path(corpus).exists():
+    elif testset is None and isinstance(corpus, (str, PathLike)) and not Path(corpus).exists():
+        if isinstance(corpus, PathLike) or any(sep in corpus for sep in ("/", "\\", ".")):
+            raise InputError("no such file or folder", source=corpus)
         from rankwise.datasets import bundled_files
 
         files = bundled_files(corpus)
@@ -215,11 +211,10 @@ def _load_inputs(corpus: Any, testset: Any, qrels: Any, split: str):
         corpus = load_corpus(corpus)
     else:
         corpus = as_corpus(corpus)
-    if qrels is not None and isinstance(testset, (str, PathLike)) and Path(testset).suffix.lower() not in (
-            ".jsonl", ".ndjson"):
+    if qrels is not None and isinstance(testset, (str, PathLike)):
         from rankwise.retrieval.corpus import load_queries
 
-        testset = load_queries(testset)  # a TSV of query ids and texts
+        testset = load_queries(testset)  # queries JSONL (_id/id, text), a test set's questions, or TSV
     records = records_queries(testset)
     if not records:
         raise InputError("the test set holds no case", field="testset")
