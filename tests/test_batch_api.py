@@ -79,8 +79,10 @@ def test_batch_equals_online_and_costs_half(server, tmp_path):
     online_cost = float(online.split("$")[1].split()[0])
     batch_cost = float(out.split("cost $")[1].split()[0])
     assert batch_cost == pytest.approx(online_cost / 2, rel=0.02)
-    rows = sqlite3.connect(tmp_path / "batch.sqlite").execute("SELECT batch_id, status FROM batch_jobs").fetchall()
-    assert rows == [("batch_1", "ingested")]
+    db = sqlite3.connect(tmp_path / "batch.sqlite")
+    rows = db.execute("SELECT part, parts, requests, batch_id, state, batch_status FROM batch_parts").fetchall()
+    assert rows == [(0, 1, 12, "batch_1", "ingested", "completed")]
+    assert db.execute("SELECT COUNT(*) FROM batch_results").fetchone() == (0,)  # merged into the verdicts
 
 
 def test_restart_mid_poll_resumes_without_resubmitting(server, tmp_path):
@@ -192,7 +194,9 @@ def test_unreachable_batch_api_is_one_line_error(tmp_path):
         port = s.getsockname()[1]
     res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
                                     f"http://127.0.0.1:{port}/v1", "--cache", str(tmp_path / "c.sqlite"),
-                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api"])
-    assert res.exit_code == 2
-    assert res.output.startswith("rankwise: error: batch API POST /files: cannot reach http://127.0.0.1:")
-    assert res.output.count("\n") == 1
+                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api", "--max-retries", "1"])
+    assert res.exit_code == 2 and res.stdout == ""
+    *retries, error = res.stderr.splitlines()
+    assert error.startswith("rankwise: error: batch API POST /files (upload of batch 1/1): cannot reach "
+                            "http://127.0.0.1:") and "gave up after 2 attempts" in error
+    assert len(retries) == 1 and "retry 1/1" in retries[0]
