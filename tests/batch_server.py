@@ -8,8 +8,9 @@ Behaviour is set by ``POST /config`` (JSON): ``mode`` ``complete`` (every item a
 ``list``) a list of faults served in order to the next calls, each ``{"status": 429, "retry_after": "0.1"}``
 (an HTTP error, with a ``Retry-After`` header when given), ``{"drop": true}`` (the connection closed with no
 reply) or, for ``create``, ``{"drop_after": true}`` (the batch created, then the connection closed with no
-reply); ``stall_upload_from`` N: the N-th upload and later ones wait (uncounted) until the setting is
-removed. ``GET /stats``: files uploaded, batches created (``created``: their ids and request counts),
+reply), ``{"delay": 1.0}`` (the reply sent that late), ``{"pass": true}`` (no fault: served normally);
+``stall_upload_from`` N: the N-th upload and later ones wait (uncounted) until the setting is
+removed. ``GET /stats``: files uploaded, batches created (``created``: per batch its id, requests, the bytes of each line, the first custom_id),
 polls (``polled``: per batch), downloads, chat calls, faults served per call (``faults``).
 
 Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1:PORT/v1``.
@@ -18,6 +19,7 @@ Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import time
@@ -86,8 +88,17 @@ class Handler(JSONHandler):
     def faulted(self, op: str) -> dict[str, Any] | None:
         """Serve the next fault of ``op`` if there is one (an error reply, or a dropped connection)."""
         fault = _fault(op)
-        if fault is None or fault.get("drop_after"):
+        if fault is None or fault.get("pass"):
+            return None
+        if fault.get("drop_after"):
             return fault
+        if fault.get("delay"):  # answered late: after the client's timeout (other requests served meanwhile)
+            self.server.lock.release()
+            try:
+                time.sleep(float(fault["delay"]))
+            finally:
+                self.server.lock.acquire()
+            return None
         if fault.get("drop"):
             self.close_connection = True
             return fault
@@ -129,20 +140,27 @@ class Handler(JSONHandler):
                 return self.send_bytes(200, STATE["files"][m.group(1)])
             return self.send_json(404, {"error": {"message": f"no {self.path}"}})
 
-    def stall_upload(self) -> None:
-        """With ``stall_upload_from`` N: the N-th upload and later ones wait until the setting is removed."""
+    def stall_upload(self) -> bool:
+        """With ``stall_upload_from`` N: the N-th upload and later ones wait until the setting is removed,
+        then fail uncounted (their client was killed meanwhile). True when this upload stalled."""
+        stalled = False
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with self.server.lock:
                 start = STATE["config"].get("stall_upload_from")
                 if start is None or STATE["stats"]["uploads"] + 1 < start:
-                    return
+                    break
+            stalled = True
             time.sleep(0.02)
+        if stalled:
+            with contextlib.suppress(OSError):
+                self.send_json(503, {"error": {"message": "stalled upload dropped"}})
+        return stalled
 
     def do_POST(self) -> None:  # noqa: N802
         body = self.read_body()
-        if self.path == "/v1/files":
-            self.stall_upload()
+        if self.path == "/v1/files" and self.stall_upload():
+            return None
         with self.server.lock:
             if self.path == "/config":
                 STATE["config"].update(json.loads(body))
@@ -182,8 +200,9 @@ class Handler(JSONHandler):
                                          "input_file_id": req["input_file_id"], "endpoint": req["endpoint"],
                                          "completion_window": req.get("completion_window")}
                 STATE["stats"]["creates"] += 1
-                lines = STATE["files"][req["input_file_id"]].decode().splitlines()
-                STATE["stats"]["created"].append([bid, len(lines), len(STATE["files"][req["input_file_id"]])])
+                lines = STATE["files"][req["input_file_id"]].splitlines(keepends=True)
+                STATE["stats"]["created"].append({"id": bid, "requests": len(lines), "line_bytes": [
+                    len(x) for x in lines], "first": json.loads(lines[0])["custom_id"] if lines else None})
                 if fault:  # created, but the client never hears of it
                     self.close_connection = True
                     return None
