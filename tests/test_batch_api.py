@@ -194,7 +194,7 @@ def test_unreachable_batch_api_is_one_line_error(tmp_path):
         port = s.getsockname()[1]
     res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
                                     f"http://127.0.0.1:{port}/v1", "--cache", str(tmp_path / "c.sqlite"),
-                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api", "--max-retries", "1"])
+                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api", "--max-retries", "1", "--quiet"])
     assert res.exit_code == 2 and res.stdout == ""
     *retries, error = res.stderr.splitlines()
     assert error.startswith("rankwise: error: batch API POST /files (upload of batch 1/1): cannot reach "

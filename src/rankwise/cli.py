@@ -652,8 +652,19 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             batch_settings = resolve_batch_settings(config=config_path, poll_seconds=batch_poll,
                                                     discount=batch_discount, max_requests=batch_max_requests,
                                                     max_bytes=batch_max_bytes)
-            for line in run_batch_job(judge, cases, settings=batch_settings,
-                                      on_status=lambda m: click.echo(m, err=True)).lines():
+            from rankwise.progress import progress
+
+            with progress("batch API", None, quiet=quiet, transient=True) as advance:
+                seen = [0]
+
+                def batch_progress(done, batches, ended, requests):
+                    advance(ended - seen[0], description=f"batch API: {done}/{batches} batches done, "
+                                                         f"{ended}/{requests} requests")
+                    seen[0] = ended
+
+                report = run_batch_job(judge, cases, settings=batch_settings, on_progress=batch_progress,
+                                       on_status=lambda m: click.echo(m, err=True))
+            for line in report.lines():
                 click.echo(line)
         total = sum(len(c.chunks) for c in cases)
         try:

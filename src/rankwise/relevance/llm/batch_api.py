@@ -444,13 +444,16 @@ def _adopt_old_job(db: sqlite3.Connection, fingerprint: str, n_lines: int, n_byt
 def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | None = None,
                   discount: float | None = None, max_requests: int | None = None, max_bytes: int | None = None,
                   config: str | PathLike | None = None, settings: BatchSettings | None = None,
-                  timeout_hours: float = 48.0, on_status: Callable[[str], None] | None = None) -> BatchReport:
+                  timeout_hours: float = 48.0, on_status: Callable[[str], None] | None = None,
+                  on_progress: Callable[[int, int, int, int], None] | None = None) -> BatchReport:
     """Judge the chunks of ``cases`` not yet in ``judge.cache`` through the Batch API, split into as many
     batches as the limits need; verdicts go to the cache (the next :meth:`Judge.run` returns them as cached
     and calls online only for what failed).
 
     Resumes the job recorded for the same requests instead of creating other batches. Settings not given
     are resolved by :func:`resolve_batch_settings` (``settings``, when given, is used as it is).
+    ``on_status`` gets one line per event (batch submitted, resumed, ended, call retried); ``on_progress``
+    gets (batches ended, batches, requests ended, requests) after every poll.
     Raises :class:`BatchApiError` when a call fails for good (a rerun resumes).
     """
     if judge.cache is None:
@@ -469,7 +472,8 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
     db = _open_jobs(judge.cache.path)
     try:
         try:
-            parts = _run_parts(api, db, fingerprint, lines, opts, timeout_hours, report, say)
+            parts = _run_parts(api, db, fingerprint, lines, opts, timeout_hours, report, say,
+                               on_progress or (lambda *_a: None))
         except BatchApiError as exc:
             kept = db.execute("SELECT COUNT(batch_id) FROM batch_parts WHERE fingerprint=?",
                               (fingerprint,)).fetchone()[0]
@@ -505,7 +509,8 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
 
 
 def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[bytes], opts: BatchSettings,
-               timeout_hours: float, report: BatchReport, say: Callable[[str], None]) -> list[_Part]:
+               timeout_hours: float, report: BatchReport, say: Callable[[str], None],
+               progress: Callable[[int, int, int, int], None]) -> list[_Part]:
     """Create what is not created yet, poll until every batch has ended, download the results (all kept in
     the database as they come); the parts, ended."""
     parts = _load_parts(db, fingerprint)
@@ -554,6 +559,7 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
     deadline = time.monotonic() + timeout_hours * 3600
     if done < len(parts):
         say(f"polling {len(parts) - done} of {len(parts)} batches every {opts.poll_seconds:g} s")
+    running: dict[int, int] = {}  # requests ended so far in the batches still running (as the provider counts)
     while True:
         for p in parts:
             if p.state != "submitted":
@@ -563,7 +569,12 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
             report.polls += 1
             status = str(info.get("status"))
             if status not in FINAL:
+                counts = info.get("request_counts")
+                if isinstance(counts, dict):
+                    ended = sum(v for k, v in counts.items() if k in ("completed", "failed") and isinstance(v, int))
+                    running[p.part] = max(0, min(ended, p.requests))
                 continue
+            running.pop(p.part, None)
             have = {k for (k,) in db.execute("SELECT kind FROM batch_results WHERE fingerprint=? AND part=?",
                                              (fingerprint, p.part))}
             for kind in _KINDS:
@@ -576,6 +587,8 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
             save(p, state="done", batch_status=status)
             done += 1
             say(f"batch {p.batch_id} {status}: {done}/{len(parts)} batches done")
+        progress(done, len(parts), sum(p.requests for p in parts if p.state == "done") + sum(running.values()),
+                 len(lines))
         if done == len(parts):
             break
         if time.monotonic() > deadline:
