@@ -343,7 +343,7 @@ def test_exhausted_retries_exit_2_keep_the_cache_and_a_rerun_resumes(server, tmp
     error = res.stderr.splitlines()[-1]
     assert error.startswith("rankwise: error: batch API GET /files/")
     assert ("/content (download of the output file of batch batch_2, batch 2/3): HTTP 503: " in error
-            and "gave up after 3 attempts; the 3 batch ids and the results received are kept in "
+            and "gave up after 3 attempts; 3 of 3 batches created, their ids and the results received are kept in "
             f"{tmp_path / 'c.sqlite'}: rerun the same command to resume" in error)
     assert not (tmp_path / "c.jsonl").exists()
     assert [p[4:] for p in _parts(tmp_path / "c.sqlite")] == [("batch_1", "done"), ("batch_2", "submitted"),
@@ -411,3 +411,21 @@ def test_batch_options_on_the_command_line(server, tmp_path, monkeypatch):
     res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-discount", "2", name="d")[3:])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1
     assert "field 'batch_discount': batch_discount must be a fraction from 0 to 1" in res.stderr
+
+
+def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    # the batch is created but its reply lost, and the batch list cannot be read then: the run gives up
+    server.call("/config", {"faults": {"create": [{"drop_after": True}], "list": [{"status": 503}]}})
+    cmd = _cmd(server, tmp_path, "--max-retries", "0", "--batch-poll", "0.05")[3:]
+    res = CliRunner().invoke(main, cmd)
+    assert res.exit_code == 2
+    assert res.stderr.startswith("rankwise: error: batch API POST /batches (create of batch 1/1): connection to ")
+    assert "0 of 1 batches created" in res.stderr and res.stderr.count("\n") == 1
+    assert _parts(tmp_path / "c.sqlite") == [(0, 1, 0, 12, None, "uploaded")]
+    assert server.call("/stats")["creates"] == 1
+    res = CliRunner().invoke(main, cmd)  # the rerun finds batch_1 by its input file in the list
+    assert res.exit_code == 0, res.output
+    stats = server.call("/stats")
+    assert (stats["uploads"], stats["creates"], stats["chat"]) == (1, 1, 0)
+    assert "batch batch_1: completed; 12 requests for 12 chunks, 12 verdicts, 0 failed" in res.stdout

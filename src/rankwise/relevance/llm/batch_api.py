@@ -321,9 +321,11 @@ class _Api:
                              sent=True) from None
 
     def call(self, method: str, path: str, what: str, data: bytes | None = None, ctype: str | None = None, *,
-             timeout: float | None = None, recover: Callable[[], bytes | None] | None = None) -> bytes:
-        """The reply's body; retried on 429/5xx/connection errors/timeouts; ``recover`` (called after a
-        request that may have been received but got no reply) may supply the reply instead of a resend."""
+             timeout: float | None = None, recover: Callable[[], bytes | None] | None = None,
+             min_delay: float = 0.0) -> bytes:
+        """The reply's body; retried on 429/5xx/connection errors/timeouts, waiting at least ``min_delay``;
+        ``recover`` (called after a request that may have been received but got no reply) may supply the
+        reply instead of a resend."""
         p = self.policy
         attempt = 0
         while True:
@@ -343,6 +345,7 @@ class _Api:
                     delay = min(exc.retry_after, p.max_retry_after)
                 else:
                     delay = min(p.backoff_max, p.backoff_base * 2 ** attempt) * (0.5 + random.random() / 2)
+                delay = max(delay, min_delay)
                 attempt += 1
                 self.retries += 1
                 if self.on_status:
@@ -351,10 +354,10 @@ class _Api:
                 time.sleep(delay)
 
     def json(self, method: str, path: str, what: str, payload: dict | None = None,
-             recover: Callable[[], bytes | None] | None = None) -> dict[str, Any]:
+             recover: Callable[[], bytes | None] | None = None, min_delay: float = 0.0) -> dict[str, Any]:
         data = None if payload is None else json.dumps(payload).encode()
         raw = self.call(method, path, what, data, "application/json" if data is not None else None,
-                        recover=recover)
+                        recover=recover, min_delay=min_delay)
         try:
             obj = json.loads(raw)
         except ValueError:
@@ -376,7 +379,9 @@ class _Api:
         except (ValueError, KeyError, TypeError):
             raise BatchApiError(f"batch API POST /files ({what}): reply has no file id: {raw[:120]!r}") from None
 
-    def create(self, file_id: str, fingerprint: str, part: int, what: str) -> str:
+    def create(self, file_id: str, fingerprint: str, part: int, what: str, *, look_first: bool = False) -> str:
+        """Create the batch of an uploaded file; ``look_first``: a previous run may have created it (its
+        reply lost, or the process killed before the id was stored): look in the batch list first."""
         def recover() -> bytes | None:
             """The create may have been received: look for a batch of this input file before sending it again."""
             try:
@@ -389,7 +394,8 @@ class _Api:
                     return json.dumps(batch).encode()
             return None
 
-        created = self.json("POST", "/batches", what, {
+        known = recover() if look_first else None
+        created = json.loads(known) if known is not None else self.json("POST", "/batches", what, {
             "input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
             "metadata": {"rankwise": fingerprint[:16], "part": str(part + 1)}}, recover=recover)
         batch_id = str(created.get("id") or "")
@@ -475,10 +481,10 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
             parts = _run_parts(api, db, fingerprint, lines, opts, timeout_hours, report, say,
                                on_progress or (lambda *_a: None))
         except BatchApiError as exc:
-            kept = db.execute("SELECT COUNT(batch_id) FROM batch_parts WHERE fingerprint=?",
-                              (fingerprint,)).fetchone()[0]
-            raise BatchApiError(f"{exc}; the {kept} batch ids and the results received are kept in "
-                                f"{judge.cache.path}: rerun the same command to resume") from None
+            kept, total = db.execute("SELECT COUNT(batch_id), COUNT(*) FROM batch_parts WHERE fingerprint=?",
+                                     (fingerprint,)).fetchone()
+            raise BatchApiError(f"{exc}; {kept} of {total} batches created, their ids and the results received "
+                                f"are kept in {judge.cache.path}: rerun the same command to resume") from None
         finally:
             report.retries = api.retries
         results: dict[str, Any] = {}
@@ -526,7 +532,7 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
         split = split_requests(lines, opts.max_requests, opts.max_bytes)
         now = time.time()
         db.execute("BEGIN")
-        db.executemany("INSERT INTO batch_parts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        db.executemany("INSERT OR IGNORE INTO batch_parts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                        [(fingerprint, k, len(split), first, n, sum(map(len, lines[first:first + n])), None, None,
                          "pending", None, now) for k, (first, n) in enumerate(split)])
         db.execute("COMMIT")
@@ -541,13 +547,15 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
         db.execute(f"UPDATE batch_parts SET {', '.join(f'{k}=?' for k in cols)} WHERE fingerprint=? AND part=?",
                    (*cols.values(), fingerprint, p.part))
 
+    uploaded_before = {p.part for p in parts if p.state == "uploaded"}
     for p in parts:
         if p.state == "pending":
             content = b"".join(lines[p.first:p.first + p.requests])
             file_id = api.upload(content, f"rankwise-{fingerprint[:12]}-{p.part + 1}.jsonl", f"upload of {p.label}")
             save(p, input_file_id=file_id, state="uploaded")
         if p.state == "uploaded":
-            batch_id = api.create(str(p.input_file_id), fingerprint, p.part, f"create of {p.label}")
+            batch_id = api.create(str(p.input_file_id), fingerprint, p.part, f"create of {p.label}",
+                                  look_first=p.part in uploaded_before)
             save(p, batch_id=batch_id, state="submitted")
             report.created += 1
             say(f"batch {batch_id} submitted ({p.label}, {p.requests} requests, {p.bytes} bytes)")
@@ -565,7 +573,7 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
             if p.state != "submitted":
                 continue
             what = f"batch {p.batch_id}, {p.label}"
-            info = api.json("GET", f"/batches/{p.batch_id}", f"poll of {what}")
+            info = api.json("GET", f"/batches/{p.batch_id}", f"poll of {what}", min_delay=opts.poll_seconds)
             report.polls += 1
             status = str(info.get("status"))
             if status not in FINAL:
