@@ -429,3 +429,34 @@ def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(serve
     stats = server.call("/stats")
     assert (stats["uploads"], stats["creates"], stats["chat"]) == (1, 1, 0)
     assert "batch batch_1: completed; 12 requests for 12 chunks, 12 verdicts, 0 failed" in res.stdout
+
+
+def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    res = CliRunner().invoke(main, [*_cmd(server, tmp_path, "--batch-max-requests", "5", "--price-in", "1",
+                                          "--price-out", "2")[3:], "--dry-run"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stdout.splitlines() if x.startswith("batch API:"))
+    assert server.call("/stats") == {"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0,
+                                     "created": [], "polled": {}, "faults": {}}
+    _judge(server, tmp_path, "--batch-api", "--batch-max-requests", "5")  # the batches the run then creates
+    sizes = ", ".join(f"{c['requests']} requests, {sum(c['line_bytes'])} bytes"
+                      for c in server.call("/stats")["created"])
+    assert line.startswith(f"batch API: 12 requests in 3 batches ({sizes}); estimated cost $")
+
+
+def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    server.call("/config", {"polls": 10**6})
+    proc = subprocess.Popen(_cmd(server, tmp_path, "--batch-poll", "0.05"), env={**os.environ, "PYTHONPATH": SRC},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while server.call("/stats")["polls"] < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert err.splitlines()[-1] == (f"rankwise: interrupted; the batch ids are kept in the cache "
+                                    f"({tmp_path / 'c.sqlite'}): rerun the same command to resume polling")
+    assert [p[4:] for p in _parts(tmp_path / "c.sqlite")] == [("batch_1", "submitted")]

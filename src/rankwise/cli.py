@@ -642,28 +642,41 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     try:
         judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices)
         judge.check(cases, source=testset)
-        if dry_run:
-            for line in plan_lines(judge.plan(cases), endpoint.url):
-                click.echo(line)
-            return
         if batch_api:
-            from rankwise.relevance.llm.batch_api import resolve_batch_settings, run_batch_job
+            from rankwise.relevance.llm.batch_api import plan_batches, resolve_batch_settings, run_batch_job
 
             batch_settings = resolve_batch_settings(config=config_path, poll_seconds=batch_poll,
                                                     discount=batch_discount, max_requests=batch_max_requests,
                                                     max_bytes=batch_max_bytes)
+        if dry_run:
+            plan = judge.plan(cases)
+            for line in plan_lines(plan, endpoint.url):
+                click.echo(line)
+            if batch_api:
+                sizes = plan_batches(judge, cases, batch_settings)
+                cost = "" if plan.cost is None else f"; estimated cost ${plan.cost * batch_settings.discount:.4f} " \
+                                                    "at the batch price"
+                click.echo(f"batch API: {sum(n for n, _ in sizes)} requests in {len(sizes)} batches ("
+                           f"{', '.join(f'{n} requests, {b} bytes' for n, b in sizes) or 'none'}){cost}")
+            return
+        if batch_api:
             from rankwise.progress import progress
 
-            with progress("batch API", None, quiet=quiet, transient=True) as advance:
-                seen = [0]
+            try:
+                with progress("batch API", None, quiet=quiet, transient=True) as advance:
+                    seen = [0]
 
-                def batch_progress(done, batches, ended, requests):
-                    advance(ended - seen[0], description=f"batch API: {done}/{batches} batches done, "
-                                                         f"{ended}/{requests} requests")
-                    seen[0] = ended
+                    def batch_progress(done, batches, ended, requests):
+                        advance(ended - seen[0], description=f"batch API: {done}/{batches} batches done, "
+                                                             f"{ended}/{requests} requests")
+                        seen[0] = ended
 
-                report = run_batch_job(judge, cases, settings=batch_settings, on_progress=batch_progress,
-                                       on_status=lambda m: click.echo(m, err=True))
+                    report = run_batch_job(judge, cases, settings=batch_settings, on_progress=batch_progress,
+                                           on_status=lambda m: click.echo(m, err=True))
+            except KeyboardInterrupt:
+                click.echo(f"rankwise: interrupted; the batch ids are kept in the cache ({cache.path}): rerun the "
+                           "same command to resume polling", err=True)
+                sys.exit(130)
             for line in report.lines():
                 click.echo(line)
         total = sum(len(c.chunks) for c in cases)

@@ -65,7 +65,7 @@ from rankwise.relevance.llm.client import EndpointError, reply_of
 from rankwise.relevance.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
 
 __all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
-           "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
+           "plan_batches", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
            "DEFAULT_MAX_BYTES"]
 
 DEFAULT_DISCOUNT = 0.5
@@ -258,6 +258,27 @@ def split_requests(lines: Sequence[bytes], max_requests: int, max_bytes: int) ->
     if len(lines) > first:
         parts.append((first, len(lines) - first))
     return parts
+
+
+def _encoded(judge: Any, units: Sequence[Any]) -> list[bytes]:
+    return [(json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+            for x in build_requests(judge, units)]
+
+
+def plan_batches(judge: Any, cases: Sequence[Any], settings: BatchSettings | None = None) -> list[tuple[int, int]]:
+    """The batches a :func:`run_batch_job` of ``cases`` would create now (none when the cache has every
+    verdict): ``(requests, bytes)`` per batch. Calls nothing (``--dry-run --batch-api``).
+
+    Example::
+
+        for n, size in plan_batches(judge, cases, BatchSettings(max_requests=10_000)):
+            print(n, size)
+    """
+    opts = settings or BatchSettings()
+    _verdicts, units, _unj, _keys = judge._prepare(cases)
+    lines = _encoded(judge, units)
+    return [(n, sum(map(len, lines[first:first + n])))
+            for first, n in split_requests(lines, opts.max_requests, opts.max_bytes)]
 
 
 # ------------------------------------------------------------------------------------------ HTTP, with retries
@@ -470,8 +491,7 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
     report = BatchReport(chunks=sum(len(u.ranks) for u in units), requests=len(units))
     if not units:
         return report
-    lines = [(json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-             for x in build_requests(judge, units)]
+    lines = _encoded(judge, units)
     fingerprint = hashlib.sha256(b"".join(lines)).hexdigest()
     say = on_status or (lambda _m: None)
     api = _Api(judge.endpoint.base_url, judge.endpoint.api_key, judge.policy, say)
