@@ -440,9 +440,11 @@ def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
     assert server.call("/stats") == {"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0,
                                      "created": [], "polled": {}, "faults": {}}
     _judge(server, tmp_path, "--batch-api", "--batch-max-requests", "5")  # the batches the run then creates
-    sizes = ", ".join(f"{c['requests']} requests, {sum(c['line_bytes'])} bytes"
-                      for c in server.call("/stats")["created"])
-    assert line.startswith(f"batch API: 12 requests in 3 batches ({sizes}); estimated cost $")
+    created = server.call("/stats")["created"]
+    sizes = ", ".join(str(sum(c["line_bytes"])) for c in created)
+    assert [c["requests"] for c in created] == [5, 5, 2]
+    assert line.startswith(f"batch API: 12 requests in 3 batches of 5, 5, 2 requests ({sizes} bytes); estimated "
+                           "cost $")
 
 
 def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, tmp_path):

@@ -656,8 +656,9 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                 sizes = plan_batches(judge, cases, batch_settings)
                 cost = "" if plan.cost is None else f"; estimated cost ${plan.cost * batch_settings.discount:.4f} " \
                                                     "at the batch price"
-                click.echo(f"batch API: {sum(n for n, _ in sizes)} requests in {len(sizes)} batches ("
-                           f"{', '.join(f'{n} requests, {b} bytes' for n, b in sizes) or 'none'}){cost}")
+                click.echo(f"batch API: {sum(n for n, _ in sizes)} requests in {len(sizes)} batches of "
+                           f"{', '.join(str(n) for n, _ in sizes) or '-'} requests ("
+                           f"{', '.join(str(b) for _, b in sizes) or '-'} bytes){cost}")
             return
         if batch_api:
             from rankwise.progress import progress
