@@ -170,7 +170,14 @@ def resolve_batch_settings(*, config: str | PathLike | None = None, env: Mapping
 @dataclass
 class BatchReport:
     """What the batch job did: its batches (ids, final statuses), counts of items ok / failed (with why),
-    tokens, cost, polls, and the Batch-API calls retried."""
+    tokens, cost, polls, and the Batch-API calls retried.
+
+    Example:
+        >>> r = BatchReport(batch_ids=["b1", "b2"], statuses=["completed", "expired"], requests=4, chunks=4,
+        ...                 ok=3, failed=1, failures={"expired": 1})
+        >>> r.lines()[0]
+        '2 batches (b1, b2): completed 1, expired 1; 4 requests for 4 chunks, 3 verdicts, 1 failed (expired 1)'
+    """
 
     batch_ids: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
@@ -482,6 +489,13 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
     ``on_status`` gets one line per event (batch submitted, resumed, ended, call retried); ``on_progress``
     gets (batches ended, batches, requests ended, requests) after every poll.
     Raises :class:`BatchApiError` when a call fails for good (a rerun resumes).
+
+    Example::
+
+        judge = Judge(endpoint, JudgeSettings(mode="question"), cache=VerdictCache("judge.sqlite"))
+        report = run_batch_job(judge, cases, max_requests=10_000, poll_seconds=60, on_status=print)
+        print("\n".join(report.lines()))
+        result = judge.run(cases)   # the batch verdicts, from the cache; what failed there, online
     """
     if judge.cache is None:
         raise RankwiseError("the batch API needs a verdict cache (it records the batch ids there)")
