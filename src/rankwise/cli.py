@@ -653,12 +653,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             for line in plan_lines(plan, endpoint.url):
                 click.echo(line)
             if batch_api:
-                sizes = plan_batches(judge, cases, batch_settings)
-                cost = "" if plan.cost is None else f"; estimated cost ${plan.cost * batch_settings.discount:.4f} " \
-                                                    "at the batch price"
-                click.echo(f"batch API: {sum(n for n, _ in sizes)} requests in {len(sizes)} batches of "
-                           f"{', '.join(str(n) for n, _ in sizes) or '-'} requests ("
-                           f"{', '.join(str(b) for _, b in sizes) or '-'} bytes){cost}")
+                click.echo(plan_batches(judge, cases, batch_settings).line(plan.cost))
             return
         if batch_api:
             from rankwise.progress import progress

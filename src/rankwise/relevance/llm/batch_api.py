@@ -65,7 +65,7 @@ from rankwise.relevance.llm.client import EndpointError, reply_of
 from rankwise.relevance.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
 
 __all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
-           "plan_batches", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
+           "plan_batches", "BatchPlan", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
            "DEFAULT_MAX_BYTES"]
 
 DEFAULT_DISCOUNT = 0.5
@@ -272,20 +272,39 @@ def _encoded(judge: Any, units: Sequence[Any]) -> list[bytes]:
             for x in build_requests(judge, units)]
 
 
-def plan_batches(judge: Any, cases: Sequence[Any], settings: BatchSettings | None = None) -> list[tuple[int, int]]:
+@dataclass(frozen=True)
+class BatchPlan:
+    """The batches a job would create: ``(requests, bytes)`` per batch, and the batch discount."""
+
+    sizes: list[tuple[int, int]]
+    discount: float
+
+    def line(self, online_cost: float | None = None) -> str:
+        """One console line; ``online_cost``: the estimated online cost of the same calls.
+
+        Example:
+            >>> BatchPlan([(5, 6488), (2, 2598)], 0.5).line(0.004)
+            'batch API: 7 requests in 2 batches of 5, 2 requests (6488, 2598 bytes); estimated cost $0.0020 at the batch price'
+        """
+        cost = "" if online_cost is None else f"; estimated cost ${online_cost * self.discount:.4f} at the batch price"
+        return (f"batch API: {sum(n for n, _ in self.sizes)} requests in {len(self.sizes)} batches of "
+                f"{', '.join(str(n) for n, _ in self.sizes) or '-'} requests "
+                f"({', '.join(str(b) for _, b in self.sizes) or '-'} bytes){cost}")
+
+
+def plan_batches(judge: Any, cases: Sequence[Any], settings: BatchSettings | None = None) -> BatchPlan:
     """The batches a :func:`run_batch_job` of ``cases`` would create now (none when the cache has every
-    verdict): ``(requests, bytes)`` per batch. Calls nothing (``--dry-run --batch-api``).
+    verdict). Calls nothing (``--dry-run --batch-api``).
 
     Example::
 
-        for n, size in plan_batches(judge, cases, BatchSettings(max_requests=10_000)):
-            print(n, size)
+        print(plan_batches(judge, cases, BatchSettings(max_requests=10_000)).line())
     """
     opts = settings or BatchSettings()
     _verdicts, units, _unj, _keys = judge._prepare(cases)
     lines = _encoded(judge, units)
-    return [(n, sum(map(len, lines[first:first + n])))
-            for first, n in split_requests(lines, opts.max_requests, opts.max_bytes)]
+    return BatchPlan([(n, sum(map(len, lines[first:first + n])))
+                      for first, n in split_requests(lines, opts.max_requests, opts.max_bytes)], opts.discount)
 
 
 # ------------------------------------------------------------------------------------------ HTTP, with retries
