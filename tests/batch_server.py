@@ -4,7 +4,14 @@ answering with the same deterministic judge as ``tests/llm_server.py``.
 Behaviour is set by ``POST /config`` (JSON): ``mode`` ``complete`` (every item answered), ``expire``
 (the batch ends ``expired`` with the first ``answered`` items done, the rest absent), ``partial`` (every
 ``fail_every``-th item gets an HTTP 500 in the error file); ``polls`` (how many GETs of a batch report
-``in_progress`` before it ends). ``GET /stats``: files uploaded, batches created, polls, chat calls.
+``in_progress`` before it ends); ``faults``: per call (``upload``, ``create``, ``retrieve``, ``download``,
+``list``) a list of faults served in order to the next calls, each ``{"status": 429, "retry_after": "0.1"}``
+(an HTTP error, with a ``Retry-After`` header when given), ``{"drop": true}`` (the connection closed with no
+reply) or, for ``create``, ``{"drop_after": true}`` (the batch created, then the connection closed with no
+reply), ``{"delay": 1.0}`` (the reply sent that late), ``{"pass": true}`` (no fault: served normally);
+``stall_upload_from`` N: the N-th upload and later ones wait (uncounted) until the setting is
+removed. ``GET /stats``: files uploaded, batches created (``created``: per batch its id, requests, the bytes of each line, the first custom_id),
+polls (``polled``: per batch), downloads, chat calls, faults served per call (``faults``).
 
 Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1:PORT/v1``.
 """
@@ -12,8 +19,10 @@ Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+import time
 from typing import Any
 
 from _loopback import JSONHandler, LoopbackHTTPServer, ServerProcess, start_process
@@ -24,8 +33,10 @@ STATE: dict[str, Any] = {}
 
 def _reset() -> None:
     STATE.clear()
-    STATE.update(files={}, batches={}, config={"mode": "complete", "polls": 1, "fail_every": 2, "answered": 1},
-                 stats={"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0})
+    STATE.update(files={}, batches={}, config={"mode": "complete", "polls": 1, "fail_every": 2, "answered": 1,
+                                               "faults": {}, "stall_upload_from": None},
+                 stats={"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0, "created": [],
+                        "polled": {}, "faults": {}})
 
 
 _reset()
@@ -64,27 +75,92 @@ def _finish(batch: dict[str, Any]) -> None:
     batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
 
 
+def _fault(op: str) -> dict[str, Any] | None:
+    """The next fault configured for ``op`` (consumed and counted), or None."""
+    queue = STATE["config"]["faults"].get(op) or []
+    if not queue:
+        return None
+    STATE["stats"]["faults"][op] = STATE["stats"]["faults"].get(op, 0) + 1
+    return queue.pop(0)
+
+
 class Handler(JSONHandler):
+    def faulted(self, op: str) -> dict[str, Any] | None:
+        """Serve the next fault of ``op`` if there is one (an error reply, or a dropped connection)."""
+        fault = _fault(op)
+        if fault is None or fault.get("pass"):
+            return None
+        if fault.get("drop_after"):
+            return fault
+        if fault.get("delay"):  # answered late: after the client's timeout (other requests served meanwhile)
+            self.server.lock.release()
+            try:
+                time.sleep(float(fault["delay"]))
+            finally:
+                self.server.lock.acquire()
+            return None
+        if fault.get("drop"):
+            self.close_connection = True
+            return fault
+        data = json.dumps({"error": {"message": f"injected {fault['status']}", "type": "injected"}}).encode()
+        self.send_response(int(fault["status"]))
+        if fault.get("retry_after") is not None:
+            self.send_header("Retry-After", str(fault["retry_after"]))
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return fault
+
     def do_GET(self) -> None:  # noqa: N802
         with self.server.lock:
             if self.path == "/stats":
                 return self.send_json(200, STATE["stats"])
+            if self.path.split("?")[0] == "/v1/batches":
+                if self.faulted("list"):
+                    return None
+                data = [{k: v for k, v in b.items() if k != "polls"} for b in STATE["batches"].values()]
+                return self.send_json(200, {"object": "list", "data": data[::-1]})
             m = re.fullmatch(r"/v1/batches/([\w-]+)", self.path)
             if m and m.group(1) in STATE["batches"]:
+                if self.faulted("retrieve"):
+                    return None
                 batch = STATE["batches"][m.group(1)]
                 STATE["stats"]["polls"] += 1
+                STATE["stats"]["polled"][batch["id"]] = STATE["stats"]["polled"].get(batch["id"], 0) + 1
                 batch["polls"] += 1
                 if batch["status"] == "in_progress" and batch["polls"] > STATE["config"]["polls"]:
                     _finish(batch)
                 return self.send_json(200, {k: v for k, v in batch.items() if k != "polls"})
             m = re.fullmatch(r"/v1/files/([\w-]+)/content", self.path)
             if m and m.group(1) in STATE["files"]:
+                if self.faulted("download"):
+                    return None
                 STATE["stats"]["downloads"] += 1
                 return self.send_bytes(200, STATE["files"][m.group(1)])
             return self.send_json(404, {"error": {"message": f"no {self.path}"}})
 
+    def stall_upload(self) -> bool:
+        """With ``stall_upload_from`` N: the N-th upload and later ones wait until the setting is removed,
+        then fail uncounted (their client was killed meanwhile). True when this upload stalled."""
+        stalled = False
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with self.server.lock:
+                start = STATE["config"].get("stall_upload_from")
+                if start is None or STATE["stats"]["uploads"] + 1 < start:
+                    break
+            stalled = True
+            time.sleep(0.02)
+        if stalled:
+            with contextlib.suppress(OSError):
+                self.send_json(503, {"error": {"message": "stalled upload dropped"}})
+        return stalled
+
     def do_POST(self) -> None:  # noqa: N802
         body = self.read_body()
+        if self.path == "/v1/files" and self.stall_upload():
+            return None
         with self.server.lock:
             if self.path == "/config":
                 STATE["config"].update(json.loads(body))
@@ -93,6 +169,8 @@ class Handler(JSONHandler):
                 _reset()
                 return self.send_json(200, {})
             if self.path == "/v1/files":
+                if self.faulted("upload"):
+                    return None
                 ctype = self.headers.get("Content-Type", "")
                 boundary = ctype.split("boundary=")[-1].encode()
                 parts = body.split(b"--" + boundary)
@@ -111,6 +189,9 @@ class Handler(JSONHandler):
                 STATE["stats"]["uploads"] += 1
                 return self.send_json(200, {"id": fid, "object": "file", "purpose": "batch", "bytes": len(content)})
             if self.path == "/v1/batches":
+                fault = self.faulted("create")
+                if fault and not fault.get("drop_after"):
+                    return None
                 req = json.loads(body)
                 if req.get("input_file_id") not in STATE["files"] or req.get("endpoint") != "/v1/chat/completions":
                     return self.send_json(400, {"error": {"message": "bad batch request"}})
@@ -119,6 +200,12 @@ class Handler(JSONHandler):
                                          "input_file_id": req["input_file_id"], "endpoint": req["endpoint"],
                                          "completion_window": req.get("completion_window")}
                 STATE["stats"]["creates"] += 1
+                lines = STATE["files"][req["input_file_id"]].splitlines(keepends=True)
+                STATE["stats"]["created"].append({"id": bid, "requests": len(lines), "line_bytes": [
+                    len(x) for x in lines], "first": json.loads(lines[0])["custom_id"] if lines else None})
+                if fault:  # created, but the client never hears of it
+                    self.close_connection = True
+                    return None
                 return self.send_json(200, {k: v for k, v in STATE["batches"][bid].items() if k != "polls"})
             if self.path == "/v1/chat/completions":
                 STATE["stats"]["chat"] += 1

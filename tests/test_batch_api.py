@@ -79,8 +79,10 @@ def test_batch_equals_online_and_costs_half(server, tmp_path):
     online_cost = float(online.split("$")[1].split()[0])
     batch_cost = float(out.split("cost $")[1].split()[0])
     assert batch_cost == pytest.approx(online_cost / 2, rel=0.02)
-    rows = sqlite3.connect(tmp_path / "batch.sqlite").execute("SELECT batch_id, status FROM batch_jobs").fetchall()
-    assert rows == [("batch_1", "ingested")]
+    db = sqlite3.connect(tmp_path / "batch.sqlite")
+    rows = db.execute("SELECT part, parts, requests, batch_id, state, batch_status FROM batch_parts").fetchall()
+    assert rows == [(0, 1, 12, "batch_1", "ingested", "completed")]
+    assert db.execute("SELECT COUNT(*) FROM batch_results").fetchone() == (0,)  # merged into the verdicts
 
 
 def test_restart_mid_poll_resumes_without_resubmitting(server, tmp_path):
@@ -192,7 +194,271 @@ def test_unreachable_batch_api_is_one_line_error(tmp_path):
         port = s.getsockname()[1]
     res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
                                     f"http://127.0.0.1:{port}/v1", "--cache", str(tmp_path / "c.sqlite"),
-                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api"])
+                                    "--records", str(tmp_path / "o.jsonl"), "--batch-api", "--max-retries", "1", "--quiet"])
+    assert res.exit_code == 2 and res.stdout == ""
+    *retries, error = res.stderr.splitlines()
+    assert error.startswith("rankwise: error: batch API POST /files (upload of batch 1/1): cannot reach "
+                            "http://127.0.0.1:") and "gave up after 2 attempts" in error
+    assert len(retries) == 1 and "retry 1/1" in retries[0]
+
+
+# ---------------------------------------------------------------------------------------- limits, retries, options
+def _cmd(srv, tmp_path, *extra, name="c"):
+    return [sys.executable, "-m", "rankwise.cli", "judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
+            srv.base_url, "--api-key", "k", "--cache", str(tmp_path / f"{name}.sqlite"), "--records",
+            str(tmp_path / f"{name}.jsonl"), "--batch-api", "--quiet", *extra]
+
+
+def _parts(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT part, parts, first, requests, batch_id, state FROM batch_parts "
+                          "ORDER BY part").fetchall()
+
+
+def _greedy(sizes: list[int], max_requests: int, max_bytes: int) -> list[int]:
+    """Requests per batch of an in-order split at the limits (the test's own reckoning)."""
+    out: list[int] = []
+    n = size = 0
+    for s in sizes:
+        if n and (n == max_requests or size + s > max_bytes):
+            out.append(n)
+            n = size = 0
+        n, size = n + 1, size + s
+    return [*out, n] if n else out
+
+
+def test_split_by_request_limit_into_three_batches(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    online = _judge(server, tmp_path, name="online")
+    out = _judge(server, tmp_path, "--batch-api", "--batch-max-requests", "5", name="batch")
+    stats = server.call("/stats")
+    assert [(c["id"], c["requests"], c["first"]) for c in stats["created"]] == [
+        ("batch_1", 5, "r0"), ("batch_2", 5, "r5"), ("batch_3", 2, "r10")]
+    assert stats["uploads"] == 3 and stats["chat"] == 12  # the 12 of the online run, none after the batches
+    assert "3 batches (batch_1, batch_2, batch_3): completed; 12 requests for 12 chunks, 12 verdicts, 0 failed" in out
+    assert _verdicts(tmp_path / "batch.jsonl") == _verdicts(tmp_path / "online.jsonl")  # merged back by custom_id
+    online_cost = float(online.split("$")[1].split()[0])
+    assert float(out.split("cost $")[1].split()[0]) == pytest.approx(online_cost / 2, rel=0.02)
+    assert _parts(tmp_path / "batch.sqlite") == [(0, 3, 0, 5, "batch_1", "ingested"), (1, 3, 5, 5, "batch_2", "ingested"),
+                                                 (2, 3, 10, 2, "batch_3", "ingested")]
+
+
+def test_split_by_byte_limit_into_three_batches(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    _judge(server, tmp_path, "--batch-api", name="probe")  # one batch: the size of each request line
+    sizes = server.call("/stats")["created"][0]["line_bytes"]
+    assert len(sizes) == 12 and len(set(sizes)) > 1
+    limit = sum(sizes[:5])  # the 6th line does not fit in the first batch
+    want = _greedy(sizes, 10**9, limit)
+    assert len(want) == 3
+    server.call("/reset", {})
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", str(limit))[3:])
+    assert res.exit_code == 0, res.output
+    created = server.call("/stats")["created"]
+    assert [c["requests"] for c in created] == want and want[0] == 5
+    assert all(sum(c["line_bytes"]) <= limit for c in created)
+    assert f"12 requests split into 3 batches (at most 50000 requests and {limit} bytes each)" in res.stderr
+    assert "3/3 batches done" in res.stderr and "12 verdicts, 0 failed" in res.stdout
+    assert all(v is not None for v in _verdicts(tmp_path / "c.jsonl").values())
+
+
+def test_request_over_the_byte_limit_is_one_line_error_before_any_call(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", "100")[3:])
     assert res.exit_code == 2
-    assert res.output.startswith("rankwise: error: batch API POST /files: cannot reach http://127.0.0.1:")
-    assert res.output.count("\n") == 1
+    assert res.stderr.startswith("rankwise: error: <input>: field 'batch_max_bytes': request r0 is ")
+    assert res.stderr.count("\n") == 1 and server.call("/stats")["uploads"] == 0
+
+
+def test_kill_after_second_batch_created_restart_creates_only_the_third(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    server.call("/config", {"stall_upload_from": 3, "polls": 2})
+    env = {**os.environ, "PYTHONPATH": SRC}
+    cmd = _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while server.call("/stats")["creates"] < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)  # the 3rd upload is stalled at the server
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    stats = server.call("/stats")
+    assert (stats["uploads"], stats["creates"], stats["polls"]) == (2, 2, 0)
+    assert _parts(tmp_path / "c.sqlite") == [(0, 3, 0, 5, "batch_1", "submitted"), (1, 3, 5, 5, "batch_2", "submitted"),
+                                             (2, 3, 10, 2, None, "pending")]
+    server.call("/config", {"stall_upload_from": None})
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    stats = server.call("/stats")
+    assert (stats["uploads"], stats["creates"], stats["chat"]) == (3, 3, 0)  # only the 3rd created, no online call
+    assert [c["first"] for c in stats["created"]] == ["r0", "r5", "r10"]
+    assert stats["polled"]["batch_1"] >= 3 and stats["polled"]["batch_2"] >= 3  # polled to their end
+    assert "batch batch_1 resumed (batch 1/3, 5 requests)" in done.stderr
+    assert "batch batch_3 submitted (batch 3/3, 2 requests" in done.stderr
+    assert "3 batches (batch_1, batch_2, batch_3): completed (resumed); 12 requests for 12 chunks, 12 verdicts" \
+        in done.stdout
+    assert sorted(_verdicts(tmp_path / "c.jsonl").values()) == [0] * 6 + [1] * 6
+
+
+def test_429_and_503_on_every_batch_call_are_retried(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    faults = [{"status": 429, "retry_after": "0.2"}, {"status": 503}]
+    server.call("/config", {"faults": {op: list(faults) for op in ("upload", "create", "retrieve", "download")}})
+    t0 = time.monotonic()
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05")[3:])
+    assert res.exit_code == 0, res.output
+    assert time.monotonic() - t0 >= 4 * 0.2  # each Retry-After waited
+    stats = server.call("/stats")
+    assert stats["faults"] == {"upload": 2, "create": 2, "retrieve": 2, "download": 2}
+    assert (stats["uploads"], stats["creates"], stats["downloads"], stats["chat"]) == (3, 3, 3, 0)
+    assert "8 Batch-API calls retried" in res.stdout and "12 verdicts, 0 failed" in res.stdout
+    assert "batch API POST /files (upload of batch 1/3): HTTP 429: " in res.stderr and "retry 1/4 in 0.2 s" in \
+        res.stderr
+    assert "batch API POST /batches (create of batch 1/3): HTTP 503: " in res.stderr
+    assert "(poll of batch batch_1, batch 1/3): HTTP 429" in res.stderr
+    assert sorted(_verdicts(tmp_path / "c.jsonl").values()) == [0] * 6 + [1] * 6
+
+
+def test_dropped_and_late_replies_are_retried_and_a_lost_create_is_not_repeated(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    server.call("/config", {"faults": {"upload": [{"drop": True}], "create": [{"drop_after": True}],
+                                       "retrieve": [{"delay": 1.5}], "download": [{"drop": True}]}})
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--timeout", "0.5", "--batch-poll", "0.05")[3:])
+    assert res.exit_code == 0, res.output
+    stats = server.call("/stats")
+    assert stats["faults"] == {"upload": 1, "create": 1, "retrieve": 1, "download": 1}
+    assert stats["creates"] == 1  # the create whose reply was lost was found in the batch list, not sent again
+    assert "no reply within 0.5 s" in res.stderr and "connection to http://127.0.0.1:" in res.stderr
+    assert "batch batch_1: completed; 12 requests for 12 chunks, 12 verdicts, 0 failed" in res.stdout
+    assert "3 Batch-API calls retried" in res.stdout  # upload, poll, download; the create was recovered
+
+
+def test_exhausted_retries_exit_2_keep_the_cache_and_a_rerun_resumes(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    server.call("/config", {"faults": {"download": [{"pass": True}] + [{"status": 503}] * 3}})
+    cmd = _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05", "--max-retries", "2")[3:]
+    res = CliRunner().invoke(main, cmd)
+    assert res.exit_code == 2 and res.stdout == ""
+    error = res.stderr.splitlines()[-1]
+    assert error.startswith("rankwise: error: batch API GET /files/")
+    assert ("/content (download of the output file of batch batch_2, batch 2/3): HTTP 503: " in error
+            and "gave up after 3 attempts; 3 of 3 batches created, their ids and the results received are kept in "
+            f"{tmp_path / 'c.sqlite'}: rerun the same command to resume" in error)
+    assert not (tmp_path / "c.jsonl").exists()
+    assert [p[4:] for p in _parts(tmp_path / "c.sqlite")] == [("batch_1", "done"), ("batch_2", "submitted"),
+                                                               ("batch_3", "submitted")]
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        assert db.execute("SELECT part, kind FROM batch_results").fetchall() == [(0, "output_file_id")]
+        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (0,)
+    assert server.call("/stats")["downloads"] == 1
+    res = CliRunner().invoke(main, cmd)
+    assert res.exit_code == 0, res.output
+    stats = server.call("/stats")
+    assert (stats["uploads"], stats["creates"], stats["downloads"], stats["chat"]) == (3, 3, 3, 0)
+    assert "(resumed)" in res.stdout and "12 verdicts, 0 failed" in res.stdout
+
+
+def test_batch_options_precedence_flag_env_config_default(tmp_path):
+    from rankwise.errors import InputError
+    from rankwise.relevance.llm.batch_api import resolve_batch_settings
+
+    conf = tmp_path / "rankwise.toml"
+    conf.write_text("[llm]\nbatch_poll = 7\nbatch_discount = 0.3\nbatch_max_requests = 5\n")
+    env = {"RANKWISE_BATCH_POLL": "11", "RANKWISE_BATCH_DISCOUNT": "0.2"}
+
+    def got(**kw):
+        s = resolve_batch_settings(**kw)
+        return (s.poll_seconds, s.discount, s.max_requests, s.max_bytes)
+
+    assert got(config=conf, env=env, poll_seconds=2, discount=0.1) == (2.0, 0.1, 5, 200_000_000)  # flags
+    assert got(config=conf, env=env) == (11.0, 0.2, 5, 200_000_000)  # the environment over the file
+    assert got(config=conf, env={}) == (7.0, 0.3, 5, 200_000_000)  # the file
+    assert got(config=None, env={}, max_bytes=1000) == (30.0, 0.5, 50_000, 1000)  # the defaults
+    conf.write_text("[llm]\nbatch_discount = 1.5\n")
+    with pytest.raises(InputError, match=r"rankwise.toml: field 'batch_discount': batch_discount must be a "
+                                         r"fraction from 0 to 1"):
+        resolve_batch_settings(config=conf, env={})
+    conf.write_text("[llm]\nbatch_max_requests = \"many\"\n")
+    with pytest.raises(InputError, match="field 'batch_max_requests': batch_max_requests must be an integer"):
+        resolve_batch_settings(config=conf, env={})
+    with pytest.raises(InputError, match=r"field 'RANKWISE_BATCH_POLL': \$RANKWISE_BATCH_POLL must be a number"):
+        resolve_batch_settings(config=None, env={"RANKWISE_BATCH_POLL": "soon"})
+    with pytest.raises(InputError, match="field 'RANKWISE_BATCH_POLL': RANKWISE_BATCH_POLL must be > 0"):
+        resolve_batch_settings(config=None, env={"RANKWISE_BATCH_POLL": "0"})
+
+
+def test_batch_options_on_the_command_line(server, tmp_path, monkeypatch):
+    _testset(tmp_path / "ts.jsonl")
+    conf = tmp_path / "rankwise.toml"
+    conf.write_text("[llm]\nbatch_max_requests = 5\nbatch_discount = 0.25\nbatch_poll = 0.05\n")
+    monkeypatch.delenv("RANKWISE_BATCH_POLL")
+    price = ("--price-in", "100", "--price-out", "200")  # the last --price-in given wins: costs of 4 digits
+    online = _judge(server, tmp_path, *price, name="online")
+    online_cost = float(online.split("$")[1].split()[0])
+    out = _judge(server, tmp_path, *price, "--batch-api", "--config", str(conf), name="a")  # the config file's
+    assert "3 batches (" in out
+    assert float(out.split("cost $")[1].split()[0]) == pytest.approx(online_cost * 0.25, rel=0.02)
+    monkeypatch.setenv("RANKWISE_BATCH_DISCOUNT", "0.4")  # the environment over the file
+    out = _judge(server, tmp_path, *price, "--batch-api", "--config", str(conf), "--batch-max-requests", "12", name="b")
+    assert "batch batch_4: completed" in out  # the flag over the file: one batch
+    assert float(out.split("cost $")[1].split()[0]) == pytest.approx(online_cost * 0.4, rel=0.02)
+    out = _judge(server, tmp_path, *price, "--batch-api", "--config", str(conf), "--batch-discount", "1", name="c")
+    assert float(out.split("cost $")[1].split()[0]) == pytest.approx(online_cost, rel=0.02)  # the flag over all
+    res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
+                                    server.base_url, "--records", str(tmp_path / "x.jsonl"), "--batch-poll", "5"])
+    assert res.exit_code == 2 and "--batch-poll needs --batch-api" in res.stderr
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-discount", "2", name="d")[3:])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert "field 'batch_discount': batch_discount must be a fraction from 0 to 1" in res.stderr
+
+
+def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    # the batch is created but its reply lost, and the batch list cannot be read then: the run gives up
+    server.call("/config", {"faults": {"create": [{"drop_after": True}], "list": [{"status": 503}]}})
+    cmd = _cmd(server, tmp_path, "--max-retries", "0", "--batch-poll", "0.05")[3:]
+    res = CliRunner().invoke(main, cmd)
+    assert res.exit_code == 2
+    assert res.stderr.startswith("rankwise: error: batch API POST /batches (create of batch 1/1): connection to ")
+    assert "0 of 1 batches created" in res.stderr and res.stderr.count("\n") == 1
+    assert _parts(tmp_path / "c.sqlite") == [(0, 1, 0, 12, None, "uploaded")]
+    assert server.call("/stats")["creates"] == 1
+    res = CliRunner().invoke(main, cmd)  # the rerun finds batch_1 by its input file in the list
+    assert res.exit_code == 0, res.output
+    stats = server.call("/stats")
+    assert (stats["uploads"], stats["creates"], stats["chat"]) == (1, 1, 0)
+    assert "batch batch_1: completed; 12 requests for 12 chunks, 12 verdicts, 0 failed" in res.stdout
+
+
+def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    res = CliRunner().invoke(main, [*_cmd(server, tmp_path, "--batch-max-requests", "5", "--price-in", "1",
+                                          "--price-out", "2")[3:], "--dry-run"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stdout.splitlines() if x.startswith("batch API:"))
+    assert server.call("/stats") == {"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0,
+                                     "created": [], "polled": {}, "faults": {}}
+    _judge(server, tmp_path, "--batch-api", "--batch-max-requests", "5")  # the batches the run then creates
+    created = server.call("/stats")["created"]
+    sizes = ", ".join(str(sum(c["line_bytes"])) for c in created)
+    assert [c["requests"] for c in created] == [5, 5, 2]
+    assert line.startswith(f"batch API: 12 requests in 3 batches of 5, 5, 2 requests ({sizes} bytes); estimated "
+                           "cost $")
+
+
+def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, tmp_path):
+    _testset(tmp_path / "ts.jsonl")
+    server.call("/config", {"polls": 10**6})
+    proc = subprocess.Popen(_cmd(server, tmp_path, "--batch-poll", "0.05"), env={**os.environ, "PYTHONPATH": SRC},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while server.call("/stats")["polls"] < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert err.splitlines()[-1] == (f"rankwise: interrupted; the batch ids are kept in the cache "
+                                    f"({tmp_path / 'c.sqlite'}): rerun the same command to resume polling")
+    assert [p[4:] for p in _parts(tmp_path / "c.sqlite")] == [("batch_1", "submitted")]

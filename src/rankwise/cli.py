@@ -556,14 +556,24 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
 @click.option("--strict", is_flag=True, help="Exit 1 when any verdict failed or is missing.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 @click.option("--batch-api", is_flag=True, help="Send the calls through the provider's Batch API (/v1/batches, "
-              "half price, resumable: a rerun polls the same batch); what fails there is retried online.")
+              "half price, resumable: a rerun polls the same batches); what fails there is retried online.")
+@click.option("--batch-poll", type=float, default=None, metavar="SECONDS", help="With --batch-api: seconds "
+              "between polls (default 30; or $RANKWISE_BATCH_POLL, or batch_poll in [llm]).")
+@click.option("--batch-discount", type=float, default=None, metavar="FRACTION", help="With --batch-api: the batch "
+              "price as a fraction of the online price (default 0.5; or $RANKWISE_BATCH_DISCOUNT, or "
+              "batch_discount in [llm]).")
+@click.option("--batch-max-requests", type=int, default=None, metavar="N", help="With --batch-api: requests per "
+              "batch at most; more are split into several batches (default 50000, OpenAI's limit).")
+@click.option("--batch-max-bytes", type=int, default=None, metavar="BYTES", help="With --batch-api: bytes per "
+              "batch input file at most (default 200000000, OpenAI's 200 MB).")
 @click.option("--shard", default=None, metavar="I/N", help="Judge only shard I of N (by case id): one worker "
               "of N, each with its own --cache; merge with `rankwise cache merge`.")
 @_llm_options(model="Judge", prompt="prompt templates", omit=("max_cost",),
               dry_run="Print the calls and estimated tokens/cost, call nothing.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
-                  price_in, price_out, source, records_out, strict, quiet, force, batch_api, shard):
+                  price_in, price_out, source, records_out, strict, quiet, force, batch_api, batch_poll,
+                  batch_discount, batch_max_requests, batch_max_bytes, shard):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     import signal
@@ -584,6 +594,11 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
+    batch_flags = {"--batch-poll": batch_poll, "--batch-discount": batch_discount,
+                   "--batch-max-requests": batch_max_requests, "--batch-max-bytes": batch_max_bytes}
+    if not batch_api and any(v is not None for v in batch_flags.values()):
+        raise InputError(f"{next(k for k, v in batch_flags.items() if v is not None)} needs --batch-api",
+                         field="batch-api")
     from rankwise._outputs import check_outputs
 
     inputs = [testset, config_path, prompt_file]
@@ -630,14 +645,38 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     try:
         judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices)
         judge.check(cases, source=testset)
+        if batch_api:
+            from rankwise.relevance.llm.batch_api import plan_batches, resolve_batch_settings, run_batch_job
+
+            batch_settings = resolve_batch_settings(config=config_path, poll_seconds=batch_poll,
+                                                    discount=batch_discount, max_requests=batch_max_requests,
+                                                    max_bytes=batch_max_bytes)
         if dry_run:
-            for line in plan_lines(judge.plan(cases), endpoint.url):
+            plan = judge.plan(cases)
+            for line in plan_lines(plan, endpoint.url):
                 click.echo(line)
+            if batch_api:
+                click.echo(plan_batches(judge, cases, batch_settings).line(plan.cost))
             return
         if batch_api:
-            from rankwise.relevance.llm.batch_api import run_batch_job
+            from rankwise.progress import progress
 
-            for line in run_batch_job(judge, cases, on_status=lambda m: click.echo(m, err=True)).lines():
+            try:
+                with progress("batch API", None, quiet=quiet, transient=True) as advance:
+                    seen = [0]
+
+                    def batch_progress(done, batches, ended, requests):
+                        advance(ended - seen[0], description=f"batch API: {done}/{batches} batches done, "
+                                                             f"{ended}/{requests} requests")
+                        seen[0] = ended
+
+                    report = run_batch_job(judge, cases, settings=batch_settings, on_progress=batch_progress,
+                                           on_status=lambda m: click.echo(m, err=True))
+            except KeyboardInterrupt:
+                click.echo(f"rankwise: interrupted; the batch ids are kept in the cache ({cache.path}): rerun the "
+                           "same command to resume polling", err=True)
+                sys.exit(130)
+            for line in report.lines():
                 click.echo(line)
         total = sum(len(c.chunks) for c in cases)
         try:

@@ -1,60 +1,188 @@
 """Judge jobs through a provider Batch API (OpenAI ``/v1/files`` + ``/v1/batches``), resumable.
 
 The requests are exactly the chat requests the online judge would send (same prompts, same model,
-``max_tokens`` and temperature), one JSONL line each, with ``custom_id`` ``r<N>``. The file is uploaded
-(purpose ``batch``), a batch is created (endpoint ``/v1/chat/completions``, window ``24h``) and its id is
-stored in the verdict cache's SQLite file (table ``batch_jobs``, keyed by a SHA-256 of the request file)
-*before* polling starts, so a killed or stopped process, rerun with the same command, resumes polling the
-same batch instead of submitting (and paying for) it again. When the batch ends (``completed``,
-``expired``, ``cancelled`` or ``failed``) its output and error files are read, each line is mapped back to
-its chunks by ``custom_id``, parsed with the judge's parser and written to the cache. Items that errored,
-expired, were refused or are unparseable are counted; the CLI then sends them through the normal online
-path (per-chunk calls with retries), or, with ``--max-calls 0``, leaves them ``missing``.
+``max_tokens`` and temperature), one JSONL line each, with ``custom_id`` ``r<N>`` (numbered over the whole
+job). The lines are split into batches of at most ``max_requests`` requests and ``max_bytes`` bytes of
+input file (OpenAI's limits, 50,000 requests and 200 MB, by default). Each batch's file is uploaded
+(purpose ``batch``) and a batch is created (endpoint ``/v1/chat/completions``, window ``24h``).
+
+Everything is recorded in the verdict cache's SQLite file (table ``batch_parts``, keyed by a SHA-256 of
+the job's request lines and the batch number) as soon as it is known: the split, each uploaded file id,
+each batch id (*before* polling starts) and each batch's downloaded output and error files (table
+``batch_results``). A killed or stopped process, rerun with the same command, resumes the same job: the
+batches already created are polled, not created again (nor paid twice), files already uploaded are not
+uploaded again, the rest is created; results already downloaded are not downloaded again.
+
+When every batch has ended (``completed``, ``expired``, ``cancelled`` or ``failed``), the results are
+merged, each line is mapped back to its chunks by ``custom_id``, parsed with the judge's parser and written
+to the cache. Items that errored, expired, were refused or are unparseable are counted; the CLI then sends
+them through the normal online path (per-chunk calls with retries), or, with ``--max-calls 0``, leaves them
+``missing``.
+
+Every Batch-API call (upload, create, retrieve, download) is retried on HTTP 429 and 5xx, connection
+errors and timeouts, at most ``policy.max_retries`` times, waiting as the reply's ``Retry-After`` says
+or else exponentially longer (``policy.backoff_base`` doubled each time, at most ``policy.backoff_max``).
+A create that got no reply at all is looked up in the batch list before it is sent again, so a batch
+is never created twice. When the retries are exhausted the job stops with a one-line
+:class:`BatchApiError` naming the call and the batch; what was received is on disk.
 
 Cost is shown at the batch price: the online prices times ``discount`` (0.5 by default, as OpenAI and
-Anthropic charge; ``$RANKWISE_BATCH_DISCOUNT`` or the ``discount`` argument).
+Anthropic charge).
+
+Settings (:class:`BatchSettings`, resolved by :func:`resolve_batch_settings`), first found wins: the
+argument (a ``rankwise judge`` flag), the environment (``RANKWISE_BATCH_POLL``,
+``RANKWISE_BATCH_DISCOUNT``), the ``[llm]`` table of the config file (``batch_poll``, ``batch_discount``,
+``batch_max_requests``, ``batch_max_bytes``), the defaults -- the order every other judge setting follows.
 
 Example::
 
     from rankwise.relevance.llm.batch_api import run_batch_job
-    report = run_batch_job(judge, cases, poll_seconds=30)   # judge: a Judge with a cache
-    print(report.batch_id, report.ok, report.failed, report.cost)
+    report = run_batch_job(judge, cases, poll_seconds=30, max_requests=10_000)   # judge: a Judge with a cache
+    print(report.batch_ids, report.ok, report.failed, report.cost)
 """
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
+import http.client
 import json
+import math
 import os
+import random
 import sqlite3
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from os import PathLike
 from typing import Any
 
-from rankwise.errors import RankwiseError
+from rankwise.errors import InputError, RankwiseError
 from rankwise.relevance.llm.client import EndpointError, reply_of
 from rankwise.relevance.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
 
-__all__ = ["BatchReport", "run_batch_job", "build_requests", "DEFAULT_DISCOUNT"]
+__all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
+           "plan_batches", "BatchPlan", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
+           "DEFAULT_MAX_BYTES"]
 
 DEFAULT_DISCOUNT = 0.5
+DEFAULT_POLL_SECONDS = 30.0
+DEFAULT_MAX_REQUESTS = 50_000  # OpenAI: requests per batch input file
+DEFAULT_MAX_BYTES = 200_000_000  # OpenAI: 200 MB per batch input file
 FINAL = {"completed", "expired", "cancelled", "failed"}
-_TABLE = """CREATE TABLE IF NOT EXISTS batch_jobs (
-    fingerprint TEXT PRIMARY KEY, batch_id TEXT NOT NULL, input_file_id TEXT NOT NULL,
-    requests INTEGER NOT NULL, status TEXT NOT NULL, created REAL NOT NULL)"""
+_PARTS = """CREATE TABLE IF NOT EXISTS batch_parts (
+    fingerprint TEXT NOT NULL, part INTEGER NOT NULL, parts INTEGER NOT NULL, first INTEGER NOT NULL,
+    requests INTEGER NOT NULL, bytes INTEGER NOT NULL, input_file_id TEXT, batch_id TEXT,
+    state TEXT NOT NULL, batch_status TEXT, created REAL NOT NULL, PRIMARY KEY (fingerprint, part))"""
+_RESULTS = """CREATE TABLE IF NOT EXISTS batch_results (
+    fingerprint TEXT NOT NULL, part INTEGER NOT NULL, kind TEXT NOT NULL, content BLOB NOT NULL,
+    PRIMARY KEY (fingerprint, part, kind))"""
+_KINDS = ("output_file_id", "error_file_id")
 
 
+class BatchApiError(EndpointError):
+    """A Batch-API call failed for good (retries exhausted, or a reply that cannot be used): the job stops;
+    the batch ids and results received so far are in the cache, and a rerun resumes."""
+
+
+# ------------------------------------------------------------------------------------------ settings
+@dataclass(frozen=True)
+class BatchSettings:
+    """How a Batch-API job runs: seconds between polls, the price factor, and the limits of one batch.
+
+    Example:
+        >>> BatchSettings(max_requests=1000).max_bytes
+        200000000
+    """
+
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    discount: float = DEFAULT_DISCOUNT
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.poll_seconds) and self.poll_seconds > 0):
+            raise InputError(f"batch_poll must be > 0 seconds, got {self.poll_seconds}", field="batch_poll")
+        if not (math.isfinite(self.discount) and 0 <= self.discount <= 1):
+            raise InputError(f"batch_discount must be a fraction from 0 to 1 (0.5: half price), got "
+                             f"{self.discount}", field="batch_discount")
+        if self.max_requests < 1:
+            raise InputError(f"batch_max_requests must be >= 1, got {self.max_requests}",
+                             field="batch_max_requests")
+        if self.max_bytes < 1:
+            raise InputError(f"batch_max_bytes must be >= 1, got {self.max_bytes}", field="batch_max_bytes")
+
+
+_ENV = {"batch_poll": "RANKWISE_BATCH_POLL", "batch_discount": "RANKWISE_BATCH_DISCOUNT"}
+
+
+def resolve_batch_settings(*, config: str | PathLike | None = None, env: Mapping[str, str] | None = None,
+                           poll_seconds: float | None = None, discount: float | None = None,
+                           max_requests: int | None = None, max_bytes: int | None = None) -> BatchSettings:
+    """The Batch-API settings: arguments, then the environment (``RANKWISE_BATCH_POLL``,
+    ``RANKWISE_BATCH_DISCOUNT``), then the config file's ``[llm]`` table (``batch_poll``, ``batch_discount``,
+    ``batch_max_requests``, ``batch_max_bytes``), then the defaults -- as :func:`resolve_llm_config` resolves
+    the other settings. ``None`` means "not given". Errors name the variable, or the file and the key.
+
+    Example:
+        >>> s = resolve_batch_settings(poll_seconds=5, env={"RANKWISE_BATCH_DISCOUNT": "0.4"}, config=None)
+        >>> (s.poll_seconds, s.discount, s.max_requests)
+        (5.0, 0.4, 50000)
+    """
+    from rankwise.relevance.llm.client import load_config
+    from rankwise.relevance.llm.config import _check
+
+    env = os.environ if env is None else env
+    table, source = load_config(config)
+    origin: dict[str, tuple[str | None, str]] = {}  # key -> (source, field) of the value taken
+
+    def pick(key: str, given: Any, default: Any) -> Any:
+        if given is not None:
+            origin[key] = (None, key)
+            return given
+        name = _ENV.get(key)
+        if name and env.get(name, "").strip():
+            origin[key] = (None, name)
+            try:
+                return float(env[name])
+            except ValueError:
+                raise InputError(f"${name} must be a number, got {env[name]!r}", field=name) from None
+        if key in table:
+            origin[key] = (source, key)
+            return _check(key, table[key], source)
+        return default
+
+    values = {"poll_seconds": float(pick("batch_poll", poll_seconds, DEFAULT_POLL_SECONDS)),
+              "discount": float(pick("batch_discount", discount, DEFAULT_DISCOUNT)),
+              "max_requests": pick("batch_max_requests", max_requests, DEFAULT_MAX_REQUESTS),
+              "max_bytes": pick("batch_max_bytes", max_bytes, DEFAULT_MAX_BYTES)}
+    try:
+        return BatchSettings(**values)
+    except InputError as exc:  # name where the bad value came from: the file, or the variable
+        where, name = origin.get(exc.field or "", (None, exc.field))
+        raise InputError(exc.problem.replace(str(exc.field), name or "", 1), source=where, field=name) from None
+
+
+# ------------------------------------------------------------------------------------------ report
 @dataclass
 class BatchReport:
-    """What the batch job did: its id, final status, counts of items ok / failed (with why), tokens, cost."""
+    """What the batch job did: its batches (ids, final statuses), counts of items ok / failed (with why),
+    tokens, cost, polls, and the Batch-API calls retried.
 
-    batch_id: str | None = None
-    status: str = "nothing to do"
+    Example:
+        >>> r = BatchReport(batch_ids=["b1", "b2"], statuses=["completed", "expired"], requests=4, chunks=4,
+        ...                 ok=3, failed=1, failures={"expired": 1})
+        >>> r.lines()[0]
+        '2 batches (b1, b2): completed 1, expired 1; 4 requests for 4 chunks, 3 verdicts, 1 failed (expired 1)'
+    """
+
+    batch_ids: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
     resumed: bool = False
+    created: int = 0
     requests: int = 0
     chunks: int = 0
     ok: int = 0
@@ -64,17 +192,41 @@ class BatchReport:
     completion_tokens: int = 0
     cost: float | None = None
     polls: int = 0
+    retries: int = 0
+
+    @property
+    def batch_id(self) -> str | None:
+        """The first batch's id (None before one exists)."""
+        return self.batch_ids[0] if self.batch_ids else None
+
+    @property
+    def status(self) -> str:
+        """``completed`` when every batch completed, else the count of each final status."""
+        if not self.statuses:
+            return "nothing to do"
+        counts: dict[str, int] = {}
+        for s in self.statuses:
+            counts[s] = counts.get(s, 0) + 1
+        if len(counts) == 1:
+            return self.statuses[0]
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
     def lines(self) -> list[str]:
         """Human-readable summary lines for the console."""
         cost = "cost unknown (no prices)" if self.cost is None else f"cost ${self.cost:.4f} at the batch price"
         why = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()))
-        return [f"batch {self.batch_id or '-'}: {self.status}{' (resumed)' if self.resumed else ''}; "
+        if len(self.batch_ids) > 1:
+            head = f"{len(self.batch_ids)} batches ({', '.join(self.batch_ids)})"
+        else:
+            head = f"batch {self.batch_id or '-'}"
+        retried = f"; {self.retries} Batch-API calls retried" if self.retries else ""
+        return [f"{head}: {self.status}{' (resumed)' if self.resumed else ''}; "
                 f"{self.requests} requests for {self.chunks} chunks, {self.ok} verdicts, {self.failed} failed"
                 + (f" ({why})" if why else ""),
-                f"batch tokens: {self.prompt_tokens} prompt + {self.completion_tokens} completion; {cost}"]
+                f"batch tokens: {self.prompt_tokens} prompt + {self.completion_tokens} completion; {cost}{retried}"]
 
 
+# ------------------------------------------------------------------------------------------ requests
 def build_requests(judge: Any, units: Sequence[Any]) -> list[dict[str, Any]]:
     """One Batch-API request line per unit: the judge's own chat request, ``custom_id`` ``r<N>``."""
     from rankwise.relevance.llm.judge import SINGLE_MAX_TOKENS
@@ -89,132 +241,426 @@ def build_requests(judge: Any, units: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def split_requests(lines: Sequence[bytes], max_requests: int, max_bytes: int) -> list[tuple[int, int]]:
+    """Split encoded request lines, in order, into batches of at most ``max_requests`` lines and
+    ``max_bytes`` bytes: ``(first line, number of lines)`` per batch. A line longer than ``max_bytes`` alone
+    is an :class:`InputError` (no provider would take it).
+
+    Example:
+        >>> split_requests([b"aaaa\\n"] * 5, max_requests=2, max_bytes=100)
+        [(0, 2), (2, 2), (4, 1)]
+        >>> split_requests([b"aaaa\\n"] * 5, max_requests=100, max_bytes=12)
+        [(0, 2), (2, 2), (4, 1)]
+    """
+    parts: list[tuple[int, int]] = []
+    first = size = 0
+    for n, line in enumerate(lines):
+        if len(line) > max_bytes:
+            raise InputError(f"request r{n} is {len(line)} bytes, more than a whole batch file may hold "
+                             f"({max_bytes} bytes): raise batch_max_bytes or judge it online", field="batch_max_bytes")
+        if n > first and (n - first >= max_requests or size + len(line) > max_bytes):
+            parts.append((first, n - first))
+            first, size = n, 0
+        size += len(line)
+    if len(lines) > first:
+        parts.append((first, len(lines) - first))
+    return parts
+
+
+def _encoded(judge: Any, units: Sequence[Any]) -> list[bytes]:
+    return [(json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+            for x in build_requests(judge, units)]
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """The batches a job would create: ``(requests, bytes)`` per batch, and the batch discount."""
+
+    sizes: list[tuple[int, int]]
+    discount: float
+
+    def line(self, online_cost: float | None = None) -> str:
+        """One console line; ``online_cost``: the estimated online cost of the same calls.
+
+        Example:
+            >>> BatchPlan([(5, 6488), (2, 2598)], 0.5).line(0.004)
+            'batch API: 7 requests in 2 batches of 5, 2 requests (6488, 2598 bytes); estimated cost $0.0020 at the batch price'
+        """
+        cost = "" if online_cost is None else f"; estimated cost ${online_cost * self.discount:.4f} at the batch price"
+        return (f"batch API: {sum(n for n, _ in self.sizes)} requests in {len(self.sizes)} batches of "
+                f"{', '.join(str(n) for n, _ in self.sizes) or '-'} requests "
+                f"({', '.join(str(b) for _, b in self.sizes) or '-'} bytes){cost}")
+
+
+def plan_batches(judge: Any, cases: Sequence[Any], settings: BatchSettings | None = None) -> BatchPlan:
+    """The batches a :func:`run_batch_job` of ``cases`` would create now (none when the cache has every
+    verdict). Calls nothing (``--dry-run --batch-api``).
+
+    Example::
+
+        print(plan_batches(judge, cases, BatchSettings(max_requests=10_000)).line())
+    """
+    opts = settings or BatchSettings()
+    _verdicts, units, _unj, _keys = judge._prepare(cases)
+    lines = _encoded(judge, units)
+    return BatchPlan([(n, sum(map(len, lines[first:first + n])))
+                      for first, n in split_requests(lines, opts.max_requests, opts.max_bytes)], opts.discount)
+
+
+# ------------------------------------------------------------------------------------------ HTTP, with retries
+class _Transient(Exception):
+    """A failure worth retrying: ``why`` for the message, ``retry_after`` from the reply, ``sent``: the
+    request may have reached the server (no reply was read)."""
+
+    def __init__(self, why: str, retry_after: float | None = None, sent: bool = False) -> None:
+        super().__init__(why)
+        self.why, self.retry_after, self.sent = why, retry_after, sent
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
 class _Api:
-    def __init__(self, base_url: str, api_key: str | None, timeout: float) -> None:
+    def __init__(self, base_url: str, api_key: str | None, policy: Any,
+                 on_status: Callable[[str], None] | None = None) -> None:
         self.base = base_url.rstrip("/")
         self.key = api_key
-        self.timeout = timeout
+        self.policy = policy
+        self.on_status = on_status
+        self.retries = 0
 
-    def call(self, method: str, path: str, data: bytes | None = None, ctype: str | None = None) -> bytes:
+    def _once(self, method: str, path: str, data: bytes | None, ctype: str | None, timeout: float) -> bytes:
         headers = {"Authorization": f"Bearer {self.key or 'unused'}"}
         if ctype:
             headers["Content-Type"] = ctype
         req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.read()
         except urllib.error.HTTPError as exc:
-            body = exc.read()[:300].decode("utf-8", "replace").replace("\n", " ")
-            raise EndpointError(f"batch API {method} {path}: HTTP {exc.code}: {body}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise EndpointError(f"batch API {method} {path}: cannot reach {self.base}: "
-                                f"{getattr(exc, 'reason', exc)}") from None
+            try:
+                body = exc.read()[:300].decode("utf-8", "replace").replace("\n", " ")
+            except (OSError, http.client.HTTPException):
+                body = ""
+            why = f"HTTP {exc.code}: {body}".rstrip(": ")
+            if exc.code == 429 or exc.code >= 500:
+                raise _Transient(why, _retry_after(exc.headers.get("Retry-After") if exc.headers else None)) \
+                    from None
+            raise BatchApiError(why) from None
+        except urllib.error.URLError as exc:  # raised before the request was sent (refused, DNS ...)
+            raise _Transient(f"cannot reach {self.base}: {exc.reason}") from None
+        except TimeoutError:
+            raise _Transient(f"no reply within {timeout:g} s", sent=True) from None
+        except (OSError, http.client.HTTPException) as exc:  # dropped connection, truncated reply
+            raise _Transient(f"connection to {self.base} broken: {exc.__class__.__name__} {exc}".rstrip(),
+                             sent=True) from None
 
-    def json(self, method: str, path: str, payload: dict | None = None) -> dict[str, Any]:
+    def call(self, method: str, path: str, what: str, data: bytes | None = None, ctype: str | None = None, *,
+             timeout: float | None = None, recover: Callable[[], bytes | None] | None = None,
+             min_delay: float = 0.0) -> bytes:
+        """The reply's body; retried on 429/5xx/connection errors/timeouts, waiting at least ``min_delay``;
+        ``recover`` (called after a request that may have been received but got no reply) may supply the
+        reply instead of a resend."""
+        p = self.policy
+        attempt = 0
+        while True:
+            try:
+                return self._once(method, path, data, ctype, timeout or p.timeout)
+            except BatchApiError as exc:
+                raise BatchApiError(f"batch API {method} {path} ({what}): {exc}") from None
+            except _Transient as exc:
+                if exc.sent and recover is not None:
+                    found = recover()
+                    if found is not None:
+                        return found
+                if attempt >= p.max_retries:
+                    raise BatchApiError(f"batch API {method} {path} ({what}): {exc.why}; gave up after "
+                                        f"{attempt + 1} attempts") from None
+                if exc.retry_after is not None:
+                    delay = min(exc.retry_after, p.max_retry_after)
+                else:
+                    delay = min(p.backoff_max, p.backoff_base * 2 ** attempt) * (0.5 + random.random() / 2)
+                delay = max(delay, min_delay)
+                attempt += 1
+                self.retries += 1
+                if self.on_status:
+                    self.on_status(f"batch API {method} {path} ({what}): {exc.why}; retry {attempt}/"
+                                   f"{p.max_retries} in {delay:.2g} s")
+                time.sleep(delay)
+
+    def json(self, method: str, path: str, what: str, payload: dict | None = None,
+             recover: Callable[[], bytes | None] | None = None, min_delay: float = 0.0) -> dict[str, Any]:
         data = None if payload is None else json.dumps(payload).encode()
-        raw = self.call(method, path, data, "application/json" if data is not None else None)
+        raw = self.call(method, path, what, data, "application/json" if data is not None else None,
+                        recover=recover, min_delay=min_delay)
         try:
             obj = json.loads(raw)
         except ValueError:
-            raise EndpointError(f"batch API {method} {path}: reply is not JSON: {raw[:120]!r}") from None
+            raise BatchApiError(f"batch API {method} {path} ({what}): reply is not JSON: {raw[:120]!r}") from None
         if not isinstance(obj, dict):
-            raise EndpointError(f"batch API {method} {path}: reply is not a JSON object")
+            raise BatchApiError(f"batch API {method} {path} ({what}): reply is not a JSON object")
         return obj
 
-    def upload(self, content: bytes, name: str) -> str:
+    def upload(self, content: bytes, name: str, what: str) -> str:
         boundary = uuid.uuid4().hex
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n"
                 f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
                 f"Content-Type: application/jsonl\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
-        raw = self.call("POST", "/files", body, f"multipart/form-data; boundary={boundary}")
+        # a big file takes its time to send: at least 1 MB/s on top of the per-request timeout
+        raw = self.call("POST", "/files", what, body, f"multipart/form-data; boundary={boundary}",
+                        timeout=self.policy.timeout + len(body) / 1e6)
         try:
             return str(json.loads(raw)["id"])
         except (ValueError, KeyError, TypeError):
-            raise EndpointError(f"batch API POST /files: reply has no file id: {raw[:120]!r}") from None
+            raise BatchApiError(f"batch API POST /files ({what}): reply has no file id: {raw[:120]!r}") from None
+
+    def create(self, file_id: str, fingerprint: str, part: int, what: str, *, look_first: bool = False) -> str:
+        """Create the batch of an uploaded file; ``look_first``: a previous run may have created it (its
+        reply lost, or the process killed before the id was stored): look in the batch list first."""
+        def recover() -> bytes | None:
+            """The create may have been received: look for a batch of this input file before sending it again."""
+            try:
+                listing = json.loads(self._once("GET", "/batches?limit=100", None, None, self.policy.timeout))
+            except (_Transient, BatchApiError, ValueError):
+                return None
+            found = listing.get("data") if isinstance(listing, dict) else None
+            for batch in found if isinstance(found, list) else []:
+                if isinstance(batch, dict) and batch.get("input_file_id") == file_id and batch.get("id"):
+                    return json.dumps(batch).encode()
+            return None
+
+        known = recover() if look_first else None
+        created = json.loads(known) if known is not None else self.json("POST", "/batches", what, {
+            "input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
+            "metadata": {"rankwise": fingerprint[:16], "part": str(part + 1)}}, recover=recover)
+        batch_id = str(created.get("id") or "")
+        if not batch_id:
+            raise BatchApiError(f"batch API POST /batches ({what}): reply has no batch id")
+        return batch_id
 
 
-def _jobs(path: Any) -> sqlite3.Connection:
+# ------------------------------------------------------------------------------------------ the job
+@dataclass
+class _Part:
+    part: int
+    parts: int
+    first: int
+    requests: int
+    bytes: int
+    input_file_id: str | None
+    batch_id: str | None
+    state: str  # pending -> uploaded -> submitted -> done -> ingested
+    batch_status: str | None
+
+    @property
+    def label(self) -> str:
+        return f"batch {self.part + 1}/{self.parts}"
+
+
+def _open_jobs(path: Any) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
-    db.execute(_TABLE)
+    db.execute(_PARTS)
+    db.execute(_RESULTS)
     return db
 
 
-def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | None = None,
-                  discount: float | None = None, timeout_hours: float = 48.0,
-                  on_status: Callable[[str], None] | None = None) -> BatchReport:
-    """Judge the chunks of ``cases`` not yet in ``judge.cache`` through the Batch API; verdicts go to the
-    cache (the next :meth:`Judge.run` returns them as cached and calls online only for what failed).
+def _load_parts(db: sqlite3.Connection, fingerprint: str) -> list[_Part]:
+    rows = db.execute("SELECT part, parts, first, requests, bytes, input_file_id, batch_id, state, batch_status "
+                      "FROM batch_parts WHERE fingerprint=? ORDER BY part", (fingerprint,)).fetchall()
+    return [_Part(*row) for row in rows]
 
-    Resumes the batch recorded for the same requests instead of creating another one.
+
+def _adopt_old_job(db: sqlite3.Connection, fingerprint: str, n_lines: int, n_bytes: int) -> None:
+    """A batch submitted by an older rankwise (table ``batch_jobs``, one batch per job) is resumed, not resent."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='batch_jobs'").fetchone():
+        return
+    row = db.execute("SELECT batch_id, input_file_id FROM batch_jobs WHERE fingerprint=? AND status!='ingested'",
+                     (fingerprint,)).fetchone()
+    if row is not None:
+        db.execute("INSERT INTO batch_parts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   (fingerprint, 0, 1, 0, n_lines, n_bytes, row[1], row[0], "submitted", None, time.time()))
+        db.execute("UPDATE batch_jobs SET status='ingested' WHERE fingerprint=?", (fingerprint,))
+
+
+def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | None = None,
+                  discount: float | None = None, max_requests: int | None = None, max_bytes: int | None = None,
+                  config: str | PathLike | None = None, settings: BatchSettings | None = None,
+                  timeout_hours: float = 48.0, on_status: Callable[[str], None] | None = None,
+                  on_progress: Callable[[int, int, int, int], None] | None = None) -> BatchReport:
+    """Judge the chunks of ``cases`` not yet in ``judge.cache`` through the Batch API, split into as many
+    batches as the limits need; verdicts go to the cache (the next :meth:`Judge.run` returns them as cached
+    and calls online only for what failed).
+
+    Resumes the job recorded for the same requests instead of creating other batches. Settings not given
+    are resolved by :func:`resolve_batch_settings` (``settings``, when given, is used as it is).
+    ``on_status`` gets one line per event (batch submitted, resumed, ended, call retried); ``on_progress``
+    gets (batches ended, batches, requests ended, requests) after every poll.
+    Raises :class:`BatchApiError` when a call fails for good (a rerun resumes).
+
+    Example::
+
+        judge = Judge(endpoint, JudgeSettings(mode="question"), cache=VerdictCache("judge.sqlite"))
+        report = run_batch_job(judge, cases, max_requests=10_000, poll_seconds=60, on_status=print)
+        print("\n".join(report.lines()))
+        result = judge.run(cases)   # the batch verdicts, from the cache; what failed there, online
     """
     if judge.cache is None:
-        raise RankwiseError("the batch API needs a verdict cache (it records the batch id there)")
-    if poll_seconds is None:
-        poll_seconds = float(os.environ.get("RANKWISE_BATCH_POLL", "30"))
-    if discount is None:
-        discount = float(os.environ.get("RANKWISE_BATCH_DISCOUNT", DEFAULT_DISCOUNT))
+        raise RankwiseError("the batch API needs a verdict cache (it records the batch ids there)")
+    opts = settings or resolve_batch_settings(config=config, poll_seconds=poll_seconds, discount=discount,
+                                              max_requests=max_requests, max_bytes=max_bytes)
     _verdicts, units, _unj, keys = judge._prepare(cases)
     report = BatchReport(chunks=sum(len(u.ranks) for u in units), requests=len(units))
     if not units:
         return report
-    lines = build_requests(judge, units)
-    payload = "".join(json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n" for x in lines).encode()
-    fingerprint = hashlib.sha256(payload).hexdigest()
-    api = _Api(judge.endpoint.base_url, judge.endpoint.api_key, judge.policy.timeout)
-    db = _jobs(judge.cache.path)
+    lines = _encoded(judge, units)
+    fingerprint = hashlib.sha256(b"".join(lines)).hexdigest()
+    say = on_status or (lambda _m: None)
+    api = _Api(judge.endpoint.base_url, judge.endpoint.api_key, judge.policy, say)
+    db = _open_jobs(judge.cache.path)
     try:
-        row = db.execute("SELECT batch_id FROM batch_jobs WHERE fingerprint=? AND status NOT IN "
-                         "('ingested')", (fingerprint,)).fetchone()
-        if row is not None:
-            batch_id, report.resumed = row[0], True
-        else:
-            file_id = api.upload(payload, f"rankwise-{fingerprint[:12]}.jsonl")
-            created = api.json("POST", "/batches", {"input_file_id": file_id, "endpoint": "/v1/chat/completions",
-                                                    "completion_window": "24h",
-                                                    "metadata": {"rankwise": fingerprint[:16]}})
-            batch_id = str(created.get("id") or "")
-            if not batch_id:
-                raise EndpointError("batch API POST /batches: reply has no batch id")
-            db.execute("INSERT OR REPLACE INTO batch_jobs VALUES (?,?,?,?,?,?)",
-                       (fingerprint, batch_id, file_id, len(units), "submitted", time.time()))
-        report.batch_id = batch_id
-        if on_status:
-            on_status(f"batch {batch_id} {'resumed' if report.resumed else 'submitted'} "
-                      f"({len(units)} requests); polling every {poll_seconds:g} s")
-        deadline = time.monotonic() + timeout_hours * 3600
-        while True:
-            info = api.json("GET", f"/batches/{batch_id}")
-            report.polls += 1
-            status = str(info.get("status"))
-            if status in FINAL:
-                break
-            if time.monotonic() > deadline:
-                raise EndpointError(f"batch {batch_id} still {status} after {timeout_hours:g} h; rerun the "
-                                    "same command to keep polling")
-            time.sleep(poll_seconds)
-        report.status = status
+        try:
+            parts = _run_parts(api, db, fingerprint, lines, opts, timeout_hours, report, say,
+                               on_progress or (lambda *_a: None))
+        except BatchApiError as exc:
+            kept, total = db.execute("SELECT COUNT(batch_id), COUNT(*) FROM batch_parts WHERE fingerprint=?",
+                                     (fingerprint,)).fetchone()
+            raise BatchApiError(f"{exc}; {kept} of {total} batches created, their ids and the results received "
+                                f"are kept in {judge.cache.path}: rerun the same command to resume") from None
+        finally:
+            report.retries = api.retries
         results: dict[str, Any] = {}
-        for key in ("output_file_id", "error_file_id"):
-            fid = info.get(key)
-            if fid:
-                for raw in api.call("GET", f"/files/{fid}/content").decode("utf-8", "replace").splitlines():
+        status_of: dict[int, str] = {}
+        for p in parts:
+            for n in range(p.first, p.first + p.requests):
+                status_of[n] = p.batch_status or "no result"
+            for (content,) in db.execute("SELECT content FROM batch_results WHERE fingerprint=? AND part=? "
+                                         "ORDER BY kind DESC", (fingerprint, p.part)):  # output before errors
+                for raw in bytes(content).decode("utf-8", "replace").splitlines():
                     if raw.strip():
                         try:
                             item = json.loads(raw)
                             results.setdefault(str(item["custom_id"]), item)
                         except (ValueError, KeyError, TypeError):
                             report.failures["bad result line"] = report.failures.get("bad result line", 0) + 1
-        _ingest(judge, units, keys, results, status, report)
+        _ingest(judge, units, keys, results, status_of, report)
         report.cost = judge.prices.cost(report.prompt_tokens, report.completion_tokens)
         if report.cost is not None:
-            report.cost *= discount
-        db.execute("UPDATE batch_jobs SET status='ingested' WHERE fingerprint=?", (fingerprint,))
+            report.cost *= opts.discount
+        db.execute("BEGIN")
+        db.execute("UPDATE batch_parts SET state='ingested' WHERE fingerprint=?", (fingerprint,))
+        db.execute("DELETE FROM batch_results WHERE fingerprint=?", (fingerprint,))
+        db.execute("COMMIT")
         return report
     finally:
         db.close()
 
 
-def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any], status: str,
+def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[bytes], opts: BatchSettings,
+               timeout_hours: float, report: BatchReport, say: Callable[[str], None],
+               progress: Callable[[int, int, int, int], None]) -> list[_Part]:
+    """Create what is not created yet, poll until every batch has ended, download the results (all kept in
+    the database as they come); the parts, ended."""
+    parts = _load_parts(db, fingerprint)
+    if not parts:
+        _adopt_old_job(db, fingerprint, len(lines), sum(map(len, lines)))
+        parts = _load_parts(db, fingerprint)
+    if parts and all(p.state == "ingested" for p in parts):  # the same requests again: a new job
+        db.execute("DELETE FROM batch_parts WHERE fingerprint=?", (fingerprint,))
+        parts = []
+    if parts:
+        report.resumed = any(p.batch_id for p in parts)
+    else:
+        split = split_requests(lines, opts.max_requests, opts.max_bytes)
+        now = time.time()
+        db.execute("BEGIN")
+        db.executemany("INSERT OR IGNORE INTO batch_parts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       [(fingerprint, k, len(split), first, n, sum(map(len, lines[first:first + n])), None, None,
+                         "pending", None, now) for k, (first, n) in enumerate(split)])
+        db.execute("COMMIT")
+        parts = _load_parts(db, fingerprint)
+        if len(parts) > 1:
+            say(f"{len(lines)} requests split into {len(parts)} batches (at most {opts.max_requests} requests "
+                f"and {opts.max_bytes} bytes each)")
+
+    def save(p: _Part, **cols: Any) -> None:
+        for k, v in cols.items():
+            setattr(p, k, v)
+        db.execute(f"UPDATE batch_parts SET {', '.join(f'{k}=?' for k in cols)} WHERE fingerprint=? AND part=?",
+                   (*cols.values(), fingerprint, p.part))
+
+    uploaded_before = {p.part for p in parts if p.state == "uploaded"}
+    for p in parts:
+        if p.state == "pending":
+            content = b"".join(lines[p.first:p.first + p.requests])
+            file_id = api.upload(content, f"rankwise-{fingerprint[:12]}-{p.part + 1}.jsonl", f"upload of {p.label}")
+            save(p, input_file_id=file_id, state="uploaded")
+        if p.state == "uploaded":
+            batch_id = api.create(str(p.input_file_id), fingerprint, p.part, f"create of {p.label}",
+                                  look_first=p.part in uploaded_before)
+            save(p, batch_id=batch_id, state="submitted")
+            report.created += 1
+            say(f"batch {batch_id} submitted ({p.label}, {p.requests} requests, {p.bytes} bytes)")
+        elif p.state == "submitted":
+            say(f"batch {p.batch_id} resumed ({p.label}, {p.requests} requests)")
+    report.batch_ids = [str(p.batch_id) for p in parts]
+
+    done = sum(p.state == "done" for p in parts)
+    deadline = time.monotonic() + timeout_hours * 3600
+    if done < len(parts):
+        say(f"polling {len(parts) - done} of {len(parts)} batches every {opts.poll_seconds:g} s")
+    running: dict[int, int] = {}  # requests ended so far in the batches still running (as the provider counts)
+    while True:
+        for p in parts:
+            if p.state != "submitted":
+                continue
+            what = f"batch {p.batch_id}, {p.label}"
+            info = api.json("GET", f"/batches/{p.batch_id}", f"poll of {what}", min_delay=opts.poll_seconds)
+            report.polls += 1
+            status = str(info.get("status"))
+            if status not in FINAL:
+                counts = info.get("request_counts")
+                if isinstance(counts, dict):
+                    ended = sum(v for k, v in counts.items() if k in ("completed", "failed") and isinstance(v, int))
+                    running[p.part] = max(0, min(ended, p.requests))
+                continue
+            running.pop(p.part, None)
+            have = {k for (k,) in db.execute("SELECT kind FROM batch_results WHERE fingerprint=? AND part=?",
+                                             (fingerprint, p.part))}
+            for kind in _KINDS:
+                fid = info.get(kind)
+                if fid and kind not in have:
+                    content = api.call("GET", f"/files/{fid}/content", f"download of the "
+                                       f"{kind.split('_')[0]} file of {what}")
+                    db.execute("INSERT OR REPLACE INTO batch_results VALUES (?,?,?,?)",
+                               (fingerprint, p.part, kind, content))
+            save(p, state="done", batch_status=status)
+            done += 1
+            say(f"batch {p.batch_id} {status}: {done}/{len(parts)} batches done")
+        progress(done, len(parts), sum(p.requests for p in parts if p.state == "done") + sum(running.values()),
+                 len(lines))
+        if done == len(parts):
+            break
+        if time.monotonic() > deadline:
+            waiting = [str(p.batch_id) for p in parts if p.state == "submitted"]
+            raise BatchApiError(f"batches {', '.join(waiting)} not ended after {timeout_hours:g} h")
+        time.sleep(opts.poll_seconds)
+    report.statuses = [str(p.batch_status) for p in parts]
+    return parts
+
+
+def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any], status_of: dict[int, str],
             report: BatchReport) -> None:
     graded, rel = judge.prompt.graded, judge.settings.relevant_from
     items: list[tuple[str, dict[str, Any]]] = []
@@ -226,6 +672,7 @@ def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any
     for n, unit in enumerate(units):
         item = results.get(f"r{n}")
         if item is None:
+            status = status_of.get(n, "no result")
             fail(unit, status if status != "completed" else "no result")
             continue
         resp = item.get("response") if isinstance(item, dict) else None

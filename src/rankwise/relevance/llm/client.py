@@ -53,7 +53,8 @@ __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "Re
 OPENAI_URL = "https://api.openai.com/v1"
 CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", "concurrency", "rpm",
                "timeout", "max_retries", "temperature", "price_in", "price_out", "cache", "prompt",
-               "batch", "batch_size", "relevant_from", "max_calls", "breaker_failures", "breaker_seconds"}
+               "batch", "batch_size", "relevant_from", "max_calls", "breaker_failures", "breaker_seconds",
+               "batch_poll", "batch_discount", "batch_max_requests", "batch_max_bytes"}
 
 
 class EndpointError(RankwiseError):

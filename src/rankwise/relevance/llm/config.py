@@ -45,6 +45,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "prompt": (str,), "concurrency": (int,), "rpm": (int, float), "timeout": (int, float),
     "max_retries": (int,), "temperature": (int, float), "price_in": (int, float), "price_out": (int, float),
     "cache": (str,), "max_calls": (int,), "breaker_failures": (int,), "breaker_seconds": (int, float),
+    "batch_poll": (int, float), "batch_discount": (int, float), "batch_max_requests": (int,),
+    "batch_max_bytes": (int,),  # the Batch API's: read by batch_api.resolve_batch_settings
 }
 _TYPE_NAMES = {(str,): "a string", (bool,): "true or false", (int,): "an integer", (int, float): "a number"}
 
