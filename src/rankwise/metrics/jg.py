@@ -17,8 +17,10 @@ import numpy as np
 from rankwise.data.prefs import QrelsJG
 from rankwise.data.run import Run
 from rankwise.errors import InputError
+from rankwise.metrics.prefs import check_measures, query_summary
 
-__all__ = ["NICKNAMES", "JGInput", "jg_input", "map_avgjg", "p_avgjg", "rprec_mult_avgjg", "evaluate_jg"]
+__all__ = ["NICKNAMES", "JGInput", "jg_input", "map_avgjg", "p_avgjg", "rprec_mult_avgjg", "evaluate_jg",
+           "evaluate_judgements"]
 
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "qrels_jg": ("num_q", "map_avgjg", "P_avgjg.5,10,15,20,30,100,200,500,1000",
@@ -56,8 +58,7 @@ def jg_input(qrels: QrelsJG, run: Run, *, relevance_level: int = 1, missing: str
             rs.append(sum(1 for g in judged.values() if g >= 0 and g >= relevance_level))
         grades.append(rows)
         num_rel.append(rs)
-    summary = {"evaluated": len(qids), "missing_from_run": sum(q not in in_run for q in qrels.queries),
-               "ignored_not_in_qrels": sum(q not in qrels.by_query for q in run.queries)}
+    summary = {**query_summary(qrels.queries, run, missing, len(qids)), "relevance_level": relevance_level}
     return JGInput(qids, grades, num_rel, relevance_level), summary
 
 
@@ -114,7 +115,6 @@ def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = 
         {'map_avgjg': 0.75, 'P_avgjg@1': 0.5}
     """
     from rankwise.metrics.evaluate import evaluate_matrix
-    from rankwise.metrics.prefs import check_measures
     from rankwise.metrics.registry import parse_measures
 
     measures = parse_measures(metrics or ["qrels_jg"])
@@ -125,3 +125,25 @@ def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = 
     if not inp.query_ids:
         raise InputError("no query to evaluate: the run and the qrels share no query id", field="query_id")
     return evaluate_matrix(inp, measures, summary, run.name)  # type: ignore[arg-type]
+
+
+def evaluate_judgements(rel_format: str, qrels_path, run_path, metrics: Iterable[str] | str | None = None, *,
+                        relevance_level: int = 1, missing: str = "zero"):
+    """Read ``qrels_path`` as trec_eval's ``-R rel_format`` (``prefs``, ``qrels_prefs`` or ``qrels_jg``) and
+    evaluate the run file against it: what ``rankwise eval -R`` runs.
+
+    Example:
+        >>> r = evaluate_judgements("prefs", "prefs.test", "prefs.results.test")  # doctest: +SKIP
+    """
+    from rankwise.data.load import load_run
+    from rankwise.data.prefs import read_prefs, read_qrels_jg, read_qrels_prefs
+    from rankwise.metrics.prefs import evaluate_prefs
+
+    run = load_run(run_path)
+    if rel_format == "qrels_jg":
+        return evaluate_jg(read_qrels_jg(qrels_path), run, metrics, relevance_level=relevance_level, missing=missing)
+    if rel_format == "prefs":
+        return evaluate_prefs(read_prefs(qrels_path), run, metrics, missing=missing)
+    if rel_format == "qrels_prefs":
+        return evaluate_prefs(read_qrels_prefs(qrels_path), run, metrics, missing=missing)
+    raise InputError(f"unknown judgement format {rel_format!r} (prefs, qrels_prefs or qrels_jg)", field="rel_format")

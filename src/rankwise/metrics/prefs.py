@@ -223,9 +223,17 @@ def prefs_input(prefs: Prefs, run: Run, *, missing: str = "zero") -> tuple[Prefs
     qids = [q for q in prefs.queries if missing == "zero" or q in in_run]
     queries = [form_prefs_counts(prefs.lines(q), _sorted_ranking(run, q) if q in in_run else [], prefs.source)
                for q in qids]
-    summary = {"evaluated": len(qids), "missing_from_run": sum(q not in in_run for q in prefs.queries),
-               "ignored_not_in_qrels": sum(q not in prefs.by_query for q in run.queries)}
-    return PrefsInput(qids, queries), summary
+    return PrefsInput(qids, queries), query_summary(prefs.queries, run, missing, len(qids))
+
+
+def query_summary(judged: list[str], run: Run, missing: str, evaluated: int) -> dict:
+    """The query sets' summary, with the keys :func:`~rankwise.relevance.matrix.join` gives."""
+    in_run, in_judged = set(run.queries), set(judged)
+    absent = [q for q in judged if q not in in_run]
+    ignored = [q for q in run.queries if q not in in_judged]
+    return {"queries_in_qrels": len(judged), "queries_in_run": run.n_queries, "evaluated": evaluated,
+            "missing_from_run": len(absent), "ignored_not_in_qrels": len(ignored), "missing_queries": absent,
+            "ignored_queries": ignored, "missing": missing}
 
 
 # ------------------------------------------------------------------------------------------ measures
@@ -305,7 +313,7 @@ def _pair(areas: str):
 
     def fn(q: QueryPrefs) -> float:
         c = q.counts.astype(np.int64)
-        njr, n = q.num_judged_ret, q.num_judged
+        njr = q.num_judged_ret
         both = c + c.T
         parts, num_pairs = [], 0
         if "r" in areas:
