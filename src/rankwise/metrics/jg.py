@@ -42,14 +42,15 @@ class JGInput:
         return what == "qrels_jg"
 
 
-def jg_input(qrels: QrelsJG, run: Run, *, relevance_level: int = 1, missing: str = "zero") -> tuple[JGInput, dict]:
+def jg_input(qrels: QrelsJG, run: Run, *, relevance_level: int = 1, missing: str = "zero",
+             depth: int | None = None) -> tuple[JGInput, dict]:
     """Join judgement-group qrels with a run, per query of the qrels (``missing`` as in
-    :func:`~rankwise.metrics.evaluate.evaluate`); and a summary."""
+    :func:`~rankwise.metrics.evaluate.evaluate`, ``depth`` as trec_eval's ``-M``); and a summary."""
     in_run = set(run.queries)
     qids = [q for q in qrels.queries if missing == "zero" or q in in_run]
     grades, num_rel = [], []
     for q in qids:
-        ranking = run.ranking(q) if q in in_run else []
+        ranking = run.ranking(q)[:depth] if q in in_run else []
         rows, rs = [], []
         for jg in qrels.groups(q):
             judged = qrels.by_query[q][jg]
@@ -106,8 +107,9 @@ def rprec_mult_avgjg(inp: JGInput, k: int | None = None, mult: float = 1.0) -> n
 
 
 def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = None, *,
-                relevance_level: int = 1, missing: str = "zero"):
-    """Evaluate a run against judgement-group qrels (trec_eval ``-R qrels_jg``).
+                relevance_level: int = 1, missing: str = "zero", depth: int | None = None):
+    """Evaluate a run against judgement-group qrels (trec_eval ``-R qrels_jg``); ``relevance_level`` is
+    trec_eval's ``-l``, ``depth`` its ``-M``.
 
     Example:
         >>> q = QrelsJG({"q": {"0": {"a": 1}, "1": {"b": 1}}})
@@ -121,14 +123,14 @@ def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = 
     check_measures(measures, "qrels_jg", "-R qrels_jg")
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
-    inp, summary = jg_input(qrels, run, relevance_level=relevance_level, missing=missing)
+    inp, summary = jg_input(qrels, run, relevance_level=relevance_level, missing=missing, depth=depth)
     if not inp.query_ids:
         raise InputError("no query to evaluate: the run and the qrels share no query id", field="query_id")
     return evaluate_matrix(inp, measures, summary, run.name)  # type: ignore[arg-type]
 
 
 def evaluate_judgements(rel_format: str, qrels_path, run_path, metrics: Iterable[str] | str | None = None, *,
-                        relevance_level: int = 1, missing: str = "zero"):
+                        relevance_level: int = 1, missing: str = "zero", depth: int | None = None):
     """Read ``qrels_path`` as trec_eval's ``-R rel_format`` (``prefs``, ``qrels_prefs`` or ``qrels_jg``) and
     evaluate the run file against it: what ``rankwise eval -R`` runs.
 
@@ -141,9 +143,10 @@ def evaluate_judgements(rel_format: str, qrels_path, run_path, metrics: Iterable
 
     run = load_run(run_path)
     if rel_format == "qrels_jg":
-        return evaluate_jg(read_qrels_jg(qrels_path), run, metrics, relevance_level=relevance_level, missing=missing)
+        return evaluate_jg(read_qrels_jg(qrels_path), run, metrics, relevance_level=relevance_level, missing=missing,
+                           depth=depth)
     if rel_format == "prefs":
-        return evaluate_prefs(read_prefs(qrels_path), run, metrics, missing=missing)
+        return evaluate_prefs(read_prefs(qrels_path), run, metrics, missing=missing, depth=depth)
     if rel_format == "qrels_prefs":
-        return evaluate_prefs(read_qrels_prefs(qrels_path), run, metrics, missing=missing)
+        return evaluate_prefs(read_qrels_prefs(qrels_path), run, metrics, missing=missing, depth=depth)
     raise InputError(f"unknown judgement format {rel_format!r} (prefs, qrels_prefs or qrels_jg)", field="rel_format")

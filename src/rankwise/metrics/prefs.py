@@ -52,6 +52,7 @@ class JudgementGroup:
     """
 
     ecs: list[tuple[float, np.ndarray]] = field(default_factory=list)
+    last_ec_start: int = 0  # where the last class's ranks begin in the query's ``rank_pool``
     prefs_array: np.ndarray | None = None
     rel_array: np.ndarray | None = None
     ful_ret: int = 0
@@ -68,12 +69,15 @@ class JudgementGroup:
 @dataclass
 class QueryPrefs:
     """A query's judgement groups, ``num_judged`` (documents in any JG), ``num_judged_ret`` (of those,
-    retrieved) and ``counts``: (n, n) uint16, the JGs preferring docid i to docid j."""
+    retrieved) and ``counts``: (n, n) uint16, the JGs preferring docid i to docid j. ``rank_pool``: the
+    classes' docid ranks of every single-sub-group JG, end to end, as trec_eval lays them out in memory
+    (``*_Rnonrel`` may read past a JG's last class into the next JG's)."""
 
     jgs: list[JudgementGroup]
     num_judged: int
     num_judged_ret: int
     counts: np.ndarray
+    rank_pool: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _sorted_ranking(run: Run, qid: str) -> list[str]:
@@ -110,14 +114,18 @@ def form_prefs_counts(lines: Sequence[PrefLine], ranking: Sequence[str], source:
     n = len(rank)
     counts = np.zeros((n, n), dtype=np.uint16)
     ordered = sorted(lines, key=lambda p: (p.jg, p.jsg, -p.level, rank[p.doc_id]))
-    jgs = []
+    jgs, pool = [], []
     for _, group in groupby(ordered, key=lambda p: p.jg):
         entries = list(group)
         if len({p.jsg for p in entries}) > 1:
             jgs.append(_form_jg_pa(entries, rank, n, njr, counts, source))
         else:
-            jgs.append(_form_jg_ec(entries, rank, njr, counts, source))
-    return QueryPrefs(jgs, n, njr, counts)
+            jg = _form_jg_ec(entries, rank, njr, counts, source)
+            jg.last_ec_start = sum(len(r) for r in pool) + sum(len(r) for _, r in jg.ecs[:-1])
+            pool += [r for _, r in jg.ecs]
+            jgs.append(jg)
+    rank_pool = np.concatenate(pool) if pool else np.zeros(0, dtype=np.int64)
+    return QueryPrefs(jgs, n, njr, counts, rank_pool)
 
 
 def _form_jg_ec(entries: list[PrefLine], rank: dict[str, int], njr: int, counts: np.ndarray,
@@ -216,12 +224,16 @@ class PrefsInput:
         return what == "prefs"
 
 
-def prefs_input(prefs: Prefs, run: Run, *, missing: str = "zero") -> tuple[PrefsInput, dict]:
+def prefs_input(prefs: Prefs, run: Run, *, missing: str = "zero", depth: int | None = None
+                ) -> tuple[PrefsInput, dict]:
     """Join preference judgements with a run, per query of the judgements (``missing="zero"``: a query the
-    run lacks is scored on an empty ranking, trec_eval ``-c``; ``"skip"``: left out); and a summary."""
+    run lacks is scored on an empty ranking, trec_eval ``-c``; ``"skip"``: left out); and a summary.
+    ``depth`` keeps the top ``depth`` documents of each ranking (trec_eval ``-M``), cut after this
+    module's ranking (ties by docno ascending)."""
     in_run = set(run.queries)
     qids = [q for q in prefs.queries if missing == "zero" or q in in_run]
-    queries = [form_prefs_counts(prefs.lines(q), _sorted_ranking(run, q) if q in in_run else [], prefs.source)
+    queries = [form_prefs_counts(prefs.lines(q), _sorted_ranking(run, q)[:depth] if q in in_run else [],
+                                 prefs.source)
                for q in qids]
     return PrefsInput(qids, queries), query_summary(prefs.queries, run, missing, len(qids))
 
@@ -339,14 +351,24 @@ prefs_pair_ret = _per_query(_pair("r"))
 prefs_pair_imp = _per_query(_pair("ri"))
 
 
-def _recalc_ec(g: JudgementGroup, njr: int, keep: int, retrieved_only: bool) -> tuple[int, int]:
-    """``recalculate`` of m_prefs_avgjg_Rnonrel(_ret).c, equivalence classes: the last class cut to its first
-    ``keep`` documents; pairs are counted as trec_eval counts them (the last class against its cut too)."""
+def _prefix_below(ranks: np.ndarray, njr: int) -> np.ndarray:
+    """The ranks up to the first unretrieved one (trec_eval's ``ptr < end && *ptr < num_judged_ret``)."""
+    past = np.flatnonzero(ranks >= njr)
+    return ranks[: past[0]] if len(past) else ranks
+
+
+def _recalc_ec(q: QueryPrefs, g: JudgementGroup, keep: int, retrieved_only: bool) -> tuple[int, int]:
+    """``recalculate`` of m_prefs_avgjg_Rnonrel(_ret).c, equivalence classes: the "non-relevant" class is the
+    ``keep`` ranks from the start of the last class, read on into the next JG's classes when the last class
+    is shorter, as trec_eval reads its memory (past the query's last class it would read what an earlier
+    query left there; we stop at the end); pairs are counted as trec_eval counts them (the last class
+    against its cut too)."""
+    njr = q.num_judged_ret
     ful = poss = 0
-    ecs = [r[r < njr] if retrieved_only else r for _, r in g.ecs]
-    last = g.ecs[-1][1][:keep]
+    ecs = [_prefix_below(r, njr) if retrieved_only else r for _, r in g.ecs]
+    last = q.rank_pool[g.last_ec_start:g.last_ec_start + keep]
     if retrieved_only:
-        last = last[last < njr]
+        last = _prefix_below(last, njr)
 
     def count(r1: np.ndarray, r2: np.ndarray) -> None:
         nonlocal ful, poss
@@ -399,8 +421,7 @@ def _rnonrel(retrieved_only: bool):
                 ful += g.num_rel_ret * (r - n)
                 poss += g.num_rel * (r - n)
             elif g.ecs:
-                ful, poss = _recalc_ec(g, q.num_judged_ret, g.num_rel_ret if retrieved_only else g.num_rel,
-                                       retrieved_only)
+                ful, poss = _recalc_ec(q, g, g.num_rel_ret if retrieved_only else g.num_rel, retrieved_only)
             else:
                 ful, poss = _recalc_pa(g, q.num_judged_ret, retrieved_only)
             total += _div(ful, poss)
@@ -444,8 +465,9 @@ def check_measures(measures: Iterable, need: str, flag: str) -> None:
 
 
 def evaluate_prefs(prefs: Prefs, run: Run, metrics: Iterable[str] | str | None = None, *,
-                   missing: str = "zero"):
-    """Evaluate a run against preference judgements (trec_eval ``-R prefs`` / ``-R qrels_prefs``).
+                   missing: str = "zero", depth: int | None = None):
+    """Evaluate a run against preference judgements (trec_eval ``-R prefs`` / ``-R qrels_prefs``); ``missing``
+    as in :func:`~rankwise.metrics.evaluate.evaluate`, ``depth`` as trec_eval's ``-M``.
 
     Example:
         >>> from rankwise.data.prefs import PrefLine, Prefs
@@ -461,7 +483,7 @@ def evaluate_prefs(prefs: Prefs, run: Run, metrics: Iterable[str] | str | None =
     check_measures(measures, "prefs", "-R prefs")
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
-    inp, summary = prefs_input(prefs, run, missing=missing)
+    inp, summary = prefs_input(prefs, run, missing=missing, depth=depth)
     if not inp.query_ids:
         raise InputError("no query to evaluate: the run and the preference judgements share no query id",
                          field="query_id")
