@@ -150,8 +150,11 @@ def _form_jg_ec(entries: list[PrefLine], rank: dict[str, int], njr: int, counts:
                 line = classes[b][1][int(same[0])]
                 raise _error(line, source, f"document {line.doc_id!r} has two levels in judgement group "
                                            f"{line.jg!r}, sub-group {line.jsg!r}")
-            i1, i2 = np.broadcast_arrays(p1, p2)
-            np.add.at(counts, (i1, i2), np.uint16(1))
+            if len(np.unique(r1)) == len(r1) and len(np.unique(r2)) == len(r2):
+                counts[np.ix_(r1, r2)] += np.uint16(1)
+            else:  # a document listed twice at one level: each copy counts, as in trec_eval
+                i1, i2 = np.broadcast_arrays(p1, p2)
+                np.add.at(counts, (i1, i2), np.uint16(1))
             ful = p1 < p2
             jg.ful_ret += int(np.count_nonzero(ful & (p2 < njr)))
             jg.ful_imp += int(np.count_nonzero(ful & (p2 >= njr) & (p1 < njr)))
@@ -324,18 +327,21 @@ def _pair(areas: str):
     unretrieved-unretrieved (n, counted, never fulfilled) enter."""
 
     def fn(q: QueryPrefs) -> float:
-        c = q.counts.astype(np.int64)
-        njr = q.num_judged_ret
-        both = c + c.T
+        c, njr = q.counts, q.num_judged_ret
         parts, num_pairs = [], 0
         if "r" in areas:
-            mask = np.triu(both[:njr, :njr] > 0, 1)
-            parts.append(c[:njr, :njr][mask] / both[:njr, :njr][mask])
+            up = c[:njr, :njr].astype(np.int64)
+            both = up + up.T
+            mask = np.triu(both > 0, 1)
+            parts.append(up[mask] / both[mask])
         if "i" in areas:
-            mask = both[:njr, njr:] > 0
-            parts.append(c[:njr, njr:][mask] / both[:njr, njr:][mask])
+            ahead = c[:njr, njr:].astype(np.int64)
+            both = ahead + c[njr:, :njr].T
+            mask = both > 0
+            parts.append(ahead[mask] / both[mask])
         if "n" in areas:
-            num_pairs += int(np.count_nonzero(np.triu(both[njr:, njr:] > 0, 1)))
+            rest = c[njr:, njr:] > 0
+            num_pairs += int(np.count_nonzero(np.triu(rest | rest.T, 1)))
         values = np.concatenate(parts) if parts else np.zeros(0)
         num_pairs += len(values)
         if not num_pairs:
