@@ -180,20 +180,24 @@ def _form_jg_pa(entries: list[PrefLine], rank: dict[str, int], n: int, njr: int,
         rel[r] = p.level
         lower = [rank[q.doc_id] for q in entries[i + 1:] if q.jsg == p.jsg and q.level != p.level]
         a[r, lower] = True
-    # transitive closure, as trec_eval's repeated products with the diagonal set
-    np.fill_diagonal(a, True)
-    base = a.astype(np.float32)
-    closed = a
+    # transitive closure, as trec_eval's repeated products with the diagonal set; only this JG's documents
+    # have preferences, so the products run over their rows and columns alone
+    idx = np.unique([rank[p.doc_id] for p in entries])
+    sub = a[np.ix_(idx, idx)]
+    np.fill_diagonal(sub, True)
+    base = sub.astype(np.float32)
+    closed = sub
     while True:
         step = (base @ closed.astype(np.float32)) > 0
         if np.array_equal(step, closed):
             break
         closed = step
-    a = closed.copy()
-    np.fill_diagonal(a, False)
-    conflict = np.argwhere(a & a.T)
+    closed = closed.copy()
+    np.fill_diagonal(closed, False)
+    a[np.ix_(idx, idx)] = closed
+    conflict = np.argwhere(closed & closed.T)
     if len(conflict):
-        i, j = (int(x) for x in conflict[0])
+        i, j = (int(idx[x]) for x in conflict[0])
         docs = {v: k for k, v in rank.items()}
         raise _error(entries[0], source, f"preferences conflict in judgement group {entries[0].jg!r}: "
                                          f"{docs[i]!r} and {docs[j]!r} are each preferred to the other")
