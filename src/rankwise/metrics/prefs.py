@@ -30,7 +30,7 @@ from rankwise.data.run import Run
 from rankwise.errors import InputError
 
 __all__ = ["NICKNAMES", "MEASURES", "JudgementGroup", "QueryPrefs", "PrefsInput", "form_prefs_counts",
-           "prefs_input", "evaluate_prefs"]
+           "prefs_input", "query_summary", "check_measures", "evaluate_prefs"]
 
 _ALL = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
         "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
