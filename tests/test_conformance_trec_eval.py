@@ -8,9 +8,14 @@ Covered here, measure by measure: P_k, recall_k, success_k, map, map_cut_k, reci
 ndcg_cut_k, bpref, num_q, num_ret, num_rel, num_rel_ret. Every other measure of these files (iprec_at_recall,
 11pt_avg, gm_*, infAP, Rprec_mult, utility, relative_P, set_*, ndcg_rel, Rndcg, G, binG, rbp, unj, relstring,
 custom-gain ndcg ...) is compared text for text, whole files, in ``tests/test_trec_measures.py``; and every
-shared measure against a trec_eval binary built from source in ``tests/test_trec_eval_binary.py``. Not
-reproduced: the prefs and qrels_jg files (``out.test.prefs``, ``out.test.qrels_prefs``,
-``out.test.qrels_jg``: judgement-group measures need qrels_jg input) and the z-score file (``out.test.aqZ``).
+shared measure against a trec_eval binary built from source in ``tests/test_trec_eval_binary.py``.
+
+The other judgement formats and ``-Z`` are compared here too, whole files through ``rankwise eval
+--format trec``, line for line and in order (runid's value aside: trec_eval prints the run's tag column):
+``out.test.prefs`` (``-R prefs``, from ``prefs.test`` and from ``prefs.comment.test``),
+``out.test.qrels_prefs`` (``-R qrels_prefs``), ``out.test.qrels_jg`` (``-R qrels_jg``, from ``qrels.123``
+and from ``qrels.comments.123``) and ``out.test.aqZ`` (``-Z zscores_file``); tests/test_trec_prefs.py
+compares the same against the binary on random inputs. Every expected output of the suite is reproduced.
 """
 
 from __future__ import annotations
@@ -197,3 +202,33 @@ def test_cli_trec_format_with_depth_and_c(shared_data: Path, tmp_path: Path):
         got[(m.rstrip(), q)] = v
     for name in ("map", "P_5", "P_100", "ndcg", "bpref", "num_ret", "recall_100"):
         assert got[(name, "all")] == expected[(name, "all")], name
+
+
+# trec_eval's other judgement formats (-R) and z-scores (-Z): expected file, its line count, rankwise eval's arguments
+OTHER_FORMATS = [
+    ("out.test.prefs", 352, ["-R", "prefs", "prefs.test", "prefs.results.test", "-m", "all_prefs"]),
+    ("out.test.prefs", 352, ["-R", "prefs", "prefs.comment.test", "prefs.results.test", "-m", "all_prefs"]),
+    ("out.test.qrels_prefs", 58, ["-R", "qrels_prefs", "qrels.test", "results.test", "-m", "all_prefs"]),
+    ("out.test.qrels_jg", 82, ["-R", "qrels_jg", "qrels.123", "results.test", "-m", "qrels_jg"]),
+    ("out.test.qrels_jg", 82, ["-R", "qrels_jg", "qrels.comments.123", "results.test"]),  # qrels_jg: the default
+    # trec_eval without -c: num_rel's `all` is the sum of its z-scores (with -c, the count of judgements)
+    ("out.test.aqZ", 387, ["-Z", "zscores_file", "qrels.test", "results.test", "-m", "all_trec", "--missing", "skip"]),
+]
+
+
+@pytest.mark.parametrize("expected,n_lines,args", OTHER_FORMATS, ids=lambda v: v if isinstance(v, str) else None)
+def test_other_formats_and_zscores_line_for_line(shared_data: Path, expected: str, n_lines: int, args: list[str]):
+    data = shared_data / "trec_eval"
+    files = {"prefs.test", "prefs.comment.test", "prefs.results.test", "qrels.test", "results.test", "qrels.123",
+             "qrels.comments.123", "zscores_file"}
+    argv = ["eval", *(str(data / a) if a in files else a for a in args), "-q", "--format", "trec"]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+
+    def lines(text: str) -> list[str]:
+        return [line.rsplit("\t", 1)[0] if line.startswith("runid") else line for line in text.splitlines()]
+
+    want, got = lines((data / expected).read_text()), lines(result.output)
+    assert len(want) == n_lines  # the comparison below is not vacuous
+    diffs = [(i + 1, a, b) for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b]
+    assert not diffs and len(got) == len(want), f"{len(diffs)} lines differ, first: {diffs[:5]}"

@@ -131,9 +131,22 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="spark: read and score on Apache Spark (Parquet, TREC or CSV files; the same numbers).")
 @click.option("--master", default=None, help="With --engine spark: the Spark master, e.g. local[2] or yarn.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master):
+@click.option("-R", "--rel-format", type=click.Choice(["qrels", "prefs", "qrels_prefs", "qrels_jg"]), default="qrels",
+              show_default=True, help="How to read QRELS (trec_eval -R): preferences (qid jg jsg docno level), "
+              "qrels as preferences, or qrels with judgement groups; default measures all_prefs / qrels_jg.")
+@click.option("-Z", "--zscores", "zscores", type=click.Path(dir_okay=False), default=None,
+              help="Print each value as a z-score against this table (qid measure mean std_dev; trec_eval -Z).")
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master,
+                 rel_format, zscores):
     """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
-    if engine == "spark":
+    if rel_format != "qrels":
+        if stream or engine == "spark":
+            _fail(f"-R {rel_format} is evaluated in memory only (no --stream, no --engine spark)")
+        from rankwise.metrics.jg import evaluate_judgements
+
+        result = evaluate_judgements(rel_format, qrels, run, _split_metrics(metrics) or None,
+                                     relevance_level=relevance_level, missing=missing)
+    elif engine == "spark":
         from rankwise.spark.submit import evaluate_files
 
         result = evaluate_files(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
@@ -148,6 +161,11 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
 
         result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
                           missing=missing)
+    if zscores is not None:
+        from rankwise.data.prefs import read_zscores
+        from rankwise.metrics.zscores import apply_zscores
+
+        result = apply_zscores(result, read_zscores(zscores))
     _print_result(result, fmt, per_query)
 
 

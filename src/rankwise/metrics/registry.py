@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics import context, ir, trec
+from rankwise.metrics import context, ir, jg, prefs, trec
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
@@ -136,6 +136,8 @@ class Metric:
 _REQUIREMENTS = {
     "char_spans": ("character spans: retrieved chunks and reference passages with (doc_id, start, end), "
                    "scored with relevance 'span'"),
+    "prefs": "preference judgements (rankwise eval -R prefs or -R qrels_prefs)",
+    "qrels_jg": "qrels with judgement groups (rankwise eval -R qrels_jg)",
 }
 
 
@@ -389,6 +391,17 @@ _DEFS: list[Metric] = [
            trec_name=_cut("num_rel_ret", "num_rel_ret"), aggregate="sum"),
     # --- the rest of trec_eval 10.0 (metrics/trec.py, docs/trec-measures.md) and ir_measures' Judged/ERR
     *trec_metrics(),
+    # --- trec_eval's preference (-R prefs, metrics/prefs.py) and judgement-group (-R qrels_jg, metrics/jg.py)
+    *(Metric(n, f, d, cutoff="none", aggregate=a, requires=("prefs",), trec_name=_cut(n, n))
+      for n, (f, d, a) in prefs.MEASURES.items()),
+    Metric("map_avgjg", jg.map_avgjg, "AP per judgement group, averaged over the groups", cutoff="none",
+           requires=("qrels_jg",), trec_name=_cut("map_avgjg", "map_avgjg")),
+    Metric("P_avgjg", jg.p_avgjg, "P@k per judgement group, averaged over the groups", cutoff="required",
+           requires=("qrels_jg",), trec_name=_cut("P_avgjg_{k}")),
+    Metric("Rprec_mult_avgjg", jg.rprec_mult_avgjg, "precision at rank mult * R per judgement group, averaged "
+           "over the groups", cutoff="none", params=(Param("mult", float, 1.0, "multiple of R"),),
+           trec_param="mult", requires=("qrels_jg",),
+           trec_name=lambda k, mult=1.0: f"Rprec_mult_avgjg_{mult:3.2f}"),
 ]
 
 METRICS: dict[str, Metric] = {}
@@ -562,7 +575,7 @@ def parse_measure(name: str | Measure) -> Measure:
     return found[0]
 
 
-_NICKNAMES = trec.NICKNAMES
+_NICKNAMES = {**trec.NICKNAMES, **prefs.NICKNAMES, **jg.NICKNAMES}
 
 
 def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:

@@ -30,8 +30,8 @@ def to_csv(result: EvalResult, *, per_query: bool = False) -> str:
     return buf.getvalue()
 
 
-def _trec_value(measure, value: float) -> str:
-    if measure.metric.aggregate == "sum":
+def _trec_value(measure, value: float, z: bool = False) -> str:
+    if measure.metric.aggregate == "sum" and not z:  # with -Z, trec_eval prints counts' z-scores as %6.4f
         return str(int(round(value)))
     return f"{value:6.4f}"
 
@@ -47,6 +47,11 @@ _TREC_ORDER = (
     "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P",
     "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap",
     "rbp", "rbp_resid", "unj",
+    # preference and judgement-group measures (metrics/prefs.py, metrics/jg.py)
+    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
+    "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp", "map_avgjg", "P_avgjg",
+    "Rprec_mult_avgjg",
 )
 
 
@@ -71,8 +76,10 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     ``runid`` first on the ``all`` lines when it was asked for (``result.runid``: the run file's tag),
     counts as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
     only on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for keep
-    rankwise's canonical name.
+    rankwise's canonical name. A result z-scored by ``-Z`` (metrics/zscores.py) prints a ``Z`` before each
+    measure name (not runid's, nor relstring's texts) and its counts as ``%6.4f``, as trec_eval does.
     """
+    z = "Z" if "zscores" in result.summary else ""
     lines = []
     ordered = sorted(((i, m, m.trec_name or m.name) for i, m in enumerate(result.measures)), key=_trec_sort_key)
     names = [(m, tname) for _, m, tname in ordered]
@@ -86,7 +93,7 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
                     lines.append(f"{tname:<22s}\t{qid}\t'{result.texts[m.name][i]}'")
                     continue
                 v = row[m.name]
-                lines.append(f"{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v)}")
+                lines.append(f"{z}{tname:<22s}\t{qid}\t{'nan' if v is None else _trec_value(m, v, bool(z))}")
     if result.runid is not None:  # as trec_eval: only when asked (runid, official, set, all_trec, no -m)
         lines.append(f"{'runid':<22s}\tall\t{result.runid}")
     for m, tname in names:
@@ -96,5 +103,5 @@ def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
         if m.metric.name == "num_rel" and "num_rel_all_trec_eval" in result.summary:
             # trec_eval -c: num_rel's `all` counts every judgement with grade > 0, whatever -l says
             value = result.summary["num_rel_all_trec_eval"]
-        lines.append(f"{tname:<22s}\tall\t{_trec_value(m, value)}")
+        lines.append(f"{z}{tname:<22s}\tall\t{_trec_value(m, value, bool(z))}")
     return "\n".join(lines) + "\n"
