@@ -360,6 +360,8 @@ class _GenJob(Job):
     """One generator run for the :class:`Runner`: a unit is one request (requests with the same messages
     share its call and its reply)."""
 
+    stopped, interrupted = GenerationStopped, GenerationInterrupted
+
     def __init__(self, gen: Generator, runner: Runner, requests: Sequence[GenRequest]) -> None:
         self.gen, self.runner = gen, runner
         self.replies, self.units, self.keys, self.copies = gen._lookup(requests)
@@ -372,12 +374,6 @@ class _GenJob(Job):
         if self.runner.capped:
             self.summary.capped = self.runner.capped
         return GenResult(self.replies, self.summary)
-
-    def stopped(self, reason: str, result: GenResult, cause: BaseException | None) -> BaseException:
-        return GenerationStopped(reason, result, cause)
-
-    def interrupted(self, result: GenResult) -> BaseException:
-        return GenerationInterrupted(result)
 
     def settle_rest(self, unit: GenRequest, status: str, error: str) -> None:
         if self.replies[unit.id].status == "missing":

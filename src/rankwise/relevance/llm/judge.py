@@ -321,6 +321,8 @@ class _JudgeJob(Job):
     """One judge run for the :class:`Runner`: a unit is one chunk, or several chunks of one question in one
     batch call (a batch reply that does not hold one verdict per chunk falls back to per-chunk calls)."""
 
+    stopped, interrupted = JudgeStopped, JudgeInterrupted
+
     def __init__(self, judge: Judge, runner: Runner, cases: Sequence[JudgeCase]) -> None:
         self.judge, self.runner = judge, runner
         self.verdicts, self.units, _unjudgeable, self.keys = judge._prepare(cases)
@@ -336,12 +338,6 @@ class _JudgeJob(Job):
     def result(self) -> JudgeResult:
         self.summary.fresh_calls = self.runner.fresh_calls
         return JudgeResult(self.verdicts, self.summary)
-
-    def stopped(self, reason: str, result: JudgeResult, cause: BaseException | None) -> BaseException:
-        return JudgeStopped(reason, result, cause)
-
-    def interrupted(self, result: JudgeResult) -> BaseException:
-        return JudgeInterrupted(result)
 
     def settle_rest(self, unit: _Unit, status: str, error: str) -> None:
         for i in unit.ranks:

@@ -145,7 +145,8 @@ class Job(ABC):
     """What one task's run is made of; the runner calls it, it calls the runner back.
 
     ``units`` are the pieces of work still to call after the cache lookups; ``outcomes()`` yields every
-    item of the run (settled or not, cache hits too), each with ``status``, ``error`` and ``cached``.
+    item of the run (settled or not, cache hits too), each with ``status``, ``error`` and ``cached``;
+    ``stopped`` and ``interrupted`` are the task's exception types, raised with the partial result.
     :meth:`do` asks one unit (through :meth:`Runner.ask` / :meth:`Runner.chat`) and settles its items
     (through :meth:`Runner.record`); :meth:`settle_rest` ends a unit's unsettled items with one status
     and error (a defect, or ``max_cost`` reached).
@@ -154,6 +155,8 @@ class Job(ABC):
     units: list[Any]
     summary: RunSummary
     workers: int | None = None  # how many workers; None: one per unit up to the concurrency
+    stopped: ClassVar[Callable[[str, Any, BaseException | None], BaseException]]  # (reason, result, cause)
+    interrupted: ClassVar[Callable[[Any], BaseException]]  # (result): a KeyboardInterrupt
 
     @abstractmethod
     def outcomes(self) -> Iterable[Outcome]: ...
@@ -167,11 +170,6 @@ class Job(ABC):
     @abstractmethod
     def result(self) -> Any: ...
 
-    @abstractmethod
-    def stopped(self, reason: str, result: Any, cause: BaseException | None) -> BaseException: ...
-
-    @abstractmethod
-    def interrupted(self, result: Any) -> BaseException: ...
 
 
 class Runner:
