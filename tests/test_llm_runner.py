@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+import pytest
+
 from rankwise.relevance.llm.client import CallPolicy, Endpoint
+from rankwise.relevance.llm.cost import Prices
 from rankwise.relevance.llm.generate import Generator, GenRequest, GenSummary, load_gen_prompt
 from rankwise.relevance.llm.judge import JudgeSummary
-from rankwise.relevance.llm.runner import RunSummary, cap_plan, failure_kind
+from rankwise.relevance.llm.runner import RunPlan, RunSummary, failure_kind
 
 FAST = CallPolicy(concurrency=4, max_retries=2, backoff_base=0.01, backoff_max=0.05, timeout=5.0)
 
@@ -79,10 +82,16 @@ def test_summaries_keep_their_fields_in_order():
     assert (judge.chunks, gen.items, gen.ok, gen.complete) == (5, 3, 0, True)
 
 
-def test_failure_kinds_and_plan_cap():
+def test_failure_kinds_and_the_plan_cut_to_max_calls():
     assert [failure_kind(e) for e in ("HTTP 429: slow down", "max-cost reached ($0.01)", "empty reply (no text)",
                                       "no text for the chunk (only an id)", "timeout after 5 s", "odd: thing")] \
         == ["HTTP 429", "max-cost", "empty reply", "no text", "timeout", "odd"]
-    assert cap_plan(10, 1000, 100, 4) == (4, 400, 40)
-    assert cap_plan(3, 300, 30, 4) == (3, 300, 30) and cap_plan(3, 300, 30, None) == (3, 300, 30)
-    assert cap_plan(3, 300, 30, 0) == (0, 0, 0)
+    def plan(calls, max_calls, prices=Prices()):
+        p = RunPlan.estimate(calls, 100 * calls, 10 * calls, max_calls=max_calls, prices=prices, model="m",
+                             prompt_version="v", cached=1)
+        return p.calls, p.prompt_tokens, p.completion_tokens, p.cost
+
+    assert plan(10, 4) == (4, 400, 40, None)
+    assert plan(3, 4) == plan(3, None) == (3, 300, 30, None)
+    assert plan(3, 0) == (0, 0, 0, None)
+    assert plan(10, 4, Prices(1.0, 2.0)) == (4, 400, 40, pytest.approx((400 * 1.0 + 40 * 2.0) / 1e6))

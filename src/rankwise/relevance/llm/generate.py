@@ -43,18 +43,11 @@ from typing import Any, ClassVar
 
 from rankwise.errors import InputError
 from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
-from rankwise.relevance.llm.client import (
-    BudgetExhausted,
-    CallError,
-    CallPolicy,
-    Endpoint,
-    EndpointError,
-    utf8_safe,
-)
+from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.relevance.llm.cost import Prices, estimate_prompt_tokens
 from rankwise.relevance.llm.parse import parse_verdict
 from rankwise.relevance.llm.prompts import _load_toml, escape_data
-from rankwise.relevance.llm.runner import Job, Refused, Runner, RunSummary, Unparseable, cap_plan
+from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
            "Generator", "GenerationStopped", "GenerationInterrupted", "TASKS", "ANSWER_MAX_TOKENS"]
@@ -191,18 +184,11 @@ class GenReply:
         return self.status == "ok"
 
 
-@dataclass
-class GenPlan:
+@dataclass(kw_only=True)
+class GenPlan(RunPlan):
     """What a run would do (``--dry-run``): requests, cache hits, calls, estimated tokens and cost."""
 
     requests: int
-    cached: int
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float | None
-    model: str
-    prompt_version: str
 
 
 @dataclass
@@ -243,22 +229,17 @@ class GenResult:
     summary: GenSummary
 
 
-class GenerationStopped(EndpointError):
-    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` holds
-    every reply had (in the cache too)."""
+class GenerationStopped(RunStopped):
+    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` (a
+    :class:`GenResult`) holds every reply had (in the cache too); ``cause``: the error that stopped it."""
 
-    def __init__(self, message: str, result: GenResult, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
+    result: GenResult
 
 
-class GenerationInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run; ``result`` holds every reply had (all in the cache)."""
+class GenerationInterrupted(RunInterrupted):
+    """Ctrl-C during a run; ``result`` (a :class:`GenResult`) holds every reply had (all in the cache)."""
 
-    def __init__(self, result: GenResult) -> None:
-        super().__init__("interrupted")
-        self.result = result
+    result: GenResult
 
 
 class Generator:
@@ -335,12 +316,11 @@ class Generator:
     def plan(self, requests: Sequence[GenRequest]) -> GenPlan:
         """What :meth:`run` would do, without calling: calls needed, estimated tokens and cost."""
         replies, todo, _, _ = self._lookup(requests)
-        pt = sum(estimate_prompt_tokens(r.messages) for r in todo)
-        calls, pt, ct = cap_plan(len(todo), pt, _OUTPUT_ESTIMATE[self.prompt.task] * len(todo),
-                                 self.policy.max_calls)
-        cached = sum(1 for r in replies.values() if r.cached)
-        return GenPlan(len(requests), cached, calls, pt, ct, self.prices.cost(pt, ct),
-                       self.endpoint.model, self.prompt.prompt_version)
+        return GenPlan.estimate(len(todo), sum(estimate_prompt_tokens(r.messages) for r in todo),
+                                _OUTPUT_ESTIMATE[self.prompt.task] * len(todo), max_calls=self.policy.max_calls,
+                                prices=self.prices, model=self.endpoint.model,
+                                prompt_version=self.prompt.prompt_version, requests=len(requests),
+                                cached=sum(1 for r in replies.values() if r.cached))
 
     # ------------------------------------------------------------------------------------------ run
     def _runner(self) -> Runner:
@@ -400,9 +380,7 @@ class _GenJob(Job):
             reply, pt, ct = await self._one(unit)
         except BudgetExhausted as exc:
             reply, pt, ct = GenReply(status="missing", error=str(exc)), 0, 0
-        except Refused as exc:
-            reply, pt, ct = GenReply(status="failed", error=f"refused: {exc}"), 0, 0
-        except (Unparseable, CallError) as exc:
+        except CallError as exc:  # after retries; a refusal; an unreadable verdict after the repair
             reply, pt, ct = GenReply(status="failed", error=str(exc)), 0, 0
         self._settle(unit, reply, pt, ct)
 

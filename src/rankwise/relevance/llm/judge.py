@@ -40,13 +40,12 @@ from rankwise.relevance.llm.client import (
     CallPolicy,
     ChatClient,
     Endpoint,
-    EndpointError,
     utf8_safe,
 )
 from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
 from rankwise.relevance.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict
 from rankwise.relevance.llm.prompts import PromptTemplate, load_prompt
-from rankwise.relevance.llm.runner import Job, Refused, Runner, RunSummary, Unparseable, cap_plan
+from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
            "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
@@ -100,21 +99,13 @@ class JudgeSettings:
             raise InputError(f"relevant_from must be 0..3, got {self.relevant_from}", field="relevant_from")
 
 
-@dataclass
-class JudgePlan:
+@dataclass(kw_only=True)
+class JudgePlan(RunPlan):
     """What a run would do (``--dry-run``): chunks, cache hits, calls, estimated tokens and cost."""
 
     cases: int
     chunks: int
-    cached: int
     unjudgeable: int
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float | None
-    model: str
-    prompt_version: str
-    max_calls: int | None = None
 
 
 @dataclass
@@ -154,23 +145,19 @@ class JudgeResult:
     summary: JudgeSummary
 
 
-class JudgeStopped(EndpointError):
+class JudgeStopped(RunStopped):
     """The endpoint is gone, or refuses the key or the model, or the cache cannot be written: the run
-    stopped. ``result`` holds every verdict had (in the cache too, unless the cache was the problem);
-    the chunks not judged are ``missing``."""
+    stopped. ``result`` (a :class:`JudgeResult`) holds every verdict had (in the cache too, unless the
+    cache was the problem); the chunks not judged are ``missing``. ``cause``: the error that stopped it."""
 
-    def __init__(self, message: str, result: JudgeResult, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
+    result: JudgeResult
 
 
-class JudgeInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run. ``result`` holds every verdict had (all of them are in the cache)."""
+class JudgeInterrupted(RunInterrupted):
+    """Ctrl-C during a run. ``result`` (a :class:`JudgeResult`) holds every verdict had (all of them are in
+    the cache)."""
 
-    def __init__(self, result: JudgeResult) -> None:
-        super().__init__("interrupted")
-        self.result = result
+    result: JudgeResult
 
 
 @dataclass
@@ -282,11 +269,11 @@ class Judge:
         for unit in units:
             pt += estimate_prompt_tokens(self._messages(unit))
             ct += OUTPUT_TOKENS_PER_VERDICT * len(unit.ranks)
-        calls, pt, ct = cap_plan(len(units), pt, ct, self.policy.max_calls)
-        n_chunks = sum(len(v) for v in verdicts.values())
-        cached = sum(1 for vs in verdicts.values() for v in vs if v.cached)
-        return JudgePlan(len(cases), n_chunks, cached, unjudgeable, calls, pt, ct, self.prices.cost(pt, ct),
-                         self.endpoint.model, self.prompt.prompt_version, self.policy.max_calls)
+        return JudgePlan.estimate(len(units), pt, ct, max_calls=self.policy.max_calls, prices=self.prices,
+                                  model=self.endpoint.model, prompt_version=self.prompt.prompt_version,
+                                  cases=len(cases), chunks=sum(len(v) for v in verdicts.values()),
+                                  cached=sum(1 for vs in verdicts.values() for v in vs if v.cached),
+                                  unjudgeable=unjudgeable)
 
     def _messages(self, unit: _Unit) -> list[dict]:
         case = unit.case
@@ -372,10 +359,7 @@ class _JudgeJob(Job):
         except BudgetExhausted as exc:
             self._settle(case, i, ChunkVerdict(status="missing", error=str(exc), call=call))
             return
-        except Refused as exc:
-            self._settle(case, i, ChunkVerdict(status="failed", error=f"refused: {exc}", call=call))
-            return
-        except (Unparseable, CallError) as exc:
+        except CallError as exc:  # after retries; a refusal; an unreadable reply after the repair
             self._settle(case, i, ChunkVerdict(status="failed", error=str(exc), call=call))
             return
         self._settle(case, i, _ok(got, call, pt, ct))
@@ -392,7 +376,7 @@ class _JudgeJob(Job):
             for i in unit.ranks:
                 self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))
             return
-        except (CountMismatch, Refused, Unparseable, CallError):
+        except (CountMismatch, CallError):
             self.summary.batch_fallbacks += 1
             for i in unit.ranks:  # one call per chunk, spread over the workers
                 self.runner.enqueue(_Unit(unit.case, [i], False))

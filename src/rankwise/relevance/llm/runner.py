@@ -35,14 +35,21 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache
-from rankwise.relevance.llm.client import CallPolicy, ChatClient, ChatReply, Endpoint, EndpointError
+from rankwise.relevance.llm.client import (
+    CallError,
+    CallPolicy,
+    ChatClient,
+    ChatReply,
+    Endpoint,
+    EndpointError,
+)
 from rankwise.relevance.llm.cost import Prices
 from rankwise.relevance.llm.parse import CountMismatch, ParseError, refusal_of
 
-__all__ = ["RunSummary", "Job", "Runner", "Refused", "Unparseable", "failure_kind", "cap_plan"]
+__all__ = ["RunPlan", "RunSummary", "Job", "Runner", "RunStopped", "RunInterrupted", "Unusable", "failure_kind"]
 
 _KINDS = ("refused", "unparseable", "timeout", "max-calls", "max-cost", "connection", "bad reply", "empty reply",
           "run stopped", "interrupted", "internal error", "no text", "no question", "no reference", "no response")
@@ -63,18 +70,40 @@ def failure_kind(error: str) -> str:
     return error.split(":")[0][:40]
 
 
-def cap_plan(calls: int, prompt_tokens: int, completion_tokens: int,
-             max_calls: int | None) -> tuple[int, int, int]:
-    """A dry run's calls and token estimates, cut to ``max_calls`` (tokens in proportion).
+_Plan = TypeVar("_Plan", bound="RunPlan")
+
+
+@dataclass(kw_only=True)
+class RunPlan:
+    """What a run would do (``--dry-run``): cache hits, calls, estimated tokens and cost. Tasks subclass it
+    with what they count (the judge's cases and chunks, the generator's requests).
 
     Example:
-        >>> cap_plan(10, 1000, 100, 4)
-        (4, 400, 40)
+        >>> p = RunPlan.estimate(10, 1000, 100, max_calls=4, prices=Prices(), model="m", prompt_version="v",
+        ...                      cached=2)
+        >>> p.calls, p.prompt_tokens, p.completion_tokens, p.cost
+        (4, 400, 40, None)
     """
-    if max_calls is not None and calls > max_calls:
-        share = max_calls / calls if calls else 0
-        return max_calls, round(prompt_tokens * share), round(completion_tokens * share)
-    return calls, prompt_tokens, completion_tokens
+
+    cached: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    model: str
+    prompt_version: str
+    max_calls: int | None = None
+
+    @classmethod
+    def estimate(cls: type[_Plan], calls: int, prompt_tokens: int, completion_tokens: int, *,
+                 max_calls: int | None, prices: Prices, **fields: Any) -> _Plan:
+        """The plan of ``calls`` calls, cut to ``max_calls`` (the token estimates in proportion), priced."""
+        if max_calls is not None and calls > max_calls:
+            share = max_calls / calls if calls else 0
+            calls, prompt_tokens, completion_tokens = (max_calls, round(prompt_tokens * share),
+                                                       round(completion_tokens * share))
+        return cls(calls=calls, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                   cost=prices.cost(prompt_tokens, completion_tokens), max_calls=max_calls, **fields)
 
 
 @dataclass(kw_only=True)
@@ -133,12 +162,28 @@ class Outcome(Protocol):
     cached: bool
 
 
-class Refused(Exception):
-    """The model refused (the message says how)."""
+class RunStopped(EndpointError):
+    """The run stopped early (endpoint gone, key or model refused, cache unwritable); ``result`` holds all
+    had, ``cause`` the error that stopped it. Each task names its own subclass."""
+
+    def __init__(self, message: str, result: Any, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
 
 
-class Unparseable(Exception):
-    """The reply stayed unreadable after the repair (and the fresh call, if any)."""
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``result`` holds all had (all of it in the cache). Each task names its own
+    subclass."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("interrupted")
+        self.result = result
+
+
+class Unusable(CallError):
+    """The reply is a refusal (``refused: ...``) or stayed unreadable after the repair and the fresh call,
+    if any (``unparseable reply after ...``): the item fails, like a call that failed after its retries."""
 
 
 class Job(ABC):
@@ -155,8 +200,8 @@ class Job(ABC):
     units: list[Any]
     summary: RunSummary
     workers: int | None = None  # how many workers; None: one per unit up to the concurrency
-    stopped: ClassVar[Callable[[str, Any, BaseException | None], BaseException]]  # (reason, result, cause)
-    interrupted: ClassVar[Callable[[Any], BaseException]]  # (result): a KeyboardInterrupt
+    stopped: ClassVar[type[RunStopped]]
+    interrupted: ClassVar[type[RunInterrupted]]
 
     @abstractmethod
     def outcomes(self) -> Iterable[Outcome]: ...
@@ -390,8 +435,8 @@ class Runner:
         """Call and parse; if the reply is unreadable, send one repair request (``repair(messages, reply,
         error)``), and if that reply is unreadable too, one fresh call (``fresh``) before giving up.
 
-        Returns (parsed, prompt_tokens, completion_tokens); raises CallError, :class:`Refused`,
-        :class:`Unparseable`, or ``CountMismatch`` (a batch reply with the wrong count: no repair).
+        Returns (parsed, prompt_tokens, completion_tokens); raises CallError (:class:`Unusable`: a
+        refusal or an unreadable reply), or ``CountMismatch`` (a batch reply with the wrong count: no repair).
         """
         reply = await self.chat(messages, max_tokens)
         pt, ct = reply.prompt_tokens, reply.completion_tokens
@@ -413,7 +458,7 @@ class Runner:
         except ParseError as exc:
             second = str(exc)
             if not fresh:
-                raise Unparseable(f"unparseable reply after one repair: {second} (first reply: {first}); "
+                raise Unusable(f"unparseable reply after one repair: {second} (first reply: {first}); "
                                   f"reply: {(reply.content or '')[:200]!r}") from None
         self.fresh_calls += 1
         reply = await self.chat(messages, max_tokens)
@@ -422,14 +467,14 @@ class Runner:
         try:
             return parse(reply.content), pt, ct
         except ParseError as exc:
-            raise Unparseable(f"unparseable reply after one repair and one fresh call: {exc} (first reply: "
+            raise Unusable(f"unparseable reply after one repair and one fresh call: {exc} (first reply: "
                               f"{first}; repair: {second}); reply: {(reply.content or '')[:200]!r}") from None
 
 
 def _check_refusal(reply: ChatReply) -> None:
     refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
     if refused:
-        raise Refused(refused)
+        raise Unusable(f"refused: {refused}")
 
 
 async def _reap(tasks: list[asyncio.Future], cancel: bool, grace: float = 0.0) -> None:
