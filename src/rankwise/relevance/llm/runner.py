@@ -96,14 +96,14 @@ class RunPlan:
 
     @classmethod
     def estimate(cls: type[_Plan], calls: int, prompt_tokens: int, completion_tokens: int, *,
-                 max_calls: int | None, prices: Prices, **fields: Any) -> _Plan:
+                 max_calls: int | None, prices: Prices, **counts: Any) -> _Plan:
         """The plan of ``calls`` calls, cut to ``max_calls`` (the token estimates in proportion), priced."""
         if max_calls is not None and calls > max_calls:
             share = max_calls / calls if calls else 0
             calls, prompt_tokens, completion_tokens = (max_calls, round(prompt_tokens * share),
                                                        round(completion_tokens * share))
         return cls(calls=calls, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                   cost=prices.cost(prompt_tokens, completion_tokens), max_calls=max_calls, **fields)
+                   cost=prices.cost(prompt_tokens, completion_tokens), max_calls=max_calls, **counts)
 
 
 @dataclass(kw_only=True)
@@ -214,7 +214,6 @@ class Job(ABC):
 
     @abstractmethod
     def result(self) -> Any: ...
-
 
 
 class Runner:
