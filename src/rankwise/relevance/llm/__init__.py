@@ -2,7 +2,9 @@
 
 Modules: ``prompts`` (versioned templates), ``client`` (async calls: concurrency, rate limit, timeout,
 retries), ``parse`` (tolerant JSON, refusals), ``cache`` (SQLite verdict store), ``cost`` (tokens and
-prices), ``judge`` (the run: cache lookups, per-chunk or batch calls, verdicts into records).
+prices), ``runner`` (the one run loop every LLM task shares: workers, repair, cost cap, cache writes,
+stop and Ctrl-C, counts), ``judge`` (verdicts: cache lookups, per-chunk or batch calls, verdicts into
+records), ``generate`` (answers, correctness checks, rerank grades).
 
 Example::
 

@@ -1,8 +1,9 @@
 """Asking a generator: one cached, resumable, counted call per request, for answers and answer checks.
 
 The LLM judge (:mod:`rankwise.relevance.llm.judge`) asks "is this chunk relevant?"; this module asks
-anything else of an OpenAI-compatible endpoint through the same client (:class:`ChatClient`: concurrency,
-retries, rate limit, request cap, circuit breaker) and the same SQLite cache file:
+anything else of an OpenAI-compatible endpoint through the same runner (:mod:`~rankwise.relevance.llm.runner`:
+concurrency, retries, rate limit, request cap, circuit breaker, repair, cost cap, Ctrl-C) and the same SQLite
+cache file:
 
 - ``answer`` prompts (``prompts/answer.toml``): the generator answers a question from numbered context
   passages; the reply text is the answer (``rankwise answer``, ``position-curve``, utility verdicts);
@@ -12,7 +13,8 @@ retries, rate limit, request cap, circuit breaker) and the same SQLite cache fil
 Each reply is committed to the cache as it arrives (answers are stored as the row's ``reason``, under the
 mode ``answer``); the cache key is a SHA-256 of the model, the prompt version, the sampling parameters and
 the exact messages, so a rerun of the same work makes no call and a changed prompt or context makes new
-ones; requests with the same messages in one run make one call. Every request ends ``ok``, ``failed`` (after its retries, or an unreadable verdict after one repair)
+ones; requests with the same messages in one run make one call. Every request ends ``ok``, ``failed``
+(after its retries, a refusal, or an unreadable verdict after one repair)
 or ``missing`` (``max_calls`` or ``max_cost`` reached first, or the run stopped first). A lost endpoint
 raises :class:`GenerationStopped`, Ctrl-C :class:`GenerationInterrupted`; both carry the partial result
 and everything had is on disk before they are raised.
@@ -29,35 +31,23 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
-import signal
-import threading
-import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache, cache_key
-from rankwise.relevance.llm.client import (
-    BudgetExhausted,
-    CallError,
-    CallPolicy,
-    ChatClient,
-    Endpoint,
-    EndpointError,
-    utf8_safe,
-)
+from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
+from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.relevance.llm.cost import Prices, estimate_prompt_tokens
-from rankwise.relevance.llm.parse import ParseError, parse_verdict, refusal_of
+from rankwise.relevance.llm.parse import parse_verdict
 from rankwise.relevance.llm.prompts import _load_toml, escape_data
+from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
            "Generator", "GenerationStopped", "GenerationInterrupted", "TASKS", "ANSWER_MAX_TOKENS"]
@@ -111,6 +101,12 @@ class GenPrompt:
         values = {"question": escape_data(question), "contexts": items, "n": len(chunks)}
         return [{"role": "system", "content": _fill(self.system, values)},
                 {"role": "user", "content": _fill(self.user, values)}]
+
+    def render_repair(self, messages: list[dict], reply: str | None, error: str) -> list[dict]:
+        """The conversation so far plus the unusable reply (its first 4,000 characters) and the repair
+        request (``repair`` with ``{error}``)."""
+        return [*messages, {"role": "assistant", "content": (reply or "")[:4000]},
+                {"role": "user", "content": _fill(self.repair, {"error": error})}]
 
     def render_check(self, question: str, reference: str, response: str) -> list[dict]:
         """System + user message asking whether ``response`` answers ``question`` as ``reference`` does."""
@@ -188,51 +184,28 @@ class GenReply:
         return self.status == "ok"
 
 
-@dataclass
-class GenPlan:
+@dataclass(kw_only=True)
+class GenPlan(RunPlan):
     """What a run would do (``--dry-run``): requests, cache hits, calls, estimated tokens and cost."""
 
     requests: int
-    cached: int
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float | None
-    model: str
-    prompt_version: str
 
 
 @dataclass
-class GenSummary:
-    """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did."""
+class GenSummary(RunSummary):
+    """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did
+    (the counters of :class:`~rankwise.relevance.llm.runner.RunSummary`, and the task's own)."""
 
     model: str
     task: str
     prompt_version: str
     items: int = 0
-    ok: int = 0
-    cached: int = 0
-    failed: int = 0
-    missing: int = 0
-    requests: int = 0
-    retries: int = 0
-    repairs: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    seconds: float = 0.0
-    concurrency: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
-    http_errors: dict[str, int] = field(default_factory=dict)
-    stopped: str | None = None
     capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
 
-    @property
-    def complete(self) -> bool:
-        return self.failed == 0 and self.missing == 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
+        "repairs", "prompt_tokens", "completion_tokens", "cost", "seconds", "concurrency", "failures",
+        "http_errors", "stopped", "capped")
 
     def lines(self, url: str) -> list[str]:
         """A few plain lines for the console."""
@@ -256,31 +229,17 @@ class GenResult:
     summary: GenSummary
 
 
-class GenerationStopped(EndpointError):
-    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` holds
-    every reply had (in the cache too)."""
+class GenerationStopped(RunStopped):
+    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` (a
+    :class:`GenResult`) holds every reply had (in the cache too); ``cause``: the error that stopped it."""
 
-    def __init__(self, message: str, result: GenResult) -> None:
-        super().__init__(message)
-        self.result = result
+    result: GenResult
 
 
-class GenerationInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run; ``result`` holds every reply had (all in the cache)."""
+class GenerationInterrupted(RunInterrupted):
+    """Ctrl-C during a run; ``result`` (a :class:`GenResult`) holds every reply had (all in the cache)."""
 
-    def __init__(self, result: GenResult) -> None:
-        super().__init__("interrupted")
-        self.result = result
-
-
-def _kind(error: str) -> str:
-    if error.startswith("HTTP "):
-        return error.split(":")[0]
-    for prefix in ("refused", "unparseable", "timeout", "connection", "bad reply", "max-calls", "max-cost",
-                   "empty reply", "run stopped", "interrupted", "internal error"):
-        if error.startswith(prefix):
-            return prefix
-    return error.split(":")[0][:40]
+    result: GenResult
 
 
 class Generator:
@@ -322,7 +281,11 @@ class Generator:
                          chunk=json.dumps(request.messages, ensure_ascii=False, sort_keys=True), context=None,
                          params=self._params)
 
-    def _lookup(self, requests: Sequence[GenRequest]) -> tuple[dict[str, GenReply], list[GenRequest], dict[str, str]]:
+    def _lookup(self, requests: Sequence[GenRequest]) -> tuple[dict[str, GenReply], list[GenRequest],
+                                                                dict[str, str], dict[str, list[str]]]:
+        """Cache lookups: replies so far, the requests to send (one per distinct key), the keys, and per
+        request sent the ids of the requests with the same messages (they get its reply)."""
+        requests = [_sendable(r) for r in requests]
         seen: set[str] = set()
         for r in requests:
             if r.id in seen:
@@ -333,13 +296,13 @@ class Generator:
         replies: dict[str, GenReply] = {}
         todo: list[GenRequest] = []
         first: dict[str, str] = {}  # cache key -> id of the request that asks it (the same messages: one call)
-        self._copies: dict[str, list[str]] = {}
+        copies: dict[str, list[str]] = {}
         for r in requests:
             hit = hits.get(keys[r.id])
             if hit is None:
                 replies[r.id] = GenReply()
                 if keys[r.id] in first:
-                    self._copies.setdefault(first[keys[r.id]], []).append(r.id)
+                    copies.setdefault(first[keys[r.id]], []).append(r.id)
                 else:
                     first[keys[r.id]] = r.id
                     todo.append(r)
@@ -348,206 +311,92 @@ class Generator:
             else:
                 replies[r.id] = GenReply(verdict=hit.verdict, grade=hit.grade, reason=hit.reason, status="ok",
                                          cached=True)
-        return replies, todo, keys
+        return replies, todo, keys, copies
 
     def plan(self, requests: Sequence[GenRequest]) -> GenPlan:
         """What :meth:`run` would do, without calling: calls needed, estimated tokens and cost."""
-        replies, todo, _ = self._lookup(requests)
-        pt = sum(estimate_prompt_tokens(r.messages) for r in todo)
-        ct = _OUTPUT_ESTIMATE[self.prompt.task] * len(todo)
-        calls = len(todo)
-        if self.policy.max_calls is not None and calls > self.policy.max_calls:
-            share = self.policy.max_calls / calls
-            calls, pt, ct = self.policy.max_calls, round(pt * share), round(ct * share)
-        cached = sum(1 for r in replies.values() if r.cached)
-        return GenPlan(len(requests), cached, calls, pt, ct, self.prices.cost(pt, ct),
-                       self.endpoint.model, self.prompt.prompt_version)
+        replies, todo, _, _ = self._lookup(requests)
+        return GenPlan.estimate(len(todo), sum(estimate_prompt_tokens(r.messages) for r in todo),
+                                _OUTPUT_ESTIMATE[self.prompt.task] * len(todo), max_calls=self.policy.max_calls,
+                                prices=self.prices, model=self.endpoint.model,
+                                prompt_version=self.prompt.prompt_version, requests=len(requests),
+                                cached=sum(1 for r in replies.values() if r.cached))
 
     # ------------------------------------------------------------------------------------------ run
+    def _runner(self) -> Runner:
+        return Runner(self.endpoint, self.policy, self.prices, self.cache, max_cost=self.max_cost,
+                      name="rankwise-generate")
+
     def run(self, requests: Sequence[GenRequest], progress: Callable[[int], None] | None = None) -> GenResult:
         """Every request answered from the cache or the endpoint (blocking); ``progress(n)`` as ``n`` more
         settle. Ctrl-C stops promptly with :class:`GenerationInterrupted`; rerun to resume."""
+        return self._runner().run(lambda runner: _GenJob(self, runner, requests), progress)
+
+    async def arun(self, requests: Sequence[GenRequest],
+                   progress: Callable[[int], None] | None = None) -> GenResult:
+        """:meth:`run` for callers already inside an event loop."""
+        return await self._runner().arun(lambda runner: _GenJob(self, runner, requests), progress)
+
+
+class _GenJob(Job):
+    """One generator run for the :class:`Runner`: a unit is one request (requests with the same messages
+    share its call and its reply)."""
+
+    stopped, interrupted = GenerationStopped, GenerationInterrupted
+
+    def __init__(self, gen: Generator, runner: Runner, requests: Sequence[GenRequest]) -> None:
+        self.gen, self.runner = gen, runner
+        self.replies, self.units, self.keys, self.copies = gen._lookup(requests)
+        self.summary = GenSummary(gen.endpoint.model, gen.prompt.task, gen.prompt.prompt_version, len(requests))
+
+    def outcomes(self) -> Iterable[GenReply]:
+        return self.replies.values()
+
+    def result(self) -> GenResult:
+        if self.runner.capped:
+            self.summary.capped = self.runner.capped
+        return GenResult(self.replies, self.summary)
+
+    def settle_rest(self, unit: GenRequest, status: str, error: str) -> None:
+        if self.replies[unit.id].status == "missing":
+            self._settle(unit, GenReply(status=status, error=error))
+
+    def _settle(self, req: GenRequest, reply: GenReply, pt: int = 0, ct: int = 0) -> None:
+        self.replies[req.id] = reply
+        for other in self.copies.get(req.id, ()):
+            self.replies[other] = GenReply(**{**reply.__dict__, "cached": False})
+        self.runner.record(reply.ok, lambda writer: self._put(writer, req, reply, pt, ct),
+                           1 + len(self.copies.get(req.id, ())))
+
+    def _put(self, writer: CacheWriter, req: GenRequest, reply: GenReply, pt: int, ct: int) -> None:
+        g, prompt = self.gen, self.gen.prompt
+        writer.put(self.keys[req.id], verdict=reply.verdict if reply.verdict is not None else 1, grade=reply.grade,
+                   reason=reply.text if prompt.task == "answer" else reply.reason, model=g.endpoint.model,
+                   mode=prompt.task, scale=prompt.scale, prompt_version=prompt.prompt_version, style="generate",
+                   call="single", prompt_tokens=pt, completion_tokens=ct)
+
+    async def do(self, unit: GenRequest) -> None:
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._arun(requests, progress, handle_sigint=True))
-        from concurrent.futures import ThreadPoolExecutor
+            reply, pt, ct = await self._one(unit)
+        except BudgetExhausted as exc:
+            reply, pt, ct = GenReply(status="missing", error=str(exc)), 0, 0
+        except CallError as exc:  # after retries; a refusal; an unreadable verdict after the repair
+            reply, pt, ct = GenReply(status="failed", error=str(exc)), 0, 0
+        self._settle(unit, reply, pt, ct)
 
-        with ThreadPoolExecutor(1, thread_name_prefix="rankwise-generate") as pool:
-            return pool.submit(asyncio.run, self._arun(requests, progress, handle_sigint=False)).result()
-
-    async def _arun(self, requests: Sequence[GenRequest], progress: Callable[[int], None] | None,
-                    handle_sigint: bool) -> GenResult:
-        started = time.perf_counter()
-        requests = [_sendable(r) for r in requests]
-        replies, todo, keys = self._lookup(requests)
-        summary = GenSummary(self.endpoint.model, self.prompt.task, self.prompt.prompt_version, len(requests))
-        cached = sum(1 for r in replies.values() if r.cached)
-        if progress and cached:
-            progress(cached)
-        self._stop_reason: str | None = None
-        self._interrupted = False
-        self._stop_event = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        sigint = False
-        if handle_sigint and todo and threading.current_thread() is threading.main_thread():
-            try:
-                loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-                sigint = True
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-        writer = CacheWriter(self.cache.path) if self.cache is not None and todo else None
-        try:
-            if todo:
-                await self._call_all(todo, replies, keys, writer, summary, progress)
-        finally:
-            if sigint:
-                loop.remove_signal_handler(signal.SIGINT)
-            if writer is not None:
-                try:
-                    writer.close()  # everything had is on disk before we return or raise
-                except CacheWriteError as exc:
-                    self._stop(str(exc))
-        result = self._result(replies, summary, started)
-        if self._interrupted:
-            raise GenerationInterrupted(result)
-        if self._stop_reason is not None:
-            raise GenerationStopped(self._stop_reason, result)
-        return result
-
-    def _on_sigint(self) -> None:
-        if self._interrupted:
-            raise KeyboardInterrupt
-        self._interrupted = True
-        self._stop("interrupted (Ctrl-C)")
-
-    def _stop(self, reason: str) -> None:
-        if self._stop_reason is None:
-            self._stop_reason = reason
-        self._stop_event.set()
-
-    def _spent(self, client: ChatClient) -> float | None:
-        return self.prices.cost(client.stats.usage.prompt_tokens, client.stats.usage.completion_tokens)
-
-    async def _call_all(self, todo: list[GenRequest], replies: dict[str, GenReply], keys: dict[str, str],
-                        writer: CacheWriter | None, summary: GenSummary,
-                        progress: Callable[[int], None] | None) -> None:
-        queue: asyncio.Queue[GenRequest] = asyncio.Queue()
-        for r in todo:
-            queue.put_nowait(r)
-        capped: list[str] = []
-
-        async with ChatClient(self.endpoint, self.policy) as client:
-
-            def settle(req: GenRequest, reply: GenReply, pt: int = 0, ct: int = 0) -> None:
-                replies[req.id] = reply
-                for other in self._copies.get(req.id, ()):
-                    replies[other] = GenReply(**{**reply.__dict__, "cached": False})
-                if reply.ok and writer is not None:
-                    try:
-                        writer.put(keys[req.id], verdict=reply.verdict if reply.verdict is not None else 1,
-                                   grade=reply.grade, reason=reply.text if self.prompt.task == "answer"
-                                   else reply.reason, model=self.endpoint.model, mode=self.prompt.task,
-                                   scale=self.prompt.scale, prompt_version=self.prompt.prompt_version,
-                                   style="generate", call="single", prompt_tokens=pt, completion_tokens=ct)
-                    except CacheWriteError as exc:
-                        self._stop(str(exc))
-                if progress:
-                    progress(1 + len(self._copies.get(req.id, ())))
-
-            async def worker() -> None:
-                while self._stop_reason is None and not queue.empty():
-                    req = queue.get_nowait()
-                    if self.max_cost is not None and (self._spent(client) or 0.0) >= self.max_cost:
-                        if not capped:
-                            capped.append(f"max-cost reached (${self.max_cost:g} spent): the rest is missing; "
-                                          f"rerun with a higher --max-cost to go on")
-                        settle(req, GenReply(status="missing", error=f"max-cost reached (${self.max_cost:g})"))
-                        continue
-                    try:
-                        reply, pt, ct = await self._one(client, req, summary)
-                    except EndpointError as exc:
-                        queue.put_nowait(req)  # not had: stays missing
-                        self._stop(str(exc))
-                        return
-                    except BudgetExhausted as exc:
-                        reply, pt, ct = GenReply(status="missing", error=str(exc)), 0, 0
-                    except CallError as exc:
-                        reply, pt, ct = GenReply(status="failed", error=str(exc)), 0, 0
-                    except Exception as exc:  # noqa: BLE001 - a defect fails its request, never the run
-                        reply, pt, ct = GenReply(status="failed", error=f"internal error: {type(exc).__name__}: "
-                                                                       f"{exc}"), 0, 0
-                    settle(req, reply, pt, ct)
-
-            workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(self.policy.concurrency,
-                                                                                   len(todo))))]
-            stopper = asyncio.ensure_future(self._stop_event.wait())
-            try:
-                done = asyncio.ensure_future(asyncio.gather(*workers, return_exceptions=True))
-                await asyncio.wait([done, stopper], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for t in [*workers, stopper]:
-                    if not t.done():
-                        t.cancel()
-                await asyncio.gather(*workers, stopper, return_exceptions=True)
-                summary.requests = client.stats.requests
-                summary.retries = client.stats.retries
-                summary.http_errors = dict(client.stats.errors)
-                summary.prompt_tokens = client.stats.usage.prompt_tokens
-                summary.completion_tokens = client.stats.usage.completion_tokens
-                summary.concurrency = client.gate.maximum
-        if capped:
-            summary.capped = capped[0]
-
-    async def _one(self, client: ChatClient, req: GenRequest, summary: GenSummary) -> tuple[GenReply, int, int]:
-        reply = await client.chat(req.messages, max_tokens=self.max_tokens)
-        pt, ct = reply.prompt_tokens, reply.completion_tokens
-        if self.prompt.task == "answer":
+    async def _one(self, req: GenRequest) -> tuple[GenReply, int, int]:
+        gen = self.gen
+        if gen.prompt.task == "answer":
+            reply = await self.runner.chat(req.messages, gen.max_tokens)
+            pt, ct = reply.prompt_tokens, reply.completion_tokens
             if reply.content is None or not reply.content.strip():
                 why = f"refused: {reply.refusal}" if reply.refusal else "empty reply (no answer text)"
                 return GenReply(status="failed", error=why, finish_reason=reply.finish_reason), pt, ct
             return GenReply(text=reply.content.strip(), status="ok", finish_reason=reply.finish_reason), pt, ct
-        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
-        if refused:
-            return GenReply(status="failed", error=f"refused: {refused}"), pt, ct
-        graded = self.prompt.graded
-        try:
-            j = parse_verdict(reply.content, graded=graded)
-        except ParseError as exc:
-            summary.repairs += 1
-            messages = [*req.messages, {"role": "assistant", "content": (reply.content or "")[:4000]},
-                        {"role": "user", "content": _fill(self.prompt.repair, {"error": str(exc)})}]
-            again = await client.chat(messages, max_tokens=self.max_tokens)
-            pt, ct = pt + again.prompt_tokens, ct + again.completion_tokens
-            try:
-                j = parse_verdict(again.content, graded=graded)
-            except ParseError as exc2:
-                return GenReply(status="failed", error=f"unparseable reply after one repair: {exc2}"), pt, ct
+        graded = gen.prompt.graded
+        j, pt, ct = await self.runner.ask(req.messages, gen.max_tokens, lambda text: parse_verdict(text, graded=graded),
+                                          gen.prompt.render_repair)
         return GenReply(verdict=j.verdict, grade=j.grade, reason=j.reason, status="ok"), pt, ct
-
-    def _result(self, replies: dict[str, GenReply], summary: GenSummary, started: float) -> GenResult:
-        failures: Counter = Counter()
-        why = None
-        if self._stop_reason is not None:
-            why = "interrupted" if self._interrupted else f"run stopped: {self._stop_reason}"
-            summary.stopped = self._stop_reason
-        for r in replies.values():
-            if r.status == "missing" and not r.error and why:
-                r.error = why
-            if r.ok:
-                summary.ok += 1
-                summary.cached += r.cached
-            elif r.status == "failed":
-                summary.failed += 1
-                failures[_kind(r.error or "")] += 1
-            else:
-                summary.missing += 1
-                if r.error:
-                    failures[_kind(r.error)] += 1
-        summary.failures = dict(failures)
-        summary.cost = self.prices.cost(summary.prompt_tokens, summary.completion_tokens)
-        summary.seconds = time.perf_counter() - started
-        return GenResult(replies, summary)
 
 
 def _sendable(req: GenRequest) -> GenRequest:

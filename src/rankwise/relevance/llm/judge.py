@@ -27,37 +27,25 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import threading
-import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from os import PathLike
-from typing import Any
+from typing import Any, ClassVar
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache, cache_key
+from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.relevance.llm.client import (
     BudgetExhausted,
     CallError,
     CallPolicy,
     ChatClient,
     Endpoint,
-    EndpointError,
     utf8_safe,
 )
 from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
-from rankwise.relevance.llm.parse import (
-    CountMismatch,
-    Judgement,
-    ParseError,
-    parse_batch,
-    parse_verdict,
-    refusal_of,
-)
+from rankwise.relevance.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict
 from rankwise.relevance.llm.prompts import PromptTemplate, load_prompt
+from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
            "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
@@ -111,26 +99,19 @@ class JudgeSettings:
             raise InputError(f"relevant_from must be 0..3, got {self.relevant_from}", field="relevant_from")
 
 
-@dataclass
-class JudgePlan:
+@dataclass(kw_only=True)
+class JudgePlan(RunPlan):
     """What a run would do (``--dry-run``): chunks, cache hits, calls, estimated tokens and cost."""
 
     cases: int
     chunks: int
-    cached: int
     unjudgeable: int
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float | None
-    model: str
-    prompt_version: str
-    max_calls: int | None = None
 
 
 @dataclass
-class JudgeSummary:
-    """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time."""
+class JudgeSummary(RunSummary):
+    """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time (the
+    counters of :class:`~rankwise.relevance.llm.runner.RunSummary`, and the judge's own)."""
 
     model: str
     mode: str
@@ -138,33 +119,22 @@ class JudgeSummary:
     prompt_version: str
     cases: int = 0
     chunks: int = 0
-    ok: int = 0
-    cached: int = 0
-    failed: int = 0
-    missing: int = 0
-    requests: int = 0
-    retries: int = 0
-    repairs: int = 0
     fresh_calls: int = 0
     batch_calls: int = 0
     batch_fallbacks: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    seconds: float = 0.0
     transport: str = "aiohttp"
-    concurrency: int = 0
     concurrency_lowest: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
-    http_errors: dict[str, int] = field(default_factory=dict)
-    stopped: str | None = None  # why the run stopped before the end (endpoint gone, Ctrl-C), else None
 
-    @property
-    def complete(self) -> bool:
-        return self.failed == 0 and self.missing == 0
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
+        "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
+        "completion_tokens", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
+        "http_errors", "stopped")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    def take_stats(self, client: ChatClient) -> None:
+        super().take_stats(client)
+        self.transport = client.transport
+        self.concurrency_lowest = int(client.gate.lowest)
 
 
 @dataclass
@@ -175,23 +145,19 @@ class JudgeResult:
     summary: JudgeSummary
 
 
-class JudgeStopped(EndpointError):
+class JudgeStopped(RunStopped):
     """The endpoint is gone, or refuses the key or the model, or the cache cannot be written: the run
-    stopped. ``result`` holds every verdict had (in the cache too, unless the cache was the problem);
-    the chunks not judged are ``missing``."""
+    stopped. ``result`` (a :class:`JudgeResult`) holds every verdict had (in the cache too, unless the
+    cache was the problem); the chunks not judged are ``missing``. ``cause``: the error that stopped it."""
 
-    def __init__(self, message: str, result: JudgeResult, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
+    result: JudgeResult
 
 
-class JudgeInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run. ``result`` holds every verdict had (all of them are in the cache)."""
+class JudgeInterrupted(RunInterrupted):
+    """Ctrl-C during a run. ``result`` (a :class:`JudgeResult`) holds every verdict had (all of them are in
+    the cache)."""
 
-    def __init__(self, result: JudgeResult) -> None:
-        super().__init__("interrupted")
-        self.result = result
+    result: JudgeResult
 
 
 @dataclass
@@ -199,16 +165,6 @@ class _Unit:
     case: JudgeCase
     ranks: list[int]  # 0-based positions in case.chunks
     batch: bool
-
-
-def _failure_kind(error: str) -> str:
-    for prefix in ("refused", "unparseable", "timeout", "max-calls", "connection", "bad reply", "run stopped",
-                   "interrupted", "internal error", "no text", "no question", "no reference", "no response"):
-        if error.startswith(prefix):
-            return prefix
-    if error.startswith("HTTP "):
-        return error.split(":")[0]
-    return error.split(":")[0][:40]
 
 
 class Judge:
@@ -313,14 +269,11 @@ class Judge:
         for unit in units:
             pt += estimate_prompt_tokens(self._messages(unit))
             ct += OUTPUT_TOKENS_PER_VERDICT * len(unit.ranks)
-        calls = len(units)
-        if self.policy.max_calls is not None and calls > self.policy.max_calls:
-            share = self.policy.max_calls / calls if calls else 0
-            calls, pt, ct = self.policy.max_calls, round(pt * share), round(ct * share)
-        n_chunks = sum(len(v) for v in verdicts.values())
-        cached = sum(1 for vs in verdicts.values() for v in vs if v.cached)
-        return JudgePlan(len(cases), n_chunks, cached, unjudgeable, calls, pt, ct, self.prices.cost(pt, ct),
-                         self.endpoint.model, self.prompt.prompt_version, self.policy.max_calls)
+        return JudgePlan.estimate(len(units), pt, ct, max_calls=self.policy.max_calls, prices=self.prices,
+                                  model=self.endpoint.model, prompt_version=self.prompt.prompt_version,
+                                  cases=len(cases), chunks=sum(len(v) for v in verdicts.values()),
+                                  cached=sum(1 for vs in verdicts.values() for v in vs if v.cached),
+                                  unjudgeable=unjudgeable)
 
     def _messages(self, unit: _Unit) -> list[dict]:
         case = unit.case
@@ -332,6 +285,9 @@ class Judge:
                                   reference=case.reference, response=case.response)
 
     # ------------------------------------------------------------------------------------------ run
+    def _runner(self) -> Runner:
+        return Runner(self.endpoint, self.policy, self.prices, self.cache, name="rankwise-judge")
+
     def run(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None = None) -> JudgeResult:
         """Judge every chunk (blocking). ``progress(n)`` is called as ``n`` more chunks are settled.
 
@@ -340,289 +296,94 @@ class Judge:
         resumes. A lost endpoint raises :class:`JudgeStopped` the same way. Called where an event loop
         already runs (Jupyter), it runs in a helper thread; ``await arun()`` there.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._arun(cases, progress, handle_sigint=True))
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(1, thread_name_prefix="rankwise-judge") as pool:
-            return pool.submit(asyncio.run, self.arun(cases, progress)).result()
+        return self._runner().run(lambda runner: _JudgeJob(self, runner, cases), progress)
 
     async def arun(self, cases: Sequence[JudgeCase],
                    progress: Callable[[int], None] | None = None) -> JudgeResult:
         """:meth:`run` for callers already inside an event loop."""
-        return await self._arun(cases, progress, handle_sigint=False)
+        return await self._runner().arun(lambda runner: _JudgeJob(self, runner, cases), progress)
 
-    async def _arun(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None,
-                    handle_sigint: bool) -> JudgeResult:
-        started = time.perf_counter()
-        self._stop_reason: str | None = None
-        self._stop_cause: BaseException | None = None
-        self._interrupted = False
-        self._stop_event = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        sigint = False
-        if handle_sigint and threading.current_thread() is threading.main_thread():
-            try:
-                loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-                sigint = True
-            except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
-                pass
-        try:
-            return await self._judge_all(cases, progress, started)
-        finally:
-            if sigint:
-                loop.remove_signal_handler(signal.SIGINT)
 
-    def _on_sigint(self) -> None:
-        if self._interrupted:  # a second Ctrl-C: stop at once
-            raise KeyboardInterrupt
-        self._interrupted = True
-        self._stop("interrupted (Ctrl-C)")
+class _JudgeJob(Job):
+    """One judge run for the :class:`Runner`: a unit is one chunk, or several chunks of one question in one
+    batch call (a batch reply that does not hold one verdict per chunk falls back to per-chunk calls)."""
 
-    def _stop(self, reason: str, cause: BaseException | None = None) -> None:
-        if self._stop_reason is None:
-            self._stop_reason = reason
-            self._stop_cause = cause
-        self._stop_event.set()
+    stopped, interrupted = JudgeStopped, JudgeInterrupted
 
-    async def _judge_all(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None,
-                         started: float) -> JudgeResult:
-        verdicts, units, _unjudgeable, keys = self._prepare(cases)
-        summary = JudgeSummary(model=self.endpoint.model, mode=self.settings.mode, scale=self.prompt.scale,
-                               prompt_version=self.prompt.prompt_version, cases=len(cases),
-                               chunks=sum(len(v) for v in verdicts.values()))
-        settled = sum(1 for vs in verdicts.values() for v in vs if v.status != "missing")
-        if progress and settled:
-            progress(settled)
-        self._summary = summary
-        self._verdicts = verdicts
-        self._keys = keys
-        self._progress = progress
-        self._writer = CacheWriter(self.cache.path) if self.cache is not None and units else None
-        self._writer_ok = True
-        try:
-            if units and self._stop_reason is None:
-                await self._call_all(units, summary)
-        finally:
-            if self._writer is not None:
-                try:
-                    self._writer.close()  # everything judged is on disk before we return or raise
-                except CacheWriteError as exc:
-                    self._stop(str(exc), exc)  # the verdicts had are still in the result, for the records
-        result = self._result(verdicts, summary, started)
-        if self._interrupted:
-            raise JudgeInterrupted(result)
-        if self._stop_reason is not None:
-            raise JudgeStopped(self._stop_reason, result, self._stop_cause)
-        return result
+    def __init__(self, judge: Judge, runner: Runner, cases: Sequence[JudgeCase]) -> None:
+        self.judge, self.runner = judge, runner
+        self.verdicts, self.units, _unjudgeable, self.keys = judge._prepare(cases)
+        prompt = judge.prompt
+        self.summary = JudgeSummary(model=judge.endpoint.model, mode=judge.settings.mode, scale=prompt.scale,
+                                    prompt_version=prompt.prompt_version, cases=len(cases),
+                                    chunks=sum(len(v) for v in self.verdicts.values()))
+        self.workers = judge.policy.concurrency if judge.settings.batch else None
 
-    def _result(self, verdicts: dict[str, list[ChunkVerdict]], summary: JudgeSummary,
-                started: float) -> JudgeResult:
-        failures: Counter = Counter()
-        if self._stop_reason is not None:
-            why = "interrupted" if self._interrupted else f"run stopped: {self._stop_reason}"
-            for vs in verdicts.values():
-                for v in vs:
-                    if v.status == "missing" and not v.error:
-                        v.error = why
-            summary.stopped = self._stop_reason
-        for vs in verdicts.values():
-            for v in vs:
-                if v.status == "ok":
-                    summary.ok += 1
-                    summary.cached += v.cached
-                elif v.status == "failed":
-                    summary.failed += 1
-                    failures[_failure_kind(v.error or "")] += 1
-                else:
-                    summary.missing += 1
-                    if v.error:
-                        failures[_failure_kind(v.error)] += 1
-        summary.failures = dict(failures)
-        summary.cost = self.prices.cost(summary.prompt_tokens, summary.completion_tokens)
-        summary.seconds = time.perf_counter() - started
-        return JudgeResult(verdicts, summary)
+    def outcomes(self) -> Iterable[ChunkVerdict]:
+        return (v for vs in self.verdicts.values() for v in vs)
 
-    async def _call_all(self, units: list[_Unit], summary: JudgeSummary) -> None:
-        async with ChatClient(self.endpoint, self.policy) as client:
-            self._client = client
-            try:
-                await self._work(units)
-            finally:
-                summary.transport = client.transport
-                summary.concurrency = client.gate.maximum
-                summary.concurrency_lowest = int(client.gate.lowest)
-                summary.requests = client.stats.requests
-                summary.retries = client.stats.retries
-                summary.http_errors = dict(client.stats.errors)
-                summary.prompt_tokens = client.stats.usage.prompt_tokens
-                summary.completion_tokens = client.stats.usage.completion_tokens
+    def result(self) -> JudgeResult:
+        self.summary.fresh_calls = self.runner.fresh_calls
+        return JudgeResult(self.verdicts, self.summary)
 
-    def _enqueue(self, unit: _Unit) -> None:
-        self._outstanding += 1
-        self._queue.put_nowait(unit)
+    def settle_rest(self, unit: _Unit, status: str, error: str) -> None:
+        for i in unit.ranks:
+            if self.verdicts[unit.case.id][i].status == "missing":
+                self._settle(unit.case, i, ChunkVerdict(status=status, error=error))
 
-    async def _work(self, units: list[_Unit]) -> None:
-        """Workers take units from a queue until every unit (and every batch fallback) is settled, or the
-        run stops. Nothing a unit raises reaches the queue machinery: a worker settles its unit whatever
-        happens, and a stop cancels the workers, cancelling again any that swallowed a cancellation."""
-        self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
-        self._outstanding = 0
-        all_done = asyncio.Event()
-        for u in units:
-            self._enqueue(u)
-
-        async def worker() -> None:
-            while self._stop_reason is None:
-                unit = await self._queue.get()
-                if unit is None:
-                    return
-                try:
-                    await self._do_safely(unit)
-                finally:
-                    self._outstanding -= 1
-                    if self._outstanding == 0:
-                        all_done.set()
-
-        n = min(self.policy.concurrency, len(units)) if not self.settings.batch else self.policy.concurrency
-        workers = [asyncio.ensure_future(worker()) for _ in range(max(1, n))]
-        waiters = [asyncio.ensure_future(all_done.wait()), asyncio.ensure_future(self._stop_event.wait())]
-        finished = False
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            if self._stop_reason is None:
-                for _ in workers:
-                    self._queue.put_nowait(None)  # all settled: let each worker return
-                finished = True
-        finally:
-            await _reap(waiters, cancel=True)
-            await _reap(workers, cancel=not finished, grace=5.0)
-
-    async def _do_safely(self, unit: _Unit) -> None:
-        """:meth:`_do`, turning whatever escapes it into a stop (endpoint gone) or per-chunk failures."""
-        try:
-            await self._do(unit)
-        except (EndpointError, CacheWriteError) as exc:  # endpoint gone / verdicts cannot be kept: stop
-            self._stop(str(exc), exc)
-        except Exception as exc:  # noqa: BLE001 - a defect must fail its chunks, not hang or kill the run
-            for i in unit.ranks:
-                if self._verdicts[unit.case.id][i].status == "missing":
-                    self._settle(unit.case, i, ChunkVerdict(status="failed",
-                                                            error=f"internal error: {type(exc).__name__}: {exc}"))
-
-    # ------------------------------------------------------------------------------------ one unit
     def _settle(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
-        self._verdicts[case.id][i] = outcome
-        if outcome.status == "ok" and self._writer is not None and self._writer_ok:
-            try:
-                self._put(case, i, outcome)
-            except CacheWriteError as exc:  # keep the verdict (for the records), stop paying for more
-                self._writer_ok = False
-                self._stop(str(exc), exc)
-        if self._progress:
-            self._progress(1)
+        self.verdicts[case.id][i] = outcome
+        self.runner.record(outcome.status == "ok", lambda writer: self._put(writer, case, i, outcome))
 
-    def _put(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
-        if self._writer is not None:
-            self._writer.put(self._keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
-                           reason=outcome.reason, model=self.endpoint.model, mode=self.settings.mode,
-                           scale=self.prompt.scale, prompt_version=self.prompt.prompt_version, style=self.style,
-                           call=outcome.call or self.style, prompt_tokens=outcome.prompt_tokens,
-                           completion_tokens=outcome.completion_tokens)
+    def _put(self, writer: CacheWriter, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
+        j = self.judge
+        writer.put(self.keys[(case.id, i)], verdict=outcome.verdict, grade=outcome.grade,  # type: ignore[arg-type]
+                   reason=outcome.reason, model=j.endpoint.model, mode=j.settings.mode, scale=j.prompt.scale,
+                   prompt_version=j.prompt.prompt_version, style=j.style, call=outcome.call or j.style,
+                   prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens)
 
-    async def _ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any],
-                   fresh: bool = True):
-        """Call and parse; if the reply is unreadable, send one repair request, and if that reply is
-        unreadable too, one fresh call (``fresh``) before giving up.
-
-        Returns (parsed, prompt_tokens, completion_tokens); raises CallError, or _Refused/_Unparseable.
-        """
-        reply = await self._client.chat(messages, max_tokens=max_tokens)
-        pt, ct = reply.prompt_tokens, reply.completion_tokens
-        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
-        if refused:
-            raise _Refused(refused)
-        try:
-            return parse(reply.content), pt, ct
-        except CountMismatch:
-            raise
-        except ParseError as exc:
-            first = str(exc)
-            if reply.finish_reason == "length":
-                first += " (the reply hit the token limit)"
-        self._summary.repairs += 1
-        repair = self.prompt.render_repair(messages, reply.content, first)
-        reply = await self._client.chat(repair, max_tokens=max_tokens)
-        pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
-        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
-        if refused:
-            raise _Refused(refused)
-        try:
-            return parse(reply.content), pt, ct
-        except ParseError as exc:
-            second = str(exc)
-            if not fresh:
-                raise _Unparseable(f"unparseable reply after one repair: {second} (first reply: {first}); "
-                                   f"reply: {(reply.content or '')[:200]!r}") from None
-        self._summary.fresh_calls += 1
-        reply = await self._client.chat(messages, max_tokens=max_tokens)
-        pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
-        refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
-        if refused:
-            raise _Refused(refused)
-        try:
-            return parse(reply.content), pt, ct
-        except ParseError as exc:
-            raise _Unparseable(f"unparseable reply after one repair and one fresh call: {exc} (first reply: "
-                               f"{first}; repair: {second}); reply: {(reply.content or '')[:200]!r}") from None
-
-    async def _do(self, unit: _Unit) -> None:
+    async def do(self, unit: _Unit) -> None:
         if unit.batch:
             await self._do_batch(unit)
         else:
-            await self._do_single(unit.case, unit.ranks[0], fallback=False)
+            await self._do_single(unit.case, unit.ranks[0])
 
-    async def _do_single(self, case: JudgeCase, i: int, fallback: bool) -> None:
-        unit = _Unit(case, [i], False)
-        graded, rel = self.prompt.graded, self.settings.relevant_from
+    async def _do_single(self, case: JudgeCase, i: int) -> None:
+        j = self.judge
+        graded, rel = j.prompt.graded, j.settings.relevant_from
         call = "single"
         try:
-            j, pt, ct = await self._ask(self._messages(unit), SINGLE_MAX_TOKENS,
-                                        lambda text: parse_verdict(text, graded=graded, relevant_from=rel))
+            got, pt, ct = await self.runner.ask(j._messages(_Unit(case, [i], False)), SINGLE_MAX_TOKENS,
+                                                lambda text: parse_verdict(text, graded=graded, relevant_from=rel),
+                                                j.prompt.render_repair, fresh=True)
         except BudgetExhausted as exc:
             self._settle(case, i, ChunkVerdict(status="missing", error=str(exc), call=call))
             return
-        except _Refused as exc:
-            self._settle(case, i, ChunkVerdict(status="failed", error=f"refused: {exc}", call=call))
-            return
-        except (_Unparseable, CallError) as exc:
+        except CallError as exc:  # after retries; a refusal; an unreadable reply after the repair
             self._settle(case, i, ChunkVerdict(status="failed", error=str(exc), call=call))
             return
-        self._settle(case, i, ChunkVerdict(j.verdict, j.grade, j.reason, "ok", None, call,
-                                           prompt_tokens=pt, completion_tokens=ct))
+        self._settle(case, i, _ok(got, call, pt, ct))
 
     async def _do_batch(self, unit: _Unit) -> None:
-        self._summary.batch_calls += 1
-        graded, rel, n = self.prompt.graded, self.settings.relevant_from, len(unit.ranks)
-        max_tokens = SINGLE_MAX_TOKENS + 100 * n
+        j = self.judge
+        self.summary.batch_calls += 1
+        graded, rel, n = j.prompt.graded, j.settings.relevant_from, len(unit.ranks)
         try:
-            judgements, pt, ct = await self._ask(
-                self._messages(unit), max_tokens,
-                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), fresh=False)
+            judgements, pt, ct = await self.runner.ask(
+                j._messages(unit), SINGLE_MAX_TOKENS + 100 * n,
+                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), j.prompt.render_repair)
         except BudgetExhausted as exc:
             for i in unit.ranks:
                 self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))
             return
-        except (CountMismatch, _Refused, _Unparseable, CallError):
-            self._summary.batch_fallbacks += 1
+        except (CountMismatch, CallError):
+            self.summary.batch_fallbacks += 1
             for i in unit.ranks:  # one call per chunk, spread over the workers
-                self._enqueue(_Unit(unit.case, [i], False))
+                self.runner.enqueue(_Unit(unit.case, [i], False))
             return
         share_p, share_c = pt // n, ct // n
-        for i, j in zip(unit.ranks, judgements, strict=True):
-            self._settle(unit.case, i, _ok(j, "batch", share_p, share_c))
+        for i, got in zip(unit.ranks, judgements, strict=True):
+            self._settle(unit.case, i, _ok(got, "batch", share_p, share_c))
 
 
 def _sendable(case: JudgeCase) -> JudgeCase:
@@ -635,29 +396,6 @@ def _sendable(case: JudgeCase) -> JudgeCase:
 
 def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:
     return ChunkVerdict(j.verdict, j.grade, j.reason, "ok", None, call, prompt_tokens=pt, completion_tokens=ct)
-
-
-class _Refused(Exception):
-    pass
-
-
-async def _reap(tasks: list[asyncio.Future], cancel: bool, grace: float = 0.0) -> None:
-    """Wait for tasks to end; cancel them (now, or after ``grace`` seconds), and cancel again any that
-    ignored it (``asyncio.wait_for`` of Python <= 3.11 can swallow a cancellation)."""
-    pending = {t for t in tasks if not t.done()}
-    if pending and not cancel and grace:
-        _, pending = await asyncio.wait(pending, timeout=grace)
-    while pending:
-        for t in pending:
-            t.cancel()
-        _, pending = await asyncio.wait(pending, timeout=0.2)
-    for t in tasks:
-        if not t.cancelled():
-            t.exception()  # retrieved: no "exception was never retrieved" warnings
-
-
-class _Unparseable(Exception):
-    pass
 
 
 # ------------------------------------------------------------------------------------------- records
