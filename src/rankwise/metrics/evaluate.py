@@ -157,8 +157,10 @@ class EvalResult:
         return [m.name for m in self.measures]
 
     def to_json(self, *, per_query: bool = False) -> dict:
-        """``{"summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format json``."""
-        out = {"summary": self.summary, "mean": self.mean}
+        """``{"runid"?, "summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format json``
+        (``runid`` when it was asked for, as trec_eval prints it)."""
+        out = {"runid": self.runid} if self.runid is not None else {}
+        out.update({"summary": self.summary, "mean": self.mean})
         if per_query:
             out["per_query"] = self.per_query.to_dict()
             if self.texts:  # relstring: {name: {qid: text}}
