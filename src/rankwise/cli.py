@@ -136,8 +136,10 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               "qrels as preferences, or qrels with judgement groups; default measures all_prefs / qrels_jg.")
 @click.option("-Z", "--zscores", "zscores", type=click.Path(dir_okay=False), default=None,
               help="Print each value as a z-score against this table (qid measure mean std_dev; trec_eval -Z).")
+@click.option("-M", "--max-docs", "depth", type=click.IntRange(min=1), default=None,
+              help="Evaluate only the top N items of each query's ranking (trec_eval -M); num_ret counts them.")
 def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master,
-                 rel_format, zscores):
+                 rel_format, zscores, depth):
     """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
     if rel_format != "qrels":
         if stream or engine == "spark":
@@ -145,22 +147,22 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
         from rankwise.metrics.jg import evaluate_judgements
 
         result = evaluate_judgements(rel_format, qrels, run, _split_metrics(metrics) or None,
-                                     relevance_level=relevance_level, missing=missing)
+                                     relevance_level=relevance_level, missing=missing, depth=depth)
     elif engine == "spark":
         from rankwise.spark.submit import evaluate_files
 
         result = evaluate_files(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                                missing=missing, master=master).to_eval_result()
+                                missing=missing, master=master, depth=depth).to_eval_result()
     elif stream:
         from rankwise.metrics.stream import evaluate_stream
 
         result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                                 missing=missing, block_rows=block_rows)
+                                 missing=missing, block_rows=block_rows, depth=depth)
     else:
         from rankwise.metrics.evaluate import evaluate
 
         result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                          missing=missing)
+                          missing=missing, depth=depth)
     if zscores is not None:
         from rankwise.data.prefs import read_zscores
         from rankwise.metrics.zscores import apply_zscores
