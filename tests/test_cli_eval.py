@@ -248,3 +248,16 @@ def test_cisi_default_metrics_agree_with_pytrec_eval(shared_data, tmp_path):
         mean = sum(expected[q][tname] for q in sorted(expected)) / len(expected)
         assert out["mean"][name] == pytest.approx(mean, abs=1e-12, rel=0)
     assert 0.05 < out["mean"]["map"] < 0.5  # a real retrieval run, not a degenerate one
+
+
+def test_runid_in_json_and_table_only_when_asked(files):
+    q, r = files
+    asked = json.loads(_run("eval", q, r, "-m", "runid", "-m", "map", "--format", "json").output)
+    assert asked["runid"] == "sys" and list(asked["mean"]) == ["map"]
+    default = json.loads(_run("eval", q, r, "--format", "json").output)
+    assert default["runid"] == "sys"  # no -m: trec_eval's official set, which holds runid
+    plain = json.loads(_run("eval", q, r, "-m", "map", "--format", "json").output)
+    assert "runid" not in plain
+    table = CliRunner().invoke(main, ["--width", "200", "eval", str(q), str(r), "-m", "runid,map"]).output
+    assert "(runid sys)" in table  # in the title
+    assert "runid" not in CliRunner().invoke(main, ["--width", "200", "eval", str(q), str(r), "-m", "map"]).output

@@ -45,8 +45,8 @@ EXTRA = {
     "answer": set(SHARED) - EVERYWHERE,
     "utility": set(SHARED) - EVERYWHERE,
     "position-curve": set(SHARED) - EVERYWHERE,
-    "synth": {"prompt_file", "timeout", "max_retries", "max_cost"},
-    "pool": set(),
+    "synth": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
+    "pool": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls"},
 }
 PER_COMMAND_HELP = {"model", "prompt_file", "dry_run"}  # worded per command (whose model, which prompt, what is printed)
 

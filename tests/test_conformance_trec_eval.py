@@ -204,6 +204,21 @@ def test_cli_trec_format_with_depth_and_c(shared_data: Path, tmp_path: Path):
         assert got[(name, "all")] == expected[(name, "all")], name
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_cli_max_docs_prints_out_test_aqcM(shared_data: Path, stream: bool):
+    """``rankwise eval -q -M 100 -m all_trec --format trec`` on results.trunc is trec_eval's out.test.aqcM
+    (``trec_eval -m all_trec -q -c -M100``), line for line, in memory and streamed."""
+    data = shared_data / "trec_eval"
+    expected = (data / "out.test.aqcM").read_text().splitlines()
+    args = ["eval", str(data / "qrels.test"), str(data / "results.trunc"), "-q", "-M", "100", "-m", "all_trec",
+            "--format", "trec", *(["--stream", "--block-rows", "50"] if stream else [])]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert len(expected) == 387 and result.stdout.splitlines() == expected
+    bad = CliRunner().invoke(main, [*args[:5], "-M", "0"])
+    assert bad.exit_code == 2 and "-M" in bad.output
+
+
 # trec_eval's other judgement formats (-R) and z-scores (-Z): expected file, its line count, rankwise eval's arguments
 OTHER_FORMATS = [
     ("out.test.prefs", 352, ["-R", "prefs", "prefs.test", "prefs.results.test", "-m", "all_prefs"]),

@@ -82,3 +82,12 @@ def test_pool_judges_unlabelled_chunks_and_raises_judged_at_k(gen, tmp_path):
     again = json.loads(cli(*args).stdout)
     assert again["calls"] == 0 and again["cached"] == s["judged"] and gen.stats()["requests"] == 0
     assert rows(out) == pooled
+    # --max-calls on a fresh cache: 3 calls, the rest unjudged and counted; a rerun without the cap goes on
+    capped_args = [a if a != cache else str(tmp_path / "fresh.sqlite") for a in args]
+    gen.reset()
+    capped = json.loads(cli(*capped_args, "--max-calls", "3", "--concurrency", "1", "--rpm", "6000").stdout)
+    assert capped["calls"] == gen.stats()["requests"] == 3 and capped["judged"] == 3
+    assert capped["failed"] == s["judged"] - 3
+    rest = json.loads(cli(*capped_args).stdout)
+    assert rest["calls"] == s["judged"] - 3 and rest["cached"] == 3 and rest["failed"] == 0
+    assert rows(out) == pooled

@@ -124,6 +124,17 @@ def test_skip_missing_and_relevance_level(spark):
     assert_identical(rs.evaluate(q, r, metrics, missing="skip", relevance_level=2, buckets=5), local)
 
 
+def test_depth_as_trec_eval_M(spark):
+    import rankwise.spark as rs
+
+    qrels_rows, run_rows = random_data(3, n_queries=40)
+    metrics = ["ndcg", "map", "P@5", "num_ret", "num_rel_ret", "recall@10"]
+    local = local_result(qrels_rows, run_rows, metrics, depth=4)
+    assert local.mean["num_ret"] < local_result(qrels_rows, run_rows, metrics).mean["num_ret"]
+    q, r = frames(spark, qrels_rows, run_rows, 3, seed=6)
+    assert_identical(rs.evaluate(q, r, metrics, depth=4, buckets=4), local)
+
+
 def test_ordered_run_by_rank_column(spark):
     import rankwise.spark as rs
 

@@ -192,6 +192,9 @@ def test_cranfield_records_are_documents_with_their_best_chunk(cranfield_sweep):
     assert all(c.text and c.end - c.start == len(c.text) for c in rec.chunks)
     verdicts = [c.verdicts["ids"] for c in rec.chunks]
     assert all(v.verdict == (v.grade >= 1) for v in verdicts) and sum(v.verdict for v in verdicts) >= 1
+    # the records written re-score to the same numbers (eval-rag / compare-rag read them as stored)
+    again = evaluate_rag(str(out / "records" / "bm25_recursive_400-0.jsonl"), "ids", metrics=res.metrics)
+    assert again.mean == res.means["bm25 recursive 400/0"] and again.summary["r_basis"] == "qrels"
     data = json.loads((out / "sweep.json").read_text())
     assert data["settings"]["level"] == "documents" and data["settings"]["relevance"] == "ids"
     assert data["rows"][1]["ndcg@10"] == res.means["bm25 recursive 400/0"]["ndcg@10"]

@@ -188,6 +188,22 @@ def test_max_cost_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
     assert g.stats()["max_answered"] == 1
 
 
+def test_max_calls_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
+    out = tmp_path / "ts.jsonl"
+    common = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "12", "--cache",
+              str(tmp_path / "c.sqlite"), "--out", str(out), "--concurrency", "2", "--rpm", "6000", "--quiet"]
+    first = json.loads(cli(*common, "--json", "--max-calls", "5").stdout)
+    assert first["stopped"] == "max calls reached (5 calls)" and first["calls"] == g.stats()["requests"] == 5
+    assert len(rows(out)) + len(rows(tmp_path / "ts.rejected.jsonl")) == 5  # the rest stays undone
+    assert "call_failed" not in first["rejected"]
+    text = cli(*common, "--max-calls", "5").stdout  # the cap is per run: 5 more
+    assert "stopped: max calls reached (5 calls); rerun the same command (with a higher --max-calls)" in text
+    assert g.stats()["requests"] == 10
+    last = json.loads(cli(*common, "--json").stdout)
+    assert last["stopped"] is None and last["calls"] == 2 and last["resumed"] == 10
+    assert len(rows(out)) + len(rows(tmp_path / "ts.rejected.jsonl")) == 12 and g.stats()["requests"] == 12
+
+
 def test_critic_sees_quotes_and_rejects_low_scores(g, tmp_path):
     corpus = load_corpus(KESTREL)
     s = synth(corpus, out=tmp_path / "ts.jsonl", model="gen", base_url=g.base_url, cache=tmp_path / "c.sqlite",

@@ -266,6 +266,25 @@ def test_cli_format_trec_prints_what_trec_eval_prints(binaries, data):
                     f"only rankwise: {sorted(set(b) - set(a))[:5]}")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_max_docs_prints_what_trec_eval_M_prints(binaries, data, stream):
+    """``rankwise eval -M 7`` (in memory and streamed) vs ``trec_eval -M 7``: the top 7 of each ranking
+    after sorting, num_ret counting them; the same text line for line."""
+    qrels, _, run = data
+    args = [sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-q", "--format", "trec", "-M", "7",
+            "-m", "all_trec", *(["--stream", "--block-rows", "500"] if stream else [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    ours = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert ours.returncode == 0, ours.stderr
+    theirs = subprocess.run([str(binaries["std"]), "-q", "-c", "-M", "7", "-m", "all_trec", str(qrels), str(run)],
+                            capture_output=True, text=True, timeout=120)
+    assert theirs.returncode == 0, theirs.stderr
+    a, b = theirs.stdout.splitlines(), ours.stdout.splitlines()
+    assert len(a) > 5000 and f"{'num_ret':<22s}\tall\t" in "\n".join(a)
+    assert a == b, (f"only trec_eval: {sorted(set(a) - set(b))[:5]}; only rankwise: {sorted(set(b) - set(a))[:5]}")
+
+
 @pytest.mark.parametrize("nickname", ["official", "set"])
 def test_other_measure_sets(binaries, data, nickname):
     qrels, _, run = data

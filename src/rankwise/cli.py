@@ -136,8 +136,10 @@ def _split_metrics(values: tuple[str, ...]) -> list[str]:
               "qrels as preferences, or qrels with judgement groups; default measures all_prefs / qrels_jg.")
 @click.option("-Z", "--zscores", "zscores", type=click.Path(dir_okay=False), default=None,
               help="Print each value as a z-score against this table (qid measure mean std_dev; trec_eval -Z).")
+@click.option("-M", "--max-docs", "depth", type=click.IntRange(min=1), default=None,
+              help="Evaluate only the top N items of each query's ranking (trec_eval -M); num_ret counts them.")
 def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master,
-                 rel_format, zscores):
+                 rel_format, zscores, depth):
     """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
     if rel_format != "qrels":
         if stream or engine == "spark":
@@ -145,22 +147,22 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
         from rankwise.metrics.jg import evaluate_judgements
 
         result = evaluate_judgements(rel_format, qrels, run, _split_metrics(metrics) or None,
-                                     relevance_level=relevance_level, missing=missing)
+                                     relevance_level=relevance_level, missing=missing, depth=depth)
     elif engine == "spark":
         from rankwise.spark.submit import evaluate_files
 
         result = evaluate_files(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                                missing=missing, master=master).to_eval_result()
+                                missing=missing, master=master, depth=depth).to_eval_result()
     elif stream:
         from rankwise.metrics.stream import evaluate_stream
 
         result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                                 missing=missing, block_rows=block_rows)
+                                 missing=missing, block_rows=block_rows, depth=depth)
     else:
         from rankwise.metrics.evaluate import evaluate
 
         result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                          missing=missing)
+                          missing=missing, depth=depth)
     if zscores is not None:
         from rankwise.data.prefs import read_zscores
         from rankwise.metrics.zscores import apply_zscores
@@ -1506,11 +1508,11 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
 @click.option("--passage-chars", type=int, default=1000, show_default=True, help="Characters per passage.")
 @click.option("--critic", is_flag=True, help="A second call per sample rating answerability from the quotes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@_llm_options(model="Generator", prompt="synth prompts (testsets/prompts/synth.toml)", omit=("rpm", "max_calls"),
+@_llm_options(model="Generator", prompt="synth prompts (testsets/prompts/synth.toml)",
               dry_run="Print calls, tokens and money per phase; call nothing.")
 def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, base_url, api_key, config_path,
-                  prompt_file, concurrency, timeout, max_retries, cache_path, price_in, price_out, max_cost,
-                  dry_run, as_json, quiet):
+                  prompt_file, concurrency, rpm, timeout, max_retries, max_calls, cache_path, price_in, price_out,
+                  max_cost, dry_run, as_json, quiet):
     """Generate a test set from CORPUS (folder of .txt/.md, JSONL of documents, BEIR folder): questions whose
     reference contexts are verified character spans. Rerun the same command to resume."""
     import json
@@ -1546,8 +1548,8 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
         raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
     summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
                     config=config_path, cache=cache_path, price_in=price_in, price_out=price_out, max_cost=max_cost,
-                    concurrency=concurrency, max_retries=max_retries, timeout=timeout, prompt=prompt_file,
-                    quiet=quiet)
+                    concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm, max_calls=max_calls,
+                    prompt=prompt_file, quiet=quiet)
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:
@@ -1563,10 +1565,10 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Top k of each system pooled.")
 @click.option("--names", default=None, help="System names, comma-separated (default: the file names).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@_llm_options(model="Judge", omit=("prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"),
+@_llm_options(model="Judge", prompt="prompt templates", omit=("max_cost",),
               dry_run="Count the pool and estimate the judge's calls and cost; call nothing.")
-def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, cache_path, price_in, price_out,
-                 concurrency, dry_run, as_json, quiet):
+def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, prompt_file, concurrency, rpm,
+                 timeout, max_retries, max_calls, cache_path, price_in, price_out, dry_run, as_json, quiet):
     """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
     retrieved spans, from `rankwise run --rag-out`) with the LLM judge and add the relevant ones."""
     import json
@@ -1579,7 +1581,8 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
         raise InputError(f"--names gives {len(labels)} names for {len(runs)} runs", field="names")
     summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
                    config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                   concurrency=concurrency, names=labels, quiet=quiet, dry_run=dry_run)
+                   concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries, max_calls=max_calls,
+                   prompt=prompt_file, names=labels, quiet=quiet, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:

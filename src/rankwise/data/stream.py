@@ -121,8 +121,18 @@ def _float_column(column: pa.ChunkedArray | pa.Array, path: Path) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- batches
-def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray]]:
-    """(query ids, doc ids, scores) of consecutive rows, in file order."""
+class _Irregular(Exception):
+    """The file is a valid run that Arrow's fixed-delimiter reader cannot take (fields after run_id, several
+    spaces or tabs between fields, padded numbers): it is read again line by line (:func:`_exact_batches`)."""
+
+
+def _batches(path: Path, batch_rows: int, exact: bool = False) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray]]:
+    """(query ids, doc ids, scores) of consecutive rows, in file order. Raises :class:`_Irregular` when a
+    valid line needs the ``exact`` reader (lines split on runs of whitespace, as trec_eval and
+    :func:`~rankwise.data.read_trec_run` read them)."""
+    if exact and not is_parquet(path):
+        yield from _exact_batches(path, batch_rows)
+        return
     if is_parquet(path):
         import pyarrow.parquet as pq
 
@@ -143,7 +153,7 @@ def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, 
             first = fh.readline()
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", source=path) from None
-    delimiter = "\t" if b"\t" in first and b" " not in first.strip() else " "
+    delimiter = "\t" if len(first.split(b"\t")) >= len(_RUN_COLUMNS) else " "
     # about batch_rows rows per Arrow block, from the first line's length
     block_size = int(min(max(len(first), 16) * batch_rows * 1.1, 1 << 30))
     def skip_comment(row) -> str:
@@ -159,30 +169,87 @@ def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, 
             memory_pool=memory_pool(),
         )
         for batch in reader:
-            yield batch.column("query_id"), batch.column("doc_id"), np_values(batch.column("score"))
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        where = _first_bad_line(path, delimiter)
+            qids, docs = batch.column("query_id"), batch.column("doc_id")
+            if _has_whitespace(qids) or _has_whitespace(docs):  # an id Arrow kept whole that whitespace splits
+                raise _Irregular()
+            yield qids, docs, np_values(batch.column("score"))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        where = _first_bad_line(path)
         if where is not None:
             raise InputError(where[2], source=path, line=where[0], field=where[1]) from None
-        raise InputError(f"cannot stream this run: {str(exc).splitlines()[0]} (streaming reads "
-                         "'qid iter docno rank score run_id' lines with one space or tab between fields)",
-                         source=path) from None
+        raise _Irregular() from None
 
 
-def _first_bad_line(path: Path, delimiter: str) -> tuple[int, str | None, str] | None:
-    """(line, field, problem) of the first line the streaming reader cannot take (read line by line,
-    only after Arrow has refused the file)."""
+_WHITESPACE = np.zeros(256, dtype=bool)
+_WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
+
+
+def _has_whitespace(strings: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether any string holds a whitespace byte (checked on the Arrow data buffer, no Python loop).
+
+    Example:
+        >>> _has_whitespace(pa.array(["q1", "d 2"])), _has_whitespace(pa.array(["q1", "d2"]))
+        (True, False)
+    """
+    for chunk in strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]:
+        if len(chunk) == 0:
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
+        if len(data) and data.min() <= 32 and _WHITESPACE[data].any():  # min(): one pass, no copy
+            return True
+    return False
+
+
+def _exact_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray]]:
+    r"""The rows of a TREC run read line by line, each split on runs of whitespace (fields after run_id
+    ignored, comment lines skipped): slower than Arrow, for the files it cannot take.
+
+    Example:
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "run.trec"
+        >>> _ = f.write_text("q1\tQ0\td1\t1\t  2.5\ttag more words\nq1  Q0 d2 2 1.0 tag\n")
+        >>> [(q.to_pylist(), d.to_pylist(), s.tolist()) for q, d, s in _exact_batches(f, 10)]
+        [(['q1', 'q1'], ['d1', 'd2'], [2.5, 1.0])]
+    """
+    qids: list[str] = []
+    docs: list[str] = []
+    scores: list[float] = []
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             fields = raw.split()
             if not fields or fields[0].startswith(b"#"):
                 continue
-            if len(fields) != len(_RUN_COLUMNS):
-                return number, _RUN_COLUMNS[min(len(fields), 5)], (
+            if len(fields) < len(_RUN_COLUMNS):
+                raise InputError(f"expected 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}",
+                                 source=path, line=number, field=_RUN_COLUMNS[len(fields)])
+            try:
+                scores.append(float(fields[4]))
+                qids.append(fields[0].decode("utf-8"))
+                docs.append(fields[2].decode("utf-8"))
+            except ValueError:
+                raise InputError(f"not a number: {fields[4].decode('utf-8', 'replace')!r}", source=path,
+                                 line=number, field="score") from None
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8", source=path, line=number, field="query_id") from None
+            if len(qids) >= batch_rows:
+                yield pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.array(scores)
+                qids, docs, scores = [], [], []
+    if qids:
+        yield pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.array(scores)
+
+
+def _first_bad_line(path: Path) -> tuple[int, str | None, str] | None:
+    """(line, field, problem) of the first line that is not a valid run line (read line by line, only after
+    Arrow has refused the file); None when every line is valid and only Arrow's reader could not take it."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            fields = raw.split()
+            if not fields or fields[0].startswith(b"#"):
+                continue
+            if len(fields) < len(_RUN_COLUMNS):
+                return number, _RUN_COLUMNS[len(fields)], (
                     f"expected 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}")
-            if len(raw.rstrip(b"\r\n").split(delimiter.encode())) != len(_RUN_COLUMNS):
-                return number, None, ("to stream, fields must be separated by exactly one "
-                                      + ("tab" if delimiter == "\t" else "space"))
             try:
                 float(fields[4])
             except ValueError:
@@ -208,6 +275,13 @@ def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_
     if grouped is False:
         yield from _partitioned_blocks(path, block_rows, name, workdir)
         return
+    try:
+        yield from _grouped_blocks(path, block_rows, name)
+    except _Irregular:  # the caller starts over with grouped=False, which reads the file exactly
+        raise NotGrouped("the file needs the exact reader (irregular whitespace or extra fields)") from None
+
+
+def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
     seen: set[str] = set()
     pending: list[tuple[pa.Array, pa.Array, np.ndarray]] = []
     pending_rows = 0
@@ -265,7 +339,11 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
     import pyarrow.dataset as ds
 
     size = path.stat().st_size
-    sample = next(_batches(path, 4096), None)
+    try:
+        sample = next(_batches(path, 4096), None)
+        exact = False
+    except _Irregular:
+        sample, exact = next(_batches(path, 4096, exact=True), None), True
     if sample is None:
         return
     if is_parquet(path):
@@ -282,7 +360,7 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
                         ("part", pa.int32())])
 
     def tagged() -> Iterator[pa.RecordBatch]:
-        for qids, docs, scores in _batches(path, 1 << 20):
+        for qids, docs, scores in _batches(path, 1 << 20, exact=exact):
             qids = single_array(qids)
             part = (string_hashes(qids) >> np.uint64(64 - bits)).astype(np.int64) % parts
             yield pa.RecordBatch.from_arrays(
@@ -290,11 +368,21 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
                 schema=schema)
 
     top = Path(tempfile.mkdtemp(prefix="rankwise-partitions-", dir=workdir))
-    try:
+
+    def write() -> None:
         ds.write_dataset(tagged(), top, schema=schema, format="parquet",
                          partitioning=ds.partitioning(pa.schema([("part", pa.int32())])),
                          max_partitions=1024, max_open_files=1024, min_rows_per_group=0,
                          max_rows_per_group=1 << 16, existing_data_behavior="overwrite_or_ignore")
+
+    try:
+        try:
+            write()
+        except _Irregular:  # found past the first rows: partition again, reading every line exactly
+            exact = True
+            shutil.rmtree(top, ignore_errors=True)
+            top.mkdir()
+            write()
         for part in range(parts):
             folder = top / str(part)
             if not folder.exists():

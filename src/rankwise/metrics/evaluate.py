@@ -157,8 +157,10 @@ class EvalResult:
         return [m.name for m in self.measures]
 
     def to_json(self, *, per_query: bool = False) -> dict:
-        """``{"summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format json``."""
-        out = {"summary": self.summary, "mean": self.mean}
+        """``{"runid"?, "summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format json``
+        (``runid`` when it was asked for, as trec_eval prints it)."""
+        out = {"runid": self.runid} if self.runid is not None else {}
+        out.update({"summary": self.summary, "mean": self.mean})
         if per_query:
             out["per_query"] = self.per_query.to_dict()
             if self.texts:  # relstring: {name: {qid: text}}
@@ -184,13 +186,24 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
                       run_name, texts)
 
 
+def check_depth(depth: int | None) -> None:
+    """``depth`` (trec_eval ``-M``) is None or a whole number >= 1.
+
+    Example:
+        >>> check_depth(100), check_depth(None)
+        (None, None)
+    """
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise InputError(f"depth must be a whole number >= 1, got {depth!r}", field="depth")
+
+
 def _examples(ids: list[str], n: int = 3) -> str:
     shown = ", ".join(repr(i) for i in ids[:n])
     return shown + (f" ... ({len(ids)} in all)" if len(ids) > n else "")
 
 
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | str | None = None, *,
-             relevance_level: int = 1, missing: str = "zero") -> EvalResult:
+             relevance_level: int = 1, missing: str = "zero", depth: int | None = None) -> EvalResult:
     """Evaluate a run against qrels.
 
     Args:
@@ -201,6 +214,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
         relevance_level: grade from which a judgement counts as relevant.
         missing: ``"zero"`` scores qrels queries absent from the run as 0 (trec_eval ``-c``); ``"skip"``
             evaluates only queries in both (trec_eval default, pytrec_eval).
+        depth: evaluate only the top ``depth`` items of each query's ranking (trec_eval ``-M``; ``num_ret``
+            counts what is kept). None: all of them.
 
     Example:
         >>> qrels = {"q1": {"a": 1, "b": 0, "c": 2, "d": 1}}
@@ -213,8 +228,11 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
     measures = parse_measures(metrics or DEFAULT_METRICS)
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
+    check_depth(depth)
     q = load_qrels(qrels)
     r = load_run(run)
+    if depth is not None:
+        r = r.truncate(depth)
     matrix, summary = join(q, r, relevance_level=relevance_level, missing=missing)
     if r.n_queries and summary["ignored_not_in_qrels"] == r.n_queries:
         # every score would be 0: almost always the wrong qrels for this run, or ids written differently

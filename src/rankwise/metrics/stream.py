@@ -25,6 +25,7 @@ from rankwise.metrics.evaluate import (
     EvalResult,
     PerQuery,
     aggregate_columns,
+    check_depth,
     evaluate_matrix,
 )
 from rankwise.metrics.registry import Measure, asks_runid, parse_measures
@@ -36,11 +37,12 @@ __all__ = ["evaluate_stream"]
 def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
                     metrics: Iterable[str | Measure] | str | None = None,
                     *, relevance_level: int = 1, missing: str = "zero", block_rows: int = DEFAULT_BLOCK_ROWS,
-                    workdir: str | os.PathLike | None = None) -> EvalResult:
+                    workdir: str | os.PathLike | None = None, depth: int | None = None) -> EvalResult:
     """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded memory.
 
     The run is read ``block_rows`` rows at a time (whole queries); a file whose queries are not
-    grouped is partitioned on disk first (under ``workdir``). The qrels are held in memory.
+    grouped is partitioned on disk first (under ``workdir``). The qrels are held in memory. ``depth``:
+    trec_eval's ``-M``, as in :func:`rankwise.evaluate`.
 
     Example:
         >>> r = evaluate_stream("qrels.txt", "big.trec", ["ndcg@10", "map"])  # doctest: +SKIP
@@ -49,28 +51,32 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
     metrics = [metrics] if isinstance(metrics, str) else None if metrics is None else list(metrics)
     measures = parse_measures(metrics or DEFAULT_METRICS)
+    check_depth(depth)
     q = load_qrels(qrels)
     try:
         result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
-                                  relevance_level, missing)
+                                  relevance_level, missing, depth)
     except NotGrouped:  # queries not grouped in the file: partition it on disk, then evaluate
         result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
-                                                     workdir=workdir), measures, relevance_level, missing)
+                                                     workdir=workdir), measures, relevance_level, missing, depth)
     if asks_runid(metrics):  # as evaluate: the TREC file's tag, else the run's name
         result.runid = (None if is_parquet(run_path) else run_tag(run_path)) or result.run_name
     return result
 
 
 def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure], relevance_level: int,
-                     missing: str) -> EvalResult:
+                     missing: str, depth: int | None = None) -> EvalResult:
     position = qrels._position
     query_ids: list[list[str]] = []
     values: list[np.ndarray] = []
+    texts: dict[str, list[str]] = {}  # relstring: a text per query beside its number
     in_run = np.zeros(qrels.n_queries, dtype=bool)
     ignored: list[str] = []
     run_queries = 0
     name = "run"
-    for block in blocks:
+    for block in blocks:  # each block holds whole queries: truncating it is truncating the run
+        if depth is not None:
+            block = block.truncate(depth)
         name = block.name
         run_queries += block.n_queries
         codes = np.array([position.get(qid, -1) for qid in block.queries], dtype=np.int64)
@@ -81,7 +87,10 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
         in_run[judged] = True
         matrix, _ = join(_subset(qrels, judged), block, relevance_level=relevance_level, missing="skip")
         query_ids.append(matrix.query_ids)
-        values.append(evaluate_matrix(matrix, measures).per_query.values)
+        part = evaluate_matrix(matrix, measures)
+        values.append(part.per_query.values)
+        for key, column in part.texts.items():
+            texts.setdefault(key, []).extend(column)
     if run_queries and len(ignored) == run_queries:
         raise InputError(
             f"the run and the qrels share no query id (run: {_examples(sorted(ignored))}; qrels: "
@@ -91,7 +100,10 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
         empty = Run.from_columns([], [], np.zeros(0), kind="scored")
         matrix, _ = join(_subset(qrels, absent), empty, relevance_level=relevance_level, missing="zero")
         query_ids.append(matrix.query_ids)
-        values.append(evaluate_matrix(matrix, measures).per_query.values)
+        part = evaluate_matrix(matrix, measures)
+        values.append(part.per_query.values)
+        for key, column in part.texts.items():
+            texts.setdefault(key, []).extend(column)
     ids = [qid for part in query_ids for qid in part]
     if not ids:
         raise InputError("no query to evaluate: the qrels hold no query", field="query_id")
@@ -117,7 +129,8 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
         summary["num_rel_all_trec_eval"] = int((qrels.grades > 0).sum())
     if undefined:
         summary["undefined"] = undefined
-    return EvalResult(measures, PerQuery(ids, [m.name for m in measures], table), mean, summary, name)
+    return EvalResult(measures, PerQuery(ids, [m.name for m in measures], table), mean, summary, name,
+                      {key: [column[i] for i in order] for key, column in texts.items()})
 
 
 def _subset(qrels: Qrels, codes: np.ndarray) -> Qrels:

@@ -83,7 +83,8 @@ def summary_line(summary: dict) -> str:
 
 def eval_table(result: EvalResult, *, per_query: bool = False, digits: int = 4) -> Table:
     """Means (and optionally per-query rows) as a rich Table."""
-    table = Table(title=f"rankwise: {result.run_name}")
+    tag = f" (runid {result.runid})" if result.runid not in (None, result.run_name) else ""
+    table = Table(title=f"rankwise: {result.run_name}{tag}")
     table.add_column("query" if per_query else "metric", style="bold")
     if per_query:
         for name in result.names:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate_columns
+from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate_columns, check_depth
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import PROBLEM, raise_problem, require_pyspark
 
@@ -102,7 +102,7 @@ def _problem_of(table: pa.Table) -> str | None:
     return None
 
 
-def bucket_evaluator(names: list[str], relevance_level: int, missing: str):
+def bucket_evaluator(names: list[str], relevance_level: int, missing: str, depth: int | None = None):
     """The function each worker runs on one co-group: (run rows, qrels rows) -> one row per query."""
     n = len(names)
 
@@ -130,6 +130,8 @@ def bucket_evaluator(names: list[str], relevance_level: int, missing: str):
                                            ("doc_id", "ascending")])
                 run = Run.from_columns(ordered.column("query_id"), ordered.column("doc_id"), kind="ordered",
                                        source="<spark run>")
+            if depth is not None:  # a bucket holds whole queries: trec_eval's -M per query
+                run = run.truncate(depth)
             matrix, summary = join(qrels, run, relevance_level=relevance_level, missing=missing)
             result = evaluate_matrix(matrix, names, summary)
             position = {q: i for i, q in enumerate(qrels.queries)}
@@ -176,7 +178,7 @@ def _check_frame(df, role: str, wanted: list[str]):
 
 def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *, relevance_level: int = 1,
              missing: str = "zero", buckets: int | str | None = None,
-             run_name: str = "run") -> SparkEvalResult:
+             run_name: str = "run", depth: int | None = None) -> SparkEvalResult:
     """Evaluate a run against qrels on Spark; the numbers are ``rankwise.evaluate``'s, bit for bit.
 
     Args:
@@ -191,6 +193,7 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
             must fit in a worker's memory. ``"query"`` makes one group per query (much slower; for
             comparison only). The numbers never depend on it.
         run_name: the name reported for the run.
+        depth: evaluate only the top ``depth`` items of each query (trec_eval ``-M``).
 
     Example:
         >>> r = evaluate(spark.read.parquet("qrels.parquet"), spark.read.parquet("run.parquet"),
@@ -207,6 +210,7 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
     measures = parse_measures(metrics or DEFAULT_METRICS)
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
+    check_depth(depth)
     _check_frame(qrels, "qrels", ["query_id", "doc_id", "relevance"])
     _check_frame(run, "run", ["query_id", "doc_id"])
     if "score" not in run.columns and "rank" not in run.columns:
@@ -227,7 +231,7 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
         key = "_bucket"
         q = q.withColumn(key, F.pmod(F.xxhash64("query_id"), F.lit(n_buckets)))
         r = r.withColumn(key, F.pmod(F.xxhash64("query_id"), F.lit(n_buckets)))
-    fn = bucket_evaluator(names, relevance_level, missing)
+    fn = bucket_evaluator(names, relevance_level, missing, depth)
 
     def drop_key(run_tbl: pa.Table, qrels_tbl: pa.Table) -> pa.Table:
         return fn(run_tbl.drop_columns([key]) if key == "_bucket" else run_tbl,

@@ -33,7 +33,8 @@ def _session(master: str | None):
 
 
 def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance_level: int = 1,
-                   missing: str = "zero", master: str | None = None, buckets: int | None = None):
+                   missing: str = "zero", master: str | None = None, buckets: int | None = None,
+                   depth: int | None = None):
     """``rankwise eval --engine spark``: read both files with Spark and evaluate there.
 
     Example:
@@ -46,7 +47,7 @@ def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance
     require_pyspark()
     spark = _session(master)
     result = evaluate(read_qrels(spark, qrels), read_run(spark, run), metrics, relevance_level=relevance_level,
-                      missing=missing, buckets=buckets, run_name=Path(run).stem)
+                      missing=missing, buckets=buckets, run_name=Path(run).stem, depth=depth)
     if asks_runid(metrics):  # as rankwise.evaluate: a local TREC file's tag, else the run's name
         from rankwise.data.trec import run_tag
 
@@ -88,13 +89,15 @@ def main() -> None:
 @click.option("--buckets", type=int, default=None, help="Groups of queries (default: spark.sql.shuffle.partitions).")
 @click.option("--output", default=None, help="Write the JSON result (summary, means) here instead of stdout.")
 @click.option("--per-query-out", default=None, help="Write the per-query values here as Parquet.")
-def eval_job(qrels, run, metrics, relevance_level, missing, master, buckets, output, per_query_out):
+@click.option("-M", "--max-docs", "depth", type=click.IntRange(min=1), default=None,
+              help="Evaluate only the top N items of each query's ranking (trec_eval -M).")
+def eval_job(qrels, run, metrics, relevance_level, missing, master, buckets, output, per_query_out, depth):
     """Score RUN against QRELS on Spark; prints (or writes) the JSON summary and means."""
     from rankwise.metrics.registry import split_metric_list
 
     names = [n for v in metrics for n in split_metric_list(v)] or None
     result = evaluate_files(qrels, run, names, relevance_level=relevance_level, missing=missing, master=master,
-                            buckets=buckets)
+                            buckets=buckets, depth=depth)
     if per_query_out:
         result.per_query.write.mode("overwrite").parquet(per_query_out)
     _write_json(result.to_json(), output)

@@ -114,10 +114,15 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
          model: str | None = None, base_url: str | None = None, api_key: str | None = None,
          config: str | PathLike | None = None, cache: str | PathLike | None = None,
          price_in: float | None = None, price_out: float | None = None, concurrency: int | None = None,
+         rpm: float | None = None, timeout: float | None = None, max_retries: int | None = None,
+         max_calls: int | None = None, prompt: str | PathLike | None = None,
          names: list[str] | None = None, quiet: bool = True, dry_run: bool = False) -> PoolSummary:
     """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
     added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
-    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing.
+    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing. The
+    judge (reference mode, ``prompt``: a prompt-template file) and its call policy (``concurrency``, ``rpm``,
+    ``timeout``, ``max_retries``, ``max_calls``: chunks past the cap stay unjudged and are counted as failed)
+    resolve as ``rankwise judge``'s (:func:`~rankwise.relevance.llm.config.resolve_llm_config`).
 
     Example::
 
@@ -163,7 +168,9 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
             else:
                 to_judge.setdefault(cid, []).append((*span, text))
     cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode="reference",
-                             cache=cache, price_in=price_in, price_out=price_out, concurrency=concurrency)
+                             cache=cache, price_in=price_in, price_out=price_out, concurrency=concurrency,
+                             rpm=rpm, timeout=timeout, max_retries=max_retries, max_calls=max_calls, prompt=prompt)
+    settings = JudgeSettings(mode="reference", prompt_file=cfg.settings.prompt_file)
     judge_cases = [JudgeCase(cid, by_id[cid].get("user_input") or by_id[cid].get("question"),
                              [t for *_, t in spans], reference=by_id[cid].get("reference"))
                    for cid, spans in to_judge.items()]
@@ -172,14 +179,14 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     judged: dict[str, list[dict]] = {}
     if dry_run:
         with VerdictCache(cfg.cache) as store:
-            plan = Judge(cfg.endpoint, JudgeSettings(mode="reference"), cfg.policy, store, cfg.prices).plan(judge_cases)
+            plan = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices).plan(judge_cases)
         summary.plan = {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
                         "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens,
                         "cost": plan.cost}
         return summary
     if judge_cases:
         with VerdictCache(cfg.cache) as store:
-            judge = Judge(cfg.endpoint, JudgeSettings(mode="reference"), cfg.policy, store, cfg.prices)
+            judge = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices)
             total = sum(len(c.chunks) for c in judge_cases)
             with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
                 result = judge.run(judge_cases, advance)

@@ -708,7 +708,8 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | 
           config: str | PathLike | None = None, cache: str | PathLike | None = None,
           price_in: float | None = None, price_out: float | None = None, max_cost: float | None = None,
           concurrency: int | None = None, max_retries: int | None = None, timeout: float | None = None,
-          prompt: str | PathLike | None = None, quiet: bool = True,
+          rpm: float | None = None, max_calls: int | None = None, prompt: str | PathLike | None = None,
+          quiet: bool = True,
           on_progress: Callable[[SynthSummary], None] | None = None) -> SynthSummary:
     """Generate a test set from ``corpus`` into ``out`` (JSON Lines, appended sample by sample; rejected
     samples go to ``OUT.rejected.jsonl``); a rerun with the same arguments resumes. Endpoint, prices,
@@ -728,16 +729,19 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | 
         corpus = load_corpus(corpus)
     cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, cache=cache,
                              price_in=price_in, price_out=price_out, concurrency=concurrency,
-                             max_retries=max_retries, timeout=timeout)
+                             max_retries=max_retries, timeout=timeout, rpm=rpm)
+    if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0):
+        raise InputError(f"max_calls must be a whole number >= 0, got {max_calls!r}", field="max_calls")
     if max_cost is not None and not cfg.prices.known:
         raise InputError("--max-cost needs prices: give --price-in/--price-out (per 1M tokens) or put price_in, "
                          "price_out in the [llm] table", field="max_cost")
     prompts = load_synth_prompts(prompt)
-    return asyncio.run(_run(corpus, settings, cfg, prompts, Path(out), max_cost, quiet, on_progress))
+    return asyncio.run(_run(corpus, settings, cfg, prompts, Path(out), max_cost, max_calls, quiet, on_progress))
 
 
 async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: SynthPrompts, out: Path,
-               max_cost: float | None, quiet: bool, on_progress: Callable | None) -> SynthSummary:
+               max_cost: float | None, max_calls: int | None, quiet: bool,
+               on_progress: Callable | None) -> SynthSummary:
     from rankwise.progress import progress
     from rankwise.relevance.llm.client import CallError, ChatClient
     from rankwise.relevance.llm.cost import estimate_prompt_tokens
@@ -887,6 +891,11 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                             if errors:
                                 window.release()
                                 raise errors[0]
+                            if max_calls is not None and (summary.calls + (len(tasks) + 1)
+                                                          * (1 + int(settings.critic)) > max_calls):
+                                window.release()  # like max_cost: the rest stays undone, a rerun goes on
+                                summary.stopped = f"max calls reached ({max_calls} calls)"
+                                break
                             if max_cost is not None:
                                 spent_now = cost_now() or 0.0
                                 planned = cfg.prices.cost(
@@ -989,6 +998,7 @@ def summary_lines(s: SynthSummary) -> list[str]:
     lines.append(f"  calls: {s.calls} made ({s.requests} requests with retries), {s.cached} from the cache; "
                  f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion tokens{money}")
     if s.stopped:
-        lines.append(f"  stopped: {s.stopped}; rerun the same command (with a higher --max-cost) to go on")
+        cap = "--max-calls" if s.stopped.startswith("max calls") else "--max-cost"
+        lines.append(f"  stopped: {s.stopped}; rerun the same command (with a higher {cap}) to go on")
     lines.append(f"test set: {s.out}; rejected samples: {s.rejected_out}")
     return lines

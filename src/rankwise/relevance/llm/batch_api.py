@@ -43,13 +43,11 @@ Example::
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import http.client
 import json
 import math
 import os
-import random
 import sqlite3
 import time
 import urllib.error
@@ -61,7 +59,7 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
-from rankwise.relevance.llm.client import EndpointError, reply_of
+from rankwise.relevance.llm.client import EndpointError, backoff_delay, reply_of, retry_after_seconds
 from rankwise.relevance.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
 
 __all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
@@ -317,21 +315,6 @@ class _Transient(Exception):
         self.why, self.retry_after, self.sent = why, retry_after, sent
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (seconds or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 class _Api:
     def __init__(self, base_url: str, api_key: str | None, policy: Any,
                  on_status: Callable[[str], None] | None = None) -> None:
@@ -356,7 +339,7 @@ class _Api:
                 body = ""
             why = f"HTTP {exc.code}: {body}".rstrip(": ")
             if exc.code == 429 or exc.code >= 500:
-                raise _Transient(why, _retry_after(exc.headers.get("Retry-After") if exc.headers else None)) \
+                raise _Transient(why, retry_after_seconds(exc.headers)) \
                     from None
             raise BatchApiError(why) from None
         except urllib.error.URLError as exc:  # raised before the request was sent (refused, DNS ...)
@@ -391,7 +374,7 @@ class _Api:
                 if exc.retry_after is not None:
                     delay = min(exc.retry_after, p.max_retry_after)
                 else:
-                    delay = min(p.backoff_max, p.backoff_base * 2 ** attempt) * (0.5 + random.random() / 2)
+                    delay = backoff_delay(attempt + 1, p.backoff_base, p.backoff_max)
                 delay = max(delay, min_delay)
                 attempt += 1
                 self.retries += 1
