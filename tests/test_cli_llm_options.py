@@ -41,12 +41,12 @@ EVERYWHERE = {"model", "base_url", "api_key", "config_path", "concurrency", "cac
               "dry_run", "quiet"}
 # what each command's library function takes beyond EVERYWHERE (a change here is a deliberate one)
 EXTRA = {
-    "judge": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls"},
+    "judge": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
     "answer": set(SHARED) - EVERYWHERE,
     "utility": set(SHARED) - EVERYWHERE,
     "position-curve": set(SHARED) - EVERYWHERE,
     "synth": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
-    "pool": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls"},
+    "pool": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
 }
 PER_COMMAND_HELP = {"model", "prompt_file", "dry_run"}  # worded per command (whose model, which prompt, what is printed)
 

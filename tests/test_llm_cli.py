@@ -288,3 +288,28 @@ def test_ctrl_c_stops_promptly_and_keeps_every_verdict_in_cache_and_records(srv,
                                   f"({cache}, {done} verdicts): rerun the same command to resume")
         assert f"  verdicts: {done} ok ({before} from cache, {done - before} new), 0 failed, {600 - done} missing" \
             in stdout
+
+
+def test_max_cost_stops_new_calls_and_a_rerun_goes_on(srv, tmp_path):
+    ts = _testset(tmp_path / "ts.jsonl", 3)
+    cache, out = tmp_path / "c.sqlite", tmp_path / "out.jsonl"
+    prices = ["--price-in", "1000", "--price-out", "1000", "--concurrency", "1"]
+    r = _run(*_judge_args(srv, ts, cache, out, *prices, "--max-cost", "0.25"))
+    assert r.exit_code == 0, r.output
+    made = srv.stats()["requests"]
+    assert 0 < made < 12
+    assert f"  verdicts: {made} ok (0 from cache, {made} new), 0 failed, {12 - made} missing" in r.stdout
+    assert "  max-cost reached ($0.25 spent): the rest is missing; rerun with a higher --max-cost to go on" in r.stdout
+    cost = float(r.stdout.split("; cost $")[1].split()[0])
+    assert cost >= 0.25 and cost - cost / made < 0.25  # no call started once the cap was spent
+    statuses = [c.verdicts["llm"].status for rec in load_records(out) for c in rec.chunks]
+    assert statuses.count("missing") == 12 - made and statuses.count("ok") == made
+    again = _run(*_judge_args(srv, ts, cache, out, *prices, "--force"))
+    assert again.exit_code == 0, again.output
+    assert f"  verdicts: 12 ok ({made} from cache, {12 - made} new), 0 failed, 0 missing" in again.stdout
+    assert srv.stats()["requests"] == 12
+    # the cap needs prices, and a batch job is priced before it is sent
+    r = _run(*_judge_args(srv, ts, cache, tmp_path / "x.jsonl", "--max-cost", "1"))
+    assert r.exit_code == 2 and "--max-cost needs prices" in r.output
+    r = _run(*_judge_args(srv, ts, cache, tmp_path / "y.jsonl", *prices, "--max-cost", "1", "--batch-api"))
+    assert r.exit_code == 2 and "--max-cost caps online calls" in r.output

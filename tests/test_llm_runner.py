@@ -72,7 +72,7 @@ def test_summaries_keep_their_fields_in_order():
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
         "completion_tokens", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
-        "http_errors", "stopped"]
+        "http_errors", "stopped", "capped"]  # capped: the judge's --max-cost
     assert list(gen.to_dict()) == [
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
         "repairs", "prompt_tokens", "completion_tokens", "cost", "seconds", "concurrency", "failures",

@@ -588,12 +588,12 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
               "batch input file at most (default 200000000, OpenAI's 200 MB).")
 @click.option("--shard", default=None, metavar="I/N", help="Judge only shard I of N (by case id): one worker "
               "of N, each with its own --cache; merge with `rankwise cache merge`.")
-@_llm_options(model="Judge", prompt="prompt templates", omit=("max_cost",),
+@_llm_options(model="Judge", prompt="prompt templates",
               dry_run="Print the calls and estimated tokens/cost, call nothing.")
 def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
                   concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
                   price_in, price_out, source, records_out, strict, quiet, force, batch_api, batch_poll,
-                  batch_discount, batch_max_requests, batch_max_bytes, shard):
+                  batch_discount, batch_max_requests, batch_max_bytes, shard, max_cost):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     import signal
@@ -663,7 +663,10 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
         click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
 
     try:
-        judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices)
+        if batch_api and max_cost is not None:
+            raise InputError("--max-cost caps online calls; a --batch-api job is priced before it is sent: "
+                             "check it with --dry-run", field="max-cost")
+        judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices, max_cost=max_cost)
         judge.check(cases, source=testset)
         if batch_api:
             from rankwise.relevance.llm.batch_api import plan_batches, resolve_batch_settings, run_batch_job
@@ -1565,10 +1568,10 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Top k of each system pooled.")
 @click.option("--names", default=None, help="System names, comma-separated (default: the file names).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@_llm_options(model="Judge", prompt="prompt templates", omit=("max_cost",),
+@_llm_options(model="Judge", prompt="prompt templates",
               dry_run="Count the pool and estimate the judge's calls and cost; call nothing.")
 def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, prompt_file, concurrency, rpm,
-                 timeout, max_retries, max_calls, cache_path, price_in, price_out, dry_run, as_json, quiet):
+                 timeout, max_retries, max_calls, max_cost, cache_path, price_in, price_out, dry_run, as_json, quiet):
     """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
     retrieved spans, from `rankwise run --rag-out`) with the LLM judge and add the relevant ones."""
     import json
@@ -1582,7 +1585,7 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
     summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
                    config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries, max_calls=max_calls,
-                   prompt=prompt_file, names=labels, quiet=quiet, dry_run=dry_run)
+                   max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:

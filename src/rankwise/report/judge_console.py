@@ -47,6 +47,8 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
     lines.append(f"  time: {s.seconds:.2f} s{rate}; transport {s.transport}")
     if getattr(s, "stopped", None):
         lines.append(f"  stopped early: {s.stopped}")
+    if getattr(s, "capped", None):
+        lines.append(f"  {s.capped}")
     return lines
 
 

@@ -115,13 +115,14 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
          config: str | PathLike | None = None, cache: str | PathLike | None = None,
          price_in: float | None = None, price_out: float | None = None, concurrency: int | None = None,
          rpm: float | None = None, timeout: float | None = None, max_retries: int | None = None,
-         max_calls: int | None = None, prompt: str | PathLike | None = None,
+         max_calls: int | None = None, max_cost: float | None = None, prompt: str | PathLike | None = None,
          names: list[str] | None = None, quiet: bool = True, dry_run: bool = False) -> PoolSummary:
     """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
     added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
     count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing. The
     judge (reference mode, ``prompt``: a prompt-template file) and its call policy (``concurrency``, ``rpm``,
-    ``timeout``, ``max_retries``, ``max_calls``: chunks past the cap stay unjudged and are counted as failed)
+    ``timeout``, ``max_retries``, ``max_calls``, ``max_cost`` (needs prices): chunks past a cap stay unjudged,
+    are counted as failed, and the next run judges them)
     resolve as ``rankwise judge``'s (:func:`~rankwise.relevance.llm.config.resolve_llm_config`).
 
     Example::
@@ -186,7 +187,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
         return summary
     if judge_cases:
         with VerdictCache(cfg.cache) as store:
-            judge = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices)
+            judge = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices, max_cost=max_cost)
             total = sum(len(c.chunks) for c in judge_cases)
             with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
                 result = judge.run(judge_cases, advance)

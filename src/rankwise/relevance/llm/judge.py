@@ -124,12 +124,13 @@ class JudgeSummary(RunSummary):
     batch_fallbacks: int = 0
     transport: str = "aiohttp"
     concurrency_lowest: int = 0
+    capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
         "completion_tokens", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
-        "http_errors", "stopped")
+        "http_errors", "stopped", "capped")
 
     def take_stats(self, client: ChatClient) -> None:
         super().take_stats(client)
@@ -180,12 +181,15 @@ class Judge:
 
     def __init__(self, endpoint: Endpoint, settings: JudgeSettings | None = None,
                  policy: CallPolicy | None = None, cache: VerdictCache | None = None,
-                 prices: Prices | None = None) -> None:
+                 prices: Prices | None = None, max_cost: float | None = None) -> None:
         self.endpoint = endpoint
         self.settings = settings or JudgeSettings()
         self.policy = policy or CallPolicy()
         self.cache = cache
         self.prices = prices or Prices()
+        if max_cost is not None and (max_cost < 0 or not self.prices.known):
+            raise InputError("--max-cost needs prices (--price-in/--price-out) and a cost >= 0", field="max_cost")
+        self.max_cost = max_cost  # no new call once the run has spent this much: the rest is missing
         self.prompt: PromptTemplate = load_prompt(self.settings.mode, graded=self.settings.graded,
                                                   path=self.settings.prompt_file)
         self.style = "batch" if self.settings.batch else "single"
@@ -286,7 +290,8 @@ class Judge:
 
     # ------------------------------------------------------------------------------------------ run
     def _runner(self) -> Runner:
-        return Runner(self.endpoint, self.policy, self.prices, self.cache, name="rankwise-judge")
+        return Runner(self.endpoint, self.policy, self.prices, self.cache, max_cost=self.max_cost,
+                      name="rankwise-judge")
 
     def run(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None = None) -> JudgeResult:
         """Judge every chunk (blocking). ``progress(n)`` is called as ``n`` more chunks are settled.
@@ -324,6 +329,7 @@ class _JudgeJob(Job):
 
     def result(self) -> JudgeResult:
         self.summary.fresh_calls = self.runner.fresh_calls
+        self.summary.capped = self.runner.capped
         return JudgeResult(self.verdicts, self.summary)
 
     def settle_rest(self, unit: _Unit, status: str, error: str) -> None:
@@ -440,7 +446,7 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
                   batch: bool | None = None, config: str | PathLike | None = None,
                   endpoint: Endpoint | None = None, settings: JudgeSettings | None = None,
                   policy: CallPolicy | None = None, cache: str | PathLike | VerdictCache | None = None,
-                  prices: Prices | None = None, source: str = "llm",
+                  prices: Prices | None = None, max_cost: float | None = None, source: str = "llm",
                   progress: Callable[[int], None] | None = None) -> JudgeSummary:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
 
@@ -448,7 +454,8 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
     (:func:`~rankwise.relevance.llm.config.resolve_llm_config`: the environment, then the ``[llm]``
     table of ``config`` / ``./rankwise.toml``, then the defaults); ``endpoint``, ``settings`` and
     ``policy`` objects, when given, are used as they are. ``cache`` is a path or an open
-    :class:`VerdictCache`.
+    :class:`VerdictCache`. ``max_cost`` (needs prices) starts no new call once the run has spent that much;
+    the chunks left are ``missing`` and a rerun judges them.
 
     When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`: Ctrl-C)
     the verdicts had are written into the records before the exception is raised on.
@@ -466,7 +473,7 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
     store = VerdictCache(resolved.cache) if own else cache  # type: ignore[arg-type]
     try:
         judge = Judge(resolved.endpoint, settings or resolved.settings, policy or resolved.policy, store,
-                      prices or resolved.prices)  # type: ignore[arg-type]
+                      prices or resolved.prices, max_cost=max_cost)  # type: ignore[arg-type]
         try:
             result = judge.run(cases_from_records(records), progress)
         except (JudgeStopped, JudgeInterrupted) as exc:
