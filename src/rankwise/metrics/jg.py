@@ -17,15 +17,13 @@ import numpy as np
 from rankwise.data.prefs import QrelsJG
 from rankwise.data.run import Run
 from rankwise.errors import InputError
+from rankwise.metrics._names import JG_NICKNAMES
 from rankwise.metrics.prefs import check_measures, query_summary
 
 __all__ = ["NICKNAMES", "JGInput", "jg_input", "map_avgjg", "p_avgjg", "rprec_mult_avgjg", "evaluate_jg",
            "evaluate_judgements"]
 
-NICKNAMES: dict[str, tuple[str, ...]] = {
-    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg.5,10,15,20,30,100,200,500,1000",
-                 "Rprec_mult_avgjg.0.2,0.4,0.6,0.8,1.0,1.2,1.4,1.6,1.8,2.0"),
-}
+NICKNAMES = JG_NICKNAMES  # trec_eval's measure nickname (measures.c), kept in _names.py
 
 
 @dataclass(frozen=True, eq=False)

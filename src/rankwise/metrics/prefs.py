@@ -28,18 +28,14 @@ import numpy as np
 from rankwise.data.prefs import PrefLine, Prefs
 from rankwise.data.run import Run
 from rankwise.errors import InputError
+from rankwise.metrics._names import PREFS_MEASURES, PREFS_NICKNAMES
 
 __all__ = ["NICKNAMES", "MEASURES", "JudgementGroup", "QueryPrefs", "PrefsInput", "form_prefs_counts",
            "prefs_input", "query_summary", "check_measures", "evaluate_prefs"]
 
-_ALL = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-        "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")
-# trec_eval's measure nicknames (measures.c)
-NICKNAMES: dict[str, tuple[str, ...]] = {
-    "all_prefs": ("runid", "num_q", *_ALL),
-    "prefs": ("runid", "num_q", *_ALL[:6]),
-}
+# trec_eval's measure nicknames (measures.c) and the measures' descriptions live in _names.py (the registry
+# reads them without importing this module)
+NICKNAMES = PREFS_NICKNAMES
 
 
 @dataclass
@@ -444,25 +440,16 @@ prefs_avgjg_Rnonrel = _per_query(_rnonrel(False))
 prefs_avgjg_Rnonrel_ret = _per_query(_rnonrel(True))
 
 # name -> (function, one-line formula, aggregate): the registry declares a Metric for each
-MEASURES = {
-    "prefs_num_prefs_poss": (num_prefs_poss, "preferences possible (both documents retrieved or not)", "sum"),
-    "prefs_num_prefs_ful": (num_prefs_ful, "preferences fulfilled, implied ones (only A retrieved) included",
-                            "sum"),
-    "prefs_num_prefs_ful_ret": (num_prefs_ful_ret, "preferences fulfilled with both documents retrieved", "sum"),
-    "prefs_simp": (prefs_simp, "fulfilled / possible preferences, over all JGs", "mean"),
-    "prefs_pair": (prefs_pair, "mean over document pairs of the JGs' fulfilled share", "mean"),
-    "prefs_avgjg": (prefs_avgjg, "fulfilled / possible per JG, averaged over JGs", "mean"),
-    "prefs_avgjg_Rnonrel": (prefs_avgjg_Rnonrel, "prefs_avgjg with each JG's non-relevant documents set to R",
-                            "mean"),
-    "prefs_simp_ret": (prefs_simp_ret, "prefs_simp over pairs with both documents retrieved", "mean"),
-    "prefs_pair_ret": (prefs_pair_ret, "prefs_pair over pairs with both documents retrieved", "mean"),
-    "prefs_avgjg_ret": (prefs_avgjg_ret, "prefs_avgjg over pairs with both documents retrieved", "mean"),
-    "prefs_avgjg_Rnonrel_ret": (prefs_avgjg_Rnonrel_ret, "prefs_avgjg_Rnonrel over retrieved documents",
-                                "mean"),
-    "prefs_simp_imp": (prefs_simp_imp, "prefs_simp ignoring pairs with neither document retrieved", "mean"),
-    "prefs_pair_imp": (prefs_pair_imp, "prefs_pair ignoring pairs with neither document retrieved", "mean"),
-    "prefs_avgjg_imp": (prefs_avgjg_imp, "prefs_avgjg ignoring pairs with neither document retrieved", "mean"),
+_FUNCTIONS = {
+    "prefs_num_prefs_poss": num_prefs_poss, "prefs_num_prefs_ful": num_prefs_ful,
+    "prefs_num_prefs_ful_ret": num_prefs_ful_ret, "prefs_simp": prefs_simp, "prefs_pair": prefs_pair,
+    "prefs_avgjg": prefs_avgjg, "prefs_avgjg_Rnonrel": prefs_avgjg_Rnonrel, "prefs_simp_ret": prefs_simp_ret,
+    "prefs_pair_ret": prefs_pair_ret, "prefs_avgjg_ret": prefs_avgjg_ret,
+    "prefs_avgjg_Rnonrel_ret": prefs_avgjg_Rnonrel_ret, "prefs_simp_imp": prefs_simp_imp,
+    "prefs_pair_imp": prefs_pair_imp, "prefs_avgjg_imp": prefs_avgjg_imp,
 }
+MEASURES = {name: (_FUNCTIONS[name], description, aggregate)
+            for name, (description, aggregate) in PREFS_MEASURES.items()}
 
 
 def check_measures(measures: Iterable, need: str, flag: str) -> None:

@@ -11,7 +11,7 @@ worked examples: ``docs/metrics.md``.
 
 from __future__ import annotations
 
-import difflib
+import importlib
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics import context, ir, jg, prefs, trec
+from rankwise.metrics import context, ir
+from rankwise.metrics._names import (
+    JG_NICKNAMES,
+    PREFS_MEASURES,
+    PREFS_NICKNAMES,
+    TREC_NICKNAMES,
+    MeasureParamError,
+)
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
@@ -189,7 +196,7 @@ class Measure:
         self.check(matrix)
         try:
             return self.metric.compute(matrix, self.k, **self.all_params)
-        except trec.MeasureParamError as exc:  # a malformed gain map, coefficient list ...: one line
+        except MeasureParamError as exc:  # a malformed gain map, coefficient list ...: one line
             raise InputError(f"{self.name}: {exc}", field="metric") from None
 
     def __str__(self) -> str:
@@ -209,6 +216,43 @@ def _cut(fmt_k: str, fmt_all: str | None = None):
         return fmt_k.format(k=k)
 
     return name
+
+
+class _Deferred:
+    """A measure function imported on its first call: trec_eval's less common measures (``metrics/trec.py``),
+    the preference (``prefs.py``) and judgement-group (``jg.py``) ones are declared here without importing
+    their modules, so ``rankwise eval`` of the common measures starts without them."""
+
+    __slots__ = ("module", "attr", "key", "_fn")
+
+    def __init__(self, module: str, attr: str, key: str | None = None):
+        self.module, self.attr, self.key, self._fn = module, attr, key, None
+
+    def resolve(self) -> Callable[..., Any]:
+        if self._fn is None:
+            found = getattr(importlib.import_module(self.module), self.attr)
+            self._fn = found if self.key is None else found[self.key][0]
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<measure {self.module}.{self.key or self.attr}>"
+
+
+class _DeferredModule:
+    """``trec.iprec_at_recall`` in the declarations below: a :class:`_Deferred` of that function."""
+
+    def __init__(self, module: str):
+        self._module = module
+
+    def __getattr__(self, attr: str) -> _Deferred:
+        return _Deferred(self._module, attr)
+
+
+trec = _DeferredModule("rankwise.metrics.trec")
+jg = _DeferredModule("rankwise.metrics.jg")
 
 
 _DECAY = Param("decay", str, "log", "rank discount: log 1/log2(i+1), linear 1/i, rbp p^(i-1), power i^-a, "
@@ -392,8 +436,9 @@ _DEFS: list[Metric] = [
     # --- the rest of trec_eval 10.0 (metrics/trec.py, docs/trec-measures.md) and ir_measures' Judged/ERR
     *trec_metrics(),
     # --- trec_eval's preference (-R prefs, metrics/prefs.py) and judgement-group (-R qrels_jg, metrics/jg.py)
-    *(Metric(n, f, d, cutoff="none", aggregate=a, requires=("prefs",), trec_name=_cut(n, n))
-      for n, (f, d, a) in prefs.MEASURES.items()),
+    *(Metric(n, _Deferred("rankwise.metrics.prefs", "MEASURES", n), d, cutoff="none", aggregate=a,
+             requires=("prefs",), trec_name=_cut(n, n))
+      for n, (d, a) in PREFS_MEASURES.items()),
     Metric("map_avgjg", jg.map_avgjg, "AP per judgement group, averaged over the groups", cutoff="none",
            requires=("qrels_jg",), trec_name=_cut("map_avgjg", "map_avgjg")),
     Metric("P_avgjg", jg.p_avgjg, "P@k per judgement group, averaged over the groups", cutoff="required",
@@ -481,6 +526,8 @@ def split_metric_list(text: str) -> list[str]:
 
 
 def _unknown(text: str) -> InputError:
+    import difflib
+
     close = difflib.get_close_matches(text.lower(), [n.lower() for n in known_names()], n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return InputError(f"unknown metric {text!r}{hint} (`rankwise metrics` lists them all)", field="metric")
@@ -575,7 +622,7 @@ def parse_measure(name: str | Measure) -> Measure:
     return found[0]
 
 
-_NICKNAMES = {**trec.NICKNAMES, **prefs.NICKNAMES, **jg.NICKNAMES}
+_NICKNAMES = {**TREC_NICKNAMES, **PREFS_NICKNAMES, **JG_NICKNAMES}
 
 
 def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rankwise.metrics._names import TREC_NICKNAMES, MeasureParamError
 from rankwise.relevance.matrix import RelevanceMatrix
 
 __all__ = [
@@ -37,29 +38,14 @@ __all__ = [
     "judged", "yaap", "relstring", "err", "nerr8", "nerr9", "gmean_trec",
 ]
 
-_CUTS = "5,10,15,20,30,100,200,500,1000"
-# trec_eval's measure nicknames (measures.c), spelled out with its default parameters
-NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-                 "iprec_at_recall.0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", f"P.{_CUTS}"),
-    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
-            "set_map", "set_F"),
-}
-NICKNAMES["all_trec"] = (
-    *NICKNAMES["official"], "relstring", f"recall.{_CUTS}", "unj.5,10,20", "rbp", "rbp_resid", "infAP", "gm_bpref",
-    "utility", "11pt_avg", "ndcg", f"relative_P.{_CUTS}", "Rprec_mult.0.2,0.4,0.6,0.8,1.0,1.2,1.4,1.6,1.8,2.0",
-    "success.1,5,10", f"map_cut.{_CUTS}", f"ndcg_cut.{_CUTS}", "ndcg_rel", "Rndcg", "binG", "G", "set_P",
-    "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret",
-)
+# trec_eval's measure nicknames (measures.c) and MeasureParamError live in _names.py, which the registry
+# reads without importing this module
+NICKNAMES = TREC_NICKNAMES
 
 MIN_GEO_MEAN = 0.00001  # trec_eval.h: floor of a value entering a geometric mean
 INFAP_EPSILON = 0.00001  # trec_eval.h
 
 NONPOOL, UNJUDGED = -1, -2  # trec_eval's relevance values for items not in the qrels / with a negative grade
-
-
-class MeasureParamError(ValueError):
-    """A measure's parameter is malformed (a gain map, a coefficient list ...); shown as one line."""
 
 
 class TextValues(np.ndarray):
