@@ -1,0 +1,105 @@
+"""What `rankwise eval` imports (README, "Against the targets": eval of a 10-line file <= 0.35 s as a whole
+process). Importing numpy, pyarrow and click is most of that time; these tests keep everything else off the
+common path, so a later import cannot slip back onto it unnoticed: the preference, judgement-group and z-score
+modules load only with -R / -Z or a measure of theirs, rich only for the table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rankwise.metrics import registry
+
+# run the CLI in a child process and list what it imported (the list printed after its output)
+_CHILD = (
+    "import sys\nfrom rankwise.cli import main\n"
+    "try:\n    main(sys.argv[1:], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+    "sys.stdout.flush()\nprint('\\nMODULES', ' '.join(sorted(sys.modules)))\n"
+)
+# never needed to score qrels against a run and print the numbers
+HEAVY = ("pandas", "polars", "scipy", "torch", "sentence_transformers", "matplotlib", "sklearn", "openai",
+         "aiohttp", "pyspark", "email", "http.client", "asyncio", "sqlite3",
+         "rankwise.analysis", "rankwise.spark", "rankwise.relevance.llm")
+# needed only for -R prefs / qrels_prefs / qrels_jg, -Z, or one of their measures
+JUDGEMENTS = ("rankwise.metrics.prefs", "rankwise.metrics.jg", "rankwise.metrics.zscores", "rankwise.data.prefs")
+
+
+@pytest.fixture
+def files(tmp_path):
+    q = tmp_path / "q.txt"
+    r = tmp_path / "r.trec"
+    q.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n")
+    r.write_text("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\nq2 Q0 d4 1 1.0 s\nq2 Q0 d3 2 0.5 s\n")
+    return q, r
+
+
+def _run(*args: str) -> tuple[str, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "MODULES" in proc.stdout, proc.stderr[-2000:]
+    out, _, mods = proc.stdout.rpartition("\nMODULES ")
+    return out, set(mods.split())
+
+
+def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [n for n in names if n in modules or any(m.startswith(n + ".") for m in modules)]
+
+
+@pytest.mark.parametrize("fmt", ["trec", "json", "csv"])
+def test_eval_in_plain_text_imports_neither_rich_nor_the_judgement_modules(files, fmt):
+    q, r = files
+    out, modules = _run("eval", str(q), str(r), "-m", "map,P@1,ndcg_cut_10", "--format", fmt)
+    assert "0.75" in out  # map: q1 1.0, q2 0.5
+    assert _loaded(modules, ("rich", "rankwise.report.console", *HEAVY, *JUDGEMENTS)) == []
+
+
+def test_eval_table_imports_rich_but_not_the_judgement_modules(files):
+    q, r = files
+    out, modules = _run("eval", str(q), str(r))
+    assert "rich.table" in modules and "ndcg@10" in out
+    assert _loaded(modules, (*HEAVY, *JUDGEMENTS)) == []
+
+
+def test_less_common_trec_measures_load_their_module_when_asked(files):
+    q, r = files
+    out, modules = _run("eval", str(q), str(r), "-m", "map", "--format", "trec")
+    assert "rankwise.metrics.trec" not in modules and out.split()[:3] == ["map", "all", "0.7500"]
+    out, modules = _run("eval", str(q), str(r), "-m", "bpref,infAP", "--format", "trec")
+    assert "rankwise.metrics.trec" in modules and "infAP" in out
+
+
+def test_prefs_and_zscores_still_load_when_asked(tmp_path, files):
+    _, r = files
+    prefs = tmp_path / "prefs.txt"
+    prefs.write_text("q1 jg1 a d1 2\nq1 jg1 b d2 1\nq2 jg1 a d3 1\nq2 jg1 b d4 0\n")
+    out, modules = _run("eval", "-R", "prefs", str(prefs), str(r), "-m", "prefs_simp", "--format", "trec")
+    assert "rankwise.metrics.prefs" in modules and "rankwise.data.prefs" in modules
+    assert [line.split()[0] for line in out.splitlines()] == ["prefs_simp"]
+    z = tmp_path / "z.txt"
+    z.write_text("q1 map 0.5 0.25\nq2 map 0.5 0.25\n")
+    out, modules = _run("eval", str(files[0]), str(r), "-m", "map", "-Z", str(z), "--format", "trec")
+    assert "rankwise.metrics.zscores" in modules and out.split()[:3] == ["Zmap", "all", "1.0000"]
+
+
+def test_every_deferred_measure_resolves_to_its_function():
+    from rankwise.metrics import jg, prefs, trec
+
+    deferred = {name: m.compute for name, m in registry.METRICS.items()
+                if isinstance(m.compute, registry._Deferred)}
+    assert len(deferred) >= 40  # trec_eval's less common measures, the 14 preference and 3 jg ones
+    modules = {"rankwise.metrics.trec": trec, "rankwise.metrics.prefs": prefs, "rankwise.metrics.jg": jg}
+    for name, fn in deferred.items():
+        target = fn.resolve()
+        assert callable(target) and fn.module in modules, name
+        if fn.key is None:
+            assert target is getattr(modules[fn.module], fn.attr), name
+    assert {n for n, fn in deferred.items() if fn.module == "rankwise.metrics.prefs"} == set(prefs.MEASURES)
+    for name, (function, description, aggregate) in prefs.MEASURES.items():
+        metric = registry.METRICS[name]
+        assert metric.compute.resolve() is function
+        assert (metric.description, metric.aggregate, metric.requires) == (description, aggregate, ("prefs",))
+    assert trec.NICKNAMES["official"][-1] == "P.5,10,15,20,30,100,200,500,1000"
+    assert prefs.NICKNAMES["prefs"] == ("runid", "num_q", *list(prefs.MEASURES)[:6])
+    assert jg.NICKNAMES["qrels_jg"][2] == "map_avgjg"
