@@ -503,10 +503,12 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
             out / "report.html", result.comparison, records={lab: result.records[lab] for lab in shown},
             title=f"rankwise sweep: {len(result.configs)} configurations, {s['cases']} questions",
             notes=[f"Grid: chunk sizes {s['chunk_sizes']} x overlaps {s['overlaps']} x splitters {s['splitters']} x "
-                   f"retrievers {s['retrievers']}; k = {s['k']}; relevance {s['relevance']}; "
+                   f"retrievers {s['retrievers']}; top {s['k']} {s['level']}; relevance {s['relevance']}; "
                    f"{s['index_builds']} index builds for {s['chunkings']} chunkings.",
                    "Best per metric: " + "; ".join(f"{m}: {lab} ({v:.4f})" for m, (lab, v) in result.best.items()),
-                   "Chunk-level drill-down: " + ", ".join(shown) + " (the baseline and the best per metric)."],
+                   ("Document-level drill-down (each document shown by its best chunk): "
+                    if s["level"] == "documents" else "Chunk-level drill-down: ")
+                   + ", ".join(shown) + " (the baseline and the best per metric)."],
         ))
     path = out / "sweep.json"
     result.files["json"] = str(path)
