@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
-from operator import itemgetter, methodcaller
 
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import arrow_strings, as_string_array, string_hashes
+from rankwise.data._columns import arrow_strings, as_string_array, flat_strings, string_hashes
 from rankwise.data.ranking import group_rows
+from rankwise.data.run import _sorted_items, _values_of
 from rankwise.errors import InputError
 
 __all__ = ["Qrels"]
@@ -80,17 +80,21 @@ class Qrels:
             >>> Qrels.from_dict({"q1": {"d1": 2}}).grades.tolist()
             [2]
         """
-        items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))  # byte order from the start
-        for qid, judged in items:
-            if type(judged) is not dict and not isinstance(judged, Mapping):
-                raise InputError(f"query '{qid}': expected {{doc: grade}}", source="<dict>")
-        items = [(q, v) for q, v in items if v]
-        values = [v for _, v in items]
+        queries, values, distinct = _sorted_items(data)  # byte order from the start
+        if not set(map(type, values)) <= {dict}:
+            for qid, judged in zip(queries, values, strict=True):
+                if type(judged) is not dict and not isinstance(judged, Mapping):
+                    raise InputError(f"query '{qid}': expected {{doc: grade}}", source="<dict>")
         counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        if not counts.all():
+            keep = (counts > 0).tolist()
+            queries = [q for q, f in zip(queries, keep, strict=True) if f]
+            values = [v for v, f in zip(values, keep, strict=True) if f]
+            counts = counts[counts > 0]
         total = int(counts.sum())
-        docs = arrow_strings(list(chain.from_iterable(values)))
+        docs = flat_strings(values, total)
         try:
-            grade_arr = np.fromiter(chain.from_iterable(map(methodcaller("values"), values)), dtype=np.float64,
+            grade_arr = np.fromiter(chain.from_iterable(map(_values_of(values), values)), dtype=np.float64,
                                     count=total)
         except (TypeError, ValueError) as exc:
             raise InputError(f"grades must be integers ({exc})", source="<dict>", field="relevance") from None
@@ -100,8 +104,7 @@ class Qrels:
             raise InputError(f"grade must be an integer, got {grade_arr[row]!r}", source="<dict>",
                              line=row + 1, field="relevance")
         grade_arr = grade_arr.astype(np.int64)
-        queries = [q for q, _ in items]
-        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge them
+        if not distinct and any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge them
             qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])
             return cls.from_columns(qcol, docs, grade_arr, source="<dict>")
         block_codes = np.arange(len(queries), dtype=np.int32)

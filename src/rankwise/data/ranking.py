@@ -221,6 +221,9 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
             positions = _new_positions(fix[0], runs)
             by_position = np.argsort(positions)
             return None, runs, (positions[by_position], fix[1][by_position])
+        if len(codes) == len(counts) and bool((lengths == lengths[0]).all()):
+            order, near = _grid_score_order(scores, None, codes, int(lengths[0]))
+            return _fix_near_ties(order, scores, docs, near), None, None
         head_of = np.zeros(len(counts), dtype=np.int64)
         head_of[codes] = heads
         row_query = np.repeat(codes.astype(np.uint64), lengths)
@@ -230,6 +233,9 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
     grouped = _group_order(qcodes, counts, offsets)
     if scores is None:
         return grouped, None, None
+    if bool((counts == counts[0]).all()):
+        order, near = _grid_score_order(scores, grouped, np.arange(len(counts)), int(counts[0]))
+        return _fix_near_ties(grouped[order], scores, docs, near), None, None
     row_query = np.repeat(np.arange(len(counts), dtype=np.uint64), counts)
     within = np.arange(n, dtype=np.uint64)
     within -= np.repeat(offsets[:-1].astype(np.uint64), counts)
@@ -314,6 +320,44 @@ def _score_order(scores: np.ndarray, docs: pa.Array, counts: np.ndarray, row_que
     near = np.flatnonzero(keys[1:] == keys[:-1])
     del keys
     return _fix_near_ties(order, scores, docs, near)
+
+
+def _grid_score_order(scores: np.ndarray, rows: np.ndarray | None, codes: np.ndarray,
+                      depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rank order of rows in equal blocks of ``depth`` rows, one block per query (block b is query
+    ``codes[b]``), up to near ties: the blocks form a (queries x depth) grid of ``[high bits of the score
+    | row in block]`` keys, each grid row sorted on its own (no query bits: more score bits, fewer near
+    ties, and many short sorts beat one long one). ``rows``: the blocks are ``scores[rows]`` (None: the
+    rows as they are). Returns the order (into the blocks' rows) and the positions ``near`` whose key
+    ties with the next one's: :func:`_fix_near_ties` puts them in exact order.
+    """
+    n = len(scores) if rows is None else len(rows)
+    r_bits = max(_bits(depth - 1), 1)
+    keys = np_empty(n, np.uint64)
+    within = np.tile(np.arange(depth, dtype=np.uint64), max(min(_CHUNK // depth, n // depth), 1))
+    for c0 in range(0, n, len(within)):  # a whole number of blocks at a time: temporaries stay small
+        c1 = min(c0 + len(within), n)
+        part = keys[c0:c1]
+        part[:] = descending_keys(scores[c0:c1] if rows is None else scores[rows[c0:c1]])
+        part >>= np.uint64(r_bits)
+        part <<= np.uint64(r_bits)
+        part |= within[: c1 - c0]
+    grid = keys.reshape(-1, depth)
+    grid.sort(axis=1)
+    if bool((codes[1:] < codes[:-1]).any()):  # blocks not in query order: move the grid's rows there
+        moved = np.empty_like(grid)
+        moved[codes] = grid
+        grid, keys = moved, moved.reshape(-1)
+        heads = np.zeros(len(codes), dtype=np.int64)
+        heads[codes] = np.arange(len(codes), dtype=np.int64) * depth
+    else:
+        heads = np.arange(len(codes), dtype=np.int64) * depth
+    order = (keys & np.uint64((1 << r_bits) - 1)).view(np.int64)
+    order.reshape(-1, depth)[:] += heads[:, None]
+    keys >>= np.uint64(r_bits)  # the score bits: equal neighbours within a query need an exact look
+    same = keys[1:] == keys[:-1]
+    same[depth - 1::depth] = False  # (neighbours across two queries)
+    return order, np.flatnonzero(same)
 
 
 def _fix_near_ties(order: np.ndarray, scores: np.ndarray, docs: pa.Array, near: np.ndarray) -> np.ndarray:

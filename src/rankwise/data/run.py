@@ -116,28 +116,32 @@ class Run:
             'ordered'
         """
         # queries in byte order from the start (code-point order is UTF-8 byte order): no block moves later
-        items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))
-        values = [v for _, v in items]
+        queries, values, distinct = _sorted_items(data)
         counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-        is_map = [type(v) is dict or isinstance(v, Mapping) for v in values]
-        filled = (counts > 0).tolist()
-        kinds = {("scored" if m else "ordered") for m, f in zip(is_map, filled, strict=True) if f}
+        if set(map(type, values)) <= {dict}:
+            is_map = np.ones(len(values), dtype=bool)
+        else:
+            is_map = np.fromiter((type(v) is dict or isinstance(v, Mapping) for v in values), dtype=bool,
+                                 count=len(values))
+        filled = counts > 0
+        kinds = {k for k, present in (("scored", is_map[filled].any()), ("ordered", (~is_map[filled]).any()))
+                 if present}
         if len(kinds) > 1:
             raise InputError("mixes scored ({doc: score}) and ordered ([doc, ...]) queries", source="<dict>")
-        empty_kinds = {("scored" if m else "ordered") for m, f in zip(is_map, filled, strict=True) if not f}
-        kind = kinds.pop() if kinds else ("ordered" if empty_kinds == {"ordered"} else "scored")
+        kind = kinds.pop() if kinds else ("ordered" if len(values) and not is_map.any() else "scored")
         empty = []
-        if not all(filled):
-            empty = [q for (q, _), f in zip(items, filled, strict=True) if not f]
-            items = [it for it, f in zip(items, filled, strict=True) if f]
-            values = [v for _, v in items]
-            counts = counts[counts > 0]
+        if not filled.all():
+            keep = filled.tolist()
+            empty = [q for q, f in zip(queries, keep, strict=True) if not f]
+            queries = [q for q, f in zip(queries, keep, strict=True) if f]
+            values = [v for v, f in zip(values, keep, strict=True) if f]
+            counts = counts[filled]
         total = int(counts.sum())
         docs = flat_strings(values, total)  # a dict iterates its keys
         score_arr = None
         if kind == "scored":
             try:
-                score_arr = np.fromiter(chain.from_iterable(map(methodcaller("values"), values)),
+                score_arr = np.fromiter(chain.from_iterable(map(_values_of(values), values)),
                                         dtype=np.float64, count=total)
             except (TypeError, ValueError) as exc:
                 raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
@@ -145,8 +149,7 @@ class Run:
             if bad.any():
                 raise InputError(f"score is not a finite number: {score_arr[np.flatnonzero(bad)[0]]!r}",
                                  source="<dict>", line=int(np.flatnonzero(bad)[0]) + 1, field="score")
-        queries = [q for q, _ in items]
-        if any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge them
+        if not distinct and any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge
             qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])
             run = cls.from_columns(qcol, docs, score_arr, kind=kind, name=name, source="<dict>")
         else:
@@ -241,6 +244,21 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, kind={self.kind!r}, queries={self.n_queries}, rows={len(self)})"
+
+
+def _sorted_items(data: Mapping) -> tuple[list[str], list, bool]:
+    """The ids of a ``{qid: ...}`` mapping as strings in byte order, their values, and whether the ids are
+    distinct for sure (string keys: no ``1`` and ``"1"`` to merge)."""
+    if set(map(type, data)) == {str}:  # (a C-level pass; nearly always)
+        queries = sorted(data)
+        return queries, list(map(data.__getitem__, queries)), True
+    items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))
+    return [q for q, _ in items], [v for _, v in items], False
+
+
+def _values_of(groups: list):
+    """The fastest way to take ``.values()`` of each of ``groups`` (Mappings)."""
+    return dict.values if set(map(type, groups)) <= {dict} else methodcaller("values")
 
 
 def _line(lines: np.ndarray | None, row: int) -> int:

@@ -358,12 +358,17 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     """
     if missing not in ("zero", "skip"):
         raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
-    qrels_position = {q: i for i, q in enumerate(qrels.queries)}
-    run_to_qrels = np.array([qrels_position.get(q, -1) for q in run.queries], dtype=np.int64)
-    in_run = np.zeros(qrels.n_queries, dtype=bool)
-    in_run[run_to_qrels[run_to_qrels >= 0]] = True
-    ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist(), strict=False) if j < 0]
-    missing_from_run = [q for q, present in zip(qrels.queries, in_run.tolist(), strict=False) if not present]
+    if run.queries == qrels.queries:  # the same queries (both in byte order): nothing to look up
+        run_to_qrels = np.arange(qrels.n_queries, dtype=np.int64)
+        in_run = np.ones(qrels.n_queries, dtype=bool)
+        ignored, missing_from_run = [], []
+    else:
+        qrels_position = {q: i for i, q in enumerate(qrels.queries)}
+        run_to_qrels = np.array([qrels_position.get(q, -1) for q in run.queries], dtype=np.int64)
+        in_run = np.zeros(qrels.n_queries, dtype=bool)
+        in_run[run_to_qrels[run_to_qrels >= 0]] = True
+        ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist(), strict=False) if j < 0]
+        missing_from_run = [q for q, present in zip(qrels.queries, in_run.tolist(), strict=False) if not present]
     if missing == "skip":
         eval_q = np.flatnonzero(in_run)
     else:
@@ -403,7 +408,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     ideal = _ideal_gains(qrels, eval_q)
 
     matrix = RelevanceMatrix(
-        [qrels.queries[i] for i in eval_q.tolist()], grades, judged, lengths, n_rel.astype(np.int64),
+        list(qrels.queries) if n_eval == qrels.n_queries else [qrels.queries[i] for i in eval_q.tolist()], grades, judged, lengths, n_rel.astype(np.int64),
         n_nonrel.astype(np.int64), ideal, relevance_level, None, in_run[eval_q], pooled=pooled,
     )
     summary = {
