@@ -249,3 +249,23 @@ def test_cli_beir(shared_data, tmp_path):
                            "--out", str(tmp_path / "u"), "--quiet"], capture_output=True, text=True)
     assert same.returncode == 0, same.stderr
     assert same.stdout == out.stdout
+
+
+def test_cli_never_overwrites_a_strangers_file(tmp_path):
+    """--out: a rerun into the sweep's own folder needs no --force; a file rankwise did not write is refused
+    (one line, exit 2, nothing run) unless --force."""
+    out = tmp_path / "s"
+    args = [sys.executable, "-m", "rankwise.cli", "sweep", "--chunk-size", "600", "--overlap", "0", "--retriever",
+            "bm25", "--out", str(out), "--quiet"]
+    first = subprocess.run(args, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert json.loads((out / "sweep.json").read_text())["generator"] == "rankwise sweep"
+    again = subprocess.run(args, capture_output=True, text=True)  # every file there is ours
+    assert again.returncode == 0, again.stderr
+    (out / "report.html").write_text("<!DOCTYPE html><p>my own notes</p>")
+    refused = subprocess.run(args, capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "report.html" in refused.stderr
+    assert "--force" in refused.stderr and (out / "report.html").read_text().endswith("my own notes</p>")
+    forced = subprocess.run([*args, "--force"], capture_output=True, text=True)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((out / "sweep.json").read_text())["rows"][0]["label"] == "bm25 recursive 600/0"

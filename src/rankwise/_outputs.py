@@ -7,7 +7,8 @@ Every command that writes files (``eval-rag/judge --records``, ``compare --html/
 * two outputs on one path, an output that is a directory, a folder we cannot create or write;
 * an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML report
   (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
-  written by ``run --rag-out``, a demo summary, and a run whose ``.chunks.jsonl`` sibling is ours.
+  written by ``run --rag-out``, a demo summary, a ``sweep.json``, and a run whose ``.chunks.jsonl`` sibling
+  is ours.
 
 OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
 last resort, by the CLI.
@@ -74,6 +75,8 @@ def is_our_output(path: str | os.PathLike) -> bool:
         return HTML_GENERATOR.encode() in head or (head.startswith(_HTML_PREFIX) and b'id="doc-texts"' in head + tail)
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return b"Software\x00" + PNG_SOFTWARE.encode() in head
+    if head.startswith(b'{\n  "generator": "rankwise'):
+        return True  # sweep.json
     if head.startswith(b"{"):
         obj = _first_json_line(head)
         if not isinstance(obj, dict):

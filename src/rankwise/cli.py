@@ -1145,9 +1145,10 @@ def _int_list(value: str, name: str) -> list[int]:
               help="Folder for sweep.json, per-configuration records and report.html.")
 @click.option("--no-html", is_flag=True, help="Skip the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Overwrite existing files in --out that rankwise did not write.")
 def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, overlaps, splitters, retrievers, k,
                   relevance, relevance_level, metrics, baseline, model, rerank_model, rerank_top_n, llm_base_url,
-                  llm_config, permutations, alpha, cache_dir, out, no_html, quiet):
+                  llm_config, permutations, alpha, cache_dir, out, no_html, quiet, force):
     """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever over one
     corpus and test set; print one table (best per metric, paired tests against the baseline) and a report.
 
@@ -1166,6 +1167,17 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
         if qrels and not corpus_path:
             raise InputError("--qrels needs --corpus and --testset (the questions), or use --beir DIR")
         corpus = corpus_path or "kestrel"
+    from pathlib import Path
+
+    from rankwise._outputs import check_outputs
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("exists and is not a folder", source=folder, field="out")
+    mine = [folder / "report.html", folder / "sweep.json"]
+    mine += sorted((folder / "records").glob("*")) if (folder / "records").is_dir() else []
+    check_outputs({f"--out ({p.name})": p for p in mine if p.exists()},
+                  [p for p in (corpus_path, testset, qrels) if p], force=force)
     result = sweep(corpus, testset, qrels=qrels, split=split, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
                    overlaps=_int_list(overlaps, "overlap"),
                    splitters=[x.strip() for x in splitters.split(",") if x.strip()],

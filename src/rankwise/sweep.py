@@ -157,7 +157,9 @@ class SweepResult:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"settings": self.settings, "baseline": self.baseline, "metrics": self.metrics,
+        """What ``sweep.json`` holds (``generator`` first: the file is recognisably rankwise's)."""
+        return {"generator": "rankwise sweep", "settings": self.settings, "baseline": self.baseline,
+                "metrics": self.metrics,
                 "best": {m: {"config": lab, "mean": v} for m, (lab, v) in self.best.items()},
                 "rows": self.rows(), "skipped": [{"config": c, "reason": r} for c, r in self.skipped],
                 "timings": self.timings, "files": self.files}
