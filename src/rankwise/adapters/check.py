@@ -109,7 +109,7 @@ def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n
         >>> [c.id for c in rerank_records([r], lambda q, t: len(t), top_n=2, keep=1)[0].chunks]
         ['b']
     """
-    from rankwise.retrieval.rerank import make_scorer
+    from rankwise.retrieval.rerank import checked_scores, make_scorer
 
     if isinstance(records, AdapterRun):
         records = records.records
@@ -122,7 +122,7 @@ def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n
     for rec in records:
         new = copy.deepcopy(rec)
         head = new.chunks[:top_n]
-        scores = _scores(scorer, [(rec.question or "", c.text or "") for c in head]) if head else []
+        scores = checked_scores(scorer, [(rec.question or "", c.text or "") for c in head]) if head else []
         order = sorted(range(len(head)), key=lambda i: (-scores[i], i))[:keep]
         new.chunks = []
         for rank, i in enumerate(order, start=1):
@@ -135,25 +135,4 @@ def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n
             info["items"] = [info["items"][i] for i in order if i < len(info["items"])]
             info["reranked"] = {"top_n": top_n, "keep": keep, "from_ranks": [i + 1 for i in order]}
         out.append(new)
-    return out
-
-
-def _scores(scorer: Any, pairs: list[tuple[str, str]]) -> list[float]:
-    """One finite float per pair from a pair scorer (``score_pairs``) or a ``(query, text) -> float`` callable."""
-    import math
-
-    from rankwise.errors import RankwiseError
-
-    values = list(scorer.score_pairs(pairs)) if hasattr(scorer, "score_pairs") else [scorer(q, t) for q, t in pairs]
-    if len(values) != len(pairs):
-        raise RankwiseError(f"reranker returned {len(values)} scores for {len(pairs)} pairs")
-    out = []
-    for (q, _), v in zip(pairs, values, strict=True):
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise RankwiseError(f"reranker returned {v!r}, not a number, for query {q[:60]!r}") from None
-        if not math.isfinite(f):
-            raise RankwiseError(f"reranker returned {f!r} for query {q[:60]!r}")
-        out.append(f)
     return out

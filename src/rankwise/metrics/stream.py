@@ -70,6 +70,14 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
     query_ids: list[list[str]] = []
     values: list[np.ndarray] = []
     texts: dict[str, list[str]] = {}  # relstring: a text per query beside its number
+
+    def score(matrix) -> None:
+        query_ids.append(matrix.query_ids)
+        part = evaluate_matrix(matrix, measures)
+        values.append(part.per_query.values)
+        for key, column in part.texts.items():
+            texts.setdefault(key, []).extend(column)
+
     in_run = np.zeros(qrels.n_queries, dtype=bool)
     ignored: list[str] = []
     run_queries = 0
@@ -85,12 +93,7 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
         if len(judged) == 0:
             continue
         in_run[judged] = True
-        matrix, _ = join(_subset(qrels, judged), block, relevance_level=relevance_level, missing="skip")
-        query_ids.append(matrix.query_ids)
-        part = evaluate_matrix(matrix, measures)
-        values.append(part.per_query.values)
-        for key, column in part.texts.items():
-            texts.setdefault(key, []).extend(column)
+        score(join(_subset(qrels, judged), block, relevance_level=relevance_level, missing="skip")[0])
     if run_queries and len(ignored) == run_queries:
         raise InputError(
             f"the run and the qrels share no query id (run: {_examples(sorted(ignored))}; qrels: "
@@ -98,12 +101,7 @@ def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure
     absent = np.flatnonzero(~in_run)
     if missing == "zero" and len(absent):
         empty = Run.from_columns([], [], np.zeros(0), kind="scored")
-        matrix, _ = join(_subset(qrels, absent), empty, relevance_level=relevance_level, missing="zero")
-        query_ids.append(matrix.query_ids)
-        part = evaluate_matrix(matrix, measures)
-        values.append(part.per_query.values)
-        for key, column in part.texts.items():
-            texts.setdefault(key, []).extend(column)
+        score(join(_subset(qrels, absent), empty, relevance_level=relevance_level, missing="zero")[0])
     ids = [qid for part in query_ids for qid in part]
     if not ids:
         raise InputError("no query to evaluate: the qrels hold no query", field="query_id")

@@ -70,7 +70,14 @@ def make_scorer(scorer: str | PathLike | Scorer | PairScorer, **kwargs) -> Score
                      f"{type(scorer).__name__}", field="rerank")
 
 
-def _score(scorer, pairs: list[tuple[str, str]]) -> list[float]:
+def checked_scores(scorer: Scorer | PairScorer, pairs: list[tuple[str, str]]) -> list[float]:
+    """The scorer's score for each (query, text) pair, each checked to be a finite number, one per pair;
+    anything else is a one-line :class:`RankwiseError` naming the query.
+
+    Example:
+        >>> checked_scores(lambda q, t: len(t), [("q", "ab"), ("q", "abc")])
+        [2.0, 3.0]
+    """
     if isinstance(scorer, PairScorer):
         values = list(scorer.score_pairs(pairs))
         if len(values) != len(pairs):
@@ -119,7 +126,7 @@ def rerank(run: Run, queries: Mapping[str, str], texts: Mapping[str, str], score
     with progress(f"{name or 'rerank'}: reranking", len(pairs), quiet=quiet) as advance:
         for i in range(0, len(pairs), batch):
             part = pairs[i:i + batch]
-            scores[head[i:i + batch]] = _score(scorer, part)
+            scores[head[i:i + batch]] = checked_scores(scorer, part)
             advance(len(part))
     for q in range(run.n_queries):
         a, b = int(run.offsets[q]), int(run.offsets[q + 1])
