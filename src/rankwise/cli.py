@@ -427,10 +427,13 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     check_outputs({"--html": html_path, "--plot": plot_path}, records, force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
-    result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
-                             allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
-                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
-                             resamples=resamples, relevance_level=relevance_level)
+    from rankwise.errors import flag_names
+
+    with flag_names({"allow_mismatch": "--allow-mismatch"}):
+        result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
+                                 allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
+                                 permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                                 resamples=resamples, relevance_level=relevance_level)
     depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
     sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth, relevance_level=relevance_level)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
@@ -480,11 +483,14 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
+    from rankwise.errors import flag_names
 
-    result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
-                  qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
-                  seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
-                  worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
+    with flag_names({"allow_query_mismatch": "--allow-query-mismatch", "max_drop": "--max-drop",
+                     "alpha": "--alpha", "floors": "--min"}):
+        result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
+                      qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
+                      seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
+                      worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
     if fmt == "json":
         from rankwise.report.compare_text import gate_json
 
