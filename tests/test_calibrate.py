@@ -191,3 +191,14 @@ def test_calibrate_gives_no_recommendation_on_an_undefined_auc(tmp_path):
     data = json.loads(res.stdout)
     assert data["recommendation"] is None and data["sentence"].startswith("No recommendation: ")
     assert "is undefined" in data["refused"]
+
+
+def test_calibrate_gives_no_recommendation_on_an_undefined_tau():
+    recs = _records(40, 6)
+    for r in recs:
+        r.answer_score = 0.8 if r.id == "c017" else 0.5  # one case differs: one half holds one score
+    result = calibrate(recs, "llm")
+    assert result.statistic == "kendall_tau_b" and result.best is None
+    assert "Kendall tau-b" in result.refused and "is undefined" in result.refused
+    assert "every answer score of the" in result.refused and "is the same (0.5, 20 cases)" in result.refused
+    assert result.to_json()["recommendation"] is None and "nan" not in result.sentence()

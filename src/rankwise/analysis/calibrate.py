@@ -238,21 +238,8 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
         candidates.append(Candidate(name, train, held))
     candidates.sort(key=lambda c: (-(c.train if not math.isnan(c.train) else -math.inf),
                                    -(c.held_out if not math.isnan(c.held_out) else -math.inf)))
-    # bootstrap intervals of the held-out statistic for the leading candidates
-    test_rows = np.flatnonzero(is_test)
-    tail = (1 - confidence) / 2
-    if len(test_rows) > 1:
-        boot = np.random.default_rng(seed + 1)
-        draws = boot.integers(0, len(test_rows), size=(resamples, len(test_rows)))
-        multiplicity = np.zeros((resamples, len(test_rows)))
-        np.add.at(multiplicity, (np.arange(resamples)[:, None], draws), 1.0)
-        for c in candidates[:10]:
-            col = values[test_rows, names.index(c.name)]
-            ok = ~np.isnan(col)
-            stats = _statistics(col[ok], y[test_rows][ok], binary, multiplicity[:, ok])
-            stats = stats[~np.isnan(stats)]
-            if len(stats) >= max(10, resamples // 2):
-                c.ci_low, c.ci_high = (float(x) for x in np.quantile(stats, [tail, 1 - tail]))
+    _bootstrap_intervals(candidates[:10], values, names, y, is_test, binary, seed=seed, resamples=resamples,
+                         confidence=confidence)
     if len(systems) >= 2:
         for c in candidates:
             j = names.index(c.name)
@@ -268,6 +255,26 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
         refused = _undefined_reason(candidates[0], values[:, names.index(candidates[0].name)], y, is_test, binary)
     return CalibrationResult(stat_name, source, len(case_ids), len(case_ids) - len(test_ids), len(test_ids),
                              systems, candidates, refused, notes, summary)
+
+
+def _bootstrap_intervals(candidates: list[Candidate], values: np.ndarray, names: list[str], y: np.ndarray,
+                         is_test: np.ndarray, binary: bool, *, seed: int, resamples: int,
+                         confidence: float) -> None:
+    """Percentile bootstrap intervals of the held-out statistic, set on ``candidates`` (where defined)."""
+    test_rows = np.flatnonzero(is_test)
+    tail = (1 - confidence) / 2
+    if len(test_rows) > 1:
+        boot = np.random.default_rng(seed + 1)
+        draws = boot.integers(0, len(test_rows), size=(resamples, len(test_rows)))
+        multiplicity = np.zeros((resamples, len(test_rows)))
+        np.add.at(multiplicity, (np.arange(resamples)[:, None], draws), 1.0)
+        for c in candidates[:10]:
+            col = values[test_rows, names.index(c.name)]
+            ok = ~np.isnan(col)
+            stats = _statistics(col[ok], y[test_rows][ok], binary, multiplicity[:, ok])
+            stats = stats[~np.isnan(stats)]
+            if len(stats) >= max(10, resamples // 2):
+                c.ci_low, c.ci_high = (float(x) for x in np.quantile(stats, [tail, 1 - tail]))
 
 
 def _stratified_split(case_ids: list[str], rows_case: list[str], y: np.ndarray, test_share: float,
