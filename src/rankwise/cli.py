@@ -485,8 +485,7 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     from rankwise.analysis.gate import gate, parse_floors
     from rankwise.errors import flag_names
 
-    with flag_names({"allow_query_mismatch": "--allow-query-mismatch", "max_drop": "--max-drop",
-                     "alpha": "--alpha", "floors": "--min"}):
+    with flag_names({"allow_query_mismatch": "--allow-query-mismatch", "max_drop": "--max-drop", "floors": "--min"}):
         result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
                       qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
                       seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,

@@ -2,7 +2,9 @@
 
 The baseline and the candidate are runs (scored against qrels), saved results holding per-query values
 (``rankwise eval --format json --per-query``), or RAG records / test sets (scored by ``evaluate_rag`` under
-one verdict source). Both must cover the same queries. A floor per metric (``floors={"ndcg@10": 0.4}``)
+one verdict source). Whatever the pairing, both must cover the same queries (a run lacking a query is
+refused, not scored 0) unless ``allow_query_mismatch``. A saved result of means only is compared on its
+means, with no paired test, and the result says so. A floor per metric (``floors={"ndcg@10": 0.4}``)
 fails the gate whenever the candidate's mean is below it, significant or not. The p-value comes from the
 same routine as ``compare``'s, so the two print the same p for the same data and seed.
 
