@@ -29,7 +29,7 @@ from rankwise.metrics._names import (
     TREC_NICKNAMES,
     MeasureParamError,
 )
-from rankwise.relevance.matrix import RelevanceMatrix
+from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
            "known_names", "register", "asks_runid"]
