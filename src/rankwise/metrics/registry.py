@@ -22,7 +22,6 @@ import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.metrics import context, ir
-from rankwise.metrics._references import REFERENCES
 from rankwise.metrics._names import (
     JG_NICKNAMES,
     PREFS_MEASURES,
@@ -30,6 +29,7 @@ from rankwise.metrics._names import (
     TREC_NICKNAMES,
     MeasureParamError,
 )
+from rankwise.metrics._references import REFERENCES
 from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
