@@ -12,7 +12,7 @@ from rankwise.datasets import bundled_files, load_bundled_testset
 from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.retrieval import load_corpus, run_retrievers
-from rankwise.sweep import sweep, sweep_metrics
+from rankwise.workflows.sweep import sweep, sweep_metrics
 
 WHOLE = 100_000  # larger than any Kestrel document: overlap changes nothing, the index is reused
 
