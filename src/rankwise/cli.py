@@ -871,8 +871,8 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
     from rankwise.analysis.calibrate import calibrate
     from rankwise.analysis.compare import load_record_sets
 
-    check_plot_path(plot_path)
     check_outputs({"--plot": plot_path}, [*records, answer_scores, curve], force=force)
+    check_plot_path(plot_path)
     sets = load_record_sets(list(records), list(names) or None, source=source)
     given = read_answer_scores(answer_scores) if answer_scores else None
     for recs in sets.values():
@@ -1275,9 +1275,9 @@ def _check_generator_outputs(outputs: dict, testset, opts: dict) -> None:
     cache (read and written) is no input or output."""
     from rankwise._outputs import check_outputs, check_plot_path
 
-    check_plot_path(outputs.get("--plot"))
     inputs = [testset, opts["config_path"], opts["prompt_file"]]
     check_outputs(outputs, inputs, force=opts["force"])
+    check_plot_path(outputs.get("--plot"))
     check_outputs({"--cache": opts["cache_path"]}, [*inputs, *outputs.values()], force=True)
 
 
