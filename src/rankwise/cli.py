@@ -1570,10 +1570,15 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     inputs = [corpus, config_path, prompt_file]
     check_outputs({"--out": out, "--out (its rejected samples)": rejected_path(out)}, inputs, force=force)
     check_outputs({"--cache": cache_path}, [*inputs, out, rejected_path(out)], force=True)
-    summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
-                    config=config_path, cache=cache_path, price_in=price_in, price_out=price_out, max_cost=max_cost,
-                    concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm, max_calls=max_calls,
-                    prompt=prompt_file, quiet=quiet)
+    try:
+        summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
+                        config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
+                        max_cost=max_cost, concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm,
+                        max_calls=max_calls, prompt=prompt_file, quiet=quiet)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every sample decided is in OUT, every reply in the cache
+        click.echo(f"rankwise: interrupted; the samples decided are in {out} and every reply had is in the cache: "
+                   f"rerun the same command to resume", err=True)
+        sys.exit(_interrupt_code())
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:
@@ -1609,10 +1614,18 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
     labels = [n.strip() for n in names.split(",")] if names else None
     if labels is not None and len(labels) != len(runs):
         raise InputError(f"--names gives {len(labels)} names for {len(runs)} runs", field="names")
-    summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
-                   config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                   concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries, max_calls=max_calls,
-                   max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet, dry_run=dry_run)
+    from rankwise.relevance.llm.judge import JudgeInterrupted
+
+    try:
+        summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
+                       config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
+                       concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries,
+                       max_calls=max_calls, max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet,
+                       dry_run=dry_run)
+    except JudgeInterrupted as exc:
+        click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {out} and the cache: "
+                   f"rerun the same command to resume", err=True)
+        sys.exit(_interrupt_code())
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:
