@@ -182,7 +182,7 @@ def _as_list(value: Any) -> list:
     return list(value)
 
 
-def build_retriever(factory: Callable[[], Any], name: str = "the retriever factory") -> Any:
+def build_retriever(factory: Callable[[], Any], name: str | None = None) -> Any:
     """``factory()``; whatever it raises (``SystemExit`` too) becomes one :class:`InputError` line.
 
     Example:
@@ -190,6 +190,9 @@ def build_retriever(factory: Callable[[], Any], name: str = "the retriever facto
         Traceback (most recent call last):
         rankwise.errors.InputError: <input>: field 'retriever': my_rag:build raised ZeroDivisionError: ...
     """
+    if name is None:  # module:function, as given on the command line
+        qualname = getattr(factory, "__qualname__", None)
+        name = f"{getattr(factory, '__module__', '?')}:{qualname}" if qualname else "the retriever factory"
     try:
         return factory()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: one line, never a traceback
