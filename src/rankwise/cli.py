@@ -1094,8 +1094,8 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
 
     check_outputs({"--out": out}, [testset], force=force)
     obj, factory = _load_factory(retriever)
-    run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency, id_key=id_key, doc_id_key=doc_id_key,
-                        id_strategy=id_strategy, progress=True)
+    run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency,
+                        id_key=id_key, doc_id_key=doc_id_key, id_strategy=id_strategy, progress=True)
     run.write_records(out)
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
