@@ -25,7 +25,8 @@ from pathlib import Path
 
 from rankwise.errors import InputError
 
-__all__ = ["check_outputs", "check_output_folder", "check_plot_path", "is_our_output", "HTML_GENERATOR", "PNG_SOFTWARE"]
+__all__ = ["check_outputs", "check_output_folder", "check_plot_path", "is_our_output", "HTML_GENERATOR",
+           "PNG_SOFTWARE", "PLOT_TYPES"]
 
 HTML_GENERATOR = '<meta name="generator" content="rankwise">'
 PNG_SOFTWARE = "rankwise"

@@ -14,9 +14,9 @@ stop exceptions. The :class:`Runner` does the rest the same way for every task:
 - every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on disk)
   before the run returns or raises;
 - the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C or
-  SIGTERM (its ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130 or 143) stops the run promptly, with
-  the partial result; workers that swallow their cancellation (``asyncio.wait_for`` of Python <= 3.11)
-  are cancelled again;
+  SIGTERM (its ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130 or 143) stops the
+  run promptly, with the partial result; workers that swallow their cancellation (``asyncio.wait_for``
+  of Python <= 3.11) are cancelled again;
 - the summary (:class:`RunSummary`): outcomes, failure kinds, requests, retries, repairs, tokens, cost.
 
 Example::
