@@ -3,12 +3,14 @@
 Every command that writes files (``eval-rag/judge --records``, ``compare --html/--plot``, ``run --out``,
 ``demo --out`` ...) calls :func:`check_outputs` first. It refuses, with a one-line :class:`InputError`:
 
-* an output that is one of the inputs (same path or same file), even with ``--force``;
+* an output that is one of the inputs (same path or same file, symlinks resolved), or that lies inside an
+  input folder (a corpus of .txt files), even with ``--force``;
 * two outputs on one path, an output that is a directory, a folder we cannot create or write;
 * an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML report
   (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
-  written by ``run --rag-out``, a demo summary, a ``sweep.json``, and a run whose ``.chunks.jsonl`` sibling
-  is ours.
+  written by ``run --rag-out``, a demo summary, a ``sweep.json``, a position curve, a test set written by
+  ``synth`` / ``import-testset`` / ``pool`` (its rows carry our ``provenance``), a Ragas or DeepEval export,
+  and a run whose ``.chunks.jsonl`` sibling is ours.
 
 OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
 last resort, by the CLI.
@@ -23,13 +25,17 @@ from pathlib import Path
 
 from rankwise.errors import InputError
 
-__all__ = ["check_outputs", "is_our_output", "HTML_GENERATOR", "PNG_SOFTWARE"]
+__all__ = ["check_outputs", "check_output_folder", "check_plot_path", "is_our_output", "HTML_GENERATOR",
+           "PNG_SOFTWARE", "PLOT_TYPES"]
 
 HTML_GENERATOR = '<meta name="generator" content="rankwise">'
 PNG_SOFTWARE = "rankwise"
 _HTML_PREFIX = b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
 _CHUNK_KEYS = {"id", "doc_id", "start", "end", "text"}
 _CONTEXT_KEYS = {"id", "text", "doc_id", "start", "end", "score"}
+_RAGAS_EXPORT_KEYS = {"user_input", "reference", "reference_contexts", "reference_context_ids"}
+_CURVE_KEYS = {"accuracy", "counts", "intervals", "weights", "fits"}
+_PROVENANCE_MARKS = ("plan", "imported_from", "pooled")  # synth / import-testset / pool
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -39,6 +45,32 @@ def _same(a: Path, b: Path) -> bool:
     except OSError:
         pass
     return a.resolve() == b.resolve()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """``path`` (symlinks resolved) is ``folder`` or lies somewhere under it."""
+    try:
+        return folder.is_dir() and path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _ours_by_rows(head: bytes) -> bool:
+    """JSON Lines whose rows show they are ours: a test set we wrote (synth, import-testset, pool: our
+    ``provenance``), its rejected samples, a Ragas export."""
+    for line in head.split(b"\n")[:200]:
+        try:
+            obj = json.loads(line) if line.strip() else None
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if set(obj) == _RAGAS_EXPORT_KEYS or "pool_judged" in obj:
+            return True
+        prov = obj.get("provenance")
+        if isinstance(prov, dict) and any(mark in prov for mark in _PROVENANCE_MARKS):
+            return True
+    return False
 
 
 def _first_json_line(head: bytes):
@@ -95,6 +127,12 @@ def is_our_output(path: str | os.PathLike) -> bool:
                 return True  # `rankwise run --rag-out`
             if {"settings", "winner", "mean"} <= set(obj):
                 return True  # demo summary.json
+            if set(obj) >= _CURVE_KEYS:
+                return True  # position-curve --out
+        if _ours_by_rows(head):
+            return True
+    if head.startswith(b"[") and b'"reference_spans"' in head and b'"expected_output"' in head:
+        return True  # export-testset --to deepeval
     chunks = p.with_name(p.name + ".chunks.jsonl")
     return chunks.is_file() and is_our_output(chunks)  # a run written by `rankwise run` with its chunks
 
@@ -131,6 +169,9 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
             if _same(path, src):
                 raise InputError(f"{option} would write over the input {src}; choose another file",
                                  source=path, field=option)
+            if _inside(path, src):
+                raise InputError(f"{option} would write into the input folder {src}; choose a file outside it",
+                                 source=path, field=option)
         key = path.resolve()
         if key in seen:
             raise InputError(f"{option} and {seen[key]} name the same file", source=path, field=option)
@@ -141,3 +182,42 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
             raise InputError("exists and is not a rankwise output; pass --force to overwrite it",
                              source=path, field=option)
         _check_folder(path, option)
+
+
+def check_output_folder(folder: str | os.PathLike, option: str, files: Iterable[str | os.PathLike],
+                        inputs: Iterable[str | os.PathLike | None] = (), *, force: bool = False) -> None:
+    """An output folder (``demo --out``, ``sweep --out``): not a file, not an input, not inside an input
+    folder; then :func:`check_outputs` on the ``files`` in it we would rewrite.
+
+    Example:
+        >>> check_output_folder("rankwise-sweep", "--out", [], ["corpus/"])  # doctest: +SKIP
+    """
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise InputError("exists and is not a folder", source=path, field=option)
+    for src in (Path(p) for p in inputs if p is not None):
+        if _same(path, src) or _inside(path, src):
+            raise InputError(f"{option} would write into a folder holding the input {src}; choose another "
+                             f"folder", source=path, field=option)
+    check_outputs({f"{option} ({Path(p).name})": p for p in files if Path(p).exists()}, inputs, force=force)
+
+
+PLOT_TYPES = (".png",)
+
+
+def check_plot_path(path: str | os.PathLike | None, option: str = "--plot") -> None:
+    """A plot goes to a PNG file: any other type is refused (one line naming ``option``) before any work.
+
+    Example:
+        >>> check_plot_path("curve.png")
+        >>> check_plot_path("curve.txt")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        rankwise.errors.InputError: curve.txt: field '--plot': unsupported image type '.txt'; ...
+    """
+    if path is None:
+        return
+    suffix = Path(path).suffix.lower()
+    if suffix not in PLOT_TYPES:
+        raise InputError(f"unsupported image type {suffix or '(no extension)'!r}; {option} writes "
+                         f"{', '.join(t.lstrip('.').upper() for t in PLOT_TYPES)} images: give a name ending in "
+                         f"{' or '.join(PLOT_TYPES)}", source=path, field=option)

@@ -44,7 +44,7 @@ class _Group(click.Group):
             _fail(exc.format_message())
         except KeyboardInterrupt:
             click.echo("rankwise: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(_interrupt_code())
         except BrokenPipeError:
             sys.exit(0)
         except OSError as exc:  # a file we read or write: full disk, no permission ...
@@ -58,6 +58,9 @@ class _Group(click.Group):
         # pools can abort the process ("terminate called without an active exception", rc -6, see
         # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
         code = 1
+        from rankwise._signals import install_sigterm
+
+        install_sigterm()  # SIGTERM (timeout, CI, container stop) takes Ctrl-C's path: records kept, exit 143
         try:
             super().main(args, prog_name, complete_var, standalone_mode, **extra)
             code = 0
@@ -68,7 +71,7 @@ class _Group(click.Group):
                 print(exc.code, file=sys.stderr)
         except KeyboardInterrupt:
             print("rankwise: interrupted", file=sys.stderr)
-            code = 130
+            code = _interrupt_code()
         except BaseException:
             import traceback
 
@@ -80,6 +83,13 @@ def _fail(message: str) -> None:
     """One line on stderr, exit code 2."""
     click.echo("rankwise: error: " + " ".join(message.splitlines()), err=True)
     sys.exit(2)
+
+
+def _interrupt_code() -> int:
+    """130 after Ctrl-C, 143 after SIGTERM."""
+    from rankwise._signals import interrupt_exit_code
+
+    return interrupt_exit_code()
 
 
 def _exit_now(code: int) -> None:
@@ -424,16 +434,13 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     from rankwise.analysis.ksweep import ksweep_records
     from rankwise.report.compare_console import emit_comparison
 
-    check_outputs({"--html": html_path, "--plot": plot_path}, records, force=force)
+    check_outputs({"--html": html_path, "--plot": plot_path}, [*records, labels], force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
-    from rankwise.errors import flag_names
-
-    with flag_names({"allow_mismatch": "--allow-mismatch"}):
-        result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
-                                 allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
-                                 permutations=permutations, seed=seed, correction=correction, alpha=alpha,
-                                 resamples=resamples, relevance_level=relevance_level)
+    result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
+                             allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
+                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                             resamples=resamples, relevance_level=relevance_level)
     depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
     sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth, relevance_level=relevance_level)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
@@ -483,13 +490,11 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
-    from rankwise.errors import flag_names
 
-    with flag_names({"allow_query_mismatch": "--allow-query-mismatch", "max_drop": "--max-drop", "floors": "--min"}):
-        result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
-                      qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
-                      seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
-                      worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
+    result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
+                  qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
+                  seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
+                  worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
     if fmt == "json":
         from rankwise.report.compare_text import gate_json
 
@@ -601,8 +606,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                   batch_discount, batch_max_requests, batch_max_bytes, shard, max_cost):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
-    import signal
-
+    from rankwise._signals import signals_held
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
     from rankwise.llm.cache import CacheWriteError, VerdictCache
@@ -644,7 +648,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                              cache=cache_path)
     endpoint = cfg.endpoint
     records = load_for_judging(testset)
-    if shard:
+    if shard is not None:  # --shard '' is an error, not "no shard"
         from rankwise.llm.shard import in_shard, parse_shard
 
         records = [r for r in records if in_shard(r.id, *parse_shard(shard))]
@@ -654,15 +658,13 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     def finish(result) -> None:
         """Verdicts into the records, the records to disk (Ctrl-C held off meanwhile), the summary."""
         attach_verdicts(records, result, judge, source)
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            write_records(records, records_out)
+            with signals_held():
+                write_records(records, records_out)
         except OSError as exc:
             raise RankwiseError(f"cannot write the records {records_out}: {exc.strerror or exc}; the "
                                 f"{result.summary.ok} verdicts had are in the cache ({cache.path}): rerun the "
                                 f"same command with another --records") from None
-        finally:
-            signal.signal(signal.SIGINT, previous)
         for line in judge_summary_lines(result.summary, endpoint.url):
             click.echo(line)
         click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
@@ -703,7 +705,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             except KeyboardInterrupt:
                 click.echo(f"rankwise: interrupted; the batch ids are kept in the cache ({cache.path}): rerun the "
                            "same command to resume polling", err=True)
-                sys.exit(130)
+                sys.exit(_interrupt_code())
             for line in report.lines():
                 click.echo(line)
         total = sum(len(c.chunks) for c in cases)
@@ -717,7 +719,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {records_out} and "
                        f"the cache ({cache.path}, {len(cache)} verdicts): rerun the same command to resume",
                        err=True)
-            sys.exit(130)
+            sys.exit(_interrupt_code())
         except JudgeStopped as exc:
             if exc.result.summary.ok:
                 finish(exc.result)
@@ -789,8 +791,10 @@ def cache_clear_command(cache_path, model, prompt_version):
 def cache_merge_command(sources, into):
     """Merge verdict caches (e.g. of `judge --shard` workers) into one: identical rows kept once; rows
     that disagree keep the newest and are counted as conflicts."""
+    from rankwise._outputs import check_outputs
     from rankwise.llm.shard import merge_caches
 
+    check_outputs({"--into": into}, sources, force=True)  # a cache, read and written: foreign ones it refuses
     r = merge_caches(list(sources), into)
     click.echo(f"merged {len(sources)} caches into {into}: {r.read} rows read, {r.added} added, {r.identical} "
                f"identical kept once, {r.conflicts} conflicts ({r.replaced} replaced by a newer row); "
@@ -862,12 +866,13 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
     reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
     import json
 
-    from rankwise._outputs import check_outputs
+    from rankwise._outputs import check_outputs, check_plot_path
     from rankwise.analysis.answers import read_answer_scores, score_answers
     from rankwise.analysis.calibrate import calibrate
     from rankwise.analysis.compare import load_record_sets
 
     check_outputs({"--plot": plot_path}, [*records, answer_scores, curve], force=force)
+    check_plot_path(plot_path)
     sets = load_record_sets(list(records), list(names) or None, source=source)
     given = read_answer_scores(answer_scores) if answer_scores else None
     for recs in sets.values():
@@ -1078,16 +1083,19 @@ def check_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k
 @_adapter_options
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Per-case records (JSONL) for `rankwise eval-rag OUT -r span`.")
-def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency, out):
+@click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
+def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency, out, force):
     """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a test set and
     write per-case records with ranks, scores, stable ids, offsets and latencies."""
     import json
 
-    from rankwise.adapters import run_retriever
+    from rankwise._outputs import check_outputs
+    from rankwise.adapters import build_retriever, run_retriever
 
+    check_outputs({"--out": out}, [testset], force=force)
     obj, factory = _load_factory(retriever)
-    run = run_retriever(obj() if factory else obj, testset, k, concurrency, id_key=id_key, doc_id_key=doc_id_key,
-                        id_strategy=id_strategy, progress=True)
+    run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency,
+                        id_key=id_key, doc_id_key=doc_id_key, id_strategy=id_strategy, progress=True)
     run.write_records(out)
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
@@ -1174,15 +1182,12 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
         corpus = corpus_path or "kestrel"
     from pathlib import Path
 
-    from rankwise._outputs import check_outputs
+    from rankwise._outputs import check_output_folder
 
     folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise InputError("exists and is not a folder", source=folder, field="out")
     mine = [folder / "report.html", folder / "sweep.json"]
     mine += sorted((folder / "records").glob("*")) if (folder / "records").is_dir() else []
-    check_outputs({f"--out ({p.name})": p for p in mine if p.exists()},
-                  [p for p in (corpus_path, testset, qrels) if p], force=force)
+    check_output_folder(folder, "--out", mine, [corpus_path, testset, qrels, beir_dir, llm_config], force=force)
     result = sweep(corpus, testset, qrels=qrels, split=split, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
                    overlaps=_int_list(overlaps, "overlap"),
                    splitters=[x.strip() for x in splitters.split(",") if x.strip()],
@@ -1233,6 +1238,7 @@ def _generator_options(dry_run: str):
         click.option("--judge-model", default=None, help="With --score llm: the model that checks answers "
                                                          "(default: --model)."),
         click.option("--graded-score", is_flag=True, help="With --score llm: grade 0-3 (score = grade/3)."),
+        click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]
 
     def decorate(func):
@@ -1264,16 +1270,15 @@ def _make_generators(opts: dict, *, need_checker: bool):
     return gen, checker, cfg.endpoint.url
 
 
-def _check_writable(path, option: str) -> None:
-    import os
-    from pathlib import Path
+def _check_generator_outputs(outputs: dict, testset, opts: dict) -> None:
+    """Before any call: the outputs are no input, no stranger's file (unless --force), a plot is a PNG; the
+    cache (read and written) is no input or output."""
+    from rankwise._outputs import check_outputs, check_plot_path
 
-    from rankwise.errors import InputError
-
-    folder = Path(path).resolve().parent
-    if Path(path).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise InputError("cannot write here (a folder, or a folder that does not exist or is not writable)",
-                         source=path, field=option)
+    inputs = [testset, opts["config_path"], opts["prompt_file"]]
+    check_outputs(outputs, inputs, force=opts["force"])
+    check_plot_path(outputs.get("--plot"))
+    check_outputs({"--cache": opts["cache_path"]}, [*inputs, *outputs.values()], force=True)
 
 
 def _plan_lines(plan, url: str, what: str) -> list[str]:
@@ -1294,7 +1299,7 @@ def _run_generator(call, records_to_save=None, save=None):
             save()
         click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} replies had are in the cache: rerun the "
                    f"same command to resume", err=True)
-        sys.exit(130)
+        sys.exit(_interrupt_code())
     except GenerationStopped as exc:
         if save is not None and exc.result.summary.ok:
             save()
@@ -1331,8 +1336,7 @@ def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
 def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts):
     """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order, with
     any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
-    import signal
-
+    from rankwise._signals import signals_held
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
     from rankwise.progress import progress
@@ -1341,8 +1345,7 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the answers go), or --dry-run", field="records")
-    if records_out:
-        _check_writable(records_out, "records")
+    _check_generator_outputs({"--records": records_out}, testset, opts)
     records = load_for_judging(testset)
     gen, checker, url = _make_generators(opts, need_checker=opts["score"] == "llm")
     try:
@@ -1353,11 +1356,8 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
             return
 
         def save() -> None:
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
+            with signals_held():
                 write_records(records, records_out)
-            finally:
-                signal.signal(signal.SIGINT, previous)
 
         with progress("answering", len(records), quiet=opts["quiet"], transient=True, eta=True) as advance:
             result = _run_generator(lambda: answer_records(records, gen, k, max_context_tokens=max_context_tokens,
@@ -1402,9 +1402,7 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
     from rankwise.relevance.llm_judge import load_for_judging
     from rankwise.workflows.position_run import plant_contexts, position_requests, run_position_curve
 
-    for path, name in ((out_path, "out"), (plot_path, "plot")):
-        if path:
-            _check_writable(path, name)
+    _check_generator_outputs({"--out": out_path, "--plot": plot_path}, testset, opts)
     method = opts["score"] or "f1"
     records = load_for_judging(testset)
     if source in TEXT_SOURCES or source == "ids":
@@ -1479,8 +1477,7 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
-    if records_out:
-        _check_writable(records_out, "records")
+    _check_generator_outputs({"--records": records_out}, testset, opts)
     method = opts["score"] or "f1"
     records = load_for_judging(testset)
     if not any(r.reference for r in records):
@@ -1528,11 +1525,12 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
 @click.option("--passage-chars", type=int, default=1000, show_default=True, help="Characters per passage.")
 @click.option("--critic", is_flag=True, help="A second call per sample rating answerability from the quotes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--force", is_flag=True, help="Append to an existing --out file that rankwise did not write.")
 @_llm_options(model="Generator", prompt="synth prompts (testsets/prompts/synth.toml)",
               dry_run="Print calls, tokens and money per phase; call nothing.")
 def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, base_url, api_key, config_path,
                   prompt_file, concurrency, rpm, timeout, max_retries, max_calls, cache_path, price_in, price_out,
-                  max_cost, dry_run, as_json, quiet):
+                  max_cost, dry_run, as_json, quiet, force):
     """Generate a test set from CORPUS (folder of .txt/.md, JSONL of documents, BEIR folder): questions whose
     reference contexts are verified character spans. Rerun the same command to resume."""
     import json
@@ -1566,10 +1564,21 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
         return
     if not out:
         raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
-    summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
-                    config=config_path, cache=cache_path, price_in=price_in, price_out=price_out, max_cost=max_cost,
-                    concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm, max_calls=max_calls,
-                    prompt=prompt_file, quiet=quiet)
+    from rankwise._outputs import check_outputs
+    from rankwise.testsets.synth import rejected_path
+
+    inputs = [corpus, config_path, prompt_file]
+    check_outputs({"--out": out, "--out (its rejected samples)": rejected_path(out)}, inputs, force=force)
+    check_outputs({"--cache": cache_path}, [*inputs, out, rejected_path(out)], force=True)
+    try:
+        summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
+                        config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
+                        max_cost=max_cost, concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm,
+                        max_calls=max_calls, prompt=prompt_file, quiet=quiet)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every sample decided is in OUT, every reply in the cache
+        click.echo(f"rankwise: interrupted; the samples decided are in {out} and every reply had is in the cache: "
+                   f"rerun the same command to resume", err=True)
+        sys.exit(_interrupt_code())
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:
@@ -1585,24 +1594,38 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Top k of each system pooled.")
 @click.option("--names", default=None, help="System names, comma-separated (default: the file names).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
 @_llm_options(model="Judge", prompt="prompt templates",
               dry_run="Count the pool and estimate the judge's calls and cost; call nothing.")
 def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, prompt_file, concurrency, rpm,
-                 timeout, max_retries, max_calls, max_cost, cache_path, price_in, price_out, dry_run, as_json, quiet):
+                 timeout, max_retries, max_calls, max_cost, cache_path, price_in, price_out, dry_run, as_json, quiet,
+                 force):
     """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
     retrieved spans, from `rankwise run --rag-out`) with the LLM judge and add the relevant ones."""
     import json
 
+    from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.testsets.pool import pool, pool_lines
 
+    inputs = [testset, *runs, config_path, prompt_file]
+    check_outputs({"--out": None if dry_run else out}, inputs, force=force)
+    check_outputs({"--cache": cache_path}, [*inputs, out], force=True)
     labels = [n.strip() for n in names.split(",")] if names else None
     if labels is not None and len(labels) != len(runs):
         raise InputError(f"--names gives {len(labels)} names for {len(runs)} runs", field="names")
-    summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
-                   config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                   concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries, max_calls=max_calls,
-                   max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet, dry_run=dry_run)
+    from rankwise.relevance.llm_judge import JudgeInterrupted
+
+    try:
+        summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
+                       config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
+                       concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries,
+                       max_calls=max_calls, max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet,
+                       dry_run=dry_run)
+    except JudgeInterrupted as exc:
+        click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {out} and the cache: "
+                   f"rerun the same command to resume", err=True)
+        sys.exit(_interrupt_code())
     if as_json:
         click.echo(json.dumps(summary.to_dict()))
     else:
@@ -1619,14 +1642,17 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
 @click.option("--threshold", type=float, default=90.0, show_default=True,
               help="Fuzzy match: rapidfuzz partial-ratio a context needs (0-100); 101 = no fuzzy match.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def import_testset_command(source, corpus_path, fmt, out, threshold, as_json):
+@click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
+def import_testset_command(source, corpus_path, fmt, out, threshold, as_json, force):
     """Read a test set generated by Ragas, DeepEval, LlamaIndex or a BEIR-style generator and map each text
     context to a span of the corpus (exact, normalised, fuzzy); unmapped contexts are kept and counted."""
     import json
 
+    from rankwise._outputs import check_outputs
     from rankwise.retrieval.corpus import load_corpus
     from rankwise.testsets.importers import import_lines, import_testset
 
+    check_outputs({"--out": out}, [source, corpus_path], force=force)
     summary = import_testset(source, load_corpus(corpus_path), out=out, fmt=fmt,
                              threshold=None if threshold > 100 else threshold)
     if as_json:
@@ -1641,10 +1667,13 @@ def import_testset_command(source, corpus_path, fmt, out, threshold, as_json):
 @click.option("--to", "to", required=True, type=click.Choice(["ragas", "deepeval"]), help="The target's shape.")
 @click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
               help="Ragas: JSONL of samples; DeepEval: JSON list of goldens.")
-def export_testset_command(testset, to, out):
+@click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
+def export_testset_command(testset, to, out, force):
     """Write a rankwise test set as Ragas samples or DeepEval goldens, span ids filled in."""
+    from rankwise._outputs import check_outputs
     from rankwise.testsets.importers import export_testset
 
+    check_outputs({"--out": out}, [testset], force=force)
     n = export_testset(testset, to=to, out=out)
     click.echo(f"{n} samples written to {out} ({to})")
 

@@ -17,7 +17,8 @@ Example:
 from rankwise.adapters.check import AdapterCheck, check_adapter, rerank_records
 from rankwise.adapters.ids import ID_STRATEGIES, looks_random, resolve_id, text_id
 from rankwise.adapters.items import RawItem, to_item
-from rankwise.adapters.run import AdapterRun, RetrieverRandomIdWarning, detect, run_retriever
+from rankwise.adapters.run import AdapterRun, RetrieverRandomIdWarning, build_retriever, detect, run_retriever
 
-__all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverRandomIdWarning", "check_adapter",
+__all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverRandomIdWarning", "build_retriever",
+           "check_adapter",
            "detect", "looks_random", "rerank_records", "resolve_id", "run_retriever", "text_id", "to_item"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankwise.adapters.ids import text_id
-from rankwise.adapters.run import AdapterRun, run_retriever
+from rankwise.adapters.run import AdapterRun, build_retriever, run_retriever
 from rankwise.data.records import CaseRecord
 
 __all__ = ["AdapterCheck", "check_adapter", "rerank_records"]
@@ -82,8 +82,8 @@ def check_adapter(retriever: Any, testset: Any, k: int = 10, *, factory: bool = 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        first = run_retriever(retriever() if factory else retriever, testset, k, **options)
-        second = run_retriever(retriever() if factory else retriever, testset, k, **options)
+        first = run_retriever(build_retriever(retriever) if factory else retriever, testset, k, **options)
+        second = run_retriever(build_retriever(retriever) if factory else retriever, testset, k, **options)
     out = AdapterCheck(first=first, second=second)
     for a, b in zip(first.records, second.records, strict=True):
         texts_a = [text_id(c.text or "") for c in a.chunks]

@@ -39,7 +39,7 @@ from rankwise.adapters.items import DOC_ID_KEYS, RawItem, to_item
 from rankwise.data.records import CaseRecord, ChunkRecord, as_records, write_records
 from rankwise.errors import InputError
 
-__all__ = ["AdapterRun", "run_retriever", "detect", "records_queries", "RetrieverRandomIdWarning"]
+__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "records_queries", "RetrieverRandomIdWarning"]
 
 
 class RetrieverRandomIdWarning(UserWarning):
@@ -172,12 +172,32 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 
+class _NotAList(TypeError):
+    """The retriever answered, with something that is not a list of items (not retried: it would again)."""
+
+
 def _as_list(value: Any) -> list:
-    if value is None:
-        return []
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"the retriever returned {type(value).__name__}, not a list of items")
+    if value is None or isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise _NotAList(f"the retriever returned {type(value).__name__}, not a list of items")
     return list(value)
+
+
+def build_retriever(factory: Callable[[], Any], name: str | None = None) -> Any:
+    """``factory()``; whatever it raises (``SystemExit`` too) becomes one :class:`InputError` line.
+
+    Example:
+        >>> build_retriever(lambda: 1 / 0, "my_rag:build")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        rankwise.errors.InputError: <input>: field 'retriever': my_rag:build raised ZeroDivisionError: ...
+    """
+    if name is None:  # module:function, as given on the command line
+        qualname = getattr(factory, "__qualname__", None)
+        name = f"{getattr(factory, '__module__', '?')}:{qualname}" if qualname else "the retriever factory"
+    try:
+        return factory()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: one line, never a traceback
+        raise InputError(f"{name} raised {_describe(exc)} while building the retriever",
+                         field="retriever") from None
 
 
 def _run_sync(fn, queries: list[str], *, concurrency: int, retries: int, backoff: float,
@@ -192,9 +212,11 @@ def _run_sync(fn, queries: list[str], *, concurrency: int, retries: int, backoff
                 out.latency_ms = (time.perf_counter() - t0) * 1000
                 out.error = None
                 break
-            except Exception as exc:  # noqa: BLE001 - every failure is recorded, never raised
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure is recorded, never raised
                 out.latency_ms = (time.perf_counter() - t0) * 1000
                 out.error = _describe(exc)
+                if isinstance(exc, _NotAList):
+                    break
                 if attempt < retries:
                     time.sleep(backoff * (2 ** attempt))
         on_done()
@@ -223,10 +245,12 @@ def _run_async(afn, queries: list[str], *, concurrency: int, retries: int, backo
                         out.latency_ms = (time.perf_counter() - t0) * 1000
                         out.error = None
                         break
-                    except Exception as exc:  # noqa: BLE001
+                    except (Exception, SystemExit) as exc:  # noqa: BLE001
                         out.latency_ms = (time.perf_counter() - t0) * 1000
                         out.error = _describe(exc) if not isinstance(exc, asyncio.TimeoutError) \
                             else f"TimeoutError: no answer within {timeout:g} s"
+                        if isinstance(exc, _NotAList):
+                            break
                         if attempt < retries:
                             await asyncio.sleep(backoff * (2 ** attempt))
             on_done()
@@ -427,6 +451,7 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
     random_native = 0
     duplicates = 0
     no_offsets = 0
+    bad_offsets: list[str] = []
     failed: dict[str, str] = {}
     for rec, out in zip(records, outcomes, strict=True):
         info: dict[str, Any] = {"status": "ok", "attempts": out.attempts,
@@ -454,6 +479,9 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
             start, end = it.start, it.end
             if start is not None and end is None and it.text is not None:
                 end = start + len(it.text)
+            if start is not None and (start < 0 or end is None or end < start):
+                bad_offsets.append(f"{rec.id} rank {rank}: start {start}, end {end}")
+                start = end = None  # eval-rag would refuse the record: the chunk is kept without offsets
             if start is None:
                 no_offsets += 1
             if looks_random(it.native_id):
@@ -492,12 +520,16 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
         warn.append(f"{no_offsets} of {n_chunks} chunks carry no start offset, so span verdicts cannot score them; "
                     "LangChain: split with add_start_index=True; LlamaIndex: nodes keep start_char_idx; Haystack: "
                     "DocumentSplitter sets split_idx_start.")
+    if bad_offsets:
+        warn.append(f"{len(bad_offsets)} of {n_chunks} chunks carry impossible offsets (negative, or end before "
+                    f"start; first: {bad_offsets[0]}); they are kept without offsets, so span verdicts cannot "
+                    "score them")
     if random_native:
         warnings.warn(warn[0], RetrieverRandomIdWarning, stacklevel=2)
     summary = {
         "retriever": kind, "k": k, "cases": len(records), "failed": len(failed), "failed_cases": failed,
         "chunks": n_chunks, "id_strategy": dict(strategies), "random_ids": random_native,
-        "duplicates": duplicates, "no_offsets": no_offsets, "seconds": round(seconds, 4),
+        "duplicates": duplicates, "no_offsets": no_offsets, "bad_offsets": len(bad_offsets), "seconds": round(seconds, 4),
         "latency_ms": {"mean": round(sum(latencies) / len(latencies), 3) if latencies else None,
                        "p50": _round(_percentile(latencies, 0.5)), "p95": _round(_percentile(latencies, 0.95)),
                        "max": _round(max(latencies) if latencies else None)},

@@ -13,10 +13,10 @@ stop exceptions. The :class:`Runner` does the rest the same way for every task:
 - ``max_cost``: no new unit is started once the run has spent that much (the rest end ``missing``);
 - every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on disk)
   before the run returns or raises;
-- the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C (its
-  ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130) stops the run promptly, with
-  the partial result; workers that swallow their cancellation (``asyncio.wait_for`` of Python <= 3.11)
-  are cancelled again;
+- the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C or
+  SIGTERM (its ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130 or 143) stops the
+  run promptly, with the partial result; workers that swallow their cancellation (``asyncio.wait_for``
+  of Python <= 3.11) are cancelled again;
 - the summary (:class:`RunSummary`): outcomes, failure kinds, requests, retries, repairs, tokens, cost.
 
 Example::
@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from rankwise._signals import Terminated, note_signal, runner_takes_sigterm
 from rankwise.llm.cache import CacheWriteError, CacheWriter, VerdictCache
 from rankwise.llm.client import (
     CallError,
@@ -266,24 +267,30 @@ class Runner:
         started = time.perf_counter()
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
-        sigint = False
+        taken: dict[int, Any] = {}  # signal -> the Python handler to put back
         if handle_sigint and threading.current_thread() is threading.main_thread():
-            try:
-                loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-                sigint = True
-            except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
-                pass
+            wanted = [signal.SIGINT] + ([signal.SIGTERM] if runner_takes_sigterm() else [])
+            for signum in wanted:  # SIGTERM (timeout, CI, container stop) is handled like Ctrl-C
+                try:
+                    previous = signal.getsignal(signum)
+                    loop.add_signal_handler(signum, self._on_signal, signum)
+                    taken[signum] = previous
+                except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+                    pass
         try:
             return await self._execute(prepare(self), progress, started)
         finally:
-            if sigint:
-                loop.remove_signal_handler(signal.SIGINT)
+            for signum, previous in taken.items():
+                loop.remove_signal_handler(signum)
+                if previous is not None:
+                    signal.signal(signum, previous)
 
-    def _on_sigint(self) -> None:
-        if self.interrupted:  # a second Ctrl-C: stop at once
-            raise KeyboardInterrupt
+    def _on_signal(self, signum: int = signal.SIGINT) -> None:
+        note_signal(signum)
+        if self.interrupted:  # a second Ctrl-C / SIGTERM: stop at once
+            raise Terminated("terminated") if signum == signal.SIGTERM else KeyboardInterrupt
         self.interrupted = True
-        self.stop("interrupted (Ctrl-C)")
+        self.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT else "interrupted (SIGTERM)")
 
     def stop(self, reason: str, cause: BaseException | None = None) -> None:
         """Stop the run (the first reason is kept): no new unit starts, calls in flight are dropped."""

@@ -22,7 +22,7 @@ from rankwise.metrics.registry import parse_measures
 from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
-           "ACP_NOTE"]
+           "ACP_NOTE", "unscorable_reasons"]
 
 R_BASIS_TEXT = {
     "reference passages": "reference passages (a passage counts once, however many chunks match it)",
@@ -112,6 +112,22 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
     return records, stored
 
 
+
+def unscorable_reasons(unscorable_cases: dict[str, str], relevance: str) -> str:
+    """Why no case could be scored, for the one-line error: each reason once; cases the retriever found
+    nothing for are counted as such (no verdict source would help them).
+
+    Example:
+        >>> unscorable_reasons({"q1": "no retrieved chunks", "q2": "no retrieved chunks"}, "span")
+        'the retriever returned no chunks for 2 questions'
+    """
+    empty = sum(1 for why in unscorable_cases.values() if why == "no retrieved chunks")
+    reasons = [f"the retriever returned no chunks for {empty} question{'s' if empty != 1 else ''}"
+               if why == "no retrieved chunks" else why for why in sorted(set(unscorable_cases.values()))]
+    hint = (" (span needs doc_id/start/end on chunks and reference passages; try containment or fuzzy)"
+            if relevance == "span" and empty < len(unscorable_cases) else "")
+    return "; ".join(reasons) + hint
+
 def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = None,
                  k: int | Iterable[int] | None = None, metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
@@ -170,10 +186,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         elif status.startswith("incomplete"):
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
-        reasons = sorted(set(unscorable_cases.values()))
-        hint = (" (span needs doc_id/start/end on chunks and reference passages; try containment or fuzzy)"
-                if relevance == "span" else "")
-        raise InputError(f"no case can be scored with relevance {relevance!r}: {'; '.join(reasons)}{hint}",
+        raise InputError(f"no case can be scored with relevance {relevance!r}: "
+                         f"{unscorable_reasons(unscorable_cases, relevance)}",
                          source=testset if isinstance(testset, (str, PathLike)) else None, field="relevance")
     skip = set()
     if unscorable == "skip":

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from rankwise._outputs import PNG_SOFTWARE
 from rankwise.analysis.calibrate import CalibrationResult
 from rankwise.analysis.position import PositionFit
 from rankwise.report.console import make_console
@@ -63,7 +64,7 @@ def plot_calibration(result: CalibrationResult, path: str | PathLike, *, top: in
                  fontsize=9)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=dpi)
+    fig.savefig(out, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})  # ours: rewritten without --force
     plt.close(fig)
     return out
 
@@ -107,6 +108,6 @@ def plot_position_fit(fit: PositionFit, path: str | PathLike, *, dpi: int = 120)
     ax.legend()
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=dpi)
+    fig.savefig(out, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})  # ours: rewritten without --force
     plt.close(fig)
     return out

@@ -119,7 +119,9 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
          names: list[str] | None = None, quiet: bool = True, dry_run: bool = False) -> PoolSummary:
     """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
     added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
-    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing. The
+    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing. Ctrl-C
+    or SIGTERM while judging: ``out`` is written with the verdicts had, then ``JudgeInterrupted`` (its
+    ``summary`` set) is raised; the same call again judges only the rest (the verdicts are cached). The
     judge (reference mode, ``prompt``: a prompt-template file) and its call policy (``concurrency``, ``rpm``,
     ``timeout``, ``max_retries``, ``max_calls``, ``max_cost`` (needs prices): chunks past a cap stay unjudged,
     are counted as failed, and the next run judges them)
@@ -133,7 +135,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     from rankwise.llm.cache import VerdictCache
     from rankwise.llm.config import resolve_llm_config
     from rankwise.progress import progress
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeInterrupted, JudgeSettings
 
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")
@@ -185,12 +187,16 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
                         "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens,
                         "cost": plan.cost}
         return summary
+    interrupted: JudgeInterrupted | None = None
     if judge_cases:
         with VerdictCache(cfg.cache) as store:
             judge = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices, max_cost=max_cost)
             total = sum(len(c.chunks) for c in judge_cases)
-            with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
-                result = judge.run(judge_cases, advance)
+            try:
+                with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
+                    result = judge.run(judge_cases, advance)
+            except JudgeInterrupted as exc:  # Ctrl-C / SIGTERM: the verdicts had go to OUT, then it is raised
+                interrupted, result = exc, exc.result
         s = result.summary
         summary.calls, summary.cached, summary.cost = s.requests - s.retries, s.cached, s.cost
         summary.failed = s.failed + s.missing
@@ -220,6 +226,9 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
                                                                      "judge_model": cfg.endpoint.model}}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     tmp.replace(out)
+    if interrupted is not None:
+        interrupted.summary = summary
+        raise interrupted
     return summary
 
 
