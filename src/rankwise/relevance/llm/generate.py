@@ -45,7 +45,7 @@ from rankwise.errors import InputError
 from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.relevance.llm.cost import Prices, estimate_prompt_tokens
-from rankwise.relevance.llm.parse import parse_verdict
+from rankwise.relevance.llm.parse import answer_refusal, parse_verdict
 from rankwise.relevance.llm.prompts import _load_toml, escape_data
 from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
@@ -389,8 +389,9 @@ class _GenJob(Job):
         if gen.prompt.task == "answer":
             reply = await self.runner.chat(req.messages, gen.max_tokens)
             pt, ct = reply.prompt_tokens, reply.completion_tokens
-            if reply.content is None or not reply.content.strip():
-                why = f"refused: {reply.refusal}" if reply.refusal else "empty reply (no answer text)"
+            refused = answer_refusal(reply.content, reply.refusal, reply.finish_reason)
+            if refused is not None or reply.content is None or not reply.content.strip():
+                why = f"refused: {refused}" if refused is not None else "empty reply (no answer text)"
                 return GenReply(status="failed", error=why, finish_reason=reply.finish_reason), pt, ct
             return GenReply(text=reply.content.strip(), status="ok", finish_reason=reply.finish_reason), pt, ct
         graded = gen.prompt.graded
