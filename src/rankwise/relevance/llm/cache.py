@@ -205,9 +205,12 @@ class VerdictCache:
         out: dict[str, CachedVerdict] = {}
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
-            rows = self._db.execute(
-                "SELECT key, verdict, grade, reason, prompt_version, call, created, scale FROM verdicts "
-                f"WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+            try:
+                rows = self._db.execute(
+                    "SELECT key, verdict, grade, reason, prompt_version, call, created, scale FROM verdicts "
+                    f"WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+            except sqlite3.DatabaseError as exc:  # a damaged file
+                raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
             for key, verdict, grade, reason, pv, call, created, scale in rows:
                 problem = row_problem(verdict, grade, reason, pv, call, created, scale)
                 if problem is not None:
@@ -249,6 +252,12 @@ class VerdictCache:
 
     def stats(self) -> CacheStats:
         """Counts per model, mode, scale and prompt version, and the tokens those verdicts cost."""
+        try:
+            return self._stats()
+        except sqlite3.DatabaseError as exc:  # a damaged file
+            raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
+
+    def _stats(self) -> CacheStats:
         rows = self._db.execute(
             "SELECT model, mode, scale, prompt_version, style, COUNT(*), SUM(verdict), "
             "SUM(prompt_tokens), SUM(completion_tokens), MIN(created), MAX(created) FROM verdicts "

@@ -205,7 +205,7 @@ class GenSummary(RunSummary):
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
         "repairs", "prompt_tokens", "completion_tokens", "cost", "seconds", "concurrency", "failures",
-        "http_errors", "stopped", "capped")
+        "http_errors", "stopped", "capped", "bad_cache_rows")
 
     def lines(self, url: str) -> list[str]:
         """A few plain lines for the console."""
@@ -216,6 +216,8 @@ class GenSummary(RunSummary):
                f"{self.completion_tokens:,} completion tokens, {cost}, {self.seconds:.1f} s"]
         if self.failures:
             out.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
+        if self.bad_cache_rows:
+            out.append(f"cache: {self.bad_cache_rows} unusable rows not served (asked again)")
         if self.capped:
             out.append(self.capped)
         return out
@@ -346,8 +348,11 @@ class _GenJob(Job):
 
     def __init__(self, gen: Generator, runner: Runner, requests: Sequence[GenRequest]) -> None:
         self.gen, self.runner = gen, runner
+        bad_before = gen.cache.bad_rows if gen.cache is not None else 0
         self.replies, self.units, self.keys, self.copies = gen._lookup(requests)
         self.summary = GenSummary(gen.endpoint.model, gen.prompt.task, gen.prompt.prompt_version, len(requests))
+        if gen.cache is not None:
+            self.summary.bad_cache_rows = gen.cache.bad_rows - bad_before
 
     def outcomes(self) -> Iterable[GenReply]:
         return self.replies.values()
