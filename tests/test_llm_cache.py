@@ -128,8 +128,8 @@ def test_an_impossible_cached_verdict_is_judged_again_not_served(tmp_path):
     import json
 
     from click.testing import CliRunner
-    from llm_server import start_server
 
+    from llm_server import start_server
     from rankwise.cli import main
     from rankwise.data.records import load_records
 
