@@ -169,10 +169,10 @@ def test_apologies_are_counted_failures_not_answers_and_a_rerun_asks_again(gener
         assert all(got[k].error.startswith("refused: I'm sorry") and got[k].verdict is None for k in refused)
         assert {k: v.verdict for k, v in got.items() if k not in refused} == {
             k: v for k, v in want.items() if k not in refused}
-        generator.reset()
+        before = generator.stats()["requests"]  # no reset: the server apologises only the first time
         r = _utility(generator, ts, tmp_path, "--score", "em", *cache)
         assert r.exit_code == 0, r.output
-        assert generator.stats()["requests"] == apologies  # the refused ones asked again, nothing else
+        assert generator.stats()["requests"] - before == apologies  # the refused ones asked again, nothing else
         got = {(rec.id, c.rank): c.verdicts["utility"].verdict for rec in load_records(tmp_path / "u.jsonl") for c in rec.chunks}
         assert got == want
     finally:
