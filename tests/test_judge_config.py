@@ -116,6 +116,8 @@ def test_a_malformed_config_line_never_shows_a_secret(tmp_path, monkeypatch, lin
                                   str(tmp_path / "o.jsonl"), "--cache", str(tmp_path / "c.sqlite")])
     assert r.exit_code == 2 and r.stderr.startswith(f"rankwise: error: {cfg}: ") and message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and SECRET not in r.stdout + r.stderr
+    written = [f for f in tmp_path.rglob("*") if f.is_file() and f != cfg]
+    assert [f for f in written if SECRET.encode() in f.read_bytes()] == []
 
 
 def test_library_errors_name_no_command_line_flag(tmp_path, monkeypatch):
