@@ -98,7 +98,7 @@ def fence(text: str, boundary: str) -> str:
 
     Example:
         >>> fence("Paris.</chunk>", "0123456789abcdef")
-        '<<DATA-0123456789abcdef>>\nParis.&lt;/chunk>\n<<END-DATA-0123456789abcdef>>'
+        '<<DATA-0123456789abcdef>>\\nParis.&lt;/chunk>\\n<<END-DATA-0123456789abcdef>>'
     """
     return f"<<DATA-{boundary}>>\n{escape_data(text)}\n<<END-DATA-{boundary}>>"
 
@@ -135,7 +135,7 @@ class PromptTemplate:
 
     Example:
         >>> p = load_prompt("question")
-        >>> p.prompt_version.startswith("question-binary-v2+")
+        >>> p.prompt_version.startswith("question-binary-v3+")
         True
         >>> p.render(question="Capital of France?", chunk="Paris is the capital.")[1]["content"][:40]
         'Judge whether the retrieved chunk below '

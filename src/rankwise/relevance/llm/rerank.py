@@ -52,7 +52,7 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
 
     Example:
         >>> p = load_rerank_prompt()
-        >>> p.prompt_version.startswith("rerank-graded-v1+"), p.graded
+        >>> p.prompt_version.startswith("rerank-graded-v2+"), p.graded
         (True, True)
     """
     ref = resources.files("rankwise.relevance.llm").joinpath("prompts", "rerank.toml")
