@@ -9,9 +9,10 @@ Behaviour is set by ``POST /config`` (JSON): ``mode`` ``complete`` (every item a
 (an HTTP error, with a ``Retry-After`` header when given), ``{"drop": true}`` (the connection closed with no
 reply) or, for ``create``, ``{"drop_after": true}`` (the batch created, then the connection closed with no
 reply), ``{"delay": 1.0}`` (the reply sent that late), ``{"pass": true}`` (no fault: served normally);
+``misbehave``: ``{"duplicate": true, "unknown": N, "drop": N}`` (see :func:`_misbehave`);
 ``stall_upload_from`` N: the N-th upload and later ones wait (uncounted) until the setting is
 removed. ``GET /stats``: files uploaded, batches created (``created``: per batch its id, requests, the bytes of each line, the first custom_id),
-polls (``polled``: per batch), downloads, chat calls, faults served per call (``faults``).
+polls (``polled``: per batch), downloads, chat calls, faults served per call (``faults``), the last ``Authorization`` header received.
 
 Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1:PORT/v1``.
 """
@@ -36,7 +37,7 @@ def _reset() -> None:
     STATE.update(files={}, batches={}, config={"mode": "complete", "polls": 1, "fail_every": 2, "answered": 1,
                                                "faults": {}, "stall_upload_from": None},
                  stats={"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0, "created": [],
-                        "polled": {}, "faults": {}})
+                        "polled": {}, "faults": {}, "authorization": None})
 
 
 _reset()
@@ -66,6 +67,7 @@ def _finish(batch: dict[str, Any]) -> None:
             continue
         out.append({"id": f"req_{n}", "custom_id": cid, "response": {
             "status_code": 200, "request_id": f"rq{n}", "body": _chat_reply(req["body"])}, "error": None})
+    out = _misbehave(out, cfg.get("misbehave") or {})
     for kind, rows in (("output_file_id", out), ("error_file_id", err)):
         if rows:
             fid = f"file-out{len(STATE['files'])}"
@@ -73,6 +75,20 @@ def _finish(batch: dict[str, Any]) -> None:
             batch[kind] = fid
     batch["status"] = "expired" if cfg["mode"] == "expire" else "completed"
     batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
+
+
+def _misbehave(out: list[dict[str, Any]], how: dict[str, Any]) -> list[dict[str, Any]]:
+    """A misbehaving provider's output file: ``duplicate`` (every line preceded by a line with the same
+    ``custom_id`` holding the next line's reply, i.e. a wrong one), ``unknown`` N (N lines with ids that
+    were never sent), ``drop`` N (the last N lines left out though the batch completed)."""
+    if how.get("drop"):
+        out = out[:len(out) - int(how["drop"])]
+    if how.get("duplicate"):
+        wrong = [{**row, "response": out[(n + 1) % len(out)]["response"]} for n, row in enumerate(out)]
+        out = [x for pair in zip(wrong, out, strict=True) for x in pair]
+    for n in range(int(how.get("unknown") or 0)):
+        out.append({**out[0], "custom_id": f"x{n}"})
+    return out
 
 
 def _fault(op: str) -> dict[str, Any] | None:
@@ -114,6 +130,8 @@ class Handler(JSONHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         with self.server.lock:
+            if self.path != "/stats":
+                STATE["stats"]["authorization"] = self.headers.get("Authorization")
             if self.path == "/stats":
                 return self.send_json(200, STATE["stats"])
             if self.path.split("?")[0] == "/v1/batches":
@@ -162,6 +180,8 @@ class Handler(JSONHandler):
         if self.path == "/v1/files" and self.stall_upload():
             return None
         with self.server.lock:
+            if self.path.startswith("/v1/"):
+                STATE["stats"]["authorization"] = self.headers.get("Authorization")
             if self.path == "/config":
                 STATE["config"].update(json.loads(body))
                 return self.send_json(200, STATE["config"])

@@ -15,7 +15,8 @@ is contained in one and is at least 40 characters long). Then, with K contexts a
   evenly: question s of n (in a seeded order) draws u in [s/n, (s+1)/n), so accuracy by position is the
   planted curve to within about 1/n, and the tests check the pipeline (planting, positions, scoring,
   fitting) rather than sampling noise; ``draw = "iid"`` draws u uniformly.
-``latency`` (seconds) delays every reply.
+``latency`` (seconds) delays every reply; ``apologies`` (a share) answers that share of answer prompts (by hash)
+with "I'm sorry, but I can't help with that request." the first time each is seen.
 - ``mode = "partial"``: the answer is the first round(q * n) of the reference's n words, q = sum of w(i)
   over supporting positions / sum of w(1..K) (the planted metric ``wcp(decay=...)@K``), so token F1 is a
   monotone function of the planted metric, with no sampling noise.
@@ -47,6 +48,7 @@ from typing import Any
 
 from _loopback import ServerProcess, add_control, chat_completion, running, serve_app, start_process
 
+APOLOGY = "I'm sorry, but I can't help with that request."
 QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.S)
 CONTEXT = re.compile(r'<context id="(\d+)">\s*(.*?)\s*</context>', re.S)
 REFERENCE = re.compile(r"<reference_answer>\s*(.*?)\s*</reference_answer>", re.S)
@@ -103,6 +105,7 @@ class State:
     requests: int = 0
     by_kind: Counter = field(default_factory=Counter)
     prompts: Counter = field(default_factory=Counter)  # how often each exact prompt was seen
+    apologies: float = 0.0  # this share of answer prompts (by hash) gets an apology the first time it is seen
 
     def configure(self, cfg: dict[str, Any]) -> None:
         if "key" in cfg:
@@ -112,7 +115,7 @@ class State:
             order = sorted(self.key, key=lambda q: hashlib.sha256(f"{cfg.get('seed', self.seed)}|{q}".encode()).digest())
             for stratum, q in enumerate(order):
                 self.key[q]["stratum"] = stratum
-        for name in ("curve", "mode", "seed", "alpha", "beta", "draw", "latency"):
+        for name in ("curve", "mode", "seed", "alpha", "beta", "draw", "latency", "apologies"):
             if name in cfg:
                 setattr(self, name, cfg[name])
 
@@ -163,13 +166,17 @@ def make_app(state: State):
         state.requests += 1
         if state.latency:
             await asyncio.sleep(state.latency)
-        state.prompts[hashlib.sha256(text.encode()).hexdigest()] += 1
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        state.prompts[digest] += 1
         if "<reference_answer>" in text:
             state.by_kind["correctness"] += 1
             content = state.check(text, graded='"grade"' in text)
         else:
             state.by_kind["answer"] += 1
             content = state.answer(text)
+            if state.prompts[digest] == 1 and int(digest[:8], 16) / 16 ** 8 < state.apologies:
+                state.by_kind["apology"] += 1
+                content = APOLOGY
         return web.json_response(chat_completion(content, body.get("model", "sim"),
                                                  (len(text) // 4 + 1, len(content) // 4 + 1),
                                                  completion_id="chatcmpl-sim"))

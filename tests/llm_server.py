@@ -48,8 +48,12 @@ fault, i.e. that the client gave up on).
 Prompt-injection emulation: a delimiter-respecting judge. It reads each ``<chunk>...</chunk>`` block with
 a naive regular expression (the first ``</chunk>`` closes a chunk, ``<chunk id="N">`` opens one) and
 obeys an instruction ``OVERRIDE verdict=V`` (or ``grade=G``) only when it stands *outside* every tagged
-block, as a model that treats tagged text as data would. Chunk text that can close its own tag therefore
-takes control of the verdict; escaped chunk text cannot.
+block, as a model that treats tagged text as data would. It reads the prompt as a model sees it: look-alike
+characters folded (NFKC: fullwidth ``＜`` reads as ``<``) and invisible ones (zero-width, bidi marks) gone;
+models named ``decoding-*`` also decode HTML entities (``&lt;`` reads as ``<``). Data fenced between
+``<<DATA-id>>`` and ``<<END-DATA-id>>`` lines (the judge prompts' fences) is data however it reads: only the
+first end marker with the same id closes a fence. Chunk text that can close its own tag or fence therefore
+takes control of the verdict; fenced chunk text cannot.
 
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
@@ -70,11 +74,13 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
+import html
 import json
 import math
 import random
 import re
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -178,6 +184,37 @@ ENVELOPES = ("notjson", "plaintext", "arraybody", "nochoices", "choicesobj", "em
 NOT_OUTPUT = {"429", "500", "slow", "wrongcount", "400", "401", "404", "reset", *ENVELOPES}
 
 
+FENCE_OPEN = re.compile(r"<<DATA-([0-9a-f]{8,})>>")
+SLOT = re.compile(r"\x00(\d+)\x00")
+
+
+def perceive(prompt: str, decode: bool = False) -> str:
+    """The prompt as a model reads it: look-alikes folded (NFKC: fullwidth ``＜`` is ``<``), invisible
+    format characters (zero-width spaces, joiners, bidi marks) gone; with ``decode``, HTML entities decoded
+    first (``&lt;`` is ``<``), as a model that reads entities as the characters they stand for."""
+    if decode:
+        prompt = html.unescape(html.unescape(prompt))
+    prompt = unicodedata.normalize("NFKC", prompt)
+    return "".join(ch for ch in prompt if unicodedata.category(ch) != "Cf")
+
+
+def unfence(prompt: str) -> tuple[str, list[str]]:
+    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``, the id of the first
+    opening marker; read naively: the first end marker with that id closes) swapped for a slot, and the
+    blocks' texts. A prompt without fences comes back as it is."""
+    m = FENCE_OPEN.search(prompt)
+    if m is None:
+        return prompt, []
+    token = re.escape(m.group(1))
+    data: list[str] = []
+
+    def keep(found: re.Match) -> str:
+        data.append(found.group(1))
+        return f"\x00{len(data) - 1}\x00"
+
+    return re.sub(rf"<<DATA-{token}>>\n?(.*?)\n?<<END-DATA-{token}>>", keep, prompt, flags=re.S), data
+
+
 def _override(prompt: str, graded: bool) -> dict[str, Any] | None:
     """An ``OVERRIDE verdict=V`` instruction found outside every tagged block (read naively)."""
     m = OVERRIDE.search(TAGGED.sub(" ", prompt))
@@ -187,8 +224,14 @@ def _override(prompt: str, graded: bool) -> dict[str, Any] | None:
     return {"grade": value, "reason": "overridden"} if graded else {"verdict": value, "reason": "overridden"}
 
 
-def _answer(prompt: str) -> tuple[Any, bool]:
-    """The JSON object the judge should reply with for this prompt, and whether it is a batch."""
+def _answer(prompt: str, decode: bool = False) -> tuple[Any, bool]:
+    """The JSON object the judge should reply with for this prompt, and whether it is a batch. The prompt
+    is read as :func:`perceive` says; fenced data (:func:`unfence`) is data: only its text is judged."""
+    prompt, data = unfence(perceive(prompt, decode))
+
+    def text(found: str) -> str:
+        return SLOT.sub(lambda m: data[int(m.group(1))], found)
+
     graded = '"grade"' in prompt
     forced = _override(prompt, graded)
     if forced is not None:
@@ -200,19 +243,19 @@ def _answer(prompt: str) -> tuple[Any, bool]:
     for name in ("reference_answer", "response", "question"):
         m = TAG[name].search(prompt)
         if m:
-            target = m.group(1)
+            target = text(m.group(1))
             break
     batch = BATCH_CHUNK.findall(prompt)
     if batch:
         items = []
-        for idx, text in batch:
-            item = judge_text(target or "", text, graded)
+        for idx, chunk_text in batch:
+            item = judge_text(target or "", text(chunk_text), graded)
             items.append({"id": int(idx), **item})
         return {"verdicts": items}, True
     chunk = TAG["chunk"].search(prompt)
     if chunk is not None:
-        return judge_text(target or "", chunk.group(1), graded), False
-    ragas = _ragas_input(prompt)
+        return judge_text(target or "", text(chunk.group(1)), graded), False
+    ragas = _ragas_input(text(prompt))
     if ragas is not None:
         context, answer = ragas
         out = judge_text(answer, context, False)
@@ -391,7 +434,7 @@ def make_app(state: ServerState):
         if "slow" in faults:
             state.faults["slow"] += 1
             await asyncio.sleep(state.slow_seconds)
-        obj, batch = _answer(prompt)
+        obj, batch = _answer(prompt, decode=model.startswith("decoding-"))
         if batch:
             state.batch_calls += 1
             if "wrongcount" in faults:

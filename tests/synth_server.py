@@ -15,7 +15,7 @@ advance and the server can say what it did (``GET /stats`` -> ``behaviours``):
     english     (non-English passages, and one in three of them) the question in English -> wrong language
 
 Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or 500;
-the retry succeeds. ``POST /config`` takes ``latency`` (seconds per reply). Judge prompts (``<chunk>``) are
+the retry succeeds. ``POST /config`` takes ``latency`` (seconds per reply) and ``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts (``<chunk>``) are
 answered by shared keywords, as tests/llm_server.py does.
 
 Standalone::
@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from _loopback import ServerProcess, add_control, chat_completion, running, serve_app, start_process
-from llm_server import judge_text
+from llm_server import judge_text, unfence
 
 PASSAGE = re.compile(r'<passage(?: id="(\d)")?(?: title="[^"]*")?>\n(.*?)\n</passage>', re.S)
 LANG = re.compile(r"in (\w+), the language of the passage")
@@ -155,6 +155,9 @@ def make_app(state: dict[str, Any]):
         if state["latency"]:
             await asyncio.sleep(state["latency"])
         h = _h(user)
+        if h % 100 < 100 * state["fail_share"]:  # fails every time: the client's retries run out
+            state["faults"]["failing"] += 1
+            return web.json_response({"error": {"message": "internal", "type": "server_error"}}, status=500)
         if state["seen"][conv] == 1 and h % 25 == 23:
             state["faults"]["429"] += 1
             return web.json_response({"error": {"message": "rate limited", "type": "rate_limit"}}, status=429,
@@ -171,9 +174,13 @@ def make_app(state: dict[str, Any]):
             if obj is not None:
                 state["critic"] += 1
             else:
-                chunk = re.search(r"<chunk>\s*(.*?)\s*</chunk>", user, re.S)
-                question = re.search(r"<question>\s*(.*?)\s*</question>", user, re.S)
-                obj = judge_text(question.group(1) if question else "", chunk.group(1) if chunk else "", False)
+                skeleton, data = unfence(user)  # judge prompts fence their data
+
+                def field(name: str) -> str:
+                    m = re.search(rf"<{name}>\s*(.*?)\s*</{name}>", skeleton, re.S)
+                    return re.sub(r"\x00(\d+)\x00", lambda d: data[int(d.group(1))], m.group(1)) if m else ""
+
+                obj = judge_text(field("question"), field("chunk"), False)
                 state["judged"] += 1
         state["answered"][conv] += 1
         content = json.dumps(obj, ensure_ascii=False)
@@ -194,6 +201,8 @@ def make_app(state: dict[str, Any]):
     def config(body: dict[str, Any]) -> dict[str, Any]:
         if "latency" in body:
             state["latency"] = float(body["latency"])
+        if "fail_share" in body:
+            state["fail_share"] = float(body["fail_share"])
         return {"ok": True}
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -203,7 +212,7 @@ def make_app(state: dict[str, Any]):
 
 
 def _fresh(latency: float = 0.0) -> dict[str, Any]:
-    return {"latency": latency, "requests": 0, "generations": 0, "critic": 0, "judged": 0,
+    return {"latency": latency, "fail_share": 0.0, "requests": 0, "generations": 0, "critic": 0, "judged": 0,
             "behaviours": Counter(), "faults": Counter(), "seen": Counter(), "answered": Counter()}
 
 

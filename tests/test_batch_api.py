@@ -78,7 +78,7 @@ def test_batch_equals_online_and_costs_half(server, tmp_path):
     # the batch cost is half the online cost for the same tokens
     online_cost = float(online.split("$")[1].split()[0])
     batch_cost = float(out.split("cost $")[1].split()[0])
-    assert batch_cost == pytest.approx(online_cost / 2, rel=0.02)
+    assert batch_cost == pytest.approx(online_cost / 2, rel=0.02, abs=6e-5)  # both printed to 4 decimals
     db = sqlite3.connect(tmp_path / "batch.sqlite")
     rows = db.execute("SELECT part, parts, requests, batch_id, state, batch_status FROM batch_parts").fetchall()
     assert rows == [(0, 1, 12, "batch_1", "ingested", "completed")]
@@ -238,7 +238,7 @@ def test_split_by_request_limit_into_three_batches(server, tmp_path):
     assert "3 batches (batch_1, batch_2, batch_3): completed; 12 requests for 12 chunks, 12 verdicts, 0 failed" in out
     assert _verdicts(tmp_path / "batch.jsonl") == _verdicts(tmp_path / "online.jsonl")  # merged back by custom_id
     online_cost = float(online.split("$")[1].split()[0])
-    assert float(out.split("cost $")[1].split()[0]) == pytest.approx(online_cost / 2, rel=0.02)
+    assert float(out.split("cost $")[1].split()[0]) == pytest.approx(online_cost / 2, rel=0.02, abs=6e-5)
     assert _parts(tmp_path / "batch.sqlite") == [(0, 3, 0, 5, "batch_1", "ingested"), (1, 3, 5, 5, "batch_2", "ingested"),
                                                  (2, 3, 10, 2, "batch_3", "ingested")]
 
@@ -438,7 +438,7 @@ def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
     assert res.exit_code == 0, res.output
     line = next(x for x in res.stdout.splitlines() if x.startswith("batch API:"))
     assert server.call("/stats") == {"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0,
-                                     "created": [], "polled": {}, "faults": {}}
+                                     "created": [], "polled": {}, "faults": {}, "authorization": None}
     _judge(server, tmp_path, "--batch-api", "--batch-max-requests", "5")  # the batches the run then creates
     created = server.call("/stats")["created"]
     sizes = ", ".join(str(sum(c["line_bytes"])) for c in created)
@@ -462,3 +462,65 @@ def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, t
     assert err.splitlines()[-1] == (f"rankwise: interrupted; the batch ids are kept in the cache "
                                     f"({tmp_path / 'c.sqlite'}): rerun the same command to resume polling")
     assert [p[4:] for p in _parts(tmp_path / "c.sqlite")] == [("batch_1", "submitted")]
+
+
+def test_duplicate_unknown_and_missing_custom_ids_are_counted_failures(server, tmp_path):
+    """A misbehaving provider: every result twice (the first one wrong), ids never sent, ids left out.
+    No duplicate is trusted (neither line is used), unknown lines are counted, missing ids fail; with
+    --max-calls 0 those chunks stay missing, and a rerun judges them online to the online verdicts."""
+    _testset(tmp_path / "ts.jsonl")
+    _judge(server, tmp_path, name="online")
+    want = _verdicts(tmp_path / "online.jsonl")
+    server.call("/config", {"misbehave": {"duplicate": True, "unknown": 2}})
+    out = _judge(server, tmp_path, "--batch-api", "--max-calls", "0", name="dup")
+    assert "0 verdicts, 12 failed (duplicate custom_id 12, unknown custom_id 2)" in out
+    got = [c.verdicts["llm"].status for r in load_records(tmp_path / "dup.jsonl") for c in r.chunks]
+    assert got == ["missing"] * 12
+    chat = server.call("/stats")["chat"]
+    _judge(server, tmp_path, name="dup")  # online, the failed ones
+    assert server.call("/stats")["chat"] == chat + 12
+    assert _verdicts(tmp_path / "dup.jsonl") == want
+    server.call("/config", {"misbehave": {"drop": 3}})
+    out = _judge(server, tmp_path, "--batch-api", "--max-calls", "0", name="drop")
+    assert "9 verdicts, 3 failed (no result 3)" in out
+    got = {c.id: c.verdicts["llm"].verdict for r in load_records(tmp_path / "drop.jsonl") for c in r.chunks}
+    assert [v for v in got.values() if v is not None] == [want[k] for k, v in got.items() if v is not None]
+    assert list(got.values()).count(None) == 3
+
+
+SECRET = "Zq7SECRETpw"
+
+
+def test_batch_api_sends_url_credentials_as_basic_auth_and_never_shows_the_password(server, tmp_path):
+    import base64
+
+    _testset(tmp_path / "ts.jsonl")
+    url = server.base_url.replace("http://", f"http://ann:{SECRET}@")
+    args = ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url", url, "--cache",
+            str(tmp_path / "c.sqlite"), "--records", str(tmp_path / "r.jsonl"), "--batch-api"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    stats = server.call("/stats")
+    assert stats["creates"] == 1 and stats["chat"] == 0 and "12 verdicts, 0 failed" in r.stdout
+    assert stats["authorization"] == "Basic " + base64.b64encode(f"ann:{SECRET}".encode()).decode()
+    assert "ann:***@" in r.stdout
+    # a Batch-API call that fails for good: its message names the URL, masked
+    server.call("/config", {"faults": {"upload": [{"status": 503}] * 9}})
+    r = CliRunner().invoke(main, [*args[:6], "--cache", str(tmp_path / "c2.sqlite"), "--records",
+                                  str(tmp_path / "r2.jsonl"), "--batch-api", "--max-retries", "1"])
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1].startswith("rankwise: error: batch API POST /files")
+    assert SECRET not in r.stdout and SECRET not in r.stderr
+    # an endpoint that is not there: named, masked
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    gone = f"http://ann:{SECRET}@127.0.0.1:{port}/v1"
+    r = CliRunner().invoke(main, [*args[:5], gone, "--cache", str(tmp_path / "c3.sqlite"), "--records",
+                                  str(tmp_path / "r3.jsonl"), "--batch-api", "--max-retries", "0"])
+    assert r.exit_code == 2 and f"cannot reach http://ann:***@127.0.0.1:{port}/v1" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and SECRET not in r.stdout + r.stderr
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f

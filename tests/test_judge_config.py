@@ -92,6 +92,34 @@ def test_bad_values_name_the_file_and_the_key(tmp_path, line, message):
     assert str(info.value).startswith(str(cfg))
 
 
+SECRET = "Zq7SECRETkey"
+
+
+@pytest.mark.parametrize("line, message", [
+    (f'api_key = ["sk-{SECRET}"]', "field 'api_key': api_key must be a string, got an array (not shown"),
+    (f'api_key = {{ value = "sk-{SECRET}" }}', "field 'api_key': api_key must be a string, got an object (not shown"),
+    (f'"sk-{SECRET}" = 1', "unknown key(s): 1 more not shown (not a setting name; it may be a secret)"),
+    (f'timeout = 5\n"sk-{SECRET}" = "x"\nmodle = "m"', "unknown key(s): modle, 1 more not shown"),
+    (f'base_url = "ann:{SECRET}@localhost:8000/v1"', "base URL 'ann:***@localhost:8000/v1' is not an http(s) URL"),
+    (f'base_url = "http://ann:{SECRET}@localhost:x/v1"', "base URL 'http://ann:***@localhost:x/v1' has a bad port"),
+    (f'base_url = ["http://ann:{SECRET}@localhost/v1"]', "base_url must be a string, got an array (not shown"),
+])
+def test_a_malformed_config_line_never_shows_a_secret(tmp_path, monkeypatch, line, message):
+    cfg = _write_config(tmp_path, f'[llm]\nmodel = "m"\n{line}\n')
+    with pytest.raises(InputError) as info:
+        resolve_llm_config(config=cfg, env={})
+    assert message in str(info.value) and SECRET not in str(info.value)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "ts.jsonl").write_text(json.dumps({"id": "q1", "user_input": QUESTION, "reference": REFERENCE,
+                                                   "retrieved_contexts": TEXTS}) + "\n")
+    r = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--config", str(cfg), "--records",
+                                  str(tmp_path / "o.jsonl"), "--cache", str(tmp_path / "c.sqlite")])
+    assert r.exit_code == 2 and r.stderr.startswith(f"rankwise: error: {cfg}: ") and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and SECRET not in r.stdout + r.stderr
+    written = [f for f in tmp_path.rglob("*") if f.is_file() and f != cfg]
+    assert [f for f in written if SECRET.encode() in f.read_bytes()] == []
+
+
 def test_library_errors_name_no_command_line_flag(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
@@ -114,7 +142,7 @@ def test_the_python_api_reads_the_config_file_as_the_cli_does(srv, tmp_path, mon
     monkeypatch.delenv("RANKWISE_CACHE", raising=False)
     records = records_from_testset(rows)
     summary = judge_records(records)
-    assert summary.mode == "question" and summary.prompt_version.startswith("question-binary-v2+")
+    assert summary.mode == "question" and summary.prompt_version.startswith("question-binary-v3+")
     assert records[0].verdicts("llm") == [1, 0, 1, 0]  # question mode; reference mode gives [1, 0, 0, 1]
     assert (tmp_path / "api.sqlite").exists() and srv.stats()["max_inflight"] <= 2
     srv.reset()

@@ -309,6 +309,44 @@ def test_bad_base_urls_are_one_line_errors(tmp_path, url, problem):
     assert problem in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
 
 
+SECRET = "Zq7SECRETpw"
+
+
+def _no_secret_anywhere(result, folder: Path) -> None:
+    """The secret is in no output: stdout, stderr, nor any file written under ``folder``."""
+    assert SECRET not in result.stdout and SECRET not in result.stderr
+    for f in folder.rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f
+
+
+@pytest.mark.parametrize("url, problem", [
+    (f"http://ann:{SECRET}@127.0.0.1:abc/v1", "has a bad port"),
+    (f"http://ann:{SECRET}@127.0.0.1:99999/v1", "has a bad port"),
+    ("http://127.0.0.1:abc/v1", "has a bad port"),
+    ("http://[::1/v1", "is not a valid URL"),
+    (f"http://ann:{SECRET}@[::1/v1", "is not a valid URL"),
+    (f"http://ann:{SECRET}@/v1", "has no host"),
+    (f"ann:{SECRET}@127.0.0.1:8000/v1", "is not an http(s) URL"),
+    (f"//ann:{SECRET}@127.0.0.1:8000/v1", "is not an http(s) URL"),
+])
+@pytest.mark.parametrize("batch", [False, True])
+def test_bad_base_urls_are_refused_at_start_without_a_traceback_or_the_secret(tmp_path, url, problem, batch):
+    ts = _plain_testset(tmp_path / "ts.jsonl", 1)
+    r = CliRunner().invoke(main, ["judge", str(ts), "--model", "m", "--base-url", url, "--records",
+                                  str(tmp_path / "o.jsonl"), "--cache", str(tmp_path / "c.sqlite"),
+                                  *(["--batch-api"] if batch else [])])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("rankwise: error: ") and "field 'base_url': base URL " in r.stderr
+    assert problem in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    if SECRET in url:
+        assert "ann:***@" in r.stderr
+    _no_secret_anywhere(r, tmp_path)
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+
 
 
 def test_an_unwritable_records_path_fails_before_any_call(srv, tmp_path):

@@ -105,3 +105,92 @@ def test_default_path_from_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("RANKWISE_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_path() == tmp_path / "xdg" / "rankwise" / "llm-judge.sqlite"
+
+
+def test_rows_no_judge_could_write_are_misses_counted(tmp_path):
+    with VerdictCache(tmp_path / "c.sqlite") as cache:
+        for key in ("ok", "seven", "grade9", "text", "ungraded"):
+            _put(cache, key, grade=2 if key in ("grade9", "ungraded") else None,
+                 scale="graded" if key in ("grade9", "ungraded") else "binary")
+        db = cache._db
+        db.execute("UPDATE verdicts SET verdict=7 WHERE key='seven'")
+        db.execute("UPDATE verdicts SET grade=9 WHERE key='grade9'")
+        db.execute("UPDATE verdicts SET verdict='one' WHERE key='text'")
+        db.execute("UPDATE verdicts SET grade=NULL WHERE key='ungraded'")
+        got = cache.get_many(["ok", "seven", "grade9", "text", "ungraded", "absent"])
+        assert list(got) == ["ok"] and got["ok"].verdict == 1
+        assert cache.bad_rows == 4 and cache.bad_example in {  # the first one met
+            "verdict 7 (not 0 or 1)", "grade 9 (not 0-3)", "verdict 'one' (not 0 or 1)", "a graded verdict without a grade"}
+
+
+def test_an_impossible_cached_verdict_is_judged_again_not_served(tmp_path):
+    """A cache row holding verdict 7 used to be served into records that rankwise then refused to read."""
+    import json
+
+    from click.testing import CliRunner
+
+    from llm_server import start_server
+    from rankwise.cli import main
+    from rankwise.data.records import load_records
+
+    texts = ["The Eiffel Tower was completed in 1889.", "Paris is the capital of France.",
+             "The tower is 330 metres tall.", "Construction began in 1887 and ended in 1889."]
+    (tmp_path / "ts.jsonl").write_text(json.dumps({"id": "q1", "user_input": "When was the Eiffel Tower completed?",
+                                                   "reference": "It was completed in 1889.",
+                                                   "retrieved_contexts": texts}) + "\n")
+    srv = start_server()
+    try:
+        def judge(out):
+            return CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "judge-test",
+                                             "--base-url", srv.base_url, "--cache", str(tmp_path / "c.sqlite"),
+                                             "--records", str(tmp_path / out), "--quiet"])
+
+        r = judge("first.jsonl")
+        assert r.exit_code == 0, r.output
+        want = load_records(tmp_path / "first.jsonl")[0].verdicts("llm")
+        db = sqlite3.connect(tmp_path / "c.sqlite")
+        keys = [k for (k,) in db.execute("SELECT key FROM verdicts ORDER BY key")]
+        db.execute("UPDATE verdicts SET verdict=7 WHERE key=?", (keys[0],))
+        db.execute("UPDATE verdicts SET verdict=-1 WHERE key=?", (keys[1],))
+        db.commit()
+        db.close()
+        srv.reset()
+        r = judge("second.jsonl")
+        assert r.exit_code == 0, r.output
+        assert "verdicts: 4 ok (2 from cache, 2 new), 0 failed" in r.stdout
+        assert "cache: 2 unusable rows (a verdict no judge gives) not served: judged again" in r.stdout
+        assert srv.stats()["requests"] == 2  # the two bad rows, asked again
+        assert load_records(tmp_path / "second.jsonl")[0].verdicts("llm") == want
+        db = sqlite3.connect(tmp_path / "c.sqlite")
+        assert sorted(v for (v,) in db.execute("SELECT verdict FROM verdicts")) == sorted(want)  # overwritten
+        db.close()
+    finally:
+        srv.stop()
+
+
+def test_cache_stats_and_merge_of_a_damaged_file_are_one_line_errors(tmp_path):
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+
+    with VerdictCache(tmp_path / "good.sqlite") as cache:
+        for i in range(2000):
+            _put(cache, f"k{i}", reason="r" * 200)
+        cache._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray((tmp_path / "good.sqlite").read_bytes())
+    for at in range(8192, len(data), 4096):  # every page past the schema overwritten in the middle
+        data[at + 100:at + 400] = b"\xff" * 300
+    (tmp_path / "bad.sqlite").write_bytes(bytes(data))
+    for args in (["cache", "stats", "--cache", str(tmp_path / "bad.sqlite")],
+                 ["cache", "merge", str(tmp_path / "bad.sqlite"), "--into", str(tmp_path / "all.sqlite")]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2, r.output
+        assert r.stderr == (f"rankwise: error: {tmp_path / 'bad.sqlite'}: not a usable rankwise cache (SQLite) "
+                            "file: database disk image is malformed\n")
+    # a merge skips, and counts, rows no judge could have written
+    with VerdictCache(tmp_path / "part.sqlite") as cache:
+        _put(cache, "a")
+        _put(cache, "b")
+        cache._db.execute("UPDATE verdicts SET verdict=7 WHERE key='b'")
+    r = CliRunner().invoke(main, ["cache", "merge", str(tmp_path / "part.sqlite"), "--into", str(tmp_path / "m.sqlite")])
+    assert r.exit_code == 0 and "2 rows read, 1 added" in r.stdout and "1 unusable rows skipped" in r.stdout

@@ -27,7 +27,7 @@ from rankwise.llm.parse import (
     parse_verdict,
     refusal_of,
 )
-from rankwise.llm.prompts import MODES, load_prompt
+from rankwise.llm.prompts import MODES, data_boundary, load_prompt
 
 # ------------------------------------------------------------------------------------------- parsing
 
@@ -132,18 +132,23 @@ def test_refusals_detected_only_without_json():
 @pytest.mark.parametrize("graded", [False, True])
 def test_shipped_prompts_render_every_field(mode, graded):
     p = load_prompt(mode, graded=graded)
-    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v2+")
+    assert p.prompt_version.startswith(f"{mode}-{'graded' if graded else 'binary'}-v3+")
     msgs = p.render(question="QQQ?", chunk="CCC text", reference="RRR ref", response="SSS resp")
     assert [m["role"] for m in msgs] == ["system", "user"]
     user = msgs[1]["content"]
-    assert "<question>\nQQQ?\n</question>" in user and "<chunk>\nCCC text\n</chunk>" in user
+    b = data_boundary("QQQ?", "RRR ref", "SSS resp", "CCC text")  # every text of the request, fenced
+    assert f"<question>\n<<DATA-{b}>>\nQQQ?\n<<END-DATA-{b}>>\n</question>" in user
+    assert f"<chunk>\n<<DATA-{b}>>\nCCC text\n<<END-DATA-{b}>>\n</chunk>" in user
+    assert "<<DATA-id>>" in msgs[0]["content"]  # the system prompt explains the fences
     assert ("RRR ref" in user) == (mode == "reference")
     assert ("SSS resp" in user) == (mode == "response")
     assert ('"grade"' in user) == graded
     assert "{question}" not in user and "{chunk}" not in user
     batch = p.render_batch(question="QQQ?", chunks=["first", "second"], reference="RRR", response="SSS")
     text = batch[1]["content"]
-    assert '<chunk id="1">\nfirst\n</chunk>' in text and '<chunk id="2">\nsecond\n</chunk>' in text
+    b = data_boundary("QQQ?", "RRR", "SSS", "first", "second")
+    assert f'<chunk id="1">\n<<DATA-{b}>>\nfirst\n<<END-DATA-{b}>>\n</chunk>' in text
+    assert f'<chunk id="2">\n<<DATA-{b}>>\nsecond\n<<END-DATA-{b}>>\n</chunk>' in text
     assert "exactly 2" in text
     repair = p.render_repair(msgs, "bad reply", "no JSON object in the reply")
     assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
@@ -166,7 +171,9 @@ def test_prompt_versions_differ_by_mode_scale_and_text(tmp_path):
     assert custom.prompt_version.startswith("reference-binary-v7+")
     assert custom.prompt_version != load_prompt("reference").prompt_version
     assert custom.system == load_prompt("reference").system  # keys not given fall back to the shipped ones
-    assert custom.render(question="q", chunk="c", reference="r")[1]["content"].startswith("Q: q\nREF: r")
+    b = data_boundary("q", "r", "", "c")
+    assert custom.render(question="q", chunk="c", reference="r")[1]["content"].startswith(
+        f"Q: <<DATA-{b}>>\nq\n<<END-DATA-{b}>>\nREF: <<DATA-{b}>>\nr\n<<END-DATA-{b}>>")
     # the hash follows the text even when the version is not bumped
     user_file.write_text(user_file.read_text().replace("Q: ", "Question: "))
     assert load_prompt("reference", path=user_file).prompt_version != custom.prompt_version
@@ -267,7 +274,7 @@ def test_endpoint_resolution_order(tmp_path):
 def test_bad_config_files(tmp_path):
     cfg = tmp_path / "rankwise.toml"
     cfg.write_text('[llm]\nmodle = "x"\n')
-    with pytest.raises(InputError, match=r"rankwise.toml: field 'llm': unknown key\(s\) \['modle'\]"):
+    with pytest.raises(InputError, match=r"rankwise.toml: field 'llm': unknown key\(s\): modle;"):
         load_config(cfg)
     with pytest.raises(InputError, match="config file not found"):
         load_config(tmp_path / "nope.toml")

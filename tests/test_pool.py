@@ -86,8 +86,11 @@ def test_pool_judges_unlabelled_chunks_and_raises_judged_at_k(gen, tmp_path):
     capped_args = [a if a != cache else str(tmp_path / "fresh.sqlite") for a in args]
     gen.reset()
     capped = json.loads(cli(*capped_args, "--max-calls", "3", "--concurrency", "1", "--rpm", "6000").stdout)
-    assert capped["calls"] == gen.stats()["requests"] == 3 and capped["judged"] == 3
-    assert capped["failed"] == s["judged"] - 3
+    # the cap counts HTTP requests, a retry of a first-time 429/500 (the server's, by prompt hash) included
+    stats = gen.stats()
+    judged = 3 - sum(stats["faults"].values())
+    assert stats["requests"] == 3 and capped["calls"] == capped["judged"] == judged > 0
+    assert capped["failed"] == s["judged"] - judged
     rest = json.loads(cli(*capped_args).stdout)
-    assert rest["calls"] == s["judged"] - 3 and rest["cached"] == 3 and rest["failed"] == 0
+    assert rest["calls"] == s["judged"] - judged and rest["cached"] == judged and rest["failed"] == 0
     assert rows(out) == pooled

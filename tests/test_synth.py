@@ -310,3 +310,27 @@ def test_a_line_cut_by_a_kill_is_redone_from_the_cache(g, tmp_path):
     g.reset()
     s = synth(corpus, **kwargs)
     assert rows(out) == whole and s.calls == 0 and s.cached >= 1 and g.stats()["requests"] == 0
+
+
+def test_failed_calls_are_not_answers_a_rerun_asks_them_again(g, tmp_path):
+    """Calls that fail after their retries are counted (call_failed) and decide nothing: the rerun asks
+    exactly those again, and the set it ends with is the set of a run that never failed."""
+    out = tmp_path / "ts.jsonl"
+    args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "20", "--cache",
+            str(tmp_path / "c.sqlite"), "--out", str(out), "--max-retries", "0", "--quiet", "--json"]
+    g.configure(fail_share=0.6)
+    first = json.loads(cli(*args).stdout)
+    failed = first["rejected"].get("call_failed", 0)
+    faults = g.stats()["faults"]  # every fault is final with --max-retries 0
+    assert faults["failing"] > 0 and failed == sum(faults.values())
+    assert first["accepted"] + sum(first["rejected"].values()) == 20
+    g.configure(fail_share=0.0)
+    second = json.loads(cli(*args).stdout)
+    assert second["calls"] == failed and second["resumed"] == 20 - failed
+    assert "call_failed" not in second["rejected"]
+    assert "call_failed" not in {r["reason"] for r in rows(tmp_path / "ts.rejected.jsonl")}
+    g.reset()
+    fresh = tmp_path / "fresh.jsonl"
+    cli(*[a if a != str(out) else str(fresh) for a in args if a not in ("--max-retries", "0")])
+    assert sorted(rows(out), key=lambda r: r["id"]) == sorted(rows(fresh), key=lambda r: r["id"])
+    assert len(rows(out)) == second["accepted"]

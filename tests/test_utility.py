@@ -142,3 +142,38 @@ def test_cost_cap_stops_and_rerun_goes_on(generator, tmp_path):
 
     r = _run("utility", ts, "--model", "sim", "--base-url", generator.base_url, "--max-cost", "1", "--dry-run")
     assert r.exit_code == 2 and "--max-cost needs prices" in r.output
+
+
+def test_apologies_are_counted_failures_not_answers_and_a_rerun_asks_again(generator, tmp_path):
+    cases = synthetic_cases(8, k=5, seed=11)
+    generator.reset()
+    generator.configure(key=key_of(cases), curve={"kind": "rbp", "p": 0.7}, mode="partial", apologies=0.0)
+    ts = write_cases(cases, tmp_path / "ts.jsonl")
+    r = _utility(generator, ts, tmp_path, "--score", "em", out="base.jsonl")
+    assert r.exit_code == 0, r.output
+    want = {(rec.id, c.rank): c.verdicts["utility"].verdict for rec in load_records(tmp_path / "base.jsonl") for c in rec.chunks}
+    assert sum(want.values()) > 0
+    generator.reset()
+    generator.configure(apologies=0.3)
+    try:
+        cache = ["--cache", tmp_path / "apology.sqlite"]
+        r = _utility(generator, ts, tmp_path, "--score", "em", *cache)
+        apologies = generator.stats()["by_kind"]["apology"]
+        assert r.exit_code == 0, r.output
+        assert apologies > 0 and f"refused {apologies}" in r.output
+        recs = load_records(tmp_path / "u.jsonl")
+        got = {(rec.id, c.rank): c.verdicts["utility"] for rec in recs for c in rec.chunks}
+        refused = [k for k, v in got.items() if v.status == "failed"]
+        # one call per distinct (question, chunk): each apology fails every chunk that shares its call
+        assert len({(rec.question, c.text) for rec in recs for c in rec.chunks if (rec.id, c.rank) in refused}) == apologies
+        assert all(got[k].error.startswith("refused: I'm sorry") and got[k].verdict is None for k in refused)
+        assert {k: v.verdict for k, v in got.items() if k not in refused} == {
+            k: v for k, v in want.items() if k not in refused}
+        before = generator.stats()["requests"]  # no reset: the server apologises only the first time
+        r = _utility(generator, ts, tmp_path, "--score", "em", *cache)
+        assert r.exit_code == 0, r.output
+        assert generator.stats()["requests"] - before == apologies  # the refused ones asked again, nothing else
+        got = {(rec.id, c.rank): c.verdicts["utility"].verdict for rec in load_records(tmp_path / "u.jsonl") for c in rec.chunks}
+        assert got == want
+    finally:
+        generator.configure(apologies=0.0)

@@ -798,7 +798,7 @@ def cache_merge_command(sources, into):
     r = merge_caches(list(sources), into)
     click.echo(f"merged {len(sources)} caches into {into}: {r.read} rows read, {r.added} added, {r.identical} "
                f"identical kept once, {r.conflicts} conflicts ({r.replaced} replaced by a newer row); "
-               f"{r.total} verdicts")
+               f"{r.total} verdicts" + (f"; {r.bad} unusable rows skipped (a verdict no judge gives)" if r.bad else ""))
 
 
 @main.command("agree")

@@ -59,7 +59,15 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
-from rankwise.llm.client import EndpointError, backoff_delay, reply_of, retry_after_seconds
+from rankwise.llm.client import (
+    OPENAI_URL,
+    EndpointError,
+    backoff_delay,
+    mask_url,
+    reply_of,
+    retry_after_seconds,
+    split_credentials,
+)
 from rankwise.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
 
 __all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
@@ -316,16 +324,20 @@ class _Transient(Exception):
 
 
 class _Api:
-    def __init__(self, base_url: str, api_key: str | None, policy: Any,
+    def __init__(self, base_url: str | None, api_key: str | None, policy: Any,
                  on_status: Callable[[str], None] | None = None) -> None:
-        self.base = base_url.rstrip("/")
-        self.key = api_key
+        # credentials in the URL (user:password@) go in an Authorization: Basic header, as the online
+        # client sends them; messages show the URL without them
+        url, basic = split_credentials((base_url or OPENAI_URL).rstrip("/"))
+        self.base = str(url)
+        self.shown = mask_url((base_url or OPENAI_URL).rstrip("/"))
+        self.auth = basic or f"Bearer {api_key or 'unused'}"
         self.policy = policy
         self.on_status = on_status
         self.retries = 0
 
     def _once(self, method: str, path: str, data: bytes | None, ctype: str | None, timeout: float) -> bytes:
-        headers = {"Authorization": f"Bearer {self.key or 'unused'}"}
+        headers = {"Authorization": self.auth}
         if ctype:
             headers["Content-Type"] = ctype
         req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
@@ -343,11 +355,11 @@ class _Api:
                     from None
             raise BatchApiError(why) from None
         except urllib.error.URLError as exc:  # raised before the request was sent (refused, DNS ...)
-            raise _Transient(f"cannot reach {self.base}: {exc.reason}") from None
+            raise _Transient(f"cannot reach {self.shown}: {exc.reason}") from None
         except TimeoutError:
             raise _Transient(f"no reply within {timeout:g} s", sent=True) from None
         except (OSError, http.client.HTTPException) as exc:  # dropped connection, truncated reply
-            raise _Transient(f"connection to {self.base} broken: {exc.__class__.__name__} {exc}".rstrip(),
+            raise _Transient(f"connection to {self.shown} broken: {exc.__class__.__name__} {exc}".rstrip(),
                              sent=True) from None
 
     def call(self, method: str, path: str, what: str, data: bytes | None = None, ctype: str | None = None, *,
@@ -523,20 +535,7 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
                                 f"are kept in {judge.cache.path}: rerun the same command to resume") from None
         finally:
             report.retries = api.retries
-        results: dict[str, Any] = {}
-        status_of: dict[int, str] = {}
-        for p in parts:
-            for n in range(p.first, p.first + p.requests):
-                status_of[n] = p.batch_status or "no result"
-            for (content,) in db.execute("SELECT content FROM batch_results WHERE fingerprint=? AND part=? "
-                                         "ORDER BY kind DESC", (fingerprint, p.part)):  # output before errors
-                for raw in bytes(content).decode("utf-8", "replace").splitlines():
-                    if raw.strip():
-                        try:
-                            item = json.loads(raw)
-                            results.setdefault(str(item["custom_id"]), item)
-                        except (ValueError, KeyError, TypeError):
-                            report.failures["bad result line"] = report.failures.get("bad result line", 0) + 1
+        results, status_of = _collect_results(db, fingerprint, parts, report)
         _ingest(judge, units, keys, results, status_of, report)
         report.cost = judge.prices.cost(report.prompt_tokens, report.completion_tokens)
         if report.cost is not None:
@@ -548,6 +547,45 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
         return report
     finally:
         db.close()
+
+
+def _collect_results(db: sqlite3.Connection, fingerprint: str, parts: list[_Part],
+                     report: BatchReport) -> tuple[dict[str, Any], dict[int, str]]:
+    """The result line of each request (``custom_id`` -> line) and each request's batch status.
+
+    A provider's output is checked, not trusted: a line whose ``custom_id`` is not one of its batch's
+    requests is counted (``unknown custom_id``) and dropped; a ``custom_id`` given more than once (in the
+    output or error files of its batch) has no trustworthy result: it maps to None, a counted failure
+    (``duplicate custom_id``) of its chunks; a request with no line fails as ``no result`` (or the batch's
+    status, when it did not complete)."""
+    results: dict[str, Any] = {}
+    status_of: dict[int, str] = {}
+
+    def count(why: str) -> None:
+        report.failures[why] = report.failures.get(why, 0) + 1
+
+    for p in parts:
+        ids = {f"r{n}" for n in range(p.first, p.first + p.requests)}
+        for n in range(p.first, p.first + p.requests):
+            status_of[n] = p.batch_status or "no result"
+        for (content,) in db.execute("SELECT content FROM batch_results WHERE fingerprint=? AND part=? "
+                                     "ORDER BY kind DESC", (fingerprint, p.part)):  # output before errors
+            for raw in bytes(content).decode("utf-8", "replace").splitlines():
+                if not raw.strip():
+                    continue
+                try:
+                    item = json.loads(raw)
+                    cid = str(item["custom_id"])
+                except (ValueError, KeyError, TypeError):
+                    count("bad result line")
+                    continue
+                if cid not in ids:
+                    count("unknown custom_id")
+                elif cid in results:
+                    results[cid] = None  # which line is right cannot be told: neither is used
+                else:
+                    results[cid] = item
+    return results, status_of
 
 
 def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[bytes], opts: BatchSettings,
@@ -654,6 +692,9 @@ def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any
 
     for n, unit in enumerate(units):
         item = results.get(f"r{n}")
+        if item is None and f"r{n}" in results:
+            fail(unit, "duplicate custom_id")
+            continue
         if item is None:
             status = status_of.get(n, "no result")
             fail(unit, status if status != "completed" else "no result")

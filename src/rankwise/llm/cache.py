@@ -24,7 +24,8 @@ from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["VerdictCache", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path"]
+__all__ = ["VerdictCache", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path",
+           "row_problem"]
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -78,6 +79,35 @@ def cache_key(*, model: str, mode: str, scale: str, prompt_version: str, style: 
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def row_problem(verdict: Any, grade: Any, reason: Any, prompt_version: Any, call: Any, created: Any,
+                scale: Any) -> str | None:
+    """Why a stored row cannot be a verdict (None when it can).
+
+    Example:
+        >>> row_problem(7, None, "r", "v1", "single", 1.0, "binary")
+        'verdict 7 (not 0 or 1)'
+        >>> row_problem(1, 3, "r", "v1", "single", 1.0, "graded") is None
+        True
+    """
+    if not _is_int(verdict) or verdict not in (0, 1):
+        return f"verdict {verdict!r} (not 0 or 1)"
+    if grade is not None and (not _is_int(grade) or not 0 <= grade <= 3):
+        return f"grade {grade!r} (not 0-3)"
+    if scale == "graded" and grade is None:
+        return "a graded verdict without a grade"
+    if reason is not None and not isinstance(reason, str):
+        return f"reason {reason!r} (not text)"
+    if not isinstance(prompt_version, str) or not isinstance(call, str):
+        return "prompt_version or call not text"
+    if isinstance(created, bool) or not isinstance(created, (int, float)):
+        return f"created {created!r} (not a time)"
+    return None
+
+
 @dataclass(frozen=True)
 class CachedVerdict:
     """A verdict as stored: ``call`` is ``single`` or ``batch`` (what produced it)."""
@@ -115,6 +145,8 @@ class VerdictCache:
 
     def __init__(self, path: str | PathLike | None = None) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
+        self.bad_rows = 0  # rows read that no judge could have written (served as misses)
+        self.bad_example: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
@@ -166,14 +198,25 @@ class VerdictCache:
         return self.get_many([key]).get(key)
 
     def get_many(self, keys: list[str]) -> dict[str, CachedVerdict]:
-        """Stored verdicts for the keys that have one."""
+        """Stored verdicts for the keys that have one. A row that no judge could have written (a verdict
+        other than 0/1, a grade outside 0-3, a graded row without a grade, text where a number belongs) is
+        not served: it is a miss (asked again, and overwritten), counted in :attr:`bad_rows` with the first
+        problem in :attr:`bad_example`."""
         out: dict[str, CachedVerdict] = {}
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
-            rows = self._db.execute(
-                "SELECT key, verdict, grade, reason, prompt_version, call, created FROM verdicts "
-                f"WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
-            for key, verdict, grade, reason, pv, call, created in rows:
+            try:
+                rows = self._db.execute(
+                    "SELECT key, verdict, grade, reason, prompt_version, call, created, scale FROM verdicts "
+                    f"WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+            except sqlite3.DatabaseError as exc:  # a damaged file
+                raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
+            for key, verdict, grade, reason, pv, call, created, scale in rows:
+                problem = row_problem(verdict, grade, reason, pv, call, created, scale)
+                if problem is not None:
+                    self.bad_rows += 1
+                    self.bad_example = self.bad_example or problem
+                    continue
                 out[key] = CachedVerdict(verdict, grade, reason, pv, call, created)
         return out
 
@@ -209,6 +252,12 @@ class VerdictCache:
 
     def stats(self) -> CacheStats:
         """Counts per model, mode, scale and prompt version, and the tokens those verdicts cost."""
+        try:
+            return self._stats()
+        except sqlite3.DatabaseError as exc:  # a damaged file
+            raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
+
+    def _stats(self) -> CacheStats:
         rows = self._db.execute(
             "SELECT model, mode, scale, prompt_version, style, COUNT(*), SUM(verdict), "
             "SUM(prompt_tokens), SUM(completion_tokens), MIN(created), MAX(created) FROM verdicts "

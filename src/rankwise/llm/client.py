@@ -34,6 +34,7 @@ import email.utils
 import math
 import os
 import random
+import re
 import sys
 import time
 import urllib.parse
@@ -48,7 +49,8 @@ from rankwise.llm.cost import Usage
 
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
            "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
-           "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe"]
+           "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe",
+           "mask_url", "check_base_url"]
 
 OPENAI_URL = "https://api.openai.com/v1"
 CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", "concurrency", "rpm",
@@ -110,8 +112,12 @@ def load_config(path: str | PathLike | None = None) -> tuple[dict[str, Any], str
             raise InputError("[llm] must be a table", source=p, field="llm")
         unknown = set(table) - CONFIG_KEYS
         if unknown:
-            raise InputError(f"unknown key(s) {sorted(unknown)}; [llm] takes {sorted(CONFIG_KEYS)}", source=p,
-                             field="llm")
+            # a key that is no setting name may be a pasted secret (sk-...): named only when it looks like one
+            names = sorted(k for k in unknown if re.fullmatch(r"[a-z_]{1,30}", k))
+            other = len(unknown) - len(names)
+            shown = ", ".join([*names, *([f"{other} more not shown (not a setting name; it may be a secret)"]
+                                         if other else [])])
+            raise InputError(f"unknown key(s): {shown}; [llm] takes {sorted(CONFIG_KEYS)}", source=p, field="llm")
         return dict(table), str(p)
     return {}, None
 
@@ -127,16 +133,55 @@ class Endpoint:
     @property
     def url(self) -> str:
         """The base URL as shown in messages: a password in it is masked (``user:***@host``)."""
-        url = (self.base_url or OPENAI_URL).rstrip("/")
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None and parts.username is None:
-            return url
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host += f":{parts.port}"
-        user = parts.username or ""
-        masked = f"{user}:***@{host}" if parts.password is not None else f"{user}@{host}"
-        return urllib.parse.urlunsplit(parts._replace(netloc=masked))
+        return mask_url((self.base_url or OPENAI_URL).rstrip("/"))
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def mask_url(url: str) -> str:
+    """``url`` fit to show: a password in it written ``***``, whatever else is wrong with the URL (no
+    scheme, a bad port, a broken IPv6 host); never raises.
+
+    Example:
+        >>> mask_url("http://ann:s3cret@127.0.0.1:8000/v1")
+        'http://ann:***@127.0.0.1:8000/v1'
+        >>> mask_url("ann:s3cret@host:abc/v1"), mask_url("http://[::1/v1")
+        ('ann:***@host:abc/v1', 'http://[::1/v1')
+    """
+    m = _SCHEME.match(url)
+    scheme, rest = (url[:m.end()], url[m.end():]) if m else ("", url)
+    at = rest.rfind("@")
+    if at < 0:
+        return url
+    userinfo, host = rest[:at], rest[at + 1:]
+    if ":" not in userinfo:  # a user name alone: no secret in it
+        return url
+    return f"{scheme}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+def check_base_url(base_url: str, *, source: str | None = None) -> None:
+    """Refuse, before any call, a base URL that cannot be an endpoint: not http(s), no host, a bad port,
+    a broken IPv6 host. The message shows the URL with its password masked.
+
+    Example:
+        >>> check_base_url("http://u:pw@/v1")
+        Traceback (most recent call last):
+        rankwise.errors.InputError: <input>: field 'base_url': base URL 'http://u:***@/v1' has no host (e.g. http://localhost:11434/v1)
+    """
+    shown = mask_url(base_url)
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        why = "has a bad port" if "port" in str(exc).lower() else "is not a valid URL"
+        raise InputError(f"base URL {shown!r} {why}", source=source, field="base_url") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(f"base URL {shown!r} is not an http(s) URL (e.g. http://localhost:11434/v1)",
+                         source=source, field="base_url")
+    if not parts.hostname:
+        raise InputError(f"base URL {shown!r} has no host (e.g. http://localhost:11434/v1)", source=source,
+                         field="base_url")
 
 
 def split_credentials(url: str | None) -> tuple[str | None, str | None]:
@@ -153,11 +198,7 @@ def split_credentials(url: str | None) -> tuple[str | None, str | None]:
     parts = urllib.parse.urlsplit(url)
     if parts.username is None and parts.password is None:
         return url, None
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    if parts.port is not None:
-        host += f":{parts.port}"
+    host = parts.netloc.rpartition("@")[2]  # host[:port] as written (an IPv6 host keeps its brackets)
     user = urllib.parse.unquote(parts.username or "")
     password = urllib.parse.unquote(parts.password or "")
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
@@ -182,18 +223,13 @@ def resolve_endpoint(*, model: str | None = None, base_url: str | None = None, a
     for key, value in (("model", model), ("base_url", base_url or config.get("base_url")),
                        ("api_key", api_key or config.get("api_key")), ("api_key_env", config.get("api_key_env"))):
         if value is not None and not isinstance(value, str):
-            raise InputError(f"{key} must be a string, got {value!r}", source=config_source, field=key)
+            # a secret may be in it (a key, a URL's password): its type is named, never its value
+            shown = repr(value) if key == "model" else f"{_shape(value)} (not shown: it may hold a secret)"
+            raise InputError(f"{key} must be a string, got {shown}", source=config_source, field=key)
+    from_file = not (base_url or env.get("OPENAI_BASE_URL"))
     base_url = base_url or env.get("OPENAI_BASE_URL") or config.get("base_url") or None
     if base_url is not None:
-        parts = urllib.parse.urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise InputError(f"base URL {Endpoint(str(model), base_url).url!r} is not an http(s) URL (e.g. "
-                             f"http://localhost:11434/v1)", source=config_source, field="base_url")
-        try:
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError:
-            raise InputError(f"base URL {Endpoint(str(model), base_url).url!r} has a bad port",
-                             source=config_source, field="base_url") from None
+        check_base_url(base_url, source=config_source if from_file else None)
     has_credentials = split_credentials(base_url)[1] is not None
     if has_credentials and (api_key or config.get("api_key")):
         raise InputError(f"the base URL {Endpoint(str(model), base_url).url} holds credentials (user:password@) "

@@ -45,7 +45,7 @@ from rankwise.errors import InputError
 from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
-from rankwise.llm.parse import parse_verdict
+from rankwise.llm.parse import answer_refusal, parse_verdict
 from rankwise.llm.prompts import _load_toml, escape_data
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
@@ -205,7 +205,7 @@ class GenSummary(RunSummary):
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
         "repairs", "prompt_tokens", "completion_tokens", "cost", "seconds", "concurrency", "failures",
-        "http_errors", "stopped", "capped")
+        "http_errors", "stopped", "capped", "bad_cache_rows")
 
     def lines(self, url: str) -> list[str]:
         """A few plain lines for the console."""
@@ -216,6 +216,8 @@ class GenSummary(RunSummary):
                f"{self.completion_tokens:,} completion tokens, {cost}, {self.seconds:.1f} s"]
         if self.failures:
             out.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
+        if self.bad_cache_rows:
+            out.append(f"cache: {self.bad_cache_rows} unusable rows not served (asked again)")
         if self.capped:
             out.append(self.capped)
         return out
@@ -346,8 +348,11 @@ class _GenJob(Job):
 
     def __init__(self, gen: Generator, runner: Runner, requests: Sequence[GenRequest]) -> None:
         self.gen, self.runner = gen, runner
+        bad_before = gen.cache.bad_rows if gen.cache is not None else 0
         self.replies, self.units, self.keys, self.copies = gen._lookup(requests)
         self.summary = GenSummary(gen.endpoint.model, gen.prompt.task, gen.prompt.prompt_version, len(requests))
+        if gen.cache is not None:
+            self.summary.bad_cache_rows = gen.cache.bad_rows - bad_before
 
     def outcomes(self) -> Iterable[GenReply]:
         return self.replies.values()
@@ -389,8 +394,9 @@ class _GenJob(Job):
         if gen.prompt.task == "answer":
             reply = await self.runner.chat(req.messages, gen.max_tokens)
             pt, ct = reply.prompt_tokens, reply.completion_tokens
-            if reply.content is None or not reply.content.strip():
-                why = f"refused: {reply.refusal}" if reply.refusal else "empty reply (no answer text)"
+            refused = answer_refusal(reply.content, reply.refusal, reply.finish_reason)
+            if refused is not None or reply.content is None or not reply.content.strip():
+                why = f"refused: {refused}" if refused is not None else "empty reply (no answer text)"
                 return GenReply(status="failed", error=why, finish_reason=reply.finish_reason), pt, ct
             return GenReply(text=reply.content.strip(), status="ok", finish_reason=reply.finish_reason), pt, ct
         graded = gen.prompt.graded

@@ -18,7 +18,7 @@ from typing import Any
 from rankwise.llm.client import utf8_safe
 
 __all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
-           "parse_batch", "refusal_of"]
+           "parse_batch", "refusal_of", "answer_refusal"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\n?(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -342,4 +342,25 @@ def refusal_of(content: str | None, refusal: str | None = None, finish_reason: s
         return "blocked by the endpoint's content filter"
     if content and "{" not in content and _REFUSAL.search(content):
         return content.strip()[:300]
+    return None
+
+
+def answer_refusal(content: str | None, refusal: str | None = None, finish_reason: str | None = None) -> str | None:
+    """The refusal text if a free-text answer is a refusal (API refusal field, content filter, or a reply
+    that opens with an apology or a refusal), else None. Only the opening counts: an answer that mentions
+    "I can't" later on is an answer; "I don't know." (what the answer prompt asks for) is an answer.
+
+    Example:
+        >>> answer_refusal("I'm sorry, but I can't help with that request.")
+        "I'm sorry, but I can't help with that request."
+        >>> answer_refusal("I don't know.") is None, answer_refusal("Paris. I can't say more.") is None
+        (True, True)
+    """
+    if refusal:
+        return refusal.strip() or "refused"
+    if finish_reason == "content_filter":
+        return "blocked by the endpoint's content filter"
+    text = (content or "").strip().lstrip("\"'*_ ")
+    if _REFUSAL.match(text) or re.match(r"sorry\b", text, re.I):
+        return text[:300]
     return None

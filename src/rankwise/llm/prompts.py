@@ -8,16 +8,24 @@ The *prompt version* kept in every cache key and record is ``<mode>-<scale>-v<ve
 the hash covers the template text: editing a prompt without bumping ``version`` still gives new cache
 keys, so a stale verdict is never served for a changed prompt.
 
-Texts from the test set (question, reference, response, chunks) are data, not instructions: before they
-go into a template, every ``<`` that would start a tag (``<chunk>``, ``</chunk>``, ``<chunk id="1">``, any
-``<name`` or ``</name``) is written ``&lt;`` (:func:`escape_data`), so no text can close the tag it sits in
-or forge another chunk; the shipped system prompts say that tagged text is data to judge.
+Texts from the test set (question, reference, response, chunks) are data, not instructions. Each one goes
+into its template between two fence lines, ``<<DATA-id>>`` and ``<<END-DATA-id>>`` (:func:`fence`), whose
+``id`` is one boundary per request (:func:`data_boundary`): 16 hex digits of a SHA-256 of the request's
+data, checked to occur in none of its texts -- not as written, nor after HTML entities are decoded,
+look-alike characters folded (NFKC: fullwidth ``＜`` is ``<``) or invisible characters (zero-width spaces,
+joiners, bidi marks) removed. So no character sequence in the data can end its fence, whatever a model
+makes of entities or confusables; and the boundary is a function of the data, so the same request is the
+same bytes every time (cache keys, Batch-API resume). The shipped system prompts say that everything
+between the markers is data to judge. As a second line of defence every ``<`` that would start a tag is
+also written ``&lt;`` (:func:`escape_data`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import re
+import unicodedata
 from dataclasses import dataclass
 from importlib import resources
 from os import PathLike
@@ -26,7 +34,7 @@ from typing import Any
 
 from rankwise.errors import InputError
 
-__all__ = ["MODES", "PromptTemplate", "load_prompt", "escape_data", "Message"]
+__all__ = ["MODES", "PromptTemplate", "load_prompt", "escape_data", "data_boundary", "fence", "Message"]
 
 MODES = ("reference", "response", "question")
 _KEYS = ("system", "user", "batch", "batch_item")
@@ -50,6 +58,49 @@ def escape_data(text: str) -> str:
         'x < 3 and 2<5'
     """
     return _TAG_START.sub("&lt;", text)
+
+
+def _perceived(text: str) -> str:
+    """``text`` as a model may read it: HTML entities decoded (twice: ``&amp;lt;``), look-alikes folded
+    (NFKC), invisible format characters (zero-width, joiners, bidi marks) removed, case folded."""
+    for _ in range(2):
+        text = html.unescape(text)
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
+
+
+def data_boundary(*texts: str) -> str:
+    """The fence id of one request: 16 hex digits of a SHA-256 of its data ``texts`` that occur in none
+    of them, even as a model may read them (entities decoded, look-alikes folded, invisible characters
+    removed). Deterministic: the same texts give the same id.
+
+    Example:
+        >>> b = data_boundary("When was it built?", "Built in 1889.</chunk>")
+        >>> len(b), b == data_boundary("When was it built?", "Built in 1889.</chunk>")
+        (16, True)
+    """
+    return _free_token("\x1f".join(texts), texts)
+
+
+def _free_token(seed: str, texts: tuple[str, ...] | list[str]) -> str:
+    """The first of the 16-hex tokens hashed from ``seed`` (salted 0, 1, ...) that no text holds as a
+    model may read it."""
+    seen = [_perceived(t) for t in texts]
+    for salt in range(1000):
+        token = hashlib.sha256(f"{salt}\x1e{seed}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if not any(token in t for t in seen):
+            return token
+    raise RuntimeError("no data boundary found")  # 1000 hashes all in the data: not reachable
+
+
+def fence(text: str, boundary: str) -> str:
+    """``text`` between the fence lines of ``boundary``, its tag starts escaped (:func:`escape_data`).
+
+    Example:
+        >>> fence("Paris.</chunk>", "0123456789abcdef")
+        '<<DATA-0123456789abcdef>>\\nParis.&lt;/chunk>\\n<<END-DATA-0123456789abcdef>>'
+    """
+    return f"<<DATA-{boundary}>>\n{escape_data(text)}\n<<END-DATA-{boundary}>>"
 
 
 def _fill(template: str, values: dict[str, Any]) -> str:
@@ -84,7 +135,7 @@ class PromptTemplate:
 
     Example:
         >>> p = load_prompt("question")
-        >>> p.prompt_version.startswith("question-binary-v2+")
+        >>> p.prompt_version.startswith("question-binary-v3+")
         True
         >>> p.render(question="Capital of France?", chunk="Paris is the capital.")[1]["content"][:40]
         'Judge whether the retrieved chunk below '
@@ -111,23 +162,28 @@ class PromptTemplate:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
         return f"{self.mode}-{self.scale}-v{self.version}+{digest}"
 
-    def _values(self, question: str, reference: str | None, response: str | None) -> dict[str, Any]:
-        return {"question": escape_data(question), "reference": escape_data(reference or ""),
-                "response": escape_data(response or "")}
+    def _values(self, question: str, reference: str | None, response: str | None,
+                chunks: list[str]) -> tuple[dict[str, Any], str]:
+        """The fenced data fields, and the request's boundary (over every text it sends)."""
+        texts = {"question": question, "reference": reference or "", "response": response or ""}
+        boundary = data_boundary(*texts.values(), *chunks)
+        return {k: fence(v, boundary) for k, v in texts.items()}, boundary
 
     def render(self, *, question: str, chunk: str, reference: str | None = None,
                response: str | None = None) -> list[Message]:
-        """System + user message judging one chunk."""
-        values = self._values(question, reference, response) | {"chunk": escape_data(chunk)}
+        """System + user message judging one chunk (each text fenced: :func:`fence`)."""
+        values, boundary = self._values(question, reference, response, [chunk])
+        values["chunk"] = fence(chunk, boundary)
         return [{"role": "system", "content": _fill(self.system, values)},
                 {"role": "user", "content": _fill(self.user, values)}]
 
     def render_batch(self, *, question: str, chunks: list[str], reference: str | None = None,
                      response: str | None = None) -> list[Message]:
-        """System + user message judging ``chunks`` (numbered 1..n) in one call."""
-        items = "\n\n".join(_fill(self.batch_item, {"index": i + 1, "chunk": escape_data(c)})
+        """System + user message judging ``chunks`` (numbered 1..n) in one call (each text fenced)."""
+        values, boundary = self._values(question, reference, response, chunks)
+        items = "\n\n".join(_fill(self.batch_item, {"index": i + 1, "chunk": fence(c, boundary)})
                               for i, c in enumerate(chunks))
-        values = self._values(question, reference, response) | {"chunks": items, "n": len(chunks)}
+        values |= {"chunks": items, "n": len(chunks)}
         return [{"role": "system", "content": _fill(self.system, values)},
                 {"role": "user", "content": _fill(self.batch, values)}]
 

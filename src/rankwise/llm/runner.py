@@ -135,6 +135,7 @@ class RunSummary:
     failures: dict[str, int] = field(default_factory=dict)
     http_errors: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None  # why the run stopped before the end (endpoint gone, Ctrl-C), else None
+    bad_cache_rows: int = 0  # cache rows no run could have written (a verdict of 7): not served, asked again
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
 

@@ -24,6 +24,7 @@ import sqlite3
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from rankwise.errors import InputError
 
@@ -57,6 +58,7 @@ class MergeReport:
     conflicts: int = 0
     replaced: int = 0
     total: int = 0
+    bad: int = 0  # rows no judge could have written (a verdict of 7, text for a number): not merged
 
 
 _COLS = ("key, model, mode, scale, prompt_version, style, verdict, grade, reason, call, prompt_tokens, "
@@ -74,43 +76,59 @@ def merge_caches(sources: list[str | PathLike], into: str | PathLike) -> MergeRe
     from rankwise.llm.cache import VerdictCache
 
     target = Path(into)
+    report = MergeReport()
     for src in sources:
         if not Path(src).is_file():
             raise InputError("cache file not found", source=src)
         if Path(src).resolve() == target.resolve():
             raise InputError("a source is the --into file itself", source=src)
         VerdictCache(src).close()  # refuses a file that is not a rankwise cache, with a one-line error
-    report = MergeReport()
     with VerdictCache(target) as cache:
-        db = cache._db
         for src in sources:
-            other = sqlite3.connect(f"file:{Path(src).resolve()}?mode=ro", uri=True)
             try:
-                rows = other.execute(f"SELECT {_COLS} FROM verdicts").fetchall()
-            finally:
-                other.close()
-            db.execute("BEGIN")
+                other = sqlite3.connect(f"file:{Path(src).resolve()}?mode=ro", uri=True)
+                try:
+                    rows = other.execute(f"SELECT {_COLS} FROM verdicts").fetchall()
+                finally:
+                    other.close()
+            except sqlite3.DatabaseError as exc:  # a damaged file: named, nothing of it merged
+                raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=src) from None
             try:
-                for row in rows:
-                    report.read += 1
-                    old = db.execute("SELECT verdict, grade, reason, created FROM verdicts WHERE key=?",
-                                     (row[0],)).fetchone()
-                    if old is None:
-                        db.execute(f"INSERT INTO verdicts ({_COLS}) VALUES ({','.join('?' * 13)})", row)
-                        report.added += 1
-                    elif tuple(old[:3]) == (row[6], row[7], row[8]):
-                        report.identical += 1
-                        if row[12] < old[3]:  # keep the oldest of identical rows
-                            db.execute("UPDATE verdicts SET created=? WHERE key=?", (row[12], row[0]))
-                    else:
-                        report.conflicts += 1
-                        if row[12] > old[3]:
-                            db.execute(f"INSERT OR REPLACE INTO verdicts ({_COLS}) VALUES "
-                                       f"({','.join('?' * 13)})", row)
-                            report.replaced += 1
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                _merge_rows(cache, rows, report)
+            except sqlite3.DatabaseError as exc:
+                raise InputError(f"cannot merge into this cache file: {exc}", source=target) from None
         report.total = len(cache)
     return report
+
+
+def _merge_rows(cache: Any, rows: list[tuple], report: MergeReport) -> None:
+    """Merge one source's rows into ``cache`` in one transaction (rows that cannot be verdicts skipped)."""
+    from rankwise.llm.cache import row_problem
+
+    db = cache._db
+    db.execute("BEGIN")
+    try:
+        for row in rows:
+            report.read += 1
+            if row_problem(row[6], row[7], row[8], row[4], row[9], row[12], row[3]) is not None:
+                report.bad += 1
+                continue
+            old = db.execute("SELECT verdict, grade, reason, created FROM verdicts WHERE key=?",
+                             (row[0],)).fetchone()
+            if old is None:
+                db.execute(f"INSERT INTO verdicts ({_COLS}) VALUES ({','.join('?' * 13)})", row)
+                report.added += 1
+            elif tuple(old[:3]) == (row[6], row[7], row[8]):
+                report.identical += 1
+                if row[12] < old[3]:  # keep the oldest of identical rows
+                    db.execute("UPDATE verdicts SET created=? WHERE key=?", (row[12], row[0]))
+            else:
+                report.conflicts += 1
+                if row[12] > old[3]:
+                    db.execute(f"INSERT OR REPLACE INTO verdicts ({_COLS}) VALUES ({','.join('?' * 13)})", row)
+                    report.replaced += 1
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+

@@ -111,7 +111,7 @@ class JudgeSummary(RunSummary):
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
         "completion_tokens", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
-        "http_errors", "stopped", "capped")
+        "http_errors", "stopped", "capped", "bad_cache_rows")
 
     def take_stats(self, client: ChatClient) -> None:
         super().take_stats(client)
@@ -298,11 +298,14 @@ class _JudgeJob(Job):
 
     def __init__(self, judge: Judge, runner: Runner, cases: Sequence[JudgeCase]) -> None:
         self.judge, self.runner = judge, runner
+        bad_before = judge.cache.bad_rows if judge.cache is not None else 0
         self.verdicts, self.units, _unjudgeable, self.keys = judge._prepare(cases)
         prompt = judge.prompt
         self.summary = JudgeSummary(model=judge.endpoint.model, mode=judge.settings.mode, scale=prompt.scale,
                                     prompt_version=prompt.prompt_version, cases=len(cases),
                                     chunks=sum(len(v) for v in self.verdicts.values()))
+        if judge.cache is not None:
+            self.summary.bad_cache_rows = judge.cache.bad_rows - bad_before
         self.workers = judge.policy.concurrency if judge.settings.batch else None
 
     def outcomes(self) -> Iterable[ChunkVerdict]:

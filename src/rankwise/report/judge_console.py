@@ -30,6 +30,9 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
              f"{s.missing} missing"]
     if s.failures:
         lines.append(f"  not had: {_counts(s.failures)} (not cached: the same command tries them again)")
+    if getattr(s, "bad_cache_rows", 0):
+        lines.append(f"  cache: {s.bad_cache_rows} unusable rows (a verdict no judge gives) not served: judged "
+                     "again")
     calls = f"  calls: {s.requests} requests made, {s.cached} cache hits, {s.retries} retries, {s.repairs} repairs"
     if getattr(s, "fresh_calls", 0):
         calls += f", {s.fresh_calls} fresh calls after a failed repair"

@@ -39,7 +39,7 @@ from rankwise.llm.generate import (
     GenRequest,
     _fill,
 )
-from rankwise.llm.prompts import _load_toml, escape_data
+from rankwise.llm.prompts import _load_toml, data_boundary, fence
 
 __all__ = ["LLMReranker", "load_rerank_prompt", "order_with_failures", "resolve_reranker", "MAX_GRADE"]
 
@@ -52,7 +52,7 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
 
     Example:
         >>> p = load_rerank_prompt()
-        >>> p.prompt_version.startswith("rerank-graded-v1+"), p.graded
+        >>> p.prompt_version.startswith("rerank-graded-v2+"), p.graded
         (True, True)
     """
     ref = resources.files("rankwise.llm").joinpath("prompts", "rerank.toml")
@@ -142,8 +142,10 @@ class LLMReranker:
         self.close()
 
     def messages(self, query: str, text: str) -> list[dict]:
-        """The messages asking for one pair's grade (query and passage fenced with ``escape_data``)."""
-        values = {"question": escape_data(query), "chunk": escape_data(text)}
+        """The messages asking for one pair's grade (query and passage each between the fence lines of
+        one boundary that occurs in neither: :func:`~rankwise.llm.prompts.fence`)."""
+        boundary = data_boundary(query, text)
+        values = {"question": fence(query, boundary), "chunk": fence(text, boundary)}
         return [{"role": "system", "content": _fill(self.prompt.system, values)},
                 {"role": "user", "content": _fill(self.prompt.user, values)}]
 

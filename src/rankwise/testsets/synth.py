@@ -20,7 +20,8 @@ The run, for ``n`` planned samples:
 Safety: every reply is stored in the SQLite cache (table ``generations``) before it is used, every
 accepted sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it
 is decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
-resumes without repeating a call. ``max_cost`` stops launching calls once the money spent (plus what
+resumes without repeating a call. A call that failed after its retries (``call_failed``) decided nothing:
+a rerun asks it again. ``max_cost`` stops launching calls once the money spent (plus what
 the calls in flight will cost) reaches it.
 """
 
@@ -30,6 +31,7 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 import random
 import re
 import sqlite3
@@ -55,7 +57,7 @@ __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthE
 STYLES = ("factual", "paraphrase", "multi", "conversational")
 #: why a sample was rejected
 REASONS = {
-    "call_failed": "the call failed after its retries",
+    "call_failed": "the call (or the critic's) failed after its retries; a rerun asks again",
     "bad_reply": "the reply was not the JSON asked for",
     "not_answerable": "the model said the passage does not answer it (or refused)",
     "quote_not_found": "a quote is not in the source document, even normalised",
@@ -599,6 +601,19 @@ def _fingerprint(corpus: Corpus, settings: SynthSettings, model: str, version: s
     return h.hexdigest()[:16]
 
 
+def _drop_failed_calls(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rejected rows without those of calls that failed (``call_failed``: no reply after the retries);
+    the file is rewritten without them, so their samples are asked again, as the judge retries its
+    failures: a failed call is not an answer."""
+    kept = [r for r in rows if r.get("reason") != "call_failed"]
+    if len(kept) < len(rows):
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+        os.replace(tmp, path)
+    return kept
+
+
 def _read_done(path: Path, plan: str) -> list[dict[str, Any]]:
     """Rows already written by an earlier run of the same plan (a half-written last line is dropped)."""
     if not path.exists():
@@ -757,7 +772,7 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                            prompt_version=version, documents=len({s.passages[0].doc_id for s in slots}))
     summary.max_per_document = max(Counter(s.passages[0].doc_id for s in slots).values())
     accepted_rows = _read_done(out, plan)
-    rejected_rows = _read_done(rej_out, plan)
+    rejected_rows = _drop_failed_calls(rej_out, _read_done(rej_out, plan))
     done = {int(r["provenance"]["slot"]) for r in accepted_rows + rejected_rows}
     seen_questions: list[frozenset[str]] = []
     for r in accepted_rows:
@@ -824,7 +839,9 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                 sample["critic"] = {"score": score, "reason": str(obj.get("reason") or "")[:300]}
                 if score < settings.critic_min:
                     sample, reason, detail = None, "critic", f"score {score}: {obj.get('reason')}"
-            except (CallError, ParseError) as exc:
+            except CallError as exc:  # no answer, not a rejection: a rerun asks again
+                sample, reason, detail = None, "call_failed", f"critic call: {str(exc)[:200]}"
+            except ParseError as exc:
                 sample, reason, detail = None, "critic", f"critic gave no score: {exc}"
         results[slot.index] = (sample, reason, detail)
 
