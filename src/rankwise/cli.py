@@ -1387,7 +1387,8 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 def position_curve_command(testset, k, source, repeats, seed, out_path, plot_path, dry_run, fmt, **opts):
     """How the generator uses position: plant each case's supporting chunk at every position 1..K among
     non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
-    discounts (log, linear, RBP, power, U-shape)."""
+    families (flat, log, linear, RBP, power, cliff, U-shape) by maximum likelihood, ranked by AIC; when
+    even the best fails the goodness-of-fit test, no family fits and --out writes no curve."""
     import json
 
     from rankwise.analysis.position import write_position_curve
@@ -1425,7 +1426,7 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
                          transient=True) as check_advance:
             run = _run_generator(lambda: run_position_curve(plan, gen, score=method, checker=checker,
                                                             progress=advance, check_progress=check_advance))
-        if out_path:
+        if out_path and run.fit.fitted:
             write_position_curve(run.fit, out_path)
         if plot_path:
             from rankwise.report.calibration import plot_position_fit
@@ -1444,9 +1445,11 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
                 click.echo(f"{run.unscored} contexts have no answer score (failed or missing answers) and are "
                            f"left out", err=True)
             print_position_fit(run.fit)
-        for path, what in ((out_path, "curve"), (plot_path, "plot")):
+        for path, what in ((out_path if run.fit.fitted else None, "curve"), (plot_path, "plot")):
             if path:
                 click.echo(f"{what}: {path}", err=True)
+        if out_path and not run.fit.fitted:
+            click.echo(f"no curve written to {out_path}: {run.fit.sentence()}", err=True)
     finally:
         gen.close()
 
