@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,7 +64,7 @@ def test_recovers_planted_rbp(generator, cases, tmp_path):
     planted = [0.1 + 0.8 * 0.7 ** i for i in range(K)]
     assert max(abs(a - p) for a, p in zip(doc["accuracy"], planted, strict=True)) <= 1.5 / N_CASES + 1e-9
     assert generator.stats()["by_kind"] == {"answer": N_CASES * K}
-    assert "best fit: rbp(p=0.7" in r.output and "goodness of fit: deviance" in r.output
+    assert re.search(r"best fit: rbp\(p=0\.(69|70)", r.output) and "goodness of fit: deviance" in r.output, r.output
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the curve file drives wcp(decay=curve): weights are the fitted accuracy per position, all in [0, 1]
     assert doc["weights"][0] == pytest.approx(best["alpha"] + best["beta"])
@@ -181,7 +182,7 @@ def test_stopped_run_resumes_without_repeating_a_call(generator, cases, tmp_path
         generator.configure(latency=0.0)
 
 
-# the fit itself, on answers drawn with binomial noise (seeded): 600 answers per position, 10 positions
+# the fit itself, on answers drawn with binomial noise (seeded): 2,000 answers per position, 10 positions
 
 def _planted(family: str, params: dict, k: int = 10, floor: float = 0.1, drop: float = 0.8) -> np.ndarray:
     w = discount_weights(family, k, **params)
@@ -194,11 +195,11 @@ def _answers(curve: np.ndarray, per_position: int, seed: int) -> tuple[list[floa
 
 
 @pytest.mark.parametrize(("family", "params", "tol"), [
-    ("rbp", {"p": 0.7}, {"p": 0.05}), ("power", {"a": 1.5}, {"a": 0.25}), ("cliff", {"n": 4}, {"n": 0}),
-    ("u_shape", {"p": 0.5, "q": 0.5, "b": 1.0}, {"p": 0.15, "q": 0.15, "b": 0.6})])
+    ("rbp", {"p": 0.7}, {"p": 0.03}), ("power", {"a": 1.5}, {"a": 0.2}), ("cliff", {"n": 4}, {"n": 0}),
+    ("u_shape", {"p": 0.5, "q": 0.5, "b": 1.0}, {"p": 0.1, "q": 0.1, "b": 0.5})])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_maximum_likelihood_recovers_family_and_parameters(family, params, tol, seed):
-    fit = fit_position_curve(*_answers(_planted(family, params), 600, seed))
+    fit = fit_position_curve(*_answers(_planted(family, params), 2000, seed))
     assert fit.best.name == family, fit.sentence()
     for name, value in params.items():
         assert abs(fit.best.params[name] - value) <= tol[name], fit.best.label()
