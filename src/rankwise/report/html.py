@@ -346,6 +346,22 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
     return f'<ol class="chunks">{"".join(items)}</ol>{more}'
 
 
+def _query_table(cmp: ComparisonResult, qi: int) -> str:
+    """One question's values: metrics x systems, or systems x metrics when there are many systems."""
+    def val(s: str, m: str) -> str:
+        return f"<td>{_f(float(cmp.per_query(s, m)[qi]))}</td>"
+
+    if len(cmp.systems) > max(6, len(cmp.metrics)):
+        head = "<th>system</th>" + "".join(f"<th>{escape(m)}</th>" for m in cmp.metrics)
+        rows = "".join(f"<tr><td>{escape(s)}</td>" + "".join(val(s, m) for m in cmp.metrics) + "</tr>"
+                       for s in cmp.systems)
+    else:
+        head = "<th>metric</th>" + "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
+        rows = "".join(f"<tr><td>{escape(m)}</td>" + "".join(val(s, m) for s in cmp.systems) + "</tr>"
+                       for m in cmp.metrics)
+    return f'<div class="table-wrap"><table class="grid"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+
+
 def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks: int, max_text: int,
                      max_queries: int | None, needed: set[str]) -> str:
     records, runs, qrels = inputs.records, inputs.runs, inputs.qrels
@@ -379,13 +395,7 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
             vals.append(f'<span class="vals" data-metric="{escape(metric)}">{escape(metric)}: '
                         f'{_DOT.join(cells)} <b class="{dcls}">{_signed(float(d))}'
                         f"</b></span>")
-        table_rows = "".join(
-            f"<tr><td>{escape(metric)}</td>" + "".join(f"<td>{_f(float(cmp.per_query(s, metric)[qi]))}</td>"
-                                                       for s in cmp.systems) + "</tr>"
-            for metric in cmp.metrics)
-        table = ('<table class="grid"><thead><tr><th>metric</th>'
-                 + "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
-                 + f"</tr></thead><tbody>{table_rows}</tbody></table>")
+        table = _query_table(cmp, qi)
         body = [table]
         if by_id:
             header_rec = next((recs[qid] for recs in by_id.values() if qid in recs), None)

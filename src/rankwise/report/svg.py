@@ -228,7 +228,7 @@ def box_plot(groups: Mapping[str, Sequence[float]], *, title: str, y_label: str,
         body.append(f'<rect x="{cx - bw / 2:.1f}" y="{y_of(q3):.1f}" width="{bw:.1f}" '
                     f'height="{max(y_of(q1) - y_of(q3), 0.8):.1f}" fill="{color}" fill-opacity="0.25" '
                     f'stroke="{color}" stroke-width="1.5"><title>{escape(name)}: median {med:.4f}, '
-                    f'quartiles {q1:.4f}-{q3:.4f}, n={len(a)}</title></rect>')
+                    f'quartiles {q1:.4f}\u2013{q3:.4f}, n={len(a)}</title></rect>')
         body.append(f'<line x1="{cx - bw / 2:.1f}" x2="{cx + bw / 2:.1f}" y1="{y_of(med):.1f}" '
                     f'y2="{y_of(med):.1f}" stroke="#222" stroke-width="2"/>')
         mean = float(a.mean())
