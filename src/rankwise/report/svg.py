@@ -67,7 +67,7 @@ def title_lines(title: str, width: int, font_size: float = 14.0) -> list[str]:
 
     Example:
         >>> title_lines("dense recursive 400/50 − bm25 recursive 400/0: mrr per query (mean +0.0123 *)", 320)
-        ['dense recursive 400/50 − bm25 recursive', '400/0: mrr per query (mean +0.0123 *)']
+        ['dense recursive 400/50 − bm25', 'recursive 400/0: mrr per query', '(mean +0.0123 *)']
     """
     room = max(8, int((width - 16) / (_TITLE_CHAR * font_size / 14.0)))
     lines: list[str] = []
