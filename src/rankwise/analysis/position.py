@@ -257,8 +257,9 @@ def _argmax_affine(x: np.ndarray, c0: np.ndarray, c1: np.ndarray, k: np.ndarray,
 
 def _fit_levels(shapes: np.ndarray, k: np.ndarray, n: np.ndarray, rounds: int = 100) -> tuple[np.ndarray, ...]:
     """For each shape row w (max 1), the maximum-likelihood top ``t`` and floor share ``s`` of
-    p = t * (s + (1 - s) * w) (so alpha = t*s, beta = t*(1-s), 0 <= alpha <= alpha + beta <= 1): coordinate
-    ascent, each coordinate an exact 1-D concave maximisation. Returns alpha, drop, log-likelihood."""
+    p = t * (s + (1 - s) * w) (so alpha = t*s, beta = t*(1-s), 0 <= alpha <= alpha + beta <= 1): rounds of
+    coordinate ascent (each coordinate an exact 1-D concave maximisation, which reaches the bounds) and a
+    joint Newton step in (alpha, beta), until no row gains 1e-9. Returns alpha, drop, log-likelihood."""
     g = shapes.shape[0]
     y = k.sum() / n.sum()
     t, s = np.full(g, min(max(2 * y, 0.05), 0.95)), np.full(g, 0.5)
