@@ -53,8 +53,8 @@ def main() -> None:
 
     from generator_server import key_of, running_generator
     from rankwise.datasets import load_bundled_corpus, load_bundled_testset
-    from rankwise.demo import _cases
     from rankwise.retrieval import run_retrievers
+    from rankwise.workflows.demo import _cases
 
     out = args.out or Path(tempfile.mkdtemp(prefix="rankwise-calibrate-kestrel-"))
     out.mkdir(parents=True, exist_ok=True)

@@ -71,9 +71,9 @@ def acp(verdicts: list[int]) -> float:
 def run_rankwise(server, rows, *, batch: bool, cache: Path) -> dict:
     import openai  # noqa: F401  (imported before the clock starts, as the Ragas script imports its stack)
 
-    from rankwise.relevance.llm.cache import VerdictCache
-    from rankwise.relevance.llm.client import Endpoint
-    from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.client import Endpoint
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
 
     cases = [JudgeCase(r["id"], r["user_input"], r["retrieved_contexts"], r["reference"]) for r in rows]
     server.reset()

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from generator_server import key_of, running_generator, synthetic_cases, write_cases
-from rankwise.analysis.answer_run import fed_context
 from rankwise.cli import main
 from rankwise.data.records import load_records
+from rankwise.workflows.answer_run import fed_context
 
 
 @pytest.fixture(scope="module")

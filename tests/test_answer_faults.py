@@ -1,4 +1,4 @@
-"""The generator runner (relevance/llm/generate.py) against the fault-injecting loopback server of the judge
+"""The generator runner (llm/generate.py) against the fault-injecting loopback server of the judge
 tests (tests/llm_server.py): retried faults end ok, refusals and empty replies fail that one request, an
 unreadable correctness verdict gets one repair, and a stopped endpoint keeps what was had."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from rankwise.relevance.llm.cache import VerdictCache
-from rankwise.relevance.llm.client import CallPolicy, Endpoint
-from rankwise.relevance.llm.generate import GenerationStopped, Generator, GenRequest, load_gen_prompt
+from rankwise.llm.cache import VerdictCache
+from rankwise.llm.client import CallPolicy, Endpoint
+from rankwise.llm.generate import GenerationStopped, Generator, GenRequest, load_gen_prompt
 
 FAST = CallPolicy(concurrency=4, max_retries=2, backoff_base=0.01, backoff_max=0.05, timeout=5.0)
 

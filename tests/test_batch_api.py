@@ -159,8 +159,8 @@ def test_shards_in_processes_merge_without_loss(server, tmp_path):
 
 
 def test_merge_conflict_keeps_newest(tmp_path):
-    from rankwise.relevance.llm.cache import VerdictCache
-    from rankwise.relevance.llm.shard import merge_caches
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.shard import merge_caches
 
     fields = dict(grade=None, model="m", mode="question", scale="binary", prompt_version="v1", style="single",
                   call="single")
@@ -361,7 +361,7 @@ def test_exhausted_retries_exit_2_keep_the_cache_and_a_rerun_resumes(server, tmp
 
 def test_batch_options_precedence_flag_env_config_default(tmp_path):
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.batch_api import resolve_batch_settings
+    from rankwise.llm.batch_api import resolve_batch_settings
 
     conf = tmp_path / "rankwise.toml"
     conf.write_text("[llm]\nbatch_poll = 7\nbatch_discount = 0.3\nbatch_max_requests = 5\n")

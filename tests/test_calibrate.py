@@ -139,3 +139,66 @@ def test_calibrate_cli(tmp_path):
     res = CliRunner().invoke(main, ["calibrate", str(path), "--relevance", "llm"], terminal_width=200)
     assert res.exit_code == 0
     assert "predicts the answer score best" in res.output
+
+
+# ------------------------------------------------------------- a split stratified by outcome; undefined AUC
+def _binary_records(n: int, positives: set[str], seed: int = 7) -> list[CaseRecord]:
+    """Cases c000..: the answer is right exactly when the first chunk is relevant."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        cid = f"c{i:03d}"
+        v = [1 if cid in positives else 0] + [1 if rng.random() < 0.4 else 0 for _ in range(4)]
+        rec = CaseRecord(cid, chunks=[ChunkRecord(r + 1, id=f"{cid}-{r}", verdicts={"llm": Verdict(x)})
+                                      for r, x in enumerate(v)])
+        rec.answer_score = float(v[0])
+        out.append(rec)
+    return out
+
+
+def _unstratified_held_out(case_ids: list[str], seed: int = 42, share: float = 0.5) -> set[str]:
+    """The held-out half of the split calibrate drew before it stratified: a seeded permutation of the ids."""
+    order = np.random.default_rng(seed).permutation(len(case_ids))
+    return {case_ids[i] for i in order[:max(1, int(round(len(case_ids) * share)))]}
+
+
+def test_calibrate_split_keeps_both_outcomes_in_each_half():
+    ids = [f"c{i:03d}" for i in range(40)]
+    held = _unstratified_held_out(ids)
+    positives = set(sorted(set(ids) - held)[:3])  # planted: every right answer in the training half
+    recs = _binary_records(40, positives)
+    assert not positives & held  # an unstratified split would hold out only wrong answers
+    result = calibrate(recs, "llm")
+    assert result.statistic == "auc"
+    assert result.best is not None and result.best.name.endswith("@1")
+    assert result.best.held_out == pytest.approx(1.0) and result.best.train == pytest.approx(1.0)
+    assert "nan" not in result.sentence()
+    assert result.held_out_cases == 20 and result.train_cases == 20
+
+
+def test_calibrate_gives_no_recommendation_on_an_undefined_auc(tmp_path):
+    path = tmp_path / "records.jsonl"
+    write_records(_binary_records(40, {"c011"}), path)  # one right answer: one half holds none
+    res = CliRunner().invoke(main, ["calibrate", str(path), "--relevance", "llm"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "predicts the answer score best" not in out and "nan" not in out
+    assert "No recommendation:" in out
+    assert ("but its AUC on the held-out half is undefined: every answer of the held-out half is wrong (20 cases)"
+            in out or "the AUC is undefined on the training half for every candidate: every answer of the "
+                      "training half is wrong (20 cases)" in out)
+    res = CliRunner().invoke(main, ["calibrate", str(path), "--relevance", "llm", "--format", "json"])
+    data = json.loads(res.stdout)
+    assert data["recommendation"] is None and data["sentence"].startswith("No recommendation: ")
+    assert "is undefined" in data["refused"]
+
+
+def test_calibrate_gives_no_recommendation_on_an_undefined_tau():
+    recs = _records(40, 6)
+    for r in recs:
+        r.answer_score = 0.8 if r.id == "c017" else 0.5  # one case differs: one half holds one score
+    result = calibrate(recs, "llm")
+    assert result.statistic == "kendall_tau_b" and result.best is None
+    assert "Kendall tau-b" in result.refused and "is undefined" in result.refused
+    assert "every answer score of the" in result.refused and "is the same (0.5, 20 cases)" in result.refused
+    assert result.to_json()["recommendation"] is None and "nan" not in result.sentence()

@@ -277,6 +277,8 @@ def test_cli_compare_rag_records(tmp_path):
     write_records(b + [CaseRecord("c3", scores={"llm": {"wcp@1": 0.0}})], tmp_path / "more.jsonl")
     out = CliRunner().invoke(main, ["compare-rag", str(pa), str(tmp_path / "more.jsonl"), "--source", "llm"])
     assert out.exit_code == 2 and "different cases" in out.output
+    # the command line names its flag, not the library's parameter
+    assert "(--allow-mismatch compares the shared ones)" in out.output and "allow_mismatch" not in out.output
     out = CliRunner().invoke(main, ["compare-rag", str(pa), str(tmp_path / "more.jsonl"), "--source", "llm",
                                     "--allow-mismatch"])
     assert out.exit_code == 0, out.output

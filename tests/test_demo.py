@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from rankwise.cli import main
 from rankwise.data import load_run
 from rankwise.data.records import load_records
-from rankwise.demo import DEMO_KS, demo_metrics, run_demo
 from rankwise.metrics.rag import evaluate_rag
+from rankwise.workflows.demo import DEMO_KS, demo_metrics, run_demo
 
 
 @pytest.fixture(scope="module")

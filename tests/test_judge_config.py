@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from rankwise.cli import main
 from rankwise.data.records import load_records, records_from_testset
 from rankwise.errors import InputError
-from rankwise.relevance.llm.config import resolve_llm_config
-from rankwise.relevance.llm.judge import judge_records
+from rankwise.llm.config import resolve_llm_config
+from rankwise.relevance.llm_judge import judge_records
 
 QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."
@@ -130,7 +130,7 @@ def test_the_python_api_reads_the_config_file_as_the_cli_does(srv, tmp_path, mon
 
 def test_an_endpoint_object_is_used_as_it_is(srv, tmp_path, monkeypatch):
     """Even one whose URL holds credentials (its key is the placeholder the resolver itself sets)."""
-    from rankwise.relevance.llm.client import Endpoint
+    from rankwise.llm.client import Endpoint
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))

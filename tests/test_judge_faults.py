@@ -21,9 +21,9 @@ from click.testing import CliRunner
 from llm_server import ENVELOPES, judge_text, start_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
-from rankwise.relevance.llm.cache import VerdictCache
-from rankwise.relevance.llm.client import CallPolicy, Endpoint
-from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings, JudgeStopped
+from rankwise.llm.cache import VerdictCache
+from rankwise.llm.client import CallPolicy, Endpoint
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeStopped
 
 QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."

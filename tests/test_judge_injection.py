@@ -19,10 +19,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llm_server import judge_text, running_server  # noqa: E402
-from rankwise.relevance.llm.client import CallPolicy, Endpoint  # noqa: E402
-from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings  # noqa: E402
-from rankwise.relevance.llm.parse import parse_batch, parse_verdict  # noqa: E402
-from rankwise.relevance.llm.prompts import escape_data, load_prompt  # noqa: E402
+from rankwise.llm.client import CallPolicy, Endpoint  # noqa: E402
+from rankwise.llm.parse import parse_batch, parse_verdict  # noqa: E402
+from rankwise.llm.prompts import escape_data, load_prompt  # noqa: E402
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings  # noqa: E402
 
 QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import VerdictCache, cache_key, default_cache_path
+from rankwise.llm.cache import VerdictCache, cache_key, default_cache_path
 
 BASE = {"model": "m", "mode": "reference", "scale": "binary", "prompt_version": "reference-binary-v1+abc",
         "style": "single", "question": "q?", "chunk": "chunk text", "context": "the reference"}
@@ -79,7 +79,7 @@ def test_verdicts_survive_a_killed_writer(tmp_path):
     path = tmp_path / "c.sqlite"
     script = (
         "import os, sys\n"
-        "from rankwise.relevance.llm.cache import VerdictCache\n"
+        "from rankwise.llm.cache import VerdictCache\n"
         f"c = VerdictCache({str(path)!r})\n"
         "for i in range(50):\n"
         "    c.put(f'k{i}', verdict=1, grade=None, reason='r', model='m', mode='question', scale='binary',\n"

@@ -13,10 +13,10 @@ import pytest
 
 from rankwise.data.records import records_from_testset
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import VerdictCache
-from rankwise.relevance.llm.client import CallPolicy, Endpoint, EndpointError
-from rankwise.relevance.llm.cost import Prices
-from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings, attach_verdicts, cases_from_records
+from rankwise.llm.cache import VerdictCache
+from rankwise.llm.client import CallPolicy, Endpoint, EndpointError
+from rankwise.llm.cost import Prices
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, attach_verdicts, cases_from_records
 
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.client import (
+from rankwise.llm.client import (
     CallBudget,
     CallPolicy,
     backoff_delay,
@@ -17,8 +17,8 @@ from rankwise.relevance.llm.client import (
     resolve_endpoint,
     retry_after_seconds,
 )
-from rankwise.relevance.llm.cost import Prices, Usage, estimate_prompt_tokens, estimate_tokens
-from rankwise.relevance.llm.parse import (
+from rankwise.llm.cost import Prices, Usage, estimate_prompt_tokens, estimate_tokens
+from rankwise.llm.parse import (
     CountMismatch,
     Judgement,
     ParseError,
@@ -27,7 +27,7 @@ from rankwise.relevance.llm.parse import (
     parse_verdict,
     refusal_of,
 )
-from rankwise.relevance.llm.prompts import MODES, load_prompt
+from rankwise.llm.prompts import MODES, load_prompt
 
 # ------------------------------------------------------------------------------------------- parsing
 
@@ -276,7 +276,7 @@ def test_bad_config_files(tmp_path):
 def test_adaptive_limit_holds_halves_and_grows_back():
     import asyncio
 
-    from rankwise.relevance.llm.client import AdaptiveLimit
+    from rankwise.llm.client import AdaptiveLimit
 
     async def scenario():
         gate = AdaptiveLimit(4, cooldown=10.0)

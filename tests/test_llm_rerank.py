@@ -16,10 +16,10 @@ from rankwise.adapters import rerank_records, run_retriever  # noqa: E402
 from rankwise.analysis.compare import compare_records  # noqa: E402
 from rankwise.data import Run  # noqa: E402
 from rankwise.datasets import bundled_files  # noqa: E402
+from rankwise.llm.client import CallPolicy  # noqa: E402
 from rankwise.metrics.rag import evaluate_rag  # noqa: E402
-from rankwise.relevance.llm.client import CallPolicy  # noqa: E402
-from rankwise.relevance.llm.rerank import LLMReranker  # noqa: E402
 from rankwise.retrieval import RetrieverSpec, load_corpus, run_retrievers  # noqa: E402
+from rankwise.retrieval.llm_rerank import LLMReranker  # noqa: E402
 from rankwise.retrieval.rerank import rerank  # noqa: E402
 
 TOP_N, KEEP = 10, 5
@@ -184,7 +184,7 @@ def test_sweep_with_an_llm_reranker(server, tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from rankwise.cli import main
-    from rankwise.sweep import sweep
+    from rankwise.workflows.sweep import sweep
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("RANKWISE_CACHE", str(tmp_path / "c.sqlite"))

@@ -1,4 +1,4 @@
-"""The one LLM runner (relevance/llm/runner.py) that the judge and the generator share, against the
+"""The one LLM runner (llm/runner.py) that the judge and the generator share, against the
 fault-injecting loopback server (tests/llm_server.py): what the generator gained by running on the judge's
 runner, and the summaries both print."""
 
@@ -8,11 +8,11 @@ from dataclasses import fields
 
 import pytest
 
-from rankwise.relevance.llm.client import CallPolicy, Endpoint
-from rankwise.relevance.llm.cost import Prices
-from rankwise.relevance.llm.generate import Generator, GenRequest, GenSummary, load_gen_prompt
-from rankwise.relevance.llm.judge import JudgeSummary
-from rankwise.relevance.llm.runner import RunPlan, RunSummary, failure_kind
+from rankwise.llm.client import CallPolicy, Endpoint
+from rankwise.llm.cost import Prices
+from rankwise.llm.generate import Generator, GenRequest, GenSummary, load_gen_prompt
+from rankwise.llm.runner import RunPlan, RunSummary, failure_kind
+from rankwise.relevance.llm_judge import JudgeSummary
 
 FAST = CallPolicy(concurrency=4, max_retries=2, backoff_base=0.01, backoff_max=0.05, timeout=5.0)
 

@@ -131,3 +131,15 @@ def test_set_F_beta_param():
     for bad in ("set_F.0", "set_F.-1", "set_F(beta=inf)", "set_F(beta=x)"):
         with pytest.raises(InputError, match="beta must be"):
             parse_measure(bad)
+
+
+def test_every_metric_has_formula_and_reference():
+    """Each registered metric carries its formula and a citation (shown by `rankwise metrics NAME`)."""
+    from rankwise.metrics.registry import METRICS
+
+    missing = [n for n, m in METRICS.items() if not (m.formula and m.reference)]
+    assert missing == []
+    assert METRICS["ndcg"].reference.startswith("Järvelin & Kekäläinen")
+    assert METRICS["rbp"].reference.startswith("Moffat & Zobel")
+    assert METRICS["err"].reference.startswith("Chapelle")
+    assert "Ragas" in METRICS["acp"].reference

@@ -14,7 +14,7 @@ from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.report.labels import signed
 from rankwise.retrieval import load_corpus, run_retrievers
-from rankwise.sweep import sweep, sweep_metrics
+from rankwise.workflows.sweep import sweep, sweep_metrics
 
 WHOLE = 100_000  # larger than any Kestrel document: overlap changes nothing, the index is reused
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rankwise.relevance.llm.cost import Prices
+from rankwise.llm.cost import Prices
 from rankwise.retrieval.corpus import Corpus, load_corpus
 from rankwise.testsets.synth import SynthSettings, estimate_synth, plan_samples, synth
 

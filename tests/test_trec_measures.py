@@ -286,7 +286,7 @@ def test_judged_counts_verdicts_of_records():
     # a pooled LLM judge: chunks whose verdict failed or is missing have no judgement
     from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
     from rankwise.metrics.evaluate import evaluate_matrix
-    from rankwise.relevance.matrix import RelevanceMatrix
+    from rankwise.metrics.matrix import RelevanceMatrix
 
     chunks = [ChunkRecord(1, verdicts={"llm": Verdict(1)}), ChunkRecord(2, verdicts={"llm": Verdict(None, status="failed")}),
               ChunkRecord(3, verdicts={}), ChunkRecord(4, verdicts={"llm": Verdict(0)})]

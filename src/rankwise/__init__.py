@@ -1,48 +1,58 @@
 """rankwise: how good is the retrieval stage of your RAG pipeline, and why.
 
+Every capability is one call from here (imported on first use, so ``import rankwise`` stays light):
+
+- metrics: :func:`evaluate` (trec_eval-exact), :func:`evaluate_rag` (RAG context metrics), :func:`ksweep`;
+- verdicts: :func:`judge` (an LLM judge over any OpenAI-compatible endpoint), :func:`agreement`
+  (judge vs. human labels), :func:`utility` (the generator's own answers as verdicts);
+- test sets and retrievers: :func:`synth`, :func:`pool`, :func:`import_testset`, :func:`export_testset`,
+  :func:`run_retrieval` (BM25 / dense / hybrid / rerank), :func:`run_retriever` (your framework's
+  retriever), :func:`sweep` (chunking x retriever grid);
+- judgement about the numbers: :func:`compare`, :func:`gate`, :func:`probe`, :func:`calibrate`,
+  :func:`answer`, :func:`position_curve`; :func:`demo` runs the bundled tour.
+
 Example:
     >>> import rankwise
     >>> r = rankwise.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9, "d2": 0.1}}, ["ndcg@10", "P@1"])
     >>> r.mean
     {'ndcg@10': 1.0, 'precision@1': 1.0}
+    >>> callable(rankwise.judge) and callable(rankwise.sweep)
+    True
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from rankwise._lazy import lazy_exports
 from rankwise.errors import InputError, RankwiseError
 
 __version__ = "0.1.0"
 
-__all__ = ["EvalResult", "InputError", "Qrels", "RankwiseError", "Run", "calibrate", "compare", "evaluate",
-           "evaluate_rag", "gate", "load_qrels", "load_records", "load_run", "__version__"]
-
-# Entry points are imported on first use, so `import rankwise` (and `rankwise --help`) stays light:
-# numpy and pyarrow load only when something needs them.
-_LAZY = {
-    "Qrels": ("rankwise.data", "Qrels"),
-    "Run": ("rankwise.data", "Run"),
-    "load_qrels": ("rankwise.data", "load_qrels"),
-    "load_run": ("rankwise.data", "load_run"),
-    "EvalResult": ("rankwise.metrics", "EvalResult"),
-    "evaluate": ("rankwise.metrics", "evaluate"),
-    "evaluate_rag": ("rankwise.metrics.rag", "evaluate_rag"),
-    "load_records": ("rankwise.metrics.rag", "load_records"),
-    "compare": ("rankwise.analysis.compare", "compare"),
-    "gate": ("rankwise.analysis.gate", "gate"),
-    "calibrate": ("rankwise.analysis.calibrate", "calibrate"),
+_EXPORTS = {
+    # inputs
+    "Qrels": "rankwise.data", "Run": "rankwise.data", "load_qrels": "rankwise.data", "load_run": "rankwise.data",
+    "load_records": "rankwise.metrics.rag",
+    # metrics
+    "EvalResult": "rankwise.metrics", "evaluate": "rankwise.metrics", "evaluate_rag": "rankwise.metrics.rag",
+    "ksweep": "rankwise.analysis.ksweep",
+    # verdicts
+    "judge": "rankwise.relevance.llm_judge:judge_records", "agreement": "rankwise.relevance.agreement",
+    "utility": "rankwise.workflows.answer_run:utility_verdicts",
+    # test sets and retrievers
+    "synth": "rankwise.testsets.synth", "pool": "rankwise.testsets.pool",
+    "import_testset": "rankwise.testsets.importers", "export_testset": "rankwise.testsets.importers",
+    "run_retrieval": "rankwise.retrieval.pipeline", "run_retriever": "rankwise.adapters.run",
+    "sweep": "rankwise.workflows.sweep",
+    # judgement about the numbers
+    "compare": "rankwise.analysis.compare", "gate": "rankwise.analysis.gate",
+    "probe": "rankwise.analysis.probe:probe_records", "calibrate": "rankwise.analysis.calibrate",
+    "answer": "rankwise.workflows.answer_run:answer_records",
+    "position_curve": "rankwise.workflows.position_run:run_position_curve",
+    "demo": "rankwise.workflows.demo:run_demo",
 }
 
+__all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
+           "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "ksweep",
+           "load_qrels", "load_records", "load_run", "pool", "position_curve", "probe", "Qrels",
+           "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "utility"]
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'rankwise' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -427,10 +427,13 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     check_outputs({"--html": html_path, "--plot": plot_path}, records, force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
-    result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
-                             allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
-                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
-                             resamples=resamples, relevance_level=relevance_level)
+    from rankwise.errors import flag_names
+
+    with flag_names({"allow_mismatch": "--allow-mismatch"}):
+        result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
+                                 allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
+                                 permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                                 resamples=resamples, relevance_level=relevance_level)
     depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
     sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth, relevance_level=relevance_level)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
@@ -480,11 +483,13 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
+    from rankwise.errors import flag_names
 
-    result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
-                  qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
-                  seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
-                  worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
+    with flag_names({"allow_query_mismatch": "--allow-query-mismatch", "max_drop": "--max-drop", "floors": "--min"}):
+        result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
+                      qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
+                      seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
+                      worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
     if fmt == "json":
         from rankwise.report.compare_text import gate_json
 
@@ -600,9 +605,9 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
 
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.cache import CacheWriteError, VerdictCache
-    from rankwise.relevance.llm.config import resolve_llm_config
-    from rankwise.relevance.llm.judge import (
+    from rankwise.llm.cache import CacheWriteError, VerdictCache
+    from rankwise.llm.config import resolve_llm_config
+    from rankwise.relevance.llm_judge import (
         Judge,
         JudgeInterrupted,
         JudgeStopped,
@@ -640,7 +645,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     endpoint = cfg.endpoint
     records = load_for_judging(testset)
     if shard:
-        from rankwise.relevance.llm.shard import in_shard, parse_shard
+        from rankwise.llm.shard import in_shard, parse_shard
 
         records = [r for r in records if in_shard(r.id, *parse_shard(shard))]
     cases = cases_from_records(records)
@@ -669,7 +674,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
         judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices, max_cost=max_cost)
         judge.check(cases, source=testset)
         if batch_api:
-            from rankwise.relevance.llm.batch_api import plan_batches, resolve_batch_settings, run_batch_job
+            from rankwise.llm.batch_api import plan_batches, resolve_batch_settings, run_batch_job
 
             batch_settings = resolve_batch_settings(config=config_path, poll_seconds=batch_poll,
                                                     discount=batch_discount, max_requests=batch_max_requests,
@@ -741,7 +746,7 @@ def cache_stats_command(cache_path, fmt):
     import json
     from pathlib import Path
 
-    from rankwise.relevance.llm.cache import VerdictCache, default_cache_path
+    from rankwise.llm.cache import VerdictCache, default_cache_path
 
     path = Path(cache_path) if cache_path else default_cache_path()
     if not path.exists():
@@ -766,7 +771,7 @@ def cache_clear_command(cache_path, model, prompt_version):
     """Delete cached verdicts (all, or one model's / one prompt version's)."""
     from pathlib import Path
 
-    from rankwise.relevance.llm.cache import VerdictCache, default_cache_path
+    from rankwise.llm.cache import VerdictCache, default_cache_path
 
     path = Path(cache_path) if cache_path else default_cache_path()
     if not path.exists():
@@ -784,7 +789,7 @@ def cache_clear_command(cache_path, model, prompt_version):
 def cache_merge_command(sources, into):
     """Merge verdict caches (e.g. of `judge --shard` workers) into one: identical rows kept once; rows
     that disagree keep the newest and are counted as conflicts."""
-    from rankwise.relevance.llm.shard import merge_caches
+    from rankwise.llm.shard import merge_caches
 
     r = merge_caches(list(sources), into)
     click.echo(f"merged {len(sources)} caches into {into}: {r.read} rows read, {r.added} added, {r.identical} "
@@ -951,7 +956,7 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         corpus, queries = load_corpus(corpus_path), load_queries(queries_path)
     chunk_size, chunk_overlap, doc_level = run_defaults(beir=bool(beir_dir), chunk_size=chunk_size,
                                                         chunk_overlap=chunk_overlap, doc_level=doc_level)
-    from rankwise.relevance.llm.rerank import LLMReranker, resolve_reranker
+    from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
 
     rerank_model = resolve_reranker(rerank_model, base_url=llm_base_url, quiet=quiet)
     llm = rerank_model if isinstance(rerank_model, LLMReranker) else None
@@ -994,9 +999,9 @@ def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force):
     from pathlib import Path
 
     from rankwise._outputs import check_outputs
-    from rankwise.demo import run_demo
     from rankwise.errors import InputError
     from rankwise.report.demo_console import print_demo
+    from rankwise.workflows.demo import run_demo
 
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
@@ -1155,7 +1160,7 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     Span-labelled test sets score chunks; qrels (--qrels, or a --beir folder such as Cranfield) score the
     documents each configuration ranks, with the numbers `rankwise eval` gives for that run."""
     from rankwise.errors import InputError
-    from rankwise.sweep import sweep
+    from rankwise.workflows.sweep import sweep
 
     if beir_dir:
         if corpus_path or testset:
@@ -1240,9 +1245,9 @@ def _generator_options(dry_run: str):
 
 def _make_generators(opts: dict, *, need_checker: bool):
     """(answer Generator, checker Generator or None, endpoint url) from the shared options."""
-    from rankwise.relevance.llm.client import Endpoint
-    from rankwise.relevance.llm.config import resolve_llm_config
-    from rankwise.relevance.llm.generate import Generator, load_gen_prompt
+    from rankwise.llm.client import Endpoint
+    from rankwise.llm.config import resolve_llm_config
+    from rankwise.llm.generate import Generator, load_gen_prompt
 
     cfg = resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
                              api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
@@ -1280,7 +1285,7 @@ def _plan_lines(plan, url: str, what: str) -> list[str]:
 
 def _run_generator(call, records_to_save=None, save=None):
     """Run ``call()``; on Ctrl-C or a lost endpoint save what was had (``save``) and exit with one line."""
-    from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
+    from rankwise.llm.generate import GenerationInterrupted, GenerationStopped
 
     try:
         return call()
@@ -1298,8 +1303,8 @@ def _run_generator(call, records_to_save=None, save=None):
 
 
 def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
-    from rankwise.analysis.answer_run import apply_scores, method_source, score_responses
     from rankwise.progress import progress
+    from rankwise.workflows.answer_run import apply_scores, method_source, score_responses
 
     items = [(r.id, r.question, r.reference, r.response) for r in records]
     with progress("checking answers", len(items), quiet=quiet or method != "llm", transient=True) as advance:
@@ -1328,11 +1333,11 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
     any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
     import signal
 
-    from rankwise.analysis.answer_run import answer_records
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
     from rankwise.progress import progress
-    from rankwise.relevance.llm.judge import load_for_judging
+    from rankwise.relevance.llm_judge import load_for_judging
+    from rankwise.workflows.answer_run import answer_records
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the answers go), or --dry-run", field="records")
@@ -1392,11 +1397,11 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
     import json
 
     from rankwise.analysis.position import write_position_curve
-    from rankwise.analysis.position_run import plant_contexts, position_requests, run_position_curve
     from rankwise.errors import InputError
     from rankwise.progress import progress
     from rankwise.relevance import SOURCES, TEXT_SOURCES, judge
-    from rankwise.relevance.llm.judge import load_for_judging
+    from rankwise.relevance.llm_judge import load_for_judging
+    from rankwise.workflows.position_run import plant_contexts, position_requests, run_position_curve
 
     for path, name in ((out_path, "out"), (plot_path, "plot")):
         if path:
@@ -1468,12 +1473,12 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
 def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, **opts):
     """Utility verdicts (eRAG): the generator answers each case from each retrieved chunk alone; the
     answer's score against the reference (--score, default f1) is that chunk's verdict."""
-    from rankwise.analysis.answer_run import utility_verdicts
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
     from rankwise.progress import progress
-    from rankwise.relevance.llm.judge import load_for_judging
+    from rankwise.relevance.llm_judge import load_for_judging
     from rankwise.relevance.utility import utility_requests
+    from rankwise.workflows.answer_run import utility_verdicts
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
@@ -1536,7 +1541,7 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     import json
 
     from rankwise.errors import InputError
-    from rankwise.relevance.llm.config import resolve_llm_config
+    from rankwise.llm.config import resolve_llm_config
     from rankwise.retrieval.corpus import load_corpus
     from rankwise.testsets.synth import (
         SynthSettings,

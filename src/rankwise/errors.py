@@ -7,10 +7,13 @@ Something odd but usable is a :class:`RankwiseWarning`, given once with a count 
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from os import PathLike
 
-__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn"]
+__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "flag_names"]
 
 
 class RankwiseWarning(UserWarning):
@@ -67,4 +70,40 @@ class InputError(RankwiseError, ValueError):
         if self.line is not None:
             where += f":{self.line}"
         what = f"field '{self.field}': " if self.field else ""
+        if self.field and self.field.startswith("--"):  # a command-line option, not a file's field
+            what = f"option {self.field}: "
         return f"{where}: {what}{self.problem}"
+
+    def with_flags(self, flags: Mapping[str, str]) -> InputError:
+        """The same error in a command line's terms: every library parameter name in ``flags`` (as a
+        whole word, in the problem and the field) replaced by its option.
+
+        Example:
+            >>> str(InputError("x (allow_mismatch compares the rest)").with_flags({"allow_mismatch": "--allow-mismatch"}))
+            '<input>: x (--allow-mismatch compares the rest)'
+        """
+        if not flags:
+            return self
+        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, flags)) + r")(?![\w-])")
+        problem = pattern.sub(lambda m: flags[m.group(1)], self.problem)
+        field = flags.get(self.field, self.field) if self.field else None
+        return InputError(problem, source=self.source, line=self.line, field=field)
+
+
+@contextmanager
+def flag_names(flags: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise an :class:`InputError` from the block with library parameter names turned into the
+    command's options (``{"allow_query_mismatch": "--allow-query-mismatch"}``): the CLI speaks in flags.
+
+    Example:
+        >>> try:
+        ...     with flag_names({"max_drop": "--max-drop"}):
+        ...         raise InputError("must be >= 0", field="max_drop")
+        ... except InputError as exc:
+        ...     print(exc)
+        <input>: option --max-drop: must be >= 0
+    """
+    try:
+        yield
+    except InputError as exc:
+        raise exc.with_flags(flags) from None

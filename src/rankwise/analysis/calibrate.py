@@ -224,10 +224,7 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
                    f"on one half and check it on the other")
     elif len(y) and np.all(y == y[0]):
         refused = "every answer score is the same, so no metric can predict it"
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(case_ids))
-    n_test = max(1, int(round(len(case_ids) * test_share))) if case_ids else 0
-    test_ids = {case_ids[i] for i in order[:n_test]}
+    test_ids = _stratified_split(case_ids, rows_case, y, test_share, seed)
     is_test = np.array([c in test_ids for c in rows_case], dtype=bool)
     def fn(x: np.ndarray, yy: np.ndarray) -> float:
         return _statistic_of(x, yy, binary)
@@ -241,7 +238,29 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
         candidates.append(Candidate(name, train, held))
     candidates.sort(key=lambda c: (-(c.train if not math.isnan(c.train) else -math.inf),
                                    -(c.held_out if not math.isnan(c.held_out) else -math.inf)))
-    # bootstrap intervals of the held-out statistic for the leading candidates
+    _bootstrap_intervals(candidates[:10], values, names, y, is_test, binary, seed=seed, resamples=resamples,
+                         confidence=confidence)
+    if len(systems) >= 2:
+        for c in candidates:
+            j = names.index(c.name)
+            means_m, means_y = [], []
+            for s in systems:
+                rows = [i for i, sys_ in enumerate(rows_system) if sys_ == s and not np.isnan(values[i, j])]
+                if rows:
+                    means_m.append(float(np.mean(values[rows, j])))
+                    means_y.append(float(np.mean(y[rows])))
+            c.system_tau = _tau_b(np.array(means_m), np.array(means_y)) if len(means_m) >= 2 else None
+    notes = _saturation_notes(candidates)
+    if refused is None and candidates:
+        refused = _undefined_reason(candidates[0], values[:, names.index(candidates[0].name)], y, is_test, binary)
+    return CalibrationResult(stat_name, source, len(case_ids), len(case_ids) - len(test_ids), len(test_ids),
+                             systems, candidates, refused, notes, summary)
+
+
+def _bootstrap_intervals(candidates: list[Candidate], values: np.ndarray, names: list[str], y: np.ndarray,
+                         is_test: np.ndarray, binary: bool, *, seed: int, resamples: int,
+                         confidence: float) -> None:
+    """Percentile bootstrap intervals of the held-out statistic, set on ``candidates`` (where defined)."""
     test_rows = np.flatnonzero(is_test)
     tail = (1 - confidence) / 2
     if len(test_rows) > 1:
@@ -256,19 +275,58 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
             stats = stats[~np.isnan(stats)]
             if len(stats) >= max(10, resamples // 2):
                 c.ci_low, c.ci_high = (float(x) for x in np.quantile(stats, [tail, 1 - tail]))
-    if len(systems) >= 2:
-        for c in candidates:
-            j = names.index(c.name)
-            means_m, means_y = [], []
-            for s in systems:
-                rows = [i for i, sys_ in enumerate(rows_system) if sys_ == s and not np.isnan(values[i, j])]
-                if rows:
-                    means_m.append(float(np.mean(values[rows, j])))
-                    means_y.append(float(np.mean(y[rows])))
-            c.system_tau = _tau_b(np.array(means_m), np.array(means_y)) if len(means_m) >= 2 else None
-    notes = _saturation_notes(candidates)
-    return CalibrationResult(stat_name, source, len(case_ids), len(case_ids) - len(test_ids), len(test_ids),
-                             systems, candidates, refused, notes, summary)
+
+
+def _stratified_split(case_ids: list[str], rows_case: list[str], y: np.ndarray, test_share: float,
+                      seed: int) -> set[str]:
+    """The held-out case ids, stratified by outcome: cases ordered by their mean answer score (random
+    order among equals), then every ``1/test_share``-th taken from a random start, so each outcome (each
+    class, for binary scores) is split in proportion and both halves hold both classes when each class has
+    two cases or more."""
+    if not case_ids:
+        return set()
+    total: dict[str, float] = {}
+    seen: dict[str, int] = {}
+    for c, v in zip(rows_case, y.tolist(), strict=True):
+        total[c] = total.get(c, 0.0) + v
+        seen[c] = seen.get(c, 0) + 1
+    rng = np.random.default_rng(seed)
+    tiebreak = rng.permutation(len(case_ids))
+    order = sorted(range(len(case_ids)), key=lambda i: (total[case_ids[i]] / seen[case_ids[i]], tiebreak[i]))
+    start = float(rng.random())
+    picked = {case_ids[i] for pos, i in enumerate(order)
+              if math.floor((pos + 1) * test_share + start) > math.floor(pos * test_share + start)}
+    if not picked:  # a share too small for the cases: hold out one
+        picked = {case_ids[order[len(order) // 2]]}
+    return picked
+
+
+def _undefined_reason(best: Candidate, col: np.ndarray, y: np.ndarray, is_test: np.ndarray,
+                      binary: bool) -> str | None:
+    """Why the leading candidate's statistic is undefined (no recommendation then), or None."""
+    stat = "AUC" if binary else "Kendall tau-b"
+    for half, rows, value in (("training", ~is_test, best.train), ("held-out", is_test, best.held_out)):
+        if not math.isnan(value):
+            continue
+        ok = rows & ~np.isnan(col)
+        yy, xx = y[ok], col[ok]
+        lead = (f"the {stat} is undefined on the training half for every candidate" if half == "training"
+                else f"{best.name} ranks first on the training half, but its {stat} on the held-out half is "
+                     "undefined")
+        if len(yy) < 2:
+            why = f"the {half} half holds {len(yy)} case{'' if len(yy) == 1 else 's'} with a value"
+        elif binary and len(set((yy >= 0.5).tolist())) == 1:
+            what = "correct" if yy[0] >= 0.5 else "wrong"
+            why = (f"every answer of the {half} half is {what} ({len(yy)} cases), so no metric can separate "
+                   "right from wrong answers there; score more cases, or cases with both outcomes")
+        elif not binary and np.all(yy == yy[0]):
+            why = f"every answer score of the {half} half is the same ({yy[0]:g}, {len(yy)} cases)"
+        elif np.all(xx == xx[0]):
+            why = f"{best.name} has the same value ({xx[0]:g}) on every case of the {half} half"
+        else:
+            why = f"the {half} half gives no untied pair"
+        return f"{lead}: {why}"
+    return None
 
 
 def _saturation_notes(candidates: list[Candidate]) -> list[str]:

@@ -2,7 +2,9 @@
 
 The baseline and the candidate are runs (scored against qrels), saved results holding per-query values
 (``rankwise eval --format json --per-query``), or RAG records / test sets (scored by ``evaluate_rag`` under
-one verdict source). Both must cover the same queries. A floor per metric (``floors={"ndcg@10": 0.4}``)
+one verdict source). Whatever the pairing, both must cover the same queries (a run lacking a query is
+refused, not scored 0) unless ``allow_query_mismatch``. A saved result of means only is compared on its
+means, with no paired test, and the result says so. A floor per metric (``floors={"ndcg@10": 0.4}``)
 fails the gate whenever the candidate's mean is below it, significant or not. The p-value comes from the
 same routine as ``compare``'s, so the two print the same p for the same data and seed.
 
@@ -50,6 +52,8 @@ class MetricCheck:
         below_floor: the candidate's mean is below ``floor``.
         worst: the queries that dropped most: ``(query_id, baseline, candidate, delta)``.
         n: paired queries.
+        untested: why no paired test ran (a side holds only means), else None; then ``p_value`` is NaN
+            and a drop over budget fails on its own.
     """
 
     metric: str
@@ -64,12 +68,13 @@ class MetricCheck:
     n: int
     floor: float | None = None
     below_floor: bool = False
+    untested: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"floor": self.floor, "below_floor": self.below_floor, "metric": self.metric, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
                 "delta": self.delta, "p_value": None if math.isnan(self.p_value) else self.p_value,
                 "over_budget": self.over_budget, "significant": self.significant, "failed": self.failed,
-                "n": self.n,
+                "n": self.n, "untested": self.untested,
                 "worst": [{"query_id": q, "baseline": b, "candidate": c, "delta": d} for q, b, c, d in self.worst]}
 
 
@@ -107,13 +112,11 @@ def _canonical(metric: str) -> str:
     return parse_measure(metric).name
 
 
-def _saved_result(obj: Any) -> Mapping | None:
-    """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query``), else None."""
-    if isinstance(obj, Mapping) and "per_query" in obj:
+def _read_saved(obj: Any) -> Mapping | None:
+    """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query`` or ``mean`` and
+    ``summary``), else None."""
+    if isinstance(obj, Mapping) and ("per_query" in obj or ("mean" in obj and "summary" in obj)):
         return obj
-    if isinstance(obj, Mapping) and "mean" in obj and "summary" in obj:
-        raise InputError("the saved result has no per-query values; save it with "
-                         "`rankwise eval --format json --per-query`", field="per_query")
     if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
         path = Path(obj)
         try:
@@ -124,12 +127,19 @@ def _saved_result(obj: Any) -> Mapping | None:
             data = json.loads(text)
         except json.JSONDecodeError:
             return None  # not one JSON document: a run in JSON Lines, read as a run
-        if isinstance(data, Mapping) and "per_query" in data:
+        if isinstance(data, Mapping) and ("per_query" in data or "mean" in data):
             return data
-        if isinstance(data, Mapping) and "mean" in data:
-            raise InputError("the saved result has no per-query values; save it with "
-                             "`rankwise eval --format json --per-query`", source=path, field="per_query")
     return None
+
+
+def _saved_result(obj: Any) -> Mapping | None:
+    """The parsed saved result with per-query values if ``obj`` is one, else None (means only: raises)."""
+    saved = _read_saved(obj)
+    if saved is not None and "per_query" not in saved:
+        where = str(obj) if isinstance(obj, (str, PathLike)) else None
+        raise InputError("the saved result has no per-query values; save it with "
+                         "`rankwise eval --format json --per-query`", source=where, field="per_query")
+    return saved
 
 
 def _is_rag(obj: Any) -> bool:
@@ -225,13 +235,16 @@ def gate(
     (absolute, in metric units) *and* a paired test finds the drop significant at ``alpha``.
 
     Args:
-        baseline, candidate: runs (scored against ``qrels``), saved results with per-query values
-            (``.json`` from ``rankwise eval --format json --per-query`` or the parsed dict), or EvalResults.
+        baseline, candidate: runs (scored against ``qrels``), saved results (``.json`` from
+            ``rankwise eval --format json --per-query`` or the parsed dict), EvalResults, or RAG records /
+            test sets. A saved result without per-query values is compared on its means: no paired test
+            can run, so a drop over ``max_drop`` fails on its own (``MetricCheck.untested`` says why).
         metrics: metrics to check.
         max_drop: the largest tolerated drop of a mean.
         alpha: significance level.
         qrels: needed when an input is a run.
-        allow_query_mismatch: compare only shared queries instead of refusing different query sets.
+        allow_query_mismatch: when the two cover different queries (a run lacking a query, a saved result
+            holding one more), compare only the queries both cover instead of refusing.
         test: ``"randomization"``, ``"t"`` or ``"wilcoxon"`` (two-sided).
         correction: ``"none"`` (default), ``"holm"`` or ``"bonferroni"`` across the checked metrics.
         worst: how many of the most-dropped queries to report per metric.
@@ -240,9 +253,56 @@ def gate(
         relevance: verdict source for RAG records / test sets (default containment).
         labels: human labels or graded qrels for ``relevance`` human / ids.
 
-    Warnings about either input (e.g. duplicate chunk ids, unscorable cases) are given once, naming the
-    system (its file stem, else ``baseline`` / ``candidate``), and kept in ``summary["warnings"]``.
+    Every pairing is checked for the queries each side covers (a run: the judged queries it retrieves for;
+    a saved result: its per-query ids less the ``missing_queries`` its summary lists; records: their case
+    ids): different sets are an :class:`InputError` naming the queries and the side, unless
+    ``allow_query_mismatch``. Warnings about either input (e.g. duplicate chunk ids, unscorable cases)
+    are given once, naming the system (its file stem, else ``baseline`` / ``candidate``), and kept in
+    ``summary["warnings"]``.
     """
+    names, floor_of = _check_gate_settings(metrics, floors, max_drop, alpha, correction)
+    common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
+              "labels": labels}
+    warned: dict[str, list[str]] = {}
+    base_label, cand_label = _labels(baseline, candidate)
+    loaded: dict[str, Any] = {}
+    with collect_warnings() as warned[base_label]:
+        base = _side(baseline, "baseline", names, common, loaded)
+    with collect_warnings() as warned[cand_label]:
+        cand = _side(candidate, "candidate", names, common, loaded)
+    _check_kinds(base, cand)
+    summary: dict[str, Any] = {"baseline_queries": base.count, "candidate_queries": cand.count}
+    excluded = _check_query_sets(base, cand, allow_query_mismatch, summary)
+    named = name_warnings(warned)
+    if named:
+        summary["warnings"] = named
+        for line in named:
+            warn(line)
+    if base.values is None or cand.values is None:
+        raw = _mean_checks(base, cand, names, excluded, summary)
+    else:
+        raw = _paired_checks(base, cand, names, excluded, summary, test=test, permutations=permutations,
+                             seed=seed, worst=worst)
+    adjusted = correct_pvalues([r[3] for r in raw], correction)
+    untested = summary.get("untested")
+    checks = []
+    for (name, base_mean, cand_mean, _, worst_rows, n), p in zip(raw, adjusted, strict=True):
+        delta = cand_mean - base_mean
+        over = -delta > max_drop + 1e-12
+        significant = not math.isnan(p) and p < alpha
+        floor = floor_of.get(name)
+        below = floor is not None and cand_mean < floor
+        failed = (over and (significant or untested is not None)) or below
+        checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant, failed, worst_rows, n,
+                                  floor, below, untested))
+    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
+                "floors": floor_of, "relevance": relevance}
+    return GateResult(checks, max_drop, alpha, settings, summary)
+
+
+def _check_gate_settings(metrics: Iterable[str] | str, floors: Mapping[str, float] | None, max_drop: float,
+                         alpha: float, correction: str) -> tuple[list[str], dict[str, float]]:
+    """The canonical metric names to check (floors' metrics added) and the floors; bad settings raise."""
     if isinstance(metrics, str):
         metrics = [metrics]
     metrics = list(metrics)
@@ -260,47 +320,156 @@ def gate(
             raise InputError(f"the floor of {metric!r} must be a number, not {value!r}", field="floors")
         floor_of[_canonical(metric)] = float(value)
     names = [_canonical(m) for m in metrics]
-    names = list(dict.fromkeys([*names, *floor_of]))
-    baseline, candidate = _check_run_queries(baseline, candidate, qrels, allow_query_mismatch)
-    common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
-              "labels": labels}
-    warned: dict[str, list[str]] = {}
-    base_label, cand_label = _labels(baseline, candidate)
-    with collect_warnings() as warned[base_label]:
-        base_ids, base_vals = per_query_values(baseline, names, origin=_origin(baseline, "baseline"), **common)
-    with collect_warnings() as warned[cand_label]:
-        cand_ids, cand_vals = per_query_values(candidate, names, origin=_origin(candidate, "candidate"), **common)
-    base_set, cand_set = set(base_ids), set(cand_ids)
-    summary: dict[str, Any] = {"baseline_queries": len(base_ids), "candidate_queries": len(cand_ids)}
-    if base_set != cand_set:
-        only_base = [q for q in base_ids if q not in cand_set]
-        only_cand = [q for q in cand_ids if q not in base_set]
-        if not allow_query_mismatch:
-            parts = []
-            if only_base:
-                parts.append(f"{len(only_base)} only in the baseline (e.g. {only_base[0]!r})")
-            if only_cand:
-                parts.append(f"{len(only_cand)} only in the candidate (e.g. {only_cand[0]!r})")
-            raise InputError("baseline and candidate cover different queries: " + ", ".join(parts)
-                             + " (allow_query_mismatch compares the shared ones)", field="query_id")
+    return list(dict.fromkeys([*names, *floor_of])), floor_of
+
+
+@dataclass
+class _Side:
+    """One input of the gate: its per-query values (or saved means) and the queries it covers.
+
+    ``covered`` is None when the input names no query (a saved result of means only); ``absent`` holds the
+    judged queries it is known to lack (a run's, or those a saved summary lists as missing)."""
+
+    role: str
+    where: str
+    kind: str  # "ir" (runs, saved eval results) or "rag" (records, test sets, saved eval-rag results)
+    ids: list[str]
+    values: np.ndarray | None
+    means: dict[str, float] | None
+    covered: set[str] | None
+    count: int | None
+    absent: set[str]
+
+    @property
+    def named(self) -> str:
+        return f"the {self.role}" + ("" if self.where == f"<{self.role}>" else f" ({self.where})")
+
+
+def _side(obj: Any, role: str, names: list[str], common: dict[str, Any], loaded: dict[str, Any]) -> _Side:
+    """Read and score one input of the gate (``loaded`` keeps the qrels, loaded once for both)."""
+    from rankwise.metrics.evaluate import EvalResult
+
+    where = _origin(obj, role)
+    if isinstance(obj, EvalResult):
+        ids, values = per_query_values(obj, names, origin=where)
+        absent = {str(q) for q in obj.summary.get("missing_queries") or []}
+        return _Side(role, where, "ir", ids, values, None, set(ids) - absent, len(set(ids) - absent), absent)
+    saved = _read_saved(obj)
+    if saved is not None:
+        return _saved_side(saved, role, where, names)
+    if common["relevance"] is not None or _is_rag(obj):
+        ids, values = per_query_values(obj, names, origin=where, **common)
+        return _Side(role, where, "rag", ids, values, None, set(ids), len(ids), set())
+    from rankwise.data.load import load_qrels, load_run
+
+    if common["qrels"] is None:
+        per_query_values(obj, names, origin=where, **common)  # raises: a run needs qrels
+    if "qrels" not in loaded:
+        loaded["qrels"] = load_qrels(common["qrels"])
+    run = load_run(obj)
+    ids, values = per_query_values(run, names, origin=where, **{**common, "qrels": loaded["qrels"]})
+    judged = set(loaded["qrels"].queries)
+    covered = set(run.queries) & judged
+    return _Side(role, where, "ir", ids, values, None, covered, len(covered), judged - covered)
+
+
+def _saved_side(saved: Mapping, role: str, where: str, names: list[str]) -> _Side:
+    """A saved result: per-query values when it has them, else its means (and its summary's counts)."""
+    summary = saved.get("summary") if isinstance(saved.get("summary"), Mapping) else {}
+    kind = "rag" if "relevance" in summary else "ir" if "queries_in_qrels" in summary else "any"
+    absent = {str(q) for q in summary.get("missing_queries") or []}
+    if "per_query" in saved:
+        ids, values = per_query_values(saved, names, origin=where)
+        covered = set(ids) - absent
+        return _Side(role, where, kind, ids, values, None, covered, len(covered), absent)
+    mean = saved.get("mean")
+    if not isinstance(mean, Mapping):
+        raise InputError("mean must be an object {metric: value}", source=where, field="mean")
+    means: dict[str, float] = {}
+    for name in names:
+        v = mean.get(name)
+        if name not in mean:
+            known = ", ".join(sorted(mean)) or "none"
+            raise InputError(f"no mean for metric {name!r} (has: {known})", source=where, field=name)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            raise InputError(f"the mean {v!r} is not a number", source=where, field=name)
+        means[name] = float(v)
+    count = summary.get("evaluated")
+    if isinstance(count, int) and summary.get("missing") == "zero":
+        count -= int(summary.get("missing_from_run") or 0)
+    return _Side(role, where, kind, [], None, means, None, count if isinstance(count, int) else None, absent)
+
+
+def _check_kinds(base: _Side, cand: _Side) -> None:
+    """A run's metrics (scored against qrels) and RAG records' (scored from verdicts) are not comparable."""
+    if {base.kind, cand.kind} == {"ir", "rag"}:
+        what = {"ir": "a run (or a saved `rankwise eval` result) scored against qrels",
+                "rag": "RAG records (or a saved `rankwise eval-rag` result) scored from verdicts"}
+        raise InputError(f"the baseline is {what[base.kind]} and the candidate {what[cand.kind]}: gate two "
+                         "inputs of the same kind", source=cand.where, field="candidate")
+
+
+def _check_query_sets(base: _Side, cand: _Side, allow: bool, summary: dict[str, Any]) -> set[str]:
+    """Refuse different query sets (unless ``allow``); the queries to leave out of the comparison."""
+    if base.covered is not None and cand.covered is not None:
+        only_base = [q for q in base.ids if q in base.covered and q not in cand.covered]
+        only_cand = [q for q in cand.ids if q in cand.covered and q not in base.covered]
+    else:
+        only_base = sorted(base.covered & cand.absent if base.covered is not None else cand.absent - base.absent)
+        only_cand = sorted(cand.covered & base.absent if cand.covered is not None else base.absent - cand.absent)
+    unnamed = None
+    if (base.count is not None and cand.count is not None
+            and base.count - len(only_base) != cand.count - len(only_cand)):
+        unnamed = (f"{base.named} covers {base.count} queries and {cand.named} {cand.count} (a saved result "
+                   "of means only names no query)")
+    if (only_base or only_cand or unnamed) and not allow:
+        parts = []
+        if only_base:
+            parts.append(f"the candidate lacks {_queries(only_base)} that {base.named} covers: "
+                         f"{_examples(only_base)}")
+        if only_cand:
+            parts.append(f"the candidate covers {_queries(only_cand)} that {base.named} lacks: "
+                         f"{_examples(only_cand)}")
+        if unnamed:
+            parts.append(unnamed)
+        raise InputError("baseline and candidate cover different queries: " + "; ".join(parts)
+                         + " (allow_query_mismatch compares only the queries both cover)",
+                         source=cand.where, field="query_id")
+    if only_base or only_cand:
         summary["only_in_baseline"] = len(only_base)
         summary["only_in_candidate"] = len(only_cand)
-    shared = [q for q in base_ids if q in cand_set]
-    if not shared:
-        raise InputError("baseline and candidate share no query", field="query_id")
-    summary["queries"] = len(shared)
-    named = name_warnings(warned)
-    if named:
-        summary["warnings"] = named
-        for line in named:
-            warn(line)
-    b_index = {q: i for i, q in enumerate(base_ids)}
-    c_index = {q: i for i, q in enumerate(cand_ids)}
-    b = base_vals[[b_index[q] for q in shared]]
-    c = cand_vals[[c_index[q] for q in shared]]
+    if unnamed:
+        summary.setdefault("notes", []).append(f"query sets differ: {unnamed}")
+    if base.count is None or cand.count is None:
+        side = base if base.count is None else cand
+        summary.setdefault("notes", []).append(f"{side.named} gives no query count: its query set was not "
+                                               "checked")
+    return {*only_base, *only_cand}
 
+
+def _queries(ids: Sequence[str]) -> str:
+    return f"{len(ids)} quer{'y' if len(ids) == 1 else 'ies'}"
+
+
+def _examples(ids: Sequence[str], most: int = 5) -> str:
+    shown = ", ".join(repr(q) for q in ids[:most])
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str], summary: dict[str, Any], *,
+                   test: str, permutations: int, seed: int | None, worst: int) -> list[tuple]:
+    """Per metric: (name, baseline mean, candidate mean, p, worst queries, n) over the paired queries."""
     from rankwise.metrics.evaluate import aggregate
 
+    assert base.values is not None and cand.values is not None
+    c_index = {q: i for i, q in enumerate(cand.ids)}
+    shared = [q for q in base.ids if q in c_index and q not in excluded]
+    if not shared:
+        raise InputError("baseline and candidate share no query", source=cand.where, field="query_id")
+    summary["queries"] = len(shared)
+    b_index = {q: i for i, q in enumerate(base.ids)}
+    b = base.values[[b_index[q] for q in shared]]
+    c = cand.values[[c_index[q] for q in shared]]
     raw = []
     for j, name in enumerate(names):
         ok = ~(np.isnan(b[:, j]) | np.isnan(c[:, j]))
@@ -310,50 +479,35 @@ def gate(
         order = np.argsort(d, kind="stable")[:worst]
         ids = [q for q, keep in zip(shared, ok.tolist(), strict=True) if keep]
         worst_rows = [(ids[i], float(bj[i]), float(cj[i]), float(d[i])) for i in order.tolist() if d[i] < 0]
-        base_mean, cand_mean = aggregate(bj, name), aggregate(cj, name)
-        raw.append((name, base_mean, cand_mean, p, worst_rows, int(ok.sum())))
-    adjusted = correct_pvalues([r[3] for r in raw], correction)
-    checks = []
-    for (name, base_mean, cand_mean, _, worst_rows, n), p in zip(raw, adjusted, strict=True):
-        delta = cand_mean - base_mean
-        over = -delta > max_drop + 1e-12
-        significant = not math.isnan(p) and p < alpha
-        floor = floor_of.get(name)
-        below = floor is not None and cand_mean < floor
-        checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant,
-                                  (over and significant) or below, worst_rows, n, floor, below))
-    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
-                "floors": floor_of, "relevance": relevance}
-    return GateResult(checks, max_drop, alpha, settings, summary)
+        raw.append((name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum())))
+    return raw
 
 
-def _check_run_queries(baseline: Any, candidate: Any, qrels: Any, allow: bool) -> tuple[Any, Any]:
-    """Two runs scored against qrels must retrieve for the same queries: scoring a missing query as 0
-    would hide it. Saved results and RAG inputs are checked on their evaluated ids instead. Returns the
-    inputs, runs loaded (once)."""
-    from rankwise.metrics.evaluate import EvalResult
+def _mean_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str],
+                 summary: dict[str, Any]) -> list[tuple]:
+    """Per metric, when a side holds only means: (name, baseline mean, candidate mean, NaN, [], 0)."""
+    from rankwise.metrics.evaluate import aggregate
 
-    if qrels is None or _is_rag(baseline) or _is_rag(candidate):
-        return baseline, candidate
-    if any(isinstance(x, EvalResult) or _saved_result(x) is not None for x in (baseline, candidate)):
-        return baseline, candidate
-    from rankwise.data.load import load_qrels, load_run
-
-    baseline, candidate = load_run(baseline), load_run(candidate)
-    judged = set(load_qrels(qrels).queries)
-    base = set(baseline.queries) & judged
-    cand = set(candidate.queries) & judged
-    if base != cand and not allow:
-        only_base, only_cand = sorted(base - cand), sorted(cand - base)
-        parts = []
-        if only_base:
-            parts.append(f"{len(only_base)} only in the baseline (e.g. {only_base[0]!r})")
-        if only_cand:
-            parts.append(f"{len(only_cand)} only in the candidate (e.g. {only_cand[0]!r})")
-        raise InputError("baseline and candidate runs retrieve for different queries: " + ", ".join(parts)
-                         + " (allow_query_mismatch compares them anyway, a missing query scoring 0)",
-                         field="query_id")
-    return baseline, candidate
+    held = base if base.values is None else cand
+    summary["untested"] = (f"{held.named} holds no per-query values (save it with `--format json --per-query` "
+                           "from `rankwise eval` or `eval-rag`), so no paired significance test can run: a drop over the budget fails "
+                           "on its own")
+    summary["queries"] = None
+    if excluded:
+        summary.setdefault("notes", []).append(
+            f"the saved means of {held.named} still count the {_queries(sorted(excluded))} the other side "
+            "lacks (a saved mean cannot be split)")
+    means: dict[str, dict[str, float]] = {}
+    for side in (base, cand):
+        if side.means is not None:
+            means[side.role] = side.means
+            continue
+        assert side.values is not None
+        rows = [i for i, q in enumerate(side.ids) if q not in excluded]
+        cols = side.values[rows]
+        means[side.role] = {n: aggregate(cols[~np.isnan(cols[:, j]), j], n) for j, n in enumerate(names)}
+        summary[f"{side.role}_queries_compared"] = len(rows)
+    return [(n, means["baseline"][n], means["candidate"][n], float("nan"), [], 0) for n in names]
 
 
 def parse_floors(items: Iterable[str]) -> dict[str, float]:

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rankwise.errors import InputError
+from rankwise.metrics.matrix import RelevanceMatrix, record_truth, verdict_grade
 from rankwise.metrics.registry import Measure, parse_measures
-from rankwise.relevance.matrix import RelevanceMatrix, record_truth, verdict_grade
 
 __all__ = ["MetricProbe", "ProbeResult", "SourceComparison", "probe_verdicts", "probe_records",
            "default_probe_metrics", "parse_verdicts"]

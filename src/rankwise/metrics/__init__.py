@@ -8,8 +8,8 @@ from rankwise.metrics.context import (
     weighted_context_precision,
 )
 from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, evaluate, evaluate_matrix
+from rankwise.metrics.matrix import RelevanceMatrix, join
 from rankwise.metrics.registry import METRICS, Measure, Metric, known_names, parse_measure, parse_measures
-from rankwise.relevance.matrix import RelevanceMatrix, join
 
 __all__ = [
     "DEFAULT_METRICS", "EvalResult", "METRICS", "Measure", "Metric", "PerQuery", "RelevanceMatrix",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from rankwise.metrics.ir import _row_sums
-from rankwise.relevance.matrix import RelevanceMatrix
+from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
            "harmonic_mean", "wcp", "acp", "context_recall", "char_recall", "id_precision", "id_recall",

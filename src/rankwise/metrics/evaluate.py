@@ -9,8 +9,8 @@ import numpy as np
 
 from rankwise.data.load import QrelsLike, RunLike, load_qrels, load_run
 from rankwise.errors import InputError
+from rankwise.metrics.matrix import RelevanceMatrix, join
 from rankwise.metrics.registry import Measure, asks_runid, parse_measures
-from rankwise.relevance.matrix import RelevanceMatrix, join
 
 __all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
 

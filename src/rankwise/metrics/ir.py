@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.relevance.matrix import RelevanceMatrix
+from rankwise.metrics._arith import _log2_table, _rowsum
+from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["hit_rate", "precision", "recall", "f1", "mrr", "average_precision", "r_precision", "ndcg",
            "bpref", "num_ret", "num_rel", "num_rel_ret", "num_q"]
@@ -89,15 +90,11 @@ def r_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 def _log2_ranks(n: int) -> np.ndarray:
     """log2(i + 1) for ranks i = 1..n, from the C library (numpy's SIMD log2 may differ in the last bit)."""
-    from rankwise.metrics.trec import _log2_table
-
     return _log2_table(n + 2)[2: n + 2]
 
 
 def _row_sums(x: np.ndarray) -> np.ndarray:
     """Left-to-right sums per row, as trec_eval adds (``np.sum`` adds pairwise)."""
-    from rankwise.metrics.trec import _rowsum
-
     return _rowsum(x)
 
 

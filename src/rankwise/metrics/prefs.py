@@ -217,7 +217,7 @@ class PrefsInput:
     """What the preference measures compute on: per query (``query_ids``, byte order) its counts.
 
     Built by :func:`prefs_input`; the registry's measures take it where the others take a
-    :class:`~rankwise.relevance.matrix.RelevanceMatrix`.
+    :class:`~rankwise.metrics.matrix.RelevanceMatrix`.
     """
 
     query_ids: list[str]
@@ -242,7 +242,7 @@ def prefs_input(prefs: Prefs, run: Run, *, missing: str = "zero", depth: int | N
 
 
 def query_summary(judged: list[str], run: Run, missing: str, evaluated: int) -> dict:
-    """The query sets' summary, with the keys :func:`~rankwise.relevance.matrix.join` gives."""
+    """The query sets' summary, with the keys :func:`~rankwise.metrics.matrix.join` gives."""
     in_run, in_judged = set(run.queries), set(judged)
     absent = [q for q in judged if q not in in_run]
     ignored = [q for q in run.queries if q not in in_judged]

@@ -17,9 +17,9 @@ from rankwise.data.checks import case_warnings
 from rankwise.data.records import CaseRecord, as_records, load_records, write_records
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
+from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import parse_measures
-from rankwise.relevance import SOURCES, TEXT_SOURCES, case_status, judge
-from rankwise.relevance.matrix import RelevanceMatrix
+from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
            "ACP_NOTE"]

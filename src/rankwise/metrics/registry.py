@@ -29,7 +29,8 @@ from rankwise.metrics._names import (
     TREC_NICKNAMES,
     MeasureParamError,
 )
-from rankwise.relevance.matrix import RelevanceMatrix
+from rankwise.metrics._references import REFERENCES
+from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
            "known_names", "register", "asks_runid"]
@@ -114,6 +115,8 @@ class Metric:
             list gives cutoffs (``P.5,10``).
         trec_as_written: trec_eval prints the parameter as it was written (``set_F.0.50`` prints
             ``set_F_0.50``), not formatted from its value.
+        formula: the definition in one line (notation in :mod:`rankwise.metrics._references`).
+        reference: where the metric is defined (paper, or the tool whose behaviour it follows).
     """
 
     name: str
@@ -128,6 +131,8 @@ class Metric:
     requires: tuple[str, ...] = ()
     trec_param: str | None = None
     trec_as_written: bool = False
+    formula: str = ""
+    reference: str = ""
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -467,6 +472,9 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
     for n in (metric.name, *metric.aliases):
         if n.lower() in _LOOKUP and _LOOKUP[n.lower()] is not metric:
             raise ValueError(f"metric name {n!r} is already registered")
+    if not metric.reference and metric.name in REFERENCES:
+        formula, reference = REFERENCES[metric.name]
+        metric = replace(metric, formula=metric.formula or formula, reference=reference)
     METRICS[metric.name] = metric
     for n in (metric.name, *metric.aliases):
         _LOOKUP[n.lower()] = metric

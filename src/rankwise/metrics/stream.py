@@ -28,8 +28,8 @@ from rankwise.metrics.evaluate import (
     check_depth,
     evaluate_matrix,
 )
+from rankwise.metrics.matrix import join
 from rankwise.metrics.registry import Measure, asks_runid, parse_measures
-from rankwise.relevance.matrix import join
 
 __all__ = ["evaluate_stream"]
 

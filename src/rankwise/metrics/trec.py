@@ -27,8 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rankwise.metrics._arith import _c_log2, _log2_table, _rowsum
 from rankwise.metrics._names import TREC_NICKNAMES, MeasureParamError
-from rankwise.relevance.matrix import RelevanceMatrix
+from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = [
     "NICKNAMES", "MeasureParamError", "MIN_GEO_MEAN", "INFAP_EPSILON", "TextValues", "parse_gains", "parse_floats",
@@ -63,39 +64,6 @@ class TextValues(np.ndarray):
 
 
 # ------------------------------------------------------------------------------------------ helpers
-_LOG2: list[np.ndarray] = [np.zeros(0)]
-
-
-def _log2_table(n: int) -> np.ndarray:
-    """``math.log2(j)`` for j in 0..n (C's log2; index 0 is never used)."""
-    if len(_LOG2[0]) <= n:
-        size = max(n + 1, 2 * len(_LOG2[0]), 64)
-        _LOG2[0] = np.array([-math.inf] + [math.log2(j) for j in range(1, size)])
-    return _LOG2[0]
-
-
-def _c_log2(x: np.ndarray) -> np.ndarray:
-    """C's log2 of each value: whole numbers from a table, the rest one by one through :mod:`math`."""
-    x = np.asarray(x, dtype=np.float64)
-    whole = (x >= 1) & (x < 1 << 20) & (x == np.floor(x))
-    out = np.empty(x.shape)
-    if whole.any():
-        idx = x[whole].astype(np.int64)
-        out[whole] = _log2_table(int(idx.max()))[idx]
-    rest = ~whole
-    out[rest] = [math.log2(v) for v in x[rest].tolist()]
-    return out
-
-
-def _rowsum(x: np.ndarray) -> np.ndarray:
-    """Left-to-right sum of each row (C's loop order; ``np.sum`` adds pairwise). Zero terms change no
-    sum, so only the others are added, in row-major order (``np.bincount`` adds in input order)."""
-    flat = np.ascontiguousarray(x, dtype=np.float64).ravel()
-    at = np.flatnonzero(flat)
-    width = max(x.shape[1], 1)
-    return np.bincount(at // width, weights=flat[at], minlength=x.shape[0]).astype(np.float64)
-
-
 def _div(num, den) -> np.ndarray:
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
@@ -340,7 +308,7 @@ def set_f(m: RelevanceMatrix, k: int | None = None, beta: float = 1.0) -> np.nda
     Rijsbergen's F_beta; at 1 it is the harmonic mean of P and R.
 
     Example:
-        >>> from rankwise.relevance.matrix import RelevanceMatrix
+        >>> from rankwise.metrics.matrix import RelevanceMatrix
         >>> m = RelevanceMatrix.from_verdicts([[1, 0, 0, 0]], n_relevant=[2])
         >>> set_f(m).tolist(), set_f(m, beta=2.0).tolist()  # P 1/4, R 1/2
         ([0.3333333333333333], [0.375])

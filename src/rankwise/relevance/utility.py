@@ -47,12 +47,12 @@ def utility_requests(records: Sequence[Any], prompt: Any, k: int | None = None) 
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
-        >>> from rankwise.relevance.llm.generate import load_gen_prompt
+        >>> from rankwise.llm.generate import load_gen_prompt
         >>> rec = CaseRecord("q", question="Q?", reference="A", chunks=[ChunkRecord(1, text="x"), ChunkRecord(2)])
         >>> [r.id for r in utility_requests([rec], load_gen_prompt("answer"))]
         ['q\\x1f1']
     """
-    from rankwise.relevance.llm.generate import GenRequest
+    from rankwise.llm.generate import GenRequest
 
     out = []
     for r in records:
@@ -72,7 +72,7 @@ def attach_utility(records: Sequence[Any], scores: Mapping[str, float | None], *
     no score get a ``failed`` verdict with the error (``errors``) or why; then each case's status and its
     pooled ground truth. Returns counts: verdicts, useful, failed."""
     from rankwise.data.records import Verdict
-    from rankwise.relevance import case_status, pooled_truth
+    from rankwise.relevance.verdicts import case_status, pooled_truth
 
     if not 0.0 <= threshold <= 1.0:
         raise InputError(f"--threshold must be in [0, 1], got {threshold}", field="threshold")

@@ -88,31 +88,42 @@ def print_ksweep(sweep: KSweep, console: Console | None = None) -> None:
 
 def print_gate(result: GateResult, console: Console | None = None) -> None:
     """The verdict per metric, then the queries that dropped most."""
+    from rich.markup import escape
+
     console = console or make_console()
     s = result.summary
-    console.print(f"rankwise gate: {s.get('queries')} paired queries; fail when a mean drops by more than "
-                  f"{result.max_drop} and the drop is significant (two-sided "
-                  f"{TEST_LABELS.get(result.settings['test'], result.settings['test'])}, alpha {result.alpha}"
-                  + (f", {CORRECTION_LABELS[result.settings['correction']]} correction"
-                     if result.settings["correction"] != "none" else "") + ")")
+    if s.get("untested"):
+        console.print(f"rankwise gate: means compared; fail when a mean drops by more than {result.max_drop}")
+        console.print(f"[yellow]no significance test: {escape(s['untested'])}[/yellow]")
+    else:
+        console.print(f"rankwise gate: {s.get('queries')} paired queries; fail when a mean drops by more than "
+                      f"{result.max_drop} and the drop is significant (two-sided "
+                      f"{TEST_LABELS.get(result.settings['test'], result.settings['test'])}, alpha {result.alpha}"
+                      + (f", {CORRECTION_LABELS[result.settings['correction']]} correction"
+                         if result.settings["correction"] != "none" else "") + ")")
     if s.get("only_in_baseline") or s.get("only_in_candidate"):
         console.print(f"[yellow]query sets differ: {s.get('only_in_baseline', 0)} only in the baseline, "
                       f"{s.get('only_in_candidate', 0)} only in the candidate (left out)[/yellow]")
+    for note in s.get("notes", []):
+        console.print(f"[yellow]{escape(note)}[/yellow]")
     for c in result.checks:
+        p = "not tested" if c.untested else p_phrase(c.p_value)
         if c.below_floor:
             verdict = "[bold red]FAIL[/bold red]"
-            why = f"{c.candidate_mean:.4f} is below the floor {c.floor} ({p_phrase(c.p_value)})"
+            why = f"{c.candidate_mean:.4f} is below the floor {c.floor} ({p})"
+        elif c.failed and c.untested:
+            verdict = "[bold red]FAIL[/bold red]"
+            why = f"drop {-c.delta:.4f} > budget {result.max_drop} (not tested: no per-query values)"
         elif c.failed:
             verdict = "[bold red]FAIL[/bold red]"
-            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and {p_phrase(c.p_value)} < alpha {result.alpha}"
+            why = f"drop {-c.delta:.4f} > budget {result.max_drop} and {p} < alpha {result.alpha}"
         elif c.over_budget:
             verdict = "[yellow]pass[/yellow]"
-            why = (f"drop {-c.delta:.4f} > budget {result.max_drop} but not significant "
-                   f"({p_phrase(c.p_value)})")
+            why = f"drop {-c.delta:.4f} > budget {result.max_drop} but not significant ({p})"
         else:
             verdict = "[green]pass[/green]"
             why = (f"change {signed(c.delta)} within budget {result.max_drop}" if c.delta < 0
-                   else f"change {signed(c.delta)}") + f" ({p_phrase(c.p_value)})"
+                   else f"change {signed(c.delta)}") + f" ({p})"
         console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}")
     for c in result.checks:
         if not c.worst:

@@ -23,7 +23,7 @@ def _counts(d: dict[str, int]) -> str:
 
 
 def judge_summary_lines(s: Any, url: str) -> list[str]:
-    """The end-of-run summary of a :class:`~rankwise.relevance.llm.judge.JudgeSummary`."""
+    """The end-of-run summary of a :class:`~rankwise.relevance.llm_judge.JudgeSummary`."""
     lines = [f"judged {s.chunks} chunks of {s.cases} cases with {s.model} at {url} "
              f"(mode {s.mode}, {s.scale}, prompt {s.prompt_version})",
              f"  verdicts: {s.ok} ok ({s.cached} from cache, {s.ok - s.cached} new), {s.failed} failed, "
@@ -53,7 +53,7 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
 
 
 def plan_lines(p: Any, url: str) -> list[str]:
-    """What ``--dry-run`` prints for a :class:`~rankwise.relevance.llm.judge.JudgePlan`."""
+    """What ``--dry-run`` prints for a :class:`~rankwise.relevance.llm_judge.JudgePlan`."""
     lines = [f"dry run: {p.cases} cases, {p.chunks} chunks; {p.cached} already in the cache, "
              f"{p.unjudgeable} cannot be judged (no text / question / reference)",
              f"would make {p.calls} calls to {p.model} at {url} (prompt {p.prompt_version})"

@@ -20,25 +20,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from rankwise._lazy import lazy_exports
 
 __all__ = ["evaluate", "evaluate_rag", "session", "read_qrels", "read_run", "SparkEvalResult", "SparkRagResult"]
 
-_LAZY = {
-    "evaluate": ("rankwise.spark.ir", "evaluate"),
-    "SparkEvalResult": ("rankwise.spark.ir", "SparkEvalResult"),
-    "session": ("rankwise.spark.io", "session"),
-    "read_qrels": ("rankwise.spark.io", "read_qrels"),
-    "read_run": ("rankwise.spark.io", "read_run"),
-    "evaluate_rag": ("rankwise.spark.rag", "evaluate_rag"),
-    "SparkRagResult": ("rankwise.spark.rag", "SparkRagResult"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'rankwise.spark' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "evaluate": ".ir", "SparkEvalResult": ".ir", "session": ".io", "read_qrels": ".io", "read_run": ".io",
+    "evaluate_rag": ".rag", "SparkRagResult": ".rag",
+}, globals())

@@ -1,7 +1,7 @@
 """``rankwise.spark.evaluate``: qrels + run as Spark DataFrames -> per-query values and exact means.
 
 How: every row gets a bucket (a hash of its query id); run and qrels rows are co-grouped by bucket and
-each bucket runs rankwise's own engine (:func:`~rankwise.relevance.matrix.join` then
+each bucket runs rankwise's own engine (:func:`~rankwise.metrics.matrix.join` then
 :func:`~rankwise.metrics.evaluate.evaluate_matrix`) on its Arrow table in a Python worker. A query's
 rows all land in one bucket, and a query's values depend only on its own rows, so they are the values
 one process computes. The means are not left to Spark: the per-query values are collected to the
@@ -110,7 +110,7 @@ def bucket_evaluator(names: list[str], relevance_level: int, missing: str, depth
         from rankwise.data.qrels import Qrels
         from rankwise.data.run import Run
         from rankwise.metrics.evaluate import evaluate_matrix
-        from rankwise.relevance.matrix import join
+        from rankwise.metrics.matrix import join
 
         try:
             for tbl in (qrels_tbl, run_tbl):

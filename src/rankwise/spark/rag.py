@@ -100,8 +100,8 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
     def score(batches):
         from rankwise.data.records import as_records, dump_record
         from rankwise.metrics.evaluate import evaluate_matrix
+        from rankwise.metrics.matrix import RelevanceMatrix, record_truth
         from rankwise.metrics.rag import judged_records
-        from rankwise.relevance.matrix import RelevanceMatrix, record_truth
 
         for batch in batches:
             try:

@@ -10,20 +10,14 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from rankwise._lazy import lazy_exports
 
 __all__ = ["synth", "SynthSettings", "SynthSummary", "estimate_synth", "plan_samples", "parse_styles",
            "locate", "normalise", "detect_language", "pool", "import_testset", "export_testset"]
 
-_LAZY = {"synth": "synth", "SynthSettings": "synth", "SynthSummary": "synth", "estimate_synth": "synth",
-         "plan_samples": "synth", "parse_styles": "synth", "locate": "locate", "normalise": "locate",
-         "detect_language": "language", "pool": "pool", "import_testset": "importers",
-         "export_testset": "importers"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"rankwise.testsets.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'rankwise.testsets' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "synth": ".synth", "SynthSettings": ".synth", "SynthSummary": ".synth", "estimate_synth": ".synth",
+    "plan_samples": ".synth", "parse_styles": ".synth", "locate": ".locate", "normalise": ".locate",
+    "detect_language": ".language", "pool": ".pool", "import_testset": ".importers",
+    "export_testset": ".importers",
+}, globals())

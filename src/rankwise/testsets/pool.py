@@ -123,17 +123,17 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     judge (reference mode, ``prompt``: a prompt-template file) and its call policy (``concurrency``, ``rpm``,
     ``timeout``, ``max_retries``, ``max_calls``, ``max_cost`` (needs prices): chunks past a cap stay unjudged,
     are counted as failed, and the next run judges them)
-    resolve as ``rankwise judge``'s (:func:`~rankwise.relevance.llm.config.resolve_llm_config`).
+    resolve as ``rankwise judge``'s (:func:`~rankwise.llm.config.resolve_llm_config`).
 
     Example::
 
         pool("testset.jsonl", ["bm25.rag.jsonl", "dense.rag.jsonl"], out="pooled.jsonl", model="qwen2.5:7b",
              base_url="http://localhost:11434/v1")
     """
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.config import resolve_llm_config
     from rankwise.progress import progress
-    from rankwise.relevance.llm.cache import VerdictCache
-    from rankwise.relevance.llm.config import resolve_llm_config
-    from rankwise.relevance.llm.judge import Judge, JudgeCase, JudgeSettings
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
 
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")

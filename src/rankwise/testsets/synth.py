@@ -104,7 +104,7 @@ def load_synth_prompts(path: str | PathLike | None = None) -> SynthPrompts:
         >>> load_synth_prompts().prompt_version.startswith("synth-v1+")
         True
     """
-    from rankwise.relevance.llm.prompts import _load_toml
+    from rankwise.llm.prompts import _load_toml
 
     text = resources.files("rankwise.testsets").joinpath("prompts", "synth.toml").read_text(encoding="utf-8")
     data = _load_toml(None, text)
@@ -132,7 +132,7 @@ _PLACE = re.compile(r"\{(passage|passage2|language|title|title2|question|answer|
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
-    from rankwise.relevance.llm.prompts import escape_data
+    from rankwise.llm.prompts import escape_data
 
     return _PLACE.sub(lambda m: escape_data(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
@@ -453,7 +453,7 @@ def _quote_items(obj: dict, slot: Slot) -> list[tuple[int | None, str]] | str:
 def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: SynthSettings,
                 norms: dict[str, tuple[str, list[int]]]) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """``(sample fields, None, None)`` for a usable reply, else ``(None, reason, detail)``."""
-    from rankwise.relevance.llm.parse import ParseError, extract_json, refusal_of
+    from rankwise.llm.parse import ParseError, extract_json, refusal_of
 
     if content is not None and content.startswith("REFUSAL: "):
         return None, "not_answerable", content[9:209]
@@ -660,7 +660,7 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, price
         >>> est.samples, est.phases["generate"]["calls"], est.calls
         (2, 2, 2)
     """
-    from rankwise.relevance.llm.cost import estimate_prompt_tokens
+    from rankwise.llm.cost import estimate_prompt_tokens
 
     prompts = prompts or load_synth_prompts()
     slots = plan_samples(corpus, settings)
@@ -713,7 +713,7 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | 
           on_progress: Callable[[SynthSummary], None] | None = None) -> SynthSummary:
     """Generate a test set from ``corpus`` into ``out`` (JSON Lines, appended sample by sample; rejected
     samples go to ``OUT.rejected.jsonl``); a rerun with the same arguments resumes. Endpoint, prices,
-    cache and call policy resolve as the judge's (:func:`~rankwise.relevance.llm.config.resolve_llm_config`).
+    cache and call policy resolve as the judge's (:func:`~rankwise.llm.config.resolve_llm_config`).
 
     Example::
 
@@ -722,7 +722,7 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | 
                         settings=SynthSettings(n=200, styles={"factual": 0.7, "paraphrase": 0.3}))
         print(summary.accepted, dict(summary.rejected))
     """
-    from rankwise.relevance.llm.config import resolve_llm_config
+    from rankwise.llm.config import resolve_llm_config
 
     settings = settings or SynthSettings()
     if not isinstance(corpus, Corpus):
@@ -742,10 +742,10 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | 
 async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: SynthPrompts, out: Path,
                max_cost: float | None, max_calls: int | None, quiet: bool,
                on_progress: Callable | None) -> SynthSummary:
+    from rankwise.llm.client import CallError, ChatClient
+    from rankwise.llm.cost import estimate_prompt_tokens
+    from rankwise.llm.parse import ParseError, extract_json
     from rankwise.progress import progress
-    from rankwise.relevance.llm.client import CallError, ChatClient
-    from rankwise.relevance.llm.cost import estimate_prompt_tokens
-    from rankwise.relevance.llm.parse import ParseError, extract_json
     from rankwise.retrieval.bm25 import BM25Retriever
 
     model = cfg.endpoint.model
@@ -860,7 +860,7 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
             summary.styles[slot.style] += 1
             summary.languages[slot.language] += 1
 
-    from rankwise.relevance.llm.client import EndpointError
+    from rankwise.llm.client import EndpointError
 
     try:
         with open(out, "a", encoding="utf-8") as fh_ok, open(rej_out, "a", encoding="utf-8") as fh_rej, \

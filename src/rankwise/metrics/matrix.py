@@ -286,7 +286,7 @@ def record_truth(record: Any, source: str, *, relevance_level: int = 1) -> dict:
     if stored is not None:
         return {"n_relevant": int(stored["n_relevant"]), "ideal_gains": list(stored.get("ideal_gains", [])),
                 "basis": stored.get("basis", "reference passages")}
-    from rankwise.relevance import TEXT_SOURCES
+    from rankwise.relevance.verdicts import TEXT_SOURCES
 
     if source in TEXT_SOURCES:
         from rankwise.relevance.text import normalize

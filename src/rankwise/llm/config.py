@@ -3,14 +3,14 @@
 Every setting is taken from, first found wins:
 
 1. the argument given (a command-line flag, or a keyword of :func:`resolve_llm_config` /
-   :func:`~rankwise.relevance.llm.judge.judge_records`);
+   :func:`~rankwise.relevance.llm_judge.judge_records`);
 2. the environment: ``RANKWISE_JUDGE_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (or the variable
    named by ``api_key_env``), ``RANKWISE_CACHE``;
 3. the ``[llm]`` table of the config file: the one given, else ``./rankwise.toml``, else
    ``~/.config/rankwise/config.toml``; relative paths in it (``cache``, ``prompt``) are read from the
    file's folder;
-4. the defaults of :class:`~rankwise.relevance.llm.judge.JudgeSettings` and
-   :class:`~rankwise.relevance.llm.client.CallPolicy`.
+4. the defaults of :class:`JudgeSettings` and
+   :class:`~rankwise.llm.client.CallPolicy`.
 
 Example::
 
@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import default_cache_path
-from rankwise.relevance.llm.client import CallPolicy, Endpoint, load_config, resolve_endpoint
-from rankwise.relevance.llm.cost import Prices
+from rankwise.llm.cache import default_cache_path
+from rankwise.llm.client import CallPolicy, Endpoint, load_config, resolve_endpoint
+from rankwise.llm.cost import Prices
 
-__all__ = ["LLMConfig", "resolve_llm_config"]
+__all__ = ["JudgeSettings", "LLMConfig", "resolve_llm_config"]
 
 # [llm] key -> the type its value must have
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -52,12 +52,31 @@ _TYPE_NAMES = {(str,): "a string", (bool,): "true or false", (int,): "an integer
 
 
 @dataclass(frozen=True)
+class JudgeSettings:
+    """What is asked: mode (``reference``, ``response``, ``question``), binary or graded 0-3, batching,
+    and the user's prompt file if any. Graded verdicts count as relevant from ``relevant_from``."""
+
+    mode: str = "reference"
+    graded: bool = False
+    batch: bool = False
+    batch_size: int = 20
+    relevant_from: int = 2
+    prompt_file: str | PathLike | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise InputError(f"batch size must be >= 1, got {self.batch_size}", field="batch_size")
+        if not 0 <= self.relevant_from <= 3:
+            raise InputError(f"relevant_from must be 0..3, got {self.relevant_from}", field="relevant_from")
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     """Everything a judge run needs, resolved: endpoint, what is asked, how calls are made, prices, the
     cache file, and the config file read (None when there was none)."""
 
     endpoint: Endpoint
-    settings: Any  # JudgeSettings (imported lazily: judge.py imports this module's neighbours)
+    settings: JudgeSettings
     policy: CallPolicy
     prices: Prices
     cache: Path
@@ -93,8 +112,6 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
         >>> (c.endpoint.model, c.settings.mode, c.policy.concurrency, c.policy.max_retries, str(c.cache))
         ('m', 'reference', 4, 4, 'judge.sqlite')
     """
-    from rankwise.relevance.llm.judge import JudgeSettings
-
     env = os.environ if env is None else env
     table, source = load_config(config)
     folder = Path(source).parent if source else Path(".")
@@ -112,7 +129,7 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
         p = Path(os.path.expanduser(str(value)))
         return folder / p if from_table and not p.is_absolute() else p
 
-    from rankwise.relevance.llm.prompts import MODES
+    from rankwise.llm.prompts import MODES
 
     chosen_mode = pick("mode", mode)
     if chosen_mode is not None and chosen_mode not in MODES:

@@ -1,7 +1,7 @@
 """Asking a generator: one cached, resumable, counted call per request, for answers and answer checks.
 
-The LLM judge (:mod:`rankwise.relevance.llm.judge`) asks "is this chunk relevant?"; this module asks
-anything else of an OpenAI-compatible endpoint through the same runner (:mod:`~rankwise.relevance.llm.runner`:
+The LLM judge (:mod:`rankwise.relevance.llm_judge`) asks "is this chunk relevant?"; this module asks
+anything else of an OpenAI-compatible endpoint through the same runner (:mod:`~rankwise.llm.runner`:
 concurrency, retries, rate limit, request cap, circuit breaker, repair, cost cap, Ctrl-C) and the same SQLite
 cache file:
 
@@ -21,8 +21,8 @@ and everything had is on disk before they are raised.
 
 Example::
 
-    from rankwise.relevance.llm.client import Endpoint
-    from rankwise.relevance.llm.generate import GenRequest, Generator, load_gen_prompt
+    from rankwise.llm.client import Endpoint
+    from rankwise.llm.generate import GenRequest, Generator, load_gen_prompt
     prompt = load_gen_prompt("answer")
     gen = Generator(Endpoint("qwen2.5:7b", "http://localhost:11434/v1"), prompt, cache="gen.sqlite")
     result = gen.run([GenRequest("q1", prompt.render_answer("Capital of France?", ["Paris is the capital."]))])
@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
-from rankwise.relevance.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
-from rankwise.relevance.llm.cost import Prices, estimate_prompt_tokens
-from rankwise.relevance.llm.parse import parse_verdict
-from rankwise.relevance.llm.prompts import _load_toml, escape_data
-from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
+from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
+from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
+from rankwise.llm.cost import Prices, estimate_prompt_tokens
+from rankwise.llm.parse import parse_verdict
+from rankwise.llm.prompts import _load_toml, escape_data
+from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
            "Generator", "GenerationStopped", "GenerationInterrupted", "TASKS", "ANSWER_MAX_TOKENS"]
@@ -127,7 +127,7 @@ def load_gen_prompt(task: str, *, graded: bool = False, path: str | PathLike | N
     """
     if task not in TASKS:
         raise InputError(f"unknown generator task {task!r}; choose one of {', '.join(TASKS)}", field="task")
-    ref = resources.files("rankwise.relevance.llm").joinpath("prompts", f"{task}.toml")
+    ref = resources.files("rankwise.llm").joinpath("prompts", f"{task}.toml")
     data = _load_toml(None, ref.read_text(encoding="utf-8"))
     source = f"rankwise:prompts/{task}.toml"
     scale = "text" if task == "answer" else ("graded" if graded else "binary")
@@ -194,7 +194,7 @@ class GenPlan(RunPlan):
 @dataclass
 class GenSummary(RunSummary):
     """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did
-    (the counters of :class:`~rankwise.relevance.llm.runner.RunSummary`, and the task's own)."""
+    (the counters of :class:`~rankwise.llm.runner.RunSummary`, and the task's own)."""
 
     model: str
     task: str

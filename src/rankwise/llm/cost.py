@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Usage", "Prices", "estimate_tokens", "OUTPUT_TOKENS_PER_VERDICT"]
+__all__ = ["Usage", "Prices", "estimate_tokens", "OUTPUT_TOKENS_PER_VERDICT", "SINGLE_MAX_TOKENS"]
 
 CHARS_PER_TOKEN = 4
 OUTPUT_TOKENS_PER_VERDICT = 40  # {"verdict": 1, "reason": "<one short sentence>"}
+SINGLE_MAX_TOKENS = 300  # the output cap of one per-chunk verdict call (a batch call adds 100 per chunk)
 MESSAGE_OVERHEAD_TOKENS = 4  # role and separators per chat message
 
 

@@ -21,7 +21,7 @@ Retrievers: ``bm25``, ``dense``, ``hybrid`` (reciprocal rank fusion), each optio
 an OpenAI-compatible chat model grading each chunk 0-3 with a cache, or any pair scorer).
 
 Example:
-    >>> from rankwise.sweep import sweep
+    >>> from rankwise.workflows.sweep import sweep
     >>> res = sweep("kestrel", chunk_sizes=[400, 800], retrievers=["bm25"], progress=False,
     ...             permutations=1000)  # doctest: +SKIP
     >>> res.best["mrr"]  # doctest: +SKIP
@@ -358,7 +358,7 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
         rerank_model: the reranker of ``+rerank`` cells, applied to the top ``rerank_top_n`` chunks: a cross-encoder
             (folder or cached name), ``"llm:MODEL"`` (an OpenAI-compatible chat model at ``llm_base_url``, settings
             from ``llm_config``'s ``[llm]`` table; graded 0-3 per chunk, cached, failures counted and kept in
-            place; :class:`~rankwise.relevance.llm.rerank.LLMReranker`), or any pair scorer / ``(query, text) ->
+            place; :class:`~rankwise.retrieval.llm_rerank.LLMReranker`), or any pair scorer / ``(query, text) ->
             float`` callable.
         permutations, seed, correction, alpha: the paired randomization test (Holm-corrected over all cells).
         out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
@@ -392,7 +392,7 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
     queries = {r.id: r.question for r in base_records}
     scorer = llm_reranker = None
     if any("+rerank" in c.retriever for c in configs) and rerank_model is not None:
-        from rankwise.relevance.llm.rerank import LLMReranker, resolve_reranker
+        from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
 
         # loaded once, before any indexing: a model that cannot load fails fast
         scorer = resolve_reranker(rerank_model, base_url=llm_base_url, config=llm_config, quiet=not progress)

@@ -148,7 +148,7 @@ def plant_contexts(records: Sequence[Any], k: int, *, source: str | None = "cont
 
 def position_requests(plan: PositionPlan, prompt: Any) -> list[Any]:
     """One answer request per planted context (id ``<case>\\x1f<repeat>\\x1f<position>``)."""
-    from rankwise.relevance.llm.generate import GenRequest
+    from rankwise.llm.generate import GenRequest
 
     return [GenRequest(c.id, prompt.render_answer(c.question, c.chunks)) for c in plan.contexts]
 
@@ -184,8 +184,8 @@ def run_position_curve(plan: PositionPlan, generator: Any, *, score: str = "f1",
         run = run_position_curve(plan, Generator(endpoint, load_gen_prompt("answer"), cache="gen.sqlite"))
         run.fit.best.label()
     """
-    from rankwise.analysis.answer_run import score_responses
     from rankwise.analysis.position import fit_position_curve, position_accuracy
+    from rankwise.workflows.answer_run import score_responses
 
     result = generator.run(position_requests(plan, generator.prompt), progress)
     by_id = {c.id: c for c in plan.contexts}

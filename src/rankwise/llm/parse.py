@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rankwise.relevance.llm.client import utf8_safe
+from rankwise.llm.client import utf8_safe
 
 __all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
            "parse_batch", "refusal_of"]

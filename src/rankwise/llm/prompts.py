@@ -142,7 +142,7 @@ class PromptTemplate:
 
 
 def _shipped(mode: str) -> tuple[dict[str, Any], str]:
-    ref = resources.files("rankwise.relevance.llm").joinpath("prompts", f"{mode}.toml")
+    ref = resources.files("rankwise.llm").joinpath("prompts", f"{mode}.toml")
     return _load_toml(None, ref.read_text(encoding="utf-8")), f"rankwise:prompts/{mode}.toml"
 
 

@@ -2,7 +2,7 @@
 
 :func:`fed_context` picks what the generator reads of a case: its top-K chunks in rank order, cut to a
 token budget (estimated at 4 characters a token; the chunk that crosses the budget is cut, later ones are
-dropped). :func:`answer_records` asks the generator (:class:`~rankwise.relevance.llm.generate.Generator`,
+dropped). :func:`answer_records` asks the generator (:class:`~rankwise.llm.generate.Generator`,
 cached and resumable) and writes, per record, ``response`` and ``extra["answer"]``: the model, prompt
 version, the chunk ranks fed in the order fed, any truncation, and the request's status.
 :func:`score_responses` scores answers against the reference: token F1 or exact match
@@ -26,8 +26,8 @@ from typing import Any
 
 from rankwise.analysis.answers import exact_match, token_f1
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cost import CHARS_PER_TOKEN, estimate_tokens
-from rankwise.relevance.llm.generate import Generator, GenRequest, GenResult, GenSummary
+from rankwise.llm.cost import CHARS_PER_TOKEN, estimate_tokens
+from rankwise.llm.generate import Generator, GenRequest, GenResult, GenSummary
 
 __all__ = ["FedContext", "fed_context", "answer_records", "score_responses", "apply_scores", "method_source",
            "utility_verdicts", "UtilityRun", "SCORE_METHODS"]
@@ -87,7 +87,7 @@ def answer_records(records: Sequence[Any], generator: Generator, k: int | None, 
                    plan_only: bool = False) -> GenResult | Any:
     """Answer every record with a question from its fed context; fill ``response`` and ``extra["answer"]``
     (records whose answer failed get ``response = None``). With ``plan_only`` return the
-    :class:`~rankwise.relevance.llm.generate.GenPlan` and call nothing. Raises what
+    :class:`~rankwise.llm.generate.GenPlan` and call nothing. Raises what
     :meth:`Generator.run` raises, after writing the answers had into the records.
 
     Example::
@@ -97,7 +97,7 @@ def answer_records(records: Sequence[Any], generator: Generator, k: int | None, 
         result = answer_records(records, gen, 5, max_context_tokens=2000)
         records[0].response, records[0].extra["answer"]["fed_ranks"]
     """
-    from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
+    from rankwise.llm.generate import GenerationInterrupted, GenerationStopped
 
     requests, fed = [], {}
     for r in records:
@@ -225,7 +225,7 @@ def utility_verdicts(records: Sequence[Any], generator: Generator, *, score: str
                                score="em")
         run.counts["useful"], records[0].verdicts("utility")
     """
-    from rankwise.relevance.llm.generate import GenerationInterrupted, GenerationStopped
+    from rankwise.llm.generate import GenerationInterrupted, GenerationStopped
     from rankwise.relevance.utility import attach_utility, utility_requests
 
     requests = utility_requests(records, generator.prompt)

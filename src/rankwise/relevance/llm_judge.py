@@ -18,7 +18,7 @@ holds exactly one verdict per chunk; any other reply falls back to per-chunk cal
 Example::
 
     from rankwise.data.records import records_from_testset
-    from rankwise.relevance.llm import judge_records
+    from rankwise.relevance.llm_judge import judge_records
     records = records_from_testset("testset.jsonl")
     summary = judge_records(records, model="qwen2.5:7b", base_url="http://localhost:11434/v1",
                             mode="reference", cache="judge.sqlite")
@@ -33,8 +33,8 @@ from os import PathLike
 from typing import Any, ClassVar
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.cache import CacheWriter, VerdictCache, cache_key
-from rankwise.relevance.llm.client import (
+from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
+from rankwise.llm.client import (
     BudgetExhausted,
     CallError,
     CallPolicy,
@@ -42,16 +42,16 @@ from rankwise.relevance.llm.client import (
     Endpoint,
     utf8_safe,
 )
-from rankwise.relevance.llm.cost import OUTPUT_TOKENS_PER_VERDICT, Prices, estimate_prompt_tokens
-from rankwise.relevance.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict
-from rankwise.relevance.llm.prompts import PromptTemplate, load_prompt
-from rankwise.relevance.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
+from rankwise.llm.config import JudgeSettings, resolve_llm_config
+from rankwise.llm.cost import OUTPUT_TOKENS_PER_VERDICT, SINGLE_MAX_TOKENS, Prices, estimate_prompt_tokens
+from rankwise.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict
+from rankwise.llm.prompts import PromptTemplate, load_prompt
+from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
            "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
            "load_for_judging"]
 
-SINGLE_MAX_TOKENS = 300
 
 
 @dataclass(frozen=True)
@@ -80,25 +80,6 @@ class ChunkVerdict:
     completion_tokens: int = 0
 
 
-@dataclass(frozen=True)
-class JudgeSettings:
-    """What is asked: mode (``reference``, ``response``, ``question``), binary or graded 0-3, batching,
-    and the user's prompt file if any. Graded verdicts count as relevant from ``relevant_from``."""
-
-    mode: str = "reference"
-    graded: bool = False
-    batch: bool = False
-    batch_size: int = 20
-    relevant_from: int = 2
-    prompt_file: str | PathLike | None = None
-
-    def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise InputError(f"batch size must be >= 1, got {self.batch_size}", field="batch_size")
-        if not 0 <= self.relevant_from <= 3:
-            raise InputError(f"relevant_from must be 0..3, got {self.relevant_from}", field="relevant_from")
-
-
 @dataclass(kw_only=True)
 class JudgePlan(RunPlan):
     """What a run would do (``--dry-run``): chunks, cache hits, calls, estimated tokens and cost."""
@@ -111,7 +92,7 @@ class JudgePlan(RunPlan):
 @dataclass
 class JudgeSummary(RunSummary):
     """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time (the
-    counters of :class:`~rankwise.relevance.llm.runner.RunSummary`, and the judge's own)."""
+    counters of :class:`~rankwise.llm.runner.RunSummary`, and the judge's own)."""
 
     model: str
     mode: str
@@ -427,7 +408,7 @@ def cases_from_records(records: Sequence[Any]) -> list[JudgeCase]:
 def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, source: str = "llm") -> None:
     """Write the judge's verdicts into the records (``chunk.verdicts[source]``) and each case's status."""
     from rankwise.data.records import Verdict
-    from rankwise.relevance import case_status
+    from rankwise.relevance.verdicts import case_status
 
     meta_base = {"model": judge.endpoint.model, "mode": judge.settings.mode, "scale": judge.prompt.scale,
                  "prompt_version": judge.prompt.prompt_version}
@@ -451,7 +432,7 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
 
     Settings not given are resolved as ``rankwise judge`` resolves them
-    (:func:`~rankwise.relevance.llm.config.resolve_llm_config`: the environment, then the ``[llm]``
+    (:func:`~rankwise.llm.config.resolve_llm_config`: the environment, then the ``[llm]``
     table of ``config`` / ``./rankwise.toml``, then the defaults); ``endpoint``, ``settings`` and
     ``policy`` objects, when given, are used as they are. ``cache`` is a path or an open
     :class:`VerdictCache`. ``max_cost`` (needs prices) starts no new call once the run has spent that much;
@@ -464,7 +445,6 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
 
         summary = judge_records(records, model="gpt-4o-mini", mode="question")
     """
-    from rankwise.relevance.llm.config import resolve_llm_config
 
     resolved = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode=mode,
                                   graded=graded, batch=batch, endpoint=endpoint,

@@ -3,7 +3,7 @@
 :class:`LLMReranker` is a pair scorer (``score_pairs``) that plugs in wherever a cross-encoder does:
 :func:`rankwise.retrieval.rerank.rerank`, ``RerankRetriever``, ``RetrieverSpec(rerank=...)`` and
 :func:`rankwise.adapters.rerank_records`. Calls go through the judge's client and SQLite cache by way
-of :class:`~rankwise.relevance.llm.generate.Generator` (concurrency, retries, rate limit, request cap,
+of :class:`~rankwise.llm.generate.Generator` (concurrency, retries, rate limit, request cap,
 circuit breaker; each reply on disk as it arrives), so a rerun of the same work makes no call.
 
 Scores. The pairs of one query (consecutive pairs with the same query text, in their original order)
@@ -15,7 +15,7 @@ score gives exactly that order and a score rounds to its grade.
 
 Example::
 
-    from rankwise.relevance.llm.rerank import LLMReranker
+    from rankwise.retrieval.llm_rerank import LLMReranker
     reranker = LLMReranker("qwen2.5:7b", base_url="http://localhost:11434/v1", cache="rerank.sqlite")
     reranker.score_pairs([("capital of France?", "Paris is the capital."), ("capital of France?", "Bananas.")])
 """
@@ -30,8 +30,8 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.relevance.llm.client import CallPolicy, Endpoint
-from rankwise.relevance.llm.generate import (
+from rankwise.llm.client import CallPolicy, Endpoint
+from rankwise.llm.generate import (
     GenerationStopped,
     Generator,
     GenPrompt,
@@ -39,7 +39,7 @@ from rankwise.relevance.llm.generate import (
     GenRequest,
     _fill,
 )
-from rankwise.relevance.llm.prompts import _load_toml, escape_data
+from rankwise.llm.prompts import _load_toml, escape_data
 
 __all__ = ["LLMReranker", "load_rerank_prompt", "order_with_failures", "resolve_reranker", "MAX_GRADE"]
 
@@ -55,7 +55,7 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
         >>> p.prompt_version.startswith("rerank-graded-v1+"), p.graded
         (True, True)
     """
-    ref = resources.files("rankwise.relevance.llm").joinpath("prompts", "rerank.toml")
+    ref = resources.files("rankwise.llm").joinpath("prompts", "rerank.toml")
     data = _load_toml(None, ref.read_text(encoding="utf-8"))
     source, version, repair = "rankwise:prompts/rerank.toml", str(data.get("version", "1")), data.get("repair", "")
     parts = dict(data.get("graded") or {})
@@ -118,7 +118,7 @@ class LLMReranker:
                  cache: str | PathLike | None = None, policy: CallPolicy | None = None,
                  concurrency: int | None = None, max_calls: int | None = None,
                  prompt: str | PathLike | None = None, quiet: bool = False) -> None:
-        from rankwise.relevance.llm.config import resolve_llm_config
+        from rankwise.llm.config import resolve_llm_config
 
         cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key,
                                  concurrency=concurrency, max_calls=max_calls, cache=cache, endpoint=endpoint)

@@ -5,7 +5,7 @@ what its cache rows are, how a unit's outcome maps back to chunks or requests, i
 stop exceptions. The :class:`Runner` does the rest the same way for every task:
 
 - workers take units from a queue (a unit may queue more, e.g. a failed batch call falls back to
-  per-chunk calls) through one :class:`~rankwise.relevance.llm.client.ChatClient`: adaptive concurrency
+  per-chunk calls) through one :class:`~rankwise.llm.client.ChatClient`: adaptive concurrency
   (halved on 429/503/timeouts), retries with backoff and ``Retry-After``, the request cap, the circuit
   breaker;
 - :meth:`Runner.ask`: one JSON repair call after an unreadable reply (and, for tasks that want it, one
@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from rankwise.relevance.llm.cache import CacheWriteError, CacheWriter, VerdictCache
-from rankwise.relevance.llm.client import (
+from rankwise.llm.cache import CacheWriteError, CacheWriter, VerdictCache
+from rankwise.llm.client import (
     CallError,
     CallPolicy,
     ChatClient,
@@ -46,8 +46,8 @@ from rankwise.relevance.llm.client import (
     Endpoint,
     EndpointError,
 )
-from rankwise.relevance.llm.cost import Prices
-from rankwise.relevance.llm.parse import CountMismatch, ParseError, refusal_of
+from rankwise.llm.cost import Prices
+from rankwise.llm.parse import CountMismatch, ParseError, refusal_of
 
 __all__ = ["RunPlan", "RunSummary", "Job", "Runner", "RunStopped", "RunInterrupted", "Unusable", "failure_kind"]
 

@@ -71,7 +71,7 @@ def merge_caches(sources: list[str | PathLike], into: str | PathLike) -> MergeRe
         report = merge_caches(["part-0.sqlite", "part-1.sqlite"], "all.sqlite")
         print(report.added, report.identical, report.conflicts)
     """
-    from rankwise.relevance.llm.cache import VerdictCache
+    from rankwise.llm.cache import VerdictCache
 
     target = Path(into)
     for src in sources:

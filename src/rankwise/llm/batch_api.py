@@ -36,7 +36,7 @@ argument (a ``rankwise judge`` flag), the environment (``RANKWISE_BATCH_POLL``,
 
 Example::
 
-    from rankwise.relevance.llm.batch_api import run_batch_job
+    from rankwise.llm.batch_api import run_batch_job
     report = run_batch_job(judge, cases, poll_seconds=30, max_requests=10_000)   # judge: a Judge with a cache
     print(report.batch_ids, report.ok, report.failed, report.cost)
 """
@@ -59,8 +59,8 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
-from rankwise.relevance.llm.client import EndpointError, backoff_delay, reply_of, retry_after_seconds
-from rankwise.relevance.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
+from rankwise.llm.client import EndpointError, backoff_delay, reply_of, retry_after_seconds
+from rankwise.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
 
 __all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
            "plan_batches", "BatchPlan", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
@@ -130,8 +130,8 @@ def resolve_batch_settings(*, config: str | PathLike | None = None, env: Mapping
         >>> (s.poll_seconds, s.discount, s.max_requests)
         (5.0, 0.4, 50000)
     """
-    from rankwise.relevance.llm.client import load_config
-    from rankwise.relevance.llm.config import _check
+    from rankwise.llm.client import load_config
+    from rankwise.llm.config import _check
 
     env = os.environ if env is None else env
     table, source = load_config(config)
@@ -227,7 +227,7 @@ class BatchReport:
 # ------------------------------------------------------------------------------------------ requests
 def build_requests(judge: Any, units: Sequence[Any]) -> list[dict[str, Any]]:
     """One Batch-API request line per unit: the judge's own chat request, ``custom_id`` ``r<N>``."""
-    from rankwise.relevance.llm.judge import SINGLE_MAX_TOKENS
+    from rankwise.llm.cost import SINGLE_MAX_TOKENS
 
     out = []
     for n, unit in enumerate(units):

@@ -22,7 +22,7 @@ retries are switched off (``max_retries=0``) and done here instead, so every att
 - credentials in the base URL (``http://user:password@host/v1``) are taken out of the URL and sent as
   ``Authorization: Basic`` (in place of the API key); messages show the URL with the password masked.
 
-Endpoint settings are resolved by :func:`rankwise.relevance.llm.config.resolve_llm_config`.
+Endpoint settings are resolved by :func:`rankwise.llm.config.resolve_llm_config`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.errors import InputError, RankwiseError
-from rankwise.relevance.llm.cost import Usage
+from rankwise.llm.cost import Usage
 
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
            "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
@@ -93,7 +93,7 @@ def load_config(path: str | PathLike | None = None) -> tuple[dict[str, Any], str
         base_url = "http://localhost:11434/v1"
         concurrency = 8
     """
-    from rankwise.relevance.llm.prompts import _load_toml
+    from rankwise.llm.prompts import _load_toml
 
     if path is not None:
         candidates, explicit = [Path(path)], True
@@ -659,7 +659,7 @@ def reply_of(resp: Any) -> ChatReply:
         '{}'
         >>> reply_of({"choices": {"message": {}}})
         Traceback (most recent call last):
-        rankwise.relevance.llm.client.ReplyError: bad reply: choices is an object, not a list
+        rankwise.llm.client.ReplyError: bad reply: choices is an object, not a list
     """
     if not isinstance(resp, dict):
         raise ReplyError(f"bad reply: the body is {_shape(resp)}, not a JSON object: {str(resp)[:80]!r}")
