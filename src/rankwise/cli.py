@@ -1200,9 +1200,11 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     click.echo(result.table_text())
     click.echo(f"* best per metric; +/- significantly better/worse than the baseline ({s['test']} test, "
                f"{s['permutations']:,} permutations, {s['correction']}-corrected, alpha {s['alpha']})")
+    from rankwise.report.labels import fmt_p, signed
+
     for m, (label, value) in result.best.items():
         delta, p, sig = result.significance(label, m)
-        extra = "" if delta is None else f" (vs baseline {delta:+.4f}, p_adj {p:.4g}{', significant' if sig else ''})"
+        extra = "" if delta is None else f" (vs baseline {signed(delta)}, p_adj {fmt_p(p)}{', significant' if sig else ''})"
         click.echo(f"best {m}: {label} = {value:.4f}{extra}")
     if s["unjudged"]:
         click.echo(f"{s['unjudged']} questions have no judgements in the qrels and were left out (as trec_eval "
