@@ -1205,9 +1205,11 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     click.echo(result.table_text())
     click.echo(f"* best per metric; +/- significantly better/worse than the baseline ({s['test']} test, "
                f"{s['permutations']:,} permutations, {s['correction']}-corrected, alpha {s['alpha']})")
+    from rankwise.report.labels import fmt_p, signed
+
     for m, (label, value) in result.best.items():
         delta, p, sig = result.significance(label, m)
-        extra = "" if delta is None else f" (vs baseline {delta:+.4f}, p_adj {p:.4g}{', significant' if sig else ''})"
+        extra = "" if delta is None else f" (vs baseline {signed(delta)}, p_adj {fmt_p(p)}{', significant' if sig else ''})"
         click.echo(f"best {m}: {label} = {value:.4f}{extra}")
     if s["unjudged"]:
         click.echo(f"{s['unjudged']} questions have no judgements in the qrels and were left out (as trec_eval "
@@ -1392,7 +1394,8 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 def position_curve_command(testset, k, source, repeats, seed, out_path, plot_path, dry_run, fmt, **opts):
     """How the generator uses position: plant each case's supporting chunk at every position 1..K among
     non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
-    discounts (log, linear, RBP, power, U-shape)."""
+    families (flat, log, linear, RBP, power, cliff, U-shape) by maximum likelihood, ranked by AIC; when
+    even the best fails the goodness-of-fit test, no family fits and --out writes no curve."""
     import json
 
     from rankwise.analysis.position import write_position_curve
@@ -1428,7 +1431,7 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
                          transient=True) as check_advance:
             run = _run_generator(lambda: run_position_curve(plan, gen, score=method, checker=checker,
                                                             progress=advance, check_progress=check_advance))
-        if out_path:
+        if out_path and run.fit.fitted:
             write_position_curve(run.fit, out_path)
         if plot_path:
             from rankwise.report.calibration import plot_position_fit
@@ -1447,9 +1450,11 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
                 click.echo(f"{run.unscored} contexts have no answer score (failed or missing answers) and are "
                            f"left out", err=True)
             print_position_fit(run.fit)
-        for path, what in ((out_path, "curve"), (plot_path, "plot")):
+        for path, what in ((out_path if run.fit.fitted else None, "curve"), (plot_path, "plot")):
             if path:
                 click.echo(f"{what}: {path}", err=True)
+        if out_path and not run.fit.fitted:
+            click.echo(f"no curve written to {out_path}: {run.fit.sentence()}", err=True)
     finally:
         gen.close()
 
