@@ -153,7 +153,8 @@ def test_exporters_write_ragas_and_deepeval_shapes_with_ids(corpus, tmp_path):
                                 "difficulty": "easy", "reference_contexts": [
                                     {"text": text[10:50], "doc_id": "wal.md", "start": 10, "end": 50}]}) + "\n")
     assert export_testset(ours, to="ragas", out=tmp_path / "r.jsonl") == 1
-    assert rows(tmp_path / "r.jsonl") == [{"user_input": "Q?", "reference": "A.", "reference_contexts": [text[10:50]],
+    assert rows(tmp_path / "r.jsonl") == [{"id": "synth-00001", "user_input": "Q?", "reference": "A.",
+                                           "reference_contexts": [text[10:50]],
                                            "reference_context_ids": ["wal.md#10-50"]}]
     export_testset(ours, to="deepeval", out=tmp_path / "d.json")
     golden = json.loads((tmp_path / "d.json").read_text())[0]

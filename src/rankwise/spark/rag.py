@@ -27,6 +27,7 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.relevance.text import MIN_EVIDENCE_CHARS
 from rankwise.spark.io import require_pyspark
 
 __all__ = ["evaluate_rag", "SparkRagResult"]
@@ -124,7 +125,7 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                         raise InputError(f"a case has no id ({' / '.join(ID_FIELDS)}); on Spark every case "
                                          f"needs one: {json.dumps(obj)[:80]}", source="<spark cases>", field="id")
                 judge_options = {key: options[key] for key in ("min_overlap", "threshold", "id_field",
-                                                               "relevance_level")}
+                                                               "relevance_level", "min_evidence_chars")}
                 records, stored = judged_records(as_records(objs, copy=False), relevance, **judge_options)
                 matrix = RelevanceMatrix.from_records(records, relevance,
                                                       relevance_level=options["relevance_level"],
@@ -188,7 +189,8 @@ def _first_repeat(record) -> tuple[str | None, int]:
 def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] | None = None,
                  metrics: Iterable[str] | str | None = None, min_overlap: float = 0.5, threshold: float = 0.8,
                  id_field: str | None = None, relevance_level: int = 1, unscorable: str = "zero",
-                 incomplete: str = "zero", json_column: str | None = None) -> SparkRagResult:
+                 incomplete: str = "zero", json_column: str | None = None,
+                 min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> SparkRagResult:
     """Score a RAG test set or per-case records held in a Spark DataFrame; same numbers as
     ``rankwise.evaluate_rag``.
 
@@ -199,8 +201,8 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
             e.g. from Parquet). Every case needs an id.
         relevance: ``containment``, ``span``, ``fuzzy``, ``ids`` (judged in the workers) or a source
             whose verdicts the records hold (``llm``, ``human`` ...: scored as stored).
-        k, metrics, min_overlap, threshold, id_field, relevance_level, unscorable, incomplete: as for
-            ``rankwise.evaluate_rag``.
+        k, metrics, min_overlap, threshold, min_evidence_chars, id_field, relevance_level, unscorable,
+            incomplete: as for ``rankwise.evaluate_rag``.
         json_column: the column holding each case's JSON.
 
     Example:
@@ -217,7 +219,6 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
         if value not in ("zero", "skip"):
             raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
-    chosen = k is not None or bool(metrics)  # cutoffs the user asked for, as evaluate_rag
     k = DEFAULT_KS if k is None else k
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
@@ -232,14 +233,14 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
         raise InputError(f"no column {json_column!r}; columns: {cases.columns}", field="json_column")
     skip = {s for s, v in (("unscorable", unscorable), ("incomplete", incomplete)) if v == "skip"}
     options = {"min_overlap": min_overlap, "threshold": threshold, "id_field": id_field,
-               "relevance_level": relevance_level}
+               "relevance_level": relevance_level, "min_evidence_chars": min_evidence_chars}
     out = cases.mapInArrow(_Worker(names, relevance, json_column, options, skip), _schema(len(names)))
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         local = out.select("query_id", "_status", "_basis", "_ok", "_failed", "_missing", "_stored", "_error",
                            "_depth", "_dup_id", "_dup_n",
                            *[f"m{j}" for j in range(len(names))]).toArrow()
-        result = _finish(local, measures, relevance, unscorable, incomplete, options, chosen)
+        result = _finish(local, measures, relevance, unscorable, incomplete, options)
     except BaseException:
         out.unpersist()
         raise
@@ -261,7 +262,7 @@ class _Worker:
 
 
 def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable: str, incomplete: str,
-            options: dict, chosen: bool) -> EvalResult:
+            options: dict) -> EvalResult:
     from rankwise.spark.ir import _reraise
 
     errors = local.column("_error").drop_null()
@@ -314,7 +315,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
     summary = rag_summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
-    for message in case_warnings(_stand_ins(local), [m.k for m in measures] if chosen else []):
+    for message in case_warnings(_stand_ins(local), [m.k for m in measures]):
         warn(message, summary=summary)
     mean, undefined = aggregate_columns(values, measures)
     if undefined:
