@@ -8,9 +8,9 @@ import math
 import pytest
 from click.testing import CliRunner
 
+from rankwise.cli import main
 from rankwise.data.records import records_from_testset
 from rankwise.data.testset import Chunk, ReferencePassage
-from rankwise.cli import main
 from rankwise.errors import InputError, RankwiseWarning
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.text import (
