@@ -15,7 +15,12 @@ import warnings
 import pytest
 
 from _hash_embedder import RankwiseHashEmbedder, hash_embed, langchain_embeddings, llamaindex_embedding
-from rankwise.adapters import RetrieverRandomIdWarning, RetrieverShortListWarning, check_adapter, run_retriever
+from rankwise.adapters import (
+    RetrieverRandomIdWarning,
+    RetrieverShortListWarning,
+    check_adapter,
+    run_retriever,
+)
 from rankwise.datasets import bundled_files
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.retrieval import Chunk, DenseRetriever, chunk_corpus, load_corpus, run_retrievers
