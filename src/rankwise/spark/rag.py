@@ -27,7 +27,7 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
-from rankwise.relevance.text import MIN_EVIDENCE_CHARS
+from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.spark.io import require_pyspark
 
 __all__ = ["evaluate_rag", "SparkRagResult"]
@@ -69,7 +69,8 @@ class SparkRagResult:
 
 def _schema(n: int) -> str:
     cols = ["query_id string", "_status string", "_basis string", "_ok long", "_failed long", "_missing long",
-            "_stored boolean", "_error string", "record string", "_depth long", "_dup_id string", "_dup_n long"]
+            "_stored boolean", "_error string", "record string", "_depth long", "_dup_id string", "_dup_n long",
+            "_frag string"]
     return ", ".join(cols + [f"m{j} double" for j in range(n)])
 
 
@@ -88,7 +89,7 @@ def _error_batch(n: int, message: str) -> pa.RecordBatch:
             "_failed": pa.array([0], pa.int64()), "_missing": pa.array([0], pa.int64()),
             "_stored": pa.array([False]), "_error": pa.array([message]), "record": pa.array([None], pa.string()),
             "_depth": pa.array([0], pa.int64()), "_dup_id": pa.array([None], pa.string()),
-            "_dup_n": pa.array([0], pa.int64())}
+            "_dup_n": pa.array([0], pa.int64()), "_frag": pa.array([None], pa.string())}
     for j in range(n):
         cols[f"m{j}"] = pa.array([np.nan], pa.float64())
     return pa.RecordBatch.from_pydict(cols)
@@ -167,6 +168,7 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                     "_depth": pa.array([len(r.chunks) for r in records], pa.int64()),
                     "_dup_id": pa.array([d[0] for d in dups], pa.string()),
                     "_dup_n": pa.array([d[1] for d in dups], pa.int64()),
+                    "_frag": pa.array([_fragments(r, relevance) for r in records], pa.string()),
                 }
                 for j in range(n):
                     cols[f"m{j}"] = pa.array(values[:, j], pa.float64())
@@ -178,6 +180,17 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                 yield _error_batch(n, str(exc))
 
     return score
+
+
+def _fragments(record, relevance: str) -> str | None:
+    """JSON ``[count, first rank, its text, minimum]`` of the record's chunks judged fragments (for
+    :func:`~rankwise.relevance.text.fragment_warning`), None when there is none."""
+    hits = [(c, c.verdicts[relevance]) for c in record.chunks if relevance in c.verdicts
+            and c.verdicts[relevance].verdict == 0 and (c.verdicts[relevance].meta or {}).get("fragment_of")]
+    if not hits:
+        return None
+    first, verdict = hits[0]
+    return json.dumps([len(hits), first.rank, first.text or "", verdict.meta.get("min_evidence_chars")])
 
 
 def _first_repeat(record) -> tuple[str | None, int]:
@@ -238,7 +251,7 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         local = out.select("query_id", "_status", "_basis", "_ok", "_failed", "_missing", "_stored", "_error",
-                           "_depth", "_dup_id", "_dup_n",
+                           "_depth", "_dup_id", "_dup_n", "_frag",
                            *[f"m{j}" for j in range(len(names))]).toArrow()
         result = _finish(local, measures, relevance, unscorable, incomplete, options)
     except BaseException:
@@ -315,13 +328,27 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
     summary = rag_summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
-    for message in case_warnings(_stand_ins(local), [m.k for m in measures]):
-        warn(message, summary=summary)
+    for message in [*case_warnings(_stand_ins(local), [m.k for m in measures]),
+                    fragment_warning(_fragment_stand_ins(local, relevance), relevance)]:
+        if message:
+            warn(message, summary=summary)
     mean, undefined = aggregate_columns(values, measures)
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(measures, PerQuery([id_list[i] for i in scored_rows.tolist()], [m.name for m in measures],
                                          values), mean, summary, f"eval-rag ({relevance})")
+
+
+def _fragment_stand_ins(local: pa.Table, relevance: str) -> list:
+    """Stand-in records holding each case's fragment chunks (collected as ``_frag``), in input order."""
+    out = []
+    for rid, frag in zip(local.column("query_id").to_pylist(), local.column("_frag").to_pylist(), strict=True):
+        if frag:
+            n, rank, text, minimum = json.loads(frag)
+            verdict = SimpleNamespace(verdict=0, meta={"fragment_of": [0], "min_evidence_chars": minimum})
+            out.append(SimpleNamespace(id=rid, chunks=[SimpleNamespace(rank=rank, text=text,
+                                                                        verdicts={relevance: verdict})] * n))
+    return out
 
 
 def _stand_ins(local: pa.Table) -> list:
