@@ -247,8 +247,9 @@ def test_evidence_rule_in_reasons_and_short_passages():
     assert recs[0].verdicts("containment") == [1, 0, 1, 0]
     reasons = [c.verdicts["containment"].reason for c in recs[0].chunks]
     assert reasons[0] == "contains reference passage 1 (chars 0\u20135 of the normalised chunk)"
-    assert reasons[1] == ("lies inside reference passage 1 but holds only 3 letters/digits, under the evidence "
-                          "minimum of 20 (min_evidence_chars): a fragment, not evidence")
+    assert reasons[1] == ("lies inside reference passage 1 but holds only 3 letters/digits, under the 5 of the "
+                          "passage, shorter than the evidence minimum of 20 (min_evidence_chars): a fragment, not "
+                          "evidence")
     assert reasons[2] == ("lies inside reference passage 2 (chars 4\u201334 of the normalised passage; 26 "
                           "letters/digits, at least the evidence minimum of 20)")
     judge_text(recs, "containment", min_evidence_chars=10)

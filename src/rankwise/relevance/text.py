@@ -23,6 +23,7 @@ _FUZZY_BATCH = 2048  # cases scored per batched call (progress moves, memory sta
 #: letters/digits a chunk lying inside a reference passage must hold to count as evidence (containment, fuzzy)
 MIN_EVIDENCE_CHARS = 20
 
+
 def normalize(text: str) -> str:
     """Unicode NFKC, lower-case, whitespace runs collapsed to one space, ends stripped.
 
@@ -236,11 +237,13 @@ def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list
     return _fuzzy_reason(text, matched, norm, meta, min_evidence)
 
 
-def _fragment_text(text: str, fragments: list[int], minimum: int, how: str) -> str:
+def _fragment_text(text: str, fragments: list[int], norm: dict[int, str], minimum: int, how: str) -> str:
     where = ", ".join(str(i + 1) for i in fragments)
+    needed = min(min(minimum, evidence_chars(norm.get(i, ""))) for i in fragments)
+    bar = (f"the evidence minimum of {minimum}" if needed == minimum
+           else f"the {needed} of the passage, shorter than the evidence minimum of {minimum}")
     return (f"{how} reference passage{'s' if len(fragments) > 1 else ''} {where} but holds only "
-            f"{evidence_chars(text)} letters/digits, under the evidence minimum of {minimum} "
-            f"(min_evidence_chars): a fragment, not evidence")
+            f"{evidence_chars(text)} letters/digits, under {bar} (min_evidence_chars): a fragment, not evidence")
 
 
 def _containment_reason(text: str, matched: list[int], usable: list[int], norm: dict[int, str],
@@ -260,7 +263,7 @@ def _containment_reason(text: str, matched: list[int], usable: list[int], norm: 
                          f"normalised passage; {evidence_chars(text)} letters/digits, at least the evidence "
                          f"minimum of {min(minimum, evidence_chars(norm[i]))})")
     if fragments:
-        parts.append(_fragment_text(text, fragments, minimum, "lies inside"))
+        parts.append(_fragment_text(text, fragments, norm, minimum, "lies inside"))
     return "; ".join(parts)
 
 
@@ -301,8 +304,8 @@ def _fuzzy_reason(text: str, matched: list[int], norm: dict[int, str], meta: dic
         return f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold} ({rule})"
     if fragments:
         best = max(((i, v) for i, v in pairs if i in fragments), key=lambda p: p[1])
-        return (f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold}, but "
-                + _fragment_text(text, fragments, minimum, "the chunk is shorter than"))
+        return (f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold}; "
+                + _fragment_text(text, fragments, norm, minimum, "lies within"))
     best = max(pairs, key=lambda p: p[1])
     return f"best similarity {best[1]:.2f} (reference passage {best[0] + 1}) < threshold {threshold}"
 
