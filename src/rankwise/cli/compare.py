@@ -112,11 +112,14 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @click.option("--relevance-level", "-l", type=int, default=1, show_default=True,
               help="Grade from which an id/qrels grade counts as relevant.")
 @click.option("--allow-mismatch", is_flag=True, help="Compare only the cases every file holds.")
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
+                   "count (0: any fragment counts).")
 @click.option("--probe-sources", default=None,
               help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
 @_compare_options
-def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, names, baseline,
-                        metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
+def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, min_evidence_chars, probe_sources,
+                        names, baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
                         html_path, plot_path, sweep_metrics, max_k, title, force):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
@@ -127,7 +130,7 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
 
     check_outputs({"--html": html_path, "--plot": plot_path}, [*records, labels], force=force)
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
-                            relevance_level=relevance_level)
+                            relevance_level=relevance_level, min_evidence_chars=min_evidence_chars)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
                              allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
@@ -173,11 +176,15 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
 @click.option("--permutations", type=int, default=10_000, show_default=True)
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--relevance-level", "-l", type=int, default=1, show_default=True)
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
+                   "count (0: any fragment counts).")
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
 @click.option("--worst", type=int, default=5, show_default=True, help="Most-dropped queries shown per metric.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha, qrels,
-                 allow_query_mismatch, test, correction, permutations, seed, relevance_level, missing, worst, fmt):
+                 allow_query_mismatch, test, correction, permutations, seed, relevance_level, min_evidence_chars,
+                 missing, worst, fmt):
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
@@ -185,7 +192,8 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
                   qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
                   seed=seed, correction=correction, relevance_level=relevance_level, missing=missing,
-                  worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels)
+                  worst=worst, floors=parse_floors(floors), relevance=relevance, labels=labels,
+                  min_evidence_chars=min_evidence_chars)
     if fmt == "json":
         from rankwise.report.compare_text import gate_json
 

@@ -22,6 +22,9 @@ from rankwise.cli._base import _print_result, _split_metrics, main
 @click.option("--per-query", "-q", is_flag=True, help="Also print each case's values.")
 @click.option("--min-overlap", type=float, default=0.5, show_default=True, help="Span mode: overlap share.")
 @click.option("--threshold", type=float, default=0.8, show_default=True, help="Fuzzy mode: similarity threshold.")
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
+                   "count (0: any fragment counts).")
 @click.option("--id-field", type=click.Choice(["id", "doc_id"]), default=None,
               help="Ids mode: compare chunk ids or document ids (default: id, else doc_id).")
 @click.option("--unscorable", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
@@ -31,7 +34,7 @@ from rankwise.cli._base import _print_result, _split_metrics, main
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, id_field, unscorable, incomplete, quiet, force):
+                     threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
@@ -45,7 +48,8 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
-                          unscorable=unscorable, incomplete=incomplete, progress=not quiet)
+                          unscorable=unscorable, incomplete=incomplete, progress=not quiet,
+                          min_evidence_chars=min_evidence_chars)
     if records_out:
         result.write_records(records_out)
     if fmt == "table":

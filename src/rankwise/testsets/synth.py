@@ -52,7 +52,7 @@ from rankwise.testsets.locate import locate, normalise
 
 __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "GenerationCache",
            "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples", "estimate_synth", "synth",
-           "lexical_overlap", "shingles", "jaccard"]
+           "lexical_overlap", "shingles", "jaccard", "reply_question", "near_duplicate"]
 
 STYLES = ("factual", "paraphrase", "multi", "conversational")
 #: why a sample was rejected
@@ -476,7 +476,7 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
     if isinstance(items, str):
         return None, items, "quotes must be a list of strings or {passage, text} objects"
     if not items:
-        return None, "no_quotes", None
+        return None, "no_quotes", "the reply lists no supporting quote"
     refs: list[dict[str, Any]] = []
     hows: list[str] = []
     used: set[int] = set()
@@ -502,7 +502,8 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
         if hit is None:
             return None, "quote_not_found", text[:200]
     if slot.style == "multi" and len(used) < 2:
-        return None, "multi_one_passage", None
+        where = f"passage {min(used) + 1} of {len(slot.passages)}" if used else "no passage"
+        return None, "multi_one_passage", f"every quote comes from {where}"
     if _gives_away(question, answer):
         return None, "answer_in_question", answer[:200]
     if slot.language not in ("und",):
@@ -527,6 +528,39 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
             return None, "bad_reply", "a conversational sample needs the earlier turn (history)"
         sample["history"] = turns
     return sample, None, None
+
+
+def reply_question(content: str | None) -> str | None:
+    """The question a reply asked (for the rejected samples' file), None when it holds none.
+
+    Example:
+        >>> reply_question('{"question": "How many copies?", "answer": "3"}'), reply_question("not json")
+        ('How many copies?', None)
+    """
+    from rankwise.llm.parse import ParseError, extract_json
+
+    try:
+        obj = extract_json(content)
+    except (ParseError, TypeError, ValueError):
+        return None
+    question = obj.get("question") if isinstance(obj, dict) else None
+    return question.strip() if isinstance(question, str) and question.strip() else None
+
+
+def near_duplicate(question: str, seen: list[tuple[frozenset[str], str, str]], threshold: float) -> str | None:
+    """Why ``question`` is a near-duplicate of an accepted one (``seen``: shingles, id, question), else None.
+
+    Example:
+        >>> seen = [(shingles("How many copies does Kestrel keep?"), "s1", "How many copies does Kestrel keep?")]
+        >>> near_duplicate("How many copies does Kestrel keep ?", seen, 0.8)[:40]
+        'Jaccard 1.00 >= 0.8 with accepted sample'
+    """
+    sh = shingles(question)
+    for other, oid, text in seen:
+        j = jaccard(sh, other)
+        if j >= threshold:
+            return f"Jaccard {j:.2f} >= {threshold} with accepted sample {oid!r}: {text[:200]!r}"
+    return None
 
 
 def _merge(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -774,13 +808,13 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
     accepted_rows = _read_done(out, plan)
     rejected_rows = _drop_failed_calls(rej_out, _read_done(rej_out, plan))
     done = {int(r["provenance"]["slot"]) for r in accepted_rows + rejected_rows}
-    seen_questions: list[frozenset[str]] = []
+    seen_questions: list[tuple[frozenset[str], str, str]] = []  # accepted: shingles, id, question
     for r in accepted_rows:
         summary.accepted += 1
         summary.difficulty[r.get("difficulty")] += 1
         summary.styles[r.get("style")] += 1
         summary.languages[r.get("language")] += 1
-        seen_questions.append(shingles(r["user_input"]))
+        seen_questions.append((shingles(r["user_input"]), str(r.get("id")), r["user_input"]))
     for r in rejected_rows:
         summary.rejected[r["reason"]] += 1
     summary.resumed = len(done)
@@ -796,7 +830,7 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
     norms: dict[str, tuple[str, list[int]]] = {}
     temperature = cfg.policy.temperature
     store = GenerationCache(cfg.cache)
-    results: dict[int, tuple[dict | None, str | None, str | None]] = {}
+    results: dict[int, tuple[dict | None, str | None, str | None, str | None]] = {}  # + the reply's question
     next_commit = 0
     order = [s.index for s in todo]
     by_index = {s.index: s for s in todo}
@@ -824,9 +858,10 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
         try:
             content, _ = await call(client, render_slot(slot, prompts, corpus), settings.max_tokens)
         except CallError as exc:
-            results[slot.index] = (None, "call_failed", str(exc)[:200])
+            results[slot.index] = (None, "call_failed", str(exc)[:200], None)
             return
         sample, reason, detail = check_reply(content, slot, corpus, settings, norms)
+        question = sample["user_input"] if sample is not None else reply_question(content)
         if sample is not None and settings.critic:
             messages = render_critic(prompts, sample["user_input"], sample["reference"],
                                      [r["text"] for r in sample["reference_contexts"]])
@@ -843,28 +878,28 @@ async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: Synth
                 sample, reason, detail = None, "call_failed", f"critic call: {str(exc)[:200]}"
             except ParseError as exc:
                 sample, reason, detail = None, "critic", f"critic gave no score: {exc}"
-        results[slot.index] = (sample, reason, detail)
+        results[slot.index] = (sample, reason, detail, question)
 
     def commit(fh_ok, fh_rej) -> None:
         nonlocal next_commit
         while next_commit < len(order) and order[next_commit] in results:
             slot = by_index[order[next_commit]]
-            sample, reason, detail = results.pop(slot.index)
+            sample, reason, detail, question = results.pop(slot.index)
             next_commit += 1
             prov = {"model": model, "prompt_version": version, "style": slot.style, "seed": settings.seed,
                     "slot": slot.index, "plan": plan,
                     "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end} for p in slot.passages]}
             if sample is not None:
-                sh = shingles(sample["user_input"])
-                if any(jaccard(sh, other) >= settings.duplicate_threshold for other in seen_questions):
-                    sample, reason, detail = None, "duplicate", None
+                same = near_duplicate(sample["user_input"], seen_questions, settings.duplicate_threshold)
+                if same is not None:
+                    sample, reason, detail = None, "duplicate", same
             if sample is None:
                 summary.rejected[reason] += 1
-                fh_rej.write(json.dumps({"id": slot.id, "reason": reason, "detail": detail, "provenance": prov},
-                                        ensure_ascii=False) + "\n")
+                fh_rej.write(json.dumps({"id": slot.id, "question": question, "reason": reason, "detail": detail,
+                                         "provenance": prov}, ensure_ascii=False) + "\n")
                 fh_rej.flush()
                 continue
-            seen_questions.append(shingles(sample["user_input"]))
+            seen_questions.append((shingles(sample["user_input"]), slot.id, sample["user_input"]))
             rank = _bm25_rank(bm25, passage_by_id, sample)
             difficulty = "easy" if rank == 1 else "hard" if rank is not None else "unretrieved"
             prov["located"] = sample.pop("located")
