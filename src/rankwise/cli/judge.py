@@ -77,7 +77,10 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             click.echo(line)
         click.echo(f"rankwise: {exc.message}", err=True)
         sys.exit(_interrupt_code())
-    except JudgeStopped:
+    except JudgeStopped as exc:
+        if getattr(exc, "run", None) is not None:
+            for line in judge_run_lines(exc.run):
+                click.echo(line)
         raise
     for line in judge_run_lines(run):
         click.echo(line)

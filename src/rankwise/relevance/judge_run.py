@@ -99,7 +99,8 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
 
     Raises :class:`JudgeRunInterrupted` on Ctrl-C/SIGTERM and
     :class:`~rankwise.relevance.llm_judge.JudgeStopped` when the endpoint or the cache fails, each after
-    writing the records had. See the module's example.
+    writing the records had (a ``JudgeStopped`` with verdicts carries the :class:`JudgeRun` as ``run``).
+    See the module's example.
     """
     from rankwise.llm.cache import VerdictCache
     from rankwise.relevance.llm_judge import Judge, cases_from_records
@@ -174,8 +175,10 @@ def _online(judge: Any, cases: list, run: JudgeRun, *, quiet: bool) -> None:
         if exc.result.summary.ok:
             _save(judge, run, exc.result)
             where = "" if isinstance(exc.cause, CacheWriteError) else f" and the cache ({run.cache_path})"
-            raise JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {run.records_out}{where}"
-                               f": rerun the same command to resume", exc.result) from None
+            stopped = JudgeStopped(f"{exc}; the {exc.result.summary.ok} verdicts had are in {run.records_out}"
+                                   f"{where}: rerun the same command to resume", exc.result)
+            stopped.run = run  # type: ignore[attr-defined]  (what was had, for the caller to report)
+            raise stopped from None
         raise
     _save(judge, run, run.result)
 
