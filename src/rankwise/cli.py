@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from rankwise._words import count
 from rankwise.errors import RankwiseError
 
 FORMATS = ["table", "json", "csv", "trec"]
@@ -39,7 +40,9 @@ class _Group(click.Group):
                 warnings.showwarning = show
                 return super().invoke(ctx)
         except RankwiseError as exc:
-            _fail(str(exc))
+            from rankwise.errors import in_user_words
+
+            _fail(in_user_words(exc, _flag_names(self.get_command(ctx, ctx.invoked_subcommand or ""))))
         except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
             _fail(exc.format_message())
         except KeyboardInterrupt:
@@ -74,6 +77,27 @@ class _Group(click.Group):
 
             traceback.print_exc()
         _exit_now(code)
+
+
+def _flag_names(command: click.Command | None) -> dict[str, str]:
+    """The library's parameter names -> this command's flags (``rerank_model`` -> ``--rerank``,
+    ``max_k`` -> ``--max-k``, ``testset`` -> ``TESTSET``), for error messages in the user's words."""
+    names: dict[str, str] = {}
+    commands = [command] if command is not None else []
+    if isinstance(command, click.Group):
+        commands += list(command.commands.values())
+    for cmd in commands:
+        for p in cmd.params:
+            if p.name is None or p.name in names:
+                continue
+            if isinstance(p, click.Argument):
+                names[p.name] = p.human_readable_name
+            else:
+                longs = [o for o in p.opts if o.startswith("--")]
+                names[p.name] = (longs or p.opts)[0]
+            if getattr(p, "multiple", False) or p.nargs == -1:  # -m/--metric (metrics): the library's metric
+                names.setdefault(p.name.removesuffix("s"), names[p.name])
+    return names
 
 
 def _fail(message: str) -> None:
@@ -193,18 +217,9 @@ def _print_result(result, fmt: str, per_query: bool) -> None:
 @main.command("metrics")
 def metrics_command():
     """List every metric, its aliases and what it measures."""
-    from rich.table import Table
+    from rankwise.report.console import make_console, metrics_table
 
-    from rankwise.metrics.registry import METRICS
-    from rankwise.report.console import make_console
-
-    table = Table(title="rankwise metrics")
-    for col in ("name", "cutoff", "parameters", "aliases", "definition"):
-        table.add_column(col)
-    for m in METRICS.values():
-        params = "\n".join(p.describe() for p in m.params)
-        table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
-    make_console().print(table)
+    make_console().print(metrics_table())
 
 
 @main.command("eval-rag")
@@ -253,7 +268,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         print_rag(result, per_query=per_query)
         if records_out:
-            click.echo(f"records: {records_out} ({len(result.records)} cases)", err=True)
+            click.echo(f"records: {records_out} ({count(len(result.records), 'case')})", err=True)
     else:
         _print_result(result, fmt, per_query)
 
@@ -340,8 +355,8 @@ def _compare_options(func):
         click.option("--sweep", "sweep_metrics", multiple=True,
                      help="Metric to sweep over K = 1..--max-k (repeatable; default for --html/--plot: "
                           "the first metric with a cutoff)."),
-        click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
-                                                             "deepest chunk list]."),
+        click.option("--max-k", type=click.IntRange(min=1), default=None,
+                     help="Largest K of the sweep [runs: 20; records: deepest chunk list]."),
         click.option("--title", default=None, help="Title of the HTML report."),
         click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]
@@ -660,7 +675,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
             signal.signal(signal.SIGINT, previous)
         for line in judge_summary_lines(result.summary, endpoint.url):
             click.echo(line)
-        click.echo(f"records: {records_out} ({len(records)} cases, verdict source '{source}')")
+        click.echo(f"records: {records_out} ({count(len(records), 'case')}, verdict source '{source}')")
 
     try:
         if batch_api and max_cost is not None:
@@ -975,7 +990,7 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         if Path(queries_path).suffix.lower() not in (".jsonl", ".ndjson", ".json"):
             raise InputError("--rag-out copies a JSONL queries file; this one is not JSONL", source=queries_path)
         n = write_rag_testset(result, queries_path, rag_out)
-        click.echo(f"RAG test set with retrieved contexts: {rag_out} ({n} cases)", err=True)
+        click.echo(f"RAG test set with retrieved contexts: {rag_out} ({count(n, 'case')})", err=True)
     if qrels_path is not None and doc_level:
         click.echo(f"next: rankwise eval {qrels_path} {run_path}", err=True)
 
@@ -1087,7 +1102,7 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
         click.echo(f"warning: {w}", err=True)
-    click.echo(f"records: {out} ({len(run.records)} cases, {run.summary['failed']} failed); next: "
+    click.echo(f"records: {out} ({count(len(run.records), 'case')}, {run.summary['failed']} failed); next: "
                f"rankwise eval-rag {out} -r span", err=True)
 
 
@@ -1343,7 +1358,7 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
     try:
         if dry_run:
             plan = answer_records(records, gen, k, max_context_tokens=max_context_tokens, plan_only=True)
-            for line in _plan_lines(plan, url, f"answer {len(records)} cases from their top {k} chunks"):
+            for line in _plan_lines(plan, url, f"answer {count(len(records), 'case')} from their top {k} chunks"):
                 click.echo(line)
             return
 
@@ -1361,11 +1376,11 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
             click.echo(line)
         cut = sum(1 for r in records if (r.extra.get("answer") or {}).get("truncated"))
         if cut:
-            click.echo(f"{cut} cases had their context cut to --max-context-tokens {max_context_tokens}")
+            click.echo(f"{count(cut, 'case')} had their context cut to --max-context-tokens {max_context_tokens}")
         if opts["score"]:
             _score_records(records, opts["score"], checker, opts["quiet"])
         save()
-        click.echo(f"records: {records_out} ({len(records)} cases; response, extra answer.fed_ranks)")
+        click.echo(f"records: {records_out} ({count(len(records), 'case')}; response, extra answer.fed_ranks)")
     finally:
         gen.close()
 
@@ -1485,7 +1500,7 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
     try:
         if dry_run:
             requests = utility_requests(records, gen.prompt)
-            for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {len(requests)} chunks"):
+            for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {count(len(requests), 'chunk')}"):
                 click.echo(line)
             return
         total = sum(1 for r in records for c in r.chunks if c.text and r.question and r.reference)

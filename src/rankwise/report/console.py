@@ -13,9 +13,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rankwise._words import count
 from rankwise.metrics.evaluate import EvalResult
 
-__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width"]
+__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width", "metrics_table"]
 
 #: the width used when stdout is not a terminal and no width is set: wide enough for any table
 PIPE_WIDTH = 100_000
@@ -68,9 +69,24 @@ def make_console(*, width: int | None = None, stderr: bool = False) -> Console:
     return _WholeConsole(width=PIPE_WIDTH, stderr=stderr)
 
 
+def metrics_table() -> Table:
+    """``rankwise metrics``: every registered metric, its cutoff, parameters, aliases and definition. Long
+    cells wrap at words within their column, so the table stays readable through a pipe (no 600-column
+    lines) and nothing is cut."""
+    from rankwise.metrics.registry import METRICS
+
+    table = Table(title="rankwise metrics")
+    for col, widest in (("name", 24), ("cutoff", 8), ("parameters", 44), ("aliases", 24), ("definition", 56)):
+        table.add_column(col, max_width=widest, overflow="fold")
+    for m in METRICS.values():
+        params = "\n".join(p.describe() for p in m.params)
+        table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
+    return table
+
+
 def summary_line(summary: dict) -> str:
     """One line: evaluated / missing from run / ignored queries (and undefined metric values)."""
-    parts = [f"{summary.get('evaluated', 0)} queries evaluated"]
+    parts = [f"{count(summary.get('evaluated', 0), 'query', 'queries')} evaluated"]
     if "missing_from_run" in summary:
         how = "scored 0" if summary.get("missing") == "zero" else "skipped"
         parts.append(f"{summary['missing_from_run']} missing from the run ({how})")
