@@ -95,7 +95,11 @@ def _flag_names(command: click.Command | None) -> dict[str, str]:
             else:
                 longs = [o for o in p.opts if o.startswith("--")]
                 names[p.name] = (longs or p.opts)[0]
-            if getattr(p, "multiple", False) or p.nargs == -1:  # -m/--metric (metrics): the library's metric
+    for cmd in commands:  # then other spellings: --relevance/--source (dest source), -m/--metric (metrics)
+        for p in cmd.params:
+            if p.name is not None and p.name in names:
+                for other in [o.lstrip("-").replace("-", "_") for o in p.opts if o.startswith("--")]:
+                    names.setdefault(other, names[p.name])
                 names.setdefault(p.name.removesuffix("s"), names[p.name])
     return names
 

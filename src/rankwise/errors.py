@@ -97,5 +97,7 @@ def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
         return rename(str(exc))
     problem = rename(exc.problem)
     if exc.source is None and exc.line is None and (exc.field is None or exc.field in names):
-        return problem if exc.field is None else f"{names[exc.field]}: {problem}"
+        if exc.field is None or re.search(rf"(?<![\w-]){re.escape(names[exc.field])}(?![\w-])", problem):
+            return problem  # no field, or the text names the flag already
+        return f"{names[exc.field]}: {problem}"
     return str(InputError(problem, source=exc.source, line=exc.line, field=exc.field))

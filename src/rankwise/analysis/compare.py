@@ -515,8 +515,13 @@ def compare_records(
     warned: dict[str, list[str]] = {}
     for s in systems:  # each system's warnings, named below
         with collect_warnings() as warned[s]:
-            results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
-                                      relevance_level=relevance_level)
+            try:
+                results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
+                                          relevance_level=relevance_level)
+            except InputError as exc:  # records given as objects: name the system the problem is in
+                if exc.source is not None:
+                    raise
+                raise InputError(exc.problem, source=f"system {s!r}", line=exc.line, field=exc.field) from None
         warned[s] += case_notes(results[s].summary)
     metric_names = results[systems[0]].names
     first_ids = list(results[systems[0]].per_query.query_ids)

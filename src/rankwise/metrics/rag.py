@@ -101,7 +101,9 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
         how = ("utility verdicts: `rankwise utility TESTSET --model M --records OUT.jsonl`" if relevance == "utility"
                else "the LLM judge: `rankwise judge TESTSET --records OUT.jsonl`")
         raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for {how}, then score "
-                         f"OUT.jsonl with relevance {relevance!r})", field="relevance")
+                         f"OUT.jsonl with relevance {relevance!r})",
+                         source=testset if isinstance(testset, (str, PathLike)) else None,
+                         field=None if isinstance(testset, (str, PathLike)) else "relevance")
     stored = labels is None and relevance in present
     if stored:
         for r in records:
@@ -170,11 +172,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         elif status.startswith("incomplete"):
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
-        reasons = sorted(set(unscorable_cases.values()))
-        hint = (" (span needs doc_id/start/end on chunks and reference passages; try containment or fuzzy)"
-                if relevance == "span" else "")
-        raise InputError(f"no case can be scored with relevance {relevance!r}: {'; '.join(reasons)}{hint}",
-                         source=testset if isinstance(testset, (str, PathLike)) else None, field="relevance")
+        raise _none_scorable(unscorable_cases, relevance, testset)
     skip = set()
     if unscorable == "skip":
         skip |= set(unscorable_cases)
@@ -248,3 +246,20 @@ def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: d
         "parameters": kept,
         "notes": [ACP_NOTE],
     }
+
+
+def _none_scorable(reasons_by_case: dict[str, str], relevance: str, testset: Any) -> InputError:
+    """The error when no case can be scored: names the field that is missing from every case (a null or
+    empty ``reference_contexts``) in the file's words, else the reasons."""
+    reasons = sorted(set(reasons_by_case.values()))
+    source = testset if isinstance(testset, (str, PathLike)) else None
+    if relevance in TEXT_SOURCES and reasons == ["no ground truth"]:
+        n = len(reasons_by_case)
+        every = "the case's" if n == 1 else f"all {n} cases'"
+        return InputError(f"no case can be scored with relevance {relevance!r}: {every} reference_contexts "
+                          "are null, empty or absent (the passages a relevant chunk must contain)",
+                          source=source, field="reference_contexts")
+    hint = (" (span needs doc_id/start/end on chunks and reference passages; try containment or fuzzy)"
+            if relevance == "span" else "")
+    return InputError(f"no case can be scored with relevance {relevance!r}: {'; '.join(reasons)}{hint}",
+                      source=source, field="relevance")

@@ -545,7 +545,7 @@ def _unknown(text: str) -> InputError:
     if match and match["base"].lower() not in _LOOKUP:
         rest = text[len(match["base"]):]
         wanted = [n for n, m in _LOOKUP.items() if not (match["k"] and m.cutoff == "none")]
-        found = difflib.get_close_matches(match["base"].lower(), wanted, n=5, cutoff=0.5)
+        found = difflib.get_close_matches(match["base"].lower(), wanted, n=5, cutoff=0.6)
         close = list(dict.fromkeys(_LOOKUP[n].name + rest for n in found))[:3]
     if not close:
         close = difflib.get_close_matches(text.lower(), [n.lower() for n in known_names()], n=3, cutoff=0.5)

@@ -27,7 +27,7 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
-from rankwise.spark.io import require_pyspark
+from rankwise.spark.io import check_workers, require_pyspark
 
 __all__ = ["evaluate_rag", "SparkRagResult"]
 
@@ -230,6 +230,7 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
         json_column = cases.columns[0]
     if json_column is not None and json_column not in cases.columns:
         raise InputError(f"no column {json_column!r}; columns: {cases.columns}", field="json_column")
+    check_workers(cases.sparkSession)
     skip = {s for s, v in (("unscorable", unscorable), ("incomplete", incomplete)) if v == "skip"}
     options = {"min_overlap": min_overlap, "threshold": threshold, "id_field": id_field,
                "relevance_level": relevance_level}
