@@ -624,6 +624,8 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
         return out
     if metric.cutoff == "none":
         raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
+    if any(re.fullmatch(r"-\d+", v) for v in values):
+        raise InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
     if not all(v.isdigit() for v in values):
         raise InputError(f"in {text!r}: trec_eval cutoffs must be integers", field="metric")
     return [_bind(metric, int(v), {}, text) for v in values]

@@ -76,7 +76,7 @@ def metrics_table() -> Table:
     from rankwise.metrics.registry import METRICS
 
     table = Table(title="rankwise metrics")
-    for col, widest in (("name", 24), ("cutoff", 8), ("parameters", 44), ("aliases", 24), ("definition", 56)):
+    for col, widest in (("name", 26), ("cutoff", 8), ("parameters", 38), ("aliases", 22), ("definition", 48)):
         table.add_column(col, max_width=widest, overflow="fold")
     for m in METRICS.values():
         params = "\n".join(p.describe() for p in m.params)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseError
 
 __all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "check_workers", "PROBLEM"]
 
@@ -67,8 +67,10 @@ _WHAT_TO_DO = ("install rankwise {version} on every worker (e.g. pip install 'ra
 
 def check_workers(spark) -> None:
     """Once per Spark application, before its first job: that the Python workers import rankwise, at the
-    driver's version. Otherwise an :class:`InputError` saying in one sentence what to do, instead of a JVM
-    stack trace ending in ``ModuleNotFoundError: No module named 'rankwise'`` from the middle of the job.
+    driver's version. Otherwise a :class:`~rankwise.errors.RankwiseError` saying in one sentence what to do
+    (the setup is at fault, not an input), instead of a JVM stack trace ending in ``ModuleNotFoundError: No
+    module named 'rankwise'`` from the middle of the job. A user-built ``SparkSession.builder`` session on a
+    cluster where rankwise is installed only on the driver is the usual case.
 
     Example:
         >>> check_workers(session("local[2]"))  # doctest: +SKIP
@@ -94,11 +96,11 @@ def check_workers(spark) -> None:
         status, python, detail = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()[0]
     except Exception as exc:  # noqa: BLE001 - the worker did not even start (a wrong PYSPARK_PYTHON ...)
         last = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
-        raise InputError(f"Spark's Python workers failed to start ({last[:300]}); {todo}") from None
+        raise RankwiseError(f"Spark's Python workers failed to start ({last[:300]}); {todo}") from None
     if status != "ok":
-        raise InputError(f"Spark's Python workers ({python}) cannot import rankwise ({detail}); {todo}")
+        raise RankwiseError(f"Spark's Python workers ({python}) cannot import rankwise ({detail}); {todo}")
     if detail != rankwise.__version__:
-        raise InputError(f"Spark's Python workers ({python}) import rankwise {detail}, the driver "
+        raise RankwiseError(f"Spark's Python workers ({python}) import rankwise {detail}, the driver "
                          f"{rankwise.__version__}: the numbers could differ; {todo}")
     _CHECKED.add(app)
 
