@@ -172,7 +172,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         elif status.startswith("incomplete"):
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
-        raise _none_scorable(unscorable_cases, relevance, testset)
+        raise none_scorable(unscorable_cases, relevance, testset)
     skip = set()
     if unscorable == "skip":
         skip |= set(unscorable_cases)
@@ -248,7 +248,7 @@ def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: d
     }
 
 
-def _none_scorable(reasons_by_case: dict[str, str], relevance: str, testset: Any) -> InputError:
+def none_scorable(reasons_by_case: dict[str, str], relevance: str, testset: Any = None) -> InputError:
     """The error when no case can be scored: names the field that is missing from every case (a null or
     empty ``reference_contexts``) in the file's words, else the reasons."""
     reasons = sorted(set(reasons_by_case.values()))

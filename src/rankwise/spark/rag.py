@@ -25,7 +25,7 @@ from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
-from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary
+from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import check_workers, require_pyspark
 
@@ -291,11 +291,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         elif status.startswith("incomplete"):
             incomplete_cases[cid] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(id_list):
-        reasons = sorted(set(unscorable_cases.values()))
-        hint = (" (span needs doc_id/start/end on chunks and reference passages; try containment or fuzzy)"
-                if relevance == "span" else "")
-        raise InputError(f"no case can be scored with relevance {relevance!r}: {'; '.join(reasons)}{hint}",
-                         field="relevance")
+        raise none_scorable(unscorable_cases, relevance)  # the words of rankwise.evaluate_rag
     skip = set()
     if unscorable == "skip":
         skip |= set(unscorable_cases)
