@@ -77,7 +77,11 @@ def check_workers(spark) -> None:
     """
     import rankwise
 
-    app = str(spark.sparkContext.applicationId)
+    try:
+        context = spark.sparkContext
+        app = str(context.applicationId)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: nothing to probe with, no check
+        return
     if app in _CHECKED:
         return
 
@@ -93,7 +97,7 @@ def check_workers(spark) -> None:
 
     todo = _WHAT_TO_DO.format(version=rankwise.__version__, driver=sys.executable)
     try:
-        status, python, detail = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()[0]
+        status, python, detail = context.parallelize([0], 1).mapPartitions(probe).collect()[0]
     except Exception as exc:  # noqa: BLE001 - the worker did not even start (a wrong PYSPARK_PYTHON ...)
         last = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
         raise RankwiseError(f"Spark's Python workers failed to start ({last[:300]}); {todo}") from None
