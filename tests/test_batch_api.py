@@ -266,7 +266,7 @@ def test_request_over_the_byte_limit_is_one_line_error_before_any_call(server, t
     _testset(tmp_path / "ts.jsonl")
     res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", "100")[3:])
     assert res.exit_code == 2
-    assert res.stderr.startswith("rankwise: error: <input>: field 'batch_max_bytes': request r0 is ")
+    assert res.stderr.startswith("rankwise: error: request r0 is ")
     assert res.stderr.count("\n") == 1 and server.call("/stats")["uploads"] == 0
 
 

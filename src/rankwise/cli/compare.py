@@ -41,8 +41,8 @@ def _compare_options(func):
         click.option("--sweep", "sweep_metrics", multiple=True,
                      help="Metric to sweep over K = 1..--max-k (repeatable; default for --html/--plot: "
                           "the first metric with a cutoff)."),
-        click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
-                                                             "deepest chunk list]."),
+        click.option("--max-k", type=click.IntRange(min=1), default=None,
+                     help="Largest K of the sweep [runs: 20; records: deepest chunk list]."),
         click.option("--title", default=None, help="Title of the HTML report."),
         click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from rankwise._words import count
 from rankwise.cli._base import _print_result, _split_metrics, main
 
 
@@ -57,7 +58,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         print_rag(result, per_query=per_query)
         if records_out:
-            click.echo(f"records: {records_out} ({len(result.records)} cases)", err=True)
+            click.echo(f"records: {records_out} ({count(len(result.records), 'case')})", err=True)
     else:
         _print_result(result, fmt, per_query)
 

@@ -25,7 +25,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Whole file as bytes; a missing, unreadable or empty file is an :class:`InputError`."""
+    """Whole file as bytes; a missing, unreadable or empty file, or one of blank lines only (no rows), is an
+    :class:`InputError`."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -35,8 +36,10 @@ def read_bytes(path: str | Path) -> bytes:
         raise InputError("is a directory, expected a file", source=p) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=p) from None
-    if not data.strip():
+    if not data or data == BOM:
         raise InputError("file is empty", source=p)
+    if not data.removeprefix(BOM).strip():
+        raise InputError("file has no rows: only blank lines", source=p)
     return data
 
 

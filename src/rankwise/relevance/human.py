@@ -21,6 +21,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._words import count
 from rankwise.data._text import (
     INT64_MAX,
     INT64_MIN,
@@ -217,7 +218,7 @@ def apply_labels(records: list[CaseRecord], labels: Any, source: str = "human") 
                                  field="rank", **kw)
             rank = rank if rank is not None else ranks[0]
         elif rank > len(rec.chunks):
-            raise InputError(f"rank {rank}, but question {lab.case_id!r} has {len(rec.chunks)} chunks",
+            raise InputError(f"rank {rank}, but question {lab.case_id!r} has {count(len(rec.chunks), 'chunk')}",
                              field="rank", **kw)
         key = (lab.case_id, rank)
         if key in placed:

@@ -202,8 +202,8 @@ class Judge:
         mode = self.settings.mode
         if mode != "question" and cases and not any(self._context(c) for c in cases):
             field_name = "reference" if mode == "reference" else "response"
-            raise InputError(f"mode {mode!r} needs a {field_name} per case and none of the {len(cases)} cases "
-                             f"has one; add '{field_name}' to the test set or judge in mode 'question'",
+            none = "the only case has none" if len(cases) == 1 else f"none of the {len(cases)} cases has one"
+            raise InputError(f"mode {mode!r} needs a {field_name} per case and {none}; add '{field_name}' to the test set or judge in mode 'question'",
                              source=source, field=field_name)
 
     def _prepare(self, cases: Sequence[JudgeCase]):

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "PROBLEM"]
+__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "check_workers", "PROBLEM"]
 
 PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
 _WS = r"[ \t\n\r\f\v]+"
@@ -18,7 +18,14 @@ _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, ab
 
 
 def require_pyspark():
-    """Import pyspark, or raise a one-line :class:`InputError` saying how to install it."""
+    """Import pyspark, or raise a one-line :class:`InputError` saying how to install it.
+
+    pyspark's warning that it "does not yet fully support pandas >= 3.0.0" is silenced: rankwise's Spark
+    path exchanges Arrow tables, never pandas frames, so it would only be noise on every run.
+    """
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     try:
         import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
@@ -50,6 +57,56 @@ def session(master: str | None = None, *, app_name: str = "rankwise", conf: dict
     for key, value in (conf or {}).items():
         builder = builder.config(key, str(value))
     return builder.getOrCreate()
+
+
+_CHECKED: set[str] = set()  # the Spark applications whose Python workers import this rankwise
+_WHAT_TO_DO = ("install rankwise {version} on every worker (e.g. pip install 'rankwise[spark]=={version}' in the "
+               "cluster's Python environment), point PYSPARK_PYTHON at a Python that has it, or start the session "
+               "with rankwise.spark.session(), whose local workers run this Python ({driver})")
+
+
+def check_workers(spark) -> None:
+    """Once per Spark application, before its first job: that the Python workers import rankwise, at the
+    driver's version. Otherwise a :class:`~rankwise.errors.RankwiseError` saying in one sentence what to do
+    (the setup is at fault, not an input), instead of a JVM stack trace ending in ``ModuleNotFoundError: No
+    module named 'rankwise'`` from the middle of the job. A user-built ``SparkSession.builder`` session on a
+    cluster where rankwise is installed only on the driver is the usual case.
+
+    Example:
+        >>> check_workers(session("local[2]"))  # doctest: +SKIP
+    """
+    import rankwise
+
+    try:
+        context = spark.sparkContext
+        app = str(context.applicationId)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: nothing to probe with, no check
+        return
+    if app in _CHECKED:
+        return
+
+    def probe(_rows):  # nested, so it is pickled by value: unpickling it needs nothing of rankwise
+        import sys as worker_sys
+
+        try:
+            import rankwise as worker_rankwise
+
+            yield ("ok", worker_sys.executable, str(getattr(worker_rankwise, "__version__", "?")))
+        except Exception as exc:  # noqa: BLE001 - any failure to import is the answer
+            yield ("error", worker_sys.executable, f"{type(exc).__name__}: {exc}")
+
+    todo = _WHAT_TO_DO.format(version=rankwise.__version__, driver=sys.executable)
+    try:
+        status, python, detail = context.parallelize([0], 1).mapPartitions(probe).collect()[0]
+    except Exception as exc:  # noqa: BLE001 - the worker did not even start (a wrong PYSPARK_PYTHON ...)
+        last = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
+        raise RankwiseError(f"Spark's Python workers failed to start ({last[:300]}); {todo}") from None
+    if status != "ok":
+        raise RankwiseError(f"Spark's Python workers ({python}) cannot import rankwise ({detail}); {todo}")
+    if detail != rankwise.__version__:
+        raise RankwiseError(f"Spark's Python workers ({python}) import rankwise {detail}, the driver "
+                         f"{rankwise.__version__}: the numbers could differ; {todo}")
+    _CHECKED.add(app)
 
 
 def _is_parquet(path: str) -> bool:
