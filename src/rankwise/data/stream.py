@@ -33,7 +33,7 @@ from rankwise.data._text import INT64_MAX, normalize_lines, open_error
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "NotGrouped", "DEFAULT_BLOCK_ROWS"]
+__all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "read_parquet_table", "parquet_error", "NotGrouped", "DEFAULT_BLOCK_ROWS"]
 
 DEFAULT_BLOCK_ROWS = 2_000_000
 _RUN_COLUMNS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
@@ -64,7 +64,7 @@ def read_parquet_run(path: str | os.PathLike, *, name: str | None = None) -> Run
     """
     path = Path(path)
     columns = _parquet_columns(path, ["query_id", "doc_id"], optional=["score"])
-    table = _read_table(path, columns)
+    table = read_parquet_table(path, columns)
     if table.num_rows == 0:
         raise InputError(NO_PARQUET_ROWS, source=path)
     qids, docs, scores = run_columns(table, path, 0, scored="score" in columns)
@@ -86,39 +86,57 @@ def read_parquet_qrels(path: str | os.PathLike):
 
     path = Path(path)
     columns = _parquet_columns(path, ["query_id", "doc_id", "relevance"])
-    table = _read_table(path, columns)
+    table = read_parquet_table(path, columns)
     qids = _id_column(table.column("query_id"), path, "query_id", 0)
     docs = _id_column(table.column("doc_id"), path, "doc_id", 0)
     return Qrels.from_columns(qids, docs, _grade_column(table.column("relevance"), path), source=str(path))
 
 
-def _read_table(path: Path, columns: list[str]) -> pa.Table:
+def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
+    """A Parquet file's table (or some of its columns); a missing, unreadable or corrupt file is one
+    :class:`InputError`.
+
+    Example:
+        >>> table = read_parquet_table("testset.parquet")  # doctest: +SKIP
+    """
     import pyarrow.parquet as pq
 
+    _can_open(path)
     try:
         return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise parquet_error(exc, path) from None
+
+
+def _can_open(path: str | os.PathLike) -> None:
+    """The operating system's own reason when a file cannot be opened (Arrow says "not found" for a
+    symlink loop or a file without read permission); a folder (a Parquet dataset) is left to Arrow."""
+    if Path(path).is_dir():
+        return
+    try:
+        with open(path, "rb"):
+            pass
     except OSError as exc:
-        raise InputError(f"not a readable Parquet file ({exc})", source=path) from None
-    except pa.ArrowException as exc:
-        raise InputError(f"not a readable Parquet file ({_first_line(exc)})", source=path) from None
+        raise open_error(exc, path) from None
 
 
-def _first_line(exc: Exception) -> str:
+def parquet_error(exc: Exception, path: str | os.PathLike) -> InputError:
+    """The one-line error for a Parquet file Arrow cannot open or decode."""
+    errno = getattr(exc, "errno", None)
+    if isinstance(exc, OSError) and errno:  # missing, a directory, no permission, a symlink loop ...
+        return open_error(OSError(errno, os.strerror(errno)), path)
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return InputError(f"not a readable Parquet file ({text[0] if text else type(exc).__name__})", source=path)
 
 
 def _parquet_columns(path: Path, required: list[str], optional: list[str] = ()) -> list[str]:
     import pyarrow.parquet as pq
 
+    _can_open(path)
     try:
         names = pq.read_schema(path).names
-    except OSError as exc:
-        if isinstance(exc, pa.ArrowException):
-            raise InputError(f"not a readable Parquet file ({_first_line(exc)})", source=path) from None
-        raise open_error(exc, path) from None
-    except pa.ArrowException as exc:
-        raise InputError(f"not a readable Parquet file ({_first_line(exc)})", source=path) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise parquet_error(exc, path) from None
     missing = [c for c in required if c not in names]
     if missing:
         raise InputError(f"no column {missing[0]!r}; Parquet columns: {names}", source=path, field=missing[0])
@@ -211,10 +229,8 @@ def _parquet_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa
             qids, docs, scores = run_columns(batch, path, first_row)
             yield qids, docs, scores, np.arange(first_row + 1, first_row + len(qids) + 1, dtype=np.int64)
             first_row += len(qids)
-    except OSError as exc:
-        raise InputError(f"not a readable Parquet file ({_first_line(exc)})", source=path) from None
-    except pa.ArrowException as exc:
-        raise InputError(f"not a readable Parquet file ({_first_line(exc)})", source=path) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise parquet_error(exc, path) from None
     if first_row == 0:
         raise InputError(NO_PARQUET_ROWS, source=path)
 
