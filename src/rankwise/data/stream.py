@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankwise.data._columns import as_string_array, np_values, single_array, string_hashes
-from rankwise.data._text import INT64_MAX, normalize_lines, open_error
+from rankwise.data._text import INT64_MAX, open_error
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
@@ -104,7 +104,7 @@ def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None
     _can_open(path)
     try:
         return pq.read_table(path, columns=columns)
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
         raise parquet_error(exc, path) from None
 
 
@@ -135,7 +135,7 @@ def _parquet_columns(path: Path, required: list[str], optional: list[str] = ()) 
     _can_open(path)
     try:
         names = pq.read_schema(path).names
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
         raise parquet_error(exc, path) from None
     missing = [c for c in required if c not in names]
     if missing:
@@ -165,7 +165,21 @@ def _id_column(column, path: Path, field: str, first_row: int) -> pa.Array:
         raise InputError("missing id", source=path, line=first_row + row + 1, field=field)
     if pa.types.is_unsigned_integer(column.type) or pa.types.is_signed_integer(column.type):
         column = column.cast(pa.string())
-    return as_string_array(column, source=str(path), field=field)
+    column = as_string_array(column, source=str(path), field=field)
+    try:
+        column.validate(full=True)  # Arrow reads string columns from Parquet without checking UTF-8
+    except pa.ArrowInvalid:
+        row = next(i for i, v in enumerate(column.cast(pa.binary()).to_pylist()) if not _is_utf8(v))
+        raise InputError("bytes that are not UTF-8", source=path, line=first_row + row + 1, field=field) from None
+    return column
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _float_column(column: pa.ChunkedArray | pa.Array, path: Path, first_row: int = 0) -> np.ndarray:
@@ -229,7 +243,7 @@ def _parquet_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa
             qids, docs, scores = run_columns(batch, path, first_row)
             yield qids, docs, scores, np.arange(first_row + 1, first_row + len(qids) + 1, dtype=np.int64)
             first_row += len(qids)
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
         raise parquet_error(exc, path) from None
     if first_row == 0:
         raise InputError(NO_PARQUET_ROWS, source=path)
@@ -246,7 +260,7 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
         >>> [(q.to_pylist(), d.to_pylist(), s.tolist(), n.tolist()) for q, d, s, n in _text_batches(f, 10)]
         [(['q1', 'q1'], ['d1', 'd2'], [2.5, 1.0], [1, 2])]
     """
-    from rankwise.data.trec import NO_RUN_LINES, run_piece
+    from rankwise.data.trec import NO_RUN_LINES, run_piece, run_text
 
     try:
         fh = open(path, "rb")  # noqa: SIM115 (closed below; a generator holds it across yields)
@@ -257,7 +271,7 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
         line, rows, filled = 1, 0, False
         for piece in pieces:
             filled = filled or not piece.isspace()
-            data = normalize_lines(piece, path, first_line=line, bom=line == 1)
+            data = run_text(piece, path, first_line=line, bom=line == 1)
             qids, docs, scores, lines = run_piece(data, path, first_line=line)
             line += data.count(b"\n")
             rows += len(qids)

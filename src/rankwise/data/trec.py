@@ -15,6 +15,8 @@ same error, and messages always name the right line.
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +50,7 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     """
     path = Path(path)
     name = name or path.stem
-    data = normalize_lines(read_bytes(path), path)
+    data = run_text(read_bytes(path), path)
     fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
     if fast is not None:
         try:
@@ -67,6 +69,19 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
 
 
 NO_RUN_LINES = "no run lines (only comments or blank lines)"
+
+
+def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = True) -> bytes:
+    """:func:`normalize_lines` for run lines; when bytes are not UTF-8, an error on an earlier line is
+    reported first, so the first bad line is named whether the file is read whole or in pieces."""
+    try:
+        return normalize_lines(raw, path, first_line=first_line, bom=bom)
+    except InputError as exc:
+        if exc.line is not None and exc.line > first_line:
+            ends = [m.end() for m in itertools.islice(re.finditer(rb"\r\n|\r|\n", raw), exc.line - first_line)]
+            head = normalize_lines(raw[:ends[-1]], path, first_line=first_line, bom=bom)
+            _exact_run_columns(head, path, first_line=first_line)
+        raise
 
 
 def run_piece(data: bytes, path: str | Path, *, first_line: int = 1) -> tuple[pa.Array, pa.Array, np.ndarray,
