@@ -111,3 +111,20 @@ def test_spark_engine_prints_the_runid_line_of_the_local_engine(tmp_path):
         "map                   \tall\t1.0000\n"
         "set_F_0.5             \tall\t0.8000\n")  # q1 1.5·½·1 / (½·½ + 1) = 0.6, q2 1
     assert outputs["map", "spark"] == outputs["map", "local"] == "map                   \tall\t1.0000\n"
+
+
+def test_spark_errors_name_the_file_and_line(tmp_path):
+    """Rows a Spark worker refuses (a doc listed twice, a score that is not a finite number) are named by
+    file and line, as the local engine names them, not as '<spark run>'."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq2 0 c 1\n")
+    cases = {"twice.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\nq1 Q0 a 3 0.5 t\n",  # in a worker
+             "suffix.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1d t\n"}  # Spark reads '1d' as 1.0; rankwise does not
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        local = rankwise_cli("eval", str(qrels), str(tmp_path / name), "-m", "map")
+        spark = rankwise_cli("eval", str(qrels), str(tmp_path / name), "-m", "map", "--engine", "spark",
+                             "--master", "local[1]")
+        assert local.returncode == spark.returncode == 2, (name, spark.stderr[-2000:])
+        assert f"{tmp_path / name}:" in spark.stderr and "<spark" not in spark.stderr, spark.stderr[-2000:]
+        assert spark.stderr.splitlines()[-1] == local.stderr.splitlines()[-1], name

@@ -256,7 +256,7 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
     Example:
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "run.trec"
-        >>> _ = f.write_bytes(b"q1\tQ0\td1\t1\t  2.5\ttag more words\rq1  Q0 d2 2 1.0 tag\r")
+        >>> _ = f.write_bytes(b"q1\tQ0\td1\t1\t  2.5\ttag more words\rq1  Q0 d2 2 1.0 tag\r\n")
         >>> [(q.to_pylist(), d.to_pylist(), s.tolist(), n.tolist()) for q, d, s, n in _text_batches(f, 10)]
         [(['q1', 'q1'], ['d1', 'd2'], [2.5, 1.0], [1, 2])]
     """
@@ -272,8 +272,9 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
         for piece in pieces:
             filled = filled or not piece.isspace()
             data = run_text(piece, path, first_line=line, bom=line == 1)
-            qids, docs, scores, lines = run_piece(data, path, first_line=line)
-            line += data.count(b"\n")
+            ends = data.count(b"\n")
+            qids, docs, scores, lines = run_piece(data, path, first_line=line, line_ends=ends)
+            line += ends
             rows += len(qids)
             if len(qids):
                 yield qids, docs, scores, lines

@@ -84,12 +84,13 @@ def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = T
         raise
 
 
-def run_piece(data: bytes, path: str | Path, *, first_line: int = 1) -> tuple[pa.Array, pa.Array, np.ndarray,
-                                                                              np.ndarray]:
-    """Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a run file
-    (from :func:`normalize_lines`), the first numbered ``first_line``. Read by :func:`read_trec_run`'s own
-    two readers (Arrow when it takes the piece and every score is finite, else line by line), so a
-    file read in pieces (:mod:`rankwise.data.stream`) is accepted or refused exactly as read whole.
+def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
+              line_ends: int | None = None) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
+    r"""Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a run file
+    (from :func:`normalize_lines`), the first numbered ``first_line`` (``line_ends``: its count of LF, when
+    known). Read by :func:`read_trec_run`'s own two readers (Arrow when it takes the piece and every score
+    is finite, else line by line), so a file read in pieces (:mod:`rankwise.data.stream`) is accepted or
+    refused exactly as read whole.
 
     Example:
         >>> q, d, s, lines = run_piece(b"# c\nq1 Q0 d1 1 2.5 s\n", "run.trec", first_line=10)
@@ -99,7 +100,11 @@ def run_piece(data: bytes, path: str | Path, *, first_line: int = 1) -> tuple[pa
     fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
     if fast is not None:
         scores = np_values(single_array(fast["score"]))
-        lines = _row_lines(data, first_line)
+        n_lines = (data.count(b"\n") if line_ends is None else line_ends) + (not data.endswith(b"\n"))
+        if n_lines == len(scores):  # no blank or comment line: row i is line i
+            lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
+        else:
+            lines = _row_lines(data, first_line)
         if len(lines) == len(scores) and np.isfinite(scores).all():
             return single_array(fast["query_id"]), single_array(fast["doc_id"]), scores, lines
     return _exact_run_columns(data, path, first_line=first_line)
