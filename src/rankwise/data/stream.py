@@ -6,8 +6,11 @@ other file is first partitioned on disk by a hash of the query id with Arrow dat
 (``pyarrow.dataset.write_dataset``), so that each partition holds whole queries and fits in memory;
 the partitions are then read one at a time. Memory stays bounded by the block size either way.
 
-TREC text runs (``qid iter docno rank score run_id``, one space or one tab between fields) and
-Parquet runs (``query_id``, ``doc_id``, ``score`` columns) are read this way.
+TREC text runs (``qid iter docno rank score run_id``) are read in pieces of whole lines, each by the
+in-memory reader's own code (:func:`rankwise.data.trec.run_piece`), and Parquet runs (``query_id``,
+``doc_id``, ``score`` columns) in record batches checked by the in-memory reader's column rules
+(:func:`run_columns`): both accept and refuse exactly what :func:`rankwise.load_run` does, with the
+same one-line errors naming the file and line (a Parquet row's number is its line).
 
 Example:
     >>> blocks = iter_run_blocks("big.trec", block_rows=2_000_000)  # doctest: +SKIP
