@@ -372,9 +372,13 @@ def _trailing_true(mask: np.ndarray) -> int:
     return len(mask) if len(false) == 0 else len(mask) - 1 - int(false[-1])
 
 
+def _chunks(columns) -> list[pa.Array]:
+    return [c for column in columns for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column])]
+
+
 def _block(parts: list, name: str, path: Path, seen: set[str]) -> Run:
-    qids = pa.chunked_array([p[0] for p in parts], pa.string())
-    docs = pa.chunked_array([p[1] for p in parts], pa.string())
+    qids = pa.chunked_array(_chunks(p[0] for p in parts), pa.string())
+    docs = pa.chunked_array(_chunks(p[1] for p in parts), pa.string())
     scores = np.concatenate([p[2] for p in parts]) if len(parts) > 1 else parts[0][2]
     lines = np.concatenate([p[3] for p in parts]) if len(parts) > 1 else parts[0][3]
     run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path), lines=lines)

@@ -85,7 +85,8 @@ def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = T
 
 
 def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
-              line_ends: int | None = None) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
+              line_ends: int | None = None) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray,
+                                                     np.ndarray, np.ndarray]:
     r"""Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a run file
     (from :func:`normalize_lines`), the first numbered ``first_line`` (``line_ends``: its count of LF, when
     known). Read by :func:`read_trec_run`'s own two readers (Arrow when it takes the piece and every score
@@ -106,7 +107,7 @@ def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
         else:
             lines = _row_lines(data, first_line)
         if len(lines) == len(scores) and np.isfinite(scores).all():
-            return single_array(fast["query_id"]), single_array(fast["doc_id"]), scores, lines
+            return fast["query_id"], fast["doc_id"], scores, lines  # ids chunked as Arrow read them: no copy
     return _exact_run_columns(data, path, first_line=first_line)
 
 
