@@ -301,16 +301,18 @@ def _pieces(fh, path: Path, batch_rows: int) -> Iterator[bytes]:
             if rest:
                 yield rest
             return
-        data = rest + block
         if not size:  # about batch_rows rows per piece, from the first line's length
-            first = len(data.split(b"\n", 1)[0])
-            size = int(min(max(first, 16) * batch_rows * 1.1, 1 << 30))
-        cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
+            first = block.find(b"\n")
+            size = int(min(max(first if first >= 0 else len(block), 16) * batch_rows * 1.1, 1 << 30))
+        cut = max(block.rfind(b"\n"), block.rfind(b"\r", 0, len(block) - 1)) + 1  # a last CR may precede LF
         if cut == 0:
-            rest = data  # no line end yet: read on
+            rest += block  # no line end yet: read on
             continue
-        rest = data[cut:]
-        yield data[:cut]
+        if rest:
+            yield rest + memoryview(block)[:cut]  # one copy
+        else:
+            yield block if cut == len(block) else block[:cut]
+        rest = block[cut:]
 
 
 def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_ROWS, name: str | None = None,
