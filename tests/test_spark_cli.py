@@ -175,3 +175,20 @@ def test_workers_that_cannot_import_rankwise_get_one_sentence(tmp_path):
                                                  f"the driver {rankwise.__version__}: the numbers could differ; {todo}"}
     assert result[workers["good"]] == {"map": 0.75, "P@1": 0.5, "checked": True}
     assert "Py4JJavaError" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_spark_errors_name_the_file_and_line(tmp_path):
+    """Rows a Spark worker refuses (a doc listed twice, a score that is not a finite number) are named by
+    file and line, as the local engine names them, not as '<spark run>'."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq2 0 c 1\n")
+    cases = {"twice.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\nq1 Q0 a 3 0.5 t\n",  # in a worker
+             "suffix.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1d t\n"}  # Spark reads '1d' as 1.0; rankwise does not
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        local = rankwise_cli("eval", str(qrels), str(tmp_path / name), "-m", "map")
+        spark = rankwise_cli("eval", str(qrels), str(tmp_path / name), "-m", "map", "--engine", "spark",
+                             "--master", "local[1]")
+        assert local.returncode == spark.returncode == 2, (name, spark.stderr[-2000:])
+        assert f"{tmp_path / name}:" in spark.stderr and "<spark" not in spark.stderr, spark.stderr[-2000:]
+        assert spark.stderr.splitlines()[-1] == local.stderr.splitlines()[-1], name

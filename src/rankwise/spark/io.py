@@ -14,6 +14,7 @@ __all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_proble
 
 PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
 _WS = r"[ \t\n\r\f\v]+"
+_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # rankwise.data._text's score rule
 _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, abfss:// ... (Spark reads them)
 
 
@@ -211,7 +212,9 @@ def read_run(spark, path: str | os.PathLike):
         return df.select("query_id", "doc_id", score.alias("score"), problem.alias(PROBLEM))
     df, problem = _trec(spark, path, ["query_id", "iter", "doc_id", "rank", "score", "run_id"], 6, exact=False)
     score = F.expr("try_cast(_f[4] as double)")
-    problem = F.coalesce(problem, F.when(score.isNull(), _problem(path, "score", F.concat(
+    # the local readers' rule: an ASCII decimal number ('1d', 'Infinity', 'nan' are not) within the float range
+    number = F.col("_f")[4].rlike(_FLOAT) & ~F.isnan(score) & (F.abs(score) != float("inf"))
+    problem = F.coalesce(problem, F.when(score.isNull() | ~number, _problem(path, "score", F.concat(
         F.lit("not a number: '"), F.col("_f")[4], F.lit("'")), F.col("_line"))))
     return df.select(F.col("_f")[0].alias("query_id"), F.col("_f")[2].alias("doc_id"),
                      score.alias("score"), problem.alias(PROBLEM))
@@ -242,3 +245,41 @@ def line_of(path: str, text: str) -> int | None:
     except OSError:
         return None
     return None
+
+
+def locate_error(exc: InputError, qrels: str, run: str) -> InputError:
+    """A worker's error about ``<spark run>`` or ``<spark qrels>`` rows (a doc listed twice, a score that is
+    not finite), found again in the local file by the local readers, so that it names the file and line;
+    ``exc`` itself when the file is not local or the local readers find nothing wrong.
+
+    Example:
+        >>> err = InputError("doc 'd1' appears twice in query 'q1'", source="<spark run>", field="doc_id")
+        >>> locate_error(err, "qrels.txt", "s3://bucket/run.trec") is err
+        True
+    """
+    text = str(exc)
+    role = "run" if text.startswith("<spark run>") else "qrels" if text.startswith("<spark qrels>") else None
+    path = Path(run if role == "run" else qrels)
+    if role is None or _REMOTE.match(str(path)) or not path.is_file():
+        return exc
+    try:
+        if role == "qrels":
+            from rankwise.data.load import load_qrels
+
+            load_qrels(path)
+        elif path.suffix.lower() in (".csv", ".tsv", ".jsonl", ".json", ".ndjson"):
+            from rankwise.data.load import load_run
+
+            load_run(path)
+        else:  # TREC or Parquet, perhaps larger than memory: read as --stream reads it
+            from rankwise.data.stream import NotGrouped, iter_run_blocks
+
+            try:
+                for _ in iter_run_blocks(path):
+                    pass
+            except NotGrouped:
+                for _ in iter_run_blocks(path, grouped=False):
+                    pass
+    except InputError as found:
+        return found
+    return exc
