@@ -405,7 +405,7 @@ def test_timing_claims_name_machine_and_load():
     for page in PAGES:
         lines = page.read_text(encoding="utf-8").splitlines()
         for i, line in enumerate(lines):
-            if re.search(r"\b(cold|warm|took|takes)\b", line) and claims.search(line):
+            if re.search(r"\b(cold|warm|took|takes?|about|under)\b", line) and claims.search(line):
                 window = " ".join(lines[max(0, i - 3): i + 4])
                 if not (machine.search(window) and load.search(window)):
                     vague.append(f"{page.relative_to(REPO)}:{i + 1}: {line.strip()}")
