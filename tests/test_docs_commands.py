@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -144,6 +145,7 @@ def page_commands(path: Path) -> list[Command]:
 
 
 # ------------------------------------------------------------------------------------------------ running
+_PROGRESS = re.compile(r" \d+/\d+ +\d+:\d\d:\d\d( +-?[-:\d]+)?\s*$")
 _TIME = re.compile(r"\b\d+(\.\d+)?\s?(s|ms|min)\b|\b\d+(\.\d+)? requests/s\b")
 
 
@@ -219,12 +221,13 @@ def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, lis
     if cmd.redirect is not None:
         (workdir / cmd.redirect).write_text(result.stdout, encoding="utf-8")
         output = result.stderr
+    lines = [line for line in output.splitlines() if not _PROGRESS.search(line)]  # a terminal overwrites these
     crash = ""
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
 
         crash = "".join(traceback.format_exception(result.exception))
-    return result.exit_code, output.splitlines(), crash
+    return result.exit_code, lines, crash
 
 
 def regenerate(page: Path, replacements: list[tuple[tuple[int, int], list[str]]]) -> None:
@@ -235,12 +238,23 @@ def regenerate(page: Path, replacements: list[tuple[tuple[int, int], list[str]]]
     page.write_text("\n".join(lines), encoding="utf-8")
 
 
-def check_page(page: Path, workdir: Path, servers: Servers) -> list[str]:
-    """Run every command of a page in order; the problems found, each naming the page and line."""
+def on_spark(cmd: Command) -> bool:
+    """Does the command start a Spark session (``--engine spark``)? Those run in their own, slower test."""
+    return any(a == "--engine" and b == "spark" for a, b in zip(cmd.args, cmd.args[1:]))
+
+
+def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = False) -> list[str]:
+    """Run every command of a page (or only its Spark ones) in order; the problems found, naming page and line."""
     problems, replacements = [], []
-    for cmd in page_commands(page):
+    commands = [c for c in page_commands(page) if on_spark(c) == spark]
+    shown = {tuple(c.args) for c in commands if c.expected is not None}
+    for cmd in commands:
+        if cmd.expected is None and tuple(cmd.args) in shown:
+            continue  # the same command runs where the page shows its output
+        began = time.perf_counter()
         code, output, crash = run_command(cmd, workdir, servers)
         where = f"{cmd.page}:{cmd.line}: {cmd.text}"
+        print(f"{time.perf_counter() - began:6.1f} s  {where}")
         if crash:
             problems.append(f"{where}\n  crashed:\n{crash}")
             continue
@@ -309,29 +323,38 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval"}
 
 
-def _pages_with_commands() -> list:
+def _pages_with_commands(spark: bool) -> list:
     params = []
     for page in PAGES:
-        if not page_commands(page):
+        if not any(on_spark(c) == spark for c in page_commands(page)):
             continue
         name = page.relative_to(REPO).as_posix()
-        marks = [pytest.mark.slow] if name in SLOW else []
-        if name == "docs/spark.md":
-            marks.append(pytest.mark.spark)
+        marks = [pytest.mark.slow, pytest.mark.spark] if spark else [pytest.mark.slow] if name in SLOW else []
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 
 
-@pytest.mark.parametrize("name", _pages_with_commands())
+def _check(name: str, workdir: Path, monkeypatch, shared_data: Path, *, spark: bool) -> None:
+    monkeypatch.setenv("RANKWISE_SHARED_DATA", str(shared_data))
+    monkeypatch.chdir(workdir)
+    for setup in [setup_common, *SETUPS.get(name, [])]:
+        setup(workdir)
+    with ExitStack() as stack:
+        problems = check_page(REPO / name, workdir, Servers(stack), spark=spark)
+    assert not problems, f"{len(problems)} command(s) of {name} do not run as shown:\n\n" + "\n\n".join(problems)
+
+
+@pytest.mark.parametrize("name", _pages_with_commands(spark=False))
 def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
     """Every command of the page exits as expected, and every transcript shown is what it prints."""
-    monkeypatch.setenv("RANKWISE_SHARED_DATA", str(shared_data))
-    monkeypatch.chdir(tmp_path)
-    for setup in [setup_common, *SETUPS.get(name, [])]:
-        setup(tmp_path)
-    with ExitStack() as stack:
-        problems = check_page(REPO / name, tmp_path, Servers(stack))
-    assert not problems, f"{len(problems)} command(s) of {name} do not run as shown:\n\n" + "\n\n".join(problems)
+    _check(name, tmp_path, monkeypatch, shared_data, spark=False)
+
+
+@pytest.mark.parametrize("name", _pages_with_commands(spark=True))
+def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
+    """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process)."""
+    pytest.importorskip("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
+    _check(name, tmp_path, monkeypatch, shared_data, spark=True)
 
 
 # ------------------------------------------------------------------------------------ the pages themselves
