@@ -190,11 +190,16 @@ SERVER_OF = {"answer": "generator", "position-curve": "generator", "utility": "g
              "synth": "synth"}  # every other command that calls a model calls the judge's server
 
 
-def _with_server(args: list[str], servers: Servers) -> list[str]:
-    """Point ``--base-url`` (given or not) at the loopback server that plays the model this command calls."""
+SHOWN_URL = "http://127.0.0.1:8765/v1"  # what a page shows as the server's address when it gives no --base-url
+
+
+def _with_server(args: list[str], servers: Servers) -> tuple[list[str], tuple[str, str] | None]:
+    """Point ``--base-url`` (given or not) at the loopback server that plays the model this command calls;
+    also (loopback URL, URL the page shows) so that the output can say what the page says."""
     if "--model" not in args and not any(a.startswith("llm:") for a in args):
-        return args
+        return args, None
     url = servers.url(SERVER_OF.get(args[0], "judge"))
+    shown = next((b for a, b in zip(args, args[1:]) if a == "--base-url"), SHOWN_URL)
     out, skip = [], False
     for a in args:
         if skip:
@@ -205,7 +210,7 @@ def _with_server(args: list[str], servers: Servers) -> list[str]:
             continue
         if not a.startswith("--base-url="):
             out.append(a)
-    return [*out, "--base-url", url]
+    return [*out, "--base-url", url], (url, shown)
 
 
 def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, list[str], str]:
@@ -216,12 +221,15 @@ def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, lis
 
     env = {"RANKWISE_WIDTH": WIDTH, "RANKWISE_CACHE": str(workdir / ".llm-cache.sqlite"),
            "OPENAI_API_KEY": "sk-loopback", "COLUMNS": WIDTH}
-    result = CliRunner().invoke(main, _with_server(cmd.args, servers), env=env, catch_exceptions=True)
+    args, urls = _with_server(cmd.args, servers)
+    result = CliRunner().invoke(main, args, env=env, catch_exceptions=True)
     output = result.output
     if cmd.redirect is not None:
         (workdir / cmd.redirect).write_text(result.stdout, encoding="utf-8")
         output = result.stderr
     lines = [line for line in output.splitlines() if not _PROGRESS.search(line)]  # a terminal overwrites these
+    if urls is not None:
+        lines = [line.replace(*urls) for line in lines]
     crash = ""
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
@@ -247,12 +255,16 @@ def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = Fal
     """Run every command of a page (or only its Spark ones) in order; the problems found, naming page and line."""
     problems, replacements = [], []
     commands = [c for c in page_commands(page) if on_spark(c) == spark]
-    shown = {tuple(c.args) for c in commands if c.expected is not None}
+    earlier: dict[tuple[str, ...], tuple[int, list[str], str]] = {}
     for cmd in commands:
-        if cmd.expected is None and tuple(cmd.args) in shown:
-            continue  # the same command runs where the page shows its output
         began = time.perf_counter()
-        code, output, crash = run_command(cmd, workdir, servers)
+        key = (*cmd.args, f"> {cmd.redirect}")
+        if cmd.expected is not None and key in earlier:
+            code, output, crash = earlier.pop(key)  # the page shows the output of a command it ran before
+        else:
+            code, output, crash = run_command(cmd, workdir, servers)
+            if cmd.expected is None:
+                earlier[key] = (code, output, crash)
         where = f"{cmd.page}:{cmd.line}: {cmd.text}"
         print(f"{time.perf_counter() - began:6.1f} s  {where}")
         if crash:
@@ -310,6 +322,11 @@ def setup_trec_measures(workdir: Path) -> None:
         _copy(f, workdir / f.name)
 
 
+def setup_kestrel(workdir: Path) -> None:
+    """The bundled Kestrel DB manual (38 documents, 73 questions) as ``kestrel/``."""
+    _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel", workdir / "kestrel")
+
+
 def setup_context_metrics(workdir: Path) -> None:
     _copy(REPO / "examples" / "ragas_testset.jsonl", workdir / "testset.jsonl")
     _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
@@ -319,6 +336,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/eval.md": [setup_eval],
     "docs/trec-measures.md": [setup_trec_measures],
     "docs/context-metrics.md": [setup_context_metrics],
+    "docs/testsets.md": [setup_kestrel],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval"}
 
