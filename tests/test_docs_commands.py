@@ -228,6 +228,8 @@ def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, lis
         (workdir / cmd.redirect).write_text(result.stdout, encoding="utf-8")
         output = result.stderr
     lines = [line for line in output.splitlines() if not _PROGRESS.search(line)]  # a terminal overwrites these
+    while lines and not lines[0].strip():
+        lines.pop(0)
     if urls is not None:
         lines = [line.replace(*urls) for line in lines]
     crash = ""
@@ -242,7 +244,10 @@ def regenerate(page: Path, replacements: list[tuple[tuple[int, int], list[str]]]
     """Write the actual outputs in place of the shown ones (bottom up, so earlier spans stay valid)."""
     lines = page.read_text(encoding="utf-8").split("\n")
     for (start, end), new in sorted(replacements, reverse=True):
-        lines[start:end] = [line.rstrip() for line in new]
+        new = [line.rstrip() for line in new]
+        while new and not new[-1]:
+            new.pop()
+        lines[start:end] = new
     page.write_text("\n".join(lines), encoding="utf-8")
 
 
