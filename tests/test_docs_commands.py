@@ -296,7 +296,10 @@ def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = Fal
 # -------------------------------------------------------------------------------------------- page setups
 def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
-    (shutil.copytree if src.is_dir() else shutil.copyfile)(src, dst)
+    if src.is_dir():
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+    else:
+        shutil.copyfile(src, dst)
 
 
 def setup_common(workdir: Path) -> None:
@@ -327,6 +330,17 @@ def setup_trec_measures(workdir: Path) -> None:
         _copy(f, workdir / f.name)
 
 
+def setup_spark(workdir: Path) -> None:
+    """qrels.txt and run.parquet (``query_id``, ``doc_id``, ``score``) from trec_eval's test files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _copy(SHARED_DATA / "trec_eval" / "qrels.test", workdir / "qrels.txt")
+    rows = [line.split() for line in (SHARED_DATA / "trec_eval" / "results.test").read_text().splitlines()]
+    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows],
+                             "score": [float(r[4]) for r in rows]}), workdir / "run.parquet")
+
+
 def setup_kestrel(workdir: Path) -> None:
     """The bundled Kestrel DB manual (38 documents, 73 questions) as ``kestrel/``."""
     _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel", workdir / "kestrel")
@@ -342,6 +356,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/trec-measures.md": [setup_trec_measures],
     "docs/context-metrics.md": [setup_context_metrics],
     "docs/testsets.md": [setup_kestrel],
+    "docs/spark.md": [setup_spark],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval"}
 
@@ -373,11 +388,18 @@ def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
     _check(name, tmp_path, monkeypatch, shared_data, spark=False)
 
 
+@pytest.fixture(scope="module")
+def spark_workdir(tmp_path_factory) -> Path:
+    """One folder for every page's Spark commands: the Spark session of the process stays in the folder
+    it started in and reads relative paths from there, so the pages share it."""
+    return tmp_path_factory.mktemp("spark-docs")
+
+
 @pytest.mark.parametrize("name", _pages_with_commands(spark=True))
-def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
+def test_page_spark_commands_run_as_shown(name, spark_workdir, monkeypatch, shared_data):
     """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process)."""
     pytest.importorskip("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
-    _check(name, tmp_path, monkeypatch, shared_data, spark=True)
+    _check(name, spark_workdir, monkeypatch, shared_data, spark=True)
 
 
 # ------------------------------------------------------------------------------------ the pages themselves
