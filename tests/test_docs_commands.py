@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 REGEN = os.environ.get("RANKWISE_REGEN_DOCS", "") not in ("", "0")
-WIDTH = "100"  # transcripts are shown as a 100-column terminal prints them
+WIDTH = {"README.md": "100"}  # transcripts are shown as a terminal this wide prints them (120 unless said)
 
 
 @dataclass
@@ -115,13 +115,20 @@ def page_commands(path: Path) -> list[Command]:
         if lang not in SHELL_LANGS and not (lang == "" and prompted):
             continue
         current: Command | None = None
+        exit_of: Command | None = None
         for first, text, nxt in _logical_lines(lines):
             if prompted and not text.startswith("$ "):
-                if current is not None and current.expected is not None:
+                if exit_of is not None and text.strip().isdigit():
+                    exit_of.exit_code, exit_of = int(text.strip()), None
+                elif current is not None and current.expected is not None:
                     current.expected.append(text)
                     current.span = (current.span[0], start + nxt)
                 continue
             body = text[2:] if text.startswith("$ ") else text
+            if body.strip() == "echo $?" and found:
+                exit_of = found[-1]  # the next line shown is the exit code of the command before
+                current = None
+                continue
             parsed = None if body.lstrip().startswith("#") or not body.strip() else _rankwise_args(body)
             if parsed is None:
                 current = None
@@ -219,8 +226,9 @@ def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, lis
 
     from rankwise.cli import main
 
-    env = {"RANKWISE_WIDTH": WIDTH, "RANKWISE_CACHE": str(workdir / ".llm-cache.sqlite"),
-           "OPENAI_API_KEY": "sk-loopback", "COLUMNS": WIDTH}
+    width = WIDTH.get(cmd.page, "120")
+    env = {"RANKWISE_WIDTH": width, "RANKWISE_CACHE": str(workdir / ".llm-cache.sqlite"),
+           "OPENAI_API_KEY": "sk-loopback", "COLUMNS": width}
     args, urls = _with_server(cmd.args, servers)
     result = CliRunner().invoke(main, args, env=env, catch_exceptions=True)
     output = result.output
@@ -341,6 +349,29 @@ def setup_spark(workdir: Path) -> None:
                              "score": [float(r[4]) for r in rows]}), workdir / "run.parquet")
 
 
+def setup_compare(workdir: Path) -> None:
+    """Cranfield as ``cranfield/``; its TF-IDF, BM25 and perturbed BM25 runs in ``runs/`` as the page says they
+    were made (benchmarks/crosscheck_significance.py); the six-case test set, and it with every ranking reversed."""
+    import importlib.util
+    import json
+
+    _copy(SHARED_DATA / "cranfield", workdir / "cranfield")
+    spec = importlib.util.spec_from_file_location("crosscheck_significance",
+                                                  REPO / "benchmarks" / "crosscheck_significance.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runs = bench.make_runs(workdir / "cranfield")
+    runs["bm25_noisy"] = bench.perturbed(runs["bm25"])
+    (workdir / "runs").mkdir()
+    for name, run in runs.items():
+        bench.write_trec(run, workdir / "runs" / f"{name}.trec", name)
+    cases = [json.loads(line) for line in (REPO / "examples" / "rich_testset.jsonl").read_text().splitlines()]
+    _copy(REPO / "examples" / "rich_testset.jsonl", workdir / "testset.jsonl")
+    for case in cases:
+        case["retrieved_contexts"] = case["retrieved_contexts"][::-1]
+    (workdir / "reordered.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+
+
 def setup_kestrel(workdir: Path) -> None:
     """The bundled Kestrel DB manual (38 documents, 73 questions) as ``kestrel/``."""
     _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel", workdir / "kestrel")
@@ -356,6 +387,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/trec-measures.md": [setup_trec_measures],
     "docs/context-metrics.md": [setup_context_metrics],
     "docs/testsets.md": [setup_kestrel],
+    "docs/compare.md": [setup_compare],
     "docs/spark.md": [setup_spark],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval"}
