@@ -370,6 +370,14 @@ def setup_compare(workdir: Path) -> None:
     for case in cases:
         case["retrieved_contexts"] = case["retrieved_contexts"][::-1]
     (workdir / "reordered.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    gold = {"q1": ["d1"], "q2": ["d3"]}
+    systems = {"bm25": {"q1": ["d1", "d2", "d1"], "q2": ["d3", "d4"]},
+               "dense": {"q1": ["d1", "d1", "d2"], "q2": ["d3", "d3"]},
+               "hybrid": {"q1": ["d1", "d2", "d1"], "q2": []}}
+    for name, lists in systems.items():
+        rows = [{"id": q, "user_input": f"question {q}", "retrieved_context_ids": ids,
+                 "reference_context_ids": gold[q]} for q, ids in lists.items()]
+        (workdir / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def setup_kestrel(workdir: Path) -> None:
