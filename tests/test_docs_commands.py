@@ -206,7 +206,7 @@ def _with_server(args: list[str], servers: Servers) -> tuple[list[str], tuple[st
     if "--model" not in args and not any(a.startswith("llm:") for a in args):
         return args, None
     url = servers.url(SERVER_OF.get(args[0], "judge"))
-    shown = next((b for a, b in zip(args, args[1:]) if a == "--base-url"), SHOWN_URL)
+    shown = next((b for a, b in zip(args, args[1:], strict=False) if a == "--base-url"), SHOWN_URL)
     out, skip = [], False
     for a in args:
         if skip:
@@ -261,7 +261,7 @@ def regenerate(page: Path, replacements: list[tuple[tuple[int, int], list[str]]]
 
 def on_spark(cmd: Command) -> bool:
     """Does the command start a Spark session (``--engine spark``)? Those run in their own, slower test."""
-    return any(a == "--engine" and b == "spark" for a, b in zip(cmd.args, cmd.args[1:]))
+    return any(a == "--engine" and b == "spark" for a, b in zip(cmd.args, cmd.args[1:], strict=False))
 
 
 def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = False) -> list[str]:
