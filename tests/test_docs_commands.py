@@ -422,7 +422,7 @@ def _check(name: str, workdir: Path, monkeypatch, shared_data: Path, *, spark: b
     assert not problems, f"{len(problems)} command(s) of {name} do not run as shown:\n\n" + "\n\n".join(problems)
 
 
-# Pages whose inputs have no setup here yet: their commands run, and are expected to fail until there is one.
+# Pages whose inputs have no setup here yet (reported as xfail, not run: adapters.md's sweep alone takes minutes).
 PENDING = {
     "docs/llm-judge.md": "needs testset.jsonl with human labels, big.jsonl, part-*.sqlite caches, labels.csv",
     "docs/calibrate.md": "needs bm25.testset.jsonl and records from benchmarks/calibrate_kestrel.py",
@@ -434,7 +434,7 @@ PENDING = {
 def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data, request):
     """Every command of the page exits as expected, and every transcript shown is what it prints."""
     if name in PENDING:
-        request.applymarker(pytest.mark.xfail(reason=f"no setup yet: {PENDING[name]}", strict=True))
+        request.applymarker(pytest.mark.xfail(reason=f"no setup yet: {PENDING[name]}", run=False))
     _check(name, tmp_path, monkeypatch, shared_data, spark=False)
 
 
