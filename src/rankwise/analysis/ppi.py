@@ -32,7 +32,8 @@ import numpy as np
 from rankwise.errors import InputError, warn
 
 __all__ = ["PPIEstimate", "PPIResult", "ppi_mean", "ppi_batch", "ppi_records", "ppi_compare", "plan_labels",
-           "LabelPlan", "paired_values", "labels_for_system", "UNLABELLED_SET"]
+           "LabelPlan", "paired_values", "labels_for_system", "UNLABELLED_SET", "plan_from_records", "ppi_gate",
+           "PPIGate"]
 
 UNLABELLED_SET = ("the judged cases without human labels (the paper's independent unlabelled set; the labelled "
                   "cases enter through the rectifier only)")
@@ -268,13 +269,14 @@ def _case_values(records: list[Any], judge: str, human: str, labels: Any, *, k: 
 def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: str = "human",
                 metrics: Iterable[str] | str | None = None, k: int | Iterable[int] | None = None,
                 alpha: float = 0.05, unscorable: str = "zero", incomplete: str = "zero",
-                relevance_level: int = 1, **judging: Any) -> PPIResult:
+                relevance_level: int = 1, system: str | None = None, **judging: Any) -> PPIResult:
     """PPI++ means of RAG metrics: judge verdicts on every case, human verdicts on a labelled subset.
 
     Per-case values come from :func:`rankwise.metrics.rag.evaluate_rag` (the same numbers as ``eval-rag``),
     under ``judge`` for every case and under ``human`` for the cases whose every chunk has a human verdict.
     ``labels`` are human labels (CSV/JSONL or rows); without them the records' stored ``human`` verdicts
-    are used. Partially labelled cases count as unlabelled (reported).
+    are used. Partially labelled cases count as unlabelled (reported). A labelling sheet of several
+    systems (``system`` column) is narrowed to ``system``.
 
     Example:
         >>> rows = [{"id": f"q{i}", "retrieved_contexts": ["alpha beta", "gamma"],
@@ -286,6 +288,7 @@ def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: 
         >>> (e.n, e.N, round(e.judge_mean, 4), e.human_mean)
         (4, 2, 0.6667, 0.5)
     """
+    labels = _one_system(labels, system)
     names, judged, humans, info = _case_values(testset, judge, human, labels, k=k, metrics=metrics,
                                                unscorable=unscorable, incomplete=incomplete,
                                                relevance_level=relevance_level, judging=judging)
@@ -298,6 +301,23 @@ def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: 
     summary = {**info, "alpha": alpha, "unlabelled_set": UNLABELLED_SET}
     _warn_partial(summary)
     return PPIResult(estimates, judge, human, summary)
+
+
+def _one_system(labels: Any, system: str | None) -> Any:
+    """The labels of ``system`` when the labels name several systems (a multi-system labelling sheet)."""
+    if labels is None:
+        return None
+    from rankwise.relevance.human import read_labels
+
+    rows = read_labels(labels)
+    named = {lab.system for lab in rows} - {None}
+    if len(named) <= 1 and (system is None or not named or system in named):
+        return rows
+    if system not in named:
+        first = next(lab for lab in rows if lab.system is not None)
+        raise InputError(f"the labels name systems {sorted(named)}; none is {system!r} (name the records file "
+                         "like the sheet's system column)", source=first.source, line=first.line, field="system")
+    return [lab for lab in rows if lab.system in (None, system)]
 
 
 def _warn_partial(summary: dict[str, Any]) -> None:
@@ -439,3 +459,58 @@ def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], 
         plan.note = (plan.note or "") + (" " if plan.note else "") + (
             f"human labels alone would need {plan.human_labels} cases, more than the {total} judged")
     return plan
+
+
+def plan_from_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: str = "human",
+                      metrics: Iterable[str] | str | None = None, half_width: float = 0.05, alpha: float = 0.05,
+                      price_per_label: float | None = None, system: str | None = None) -> list[LabelPlan]:
+    """:func:`plan_labels` for each metric, the pilot being the records' fully labelled cases.
+
+    Example:
+        >>> rows = [{"id": f"q{i}", "retrieved_contexts": ["alpha beta"],
+        ...          "reference_contexts": ["alpha beta" if i % 2 else "delta"]} for i in range(400)]
+        >>> labs = [{"query_id": f"q{i}", "rank": 1, "verdict": i % 2} for i in range(10)]
+        >>> p = plan_from_records(rows, "containment", labels=labs, metrics=["hit_rate@1"], half_width=0.1)[0]
+        >>> p.pilot, p.total, p.ppi_labels < p.human_labels
+        (10, 400, True)
+    """
+    names, judged, humans, _ = _case_values(testset, judge, human, _one_system(labels, system), k=None,
+                                            metrics=metrics, unscorable="zero", incomplete="zero",
+                                            relevance_level=1, judging={})
+    lab = [q for q in judged if q in humans]
+    return [plan_labels([humans[q][m] for q in lab], [judged[q][m] for q in lab], [judged[q][m] for q in judged],
+                        half_width, alpha=alpha, metric=m, price_per_label=price_per_label) for m in names]
+
+
+@dataclass
+class PPIGate:
+    """A gate decided by paired PPI: per metric, the estimated change and whether it fails."""
+
+    result: PPIResult
+    max_drop: float
+    verdicts: dict[str, str]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a metric fails, 2 when one cannot be decided (no interval), else 0."""
+        if "fail" in self.verdicts.values():
+            return 1
+        return 2 if "undecided" in self.verdicts.values() else 0
+
+
+def ppi_gate(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = None, metrics: Any = None,
+             max_drop: float = 0.01, alpha: float = 0.05, allow_mismatch: bool = False) -> PPIGate:
+    """Fail a metric when the PPI estimate of candidate − baseline drops by more than ``max_drop`` and the
+    drop is significant (the whole interval below 0); undecided when no interval can be given.
+    ``sets`` holds two systems: baseline first, candidate second."""
+    res = ppi_compare(sets, judge, labels=labels, metrics=metrics, alpha=alpha, baseline=0,
+                      allow_mismatch=allow_mismatch)
+    verdicts = {}
+    for key, e in res.estimates.items():
+        if e.ci is None or e.estimate is None:
+            verdicts[key] = "undecided"
+        elif e.estimate < -max_drop and e.ci[1] < 0:
+            verdicts[key] = "fail"
+        else:
+            verdicts[key] = "pass"
+    return PPIGate(res, max_drop, verdicts)
