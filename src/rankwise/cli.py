@@ -240,8 +240,11 @@ def metrics_command():
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
+@click.option("--ppi", is_flag=True, help="Prediction-powered means: --relevance verdicts on every case corrected by "
+                                          "the human --labels (docs/ppi.md).")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="With --ppi: 1 - confidence level.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, id_field, unscorable, incomplete, quiet, force):
+                     threshold, id_field, unscorable, incomplete, quiet, force, ppi, alpha):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
@@ -253,6 +256,16 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
         cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
+    if ppi:
+        from pathlib import Path
+
+        from rankwise.analysis.ppi import ppi_records
+
+        _emit_ppi(ppi_records(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
+                              alpha=alpha, unscorable=unscorable, incomplete=incomplete,
+                              system=Path(testset).stem, min_overlap=min_overlap, threshold=threshold,
+                              id_field=id_field), fmt)
+        return
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           unscorable=unscorable, incomplete=incomplete, progress=not quiet)
@@ -316,6 +329,77 @@ def probe_command(verdicts_text, records_path, sources, metrics, k, n_relevant, 
         from rankwise.report.probe_console import print_comparison
 
         print_comparison(comp, per_case=per_query)
+
+
+def _emit_ppi(result, fmt: str) -> None:
+    """Print a PPI result: JSON, or the text lines (tables and CSV read the same lines)."""
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        from rankwise.report.ppi_text import ppi_lines
+
+        click.echo("\n".join(ppi_lines(result)))
+
+
+@main.command("plan-labels")
+@click.argument("records", type=click.Path(dir_okay=False))
+@click.option("--relevance", "--source", "relevance", default="llm", show_default=True,
+              help="The judge's verdict source in RECORDS.")
+@click.option("--labels", type=click.Path(dir_okay=False), help="Pilot human labels (default: human verdicts in "
+                                                                 "RECORDS).")
+@click.option("-m", "--metric", "metrics", multiple=True, help="Metric to plan for, repeatable or comma-separated.")
+@click.option("--half-width", type=float, required=True, help="Wanted half-width of the interval, in metric units.")
+@click.option("--price-per-label", type=float, default=None, help="Price of one human-labelled case.")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="1 - confidence level.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def plan_labels_command(records, relevance, labels, metrics, half_width, price_per_label, alpha, fmt):
+    """How many human-labelled cases give a PPI++ interval of --half-width, from a pilot (cases with both
+    sources), beside human labels alone and labelling every case."""
+    from pathlib import Path
+
+    from rankwise.analysis.ppi import plan_from_records
+
+    if price_per_label is not None and not price_per_label >= 0:
+        _fail(f"--price-per-label must be >= 0, got {price_per_label}")
+    plans = plan_from_records(records, relevance, labels=labels, metrics=_split_metrics(metrics) or None,
+                              half_width=half_width, alpha=alpha, price_per_label=price_per_label,
+                              system=Path(records).stem)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps([p.to_dict() for p in plans], indent=2))
+    else:
+        from rankwise.report.ppi_text import plan_lines
+
+        click.echo("\n".join(plan_lines(plans)))
+
+
+@main.command("sample-labels")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--relevance", "--source", "relevance", default="llm", show_default=True,
+              help="The judge's verdict source: strata are its case verdicts (hit / miss / incomplete).")
+@click.option("-n", "n", type=int, required=True, help="Questions to label (every chunk of each, in every system).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--name", "names", multiple=True, help="System name per RECORDS file (default: file stems).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Labelling sheet (CSV).")
+@click.option("--fill-from", default=None, help="Fill the verdicts from this stored source (simulations and "
+                                                "worked examples only; never for a sheet a person labels).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
+def sample_labels_command(records, relevance, n, seed, names, out, fill_from, force):
+    """Write a labelling sheet: a seeded random sample of questions, stratified by system and judge verdict;
+    `--labels SHEET` reads it back once the verdict column is filled."""
+    from rankwise._outputs import check_outputs
+    from rankwise.analysis.compare import load_record_sets
+    from rankwise.analysis.label_sample import label_sheet_rows, sample_cases, write_label_sheet
+
+    check_outputs({"--out": out}, list(records), force=force)
+    sets = load_record_sets(list(records), list(names) or None, source=relevance)
+    picked = sample_cases(sets, n, judge=relevance, seed=seed)
+    rows = label_sheet_rows(sets, picked, fill_from=fill_from)
+    write_label_sheet(rows, out)
+    click.echo(f"{out}: {len(picked)} questions, {len(rows)} chunks to label (seed {seed})", err=True)
 
 
 # ------------------------------------------------------------------------ compare / compare-rag / gate
@@ -423,9 +507,11 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @click.option("--allow-mismatch", is_flag=True, help="Compare only the cases every file holds.")
 @click.option("--probe-sources", default=None,
               help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
+@click.option("--ppi", is_flag=True, help="Paired prediction-powered differences: --source verdicts on every case "
+                                          "corrected by the human --labels (docs/ppi.md).")
 @_compare_options
-def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, names, baseline,
-                        metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
+def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, probe_sources, ppi, names,
+                        baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
                         html_path, plot_path, sweep_metrics, max_k, title, force):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
@@ -435,6 +521,13 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     from rankwise.report.compare_console import emit_comparison
 
     check_outputs({"--html": html_path, "--plot": plot_path}, [*records, labels], force=force)
+    if ppi:
+        from rankwise.analysis.ppi import ppi_compare
+
+        sets = load_record_sets(list(records), list(names) or None, source=source, relevance_level=relevance_level)
+        _emit_ppi(ppi_compare(sets, source, labels=labels, baseline=baseline, metrics=_split_metrics(metrics) or None,
+                              alpha=alpha, relevance_level=relevance_level, allow_mismatch=allow_mismatch), fmt)
+        return
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
@@ -485,11 +578,18 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
 @click.option("--worst", type=int, default=5, show_default=True, help="Most-dropped queries shown per metric.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--ppi", is_flag=True, help="Decide with paired PPI: --relevance verdicts (default llm) on every case "
+                                          "corrected by the human --labels (docs/ppi.md).")
 def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha, qrels,
-                 allow_query_mismatch, test, correction, permutations, seed, relevance_level, missing, worst, fmt):
+                 allow_query_mismatch, test, correction, permutations, seed, relevance_level, missing, worst, fmt,
+                 ppi):
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
+
+    if ppi:
+        _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
+                  allow_query_mismatch, fmt)
 
     result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
                   qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
@@ -503,6 +603,32 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
         from rankwise.report.compare_console import print_gate
 
         print_gate(result)
+    sys.exit(result.exit_code)
+
+
+def _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
+              allow_query_mismatch, fmt) -> None:
+    """``gate --ppi``: paired PPI of candidate − baseline; exit 1 fail, 2 undecided, 0 pass."""
+    from rankwise.analysis.compare import load_record_sets
+    from rankwise.analysis.ppi import ppi_gate
+    from rankwise.errors import InputError
+
+    if floors:
+        raise InputError("--min floors are not decided with --ppi; gate the PPI differences with --max-drop",
+                         field="min")
+    source = relevance or "llm"
+    sets = load_record_sets([baseline_path, candidate_path], None, source=source)
+    result = ppi_gate(sets, source, labels=labels, metrics=_split_metrics(metrics) or None, max_drop=max_drop,
+                      alpha=alpha, allow_mismatch=allow_query_mismatch)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"verdicts": result.verdicts, "exit_code": result.exit_code,
+                               **result.result.to_json()}, indent=2, ensure_ascii=False))
+    else:
+        from rankwise.report.ppi_text import ppi_gate_lines
+
+        click.echo("\n".join(ppi_gate_lines(result)))
     sys.exit(result.exit_code)
 
 

@@ -453,11 +453,11 @@ def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], 
         plan.ppi_labels = int(n[ok[0]])
         plan.lam = float(lam[ok[0]])
     else:
-        plan.note = (f"labelling {total - 2} of the {total} cases does not reach ±{half_width:g}; more cases "
-                     "(not more labels) are needed, or a wider interval")
-    if plan.human_labels > total:
-        plan.note = (plan.note or "") + (" " if plan.note else "") + (
-            f"human labels alone would need {plan.human_labels} cases, more than the {total} judged")
+        every = z * math.sqrt(var_y / total)
+        plan.note = (f"no number of labels among the {total} judged cases reaches ±{half_width:g} (labelling "
+                     f"every case gives ±{every:.4f}): judge more cases, or accept a wider interval")
+    if plan.human_labels > total and plan.ppi_labels is not None:
+        plan.note = f"human labels alone would need {plan.human_labels} cases, more than the {total} judged"
     return plan
 
 

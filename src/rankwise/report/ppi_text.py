@@ -56,7 +56,7 @@ def plan_lines(plans: Sequence[LabelPlan]) -> list[str]:
     """One block per metric: labels for PPI++ and for humans alone, with costs beside labelling everything."""
     lines = []
     for p in plans:
-        def cost(k: int | None) -> str:
+        def cost(k: int | None, p: LabelPlan = p) -> str:
             c = p.cost(k)
             return "" if c is None else f" (cost {c:,.2f})"
         lines.append(f"{p.metric}: half-width ±{p.half_width:g} from a pilot of {p.pilot} of {p.total} cases")
