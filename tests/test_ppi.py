@@ -43,9 +43,9 @@ def reference_ppi(y, f, fu, alpha=0.05):
     Var = λ² Var(f̃)/N + Var(Y − λ f)/n."""
     n, big_n = len(y), len(fu)
     my, mf = _mean(y), _mean(f)
-    cov = math.fsum((a - my) * (b - mf) for a, b in zip(y, f)) / (n - 1)
+    cov = math.fsum((a - my) * (b - mf) for a, b in zip(y, f, strict=True)) / (n - 1)
     lam = min(1.0, max(0.0, cov / ((1 + n / big_n) * _var(list(f) + list(fu)))))
-    rect = [a - lam * b for a, b in zip(y, f)]
+    rect = [a - lam * b for a, b in zip(y, f, strict=True)]
     theta = lam * _mean(fu) + _mean(rect)
     se = math.sqrt(lam ** 2 * _var(fu) / big_n + _var(rect) / n)
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
@@ -74,7 +74,7 @@ def test_classic_ppi_and_clipping_equal_reference():
     est = ppi_mean(y, f, fu)  # judge anti-correlated: λ clipped to 0, the human-only mean and width
     assert est.lam == 0.0 and est.estimate == est.human_mean == 0.75 and est.se == pytest.approx(est.human_se, abs=1e-15)
     e1, se1, _ = ppi_batch([y], [f], [fu], lam=1.0)
-    assert float(e1[0]) == pytest.approx(_mean(fu) + _mean([a - b for a, b in zip(y, f)]), abs=1e-12)
+    assert float(e1[0]) == pytest.approx(_mean(fu) + _mean([a - b for a, b in zip(y, f, strict=True)]), abs=1e-12)
 
 
 # ------------------------------------------------------------------------------------------- simulations
@@ -287,7 +287,8 @@ def test_sample_labels_sheet_round_trip(tmp_path):
     sheet = tmp_path / "sheet.csv"
     code, _, err = run("sample-labels", pb, pc, "--relevance", "llm", "-n", "12", "--seed", "3", "--out", sheet)
     assert code == 0, err
-    rows = list(csv.DictReader(open(sheet, encoding="utf-8")))
+    with open(sheet, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
     picked = sample_cases({"base": base, "cand": cand}, 12, seed=3)
     assert sorted({r["query_id"] for r in rows}) == picked and len(rows) == 12 * 3 * 2
     assert {r["system"] for r in rows} == {"base", "cand"} and all(r["verdict"] == "" for r in rows)
