@@ -389,6 +389,9 @@ def ppi_compare(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = No
     return PPIResult(estimates, judge, human, summary)
 
 
+MIN_LABELS = 30
+
+
 @dataclass
 class LabelPlan:
     """How many human labels reach a half-width, from a pilot (see :func:`plan_labels`)."""
@@ -416,12 +419,14 @@ class LabelPlan:
 
 
 def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], half_width: float, *,
-                alpha: float = 0.05, metric: str = "metric", price_per_label: float | None = None) -> LabelPlan:
+                alpha: float = 0.05, metric: str = "metric", price_per_label: float | None = None,
+                min_labels: int = MIN_LABELS) -> LabelPlan:
     """Human labels needed for a PPI++ interval of half-width ``half_width`` (and for human labels alone).
 
     ``y``, ``f``: the pilot's human and judge values (cases with both sources); ``f_all``: the judge values of
     every judged case (pilot included), whose count is the most one can label. Variances and the covariance
-    are the pilot's; λ is re-tuned for every n (labelled n, unlabelled total − n).
+    are the pilot's; λ is re-tuned for every n (labelled n, unlabelled total − n). Never fewer than
+    ``min_labels`` (the interval is a normal approximation, and λ is estimated from the labels).
 
     Example:
         >>> p = plan_labels([1, 0, 1, 0, 1, 1], [1, 0, 1, 0, 1, 0], [1, 0] * 500, 0.05)
@@ -444,7 +449,7 @@ def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], 
         plan.note = "every pilot case has the same human value: the variance, and so the plan, is undefined"
         return plan
     plan.human_labels = math.ceil((z ** 2) * var_y / half_width ** 2)
-    n = np.arange(2, max(total - 1, 2) + 1, dtype=float)
+    n = np.arange(min(max(min_labels, 2), max(total - 1, 2)), max(total - 1, 2) + 1, dtype=float)
     unl = np.maximum(total - n, 1)
     lam = np.clip(cov / ((1 + n / unl) * var_f), 0, 1) if var_f > 0 else np.zeros_like(n)
     var = lam ** 2 * var_f / unl + (var_y - 2 * lam * cov + lam ** 2 * float(f_a.var(ddof=1))) / n
@@ -456,6 +461,8 @@ def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], 
         every = z * math.sqrt(var_y / total)
         plan.note = (f"no number of labels among the {total} judged cases reaches ±{half_width:g} (labelling "
                      f"every case gives ±{every:.4f}): judge more cases, or accept a wider interval")
+    if plan.ppi_labels == max(min_labels, 2) and min_labels > 2:
+        plan.note = f"{min_labels} labels at least: the interval is a normal approximation and λ is estimated"
     if plan.human_labels > total and plan.ppi_labels is not None:
         plan.note = f"human labels alone would need {plan.human_labels} cases, more than the {total} judged"
     return plan
