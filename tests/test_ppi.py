@@ -334,3 +334,26 @@ def test_cli_plan_labels(tmp_path):
     assert code == 0 and f"{p['ppi_labels']} labels (cost {3 * p['ppi_labels']:,.2f})" in out
     code, _, err = run("plan-labels", path, "--labels", labels, "--half-width", "0", "-m", "mrr")
     assert code == 2 and "half-width" in err
+
+
+def test_cli_ppi_csv_and_refusals(tmp_path):
+    recs, truth = _records(30)
+    path = write_records(recs, tmp_path / "sys.jsonl")
+    labels = _labels_file(tmp_path / "labels.csv", truth, {f"q{i:02d}" for i in range(10)})
+    code, out, err = run("eval-rag", path, "--relevance", "llm", "--labels", labels, "--ppi", "-m", "mrr,hit_rate@1",
+                         "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(out.splitlines()))
+    ref = ppi_records(str(path), "llm", labels=str(labels), metrics=["mrr"]).estimates["mrr"]
+    assert [r["metric"] for r in rows] == ["mrr", "hit_rate@1"]
+    assert float(rows[0]["estimate"]) == ref.estimate and int(rows[0]["n"]) == 10 and int(rows[0]["N"]) == 20
+    code, _, err = run("eval-rag", path, "--relevance", "llm", "--ppi")
+    assert code == 2 and "PPI needs human labels" in err and "--labels" in err
+    code, _, err = run("eval-rag", path, "--relevance", "llm", "--labels", labels, "--ppi", "--records",
+                       tmp_path / "out.jsonl")
+    assert code == 2 and "--records is not available with --ppi" in err
+    code, _, err = run("compare-rag", path, path, "--source", "llm", "--labels", labels, "--ppi", "--html",
+                       tmp_path / "r.html")
+    assert code == 2 and "--html is not available with --ppi" in err
+    code, _, err = run("eval-rag", path, "--relevance", "llm", "--labels", labels, "--ppi", "--alpha", "1.5")
+    assert code == 2 and "alpha" in err

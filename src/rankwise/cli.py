@@ -261,6 +261,8 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         from rankwise.analysis.ppi import ppi_records
 
+        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query})
+
         _emit_ppi(ppi_records(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                               alpha=alpha, unscorable=unscorable, incomplete=incomplete,
                               system=Path(testset).stem, min_overlap=min_overlap, threshold=threshold,
@@ -331,12 +333,25 @@ def probe_command(verdicts_text, records_path, sources, metrics, k, n_relevant, 
         print_comparison(comp, per_case=per_query)
 
 
+def _ppi_unsupported(**given) -> None:
+    """Options that --ppi does not use: a one-line error rather than silently ignoring them."""
+    from rankwise.errors import InputError
+
+    used = [name for name, value in given.items() if value]
+    if used:
+        raise InputError(f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} not available with --ppi")
+
+
 def _emit_ppi(result, fmt: str) -> None:
     """Print a PPI result: JSON, or the text lines (tables and CSV read the same lines)."""
     if fmt == "json":
         import json
 
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        from rankwise.report.ppi_text import ppi_csv
+
+        click.echo(ppi_csv(result), nl=False)
     else:
         from rankwise.report.ppi_text import ppi_lines
 
@@ -523,6 +538,9 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     check_outputs({"--html": html_path, "--plot": plot_path}, [*records, labels], force=force)
     if ppi:
         from rankwise.analysis.ppi import ppi_compare
+
+        _ppi_unsupported(**{"--html": html_path, "--plot": plot_path, "--sweep": sweep_metrics, "--test": tests,
+                            "--per-query": per_query})
 
         sets = load_record_sets(list(records), list(names) or None, source=source, relevance_level=relevance_level)
         _emit_ppi(ppi_compare(sets, source, labels=labels, baseline=baseline, metrics=_split_metrics(metrics) or None,

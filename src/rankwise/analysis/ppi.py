@@ -238,6 +238,14 @@ def _case_values(records: list[Any], judge: str, human: str, labels: Any, *, k: 
     if judge == human:
         raise InputError(f"the judge source and the human source are both {judge!r}; PPI needs two sources "
                          "(e.g. --relevance llm with --labels human.csv)", field="relevance")
+    if labels is None:
+        from rankwise.data.records import as_records
+
+        records = as_records(records)
+        if not any(human in r.sources() for r in records):
+            raise InputError(f"PPI needs human labels: pass --labels (a CSV/JSONL of query_id, chunk_id or rank, "
+                             f"verdict; `rankwise sample-labels` writes one) or records holding {human!r} verdicts",
+                             field="labels")
     records, _ = judged_records(records, human, labels=labels, relevance_level=relevance_level)
     if metrics is None:
         ks = DEFAULT_KS if k is None else ([k] if isinstance(k, int) else list(k))

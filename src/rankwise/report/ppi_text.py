@@ -12,7 +12,26 @@ from collections.abc import Sequence
 
 from rankwise.analysis.ppi import LabelPlan, PPIEstimate, PPIGate, PPIResult
 
-__all__ = ["ppi_lines", "ppi_lines_one", "plan_lines", "ppi_gate_lines"]
+__all__ = ["ppi_lines", "ppi_lines_one", "plan_lines", "ppi_gate_lines", "ppi_csv"]
+
+CSV_COLUMNS = ("metric", "n", "N", "judge_mean", "human_mean", "human_ci_low", "human_ci_high", "estimate",
+               "ci_low", "ci_high", "se", "lam", "effective_n", "note")
+
+
+def ppi_csv(result: PPIResult) -> str:
+    """One CSV row per metric (empty cells where an estimate is undefined)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for e in result.estimates.values():
+        hci, ci = e.human_ci or (None, None), e.ci or (None, None)
+        values = (e.metric, e.n, e.N, e.judge_mean, e.human_mean, hci[0], hci[1], e.estimate, ci[0], ci[1], e.se,
+                  e.lam, e.effective_n, e.note)
+        writer.writerow(["" if v is None else v for v in values])
+    return buf.getvalue()
 
 
 def _num(x: float | None) -> str:
