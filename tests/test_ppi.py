@@ -357,3 +357,26 @@ def test_cli_ppi_csv_and_refusals(tmp_path):
     assert code == 2 and "--html is not available with --ppi" in err
     code, _, err = run("eval-rag", path, "--relevance", "llm", "--labels", labels, "--ppi", "--alpha", "1.5")
     assert code == 2 and "alpha" in err
+
+
+def test_eval_rag_ppi_takes_its_system_from_a_multi_system_sheet(tmp_path):
+    base, truth_b = _records(seed=3)
+    path = write_records(base, tmp_path / "base.jsonl")
+    sheet = tmp_path / "sheet.csv"
+    cases = {f"q{i:02d}" for i in range(12)}
+    with open(sheet, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["system", "query_id", "rank", "verdict"])
+        for system in ("base", "other"):
+            for (q, r), v in sorted(truth_b.items()):
+                if q in cases:
+                    w.writerow([system, q, r, 1 - v if system == "other" else v])
+    code, out, err = run("eval-rag", path, "--relevance", "llm", "--labels", sheet, "--ppi", "-m", "precision@3",
+                         "--format", "json")
+    assert code == 0, err
+    e = json.loads(out)["estimates"]["precision@3"]
+    assert e["n"] == 12 and e["human_mean"] == pytest.approx(
+        _mean([_mean([truth_b[(q, r)] for r in (1, 2, 3)]) for q in sorted(cases)]), abs=1e-12)
+    renamed = write_records(base, tmp_path / "run1.jsonl")
+    code, _, err = run("eval-rag", renamed, "--relevance", "llm", "--labels", sheet, "--ppi")
+    assert code == 2 and "sheet.csv:2" in err and "'run1'" in err and "system" in err

@@ -319,12 +319,14 @@ def _one_system(labels: Any, system: str | None) -> Any:
 
     rows = read_labels(labels)
     named = {lab.system for lab in rows} - {None}
-    if len(named) <= 1 and (system is None or not named or system in named):
+    if len(named) <= 1:  # a sheet of one system: its rows, whatever the system is called
         return rows
-    if system not in named:
+    if system is None or system not in named:
         first = next(lab for lab in rows if lab.system is not None)
-        raise InputError(f"the labels name systems {sorted(named)}; none is {system!r} (name the records file "
-                         "like the sheet's system column)", source=first.source, line=first.line, field="system")
+        which = (f"none is {system!r} (name the records file like the sheet's system column)" if system
+                 else "say which system these records are (system=...)")
+        raise InputError(f"the labels name systems {sorted(named)}; {which}", source=first.source, line=first.line,
+                         field="system")
     return [lab for lab in rows if lab.system in (None, system)]
 
 
