@@ -380,3 +380,15 @@ def test_eval_rag_ppi_takes_its_system_from_a_multi_system_sheet(tmp_path):
     renamed = write_records(base, tmp_path / "run1.jsonl")
     code, _, err = run("eval-rag", renamed, "--relevance", "llm", "--labels", sheet, "--ppi")
     assert code == 2 and "sheet.csv:2" in err and "'run1'" in err and "system" in err
+
+
+def test_gate_ppi_refuses_floors_and_qrels(tmp_path):
+    base, truth = _records(10)
+    pb = write_records(base, tmp_path / "base.jsonl")
+    labels = _labels_file(tmp_path / "l.csv", truth, {"q00", "q01"})
+    code, _, err = run("gate", "--baseline", pb, "--candidate", pb, "--labels", labels, "--ppi", "-m", "mrr",
+                       "--min", "mrr=0.5")
+    assert code == 2 and "--min floors are not used with --ppi" in err
+    code, _, err = run("gate", "--baseline", pb, "--candidate", pb, "--labels", labels, "--ppi", "-m", "mrr",
+                       "--qrels", labels)
+    assert code == 2 and "--qrels is not used with --ppi" in err

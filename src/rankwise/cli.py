@@ -607,7 +607,7 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
 
     if ppi:
         _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
-                  allow_query_mismatch, fmt)
+                  allow_query_mismatch, fmt, qrels)
 
     result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
                   qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,
@@ -625,15 +625,16 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
 
 
 def _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
-              allow_query_mismatch, fmt) -> None:
+              allow_query_mismatch, fmt, qrels=None) -> None:
     """``gate --ppi``: paired PPI of candidate − baseline; exit 1 fail, 2 undecided, 0 pass."""
     from rankwise.analysis.compare import load_record_sets
     from rankwise.analysis.ppi import ppi_gate
     from rankwise.errors import InputError
 
-    if floors:
-        raise InputError("--min floors are not decided with --ppi; gate the PPI differences with --max-drop",
-                         field="min")
+    if floors or qrels:
+        raise InputError(f"{'--min floors are' if floors else '--qrels is'} not used with --ppi (it compares RAG "
+                         "records judged by --relevance and anchored by --labels); gate with --max-drop",
+                         field="min" if floors else "qrels")
     source = relevance or "llm"
     sets = load_record_sets([baseline_path, candidate_path], None, source=source)
     result = ppi_gate(sets, source, labels=labels, metrics=_split_metrics(metrics) or None, max_drop=max_drop,

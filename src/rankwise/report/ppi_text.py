@@ -68,6 +68,8 @@ def ppi_lines(result: PPIResult) -> list[str]:
                         if s.get("partially_labelled") else "")
                      + (f", {s['left_out']} left out (--incomplete/--unscorable skip)" if s.get("left_out") else ""))
     lines.append(f"unlabelled set: {s['unlabelled_set']}")
+    lines.append("method: PPI++ (Angelopoulos, Duchi & Zrnic 2023), λ tuned on the data and clipped to [0, 1], "
+                 "normal interval; effective n = human labels that alone would give this width")
     return lines
 
 
