@@ -362,6 +362,7 @@ def setup_compare(workdir: Path) -> None:
     spec.loader.exec_module(bench)
     runs = bench.make_runs(workdir / "cranfield")
     runs["bm25_noisy"] = bench.perturbed(runs["bm25"])
+    runs["bm25_partial"] = dict(list(runs["bm25"].items())[1:])  # lacks the first query (the gate's refusal)
     (workdir / "runs").mkdir()
     for name, run in runs.items():
         bench.write_trec(run, workdir / "runs" / f"{name}.trec", name)
