@@ -411,7 +411,7 @@ def cases_from_records(records: Sequence[Any]) -> list[JudgeCase]:
 def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, source: str = "llm") -> None:
     """Write the judge's verdicts into the records (``chunk.verdicts[source]``) and each case's status."""
     from rankwise.data.records import Verdict
-    from rankwise.relevance.verdicts import case_status
+    from rankwise.relevance.truth import case_status
 
     meta_base = {"model": judge.endpoint.model, "mode": judge.settings.mode, "scale": judge.prompt.scale,
                  "prompt_version": judge.prompt.prompt_version}
