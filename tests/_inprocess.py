@@ -33,14 +33,21 @@ def env_changes(env: Mapping[str, str] | None) -> dict[str, str | None]:
     return changes
 
 
-def run_cli(args: Sequence[Any], *, env: Mapping[str, str] | None = None, overrides: Mapping[str, str | None] = (),
-            input: str | bytes | None = None) -> subprocess.CompletedProcess:
-    """``rankwise ARGS`` in-process; ``env`` a full environment (as for subprocess), ``overrides`` changes
-    (None unsets) to this process's; stdout and stderr as text, as ``subprocess.run(..., text=True)`` gives."""
+def run_cli(args: Sequence[Any], *, env: Mapping[str, str] | None = None,
+            overrides: Mapping[str, str | None] | None = None, input: str | bytes | None = None,
+            check: bool = False, capture_output: bool = True, text: bool = True,
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``rankwise ARGS`` in-process, as ``subprocess.run([python, "-m", "rankwise.cli", *ARGS],
+    capture_output=True, text=True, ...)`` would give it: ``env`` a full environment (as for subprocess),
+    ``overrides`` changes (None unsets) to this process's; ``check`` raises CalledProcessError on a non-zero
+    exit. ``capture_output``/``text`` must be true (what the tests' subprocess calls used); ``timeout`` is
+    accepted and not enforced (an in-process call cannot be killed)."""
     from rankwise.cli import main
 
+    if not (capture_output and text):
+        raise ValueError("run_cli always captures stdout and stderr as text")
     argv = [str(a) for a in args]
-    changes = {**env_changes(env), **dict(overrides)}
+    changes = {**env_changes(env), **dict(overrides or {})}
     result = CliRunner().invoke(main, argv, env=changes, input=input, prog_name=PROG, catch_exceptions=True)
     stderr, code = result.stderr, result.exit_code
     exc = result.exception
@@ -48,4 +55,7 @@ def run_cli(args: Sequence[Any], *, env: Mapping[str, str] | None = None, overri
         stderr += "Traceback (most recent call last):\n" + "".join(
             traceback.format_exception(type(exc), exc, exc.__traceback__)[1:])
         code = 1
-    return subprocess.CompletedProcess(argv, code, result.stdout, stderr)
+    done = subprocess.CompletedProcess(argv, code, result.stdout, stderr)
+    if check:
+        done.check_returncode()
+    return done

@@ -64,3 +64,17 @@ def _private_caches(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n 2 --dist loadgroup`` (``make test``): each test file runs whole on one worker (its
+    module fixtures, e.g. a loopback server or a Cranfield sweep, are set up once), and every Spark test on
+    the same worker, so the run starts one Spark. The Spark files go first: they are the longest unit."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if not any(True for _ in item.iter_markers("xdist_group")):
+            group = "spark" if item.get_closest_marker("spark") else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.get_closest_marker("spark"))  # stable: the rest keep their order

@@ -3,14 +3,12 @@ partitioned on disk) gives the in-memory result to the last digit; Parquet runs 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from _inprocess import run_cli
 from rankwise import evaluate
 from rankwise.data.stream import NotGrouped, iter_run_blocks
 from rankwise.errors import InputError
@@ -108,8 +106,8 @@ def test_parquet_without_columns_is_a_one_line_error(tmp_path):
 
 def test_cli_stream_prints_the_in_memory_numbers(files):
     def cli(*args):
-        out = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(files / "qrels.txt"), *args,
-                              "--format", "trec", "-m", "map,ndcg@10,P@10"], capture_output=True, text=True)
+        out = run_cli(["eval", str(files / "qrels.txt"), *args,
+                       "--format", "trec", "-m", "map,ndcg@10,P@10"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         return [line for line in out.stdout.splitlines() if not line.startswith("runid")]
 
