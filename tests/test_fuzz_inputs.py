@@ -164,6 +164,17 @@ def _takes_fast(data: bytes, kind: str) -> bool:
     return cols is not None and trec._decimal_ints(cols["relevance"]) is not None
 
 
+@pytest.fixture(autouse=True)
+def _frozen_heap():
+    """One full collection, then what is left frozen (gc.freeze) for the test: _check_cli's collection per
+    mutant then walks only the objects this test made, not the whole process (half a second of CPU each in
+    a pytest process that has loaded torch, Spark, LlamaIndex ... for earlier tests)."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 def _check_cli(args: list[str], what: str) -> int:
     gc.collect()  # objects leaked by earlier tests are reclaimed here, not inside this mutant's capture
     with warnings.catch_warnings(record=True) as caught:
