@@ -37,8 +37,11 @@ def files(tmp_path_factory):
     for i, (q, doc, s) in enumerate(rows):
         text = repr(s) if i % 3 else f"{s:.3e}"
         lines.append(f"{q} Q0 {doc} {i} {text} tag")
+    docs_of: dict[str, list[str]] = {}  # each query's documents in run order (one pass, not one per query)
+    for q, doc, _ in rows:
+        docs_of.setdefault(q, []).append(doc)
     for q in queries[30:930] + [f"x{i}" for i in range(60)]:
-        picked = [r[1] for r in rows if r[0] == q][:15] if q.startswith("q") else []
+        picked = docs_of.get(q, [])[:15] if q.startswith("q") else []
         picked += [f"D{n}" for n in rng.choice(50_000, 5, replace=False).tolist()]
         for doc in dict.fromkeys(picked):
             qrels_lines.append(f"{q} 0 {doc} {int(rng.integers(-1, 4))}")
