@@ -38,8 +38,8 @@ def srv(server):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession (``local[2]``) for the whole run, per xdist worker: test_spark.py and the
-    in-process ``--engine spark`` CLI calls of test_spark_cli.py share it (starting Spark costs seconds)."""
+    """One local SparkSession (``local[2]``) for the whole run (one per xdist worker that runs Spark tests):
+    test_spark.py and the in-process ``--engine spark`` CLI calls of test_spark_cli.py share it."""
     import rankwise.spark as rs
 
     s = rs.session("local[2]", conf={"spark.sql.shuffle.partitions": 3, "spark.ui.enabled": "false",
@@ -65,16 +65,3 @@ def _private_caches(tmp_path_factory):
         else:
             os.environ[key] = value
 
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups
-def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``): each test file runs whole on one worker (its
-    module fixtures, e.g. a loopback server or a Cranfield sweep, are set up once), and every Spark test on
-    the same worker, so the run starts one Spark. The Spark files go first: they are the longest unit."""
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if not any(True for _ in item.iter_markers("xdist_group")):
-            group = "spark" if item.get_closest_marker("spark") else item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: not item.get_closest_marker("spark"))  # stable: the rest keep their order
