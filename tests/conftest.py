@@ -51,12 +51,11 @@ def spark():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_caches(tmp_path_factory):
-    """The LLM and embedding caches of this run (of this xdist worker) in a temporary folder, not the user's
-    ``~/.cache/rankwise``: no test sees another's (or an earlier run's) cached verdicts or embeddings.
-    Tests that set these variables themselves (monkeypatch, a subprocess env) still win."""
+    """The embedding cache of this run (of this xdist worker) in a temporary folder, not the user's
+    ``~/.cache/rankwise``: no test sees another's (or an earlier run's) embeddings. (Not $RANKWISE_CACHE: it
+    outranks a judge config file's cache, which test_llm_cli checks.)"""
     root = tmp_path_factory.mktemp("rankwise-cache")
-    saved = {k: os.environ.get(k) for k in ("RANKWISE_CACHE", "RANKWISE_CACHE_DIR")}
-    os.environ.setdefault("RANKWISE_CACHE", str(root / "llm-judge.sqlite"))
+    saved = {k: os.environ.get(k) for k in ("RANKWISE_CACHE_DIR",)}
     os.environ.setdefault("RANKWISE_CACHE_DIR", str(root))
     yield
     for key, value in saved.items():
