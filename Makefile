@@ -7,9 +7,11 @@ setup:
 demo: setup
 	.venv/bin/rankwise demo
 
+# the suite on $(TEST_WORKERS) processes (pytest-xdist), each test file whole on one worker
+TEST_WORKERS ?= 2
 test:
 	@scripts/setup.sh --test
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	.venv/bin/ruff check src tests benchmarks
 
 lint: setup

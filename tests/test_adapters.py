@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from _inprocess import run_cli
 from rankwise.adapters import (
     RetrieverRandomIdWarning,
     check_adapter,
@@ -206,8 +207,8 @@ def test_records_file_round_trip_and_eval_rag_cli(tmp_path: Path):
     assert back[0].extra["retrieval"]["items"][0]["id_from"] == "offset"
     expected = run.evaluate("span", k=[1, 2])
     assert evaluate_rag(back, "span", k=[1, 2]).mean == expected.mean
-    out = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval-rag", str(path), "-r", "span", "-k", "1,2",
-                          "--format", "json"], capture_output=True, text=True, check=True)
+    out = run_cli(["eval-rag", str(path), "-r", "span", "-k", "1,2",
+                   "--format", "json"], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["mean"]["precision@2"] == expected.mean["precision@2"] == 0.5
 
 

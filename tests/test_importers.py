@@ -6,12 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _inprocess import run_cli
 from rankwise.retrieval.corpus import load_corpus
 from rankwise.testsets.importers import export_testset, import_testset, read_foreign
 from rankwise.testsets.locate import locate, normalise
@@ -141,8 +140,8 @@ def test_bad_inputs_are_one_line_errors(corpus, tmp_path):
     bad.write_text(json.dumps([{"input": "", "context": ["x"]}]))
     with pytest.raises(Exception, match=r"bad.json:1: field 'input': no question"):
         read_foreign(bad)
-    proc = subprocess.run([sys.executable, "-m", "rankwise.cli", "import-testset", str(bad), "--corpus",
-                           str(KESTREL), "--out", str(tmp_path / "o.jsonl")], capture_output=True, text=True, env=ENV)
+    proc = run_cli(["import-testset", str(bad), "--corpus",
+                    str(KESTREL), "--out", str(tmp_path / "o.jsonl")], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
@@ -204,9 +203,8 @@ def test_round_trip_keeps_case_ids_so_compare_rag_matches_the_original(corpus, t
     for r, o in zip(imported, original, strict=True):
         r["retrieved_contexts"] = o["retrieved_contexts"]
     back.write_text("".join(json.dumps(r) + "\n" for r in imported), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "rankwise.cli", "compare-rag", str(ours), str(back), "-m",
-                           "precision@2", "--format", "json", "--permutations", "100"], capture_output=True,
-                          text=True, env=ENV)
+    proc = run_cli(["compare-rag", str(ours), str(back), "-m", "precision@2", "--format", "json",
+                    "--permutations", "100"], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0, proc.stderr
     means = json.loads(proc.stdout)["means"]
     assert means["ours"]["precision@2"] == means["back"]["precision@2"] == 0.5

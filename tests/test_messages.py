@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import rankwise
+from _inprocess import run_cli
 from _synthetic_runs import qrels_dict, system_run, write_trec
 from rankwise.data.testset import load_testset
 from rankwise.errors import InputError, RankwiseWarning
@@ -28,9 +29,13 @@ ELLIPSIS = "\u2026"
 
 
 def rankwise_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``python -m rankwise.cli ARGS`` with stdout/stderr on pipes (not a terminal)."""
+    """``python -m rankwise.cli ARGS`` with stdout/stderr on pipes (not a terminal). In-process (as such a
+    process would finish) unless ``env`` sets more than RANKWISE_WIDTH: libraries read their variables (e.g.
+    huggingface_hub's HF_HOME) once, at import, so those calls get a fresh process."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "RANKWISE_WIDTH")}
     full_env.update({"PYTHONPATH": str(SRC), **(env or {})})
+    if set(env or {}) <= {"RANKWISE_WIDTH"}:
+        return run_cli(args, env=full_env)
     return subprocess.run([sys.executable, "-m", "rankwise.cli", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout)
 

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from _inprocess import run_cli
+
 REPO = Path(__file__).resolve().parents[1]
 KESTREL = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "corpus.jsonl"
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "rankwise.cli", *args], capture_output=True, text=True, env=ENV,
-                          timeout=300)
+    proc = run_cli(args, env=ENV)  # in-process (tests/_inprocess.py), as the process would finish
     assert proc.returncode == 0, proc.stderr
     return proc
 

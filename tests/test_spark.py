@@ -3,7 +3,8 @@
 Every registered metric (IR, RAG context metrics, counts, id-set metrics with undefined values) on random
 runs with ties, graded and unjudged judgements, queries only in the run or only in the qrels, under 1, 3
 and 7 partitions/buckets and shuffled row order; RAG test sets and records (containment, span, ids,
-stored LLM verdicts with failures). One SparkSession for the module. Skip with ``-m "not spark"``.
+stored LLM verdicts with failures). One SparkSession per test run (conftest's ``spark``). Skip with
+``-m "not spark"``.
 """
 
 from __future__ import annotations
@@ -20,17 +21,6 @@ from rankwise.errors import InputError
 from rankwise.metrics.registry import METRICS
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark():
-    import rankwise.spark as rs
-
-    s = rs.session("local[2]", conf={"spark.sql.shuffle.partitions": 3, "spark.ui.enabled": "false",
-                                     "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "1g"})
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
 
 
 def all_ir_metrics() -> list[str]:

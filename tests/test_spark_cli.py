@@ -1,5 +1,5 @@
-"""`rankwise eval --engine spark` on Parquet and the spark-submit job, as real subprocesses (each starts
-its own local Spark): the same output as one process."""
+"""`rankwise eval --engine spark` on Parquet (in-process, on the run's one local Spark) and the spark-submit
+job (a real process, with its own local Spark): the same output as one process."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rankwise
+from _inprocess import run_cli
 from rankwise.data.trec import write_trec_qrels, write_trec_run
 
 pytestmark = pytest.mark.spark
@@ -30,10 +31,15 @@ def env() -> dict:
     return e
 
 
+@pytest.fixture(autouse=True)
+def _one_spark(spark):
+    """The run's SparkSession (conftest): ``--engine spark`` in-process uses it rather than starting another."""
+
+
 def rankwise_cli(*args: str) -> subprocess.CompletedProcess:
-    code = "import sys; from rankwise.cli import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env(),
-                          timeout=600)
+    """``rankwise ARGS`` in-process (tests/_inprocess.py), as a finished process; the spark-submit job below
+    stays a real process."""
+    return run_cli(args, env=env())
 
 
 def test_cli_engine_spark_on_parquet_equals_local(tmp_path):

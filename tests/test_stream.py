@@ -3,15 +3,13 @@ partitioned on disk) gives the in-memory result to the last digit; Parquet runs 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from _inprocess import run_cli
 from rankwise import evaluate
 from rankwise.cli import main
 from rankwise.data.stream import NotGrouped, iter_run_blocks
@@ -41,8 +39,11 @@ def files(tmp_path_factory):
     for i, (q, doc, s) in enumerate(rows):
         text = repr(s) if i % 3 else f"{s:.3e}"
         lines.append(f"{q} Q0 {doc} {i} {text} tag")
+    docs_of: dict[str, list[str]] = {}  # each query's documents in run order (one pass, not one per query)
+    for q, doc, _ in rows:
+        docs_of.setdefault(q, []).append(doc)
     for q in queries[30:930] + [f"x{i}" for i in range(60)]:
-        picked = [r[1] for r in rows if r[0] == q][:15] if q.startswith("q") else []
+        picked = docs_of.get(q, [])[:15] if q.startswith("q") else []
         picked += [f"D{n}" for n in rng.choice(50_000, 5, replace=False).tolist()]
         for doc in dict.fromkeys(picked):
             qrels_lines.append(f"{q} 0 {doc} {int(rng.integers(-1, 4))}")
@@ -110,8 +111,8 @@ def test_parquet_without_columns_is_a_one_line_error(tmp_path):
 
 def test_cli_stream_prints_the_in_memory_numbers(files):
     def cli(*args):
-        out = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(files / "qrels.txt"), *args,
-                              "--format", "trec", "-m", "map,ndcg@10,P@10"], capture_output=True, text=True)
+        out = run_cli(["eval", str(files / "qrels.txt"), *args,
+                       "--format", "trec", "-m", "map,ndcg@10,P@10"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         return [line for line in out.stdout.splitlines() if not line.startswith("runid")]
 

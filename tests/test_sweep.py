@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
+from _inprocess import run_cli
 from rankwise.datasets import bundled_files, load_bundled_testset
 from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
@@ -92,15 +91,15 @@ def test_reranked_cell_and_bad_grids():
 
 
 def test_cli(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--chunk-size", f"400,{WHOLE}",
-                          "--overlap", "0", "--permutations", "500", "--out", str(tmp_path / "s"), "--quiet"],
-                         capture_output=True, text=True)
+    out = run_cli(["sweep", "--chunk-size", f"400,{WHOLE}",
+                   "--overlap", "0", "--permutations", "500", "--out", str(tmp_path / "s"), "--quiet"],
+                  capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "2 configurations, 73 questions, 38 documents" in out.stdout
     assert f"best mrr: bm25 recursive {WHOLE}/0" in out.stdout
     assert (tmp_path / "s" / "report.html").is_file()
-    bad = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--retriever", "bm25,colbert", "--quiet",
-                          "--out", str(tmp_path / "t")], capture_output=True, text=True)
+    bad = run_cli(["sweep", "--retriever", "bm25,colbert", "--quiet",
+                   "--out", str(tmp_path / "t")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "colbert" in bad.stderr
 
 
@@ -159,12 +158,12 @@ def test_cranfield_documents_give_what_run_and_eval_print(cranfield_sweep, share
     for label, size in (("bm25 whole documents", []), ("bm25 recursive 400/0", ["--chunk-size", "400",
                                                                                 "--chunk-overlap", "0"])):
         run = tmp_path / f"{len(size)}.trec"
-        made = subprocess.run([sys.executable, "-m", "rankwise.cli", "run", "--beir", str(cran), *size,
-                               "--out", str(run), "--quiet"], capture_output=True, text=True)
+        made = run_cli(["run", "--beir", str(cran), *size,
+                        "--out", str(run), "--quiet"], capture_output=True, text=True)
         assert made.returncode == 0, made.stderr
-        ev = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(cran / "qrels" / "test.tsv"), str(run),
-                             "-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", "-m", "P.10", "-m", "recall.100",
-                             "--format", "trec"], capture_output=True, text=True)
+        ev = run_cli(["eval", str(cran / "qrels" / "test.tsv"), str(run),
+                      "-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", "-m", "P.10", "-m", "recall.100",
+                      "--format", "trec"], capture_output=True, text=True)
         assert ev.returncode == 0, ev.stderr
         printed = _trec_eval_lines(ev.stdout)
         for ours, theirs in DOC_METRICS.items():
@@ -222,15 +221,15 @@ def test_qrels_with_a_question_file_and_unjudged_questions(tmp_path):
 
 
 def test_cli_beir(shared_data, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--beir", str(shared_data / "cranfield"),
-                          "--chunk-size", "0,400", "--overlap", "0", "--permutations", "500", "--no-html",
-                          "--out", str(tmp_path / "s"), "--quiet"], capture_output=True, text=True)
+    out = run_cli(["sweep", "--beir", str(shared_data / "cranfield"),
+                   "--chunk-size", "0,400", "--overlap", "0", "--permutations", "500", "--no-html",
+                   "--out", str(tmp_path / "s"), "--quiet"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "2 configurations, 225 questions, 1400 documents" in out.stdout
     assert "scoring documents (top 100 per question, judged by qrels at grade >= 1)" in out.stdout
     assert "best ndcg@10: bm25 whole documents = 0.3730" in out.stdout
-    both = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--beir", str(shared_data / "cranfield"),
-                           "--corpus", "x.jsonl", "--testset", "t.jsonl", "--quiet"], capture_output=True, text=True)
+    both = run_cli(["sweep", "--beir", str(shared_data / "cranfield"),
+                    "--corpus", "x.jsonl", "--testset", "t.jsonl", "--quiet"], capture_output=True, text=True)
     assert both.returncode == 2 and both.stderr.count("\n") == 1 and "--beir" in both.stderr
     cran = shared_data / "cranfield"
     bad_qrels = tmp_path / "bad.txt"
@@ -241,14 +240,14 @@ def test_cli_beir(shared_data, tmp_path):
             (["--beir", str(tmp_path / "empty")], f"{tmp_path / 'empty'}: BEIR folder has no corpus.jsonl"),
             (["--corpus", str(cran / "corpus.jsonl"), "--testset", str(cran / "queries.jsonl"), "--qrels",
               str(bad_qrels)], f"{bad_qrels}:2: field 'relevance': expected 4 fields")):
-        bad = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", *args, "--quiet", "--out",
-                              str(tmp_path / "t")], capture_output=True, text=True)
+        bad = run_cli(["sweep", *args, "--quiet", "--out",
+                       str(tmp_path / "t")], capture_output=True, text=True)
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and message in bad.stderr, bad.stderr
     # a BEIR queries file as --testset with --qrels: the same numbers as --beir
-    same = subprocess.run([sys.executable, "-m", "rankwise.cli", "sweep", "--corpus", str(cran / "corpus.jsonl"),
-                           "--testset", str(cran / "queries.jsonl"), "--qrels", str(cran / "qrels" / "test.tsv"),
-                           "--chunk-size", "0,400", "--overlap", "0", "--permutations", "500", "--no-html",
-                           "--out", str(tmp_path / "u"), "--quiet"], capture_output=True, text=True)
+    same = run_cli(["sweep", "--corpus", str(cran / "corpus.jsonl"),
+                    "--testset", str(cran / "queries.jsonl"), "--qrels", str(cran / "qrels" / "test.tsv"),
+                    "--chunk-size", "0,400", "--overlap", "0", "--permutations", "500", "--no-html",
+                    "--out", str(tmp_path / "u"), "--quiet"], capture_output=True, text=True)
     assert same.returncode == 0, same.stderr
     assert same.stdout == out.stdout
 
@@ -257,18 +256,17 @@ def test_cli_never_overwrites_a_strangers_file(tmp_path):
     """--out: a rerun into the sweep's own folder needs no --force; a file rankwise did not write is refused
     (one line, exit 2, nothing run) unless --force."""
     out = tmp_path / "s"
-    args = [sys.executable, "-m", "rankwise.cli", "sweep", "--chunk-size", "600", "--overlap", "0", "--retriever",
-            "bm25", "--out", str(out), "--quiet"]
-    first = subprocess.run(args, capture_output=True, text=True)
+    args = ["sweep", "--chunk-size", "600", "--overlap", "0", "--retriever", "bm25", "--out", str(out), "--quiet"]
+    first = run_cli(args, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     assert json.loads((out / "sweep.json").read_text())["generator"] == "rankwise sweep"
-    again = subprocess.run(args, capture_output=True, text=True)  # every file there is ours
+    again = run_cli(args, capture_output=True, text=True)  # every file there is ours
     assert again.returncode == 0, again.stderr
     (out / "report.html").write_text("<!DOCTYPE html><p>my own notes</p>")
-    refused = subprocess.run(args, capture_output=True, text=True)
+    refused = run_cli(args, capture_output=True, text=True)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "report.html" in refused.stderr
     assert "--force" in refused.stderr and (out / "report.html").read_text().endswith("my own notes</p>")
-    forced = subprocess.run([*args, "--force"], capture_output=True, text=True)
+    forced = run_cli([*args, "--force"], capture_output=True, text=True)
     assert forced.returncode == 0, forced.stderr
     assert json.loads((out / "sweep.json").read_text())["rows"][0]["label"] == "bm25 recursive 600/0"
 

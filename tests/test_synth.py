@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _inprocess import run_cli
 from rankwise.llm.cost import Prices
 from rankwise.retrieval.corpus import Corpus, load_corpus
 from rankwise.testsets.synth import SynthSettings, estimate_synth, plan_samples, synth
@@ -47,8 +48,7 @@ def rows(path: Path) -> list[dict]:
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "rankwise.cli", *args], capture_output=True, text=True, env=ENV,
-                          timeout=300)
+    proc = run_cli(args, env=ENV)  # in-process (tests/_inprocess.py); the kill -9 test below runs a process
     if check and proc.returncode != 0:
         raise AssertionError(f"rankwise {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc

@@ -200,13 +200,12 @@ def test_bad_parameters_are_one_line_errors(text, message):
 
 
 def test_bad_parameter_on_the_command_line(tmp_path):
-    import subprocess
-    import sys
+    from _inprocess import run_cli
 
     (tmp_path / "q").write_text("q1 0 a 1\n")
     (tmp_path / "r").write_text("q1 Q0 a 1 1.0 t\n")
-    done = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(tmp_path / "q"), str(tmp_path / "r"),
-                           "-m", "ndcg.x=1"], capture_output=True, text=True, timeout=120)
+    done = run_cli(["eval", str(tmp_path / "q"), str(tmp_path / "r"),
+                    "-m", "ndcg.x=1"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "gain map" in done.stderr and "Traceback" not in done.stderr
 
