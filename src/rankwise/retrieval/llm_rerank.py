@@ -25,7 +25,6 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from importlib import resources
 from os import PathLike
 from typing import Any
 
@@ -37,9 +36,8 @@ from rankwise.llm.generate import (
     GenPrompt,
     GenReply,
     GenRequest,
-    _fill,
 )
-from rankwise.llm.prompts import _load_toml, data_boundary, fence
+from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
 
 __all__ = ["LLMReranker", "load_rerank_prompt", "order_with_failures", "resolve_reranker", "MAX_GRADE"]
 
@@ -55,14 +53,13 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
         >>> p.prompt_version.startswith("rerank-graded-v2+"), p.graded
         (True, True)
     """
-    ref = resources.files("rankwise.llm").joinpath("prompts", "rerank.toml")
-    data = _load_toml(None, ref.read_text(encoding="utf-8"))
-    source, version, repair = "rankwise:prompts/rerank.toml", str(data.get("version", "1")), data.get("repair", "")
+    data, source = shipped_toml("rankwise.llm", "rerank.toml")
+    version, repair = str(data.get("version", "1")), data.get("repair", "")
     parts = dict(data.get("graded") or {})
     if path is not None:
         from pathlib import Path
 
-        user = _load_toml(Path(path))
+        user = load_toml(Path(path))
         source, version = str(path), str(user.get("version", "custom"))
         repair = user.get("repair", repair)
         section = user.get("graded") or {}
@@ -146,8 +143,8 @@ class LLMReranker:
         one boundary that occurs in neither: :func:`~rankwise.llm.prompts.fence`)."""
         boundary = data_boundary(query, text)
         values = {"question": fence(query, boundary), "chunk": fence(text, boundary)}
-        return [{"role": "system", "content": _fill(self.prompt.system, values)},
-                {"role": "user", "content": _fill(self.prompt.user, values)}]
+        return [{"role": "system", "content": fill(self.prompt.system, values)},
+                {"role": "user", "content": fill(self.prompt.user, values)}]
 
     def grades(self, pairs: Sequence[tuple[str, str]]) -> list[int | None]:
         """One grade 0-3 per pair, ``None`` where the call failed (counted)."""
