@@ -67,7 +67,7 @@ def test_dry_run_and_run_agree_on_text_that_is_not_utf8(srv, tmp_path):
 def test_summaries_keep_their_fields_in_order():
     """One base of counters; ``to_dict`` (what ``--format json`` prints) keeps each summary's keys and order."""
     judge = JudgeSummary(model="m", mode="reference", scale="binary", prompt_version="v", cases=2, chunks=5)
-    gen = GenSummary("m", "answer", "v", 3)
+    gen = GenSummary(model="m", task="answer", prompt_version="v", items=3)
     assert list(judge.to_dict()) == [
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",

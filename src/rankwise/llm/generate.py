@@ -191,11 +191,8 @@ class GenSummary(RunSummary):
     """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did
     (the counters of :class:`~rankwise.llm.runner.RunSummary`, and the task's own)."""
 
-    model: str
     task: str
-    prompt_version: str
     items: int = 0
-    capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
@@ -345,7 +342,8 @@ class _GenJob(Job):
         self.gen, self.runner = gen, runner
         bad_before = gen.cache.bad_rows if gen.cache is not None else 0
         self.replies, self.units, self.keys, self.copies = gen._lookup(requests)
-        self.summary = GenSummary(gen.endpoint.model, gen.prompt.task, gen.prompt.prompt_version, len(requests))
+        self.summary = GenSummary(model=gen.endpoint.model, task=gen.prompt.task,
+                                  prompt_version=gen.prompt.prompt_version, items=len(requests))
         if gen.cache is not None:
             self.summary.bad_cache_rows = gen.cache.bad_rows - bad_before
 
@@ -353,8 +351,6 @@ class _GenJob(Job):
         return self.replies.values()
 
     def result(self) -> GenResult:
-        if self.runner.capped:
-            self.summary.capped = self.runner.capped
         return GenResult(self.replies, self.summary)
 
     def settle_rest(self, unit: GenRequest, status: str, error: str) -> None:

@@ -94,10 +94,8 @@ class JudgeSummary(RunSummary):
     """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time (the
     counters of :class:`~rankwise.llm.runner.RunSummary`, and the judge's own)."""
 
-    model: str
     mode: str
     scale: str
-    prompt_version: str
     cases: int = 0
     chunks: int = 0
     fresh_calls: int = 0
@@ -105,7 +103,6 @@ class JudgeSummary(RunSummary):
     batch_fallbacks: int = 0
     transport: str = "aiohttp"
     concurrency_lowest: int = 0
-    capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
@@ -313,7 +310,6 @@ class _JudgeJob(Job):
 
     def result(self) -> JudgeResult:
         self.summary.fresh_calls = self.runner.fresh_calls
-        self.summary.capped = self.runner.capped
         return JudgeResult(self.verdicts, self.summary)
 
     def settle_rest(self, unit: _Unit, status: str, error: str) -> None:
