@@ -673,7 +673,7 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
         if batch_api and max_cost is not None:
             raise InputError("--max-cost caps online calls; a --batch-api job is priced before it is sent: "
                              "check it with --dry-run", field="max-cost")
-        judge = Judge(endpoint, cfg.settings, cfg.policy, cache, cfg.prices, max_cost=max_cost)
+        judge = Judge.from_config(cfg, cache, max_cost=max_cost)
         judge.check(cases, source=testset)
         if batch_api:
             from rankwise.llm.batch_api import plan_batches, resolve_batch_settings, run_batch_job
@@ -1249,24 +1249,30 @@ def _generator_options(dry_run: str):
     return decorate
 
 
+def _llm_config(opts: dict, **extra):
+    """The one LLMConfig of the shared LLM options (:func:`_llm_options`' names), passed whole to the library;
+    ``extra``: what the command fixes or adds (the judge's mode, ...)."""
+    from rankwise.llm.config import resolve_llm_config
+
+    return resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
+                              api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
+                              timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
+                              price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"], **extra)
+
+
 def _make_generators(opts: dict, *, need_checker: bool):
     """(answer Generator, checker Generator or None, endpoint url) from the shared options."""
     from rankwise.llm.client import Endpoint
-    from rankwise.llm.config import resolve_llm_config
     from rankwise.llm.generate import Generator, load_gen_prompt
 
-    cfg = resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
-                             api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
-                             timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
-                             price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"])
-    gen = Generator(cfg.endpoint, load_gen_prompt("answer", path=opts["prompt_file"]), cfg.policy, cfg.cache,
-                    cfg.prices, max_cost=opts["max_cost"])
+    cfg = _llm_config(opts)
+    gen = Generator.from_config(cfg, load_gen_prompt("answer", path=opts["prompt_file"]), max_cost=opts["max_cost"])
     checker = None
     if need_checker:
         ep = cfg.endpoint
         judge_ep = Endpoint(opts["judge_model"] or ep.model, ep.base_url, ep.api_key)
-        checker = Generator(judge_ep, load_gen_prompt("correctness", graded=opts["graded_score"]), cfg.policy,
-                            gen.cache, cfg.prices, max_cost=opts["max_cost"])
+        checker = Generator.from_config(cfg, load_gen_prompt("correctness", graded=opts["graded_score"]),
+                                        endpoint=judge_ep, cache=gen.cache, max_cost=opts["max_cost"])
     return gen, checker, cfg.endpoint.url
 
 
@@ -1536,7 +1542,6 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     import json
 
     from rankwise.errors import InputError
-    from rankwise.llm.config import resolve_llm_config
     from rankwise.retrieval.corpus import load_corpus
     from rankwise.testsets.synth import (
         SynthSettings,
@@ -1550,11 +1555,11 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 
     settings = SynthSettings(n=n, styles=parse_styles(styles), seed=seed, passage_chars=passage_chars, critic=critic)
     docs = load_corpus(corpus)
+    if not dry_run and not out:
+        raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
+    cfg = _llm_config(locals())
     if dry_run:
-        cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key,
-                                 cache=cache_path, price_in=price_in, price_out=price_out)
-        est = estimate_synth(docs, settings, model=cfg.endpoint.model, prices=cfg.prices, cache=cfg.cache,
-                             prompts=load_synth_prompts(prompt_file), temperature=cfg.policy.temperature, out=out)
+        est = estimate_synth(docs, settings, config=cfg, prompts=load_synth_prompts(prompt_file), out=out)
         if as_json:
             click.echo(json.dumps({"samples": est.samples, "already_done": est.already_done, "calls": est.calls,
                                    "phases": est.phases}))
@@ -1562,8 +1567,6 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
             for line in estimate_lines(est, cfg.endpoint.url, cfg.endpoint.model):
                 click.echo(line)
         return
-    if not out:
-        raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
     from rankwise._outputs import check_outputs
     from rankwise.testsets.synth import rejected_path
 
@@ -1571,10 +1574,8 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     check_outputs({"--out": out, "--out (its rejected samples)": rejected_path(out)}, inputs, force=force)
     check_outputs({"--cache": cache_path}, [*inputs, out, rejected_path(out)], force=True)
     try:
-        summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
-                        config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                        max_cost=max_cost, concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm,
-                        max_calls=max_calls, prompt=prompt_file, quiet=quiet)
+        summary = synth(docs, out=out, config=cfg, settings=settings, max_cost=max_cost, prompt=prompt_file,
+                        quiet=quiet)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every sample decided is in OUT, every reply in the cache
         click.echo(f"rankwise: interrupted; the samples decided are in {out} and every reply had is in the cache: "
                    f"rerun the same command to resume", err=True)
@@ -1617,11 +1618,9 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
     from rankwise.relevance.llm_judge import JudgeInterrupted
 
     try:
-        summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
-                       config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                       concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries,
-                       max_calls=max_calls, max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet,
-                       dry_run=dry_run)
+        summary = pool(testset, list(runs), out=out, k=k, config=_llm_config(locals(), mode="reference",
+                                                                              prompt=prompt_file),
+                       max_cost=max_cost, names=labels, quiet=quiet, dry_run=dry_run)
     except JudgeInterrupted as exc:
         click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {out} and the cache: "
                    f"rerun the same command to resume", err=True)

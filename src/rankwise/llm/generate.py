@@ -42,6 +42,7 @@ from typing import ClassVar
 from rankwise.errors import InputError
 from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
+from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
 from rankwise.llm.parse import answer_refusal, parse_verdict
 from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
@@ -257,6 +258,15 @@ class Generator:
         self.max_cost = max_cost
         self.max_tokens = max_tokens or (ANSWER_MAX_TOKENS if prompt.task == "answer" else CHECK_MAX_TOKENS)
         self._params = {"temperature": self.policy.temperature, "max_tokens": self.max_tokens}
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, prompt: GenPrompt, *, endpoint: Endpoint | None = None,
+                    cache: VerdictCache | str | PathLike | None = None, max_cost: float | None = None,
+                    max_tokens: int | None = None) -> Generator:
+        """The generator of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole: its endpoint
+        (or ``endpoint``, e.g. a separate grader's), call policy, prices and cache file (or ``cache``)."""
+        return cls(endpoint or config.endpoint, prompt, config.policy, cache if cache is not None else config.cache,
+                   config.prices, max_cost=max_cost, max_tokens=max_tokens)
 
     def close(self) -> None:
         if self._own_cache and self.cache is not None:
