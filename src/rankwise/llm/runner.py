@@ -1,4 +1,5 @@
-"""The one runner behind every LLM task: the judge's verdicts and the generator's answers, checks and grades.
+"""The one runner behind every LLM task: the judge's verdicts, the generator's answers, checks and grades,
+and synth's generated samples.
 
 A task says what differs (:class:`Job`): its units of work, how a unit is asked and its reply parsed,
 what its cache rows are, how a unit's outcome maps back to chunks or requests, its summary and its
@@ -11,6 +12,8 @@ stop exceptions. The :class:`Runner` does the rest the same way for every task:
 - :meth:`Runner.ask`: one JSON repair call after an unreadable reply (and, for tasks that want it, one
   fresh call after that);
 - ``max_cost``: no new unit is started once the run has spent that much (the rest end ``missing``);
+  a task with caps of its own (synth: its calls counted with those the units in flight still hold) says
+  so in :meth:`Job.admit`, and once it refuses a unit no later one starts;
 - every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on disk)
   before the run returns or raises;
 - the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C or

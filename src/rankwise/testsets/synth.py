@@ -17,12 +17,14 @@ The run, for ``n`` planned samples:
 4. **Label** (not filter) difficulty by a BM25 round trip over the passages: ``easy`` (a source passage at
    rank 1), ``hard`` (in the top 10), ``unretrieved``.
 
-Safety: every reply is stored in the SQLite cache (table ``generations``) before it is used, every
-accepted sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it
-is decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
+Safety: the calls run on the one :class:`~rankwise.llm.runner.Runner` and cache of every LLM task: every
+reply goes to the SQLite cache (the judge's file, rows of mode ``synth``) as it arrives, every accepted
+sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it is
+decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
 resumes without repeating a call. A call that failed after its retries (``call_failed``) decided nothing:
-a rerun asks it again. ``max_cost`` stops launching calls once the money spent (plus what
-the calls in flight will cost) reaches it.
+a rerun asks it again. ``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples
+once the requests sent (the money spent) plus what the samples in flight still hold would pass them.
+Ctrl-C and SIGTERM stop the run with every decided sample written (:class:`SynthInterrupted`).
 """
 
 from __future__ import annotations
