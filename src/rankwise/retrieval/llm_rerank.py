@@ -29,7 +29,8 @@ from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.llm.client import CallPolicy, Endpoint
+from rankwise.llm.client import CallPolicy
+from rankwise.llm.config import LLMConfig
 from rankwise.llm.generate import (
     GenerationStopped,
     Generator,
@@ -102,27 +103,30 @@ def order_with_failures(grades: Sequence[int | None]) -> list[float]:
 class LLMReranker:
     """Pointwise LLM reranker over an OpenAI-compatible endpoint, cached in the judge's SQLite file.
 
-    ``model``/``base_url``/``api_key`` resolve like the judge's (arguments, then ``RANKWISE_JUDGE_MODEL``,
-    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, then the ``[llm]`` table of ``rankwise.toml``); or pass an
-    ``endpoint``. After each :meth:`score_pairs`: :attr:`calls`, :attr:`cached`, :attr:`failed` and
+    ``config``: the one :class:`~rankwise.llm.config.LLMConfig`, passed whole; or a config file, with
+    ``model`` and keywords (``base_url``, ``api_key``, ``endpoint``, ``cache``, ``concurrency``,
+    ``max_calls``, ...) resolved like the judge's (arguments, then ``RANKWISE_JUDGE_MODEL``,
+    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, then the ``[llm]`` table of ``rankwise.toml``). ``policy``
+    replaces the config's call policy. After each :meth:`score_pairs`: :attr:`calls`, :attr:`cached`, :attr:`failed` and
     :attr:`failures` (kind -> count) add up over the reranker's life.
     """
 
     pairs_per_call = 1 << 30  # rerank() hands over every pair of a run at once: one concurrent batch
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 endpoint: Endpoint | None = None, config: str | PathLike | None = None,
-                 cache: str | PathLike | None = None, policy: CallPolicy | None = None,
-                 concurrency: int | None = None, max_calls: int | None = None,
-                 prompt: str | PathLike | None = None, quiet: bool = False) -> None:
-        from rankwise.llm.config import resolve_llm_config
+    def __init__(self, model: str | None = None, *, config: LLMConfig | str | PathLike | None = None,
+                 policy: CallPolicy | None = None, prompt: str | PathLike | None = None, quiet: bool = False,
+                 **llm: Any) -> None:
+        from dataclasses import replace
 
-        cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key,
-                                 concurrency=concurrency, max_calls=max_calls, cache=cache, endpoint=endpoint)
+        from rankwise.llm.config import as_llm_config
+
+        cfg = as_llm_config(config, model=model, **llm)
+        if policy is not None:
+            cfg = replace(cfg, policy=policy)
         self.endpoint = cfg.endpoint
         self.name = f"llm:{self.endpoint.model}"
         self.prompt = load_rerank_prompt(prompt)
-        self.generator = Generator(cfg.endpoint, self.prompt, policy or cfg.policy, cfg.cache, cfg.prices)
+        self.generator = Generator.from_config(cfg, self.prompt)
         self.cache_path = cfg.cache
         self.quiet = quiet
         self.pairs = self.calls = self.cached = self.failed = 0

@@ -863,6 +863,7 @@ class _SynthJob(Job):
         self.next = 0
         self.cached_calls = 0
         self.exhausted = False  # max_calls ran out under a retry: start no more slots
+        self.in_flight = 0  # calls sent, their reply (and its cost) not had yet
 
     def outcomes(self) -> Iterable[_Outcome]:
         return self.outcome.values()
@@ -879,7 +880,7 @@ class _SynthJob(Job):
             planned = run.cfg.prices.cost(estimate_prompt_tokens(self.messages[slot.index]),
                                           OUTPUT_TOKENS[slot.style]) or 0.0
             per_call = max(planned, spent / self.summary.calls if self.summary.calls else 0.0)
-            if spent + per_call * (held + need) > run.max_cost:
+            if spent + per_call * (held + self.in_flight + need) > run.max_cost:
                 return f"max cost reached (${spent:.4f} spent of ${run.max_cost:g})"
         self.held[slot.index] = need
         return None
@@ -916,7 +917,11 @@ class _SynthJob(Job):
                 self.held[slot.index] -= 1
             return hit.reason
         self.held[slot.index] -= 1  # counted from here on by the requests sent (no await in between)
-        reply = await self.runner.chat(messages, max_tokens)
+        self.in_flight += 1  # and, until its reply is priced, as a call in flight
+        try:
+            reply = await self.runner.chat(messages, max_tokens)
+        finally:
+            self.in_flight -= 1
         self.summary.calls += 1
         content = reply.content if reply.content is not None else (reply.refusal and f"REFUSAL: {reply.refusal}")
         self.runner.record(True, lambda w: w.put(key, verdict=1, grade=None, reason=content, model=run.model,
