@@ -22,7 +22,9 @@ with "I'm sorry, but I can't help with that request." the first time each is see
   monotone function of the planted metric, with no sampling noise.
 
 Curves (``curve``): ``{"kind": "rbp", "p": 0.7}`` (p^(i-1)), ``{"kind": "u_shape", "p", "q", "b"}``
-(p^(i-1) + b q^(K-i)), ``{"kind": "log"}``, ``{"kind": "flat"}``; ``alpha``/``beta`` default 0.1/0.8.
+(p^(i-1) + b q^(K-i)), ``{"kind": "power", "a"}`` (i^-a), ``{"kind": "cliff", "n"}`` (1 to position n, then
+0), ``{"kind": "table", "w": [...]}`` (any weights), ``{"kind": "log"}``, ``{"kind": "flat"}``;
+``alpha``/``beta`` default 0.1/0.8.
 
 For a *correctness* prompt (``<reference_answer>`` and ``<response>``) it replies ``{"verdict": 1}`` when
 the response's token F1 against the reference is 0.5 or more (graded: ``round(3 * F1)``).
@@ -93,6 +95,12 @@ def weights(curve: dict[str, Any], k: int) -> list[float]:
             out.append(1 / math.log2(i + 1))
         elif kind == "flat":
             out.append(1.0)
+        elif kind == "power":
+            out.append(i ** -curve.get("a", 1.0))
+        elif kind == "cliff":
+            out.append(1.0 if i <= curve.get("n", 3) else 0.0)
+        elif kind == "table":
+            out.append(curve["w"][i - 1])
         else:
             raise ValueError(f"unknown curve {kind!r}")
     return out

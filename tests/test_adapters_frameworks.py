@@ -15,7 +15,12 @@ import warnings
 import pytest
 
 from _hash_embedder import RankwiseHashEmbedder, hash_embed, langchain_embeddings, llamaindex_embedding
-from rankwise.adapters import RetrieverRandomIdWarning, check_adapter, run_retriever
+from rankwise.adapters import (
+    RetrieverRandomIdWarning,
+    RetrieverShortListWarning,
+    check_adapter,
+    run_retriever,
+)
 from rankwise.datasets import bundled_files
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.retrieval import Chunk, DenseRetriever, chunk_corpus, load_corpus, run_retrievers
@@ -269,3 +274,76 @@ def test_haystack_embedding_retriever_same_numbers_as_rankwise(corpus, questions
                       for d in docs}.values())
     expected, expected_ids = ours(hs_chunks, questions)
     assert_same(run, expected, expected_ids)
+
+
+# ------------------------------------------------------------------------------------ lists shorter than k
+
+
+def _short(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, RetrieverShortListWarning)]
+
+
+def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, questions):
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from llama_index.core import VectorStoreIndex
+
+    questions = questions[:20]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=80, add_start_index=True)
+    docs = splitter.split_documents([Document(d.text, metadata={"source": d.id}) for d in corpus])
+    store = InMemoryVectorStore(langchain_embeddings())
+    store.add_documents(docs, ids=[f"{d.metadata['source']}@{i}" for i, d in enumerate(docs)])
+
+    # MMR with its own k = 4: every list is short
+    mmr = store.as_retriever(search_type="mmr", search_kwargs={"k": 4, "fetch_k": 20})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_retriever(mmr, questions, k=K)
+    assert all(len(r.chunks) == 4 for r in run.records) and run.summary["short_lists"] == 20
+    [message] = _short(caught)
+    assert message.startswith("20 of 20 questions got fewer than k = 10 chunks (shortest: 4, case ")
+    assert "The retriever (search_type='mmr', search_kwargs={'k': 4, 'fetch_k': 20}) caps or filters" in message
+    assert message in run.warnings
+
+    # a score threshold (a LangChain retriever keeping the chunks scoring >= cut): exactly the questions with
+    # fewer than k chunks above it
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict
+
+    class Threshold(BaseRetriever):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        store: InMemoryVectorStore
+        cut: float
+
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return [d for d, s in self.store.similarity_search_with_score(query, k=K) if s >= self.cut]
+
+    cut = 0.2356
+    expected = sum(1 for q in questions
+                   if sum(1 for _, s in store.similarity_search_with_score(q["question"], k=K) if s >= cut) < K)
+    assert 0 < expected < 20
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_retriever(Threshold(store=store, cut=cut), questions, k=K)
+    assert run.summary["short_lists"] == expected == sum(1 for r in run.records if len(r.chunks) < K)
+    assert _short(caught)[0].startswith(f"{expected} of 20 questions got fewer than k = 10 chunks (shortest: ")
+
+    # a plain similarity retriever with k chunks: nothing to say
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_retriever(store.as_retriever(search_kwargs={"k": K}), questions, k=K)
+    assert not _short(caught) and run.summary["short_lists"] == 0
+
+    # LlamaIndex: similarity_top_k below k
+    index = VectorStoreIndex(_llama_nodes(corpus, lambda i, doc: f"{doc.doc_id}@{i}"),
+                             embed_model=llamaindex_embedding())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_retriever(index.as_retriever(similarity_top_k=3), questions, k=K)
+    [message] = _short(caught)
+    assert message.startswith("20 of 20 questions got fewer than k = 10 chunks (shortest: 3, case ")
+    assert "The retriever (similarity_top_k=3) caps or filters its list: set the retriever's similarity_top_k" \
+        in message

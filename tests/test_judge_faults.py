@@ -355,7 +355,8 @@ def test_an_unwritable_records_path_fails_before_any_call(srv, tmp_path):
         r = CliRunner().invoke(main, ["judge", str(ts), "--model", "judge-test", "--base-url", srv.base_url,
                                       "--cache", str(tmp_path / "c.sqlite"), "--records", str(out)])
         # refused by the output check (a folder) or the judge (a folder that does not exist), before any call
-        assert r.exit_code == 2 and r.stderr.startswith(f"rankwise: error: {out}: field ")
+        assert r.exit_code == 2
+        assert r.stderr.startswith((f"rankwise: error: {out}: field ", f"rankwise: error: {out}: option --records: "))
         assert "records" in r.stderr and ("cannot write" in r.stderr or "is a directory" in r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1
     assert srv.stats()["requests"] == 0

@@ -254,12 +254,14 @@ def test_every_text_and_id_verdict_has_a_reason():
         assert all(reasons[source]), source
     assert reasons["containment"] == [
         "contains reference passage 1 (chars 7\u201337 of the normalised chunk)",
-        "lies inside reference passage 1 (chars 13\u201320 of the normalised passage)",
+        "lies inside reference passage 1 but holds only 7 letters/digits, under the evidence minimum of 20 "
+        "(min_evidence_chars): a fragment, not evidence",
         "contains none of the 2 reference passages and lies inside none"]
     assert reasons["span"][0] == ("overlaps reference passage 1 by 30 chars (100% of the passage, 68% of the "
                                   "chunk): at least 50% of one of them")
     assert reasons["span"][2] == "no overlap with any of the 2 reference passage spans"
-    assert reasons["fuzzy"][0] == "similarity 1.00 to reference passage 1 >= threshold 0.8"
+    assert reasons["fuzzy"][0] == ("similarity 1.00 to reference passage 1 >= threshold 0.8 (the passage matched "
+                                   "within the chunk)")
     assert reasons["fuzzy"][2].startswith("no reference passage reaches similarity 0.8")
     assert reasons["ids"] == ["id c1 in the reference ids (grade 1)", "id c2 not in the reference ids",
                               "id c3 not in the reference ids"]

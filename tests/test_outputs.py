@@ -90,7 +90,7 @@ def test_eval_rag_records(files, tmp_path):
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_records_to_a_full_disk_is_one_line(files):
     _, _, _, t = files
-    _refused(_cli("eval-rag", t, "--records", "/dev/full", "--force", "--quiet"), "No space left")
+    _refused(_cli("eval-rag", t, "-k", "1,2", "--records", "/dev/full", "--force", "--quiet"), "No space left")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 from rankwise.datasets import bundled_files, load_bundled_testset
 from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
+from rankwise.report.labels import signed
 from rankwise.retrieval import load_corpus, run_retrievers
 from rankwise.workflows.sweep import sweep, sweep_metrics
 
@@ -269,3 +271,113 @@ def test_cli_never_overwrites_a_strangers_file(tmp_path):
     forced = subprocess.run([*args, "--force"], capture_output=True, text=True)
     assert forced.returncode == 0, forced.stderr
     assert json.loads((out / "sweep.json").read_text())["rows"][0]["label"] == "bm25 recursive 600/0"
+
+
+# --------------------------------------------------------------------------- the report read as a grid (browser)
+
+LAYOUT_JS = r"""
+(() => {
+  const wide = [], cut = [];
+  for (const card of document.querySelectorAll('section.card')) {
+    const c = card.getBoundingClientRect();
+    for (const el of card.querySelectorAll('*')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      if (r.left < c.left - 0.5 || r.right > c.right + 0.5)
+        wide.push(card.id + ' ' + el.tagName + ' ' + Math.round(r.width) + 'px in ' + Math.round(c.width) + 'px');
+    }
+  }
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    const s = svg.getBoundingClientRect();
+    if (s.width === 0) continue;
+    for (const t of svg.querySelectorAll('text, tspan')) {
+      const r = t.getBoundingClientRect();
+      if (r.width === 0) continue;
+      if (r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5)
+        cut.push(t.textContent);
+    }
+  }
+  return JSON.stringify({wide: wide, cut: cut});
+})()
+"""
+
+
+@pytest.fixture(scope="module")
+def grid_sweep(tmp_path_factory):
+    """10 configurations: 5 chunk sizes x (bm25, bm25 reranked shortest-chunk-first), a grid for the heat map."""
+    out = tmp_path_factory.mktemp("grid")
+    res = sweep("kestrel", chunk_sizes=[300, 400, 500, 600, 800], overlaps=[0], retrievers=["bm25", "bm25+rerank"],
+                rerank_model=lambda q, t: -len(t), rerank_top_n=10, permutations=5000, out=out, progress=False)
+    return res, out
+
+
+def test_grid_rows_are_chunkings_and_columns_retrievers(grid_sweep):
+    res, _ = grid_sweep
+    grid = res.grid()
+    assert grid["rows"] == [f"recursive {n}/0" for n in (300, 400, 500, 600, 800)]
+    assert grid["columns"] == ["bm25", "bm25+rerank"]
+    assert grid["cells"]["recursive 500/0"]["bm25+rerank"] == "bm25+rerank recursive 500/0"
+
+
+@pytest.mark.browser
+def test_sweep_report_reads_as_a_grid_at_1280_and_1920(grid_sweep, tmp_path):
+    import os
+
+    from _chromium import Chromium, find_chromium
+
+    if find_chromium() is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("the sweep report test needs chromium (CI is set, so this is a failure, not a skip)")
+        pytest.skip("needs chromium")
+    res, out = grid_sweep
+    with Chromium.start(tmp_path) as browser:
+        page = browser.open(out / "report.html")
+        assert page.console_errors == []
+        # the heat map comes first, above the tables: rows = chunkings, columns = retrievers
+        order = json.loads(page.evaluate("JSON.stringify(Array.from(document.querySelectorAll('section.card'))"
+                                         ".map(e => e.id))"))
+        assert order[:2] == ["grid", "summary"]
+        metric = res.metrics[0]
+        cells = json.loads(page.evaluate(
+            f"JSON.stringify(Array.from(document.querySelectorAll('#grid .metric-panel[data-metric=\"{metric}\"] "
+            f"table.heatmap tbody tr')).map(tr => [tr.querySelector('th').textContent, "
+            f"Array.from(tr.querySelectorAll('td')).map(td => [td.dataset.system, Number(td.dataset.mean), "
+            f"td.querySelector('.mark').textContent])]))"))
+        assert [row for row, _ in cells] == res.grid()["rows"]
+        marks = set()
+        for row, tds in cells:
+            for col, (label, mean, mark) in zip(["bm25", "bm25+rerank"], tds, strict=True):
+                assert label == res.grid()["cells"][row][col] and mean == res.means[label][metric]
+                delta, _, sig = res.significance(label, metric)
+                expected = "base" if label == res.baseline else ("\u25B2*" if delta > 0 else "\u25BC*") if sig else ""
+                assert mark == expected, (label, mark, expected)
+                marks.add(mark)
+        assert "\u25BC*" in marks and "base" in marks  # the shortest-first reranker loses significantly
+        # the metric picker switches the heat map
+        other = res.metrics[1]
+        page.evaluate(f"(() => {{ const s = document.getElementById('metric-select'); s.value = '{other}'; "
+                      f"s.dispatchEvent(new Event('change')); }})()")
+        shown = json.loads(page.evaluate("JSON.stringify(Array.from(document.querySelectorAll('#grid .metric-panel'))"
+                                         ".filter(e => !e.hidden).map(e => e.dataset.metric))"))
+        assert shown == [other]
+        for width in (1280, 1920):
+            page.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 1000, "deviceScaleFactor": 1,
+                                                             "mobile": False})
+            layout = json.loads(page.evaluate(LAYOUT_JS))
+            assert layout["wide"] == [], (width, layout["wide"][:5])  # nothing wider than its card
+            assert layout["cut"] == [], (width, layout["cut"][:5])  # chart titles and labels whole
+        titles = json.loads(page.evaluate(
+            f"JSON.stringify(Array.from(document.querySelectorAll('#deltas .metric-panel[data-metric=\"{metric}\"] "
+            f"svg text.title')).map(t => Array.from(t.querySelectorAll('tspan')).map(s => s.textContent).join(' ')))"))
+        expected = []
+        for cfg in res.configs[1:]:
+            delta, _, sig = res.significance(cfg.label, metric)
+            expected.append(f"{cfg.label} \u2212 {res.baseline}: {metric} per query (mean {signed(delta)}"
+                            f"{' *' if sig else ''})")
+        assert titles == expected  # whole: the mean and the significance mark included
+        assert not re.search(r"(?<![\d.])-0\.0000(?!\d)", page.evaluate("document.body.textContent"))
+
+
+def test_a_difference_that_rounds_to_zero_has_no_sign():
+    assert [signed(x) for x in (-0.0, -1e-17, 0.0, 4e-5, -4e-5, 0.00005, -0.25)] == \
+        ["0.0000", "0.0000", "0.0000", "0.0000", "0.0000", "+0.0001", "-0.2500"]

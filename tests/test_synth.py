@@ -91,6 +91,18 @@ def test_kestrel_set_has_verified_spans_and_counted_rejections(g, tmp_path):
     assert rej["multi_one_passage"] == b["onepassage"]
     assert rej["duplicate"] == b["duplicate"] - 1 > 0  # the first one is kept
     assert rej["call_failed"] == 0 and stats["faults"]  # 429/500 were retried
+    # every rejection says why, and carries the question when the reply asked one
+    assert all("question" in r and r["detail"] for r in rejected), [r for r in rejected if not r["detail"]][:2]
+    asked = [r for r in rejected if r["reason"] in ("quote_not_found", "answer_in_question", "multi_one_passage",
+                                                     "duplicate")]
+    assert asked and all(isinstance(r["question"], str) and r["question"].strip() for r in asked)
+    kept = {r["id"]: r["user_input"] for r in accepted}
+    for r in rejected:
+        if r["reason"] == "duplicate":  # names the accepted sample it repeats
+            oid = r["detail"].split("with accepted sample ")[1].split(":")[0].strip("'")
+            assert r["detail"].startswith("Jaccard ") and oid in kept
+        if r["reason"] == "multi_one_passage":
+            assert r["detail"].startswith("every quote comes from passage ")
     # reflowed quotes (doubled spaces, curly quotes) are found by the normalised match
     assert b["reflowed"] > 0
     assert sum(r["provenance"]["located"].count("normalised") for r in accepted) >= 1

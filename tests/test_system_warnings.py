@@ -11,6 +11,7 @@ from rankwise.analysis.compare import compare_records
 from rankwise.analysis.gate import gate
 from rankwise.analysis.system_warnings import name_warnings
 from rankwise.cli import main
+from rankwise.metrics.rag import evaluate_rag
 
 DUP1 = ("1 case lists a chunk id more than once (case 'q1': 'd1' 2 times); each copy is judged and counted at "
         "its own rank")
@@ -147,3 +148,31 @@ def test_name_warnings_merges_identical_messages_only():
     assert name_warnings({"a": ["m", "n"], "b": ["n", "o"], "c": ["m", "n"]}) == [
         "systems 'a' and 'c': m", "systems 'a', 'b' and 'c': n", "system 'b': o"]
     assert name_warnings({"a": [], "b": []}) == []
+
+
+K_DEFAULT = ("K = 5, 10 are larger than every retrieved list (the longest holds 3 chunks): at K = 5, 10 the ranks "
+             "past 3 count as not relevant")
+
+
+def test_default_cutoffs_past_every_list_are_warned_about(tmp_path):
+    """The default cutoffs (1, 3, 5, 10) warn as typed ones do: from Python, eval-rag and compare-rag."""
+    rows = [{"id": "q1", "retrieved_context_ids": ["d1", "d2", "d3"], "reference_context_ids": ["d2"]},
+            {"id": "q2", "retrieved_context_ids": ["d3", "d4"], "reference_context_ids": ["d3"]}]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = evaluate_rag(rows, "ids")
+    assert [str(w.message) for w in caught] == [K_DEFAULT]
+    assert result.summary["warnings"] == [K_DEFAULT]
+    path = _write(tmp_path / "bm25.jsonl", rows)
+    res = CliRunner().invoke(main, ["eval-rag", str(path), "-r", "ids", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert _warning_lines(res.stderr) == [f"rankwise: warning: {K_DEFAULT}"]
+    other = _write(tmp_path / "dense.jsonl", rows)
+    res = CliRunner().invoke(main, ["compare-rag", str(path), str(other), "--source", "ids", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert _warning_lines(res.stderr) == [f"rankwise: warning: systems 'bm25' and 'dense': {K_DEFAULT}"]
+    # cutoffs within the lists: nothing to say
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        evaluate_rag(rows, "ids", k=[1, 3])
+    assert not caught

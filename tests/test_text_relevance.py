@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+import math
 
+import pytest
+from click.testing import CliRunner
+
+from rankwise.cli import main
 from rankwise.data.records import records_from_testset
 from rankwise.data.testset import Chunk, ReferencePassage
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseWarning
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.text import (
     char_recall,
     contains_match,
+    evidence_chars,
     fuzzy_similarity,
+    is_fragment,
     judge_text,
     normalize,
     span_match,
@@ -154,7 +161,8 @@ def test_worked_example_ten_chunks_two_match_three_passages():
 
 
 def test_two_chunks_matching_one_passage_count_once_for_recall():
-    r = evaluate_rag([{"id": "q", "retrieved_contexts": ["The warranty lasts two years.", "warranty lasts two",
+    # the second chunk lies inside the passage with 21 letters/digits (>= the evidence minimum of 20)
+    r = evaluate_rag([{"id": "q", "retrieved_contexts": ["The warranty lasts two years.", "warranty lasts two years",
                                                           "x"], "reference_contexts": PASSAGES}], k=3)
     assert r.mean["precision@3"] == pytest.approx(2 / 3)
     assert r.mean["recall@3"] == pytest.approx(1 / 3)
@@ -189,3 +197,98 @@ def test_bad_parameters():
         judge_text(recs, "span", min_overlap=1.5)
     with pytest.raises(InputError, match="threshold"):
         judge_text(recs, "fuzzy", threshold=0)
+
+
+# ------------------------------------------------------------------ a fragment is not evidence (issue 19.4)
+FRAGMENTS = ["The warranty lasts two years.", ".", "the", "a", "Limescale damage is not covered by the warranty.",
+             "bananas"]
+
+
+def _ndcg(gains: list[int], n_ideal: int) -> float:
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    return dcg / sum(1 / math.log2(i + 2) for i in range(n_ideal))
+
+
+@pytest.mark.parametrize("mode", ["containment", "fuzzy"])
+def test_fragments_are_not_evidence(mode):
+    case = {"id": "q", "retrieved_contexts": FRAGMENTS, "reference_contexts": PASSAGES}
+    with pytest.warns(RankwiseWarning) as caught:
+        r = evaluate_rag([case], mode, k=6)
+    # ".", "the" and "a" lie inside every passage: before, P@6 0.83, recall 1, nDCG 1; now only the two
+    # chunks that hold a whole passage count
+    assert r.records[0].verdicts(mode) == [1, 0, 0, 0, 1, 0]
+    assert r.mean["precision@6"] == pytest.approx(2 / 6)
+    assert r.mean["recall@6"] == pytest.approx(2 / 3)
+    assert r.mean["ndcg@6"] == pytest.approx(_ndcg([1, 0, 0, 0, 1, 0], 3))
+    assert r.records[0].chunks[2].verdicts[mode].meta["fragment_of"] == [0, 1, 2]
+    message = ("3 chunks (in 1 case) lie inside a reference passage but hold fewer than 20 letters/digits (e.g. "
+               "case 'q' rank 2: '.'): fragments, counted as not relevant (lower --min-evidence-chars / "
+               "min_evidence_chars to count them)")
+    assert [str(w.message) for w in caught if str(w.message).startswith("3 chunks")] == [message]
+    assert message in r.summary["warnings"]
+    assert r.summary["parameters"]["min_evidence_chars"] == 20
+    reason = r.records[0].chunks[2].verdicts[mode].reason
+    assert reason.endswith("reference passages 1, 2, 3 but holds only 3 letters/digits, under the evidence minimum "
+                           "of 20 (min_evidence_chars): a fragment, not evidence")
+    # min_evidence_chars=0: any fragment counts again (the old rule, the issue's numbers)
+    old = evaluate_rag([case], mode, k=6, min_evidence_chars=0)
+    assert old.records[0].verdicts(mode) == [1, 1, 1, 1, 1, 0]
+    assert (old.mean["precision@6"], old.mean["recall@6"], old.mean["ndcg@6"]) == pytest.approx((5 / 6, 1.0, 1.0))
+    assert not any(w.startswith("3 chunks") for w in old.summary.get("warnings", []))
+
+
+def test_evidence_rule_in_reasons_and_short_passages():
+    passages = ["Paris", "the warranty of every Orbit kettle lasts two years from purchase"]
+    chunks = ["paris", "par", "warranty of every Orbit kettle", "every Orbit kettle"]
+    recs = records_from_testset([{"id": "q", "retrieved_contexts": chunks, "reference_contexts": passages}])
+    judge_text(recs, "containment")
+    # a passage shorter than the minimum is enough in full; 26 letters/digits inside the long passage count;
+    # "par" (3 of "paris"' 5) and "every orbit kettle" (16) are fragments
+    assert recs[0].verdicts("containment") == [1, 0, 1, 0]
+    reasons = [c.verdicts["containment"].reason for c in recs[0].chunks]
+    assert reasons[0] == "contains reference passage 1 (chars 0\u20135 of the normalised chunk)"
+    assert reasons[1] == ("lies inside reference passage 1 but holds only 3 letters/digits, under the 5 of the "
+                          "passage, shorter than the evidence minimum of 20 (min_evidence_chars): a fragment, not "
+                          "evidence")
+    assert reasons[2] == ("lies inside reference passage 2 (chars 4\u201334 of the normalised passage; 26 "
+                          "letters/digits, at least the evidence minimum of 20)")
+    judge_text(recs, "containment", min_evidence_chars=10)
+    assert recs[0].verdicts("containment") == [1, 0, 1, 1]
+    judge_text(recs, "fuzzy")
+    assert recs[0].verdicts("fuzzy") == [1, 0, 1, 0]
+    assert recs[0].chunks[2].verdicts["fuzzy"].reason == (
+        "similarity 1.00 to reference passage 2 >= threshold 0.8 (the chunk matched within the passage; 26 "
+        "letters/digits, at least the evidence minimum of 20)")
+    assert is_fragment("the", "the warranty lasts two years") and not is_fragment("paris", "paris")
+    assert evidence_chars("a . b") == 2
+    with pytest.raises(InputError, match="min_evidence_chars must be a whole number >= 0, got -1"):
+        judge_text(recs, "containment", min_evidence_chars=-1)
+
+
+def test_cli_min_evidence_chars_flag_and_one_warning(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"id": "q", "retrieved_contexts": FRAGMENTS, "reference_contexts": PASSAGES}) + "\n",
+                    encoding="utf-8")
+    res = CliRunner().invoke(main, ["eval-rag", str(path), "-k", "6", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["mean"]["precision@6"] == pytest.approx(2 / 6)
+    warned = [line for line in res.stderr.splitlines() if "letters/digits" in line]
+    assert warned == ["rankwise: warning: 3 chunks (in 1 case) lie inside a reference passage but hold fewer than "
+                      "20 letters/digits (e.g. case 'q' rank 2: '.'): fragments, counted as not relevant (lower "
+                      "--min-evidence-chars / min_evidence_chars to count them)"]
+    res = CliRunner().invoke(main, ["eval-rag", str(path), "-k", "6", "--format", "json", "--min-evidence-chars", "0"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["mean"]["precision@6"] == pytest.approx(5 / 6)
+    res = CliRunner().invoke(main, ["eval-rag", str(path), "--min-evidence-chars", "-1"])
+    assert res.exit_code == 2 and "--min-evidence-chars" in res.stderr
+    # compare-rag and gate take the flag too, and judge the same way
+    other = tmp_path / "u.jsonl"
+    other.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    res = CliRunner().invoke(main, ["compare-rag", str(path), str(other), "-m", "precision@6", "--format", "json",
+                                    "--min-evidence-chars", "0"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["means"]["t"]["precision@6"] == pytest.approx(5 / 6)
+    res = CliRunner().invoke(main, ["gate", "--baseline", str(path), "--candidate", str(other), "-m", "precision@6",
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert "3 chunks (in 1 case) lie inside a reference passage" in res.stderr

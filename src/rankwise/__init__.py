@@ -3,7 +3,8 @@
 Every capability is one call from here (imported on first use, so ``import rankwise`` stays light):
 
 - metrics: :func:`evaluate` (trec_eval-exact), :func:`evaluate_rag` (RAG context metrics), :func:`ksweep`;
-- verdicts: :func:`judge` (an LLM judge over any OpenAI-compatible endpoint), :func:`agreement`
+- verdicts: :func:`judge` (an LLM judge over any OpenAI-compatible endpoint: a test set judged with
+  shards, the Batch API and resume, as ``rankwise judge``; :func:`judge_records` for loaded records), :func:`agreement`
   (judge vs. human labels), :func:`utility` (the generator's own answers as verdicts);
 - test sets and retrievers: :func:`synth`, :func:`pool`, :func:`import_testset`, :func:`export_testset`,
   :func:`run_retrieval` (BM25 / dense / hybrid / rerank), :func:`run_retriever` (your framework's
@@ -35,7 +36,8 @@ _EXPORTS = {
     "EvalResult": "rankwise.metrics", "evaluate": "rankwise.metrics", "evaluate_rag": "rankwise.metrics.rag",
     "ksweep": "rankwise.analysis.ksweep",
     # verdicts
-    "judge": "rankwise.relevance.llm_judge:judge_records", "agreement": "rankwise.relevance.agreement",
+    "judge": "rankwise.relevance.judge_run:judge_testset", "judge_records": "rankwise.relevance.llm_judge",
+    "agreement": "rankwise.relevance.agreement",
     "utility": "rankwise.workflows.answer_run:utility_verdicts",
     # test sets and retrievers
     "synth": "rankwise.testsets.synth", "pool": "rankwise.testsets.pool",
@@ -51,7 +53,7 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
-           "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "ksweep",
+           "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "judge_records", "ksweep",
            "load_qrels", "load_records", "load_run", "pool", "position_curve", "probe", "Qrels",
            "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "utility"]
 

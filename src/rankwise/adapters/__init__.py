@@ -9,7 +9,7 @@ Example:
     >>> from rankwise.adapters import run_retriever
     >>> run = run_retriever(lambda q: [{"text": "Paris is the capital.", "doc_id": "d1", "start": 0}],
     ...                     [{"id": "q1", "question": "Capital?", "reference_contexts": [
-    ...                         {"text": "Paris is the capital.", "doc_id": "d1", "start": 0, "end": 21}]}])
+    ...                         {"text": "Paris is the capital.", "doc_id": "d1", "start": 0, "end": 21}]}], k=1)
     >>> run.records[0].chunks[0].id, run.evaluate("span", k=1).mean["precision@1"]
     ('d1#0-21', 1.0)
 """
@@ -17,8 +17,15 @@ Example:
 from rankwise.adapters.check import AdapterCheck, check_adapter, rerank_records
 from rankwise.adapters.ids import ID_STRATEGIES, looks_random, resolve_id, text_id
 from rankwise.adapters.items import RawItem, to_item
-from rankwise.adapters.run import AdapterRun, RetrieverRandomIdWarning, build_retriever, detect, run_retriever
+from rankwise.adapters.run import (
+    AdapterRun,
+    RetrieverRandomIdWarning,
+    RetrieverShortListWarning,
+    build_retriever,
+    detect,
+    run_retriever,
+)
 
-__all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverRandomIdWarning", "build_retriever",
-           "check_adapter",
+__all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverRandomIdWarning",
+           "RetrieverShortListWarning", "build_retriever", "check_adapter",
            "detect", "looks_random", "rerank_records", "resolve_id", "run_retriever", "text_id", "to_item"]

@@ -39,11 +39,16 @@ from rankwise.adapters.items import DOC_ID_KEYS, RawItem, to_item
 from rankwise.data.records import CaseRecord, ChunkRecord, as_records, write_records
 from rankwise.errors import InputError
 
-__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "records_queries", "RetrieverRandomIdWarning"]
+__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "records_queries", "RetrieverRandomIdWarning",
+           "RetrieverShortListWarning", "short_list_warning"]
 
 
 class RetrieverRandomIdWarning(UserWarning):
     """The retriever's chunk ids look random (uuid4): they change on every run."""
+
+
+class RetrieverShortListWarning(UserWarning):
+    """The retriever gave fewer than k chunks for some questions (MMR, a score threshold, its own top k)."""
 
 
 # ------------------------------------------------------------------------------------------- detection
@@ -283,9 +288,11 @@ class AdapterRun:
             ``duplicates`` (ranks repeating an earlier chunk) and per rank ``items``: ``native_id``,
             ``id_from`` (the id rule used) and ``metadata``.
         summary: ``retriever`` (kind), ``k``, ``cases``, ``failed`` (+ ``failed_cases``), ``id_strategy``
-            (chunks per id rule), ``random_ids``, ``duplicates``, ``no_offsets``, latency (ms) ``mean``,
+            (chunks per id rule), ``random_ids``, ``duplicates``, ``no_offsets``, ``short_lists`` (questions
+            that got fewer than k chunks), latency (ms) ``mean``,
             ``p50``, ``p95``, ``max``, ``seconds``.
-        warnings: what should be fixed (random ids, missing offsets), each with the fix.
+        warnings: what should be fixed (random ids, missing offsets, lists shorter than k), each with the
+            fix.
     """
 
     records: list[CaseRecord]
@@ -453,6 +460,7 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
     no_offsets = 0
     bad_offsets: list[str] = []
     failed: dict[str, str] = {}
+    short: list[tuple[str, int]] = []  # (case, chunks returned) where fewer than k came back
     for rec, out in zip(records, outcomes, strict=True):
         info: dict[str, Any] = {"status": "ok", "attempts": out.attempts,
                                 "latency_ms": None if out.latency_ms is None else round(out.latency_ms, 3),
@@ -469,6 +477,8 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
             rec.extra["retrieval"] = info
             continue
         info["returned"] = len(items)
+        if len(items) < k:
+            short.append((rec.id, len(items)))
         items = items[:k]
         chunk_records: list[ChunkRecord] = []
         meta_rows: list[dict] = []
@@ -526,15 +536,68 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
                     "score them")
     if random_native:
         warnings.warn(warn[0], RetrieverRandomIdWarning, stacklevel=2)
+    short_message = short_list_warning(retriever, kind, k, short, len(records) - len(failed))
+    if short_message:
+        warn.append(short_message)
+        warnings.warn(short_message, RetrieverShortListWarning, stacklevel=2)
     summary = {
         "retriever": kind, "k": k, "cases": len(records), "failed": len(failed), "failed_cases": failed,
         "chunks": n_chunks, "id_strategy": dict(strategies), "random_ids": random_native,
-        "duplicates": duplicates, "no_offsets": no_offsets, "bad_offsets": len(bad_offsets), "seconds": round(seconds, 4),
+        "duplicates": duplicates, "no_offsets": no_offsets, "bad_offsets": len(bad_offsets), "short_lists": len(short),
+        "seconds": round(seconds, 4),
         "latency_ms": {"mean": round(sum(latencies) / len(latencies), 3) if latencies else None,
                        "p50": _round(_percentile(latencies, 0.5)), "p95": _round(_percentile(latencies, 0.95)),
                        "max": _round(max(latencies) if latencies else None)},
     }
     return AdapterRun(records, summary, warn)
+
+
+def _settings(retriever: Any, kind: str) -> str:
+    """The retriever's own settings that cap or filter its list, as the user wrote them (or "")."""
+    if kind.startswith("langchain"):
+        search_type = getattr(retriever, "search_type", None)
+        kwargs = getattr(retriever, "search_kwargs", None)
+        parts = [f"search_type={search_type!r}"] if isinstance(search_type, str) else []
+        if isinstance(kwargs, Mapping) and kwargs:
+            parts.append(f"search_kwargs={dict(kwargs)!r}")
+        return ", ".join(parts)
+    top = getattr(retriever, "similarity_top_k", None) or getattr(retriever, "_similarity_top_k", None)
+    if kind == "llamaindex" and isinstance(top, int):
+        return f"similarity_top_k={top}"
+    top = getattr(retriever, "top_k", None)
+    return f"top_k={top}" if kind.startswith("haystack") and isinstance(top, int) else ""
+
+
+_SHORT_FIX = {
+    "langchain": "a LangChain retriever returns what its own settings allow (search_kwargs 'k'; 'fetch_k' and "
+                 "'lambda_mult' for search_type='mmr'; 'score_threshold' for 'similarity_score_threshold'): "
+                 "set search_kwargs={'k': K, ...} to at least k",
+    "langchain-vectorstore": "the store holds fewer chunks than k, or a 'score_threshold' in search_kwargs "
+                             "drops some",
+    "llamaindex": "set the retriever's similarity_top_k (as_retriever(similarity_top_k=K)) to at least k; "
+                  "node postprocessors or a similarity cutoff also drop nodes",
+    "haystack-pipeline": "set top_k on the retriever components (and any ranker's top_k) to at least k",
+    "haystack-component": "set the retriever's top_k to at least k",
+    "callable": "the callable returned fewer items",
+}
+
+
+def short_list_warning(retriever: Any, kind: str, k: int, short: list[tuple[str, int]], answered: int) -> str | None:
+    """One message when some questions got fewer than ``k`` chunks (``short``: case id, chunks returned),
+    naming the retriever's own cap where it has one, else None.
+
+    Example:
+        >>> short_list_warning(lambda q: [], "callable", 10, [("q1", 4), ("q2", 0)], 5)[:68]
+        '2 of 5 questions got fewer than k = 10 chunks (shortest: 0, case q2)'
+    """
+    if not short:
+        return None
+    rid, n = min(short, key=lambda s: (s[1], str(s[0])))
+    settings = _settings(retriever, kind)
+    shown = f" ({settings})" if settings else ""
+    return (f"{len(short)} of {answered} question{'s' if answered != 1 else ''} got fewer than k = {k} chunks "
+            f"(shortest: {n}, case {rid}); ranks past a list's end count as not relevant. The retriever"
+            f"{shown} caps or filters its list: {_SHORT_FIX.get(kind, _SHORT_FIX['callable'])}.")
 
 
 def _round(x: float | None) -> float | None:

@@ -585,9 +585,11 @@ def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:
 
 
 def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *, source: str = "containment",
-                     labels: Any = None, relevance_level: int = 1) -> dict[str, list[Any]]:
+                     labels: Any = None, relevance_level: int = 1,
+                     min_evidence_chars: int | None = None) -> dict[str, list[Any]]:
     """Records with ``source`` verdicts, by system name, from records files or test sets (judged now when
-    they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`)."""
+    they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`; ``min_evidence_chars`` as
+    there, default 20)."""
     from rankwise.metrics.rag import judged_records
 
     items = list(paths)
@@ -596,7 +598,8 @@ def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *
     warned: dict[str, list[str]] = {}
     for label, p in zip(system_labels, items, strict=True):
         with collect_warnings() as warned[label]:
-            sets[label] = judged_records(p, source, labels=labels, relevance_level=relevance_level)[0]
+            extra = {} if min_evidence_chars is None else {"min_evidence_chars": min_evidence_chars}
+            sets[label] = judged_records(p, source, labels=labels, relevance_level=relevance_level, **extra)[0]
     for line in name_warnings(warned):
         warn(line)
     return sets

@@ -152,7 +152,7 @@ def _is_rag(obj: Any) -> bool:
 
 def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, relevance_level: int = 1,
                      missing: str = "zero", origin: str | None = None, relevance: str | None = None,
-                     labels: Any = None) -> tuple[list[str], np.ndarray]:
+                     labels: Any = None, min_evidence_chars: int | None = None) -> tuple[list[str], np.ndarray]:
     """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result, an EvalResult,
     or RAG records / a test set (scored under verdict source ``relevance``, default containment).
 
@@ -174,8 +174,9 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
     if relevance is not None or _is_rag(obj):
         from rankwise.metrics.rag import evaluate_rag
 
+        extra = {} if min_evidence_chars is None else {"min_evidence_chars": min_evidence_chars}
         rag = evaluate_rag(obj, relevance or "containment", metrics=names, labels=labels,
-                           relevance_level=relevance_level)
+                           relevance_level=relevance_level, **extra)
         for note in case_notes(rag.summary):  # unscorable / incomplete cases: counted, not silent
             warn(note)
         return list(rag.per_query.query_ids), np.column_stack([rag.per_query.column(n) for n in names])
@@ -230,6 +231,7 @@ def gate(
     floors: Mapping[str, float] | None = None,
     relevance: str | None = None,
     labels: Any = None,
+    min_evidence_chars: int | None = None,
 ) -> GateResult:
     """Check a candidate against a baseline: a metric fails when it drops by more than ``max_drop``
     (absolute, in metric units) *and* a paired test finds the drop significant at ``alpha``.
@@ -252,6 +254,8 @@ def gate(
             the test says (a floor on a metric not in ``metrics`` adds that metric).
         relevance: verdict source for RAG records / test sets (default containment).
         labels: human labels or graded qrels for ``relevance`` human / ids.
+        min_evidence_chars: containment/fuzzy test sets judged now: letters/digits a chunk lying inside a
+            reference passage must hold to count (default 20, as ``evaluate_rag``).
 
     Every pairing is checked for the queries each side covers (a run: the judged queries it retrieves for;
     a saved result: its per-query ids less the ``missing_queries`` its summary lists; records: their case
@@ -262,7 +266,7 @@ def gate(
     """
     names, floor_of = _check_gate_settings(metrics, floors, max_drop, alpha, correction)
     common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
-              "labels": labels}
+              "labels": labels, "min_evidence_chars": min_evidence_chars}
     warned: dict[str, list[str]] = {}
     base_label, cand_label = _labels(baseline, candidate)
     loaded: dict[str, Any] = {}

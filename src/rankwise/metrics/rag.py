@@ -19,6 +19,7 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import parse_measures
+from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
@@ -75,7 +76,8 @@ class RagResult(EvalResult):
 
 def judged_records(testset: Any, relevance: str = "containment", *, labels: Any = None,
                    min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
-                   relevance_level: int = 1, progress: bool = False) -> tuple[list[CaseRecord], bool]:
+                   relevance_level: int = 1, progress: bool = False,
+                   min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> tuple[list[CaseRecord], bool]:
     """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
 
     Records that already hold this source's verdicts are used as stored, never re-judged; a test set
@@ -108,7 +110,8 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
             r.status.setdefault(relevance, case_status(r, relevance))
     else:
         judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
-              id_field=id_field, relevance_level=relevance_level, progress=progress)
+              id_field=id_field, relevance_level=relevance_level, progress=progress,
+              min_evidence_chars=min_evidence_chars)
     return records, stored
 
 
@@ -132,7 +135,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                  k: int | Iterable[int] | None = None, metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                  relevance_level: int = 1, unscorable: str = "zero", incomplete: str = "zero",
-                 progress: bool = False) -> RagResult:
+                 progress: bool = False, min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> RagResult:
     """Score a RAG test set's retrieved contexts against verdicts from one source.
 
     Args:
@@ -143,12 +146,15 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             other source name present in the records. Records that already hold this source's verdicts
             are scored as stored, never re-judged (pass the test set, or ``labels``, to judge anew).
         labels: human labels (CSV/JSONL path or rows) for ``human``; graded qrels for ``ids``.
-        k: cutoffs for the default metrics (default 1, 3, 5, 10; a cutoff past every list is warned about
-            only when asked for).
+        k: cutoffs for the default metrics (default 1, 3, 5, 10). A cutoff past every retrieved list,
+            asked for or default, is warned about, naming the cutoffs.
         metrics: metric names (``wcp@5``, ``acp(ragas_compat=true)@5``, ``char_recall@5`` ...); default
             :func:`default_rag_metrics`.
         min_overlap: span mode: share of the passage (or of the chunk) a chunk must overlap.
         threshold: fuzzy mode: similarity from which a chunk matches a passage.
+        min_evidence_chars: containment and fuzzy: letters/digits a chunk lying inside a reference passage
+            must hold to count (default 20; a shorter passage is enough in full); fragments such as "the"
+            are counted as not relevant, warned about with a count, and their reasons say so.
         id_field: ids mode: compare ``id`` or ``doc_id`` of chunks (default: id, else doc_id).
         relevance_level: grade from which an id/qrels grade counts as relevant.
         unscorable: cases with no ground truth or no retrieved chunk: ``zero`` (score 0, kept in the means,
@@ -166,7 +172,6 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
         if value not in ("zero", "skip"):
             raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
-    chosen = k is not None or bool(metrics)  # cutoffs the user asked for (warned about when past every list)
     k = DEFAULT_KS if k is None else k
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
@@ -174,7 +179,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     measures = parse_measures(metrics or default_rag_metrics(ks, relevance))
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
                                      threshold=threshold, id_field=id_field, relevance_level=relevance_level,
-                                     progress=progress)
+                                     progress=progress, min_evidence_chars=min_evidence_chars)
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}
@@ -205,9 +210,10 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     summary = rag_summary(len(records), relevance, len(scored), unscorable_cases, incomplete_cases, unscorable,
                           incomplete, matrix.r_basis, stored, verdict_counts(records, relevance),
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
-                          relevance_level=relevance_level)
-    for message in case_warnings(records, [m.k for m in measures] if chosen else []):
-        warn(message, summary=summary)
+                          relevance_level=relevance_level, min_evidence_chars=min_evidence_chars)
+    for message in [*case_warnings(records, [m.k for m in measures]), fragment_warning(records, relevance)]:
+        if message:
+            warn(message, summary=summary)
     result = evaluate_matrix(matrix, measures, summary, run_name=f"eval-rag ({relevance})")
 
     for r in records:
@@ -240,6 +246,8 @@ def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: d
         kept.pop("min_overlap", None)
     if relevance != "fuzzy":
         kept.pop("threshold", None)
+    if relevance not in ("containment", "fuzzy"):
+        kept.pop("min_evidence_chars", None)
     if relevance != "ids":
         kept.pop("id_field", None)
         kept.pop("relevance_level", None)

@@ -16,9 +16,13 @@ from rankwise.errors import InputError
 from rankwise.relevance.verdicts import GroundTruth, case_status, with_progress
 
 __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "fuzzy_similarities",
-           "char_recall", "judge_text"]
+           "char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning"]
 
 _FUZZY_BATCH = 2048  # cases scored per batched call (progress moves, memory stays small)
+
+#: letters/digits a chunk lying inside a reference passage must hold to count as evidence (containment, fuzzy)
+MIN_EVIDENCE_CHARS = 20
+
 
 def normalize(text: str) -> str:
     """Unicode NFKC, lower-case, whitespace runs collapsed to one space, ends stripped.
@@ -42,6 +46,36 @@ def contains_match(chunk: str, passage: str) -> bool:
 
 def _contains(a: str, b: str) -> bool:
     return bool(a) and bool(b) and (b in a or a in b)
+
+
+def evidence_chars(text: str) -> int:
+    """Letters and digits in ``text``: what the evidence minimum counts (spaces and punctuation are not
+    evidence, in any script).
+
+    Example:
+        >>> evidence_chars("the."), evidence_chars("Kestrel keeps 3 copies")
+        (3, 19)
+    """
+    return sum(ch.isalnum() for ch in text)
+
+
+def is_fragment(chunk: str, passage: str, min_chars: int = MIN_EVIDENCE_CHARS) -> bool:
+    """True when a normalised chunk that is *shorter* than the normalised passage it matched holds fewer
+    than ``min_chars`` letters/digits (or fewer than the whole passage holds, when the passage is shorter
+    still): a fragment such as "the" or "." lies inside nearly every reference and is not evidence. A chunk
+    as long as the passage or longer (it holds the passage) is never a fragment.
+
+    Example:
+        >>> is_fragment("the", "the warranty lasts two years")
+        True
+        >>> is_fragment("warranty lasts two years", "the warranty lasts two years")
+        False
+        >>> is_fragment("paris", "paris"), is_fragment("par", "paris")
+        (False, True)
+    """
+    if len(chunk) >= len(passage):
+        return False
+    return evidence_chars(chunk) < min(min_chars, evidence_chars(passage))
 
 
 def span_overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> int:
@@ -185,8 +219,10 @@ def char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k
 
 
 def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list[int], norm: dict[int, str],
-            passages: Sequence[ReferencePassage], meta: dict, min_overlap: float) -> str:
-    """Why a chunk got its text verdict, naming reference passages 1-based (as a user counts them).
+            passages: Sequence[ReferencePassage], meta: dict, min_overlap: float,
+            min_evidence: int = MIN_EVIDENCE_CHARS) -> str:
+    """Why a chunk got its text verdict, naming reference passages 1-based (as a user counts them) and the
+    rule that matched.
 
     Example:
         >>> _reason("containment", "a b c d", Chunk("a b c d"), [0], [0], {0: "b c"}, [], {}, 0.5)
@@ -195,37 +231,65 @@ def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list
     if not usable:
         return "no reference passage to compare with"
     if mode == "containment":
-        if not matched:
-            return f"contains none of the {len(usable)} reference passages and lies inside none"
-        parts = []
-        for i in matched:
-            at = text.find(norm[i])
-            if at >= 0:
-                parts.append(f"contains reference passage {i + 1} (chars {at}\u2013{at + len(norm[i])} of the "
-                             f"normalised chunk)")
-            else:
-                at = norm[i].find(text)
-                parts.append(f"lies inside reference passage {i + 1} (chars {at}\u2013{at + len(text)} of the "
-                             f"normalised passage)")
-        return "; ".join(parts)
+        return _containment_reason(text, matched, usable, norm, meta, min_evidence)
     if mode == "span":
-        chunk_len = max(chunk.span[2] - chunk.span[1], 0)
-        rows = []
-        for i in usable:
-            span = passages[i].span
-            shared = span_overlap(chunk.span, span)
-            plen = max(span[2] - span[1], 0)
-            rows.append((i, shared, shared / plen if plen else 0.0, shared / chunk_len if chunk_len else 0.0))
-        shown = [r for r in rows if r[0] in matched] or [max(rows, key=lambda r: (r[1], -r[0]))]
-        if not matched and shown[0][1] == 0:
-            return f"no overlap with any of the {len(usable)} reference passage spans"
-        text_rows = [f"overlaps reference passage {i + 1} by {n} chars ({p:.0%} of the passage, {c:.0%} of the "
-                     f"chunk)" for i, n, p, c in shown]
-        verdict = (f"at least {min_overlap:.0%} of one of them" if matched
-                   else f"under {min_overlap:.0%} of both")
-        return "; ".join(text_rows) + f": {verdict}"
+        return _span_reason(chunk, matched, usable, passages, min_overlap)
+    return _fuzzy_reason(text, matched, norm, meta, min_evidence)
+
+
+def _fragment_text(text: str, fragments: list[int], norm: dict[int, str], minimum: int, how: str) -> str:
+    where = ", ".join(str(i + 1) for i in fragments)
+    needed = min(min(minimum, evidence_chars(norm.get(i, ""))) for i in fragments)
+    bar = (f"the evidence minimum of {minimum}" if needed == minimum
+           else f"the {needed} of the passage, shorter than the evidence minimum of {minimum}")
+    return (f"{how} reference passage{'s' if len(fragments) > 1 else ''} {where} but holds only "
+            f"{evidence_chars(text)} letters/digits, under {bar} (min_evidence_chars): a fragment, not evidence")
+
+
+def _containment_reason(text: str, matched: list[int], usable: list[int], norm: dict[int, str],
+                        meta: dict, minimum: int) -> str:
+    fragments = meta.get("fragment_of") or []
+    if not matched and not fragments:
+        return f"contains none of the {len(usable)} reference passages and lies inside none"
+    parts = []
+    for i in matched:
+        at = text.find(norm[i])
+        if at >= 0:
+            parts.append(f"contains reference passage {i + 1} (chars {at}\u2013{at + len(norm[i])} of the "
+                         f"normalised chunk)")
+        else:
+            at = norm[i].find(text)
+            parts.append(f"lies inside reference passage {i + 1} (chars {at}\u2013{at + len(text)} of the "
+                         f"normalised passage; {evidence_chars(text)} letters/digits, at least the evidence "
+                         f"minimum of {min(minimum, evidence_chars(norm[i]))})")
+    if fragments:
+        parts.append(_fragment_text(text, fragments, norm, minimum, "lies inside"))
+    return "; ".join(parts)
+
+
+def _span_reason(chunk: Chunk, matched: list[int], usable: list[int], passages: Sequence[ReferencePassage],
+                 min_overlap: float) -> str:
+    chunk_len = max(chunk.span[2] - chunk.span[1], 0)
+    rows = []
+    for i in usable:
+        span = passages[i].span
+        shared = span_overlap(chunk.span, span)
+        plen = max(span[2] - span[1], 0)
+        rows.append((i, shared, shared / plen if plen else 0.0, shared / chunk_len if chunk_len else 0.0))
+    shown = [r for r in rows if r[0] in matched] or [max(rows, key=lambda r: (r[1], -r[0]))]
+    if not matched and shown[0][1] == 0:
+        return f"no overlap with any of the {len(usable)} reference passage spans"
+    text_rows = [f"overlaps reference passage {i + 1} by {n} chars ({p:.0%} of the passage, {c:.0%} of the "
+                 f"chunk)" for i, n, p, c in shown]
+    verdict = (f"at least {min_overlap:.0%} of one of them" if matched
+               else f"under {min_overlap:.0%} of both")
+    return "; ".join(text_rows) + f": {verdict}"
+
+
+def _fuzzy_reason(text: str, matched: list[int], norm: dict[int, str], meta: dict, minimum: int) -> str:
     sims = meta.get("similarity") or {}
     threshold = meta.get("threshold")
+    fragments = meta.get("fragment_of") or []
     pairs = [(int(i), float(v)) for i, v in sims.items()] if isinstance(sims, dict) else []
     if not pairs:
         if not matched and threshold is not None:
@@ -233,7 +297,15 @@ def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list
         return "matched" if matched else "not matched"
     if matched:
         best = max(((i, v) for i, v in pairs if i in matched), key=lambda p: p[1])
-        return f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold}"
+        passage = norm.get(best[0], "")
+        rule = ("the passage matched within the chunk" if len(text) >= len(passage) else
+                f"the chunk matched within the passage; {evidence_chars(text)} letters/digits, at least the "
+                f"evidence minimum of {min(minimum, evidence_chars(passage))}")
+        return f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold} ({rule})"
+    if fragments:
+        best = max(((i, v) for i, v in pairs if i in fragments), key=lambda p: p[1])
+        return (f"similarity {best[1]:.2f} to reference passage {best[0] + 1} >= threshold {threshold}; "
+                + _fragment_text(text, fragments, norm, minimum, "lies within"))
     best = max(pairs, key=lambda p: p[1])
     return f"best similarity {best[1]:.2f} (reference passage {best[0] + 1}) < threshold {threshold}"
 
@@ -245,11 +317,15 @@ def _usable(passages: Sequence[ReferencePassage], mode: str) -> list[int]:
 
 
 def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_overlap: float = 0.5,
-               threshold: float = 0.8, progress: bool = False) -> dict[str, GroundTruth]:
+               threshold: float = 0.8, min_evidence_chars: int = MIN_EVIDENCE_CHARS,
+               progress: bool = False) -> dict[str, GroundTruth]:
     """Judge every chunk of every record against the case's reference passages; fills records in place.
 
     A chunk with no text (containment, fuzzy) or no ``(doc_id, start, end)`` (span) gets a ``missing``
     verdict and makes its case incomplete. A case with no usable reference passage is unscorable.
+    Containment and fuzzy count a chunk shorter than the passage it matched only when it holds at least
+    ``min_evidence_chars`` letters/digits (:func:`is_fragment`); the verdict's ``meta["fragment_of"]``
+    names the passages such a fragment matched, and its reason says so.
 
     Example:
         >>> from rankwise.data.records import records_from_testset
@@ -264,6 +340,9 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
         raise InputError(f"min_overlap must be in (0, 1], got {min_overlap}", field="min_overlap")
     if not 0 < threshold <= 1:
         raise InputError(f"threshold must be in (0, 1], got {threshold}", field="threshold")
+    if isinstance(min_evidence_chars, bool) or not isinstance(min_evidence_chars, int) or min_evidence_chars < 0:
+        raise InputError(f"min_evidence_chars must be a whole number >= 0, got {min_evidence_chars!r}",
+                         field="min_evidence_chars")
     if mode == "fuzzy":
         fuzzy_similarity("a", "a")  # fail early, with the install hint, if rapidfuzz is missing
     truth: dict[str, GroundTruth] = {}
@@ -284,27 +363,16 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
                 c.verdicts[mode] = Verdict(None, status="missing", error="chunk has no text")
                 found.append([])
                 continue
-            matched, meta = [], {}
             text = normalize(chunk.text) if mode != "span" else ""
-            for i in usable:
-                if mode == "containment":
-                    ok = _contains(text, norm[i])
-                elif mode == "span":
-                    ok = span_match(chunk.span, passages[i].span, min_overlap)
-                else:
-                    sim = similar[n_chunk][i]
-                    ok = sim is not None
-                    if ok:
-                        meta.setdefault("similarity", {})[str(i)] = round(sim, 4)
-                if ok:
-                    matched.append(i)
+            matched, meta = _chunk_matches(mode, text, chunk, usable, norm, passages, min_overlap,
+                                           similar[n_chunk] if similar is not None else None, min_evidence_chars)
             if mode == "fuzzy":
-                meta = {"similarity": meta.get("similarity", {}), "threshold": threshold}
+                meta = {"similarity": meta.get("similarity", {}), "threshold": threshold, **meta}
             elif mode == "span":
                 meta = {"min_overlap": min_overlap}
             c.verdicts[mode] = Verdict(1 if matched else 0, meta=meta,
                                        reason=_reason(mode, text, chunk, matched, usable, norm, passages, meta,
-                                                      min_overlap))
+                                                      min_overlap, min_evidence_chars))
             found.append(matched)
         rec.passages_found[mode] = found
         why = None
@@ -315,6 +383,71 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
         truth[rec.id] = GroundTruth(len(usable), [1] * max(len(usable), sum(1 for f in found if f)),
                                     basis="reference passages")
     return truth
+
+
+def _chunk_matches(mode: str, text: str, chunk: Chunk, usable: list[int], norm: dict[int, str],
+                   passages: Sequence[ReferencePassage], min_overlap: float, similar: dict | None,
+                   min_evidence_chars: int) -> tuple[list[int], dict]:
+    """The passages one chunk matches and the verdict's meta (fuzzy similarities; for containment and
+    fuzzy the passages it matched only as a fragment, ``fragment_of``, and the minimum applied)."""
+    matched: list[int] = []
+    meta: dict = {}
+    fragments: list[int] = []
+    for i in usable:
+        if mode == "containment":
+            ok = _contains(text, norm[i])
+        elif mode == "span":
+            ok = span_match(chunk.span, passages[i].span, min_overlap)
+        else:
+            sim = similar[i]
+            ok = sim is not None
+            if ok:
+                meta.setdefault("similarity", {})[str(i)] = round(sim, 4)
+        if ok and mode != "span" and is_fragment(text, norm[i], min_evidence_chars):
+            fragments.append(i)
+            continue
+        if ok:
+            matched.append(i)
+    if fragments:  # kept only when it decided something (records stay as they were otherwise)
+        meta["fragment_of"] = fragments
+        meta["min_evidence_chars"] = min_evidence_chars
+    return matched, meta
+
+
+def fragment_warning(records: Sequence[CaseRecord], source: str) -> str | None:
+    """One message counting the chunks ``source`` (containment, fuzzy) left not relevant because they
+    matched a reference passage only as a fragment (:func:`is_fragment`), else None.
+
+    Example:
+        >>> from rankwise.data.records import records_from_testset
+        >>> recs = records_from_testset([{"id": "q", "retrieved_contexts": ["the", "."],
+        ...                               "reference_contexts": ["the warranty lasts two years."]}])
+        >>> _ = judge_text(recs)
+        >>> fragment_warning(recs, "containment")[:60]
+        '2 chunks (in 1 case) lie inside a reference passage but hold'
+    """
+    chunks = cases = 0
+    example = minimum = None
+    for rec in records:
+        hits = 0
+        for c in rec.chunks:
+            v = c.verdicts.get(source)
+            if v is None or v.verdict != 0 or not (v.meta or {}).get("fragment_of"):
+                continue
+            hits += 1
+            minimum = v.meta.get("min_evidence_chars", MIN_EVIDENCE_CHARS)
+            if example is None:
+                example = (rec.id, c.rank, c.text or "")
+        chunks += hits
+        cases += 1 if hits else 0
+    if not chunks:
+        return None
+    rid, rank, text = example
+    shown = text if len(text) <= 30 else text[:27] + "..."
+    return (f"{chunks} chunk{'s' if chunks != 1 else ''} (in {cases} case{'s' if cases != 1 else ''}) "
+            f"lie{'s' if chunks == 1 else ''} inside a reference passage but hold{'s' if chunks == 1 else ''} "
+            f"fewer than {minimum} letters/digits (e.g. case {rid!r} rank {rank}: {shown!r}): fragments, "
+            f"counted as not relevant (lower --min-evidence-chars / min_evidence_chars to count them)")
 
 
 def _fuzzy_batches(records: list[CaseRecord], threshold: float):

@@ -90,17 +90,21 @@ def pooled_truth(record, source: str) -> GroundTruth:
 
 def judge(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,
           threshold: float = 0.8, id_field: str | None = None, qrels: Mapping | Any = None,
-          relevance_level: int = 1, progress: bool = False) -> dict[str, GroundTruth]:
+          relevance_level: int = 1, progress: bool = False,
+          min_evidence_chars: int | None = None) -> dict[str, GroundTruth]:
     """Fill ``source``'s verdicts into ``records`` (in place) and return each case's ground truth.
 
-    ``containment``/``span``/``fuzzy`` match chunk text or offsets against the reference passages;
+    ``containment``/``span``/``fuzzy`` match chunk text or offsets against the reference passages
+    (containment/fuzzy: a chunk lying inside a passage counts when it holds ``min_evidence_chars``
+    letters/digits, default :data:`rankwise.relevance.text.MIN_EVIDENCE_CHARS`);
     ``ids`` looks retrieved ids up in the reference ids (or graded ``qrels``); ``human`` applies a labels
     file; ``llm`` (and any other name) reads verdicts already in the records.
     """
     if source in TEXT_SOURCES:
         from rankwise.relevance.text import judge_text
 
-        out = judge_text(records, source, min_overlap=min_overlap, threshold=threshold, progress=progress)
+        extra = {} if min_evidence_chars is None else {"min_evidence_chars": min_evidence_chars}
+        out = judge_text(records, source, min_overlap=min_overlap, threshold=threshold, progress=progress, **extra)
     elif source == "ids":
         from rankwise.relevance.ids import judge_ids
 

@@ -70,7 +70,8 @@ def plot_calibration(result: CalibrationResult, path: str | PathLike, *, top: in
 
 
 def print_position_fit(fit: PositionFit, *, console: Console | None = None) -> None:
-    """Accuracy by position with intervals, then each discount's fit (best first)."""
+    """Accuracy by position with intervals, then each family's maximum-likelihood fit (lowest AIC first),
+    the goodness-of-fit verdict, and the fits the data do not tell apart."""
     console = console or make_console()
     table = Table(title="Answer accuracy with the supporting chunk at each position", title_justify="left")
     for col in ("position", "answers", "accuracy", "95% interval", "best fit"):
@@ -79,15 +80,15 @@ def print_position_fit(fit: PositionFit, *, console: Console | None = None) -> N
     for i, (a, n, (lo, hi)) in enumerate(zip(fit.accuracy, fit.counts, fit.intervals, strict=True)):
         table.add_row(str(i + 1), str(n), _f(a), f"[{_f(lo)}, {_f(hi)}]", _f(float(predicted[i])))
     console.print(table)
-    fits = Table(title="Discounts fitted (lowest AIC first)", title_justify="left")
-    for col in ("discount", "alpha", "beta", "weighted SSE", "AIC"):
-        fits.add_column(col, justify="left" if col == "discount" else "right")
+    fits = Table(title="Families fitted by maximum likelihood (lowest AIC first)", title_justify="left")
+    for col in ("family", "alpha", "beta", "parameters", "log-likelihood", "AIC"):
+        fits.add_column(col, justify="left" if col == "family" else "right")
     for f in fit.fits:
-        fits.add_row(f.label(), _f(f.alpha), _f(f.beta), f"{f.sse:.4g}", f"{f.aic:.2f}")
+        fits.add_row(f.label(), _f(f.alpha), _f(f.beta), str(f.n_params), f"{f.loglik:.2f}", f"{f.aic:.2f}")
     console.print(fits)
-    console.print(f"best fit: {fit.best.label()}", highlight=False)
+    console.print(fit.sentence(), highlight=False)
     rivals = fit.rivals()
-    if rivals:
+    if rivals and fit.fitted:
         console.print(f"within 2 AIC of it (the answers do not tell them apart): "
                       f"{', '.join(f.label() for f in rivals)}; more answers per position would", highlight=False)
 
@@ -101,7 +102,8 @@ def plot_position_fit(fit: PositionFit, path: str | PathLike, *, dpi: int = 120)
     lows = [a - lo for a, (lo, _) in zip(fit.accuracy, fit.intervals, strict=True)]
     highs = [hi - a for a, (_, hi) in zip(fit.accuracy, fit.intervals, strict=True)]
     ax.errorbar(xs, fit.accuracy, yerr=[lows, highs], fmt="o", color=color_of(0), label="measured")
-    ax.plot(xs, fit.best.predict(k), color=color_of(1), label=f"best fit: {fit.best.label()}")
+    label = f"best fit: {fit.best.label()}" if fit.fitted else f"no family fits (closest: {fit.best.label()})"
+    ax.plot(xs, fit.best.predict(k), color=color_of(1), label=label, linestyle="-" if fit.fitted else ":")
     ax.set_xlabel("position of the supporting chunk")
     ax.set_ylabel("answer accuracy")
     ax.set_xticks(xs)

@@ -122,8 +122,8 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
             why = f"drop {-c.delta:.4f} > budget {result.max_drop} but not significant ({p})"
         else:
             verdict = "[green]pass[/green]"
-            why = (f"change {c.delta:+.4f} within budget {result.max_drop}" if c.delta < 0
-                   else f"change {c.delta:+.4f}") + f" ({p})"
+            why = (f"change {signed(c.delta)} within budget {result.max_drop}" if c.delta < 0
+                   else f"change {signed(c.delta)}") + f" ({p})"
         console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}")
     for c in result.checks:
         if not c.worst:
@@ -132,7 +132,7 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
         for col in ("query", "baseline", "candidate", "delta"):
             table.add_column(col, justify="left" if col == "query" else "right")
         for qid, b, cand, d in c.worst:
-            table.add_row(qid, f"{b:.4f}", f"{cand:.4f}", f"{d:+.4f}")
+            table.add_row(qid, f"{b:.4f}", f"{cand:.4f}", signed(d))
         console.print(table)
     console.print("[bold red]GATE FAILED[/bold red]: " + ", ".join(c.metric for c in result.failed)
                   if result.failed else "[bold green]GATE PASSED[/bold green]")

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rankwise.report.console import make_console
+from rankwise.report.labels import signed
 
 __all__ = ["demo_table", "print_demo"]
 
@@ -54,8 +55,8 @@ def print_demo(result, console: Console | None = None) -> None:
         if c.metric != primary:
             continue
         mark = "significant" if c.significant else "not significant"
-        lines.append(f"  {c.system} vs {comp.baseline} on {primary}: {c.delta:+.4f} "
-                     f"(95% CI {c.ci_low:+.4f} .. {c.ci_high:+.4f}, p = {c.p_adjusted:.4f} after "
+        lines.append(f"  {c.system} vs {comp.baseline} on {primary}: {signed(c.delta)} "
+                     f"(95% CI {signed(c.ci_low)} .. {signed(c.ci_high)}, p = {c.p_adjusted:.4f} after "
                      f"{comp.settings['correction']}, {mark})")
     for line in lines:
         console.print(line)

@@ -32,8 +32,8 @@ from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
 from rankwise.analysis.report_inputs import ReportInputs, report_inputs
 from rankwise.errors import InputError
-from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p
-from rankwise.report.svg import box_plot, color_of, delta_bars, line_chart
+from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p, signed
+from rankwise.report.svg import box_plot, color_of, delta_bars, heat_color, line_chart
 
 __all__ = ["render_html_report", "write_html_report"]
 
@@ -53,55 +53,65 @@ def _f(x: float | None, digits: int = 4) -> str:
 
 
 def _signed(x: float) -> str:
-    return "-" if math.isnan(x) else f"{x:+.4f}"
+    return signed(x)
 
 
 _DOT = " \u00b7 "
 
 
 # --------------------------------------------------------------------------------------------- summary
+def _summary_cell(cmp: ComparisonResult, s: str, metric: str, best: str) -> str:
+    mean = cmp.means[s][metric]
+    attrs = (f'data-system="{escape(s)}" data-metric="{escape(metric)}" data-mean="{mean!r}"')
+    klass = "best" if s == best else ""
+    if s == cmp.baseline:
+        return (f'<td class="{klass}" {attrs}><span class="mean">{mean:.4f}</span>'
+                f'<span class="detail">baseline</span></td>')
+    c = cmp.comparison(s, metric)
+    direction = "gain" if c.delta > 0 else "loss" if c.delta < 0 else "ns"
+    if c.significant:
+        mark = ("\u25B2" if c.delta > 0 else "\u25BC") + "*"
+        delta_class = f"delta {direction} sig"
+    else:
+        mark = "n.s."
+        delta_class = "delta ns"
+    title = (f"p = {fmt_p(c.p_value)} ({TEST_LABELS[cmp.test]}), corrected {fmt_p(c.p_adjusted)}; "
+             f"Cohen's d {_f(c.effect_size, 2)}; W/T/L {c.wins}/{c.ties}/{c.losses}")
+    return (f'<td class="{klass}" {attrs} data-delta="{c.delta!r}" data-p-adjusted="{c.p_adjusted!r}" '
+            f'data-significant="{str(c.significant).lower()}" title="{escape(title)}">'
+            f'<span class="mean">{mean:.4f}</span>'
+            f'<span class="{delta_class}">{signed(c.delta)} <span class="mark">{mark}</span></span>'
+            f'<span class="detail">CI [{signed(c.ci_low)}, {signed(c.ci_high)}]</span>'
+            f'<span class="detail">p adj {fmt_p(c.p_adjusted)}</span>'
+            f"<span class=\"detail\">W/T/L {c.wins}/{c.ties}/{c.losses} \u00b7 d\u00a0{_f(c.effect_size, 2)}</span></td>")
+
+
+def _system_th(cmp: ComparisonResult, s: str, tag: str = "th") -> str:
+    base = " <span class=ns>(baseline)</span>" if s == cmp.baseline else ""
+    return f'<{tag} class="sys-name" data-system="{escape(s)}">{escape(s)}{base}</{tag}>'
+
+
 def _summary_section(cmp: ComparisonResult) -> str:
-    head = "".join(
-        f'<th data-system="{escape(s)}">{escape(s)}{" <span class=ns>(baseline)</span>" if s == cmp.baseline else ""}'
-        f"</th>" for s in cmp.systems)
-    rows = []
-    for metric in cmp.metrics:
-        best = max(cmp.systems, key=lambda s: cmp.means[s][metric])
-        cells = [f'<td class="metric">{escape(metric)}</td>']
-        for s in cmp.systems:
-            mean = cmp.means[s][metric]
-            attrs = (f'data-system="{escape(s)}" data-metric="{escape(metric)}" data-mean="{mean!r}"')
-            klass = "best" if s == best else ""
-            if s == cmp.baseline:
-                cells.append(f'<td class="{klass}" {attrs}><span class="mean">{mean:.4f}</span>'
-                             f'<span class="detail">baseline</span></td>')
-                continue
-            c = cmp.comparison(s, metric)
-            direction = "gain" if c.delta > 0 else "loss" if c.delta < 0 else "ns"
-            if c.significant:
-                mark = ("\u25B2" if c.delta > 0 else "\u25BC") + "*"
-                delta_class = f"delta {direction} sig"
-            else:
-                mark = "n.s."
-                delta_class = "delta ns"
-            title = (f"p = {fmt_p(c.p_value)} ({TEST_LABELS[cmp.test]}), corrected {fmt_p(c.p_adjusted)}; "
-                     f"Cohen's d {_f(c.effect_size, 2)}; W/T/L {c.wins}/{c.ties}/{c.losses}")
-            cells.append(
-                f'<td class="{klass}" {attrs} data-delta="{c.delta!r}" data-p-adjusted="{c.p_adjusted!r}" '
-                f'data-significant="{str(c.significant).lower()}" title="{escape(title)}">'
-                f'<span class="mean">{mean:.4f}</span>'
-                f'<span class="{delta_class}">{c.delta:+.4f} <span class="mark">{mark}</span></span>'
-                f'<span class="detail">CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] \u00b7 p adj {fmt_p(c.p_adjusted)}'
-                f"</span><span class=\"detail\">W/T/L {c.wins}/{c.ties}/{c.losses} \u00b7 d "
-                f"{_f(c.effect_size, 2)}</span></td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+    """Metrics as rows and systems as columns; with many systems (a sweep) transposed, one row per
+    system, so the table stays as wide as its card."""
+    best = {m: max(cmp.systems, key=lambda s: cmp.means[s][m]) for m in cmp.metrics}
+    if len(cmp.systems) > max(6, len(cmp.metrics)):
+        head = "<th>system</th>" + "".join(f'<th data-metric="{escape(m)}">{escape(m)}</th>' for m in cmp.metrics)
+        rows = ["<tr>" + _system_th(cmp, s) + "".join(_summary_cell(cmp, s, m, best[m]) for m in cmp.metrics)
+                + "</tr>" for s in cmp.systems]
+        layout = "systems"
+    else:
+        head = "<th>metric</th>" + "".join(_system_th(cmp, s) for s in cmp.systems)
+        rows = [f'<tr><td class="metric">{escape(m)}</td>'
+                + "".join(_summary_cell(cmp, s, m, best[m]) for s in cmp.systems) + "</tr>" for m in cmp.metrics]
+        layout = "metrics"
     detail = _detail_table(cmp)
-    return (f'<section class="card" id="summary"><h2>Summary</h2>'
-            f'<table class="summary" id="summary-table"><thead><tr><th>metric</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>'
+    return (f'<section class="card" id="summary"><h2>Summary</h2><div class="table-wrap">'
+            f'<table class="summary" id="summary-table" data-rows="{layout}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>'
             f'<p class="note">\u25B2* / \u25BC* significantly better / worse than the baseline after correction; '
             f"n.s. not significant; underlined = best mean. {escape(comparison_caption(cmp))}.</p>"
-            f"<details><summary>All tests</summary>{detail}</details></section>")
+            f'<details><summary>All tests</summary><div class="table-wrap">{detail}</div></details></section>')
 
 
 def _detail_table(cmp: ComparisonResult) -> str:
@@ -113,11 +123,58 @@ def _detail_table(cmp: ComparisonResult) -> str:
     for c in cmp.comparisons:
         rows.append(
             f"<tr><td>{escape(c.metric)}</td><td>{escape(c.system)}</td><td>{c.mean:.4f}</td>"
-            f"<td>{c.delta:+.4f}</td><td>{c.ci_low:+.4f}</td><td>{c.ci_high:+.4f}</td>"
+            f"<td>{signed(c.delta)}</td><td>{signed(c.ci_low)}</td><td>{signed(c.ci_high)}</td>"
             + "".join(f"<td>{fmt_p(c.p_values[t])}</td>" for t in tests)
             + f"<td>{fmt_p(c.p_adjusted)}{' *' if c.significant else ''}</td><td>{_f(c.effect_size, 2)}</td>"
             f"<td>{c.wins}/{c.ties}/{c.losses}</td><td>{c.n}</td></tr>")
     return f'<table class="grid"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+# ------------------------------------------------------------------------------------------- grid heat map
+def _heat_cell(cmp: ComparisonResult, label: str | None, metric: str, lo: float, hi: float) -> str:
+    if label is None or label not in cmp.means:
+        return '<td class="empty" title="not run">\u2014</td>'
+    mean = cmp.means[label][metric]
+    bg, fg = heat_color(0.5 if hi <= lo else (mean - lo) / (hi - lo))
+    attrs = (f'data-system="{escape(label)}" data-metric="{escape(metric)}" data-mean="{mean!r}" '
+             f'style="background:{bg};color:{fg}"')
+    if label == cmp.baseline:
+        return (f'<td class="baseline" {attrs} title="{escape(label)}: {mean:.4f} (baseline)">{mean:.4f}'
+                f'<span class="mark">base</span></td>')
+    c = cmp.comparison(label, metric)
+    mark = (("\u25B2" if c.delta > 0 else "\u25BC") + "*") if c.significant else ""
+    direction = "gain" if c.significant and c.delta > 0 else "loss" if c.significant else "ns"
+    title = f"{label}: {mean:.4f}, {signed(c.delta)} vs the baseline, corrected p {fmt_p(c.p_adjusted)}"
+    return (f'<td class="{direction}" {attrs} data-significant="{str(c.significant).lower()}" '
+            f'title="{escape(title)}">{mean:.4f}<span class="mark">{mark}</span></td>')
+
+
+def _grid_section(cmp: ComparisonResult, grid: Mapping[str, Any] | None) -> str:
+    """A heat map per metric: rows and columns of the grid (chunking x retriever), each cell the mean,
+    marked when it differs from the baseline by the corrected test."""
+    if not grid:
+        return ""
+    rows, cols, cells = list(grid["rows"]), list(grid["columns"]), grid["cells"]
+    corner = f'{escape(grid.get("row_title", "row"))} \\ {escape(grid.get("column_title", "column"))}'
+    panels = []
+    for metric in cmp.metrics:
+        values = [cmp.means[lab][metric] for lab in cmp.systems]
+        lo, hi = min(values), max(values)
+        head = f'<th class="corner">{corner}</th>' + "".join(f"<th>{escape(c)}</th>" for c in cols)
+        body = "".join(
+            f'<tr><th class="row">{escape(r)}</th>'
+            + "".join(_heat_cell(cmp, cells.get(r, {}).get(c), metric, lo, hi) for c in cols) + "</tr>"
+            for r in rows)
+        panels.append(f'<div class="metric-panel" data-metric="{escape(metric)}"><div class="table-wrap">'
+                      f'<table class="heatmap"><caption>{escape(metric)}: mean over '
+                      f'{len(cmp.query_ids)} {"cases" if cmp.summary.get("source") else "queries"}</caption>'
+                      f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>")
+    s = cmp.settings
+    return (f'<section class="card" id="grid"><h2>{escape(grid.get("title", "Grid"))}</h2>{"".join(panels)}'
+            f'<p class="note">Colour: the mean of the selected metric, light = lowest and dark = highest in the '
+            f"grid. \u25B2* / \u25BC*: significantly better / worse than the baseline (base, outlined) by the "
+            f"{escape(TEST_LABELS[cmp.test])} after {CORRECTION_LABELS[s['correction']]} correction at alpha "
+            f"{s['alpha']}; unmarked: no significant difference; \u2014: not run.</p></section>")
 
 
 # ---------------------------------------------------------------------------------------------- charts
@@ -149,7 +206,7 @@ def _delta_section(cmp: ComparisonResult) -> str:
             mark = " *" if c.significant else ""
             charts.append(delta_bars(cmp.query_ids, d.tolist(), y_label=f"\u0394 {metric}",
                                      title=f"{s} \u2212 {cmp.baseline}: {metric} per query "
-                                           f"(mean {c.delta:+.4f}{mark})"))
+                                           f"(mean {signed(c.delta)}{mark})"))
         panels.append(f'<div class="metric-panel charts" data-metric="{escape(metric)}">{"".join(charts)}</div>')
     return (f'<section class="card" id="deltas"><h2>Per-query differences</h2>{"".join(panels)}'
             f'<p class="note">Each bar is one query: the candidate\'s value minus the baseline\'s, sorted. A mean '
@@ -289,6 +346,22 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
     return f'<ol class="chunks">{"".join(items)}</ol>{more}'
 
 
+def _query_table(cmp: ComparisonResult, qi: int) -> str:
+    """One question's values: metrics x systems, or systems x metrics when there are many systems."""
+    def val(s: str, m: str) -> str:
+        return f"<td>{_f(float(cmp.per_query(s, m)[qi]))}</td>"
+
+    if len(cmp.systems) > max(6, len(cmp.metrics)):
+        head = "<th>system</th>" + "".join(f"<th>{escape(m)}</th>" for m in cmp.metrics)
+        rows = "".join(f"<tr><td>{escape(s)}</td>" + "".join(val(s, m) for m in cmp.metrics) + "</tr>"
+                       for s in cmp.systems)
+    else:
+        head = "<th>metric</th>" + "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
+        rows = "".join(f"<tr><td>{escape(m)}</td>" + "".join(val(s, m) for s in cmp.systems) + "</tr>"
+                       for m in cmp.metrics)
+    return f'<div class="table-wrap"><table class="grid"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+
+
 def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks: int, max_text: int,
                      max_queries: int | None, needed: set[str]) -> str:
     records, runs, qrels = inputs.records, inputs.runs, inputs.qrels
@@ -322,13 +395,7 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
             vals.append(f'<span class="vals" data-metric="{escape(metric)}">{escape(metric)}: '
                         f'{_DOT.join(cells)} <b class="{dcls}">{_signed(float(d))}'
                         f"</b></span>")
-        table_rows = "".join(
-            f"<tr><td>{escape(metric)}</td>" + "".join(f"<td>{_f(float(cmp.per_query(s, metric)[qi]))}</td>"
-                                                       for s in cmp.systems) + "</tr>"
-            for metric in cmp.metrics)
-        table = ('<table class="grid"><thead><tr><th>metric</th>'
-                 + "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
-                 + f"</tr></thead><tbody>{table_rows}</tbody></table>")
+        table = _query_table(cmp, qi)
         body = [table]
         if by_id:
             header_rec = next((recs[qid] for recs in by_id.values() if qid in recs), None)
@@ -387,6 +454,7 @@ def render_html_report(
     comparison: ComparisonResult,
     *,
     sweeps: Sequence[KSweep] = (),
+    grid: Mapping[str, Any] | None = None,
     records: Mapping[str, Sequence[Any]] | None = None,
     probe_sources: Sequence[str] | None = None,
     runs: Mapping[str, Any] | None = None,
@@ -428,6 +496,7 @@ def render_html_report(
     needed: set[str] = set()
     probe = _probe_section(inputs.probes) if inputs.probes else ""
     sections = [
+        _grid_section(comparison, grid),
         _summary_section(comparison),
         _sweep_section(sweeps, colors),
         _delta_section(comparison),
@@ -438,7 +507,7 @@ def render_html_report(
     ]
     store = {d: inputs.documents[d][:max_text * 2] for d in sorted(needed)} if inputs.documents else {}
     doc_json = script_json(store)
-    nav = [("summary", "Summary")]
+    nav = ([("grid", "Grid")] if grid else []) + [("summary", "Summary")]
     if sweeps:
         nav.append(("ksweep", "Metric vs K"))
     nav += [("deltas", "Per-query differences"), ("distributions", "Distributions")]
@@ -472,7 +541,9 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
         path: the ``.html`` file to write.
         comparison: a :class:`~rankwise.analysis.compare.ComparisonResult` (``rankwise.compare`` or
             ``compare_records``).
-        **options: ``sweeps`` (k-sweeps to draw), ``records`` (system -> per-case records: drill-down
+        **options: ``sweeps`` (k-sweeps to draw), ``grid`` (a heat map above the tables: ``{"rows": [...],
+            "columns": [...], "cells": {row: {column: system}}, "row_title", "column_title", "title"}``, as
+            :meth:`rankwise.workflows.sweep.SweepResult.grid` gives), ``records`` (system -> per-case records: drill-down
             with chunk text, verdicts and reasons, and the rank-vs-verdict probe), ``probe_sources``
             (one or two verdict sources for the probe; default the comparison's source), ``runs``
             (system -> run: top documents per query) with ``qrels`` (their grades) and ``documents``

@@ -67,6 +67,23 @@ def plan_lines(p: Any, url: str) -> list[str]:
     return lines
 
 
+def judge_run_lines(run: Any) -> list[str]:
+    """What ``rankwise judge`` prints for a :class:`~rankwise.relevance.judge_run.JudgeRun`: the plan (dry
+    run), the Batch-API plan or report, the summary and where the records are."""
+    lines: list[str] = []
+    if run.plan is not None:
+        lines += plan_lines(run.plan, run.url)
+        if run.batch_plan is not None:
+            lines.append(run.batch_plan.line(run.plan.cost))
+        return lines
+    if run.batch_report is not None:
+        lines += run.batch_report.lines()
+    if run.result is not None:
+        lines += judge_summary_lines(run.result.summary, run.url)
+        lines.append(f"records: {run.records_out} ({len(run.records)} cases, verdict source '{run.source}')")
+    return lines
+
+
 def print_cache_stats(stats: Any, console: Console | None = None) -> None:
     """One row per (model, mode, scale, prompt version, call style) in the cache file."""
     console = console or make_console()

@@ -35,7 +35,16 @@ def p_phrase(p: float | None) -> str:
 
 
 def signed(x: float | None, digits: int = 4) -> str:
-    return "-" if x is None or math.isnan(x) else f"{x:+.{digits}f}"
+    """A difference with its sign; one that rounds to zero is plain ``0.0000`` (never ``-0.0000``).
+
+    Example:
+        >>> signed(0.01234), signed(-0.5), signed(-0.0), signed(-1e-17), signed(None)
+        ('+0.0123', '-0.5000', '0.0000', '0.0000', '-')
+    """
+    if x is None or math.isnan(x):
+        return "-"
+    text = f"{x:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
 
 
 def comparison_caption(result: ComparisonResult) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
-from rankwise.report.labels import comparison_caption, fmt_p
+from rankwise.report.labels import comparison_caption, fmt_p, signed
 
 __all__ = ["comparison_markdown", "ksweep_markdown"]
 
@@ -32,12 +32,12 @@ def comparison_markdown(result: ComparisonResult, *, digits: int = 4) -> str:
                 lines.append(f"| {_cell(metric)} | {_cell(system)} (baseline) | {mean} |  |  |  |  |  |  |")
                 continue
             c = result.comparison(system, metric)
-            delta = f"{c.delta:+.{digits}f}"
+            delta = signed(c.delta, digits)
             if c.significant:
                 delta = f"**{delta}**\\*"
             d = "-" if c.effect_size is None else f"{c.effect_size:+.2f}"
             lines.append(f"| {_cell(metric)} | {_cell(system)} | {mean} | {delta} | "
-                         f"[{c.ci_low:+.{digits}f}, {c.ci_high:+.{digits}f}] | {fmt_p(c.p_value)} | "
+                         f"[{signed(c.ci_low, digits)}, {signed(c.ci_high, digits)}] | {fmt_p(c.p_value)} | "
                          f"{fmt_p(c.p_adjusted)} | {d} | {c.wins}/{c.ties}/{c.losses} |")
     return "\n".join(lines) + "\n\n" + comparison_caption(result) + "\n"
 

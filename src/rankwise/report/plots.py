@@ -21,6 +21,7 @@ from rankwise._outputs import PNG_SOFTWARE
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
 from rankwise.errors import InputError
+from rankwise.report.labels import signed
 from rankwise.report.svg import GAIN, LOSS, color_of
 
 __all__ = ["plot_report"]
@@ -92,7 +93,7 @@ def _delta_panel(ax, comparison: ComparisonResult, system: str, metric: str) -> 
     ax.axhline(0, color="#333", linewidth=0.8)
     c = comparison.comparison(system, metric)
     mark = " *" if c.significant else ""
-    ax.set_title(f"{metric}: {system} - {comparison.baseline} per query (mean {c.delta:+.4f}{mark}, "
+    ax.set_title(f"{metric}: {system} - {comparison.baseline} per query (mean {signed(c.delta)}{mark}, "
                  f"W/T/L {c.wins}/{c.ties}/{c.losses})", fontsize=10)
     ax.set_xlabel("queries, sorted by delta")
     ax.set_ylabel("delta")

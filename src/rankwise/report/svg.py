@@ -16,7 +16,9 @@ from html import escape
 
 import numpy as np
 
-__all__ = ["PALETTE", "color_of", "nice_ticks", "line_chart", "delta_bars", "box_plot"]
+from rankwise.report.labels import signed
+
+__all__ = ["PALETTE", "color_of", "nice_ticks", "line_chart", "delta_bars", "box_plot", "title_lines", "heat_color"]
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac"]
@@ -56,11 +58,41 @@ def _fmt_tick(v: float) -> str:
     return f"{v:.3g}" if v != 0 else "0"
 
 
+_TITLE_CHAR = 9.0  # a generous width of one 14px semi-bold character, in px
+
+
+def title_lines(title: str, width: int, font_size: float = 14.0) -> list[str]:
+    """``title`` broken at spaces into lines that fit ``width`` pixels (a word longer than a line stays
+    whole; :func:`_frame` squeezes that line to the width).
+
+    Example:
+        >>> title_lines("dense recursive 400/50 − bm25 recursive 400/0: mrr per query (mean +0.0123 *)", 320)
+        ['dense recursive 400/50 − bm25', 'recursive 400/0: mrr per query', '(mean +0.0123 *)']
+    """
+    room = max(8, int((width - 16) / (_TITLE_CHAR * font_size / 14.0)))
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
 def _frame(width: int, height: int, title: str, body: list[str], *, label: str) -> str:
+    """The chart in its frame with the title on top: wrapped onto as many lines as it needs, the chart
+    moved down by the extra lines, so no title is ever cut at the edges."""
+    lines = title_lines(title, width)
+    extra = 18 * (len(lines) - 1)
+    texts = []
+    for i, line in enumerate(lines):
+        fit = (f' textLength="{width - 16}" lengthAdjust="spacingAndGlyphs"'
+               if len(line) * _TITLE_CHAR > width - 16 else "")
+        texts.append(f'<tspan x="{width / 2:.1f}" y="{18 + 18 * i}"{fit}>{escape(line)}</tspan>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" aria-label="{escape(label)}" '
-            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" {_FONT} font-size="12">'
-            f'<text x="{width / 2:.1f}" y="18" text-anchor="middle" font-size="14" font-weight="600">'
-            f'{escape(title)}</text>' + "".join(body) + "</svg>")
+            f'viewBox="0 0 {width} {height + extra}" width="{width}" height="{height + extra}" {_FONT} '
+            f'font-size="12"><text class="title" text-anchor="middle" font-size="14" font-weight="600">'
+            + "".join(texts) + f'</text><g transform="translate(0,{extra})">' + "".join(body) + "</g></svg>")
 
 
 def _y_axis(ticks: list[float], y_of, left: float, right: float, label: str, top: float,
@@ -140,7 +172,7 @@ def delta_bars(labels: Sequence[str], deltas: Sequence[float], *, title: str, y_
         h = max(abs(y_of(d) - zero), 0.0 if d == 0 else 0.8)
         color = GAIN if d > 0 else LOSS
         body.append(f'<rect class="bar" x="{left + i * bw:.2f}" y="{y:.2f}" width="{max(bw * 0.86, 0.6):.2f}" '
-                    f'height="{h:.2f}" fill="{color}"><title>{escape(q)}: {d:+.4f}</title></rect>')
+                    f'height="{h:.2f}" fill="{color}"><title>{escape(q)}: {signed(d)}</title></rect>')
     body.append(f'<line x1="{left}" x2="{right}" y1="{zero:.1f}" y2="{zero:.1f}" stroke="#333"/>')
     gains = sum(1 for d, _ in pairs if d > 1e-12)
     losses = sum(1 for d, _ in pairs if d < -1e-12)
@@ -172,12 +204,15 @@ def box_plot(groups: Mapping[str, Sequence[float]], *, title: str, y_label: str,
     body = _y_axis(ticks, y_of, left, right, y_label, top, bottom)
     rng = np.random.default_rng(seed)
     slot = (right - left) / max(len(arrays), 1)
+    longest = max([len(name) for name in arrays] + [0]) * 7.2  # px at 12px
+    upright = longest > slot * 0.95  # names that do not fit side by side are set vertically, below the boxes
     for i, (name, a) in enumerate(arrays.items()):
         color = (colors or {}).get(name, color_of(i))
         cx = left + slot * (i + 0.5)
         bw = min(slot * 0.45, 90)
-        body.append(f'<text x="{cx:.1f}" y="{bottom + 18:.1f}" text-anchor="middle" fill="#222">'
-                    f'{escape(name)}</text>')
+        turn = f' transform="rotate(-90 {cx + 4:.1f} {bottom + 8:.1f})"' if upright else ""
+        body.append(f'<text x="{cx + 4 if upright else cx:.1f}" y="{bottom + (8 if upright else 18):.1f}" '
+                    f'text-anchor="{"end" if upright else "middle"}" fill="#222"{turn}>{escape(name)}</text>')
         if not len(a):
             continue
         q1, med, q3 = _quantiles(a)
@@ -193,11 +228,27 @@ def box_plot(groups: Mapping[str, Sequence[float]], *, title: str, y_label: str,
         body.append(f'<rect x="{cx - bw / 2:.1f}" y="{y_of(q3):.1f}" width="{bw:.1f}" '
                     f'height="{max(y_of(q1) - y_of(q3), 0.8):.1f}" fill="{color}" fill-opacity="0.25" '
                     f'stroke="{color}" stroke-width="1.5"><title>{escape(name)}: median {med:.4f}, '
-                    f'quartiles {q1:.4f}-{q3:.4f}, n={len(a)}</title></rect>')
+                    f'quartiles {q1:.4f}\u2013{q3:.4f}, n={len(a)}</title></rect>')
         body.append(f'<line x1="{cx - bw / 2:.1f}" x2="{cx + bw / 2:.1f}" y1="{y_of(med):.1f}" '
                     f'y2="{y_of(med):.1f}" stroke="#222" stroke-width="2"/>')
         mean = float(a.mean())
         my = y_of(mean)
         body.append(f'<path d="M{cx:.1f},{my - 5:.1f} L{cx + 5:.1f},{my:.1f} L{cx:.1f},{my + 5:.1f} '
                     f'L{cx - 5:.1f},{my:.1f} Z" fill="#fff" stroke="#222"><title>mean {mean:.4f}</title></path>')
-    return _frame(width, height, title, body, label=title)
+    return _frame(width, height + (int(longest) - 20 if upright else 0), title, body, label=title)
+
+
+def heat_color(t: float) -> tuple[str, str]:
+    """Background and text colour of a heat-map cell at ``t`` in [0, 1] (light to dark blue; white text on
+    the dark half). NaN gives grey.
+
+    Example:
+        >>> heat_color(0.0), heat_color(1.0)
+        (('#f2f6fb', '#1d2330'), ('#1f4e89', '#ffffff'))
+    """
+    if not math.isfinite(t):
+        return "#e9e9e9", "#5b6474"
+    t = min(1.0, max(0.0, t))
+    lo, hi = (0xF2, 0xF6, 0xFB), (0x1F, 0x4E, 0x89)
+    rgb = [round(a + (b - a) * t) for a, b in zip(lo, hi, strict=True)]
+    return "#" + "".join(f"{c:02x}" for c in rgb), ("#ffffff" if t > 0.55 else "#1d2330")

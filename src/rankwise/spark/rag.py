@@ -27,6 +27,7 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary, unscorable_reasons
 from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.spark.io import require_pyspark
 
 __all__ = ["evaluate_rag", "SparkRagResult"]
@@ -68,7 +69,8 @@ class SparkRagResult:
 
 def _schema(n: int) -> str:
     cols = ["query_id string", "_status string", "_basis string", "_ok long", "_failed long", "_missing long",
-            "_stored boolean", "_error string", "record string", "_depth long", "_dup_id string", "_dup_n long"]
+            "_stored boolean", "_error string", "record string", "_depth long", "_dup_id string", "_dup_n long",
+            "_frag string"]
     return ", ".join(cols + [f"m{j} double" for j in range(n)])
 
 
@@ -87,7 +89,7 @@ def _error_batch(n: int, message: str) -> pa.RecordBatch:
             "_failed": pa.array([0], pa.int64()), "_missing": pa.array([0], pa.int64()),
             "_stored": pa.array([False]), "_error": pa.array([message]), "record": pa.array([None], pa.string()),
             "_depth": pa.array([0], pa.int64()), "_dup_id": pa.array([None], pa.string()),
-            "_dup_n": pa.array([0], pa.int64())}
+            "_dup_n": pa.array([0], pa.int64()), "_frag": pa.array([None], pa.string())}
     for j in range(n):
         cols[f"m{j}"] = pa.array([np.nan], pa.float64())
     return pa.RecordBatch.from_pydict(cols)
@@ -124,7 +126,7 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                         raise InputError(f"a case has no id ({' / '.join(ID_FIELDS)}); on Spark every case "
                                          f"needs one: {json.dumps(obj)[:80]}", source="<spark cases>", field="id")
                 judge_options = {key: options[key] for key in ("min_overlap", "threshold", "id_field",
-                                                               "relevance_level")}
+                                                               "relevance_level", "min_evidence_chars")}
                 records, stored = judged_records(as_records(objs, copy=False), relevance, **judge_options)
                 matrix = RelevanceMatrix.from_records(records, relevance,
                                                       relevance_level=options["relevance_level"],
@@ -166,6 +168,7 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                     "_depth": pa.array([len(r.chunks) for r in records], pa.int64()),
                     "_dup_id": pa.array([d[0] for d in dups], pa.string()),
                     "_dup_n": pa.array([d[1] for d in dups], pa.int64()),
+                    "_frag": pa.array([_fragments(r, relevance) for r in records], pa.string()),
                 }
                 for j in range(n):
                     cols[f"m{j}"] = pa.array(values[:, j], pa.float64())
@@ -179,6 +182,17 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
     return score
 
 
+def _fragments(record, relevance: str) -> str | None:
+    """JSON ``[count, first rank, its text, minimum]`` of the record's chunks judged fragments (for
+    :func:`~rankwise.relevance.text.fragment_warning`), None when there is none."""
+    hits = [(c, c.verdicts[relevance]) for c in record.chunks if relevance in c.verdicts
+            and c.verdicts[relevance].verdict == 0 and (c.verdicts[relevance].meta or {}).get("fragment_of")]
+    if not hits:
+        return None
+    first, verdict = hits[0]
+    return json.dumps([len(hits), first.rank, first.text or "", verdict.meta.get("min_evidence_chars")])
+
+
 def _first_repeat(record) -> tuple[str | None, int]:
     """The record's first chunk id listed more than once and how often (for ``case_warnings``)."""
     counts = Counter(c.id for c in record.chunks if c.id is not None)
@@ -188,7 +202,8 @@ def _first_repeat(record) -> tuple[str | None, int]:
 def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] | None = None,
                  metrics: Iterable[str] | str | None = None, min_overlap: float = 0.5, threshold: float = 0.8,
                  id_field: str | None = None, relevance_level: int = 1, unscorable: str = "zero",
-                 incomplete: str = "zero", json_column: str | None = None) -> SparkRagResult:
+                 incomplete: str = "zero", json_column: str | None = None,
+                 min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> SparkRagResult:
     """Score a RAG test set or per-case records held in a Spark DataFrame; same numbers as
     ``rankwise.evaluate_rag``.
 
@@ -199,8 +214,8 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
             e.g. from Parquet). Every case needs an id.
         relevance: ``containment``, ``span``, ``fuzzy``, ``ids`` (judged in the workers) or a source
             whose verdicts the records hold (``llm``, ``human`` ...: scored as stored).
-        k, metrics, min_overlap, threshold, id_field, relevance_level, unscorable, incomplete: as for
-            ``rankwise.evaluate_rag``.
+        k, metrics, min_overlap, threshold, min_evidence_chars, id_field, relevance_level, unscorable,
+            incomplete: as for ``rankwise.evaluate_rag``.
         json_column: the column holding each case's JSON.
 
     Example:
@@ -217,7 +232,6 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
         if value not in ("zero", "skip"):
             raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
-    chosen = k is not None or bool(metrics)  # cutoffs the user asked for, as evaluate_rag
     k = DEFAULT_KS if k is None else k
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
@@ -232,14 +246,14 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
         raise InputError(f"no column {json_column!r}; columns: {cases.columns}", field="json_column")
     skip = {s for s, v in (("unscorable", unscorable), ("incomplete", incomplete)) if v == "skip"}
     options = {"min_overlap": min_overlap, "threshold": threshold, "id_field": id_field,
-               "relevance_level": relevance_level}
+               "relevance_level": relevance_level, "min_evidence_chars": min_evidence_chars}
     out = cases.mapInArrow(_Worker(names, relevance, json_column, options, skip), _schema(len(names)))
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         local = out.select("query_id", "_status", "_basis", "_ok", "_failed", "_missing", "_stored", "_error",
-                           "_depth", "_dup_id", "_dup_n",
+                           "_depth", "_dup_id", "_dup_n", "_frag",
                            *[f"m{j}" for j in range(len(names))]).toArrow()
-        result = _finish(local, measures, relevance, unscorable, incomplete, options, chosen)
+        result = _finish(local, measures, relevance, unscorable, incomplete, options)
     except BaseException:
         out.unpersist()
         raise
@@ -261,7 +275,7 @@ class _Worker:
 
 
 def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable: str, incomplete: str,
-            options: dict, chosen: bool) -> EvalResult:
+            options: dict) -> EvalResult:
     from rankwise.spark.ir import _reraise
 
     errors = local.column("_error").drop_null()
@@ -311,13 +325,27 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
     summary = rag_summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
-    for message in case_warnings(_stand_ins(local), [m.k for m in measures] if chosen else []):
-        warn(message, summary=summary)
+    for message in [*case_warnings(_stand_ins(local), [m.k for m in measures]),
+                    fragment_warning(_fragment_stand_ins(local, relevance), relevance)]:
+        if message:
+            warn(message, summary=summary)
     mean, undefined = aggregate_columns(values, measures)
     if undefined:
         summary["undefined"] = undefined
     return EvalResult(measures, PerQuery([id_list[i] for i in scored_rows.tolist()], [m.name for m in measures],
                                          values), mean, summary, f"eval-rag ({relevance})")
+
+
+def _fragment_stand_ins(local: pa.Table, relevance: str) -> list:
+    """Stand-in records holding each case's fragment chunks (collected as ``_frag``), in input order."""
+    out = []
+    for rid, frag in zip(local.column("query_id").to_pylist(), local.column("_frag").to_pylist(), strict=True):
+        if frag:
+            n, rank, text, minimum = json.loads(frag)
+            verdict = SimpleNamespace(verdict=0, meta={"fragment_of": [0], "min_evidence_chars": minimum})
+            out.append(SimpleNamespace(id=rid, chunks=[SimpleNamespace(rank=rank, text=text,
+                                                                        verdicts={relevance: verdict})] * n))
+    return out
 
 
 def _stand_ins(local: pa.Table) -> list:

@@ -10,9 +10,11 @@ generated sets (a folder with ``queries.jsonl``, ``qrels/<split>.tsv`` and the g
 ``text == document[start:end]``; a context found nowhere stays as ``{text}`` in ``unmapped_contexts`` and
 is counted, never dropped.
 
-Write: Ragas' sample shape (JSONL: ``user_input``, ``reference``, ``reference_contexts``,
-``reference_context_ids``) and DeepEval's goldens (JSON list: ``input``, ``expected_output``, ``context``,
-``source_file``, ``name``, ``additional_metadata`` with the id and spans).
+Write: Ragas' sample shape (JSONL: ``id``, ``user_input``, ``reference``, ``reference_contexts``,
+``reference_context_ids``; Ragas ignores the extra ``id``) and DeepEval's goldens (JSON list: ``input``,
+``expected_output``, ``context``, ``source_file``, ``name``, ``additional_metadata`` with the id and spans).
+A case keeps its id both ways: an exported set imports back under the same ids (``additional_metadata.id``,
+``name``, ``id``), so ``compare-rag`` matches its cases with the original's.
 """
 
 from __future__ import annotations
@@ -199,7 +201,9 @@ def read_foreign(path: str | PathLike, fmt: str = "auto") -> tuple[str, list[dic
         if not isinstance(q, str) or not q.strip():
             raise InputError("no question", source=p, line=number,
                              field="input" if fmt == "deepeval" else "user_input")
-        cid = _first(obj, ("id", "name", "query_id")) or f"{fmt}-{number:05d}"
+        meta = obj.get("additional_metadata") if fmt == "deepeval" else None
+        cid = ((meta or {}).get("id") if isinstance(meta, dict) else None) or _first(obj, ("id", "name", "query_id"))
+        cid = cid if cid not in (None, "") else f"{fmt}-{number:05d}"
         cases.append({"id": str(cid), "question": q, "reference": ref if isinstance(ref, str) else None,
                       "contexts": ctx, "extra": extra})
     return fmt, cases
@@ -317,8 +321,8 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
                and r.get("start") is not None]
         cid = str(obj.get("id") or f"case-{number}")
         if to == "ragas":
-            samples.append({"user_input": q, "reference": obj.get("reference"), "reference_contexts": texts,
-                            "reference_context_ids": ids})
+            samples.append({"id": cid, "user_input": q, "reference": obj.get("reference"),
+                            "reference_contexts": texts, "reference_context_ids": ids})
         else:
             meta = {"id": cid, "reference_spans": [{k: r.get(k) for k in ("doc_id", "start", "end")} for r in refs]}
             for k in ("style", "language", "difficulty"):

@@ -55,8 +55,8 @@ from rankwise.testsets.language import detect_language, language_name
 from rankwise.testsets.locate import locate, normalise
 
 __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "SynthStopped",
-           "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples", "estimate_synth", "synth",
-           "lexical_overlap", "shingles", "jaccard"]
+           "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples",
+           "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question", "near_duplicate"]
 
 STYLES = ("factual", "paraphrase", "multi", "conversational")
 #: why a sample was rejected
@@ -423,7 +423,7 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
     if isinstance(items, str):
         return None, items, "quotes must be a list of strings or {passage, text} objects"
     if not items:
-        return None, "no_quotes", None
+        return None, "no_quotes", "the reply lists no supporting quote"
     refs: list[dict[str, Any]] = []
     hows: list[str] = []
     used: set[int] = set()
@@ -449,7 +449,8 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
         if hit is None:
             return None, "quote_not_found", text[:200]
     if slot.style == "multi" and len(used) < 2:
-        return None, "multi_one_passage", None
+        where = f"passage {min(used) + 1} of {len(slot.passages)}" if used else "no passage"
+        return None, "multi_one_passage", f"every quote comes from {where}"
     if _gives_away(question, answer):
         return None, "answer_in_question", answer[:200]
     if slot.language not in ("und",):
@@ -474,6 +475,39 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
             return None, "bad_reply", "a conversational sample needs the earlier turn (history)"
         sample["history"] = turns
     return sample, None, None
+
+
+def reply_question(content: str | None) -> str | None:
+    """The question a reply asked (for the rejected samples' file), None when it holds none.
+
+    Example:
+        >>> reply_question('{"question": "How many copies?", "answer": "3"}'), reply_question("not json")
+        ('How many copies?', None)
+    """
+    from rankwise.llm.parse import ParseError, extract_json
+
+    try:
+        obj = extract_json(content)
+    except (ParseError, TypeError, ValueError):
+        return None
+    question = obj.get("question") if isinstance(obj, dict) else None
+    return question.strip() if isinstance(question, str) and question.strip() else None
+
+
+def near_duplicate(question: str, seen: list[tuple[frozenset[str], str, str]], threshold: float) -> str | None:
+    """Why ``question`` is a near-duplicate of an accepted one (``seen``: shingles, id, question), else None.
+
+    Example:
+        >>> seen = [(shingles("How many copies does Kestrel keep?"), "s1", "How many copies does Kestrel keep?")]
+        >>> near_duplicate("How many copies does Kestrel keep ?", seen, 0.8)[:40]
+        'Jaccard 1.00 >= 0.8 with accepted sample'
+    """
+    sh = shingles(question)
+    for other, oid, text in seen:
+        j = jaccard(sh, other)
+        if j >= threshold:
+            return f"Jaccard {j:.2f} >= {threshold} with accepted sample {oid!r}: {text[:200]!r}"
+    return None
 
 
 def _merge(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -739,7 +773,7 @@ class _SynthRun:
                                     documents=len({s.passages[0].doc_id for s in self.slots}))
         self.summary.max_per_document = max(Counter(s.passages[0].doc_id for s in self.slots).values())
         self.norms: dict[str, tuple[str, list[int]]] = {}
-        self.seen_questions: list[frozenset[str]] = []
+        self.seen_questions: list[tuple[frozenset[str], str, str]] = []  # accepted: shingles, id, question
         self.done = self._resume()
 
     def _resume(self) -> set[int]:
@@ -752,7 +786,7 @@ class _SynthRun:
             s.difficulty[r.get("difficulty")] += 1
             s.styles[r.get("style")] += 1
             s.languages[r.get("language")] += 1
-            self.seen_questions.append(shingles(r["user_input"]))
+            self.seen_questions.append((shingles(r["user_input"]), str(r.get("id")), r["user_input"]))
         for r in rejected_rows:
             s.rejected[r["reason"]] += 1
         done = {int(r["provenance"]["slot"]) for r in accepted_rows + rejected_rows}
@@ -797,24 +831,25 @@ class _SynthRun:
             s.cost = cost
             self.on_progress(s)
 
-    def write(self, slot: Slot, sample: dict[str, Any] | None, reason: str | None, detail: str | None) -> None:
+    def write(self, slot: Slot, sample: dict[str, Any] | None, reason: str | None, detail: str | None,
+              question: str | None) -> None:
         """Write one decided sample (in plan order): a near-duplicate of an accepted question is rejected
-        here, an accepted one gets its BM25 difficulty."""
+        here, an accepted one gets its BM25 difficulty; a rejected one keeps the question its reply asked."""
         s = self.summary
         prov = {"model": self.model, "prompt_version": self.version, "style": slot.style, "seed": self.settings.seed,
                 "slot": slot.index, "plan": self.plan,
                 "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end} for p in slot.passages]}
         if sample is not None:
-            sh = shingles(sample["user_input"])
-            if any(jaccard(sh, other) >= self.settings.duplicate_threshold for other in self.seen_questions):
-                sample, reason, detail = None, "duplicate", None
+            same = near_duplicate(sample["user_input"], self.seen_questions, self.settings.duplicate_threshold)
+            if same is not None:
+                sample, reason, detail = None, "duplicate", same
         if sample is None:
             s.rejected[reason] += 1
-            self.fh_rej.write(json.dumps({"id": slot.id, "reason": reason, "detail": detail, "provenance": prov},
-                                         ensure_ascii=False) + "\n")
+            self.fh_rej.write(json.dumps({"id": slot.id, "question": question, "reason": reason, "detail": detail,
+                                          "provenance": prov}, ensure_ascii=False) + "\n")
             self.fh_rej.flush()
             return
-        self.seen_questions.append(shingles(sample["user_input"]))
+        self.seen_questions.append((shingles(sample["user_input"]), slot.id, sample["user_input"]))
         rank = _bm25_rank(self.bm25, self.passage_by_id, sample)
         difficulty = "easy" if rank == 1 else "hard" if rank is not None else "unretrieved"
         prov["located"] = sample.pop("located")
@@ -837,7 +872,7 @@ class _Outcome:
     cached: bool = False
 
 
-_Decision = tuple[dict[str, Any] | None, str | None, str | None]
+_Decision = tuple[dict[str, Any] | None, str | None, str | None, str | None]  # sample, reason, detail, question
 
 
 class _SynthJob(Job):
@@ -890,7 +925,7 @@ class _SynthJob(Job):
         if o.status == "missing" and unit.index not in self.decided:
             o.status, o.error = status, error
             if status == "failed":  # a defect: no answer, like a failed call; a rerun asks again
-                self.decided[unit.index] = (None, "call_failed", error[:200])
+                self.decided[unit.index] = (None, "call_failed", error[:200], None)
                 self._commit()
 
     async def do(self, unit: Slot) -> None:
@@ -939,10 +974,11 @@ class _SynthJob(Job):
             self.exhausted = True
             return None
         except CallError as exc:
-            return None, "call_failed", str(exc)[:200]
+            return None, "call_failed", str(exc)[:200], None
         sample, reason, detail = check_reply(content, slot, run.corpus, run.settings, run.norms)
+        question = sample["user_input"] if sample is not None else reply_question(content)
         if sample is None or not run.settings.critic:
-            return sample, reason, detail
+            return sample, reason, detail, question
         messages = render_critic(run.prompts, sample["user_input"], sample["reference"],
                                  [r["text"] for r in sample["reference_contexts"]])
         try:
@@ -951,8 +987,8 @@ class _SynthJob(Job):
             self.exhausted = True
             return None
         except CallError as exc:  # no answer, not a rejection: a rerun asks again
-            return None, "call_failed", f"critic call: {str(exc)[:200]}"
-        return _criticised(sample, verdict, run.settings.critic_min)
+            return None, "call_failed", f"critic call: {str(exc)[:200]}", question
+        return (*_criticised(sample, verdict, run.settings.critic_min), question)
 
     def _commit(self) -> None:
         """Write the decided slots in plan order, up to the first one not decided yet."""
@@ -974,7 +1010,8 @@ class _SynthJob(Job):
         return s
 
 
-def _criticised(sample: dict[str, Any], verdict: str | None, minimum: int) -> _Decision:
+def _criticised(sample: dict[str, Any], verdict: str | None,
+                minimum: int) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """The sample with the critic's score, or rejected (``critic``) for a low or missing score."""
     from rankwise.llm.parse import ParseError, extract_json
 

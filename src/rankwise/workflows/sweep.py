@@ -81,6 +81,11 @@ class SweepConfig:
     def chunking(self) -> tuple[int, int, str]:
         return (self.chunk_size, self.chunk_overlap, self.splitter)
 
+    @property
+    def chunking_label(self) -> str:
+        """The label without the retriever: ``splitter size/overlap`` or ``whole documents``."""
+        return self.label[len(self.retriever) + 1:]
+
     def to_dict(self) -> dict:
         return {"label": self.label, "chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap,
                 "splitter": self.splitter, "retriever": self.retriever}
@@ -155,6 +160,17 @@ class SweepResult:
                 row[f"{m} significant"] = sig
             out.append(row)
         return out
+
+    def grid(self) -> dict[str, Any]:
+        """The configurations as a grid: rows = chunkings, columns = retrievers (grid order), cells = the
+        configuration labels (a cell skipped or never run is absent), for the report's heat map."""
+        rows = list(dict.fromkeys(c.chunking_label for c in self.configs))
+        cols = list(dict.fromkeys(c.retriever for c in self.configs))
+        cells: dict[str, dict[str, str]] = {r: {} for r in rows}
+        for c in self.configs:
+            cells[c.chunking_label][c.retriever] = c.label
+        return {"title": "Chunking \u00d7 retriever", "row_title": "chunking", "column_title": "retriever",
+                "rows": rows, "columns": cols, "cells": cells}
 
     def to_json(self) -> dict[str, Any]:
         """What ``sweep.json`` holds (``generator`` first: the file is recognisably rankwise's)."""
@@ -503,6 +519,7 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
         shown = list(dict.fromkeys(shown))
         result.files["html"] = str(write_html_report(
             out / "report.html", result.comparison, records={lab: result.records[lab] for lab in shown},
+            grid=result.grid(),
             title=f"rankwise sweep: {len(result.configs)} configurations, {s['cases']} questions",
             notes=[f"Grid: chunk sizes {s['chunk_sizes']} x overlaps {s['overlaps']} x splitters {s['splitters']} x "
                    f"retrievers {s['retrievers']}; top {s['k']} {s['level']}; relevance {s['relevance']}; "

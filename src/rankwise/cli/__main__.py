@@ -1,0 +1,5 @@
+"""``python -m rankwise.cli``."""
+
+from rankwise.cli import main
+
+main()

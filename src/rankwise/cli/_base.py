@@ -1,0 +1,225 @@
+"""What every command shares: the ``main`` group, output formats, failing with exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from rankwise.errors import RankwiseError
+
+FORMATS = ["table", "json", "csv", "trec"]
+
+
+class _Group(click.Group):
+    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a real
+    process through ``os._exit`` once its output is flushed."""
+
+    def invoke(self, ctx):
+        import warnings
+
+        from rankwise.errors import RankwiseWarning
+
+        def show(message, category, *args, **kwargs):
+            if issubclass(category, RankwiseWarning):
+                if str(message) not in said:  # a warning given twice (e.g. by two passes) is printed once
+                    said.add(str(message))
+                    click.echo(f"rankwise: warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        shown = warnings.showwarning
+        said: set[str] = set()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", RankwiseWarning)
+                warnings.showwarning = show
+                return super().invoke(ctx)
+        except RankwiseError as exc:
+            _fail(str(exc))
+        except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
+            _fail(exc.format_message())
+        except KeyboardInterrupt:
+            click.echo("rankwise: interrupted", err=True)
+            sys.exit(_interrupt_code())
+        except BrokenPipeError:
+            sys.exit(0)
+        except OSError as exc:  # a file we read or write: full disk, no permission ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if args is not None or not standalone_mode:  # called from Python (tests, CliRunner): plain click
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's thread
+        # pools can abort the process ("terminate called without an active exception", rc -6, see
+        # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
+        code = 1
+        from rankwise._signals import install_sigterm
+
+        install_sigterm()  # SIGTERM (timeout, CI, container stop) takes Ctrl-C's path: records kept, exit 143
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            print("rankwise: interrupted", file=sys.stderr)
+            code = _interrupt_code()
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        _exit_now(code)
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, exit code 2."""
+    click.echo("rankwise: error: " + " ".join(message.splitlines()), err=True)
+    sys.exit(2)
+
+
+def _interrupt_code() -> int:
+    """130 after Ctrl-C, 143 after SIGTERM."""
+    from rankwise._signals import interrupt_exit_code
+
+    return interrupt_exit_code()
+
+
+def _exit_now(code: int) -> None:
+    """Flush stdout and stderr, then end the process at once (no interpreter teardown)."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rankwise")
+@click.option("--width", type=click.IntRange(min=20), default=None,
+              help="Columns of printed tables (default: the terminal's; unlimited when piped; or $RANKWISE_WIDTH).")
+def main(width: int | None) -> None:
+    """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
+    from any source, comparisons and reports."""
+    if width is not None or "rankwise.report.console" in sys.modules:  # rich only when tables are printed
+        from rankwise.report.console import set_width
+
+        set_width(width)
+
+
+def _split_metrics(values: tuple[str, ...]) -> list[str]:
+    """``-m P@5 -m ndcg@10,map -m P.5,10`` -> one name per metric, split by the library's parser."""
+    from rankwise.metrics.registry import split_metric_list
+
+    return [name for v in values for name in split_metric_list(v)]
+
+
+def _print_result(result, fmt: str, per_query: bool) -> None:
+    if fmt == "json":
+        from rankwise.report.text import to_json
+
+        click.echo(to_json(result, per_query=per_query))
+    elif fmt == "csv":
+        from rankwise.report.text import to_csv
+
+        click.echo(to_csv(result, per_query=per_query), nl=False)
+    elif fmt == "trec":
+        from rankwise.report.text import to_trec
+
+        click.echo(to_trec(result, per_query=per_query), nl=False)
+    else:
+        from rankwise.report.console import print_eval
+
+        print_eval(result, per_query=per_query)
+
+
+# ------------------------------------------------------------------------------ LLM endpoint / call / cost options
+_LLM_OPTION_NAMES = ("model", "base_url", "api_key", "config_path", "prompt_file", "concurrency", "rpm", "timeout",
+                     "max_retries", "max_calls", "max_cost", "cache_path", "price_in", "price_out", "dry_run", "quiet")
+
+
+def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_required: bool = False,
+                 omit: tuple[str, ...] = ()):
+    """Decorator: the endpoint, call and cost options of every command that calls an LLM, each declared
+    here once (one flag, one default, one help); the command resolves them with ``resolve_llm_config``
+    (itself, or through the library function it calls).
+
+    ``model``: whose model it is ("Judge", "Generator"); ``model_required``: --model must be given (no
+    RANKWISE_JUDGE_MODEL / config fallback: a generator is not the judge); ``prompt``: the shipped prompt
+    --prompt overrides (None: no --prompt); ``dry_run``: what --dry-run prints; ``omit``: options (by
+    parameter name) the command's library function does not take.
+    """
+    unknown = set(omit) - set(_LLM_OPTION_NAMES)
+    if unknown:  # a typo in a command's declaration, found at import
+        raise ValueError(f"unknown LLM options {sorted(unknown)}")
+    fallback = "" if model_required else " (or RANKWISE_JUDGE_MODEL, or model in rankwise.toml [llm])"
+    options = {
+        "model": click.option("--model", required=model_required, help=f"{model} model name{fallback}."),
+        "base_url": click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 "
+                                                    "(or OPENAI_BASE_URL)."),
+        "api_key": click.option("--api-key", help="API key (or OPENAI_API_KEY); local servers need none."),
+        "config_path": click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                                    help="Config file with an [llm] table: endpoint, calls, prices, cache (default: "
+                                         "./rankwise.toml, ~/.config/rankwise/config.toml)."),
+        "prompt_file": None if prompt is None else click.option(
+            "--prompt", "prompt_file", type=click.Path(dir_okay=False), help=f"TOML file overriding the shipped "
+                                                                             f"{prompt}."),
+        "concurrency": click.option("--concurrency", type=int, default=None,
+                                    help="Requests in flight at most (default 128; halved automatically on "
+                                         "429/503/timeouts)."),
+        "rpm": click.option("--rpm", type=float, default=None, help="Requests per minute at most (default: no "
+                                                                    "limit)."),
+        "timeout": click.option("--timeout", type=float, default=None, help="Seconds per request (default 60)."),
+        "max_retries": click.option("--max-retries", type=int, default=None,
+                                    help="Retries on 429/5xx/timeouts (default 4)."),
+        "max_calls": click.option("--max-calls", type=int, default=None,
+                                  help="Send at most this many requests; the rest is 'missing'."),
+        "max_cost": click.option("--max-cost", type=float, default=None,
+                                 help="Stop sending calls once this much money is spent (needs "
+                                      "--price-in/--price-out)."),
+        "cache_path": click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+                                   help="LLM cache file (default: $RANKWISE_CACHE or "
+                                        "~/.cache/rankwise/llm-judge.sqlite)."),
+        "price_in": click.option("--price-in", type=float, default=None,
+                                 help="Price per 1M prompt tokens, for the cost."),
+        "price_out": click.option("--price-out", type=float, default=None,
+                                  help="Price per 1M completion tokens, for the cost."),
+        "dry_run": click.option("--dry-run", is_flag=True, help=dry_run),
+        "quiet": click.option("--quiet", is_flag=True, help="No progress bar."),
+    }
+    chosen = [options[name] for name in _LLM_OPTION_NAMES if name not in omit and options[name] is not None]
+
+    def decorate(func):
+        for option in reversed(chosen):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def _llm_config(opts: dict, **extra):
+    """The one LLMConfig of the shared LLM options (:func:`_llm_options`' names), passed whole to the library;
+    ``extra``: what the command fixes or adds (the judge's mode, the prompt file, ...)."""
+    from rankwise.llm.config import resolve_llm_config
+
+    return resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
+                              api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
+                              timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
+                              price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"], **extra)
+
+
+def _check_generator_outputs(outputs: dict, testset, opts: dict) -> None:
+    """Before any call: the outputs are no input, no stranger's file (unless --force), a plot is a PNG; the
+    cache (read and written) is no input or output."""
+    from rankwise._outputs import check_outputs, check_plot_path
+
+    inputs = [testset, opts["config_path"], opts["prompt_file"]]
+    check_outputs(outputs, inputs, force=opts["force"])
+    check_plot_path(outputs.get("--plot"))
+    check_outputs({"--cache": opts["cache_path"]}, [*inputs, *outputs.values()], force=True)
