@@ -817,7 +817,8 @@ class _SynthRun:
                     open(self.rej_out, "a", encoding="utf-8") as self.fh_rej, \
                     progress("synth", len(self.slots), quiet=quiet) as self.advance:
                 self.advance(len(self.done))
-                if not todo:
+                if not todo:  # all decided by earlier runs: nothing to call, nothing spent
+                    self.summary.cost = self.cfg.prices.cost(0, 0)
                     return self.summary
                 return runner.run(lambda r: _SynthJob(self, r, todo))
         finally:
