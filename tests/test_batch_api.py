@@ -266,7 +266,7 @@ def test_request_over_the_byte_limit_is_one_line_error_before_any_call(server, t
     _testset(tmp_path / "ts.jsonl")
     res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", "100")[3:])
     assert res.exit_code == 2
-    assert res.stderr.startswith("rankwise: error: <input>: field 'batch_max_bytes': request r0 is ")
+    assert res.stderr.startswith("rankwise: error: request r0 is ")
     assert res.stderr.count("\n") == 1 and server.call("/stats")["uploads"] == 0
 
 
@@ -524,3 +524,24 @@ def test_batch_api_sends_url_credentials_as_basic_auth_and_never_shows_the_passw
     for f in tmp_path.rglob("*"):
         if f.is_file():
             assert SECRET.encode() not in f.read_bytes(), f
+
+
+def test_the_judge_runs_from_python_with_shards_batch_api_and_resume(server, tmp_path):
+    """`rankwise.judge` is `rankwise judge` from Python: one LLMConfig passed whole, shards, the Batch API,
+    records written, and a second call answered from the cache (resume)."""
+    import rankwise
+    from rankwise.llm.batch_api import resolve_batch_settings
+    from rankwise.llm.config import resolve_llm_config
+
+    ts = _testset(tmp_path / "ts.jsonl", n_cases=6)
+    ids = []
+    for i in range(2):
+        cfg = resolve_llm_config(model="m", base_url=server.base_url, api_key="k", env={},
+                                 cache=tmp_path / f"part{i}.sqlite")
+        run = rankwise.judge(ts, cfg, records_out=tmp_path / f"part{i}.jsonl", shard=f"{i}/2",
+                             batch_api=resolve_batch_settings(env={}, poll_seconds=0.05))
+        assert run.batch_report is not None and run.result.summary.complete
+        ids.append([r.id for r in load_records(tmp_path / f"part{i}.jsonl")])
+        again = rankwise.judge(ts, cfg, records_out=tmp_path / f"part{i}.jsonl", shard=f"{i}/2")
+        assert again.result.summary.cached == again.result.summary.ok == run.result.summary.ok  # resumed: no call
+    assert sorted(ids[0] + ids[1]) == [f"q{k}" for k in range(1, 7)] and not set(ids[0]) & set(ids[1])

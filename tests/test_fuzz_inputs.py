@@ -7,7 +7,9 @@ must exit 0, or 2 with one line on stderr, and never print a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
 import json
 import os
 import random
@@ -27,6 +29,7 @@ from rankwise.data import trec
 from rankwise.data._text import normalize_lines
 from rankwise.data.load import load_qrels, load_run
 from rankwise.data.records import load_records
+from rankwise.data.stream import NotGrouped, _text_batches, iter_run_blocks
 from rankwise.data.testset import load_testset
 from rankwise.errors import InputError
 from rankwise.relevance.human import read_labels
@@ -164,8 +167,16 @@ def _takes_fast(data: bytes, kind: str) -> bool:
     return cols is not None and trec._decimal_ints(cols["relevance"]) is not None
 
 
-def _check_cli(args: list[str], what: str) -> int:
+@pytest.fixture(autouse=True, scope="module")
+def _unfreeze():
+    """Objects :func:`_check_cli` froze are the collector's again after this module."""
+    yield
+    gc.unfreeze()
+
+
+def _check_cli(args: list[str], what: str):
     gc.collect()  # objects leaked by earlier tests are reclaimed here, not inside this mutant's capture
+    gc.freeze()  # and what lives on is not scanned again by the next call's collect (5x faster checks)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = CliRunner().invoke(main, args)
@@ -183,7 +194,7 @@ def _check_cli(args: list[str], what: str) -> int:
         *warned, last = err.split("\n")  # one-line warnings (rankwise: warning: ...) may come first
         assert all(w.startswith("rankwise: warning: ") for w in warned), f"{what}: stderr {err[:500]!r}"
         assert last.startswith("rankwise: error: "), f"{what}: stderr {err[:500]!r}"
-    return result.exit_code
+    return result
 
 
 def _shown(data: bytes) -> str:
@@ -206,7 +217,7 @@ def test_trec_fast_and_exact_readers_agree_on_every_mutant(tmp_path, kind):
         counts[(fast[0], "fast" if _takes_fast(data, kind) else "exact")] += 1
         if i % CLI_SHARE == 0:
             args = ["eval", str(other), str(path)] if kind == "run" else ["eval", str(path), str(other)]
-            code = _check_cli(args + ["-m", "map,P@1"], _shown(data))
+            code = _check_cli(args + ["-m", "map,P@1"], _shown(data)).exit_code
             assert (code == 0) == (fast[0] == "ok"), _shown(data)
     # the mutants exercise both outcomes and both paths
     assert counts[("ok", "fast")] > 20 and counts[("ok", "exact")] > 20 and counts[("error", "exact")] > 20, counts
@@ -462,3 +473,220 @@ def test_cr_only_csv_picks_the_delimiter_from_the_header(tmp_path):
     assert load_run(csv_run).ranking("q1") == ["d\t1", "d2"]
     labels = _write(tmp_path, "l.csv", LABELS_CSV.replace(b"\n", b"\r"))
     assert len(read_labels(labels)) == 3
+
+
+# ------------------------------------------------------- issue 20: --stream reads every mutant as memory does
+@contextlib.contextmanager
+def _unraisable():
+    """Exceptions Python could only print ("Exception ignored in ..."), collected instead."""
+    caught: list[str] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda u: caught.append(f"{u.exc_type.__name__}: {u.exc_value} in {u.object!r}")
+    try:
+        yield caught
+    finally:
+        sys.unraisablehook = previous
+
+
+def _by_query(runs) -> dict:
+    """{query: (ranking, scores)} of a run, or of the blocks of a streamed run."""
+    out = {}
+    for run in runs:
+        for i, q in enumerate(run.queries):
+            scores = None if run.scores is None else run.scores[run.offsets[i]:run.offsets[i + 1]].tolist()
+            out[q] = (run.ranking(q), scores)
+    return out
+
+
+def _streamed(path: Path, **kwargs) -> list:
+    """The blocks ``rankwise eval --stream`` reads: the file as it stands, partitioned when not grouped."""
+    try:
+        return list(iter_run_blocks(path, **kwargs))
+    except NotGrouped:
+        return list(iter_run_blocks(path, grouped=False, **kwargs))
+
+
+def _read_forced(read, path: Path, exact: bool):
+    trec._EXACT_ONLY = exact
+    try:
+        return _outcome(read, path)
+    finally:
+        trec._EXACT_ONLY = False
+
+
+STREAM_WAYS = {"grouped": {}, "partitioned": {"grouped": False}, "small blocks": {"block_rows": 1}}
+
+
+def _every_way(path: Path, in_memory) -> dict:
+    """How each reader reads ``path``: the in-memory fast and exact readers, and the stream (read as it
+    stands, partitioned, and in one-row blocks; and with its pieces read line by line)."""
+    ways = {}
+    for exact in (False, True):
+        got = _read_forced(lambda p: [in_memory(p)], path, exact)
+        ways[f"memory {'exact' if exact else 'fast'}"] = (got[0], _by_query(got[1])) if got[0] == "ok" else got
+        for name, kwargs in STREAM_WAYS.items() if not exact else [("grouped", {})]:  # one piece reader
+            got = _read_forced(lambda p, kw=kwargs: _streamed(p, **kw), path, exact)
+            ways[f"stream {name}{' exact' if exact else ''}"] = (got[0], _by_query(got[1])) if got[0] == "ok" else got
+    return ways
+
+
+def _pieces(path: Path, rows: int):
+    """The stream's rows of a TREC file read in pieces of about ``rows`` lines, joined: (ids, docs, scores,
+    lines), or its error."""
+    got = _outcome(lambda p: list(_text_batches(p, rows)), path)
+    if got[0] == "error":
+        return got
+    joined = ([], [], [], [])
+    for part in got[1]:
+        for column, values in zip(joined, part, strict=True):
+            column.extend(values.to_pylist() if hasattr(values, "to_pylist") else values.tolist())
+    return "ok", joined
+
+
+def test_stream_reads_every_trec_run_mutant_as_memory_does(tmp_path):
+    qrels = _write(tmp_path, "qrels.txt", TREC_QRELS)
+    counts = Counter()
+    with _unraisable() as caught:
+        for i, data in enumerate(mutants(TREC_RUN, seed=7)):
+            path = _write(tmp_path, f"m{i}.trec", data)
+            ways = _every_way(path, trec.read_trec_run)
+            reference = ways["memory fast"]
+            for name, got in ways.items():
+                assert got == reference, f"{name} disagrees on {_shown(data)}:\nmemory {reference}\n{name} {got}"
+            # read in pieces of about one line: the same rows, line numbers and errors as in one piece
+            assert _pieces(path, 1) == _pieces(path, 10**6), _shown(data)
+            counts[reference[0]] += 1
+            if i % CLI_SHARE == 0:
+                code = _check_cli(["eval", str(qrels), str(path), "-m", "map,P@1", "--stream"], _shown(data)).exit_code
+                assert (code == 0) == (reference[0] == "ok"), _shown(data)
+    assert not caught, caught[:3]
+    assert counts["ok"] > 20 and counts["error"] > 20, counts
+
+
+# ----------------------------------------------------------- Parquet runs, qrels and test sets, mutated
+def _parquet_bytes(table) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def _parquet_run_tables() -> list:
+    """Valid and invalid run tables a user's tools write: other id and score types, nulls, NaN, duplicated
+    columns, no rows."""
+    import pyarrow as pa
+
+    q, d, s = ["q1", "q1", "q2", "q2"], ["d1", "d2", "d3", "d1"], [2.5, 1.5, 0.75, 0.25]
+    ints = pa.array([1, 1, 2, 2]), pa.array([10, 11, 12, 10])
+    tables = [
+        pa.table({"query_id": q, "doc_id": d, "score": s}),
+        pa.table({"query_id": ints[0], "doc_id": ints[1], "score": s}),
+        pa.table({"query_id": pa.array(q).dictionary_encode(), "doc_id": pa.array(d).dictionary_encode(),
+                  "score": s}),
+        pa.table({"query_id": pa.array(q, pa.large_string()), "doc_id": d, "score": pa.array(s, pa.float32())}),
+        pa.table({"query_id": q, "doc_id": d, "score": pa.array([2**64 - 1, 5, 2**63, 1], pa.uint64())}),
+        pa.table({"query_id": q, "doc_id": d, "score": pa.array([4, 3, 2, 1], pa.int8())}),
+        pa.table({"query_id": q, "doc_id": d, "score": pa.array(s).dictionary_encode()}),
+        pa.table({"query_id": q, "doc_id": d, "score": [2.5, float("nan"), 1.0, 0.5]}),
+        pa.table({"query_id": q, "doc_id": d, "score": [2.5, float("inf"), 1.0, 0.5]}),
+        pa.table({"query_id": ["q1", None, "q2", "q2"], "doc_id": d, "score": s}),
+        pa.table({"query_id": q, "doc_id": d, "score": [2.5, None, 1.0, 0.5]}),
+        pa.table({"query_id": q, "doc_id": ["d1", "d1", "d3", "d1"], "score": s}),
+        pa.table({"query_id": q, "doc_id": d, "score": ["2.5", "1.5", "0.75", "0.25"]}),
+        pa.table({"query_id": [1.5, 1.5, 2.0, 2.0], "doc_id": d, "score": s}),
+        pa.table({"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string()),
+                  "score": pa.array([], pa.float64())}),
+        pa.table({"qid": q, "doc_id": d, "score": s}),
+        pa.Table.from_arrays([pa.array(q), pa.array(d), pa.array(s), pa.array(d)],
+                             names=["query_id", "doc_id", "score", "doc_id"]),
+    ]
+    return [_parquet_bytes(t) for t in tables]
+
+
+def _byte_mutants(data: bytes, seed: int, n: int) -> list[bytes]:
+    """Truncations, flipped bytes and the text mutator's edits of a binary file."""
+    rng = random.Random(seed)
+    out = [b"", data[:4], data[: len(data) // 2], data[:-1], data + b"\0"]
+    while len(out) < n:
+        op = rng.randrange(3)
+        if op == 0:
+            out.append(data[: rng.randrange(len(data))])
+        elif op == 1:
+            b = bytearray(data)
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            out.append(bytes(b))
+        else:
+            out.append(mutate(data, rng))
+    return out
+
+
+def test_parquet_run_mutants_read_alike_in_memory_and_streamed(tmp_path):
+    from rankwise.data.stream import read_parquet_run
+
+    qrels = _write(tmp_path, "qrels.txt", TREC_QRELS)
+    valid = _parquet_run_tables()
+    counts = Counter()
+    with _unraisable() as caught:
+        for i, data in enumerate(valid + _byte_mutants(valid[0], seed=21, n=MUTANTS // 2)):
+            path = _write(tmp_path, f"m{i}.parquet", data)
+            ways = {k: v for k, v in _every_way(path, read_parquet_run).items() if "exact" not in k}
+            reference = ways["memory fast"]
+            for name, got in ways.items():
+                assert got == reference, f"{name} disagrees on mutant {i}:\nmemory {reference}\n{name} {got}"
+            counts[reference[0]] += 1
+            if i < len(valid) or i % CLI_SHARE == 0:
+                memory, streamed = (_check_cli(["eval", str(qrels), str(path), "-m", "map,P@1", *stream],
+                                               f"mutant {i}") for stream in ([], ["--stream"]))
+                assert (memory.exit_code, memory.stdout, memory.stderr) == \
+                    (streamed.exit_code, streamed.stdout, streamed.stderr), f"mutant {i}: {reference}"
+                if reference[0] == "error":
+                    assert memory.stderr == f"rankwise: error: {reference[1]}\n"
+    assert not caught, caught[:3]
+    assert counts["ok"] >= 6 and counts["error"] > 20, counts
+
+
+def test_parquet_qrels_and_testset_mutants_read_or_fail_with_one_line(tmp_path):
+    import pyarrow as pa
+
+    run = _write(tmp_path, "run.trec", TREC_RUN)
+    qrels_seed = _parquet_bytes(pa.table({"query_id": ["q1", "q1", "q2"], "doc_id": ["d1", "d3", "d3"],
+                                          "relevance": [1, 0, 2]}))
+    grades = [pa.array([1.0, 1e30, 2.0]), pa.array([1, 2**63 + 5, 2], pa.uint64()), pa.array([1.0, 0.5, 2.0]),
+              pa.array([1, None, 2]), pa.array(["1", "0", "2"]), pa.array([1, 0, 2], pa.uint8())]
+    qrels_tables = [_parquet_bytes(pa.table({"query_id": ["q1", "q1", "q2"], "doc_id": ["d1", "d3", "d3"],
+                                             "relevance": g})) for g in grades]
+    testset_seed = _parquet_bytes(pa.table({
+        "id": ["q1", "q2"], "user_input": ["a?", "b?"], "retrieved_contexts": [["alpha beta", "gamma"], ["delta"]],
+        "reference_contexts": [["alpha"], ["delta"]]}))
+    outcomes = Counter()
+    for kind, seed, read, args in (
+            ("qrels", qrels_seed, load_qrels, lambda p: ["eval", str(p), str(run), "-m", "map"]),
+            ("testset", testset_seed, load_testset, lambda p: ["eval-rag", str(p), "-k", "1,2", "--quiet"])):
+        extra = qrels_tables if kind == "qrels" else []
+        for i, data in enumerate(extra + _byte_mutants(seed, seed=len(kind), n=MUTANTS // 3)):
+            path = _write(tmp_path, f"m{i}.{kind}.parquet", data)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                outcomes[(kind, _outcome(read, path)[0])] += 1
+            if i < len(extra) or i % CLI_SHARE == 0:
+                _check_cli(args(path), f"{kind} mutant {i}")
+    assert all(outcomes[(k, "ok")] >= 2 and outcomes[(k, "error")] > 20 for k in ("qrels", "testset")), outcomes
+
+
+def test_a_symlink_loop_as_any_input_is_one_line(tmp_path):
+    """A loop of symbolic links (a -> b -> a) in place of each kind of input: one line naming the file."""
+    kinds = dict(KINDS, trec_run=("run.trec", TREC_RUN, None, _eval_args),
+                 trec_qrels=("qrels.txt", TREC_QRELS, None, _eval_args),
+                 parquet_run=("run.parquet", b"", None, _eval_args),
+                 testset_parquet=("testset.parquet", b"", None, _rag_args))
+    for kind, (name, _, _, cli_args) in sorted(kinds.items()):
+        loop = tmp_path / f"loop.{name}"
+        os.symlink(tmp_path / f"other.{name}", loop)
+        os.symlink(loop, tmp_path / f"other.{name}")
+        for extra in ([], ["--stream"]) if kind.endswith("run") else ([],):
+            result = CliRunner().invoke(main, cli_args(kind, loop, tmp_path) + extra)
+            assert result.exit_code == 2, (kind, extra, result.output)
+            assert result.stderr == f"rankwise: error: {loop}: cannot read file: Too many levels of symbolic links\n", \
+                (kind, extra, result.stderr)

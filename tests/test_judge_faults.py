@@ -284,14 +284,14 @@ def test_credentials_in_the_base_url_go_into_an_authorization_header(srv, tmp_pa
     assert r.exit_code == 0, r.output
     assert srv.stats()["authorization"] == "Basic " + base64.b64encode(b"ann:s3cret!").decode()
     masked = srv.base_url.replace("http://", "http://ann:***@")
-    assert r.stdout.splitlines()[0].startswith(f"judged 4 chunks of 1 cases with judge-test at {masked} ")
+    assert r.stdout.splitlines()[0].startswith(f"judged 4 chunks of 1 case with judge-test at {masked} ")
     assert "s3cret" not in r.output and "s3cret" not in (tmp_path / "out.jsonl").read_text()
     assert [rec.verdicts("llm") for rec in load_records(tmp_path / "out.jsonl")] == [[1, 0, 0, 1]]
 
     r = CliRunner().invoke(main, ["judge", str(ts), "--model", "judge-test", "--base-url", url, "--api-key", "k",
                                   "--records", str(tmp_path / "o2.jsonl"), "--cache", str(tmp_path / "c.sqlite")])
     assert r.exit_code == 2
-    assert r.stderr == (f"rankwise: error: <input>: field 'api_key': the base URL {masked} holds credentials "
+    assert r.stderr == (f"rankwise: error: --api-key: the base URL {masked} holds credentials "
                         "(user:password@) and an API key is given too; an endpoint takes one Authorization "
                         "header: drop one\n")
 

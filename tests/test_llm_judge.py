@@ -324,7 +324,7 @@ def test_batch_size_splits_long_lists(srv, tmp_path):
 
 
 def test_missing_inputs(srv, tmp_path):
-    with pytest.raises(InputError, match="mode 'reference' needs a reference per case and none of the 1 cases"):
+    with pytest.raises(InputError, match="mode 'reference' needs a reference per case and the only case has none"):
         _judge(srv, tmp_path).run([_case(reference=None)])
     r = _judge(srv, tmp_path).run([_case(["completed", None]), _case(["completed"], cid="q2", reference=None)])
     assert [(v.status, v.error) for v in r.verdicts["q1"]] == [("ok", None),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -72,8 +73,9 @@ def test_piped_metrics_list_and_compare_are_whole(cranfield_files):
     assert out.returncode == 0 and ELLIPSIS not in out.stdout
     from rankwise.metrics.registry import METRICS
 
-    for m in METRICS.values():
-        assert m.description in out.stdout, m.name
+    words = set(out.stdout.replace("\u2502", " ").split())
+    for m in METRICS.values():  # descriptions wrap within their column (see test_piped_metrics_list_wraps...)
+        assert set(m.description.split()) <= words, m.name
     qrels_path, runs = cranfield_files
     out = rankwise_cli("compare", str(qrels_path), *map(str, runs), "-m", "ndcg@10,recall@100",
                        "--permutations", "200", "--resamples", "200")
@@ -227,13 +229,13 @@ def test_unloadable_reranker_fails_fast_naming_rerank(tmp_path):
                        "cross-encoder/ms-marco-MiniLM-L-6-v2", "-o", str(tmp_path / "r.trec"), "--quiet", env=env)
     elapsed = time.perf_counter() - started
     assert out.returncode == 2 and out.stderr.count("\n") == 1
-    assert "field 'rerank'" in out.stderr and "reranker" in out.stderr and "--model" not in out.stderr
+    assert "--rerank" in out.stderr and "reranker" in out.stderr and "--model" not in out.stderr
     assert "cross-encoder/ms-marco-MiniLM-L-6-v2" in out.stderr
     assert elapsed < 5.0, f"took {elapsed:.1f} s to refuse an uncached model"
     assert not (tmp_path / "r.trec").exists()
     missing = rankwise_cli("run", "--corpus", str(corpus), "--queries", str(queries), "--rerank",
                            str(tmp_path / "no-such-folder"), "-o", str(tmp_path / "r.trec"), "--quiet", env=env)
-    assert missing.returncode == 2 and "field 'rerank'" in missing.stderr and "does not exist" in missing.stderr
+    assert missing.returncode == 2 and "--rerank" in missing.stderr and "does not exist" in missing.stderr
 
 
 # ------------------------------------------------------------------------------------ a reason per verdict
@@ -275,3 +277,118 @@ def test_human_labels_without_a_reason_say_where_the_label_is(tmp_path):
     records = evaluate_rag(cases, "human", labels=labels, k=2).records
     assert [c.verdicts["human"].reason for c in records[0].chunks] == \
         [f"labelled 1 (answer) at {labels}:2", "off topic"]
+
+
+# ------------------------------------------------------------------------------ in the user's words (#19)
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_library_parameter_names_become_the_commands_flags(tmp_path, cranfield_files):
+    from rankwise.errors import in_user_words
+
+    out = rankwise_cli("sweep", "--corpus", str(EXAMPLES / "corpus.jsonl"), "--testset",
+                       str(EXAMPLES / "rich_testset.jsonl"), "--retriever", "bm25+rerank", "--out",
+                       str(tmp_path / "sweep"), "--quiet", "--no-html")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith("rankwise: error: 'bm25+rerank' needs a reranker: give --rerank (a cross-encoder")
+    assert "rerank_model" not in out.stderr and "<input>" not in out.stderr
+    qrels_path, runs = cranfield_files
+    for bad in ("0", "-3"):  # --max-k 0 no longer sweeps 1..20 in silence
+        out = rankwise_cli("compare", str(qrels_path), *map(str, runs), "--max-k", bad, "--permutations", "50")
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr == f"rankwise: error: Invalid value for '--max-k': {bad} is not in the range x>=1.\n"
+    # the library keeps its own names; the CLI's table comes from the command's options
+    err = InputError("max K must be at least 1, not 0", field="max_k")
+    assert str(err) == "<input>: field 'max_k': max K must be at least 1, not 0"
+    assert in_user_words(err, {"max_k": "--max-k"}) == "--max-k: max K must be at least 1, not 0"
+    allow = InputError("queries differ; pass allow_query_mismatch=True to compare the shared ones")
+    assert in_user_words(allow, {"allow_query_mismatch": "--allow-query-mismatch"}) == \
+        "queries differ; pass --allow-query-mismatch=True to compare the shared ones"
+    in_file = InputError("not a number", source="run.trec", line=3, field="score")
+    assert in_user_words(in_file, {"score": "--score"}) == "run.trec:3: field 'score': not a number"
+
+
+def test_null_reference_contexts_are_named(tmp_path):
+    rows = [json.loads(line) for line in (EXAMPLES / "rich_testset.jsonl").read_text().splitlines()][:3]
+    for row in rows:
+        row["reference_contexts"] = None
+    path = tmp_path / "nulls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = rankwise_cli("eval-rag", str(path))
+    assert out.returncode == 2
+    assert out.stderr == (f"rankwise: error: {path}: field 'reference_contexts': no case can be scored with "
+                          "relevance 'containment': all 3 cases' reference_contexts are null, empty or absent "
+                          "(the passages a relevant chunk must contain)\n")
+    out = rankwise_cli("compare-rag", str(path), str(EXAMPLES / "rich_testset.jsonl"))
+    assert out.returncode == 2 and out.stderr.startswith(
+        "rankwise: error: system 'nulls': field 'reference_contexts': no case can be scored")
+    with pytest.raises(InputError, match="the case's reference_contexts are null") as err:
+        evaluate_rag(rows[:1], "containment")
+    assert err.value.field == "reference_contexts"
+
+
+def test_metric_typos_keep_the_cutoff_and_negative_cutoffs_say_so(cranfield_files):
+    from rankwise.metrics.registry import parse_measures
+
+    with pytest.raises(InputError, match=r"unknown metric 'ndgc@5'; did you mean ndcg@5\?"):
+        parse_measures(["ndgc@5"])
+    with pytest.raises(InputError, match=r"did you mean precision@20"):
+        parse_measures(["precison@20"])
+    for bad in ("recall@-1", "P_-3", "ndcg_cut.-5"):
+        with pytest.raises(InputError, match=f"cutoff must be >= 1 in '{re.escape(bad)}'"):
+            parse_measures([bad])
+    qrels_path, runs = cranfield_files
+    out = rankwise_cli("eval", str(qrels_path), str(runs[0]), "-m", "ndgc@5")
+    assert out.returncode == 2
+    assert out.stderr == ("rankwise: error: --metric: unknown metric 'ndgc@5'; did you mean ndcg@5? "
+                          "(`rankwise metrics` lists them all)\n")
+    out = rankwise_cli("eval", str(qrels_path), str(runs[0]), "-m", "recall@-1")
+    assert out.stderr == "rankwise: error: --metric: cutoff must be >= 1 in 'recall@-1'\n"
+
+
+def test_counts_agree_with_their_nouns(tmp_path):
+    from rankwise._words import count
+    from rankwise.report.console import summary_line
+
+    assert (count(1, "case"), count(2, "case"), count(1, "query", "queries")) == ("1 case", "2 cases", "1 query")
+    assert summary_line({"evaluated": 1}).startswith("1 query evaluated")
+    one = tmp_path / "one.jsonl"
+    one.write_text((EXAMPLES / "rich_testset.jsonl").read_text().splitlines()[1] + "\n", encoding="utf-8")
+    out = rankwise_cli("eval-rag", str(one), "--records", str(tmp_path / "recs.jsonl"))
+    assert out.returncode == 0, out.stderr
+    assert f"records: {tmp_path / 'recs.jsonl'} (1 case)" in out.stderr and "1 cases" not in out.stderr
+
+
+def test_a_file_of_blank_lines_has_no_rows(tmp_path, cranfield_files):
+    qrels_path, runs = cranfield_files
+    blank, empty = tmp_path / "blank.txt", tmp_path / "empty.txt"
+    blank.write_text("\n\n   \n\t\n", encoding="utf-8")
+    empty.write_bytes(b"")
+    out = rankwise_cli("eval", str(blank), str(runs[0]))
+    assert out.returncode == 2 and out.stderr == f"rankwise: error: {blank}: file has no rows: only blank lines\n"
+    out = rankwise_cli("eval", str(empty), str(runs[0]))
+    assert out.returncode == 2 and out.stderr == f"rankwise: error: {empty}: file is empty\n"
+    blank_jsonl = tmp_path / "blank.jsonl"
+    blank_jsonl.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="file has no rows: only blank lines"):
+        load_testset(blank_jsonl)
+
+
+def test_system_names_drop_format_and_role_endings():
+    from rankwise.analysis.compare import system_names
+
+    assert system_names(["runs/bm25.rec.jsonl", "dense.rag.jsonl", "x/hybrid.records.jsonl.gz", "a.trec"]) == \
+        ["bm25", "dense", "hybrid", "a"]
+
+
+def test_piped_metrics_list_wraps_its_descriptions():
+    from rankwise.metrics.registry import METRICS
+
+    out = rankwise_cli("metrics")
+    assert out.returncode == 0 and ELLIPSIS not in out.stdout
+    widest = max(len(line) for line in out.stdout.splitlines())
+    assert widest <= 160, widest
+    words = set(out.stdout.replace("│", " ").split())
+    for m in METRICS.values():
+        assert m.name in words, m.name
+        assert set(m.description.split()) <= words, m.name

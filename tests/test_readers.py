@@ -189,11 +189,11 @@ def test_qrels_duplicate_pair(tmp_path):
     assert "pair (query 'q1', doc 'd1') is judged twice (first at line 1)" in str(err)
 
 
-@pytest.mark.parametrize("content", [b"", b"\n\n  \n"])
+@pytest.mark.parametrize("content,says", [(b"", "file is empty"), (b"\n\n  \n", "file has no rows: only blank lines")])
 @pytest.mark.parametrize("reader", [read_trec_run, read_trec_qrels, read_jsonl_run, read_beir_qrels])
-def test_empty_file(tmp_path, content, reader):
+def test_empty_file(tmp_path, content, says, reader):
     err = _error(reader, _write(tmp_path, "empty", content))
-    assert "file is empty" in str(err) and err.source.endswith("empty")
+    assert says in str(err) and err.source.endswith("empty")
 
 
 def test_comments_only(tmp_path):

@@ -143,3 +143,18 @@ def test_every_metric_has_formula_and_reference():
     assert METRICS["rbp"].reference.startswith("Moffat & Zobel")
     assert METRICS["err"].reference.startswith("Chapelle")
     assert "Ragas" in METRICS["acp"].reference
+
+
+def test_metrics_name_shows_formula_and_citation():
+    """`rankwise metrics NAME` (any spelling a command accepts) shows the formula and the citation."""
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+
+    r = CliRunner().invoke(main, ["--width", "200", "metrics", "nDCG@10"])
+    assert r.exit_code == 0, r.output
+    assert "rankwise metric ndcg" in r.output
+    assert "sum_{i<=k} g_i / log2(i+1) / IDCG@k" in r.output
+    assert "Järvelin & Kekäläinen" in r.output
+    r = CliRunner().invoke(main, ["metrics", "ndgc"])
+    assert r.exit_code == 2 and "did you mean" in r.output

@@ -496,7 +496,7 @@ def test_cli_run_errors_are_one_line(tmp_path, monkeypatch):
     result = runner.invoke(main, ["run", "--beir", str(beir), "--rerank", "cross-encoder/ms-marco-MiniLM-L-6-v2",
                                   "--out", str(tmp_path / "r.trec"), "--quiet"])
     assert result.exit_code == 2 and "cannot load reranker (cross-encoder) model" in result.output
-    assert "field 'rerank'" in result.output and "--model" not in result.output
+    assert "--rerank" in result.output and "field 'rerank'" not in result.output and "--model" not in result.output
     assert not (tmp_path / "r.trec").exists()
 
 

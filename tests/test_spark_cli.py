@@ -58,6 +58,7 @@ def test_cli_engine_spark_on_parquet_equals_local(tmp_path):
     assert spark.returncode == 0, spark.stderr[-2000:]
     assert json.loads(spark.stdout) == json.loads(local.stdout)
     assert spark.stdout == local.stdout  # every digit
+    assert "pandas" not in spark.stderr  # pyspark's "does not yet fully support pandas >= 3.0.0": quiet
 
 
 def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
@@ -111,3 +112,83 @@ def test_spark_engine_prints_the_runid_line_of_the_local_engine(tmp_path):
         "map                   \tall\t1.0000\n"
         "set_F_0.5             \tall\t0.8000\n")  # q1 1.5·½·1 / (½·½ + 1) = 0.6, q2 1
     assert outputs["map", "spark"] == outputs["map", "local"] == "map                   \tall\t1.0000\n"
+
+
+_DRIVER = r'''
+import json, os, sys
+sys.path.insert(0, sys.argv[1])  # rankwise on the driver only: the workers' PYTHONPATH does not hold it
+from pyspark.sql import SparkSession
+import rankwise.spark as rs
+from rankwise.errors import RankwiseError
+from rankwise.spark import io as spark_io
+out = {}
+for python in sys.argv[2:]:
+    os.environ["PYSPARK_PYTHON"] = python  # as a user's SparkSession.builder picks it up
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    qrels = spark.createDataFrame([("q1", "d1", 1), ("q2", "d3", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q1", "d1", 1.0), ("q1", "d2", 0.5), ("q2", "d3", 0.1), ("q2", "d4", 0.9)],
+                                ["query_id", "doc_id", "score"])
+    try:
+        first = rs.evaluate(qrels, run, ["map"])
+        second = rs.evaluate(qrels, run, ["P@1"])  # the same session: not checked again
+        out[python] = {"map": first.mean["map"], "P@1": second.mean["precision@1"],
+                       "checked": sorted(spark_io._CHECKED) == [spark.sparkContext.applicationId]}
+    except RankwiseError as exc:
+        out[python] = {"error": str(exc)}
+    spark.stop()
+    spark_io._CHECKED.clear()
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_workers_that_cannot_import_rankwise_get_one_sentence(tmp_path):
+    """A session the user built (SparkSession.builder) whose worker Python cannot import rankwise (installed
+    on the driver only), or imports another version: one sentence saying what to do, no JVM stack trace;
+    with workers that import it the job runs, and the check runs once per session."""
+    fake = tmp_path / "fake" / "rankwise"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    workers = {}
+    for name, line in (("none", f'exec "{sys.executable}" -S "$@"'),  # -S: no site-packages, no rankwise
+                       ("other", f'PYTHONPATH="{fake.parent}:$PYTHONPATH" exec "{sys.executable}" -S "$@"'),
+                       ("good", f'PYTHONPATH="{REPO / "src"}:$PYTHONPATH" exec "{sys.executable}" "$@"')):
+        path = tmp_path / f"python-{name}"
+        path.write_text(f"#!/bin/sh\n{line}\n")
+        path.chmod(0o755)
+        workers[name] = str(path)
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER)
+    e = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    done = subprocess.run([sys.executable, str(driver), str(REPO / "src"), *workers.values()], capture_output=True,
+                          text=True, env=e, timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.split("RESULT ", 1)[1])
+    todo = (f"install rankwise {rankwise.__version__} on every worker (e.g. pip install "
+            f"'rankwise[spark]=={rankwise.__version__}' in the cluster's Python environment), point PYSPARK_PYTHON "
+            f"at a Python that has it, or start the session with rankwise.spark.session(), whose local workers "
+            f"run this Python ({sys.executable})")
+    assert result[workers["none"]] == {"error": f"Spark's Python workers ({sys.executable}) cannot import rankwise "
+                                                f"(ModuleNotFoundError: No module named 'rankwise'); {todo}"}
+    assert result[workers["other"]] == {"error": f"Spark's Python workers ({sys.executable}) import rankwise 0.0.1, "
+                                                 f"the driver {rankwise.__version__}: the numbers could differ; {todo}"}
+    assert result[workers["good"]] == {"map": 0.75, "P@1": 0.5, "checked": True}
+    assert "Py4JJavaError" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_spark_errors_name_the_file_and_line(tmp_path):
+    """Rows a Spark worker refuses (a doc listed twice, a score that is not a finite number) are named by
+    file and line, as the local engine names them, not as '<spark run>'."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq2 0 c 1\n")
+    cases = {"twice.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\nq1 Q0 a 3 0.5 t\n",  # in a worker
+             "suffix.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1d t\n"}  # Spark reads '1d' as 1.0; rankwise does not
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        local = rankwise_cli("eval", str(qrels), str(tmp_path / name), "-m", "map")
+        spark = rankwise_cli("eval", str(qrels), str(tmp_path / name), "-m", "map", "--engine", "spark",
+                             "--master", "local[1]")
+        assert local.returncode == spark.returncode == 2, (name, spark.stderr[-2000:])
+        assert f"{tmp_path / name}:" in spark.stderr and "<spark" not in spark.stderr, spark.stderr[-2000:]
+        assert spark.stderr.splitlines()[-1] == local.stderr.splitlines()[-1], name

@@ -10,8 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 from rankwise import evaluate
+from rankwise.cli import main
 from rankwise.data.stream import NotGrouped, iter_run_blocks
 from rankwise.errors import InputError
 from rankwise.metrics.stream import evaluate_stream
@@ -120,7 +122,7 @@ def test_cli_stream_prints_the_in_memory_numbers(files):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 x t\n", r"r.trec:2: field 'score': not a number: 'x'"),
-    ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0\n", r"r.trec:2: field 'run_id': expected 6 fields .*got 5"),
+    ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0\n", r"r.trec:2: field 'run_id': expected at least 6 fields .*got 5"),
     ("q1 Q0 a 1 2.0 t\nq1   Q0 b 2 x t extra\n", r"r.trec:2: field 'score': not a number: 'x'"),
 ])
 def test_streaming_bad_line_is_a_one_line_error_naming_it(tmp_path, text, message):
@@ -155,3 +157,172 @@ def test_streaming_skips_comment_lines(tmp_path):
     (tmp_path / "r.trec").write_text("# produced by a test\nq1 Q0 a 1 2.0 t\n# more\nq1 Q0 b 2 1.0 t\n")
     result = evaluate_stream({"q1": {"b": 1}}, tmp_path / "r.trec", ["mrr", "num_ret"])
     assert result.mean == {"mrr": 0.5, "num_ret": 2.0}
+
+
+# ------------------------------------------------ issue 20: the stream accepts and refuses what memory does
+def _streamed(path, **kwargs):
+    """Every query of a streamed run: {query: (docs in rank order, scores)}, as the CLI's --stream reads it."""
+    try:
+        blocks = list(iter_run_blocks(path, **kwargs))
+    except NotGrouped:
+        blocks = list(iter_run_blocks(path, grouped=False, **kwargs))
+    return {q: (b.ranking(q), b.scores[b.offsets[i]:b.offsets[i + 1]].tolist())
+            for b in blocks for i, q in enumerate(b.queries)}
+
+
+def _in_memory(path):
+    from rankwise.data.load import load_run
+
+    run = load_run(path)
+    return {q: (run.ranking(q), run.scores[run.offsets[i]:run.offsets[i + 1]].tolist())
+            for i, q in enumerate(run.queries)}
+
+
+def _message(read, path):
+    with pytest.raises(InputError) as err:
+        read(path)
+    return str(err.value)
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 nan t\n", "r.trec:2: field 'score': not a number: 'nan'"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1_000 t\n", "r.trec:2: field 'score': not a number: '1_000'"),
+    (b"q1\tQ0\ta\t1\t2.0\tt\n\tQ0\tb\t2\t1.0\tt\n", "r.trec:2: field 'run_id': expected at least 6 fields"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b\xff 2 1.0 t\n", "r.trec:2: bytes that are not UTF-8 at column 8"),
+    (b"", "r.trec: file is empty"),
+    (b" \n\n", "r.trec: file has no rows: only blank lines"),
+    (b"# only a comment\n", "r.trec: no run lines (only comments or blank lines)"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1e400 t\n", "r.trec:2: field 'score': not a finite number"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 inf t\n", "r.trec:2: field 'score': not a number: 'inf'"),
+])
+def test_stream_refuses_what_the_in_memory_reader_refuses(tmp_path, data, expected):
+    path = tmp_path / "r.trec"
+    path.write_bytes(data)
+    message = _message(_in_memory, path)
+    assert expected in message
+    for kwargs in ({}, {"grouped": False}, {"block_rows": 1}):
+        assert _message(lambda p, kw=kwargs: _streamed(p, **kw), path) == message, kwargs
+    qrels = tmp_path / "q.txt"
+    qrels.write_bytes(b"q1 0 a 1\n")
+    result = CliRunner().invoke(main, ["eval", str(qrels), str(path), "--stream", "-m", "map"])
+    assert result.exit_code == 2 and result.stderr == f"rankwise: error: {message}\n"
+
+
+@pytest.mark.parametrize("data", [
+    b"q1 Q0 a 1 1 t\rq1 Q0 b 2 2 t\rq1 Q0 c 3 3 t\r",  # CR line ends
+    b"q1 Q0 a 1 1 t\rq1  Q0 b 2 2 t\rq1 Q0 c 3 3 t\r",  # and an irregular line: once the line-by-line path
+    b"\xef\xbb\xbfq1  Q0 a 1 1 t\nq1 Q0 b 2 2 t\nq1 Q0 c 3 3 t\n",  # a byte-order mark, the same path
+    b"\xef\xbb\xbfq1 Q0 a 1 1 t\r\nq1 Q0 b 2 2 t\r\nq1 Q0 c 3 3 t\r\n",
+])
+def test_stream_reads_cr_line_ends_and_a_bom_as_memory_does(tmp_path, data):
+    path = tmp_path / "r.trec"
+    path.write_bytes(data)
+    expected = {"q1": (["c", "b", "a"], [3.0, 2.0, 1.0])}
+    assert _in_memory(path) == expected
+    for kwargs in ({}, {"grouped": False}, {"block_rows": 1}):
+        assert _streamed(path, **kwargs) == expected, kwargs
+    result = evaluate_stream({"q1": {"a": 1, "b": 1, "c": 1}}, path, ["map", "num_ret"])
+    assert result.mean == {"map": 1.0, "num_ret": 3.0}
+
+
+def test_pieces_never_split_a_crlf_and_count_lines_across(tmp_path):
+    """Read in pieces of about one line, every line end kind mixed: the same rows and line numbers."""
+    from rankwise.data.stream import _text_batches
+
+    lines = [f"q{i // 5} Q0 d{i} {i} {i / 7!r} t" for i in range(40)]
+    ends = [b"\n", b"\r\n", b"\r"]
+    data = b"".join(line.encode() + ends[i % 3] for i, line in enumerate(lines)) + b"# end\r\n\r\n"
+    path = tmp_path / "r.trec"
+    path.write_bytes(data + b"q9 Q0 x 1 zz t\n")
+    with pytest.raises(InputError, match=r"r.trec:43: field 'score': not a number: 'zz'"):
+        list(_text_batches(path, 1))
+    path.write_bytes(data)
+    for rows in (1, 2, 7, 10**6):
+        got = list(_text_batches(path, rows))
+        assert [n for part in got for n in part[3].tolist()] == list(range(1, 41)), rows
+        assert [s for part in got for s in part[2].tolist()] == [i / 7 for i in range(40)], rows
+
+
+# ------------------------------------------------------------------ issue 20: Parquet, one set of rules
+def _table(**columns):
+    return pa.Table.from_arrays(list(columns.values()), names=[n.rstrip("_") for n in columns])
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (_table(query_id=pa.array([1, 1, 2]), doc_id=pa.array([10, 11, 12]), score=pa.array([1.0, 2.0, 3.0])),
+     {"1": (["11", "10"], [2.0, 1.0]), "2": (["12"], [3.0])}),
+    (_table(query_id=pa.array(["q", "q"]).dictionary_encode(), doc_id=pa.array(["a", "b"]).dictionary_encode(),
+            score=pa.array([2**64 - 1, 5], pa.uint64())),
+     {"q": (["a", "b"], [float(2**64 - 1), 5.0])}),
+    (_table(query_id=pa.array(["q", "q"], pa.large_string()), doc_id=pa.array(["a", "b"], pa.large_string()),
+            score=pa.array([1, 2], pa.int8())),
+     {"q": (["b", "a"], [2.0, 1.0])}),
+])
+def test_parquet_runs_read_alike_in_memory_and_streamed(tmp_path, table, expected):
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path)
+    assert _in_memory(path) == expected
+    for kwargs in ({}, {"grouped": False}):
+        assert _streamed(path, **kwargs) == expected
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (_table(query_id=pa.array(["q"]), doc_id=pa.array(["a"]), score=pa.array([1.0]), query_id_=pa.array(["q"])),
+     "run.parquet: field 'query_id': column 'query_id' appears 2 times; keep one"),
+    (_table(query_id=pa.array([], pa.string()), doc_id=pa.array([], pa.string()), score=pa.array([], pa.float64())),
+     "run.parquet: no rows (the Parquet file holds no run)"),
+    (_table(query_id=pa.array(["q", None]), doc_id=pa.array(["a", "b"]), score=pa.array([1.0, 2.0])),
+     "run.parquet:2: field 'query_id': missing id"),
+    (_table(query_id=pa.array(["q", "q"]), doc_id=pa.array(["a", "b"]), score=pa.array([1.0, float("nan")])),
+     "run.parquet:2: field 'score': score is not a finite number: nan"),
+    (_table(query_id=pa.array(["q", "q"]), doc_id=pa.array(["a", "a"]), score=pa.array([1.0, 2.0])),
+     "run.parquet:2: field 'doc_id': doc 'a' appears twice in query 'q' (first at line 1)"),
+])
+def test_bad_parquet_runs_fail_alike_in_memory_and_streamed(tmp_path, table, expected):
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path)
+    message = _message(_in_memory, path)
+    assert message.endswith(expected), message
+    for kwargs in ({}, {"grouped": False}):
+        assert _message(lambda p, kw=kwargs: _streamed(p, **kw), path) == message
+
+
+@pytest.mark.parametrize("data", [b"", b"PAR1", b"PAR1" + b"\0" * 40 + b"PAR1", b"not parquet at all\n"])
+def test_corrupt_parquet_files_are_one_line_errors(tmp_path, data):
+    from rankwise.data.load import load_qrels
+    from rankwise.data.testset import load_testset
+
+    for name, read in (("run.parquet", _in_memory), ("run.parquet", _streamed), ("q.parquet", load_qrels),
+                       ("t.parquet", load_testset)):
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert "not a readable Parquet file" in _message(read, path)
+
+
+@pytest.mark.parametrize(("grades", "message"), [
+    (pa.array([1.0, 1e30, 1.0]), "q.parquet:2: field 'relevance': integer out of range (beyond 64 bits): 1e+30"),
+    (pa.array([1, 2**63 + 5, 1], pa.uint64()),
+     "q.parquet:2: field 'relevance': integer out of range (beyond 64 bits): 9223372036854775813"),
+    (pa.array([1.0, 2.5, 1.0]), "q.parquet:2: field 'relevance': not an integer: 2.5"),
+    (pa.array([1.0, float("inf"), 1.0]), "q.parquet:2: field 'relevance': not an integer: inf"),
+    (pa.array([1, None, 1]), "q.parquet:2: field 'relevance': missing relevance"),
+])
+def test_parquet_grades_beyond_int64_are_errors(tmp_path, grades, message):
+    from rankwise.data.load import load_qrels
+
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "relevance": grades}), path)
+    assert _message(load_qrels, path).endswith(message)
+    result = CliRunner().invoke(main, ["eval", str(path), str(path), "-m", "map"])
+    assert result.exit_code == 2 and result.stderr.endswith(message + "\n")
+
+
+def test_parquet_integer_grades_within_range_are_read(tmp_path):
+    from rankwise.data.load import load_qrels
+
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"],
+                             "relevance": pa.array([1, 2**62, 0], pa.uint64())}), path)
+    assert load_qrels(path).judgements("q") == {"a": 1, "b": 2**62, "c": 0}
+    pq.write_table(pa.table({"query_id": ["q"] * 2, "doc_id": ["a", "b"], "relevance": [2.0, -1.0]}), path)
+    assert load_qrels(path).judgements("q") == {"a": 2, "b": -1}

@@ -355,3 +355,29 @@ def test_runid_from_the_stream_engine(binaries, data, tmp_path):
     theirs = _trec(binaries["std"], ["-c", "-m", "runid", "-m", "map"], qrels, padded)
     ours = _ours(to_trec(evaluate_stream(qrels, padded, ["runid", "map"], block_rows=500), per_query=True))
     assert ours == theirs
+
+
+@pytest.mark.parametrize("complete", [True, False], ids=["c", "noc"])
+def test_default_parameters_written_out_equal_trec_eval(binaries, data, complete):
+    """``-m utility.1,-1,0,0``, ``-m relstring.10``, ``-m rbp_resid.p=0.9``: a default written out keeps its
+    name (``utility_1,-1,0,0`` ...), and trec_eval's value for that name: under ``-c`` a qrels query missing
+    from the run keeps the placeholder's value (utility -1, relstring '-', rbp_resid 1), as trec_eval resets
+    it only under the bare name."""
+    qrels, qrels_noc, run = data
+    specs = ["utility.1,-1,0,0", "relstring.10", "rbp_resid.p=0.9"]
+    args = (["-c"] if complete else []) + [a for s in specs for a in ("-m", s)]
+    result = evaluate(qrels, run, specs, missing="zero" if complete else "skip")
+    std = _trec(binaries["std"], args, qrels if complete else qrels_noc, run)
+    assert {k[0] for k in std} == {"utility_1,-1,0,0", "relstring_10", "rbp_resid_p=0.9"}
+    ours = _ours(to_trec(result, per_query=True))
+    assert ours == std, (f"only trec_eval: {sorted(set(std.items()) - set(ours.items()))[:5]}; "
+                         f"only rankwise: {sorted(set(ours.items()) - set(std.items()))[:5]}")
+    assert result.names == ["utility(coefficients=1,-1,0,0)", "relstring(length=10)", "rbp_resid(gains=p=0.9)"]
+    if complete:  # the qrels-only queries: the placeholder's values, not the bare names' 0 and ''
+        missing = result.summary["missing_queries"]
+        assert missing
+        for qid in missing:
+            assert std[("utility_1,-1,0,0", qid)] == "-1.0000"
+            assert std[("relstring_10", qid)] == "'-'"
+        bare = _ours(to_trec(evaluate(qrels, run, ["utility", "relstring"]), per_query=True))
+        assert bare[("utility", missing[0])] == "0.0000" and bare[("relstring", missing[0])] == "''"

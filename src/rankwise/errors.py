@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from os import PathLike
 
-__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "flag_names"]
+__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "flag_names", "in_user_words"]
 
 
 class RankwiseWarning(UserWarning):
@@ -107,3 +107,33 @@ def flag_names(flags: Mapping[str, str]) -> Iterator[None]:
         yield
     except InputError as exc:
         raise exc.with_flags(flags) from None
+
+_IDENTIFIER = re.compile(r"(?<![\w.'-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w'(-])")
+
+
+def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
+    """The one-line text of ``exc`` with the library's parameter names as the caller spells them.
+
+    ``names`` maps a keyword argument (``rerank_model``) to the caller's name for it (the CLI flag
+    ``--rerank``). An :class:`InputError` about a parameter (no file, no line) is headed by that name (or
+    by nothing when it names no field); a parameter named in the text (``give rerank_model``) is renamed;
+    files and their fields are left alone.
+
+    Example:
+        >>> err = InputError("max K must be at least 1, not 0", field="max_k")
+        >>> in_user_words(err, {"max_k": "--max-k"})
+        '--max-k: max K must be at least 1, not 0'
+        >>> in_user_words(InputError("'llm' needs a reranker: give rerank_model"), {"rerank_model": "--rerank"})
+        "'llm' needs a reranker: give --rerank"
+    """
+    def rename(text: str) -> str:
+        return _IDENTIFIER.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+
+    if not isinstance(exc, InputError):
+        return rename(str(exc))
+    problem = rename(exc.problem)
+    if exc.source is None and exc.line is None and (exc.field is None or exc.field in names):
+        if exc.field is None or re.search(rf"(?<![\w-]){re.escape(names[exc.field])}(?![\w-])", problem):
+            return problem  # no field, or the text names the flag already
+        return f"{names[exc.field]}: {problem}"
+    return str(InputError(problem, source=exc.source, line=exc.line, field=exc.field))

@@ -7,6 +7,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankwise._words import count
 from rankwise.adapters.ids import text_id
 from rankwise.adapters.run import AdapterRun, build_retriever, run_retriever
 from rankwise.data.records import CaseRecord
@@ -45,7 +46,7 @@ class AdapterCheck:
     def lines(self) -> list[str]:
         """A short human-readable report."""
         s = self.first.summary if self.first else {}
-        out = [f"retriever: {s.get('retriever')}; {s.get('cases')} cases, {s.get('chunks')} chunks per run; "
+        out = [f"retriever: {s.get('retriever')}; {count(s.get('cases') or 0, 'case')}, {count(s.get('chunks') or 0, 'chunk')} per run; "
                f"id rules used: {s.get('id_strategy')}; duplicates in one result list: {s.get('duplicates')}; "
                f"failed queries: {s.get('failed')}"]
         n = sum(len(r.chunks) for r in self.first.records) if self.first else 0
@@ -59,7 +60,7 @@ class AdapterCheck:
         out.append("ids are stable across reruns" if self.stable else
                    "ids NOT stable: fix the ids (see the warnings) before comparing runs by id")
         if self.changed_order:
-            out.append(f"rankings NOT deterministic: {len(self.changed_order)} case(s) ranked differently (ties "
+            out.append(f"rankings NOT deterministic: {count(len(self.changed_order), 'case')} ranked differently (ties "
                        "broken by insertion order, approximate search, or a retriever that changes): metrics "
                        "of these cases may move between runs")
         return out

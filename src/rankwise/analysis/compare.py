@@ -21,11 +21,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rankwise._words import count, system_stem
 from rankwise.analysis.significance import (
     CORRECTIONS,
     TESTS,
@@ -322,14 +322,11 @@ def _baseline_name(baseline: int | str, systems: list[str]) -> str:
     return systems[i]
 
 
-_SUFFIXES = (".gz", ".jsonl", ".json", ".ndjson", ".trec", ".run", ".tsv", ".csv", ".txt", ".records", ".results")
-
-
 def system_names(inputs: Sequence[Any], names: Sequence[str] | None = None) -> list[str]:
     """Names for systems: ``names`` if given, else file stems / Run names / ``run1``..., made unique.
 
     Example:
-        >>> system_names(["runs/bm25.trec", "other/bm25.trec", {"q": ["d"]}, "dense.records.jsonl"])
+        >>> system_names(["runs/bm25.trec", "other/bm25.trec", {"q": ["d"]}, "dense.rec.jsonl"])
         ['bm25', 'bm25#2', 'run3', 'dense']
     """
     if names:
@@ -342,13 +339,7 @@ def system_names(inputs: Sequence[Any], names: Sequence[str] | None = None) -> l
     out: list[str] = []
     for i, obj in enumerate(inputs):
         if isinstance(obj, (str, PathLike)):
-            name = Path(obj).name
-            stripped = True
-            while stripped:
-                stripped = False
-                for suffix in _SUFFIXES:
-                    if name.endswith(suffix) and len(name) > len(suffix):
-                        name, stripped = name[: -len(suffix)], True
+            name = system_stem(obj)
         else:
             name = getattr(obj, "name", None) or ""
             if name == "run":
@@ -524,8 +515,13 @@ def compare_records(
     warned: dict[str, list[str]] = {}
     for s in systems:  # each system's warnings, named below
         with collect_warnings() as warned[s]:
-            results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
-                                      relevance_level=relevance_level)
+            try:
+                results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
+                                          relevance_level=relevance_level)
+            except InputError as exc:  # records given as objects: name the system the problem is in
+                if exc.source is not None:
+                    raise
+                raise InputError(exc.problem, source=f"system {s!r}", line=exc.line, field=exc.field) from None
         warned[s] += case_notes(results[s].summary)
     metric_names = results[systems[0]].names
     first_ids = list(results[systems[0]].per_query.query_ids)
@@ -538,7 +534,7 @@ def compare_records(
         for s, r in results.items():
             extra = [i for i in r.per_query.query_ids if i not in common]
             if extra:
-                detail.append(f"{s} has {len(extra)} case(s) not in every set (e.g. {extra[0]!r})")
+                detail.append(f"{s} has {count(len(extra), 'case')} not in every set (e.g. {extra[0]!r})")
         raise InputError("record sets hold different cases: " + "; ".join(detail)
                          + " (allow_mismatch compares the shared ones)", field="id")
     case_ids = [c for c in first_ids if c in common]

@@ -36,7 +36,9 @@ class _Group(click.Group):
                 warnings.showwarning = show
                 return super().invoke(ctx)
         except RankwiseError as exc:
-            _fail(str(exc))
+            from rankwise.errors import in_user_words
+
+            _fail(in_user_words(exc, _flag_names(self.get_command(ctx, ctx.invoked_subcommand or ""))))
         except click.BadParameter as exc:  # e.g. a directory or an unreadable file given as a path
             _fail(exc.format_message())
         except KeyboardInterrupt:
@@ -74,6 +76,31 @@ class _Group(click.Group):
 
             traceback.print_exc()
         _exit_now(code)
+
+
+def _flag_names(command: click.Command | None) -> dict[str, str]:
+    """The library's parameter names -> this command's flags (``rerank_model`` -> ``--rerank``,
+    ``max_k`` -> ``--max-k``, ``testset`` -> ``TESTSET``), for error messages in the user's words."""
+    names: dict[str, str] = {}
+    commands = [command] if command is not None else []
+    if isinstance(command, click.Group):
+        commands += list(command.commands.values())
+    for cmd in commands:
+        for p in cmd.params:
+            if p.name is None or p.name in names:
+                continue
+            if isinstance(p, click.Argument):
+                names[p.name] = p.human_readable_name
+            else:
+                longs = [o for o in p.opts if o.startswith("--")]
+                names[p.name] = (longs or p.opts)[0]
+    for cmd in commands:  # then other spellings: --relevance/--source (dest source), -m/--metric (metrics)
+        for p in cmd.params:
+            if p.name is not None and p.name in names:
+                for other in [o.lstrip("-").replace("-", "_") for o in p.opts if o.startswith("--")]:
+                    names.setdefault(other, names[p.name])
+                names.setdefault(p.name.removesuffix("s"), names[p.name])
+    return names
 
 
 def _fail(message: str) -> None:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from rankwise._words import count
 from rankwise.cli._base import _check_generator_outputs, _interrupt_code, _llm_config, _llm_options, main
 from rankwise.errors import RankwiseError
 
@@ -168,7 +169,7 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
     try:
         if dry_run:
             plan = answer_records(records, gen, k, max_context_tokens=max_context_tokens, plan_only=True)
-            for line in _plan_lines(plan, url, f"answer {len(records)} cases from their top {k} chunks"):
+            for line in _plan_lines(plan, url, f"answer {count(len(records), 'case')} from their top {k} chunks"):
                 click.echo(line)
             return
 
@@ -183,11 +184,11 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
             click.echo(line)
         cut = sum(1 for r in records if (r.extra.get("answer") or {}).get("truncated"))
         if cut:
-            click.echo(f"{cut} cases had their context cut to --max-context-tokens {max_context_tokens}")
+            click.echo(f"{count(cut, 'case')} had their context cut to --max-context-tokens {max_context_tokens}")
         if opts["score"]:
             _score_records(records, opts["score"], checker, opts["quiet"])
         save()
-        click.echo(f"records: {records_out} ({len(records)} cases; response, extra answer.fed_ranks)")
+        click.echo(f"records: {records_out} ({count(len(records), 'case')}; response, extra answer.fed_ranks)")
     finally:
         gen.close()
 
@@ -307,7 +308,7 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
     try:
         if dry_run:
             requests = utility_requests(records, gen.prompt)
-            for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {len(requests)} chunks"):
+            for line in _plan_lines(gen.plan(requests), url, f"one answer per chunk: {count(len(requests), 'chunk')}"):
                 click.echo(line)
             return
         total = sum(1 for r in records for c in r.chunks if c.text and r.question and r.reference)

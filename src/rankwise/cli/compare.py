@@ -7,6 +7,7 @@ import sys
 import click
 
 from rankwise.cli._base import _split_metrics, main
+from rankwise.cli.ppi import _emit_ppi, _ppi_gate, _ppi_unsupported
 
 
 # ------------------------------------------------------------------------ compare / compare-rag / gate
@@ -41,8 +42,8 @@ def _compare_options(func):
         click.option("--sweep", "sweep_metrics", multiple=True,
                      help="Metric to sweep over K = 1..--max-k (repeatable; default for --html/--plot: "
                           "the first metric with a cutoff)."),
-        click.option("--max-k", type=int, default=None, help="Largest K of the sweep [runs: 20; records: "
-                                                             "deepest chunk list]."),
+        click.option("--max-k", type=click.IntRange(min=1), default=None,
+                     help="Largest K of the sweep [runs: 20; records: deepest chunk list]."),
         click.option("--title", default=None, help="Title of the HTML report."),
         click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
     ]
@@ -117,8 +118,10 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
                    "count (0: any fragment counts).")
 @click.option("--probe-sources", default=None,
               help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
+@click.option("--ppi", is_flag=True, help="Paired prediction-powered differences: --source verdicts on every case "
+                                          "corrected by the human --labels (docs/ppi.md).")
 @_compare_options
-def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, min_evidence_chars, probe_sources,
+def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, min_evidence_chars, probe_sources, ppi,
                         names, baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
                         html_path, plot_path, sweep_metrics, max_k, title, force):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
@@ -129,6 +132,16 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     from rankwise.report.compare_console import emit_comparison
 
     check_outputs({"--html": html_path, "--plot": plot_path}, [*records, labels], force=force)
+    if ppi:
+        from rankwise.analysis.ppi import ppi_compare
+
+        _ppi_unsupported(**{"--html": html_path, "--plot": plot_path, "--sweep": sweep_metrics, "--test": tests,
+                            "--per-query": per_query})
+
+        sets = load_record_sets(list(records), list(names) or None, source=source, relevance_level=relevance_level)
+        _emit_ppi(ppi_compare(sets, source, labels=labels, baseline=baseline, metrics=_split_metrics(metrics) or None,
+                              alpha=alpha, relevance_level=relevance_level, allow_mismatch=allow_mismatch), fmt)
+        return
     sets = load_record_sets(list(records), list(names) or None, source=source, labels=labels,
                             relevance_level=relevance_level, min_evidence_chars=min_evidence_chars)
     result = compare_records(sets, source, _split_metrics(metrics) or None, baseline=baseline,
@@ -182,12 +195,18 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
 @click.option("--worst", type=int, default=5, show_default=True, help="Most-dropped queries shown per metric.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--ppi", is_flag=True, help="Decide with paired PPI: --relevance verdicts (default llm) on every case "
+                                          "corrected by the human --labels (docs/ppi.md).")
 def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha, qrels,
                  allow_query_mismatch, test, correction, permutations, seed, relevance_level, min_evidence_chars,
-                 missing, worst, fmt):
+                 missing, worst, fmt, ppi):
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
+
+    if ppi:
+        _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
+                  allow_query_mismatch, fmt, qrels)
 
     result = gate(baseline_path, candidate_path, _split_metrics(metrics), max_drop=max_drop, alpha=alpha,
                   qrels=qrels, allow_query_mismatch=allow_query_mismatch, test=test, permutations=permutations,

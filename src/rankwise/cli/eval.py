@@ -66,17 +66,10 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
 
 
 @main.command("metrics")
-def metrics_command():
-    """List every metric, its aliases and what it measures."""
-    from rich.table import Table
+@click.argument("name", required=False)
+def metrics_command(name):
+    """List every metric, its aliases and what it measures; with NAME (``ndcg``, ``P@5``, ``rbp``), that
+    metric's parameters, formula and citation."""
+    from rankwise.report.console import make_console, metric_card, metrics_table
 
-    from rankwise.metrics.registry import METRICS
-    from rankwise.report.console import make_console
-
-    table = Table(title="rankwise metrics")
-    for col in ("name", "cutoff", "parameters", "aliases", "definition"):
-        table.add_column(col)
-    for m in METRICS.values():
-        params = "\n".join(p.describe() for p in m.params)
-        table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
-    make_console().print(table)
+    make_console().print(metrics_table() if name is None else metric_card(name))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from rankwise._words import count
 from rankwise.cli._base import _print_result, _split_metrics, main
+from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 
 
 @main.command("eval-rag")
@@ -33,8 +35,11 @@ from rankwise.cli._base import _print_result, _split_metrics, main
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
+@click.option("--ppi", is_flag=True, help="Prediction-powered means: --relevance verdicts on every case corrected by "
+                                          "the human --labels (docs/ppi.md).")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="With --ppi: 1 - confidence level.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force):
+                     threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
@@ -46,6 +51,18 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
         cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"-k takes comma-separated integers, got {ks!r}", field="k") from None
+    if ppi:
+        from pathlib import Path
+
+        from rankwise.analysis.ppi import ppi_records
+
+        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query})
+
+        _emit_ppi(ppi_records(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
+                              alpha=alpha, unscorable=unscorable, incomplete=incomplete,
+                              system=Path(testset).stem, min_overlap=min_overlap, threshold=threshold,
+                              id_field=id_field), fmt)
+        return
     result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           unscorable=unscorable, incomplete=incomplete, progress=not quiet,
@@ -57,7 +74,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         print_rag(result, per_query=per_query)
         if records_out:
-            click.echo(f"records: {records_out} ({len(result.records)} cases)", err=True)
+            click.echo(f"records: {records_out} ({count(len(result.records), 'case')})", err=True)
     else:
         _print_result(result, fmt, per_query)
 

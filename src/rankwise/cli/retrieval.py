@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from rankwise._words import count
 from rankwise.cli._base import main
 
 
@@ -103,7 +104,7 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         if Path(queries_path).suffix.lower() not in (".jsonl", ".ndjson", ".json"):
             raise InputError("--rag-out copies a JSONL queries file; this one is not JSONL", source=queries_path)
         n = write_rag_testset(result, queries_path, rag_out)
-        click.echo(f"RAG test set with retrieved contexts: {rag_out} ({n} cases)", err=True)
+        click.echo(f"RAG test set with retrieved contexts: {rag_out} ({count(n, 'case')})", err=True)
     if qrels_path is not None and doc_level:
         click.echo(f"next: rankwise eval {qrels_path} {run_path}", err=True)
 
@@ -187,5 +188,5 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
         click.echo(f"warning: {w}", err=True)
-    click.echo(f"records: {out} ({len(run.records)} cases, {run.summary['failed']} failed); next: "
+    click.echo(f"records: {out} ({count(len(run.records), 'case')}, {run.summary['failed']} failed); next: "
                f"rankwise eval-rag {out} -r span", err=True)

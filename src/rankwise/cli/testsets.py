@@ -83,7 +83,7 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 @click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
               help="The test set with the pooled labels added.")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Top k of each system pooled.")
-@click.option("--names", default=None, help="System names, comma-separated (default: the file names).")
+@click.option("--names", default=None, help="System names, comma-separated (default: file stems).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
 @_llm_options(model="Judge", prompt="prompt templates",

@@ -25,19 +25,32 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Whole file as bytes; a missing, unreadable or empty file is an :class:`InputError`."""
+    """Whole file as bytes; a missing, unreadable or empty file, or one of blank lines only (no rows), is an
+    :class:`InputError`."""
     p = Path(path)
     try:
         data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", source=p) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", source=p) from None
     except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", source=p) from None
-    if not data.strip():
+        raise open_error(exc, p) from None
+    if not data or data == BOM:
         raise InputError("file is empty", source=p)
+    if not data.removeprefix(BOM).strip():
+        raise InputError("file has no rows: only blank lines", source=p)
     return data
+
+
+def open_error(exc: OSError, path: str | Path) -> InputError:
+    """The one-line error for a file that cannot be opened or read (missing, a directory, a symlink loop ...).
+
+    Example:
+        >>> str(open_error(FileNotFoundError(2, "No such file or directory"), "run.trec"))
+        'run.trec: file not found'
+    """
+    if isinstance(exc, FileNotFoundError):
+        return InputError("file not found", source=path)
+    if isinstance(exc, IsADirectoryError):
+        return InputError("is a directory, expected a file", source=path)
+    return InputError(f"cannot read file: {exc.strerror or exc}", source=path)
 
 
 def _line_of(data: bytes, offset: int) -> tuple[int, int]:
@@ -48,16 +61,21 @@ def _line_of(data: bytes, offset: int) -> tuple[int, int]:
     return line, offset - start + 1
 
 
-def check_utf8(data: bytes, source: str | Path) -> bytes:
-    """``data`` without a leading byte-order mark; bytes that are not UTF-8 raise an error naming the line."""
-    if data.startswith(BOM):
+def check_utf8(data: bytes, source: str | Path, *, first_line: int = 1, bom: bool = True) -> bytes:
+    """``data`` without a leading byte-order mark; bytes that are not UTF-8 raise an error naming the line.
+
+    For a piece of a file (whole lines, read in parts): ``first_line`` is the number of its first line,
+    and ``bom=False`` keeps a mark at its start (only the file's first bytes may hold one to drop).
+    """
+    if bom and data.startswith(BOM):
         data = data[len(BOM):]
     if not data.isascii():
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line, column = _line_of(data, exc.start)
-            raise InputError(f"bytes that are not UTF-8 at column {column}", source=source, line=line) from None
+            raise InputError(f"bytes that are not UTF-8 at column {column}", source=source,
+                             line=line + first_line - 1) from None
     return data
 
 
@@ -66,9 +84,9 @@ def decode_text(data: bytes, source: str | Path) -> str:
     return check_utf8(data, source).decode("utf-8")
 
 
-def normalize_lines(data: bytes, source: str | Path) -> bytes:
+def normalize_lines(data: bytes, source: str | Path, *, first_line: int = 1, bom: bool = True) -> bytes:
     """:func:`check_utf8`, then CRLF and CR line endings turned into LF (line numbers unchanged)."""
-    data = check_utf8(data, source)
+    data = check_utf8(data, source, first_line=first_line, bom=bom)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return data

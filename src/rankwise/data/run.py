@@ -91,7 +91,7 @@ class Run:
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
                 raise InputError(
-                    f"score is not a finite number: {score_arr[row]!r}",
+                    f"score is not a finite number: {float(score_arr[row])!r}",
                     source=src,
                     line=_line(lines, row),
                     field="score",
@@ -147,7 +147,7 @@ class Run:
                 raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
             bad = ~np.isfinite(score_arr)
             if bad.any():
-                raise InputError(f"score is not a finite number: {score_arr[np.flatnonzero(bad)[0]]!r}",
+                raise InputError(f"score is not a finite number: {float(score_arr[np.flatnonzero(bad)[0]])!r}",
                                  source="<dict>", line=int(np.flatnonzero(bad)[0]) + 1, field="score")
         if not distinct and any(a == b for a, b in zip(queries, queries[1:], strict=False)):  # 1 and "1": merge
             qcol = arrow_strings([q for q, c in zip(queries, counts.tolist(), strict=True) for _ in range(c)])

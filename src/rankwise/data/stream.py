@@ -6,8 +6,11 @@ other file is first partitioned on disk by a hash of the query id with Arrow dat
 (``pyarrow.dataset.write_dataset``), so that each partition holds whole queries and fits in memory;
 the partitions are then read one at a time. Memory stays bounded by the block size either way.
 
-TREC text runs (``qid iter docno rank score run_id``, one space or one tab between fields) and
-Parquet runs (``query_id``, ``doc_id``, ``score`` columns) are read this way.
+TREC text runs (``qid iter docno rank score run_id``) are read in pieces of whole lines, each by the
+in-memory reader's own code (:func:`rankwise.data.trec.run_piece`), and Parquet runs (``query_id``,
+``doc_id``, ``score`` columns) in record batches checked by the in-memory reader's column rules
+(:func:`run_columns`): both accept and refuse exactly what :func:`rankwise.load_run` does, with the
+same one-line errors naming the file and line (a Parquet row's number is its line).
 
 Example:
     >>> blocks = iter_run_blocks("big.trec", block_rows=2_000_000)  # doctest: +SKIP
@@ -28,11 +31,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data._columns import memory_pool, np_values, single_array, string_hashes
+from rankwise.data._columns import as_string_array, np_values, single_array, string_hashes
+from rankwise.data._text import INT64_MAX, open_error
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "NotGrouped", "DEFAULT_BLOCK_ROWS"]
+__all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "read_parquet_table", "parquet_error", "NotGrouped", "DEFAULT_BLOCK_ROWS"]
 
 DEFAULT_BLOCK_ROWS = 2_000_000
 _RUN_COLUMNS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
@@ -61,181 +65,257 @@ def read_parquet_run(path: str | os.PathLike, *, name: str | None = None) -> Run
     Example:
         >>> run = read_parquet_run("run.parquet")  # doctest: +SKIP
     """
-    import pyarrow.parquet as pq
-
     path = Path(path)
     columns = _parquet_columns(path, ["query_id", "doc_id"], optional=["score"])
-    table = pq.read_table(path, columns=columns)
-    scores = None
-    if "score" in columns:
-        scores = _float_column(table.column("score"), path)
-    return Run.from_columns(table.column("query_id"), table.column("doc_id"), scores, name=name or path.stem,
-                            source=str(path))
+    table = read_parquet_table(path, columns)
+    if table.num_rows == 0:
+        raise InputError(NO_PARQUET_ROWS, source=path)
+    qids, docs, scores = run_columns(table, path, 0, scored="score" in columns)
+    return Run.from_columns(qids, docs, scores, name=name or path.stem, source=str(path))
+
+
+NO_PARQUET_ROWS = "no rows (the Parquet file holds no run)"
 
 
 def read_parquet_qrels(path: str | os.PathLike):
     """Qrels from Parquet with ``query_id``, ``doc_id`` and ``relevance`` (integer) columns.
 
+    Grades are integers within int64 (integer-valued floats too), as in text qrels.
+
     Example:
         >>> qrels = read_parquet_qrels("qrels.parquet")  # doctest: +SKIP
     """
-    import pyarrow.parquet as pq
-
     from rankwise.data.qrels import Qrels
 
     path = Path(path)
     columns = _parquet_columns(path, ["query_id", "doc_id", "relevance"])
-    table = pq.read_table(path, columns=columns)
-    grades = table.column("relevance")
-    if grades.null_count:
-        raise InputError("missing relevance", source=path, field="relevance")
-    if pa.types.is_floating(grades.type) or pa.types.is_integer(grades.type):
-        grades = np.asarray(single_array(grades).to_numpy(zero_copy_only=False))
-    else:
-        raise InputError(f"relevance must be integers, got {grades.type}", source=path, field="relevance")
-    return Qrels.from_columns(table.column("query_id"), table.column("doc_id"), grades, source=str(path))
+    table = read_parquet_table(path, columns)
+    qids = _id_column(table.column("query_id"), path, "query_id", 0)
+    docs = _id_column(table.column("doc_id"), path, "doc_id", 0)
+    return Qrels.from_columns(qids, docs, _grade_column(table.column("relevance"), path), source=str(path))
+
+
+def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
+    """A Parquet file's table (or some of its columns); a missing, unreadable or corrupt file is one
+    :class:`InputError`.
+
+    Example:
+        >>> table = read_parquet_table("testset.parquet")  # doctest: +SKIP
+    """
+    import pyarrow.parquet as pq
+
+    _can_open(path)
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
+        raise parquet_error(exc, path) from None
+
+
+def _can_open(path: str | os.PathLike) -> None:
+    """The operating system's own reason when a file cannot be opened (Arrow says "not found" for a
+    symlink loop or a file without read permission); a folder (a Parquet dataset) is left to Arrow."""
+    if Path(path).is_dir():
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise open_error(exc, path) from None
+
+
+def parquet_error(exc: Exception, path: str | os.PathLike) -> InputError:
+    """The one-line error for a Parquet file Arrow cannot open or decode."""
+    errno = getattr(exc, "errno", None)
+    if isinstance(exc, OSError) and errno:  # missing, a directory, no permission, a symlink loop ...
+        return open_error(OSError(errno, os.strerror(errno)), path)
+    text = str(exc).strip().splitlines()
+    return InputError(f"not a readable Parquet file ({text[0] if text else type(exc).__name__})", source=path)
 
 
 def _parquet_columns(path: Path, required: list[str], optional: list[str] = ()) -> list[str]:
     import pyarrow.parquet as pq
 
+    _can_open(path)
     try:
         names = pq.read_schema(path).names
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InputError(f"not a readable Parquet file ({exc})", source=path) from None
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
+        raise parquet_error(exc, path) from None
     missing = [c for c in required if c not in names]
     if missing:
         raise InputError(f"no column {missing[0]!r}; Parquet columns: {names}", source=path, field=missing[0])
-    return required + [c for c in optional if c in names]
+    wanted = required + [c for c in optional if c in names]
+    twice = [c for c in wanted if names.count(c) > 1]
+    if twice:
+        raise InputError(f"column {twice[0]!r} appears {names.count(twice[0])} times; keep one",
+                         source=path, field=twice[0])
+    return wanted
 
 
-def _float_column(column: pa.ChunkedArray | pa.Array, path: Path) -> np.ndarray:
-    if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
-        raise InputError(f"score must be numbers, got {column.type}", source=path, field="score")
+def run_columns(table: pa.Table | pa.RecordBatch, path: Path, first_row: int, *, scored: bool = True):
+    """Query ids, doc ids (strings; integer or dictionary-encoded columns are converted) and scores
+    (float64, None when not ``scored``) of Parquet rows, row ``first_row + 1`` first; the in-memory and
+    the streaming reader both read them here."""
+    qids = _id_column(table.column("query_id"), path, "query_id", first_row)
+    docs = _id_column(table.column("doc_id"), path, "doc_id", first_row)
+    scores = _float_column(table.column("score"), path, first_row) if scored else None
+    return qids, docs, scores
+
+
+def _id_column(column, path: Path, field: str, first_row: int) -> pa.Array:
+    column = single_array(column) if isinstance(column, pa.ChunkedArray) else column
     if column.null_count:
-        raise InputError("missing score", source=path, field="score")
-    column = single_array(column)
+        row = int(np.flatnonzero(~np.asarray(column.is_valid()))[0])
+        raise InputError("missing id", source=path, line=first_row + row + 1, field=field)
+    if pa.types.is_unsigned_integer(column.type) or pa.types.is_signed_integer(column.type):
+        column = column.cast(pa.string())
+    column = as_string_array(column, source=str(path), field=field)
+    try:
+        column.validate(full=True)  # Arrow reads string columns from Parquet without checking UTF-8
+    except pa.ArrowInvalid:
+        row = next(i for i, v in enumerate(column.cast(pa.binary()).to_pylist()) if not _is_utf8(v))
+        raise InputError("bytes that are not UTF-8", source=path, line=first_row + row + 1, field=field) from None
+    return column
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _float_column(column: pa.ChunkedArray | pa.Array, path: Path, first_row: int = 0) -> np.ndarray:
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if not (pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_decimal(kind)):
+        raise InputError(f"score must be numbers, got {column.type}", source=path, field="score")
+    column = single_array(column) if isinstance(column, pa.ChunkedArray) else column
+    if column.null_count:
+        row = int(np.flatnonzero(~np.asarray(column.is_valid()))[0])
+        raise InputError("missing score", source=path, line=first_row + row + 1, field="score")
     if column.type != pa.float64():
-        column = column.cast(pa.float64())
+        column = column.cast(pa.float64(), safe=False)  # uint64 beyond 2**53, decimals: the nearest float
     return np_values(column)
 
 
+def _grade_column(column: pa.ChunkedArray, path: Path) -> np.ndarray:
+    """Integer grades within int64, as text qrels allow; floats only when integer-valued."""
+    column = single_array(column)
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
+        raise InputError(f"relevance must be integers, got {column.type}", source=path, field="relevance")
+    if column.null_count:
+        row = int(np.flatnonzero(~np.asarray(column.is_valid()))[0])
+        raise InputError("missing relevance", source=path, line=row + 1, field="relevance")
+    values = column.to_numpy(zero_copy_only=False)
+    if values.dtype == np.uint64:
+        bad = values > np.uint64(INT64_MAX)
+    elif values.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < -(2.0**63)) | (values >= 2.0**63)
+    else:
+        bad = np.zeros(len(values), dtype=bool)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        value = values[row].item()
+        whole = isinstance(value, int) or (math.isfinite(value) and value == math.floor(value))
+        problem = "integer out of range (beyond 64 bits)" if whole else "not an integer"
+        raise InputError(f"{problem}: {value!r}", source=path, line=row + 1, field="relevance")
+    return values.astype(np.int64)
+
+
 # ----------------------------------------------------------------------------- batches
-class _Irregular(Exception):
-    """The file is a valid run that Arrow's fixed-delimiter reader cannot take (fields after run_id, several
-    spaces or tabs between fields, padded numbers): it is read again line by line (:func:`_exact_batches`)."""
-
-
-def _batches(path: Path, batch_rows: int, exact: bool = False) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray]]:
-    """(query ids, doc ids, scores) of consecutive rows, in file order. Raises :class:`_Irregular` when a
-    valid line needs the ``exact`` reader (lines split on runs of whitespace, as trec_eval and
-    :func:`~rankwise.data.read_trec_run` read them)."""
-    if exact and not is_parquet(path):
-        yield from _exact_batches(path, batch_rows)
-        return
+def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]]:
+    """(query ids, doc ids, scores, line numbers) of consecutive rows, in file order: the rows the
+    in-memory readers read, with their errors (a Parquet row's number is its line)."""
     if is_parquet(path):
-        import pyarrow.parquet as pq
+        yield from _parquet_batches(path, batch_rows)
+    else:
+        yield from _text_batches(path, batch_rows)
 
-        _parquet_columns(path, ["query_id", "doc_id", "score"])
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows,
-                                                       columns=["query_id", "doc_id", "score"]):
-            qids, docs = batch.column("query_id"), batch.column("doc_id")
-            if pa.types.is_large_string(qids.type) or pa.types.is_string_view(qids.type):
-                qids = qids.cast(pa.string())
-            if pa.types.is_large_string(docs.type) or pa.types.is_string_view(docs.type):
-                docs = docs.cast(pa.string())
-            yield qids, docs, _float_column(batch.column("score"), path)
-        return
-    import pyarrow.csv as pcsv
 
+def _parquet_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]]:
+    import pyarrow.parquet as pq
+
+    columns = _parquet_columns(path, ["query_id", "doc_id", "score"])
+    first_row = 0
     try:
-        with open(path, "rb") as fh:
-            first = fh.readline()
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", source=path) from None
-    delimiter = "\t" if len(first.split(b"\t")) >= len(_RUN_COLUMNS) else " "
-    # about batch_rows rows per Arrow block, from the first line's length
-    block_size = int(min(max(len(first), 16) * batch_rows * 1.1, 1 << 30))
-    def skip_comment(row) -> str:
-        return "skip" if row.text is not None and row.text.lstrip().startswith("#") else "error"
-
-    try:
-        reader = pcsv.open_csv(
-            path,
-            read_options=pcsv.ReadOptions(column_names=_RUN_COLUMNS, block_size=block_size),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
-                                            invalid_row_handler=skip_comment),
-            convert_options=pcsv.ConvertOptions(column_types=_TYPES, include_columns=list(_TYPES)),
-            memory_pool=memory_pool(),
-        )
-        for batch in reader:
-            qids, docs = batch.column("query_id"), batch.column("doc_id")
-            if _has_whitespace(qids) or _has_whitespace(docs):  # an id Arrow kept whole that whitespace splits
-                raise _Irregular()
-            yield qids, docs, np_values(batch.column("score"))
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        for _ in _exact_batches(path, 1 << 16):  # a line no reader takes: its one-line error, from here
-            pass
-        raise _Irregular() from None  # every line is valid: only Arrow's one-delimiter reader refused it
+        batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns)
+        for batch in batches:
+            qids, docs, scores = run_columns(batch, path, first_row)
+            yield qids, docs, scores, np.arange(first_row + 1, first_row + len(qids) + 1, dtype=np.int64)
+            first_row += len(qids)
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
+        raise parquet_error(exc, path) from None
+    if first_row == 0:
+        raise InputError(NO_PARQUET_ROWS, source=path)
 
 
-_WHITESPACE = np.zeros(256, dtype=bool)
-_WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
-
-
-def _has_whitespace(strings: pa.Array | pa.ChunkedArray) -> bool:
-    """Whether any string holds a whitespace byte (checked on the Arrow data buffer, no Python loop).
-
-    Example:
-        >>> _has_whitespace(pa.array(["q1", "d 2"])), _has_whitespace(pa.array(["q1", "d2"]))
-        (True, False)
-    """
-    for chunk in strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]:
-        if len(chunk) == 0:
-            continue
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
-        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
-        if len(data) and data.min() <= 32 and _WHITESPACE[data].any():  # min(): one pass, no copy
-            return True
-    return False
-
-
-def _exact_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray]]:
-    r"""The rows of a TREC run read line by line, each split on runs of whitespace (fields after run_id
-    ignored, comment lines skipped): slower than Arrow, for the files it cannot take.
+def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]]:
+    r"""The rows of a TREC run read in pieces of whole lines, each piece checked and parsed by the
+    in-memory reader's own code (:func:`~rankwise.data.trec.run_piece`), line numbers counted across.
 
     Example:
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "run.trec"
-        >>> _ = f.write_text("q1\tQ0\td1\t1\t  2.5\ttag more words\nq1  Q0 d2 2 1.0 tag\n")
-        >>> [(q.to_pylist(), d.to_pylist(), s.tolist()) for q, d, s in _exact_batches(f, 10)]
-        [(['q1', 'q1'], ['d1', 'd2'], [2.5, 1.0])]
+        >>> _ = f.write_bytes(b"q1\tQ0\td1\t1\t  2.5\ttag more words\rq1  Q0 d2 2 1.0 tag\r\n")
+        >>> [(q.to_pylist(), d.to_pylist(), s.tolist(), n.tolist()) for q, d, s, n in _text_batches(f, 10)]
+        [(['q1', 'q1'], ['d1', 'd2'], [2.5, 1.0], [1, 2])]
     """
-    qids: list[str] = []
-    docs: list[str] = []
-    scores: list[float] = []
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            fields = raw.split()
-            if not fields or fields[0].startswith(b"#"):
-                continue
-            if len(fields) < len(_RUN_COLUMNS):
-                raise InputError(f"expected 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}",
-                                 source=path, line=number, field=_RUN_COLUMNS[len(fields)])
-            try:
-                scores.append(float(fields[4]))
-                qids.append(fields[0].decode("utf-8"))
-                docs.append(fields[2].decode("utf-8"))
-            except ValueError:
-                raise InputError(f"not a number: {fields[4].decode('utf-8', 'replace')!r}", source=path,
-                                 line=number, field="score") from None
-            except UnicodeDecodeError:
-                raise InputError("not UTF-8", source=path, line=number, field="query_id") from None
-            if len(qids) >= batch_rows:
-                yield pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.array(scores)
-                qids, docs, scores = [], [], []
-    if qids:
-        yield pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.array(scores)
+    from rankwise.data.trec import NO_RUN_LINES, run_piece, run_text
+
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 (closed below; a generator holds it across yields)
+    except OSError as exc:
+        raise open_error(exc, path) from None
+    with fh:
+        pieces = _pieces(fh, path, batch_rows)
+        line, rows, filled, bytes_seen = 1, 0, False, False
+        for piece in pieces:
+            filled = filled or not piece.isspace()
+            bytes_seen = bytes_seen or bool(piece.removeprefix(b"\xef\xbb\xbf") if line == 1 else piece)
+            data = run_text(piece, path, first_line=line, bom=line == 1)
+            ends = data.count(b"\n")
+            qids, docs, scores, lines = run_piece(data, path, first_line=line, line_ends=ends)
+            line += ends
+            rows += len(qids)
+            if len(qids):
+                yield qids, docs, scores, lines
+    if not bytes_seen:  # the in-memory reader's words (data/_text.read_bytes)
+        raise InputError("file is empty", source=path)
+    if not filled:
+        raise InputError("file has no rows: only blank lines", source=path)
+    if not rows:
+        raise InputError(NO_RUN_LINES, source=path)
+
+
+def _pieces(fh, path: Path, batch_rows: int) -> Iterator[bytes]:
+    """Consecutive pieces of the file, each ending at a line end (LF, CRLF or CR; never between CR and
+    LF), of about ``batch_rows`` lines (sized from the first line)."""
+    size = 0
+    rest = b""
+    while True:
+        try:
+            block = fh.read(size or (1 << 16))
+        except OSError as exc:
+            raise open_error(exc, path) from None
+        if not block:
+            if rest:
+                yield rest
+            return
+        if not size:  # about batch_rows rows per piece, from the first line's length
+            first = block.find(b"\n")
+            size = int(min(max(first if first >= 0 else len(block), 16) * batch_rows * 1.1, 1 << 30))
+        cut = max(block.rfind(b"\n"), block.rfind(b"\r", 0, len(block) - 1)) + 1  # a last CR may precede LF
+        if cut == 0:
+            rest += block  # no line end yet: read on
+            continue
+        if rest:
+            yield rest + memoryview(block)[:cut]  # one copy
+        else:
+            yield block if cut == len(block) else block[:cut]
+        rest = block[cut:]
 
 
 def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_ROWS, name: str | None = None,
@@ -256,21 +336,18 @@ def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_
     if grouped is False:
         yield from _partitioned_blocks(path, block_rows, name, workdir)
         return
-    try:
-        yield from _grouped_blocks(path, block_rows, name)
-    except _Irregular:  # the caller starts over with grouped=False, which reads the file exactly
-        raise NotGrouped("the file needs the exact reader (irregular whitespace or extra fields)") from None
+    yield from _grouped_blocks(path, block_rows, name)
 
 
 def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
     seen: set[str] = set()
-    pending: list[tuple[pa.Array, pa.Array, np.ndarray]] = []
+    pending: list[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]] = []
     pending_rows = 0
-    first_row = 0
-    for qids, docs, scores in _batches(path, max(block_rows // 4, 1024)):
+    for part in _batches(path, max(block_rows // 4, 1024)):
+        qids = part[0]
         if len(qids) == 0:
             continue
-        pending.append((qids, docs, scores))
+        pending.append(part)
         pending_rows += len(qids)
         if pending_rows < block_rows:
             continue
@@ -285,15 +362,14 @@ def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
             at -= 1
         if at == 0 and start == 0:
             continue  # one query fills everything pending: read on
-        q, d, sc = pending[at]
-        head = pending[:at] + ([(q.slice(0, start), d.slice(0, start), sc[:start])] if start else [])
-        pending = ([(q.slice(start), d.slice(start), sc[start:])] if start < len(q) else []) + pending[at + 1:]
-        pending_rows = sum(len(part[0]) for part in pending)
-        run = _block(head, name, path, first_row, seen)
-        first_row += len(run)
-        yield run
+        q, d, sc, ln = pending[at]
+        head = pending[:at] + ([(q.slice(0, start), d.slice(0, start), sc[:start], ln[:start])] if start else [])
+        pending = ([(q.slice(start), d.slice(start), sc[start:], ln[start:])] if start < len(q) else []) \
+            + pending[at + 1:]
+        pending_rows = sum(len(p[0]) for p in pending)
+        yield _block(head, name, path, seen)
     if pending:
-        yield _block(pending, name, path, first_row, seen)
+        yield _block(pending, name, path, seen)
 
 
 def _trailing_true(mask: np.ndarray) -> int:
@@ -301,13 +377,16 @@ def _trailing_true(mask: np.ndarray) -> int:
     return len(mask) if len(false) == 0 else len(mask) - 1 - int(false[-1])
 
 
-def _block(parts: list, name: str, path: Path, first_row: int, seen: set[str]) -> Run:
-    qids = pa.chunked_array([p[0] for p in parts], pa.string())
-    docs = pa.chunked_array([p[1] for p in parts], pa.string())
+def _chunks(columns) -> list[pa.Array]:
+    return [c for column in columns for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column])]
+
+
+def _block(parts: list, name: str, path: Path, seen: set[str]) -> Run:
+    qids = pa.chunked_array(_chunks(p[0] for p in parts), pa.string())
+    docs = pa.chunked_array(_chunks(p[1] for p in parts), pa.string())
     scores = np.concatenate([p[2] for p in parts]) if len(parts) > 1 else parts[0][2]
-    n = len(qids)
-    run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path),
-                           lines=np.arange(first_row + 1, first_row + n + 1))
+    lines = np.concatenate([p[3] for p in parts]) if len(parts) > 1 else parts[0][3]
+    run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path), lines=lines)
     again = seen.intersection(run.queries)
     if again:
         raise NotGrouped(f"query {sorted(again)[0]!r} appears again after other queries")
@@ -320,11 +399,7 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
     import pyarrow.dataset as ds
 
     size = path.stat().st_size
-    try:
-        sample = next(_batches(path, 4096), None)
-        exact = False
-    except _Irregular:
-        sample, exact = next(_batches(path, 4096, exact=True), None), True
+    sample = next(_batches(path, 4096), None)  # a bad first piece fails here, before any writing
     if sample is None:
         return
     if is_parquet(path):
@@ -338,15 +413,19 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
     parts = min(max(math.ceil(rows / block_rows), 1), 1024)
     bits = max(parts - 1, 1).bit_length()
     schema = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64()),
-                        ("part", pa.int32())])
+                        ("line", pa.int64()), ("part", pa.int32())])
+    failed: list[BaseException] = []
 
     def tagged() -> Iterator[pa.RecordBatch]:
-        for qids, docs, scores in _batches(path, 1 << 20, exact=exact):
-            qids = single_array(qids)
-            part = (string_hashes(qids) >> np.uint64(64 - bits)).astype(np.int64) % parts
-            yield pa.RecordBatch.from_arrays(
-                [qids, single_array(docs), pa.Array.from_buffers(pa.float64(), len(scores), [None, pa.py_buffer(np.ascontiguousarray(scores))]), pa.Array.from_buffers(pa.int32(), len(part), [None, pa.py_buffer(part.astype(np.int32))])],
-                schema=schema)
+        try:
+            for qids, docs, scores, lines in _batches(path, 1 << 20):
+                qids = single_array(qids)
+                part = (string_hashes(qids) >> np.uint64(64 - bits)).astype(np.int64) % parts
+                yield pa.RecordBatch.from_arrays(
+                    [qids, single_array(docs), pa.array(scores, pa.float64()), pa.array(lines, pa.int64()),
+                     pa.array(part.astype(np.int32), pa.int32())], schema=schema)
+        except InputError as exc:  # kept here: Arrow would wrap it, and print it once more on exit
+            failed.append(exc)
 
     top = Path(tempfile.mkdtemp(prefix="rankwise-partitions-", dir=workdir))
 
@@ -357,22 +436,29 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
                          max_rows_per_group=1 << 16, existing_data_behavior="overwrite_or_ignore")
 
     try:
-        try:
-            write()
-        except _Irregular:  # found past the first rows: partition again, reading every line exactly
-            exact = True
-            shutil.rmtree(top, ignore_errors=True)
-            top.mkdir()
-            write()
+        write()
+        if failed:
+            raise failed[0]
         for part in range(parts):
             folder = top / str(part)
             if not folder.exists():
                 continue
-            table = ds.dataset(folder, format="parquet", schema=schema.remove(3)).to_table()
-            yield Run.from_columns(table.column("query_id"), table.column("doc_id"),
-                                   np_values(single_array(table.column("score"))), kind="scored", name=name,
-                                   source=f"{path} (partition {part})")
+            table = ds.dataset(folder, format="parquet", schema=schema.remove(4)).to_table()
+            yield _partition_run(table, name, path)
             del table
             shutil.rmtree(folder, ignore_errors=True)
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def _partition_run(table: pa.Table, name: str, path: Path) -> Run:
+    """One partition's run; its errors name the file's lines (rows put back in file order to find the first)."""
+    def build(t: pa.Table) -> Run:
+        return Run.from_columns(t.column("query_id"), t.column("doc_id"), np_values(single_array(t.column("score"))),
+                                kind="scored", name=name, source=str(path),
+                                lines=np_values(single_array(t.column("line"))))
+
+    try:
+        return build(table)
+    except InputError:
+        return build(table.sort_by("line"))

@@ -536,12 +536,15 @@ def _read_csv(path: Path) -> TestSet:
 
 
 def _read_parquet(path: Path) -> TestSet:
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
+    from rankwise.data.stream import parquet_error, read_parquet_table
+
+    table = read_parquet_table(path)
     try:
-        rows = pq.read_table(path).to_pylist()
-    except OSError as exc:
-        raise InputError(f"cannot read Parquet: {exc}", source=path) from None
+        rows = table.to_pylist()
+    except (pa.ArrowException, UnicodeDecodeError) as exc:  # a string column holding bytes that are not UTF-8
+        raise parquet_error(exc, path) from None
     return testset_from_rows(rows, source=str(path), lines=[i + 1 for i in range(len(rows))])
 
 

@@ -15,6 +15,8 @@ same error, and messages always name the right line.
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +28,11 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag"]
+__all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag", "run_piece"]
 
 _RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
 _QRELS_FIELDS = ["query_id", "iter", "doc_id", "relevance"]
+_RUN_TYPES = {"query_id": pa.string(), "doc_id": pa.string(), "score": pa.float64()}
 
 # Tests set this to run the exact reader alone and compare it with the fast path on every input.
 _EXACT_ONLY = False
@@ -47,9 +50,8 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     """
     path = Path(path)
     name = name or path.stem
-    data = normalize_lines(read_bytes(path), path)
-    fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, {"query_id": pa.string(), "doc_id": pa.string(),
-                                              "score": pa.float64()})
+    data = run_text(read_bytes(path), path)
+    fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
     if fast is not None:
         try:
             run = Run.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["score"])),
@@ -58,8 +60,73 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
             return run
         except InputError:
             pass  # re-read exactly to report the right line
+    qids, docs, scores, lines = _exact_run_columns(data, path)
+    if not len(qids):
+        raise InputError(NO_RUN_LINES, source=path)
+    run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path), lines=lines)
+    object.__setattr__(run, "tag", run_tag(path))
+    return run
+
+
+NO_RUN_LINES = "no run lines (only comments or blank lines)"
+
+
+def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = True) -> bytes:
+    """:func:`normalize_lines` for run lines; when bytes are not UTF-8, an error on an earlier line is
+    reported first, so the first bad line is named whether the file is read whole or in pieces."""
+    try:
+        return normalize_lines(raw, path, first_line=first_line, bom=bom)
+    except InputError as exc:
+        if exc.line is not None and exc.line > first_line:
+            ends = [m.end() for m in itertools.islice(re.finditer(rb"\r\n|\r|\n", raw), exc.line - first_line)]
+            head = normalize_lines(raw[:ends[-1]], path, first_line=first_line, bom=bom)
+            _exact_run_columns(head, path, first_line=first_line)
+        raise
+
+
+def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
+              line_ends: int | None = None) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray,
+                                                     np.ndarray, np.ndarray]:
+    r"""Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a run file
+    (from :func:`normalize_lines`), the first numbered ``first_line`` (``line_ends``: its count of LF, when
+    known). Read by :func:`read_trec_run`'s own two readers (Arrow when it takes the piece and every score
+    is finite, else line by line), so a file read in pieces (:mod:`rankwise.data.stream`) is accepted or
+    refused exactly as read whole.
+
+    Example:
+        >>> q, d, s, lines = run_piece(b"# c\nq1 Q0 d1 1 2.5 s\n", "run.trec", first_line=10)
+        >>> q.to_pylist(), s.tolist(), lines.tolist()
+        (['q1'], [2.5], [11])
+    """
+    fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
+    if fast is not None:
+        scores = np_values(single_array(fast["score"]))
+        n_lines = (data.count(b"\n") if line_ends is None else line_ends) + (not data.endswith(b"\n"))
+        if n_lines == len(scores):  # no blank or comment line: row i is line i
+            lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
+        else:
+            lines = _row_lines(data, first_line)
+        if len(lines) == len(scores) and np.isfinite(scores).all():
+            return fast["query_id"], fast["doc_id"], scores, lines  # ids chunked as Arrow read them: no copy
+    return _exact_run_columns(data, path, first_line=first_line)
+
+
+def _row_lines(data: bytes, first_line: int) -> np.ndarray:
+    """Numbers of the lines of ``data`` (LF line ends) that are neither empty nor start with ``#``: the
+    rows of a piece the fast path took (it takes no blank line holding whitespace, no indented comment)."""
+    chars = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(chars == 10)
+    starts = np.concatenate(([0], ends + 1))
+    stops = np.append(ends, len(chars))
+    filled = stops > starts
+    firsts = chars[np.minimum(starts, max(len(chars) - 1, 0))] if len(chars) else np.zeros(len(starts), np.uint8)
+    return (np.flatnonzero(filled & (firsts != ord("#"))) + first_line).astype(np.int64)
+
+
+def _exact_run_columns(data: bytes, path: str | Path, *, first_line: int = 1):
+    """The exact reader: every line split on whitespace; errors name the line and field."""
     qids, docs, scores, lines = [], [], [], []
-    for number, fields in _iter_fields(data):
+    for number, fields in _iter_fields(data, first_line):
         if len(fields) < 6:
             raise InputError(
                 f"expected at least 6 fields (query_id iter doc_id rank score run_id), got {len(fields)}",
@@ -69,13 +136,8 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
         docs.append(fields[2])
         scores.append(parse_float(fields[4], source=path, line=number, field="score"))
         lines.append(number)
-    if not qids:
-        raise InputError("no run lines (only comments or blank lines)", source=path)
-    run = Run.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
-                           np.asarray(scores), kind="scored", name=name, source=str(path),
-                           lines=np.asarray(lines))
-    object.__setattr__(run, "tag", run_tag(path))
-    return run
+    return (pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.asarray(scores, dtype=np.float64),
+            np.asarray(lines, dtype=np.int64))
 
 
 def run_tag(path: str | Path) -> str | None:
@@ -139,13 +201,13 @@ def read_trec_qrels(path: str | Path) -> Qrels:
                               np.asarray(grades, dtype=np.int64), source=str(path), lines=np.asarray(lines))
 
 
-def _iter_fields(data: bytes):
+def _iter_fields(data: bytes, first_line: int = 1):
     """Yield ``(line number, fields)`` of the non-blank, non-comment lines, split on ASCII whitespace.
 
     ``data`` comes from :func:`normalize_lines` (UTF-8 checked, LF line ends). A line is a comment when
     its first field starts with ``#``.
     """
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in enumerate(data.split(b"\n"), start=first_line):
         fields = raw.split()
         if not fields or fields[0].startswith(b"#"):
             continue

@@ -103,7 +103,9 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
         how = ("utility verdicts: `rankwise utility TESTSET --model M --records OUT.jsonl`" if relevance == "utility"
                else "the LLM judge: `rankwise judge TESTSET --records OUT.jsonl`")
         raise InputError(f"no {relevance!r} verdicts in the records; produce them first (for {how}, then score "
-                         f"OUT.jsonl with relevance {relevance!r})", field="relevance")
+                         f"OUT.jsonl with relevance {relevance!r})",
+                         source=testset if isinstance(testset, (str, PathLike)) else None,
+                         field=None if isinstance(testset, (str, PathLike)) else "relevance")
     stored = labels is None and relevance in present
     if stored:
         for r in records:
@@ -191,9 +193,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         elif status.startswith("incomplete"):
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
-        raise InputError(f"no case can be scored with relevance {relevance!r}: "
-                         f"{unscorable_reasons(unscorable_cases, relevance)}",
-                         source=testset if isinstance(testset, (str, PathLike)) else None, field="relevance")
+        raise none_scorable(unscorable_cases, relevance, testset)
     skip = set()
     if unscorable == "skip":
         skip |= set(unscorable_cases)
@@ -270,3 +270,18 @@ def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: d
         "parameters": kept,
         "notes": [ACP_NOTE],
     }
+
+
+def none_scorable(reasons_by_case: dict[str, str], relevance: str, testset: Any = None) -> InputError:
+    """The error when no case can be scored: names the field that is missing from every case (a null or
+    empty ``reference_contexts``) in the file's words, else the reasons."""
+    reasons = sorted(set(reasons_by_case.values()))
+    source = testset if isinstance(testset, (str, PathLike)) else None
+    if relevance in TEXT_SOURCES and reasons == ["no ground truth"]:
+        n = len(reasons_by_case)
+        every = "the case's" if n == 1 else f"all {n} cases'"
+        return InputError(f"no case can be scored with relevance {relevance!r}: {every} reference_contexts "
+                          "are null, empty or absent (the passages a relevant chunk must contain)",
+                          source=source, field="reference_contexts")
+    return InputError(f"no case can be scored with relevance {relevance!r}: "
+                      f"{unscorable_reasons(reasons_by_case, relevance)}", source=source, field="relevance")

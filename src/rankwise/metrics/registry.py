@@ -117,6 +117,9 @@ class Metric:
             ``set_F_0.50``), not formatted from its value.
         formula: the definition in one line (notation in :mod:`rankwise.metrics._references`).
         reference: where the metric is defined (paper, or the tool whose behaviour it follows).
+        trec_reset: trec_eval resets the value of queries missing from the run (``-c``) only under the
+            bare name; ``compute`` takes ``bare`` (False when ``trec_param`` is written out, even at its
+            default: ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0`` and keeps the placeholder's value).
     """
 
     name: str
@@ -133,6 +136,7 @@ class Metric:
     trec_as_written: bool = False
     formula: str = ""
     reference: str = ""
+    trec_reset: bool = False
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -199,8 +203,11 @@ class Measure:
 
     def __call__(self, matrix: RelevanceMatrix) -> np.ndarray:
         self.check(matrix)
+        kwargs = self.all_params
+        if self.metric.trec_reset:
+            kwargs["bare"] = self.metric.trec_param not in dict(self.params)
         try:
-            return self.metric.compute(matrix, self.k, **self.all_params)
+            return self.metric.compute(matrix, self.k, **kwargs)
         except MeasureParamError as exc:  # a malformed gain map, coefficient list ...: one line
             raise InputError(f"{self.name}: {exc}", field="metric") from None
 
@@ -345,7 +352,7 @@ def trec_metrics() -> list[Metric]:
                "(default 1,-1,0,0)", cutoff="none",
                params=(Param("coefficients", str, "1,-1,0,0", "a,b,c,d"),
                        Param("num_docs", int, 0, "documents in the collection (trec_eval -N)")),
-               trec_param="coefficients", trec_name=_with("utility", "coefficients")),
+               trec_param="coefficients", trec_name=_with("utility", "coefficients"), trec_reset=True),
         Metric("num_nonrel_judged_ret", trec.num_nonrel_judged_ret, "judged non-relevant items retrieved",
                cutoff="none", aggregate="sum", trec_name=_cut("num_nonrel_judged_ret", "num_nonrel_judged_ret")),
         Metric("ndcg_gains", trec.ndcg_gains, "nDCG over the whole ranking under a trec_eval gain map "
@@ -376,7 +383,7 @@ def trec_metrics() -> list[Metric]:
                cutoff="none", trec_name=_cut("yaap", "yaap")),
         Metric("relstring", trec.relstring, "the first N items' grades as text (- not in qrels, . unjudged)",
                cutoff="none", params=(Param("length", int, 10, "items shown"),), trec_param="length",
-               trec_name=_with("relstring", "length")),
+               trec_name=_with("relstring", "length"), trec_reset=True),
         Metric("err", trec.err, "expected reciprocal rank, R = (2^grade - 1) / 2^max_grade",
                params=(Param("max_grade", int, 4, "the top grade (gdeval.pl: 4)"),)),
         Metric("nerr8", trec.nerr8, "not-but-nearly ERR, eq. 8 (C/W/L, truncated at k)", cutoff="required",
@@ -534,14 +541,29 @@ def split_metric_list(text: str) -> list[str]:
 
 
 def _unknown(text: str) -> InputError:
+    """The error for a name that is no metric: a cutoff below 1 says so; a misspelt base name keeps the
+    cutoff and parameters the user wrote in its suggestions (``ndgc@5`` -> ``ndcg@5``)."""
     import difflib
 
-    close = difflib.get_close_matches(text.lower(), [n.lower() for n in known_names()], n=3, cutoff=0.5)
+    negative = re.fullmatch(r"(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\([^)]*\))?(?:@|_cut_|_cut\.|_|\.)-\d+", text)
+    if negative and negative["base"].lower() in _LOOKUP:
+        return InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
+    match = _NAME_RE.match(text)
+    close: list[str] = []
+    if match and match["base"].lower() not in _LOOKUP:
+        rest = text[len(match["base"]):]
+        wanted = [n for n, m in _LOOKUP.items() if not (match["k"] and m.cutoff == "none")]
+        found = difflib.get_close_matches(match["base"].lower(), wanted, n=5, cutoff=0.6)
+        close = list(dict.fromkeys(_LOOKUP[n].name + rest for n in found))[:3]
+    if not close:
+        close = difflib.get_close_matches(text.lower(), [n.lower() for n in known_names()], n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return InputError(f"unknown metric {text!r}{hint} (`rankwise metrics` lists them all)", field="metric")
 
 
-def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str) -> Measure:
+def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, written: bool = False) -> Measure:
+    """``metric`` at cutoff ``k`` with ``params``; those at their default are dropped from the name unless
+    ``written`` (trec_eval's ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0``, not ``utility``)."""
     if k is not None and metric.cutoff == "none":
         raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
     if k is None and metric.cutoff == "required":
@@ -559,7 +581,7 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str) -> M
                                      field="metric")
                 continue
             shown.append((p.name, values[p.name]))
-        elif p.name in params and params[p.name] != p.default:
+        elif p.name in params and (params[p.name] != p.default or written):
             shown.append((p.name, params[p.name]))
     return Measure(metric, k, tuple(shown))
 
@@ -595,11 +617,13 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
         declared = metric.param(metric.trec_param)
         assert declared is not None, metric.name
         if declared.kind is str:  # the whole list is one value (a gain map: ndcg.1=1,2=3)
-            return [_bind(metric, None, {declared.name: declared.parse(",".join(values))}, text)]
+            return [_bind(metric, None, {declared.name: declared.parse(",".join(values))}, text,
+                          written=metric.trec_reset)]
         out = []
         for v in values:
             try:
-                measure = _bind(metric, None, {declared.name: declared.parse(v)}, text)
+                measure = _bind(metric, None, {declared.name: declared.parse(v)}, text,
+                                written=metric.trec_reset)
             except ValueError as exc:
                 raise InputError(f"in {text!r}: {exc}", field="metric") from None
             if metric.trec_as_written and metric.trec_name is not None:  # set_F.1.0 prints set_F_1.0
@@ -608,6 +632,8 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
         return out
     if metric.cutoff == "none":
         raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
+    if any(re.fullmatch(r"-\d+", v) for v in values):
+        raise InputError(f"cutoff must be >= 1 in {text!r}", field="metric")
     if not all(v.isdigit() for v in values):
         raise InputError(f"in {text!r}: trec_eval cutoffs must be integers", field="metric")
     return [_bind(metric, int(v), {}, text) for v in values]

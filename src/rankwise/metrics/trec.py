@@ -327,10 +327,11 @@ def relative_p(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,0,0",
-            num_docs: int = 0) -> np.ndarray:
+            num_docs: int = 0, bare: bool | None = None) -> np.ndarray:
     """a*relret + b*(ret - relret) + c*(R - relret) + d*(N + relret - ret - R) with coefficients a,b,c,d
-    and N the collection size (trec_eval ``-N``); 0 for queries missing from the run. trec_eval
-    ``utility`` (m_utility.c)."""
+    and N the collection size (trec_eval ``-N``); 0 for queries missing from the run under the bare name
+    (``bare``, default: the default coefficients), else the placeholder's value. trec_eval ``utility``
+    (m_utility.c)."""
     co = parse_floats(coefficients, (1.0, -1.0, 0.0, 0.0))
     if len(co) != 4:
         raise MeasureParamError(f"utility takes 4 coefficients (a,b,c,d), not {coefficients!r}")
@@ -338,11 +339,12 @@ def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,
     nrr = _num_rel_ret(m).astype(np.int64)
     ret, rel = m.lengths.astype(np.int64), m.n_relevant.astype(np.int64)
     missing = ~_in_run(m)
-    if coefficients != "1,-1,0,0":  # trec_eval's placeholder: one retrieved item, not relevant
+    bare = coefficients == "1,-1,0,0" if bare is None else bare
+    if not bare:  # utility_<coefficients>: trec_eval's placeholder, one retrieved item, not relevant
         ret = np.where(missing, 1, ret)
     value = (a * nrr.astype(np.float64) + b * (ret - nrr).astype(np.float64)
              + c * (rel - nrr).astype(np.float64) + d * (num_docs + nrr - ret - rel).astype(np.float64))
-    return np.where(missing & (coefficients == "1,-1,0,0"), 0.0, value)
+    return np.where(missing & bare, 0.0, value)
 
 
 def num_nonrel_judged_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
@@ -574,15 +576,17 @@ def yaap(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
                                                                               m.n_relevant.tolist(), strict=True)])
 
 
-def relstring(m: RelevanceMatrix, k: int | None = None, length: int = 10) -> TextValues:
+def relstring(m: RelevanceMatrix, k: int | None = None, length: int = 10, bare: bool | None = None) -> TextValues:
     """The grades of the first ``length`` items as characters: the grade (``>`` above 9), ``-`` not in the
     qrels, ``.`` in the qrels with a negative grade. trec_eval ``relstring`` (printed per query, quoted).
-    The number is the string's length."""
+    The number is the string's length. A query missing from the run shows ``''`` under the bare name
+    (``bare``, default: length 10), else the placeholder document's ``'-'`` (``relstring_10``)."""
     rl = _rel_list(m)
     texts = []
     missing = ~_in_run(m)
+    bare = length == 10 if bare is None else bare
     for i in range(len(m.query_ids)):
-        if missing[i] and length != 10:  # relstring_<n>: trec_eval shows its placeholder document
+        if missing[i] and not bare:  # relstring_<n>: trec_eval shows its placeholder document
             texts.append("-" if length > 0 else "")
             continue
         n = max(0, min(int(length), int(m.lengths[i])))

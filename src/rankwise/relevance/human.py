@@ -6,7 +6,9 @@ Columns / keys:
 - chunk: ``chunk_id`` (or ``chunk``) and/or ``rank`` (1-based) — at least one; both must agree;
 - ``verdict``: 1/0 (also ``yes``/``no``, ``true``/``false``, ``relevant``/``irrelevant``);
 - optional ``type``: ``answer`` | ``partial`` | ``topic_only`` | ``supports_wrong_answer`` | ``irrelevant``;
-- optional ``grade`` (integer), ``reason`` (or ``note``), ``annotator``.
+- optional ``grade`` (integer), ``reason`` (or ``note``), ``annotator``;
+- optional ``system``: the system whose list the chunk was judged in (labelling sheets of several systems,
+  ``rankwise sample-labels``); other columns (question, chunk text) are ignored.
 
 A bad row raises :class:`~rankwise.errors.InputError` naming file, line and field; so does a label for a
 case or chunk the test set does not hold, or a second label for the same chunk. Chunks left without a
@@ -21,6 +23,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._words import count
 from rankwise.data._text import (
     INT64_MAX,
     INT64_MIN,
@@ -58,6 +61,7 @@ class Label:
     annotator: str | None = None
     line: int | None = None
     source: str | None = None
+    system: str | None = None
 
 
 def _label_reason(label: Label) -> str:
@@ -138,9 +142,11 @@ def _label(row: Mapping, *, source, line) -> Label:
                              field="grade") from None
     _, reason = get(("reason", "note", "notes", "comment"))
     _, annotator = get(("annotator", "labeler", "rater"))
+    _, system = get(("system",))
     return Label(case_id=str(qid), verdict=verdict, chunk_id=None if chunk_id is None else str(chunk_id),
                  rank=rank, type=kind, grade=grade, reason=None if reason is None else str(reason),
-                 annotator=None if annotator is None else str(annotator), line=line, source=source)
+                 annotator=None if annotator is None else str(annotator), line=line, source=source,
+                 system=None if system is None else str(system))
 
 
 def read_labels(obj: str | PathLike | Iterable[Mapping] | Any) -> list[Label]:
@@ -217,7 +223,7 @@ def apply_labels(records: list[CaseRecord], labels: Any, source: str = "human") 
                                  field="rank", **kw)
             rank = rank if rank is not None else ranks[0]
         elif rank > len(rec.chunks):
-            raise InputError(f"rank {rank}, but question {lab.case_id!r} has {len(rec.chunks)} chunks",
+            raise InputError(f"rank {rank}, but question {lab.case_id!r} has {count(len(rec.chunks), 'chunk')}",
                              field="rank", **kw)
         key = (lab.case_id, rank)
         if key in placed:

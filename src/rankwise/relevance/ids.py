@@ -12,7 +12,7 @@ from typing import Any
 
 from rankwise.data.records import CaseRecord, Verdict
 from rankwise.errors import InputError
-from rankwise.relevance.verdicts import GroundTruth, case_status
+from rankwise.relevance.truth import GroundTruth, case_status
 
 __all__ = ["judge_ids", "chunk_key", "gold_grades"]
 

@@ -208,8 +208,8 @@ class Judge:
         mode = self.settings.mode
         if mode != "question" and cases and not any(self._context(c) for c in cases):
             field_name = "reference" if mode == "reference" else "response"
-            raise InputError(f"mode {mode!r} needs a {field_name} per case and none of the {len(cases)} cases "
-                             f"has one; add '{field_name}' to the test set or judge in mode 'question'",
+            none = "the only case has none" if len(cases) == 1 else f"none of the {len(cases)} cases has one"
+            raise InputError(f"mode {mode!r} needs a {field_name} per case and {none}; add '{field_name}' to the test set or judge in mode 'question'",
                              source=source, field=field_name)
 
     def _prepare(self, cases: Sequence[JudgeCase]):
@@ -416,7 +416,7 @@ def cases_from_records(records: Sequence[Any]) -> list[JudgeCase]:
 def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, source: str = "llm") -> None:
     """Write the judge's verdicts into the records (``chunk.verdicts[source]``) and each case's status."""
     from rankwise.data.records import Verdict
-    from rankwise.relevance.verdicts import case_status
+    from rankwise.relevance.truth import case_status
 
     meta_base = {"model": judge.endpoint.model, "mode": judge.settings.mode, "scale": judge.prompt.scale,
                  "prompt_version": judge.prompt.prompt_version}

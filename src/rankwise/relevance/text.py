@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from rankwise.data.records import CaseRecord, Verdict
 from rankwise.data.testset import Chunk, ReferencePassage
 from rankwise.errors import InputError
-from rankwise.relevance.verdicts import GroundTruth, case_status, with_progress
+from rankwise.relevance.truth import GroundTruth, case_status, with_progress
 
 __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "fuzzy_similarities",
            "char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning"]

@@ -72,7 +72,7 @@ def attach_utility(records: Sequence[Any], scores: Mapping[str, float | None], *
     no score get a ``failed`` verdict with the error (``errors``) or why; then each case's status and its
     pooled ground truth. Returns counts: verdicts, useful, failed."""
     from rankwise.data.records import Verdict
-    from rankwise.relevance.verdicts import case_status, pooled_truth
+    from rankwise.relevance.truth import case_status, pooled_truth
 
     if not 0.0 <= threshold <= 1.0:
         raise InputError(f"--threshold must be in [0, 1], got {threshold}", field="threshold")

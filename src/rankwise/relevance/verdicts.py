@@ -17,75 +17,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from rankwise.relevance.truth import GroundTruth, case_status, pooled_truth, with_progress
 
 __all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status", "with_progress"]
 
 TEXT_SOURCES = ("containment", "span", "fuzzy")
 SOURCES = ("containment", "span", "fuzzy", "ids", "human", "llm", "utility")
-
-
-@dataclass
-class GroundTruth:
-    """What a case's recall and nDCG are measured against, for one verdict source.
-
-    Attributes:
-        n_relevant: R, the number of gold items (passages, ids; for human/LLM verdicts the chunks judged
-            relevant, as trec_eval pools judgements).
-        ideal_gains: positive grades of the gold items, descending (the ideal ranking for nDCG).
-        pooled: True when R comes from the verdicts themselves (human, LLM), not from a reference.
-        basis: where R came from: ``reference passages``, ``reference ids``, ``qrels`` or ``pooled verdicts``.
-    """
-
-    n_relevant: int
-    ideal_gains: list[int]
-    pooled: bool = False
-    basis: str = "reference passages"
-
-    def to_dict(self) -> dict:
-        """As stored in a record's ``truth`` (so a records file is scored without re-judging)."""
-        return {"n_relevant": self.n_relevant, "ideal_gains": list(self.ideal_gains), "basis": self.basis}
-
-
-def with_progress(items: list, label: str, show: bool):
-    """Iterate ``items``, with a transient rich progress bar on stderr when ``show`` and the list is long."""
-    from rankwise.progress import track
-
-    yield from track(items, label, quiet=not show, min_items=200)
-
-
-def case_status(record, source: str, *, unscorable: str | None = None) -> str:
-    """``ok``, ``unscorable: <why>`` or ``incomplete: n failed verdicts, m missing`` for one source."""
-    if unscorable:
-        return f"unscorable: {unscorable}"
-    if not record.chunks:
-        return "unscorable: no retrieved chunks"
-    failed = missing = 0
-    for c in record.chunks:
-        v = c.verdicts.get(source)
-        if v is None or v.status == "missing":
-            missing += 1
-        elif v.status == "failed" or v.verdict is None:
-            failed += 1
-    if failed or missing:
-        parts = []
-        if failed:
-            parts.append(f"{failed} failed verdict{'s' if failed != 1 else ''}")
-        if missing:
-            parts.append(f"{missing} missing verdict{'s' if missing != 1 else ''}")
-        return "incomplete: " + ", ".join(parts)
-    return "ok"
-
-
-def pooled_truth(record, source: str) -> GroundTruth:
-    """R and ideal gains from the source's own verdicts (human, LLM): the chunks judged relevant."""
-    grades = []
-    for c in record.chunks:
-        v = c.verdicts.get(source)
-        if v is not None and v.ok and v.verdict == 1:
-            grades.append(v.grade if v.grade is not None and v.grade > 0 else 1)
-    return GroundTruth(len(grades), sorted(grades, reverse=True), pooled=True, basis="pooled verdicts")
 
 
 def judge(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,

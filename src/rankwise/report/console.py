@@ -13,9 +13,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rankwise._words import count
 from rankwise.metrics.evaluate import EvalResult
 
-__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width"]
+__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width", "metrics_table"]
 
 #: the width used when stdout is not a terminal and no width is set: wide enough for any table
 PIPE_WIDTH = 100_000
@@ -68,9 +69,41 @@ def make_console(*, width: int | None = None, stderr: bool = False) -> Console:
     return _WholeConsole(width=PIPE_WIDTH, stderr=stderr)
 
 
+def metrics_table() -> Table:
+    """``rankwise metrics``: every registered metric, its cutoff, parameters, aliases and definition. Long
+    cells wrap at words within their column, so the table stays readable through a pipe (no 600-column
+    lines) and nothing is cut."""
+    from rankwise.metrics.registry import METRICS
+
+    table = Table(title="rankwise metrics")
+    for col, widest in (("name", 26), ("cutoff", 8), ("parameters", 38), ("aliases", 22), ("definition", 48)):
+        table.add_column(col, max_width=widest, overflow="fold")
+    for m in METRICS.values():
+        params = "\n".join(p.describe() for p in m.params)
+        table.add_row(m.name, m.cutoff, params, ", ".join(m.aliases), m.description)
+    return table
+
+
+def metric_card(name: str) -> Table:
+    """``rankwise metrics NAME``: one metric's name, aliases, cutoff, parameters, definition, formula and
+    citation (``NAME`` parsed as every command parses metric names: ``P@5`` is precision)."""
+    from rankwise.metrics.registry import parse_measure
+
+    m = parse_measure(name).metric
+    table = Table(title=f"rankwise metric {m.name}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", max_width=90, overflow="fold")
+    rows = [("name", m.name), ("aliases", ", ".join(m.aliases) or "-"), ("cutoff", m.cutoff),
+            ("parameters", "\n".join(p.describe() for p in m.params) or "-"), ("definition", m.description),
+            ("formula", m.formula or "-"), ("reference", m.reference or "-")]
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def summary_line(summary: dict) -> str:
     """One line: evaluated / missing from run / ignored queries (and undefined metric values)."""
-    parts = [f"{summary.get('evaluated', 0)} queries evaluated"]
+    parts = [f"{count(summary.get('evaluated', 0), 'query', 'queries')} evaluated"]
     if "missing_from_run" in summary:
         how = "scored 0" if summary.get("missing") == "zero" else "skipped"
         parts.append(f"{summary['missing_from_run']} missing from the run ({how})")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from rankwise._outputs import HTML_GENERATOR
+from rankwise._words import count
 from rankwise.analysis.compare import ComparisonResult
 from rankwise.analysis.ksweep import KSweep
 from rankwise.analysis.report_inputs import ReportInputs, report_inputs
@@ -240,7 +241,7 @@ def _probe_section(probes: Mapping[str, Any]) -> str:
         rows = "".join(
             f"<tr><td>{escape(m)}</td>" + "".join(f"<td>{_f(probe.mean[m].get(k))}</td>" for k, _ in keys)
             + "</tr>" for m in probe.metrics)
-        note = f"{len(probe.cases)} cases"
+        note = count(len(probe.cases), "case")
         if probe.incomplete:
             note += f"; {len(probe.incomplete)} with failed/missing verdicts (counted as not relevant)"
         blocks.append(f'<h3>{escape(system)}</h3><table class="grid probe" data-system="{escape(system)}">'
@@ -423,7 +424,7 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
                      f'{escape(question or "")}</span>{"".join(vals)}</summary>'
                      f'<div class="body">{"".join(body)}</div></details>')
     shown = len(items)
-    note = (f"{shown} of {len(cmp.query_ids)} queries" if shown < len(cmp.query_ids) else f"{shown} queries")
+    note = (f"{shown} of {len(cmp.query_ids)} queries" if shown < len(cmp.query_ids) else count(shown, "query", "queries"))
     note = (f'{escape(note)}, largest |{escape(first)} \u2212 {escape(cmp.baseline)}| on '
             f'<span id="order-metric">{escape(primary)}</span> first')
     return (f'<section class="card" id="queries"><h2>Per-question drill-down</h2>'

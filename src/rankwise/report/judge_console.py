@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rankwise._words import count
 from rankwise.report.console import make_console
 
 __all__ = ["judge_summary_lines", "plan_lines", "print_cache_stats", "print_agreement"]
@@ -24,7 +25,7 @@ def _counts(d: dict[str, int]) -> str:
 
 def judge_summary_lines(s: Any, url: str) -> list[str]:
     """The end-of-run summary of a :class:`~rankwise.relevance.llm_judge.JudgeSummary`."""
-    lines = [f"judged {s.chunks} chunks of {s.cases} cases with {s.model} at {url} "
+    lines = [f"judged {count(s.chunks, 'chunk')} of {count(s.cases, 'case')} with {s.model} at {url} "
              f"(mode {s.mode}, {s.scale}, prompt {s.prompt_version})",
              f"  verdicts: {s.ok} ok ({s.cached} from cache, {s.ok - s.cached} new), {s.failed} failed, "
              f"{s.missing} missing"]
@@ -57,7 +58,7 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
 
 def plan_lines(p: Any, url: str) -> list[str]:
     """What ``--dry-run`` prints for a :class:`~rankwise.relevance.llm_judge.JudgePlan`."""
-    lines = [f"dry run: {p.cases} cases, {p.chunks} chunks; {p.cached} already in the cache, "
+    lines = [f"dry run: {count(p.cases, 'case')}, {count(p.chunks, 'chunk')}; {p.cached} already in the cache, "
              f"{p.unjudgeable} cannot be judged (no text / question / reference)",
              f"would make {p.calls} calls to {p.model} at {url} (prompt {p.prompt_version})"
              + (f", capped by --max-calls {p.max_calls}" if p.max_calls is not None else ""),
@@ -80,7 +81,8 @@ def judge_run_lines(run: Any) -> list[str]:
         lines += run.batch_report.lines()
     if run.result is not None:
         lines += judge_summary_lines(run.result.summary, run.url)
-        lines.append(f"records: {run.records_out} ({len(run.records)} cases, verdict source '{run.source}')")
+        lines.append(f"records: {run.records_out} ({count(len(run.records), 'case')}, verdict source "
+                     f"'{run.source}')")
     return lines
 
 
@@ -117,10 +119,10 @@ def print_agreement(agr: Any, effects: dict[str, dict[str, float]] | None = None
     console = console or make_console()
     a, b = agr.a, agr.b
     ci = f" (95% CI {agr.kappa_ci[0]:.3f} to {agr.kappa_ci[1]:.3f})" if agr.kappa_ci else ""
-    console.print(f"[bold]agreement of {b} with {a}[/bold]: {agr.n} chunks in {agr.cases} cases")
+    console.print(f"[bold]agreement of {b} with {a}[/bold]: {count(agr.n, 'chunk')} in {count(agr.cases, 'case')}")
     console.print(f"  accuracy {_f(agr.accuracy)}, Cohen's kappa {_f(agr.kappa)}{ci}")
     if agr.graded_kappa is not None:
-        console.print(f"  graded: quadratic-weighted kappa {_f(agr.graded_kappa)} over {agr.graded_n} chunks")
+        console.print(f"  graded: quadratic-weighted kappa {_f(agr.graded_kappa)} over {count(agr.graded_n, 'chunk')}")
     console.print(f"  relevant: {a} {_f(agr.a_relevant_rate)}, {b} {_f(agr.b_relevant_rate)}; "
                   f"{b} precision {_f(agr.b_precision)}, recall {_f(agr.b_recall)} (taking {a} as truth)")
     if agr.skipped:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from rankwise._words import count
 from rankwise.report.console import make_console
 
 __all__ = ["probe_table", "comparison_table", "print_probe", "print_comparison"]
@@ -66,7 +67,7 @@ def comparison_table(comp, *, per_case: bool = False) -> Table:
     difference (second source minus first). With ``per_case``, one row per case and metric."""
     srcs = comp.sources
     two = len(srcs) == 2
-    title = f"rankwise probe: {' vs '.join(srcs)} over {len(comp.cases)} cases"
+    title = f"rankwise probe: {' vs '.join(srcs)} over {count(len(comp.cases), 'case')}"
     table = Table(title=title)
     if per_case:
         table.add_column("case", style="bold")

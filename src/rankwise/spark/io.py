@@ -8,17 +8,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "PROBLEM"]
+__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "check_workers", "PROBLEM"]
 
 PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
 _WS = r"[ \t\n\r\f\v]+"
+_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # rankwise.data._text's score rule
 _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, abfss:// ... (Spark reads them)
 
 
 def require_pyspark():
-    """Import pyspark, or raise a one-line :class:`InputError` saying how to install it."""
+    """Import pyspark, or raise a one-line :class:`InputError` saying how to install it.
+
+    pyspark's warning that it "does not yet fully support pandas >= 3.0.0" is silenced: rankwise's Spark
+    path exchanges Arrow tables, never pandas frames, so it would only be noise on every run.
+    """
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     try:
         import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
@@ -50,6 +58,56 @@ def session(master: str | None = None, *, app_name: str = "rankwise", conf: dict
     for key, value in (conf or {}).items():
         builder = builder.config(key, str(value))
     return builder.getOrCreate()
+
+
+_CHECKED: set[str] = set()  # the Spark applications whose Python workers import this rankwise
+_WHAT_TO_DO = ("install rankwise {version} on every worker (e.g. pip install 'rankwise[spark]=={version}' in the "
+               "cluster's Python environment), point PYSPARK_PYTHON at a Python that has it, or start the session "
+               "with rankwise.spark.session(), whose local workers run this Python ({driver})")
+
+
+def check_workers(spark) -> None:
+    """Once per Spark application, before its first job: that the Python workers import rankwise, at the
+    driver's version. Otherwise a :class:`~rankwise.errors.RankwiseError` saying in one sentence what to do
+    (the setup is at fault, not an input), instead of a JVM stack trace ending in ``ModuleNotFoundError: No
+    module named 'rankwise'`` from the middle of the job. A user-built ``SparkSession.builder`` session on a
+    cluster where rankwise is installed only on the driver is the usual case.
+
+    Example:
+        >>> check_workers(session("local[2]"))  # doctest: +SKIP
+    """
+    import rankwise
+
+    try:
+        context = spark.sparkContext
+        app = str(context.applicationId)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: nothing to probe with, no check
+        return
+    if app in _CHECKED:
+        return
+
+    def probe(_rows):  # nested, so it is pickled by value: unpickling it needs nothing of rankwise
+        import sys as worker_sys
+
+        try:
+            import rankwise as worker_rankwise
+
+            yield ("ok", worker_sys.executable, str(getattr(worker_rankwise, "__version__", "?")))
+        except Exception as exc:  # noqa: BLE001 - any failure to import is the answer
+            yield ("error", worker_sys.executable, f"{type(exc).__name__}: {exc}")
+
+    todo = _WHAT_TO_DO.format(version=rankwise.__version__, driver=sys.executable)
+    try:
+        status, python, detail = context.parallelize([0], 1).mapPartitions(probe).collect()[0]
+    except Exception as exc:  # noqa: BLE001 - the worker did not even start (a wrong PYSPARK_PYTHON ...)
+        last = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
+        raise RankwiseError(f"Spark's Python workers failed to start ({last[:300]}); {todo}") from None
+    if status != "ok":
+        raise RankwiseError(f"Spark's Python workers ({python}) cannot import rankwise ({detail}); {todo}")
+    if detail != rankwise.__version__:
+        raise RankwiseError(f"Spark's Python workers ({python}) import rankwise {detail}, the driver "
+                         f"{rankwise.__version__}: the numbers could differ; {todo}")
+    _CHECKED.add(app)
 
 
 def _is_parquet(path: str) -> bool:
@@ -154,7 +212,9 @@ def read_run(spark, path: str | os.PathLike):
         return df.select("query_id", "doc_id", score.alias("score"), problem.alias(PROBLEM))
     df, problem = _trec(spark, path, ["query_id", "iter", "doc_id", "rank", "score", "run_id"], 6, exact=False)
     score = F.expr("try_cast(_f[4] as double)")
-    problem = F.coalesce(problem, F.when(score.isNull(), _problem(path, "score", F.concat(
+    # the local readers' rule: an ASCII decimal number ('1d', 'Infinity', 'nan' are not) within the float range
+    number = F.col("_f")[4].rlike(_FLOAT) & ~F.isnan(score) & (F.abs(score) != float("inf"))
+    problem = F.coalesce(problem, F.when(score.isNull() | ~number, _problem(path, "score", F.concat(
         F.lit("not a number: '"), F.col("_f")[4], F.lit("'")), F.col("_line"))))
     return df.select(F.col("_f")[0].alias("query_id"), F.col("_f")[2].alias("doc_id"),
                      score.alias("score"), problem.alias(PROBLEM))
@@ -185,3 +245,41 @@ def line_of(path: str, text: str) -> int | None:
     except OSError:
         return None
     return None
+
+
+def locate_error(exc: InputError, qrels: str, run: str) -> InputError:
+    """A worker's error about ``<spark run>`` or ``<spark qrels>`` rows (a doc listed twice, a score that is
+    not finite), found again in the local file by the local readers, so that it names the file and line;
+    ``exc`` itself when the file is not local or the local readers find nothing wrong.
+
+    Example:
+        >>> err = InputError("doc 'd1' appears twice in query 'q1'", source="<spark run>", field="doc_id")
+        >>> locate_error(err, "qrels.txt", "s3://bucket/run.trec") is err
+        True
+    """
+    text = str(exc)
+    role = "run" if text.startswith("<spark run>") else "qrels" if text.startswith("<spark qrels>") else None
+    path = Path(run if role == "run" else qrels)
+    if role is None or _REMOTE.match(str(path)) or not path.is_file():
+        return exc
+    try:
+        if role == "qrels":
+            from rankwise.data.load import load_qrels
+
+            load_qrels(path)
+        elif path.suffix.lower() in (".csv", ".tsv", ".jsonl", ".json", ".ndjson"):
+            from rankwise.data.load import load_run
+
+            load_run(path)
+        else:  # TREC or Parquet, perhaps larger than memory: read as --stream reads it
+            from rankwise.data.stream import NotGrouped, iter_run_blocks
+
+            try:
+                for _ in iter_run_blocks(path):
+                    pass
+            except NotGrouped:
+                for _ in iter_run_blocks(path, grouped=False):
+                    pass
+    except InputError as found:
+        return found
+    return exc

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate_columns, check_depth
 from rankwise.metrics.registry import Measure, parse_measures
-from rankwise.spark.io import PROBLEM, raise_problem, require_pyspark
+from rankwise.spark.io import PROBLEM, check_workers, raise_problem, require_pyspark
 
 __all__ = ["evaluate", "SparkEvalResult"]
 
@@ -218,6 +218,7 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
                          source="<spark run>", field="score")
     names = [m.name for m in measures]
     spark = run.sparkSession
+    check_workers(spark)
     qcols = ["query_id", "doc_id", "relevance"] + ([PROBLEM] if PROBLEM in qrels.columns else [])
     rcols = ["query_id", "doc_id", "score" if "score" in run.columns else "rank"]
     rcols += [PROBLEM] if PROBLEM in run.columns else []

@@ -25,10 +25,10 @@ from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
-from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, rag_summary, unscorable_reasons
+from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
-from rankwise.spark.io import require_pyspark
+from rankwise.spark.io import check_workers, require_pyspark
 
 __all__ = ["evaluate_rag", "SparkRagResult"]
 
@@ -244,6 +244,7 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
         json_column = cases.columns[0]
     if json_column is not None and json_column not in cases.columns:
         raise InputError(f"no column {json_column!r}; columns: {cases.columns}", field="json_column")
+    check_workers(cases.sparkSession)
     skip = {s for s, v in (("unscorable", unscorable), ("incomplete", incomplete)) if v == "skip"}
     options = {"min_overlap": min_overlap, "threshold": threshold, "id_field": id_field,
                "relevance_level": relevance_level, "min_evidence_chars": min_evidence_chars}
@@ -304,8 +305,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         elif status.startswith("incomplete"):
             incomplete_cases[cid] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(id_list):
-        raise InputError(f"no case can be scored with relevance {relevance!r}: "
-                         f"{unscorable_reasons(unscorable_cases, relevance)}", field="relevance")
+        raise none_scorable(unscorable_cases, relevance)  # the words of rankwise.evaluate_rag
     skip = set()
     if unscorable == "skip":
         skip |= set(unscorable_cases)

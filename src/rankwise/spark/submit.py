@@ -40,14 +40,18 @@ def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance
     Example:
         >>> r = evaluate_files("qrels.txt", "run.parquet", ["ndcg@10"], master="local[2]")  # doctest: +SKIP
     """
+    from rankwise.errors import InputError
     from rankwise.metrics.registry import asks_runid
-    from rankwise.spark.io import read_qrels, read_run, require_pyspark
+    from rankwise.spark.io import locate_error, read_qrels, read_run, require_pyspark
     from rankwise.spark.ir import evaluate
 
     require_pyspark()
     spark = _session(master)
-    result = evaluate(read_qrels(spark, qrels), read_run(spark, run), metrics, relevance_level=relevance_level,
-                      missing=missing, buckets=buckets, run_name=Path(run).stem, depth=depth)
+    try:
+        result = evaluate(read_qrels(spark, qrels), read_run(spark, run), metrics, relevance_level=relevance_level,
+                          missing=missing, buckets=buckets, run_name=Path(run).stem, depth=depth)
+    except InputError as exc:  # rows a worker refused: named by file and line when the file is local
+        raise locate_error(exc, qrels, run) from None
     if asks_runid(metrics):  # as rankwise.evaluate: a local TREC file's tag, else the run's name
         from rankwise.data.trec import run_tag
 

@@ -17,6 +17,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._words import system_stem
 from rankwise.data._text import iter_json_lines
 from rankwise.errors import InputError
 from rankwise.llm.config import LLMConfig
@@ -141,7 +142,8 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     if not runs:
         raise InputError("give at least one run (a RAG test set with retrieved spans)")
     cases = _rows(testset)
-    labels = names or [Path(r).name for r in runs]
+    labels = list(names) if names else [system_stem(r) for r in runs]
+    labels = [n if n not in labels[:i] else f"{n}#{i + 1}" for i, n in enumerate(labels)]
     systems = {name: read_span_runs(r, k) for name, r in zip(labels, runs, strict=True)}
     refs: dict[str, list[tuple[str, int, int]]] = {}
     by_id: dict[str, dict] = {}

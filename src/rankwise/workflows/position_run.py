@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankwise._words import count
 from rankwise.errors import InputError
 
 __all__ = ["PlantedContext", "PositionPlan", "PositionRun", "plant_contexts", "position_requests",
@@ -65,7 +66,7 @@ class PositionPlan:
     def describe(self) -> str:
         """One line: cases x K x repeats = contexts, the cases skipped and why, where support came from."""
         skipped = ", ".join(f"{n} {reason}" for reason, n in self.skipped.items())
-        return (f"{self.cases} cases x {self.k} positions x {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
+        return (f"{count(self.cases, 'case')} x {self.k} positions x {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
                 f" = {len(self.contexts)} contexts" + (f" ({skipped} skipped)" if skipped else "")
                 + "; supporting chunk from " + ", ".join(f"{why}: {n}" for why, n in self.support_from.items()))
 

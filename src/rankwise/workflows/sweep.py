@@ -38,7 +38,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from typing import Any
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError, warn
 
-__all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "sweep", "sweep_metrics"]
+__all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "SweepSpec", "sweep", "sweep_metrics"]
 
 SPLITTERS: dict[str, tuple[str, ...]] = {
     "recursive": ("paragraph", "line", "sentence", "word"),
@@ -325,16 +325,64 @@ def _document_records(base: list[CaseRecord], result, k: int) -> list[CaseRecord
     return out
 
 
-def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "test",
-          chunk_sizes: Sequence[int] = (500,), overlaps: Sequence[int] = (50,), splitters: Sequence[str] = ("recursive",),
-          retrievers: Sequence[str] = ("bm25",), k: int | None = None, relevance: str | None = None,
-          metrics: Sequence[str] | None = None, baseline: str | int = 0, relevance_level: int = 1,
-          model: str | None = None, rerank_model: Any = None, rerank_top_n: int = 20,
-          llm_base_url: str | None = None, llm_config: str | PathLike | None = None,
-          cache_dir: str | PathLike | bool | None = None, titles: bool = True, permutations: int = 10_000,
-          seed: int | None = 42, correction: str = "holm", alpha: float = 0.05, out: str | PathLike | None = None,
-          html: bool = True, progress: bool = True) -> SweepResult:
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a :func:`sweep` runs: the grid, what is retrieved and scored, how the configurations are compared,
+    and what is written. Every field is described in :func:`sweep`'s docstring.
+
+    Example:
+        >>> SweepSpec(chunk_sizes=(300, 500), retrievers=("bm25", "hybrid")).overlaps
+        (50,)
+    """
+
+    chunk_sizes: Sequence[int] = (500,)
+    overlaps: Sequence[int] = (50,)
+    splitters: Sequence[str] = ("recursive",)
+    retrievers: Sequence[str] = ("bm25",)
+    k: int | None = None
+    relevance: str | None = None
+    metrics: Sequence[str] | None = None
+    baseline: str | int = 0
+    relevance_level: int = 1
+    model: str | None = None
+    rerank_model: Any = None
+    rerank_top_n: int = 20
+    llm_base_url: str | None = None
+    llm_config: str | PathLike | None = None
+    cache_dir: str | PathLike | bool | None = None
+    titles: bool = True
+    permutations: int = 10_000
+    seed: int | None = 42
+    correction: str = "holm"
+    alpha: float = 0.05
+    out: str | PathLike | None = None
+    html: bool = True
+    progress: bool = True
+
+
+@dataclass
+class _Plan:
+    """A sweep's inputs, resolved: corpus, cases, qrels, scoring, the grid's cells and its chunkings."""
+
+    corpus: Any
+    cases: list[CaseRecord]
+    qrels: Any
+    unjudged: list
+    documents: bool
+    k: int
+    relevance: str
+    configs: list[SweepConfig]
+    skipped: list
+    names: list[str]
+    chunkings: dict[tuple, list[SweepConfig]] = field(default_factory=dict)
+
+
+def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qrels: Any = None,
+          split: str = "test", **options: Any) -> SweepResult:
     """Run every configuration of the grid and compare them on the same test set.
+
+    ``spec`` (a :class:`SweepSpec`) says what runs; its fields may also be given as keywords, which override
+    it (``sweep(corpus, testset, chunk_sizes=[300, 500])``).
 
     Args:
         corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``), a BEIR folder
@@ -364,6 +412,8 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
         out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
         progress: a progress bar with ETA on stderr.
 
+    (Every argument after ``split`` is a field of :class:`SweepSpec`.)
+
     Example:
         >>> res = sweep({"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text."},
         ...             {"q1": "term frequency", "q2": "embed"}, qrels={"q1": {"d1": 1}, "q2": {"d2": 2}},
@@ -371,136 +421,168 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
         >>> [(c.label, res.means[c.label]["ndcg@10"]) for c in res.configs]
         [('bm25 whole documents', 1.0), ('bm25 recursive 12/0', 1.0)]
     """
-    from rankwise.analysis.compare import compare_records
-    from rankwise.analysis.system_warnings import collect_warnings, name_warnings
-    from rankwise.metrics.rag import evaluate_rag
-    from rankwise.retrieval.chunking import chunk_corpus
-    from rankwise.retrieval.pipeline import chunk_depth, run_retrievers
-
+    spec = replace(spec or SweepSpec(), **options)
     t_start = time.perf_counter()
-    corpus, base_records, qrels, unjudged = _load_inputs(corpus, testset, qrels, split)
-    documents = qrels is not None
-    k = (100 if documents else 10) if k is None else k
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
-    relevance = ("ids" if documents else "span") if relevance is None else relevance
-    if documents and relevance != "ids":
-        raise InputError(f"documents judged by qrels are scored by id: relevance must be 'ids', not {relevance!r}",
-                         field="relevance")
-    configs, skipped = _grid(list(chunk_sizes), list(overlaps), list(splitters), list(retrievers))
-    names = list(metrics) if metrics else sweep_metrics(k, relevance, documents=documents)
-    queries = {r.id: r.question for r in base_records}
-    scorer = llm_reranker = None
-    if any("+rerank" in c.retriever for c in configs) and rerank_model is not None:
-        from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
-
-        # loaded once, before any indexing: a model that cannot load fails fast
-        scorer = resolve_reranker(rerank_model, base_url=llm_base_url, config=llm_config, quiet=not progress)
-        if isinstance(scorer, (str, PathLike)):
-            from rankwise.retrieval.rerank import CrossEncoderScorer
-
-            scorer = CrossEncoderScorer(scorer)
-        llm_reranker = scorer if isinstance(scorer, LLMReranker) else None
-    owned = llm_reranker is not None and llm_reranker is not rerank_model  # made here from "llm:MODEL": closed here
-    specs = {c.retriever: _spec(c.retriever, model=model, scorer=scorer, rerank_top_n=rerank_top_n)
-             for c in configs}
-
-    chunkings: dict[tuple, list[SweepConfig]] = {}
-    for c in configs:
-        chunkings.setdefault(c.chunking, []).append(c)
-    from rankwise.progress import progress as progress_bar
-
-    records: dict[str, list[CaseRecord]] = {}
-    info: dict[str, dict[str, Any]] = {}
-    means: dict[str, dict[str, float]] = {}
-    by_spans: dict[tuple, tuple[tuple, dict]] = {}
-    warned: dict[str, list[str]] = {}
+    plan = _plan(corpus, testset, qrels, split, spec)
+    scorer, llm_reranker = _reranker(spec, plan.configs)
+    owned = llm_reranker is not None and llm_reranker is not spec.rerank_model  # made from "llm:MODEL": closed here
     try:
-        with progress_bar(f"sweep: {len(configs)} configurations, {len(chunkings)} chunkings", len(configs),
-                          quiet=not progress, eta=True) as advance:
-            for chunking, cells in chunkings.items():
-                size, overlap, splitter = chunking
-                t0 = time.perf_counter()
-                chunks = chunk_corpus(corpus, size, overlap, separators=SPLITTERS[splitter], titles=titles)
-                t_chunk = time.perf_counter() - t0
-                key = tuple(c.id for c in chunks)
-                wanted = [c.retriever for c in cells]
-                reused_from = None
-                if key in by_spans and all(r in by_spans[key][1] for r in wanted):
-                    reused_from, results = by_spans[key]
-                    reused_from = f"{reused_from[2]} {reused_from[0]}/{reused_from[1]}"
-                else:
-                    depth = chunk_depth(k, doc_level=documents, chunk_size=size)
-                    results = run_retrievers(None, queries, {r: specs[r] for r in wanted}, k=depth, chunks=chunks,
-                                             cache_dir=cache_dir, quiet=True)
-                    by_spans.setdefault(key, (chunking, {}))[1].update(results)
-                for cell in cells:
-                    res = results[cell.retriever]
-                    with collect_warnings() as warned[cell.label]:  # named by configuration below
-                        if documents:
-                            recs = _document_records(base_records, res, k)
-                            scored = evaluate_rag(recs, "ids", labels=qrels, metrics=names,
-                                                  relevance_level=relevance_level)
-                        else:
-                            recs = _records(base_records, res)
-                            scored = evaluate_rag(recs, relevance, metrics=names)
-                    records[cell.label] = scored.records
-                    means[cell.label] = {m: float(scored.mean[m]) for m in names}
-                    timings = dict(res.timings)
-                    timings["chunking"] = t_chunk
-                    info[cell.label] = {"chunks": len(chunks), "reused_from": reused_from, "timings": timings,
-                                        "summary": {k_: v for k_, v in scored.summary.items()
-                                                    if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
-                    advance(1)
+        records, info, means, warned, builds = _run_grid(plan, spec, scorer)
     finally:
         if owned:
             llm_reranker.close()  # every grade received is on disk, whatever stopped the grid
-
-    labels = [c.label for c in configs]
-    if isinstance(baseline, int) and not isinstance(baseline, bool):
-        if not -len(labels) <= baseline < len(labels):
-            raise InputError(f"baseline index {baseline} out of range for {len(labels)} configurations",
-                             field="baseline")
-        base_label = labels[baseline]
-    elif baseline in labels:
-        base_label = str(baseline)
-    else:
-        raise InputError(f"baseline {baseline!r} is not a configuration of the grid (e.g. {labels[0]!r})",
-                         field="baseline")
+    labels = [c.label for c in plan.configs]
+    base_label = _baseline_label(labels, spec.baseline)
     t0 = time.perf_counter()
     comparison = None
     if len(labels) > 1:
-        comparison = compare_records({lab: records[lab] for lab in labels}, relevance, names, baseline=base_label,
-                                     permutations=permutations, seed=seed, correction=correction, alpha=alpha,
-                                     labels=qrels, relevance_level=relevance_level)
+        from rankwise.analysis.compare import compare_records
+
+        comparison = compare_records({lab: records[lab] for lab in labels}, plan.relevance, plan.names,
+                                     baseline=base_label, permutations=spec.permutations, seed=spec.seed,
+                                     correction=spec.correction, alpha=spec.alpha, labels=plan.qrels,
+                                     relevance_level=spec.relevance_level)
     t_compare = time.perf_counter() - t0
+    from rankwise.analysis.system_warnings import name_warnings
+
     notes = name_warnings(warned)
     if comparison is None:  # the comparison warns with the same named lines
         for note in notes:
             warn(note)
     best = {}
-    for m in names:
+    for m in plan.names:
         lab = max(labels, key=lambda x, m=m: (means[x][m], -labels.index(x)))
         best[m] = (lab, means[lab][m])
+    settings = _settings(plan, spec, llm_reranker, builds, notes)
+    result = SweepResult(plan.configs, plan.names, means, best, comparison, base_label, records, info, plan.skipped,
+                         settings, {"compare": t_compare, "total": time.perf_counter() - t_start})
+    if spec.out is not None:
+        _write(result, Path(spec.out), html=spec.html)
+    return result
+
+
+def _plan(corpus: Any, testset: Any, qrels: Any, split: str, spec: SweepSpec) -> _Plan:
+    corpus, cases, qrels, unjudged = _load_inputs(corpus, testset, qrels, split)
+    documents = qrels is not None
+    k = (100 if documents else 10) if spec.k is None else spec.k
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
+    relevance = ("ids" if documents else "span") if spec.relevance is None else spec.relevance
+    if documents and relevance != "ids":
+        raise InputError(f"documents judged by qrels are scored by id: relevance must be 'ids', not {relevance!r}",
+                         field="relevance")
+    configs, skipped = _grid(list(spec.chunk_sizes), list(spec.overlaps), list(spec.splitters),
+                             list(spec.retrievers))
+    names = list(spec.metrics) if spec.metrics else sweep_metrics(k, relevance, documents=documents)
+    plan = _Plan(corpus, cases, qrels, unjudged, documents, k, relevance, configs, skipped, names)
+    for c in configs:
+        plan.chunkings.setdefault(c.chunking, []).append(c)
+    return plan
+
+
+def _reranker(spec: SweepSpec, configs: list[SweepConfig]) -> tuple[Any, Any]:
+    """The reranker of the ``+rerank`` cells, loaded once before any indexing (a model that cannot load fails
+    fast), and the LLM reranker among them (None when it is not one)."""
+    if not any("+rerank" in c.retriever for c in configs) or spec.rerank_model is None:
+        return None, None
+    from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
+
+    scorer = resolve_reranker(spec.rerank_model, base_url=spec.llm_base_url, config=spec.llm_config,
+                              quiet=not spec.progress)
+    if isinstance(scorer, (str, PathLike)):
+        from rankwise.retrieval.rerank import CrossEncoderScorer
+
+        scorer = CrossEncoderScorer(scorer)
+    return scorer, scorer if isinstance(scorer, LLMReranker) else None
+
+
+def _run_grid(plan: _Plan, spec: SweepSpec, scorer: Any):
+    """Chunk once per chunking, retrieve once per (chunk set, retriever), score every cell. Returns records,
+    info and means per configuration, the warnings collected per configuration and the index builds."""
+    from rankwise.analysis.system_warnings import collect_warnings
+    from rankwise.progress import progress as progress_bar
+    from rankwise.retrieval.chunking import chunk_corpus
+    from rankwise.retrieval.pipeline import chunk_depth, run_retrievers
+
+    specs = {c.retriever: _spec(c.retriever, model=spec.model, scorer=scorer, rerank_top_n=spec.rerank_top_n)
+             for c in plan.configs}
+    queries = {r.id: r.question for r in plan.cases}
+    records: dict[str, list[CaseRecord]] = {}
+    info: dict[str, dict[str, Any]] = {}
+    means: dict[str, dict[str, float]] = {}
+    by_spans: dict[tuple, tuple[tuple, dict]] = {}
+    warned: dict[str, list[str]] = {}
+    with progress_bar(f"sweep: {len(plan.configs)} configurations, {len(plan.chunkings)} chunkings",
+                      len(plan.configs), quiet=not spec.progress, eta=True) as advance:
+        for chunking, cells in plan.chunkings.items():
+            size, overlap, splitter = chunking
+            t0 = time.perf_counter()
+            chunks = chunk_corpus(plan.corpus, size, overlap, separators=SPLITTERS[splitter], titles=spec.titles)
+            t_chunk = time.perf_counter() - t0
+            key = tuple(c.id for c in chunks)
+            wanted = [c.retriever for c in cells]
+            reused_from = None
+            if key in by_spans and all(r in by_spans[key][1] for r in wanted):
+                reused_from, results = by_spans[key]
+                reused_from = f"{reused_from[2]} {reused_from[0]}/{reused_from[1]}"
+            else:
+                depth = chunk_depth(plan.k, doc_level=plan.documents, chunk_size=size)
+                results = run_retrievers(None, queries, {r: specs[r] for r in wanted}, k=depth, chunks=chunks,
+                                         cache_dir=spec.cache_dir, quiet=True)
+                by_spans.setdefault(key, (chunking, {}))[1].update(results)
+            for cell in cells:
+                res = results[cell.retriever]
+                with collect_warnings() as warned[cell.label]:  # named by configuration later
+                    scored = _score_cell(plan, spec, res)
+                records[cell.label] = scored.records
+                means[cell.label] = {m: float(scored.mean[m]) for m in plan.names}
+                timings = dict(res.timings)
+                timings["chunking"] = t_chunk
+                info[cell.label] = {"chunks": len(chunks), "reused_from": reused_from, "timings": timings,
+                                    "summary": {k_: v for k_, v in scored.summary.items()
+                                                if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
+                advance(1)
+    return records, info, means, warned, len(by_spans)
+
+
+def _score_cell(plan: _Plan, spec: SweepSpec, res: Any) -> Any:
+    from rankwise.metrics.rag import evaluate_rag
+
+    if plan.documents:
+        recs = _document_records(plan.cases, res, plan.k)
+        return evaluate_rag(recs, "ids", labels=plan.qrels, metrics=plan.names,
+                            relevance_level=spec.relevance_level)
+    return evaluate_rag(_records(plan.cases, res), plan.relevance, metrics=plan.names)
+
+
+def _baseline_label(labels: list[str], baseline: str | int) -> str:
+    if isinstance(baseline, int) and not isinstance(baseline, bool):
+        if not -len(labels) <= baseline < len(labels):
+            raise InputError(f"baseline index {baseline} out of range for {len(labels)} configurations",
+                             field="baseline")
+        return labels[baseline]
+    if baseline in labels:
+        return str(baseline)
+    raise InputError(f"baseline {baseline!r} is not a configuration of the grid (e.g. {labels[0]!r})",
+                     field="baseline")
+
+
+def _settings(plan: _Plan, spec: SweepSpec, llm_reranker: Any, builds: int, notes: list[str]) -> dict[str, Any]:
+    rerank = spec.rerank_model
     rerank_info = None
     if llm_reranker is not None:
         rerank_info = {**llm_reranker.summary(), "cache": str(llm_reranker.cache_path)}
-    settings = {"documents": len(corpus), "cases": len(base_records), "k": k, "relevance": relevance,
-                "level": "documents" if documents else "chunks", "unjudged": len(unjudged),
-                "relevance_level": relevance_level if documents else None,
-                "chunk_sizes": list(chunk_sizes), "overlaps": list(overlaps), "splitters": list(splitters),
-                "retrievers": list(retrievers), "model": model,
-                "rerank_model": str(rerank_model) if isinstance(rerank_model, (str, PathLike)) else
-                (None if rerank_model is None else getattr(rerank_model, "name", "callable")),
-                "rerank_top_n": rerank_top_n, "llm_rerank": rerank_info,
-                "test": "paired randomization", "permutations": permutations, "seed": seed,
-                "correction": correction, "alpha": alpha,
-                "index_builds": len(by_spans), "chunkings": len(chunkings), "warnings": notes}
-    result = SweepResult(configs, names, means, best, comparison, base_label, records, info, skipped, settings,
-                         {"compare": t_compare, "total": time.perf_counter() - t_start})
-    if out is not None:
-        _write(result, Path(out), html=html)
-    return result
+    return {"documents": len(plan.corpus), "cases": len(plan.cases), "k": plan.k, "relevance": plan.relevance,
+            "level": "documents" if plan.documents else "chunks", "unjudged": len(plan.unjudged),
+            "relevance_level": spec.relevance_level if plan.documents else None,
+            "chunk_sizes": list(spec.chunk_sizes), "overlaps": list(spec.overlaps),
+            "splitters": list(spec.splitters), "retrievers": list(spec.retrievers), "model": spec.model,
+            "rerank_model": str(rerank) if isinstance(rerank, (str, PathLike)) else
+            (None if rerank is None else getattr(rerank, "name", "callable")),
+            "rerank_top_n": spec.rerank_top_n, "llm_rerank": rerank_info,
+            "test": "paired randomization", "permutations": spec.permutations, "seed": spec.seed,
+            "correction": spec.correction, "alpha": spec.alpha,
+            "index_builds": builds, "chunkings": len(plan.chunkings), "warnings": notes}
 
 
 def _write(result: SweepResult, out: Path, *, html: bool) -> None:
