@@ -55,6 +55,12 @@ QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.S)
 CONTEXT = re.compile(r'<context id="(\d+)">\s*(.*?)\s*</context>', re.S)
 REFERENCE = re.compile(r"<reference_answer>\s*(.*?)\s*</reference_answer>", re.S)
 RESPONSE = re.compile(r"<response>\s*(.*?)\s*</response>", re.S)
+FENCED = re.compile(r"<<DATA-([0-9a-f]{8,})>>\n(.*?)\n<<END-DATA-\1>>", re.S)
+
+
+def unfence(text: str) -> str:
+    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``) replaced by its text."""
+    return FENCED.sub(lambda m: m.group(2), text)
 
 
 def norm(text: str) -> str:
@@ -170,7 +176,7 @@ def make_app(state: State):
     async def chat(request: web.Request) -> web.Response:
         body = await request.json()
         users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
-        text = users[-1] if users else ""  # the system prompt names the tags: read the user message only
+        text = unfence(users[-1] if users else "")  # the system prompt names the tags: read the user message only
         state.requests += 1
         if state.latency:
             await asyncio.sleep(state.latency)

@@ -15,7 +15,7 @@ advance and the server can say what it did (``GET /stats`` -> ``behaviours``):
     english     (non-English passages, and one in three of them) the question in English -> wrong language
 
 Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or 500;
-the retry succeeds. ``POST /config`` takes ``latency`` (seconds per reply) and ``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts (``<chunk>``) are
+the retry succeeds (``faults: false`` turns these off). ``POST /config`` takes ``latency`` (seconds per reply) and ``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts (``<chunk>``) are
 answered by shared keywords, as tests/llm_server.py does.
 
 Standalone::
@@ -40,6 +40,7 @@ from typing import Any
 from _loopback import ServerProcess, add_control, chat_completion, running, serve_app, start_process
 from llm_server import judge_text, unfence
 
+FENCED = re.compile(r"<<DATA-([0-9a-f]{8,})>>\n(.*?)\n<<END-DATA-\1>>", re.S)
 PASSAGE = re.compile(r'<passage(?: id="(\d)")?(?: title="[^"]*")?>\n(.*?)\n</passage>', re.S)
 LANG = re.compile(r"in (\w+), the language of the passage")
 STOP = frozenset(re.findall(r"\S+", """the a an of and to in is are be by for on with that this it as at or from which when each was
@@ -47,6 +48,12 @@ STOP = frozenset(re.findall(r"\S+", """the a an of and to in is are be by for on
     den des zu im ein eine auf für nicht als auch wird werden"""))
 BEHAVIOURS = ("correct", "correct", "correct", "correct", "correct", "reflowed", "wrong", "paraphrased",
               "refusal", "duplicate", "giveaway", "onepassage", "english")
+
+
+def plain(text: str) -> str:
+    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``, as rankwise sends
+    passages, titles, questions and quotes) replaced by its text."""
+    return FENCED.sub(lambda m: m.group(2), text)
 
 
 def _h(text: str) -> int:
@@ -148,7 +155,8 @@ def make_app(state: dict[str, Any]):
     async def chat(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         messages = body["messages"]
-        user = "".join(m.get("content") or "" for m in messages if m.get("role") == "user")
+        raw = "".join(m.get("content") or "" for m in messages if m.get("role") == "user")
+        user = plain(raw)
         conv = hashlib.sha256(user.encode()).hexdigest()
         state["requests"] += 1
         state["seen"][conv] += 1
@@ -158,11 +166,11 @@ def make_app(state: dict[str, Any]):
         if h % 100 < 100 * state["fail_share"]:  # fails every time: the client's retries run out
             state["faults"]["failing"] += 1
             return web.json_response({"error": {"message": "internal", "type": "server_error"}}, status=500)
-        if state["seen"][conv] == 1 and h % 25 == 23:
+        if state["faults_on"] and state["seen"][conv] == 1 and h % 25 == 23:
             state["faults"]["429"] += 1
             return web.json_response({"error": {"message": "rate limited", "type": "rate_limit"}}, status=429,
                                      headers={"Retry-After": "0"})
-        if state["seen"][conv] == 1 and h % 25 == 24:
+        if state["faults_on"] and state["seen"][conv] == 1 and h % 25 == 24:
             state["faults"]["500"] += 1
             return web.json_response({"error": {"message": "internal", "type": "server_error"}}, status=500)
         obj, kind = generate(user)
@@ -174,7 +182,7 @@ def make_app(state: dict[str, Any]):
             if obj is not None:
                 state["critic"] += 1
             else:
-                skeleton, data = unfence(user)  # judge prompts fence their data
+                skeleton, data = unfence(raw)  # judge prompts fence their data
 
                 def field(name: str) -> str:
                     m = re.search(rf"<{name}>\s*(.*?)\s*</{name}>", skeleton, re.S)
@@ -203,6 +211,8 @@ def make_app(state: dict[str, Any]):
             state["latency"] = float(body["latency"])
         if "fail_share" in body:
             state["fail_share"] = float(body["fail_share"])
+        if "faults" in body:
+            state["faults_on"] = bool(body["faults"])
         return {"ok": True}
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -212,7 +222,7 @@ def make_app(state: dict[str, Any]):
 
 
 def _fresh(latency: float = 0.0) -> dict[str, Any]:
-    return {"latency": latency, "fail_share": 0.0, "requests": 0, "generations": 0, "critic": 0, "judged": 0,
+    return {"latency": latency, "fail_share": 0.0, "faults_on": True, "requests": 0, "generations": 0, "critic": 0, "judged": 0,
             "behaviours": Counter(), "faults": Counter(), "seen": Counter(), "answered": Counter()}
 
 

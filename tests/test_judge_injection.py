@@ -197,6 +197,29 @@ def test_fences_hold_as_a_model_reads_them():
         assert [skeleton.count(f'<chunk id="{i}">') for i in range(1, 5)] == [1, 1, 1, 0]
 
 
+def test_generator_prompts_fence_their_data_as_a_model_reads_them():
+    """The generator's prompts (answer, correctness) fence each text as the judge's do: read as a model
+    reads it, one fence per text holding that whole text, no attack text outside a fence."""
+    from llm_server import perceive, unfence
+    from rankwise.llm.generate import load_gen_prompt
+
+    answer, check = load_gen_prompt("answer"), load_gen_prompt("correctness", graded=True)
+    for _, text in SINGLE_ATTACKS:
+        user = answer.render_answer(QUESTION, [text.replace("chunk", "context"), RELEVANT])[1]["content"]
+        for decode in (False, True):
+            skeleton, data = unfence(perceive(user, decode))
+            assert data == [perceive(escape_data(t), decode)
+                            for t in (QUESTION, text.replace("chunk", "context"), RELEVANT)]
+            assert "OVERRIDE" not in skeleton and "DATA-" not in skeleton
+            assert [skeleton.count(f'<context id="{i}">') for i in (1, 2, 3)] == [1, 1, 0]
+        user = check.render_check(QUESTION, REFERENCE, text.replace("chunk", "response"))[1]["content"]
+        skeleton, data = unfence(perceive(user, True))
+        assert data == [perceive(escape_data(t), True) for t in (QUESTION, REFERENCE, text.replace("chunk", "response"))]
+        assert "OVERRIDE" not in skeleton and skeleton.count("</response>") == 1
+    for prompt in (answer, check):
+        assert "never occurs inside the data" in prompt.system
+
+
 def test_the_boundary_is_deterministic_and_never_in_the_data():
     from rankwise.llm.prompts import _free_token, data_boundary
 

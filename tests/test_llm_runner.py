@@ -67,7 +67,7 @@ def test_dry_run_and_run_agree_on_text_that_is_not_utf8(srv, tmp_path):
 def test_summaries_keep_their_fields_in_order():
     """One base of counters; ``to_dict`` (what ``--format json`` prints) keeps each summary's keys and order."""
     judge = JudgeSummary(model="m", mode="reference", scale="binary", prompt_version="v", cases=2, chunks=5)
-    gen = GenSummary("m", "answer", "v", 3)
+    gen = GenSummary(model="m", task="answer", prompt_version="v", items=3)
     assert list(judge.to_dict()) == [
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
@@ -95,3 +95,36 @@ def test_failure_kinds_and_the_plan_cut_to_max_calls():
     assert plan(3, 4) == plan(3, None) == (3, 300, 30, None)
     assert plan(3, 0) == (0, 0, 0, None)
     assert plan(10, 4, Prices(1.0, 2.0)) == (4, 400, 40, pytest.approx((400 * 1.0 + 40 * 2.0) / 1e6))
+
+
+def test_synth_summary_is_a_run_summary_and_keeps_its_json():
+    """synth's summary shares the base counters (requests, tokens, cost, stopped, model, prompt version)
+    and prints the same JSON keys, in the same order, as before it did."""
+    from rankwise.testsets.synth import SynthSummary
+
+    s = SynthSummary(planned=3, model="m", prompt_version="synth-v2+0")
+    assert isinstance(s, RunSummary)
+    assert list(s.to_dict()) == [
+        "planned", "requested", "accepted", "rejected", "resumed", "calls", "requests", "cached", "prompt_tokens",
+        "completion_tokens", "cost", "difficulty", "styles", "languages", "max_per_document", "documents",
+        "stopped", "out", "rejected_out", "model", "prompt_version"]
+    own = {f.name for f in fields(SynthSummary)} - {f.name for f in fields(RunSummary)}
+    assert not own & {"requests", "cached", "prompt_tokens", "completion_tokens", "cost", "stopped", "model",
+                      "prompt_version"}  # declared once, in the base
+
+
+def test_one_llm_config_is_passed_whole_or_built_from_keywords(tmp_path):
+    from rankwise.llm.config import as_llm_config, resolve_llm_config
+
+    cfg = resolve_llm_config(model="m", base_url="http://127.0.0.1:9/v1", env={}, cache=tmp_path / "c.sqlite",
+                             max_calls=5)
+    assert as_llm_config(cfg) is cfg
+    built = as_llm_config(None, model="m", base_url="http://127.0.0.1:9/v1", env={}, cache=tmp_path / "c.sqlite",
+                          max_calls=5)
+    assert built == cfg
+    with pytest.raises(TypeError, match="not both"):
+        as_llm_config(cfg, model="other")
+    prompt = load_gen_prompt("answer")
+    with Generator.from_config(cfg, prompt) as gen:
+        assert (gen.endpoint, gen.policy, gen.prices, gen.cache.path) == (cfg.endpoint, cfg.policy, cfg.prices,
+                                                                          cfg.cache)

@@ -201,6 +201,9 @@ def test_max_cost_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
 
 
 def test_max_calls_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
+    """--max-calls caps the requests of a run exactly: a sample starts only while its calls fit beside the
+    requests sent and the calls the samples in flight still hold (no retries here: every call one request)."""
+    g.configure(faults=False)
     out = tmp_path / "ts.jsonl"
     common = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "12", "--cache",
               str(tmp_path / "c.sqlite"), "--out", str(out), "--concurrency", "2", "--rpm", "6000", "--quiet"]

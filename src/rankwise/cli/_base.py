@@ -230,6 +230,17 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
     return decorate
 
 
+def _llm_config(opts: dict, **extra):
+    """The one LLMConfig of the shared LLM options (:func:`_llm_options`' names), passed whole to the library;
+    ``extra``: what the command fixes or adds (the judge's mode, the prompt file, ...)."""
+    from rankwise.llm.config import resolve_llm_config
+
+    return resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
+                              api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
+                              timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
+                              price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"], **extra)
+
+
 def _check_generator_outputs(outputs: dict, testset, opts: dict) -> None:
     """Before any call: the outputs are no input, no stranger's file (unless --force), a plot is a PNG; the
     cache (read and written) is no input or output."""

@@ -7,7 +7,7 @@ import sys
 import click
 
 from rankwise._words import count
-from rankwise.cli._base import _check_generator_outputs, _interrupt_code, _llm_options, main
+from rankwise.cli._base import _check_generator_outputs, _interrupt_code, _llm_config, _llm_options, main
 from rankwise.errors import RankwiseError
 
 
@@ -86,21 +86,16 @@ def _generator_options(dry_run: str):
 def _make_generators(opts: dict, *, need_checker: bool):
     """(answer Generator, checker Generator or None, endpoint url) from the shared options."""
     from rankwise.llm.client import Endpoint
-    from rankwise.llm.config import resolve_llm_config
     from rankwise.llm.generate import Generator, load_gen_prompt
 
-    cfg = resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
-                             api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
-                             timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
-                             price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"])
-    gen = Generator(cfg.endpoint, load_gen_prompt("answer", path=opts["prompt_file"]), cfg.policy, cfg.cache,
-                    cfg.prices, max_cost=opts["max_cost"])
+    cfg = _llm_config(opts)
+    gen = Generator.from_config(cfg, load_gen_prompt("answer", path=opts["prompt_file"]), max_cost=opts["max_cost"])
     checker = None
     if need_checker:
         ep = cfg.endpoint
         judge_ep = Endpoint(opts["judge_model"] or ep.model, ep.base_url, ep.api_key)
-        checker = Generator(judge_ep, load_gen_prompt("correctness", graded=opts["graded_score"]), cfg.policy,
-                            gen.cache, cfg.prices, max_cost=opts["max_cost"])
+        checker = Generator.from_config(cfg, load_gen_prompt("correctness", graded=opts["graded_score"]),
+                                        endpoint=judge_ep, cache=gen.cache, max_cost=opts["max_cost"])
     return gen, checker, cfg.endpoint.url
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _interrupt_code, _llm_options, main
+from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
 
 
 # ------------------------------------------------------------------------------ judge / cache / agree
@@ -46,7 +46,6 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     from rankwise.errors import InputError
-    from rankwise.llm.config import resolve_llm_config
     from rankwise.relevance.judge_run import JudgeRunInterrupted, judge_testset
     from rankwise.relevance.llm_judge import JudgeStopped
     from rankwise.report.judge_console import judge_run_lines
@@ -56,11 +55,8 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     if not batch_api and any(v is not None for v in batch_flags.values()):
         raise InputError(f"{next(k for k, v in batch_flags.items() if v is not None)} needs --batch-api",
                          field="batch-api")
-    cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key, mode=mode,
-                             graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
-                             prompt=prompt_file, concurrency=concurrency, rpm=rpm, timeout=timeout,
-                             max_retries=max_retries, max_calls=max_calls, price_in=price_in, price_out=price_out,
-                             cache=cache_path)
+    cfg = _llm_config(locals(), mode=mode, graded=graded, batch=batch, batch_size=batch_size,
+                      relevant_from=relevant_from, prompt=prompt_file)
     batch_settings = None
     if batch_api:
         from rankwise.llm.batch_api import resolve_batch_settings

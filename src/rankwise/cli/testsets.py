@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _interrupt_code, _llm_options, main
+from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
 
 
 # ------------------------------------------------------------------------------------- synth / pool
@@ -32,7 +32,6 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     import json
 
     from rankwise.errors import InputError
-    from rankwise.llm.config import resolve_llm_config
     from rankwise.retrieval.corpus import load_corpus
     from rankwise.testsets.synth import (
         SynthSettings,
@@ -46,11 +45,11 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
 
     settings = SynthSettings(n=n, styles=parse_styles(styles), seed=seed, passage_chars=passage_chars, critic=critic)
     docs = load_corpus(corpus)
+    if not dry_run and not out:
+        raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
+    cfg = _llm_config(locals())
     if dry_run:
-        cfg = resolve_llm_config(config=config_path, model=model, base_url=base_url, api_key=api_key,
-                                 cache=cache_path, price_in=price_in, price_out=price_out)
-        est = estimate_synth(docs, settings, model=cfg.endpoint.model, prices=cfg.prices, cache=cfg.cache,
-                             prompts=load_synth_prompts(prompt_file), temperature=cfg.policy.temperature, out=out)
+        est = estimate_synth(docs, settings, config=cfg, prompts=load_synth_prompts(prompt_file), out=out)
         if as_json:
             click.echo(json.dumps({"samples": est.samples, "already_done": est.already_done, "calls": est.calls,
                                    "phases": est.phases}))
@@ -58,8 +57,6 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
             for line in estimate_lines(est, cfg.endpoint.url, cfg.endpoint.model):
                 click.echo(line)
         return
-    if not out:
-        raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
     from rankwise._outputs import check_outputs
     from rankwise.testsets.synth import rejected_path
 
@@ -67,10 +64,8 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
     check_outputs({"--out": out, "--out (its rejected samples)": rejected_path(out)}, inputs, force=force)
     check_outputs({"--cache": cache_path}, [*inputs, out, rejected_path(out)], force=True)
     try:
-        summary = synth(docs, out=out, model=model, base_url=base_url, api_key=api_key, settings=settings,
-                        config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                        max_cost=max_cost, concurrency=concurrency, max_retries=max_retries, timeout=timeout, rpm=rpm,
-                        max_calls=max_calls, prompt=prompt_file, quiet=quiet)
+        summary = synth(docs, out=out, config=cfg, settings=settings, max_cost=max_cost, prompt=prompt_file,
+                        quiet=quiet)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every sample decided is in OUT, every reply in the cache
         click.echo(f"rankwise: interrupted; the samples decided are in {out} and every reply had is in the cache: "
                    f"rerun the same command to resume", err=True)
@@ -113,10 +108,8 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
     from rankwise.relevance.llm_judge import JudgeInterrupted
 
     try:
-        summary = pool(testset, list(runs), out=out, k=k, model=model, base_url=base_url, api_key=api_key,
-                       config=config_path, cache=cache_path, price_in=price_in, price_out=price_out,
-                       concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=max_retries,
-                       max_calls=max_calls, max_cost=max_cost, prompt=prompt_file, names=labels, quiet=quiet,
+        cfg = _llm_config(locals(), mode="reference", prompt=prompt_file)
+        summary = pool(testset, list(runs), out=out, k=k, config=cfg, max_cost=max_cost, names=labels, quiet=quiet,
                        dry_run=dry_run)
     except JudgeInterrupted as exc:
         click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {out} and the cache: "

@@ -20,10 +20,10 @@ from __future__ import annotations
 from rankwise._lazy import lazy_exports
 
 __all__ = ["CallPolicy", "Endpoint", "LLMConfig", "Prices", "Runner", "VerdictCache", "load_prompt",
-           "resolve_endpoint", "resolve_llm_config"]
+           "resolve_endpoint", "resolve_llm_config", "as_llm_config"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "CallPolicy": ".client", "Endpoint": ".client", "resolve_endpoint": ".client", "VerdictCache": ".cache",
     "Prices": ".cost", "load_prompt": ".prompts", "resolve_llm_config": ".config", "LLMConfig": ".config",
-    "Runner": ".runner",
+    "as_llm_config": ".config", "Runner": ".runner",
 }, globals())

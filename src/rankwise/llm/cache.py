@@ -172,11 +172,11 @@ class VerdictCache:
         if not tables:
             return
         if not {"meta", "verdicts"} <= tables and not tables <= {"generations"}:
-            # someone else's database (the synth generations table alone is ours): leave it alone
+            # someone else's database (the generations table of synth before prompt v2 is ours): leave it alone
             self._db.close()
             raise InputError(f"not a rankwise cache: an SQLite file with the tables {sorted(tables)[:5]}; "
                              "use another --cache file", source=self.path)
-        if "verdicts" not in tables:  # only synth's generations so far: the verdicts table is made next
+        if "verdicts" not in tables:  # an old synth cache (generations only): the verdicts table is made next
             return
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
         if not columns >= _COLUMNS:

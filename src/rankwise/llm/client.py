@@ -95,7 +95,7 @@ def load_config(path: str | PathLike | None = None) -> tuple[dict[str, Any], str
         base_url = "http://localhost:11434/v1"
         concurrency = 8
     """
-    from rankwise.llm.prompts import _load_toml
+    from rankwise.llm.prompts import load_toml
 
     if path is not None:
         candidates, explicit = [Path(path)], True
@@ -106,7 +106,7 @@ def load_config(path: str | PathLike | None = None) -> tuple[dict[str, Any], str
             if explicit:
                 raise InputError("config file not found", source=p)
             continue
-        data = _load_toml(p)
+        data = load_toml(p)
         table = data.get("llm", {})
         if not isinstance(table, dict):
             raise InputError("[llm] must be a table", source=p, field="llm")

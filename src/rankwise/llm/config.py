@@ -37,7 +37,7 @@ from rankwise.llm.cache import default_cache_path
 from rankwise.llm.client import CallPolicy, Endpoint, load_config, resolve_endpoint
 from rankwise.llm.cost import Prices
 
-__all__ = ["JudgeSettings", "LLMConfig", "resolve_llm_config"]
+__all__ = ["JudgeSettings", "LLMConfig", "resolve_llm_config", "as_llm_config"]
 
 # [llm] key -> the type its value must have
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -164,3 +164,22 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
     else:
         cache_path = default_cache_path()
     return LLMConfig(endpoint, settings, policy, prices, cache_path, source)
+
+
+def as_llm_config(config: LLMConfig | str | PathLike | None = None, **given: Any) -> LLMConfig:
+    """The one :class:`LLMConfig` a library entry point (synth, pool, the judge, a generator) runs with:
+    ``config`` itself when it is one (passed whole, as the CLI does; no keyword may be given beside it),
+    else :func:`resolve_llm_config` of the config file ``config`` and the keywords (``model``,
+    ``base_url``, ``concurrency``, ``price_in``, ...): a convenience for Python callers.
+
+    Example:
+        >>> c = as_llm_config(model="m", base_url="http://127.0.0.1:8000/v1", env={}, cache="j.sqlite")
+        >>> as_llm_config(c) is c, c.endpoint.model
+        (True, 'm')
+    """
+    if isinstance(config, LLMConfig):
+        extra = sorted(k for k, v in given.items() if v is not None)
+        if extra:
+            raise TypeError(f"give the LLM settings either as one LLMConfig or as keywords, not both: {extra}")
+        return config
+    return resolve_llm_config(config=config, **given)

@@ -33,20 +33,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rankwise.errors import InputError
 from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
+from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
 from rankwise.llm.parse import answer_refusal, parse_verdict
-from rankwise.llm.prompts import _load_toml, escape_data
+from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
@@ -56,12 +55,6 @@ TASKS = ("answer", "correctness")
 ANSWER_MAX_TOKENS = 256
 CHECK_MAX_TOKENS = 300
 _OUTPUT_ESTIMATE = {"answer": 40, "correctness": 40}
-_PLACEHOLDER = re.compile(r"\{(question|contexts|chunk|reference|response|n|index|error)\}")
-
-
-def _fill(template: str, values: dict[str, Any]) -> str:
-    """Replace known placeholders in one pass (a value holding ``{chunk}`` is not expanded again)."""
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
 @dataclass(frozen=True)
@@ -70,7 +63,7 @@ class GenPrompt:
 
     Example:
         >>> p = load_gen_prompt("answer")
-        >>> p.prompt_version.startswith("answer-text-v1+")
+        >>> p.prompt_version.startswith("answer-text-v2+")
         True
         >>> "Paris is the capital." in p.render_answer("Capital?", ["Paris is the capital."])[1]["content"]
         True
@@ -96,24 +89,29 @@ class GenPrompt:
         return f"{self.task}-{self.scale}-v{self.version}+{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
 
     def render_answer(self, question: str, chunks: Sequence[str]) -> list[dict]:
-        """System + user message asking for an answer from ``chunks``, numbered 1..n in the order given."""
-        items = "\n\n".join(_fill(self.item, {"index": i + 1, "chunk": escape_data(c)}) for i, c in enumerate(chunks))
-        values = {"question": escape_data(question), "contexts": items, "n": len(chunks)}
-        return [{"role": "system", "content": _fill(self.system, values)},
-                {"role": "user", "content": _fill(self.user, values)}]
+        """System + user message asking for an answer from ``chunks``, numbered 1..n in the order given (question
+        and chunks fenced: :func:`~rankwise.llm.prompts.fence`)."""
+        boundary = data_boundary(question, *chunks)
+        items = "\n\n".join(fill(self.item, {"index": i + 1, "chunk": fence(c, boundary)})
+                            for i, c in enumerate(chunks))
+        values = {"question": fence(question, boundary), "contexts": items, "n": len(chunks)}
+        return [{"role": "system", "content": fill(self.system, values)},
+                {"role": "user", "content": fill(self.user, values)}]
 
     def render_repair(self, messages: list[dict], reply: str | None, error: str) -> list[dict]:
         """The conversation so far plus the unusable reply (its first 4,000 characters) and the repair
         request (``repair`` with ``{error}``)."""
         return [*messages, {"role": "assistant", "content": (reply or "")[:4000]},
-                {"role": "user", "content": _fill(self.repair, {"error": error})}]
+                {"role": "user", "content": fill(self.repair, {"error": error})}]
 
     def render_check(self, question: str, reference: str, response: str) -> list[dict]:
-        """System + user message asking whether ``response`` answers ``question`` as ``reference`` does."""
-        values = {"question": escape_data(question), "reference": escape_data(reference),
-                  "response": escape_data(response)}
-        return [{"role": "system", "content": _fill(self.system, values)},
-                {"role": "user", "content": _fill(self.user, values)}]
+        """System + user message asking whether ``response`` answers ``question`` as ``reference`` does (each
+        text fenced)."""
+        boundary = data_boundary(question, reference, response)
+        values = {"question": fence(question, boundary), "reference": fence(reference, boundary),
+                  "response": fence(response, boundary)}
+        return [{"role": "system", "content": fill(self.system, values)},
+                {"role": "user", "content": fill(self.user, values)}]
 
 
 def load_gen_prompt(task: str, *, graded: bool = False, path: str | PathLike | None = None) -> GenPrompt:
@@ -127,14 +125,12 @@ def load_gen_prompt(task: str, *, graded: bool = False, path: str | PathLike | N
     """
     if task not in TASKS:
         raise InputError(f"unknown generator task {task!r}; choose one of {', '.join(TASKS)}", field="task")
-    ref = resources.files("rankwise.llm").joinpath("prompts", f"{task}.toml")
-    data = _load_toml(None, ref.read_text(encoding="utf-8"))
-    source = f"rankwise:prompts/{task}.toml"
+    data, source = shipped_toml("rankwise.llm", f"{task}.toml")
     scale = "text" if task == "answer" else ("graded" if graded else "binary")
     version, repair = str(data.get("version", "1")), data.get("repair", "")
     parts = dict(data.get(scale) or {})
     if path is not None:
-        user = _load_toml(Path(path))
+        user = load_toml(Path(path))
         source, version = str(path), str(user.get("version", "custom"))
         repair = user.get("repair", repair)
         section = user.get(scale) or {}
@@ -196,11 +192,8 @@ class GenSummary(RunSummary):
     """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did
     (the counters of :class:`~rankwise.llm.runner.RunSummary`, and the task's own)."""
 
-    model: str
     task: str
-    prompt_version: str
     items: int = 0
-    capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
@@ -265,6 +258,15 @@ class Generator:
         self.max_cost = max_cost
         self.max_tokens = max_tokens or (ANSWER_MAX_TOKENS if prompt.task == "answer" else CHECK_MAX_TOKENS)
         self._params = {"temperature": self.policy.temperature, "max_tokens": self.max_tokens}
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, prompt: GenPrompt, *, endpoint: Endpoint | None = None,
+                    cache: VerdictCache | str | PathLike | None = None, max_cost: float | None = None,
+                    max_tokens: int | None = None) -> Generator:
+        """The generator of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole: its endpoint
+        (or ``endpoint``, e.g. a separate grader's), call policy, prices and cache file (or ``cache``)."""
+        return cls(endpoint or config.endpoint, prompt, config.policy, cache if cache is not None else config.cache,
+                   config.prices, max_cost=max_cost, max_tokens=max_tokens)
 
     def close(self) -> None:
         if self._own_cache and self.cache is not None:
@@ -350,7 +352,8 @@ class _GenJob(Job):
         self.gen, self.runner = gen, runner
         bad_before = gen.cache.bad_rows if gen.cache is not None else 0
         self.replies, self.units, self.keys, self.copies = gen._lookup(requests)
-        self.summary = GenSummary(gen.endpoint.model, gen.prompt.task, gen.prompt.prompt_version, len(requests))
+        self.summary = GenSummary(model=gen.endpoint.model, task=gen.prompt.task,
+                                  prompt_version=gen.prompt.prompt_version, items=len(requests))
         if gen.cache is not None:
             self.summary.bad_cache_rows = gen.cache.bad_rows - bad_before
 
@@ -358,8 +361,6 @@ class _GenJob(Job):
         return self.replies.values()
 
     def result(self) -> GenResult:
-        if self.runner.capped:
-            self.summary.capped = self.runner.capped
         return GenResult(self.replies, self.summary)
 
     def settle_rest(self, unit: GenRequest, status: str, error: str) -> None:

@@ -34,11 +34,11 @@ from typing import Any
 
 from rankwise.errors import InputError
 
-__all__ = ["MODES", "PromptTemplate", "load_prompt", "escape_data", "data_boundary", "fence", "Message"]
+__all__ = ["MODES", "PromptTemplate", "load_prompt", "escape_data", "data_boundary", "fence", "Message", "fill",
+           "load_toml", "shipped_toml"]
 
 MODES = ("reference", "response", "question")
 _KEYS = ("system", "user", "batch", "batch_item")
-_PLACEHOLDER = re.compile(r"\{(question|chunk|chunks|reference|response|n|index|error)\}")
 # Placeholders each part must contain, per mode.
 _MODE_FIELD = {"reference": "reference", "response": "response", "question": None}
 
@@ -103,13 +103,28 @@ def fence(text: str, boundary: str) -> str:
     return f"<<DATA-{boundary}>>\n{escape_data(text)}\n<<END-DATA-{boundary}>>"
 
 
-def _fill(template: str, values: dict[str, Any]) -> str:
-    """Replace known placeholders in one pass (a value holding ``{chunk}`` is not expanded again)."""
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
-                            template)
+_NAME = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
-def _load_toml(path: Path | None, text: str | None = None) -> dict[str, Any]:
+def fill(template: str, values: dict[str, Any]) -> str:
+    """Replace the placeholders named in ``values`` in one pass; any other text, braces included, stays as
+    written (JSON examples), and a value holding ``{chunk}`` is not expanded again. The one filler of every
+    rankwise prompt (judge, generator, reranker, synth).
+
+    Example:
+        >>> fill('Q: {question} {"verdict": 1} {other}', {"question": "a {question}?"})
+        'Q: a {question}? {"verdict": 1} {other}'
+    """
+    return _NAME.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
+
+
+def load_toml(path: str | PathLike | None, text: str | None = None) -> dict[str, Any]:
+    """A TOML file (or ``text``) as a dict; a missing file or bad TOML is an :class:`InputError` naming it.
+
+    Example:
+        >>> load_toml(None, 'version = "2"')
+        {'version': '2'}
+    """
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -127,6 +142,20 @@ def _load_toml(path: Path | None, text: str | None = None) -> dict[str, Any]:
         raise InputError("prompt file not found", source=path) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", source=path) from None
+
+
+def shipped_toml(package: str, name: str) -> tuple[dict[str, Any], str]:
+    """A template file shipped in ``package``'s ``prompts/`` folder, and its source name
+    (``rankwise:<folder>/prompts/<name>``).
+
+    Example:
+        >>> shipped_toml("rankwise.testsets", "synth.toml")[1]
+        'rankwise:testsets/prompts/synth.toml'
+    """
+    text = resources.files(package).joinpath("prompts", name).read_text(encoding="utf-8")
+    folder = package.removeprefix("rankwise.").replace(".", "/")
+    folder = "" if folder == "llm" else folder + "/"  # the judge's own templates keep their short name
+    return load_toml(None, text), f"rankwise:{folder}prompts/{name}"
 
 
 @dataclass(frozen=True)
@@ -174,18 +203,18 @@ class PromptTemplate:
         """System + user message judging one chunk (each text fenced: :func:`fence`)."""
         values, boundary = self._values(question, reference, response, [chunk])
         values["chunk"] = fence(chunk, boundary)
-        return [{"role": "system", "content": _fill(self.system, values)},
-                {"role": "user", "content": _fill(self.user, values)}]
+        return [{"role": "system", "content": fill(self.system, values)},
+                {"role": "user", "content": fill(self.user, values)}]
 
     def render_batch(self, *, question: str, chunks: list[str], reference: str | None = None,
                      response: str | None = None) -> list[Message]:
         """System + user message judging ``chunks`` (numbered 1..n) in one call (each text fenced)."""
         values, boundary = self._values(question, reference, response, chunks)
-        items = "\n\n".join(_fill(self.batch_item, {"index": i + 1, "chunk": fence(c, boundary)})
+        items = "\n\n".join(fill(self.batch_item, {"index": i + 1, "chunk": fence(c, boundary)})
                               for i, c in enumerate(chunks))
         values |= {"chunks": items, "n": len(chunks)}
-        return [{"role": "system", "content": _fill(self.system, values)},
-                {"role": "user", "content": _fill(self.batch, values)}]
+        return [{"role": "system", "content": fill(self.system, values)},
+                {"role": "user", "content": fill(self.batch, values)}]
 
     def render_repair(self, messages: list[Message], reply: str | None, error: str) -> list[Message]:
         """The conversation so far plus the model's unusable reply (its first 4,000 characters) and a
@@ -194,12 +223,11 @@ class PromptTemplate:
         if len(reply) > 4000:
             reply = reply[:4000] + " [...]"
         return [*messages, {"role": "assistant", "content": reply},
-                {"role": "user", "content": _fill(self.repair, {"error": error})}]
+                {"role": "user", "content": fill(self.repair, {"error": error})}]
 
 
 def _shipped(mode: str) -> tuple[dict[str, Any], str]:
-    ref = resources.files("rankwise.llm").joinpath("prompts", f"{mode}.toml")
-    return _load_toml(None, ref.read_text(encoding="utf-8")), f"rankwise:prompts/{mode}.toml"
+    return shipped_toml("rankwise.llm", f"{mode}.toml")
 
 
 def load_prompt(mode: str, *, graded: bool = False, path: str | PathLike | None = None) -> PromptTemplate:
@@ -220,7 +248,7 @@ def load_prompt(mode: str, *, graded: bool = False, path: str | PathLike | None 
     repair = data.get("repair", "")
     parts = dict(data.get(scale) or {})
     if path is not None:
-        user = _load_toml(Path(path))
+        user = load_toml(Path(path))
         source = str(path)
         version = str(user.get("version", "custom"))
         repair = user.get("repair", repair)

@@ -1,4 +1,5 @@
-"""The one runner behind every LLM task: the judge's verdicts and the generator's answers, checks and grades.
+"""The one runner behind every LLM task: the judge's verdicts, the generator's answers, checks and grades,
+and synth's generated samples.
 
 A task says what differs (:class:`Job`): its units of work, how a unit is asked and its reply parsed,
 what its cache rows are, how a unit's outcome maps back to chunks or requests, its summary and its
@@ -11,6 +12,8 @@ stop exceptions. The :class:`Runner` does the rest the same way for every task:
 - :meth:`Runner.ask`: one JSON repair call after an unreadable reply (and, for tasks that want it, one
   fresh call after that);
 - ``max_cost``: no new unit is started once the run has spent that much (the rest end ``missing``);
+  a task with caps of its own (synth: its calls counted with those the units in flight still hold) says
+  so in :meth:`Job.admit`, and once it refuses a unit no later one starts;
 - every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on disk)
   before the run returns or raises;
 - the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C or
@@ -111,8 +114,9 @@ class RunPlan:
 class RunSummary:
     """The counters every LLM run keeps: outcomes, requests, retries, repairs, tokens, cost, wall time.
 
-    Tasks subclass it with their own names (the judge's cases and chunks, the generator's task and items);
-    ``FIELDS`` orders :meth:`to_dict`.
+    Tasks subclass it with only their own names (the judge's mode, cases and chunks, the generator's task
+    and items, synth's samples); ``FIELDS`` orders :meth:`to_dict`. ``capped`` is set by the runner when a
+    cap (``max_cost``, or the job's own :meth:`Job.admit`) stopped starting units.
 
     Example:
         >>> s = RunSummary(ok=3, failed=1)
@@ -120,6 +124,8 @@ class RunSummary:
         (False, 3)
     """
 
+    model: str = ""
+    prompt_version: str = ""
     ok: int = 0
     cached: int = 0
     failed: int = 0
@@ -136,6 +142,7 @@ class RunSummary:
     http_errors: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None  # why the run stopped before the end (endpoint gone, Ctrl-C), else None
     bad_cache_rows: int = 0  # cache rows no run could have written (a verdict of 7): not served, asked again
+    capped: str | None = None  # "max-cost reached (...)" when a cap ended the run
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
 
@@ -217,6 +224,12 @@ class Job(ABC):
     @abstractmethod
     def result(self) -> Any: ...
 
+    def admit(self, unit: Any) -> str | None:
+        """Whether ``unit`` may start now: None, or why not (a cap of the task's own, e.g. synth's
+        ``max_calls`` counted with the calls in flight). Once a unit is refused, no later unit starts:
+        each ends ``missing`` with that reason, uncalled, and :attr:`RunSummary.capped` says why."""
+        return None
+
 
 class Runner:
     """Runs one :class:`Job` through one endpoint; one runner per run.
@@ -241,6 +254,7 @@ class Runner:
         self.stop_cause: BaseException | None = None
         self.interrupted = False
         self.capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
+        self._closed: str | None = None  # why Job.admit refused a unit: no later unit starts
         self.repairs = 0
         self.fresh_calls = 0
         self._progress: Callable[[int], None] | None = None
@@ -346,6 +360,7 @@ class Runner:
                     failures[failure_kind(o.error)] += 1
         summary.failures = dict(failures)
         summary.repairs = self.repairs
+        summary.capped = self.capped
         summary.cost = self.prices.cost(summary.prompt_tokens, summary.completion_tokens)
         summary.seconds = time.perf_counter() - started
 
@@ -402,11 +417,16 @@ class Runner:
     async def _do_safely(self, job: Job, unit: Any) -> None:
         """``job.do(unit)``, turning whatever escapes it into a stop (endpoint gone, cache unwritable) or
         failed items; a unit started once ``max_cost`` is spent ends ``missing`` uncalled."""
-        if self.max_cost is not None and (self._spent() or 0.0) >= self.max_cost:
+        if self.max_cost is not None and (self.spent() or 0.0) >= self.max_cost:
             if self.capped is None:
                 self.capped = (f"max-cost reached (${self.max_cost:g} spent): the rest is missing; "
                                f"rerun with a higher --max-cost to go on")
             job.settle_rest(unit, "missing", f"max-cost reached (${self.max_cost:g})")
+            return
+        refused = self._closed or job.admit(unit)
+        if refused is not None:  # the job's own cap: this unit and every later one stay uncalled
+            self._closed = self.capped = refused
+            job.settle_rest(unit, "missing", refused)
             return
         try:
             await job.do(unit)
@@ -415,7 +435,13 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a defect must fail its items, not hang or kill the run
             job.settle_rest(unit, "failed", f"internal error: {type(exc).__name__}: {exc}")
 
-    def _spent(self) -> float | None:
+    def requests_sent(self) -> int:
+        """Requests this run has sent so far (retries included): what ``max_calls`` caps. Counted as a
+        request starts, so a job that holds calls back for :meth:`Job.admit` can count exactly."""
+        return self._client.budget.used if self._client is not None else 0
+
+    def spent(self) -> float | None:
+        """The money the run's replies cost so far (None: no prices)."""
         usage = self._client.stats.usage if self._client is not None else None
         return self.prices.cost(usage.prompt_tokens, usage.completion_tokens) if usage is not None else 0.0
 

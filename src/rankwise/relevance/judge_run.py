@@ -117,7 +117,7 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
     run = JudgeRun(records, None if records_out is None else str(records_out), source, config.endpoint.url,
                    str(cache.path))
     try:
-        judge = Judge(config.endpoint, config.settings, config.policy, cache, config.prices, max_cost=max_cost)
+        judge = Judge.from_config(config, cache, max_cost=max_cost)
         judge.check(cases, source=testset if isinstance(testset, (str, PathLike)) else None)
         if dry_run:
             run.plan = judge.plan(cases)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from os import PathLike
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rankwise.errors import InputError
@@ -42,7 +43,7 @@ from rankwise.llm.client import (
     Endpoint,
     utf8_safe,
 )
-from rankwise.llm.config import JudgeSettings, resolve_llm_config
+from rankwise.llm.config import JudgeSettings, LLMConfig, as_llm_config
 from rankwise.llm.cost import OUTPUT_TOKENS_PER_VERDICT, SINGLE_MAX_TOKENS, Prices, estimate_prompt_tokens
 from rankwise.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict
 from rankwise.llm.prompts import PromptTemplate, load_prompt
@@ -94,10 +95,8 @@ class JudgeSummary(RunSummary):
     """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time (the
     counters of :class:`~rankwise.llm.runner.RunSummary`, and the judge's own)."""
 
-    model: str
     mode: str
     scale: str
-    prompt_version: str
     cases: int = 0
     chunks: int = 0
     fresh_calls: int = 0
@@ -105,7 +104,6 @@ class JudgeSummary(RunSummary):
     batch_fallbacks: int = 0
     transport: str = "aiohttp"
     concurrency_lowest: int = 0
-    capped: str | None = None  # "max-cost reached (...)" when the cost cap ended the run
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
@@ -159,6 +157,14 @@ class Judge:
         result = judge.run([JudgeCase("q1", "Capital of France?", ["Paris is the capital.", "Rome."])])
         [v.verdict for v in result.verdicts["q1"]]
     """
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, cache: VerdictCache | None, *, settings: JudgeSettings | None = None,
+                    max_cost: float | None = None) -> Judge:
+        """The judge of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole (``settings``:
+        what is asked, when the task fixes it, e.g. the pool's reference mode)."""
+        return cls(config.endpoint, settings or config.settings, config.policy, cache, config.prices,
+                   max_cost=max_cost)
 
     def __init__(self, endpoint: Endpoint, settings: JudgeSettings | None = None,
                  policy: CallPolicy | None = None, cache: VerdictCache | None = None,
@@ -313,7 +319,6 @@ class _JudgeJob(Job):
 
     def result(self) -> JudgeResult:
         self.summary.fresh_calls = self.runner.fresh_calls
-        self.summary.capped = self.runner.capped
         return JudgeResult(self.verdicts, self.summary)
 
     def settle_rest(self, unit: _Unit, status: str, error: str) -> None:
@@ -425,21 +430,20 @@ def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, s
         r.status[source] = case_status(r, source)
 
 
-def judge_records(records: Sequence[Any], *, model: str | None = None, base_url: str | None = None,
-                  api_key: str | None = None, mode: str | None = None, graded: bool | None = None,
-                  batch: bool | None = None, config: str | PathLike | None = None,
-                  endpoint: Endpoint | None = None, settings: JudgeSettings | None = None,
-                  policy: CallPolicy | None = None, cache: str | PathLike | VerdictCache | None = None,
-                  prices: Prices | None = None, max_cost: float | None = None, source: str = "llm",
-                  progress: Callable[[int], None] | None = None) -> JudgeSummary:
+def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike | None = None,
+                  cache: str | PathLike | VerdictCache | None = None, max_cost: float | None = None,
+                  source: str = "llm", progress: Callable[[int], None] | None = None,
+                  **llm: Any) -> JudgeSummary:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
 
-    Settings not given are resolved as ``rankwise judge`` resolves them
-    (:func:`~rankwise.llm.config.resolve_llm_config`: the environment, then the ``[llm]``
-    table of ``config`` / ``./rankwise.toml``, then the defaults); ``endpoint``, ``settings`` and
-    ``policy`` objects, when given, are used as they are. ``cache`` is a path or an open
-    :class:`VerdictCache`. ``max_cost`` (needs prices) starts no new call once the run has spent that much;
-    the chunks left are ``missing`` and a rerun judges them.
+    ``config`` is the one :class:`~rankwise.llm.config.LLMConfig` (endpoint, what is asked, call policy,
+    prices, cache file) passed whole, as the CLI does; or, for Python callers, a config file path with
+    keywords for the rest (``model``, ``base_url``, ``mode``, ``graded``, ``batch``, ``endpoint``, ...),
+    resolved as ``rankwise judge`` resolves them (:func:`~rankwise.llm.config.resolve_llm_config`: the
+    environment, then the ``[llm]`` table of ``config`` / ``./rankwise.toml``, then the defaults).
+    ``cache`` is a path or an open :class:`VerdictCache` (it replaces the config's). ``max_cost`` (needs
+    prices) starts no new call once the run has spent that much; the chunks left are ``missing`` and a
+    rerun judges them.
 
     When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`: Ctrl-C)
     the verdicts had are written into the records before the exception is raised on.
@@ -448,15 +452,15 @@ def judge_records(records: Sequence[Any], *, model: str | None = None, base_url:
 
         summary = judge_records(records, model="gpt-4o-mini", mode="question")
     """
+    from dataclasses import replace
 
-    resolved = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode=mode,
-                                  graded=graded, batch=batch, endpoint=endpoint,
-                                  cache=None if isinstance(cache, VerdictCache) else cache)
     own = not isinstance(cache, VerdictCache)
+    resolved = as_llm_config(config, **llm)
+    if own and cache is not None:
+        resolved = replace(resolved, cache=Path(cache))  # type: ignore[arg-type]
     store = VerdictCache(resolved.cache) if own else cache  # type: ignore[arg-type]
     try:
-        judge = Judge(resolved.endpoint, settings or resolved.settings, policy or resolved.policy, store,
-                      prices or resolved.prices, max_cost=max_cost)  # type: ignore[arg-type]
+        judge = Judge.from_config(resolved, store, max_cost=max_cost)  # type: ignore[arg-type]
         try:
             result = judge.run(cases_from_records(records), progress)
         except (JudgeStopped, JudgeInterrupted) as exc:

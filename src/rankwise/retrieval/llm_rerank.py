@@ -25,21 +25,20 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from importlib import resources
 from os import PathLike
 from typing import Any
 
 from rankwise.errors import InputError
-from rankwise.llm.client import CallPolicy, Endpoint
+from rankwise.llm.client import CallPolicy
+from rankwise.llm.config import LLMConfig
 from rankwise.llm.generate import (
     GenerationStopped,
     Generator,
     GenPrompt,
     GenReply,
     GenRequest,
-    _fill,
 )
-from rankwise.llm.prompts import _load_toml, data_boundary, fence
+from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
 
 __all__ = ["LLMReranker", "load_rerank_prompt", "order_with_failures", "resolve_reranker", "MAX_GRADE"]
 
@@ -55,14 +54,13 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
         >>> p.prompt_version.startswith("rerank-graded-v2+"), p.graded
         (True, True)
     """
-    ref = resources.files("rankwise.llm").joinpath("prompts", "rerank.toml")
-    data = _load_toml(None, ref.read_text(encoding="utf-8"))
-    source, version, repair = "rankwise:prompts/rerank.toml", str(data.get("version", "1")), data.get("repair", "")
+    data, source = shipped_toml("rankwise.llm", "rerank.toml")
+    version, repair = str(data.get("version", "1")), data.get("repair", "")
     parts = dict(data.get("graded") or {})
     if path is not None:
         from pathlib import Path
 
-        user = _load_toml(Path(path))
+        user = load_toml(Path(path))
         source, version = str(path), str(user.get("version", "custom"))
         repair = user.get("repair", repair)
         section = user.get("graded") or {}
@@ -105,27 +103,30 @@ def order_with_failures(grades: Sequence[int | None]) -> list[float]:
 class LLMReranker:
     """Pointwise LLM reranker over an OpenAI-compatible endpoint, cached in the judge's SQLite file.
 
-    ``model``/``base_url``/``api_key`` resolve like the judge's (arguments, then ``RANKWISE_JUDGE_MODEL``,
-    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, then the ``[llm]`` table of ``rankwise.toml``); or pass an
-    ``endpoint``. After each :meth:`score_pairs`: :attr:`calls`, :attr:`cached`, :attr:`failed` and
+    ``config``: the one :class:`~rankwise.llm.config.LLMConfig`, passed whole; or a config file, with
+    ``model`` and keywords (``base_url``, ``api_key``, ``endpoint``, ``cache``, ``concurrency``,
+    ``max_calls``, ...) resolved like the judge's (arguments, then ``RANKWISE_JUDGE_MODEL``,
+    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, then the ``[llm]`` table of ``rankwise.toml``). ``policy``
+    replaces the config's call policy. After each :meth:`score_pairs`: :attr:`calls`, :attr:`cached`, :attr:`failed` and
     :attr:`failures` (kind -> count) add up over the reranker's life.
     """
 
     pairs_per_call = 1 << 30  # rerank() hands over every pair of a run at once: one concurrent batch
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 endpoint: Endpoint | None = None, config: str | PathLike | None = None,
-                 cache: str | PathLike | None = None, policy: CallPolicy | None = None,
-                 concurrency: int | None = None, max_calls: int | None = None,
-                 prompt: str | PathLike | None = None, quiet: bool = False) -> None:
-        from rankwise.llm.config import resolve_llm_config
+    def __init__(self, model: str | None = None, *, config: LLMConfig | str | PathLike | None = None,
+                 policy: CallPolicy | None = None, prompt: str | PathLike | None = None, quiet: bool = False,
+                 **llm: Any) -> None:
+        from dataclasses import replace
 
-        cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key,
-                                 concurrency=concurrency, max_calls=max_calls, cache=cache, endpoint=endpoint)
+        from rankwise.llm.config import as_llm_config
+
+        cfg = as_llm_config(config, model=model, **llm)
+        if policy is not None:
+            cfg = replace(cfg, policy=policy)
         self.endpoint = cfg.endpoint
         self.name = f"llm:{self.endpoint.model}"
         self.prompt = load_rerank_prompt(prompt)
-        self.generator = Generator(cfg.endpoint, self.prompt, policy or cfg.policy, cfg.cache, cfg.prices)
+        self.generator = Generator.from_config(cfg, self.prompt)
         self.cache_path = cfg.cache
         self.quiet = quiet
         self.pairs = self.calls = self.cached = self.failed = 0
@@ -146,8 +147,8 @@ class LLMReranker:
         one boundary that occurs in neither: :func:`~rankwise.llm.prompts.fence`)."""
         boundary = data_boundary(query, text)
         values = {"question": fence(query, boundary), "chunk": fence(text, boundary)}
-        return [{"role": "system", "content": _fill(self.prompt.system, values)},
-                {"role": "user", "content": _fill(self.prompt.user, values)}]
+        return [{"role": "system", "content": fill(self.prompt.system, values)},
+                {"role": "user", "content": fill(self.prompt.user, values)}]
 
     def grades(self, pairs: Sequence[tuple[str, str]]) -> list[int | None]:
         """One grade 0-3 per pair, ``None`` where the call failed (counted)."""

@@ -20,6 +20,7 @@ from typing import Any
 from rankwise._words import system_stem
 from rankwise.data._text import iter_json_lines
 from rankwise.errors import InputError
+from rankwise.llm.config import LLMConfig
 
 __all__ = ["PoolSummary", "pool", "read_span_runs", "judged_at"]
 
@@ -112,12 +113,8 @@ def judged_at(runs: dict[str, dict[str, list[tuple]]], labelled: dict[str, list[
 
 
 def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | PathLike, k: int = 10,
-         model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-         config: str | PathLike | None = None, cache: str | PathLike | None = None,
-         price_in: float | None = None, price_out: float | None = None, concurrency: int | None = None,
-         rpm: float | None = None, timeout: float | None = None, max_retries: int | None = None,
-         max_calls: int | None = None, max_cost: float | None = None, prompt: str | PathLike | None = None,
-         names: list[str] | None = None, quiet: bool = True, dry_run: bool = False) -> PoolSummary:
+         config: LLMConfig | str | PathLike | None = None, max_cost: float | None = None,
+         names: list[str] | None = None, quiet: bool = True, dry_run: bool = False, **llm: Any) -> PoolSummary:
     """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
     added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
     count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing. Ctrl-C
@@ -126,7 +123,9 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     judge (reference mode, ``prompt``: a prompt-template file) and its call policy (``concurrency``, ``rpm``,
     ``timeout``, ``max_retries``, ``max_calls``, ``max_cost`` (needs prices): chunks past a cap stay unjudged,
     are counted as failed, and the next run judges them)
-    resolve as ``rankwise judge``'s (:func:`~rankwise.llm.config.resolve_llm_config`).
+    come from ``config``: the one :class:`~rankwise.llm.config.LLMConfig` (as ``rankwise judge`` resolves it,
+    :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config file path
+    with keywords for the rest (``model``, ``base_url``, ``cache``, ``prompt``, ``concurrency``, ...).
 
     Example::
 
@@ -134,7 +133,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
              base_url="http://localhost:11434/v1")
     """
     from rankwise.llm.cache import VerdictCache
-    from rankwise.llm.config import resolve_llm_config
+    from rankwise.llm.config import as_llm_config
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeInterrupted, JudgeSettings
 
@@ -172,9 +171,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
                 summary.labelled += 1
             else:
                 to_judge.setdefault(cid, []).append((*span, text))
-    cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, mode="reference",
-                             cache=cache, price_in=price_in, price_out=price_out, concurrency=concurrency,
-                             rpm=rpm, timeout=timeout, max_retries=max_retries, max_calls=max_calls, prompt=prompt)
+    cfg = as_llm_config(config, **llm)
     settings = JudgeSettings(mode="reference", prompt_file=cfg.settings.prompt_file)
     judge_cases = [JudgeCase(cid, by_id[cid].get("user_input") or by_id[cid].get("question"),
                              [t for *_, t in spans], reference=by_id[cid].get("reference"))
@@ -184,7 +181,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     judged: dict[str, list[dict]] = {}
     if dry_run:
         with VerdictCache(cfg.cache) as store:
-            plan = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices).plan(judge_cases)
+            plan = Judge.from_config(cfg, store, settings=settings).plan(judge_cases)
         summary.plan = {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
                         "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens,
                         "cost": plan.cost}
@@ -192,7 +189,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     interrupted: JudgeInterrupted | None = None
     if judge_cases:
         with VerdictCache(cfg.cache) as store:
-            judge = Judge(cfg.endpoint, settings, cfg.policy, store, cfg.prices, max_cost=max_cost)
+            judge = Judge.from_config(cfg, store, settings=settings, max_cost=max_cost)
             total = sum(len(c.chunks) for c in judge_cases)
             try:
                 with progress("pool: judging", total, quiet=quiet, transient=True) as advance:

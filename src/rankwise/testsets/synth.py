@@ -17,42 +17,46 @@ The run, for ``n`` planned samples:
 4. **Label** (not filter) difficulty by a BM25 round trip over the passages: ``easy`` (a source passage at
    rank 1), ``hard`` (in the top 10), ``unretrieved``.
 
-Safety: every reply is stored in the SQLite cache (table ``generations``) before it is used, every
-accepted sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it
-is decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
+Safety: the calls run on the one :class:`~rankwise.llm.runner.Runner` and cache of every LLM task: every
+reply goes to the SQLite cache (the judge's file, rows of mode ``synth``) as it arrives, every accepted
+sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it is
+decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
 resumes without repeating a call. A call that failed after its retries (``call_failed``) decided nothing:
-a rerun asks it again. ``max_cost`` stops launching calls once the money spent (plus what
-the calls in flight will cost) reaches it.
+a rerun asks it again. ``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples
+once the requests sent (the money spent) plus what the samples in flight still hold would pass them.
+Ctrl-C and SIGTERM stop the run with every decided sample written (:class:`SynthInterrupted`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
 import os
 import random
 import re
-import sqlite3
-import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import InputError
+from rankwise.llm.cache import cache_key
+from rankwise.llm.client import BudgetExhausted, CallError, EndpointError
+from rankwise.llm.config import LLMConfig
+from rankwise.llm.cost import estimate_prompt_tokens
+from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
+from rankwise.llm.runner import Job, RunInterrupted, Runner, RunStopped, RunSummary
 from rankwise.retrieval.chunking import Chunk, chunk_corpus
 from rankwise.retrieval.corpus import Corpus, load_corpus
 from rankwise.testsets.language import detect_language, language_name
 from rankwise.testsets.locate import locate, normalise
 
-__all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "GenerationCache",
-           "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples", "estimate_synth", "synth",
-           "lexical_overlap", "shingles", "jaccard", "reply_question", "near_duplicate"]
+__all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "SynthStopped",
+           "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples",
+           "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question", "near_duplicate"]
 
 STYLES = ("factual", "paraphrase", "multi", "conversational")
 #: why a sample was rejected
@@ -103,16 +107,12 @@ def load_synth_prompts(path: str | PathLike | None = None) -> SynthPrompts:
     (any key it gives replaces the shipped one).
 
     Example:
-        >>> load_synth_prompts().prompt_version.startswith("synth-v1+")
+        >>> load_synth_prompts().prompt_version.startswith("synth-v2+")
         True
     """
-    from rankwise.llm.prompts import _load_toml
-
-    text = resources.files("rankwise.testsets").joinpath("prompts", "synth.toml").read_text(encoding="utf-8")
-    data = _load_toml(None, text)
-    source = "rankwise:testsets/prompts/synth.toml"
+    data, source = shipped_toml("rankwise.testsets", "synth.toml")
     if path is not None:
-        user = _load_toml(Path(path))
+        user = load_toml(Path(path))
         source = str(path)
         for key in ("version", "system"):
             if key in user:
@@ -130,13 +130,11 @@ def load_synth_prompts(path: str | PathLike | None = None) -> SynthPrompts:
                         data["critic"]["user"], source)
 
 
-_PLACE = re.compile(r"\{(passage|passage2|language|title|title2|question|answer|quotes)\}")
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
-    from rankwise.llm.prompts import escape_data
-
-    return _PLACE.sub(lambda m: escape_data(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
+def _fenced(template: str, data: dict[str, str], plain: dict[str, str] | None = None) -> str:
+    """``template`` filled: every ``data`` text fenced with one boundary over all of them
+    (:func:`~rankwise.llm.prompts.fence`), ``plain`` values (ours, not the corpus's) as they are."""
+    boundary = data_boundary(*data.values())
+    return fill(template, {k: fence(v, boundary) for k, v in data.items()} | (plain or {}))
 
 
 # -------------------------------------------------------------------------------------------------- plan
@@ -298,90 +296,39 @@ def _partners(passages: list[Chunk], wanted: list[Chunk]) -> dict[str, Chunk]:
 
 
 def render_slot(slot: Slot, prompts: SynthPrompts, corpus: Corpus) -> list[dict]:
-    """The chat messages of one sample's generation call."""
+    """The chat messages of one sample's generation call (passages and titles fenced)."""
     first = slot.passages[0]
-    values = {"passage": first.text, "language": language_name(slot.language),
-              "title": corpus[first.doc_id].title or first.doc_id}
+    data = {"passage": first.text, "title": corpus[first.doc_id].title or first.doc_id}
     if len(slot.passages) > 1:
         second = slot.passages[1]
-        values |= {"passage2": second.text, "title2": corpus[second.doc_id].title or second.doc_id}
-    return [{"role": "system", "content": prompts.system},
-            {"role": "user", "content": _fill(prompts.styles[slot.style], values)}]
+        data |= {"passage2": second.text, "title2": corpus[second.doc_id].title or second.doc_id}
+    user = _fenced(prompts.styles[slot.style], data, {"language": language_name(slot.language)})
+    return [{"role": "system", "content": prompts.system}, {"role": "user", "content": user}]
 
 
 def render_critic(prompts: SynthPrompts, question: str, answer: str, quotes: list[str]) -> list[dict]:
-    """The chat messages of a critic call: question, answer and the quotes (not the whole passage)."""
-    values = {"question": question, "answer": answer, "quotes": "\n".join(f"- {q}" for q in quotes)}
+    """The chat messages of a critic call: question, answer and the quotes (not the whole passage), fenced."""
+    data = {"question": question, "answer": answer, "quotes": "\n".join(f"- {q}" for q in quotes)}
     return [{"role": "system", "content": prompts.critic_system},
-            {"role": "user", "content": _fill(prompts.critic_user, values)}]
+            {"role": "user", "content": _fenced(prompts.critic_user, data)}]
 
 
 # ------------------------------------------------------------------------------------------------- cache
 
 
-class GenerationCache:
-    """Generation replies in SQLite (table ``generations``, WAL, committed one by one as they arrive); the
-    file may be the judge's cache file, whose tables it leaves alone.
+def reply_key(model: str, version: str, kind: str, messages: list[dict], temperature: float | None,
+              max_tokens: int) -> str:
+    """The cache key of one synth call (``kind``: ``generation`` or ``critic``): a SHA-256 of the model, the
+    prompt version, the sampling parameters and the exact messages, in the judge's cache file (mode
+    ``synth``; :func:`~rankwise.llm.cache.cache_key`).
 
     Example:
-        >>> import tempfile, os
-        >>> with GenerationCache(os.path.join(tempfile.mkdtemp(), "c.sqlite")) as cache:
-        ...     cache.put("k", content="{}", prompt_tokens=3, completion_tokens=1, model="m", version="v")
-        ...     cache.get("k")["content"]
-        '{}'
+        >>> len(reply_key("m", "synth-v2+0", "generation", [{"role": "user", "content": "q"}], 0.0, 800))
+        64
     """
-
-    def __init__(self, path: str | PathLike) -> None:
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                             "version TEXT NOT NULL, content TEXT, prompt_tokens INTEGER NOT NULL, "
-                             "completion_tokens INTEGER NOT NULL, created REAL NOT NULL)")
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"not a usable rankwise cache (SQLite) file: {exc}", source=self.path) from None
-        except OSError as exc:
-            raise InputError(f"cannot create the cache file: {exc.strerror}", source=self.path) from None
-
-    def __enter__(self) -> GenerationCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored reply (``content``, ``prompt_tokens``, ``completion_tokens``) or None."""
-        row = self._db.execute("SELECT content, prompt_tokens, completion_tokens FROM generations WHERE key=?",
-                               (key,)).fetchone()
-        return None if row is None else {"content": row[0], "prompt_tokens": row[1], "completion_tokens": row[2]}
-
-    def has(self, key: str) -> bool:
-        return self._db.execute("SELECT 1 FROM generations WHERE key=?", (key,)).fetchone() is not None
-
-    def put(self, key: str, *, content: str | None, prompt_tokens: int, completion_tokens: int, model: str,
-            version: str) -> None:
-        """Store one reply, committed at once."""
-        try:
-            self._db.execute("INSERT OR REPLACE INTO generations VALUES (?,?,?,?,?,?,?)",
-                             (key, model, version, content, prompt_tokens, completion_tokens, time.time()))
-        except sqlite3.Error as exc:
-            raise RankwiseError(f"{self.path}: cannot write the generation cache ({exc}); stopping so no paid "
-                                "reply is lost") from None
-
-    def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
-
-
-def request_key(model: str, messages: list[dict], temperature: float | None, max_tokens: int) -> str:
-    """SHA-256 of what decides a reply: model, messages, temperature and token limit."""
-    blob = json.dumps({"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens},
-                      sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return cache_key(model=model, mode="synth", scale=kind, prompt_version=version, style="generate",
+                     question="", chunk=json.dumps(messages, ensure_ascii=False, sort_keys=True), context=None,
+                     params={"temperature": temperature, "max_tokens": max_tokens})
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -593,9 +540,11 @@ class SynthEstimate:
         return sum(p["calls"] for p in self.phases.values())
 
 
-@dataclass
-class SynthSummary:
-    """What a run did: samples planned, accepted and rejected by reason, calls and money, labels."""
+@dataclass(kw_only=True)
+class SynthSummary(RunSummary):
+    """What a run did: samples planned, accepted and rejected by reason, labels (synth's own fields), and
+    the counters every LLM run keeps (:class:`~rankwise.llm.runner.RunSummary`: requests, tokens, cost,
+    why it stopped). ``calls``: replies had from the endpoint; ``cached``: replies served from the cache."""
 
     planned: int
     requested: int = 0
@@ -603,24 +552,21 @@ class SynthSummary:
     rejected: Counter = field(default_factory=Counter)
     resumed: int = 0
     calls: int = 0
-    requests: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
     difficulty: Counter = field(default_factory=Counter)
     styles: Counter = field(default_factory=Counter)
     languages: Counter = field(default_factory=Counter)
     max_per_document: int = 0
     documents: int = 0
-    stopped: str | None = None
     out: str = ""
     rejected_out: str = ""
-    model: str = ""
-    prompt_version: str = ""
+
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "planned", "requested", "accepted", "rejected", "resumed", "calls", "requests", "cached", "prompt_tokens",
+        "completion_tokens", "cost", "difficulty", "styles", "languages", "max_per_document", "documents",
+        "stopped", "out", "rejected_out", "model", "prompt_version")
 
     def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
+        d = super().to_dict()
         for k in ("rejected", "difficulty", "styles", "languages"):
             d[k] = dict(sorted(d[k].items()))
         return d
@@ -696,12 +642,15 @@ def rejected_path(out: str | PathLike) -> Path:
     return p.with_name((p.name[: -len(p.suffix)] if p.suffix else p.name) + ".rejected.jsonl")
 
 
-def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, prices: Any = None,
-                   cache: str | PathLike | None = None, prompts: SynthPrompts | None = None,
-                   temperature: float | None = 0.0, out: str | PathLike | None = None) -> SynthEstimate:
+def estimate_synth(corpus: Corpus, settings: SynthSettings, *, config: LLMConfig | None = None,
+                   model: str | None = None, prices: Any = None, cache: str | PathLike | None = None,
+                   prompts: SynthPrompts | None = None, temperature: float | None = 0.0,
+                   out: str | PathLike | None = None) -> SynthEstimate:
     """The calls, tokens and money a run would spend, per phase (plan and BM25 cost no call; the critic
     phase is an upper bound: it only sees samples that passed the other checks). Calls already in the
-    cache, and samples already in ``out``, are not counted.
+    cache, and samples already in ``out``, are not counted. ``config`` (the run's
+    :class:`~rankwise.llm.config.LLMConfig`) gives the model, prices, cache and temperature; without it,
+    ``model`` (and the others) say them.
 
     Example:
         >>> corpus = Corpus.from_dict({"a": "Alpha text about ranges and copies. " * 20})
@@ -709,8 +658,13 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, price
         >>> est.samples, est.phases["generate"]["calls"], est.calls
         (2, 2, 2)
     """
-    from rankwise.llm.cost import estimate_prompt_tokens
+    from rankwise.llm.cache import VerdictCache
 
+    if config is not None:
+        model, prices, cache, temperature = (config.endpoint.model, config.prices, config.cache,
+                                             config.policy.temperature)
+    if model is None:
+        raise InputError("estimate_synth needs the model (or the run's LLMConfig)", field="model")
     prompts = prompts or load_synth_prompts()
     slots = plan_samples(corpus, settings)
     done: set[int] = set()
@@ -718,7 +672,8 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, price
         plan = _fingerprint(corpus, settings, model, prompts.prompt_version)
         for path in (Path(out), rejected_path(out)):
             done |= {int(r["provenance"]["slot"]) for r in _read_done(path, plan)}
-    store = GenerationCache(cache) if cache is not None and Path(cache).exists() else None
+    store = VerdictCache(cache) if cache is not None and Path(cache).exists() else None
+    version = prompts.prompt_version
     phases = {"plan": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
               "generate": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached": 0}}
     if settings.critic:
@@ -729,7 +684,8 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, price
             if slot.index in done:
                 continue
             messages = render_slot(slot, prompts, corpus)
-            if store is not None and store.has(request_key(model, messages, temperature, settings.max_tokens)):
+            key = reply_key(model, version, "generation", messages, temperature, settings.max_tokens)
+            if store is not None and store.get(key) is not None:
                 phases["generate"]["cached"] += 1
                 continue
             phases["generate"]["calls"] += 1
@@ -748,21 +704,32 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, model: str, price
     return SynthEstimate(phases, len(slots), len(done))
 
 
-class _Stop(Exception):
-    pass
+class SynthStopped(RunStopped):
+    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` (a
+    :class:`SynthSummary`) counts the samples decided (all written, every reply had in the cache)."""
+
+    result: SynthSummary
 
 
-def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | None = None,
-          base_url: str | None = None, api_key: str | None = None, settings: SynthSettings | None = None,
-          config: str | PathLike | None = None, cache: str | PathLike | None = None,
-          price_in: float | None = None, price_out: float | None = None, max_cost: float | None = None,
-          concurrency: int | None = None, max_retries: int | None = None, timeout: float | None = None,
-          rpm: float | None = None, max_calls: int | None = None, prompt: str | PathLike | None = None,
-          quiet: bool = True,
-          on_progress: Callable[[SynthSummary], None] | None = None) -> SynthSummary:
+class SynthInterrupted(RunInterrupted):
+    """Ctrl-C or SIGTERM during a run; ``result`` (a :class:`SynthSummary`): every sample decided is written,
+    every reply had is in the cache."""
+
+    result: SynthSummary
+
+
+def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, config: LLMConfig | str | PathLike | None = None,
+          settings: SynthSettings | None = None, max_cost: float | None = None,
+          prompt: str | PathLike | None = None, quiet: bool = True,
+          on_progress: Callable[[SynthSummary], None] | None = None, **llm: Any) -> SynthSummary:
     """Generate a test set from ``corpus`` into ``out`` (JSON Lines, appended sample by sample; rejected
-    samples go to ``OUT.rejected.jsonl``); a rerun with the same arguments resumes. Endpoint, prices,
-    cache and call policy resolve as the judge's (:func:`~rankwise.llm.config.resolve_llm_config`).
+    samples go to ``OUT.rejected.jsonl``); a rerun with the same arguments resumes.
+
+    ``config`` is the one :class:`~rankwise.llm.config.LLMConfig` (endpoint, call policy, prices, cache
+    file; :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config
+    file path with keywords for the rest (``model``, ``base_url``, ``cache``, ``price_in``, ``concurrency``,
+    ``max_calls``, ...). ``max_calls`` caps the calls of this run, counted with the calls in flight, so it
+    stops between samples; ``max_cost`` (needs prices) likewise with the money.
 
     Example::
 
@@ -771,235 +738,295 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, model: str | 
                         settings=SynthSettings(n=200, styles={"factual": 0.7, "paraphrase": 0.3}))
         print(summary.accepted, dict(summary.rejected))
     """
-    from rankwise.llm.config import resolve_llm_config
+    from rankwise.llm.config import as_llm_config
 
     settings = settings or SynthSettings()
     if not isinstance(corpus, Corpus):
         corpus = load_corpus(corpus)
-    cfg = resolve_llm_config(config=config, model=model, base_url=base_url, api_key=api_key, cache=cache,
-                             price_in=price_in, price_out=price_out, concurrency=concurrency,
-                             max_retries=max_retries, timeout=timeout, rpm=rpm)
-    if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0):
-        raise InputError(f"max_calls must be a whole number >= 0, got {max_calls!r}", field="max_calls")
+    cfg = as_llm_config(config, **llm)
     if max_cost is not None and not cfg.prices.known:
         raise InputError("--max-cost needs prices: give --price-in/--price-out (per 1M tokens) or put price_in, "
                          "price_out in the [llm] table", field="max_cost")
-    prompts = load_synth_prompts(prompt)
-    return asyncio.run(_run(corpus, settings, cfg, prompts, Path(out), max_cost, max_calls, quiet, on_progress))
+    run = _SynthRun(corpus, settings, cfg, load_synth_prompts(prompt), Path(out), max_cost, on_progress)
+    try:
+        return run.go(quiet)
+    except SynthStopped as exc:
+        s = exc.result
+        raise EndpointError(f"{exc}; the {s.accepted + sum(s.rejected.values())} samples decided are in {out} and "
+                            f"{run.rej_out}, every reply had is in the cache ({cfg.cache}): rerun the same command "
+                            f"to resume") from None
 
 
-async def _run(corpus: Corpus, settings: SynthSettings, cfg: Any, prompts: SynthPrompts, out: Path,
-               max_cost: float | None, max_calls: int | None, quiet: bool,
-               on_progress: Callable | None) -> SynthSummary:
-    from rankwise.llm.client import CallError, ChatClient
-    from rankwise.llm.cost import estimate_prompt_tokens
-    from rankwise.llm.parse import ParseError, extract_json
-    from rankwise.progress import progress
-    from rankwise.retrieval.bm25 import BM25Retriever
+class _SynthRun:
+    """One synth run: the plan, what earlier runs decided, the ordered writing of samples."""
 
-    model = cfg.endpoint.model
-    version = prompts.prompt_version
-    plan = _fingerprint(corpus, settings, model, version)
-    slots = plan_samples(corpus, settings)
-    rej_out = rejected_path(out)
-    summary = SynthSummary(planned=len(slots), requested=settings.n, out=str(out), rejected_out=str(rej_out), model=model,
-                           prompt_version=version, documents=len({s.passages[0].doc_id for s in slots}))
-    summary.max_per_document = max(Counter(s.passages[0].doc_id for s in slots).values())
-    accepted_rows = _read_done(out, plan)
-    rejected_rows = _drop_failed_calls(rej_out, _read_done(rej_out, plan))
-    done = {int(r["provenance"]["slot"]) for r in accepted_rows + rejected_rows}
-    seen_questions: list[tuple[frozenset[str], str, str]] = []  # accepted: shingles, id, question
-    for r in accepted_rows:
-        summary.accepted += 1
-        summary.difficulty[r.get("difficulty")] += 1
-        summary.styles[r.get("style")] += 1
-        summary.languages[r.get("language")] += 1
-        seen_questions.append((shingles(r["user_input"]), str(r.get("id")), r["user_input"]))
-    for r in rejected_rows:
-        summary.rejected[r["reason"]] += 1
-    summary.resumed = len(done)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _truncate_partial(out)
-    _truncate_partial(rej_out)
-    todo = [s for s in slots if s.index not in done]
+    def __init__(self, corpus: Corpus, settings: SynthSettings, cfg: LLMConfig, prompts: SynthPrompts, out: Path,
+                 max_cost: float | None, on_progress: Callable | None) -> None:
+        self.corpus, self.settings, self.cfg, self.prompts, self.out = corpus, settings, cfg, prompts, out
+        self.max_cost, self.max_calls, self.on_progress = max_cost, cfg.policy.max_calls, on_progress
+        self.model, self.version = cfg.endpoint.model, prompts.prompt_version
+        self.plan = _fingerprint(corpus, settings, self.model, self.version)
+        self.slots = plan_samples(corpus, settings)
+        self.rej_out = rejected_path(out)
+        self.summary = SynthSummary(planned=len(self.slots), requested=settings.n, out=str(out),
+                                    rejected_out=str(self.rej_out), model=self.model, prompt_version=self.version,
+                                    documents=len({s.passages[0].doc_id for s in self.slots}))
+        self.summary.max_per_document = max(Counter(s.passages[0].doc_id for s in self.slots).values())
+        self.norms: dict[str, tuple[str, list[int]]] = {}
+        self.seen_questions: list[tuple[frozenset[str], str, str]] = []  # accepted: shingles, id, question
+        self.done = self._resume()
 
-    passages = _passages(corpus, settings)
-    bm25 = BM25Retriever(quiet=True, name="bm25-difficulty")
-    bm25.index(passages)
-    passage_by_id = {c.id: c for c in passages}
-    norms: dict[str, tuple[str, list[int]]] = {}
-    temperature = cfg.policy.temperature
-    store = GenerationCache(cfg.cache)
-    results: dict[int, tuple[dict | None, str | None, str | None, str | None]] = {}  # + the reply's question
-    next_commit = 0
-    order = [s.index for s in todo]
-    by_index = {s.index: s for s in todo}
-    spent = {"prompt": 0, "completion": 0}
+    def _resume(self) -> set[int]:
+        """The slots decided by earlier runs (their rows counted), files ready to append to."""
+        accepted_rows = _read_done(self.out, self.plan)
+        rejected_rows = _drop_failed_calls(self.rej_out, _read_done(self.rej_out, self.plan))
+        s = self.summary
+        for r in accepted_rows:
+            s.accepted += 1
+            s.difficulty[r.get("difficulty")] += 1
+            s.styles[r.get("style")] += 1
+            s.languages[r.get("language")] += 1
+            self.seen_questions.append((shingles(r["user_input"]), str(r.get("id")), r["user_input"]))
+        for r in rejected_rows:
+            s.rejected[r["reason"]] += 1
+        done = {int(r["provenance"]["slot"]) for r in accepted_rows + rejected_rows}
+        s.resumed = len(done)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        _truncate_partial(self.out)
+        _truncate_partial(self.rej_out)
+        return done
 
-    def cost_now() -> float | None:
-        return cfg.prices.cost(spent["prompt"], spent["completion"])
+    def key(self, kind: str, messages: list[dict], max_tokens: int) -> str:
+        return reply_key(self.model, self.version, kind, messages, self.cfg.policy.temperature, max_tokens)
 
-    async def call(client: ChatClient, messages: list[dict], max_tokens: int) -> tuple[str | None, bool]:
-        key = request_key(model, messages, temperature, max_tokens)
-        hit = store.get(key)
-        if hit is not None:
-            summary.cached += 1
-            return hit["content"], True
-        reply = await client.chat(messages, max_tokens=max_tokens)
-        content = reply.content if reply.content is not None else (reply.refusal and f"REFUSAL: {reply.refusal}")
-        store.put(key, content=content, prompt_tokens=reply.prompt_tokens,
-                  completion_tokens=reply.completion_tokens, model=model, version=version)
-        summary.calls += 1
-        spent["prompt"] += reply.prompt_tokens
-        spent["completion"] += reply.completion_tokens
-        return content, False
+    def go(self, quiet: bool) -> SynthSummary:
+        """Run the slots not decided yet on the one :class:`~rankwise.llm.runner.Runner` and cache."""
+        from rankwise.llm.cache import VerdictCache
+        from rankwise.progress import progress
+        from rankwise.retrieval.bm25 import BM25Retriever
 
-    async def work(client: ChatClient, slot: Slot) -> None:
+        todo = [s for s in self.slots if s.index not in self.done]
+        passages = _passages(self.corpus, self.settings)
+        self.bm25 = BM25Retriever(quiet=True, name="bm25-difficulty")
+        self.bm25.index(passages)
+        self.passage_by_id = {c.id: c for c in passages}
+        cache = VerdictCache(self.cfg.cache)
+        runner = Runner(self.cfg.endpoint, self.cfg.policy, self.cfg.prices, cache, name="rankwise-synth")
         try:
-            content, _ = await call(client, render_slot(slot, prompts, corpus), settings.max_tokens)
-        except CallError as exc:
-            results[slot.index] = (None, "call_failed", str(exc)[:200], None)
+            with open(self.out, "a", encoding="utf-8") as self.fh_ok, \
+                    open(self.rej_out, "a", encoding="utf-8") as self.fh_rej, \
+                    progress("synth", len(self.slots), quiet=quiet) as self.advance:
+                self.advance(len(self.done))
+                if not todo:  # all decided by earlier runs: nothing to call, nothing spent
+                    self.summary.cost = self.cfg.prices.cost(0, 0)
+                    return self.summary
+                return runner.run(lambda r: _SynthJob(self, r, todo))
+        finally:
+            cache.close()
+
+    def show(self, n: int, cost: float | None) -> None:
+        s = self.summary
+        money = f" ${cost:.4f}" if cost is not None else ""
+        self.advance(n, description=f"synth: {s.accepted} kept, {s.calls} calls{money}")
+        if self.on_progress is not None:
+            s.cost = cost
+            self.on_progress(s)
+
+    def write(self, slot: Slot, sample: dict[str, Any] | None, reason: str | None, detail: str | None,
+              question: str | None) -> None:
+        """Write one decided sample (in plan order): a near-duplicate of an accepted question is rejected
+        here, an accepted one gets its BM25 difficulty; a rejected one keeps the question its reply asked."""
+        s = self.summary
+        prov = {"model": self.model, "prompt_version": self.version, "style": slot.style, "seed": self.settings.seed,
+                "slot": slot.index, "plan": self.plan,
+                "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end} for p in slot.passages]}
+        if sample is not None:
+            same = near_duplicate(sample["user_input"], self.seen_questions, self.settings.duplicate_threshold)
+            if same is not None:
+                sample, reason, detail = None, "duplicate", same
+        if sample is None:
+            s.rejected[reason] += 1
+            self.fh_rej.write(json.dumps({"id": slot.id, "question": question, "reason": reason, "detail": detail,
+                                          "provenance": prov}, ensure_ascii=False) + "\n")
+            self.fh_rej.flush()
             return
-        sample, reason, detail = check_reply(content, slot, corpus, settings, norms)
+        self.seen_questions.append((shingles(sample["user_input"]), slot.id, sample["user_input"]))
+        rank = _bm25_rank(self.bm25, self.passage_by_id, sample)
+        difficulty = "easy" if rank == 1 else "hard" if rank is not None else "unretrieved"
+        prov["located"] = sample.pop("located")
+        row = {"id": slot.id, **sample, "style": slot.style, "language": slot.language, "difficulty": difficulty,
+               "bm25_rank": rank, "provenance": prov}
+        self.fh_ok.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.fh_ok.flush()
+        s.accepted += 1
+        s.difficulty[difficulty] += 1
+        s.styles[slot.style] += 1
+        s.languages[slot.language] += 1
+
+
+@dataclass
+class _Outcome:
+    """A slot's outcome for the runner: ``ok`` (decided), ``failed`` (its call failed) or ``missing``."""
+
+    status: str = "missing"
+    error: str | None = None
+    cached: bool = False
+
+
+_Decision = tuple[dict[str, Any] | None, str | None, str | None, str | None]  # sample, reason, detail, question
+
+
+class _SynthJob(Job):
+    """Synth's task for the :class:`~rankwise.llm.runner.Runner`: a unit is one slot (its generation call,
+    then its critic call); decided slots are written in plan order as they settle. :meth:`admit` holds the
+    caps: a slot starts only if the calls made, the calls the slots in flight still hold and its own stay
+    within ``max_calls`` (and their estimated cost within ``max_cost``); once one is refused, the run
+    starts no more and ends the calls in flight, so every call made decides a sample."""
+
+    stopped, interrupted = SynthStopped, SynthInterrupted
+
+    def __init__(self, run: _SynthRun, runner: Runner, todo: list[Slot]) -> None:
+        self.run, self.runner, self.units = run, runner, todo
+        self.summary = run.summary
+        self.outcome = {s.index: _Outcome() for s in todo}
+        self.messages = {s.index: render_slot(s, run.prompts, run.corpus) for s in todo}
+        self.keys = {i: run.key("generation", m, run.settings.max_tokens) for i, m in self.messages.items()}
+        self.hits = runner.cache.get_many(list(self.keys.values())) if runner.cache is not None else {}
+        self.held: dict[int, int] = {}  # calls reserved by each slot in flight
+        self.decided: dict[int, _Decision] = {}
+        self.order = [s.index for s in todo]
+        self.by_index = {s.index: s for s in todo}
+        self.next = 0
+        self.cached_calls = 0
+        self.exhausted = False  # max_calls ran out under a retry: start no more slots
+        self.in_flight = 0  # calls sent, their reply (and its cost) not had yet
+
+    def outcomes(self) -> Iterable[_Outcome]:
+        return self.outcome.values()
+
+    def admit(self, slot: Slot) -> str | None:
+        run = self.run
+        need = int(self.keys[slot.index] not in self.hits) + int(run.settings.critic)
+        held = sum(self.held.values())
+        if self.exhausted or (need and run.max_calls is not None
+                              and self.runner.requests_sent() + held + need > run.max_calls):
+            return f"max calls reached ({run.max_calls} calls)"
+        if need and run.max_cost is not None:
+            spent = self.runner.spent() or 0.0
+            planned = run.cfg.prices.cost(estimate_prompt_tokens(self.messages[slot.index]),
+                                          OUTPUT_TOKENS[slot.style]) or 0.0
+            per_call = max(planned, spent / self.summary.calls if self.summary.calls else 0.0)
+            if spent + per_call * (held + self.in_flight + need) > run.max_cost:
+                return f"max cost reached (${spent:.4f} spent of ${run.max_cost:g})"
+        self.held[slot.index] = need
+        return None
+
+    def settle_rest(self, unit: Slot, status: str, error: str) -> None:
+        o = self.outcome[unit.index]
+        if o.status == "missing" and unit.index not in self.decided:
+            o.status, o.error = status, error
+            if status == "failed":  # a defect: no answer, like a failed call; a rerun asks again
+                self.decided[unit.index] = (None, "call_failed", error[:200], None)
+                self._commit()
+
+    async def do(self, unit: Slot) -> None:
+        try:
+            decision = await self._decide(unit)
+        finally:
+            self.held.pop(unit.index, None)
+        if decision is not None:
+            o = self.outcome[unit.index]
+            o.status, o.error = ("failed", decision[2]) if decision[1] == "call_failed" else ("ok", None)
+            self.decided[unit.index] = decision
+        self._commit()
+
+    async def _call(self, slot: Slot, kind: str, messages: list[dict], max_tokens: int) -> str | None:
+        """One reply: from the cache, else from the endpoint (stored in the cache as it arrives)."""
+        run = self.run
+        key = run.key(kind, messages, max_tokens)
+        hit = self.hits.get(key) if kind == "generation" else self.runner.cache.get(key)  # type: ignore[union-attr]
+        reserved = kind == "critic" or hit is None
+        if hit is not None:
+            self.cached_calls += 1
+            self.outcome[slot.index].cached = True
+            if reserved:
+                self.held[slot.index] -= 1
+            return hit.reason
+        self.held[slot.index] -= 1  # counted from here on by the requests sent (no await in between)
+        self.in_flight += 1  # and, until its reply is priced, as a call in flight
+        try:
+            reply = await self.runner.chat(messages, max_tokens)
+        finally:
+            self.in_flight -= 1
+        self.summary.calls += 1
+        content = reply.content if reply.content is not None else (reply.refusal and f"REFUSAL: {reply.refusal}")
+        self.runner.record(True, lambda w: w.put(key, verdict=1, grade=None, reason=content, model=run.model,
+                                                 mode="synth", scale=kind, prompt_version=run.version,
+                                                 style="generate", call="single", prompt_tokens=reply.prompt_tokens,
+                                                 completion_tokens=reply.completion_tokens), 0)
+        return content
+
+    async def _decide(self, slot: Slot) -> _Decision | None:
+        """The slot's decision; None when ``max_calls`` ran out under it (undecided: a rerun goes on)."""
+        run = self.run
+        try:
+            content = await self._call(slot, "generation", self.messages[slot.index], run.settings.max_tokens)
+        except BudgetExhausted:
+            self.exhausted = True
+            return None
+        except CallError as exc:
+            return None, "call_failed", str(exc)[:200], None
+        sample, reason, detail = check_reply(content, slot, run.corpus, run.settings, run.norms)
         question = sample["user_input"] if sample is not None else reply_question(content)
-        if sample is not None and settings.critic:
-            messages = render_critic(prompts, sample["user_input"], sample["reference"],
-                                     [r["text"] for r in sample["reference_contexts"]])
-            try:
-                verdict, _ = await call(client, messages, 120)
-                obj = extract_json(verdict)
-                score = obj.get("score") if isinstance(obj, dict) else None
-                if isinstance(score, bool) or not isinstance(score, (int, float)):
-                    raise ParseError("no numeric score")
-                sample["critic"] = {"score": score, "reason": str(obj.get("reason") or "")[:300]}
-                if score < settings.critic_min:
-                    sample, reason, detail = None, "critic", f"score {score}: {obj.get('reason')}"
-            except CallError as exc:  # no answer, not a rejection: a rerun asks again
-                sample, reason, detail = None, "call_failed", f"critic call: {str(exc)[:200]}"
-            except ParseError as exc:
-                sample, reason, detail = None, "critic", f"critic gave no score: {exc}"
-        results[slot.index] = (sample, reason, detail, question)
+        if sample is None or not run.settings.critic:
+            return sample, reason, detail, question
+        messages = render_critic(run.prompts, sample["user_input"], sample["reference"],
+                                 [r["text"] for r in sample["reference_contexts"]])
+        try:
+            verdict = await self._call(slot, "critic", messages, 120)
+        except BudgetExhausted:
+            self.exhausted = True
+            return None
+        except CallError as exc:  # no answer, not a rejection: a rerun asks again
+            return None, "call_failed", f"critic call: {str(exc)[:200]}", question
+        return (*_criticised(sample, verdict, run.settings.critic_min), question)
 
-    def commit(fh_ok, fh_rej) -> None:
-        nonlocal next_commit
-        while next_commit < len(order) and order[next_commit] in results:
-            slot = by_index[order[next_commit]]
-            sample, reason, detail, question = results.pop(slot.index)
-            next_commit += 1
-            prov = {"model": model, "prompt_version": version, "style": slot.style, "seed": settings.seed,
-                    "slot": slot.index, "plan": plan,
-                    "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end} for p in slot.passages]}
-            if sample is not None:
-                same = near_duplicate(sample["user_input"], seen_questions, settings.duplicate_threshold)
-                if same is not None:
-                    sample, reason, detail = None, "duplicate", same
-            if sample is None:
-                summary.rejected[reason] += 1
-                fh_rej.write(json.dumps({"id": slot.id, "question": question, "reason": reason, "detail": detail,
-                                         "provenance": prov}, ensure_ascii=False) + "\n")
-                fh_rej.flush()
-                continue
-            seen_questions.append((shingles(sample["user_input"]), slot.id, sample["user_input"]))
-            rank = _bm25_rank(bm25, passage_by_id, sample)
-            difficulty = "easy" if rank == 1 else "hard" if rank is not None else "unretrieved"
-            prov["located"] = sample.pop("located")
-            row = {"id": slot.id, **sample, "style": slot.style, "language": slot.language,
-                   "difficulty": difficulty, "bm25_rank": rank, "provenance": prov}
-            fh_ok.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh_ok.flush()
-            summary.accepted += 1
-            summary.difficulty[difficulty] += 1
-            summary.styles[slot.style] += 1
-            summary.languages[slot.language] += 1
+    def _commit(self) -> None:
+        """Write the decided slots in plan order, up to the first one not decided yet."""
+        before = self.next
+        while self.next < len(self.order) and self.order[self.next] in self.decided:
+            index = self.order[self.next]
+            self.run.write(self.by_index[index], *self.decided.pop(index))
+            self.next += 1
+        if self.next > before:
+            self.run.show(self.next - before, self.runner.spent())
 
-    from rankwise.llm.client import EndpointError
+    def result(self) -> SynthSummary:
+        self._commit()
+        s = self.summary
+        s.cached = self.cached_calls
+        if s.stopped is None:
+            s.stopped = self.runner.capped or (f"max calls reached ({self.run.max_calls} calls)"
+                                               if self.exhausted else None)
+        return s
+
+
+def _criticised(sample: dict[str, Any], verdict: str | None,
+                minimum: int) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """The sample with the critic's score, or rejected (``critic``) for a low or missing score."""
+    from rankwise.llm.parse import ParseError, extract_json
 
     try:
-        with open(out, "a", encoding="utf-8") as fh_ok, open(rej_out, "a", encoding="utf-8") as fh_rej, \
-                progress("synth", len(slots), quiet=quiet) as advance:
-            advance(len(done))
-
-            def show(n: int) -> None:
-                cost = cost_now()
-                money = f" ${cost:.4f}" if cost is not None else ""
-                advance(n, description=f"synth: {summary.accepted} kept, {summary.calls} calls{money}")
-                _report(on_progress, summary, cost)
-            if todo:
-                async with ChatClient(cfg.endpoint, cfg.policy) as client:
-                    window = asyncio.Semaphore(max(1, cfg.policy.concurrency))
-                    tasks: set[asyncio.Task] = set()
-
-                    errors: list[BaseException] = []
-
-                    def finished(task: asyncio.Task) -> None:
-                        tasks.discard(task)
-                        window.release()
-                        if not task.cancelled() and task.exception() is not None:
-                            errors.append(task.exception())  # type: ignore[arg-type]
-
-                    try:
-                        for slot in todo:
-                            await window.acquire()
-                            if errors:
-                                window.release()
-                                raise errors[0]
-                            if max_calls is not None and (summary.calls + (len(tasks) + 1)
-                                                          * (1 + int(settings.critic)) > max_calls):
-                                window.release()  # like max_cost: the rest stays undone, a rerun goes on
-                                summary.stopped = f"max calls reached ({max_calls} calls)"
-                                break
-                            if max_cost is not None:
-                                spent_now = cost_now() or 0.0
-                                planned = cfg.prices.cost(
-                                    estimate_prompt_tokens(render_slot(slot, prompts, corpus)),
-                                    OUTPUT_TOKENS[slot.style]) or 0.0
-                                per_call = max(planned, spent_now / summary.calls if summary.calls else 0.0)
-                                guess = per_call * (1 + int(settings.critic)) * (len(tasks) + 1)
-                                if spent_now + guess > max_cost:
-                                    window.release()
-                                    summary.stopped = (f"max cost reached (${spent_now:.4f} spent of "
-                                                       f"${max_cost:g})")
-                                    break
-                            task = asyncio.ensure_future(work(client, slot))
-                            task.add_done_callback(finished)
-                            tasks.add(task)
-                            await asyncio.sleep(0)
-                            before = next_commit
-                            commit(fh_ok, fh_rej)
-                            if next_commit > before:
-                                show(next_commit - before)
-                        while tasks or errors:
-                            if errors:
-                                raise errors[0]
-                            await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
-                            await asyncio.sleep(0)  # let the done callbacks run
-                            before = next_commit
-                            commit(fh_ok, fh_rej)
-                            show(next_commit - before)
-                    finally:
-                        for t in tasks:
-                            t.cancel()
-                        if tasks:
-                            await asyncio.gather(*tasks, return_exceptions=True)
-                    before = next_commit
-                    commit(fh_ok, fh_rej)
-                    show(next_commit - before)
-                    summary.requests = client.stats.requests
-    except EndpointError as exc:
-        raise EndpointError(f"{exc}; the {summary.accepted + sum(summary.rejected.values())} samples decided are in "
-                            f"{out} and {rej_out}, every reply had is in the cache ({cfg.cache}): rerun the same "
-                            f"command to resume") from None
-    finally:
-        store.close()
-    summary.prompt_tokens, summary.completion_tokens = spent["prompt"], spent["completion"]
-    summary.cost = cost_now()
-    return summary
-
-
-def _report(on_progress: Callable | None, summary: SynthSummary, cost: float | None) -> None:
-    if on_progress is not None:
-        summary.cost = cost
-        on_progress(summary)
+        obj = extract_json(verdict)
+        score = obj.get("score") if isinstance(obj, dict) else None
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise ParseError("no numeric score")
+    except ParseError as exc:
+        return None, "critic", f"critic gave no score: {exc}"
+    sample["critic"] = {"score": score, "reason": str(obj.get("reason") or "")[:300]}
+    if score < minimum:
+        return None, "critic", f"score {score}: {obj.get('reason')}"
+    return sample, None, None
 
 
 def _bm25_rank(bm25: Any, by_id: dict[str, Chunk], sample: dict[str, Any]) -> int | None:
