@@ -392,18 +392,12 @@ def setup_context_metrics(workdir: Path) -> None:
 
 
 def setup_llm_judge(workdir: Path) -> None:
-    """docs/llm-judge.md: labels.csv (the example human labels), testset.jsonl (the example Ragas set as records
-    holding those labels, so ``agree --a human`` has both sides) and big.jsonl (100 cases x 4 chunks, with the
-    loopback judge's fault markers planted in some chunks: the faults the page's transcript shows)."""
+    """docs/llm-judge.md: labels.csv (the example human labels) and big.jsonl (100 cases x 4 chunks, with the
+    loopback judge's fault markers planted in some chunks: the faults the page's transcript shows); the page
+    makes its testset.jsonl itself."""
     import json
 
-    from rankwise.data.records import records_from_testset, write_records
-    from rankwise.relevance.human import apply_labels
-
     _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
-    records = records_from_testset(str(REPO / "examples" / "ragas_testset.jsonl"))
-    apply_labels(records, workdir / "labels.csv")
-    write_records(records, workdir / "testset.jsonl")
     # every 7th chunk broken once (the retry answers), every 23rd twice, every 61st on every attempt (fails)
     kinds = ["nochoices", "choicesobj", "usagestr", "notjson", "contentnum", "500", "reset"]
     rows = []
