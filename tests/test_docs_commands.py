@@ -391,6 +391,31 @@ def setup_context_metrics(workdir: Path) -> None:
     _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
 
 
+def setup_llm_judge(workdir: Path) -> None:
+    """docs/llm-judge.md: labels.csv (the example human labels) and big.jsonl (100 cases x 4 chunks, with the
+    loopback judge's fault markers planted in some chunks: the faults the page's transcript shows); the page
+    makes its testset.jsonl itself."""
+    import json
+
+    _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
+    # every 7th chunk broken once (the retry answers), every 23rd twice, every 61st on every attempt (fails)
+    kinds = ["nochoices", "choicesobj", "usagestr", "notjson", "contentnum", "500", "reset"]
+    rows = []
+    for q in range(100):
+        chunks = []
+        for c in range(4):
+            n = 4 * q + c
+            kind = kinds[(n // 7) % len(kinds)]
+            fault = "" if n % 7 else f" [[{kind}x1]]"
+            fault = f" [[{kind}x2]]" if n % 23 == 0 else fault
+            fault = f" [[{kind}]]" if n % 61 == 0 else fault
+            topic = "boiler pressure" if c % 2 == 0 else "garden fence"
+            chunks.append(f"Passage {n} about the {topic}.{fault}")
+        rows.append({"id": f"q{q}", "user_input": f"Question {q}: what is the boiler pressure?",
+                     "reference": f"The boiler pressure of unit {q} is 1.5 bar.", "retrieved_contexts": chunks})
+    (workdir / "big.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
 SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/eval.md": [setup_eval],
     "docs/trec-measures.md": [setup_trec_measures],
@@ -398,13 +423,13 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/testsets.md": [setup_kestrel],
     "docs/compare.md": [setup_compare],
     "docs/spark.md": [setup_spark],
+    "docs/llm-judge.md": [setup_llm_judge],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval"}
 
 
 # Pages whose inputs have no setup here yet (reported as xfail, not run: adapters.md's sweep alone takes minutes).
 PENDING = {
-    "docs/llm-judge.md": "needs testset.jsonl with human labels, big.jsonl, part-*.sqlite caches, labels.csv",
     "docs/calibrate.md": "needs bm25.testset.jsonl and records from benchmarks/calibrate_kestrel.py",
     "docs/adapters.md": "needs the my_rag module the page describes and a sweep small enough for the suite",
 }
