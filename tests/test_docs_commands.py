@@ -360,6 +360,7 @@ def setup_compare(workdir: Path) -> None:
     import importlib.util
     import json
 
+    _copy(SHARED_DATA / "cranfield", workdir / "cranfield")
     spec = importlib.util.spec_from_file_location("crosscheck_significance",
                                                   REPO / "benchmarks" / "crosscheck_significance.py")
     bench = importlib.util.module_from_spec(spec)
