@@ -466,7 +466,7 @@ SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "de
         "docs/calibrate.md": "dense retrieval in its setup, 1,460 calls of position-curve"}
 
 
-# Pages whose inputs have no setup here yet (reported as xfail, not run: adapters.md's sweep alone takes minutes).
+# Pages whose inputs have no setup here yet (reported as xfail, not run).
 PENDING = {
     "docs/llm-judge.md": "needs testset.jsonl with human labels, big.jsonl, part-*.sqlite caches, labels.csv",
 }
