@@ -190,6 +190,11 @@ class Servers:
             else:
                 from llm_server import running_server as start
             self.started[kind] = self.stack.enter_context(start())
+            settings = Path(f".{kind}-server.json")  # a page's setup may tell the fake model what to play
+            if settings.exists():
+                import json
+
+                self.started[kind].configure(**json.loads(settings.read_text(encoding="utf-8")))
         return self.started[kind].base_url
 
 
@@ -386,6 +391,62 @@ def setup_kestrel(workdir: Path) -> None:
     _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel", workdir / "kestrel")
 
 
+def setup_calibrate(workdir: Path) -> None:
+    """``bm25.testset.jsonl`` and ``dense.testset.jsonl``: the bundled Kestrel set retrieved as
+    benchmarks/calibrate_kestrel.py does (500-character chunks, top 10), and ``.generator-server.json``, which
+    tells the simulated generator (tests/generator_server.py) the answer key and the planted curve
+    (RBP p = 0.7, alpha 0.1, beta 0.8)."""
+    import json
+
+    from generator_server import key_of
+    from rankwise.datasets import load_bundled_corpus, load_bundled_testset
+    from rankwise.retrieval import run_retrievers
+    from rankwise.workflows.demo import _cases
+
+    testset = load_bundled_testset("kestrel")
+    questions = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "questions.jsonl"
+    rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    settings = {"key": key_of(rows), "curve": {"kind": "rbp", "p": 0.7}, "alpha": 0.1, "beta": 0.8,
+                "mode": "sample", "seed": 1}
+    (workdir / ".generator-server.json").write_text(json.dumps(settings), encoding="utf-8")
+    retrieved = run_retrievers(load_bundled_corpus("kestrel"), {case.id: case.question for case in testset},
+                               ["bm25", "dense"], k=10, chunk_size=500, chunk_overlap=50, quiet=True)
+    for label, res in retrieved.items():
+        with open(workdir / f"{label}.testset.jsonl", "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row) + "\n" for row in _cases(testset, res))
+
+
+MY_RAG = '''"""The retriever of docs/adapters.md: the Kestrel manual in a LlamaIndex VectorStoreIndex, no id_func.
+
+Embeddings: tests/_hash_embedder.py (a deterministic hashed bag of words), so that it runs offline."""
+
+from _hash_embedder import llamaindex_embedding
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.node_parser import SentenceSplitter
+
+from rankwise.datasets import bundled_files
+from rankwise.retrieval import load_corpus
+
+
+def build_retriever():
+    corpus = load_corpus(bundled_files("kestrel").corpus)
+    parser = SentenceSplitter(chunk_size=160, chunk_overlap=20)
+    nodes = parser.get_nodes_from_documents([Document(text=d.text, doc_id=d.id) for d in corpus])
+    return VectorStoreIndex(nodes, embed_model=llamaindex_embedding()).as_retriever(similarity_top_k=10)
+'''
+
+
+def setup_adapters(workdir: Path) -> None:
+    """``my_rag.py`` (the page's LlamaIndex retriever, importable from the working folder), the Kestrel
+    questions as ``questions.jsonl``."""
+    import sys
+
+    pytest.importorskip("llama_index.core", reason="docs/adapters.md's my_rag module is a LlamaIndex retriever")
+    sys.modules.pop("my_rag", None)  # the module of this folder, not one an earlier run imported
+    (workdir / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
+    _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel" / "questions.jsonl", workdir / "questions.jsonl")
+
+
 def setup_context_metrics(workdir: Path) -> None:
     _copy(REPO / "examples" / "ragas_testset.jsonl", workdir / "testset.jsonl")
     _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
@@ -424,14 +485,15 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/compare.md": [setup_compare],
     "docs/spark.md": [setup_spark],
     "docs/llm-judge.md": [setup_llm_judge],
+    "docs/calibrate.md": [setup_calibrate],
+    "docs/adapters.md": [setup_adapters],
 }
-SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval"}
+SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval",
+        "docs/calibrate.md": "dense retrieval in its setup, 1,460 calls of position-curve"}
 
 
-# Pages whose inputs have no setup here yet (reported as xfail, not run: adapters.md's sweep alone takes minutes).
+# Pages whose inputs have no setup here yet (reported as xfail, not run).
 PENDING = {
-    "docs/calibrate.md": "needs bm25.testset.jsonl and records from benchmarks/calibrate_kestrel.py",
-    "docs/adapters.md": "needs the my_rag module the page describes and a sweep small enough for the suite",
 }
 
 
