@@ -115,8 +115,7 @@ def test_a_factory_that_raises_is_one_line_and_exit_2(project):
             done = subprocess.run([sys.executable, "-m", "rankwise.cli", command, spec, str(cases), *map(str, extra)],
                                   capture_output=True, text=True, env=env, cwd=folder, timeout=120)
             assert done.returncode == 2, done.stderr
-            assert done.stderr == (f"rankwise: error: <input>: field 'retriever': {spec} raised {why} while "
-                                   f"building the retriever\n")
+            assert done.stderr == f"rankwise: error: RETRIEVER: {spec} raised {why} while building the retriever\n"
         assert not (folder / "r.jsonl").exists()
     with pytest.raises(InputError, match="boom raised ZeroDivisionError"):
         build_retriever(lambda: 1 / 0, "boom")
@@ -130,7 +129,7 @@ def test_empty_shard_is_refused(tmp_path):
                                       "--records", str(tmp_path / "r.jsonl"), "--cache", str(tmp_path / "c.sqlite"),
                                       "--shard", value, "--quiet"])
         assert r.exit_code == 2, r.output
-        assert r.stderr == f"rankwise: error: <input>: field 'shard': --shard must be i/N (e.g. 0/4), got {value!r}\n"
+        assert r.stderr == f"rankwise: error: --shard must be i/N (e.g. 0/4), got {value!r}\n"
     assert not (tmp_path / "r.jsonl").exists()
 
 
@@ -144,7 +143,7 @@ def test_sweep_says_the_retriever_found_nothing(tmp_path):
     r = CliRunner().invoke(main, ["sweep", "--corpus", str(corpus), "--testset", str(ts), "--out",
                                   str(tmp_path / "sw"), "--quiet", "--chunk-size", "40", "--overlap", "0"])
     assert r.exit_code == 2, r.output
-    assert r.stderr == ("rankwise: error: <input>: field 'relevance': no case can be scored with relevance 'span': "
+    assert r.stderr == ("rankwise: error: --relevance: no case can be scored with relevance 'span': "
                         "the retriever returned no chunks for 2 questions\n")
     # a test set without offsets still gets the span hint
     plain = tmp_path / "plain.jsonl"

@@ -410,7 +410,7 @@ def test_batch_options_on_the_command_line(server, tmp_path, monkeypatch):
     assert res.exit_code == 2 and "--batch-poll needs --batch-api" in res.stderr
     res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-discount", "2", name="d")[3:])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1
-    assert "field 'batch_discount': batch_discount must be a fraction from 0 to 1" in res.stderr
+    assert "--batch-discount must be a fraction from 0 to 1" in res.stderr  # the flag, in the user's words
 
 
 def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(server, tmp_path):

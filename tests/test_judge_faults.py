@@ -337,7 +337,7 @@ def test_bad_base_urls_are_refused_at_start_without_a_traceback_or_the_secret(tm
                                   str(tmp_path / "o.jsonl"), "--cache", str(tmp_path / "c.sqlite"),
                                   *(["--batch-api"] if batch else [])])
     assert r.exit_code == 2, r.output
-    assert r.stderr.startswith("rankwise: error: ") and "field 'base_url': base URL " in r.stderr
+    assert r.stderr.startswith("rankwise: error: ") and "rankwise: error: --base-url: base URL " in r.stderr
     assert problem in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
     if SECRET in url:

@@ -397,3 +397,18 @@ def test_piped_metrics_list_wraps_its_descriptions():
     for m in METRICS.values():
         assert m.name in words, m.name
         assert set(m.description.split()) <= words, m.name
+
+
+def test_a_file_s_fields_keep_the_file_s_words(tmp_path):
+    """An error about a file (here the config file) names its keys as the file spells them, not as flags."""
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+
+    cfg = tmp_path / "rankwise.toml"
+    cfg.write_text('[llm]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\nmax_retries = "x"\n')
+    ts = tmp_path / "ts.jsonl"
+    ts.write_text('{"id": "q1", "user_input": "q?", "reference": "r", "retrieved_contexts": ["a"]}\n')
+    r = CliRunner().invoke(main, ["judge", str(ts), "--config", str(cfg), "--dry-run"])
+    assert r.exit_code == 2
+    assert r.stderr == f"rankwise: error: {cfg}: field 'max_retries': max_retries must be an integer, got 'x'\n"

@@ -134,6 +134,7 @@ def _args(command: str, flag: str, target, f: dict, tmp_path: Path) -> list:
                  "--out", target if flag == "--out" else tmp_path / "pooled.jsonl"],
         "import-testset": ["import-testset", f["ragas"], "--corpus", f["corpus"], "--out", target],
         "export-testset": ["export-testset", f["testset"], "--to", "ragas", "--out", target],
+        "sample-labels": ["sample-labels", f["testset"], "--relevance", "containment", "-n", "1", "--out", target],
     }[command]
     return args
 
@@ -161,7 +162,7 @@ def _an_input(command: str, flag: str, f: dict) -> Path:
             "cache merge": f["source_cache"], "calibrate": f["records"], "run": f["corpus_dir"] / "doc1.txt",
             "run-adapter": f["testset"], "answer": f["testset"], "utility": f["testset"],
             "position-curve": f["testset"], "synth": f["corpus"], "pool": f["rag_run"],
-            "import-testset": f["ragas"], "export-testset": f["testset"]}[command]
+            "import-testset": f["ragas"], "export-testset": f["testset"], "sample-labels": f["testset"]}[command]
 
 
 def test_every_output_option_is_covered():
@@ -177,7 +178,7 @@ OPTIONS = sorted({("eval-rag", "--records"), ("compare", "--html"), ("compare", 
                   ("position-curve", "--out"), ("position-curve", "--plot"), ("position-curve", "--cache"),
                   ("utility", "--records"), ("utility", "--cache"), ("synth", "--out"), ("synth", "--cache"),
                   ("pool", "--out"), ("pool", "--cache"), ("import-testset", "--out"),
-                  ("export-testset", "--out")})
+                  ("export-testset", "--out"), ("sample-labels", "--out")})
 
 
 @pytest.mark.parametrize(("command", "flag"), OPTIONS, ids=[f"{c}{f}" for c, f in OPTIONS])

@@ -392,3 +392,10 @@ def test_gate_ppi_refuses_floors_and_qrels(tmp_path):
     code, _, err = run("gate", "--baseline", pb, "--candidate", pb, "--labels", labels, "--ppi", "-m", "mrr",
                        "--qrels", labels)
     assert code == 2 and "--qrels is not used with --ppi" in err
+
+
+def test_the_output_guard_knows_the_label_sheet_header():
+    from rankwise._outputs import LABEL_SHEET_HEADER
+    from rankwise.analysis.label_sample import SHEET_COLUMNS
+
+    assert LABEL_SHEET_HEADER == ",".join(SHEET_COLUMNS).encode()

@@ -33,7 +33,8 @@ PNG_SOFTWARE = "rankwise"
 _HTML_PREFIX = b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
 _CHUNK_KEYS = {"id", "doc_id", "start", "end", "text"}
 _CONTEXT_KEYS = {"id", "text", "doc_id", "start", "end", "score"}
-_RAGAS_EXPORT_KEYS = {"user_input", "reference", "reference_contexts", "reference_context_ids"}
+_RAGAS_EXPORT_KEYS = {"id", "user_input", "reference", "reference_contexts", "reference_context_ids"}  # export-testset --to ragas
+LABEL_SHEET_HEADER = b"system,query_id,rank,chunk_id,question,chunk_text,verdict,type,reason,annotator"
 _CURVE_KEYS = {"accuracy", "counts", "intervals", "weights", "fits"}
 _PROVENANCE_MARKS = ("plan", "imported_from", "pooled")  # synth / import-testset / pool
 
@@ -65,7 +66,7 @@ def _ours_by_rows(head: bytes) -> bool:
             continue
         if not isinstance(obj, dict):
             continue
-        if set(obj) == _RAGAS_EXPORT_KEYS or "pool_judged" in obj:
+        if set(obj) in (_RAGAS_EXPORT_KEYS, _RAGAS_EXPORT_KEYS - {"id"}) or "pool_judged" in obj:
             return True
         prov = obj.get("provenance")
         if isinstance(prov, dict) and any(mark in prov for mark in _PROVENANCE_MARKS):
@@ -133,6 +134,8 @@ def is_our_output(path: str | os.PathLike) -> bool:
             return True
     if head.startswith(b"[") and b'"reference_spans"' in head and b'"expected_output"' in head:
         return True  # export-testset --to deepeval
+    if head.startswith(LABEL_SHEET_HEADER):
+        return True  # sample-labels (analysis/label_sample.SHEET_COLUMNS)
     chunks = p.with_name(p.name + ".chunks.jsonl")
     return chunks.is_file() and is_our_output(chunks)  # a run written by `rankwise run` with its chunks
 

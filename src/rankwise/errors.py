@@ -131,6 +131,8 @@ def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
 
     if not isinstance(exc, InputError):
         return rename(str(exc))
+    if exc.source is not None:  # about a file (a config, a test set): in that file's words
+        return str(exc)
     problem = rename(exc.problem)
     if exc.source is None and exc.line is None and (exc.field is None or exc.field in names):
         if exc.field is None or re.search(rf"(?<![\w-]){re.escape(names[exc.field])}(?![\w-])", problem):
