@@ -398,4 +398,4 @@ def test_the_output_guard_knows_the_label_sheet_header():
     from rankwise._outputs import LABEL_SHEET_HEADER
     from rankwise.analysis.label_sample import SHEET_COLUMNS
 
-    assert LABEL_SHEET_HEADER == ",".join(SHEET_COLUMNS).encode()
+    assert ",".join(SHEET_COLUMNS).encode() == LABEL_SHEET_HEADER
