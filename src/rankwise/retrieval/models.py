@@ -139,6 +139,12 @@ def _import_sentence_transformers(kind: str):
     except ImportError:
         raise InputError(f"the {kind} model needs sentence-transformers: pip install 'rankwise[retrieval]'",
                          field="model") from None
+    try:  # the environment variable is read once, at transformers' import, which may have come first
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights" bars: rankwise shows its own progress
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        pass
     return sentence_transformers
 
 
