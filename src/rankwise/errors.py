@@ -131,8 +131,11 @@ def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
 
     if not isinstance(exc, InputError):
         return rename(str(exc))
-    if exc.source is not None:  # about a file (a config, a test set): in that file's words
-        return str(exc)
+    if exc.source is not None:  # about a file: its own field keeps the file's word (a config key), the
+        keep = {exc.field} if exc.field else set()  # options the text mentions become flags
+        problem = _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) in keep else names.get(m.group(0), m.group(0)),
+                                  exc.problem)
+        return str(InputError(problem, source=exc.source, line=exc.line, field=exc.field))
     problem = rename(exc.problem)
     if exc.source is None and exc.line is None and (exc.field is None or exc.field in names):
         if exc.field is None or re.search(rf"(?<![\w-]){re.escape(names[exc.field])}(?![\w-])", problem):
