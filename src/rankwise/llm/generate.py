@@ -31,7 +31,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
 from rankwise.llm.parse import answer_refusal, parse_verdict
-from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
+from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml, template_version
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
 __all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
@@ -85,8 +84,7 @@ class GenPrompt:
     @property
     def prompt_version(self) -> str:
         """``<task>-<scale>-v<version>+<8 hex of the template text>``."""
-        text = "\x1f".join((self.system, self.user, self.item, self.repair))
-        return f"{self.task}-{self.scale}-v{self.version}+{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
+        return template_version(self.task, self.scale, self.version, (self.system, self.user, self.item, self.repair))
 
     def render_answer(self, question: str, chunks: Sequence[str]) -> list[dict]:
         """System + user message asking for an answer from ``chunks``, numbered 1..n in the order given (question

@@ -26,6 +26,7 @@ import hashlib
 import html
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from os import PathLike
@@ -158,6 +159,18 @@ def shipped_toml(package: str, name: str) -> tuple[dict[str, Any], str]:
     return load_toml(None, text), f"rankwise:{folder}prompts/{name}"
 
 
+def template_version(name: str, scale: str, version: str, texts: Sequence[str]) -> str:
+    """A prompt's version string, ``<name>-<scale>-v<version>+<8 hex of its template texts>``: any edit of a
+    template changes it, so cached replies of another wording are never served (cache keys include it).
+
+    Example:
+        >>> template_version("answer", "text", "2", ("sys", "user"))[:15]
+        'answer-text-v2+'
+    """
+    digest = hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:8]
+    return f"{name}-{scale}-v{version}+{digest}"
+
+
 @dataclass(frozen=True)
 class PromptTemplate:
     """The prompts for one mode and scale; renders chat messages for one chunk or a batch of chunks.
@@ -187,9 +200,8 @@ class PromptTemplate:
     @property
     def prompt_version(self) -> str:
         """``<mode>-<scale>-v<version>+<8 hex of the template text>``."""
-        text = "\x1f".join((self.system, self.user, self.batch, self.batch_item, self.repair))
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-        return f"{self.mode}-{self.scale}-v{self.version}+{digest}"
+        return template_version(self.mode, self.scale, self.version,
+                                (self.system, self.user, self.batch, self.batch_item, self.repair))
 
     def _values(self, question: str, reference: str | None, response: str | None,
                 chunks: list[str]) -> tuple[dict[str, Any], str]:

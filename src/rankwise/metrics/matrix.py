@@ -308,11 +308,13 @@ def record_truth(record: Any, source: str, *, relevance_level: int = 1) -> dict:
 
 def _char_coverage(record: Any) -> tuple[float, list[float]]:
     """Reference characters in all, and those first covered by each rank's chunk span."""
+    from rankwise.relevance.text import merge_intervals
+
     gold: dict[str, list[tuple[int, int]]] = {}
     for p in record.reference_contexts:
         if p.span is not None:
             gold.setdefault(p.span[0], []).append((p.span[1], p.span[2]))
-    merged = {d: _merge(iv) for d, iv in gold.items()}
+    merged = {d: merge_intervals(iv) for d, iv in gold.items()}
     total = float(sum(e - s for ivs in merged.values() for s, e in ivs))
     covered: dict[str, list[tuple[int, int]]] = {}
     gained: list[float] = []
@@ -320,7 +322,7 @@ def _char_coverage(record: Any) -> tuple[float, list[float]]:
     for c in record.chunks:
         span = c.to_chunk().span
         if span is not None and span[0] in merged:
-            covered[span[0]] = _merge([*covered.get(span[0], []), (span[1], span[2])])
+            covered[span[0]] = merge_intervals([*covered.get(span[0], []), (span[1], span[2])])
         now = 0
         for d, ivs in covered.items():
             for gs, ge in merged[d]:
@@ -329,18 +331,6 @@ def _char_coverage(record: Any) -> tuple[float, list[float]]:
         gained.append(float(now - before))
         before = now
     return total, gained
-
-
-def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
 
 
 def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "zero",

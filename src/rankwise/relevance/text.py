@@ -176,7 +176,13 @@ def fuzzy_similarities(pairs: Sequence[tuple[str, str]], threshold: float) -> li
     return out
 
 
-def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, overlapping or touching ``[start, end)`` intervals joined; empty ones dropped.
+
+    Example:
+        >>> merge_intervals([(5, 9), (0, 3), (2, 4), (7, 7)])
+        [(0, 4), (5, 9)]
+    """
     out: list[list[int]] = []
     for s, e in sorted(intervals):
         if e <= s:
@@ -209,9 +215,9 @@ def char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k
             cover.setdefault(c.span[0], []).append((c.span[1], c.span[2]))
     total = covered = 0
     for doc, ivs in by_doc.items():
-        gold = _merge(ivs)
+        gold = merge_intervals(ivs)
         total += sum(e - s for s, e in gold)
-        got = _merge(cover.get(doc, []))
+        got = merge_intervals(cover.get(doc, []))
         for gs, ge in gold:
             for cs, ce in got:
                 covered += max(0, min(ge, ce) - max(gs, cs))
