@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from os import PathLike
 
-__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "flag_names", "in_user_words"]
+__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "in_user_words"]
 
 
 class RankwiseWarning(UserWarning):
@@ -74,39 +73,6 @@ class InputError(RankwiseError, ValueError):
             what = f"option {self.field}: "
         return f"{where}: {what}{self.problem}"
 
-    def with_flags(self, flags: Mapping[str, str]) -> InputError:
-        """The same error in a command line's terms: every library parameter name in ``flags`` (as a
-        whole word, in the problem and the field) replaced by its option.
-
-        Example:
-            >>> str(InputError("x (allow_mismatch compares the rest)").with_flags({"allow_mismatch": "--allow-mismatch"}))
-            '<input>: x (--allow-mismatch compares the rest)'
-        """
-        if not flags:
-            return self
-        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, flags)) + r")(?![\w-])")
-        problem = pattern.sub(lambda m: flags[m.group(1)], self.problem)
-        field = flags.get(self.field, self.field) if self.field else None
-        return InputError(problem, source=self.source, line=self.line, field=field)
-
-
-@contextmanager
-def flag_names(flags: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise an :class:`InputError` from the block with library parameter names turned into the
-    command's options (``{"allow_query_mismatch": "--allow-query-mismatch"}``): the CLI speaks in flags.
-
-    Example:
-        >>> try:
-        ...     with flag_names({"max_drop": "--max-drop"}):
-        ...         raise InputError("must be >= 0", field="max_drop")
-        ... except InputError as exc:
-        ...     print(exc)
-        <input>: option --max-drop: must be >= 0
-    """
-    try:
-        yield
-    except InputError as exc:
-        raise exc.with_flags(flags) from None
 
 _IDENTIFIER = re.compile(r"(?<![\w.'-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w'(-])")
 
@@ -126,17 +92,14 @@ def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
         >>> in_user_words(InputError("'llm' needs a reranker: give rerank_model"), {"rerank_model": "--rerank"})
         "'llm' needs a reranker: give --rerank"
     """
-    def rename(text: str) -> str:
-        return _IDENTIFIER.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+    def rename(text: str, keep: str | None = None) -> str:
+        return _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else names.get(m.group(0), m.group(0)),
+                               text)
 
     if not isinstance(exc, InputError):
         return rename(str(exc))
-    if exc.source is not None:  # about a file: its own field keeps the file's word (a config key), the
-        keep = {exc.field} if exc.field else set()  # options the text mentions become flags
-        problem = _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) in keep else names.get(m.group(0), m.group(0)),
-                                  exc.problem)
-        return str(InputError(problem, source=exc.source, line=exc.line, field=exc.field))
-    problem = rename(exc.problem)
+    # about a file: its own field keeps the file's word (a config key); options the text mentions become flags
+    problem = rename(exc.problem, keep=exc.field if exc.source is not None else None)
     if exc.source is None and exc.line is None and (exc.field is None or exc.field in names):
         if exc.field is None or re.search(rf"(?<![\w-]){re.escape(names[exc.field])}(?![\w-])", problem):
             return problem  # no field, or the text names the flag already
