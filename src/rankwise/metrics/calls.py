@@ -26,6 +26,8 @@ import numpy as np
 
 from rankwise.data.records import CaseRecord, ChunkRecord
 from rankwise.data.testset import chunk_key, merge_calls
+from rankwise.errors import InputError
+from rankwise.metrics._names import MeasureParamError
 from rankwise.metrics.matrix import RelevanceMatrix, record_truth
 
 __all__ = ["call_records", "per_call", "call_mean", "merged", "evidence_coverage", "all_hops_covered",
@@ -114,7 +116,10 @@ def merged(m: RelevanceMatrix, inner: Inner, order: str = "interleave", dedup: s
         lists = [c.chunks for c in calls]
         found_of = {id(c): {s: lists_[j] for s, lists_ in sub.passages_found.items()}
                     for sub in calls for j, c in enumerate(sub.chunks)}
-        chunks = merge_calls(lists, order, dedup)
+        try:
+            chunks = merge_calls(lists, order, dedup)
+        except InputError as exc:  # order=score on a case without scores: one line naming the case
+            raise MeasureParamError(f"case {r.id!r}: {exc.problem}") from None
         found = {s: [found_of[id(c)].get(s, []) for c in chunks] for s in r.passages_found}
         subs.append(_sub(r, chunks, found))
     return inner(_matrix(m, subs))

@@ -403,7 +403,8 @@ def trec_metrics() -> list[Metric]:
 CALL_INNER = ("hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp", "r_precision", "wcp",
               "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision", "id_recall")
 _INNER = Param("metric", str, "", "the metric scored, at the same cutoff (required)", CALL_INNER, required=True)
-_CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first", bounds=(-1, 10**6))
+_CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first (required)", bounds=(-1, 10**6),
+              required=True)
 _ORDER = Param("order", str, "interleave", "merge order: interleave (rank 1 of every call, then rank 2 ...), "
                "score (highest score first), concat (call after call)", ("interleave", "score", "concat"))
 _DEDUP = Param("dedup", str, "id", "duplicates kept once: id (same id, else span, else text), span (also "
@@ -638,8 +639,10 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
     for p in metric.params:
         if p.required:
             if p.name not in params:
-                raise InputError(f"metric {metric.name!r} needs {p.name}=NAME, e.g. {metric.name}({p.name}=recall)"
-                                 f"@5 ({p.name}: {', '.join(map(str, p.choices))})", field="metric")
+                example = ",".join(f"{q.name}={q.default if q.default != '' else 'recall'}"
+                                   for q in metric.params if q.required)
+                raise InputError(f"in {text!r}: {metric.name} needs {p.name}=..., e.g. {metric.name}({example})@5 "
+                                 f"(`rankwise metrics {metric.name}` lists its parameters)", field="metric")
             shown.append((p.name, params[p.name]))
             continue
         if p.applies_when is not None:
