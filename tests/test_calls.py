@@ -284,3 +284,23 @@ def test_default_metrics_add_the_call_metrics_only_when_cases_have_calls():
                           "calls_to_evidence@2", "call_redundancy@2"]
     plain = evaluate_rag(SINGLE, "containment", k=[1, 2])
     assert [m.name for m in plain.measures] == [m.name for m in with_calls.measures][:-5]
+
+
+def test_the_llm_judge_judges_a_chunk_seen_in_two_calls_once(srv, tmp_path):
+    """Against the loopback judge: one request per distinct chunk; both calls show the shared verdict."""
+    from rankwise.relevance.llm_judge import judge_records
+
+    recs = records_from_testset([dict(CASE, reference="Ada Lee founded Acme.")])
+    summary = judge_records(recs, model="judge-test", base_url=srv.base_url, api_key="unused",
+                            cache=tmp_path / "c.sqlite", mode="reference")
+    assert srv.stats()["requests"] == 3  # a, c, b: "a" is in both calls, judged once
+    assert summary is not None
+    merged = {c.id: c.verdicts["llm"].verdict for c in recs[0].chunks}
+    calls = [[(c.id, c.verdicts["llm"].verdict) for c in call] for call in recs[0].call_chunks()]
+    assert calls == [[("a", merged["a"]), ("b", merged["b"])], [("c", merged["c"]), ("a", merged["a"])]]
+    assert merged["c"] == 1  # "Acme was founded by Ada Lee." shares the reference's keywords
+    result = evaluate_rag(recs, "llm", metrics=["per_call(metric=hit_rate,call=1)@1", "call_redundancy@2"])
+    assert result.per_query["q1"] == {"per_call(metric=hit_rate,call=1)@1": 1.0, "call_redundancy@2": 0.25}
+    path = write_records(result.records, tmp_path / "judged.jsonl")
+    again = evaluate_rag(str(path), "llm", metrics=["per_call(metric=hit_rate,call=1)@1", "call_redundancy@2"])
+    assert again.per_query["q1"] == result.per_query["q1"]  # the same number from the records file
