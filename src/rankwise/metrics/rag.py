@@ -190,14 +190,11 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
     if metrics:
-        measures = parse_measures(metrics)
+        parse_measures(metrics)  # a misspelt name stops before any judging
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
                                      threshold=threshold, id_field=id_field, relevance_level=relevance_level,
                                      progress=progress, min_evidence_chars=min_evidence_chars)
-    if not metrics:
-        hops = any(p.hop is not None for r in records for p in r.reference_contexts)
-        measures = parse_measures(default_rag_metrics(ks, relevance, calls=any(r.calls for r in records),
-                                                      hops=hops))
+    measures = parse_measures(metrics or _defaults(records, ks, relevance))
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}
@@ -239,6 +236,12 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             r.scores[relevance] = result.per_query[r.id]
     return RagResult(result.measures, result.per_query, result.mean, result.summary, result.run_name,
                      records=records, relevance=relevance)
+
+
+def _defaults(records: list[CaseRecord], ks: list[int], relevance: str) -> list[str]:
+    """The default metrics for these records: with the metrics over calls when some case has calls."""
+    hops = any(p.hop is not None for r in records for p in r.reference_contexts)
+    return default_rag_metrics(ks, relevance, calls=any(r.calls for r in records), hops=hops)
 
 
 def verdict_counts(records, relevance: str) -> dict[str, int]:
