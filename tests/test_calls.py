@@ -329,3 +329,20 @@ def test_call_chunks_without_a_verdict_are_warned_about(tmp_path):
     with pytest.warns(Warning, match="1 chunk of the cases' calls \\(in 1 case\\) has no 'llm' verdict"):
         result = evaluate_rag(recs, "llm", metrics=["call_mean(metric=hit_rate)@1"])
     assert result.per_query["q"]["call_mean(metric=hit_rate)@1"] == 0.5
+
+
+def test_calls_in_a_csv_test_set(tmp_path):
+    import csv
+
+    path = tmp_path / "t.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "user_input", "calls", "reference_contexts"])
+        w.writerow(["q1", CASE["user_input"], json.dumps(CASE["calls"]), json.dumps(CASE["reference_contexts"])])
+        w.writerow(["q2", "bad", "[{\"chunks\": 5}]", "[]"])
+    with pytest.raises(InputError) as err:
+        load_testset(path)
+    assert err.value.line == 3 and err.value.field == "calls[0].chunks"
+    path.write_text("\n".join(path.read_text(encoding="utf-8").splitlines()[:2]) + "\n", encoding="utf-8")
+    case = load_testset(path)["q1"]
+    assert _ids(case.chunks) == ["a", "c", "b"] and case.reference_contexts[1].hop == 1
