@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from rankwise.errors import InputError
 from rankwise.testing import RegressionError, assert_no_regression, assert_retrieval
