@@ -150,7 +150,7 @@ def test_gate_logs_its_verdict(store, experiment, tmp_path, monkeypatch):
 def test_sweep_logs_one_child_run_per_configuration(store, experiment, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = CliRunner().invoke(main, ["sweep", "--retriever", "bm25", "--chunk-size", "300,600", "--overlap", "0",
-                                    "-k", "5", "--out", "sw", "--quiet", "--mlflow", "--mlflow-experiment",
+                                    "--depth", "5", "--out", "sw", "--quiet", "--mlflow", "--mlflow-experiment",
                                     experiment])
     assert out.exit_code == 0, out.output
     parent, runs = _only_run(store, experiment)

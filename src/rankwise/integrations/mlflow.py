@@ -356,7 +356,7 @@ def scorers(metrics: Iterable[str] | str = ("ndcg@10", "recall@10", "mrr@10"), *
 
     Example:
         >>> [s.name for s in scorers(["ndcg@10", "P@5"])]
-        ['ndcg_at_10', 'P_at_5']
+        ['ndcg_at_10', 'precision_at_5']
     """
     from mlflow.entities import Feedback
     from mlflow.genai.scorers import scorer
