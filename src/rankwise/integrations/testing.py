@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -112,7 +113,14 @@ def assert_no_regression(baseline: Any = None, candidate: Any = None, metrics: I
 
 
 def _label(obj: Any, role: str) -> str:
-    return str(obj) if isinstance(obj, (str, PathLike)) else f"<{role}>"
+    """A file as the user would name it: relative to the working folder when inside it."""
+    if not isinstance(obj, (str, PathLike)):
+        return f"<{role}>"
+    path = Path(obj)
+    if path.is_absolute():
+        with contextlib.suppress(ValueError):
+            return str(path.relative_to(Path.cwd()))
+    return str(obj)
 
 
 def _num(x: float | None) -> str:
@@ -215,6 +223,10 @@ def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: M
         if corpus is None:
             raise InputError("a rankwise pipeline spec needs the corpus to retrieve from (corpus=...)",
                              field="corpus")
+        if isinstance(corpus, (str, PathLike)):
+            from rankwise.retrieval import load_corpus
+
+            corpus = load_corpus(corpus)
         records = records_queries(testset)
         res = run_retrieval(corpus, {r.id: r.question for r in records}, retriever, k=k,
                             **{"quiet": True, **options})
