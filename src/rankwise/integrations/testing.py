@@ -206,8 +206,8 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
             text = to_json(result, per_query=True)
         path.write_text(text + "\n", encoding="utf-8")
     origin = _label(candidate, "candidate")
-    accepted_baselines.append((str(path), origin))
-    warn(f"accepted a new baseline on purpose: wrote {path} from {origin} (no comparison made)")
+    accepted_baselines.append((_label(path, "baseline"), origin))
+    warn(f"accepted a new baseline on purpose: wrote {_label(path, 'baseline')} from {origin} (no comparison made)")
     return path
 
 
