@@ -307,8 +307,27 @@ def _retriever_documents(trace: Any) -> list[dict]:
     if not top:
         return []
     outputs = top[0].outputs
-    outputs = json.loads(outputs) if isinstance(outputs, str) else outputs
+    if isinstance(outputs, str):
+        try:
+            outputs = json.loads(outputs)
+        except ValueError:
+            raise InputError(f"the RETRIEVER span {top[0].name!r} gave text that is not JSON documents",
+                             field="outputs") from None
+    if outputs is not None and not isinstance(outputs, (list, tuple)):
+        raise InputError(f"the RETRIEVER span {top[0].name!r} gave {type(outputs).__name__}, not a list of "
+                         "documents", field="outputs")
     return [d for d in outputs or [] if isinstance(d, Mapping)]
+
+
+def _list_of(exp: Mapping[str, Any], key: str, kinds: Any, what: str) -> list:
+    """``exp[key]`` as a list of ``kinds`` (absent or empty: ``[]``); anything else is an InputError."""
+    value = exp.get(key)
+    if value is None or value == []:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, kinds) and not isinstance(v, bool)
+                                                       for v in value):
+        raise InputError(f"expected a list of {what}, not {value!r}"[:200], field=key)
+    return list(value)
 
 
 def case_from_trace(trace: Any = None, expectations: Mapping[str, Any] | None = None, inputs: Any = None,
@@ -327,16 +346,23 @@ def case_from_trace(trace: Any = None, expectations: Mapping[str, Any] | None = 
         meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
         uri = meta.get("doc_uri") or meta.get("source") or doc.get("doc_uri")
         cid = doc.get("id") or meta.get("chunk_id") or uri
+        text = doc.get("page_content") or doc.get("content") or doc.get("text") or ""
         chunks.append({"id": None if cid is None else str(cid), "doc_id": None if uri is None else str(uri),
-                       "text": doc.get("page_content") or doc.get("content") or doc.get("text") or ""})
+                       "text": text if isinstance(text, str) else json.dumps(text, default=str)})
+    if expectations is not None and not isinstance(expectations, Mapping):
+        raise InputError(f"expectations must be an object, not {type(expectations).__name__}",
+                         field="expectations")
     exp = dict(expectations or {})
-    row: dict[str, Any] = {"id": case_id, "question": inputs if isinstance(inputs, str) else json.dumps(inputs),
-                           "retrieved_contexts": chunks}
-    expected = exp.get("expected_retrieved_context") or []
-    ids = exp.get("reference_context_ids") or [e["doc_uri"] for e in expected
-                                               if isinstance(e, Mapping) and e.get("doc_uri")]
-    passages = exp.get("reference_contexts") or [e["content"] for e in expected
-                                                 if isinstance(e, Mapping) and e.get("content")]
+    question = inputs if isinstance(inputs, str) else json.dumps(inputs, default=str)
+    row: dict[str, Any] = {"id": case_id, "question": question, "retrieved_contexts": chunks}
+    expected = _list_of(exp, "expected_retrieved_context", Mapping, "objects such as {'doc_uri': 'd1'}")
+    ids = _list_of(exp, "reference_context_ids", (str, int), "document ids") or [
+        e["doc_uri"] for e in expected if e.get("doc_uri") is not None]
+    passages = _list_of(exp, "reference_contexts", str, "passages") or [
+        e["content"] for e in expected if e.get("content") is not None]
+    for value, what in [*((i, "doc_uri") for i in ids), *((p, "content") for p in passages)]:
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            raise InputError(f"a {what} must be text, not {value!r}", field="expected_retrieved_context")
     if ids:
         row["reference_context_ids"] = [str(i) for i in ids]
     if passages:
