@@ -124,6 +124,7 @@ def test_compare_rag_logs_means_deltas_table_and_report(store, experiment, tmp_p
     assert m["reordered.ndcg_at_3.p_value"] == cmp.comparison("reordered", "ndcg@3").p_value
     assert logged.data.params["verdict_source"] == "span" and logged.data.params["baseline"] == "rich_testset"
     assert _artifacts(store, logged.info.run_id, "report") == ["report/report.html"]
+    assert _artifacts(store, logged.info.run_id, "records") == ["records/reordered.jsonl", "records/rich_testset.jsonl"]
     table = mlflow.load_table("per_query.parquet", run_ids=[logged.info.run_id])
     assert sorted(set(table["system"])) == ["reordered", "rich_testset"] and len(table) == 12
 

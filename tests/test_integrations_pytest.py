@@ -152,3 +152,17 @@ def test_assert_retrieval_with_a_pipeline_spec_and_a_callable():
     assert "ndcg@10, the 5 lowest questions: c0 0.6309, c1 0.6309" in message
     with pytest.raises(InputError, match="needs the corpus"):
         assert_retrieval(CASES, "bm25", {"ndcg@10": 0.5})
+
+
+def test_the_gates_interval_and_p_are_compares(tmp_path):
+    """The same number everywhere: the interval and p-value in the assertion's message are compare's."""
+    from rankwise.analysis.compare import compare
+    from rankwise.analysis.gate import gate
+
+    _write_inputs(tmp_path)
+    runs = [str(tmp_path / "base.trec"), str(tmp_path / "worse.trec")]
+    checked = gate(*runs, ["ndcg@10", "P@1"], qrels=tmp_path / "qrels.txt")
+    compared = compare(tmp_path / "qrels.txt", runs, ["ndcg@10", "P@1"], names=["base", "worse"], correction="none")
+    for check in checked.checks:
+        c = compared.comparison("worse", check.metric)
+        assert (check.ci_low, check.ci_high, check.p_value, check.delta) == (c.ci_low, c.ci_high, c.p_value, c.delta)

@@ -161,7 +161,7 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
                         if probe_sources else [source]}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
-    _log_mlflow(mlflow_opts, result, html=html_path)
+    _log_mlflow(mlflow_opts, result, html=html_path, records=list(records))
 
 
 @main.command("gate")

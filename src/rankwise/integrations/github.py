@@ -136,7 +136,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    """The script's flags (the action passes every input as one of them; an empty value means the default)."""
+    """The script's flags (the action passes every input as one of them; an empty value means the default).
+
+    Example:
+        >>> args = parser().parse_args(["--baseline", "b.json", "--candidate", "c.trec", "--alpha", ""])
+        >>> args.alpha, args.html
+        ('', 'rankwise-gate.html')
+    """
     p = _Parser(prog="python -m rankwise.integrations.github",
                 description="rankwise gate for GitHub Actions (job summary, outputs, HTML report)")
     p.add_argument("--baseline", required=True, help="baseline: run, saved result (.json) or RAG records")
@@ -162,7 +168,16 @@ def _number(text: str, default: float, field: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The action's entry point: parse the flags, run :func:`github_gate`, print the verdict; the exit code."""
+    """The action's entry point: parse the flags, run :func:`github_gate`, print the verdict; the exit code.
+
+    Example:
+        >>> import contextlib, io
+        >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+        ...     main(["--baseline", "nosuch.trec", "--candidate", "nosuch.trec", "--html", ""])
+        2
+        >>> err.getvalue().startswith("rankwise: error: ")
+        True
+    """
     from rankwise.errors import in_user_words
 
     args = parser().parse_args(argv)

@@ -127,7 +127,7 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.4f}"
 
 
-def check_line(check: MetricCheck, max_drop: float) -> str:
+def _check_line(check: MetricCheck, max_drop: float) -> str:
     """One metric's line: verdict, baseline -> candidate, difference with CI and p, budget and floor."""
     verdict = "FAIL" if check.failed else "pass"
     if check.untested:
@@ -159,7 +159,7 @@ def regression_message(result: GateResult, baseline: Any = None, candidate: Any 
            if not s.get("untested") else f"means only: {s['untested']}")
     lines = [f"rankwise: regression in {failed} (baseline {_label(baseline, 'baseline')}, candidate "
              f"{_label(candidate, 'candidate')}; {how})"]
-    lines += [check_line(c, result.max_drop) for c in result.checks]
+    lines += [_check_line(c, result.max_drop) for c in result.checks]
     for c in result.checks:
         if c.failed and c.worst:
             rows = ", ".join(f"{q} {b:.4f} -> {v:.4f} ({d:+.4f})" for q, b, v, d in c.worst)

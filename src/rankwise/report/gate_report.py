@@ -59,7 +59,14 @@ _HEAD = ("metric", "baseline", "candidate", "difference", "95% CI", "p", "floor"
 
 
 def how_tested(result: GateResult) -> str:
-    """One sentence: what was compared and how (or why no test ran)."""
+    """One sentence: what was compared and how (or why no test ran).
+
+    Example:
+        >>> from rankwise.analysis.gate import gate
+        >>> r = gate({"q": ["a"], "r": ["a"]}, {"q": ["a"], "r": ["a"]}, "P@1", qrels={"q": {"a": 1}, "r": {"a": 1}})
+        >>> how_tested(r).split(";")[0]
+        '2 paired queries'
+    """
     s = result.summary
     if s.get("untested"):
         return f"Means compared, no significance test: {s['untested']}."
@@ -89,7 +96,14 @@ def gate_markdown(result: GateResult, *, title: str = "rankwise gate") -> str:
 
 
 def gate_html(result: GateResult, *, title: str = "rankwise gate") -> str:
-    """The same as :func:`gate_markdown` as one self-contained HTML page (no script, no network)."""
+    """The same as :func:`gate_markdown` as one self-contained HTML page (no script, no network).
+
+    Example:
+        >>> from rankwise.analysis.gate import gate
+        >>> r = gate({"q": ["a"]}, {"q": ["a"]}, "P@1", qrels={"q": {"a": 1}})
+        >>> "<h1>rankwise gate passed</h1>" in gate_html(r)
+        True
+    """
     verdict = "passed" if result.passed else "failed: " + ", ".join(c.metric for c in result.failed)
     table = "<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in _HEAD) + "</tr>"
     table += "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in row) + "</tr>" for row in _rows(result))
