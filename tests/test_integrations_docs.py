@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from test_docs_commands import REPO, fenced_blocks, setup_common, setup_compare
+from test_integrations_pytest import LOAD
 
 PAGE = REPO / "docs" / "integrations.md"
 BLOCKS = list(fenced_blocks(PAGE.read_text(encoding="utf-8")))
@@ -60,9 +61,8 @@ def test_the_pytest_file_runs_as_shown(workdir):
         commands = [i for i, line in enumerate(block) if line.startswith("$ ")] + [len(block)]
         for start, end in zip(commands, commands[1:], strict=False):
             args = block[start][2:].split()[1:]
-            # the plugin is registered by the installed package's entry point; this checkout loads it by name
-            proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "rankwise.integrations.pytest_plugin",
-                                   "-p", "no:cacheprovider", "-p", "no:randomly", *args],
+            # an installed rankwise registers the plugin (entry point); a checkout's is loaded by name
+            proc = subprocess.run([sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", *args],
                                   cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
             missing = _shown_lines_appear(block[start + 1:end], proc.stdout)
             assert not missing, f"{block[start]}: not in the output:\n{missing}\n\n{proc.stdout[-4000:]}"

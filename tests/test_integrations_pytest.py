@@ -18,6 +18,17 @@ REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "rankwise.integrations.pytest_plugin"
 
 
+def _plugin_installed() -> bool:
+    """Is the plugin registered by an installed rankwise's entry point? (Then ``-p`` would load it twice.)"""
+    from importlib.metadata import entry_points
+
+    return any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
+
+
+#: how the tests load the plugin: by the installed entry point, or by name from this checkout
+LOAD = [] if _plugin_installed() else ["-p", PLUGIN]
+
+
 def _write_inputs(folder: Path) -> None:
     """qrels for 30 queries (q00..q29, d1 relevant), a baseline run ranking d1 first everywhere, a candidate that
     drops d1 to rank 4 on q00..q11 (planted regression), and a candidate equal to the baseline."""
@@ -48,7 +59,7 @@ def test_retrieval_did_not_regress(rankwise_baseline):
 def _run(pytester: pytest.Pytester, candidate: str, *args: str) -> pytest.RunResult:
     _write_inputs(pytester.path)
     pytester.makepyfile(test_gate_here=TEST_FILE.format(candidate=candidate))
-    return pytester.runpytest("-p", PLUGIN, "-p", "no:cacheprovider", *args)
+    return pytester.runpytest(*LOAD, "-p", "no:cacheprovider", *args)
 
 
 def test_plain_test_file_fails_with_a_readable_message_on_a_planted_regression(pytester):
@@ -77,12 +88,12 @@ def test_update_baseline_writes_the_candidate_and_passes_saying_so(pytester):
     _write_inputs(pytester.path)
     pytester.makepyfile(test_gate_here=TEST_FILE.format(candidate="worse.trec"))
     baseline = pytester.path / "baseline.json"
-    missing = pytester.runpytest("-p", PLUGIN, "-p", "no:cacheprovider", "--rankwise-baseline", "baseline.json")
+    missing = pytester.runpytest(*LOAD, "-p", "no:cacheprovider", "--rankwise-baseline", "baseline.json")
     missing.assert_outcomes(failed=1)
     assert "the baseline does not exist; write it from the candidate on purpose with pytest " \
            "--rankwise-update-baseline" in missing.stdout.str()
 
-    updated = pytester.runpytest("-p", PLUGIN, "-p", "no:cacheprovider", "--rankwise-baseline", "baseline.json",
+    updated = pytester.runpytest(*LOAD, "-p", "no:cacheprovider", "--rankwise-baseline", "baseline.json",
                                  "--rankwise-update-baseline")
     updated.assert_outcomes(passed=1)
     assert "rankwise: accepted a new baseline on purpose: wrote baseline.json from worse.trec" in updated.stdout.str()
@@ -90,7 +101,7 @@ def test_update_baseline_writes_the_candidate_and_passes_saying_so(pytester):
     assert saved["mean"]["ndcg@10"] == pytest.approx(0.7723, abs=1e-4) and saved["mean"]["precision@1"] == pytest.approx(0.6)
     assert set(saved["per_query"]) == {f"q{i:02d}" for i in range(30)}
     # the candidate now passes against the accepted baseline; the old good run would be a gain
-    again = pytester.runpytest("-p", PLUGIN, "-p", "no:cacheprovider", "--rankwise-baseline", "baseline.json")
+    again = pytester.runpytest(*LOAD, "-p", "no:cacheprovider", "--rankwise-baseline", "baseline.json")
     again.assert_outcomes(passed=1)
 
 
@@ -100,7 +111,7 @@ def test_fixtures_give_the_options(pytester):
         def test_options(rankwise_baseline, rankwise_update_baseline):
             assert rankwise_baseline == Path("b.json").resolve() and rankwise_update_baseline is False
         """)
-    pytester.runpytest("-p", PLUGIN, "--rankwise-baseline", "b.json").assert_outcomes(passed=1)
+    pytester.runpytest(*LOAD, "--rankwise-baseline", "b.json").assert_outcomes(passed=1)
 
 
 def test_entry_point_is_declared_and_resolves_to_the_plugin():
