@@ -49,6 +49,7 @@ class Command:
     args: list[str] = field(default_factory=list)
     redirect: str | None = None
     exit_code: int = 0
+    env: dict[str, str] = field(default_factory=dict)  # VAR=value prefixes (kept for a python -m script)
 
 
 # --------------------------------------------------------------------------------------------- extraction
@@ -76,6 +77,8 @@ def _rankwise_args(line: str) -> tuple[list[str], str | None] | None:
     tokens = shlex.split(line, comments=True)
     while tokens and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
         tokens = tokens[1:]  # VAR=value prefixes
+    if len(tokens) >= 3 and re.fullmatch(r"(\S*/)?python3?", tokens[0]) and tokens[2] in SCRIPTS:
+        tokens = ["rankwise", f"-m {tokens[2]}", *tokens[3:]]  # a script of the package: run_command calls it
     if tokens[:2] == ["make", "demo"]:
         tokens = ["rankwise", "demo"]
     if len(tokens) >= 3 and re.fullmatch(r"(\S*/)?python3?", tokens[0]) and tokens[1:3] == ["-m", "rankwise"]:
@@ -135,7 +138,8 @@ def page_commands(path: Path) -> list[Command]:
                 continue
             exits = re.search(r"#.*\bexits? (\d)\b", body)
             current = Command(name, start + first + 1, body.strip(), args=parsed[0], redirect=parsed[1],
-                              exit_code=int(exits.group(1)) if exits else 0)
+                              exit_code=int(exits.group(1)) if exits else 0,
+                              env=dict(re.findall(r"^([A-Za-z_]\w*)=(\S*)\s+", body.strip())))
             if prompted:
                 current.expected, current.span = [], (start + nxt, start + nxt)
             found.append(current)
@@ -225,11 +229,43 @@ def _with_server(args: list[str], servers: Servers) -> tuple[list[str], tuple[st
     return [*out, "--base-url", url], (url, shown)
 
 
+SCRIPTS = {"rankwise.integrations.github"}  # `python -m` scripts of the package the pages show (main(argv) -> code)
+
+
+def run_script(cmd: Command) -> tuple[int, list[str], str]:
+    """A ``python -m`` script of the package, in-process: its ``main(argv)`` with the command's VAR=value
+    prefixes set; (exit code, stdout and stderr lines, traceback or '')."""
+    import contextlib
+    import importlib
+    import io
+    import traceback
+
+    out = io.StringIO()
+    saved = {k: os.environ.get(k) for k in cmd.env}
+    os.environ.update(cmd.env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = importlib.import_module(cmd.args[0][3:]).main(cmd.args[1:])
+        crash = ""
+    except Exception as exc:  # a crash is reported, not raised
+        code, crash = 1, "".join(traceback.format_exception(exc))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return code, out.getvalue().splitlines(), crash
+
+
 def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, list[str], str]:
     """Run one command in-process; (exit code, output lines as a terminal shows them, traceback or '')."""
     from click.testing import CliRunner
 
     from rankwise.cli import main
+
+    if cmd.args and cmd.args[0].startswith("-m "):
+        return run_script(cmd)
 
     width = WIDTH.get(cmd.page, "120")
     env = {"RANKWISE_WIDTH": width, "RANKWISE_CACHE": str(workdir / ".llm-cache.sqlite"),
@@ -487,6 +523,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/llm-judge.md": [setup_llm_judge],
     "docs/calibrate.md": [setup_calibrate],
     "docs/adapters.md": [setup_adapters],
+    "docs/integrations.md": [setup_compare],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval",
         "docs/calibrate.md": "dense retrieval in its setup, 1,460 calls of position-curve"}

@@ -11,7 +11,9 @@ Every capability is one call from here (imported on first use, so ``import rankw
   :func:`run_retrieval` (BM25 / dense / hybrid / rerank), :func:`run_retriever` (your framework's
   retriever), :func:`sweep` (chunking x retriever grid);
 - judgement about the numbers: :func:`compare`, :func:`gate`, :func:`probe`, :func:`calibrate`,
-  :func:`answer`, :func:`position_curve`; :func:`demo` runs the bundled tour.
+  :func:`answer`, :func:`position_curve`; :func:`demo` runs the bundled tour;
+- where teams work: :mod:`rankwise.testing` (``assert_no_regression``, ``assert_retrieval`` and a pytest
+  plugin), :mod:`rankwise.mlflow` (``log`` a result, rankwise metrics as MLflow GenAI ``scorers``).
 
 Example:
     >>> import rankwise
@@ -51,11 +53,13 @@ _EXPORTS = {
     "answer": "rankwise.workflows.answer_run:answer_records",
     "position_curve": "rankwise.workflows.position_run:run_position_curve",
     "demo": "rankwise.workflows.demo:run_demo",
+    # where teams work
+    "testing": "rankwise.testing", "mlflow": "rankwise.mlflow",
 }
 
 __all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
            "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "judge_records", "ksweep",
-           "load_qrels", "load_records", "load_run", "merge_calls", "pool", "position_curve", "probe", "Qrels",
-           "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "utility"]
+           "load_qrels", "load_records", "load_run", "merge_calls", "mlflow", "pool", "position_curve", "probe",
+           "Qrels", "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "testing", "utility"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

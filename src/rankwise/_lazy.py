@@ -20,7 +20,8 @@ def lazy_exports(package: str, names: Mapping[str, str],
     """``__getattr__`` and ``__dir__`` for a package face: ``names`` maps an exported name to its module.
 
     A module path starting with a dot is relative to ``package`` (``".client"`` → ``package.client``);
-    ``"module:attr"`` exports ``module.attr`` under another name.
+    ``"module:attr"`` exports ``module.attr`` under another name; ``package.name`` itself (a submodule
+    exported under its own name) gives the module.
     The face stays light: nothing is imported until a name is asked for.
     """
 
@@ -28,7 +29,8 @@ def lazy_exports(package: str, names: Mapping[str, str],
         if name in names:
             mod, _, attr = names[name].partition(":")
             mod = package + mod if mod.startswith(".") else mod
-            return getattr(importlib.import_module(mod), attr or name)
+            module = importlib.import_module(mod)
+            return module if not attr and mod == f"{package}.{name}" else getattr(module, attr or name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __dir__() -> list[str]:

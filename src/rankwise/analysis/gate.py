@@ -54,6 +54,8 @@ class MetricCheck:
         n: paired queries.
         untested: why no paired test ran (a side holds only means), else None; then ``p_value`` is NaN
             and a drop over budget fails on its own.
+        ci_low, ci_high: 95% percentile bootstrap interval of the mean paired difference (queries resampled,
+            the same routine and seed as ``compare``'s); None when untested.
     """
 
     metric: str
@@ -69,12 +71,14 @@ class MetricCheck:
     floor: float | None = None
     below_floor: bool = False
     untested: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"floor": self.floor, "below_floor": self.below_floor, "metric": self.metric, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
                 "delta": self.delta, "p_value": None if math.isnan(self.p_value) else self.p_value,
                 "over_budget": self.over_budget, "significant": self.significant, "failed": self.failed,
-                "n": self.n, "untested": self.untested,
+                "n": self.n, "untested": self.untested, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "worst": [{"query_id": q, "baseline": b, "candidate": c, "delta": d} for q, b, c, d in self.worst]}
 
 
@@ -290,7 +294,7 @@ def gate(
     adjusted = correct_pvalues([r[3] for r in raw], correction)
     untested = summary.get("untested")
     checks = []
-    for (name, base_mean, cand_mean, _, worst_rows, n), p in zip(raw, adjusted, strict=True):
+    for (name, base_mean, cand_mean, _, worst_rows, n, ci), p in zip(raw, adjusted, strict=True):
         delta = cand_mean - base_mean
         over = -delta > max_drop + 1e-12
         significant = not math.isnan(p) and p < alpha
@@ -298,7 +302,7 @@ def gate(
         below = floor is not None and cand_mean < floor
         failed = (over and (significant or untested is not None)) or below
         checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant, failed, worst_rows, n,
-                                  floor, below, untested))
+                                  floor, below, untested, *ci))
     settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
                 "floors": floor_of, "relevance": relevance}
     return GateResult(checks, max_drop, alpha, settings, summary)
@@ -462,7 +466,9 @@ def _examples(ids: Sequence[str], most: int = 5) -> str:
 
 def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str], summary: dict[str, Any], *,
                    test: str, permutations: int, seed: int | None, worst: int) -> list[tuple]:
-    """Per metric: (name, baseline mean, candidate mean, p, worst queries, n) over the paired queries."""
+    """Per metric: (name, baseline mean, candidate mean, p, worst queries, n, (CI low, CI high)) over the
+    paired queries."""
+    from rankwise.analysis.significance import bootstrap_ci
     from rankwise.metrics.evaluate import aggregate
 
     assert base.values is not None and cand.values is not None
@@ -483,13 +489,14 @@ def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str
         order = np.argsort(d, kind="stable")[:worst]
         ids = [q for q, keep in zip(shared, ok.tolist(), strict=True) if keep]
         worst_rows = [(ids[i], float(bj[i]), float(cj[i]), float(d[i])) for i in order.tolist() if d[i] < 0]
-        raw.append((name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum())))
+        ci = bootstrap_ci(d, seed=seed) if len(d) else (None, None)
+        raw.append((name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum()), ci))
     return raw
 
 
 def _mean_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str],
                  summary: dict[str, Any]) -> list[tuple]:
-    """Per metric, when a side holds only means: (name, baseline mean, candidate mean, NaN, [], 0)."""
+    """Per metric, when a side holds only means: (name, baseline mean, candidate mean, NaN, [], 0, no CI)."""
     from rankwise.metrics.evaluate import aggregate
 
     held = base if base.values is None else cand
@@ -511,7 +518,7 @@ def _mean_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str],
         cols = side.values[rows]
         means[side.role] = {n: aggregate(cols[~np.isnan(cols[:, j]), j], n) for j, n in enumerate(names)}
         summary[f"{side.role}_queries_compared"] = len(rows)
-    return [(n, means["baseline"][n], means["candidate"][n], float("nan"), [], 0) for n in names]
+    return [(n, means["baseline"][n], means["candidate"][n], float("nan"), [], 0, (None, None)) for n in names]
 
 
 def parse_floors(items: Iterable[str]) -> dict[str, float]:

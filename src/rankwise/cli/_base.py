@@ -250,3 +250,44 @@ def _check_generator_outputs(outputs: dict, testset, opts: dict) -> None:
     check_outputs(outputs, inputs, force=opts["force"])
     check_plot_path(outputs.get("--plot"))
     check_outputs({"--cache": opts["cache_path"]}, [*inputs, *outputs.values()], force=True)
+
+
+# ------------------------------------------------------------------------------------------------ MLflow options
+def _mlflow_options(func):
+    """Decorator: ``--mlflow`` (log the result to MLflow), ``--mlflow-uri`` and ``--mlflow-experiment``, declared
+    once for every command that logs (eval, eval-rag, compare, compare-rag, gate, sweep); the command passes
+    them to :func:`_log_mlflow` as ``mlflow_opts``."""
+    options = [
+        click.option("--mlflow", "mlflow_log", is_flag=True,
+                     help="Log the result to MLflow: metric means, parameters, the per-query table, the HTML "
+                          "report and records as artifacts (pip install 'rankwise[mlflow]')."),
+        click.option("--mlflow-uri", default=None,
+                     help="MLflow tracking URI, e.g. sqlite:///mlflow.db (default: $MLFLOW_TRACKING_URI; "
+                          "implies --mlflow)."),
+        click.option("--mlflow-experiment", default=None,
+                     help="MLflow experiment name (created if needed; implies --mlflow)."),
+    ]
+
+    def wrapper(*args, mlflow_log, mlflow_uri, mlflow_experiment, **kwargs):
+        kwargs["mlflow_opts"] = {"log": bool(mlflow_log or mlflow_uri or mlflow_experiment), "uri": mlflow_uri,
+                                 "experiment": mlflow_experiment}
+        return func(*args, **kwargs)
+
+    import functools
+
+    wrapped = functools.wraps(func)(wrapper)
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped
+
+
+def _log_mlflow(opts: dict, result, *, html=None, records=None, run_name: str | None = None) -> None:
+    """Log ``result`` when ``--mlflow`` (or its URI / experiment) was given; say where on stderr."""
+    if not opts.get("log"):
+        return
+    from rankwise.integrations.mlflow import log
+
+    run_id = log(result, experiment=opts.get("experiment"), tracking_uri=opts.get("uri"), run_name=run_name,
+                 html=html, records=records)
+    click.echo(f"rankwise: logged to MLflow run {run_id}"
+               + (f" (experiment {opts['experiment']})" if opts.get("experiment") else ""), err=True)

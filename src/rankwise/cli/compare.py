@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _split_metrics, main
+from rankwise.cli._base import _log_mlflow, _mlflow_options, _split_metrics, main
 from rankwise.cli.ppi import _emit_ppi, _ppi_gate, _ppi_unsupported
 
 
@@ -63,6 +63,7 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
 
 
 @main.command("compare")
+@_mlflow_options
 @click.argument("qrels", type=click.Path(dir_okay=False))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @_compare_options
@@ -76,7 +77,7 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
               help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
 def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
                     seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, force, relevance_level,
-                    missing, queries_path, corpus_path):
+                    missing, queries_path, corpus_path, mlflow_opts):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
     from rankwise._outputs import check_outputs
@@ -102,9 +103,11 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
                         "corpus": corpus_path, "title": title or f"rankwise compare: {', '.join(result.systems)}"}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
+    _log_mlflow(mlflow_opts, result, html=html_path)
 
 
 @main.command("compare-rag")
+@_mlflow_options
 @click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--source", "--relevance", "source", default="containment", show_default=True,
               help="Verdict source the metrics are computed from (containment, span, fuzzy, ids, human, llm ...).")
@@ -123,7 +126,7 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @_compare_options
 def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, min_evidence_chars, probe_sources, ppi,
                         names, baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
-                        html_path, plot_path, sweep_metrics, max_k, title, force):
+                        html_path, plot_path, sweep_metrics, max_k, title, force, mlflow_opts):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
     from rankwise._outputs import check_outputs
@@ -136,7 +139,7 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
         from rankwise.analysis.ppi import ppi_compare
 
         _ppi_unsupported(**{"--html": html_path, "--plot": plot_path, "--sweep": sweep_metrics, "--test": tests,
-                            "--per-query": per_query})
+                            "--per-query": per_query, "--mlflow": mlflow_opts["log"]})
 
         sets = load_record_sets(list(records), list(names) or None, source=source, relevance_level=relevance_level)
         _emit_ppi(ppi_compare(sets, source, labels=labels, baseline=baseline, metrics=_split_metrics(metrics) or None,
@@ -158,9 +161,11 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
                         if probe_sources else [source]}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
+    _log_mlflow(mlflow_opts, result, html=html_path, records=list(records))
 
 
 @main.command("gate")
+@_mlflow_options
 @click.option("--baseline", "baseline_path", required=True, type=click.Path(dir_okay=False),
               help="Baseline run (with --qrels), saved result (`rankwise eval --format json --per-query`), "
                    "RAG records file or test set.")
@@ -199,12 +204,13 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
                                           "corrected by the human --labels (docs/ppi.md).")
 def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha, qrels,
                  allow_query_mismatch, test, correction, permutations, seed, relevance_level, min_evidence_chars,
-                 missing, worst, fmt, ppi):
+                 missing, worst, fmt, ppi, mlflow_opts):
     """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
     below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
     from rankwise.analysis.gate import gate, parse_floors
 
     if ppi:
+        _ppi_unsupported(**{"--mlflow": mlflow_opts["log"]})
         _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
                   allow_query_mismatch, fmt, qrels)
 
@@ -221,4 +227,5 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
         from rankwise.report.compare_console import print_gate
 
         print_gate(result)
+    _log_mlflow(mlflow_opts, result)
     sys.exit(result.exit_code)

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import click
 
-from rankwise.cli._base import FORMATS, _fail, _print_result, _split_metrics, main
+from rankwise.cli._base import (
+    FORMATS,
+    _fail,
+    _log_mlflow,
+    _mlflow_options,
+    _print_result,
+    _split_metrics,
+    main,
+)
 
 
 @main.command("eval")
+@_mlflow_options
 @click.argument("qrels", type=click.Path(dir_okay=False))
 @click.argument("run", type=click.Path(dir_okay=False))
 @click.option("-m", "--metric", "metrics", multiple=True,
@@ -33,7 +42,7 @@ from rankwise.cli._base import FORMATS, _fail, _print_result, _split_metrics, ma
 @click.option("-M", "--max-docs", "depth", type=click.IntRange(min=1), default=None,
               help="Evaluate only the top N items of each query's ranking (trec_eval -M); num_ret counts them.")
 def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master,
-                 rel_format, zscores, depth):
+                 rel_format, zscores, depth, mlflow_opts):
     """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
     if rel_format != "qrels":
         if stream or engine == "spark":
@@ -63,6 +72,7 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
 
         result = apply_zscores(result, read_zscores(zscores))
     _print_result(result, fmt, per_query)
+    _log_mlflow(mlflow_opts, result)
 
 
 @main.command("metrics")

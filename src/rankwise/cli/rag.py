@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from rankwise._words import count
-from rankwise.cli._base import _print_result, _split_metrics, main
+from rankwise.cli._base import _log_mlflow, _mlflow_options, _print_result, _split_metrics, main
 from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 
 
 @main.command("eval-rag")
+@_mlflow_options
 @click.argument("testset", type=click.Path(dir_okay=False))
 @click.option("--relevance", "-r", default="containment", show_default=True,
               help="Verdict source: containment, span, fuzzy, ids, human, llm (or a source in a records file).")
@@ -39,7 +40,8 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
                                           "the human --labels (docs/ppi.md).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="With --ppi: 1 - confidence level.")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
-                     threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha):
+                     threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha,
+                     mlflow_opts):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
@@ -56,7 +58,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         from rankwise.analysis.ppi import ppi_records
 
-        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query})
+        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query, "--mlflow": mlflow_opts["log"]})
 
         _emit_ppi(ppi_records(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                               alpha=alpha, unscorable=unscorable, incomplete=incomplete,
@@ -77,6 +79,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
             click.echo(f"records: {records_out} ({count(len(result.records), 'case')})", err=True)
     else:
         _print_result(result, fmt, per_query)
+    _log_mlflow(mlflow_opts, result, records=records_out)
 
 
 @main.command("probe")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rankwise.cli._base import _split_metrics, main
+from rankwise.cli._base import _log_mlflow, _mlflow_options, _split_metrics, main
 
 
 @main.command("demo")
@@ -47,6 +47,7 @@ def _int_list(value: str, name: str) -> list[int]:
 
 
 @main.command("sweep")
+@_mlflow_options
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Corpus (JSONL or folder). Default: the bundled Kestrel manual, with its test set.")
 @click.option("--testset", type=click.Path(dir_okay=False),
@@ -93,7 +94,7 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option("--force", is_flag=True, help="Overwrite existing files in --out that rankwise did not write.")
 def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, overlaps, splitters, retrievers, k,
                   relevance, relevance_level, metrics, baseline, model, rerank_model, rerank_top_n, llm_base_url,
-                  llm_config, permutations, alpha, cache_dir, out, no_html, quiet, force):
+                  llm_config, permutations, alpha, cache_dir, out, no_html, quiet, force, mlflow_opts):
     """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever over one
     corpus and test set; print one table (best per metric, paired tests against the baseline) and a report.
 
@@ -155,3 +156,4 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     for role, path in result.files.items():
         if not role.startswith("records:"):
             click.echo(f"{role}: {path}", err=True)
+    _log_mlflow(mlflow_opts, result, html=result.files.get("html"), records=result.files.get("json"))

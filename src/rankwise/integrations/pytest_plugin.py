@@ -1,0 +1,64 @@
+"""rankwise's pytest plugin (entry point ``pytest11``): baseline options, fixtures, and a summary line.
+
+Options: ``--rankwise-baseline PATH`` (the default baseline of
+:func:`rankwise.testing.assert_no_regression`, and the ``rankwise_baseline`` fixture) and
+``--rankwise-update-baseline`` (accept the candidate as the new baseline on purpose: the assertion writes it
+and passes; the session's summary lists what was written). Fixtures: ``rankwise_baseline`` (the path, or
+None), ``rankwise_update_baseline`` (bool).
+
+Example:
+    >>> import rankwise.integrations.pytest_plugin as plugin
+    >>> callable(plugin.pytest_addoption) and callable(plugin.pytest_terminal_summary)
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rankwise.integrations.testing import accepted_baselines, session_defaults
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rankwise", "rankwise retrieval regression checks")
+    group.addoption("--rankwise-baseline", default=None, metavar="PATH",
+                    help="Baseline of rankwise.testing.assert_no_regression: a saved result (.json), run, "
+                         "or RAG records file.")
+    group.addoption("--rankwise-update-baseline", action="store_true", default=False,
+                    help="Accept the candidate as the new baseline on purpose: write it and pass.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    baseline = config.getoption("--rankwise-baseline", default=None)
+    session_defaults.clear()
+    if baseline is not None:
+        session_defaults["baseline"] = str(Path(baseline).resolve())
+    if config.getoption("--rankwise-update-baseline", default=False):
+        session_defaults["update"] = True
+    accepted_baselines.clear()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session_defaults.clear()
+
+
+@pytest.fixture
+def rankwise_baseline(pytestconfig: pytest.Config) -> Path | None:
+    """The ``--rankwise-baseline`` path (absolute), or None when not given."""
+    value = pytestconfig.getoption("--rankwise-baseline", default=None)
+    return None if value is None else Path(value).resolve()
+
+
+@pytest.fixture
+def rankwise_update_baseline(pytestconfig: pytest.Config) -> bool:
+    """True under ``--rankwise-update-baseline``."""
+    return bool(pytestconfig.getoption("--rankwise-update-baseline", default=False))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if accepted_baselines:
+        terminalreporter.section("rankwise")
+        for path, origin in accepted_baselines:
+            terminalreporter.write_line(f"rankwise: accepted a new baseline on purpose: wrote {path} from {origin}")
