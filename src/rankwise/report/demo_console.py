@@ -61,8 +61,9 @@ def print_demo(result, console: Console | None = None) -> None:
     for line in lines:
         console.print(line)
     t = result.timings
-    console.print(f"Took {t['total']:.1f} s (retrieval {t['retrieval']:.1f} s). Wrote runs, records, summary.json"
-                  + (" and report.html" if "html" in result.files else "")
+    # the timing on its own line: a slow machine's longer figure must not re-wrap the line that follows
+    console.print(f"Took {t['total']:.1f} s (retrieval {t['retrieval']:.1f} s).", style="dim")
+    console.print("Wrote runs, records, summary.json" + (" and report.html" if "html" in result.files else "")
                   + f" to {_folder(result)}", style="dim")
 
 
