@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rankwise.integrations.testing import accepted_baselines, session_defaults
+from rankwise.integrations._session import accepted_baselines, session_defaults
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

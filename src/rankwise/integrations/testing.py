@@ -37,14 +37,11 @@ from typing import Any
 
 from rankwise.analysis.gate import GateResult, MetricCheck, gate
 from rankwise.errors import InputError, warn
+from rankwise.integrations._session import accepted_baselines, session_defaults
 
 __all__ = ["RegressionError", "assert_no_regression", "assert_retrieval", "accepted_baselines",
            "regression_message", "session_defaults"]
 
-#: what the pytest plugin sets from its command-line options: ``baseline`` (a path) and ``update`` (bool)
-session_defaults: dict[str, Any] = {}
-#: the baselines written on purpose in this process: (baseline path, what it was written from)
-accepted_baselines: list[tuple[str, str]] = []
 
 
 class RegressionError(AssertionError):
