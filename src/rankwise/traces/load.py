@@ -1,0 +1,98 @@
+"""``import_traces`` / ``load_traces``: a trace export as a RAG test set (see :mod:`rankwise.traces.readers`)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.data.testset import TestSet, load_testset
+from rankwise.traces.readers import read_spans
+from rankwise.traces.spans import TraceImport, assemble
+
+__all__ = ["import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
+
+
+class TraceSkipWarning(UserWarning):
+    """Some traces or retriever spans could not become cases and were skipped (counted in the summary)."""
+
+
+def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
+                  doc_id_key: str | None = None) -> TraceImport:
+    """Read a trace export: one case per trace with a retriever call, with what was skipped and why.
+
+    Args:
+        path: OTLP JSON, console-exporter JSON, a Phoenix span dataframe (.parquet), LangSmith runs or MLflow
+            traces (see :mod:`rankwise.traces.readers`).
+        format: ``auto`` (from the suffix and the first JSON value), ``otlp``, ``console``, ``phoenix``,
+            ``langsmith`` or ``mlflow``.
+        testset: a RAG test set whose cases give reference passages / ids to the traces they match (by a
+            ``case_id`` / ``session.id`` attribute, else by exact question text).
+        id_key, doc_id_key: metadata fields holding the chunk id / the document id (as in ``run_retriever``).
+
+    Example:
+        >>> import json, tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "spans.json")
+        >>> span = {"name": "retrieve", "context": {"trace_id": "0x5d27cd8d41ef33f30305e646ad80c2aa",
+        ...         "span_id": "0xfbd159065a44841f"}, "parent_id": None, "start_time": "2026-01-01T00:00:00Z",
+        ...         "attributes": {"openinference.span.kind": "RETRIEVER", "input.value": "Capital?",
+        ...                        "retrieval.documents.0.document.content": "Paris is the capital.",
+        ...                        "retrieval.documents.0.document.id": "c1"}}
+        >>> _ = open(f, "w").write(json.dumps(span))
+        >>> imp = import_traces(f)
+        >>> imp.format, imp.testset[0].question, [c.id for c in imp.testset[0].chunks]
+        ('console', 'Capital?', ['c1'])
+    """
+    spans, fmt = read_spans(path, format)
+    ts = None if testset is None else load_testset(testset)
+    return assemble(spans, source=str(path), testset=ts, fmt=fmt, id_key=id_key, doc_id_key=doc_id_key)
+
+
+def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
+                doc_id_key: str | None = None) -> TestSet:
+    """The test set of :func:`import_traces` (skips are warned about with :class:`TraceSkipWarning`).
+
+    Example:
+        >>> load_traces  # doctest: +ELLIPSIS
+        <function load_traces at ...>
+    """
+    imp = import_traces(path, format=format, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    if imp.skipped:
+        what = "; ".join(f"{n} {why}" for why, n in imp.skipped.items())
+        warnings.warn(f"{path}: {what}", TraceSkipWarning, stacklevel=2)
+    return imp.testset
+
+
+def _chunk_row(c) -> dict:
+    return {k: v for k, v in c.to_dict().items() if v is not None}
+
+
+def case_row(case, calls) -> dict:
+    """One test-set line for a traced case (our richer JSONL form)."""
+    row: dict[str, Any] = {"id": case.id, "user_input": case.question,
+                           "retrieved_contexts": [_chunk_row(c) for c in case.chunks]}
+    if case.reference_contexts:
+        row["reference_contexts"] = [{k: v for k, v in p.to_dict().items() if v is not None}
+                                     for p in case.reference_contexts]
+    if case.reference_context_ids is not None:
+        row["reference_context_ids"] = case.reference_context_ids
+    for key in ("reference", "response"):
+        if getattr(case, key) is not None:
+            row[key] = getattr(case, key)
+    return row
+
+
+def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
+    """Write the imported cases as a test set (JSON Lines) that ``eval-rag`` and ``judge`` read.
+
+    Example:
+        >>> write_testset  # doctest: +ELLIPSIS
+        <function write_testset at ...>
+    """
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as fh:
+        for case in imp.testset:
+            fh.write(json.dumps(case_row(case, imp.calls.get(case.id, [])), ensure_ascii=False) + "\n")
+    return path
