@@ -14,7 +14,7 @@ Example:
 from rankwise.traces.evaluations import DocumentEvaluations, document_evaluations, write_document_evaluations
 from rankwise.traces.load import TraceSkipWarning, import_traces, load_traces, write_testset
 from rankwise.traces.readers import TRACE_FORMATS, read_spans
-from rankwise.traces.spans import TraceImport, TracedCall
+from rankwise.traces.spans import TracedCall, TraceImport
 
 __all__ = ["DocumentEvaluations", "TRACE_FORMATS", "TraceImport", "TraceSkipWarning", "TracedCall",
            "document_evaluations", "import_traces", "load_traces", "read_spans", "write_document_evaluations",
