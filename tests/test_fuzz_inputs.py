@@ -61,6 +61,21 @@ RECORDS_JSONL = (
     b'{"id": "q2", "question": "b?", "reference_contexts": [{"text": "delta", "doc_id": "d2", "start": 0, '
     b'"end": 5}], "chunks": [{"rank": 1, "id": "c3", "text": "delta", "doc_id": "d2", "start": 0, "end": 5}]}\n'
 )
+TESTSET_CALLS_JSONL = (
+    b'{"id": "q1", "user_input": "a?", "calls": [{"position": 0, "query": "a first", "span_id": "s1", '
+    b'"trace_id": "t1", "chunks": [{"id": "c1", "text": "alpha beta", "score": 0.9}, "gamma"]}, {"position": 1, '
+    b'"query": "a then", "chunks": [{"id": "c1", "text": "alpha beta"}, {"id": "c2", "text": "delta", '
+    b'"doc_id": "d2", "start": 0, "end": 5}]}], "reference_contexts": [{"text": "alpha beta", "hop": 0}, '
+    b'{"text": "delta", "doc_id": "d2", "start": 0, "end": 5, "hop": 1}]}\n'
+    b'{"id": "q2", "user_input": "b?", "retrieved_contexts": ["delta"], "reference_contexts": ["delta"]}\n'
+)
+RECORDS_CALLS_JSONL = (
+    b'{"id": "q1", "question": "a?", "reference_contexts": [{"text": "alpha", "hop": 0}, {"text": "gamma", '
+    b'"hop": 1}], "chunks": [{"rank": 1, "id": "c1", "text": "alpha beta", "verdicts": {"llm": {"verdict": 1}}}, '
+    b'{"rank": 2, "id": "c2", "text": "gamma"}], "calls": [{"position": 0, "query": "x", "span_id": "s", '
+    b'"trace_id": "t", "chunks": [{"rank": 1, "id": "c1", "text": "alpha beta"}]}, {"position": 1, "query": "y", '
+    b'"chunks": [{"rank": 1, "id": "c2", "text": "gamma"}]}]}\n'
+)
 LABELS_CSV = b"query_id,chunk_id,rank,verdict,type,grade\nq1,c1,1,1,answer,2\nq1,,2,0,irrelevant,0\nq2,c2,1,yes,,1\n"
 
 TOKENS = [
@@ -251,6 +266,8 @@ KINDS = {
     "testset_csv": ("testset.csv", TESTSET_CSV, lambda p: len(load_testset(p)), _rag_args),
     "labels_csv": ("labels.csv", LABELS_CSV, lambda p: len(read_labels(p)), _rag_args),
     "records_jsonl": ("records.jsonl", RECORDS_JSONL, lambda p: len(load_records(p)), _rag_args),
+    "with_calls_testset": ("testset.jsonl", TESTSET_CALLS_JSONL, lambda p: len(load_testset(p)), _rag_args),
+    "with_calls_records": ("records.jsonl", RECORDS_CALLS_JSONL, lambda p: len(load_records(p)), _rag_args),
 }
 
 

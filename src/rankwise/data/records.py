@@ -9,7 +9,13 @@ One JSON object per line::
      "passages_found": {source: [[passage indices matched by the chunk at rank 1], ...]},
      "scores": {source: {metric: value | null}},
      "status": {source: "ok" | "incomplete: ..." | "unscorable: ..."},
-     "truth": {source: {"n_relevant": R, "ideal_gains": [...], "basis": "reference passages" | ...}}}
+     "truth": {source: {"n_relevant": R, "ideal_gains": [...], "basis": "reference passages" | ...}},
+     "calls": [{"position", "query", "span_id", "trace_id", "meta", "chunks": [chunk records as above]}]}
+
+``calls`` is written only for a case retrieved several times (an agent, a multi-hop pipeline); ``chunks``
+is then the calls merged (:func:`rankwise.data.testset.merge_calls`) and holds the verdicts: a chunk seen
+in two calls is judged once, and each call's chunk shows the verdicts of the merged chunk with its
+:func:`~rankwise.data.testset.chunk_key` (id, else span, else text).
 
 :func:`write_records` and :func:`load_records` round-trip without loss: keys this module does not know
 are kept in ``extra`` and written back.
@@ -26,10 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data._text import INT64_MAX, INT64_MIN, iter_json_lines
-from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet, load_testset
+from rankwise.data.testset import (
+    Chunk,
+    ReferencePassage,
+    RetrievalCall,
+    TestCase,
+    TestSet,
+    chunk_key,
+    load_testset,
+)
 from rankwise.errors import InputError
 
-__all__ = ["Verdict", "ChunkRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
+__all__ = ["Verdict", "ChunkRecord", "CallRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
            "testset_from_records", "is_rag_file", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
 
 VERDICT_STATUSES = ("ok", "failed", "missing")
@@ -37,7 +51,9 @@ VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "ir
 _VERDICT_KEYS = ("verdict", "grade", "type", "reason", "status", "error", "meta")
 _CHUNK_KEYS = ("rank", "id", "text", "doc_id", "start", "end", "score", "verdicts")
 _CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "reference_context_ids",
-              "chunks", "passages_found", "scores", "status", "truth", "answer_score", "answer_score_source")
+              "chunks", "passages_found", "scores", "status", "truth", "answer_score", "answer_score_source",
+              "calls")
+_CALL_KEYS = ("position", "query", "span_id", "trace_id", "meta", "chunks")
 
 
 @dataclass
@@ -101,6 +117,27 @@ class ChunkRecord:
 
 
 @dataclass
+class CallRecord:
+    """One retrieval call of a case retrieved several times: its query, place and chunks (rank 1, 2 ...).
+
+    Example:
+        >>> CallRecord([ChunkRecord(1, id="c1")], query="sub-question", position=1).to_call().position
+        1
+    """
+
+    chunks: list[ChunkRecord] = field(default_factory=list)
+    query: str | None = None
+    position: int = 0
+    span_id: str | None = None
+    trace_id: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    def to_call(self) -> RetrievalCall:
+        return RetrievalCall([c.to_chunk() for c in self.chunks], query=self.query, position=self.position,
+                             span_id=self.span_id, trace_id=self.trace_id, meta=dict(self.meta))
+
+
+@dataclass
 class CaseRecord:
     """Everything kept for one question: inputs, chunks with verdicts, passages found, scores, status.
 
@@ -125,6 +162,33 @@ class CaseRecord:
     answer_score: float | None = None
     answer_score_source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+
+    def call_index(self) -> list[list[int | None]]:
+        """Per call, per rank: the index in ``chunks`` (the merged list) of the same chunk, None if absent.
+
+        Example:
+            >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a"), ChunkRecord(2, id="b")],
+            ...                calls=[CallRecord([ChunkRecord(1, id="b")]), CallRecord([ChunkRecord(1, id="c")])])
+            >>> r.call_index()
+            [[1], [None]]
+        """
+        where: dict = {}
+        for i, c in enumerate(self.chunks):
+            where.setdefault(chunk_key(c), i)
+        return [[where.get(chunk_key(c)) if chunk_key(c) is not None else None for c in call.chunks]
+                for call in self.calls]
+
+    def call_chunks(self) -> list[list[ChunkRecord]]:
+        """Each call's chunks with the verdicts shared from the merged list (a call's own where absent there)."""
+        out = []
+        for call, index in zip(self.calls, self.call_index(), strict=True):
+            rows = []
+            for c, i in zip(call.chunks, index, strict=True):
+                shared = dict(c.verdicts) if i is None else {**c.verdicts, **self.chunks[i].verdicts}
+                rows.append(ChunkRecord(c.rank, c.id, c.text, c.doc_id, c.start, c.end, c.score, shared))
+            out.append(rows)
+        return out
 
     def verdicts(self, source: str) -> list[int | None]:
         """The source's verdict per rank (None where failed, missing or absent)."""
@@ -147,7 +211,8 @@ class CaseRecord:
                         reference_contexts=list(self.reference_contexts),
                         reference_context_ids=None if self.reference_context_ids is None
                         else list(self.reference_context_ids),
-                        reference=self.reference, response=self.response)
+                        reference=self.reference, response=self.response,
+                        calls=[c.to_call() for c in self.calls])
 
     def to_dict(self) -> dict:
         out = {"id": self.id, "question": self.question, "reference": self.reference,
@@ -161,9 +226,21 @@ class CaseRecord:
         if self.answer_score is not None:
             out["answer_score"] = self.answer_score
             out["answer_score_source"] = self.answer_score_source
+        if self.calls:
+            out["calls"] = [_call_dict(call, chunks) for call, chunks in zip(self.calls, self.call_chunks(),
+                                                                             strict=True)]
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
+
+
+def _call_dict(call: CallRecord, chunks: list[ChunkRecord]) -> dict:
+    out: dict[str, Any] = {"position": call.position, "query": call.query, "span_id": call.span_id,
+                           "trace_id": call.trace_id}
+    if call.meta:
+        out["meta"] = call.meta
+    out["chunks"] = [c.to_dict() for c in chunks]
+    return out
 
 
 def dump_record(record: CaseRecord) -> str:
@@ -264,6 +341,43 @@ def _chunk_record(obj, *, source, line, where, rank) -> ChunkRecord:
     )
 
 
+def _call_record(obj, *, source, line, index) -> CallRecord:
+    kw = {"source": source, "line": line}
+    where = f"calls[{index}]"
+    _expect(obj, Mapping, "an object {position, query, span_id, trace_id, chunks}", field_name=where,
+            optional=False, **kw)
+    unknown = sorted(set(obj) - set(_CALL_KEYS))
+    if unknown:
+        raise InputError(f"unknown key(s) {unknown}; a call has {', '.join(_CALL_KEYS)}", field=where, **kw)
+    position = obj.get("position", index)
+    _expect(position, int, "an integer position", field_name=f"{where}.position", optional=False, **kw)
+    if position < 0:
+        raise InputError(f"position must be >= 0, got {position}", field=f"{where}.position", **kw)
+    meta = _expect(obj.get("meta") or {}, Mapping, "an object", field_name=f"{where}.meta", **kw)
+    if "chunks" not in obj:
+        raise InputError("a call needs chunks (a list, empty when the call found nothing)",
+                         field=f"{where}.chunks", **kw)
+    chunks = _expect(obj["chunks"], list, "a list", field_name=f"{where}.chunks", optional=False, **kw)
+    return CallRecord(
+        chunks=[_chunk_record(c, where=f"{where}.chunks[{i}]", rank=i + 1, **kw) for i, c in enumerate(chunks)],
+        query=_expect(obj.get("query"), str, "a string", field_name=f"{where}.query", **kw),
+        position=position,
+        span_id=_expect(obj.get("span_id"), str, "a string", field_name=f"{where}.span_id", **kw),
+        trace_id=_expect(obj.get("trace_id"), str, "a string", field_name=f"{where}.trace_id", **kw),
+        meta=dict(meta))
+
+
+def _call_records(obj, *, source, line) -> list[CallRecord]:
+    raw = _expect(obj.get("calls") or [], list, "a list of calls", field_name="calls", source=source, line=line)
+    calls = [_call_record(c, source=source, line=line, index=i) for i, c in enumerate(raw)]
+    for i, c in enumerate(calls):
+        if i and c.position <= calls[i - 1].position:
+            raise InputError(f"position {c.position} after {calls[i - 1].position}; calls are listed in "
+                             f"trajectory order, each at its own position", source=source, line=line,
+                             field=f"calls[{i}].position")
+    return calls
+
+
 def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = None) -> CaseRecord:
     """Parse one record object (as written by :func:`write_records`)."""
     kw = {"source": source, "line": line}
@@ -281,11 +395,14 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
             passages.append(ReferencePassage(text=p))
             continue
         _expect(p, Mapping, "an object", field_name=where, optional=False, **kw)
+        hop = _expect(p.get("hop"), int, "an integer hop", field_name=f"{where}.hop", **kw)
+        if hop is not None and hop < 0:
+            raise InputError(f"hop must be >= 0, got {hop}", field=f"{where}.hop", **kw)
         passages.append(ReferencePassage(
             text=_expect(p.get("text"), str, "a string", field_name=f"{where}.text", **kw),
             doc_id=_expect(p.get("doc_id"), str, "a string", field_name=f"{where}.doc_id", **kw),
             start=_expect(p.get("start"), int, "an integer", field_name=f"{where}.start", **kw),
-            end=_expect(p.get("end"), int, "an integer", field_name=f"{where}.end", **kw)))
+            end=_expect(p.get("end"), int, "an integer", field_name=f"{where}.end", **kw), hop=hop))
     ref_ids = _expect(obj.get("reference_context_ids"), list, "a list", field_name="reference_context_ids",
                       **kw)
     chunks = [_chunk_record(c, where=f"chunks[{i}]", rank=i + 1, **kw)
@@ -328,6 +445,7 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
         status={str(s): v for s, v in status.items()},
         truth={str(s): dict(t) for s, t in truth.items()},
         extra={k: v for k, v in obj.items() if k not in _CASE_KEYS},
+        calls=_call_records(obj, **kw),
     )
 
 
@@ -429,10 +547,16 @@ def records_from_testset(testset: Any) -> list[CaseRecord]:
         CaseRecord(id=c.id, question=c.question, reference=c.reference, response=c.response,
                    reference_contexts=list(c.reference_contexts),
                    reference_context_ids=None if c.reference_context_ids is None else list(c.reference_context_ids),
-                   chunks=[ChunkRecord(rank=i + 1, id=ch.id, text=ch.text, doc_id=ch.doc_id, start=ch.start,
-                                       end=ch.end, score=ch.score) for i, ch in enumerate(c.chunks)])
+                   chunks=_chunk_records(c.chunks),
+                   calls=[CallRecord(_chunk_records(call.chunks), call.query, call.position, call.span_id,
+                                     call.trace_id, dict(call.meta)) for call in c.calls])
         for c in ts
     ]
+
+
+def _chunk_records(chunks: list[Chunk]) -> list[ChunkRecord]:
+    return [ChunkRecord(rank=i + 1, id=ch.id, text=ch.text, doc_id=ch.doc_id, start=ch.start, end=ch.end,
+                        score=ch.score) for i, ch in enumerate(chunks)]
 
 
 def testset_from_records(records: Iterable[CaseRecord]) -> TestSet:

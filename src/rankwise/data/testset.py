@@ -10,6 +10,10 @@ Accepted shapes (see docs/context-metrics.md and docs/datasets.md):
   ``{text, doc_id, start, end}``. LangChain documents (``{page_content, metadata}`` or ``Document``
   objects) are chunks too: ``metadata`` may give ``id``, ``doc_id`` (or ``source``), ``start_index`` and
   ``score``.
+- Several retrieval calls per question (agents, multi-hop pipelines): ``calls``, a list of
+  ``{position, query, span_id, trace_id, meta, chunks}`` objects (``chunks`` as ``retrieved_contexts``);
+  the case's ``chunks`` are then the calls merged by :func:`merge_calls` unless ``retrieved_contexts`` is
+  given too. A reference passage may carry ``hop`` (0, 1, ...): the references grouped by hop.
 - CSV/TSV with the same columns (list fields as JSON strings), a JSON array of case objects, a JSON
   object of lists, a pandas/polars DataFrame, a dict of lists (Hugging Face / Ragas dataset shape),
   a list of dicts, or any object with ``to_list()`` / ``to_pandas()`` (Ragas ``EvaluationDataset``).
@@ -40,8 +44,9 @@ from rankwise.data._text import (
 )
 from rankwise.errors import InputError
 
-__all__ = ["Chunk", "ReferencePassage", "TestCase", "TestSet", "load_testset", "testset_from_rows",
-           "case_from_mapping"]
+__all__ = ["Chunk", "ReferencePassage", "RetrievalCall", "TestCase", "TestSet", "load_testset",
+           "testset_from_rows", "case_from_mapping", "merge_calls", "chunk_key", "case_to_dict", "write_testset",
+           "MERGE_ORDERS", "DEDUP_RULES"]
 
 # Field names and the aliases we accept for them.
 ID_FIELDS = ("id", "query_id", "qid", "question_id", "case_id")
@@ -52,15 +57,22 @@ REFERENCE_CONTEXT_FIELDS = ("reference_contexts",)
 REFERENCE_ID_FIELDS = ("reference_context_ids",)
 REFERENCE_FIELDS = ("reference", "ground_truth", "ground_truths")
 RESPONSE_FIELDS = ("response", "answer")
+CALL_FIELDS = ("calls",)
 LIST_FIELDS = RETRIEVED_FIELDS + RETRIEVED_ID_FIELDS + REFERENCE_CONTEXT_FIELDS + REFERENCE_ID_FIELDS
 _CHUNK_KEYS = {"id", "text", "doc_id", "start", "end", "score", "page_content", "content", "metadata", "type"}
-_PASSAGE_KEYS = {"text", "doc_id", "start", "end", "page_content", "content", "metadata", "type"}
+_PASSAGE_KEYS = {"text", "doc_id", "start", "end", "hop", "page_content", "content", "metadata", "type"}
+_CALL_KEYS = {"position", "query", "span_id", "trace_id", "meta", "chunks"}
 #: every case field read; anything else is ignored (and named when nothing usable was found)
-KNOWN_FIELDS = frozenset(ID_FIELDS + QUESTION_FIELDS + LIST_FIELDS + REFERENCE_FIELDS + RESPONSE_FIELDS)
+KNOWN_FIELDS = frozenset(ID_FIELDS + QUESTION_FIELDS + LIST_FIELDS + REFERENCE_FIELDS + RESPONSE_FIELDS
+                         + CALL_FIELDS)
+#: how :func:`merge_calls` orders the merged list, and how it collapses duplicates
+MERGE_ORDERS = ("interleave", "score", "concat")
+DEDUP_RULES = ("id", "span", "none")
 ACCEPTED_NAMES = ("id (or query_id, qid, question_id, case_id); user_input (or question, query); "
                   "retrieved_contexts (or contexts; strings, {id, text, doc_id, start, end, score} objects or "
                   "LangChain {page_content, metadata}); retrieved_context_ids; reference_contexts; "
-                  "reference_context_ids; reference (or ground_truth, ground_truths); response (or answer)")
+                  "reference_context_ids; reference (or ground_truth, ground_truths); response (or answer); "
+                  "calls ([{position, query, span_id, trace_id, chunks}], several retrieval calls)")
 
 
 def _span(doc_id: str | None, start: int | None, end: int | None) -> tuple[str, int, int] | None:
@@ -106,6 +118,7 @@ class ReferencePassage:
     doc_id: str | None = None
     start: int | None = None
     end: int | None = None
+    hop: int | None = None  #: the hop (0, 1, ...) of a multi-hop question this passage belongs to
 
     @property
     def span(self) -> tuple[str, int, int] | None:
@@ -113,7 +126,43 @@ class ReferencePassage:
         return _span(self.doc_id, self.start, self.end)
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "doc_id": self.doc_id, "start": self.start, "end": self.end}
+        out = {"text": self.text, "doc_id": self.doc_id, "start": self.start, "end": self.end}
+        if self.hop is not None:
+            out["hop"] = self.hop
+        return out
+
+
+@dataclass
+class RetrievalCall:
+    """One retrieval call of a case retrieved several times (an agent's sub-question, a follow-up hop).
+
+    Attributes:
+        chunks: what this call retrieved, in rank order.
+        query: the query this call sent (a rewrite, a sub-question), if known.
+        position: the call's order in the trajectory, 0-based.
+        span_id, trace_id: where the call came from in a trace, if it came from one.
+        meta: anything else kept about the call (retriever name, latency ...).
+
+    Example:
+        >>> call = RetrievalCall([Chunk("Paris is the capital.", id="c1")], query="capital of France", position=0)
+        >>> call.to_dict()["chunks"][0]["id"]
+        'c1'
+    """
+
+    chunks: list[Chunk]
+    query: str | None = None
+    position: int = 0
+    span_id: str | None = None
+    trace_id: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"position": self.position, "query": self.query, "span_id": self.span_id,
+                               "trace_id": self.trace_id}
+        if self.meta:
+            out["meta"] = self.meta
+        out["chunks"] = [c.to_dict() for c in self.chunks]
+        return out
 
 
 @dataclass
@@ -136,11 +185,16 @@ class TestCase:
     reference_context_ids: list[str] | None = None
     reference: str | None = None
     response: str | None = None
+    calls: list[RetrievalCall] = field(default_factory=list)  #: empty: one retrieval, ``chunks``
 
     @property
     def has_ground_truth(self) -> bool:
         """True when the case lists reference passages or reference ids."""
         return bool(self.reference_contexts) or bool(self.reference_context_ids)
+
+    def to_dict(self) -> dict:
+        """The case as one JSON Lines object of a test set (see :func:`case_to_dict`)."""
+        return case_to_dict(self)
 
 
 @dataclass
@@ -185,6 +239,88 @@ class TestSet:
     @property
     def ids(self) -> list[str]:
         return [c.id for c in self.cases]
+
+
+# ------------------------------------------------------------------------------------------ several calls
+
+
+def chunk_key(chunk: Any) -> tuple | None:
+    """What makes two retrieved chunks the same chunk: the id, else the span, else the text.
+
+    Verdicts are shared by this key between the calls of a case and its merged list.
+
+    Example:
+        >>> chunk_key(Chunk("a", id="c1")), chunk_key(Chunk("a", doc_id="d", start=0, end=1))
+        (('id', 'c1'), ('span', ('d', 0, 1)))
+    """
+    if getattr(chunk, "id", None) is not None:
+        return ("id", chunk.id)
+    span = _span(getattr(chunk, "doc_id", None), getattr(chunk, "start", None), getattr(chunk, "end", None))
+    if span is not None:
+        return ("span", span)
+    text = getattr(chunk, "text", None)
+    return None if text is None else ("text", text)
+
+
+def _overlaps(a: Any, b: Any) -> bool:
+    sa = _span(a.doc_id, a.start, a.end)
+    sb = _span(b.doc_id, b.start, b.end)
+    if sa is None or sb is None:
+        return False
+    return sa[0] == sb[0] and (sa[1] < sb[2] and sb[1] < sa[2] or sa == sb)
+
+
+def _call_chunks(call: Any) -> list:
+    return list(call) if isinstance(call, (list, tuple)) else list(call.chunks)
+
+
+def merge_calls(calls: Sequence[Any], order: str = "interleave", dedup: str = "id") -> list:
+    """One ranked list from several retrieval calls; the chunks themselves, not copies.
+
+    ``order``: ``interleave`` (rank 1 of every call in call order, then rank 2 ...), ``score`` (every
+    chunk by its score, highest first; ties keep call then rank order; needs a score on every chunk) or
+    ``concat`` (call after call). ``dedup``: ``id`` (a chunk whose :func:`chunk_key` — id, else span, else
+    text — was already placed is dropped), ``span`` (also dropped when its span overlaps a placed chunk's
+    span in the same document) or ``none``. ``calls`` are :class:`RetrievalCall` objects (or anything
+    with ``chunks``, or plain lists), in trajectory order.
+
+    Example:
+        >>> a = RetrievalCall([Chunk("x", id="1"), Chunk("y", id="2")])
+        >>> b = RetrievalCall([Chunk("y", id="2"), Chunk("z", id="3")], position=1)
+        >>> [c.id for c in merge_calls([a, b])], [c.id for c in merge_calls([a, b], "concat", "none")]
+        (['1', '2', '3'], ['1', '2', '2', '3'])
+    """
+    if order not in MERGE_ORDERS:
+        raise InputError(f"merge order must be one of {', '.join(MERGE_ORDERS)}, not {order!r}", field="order")
+    if dedup not in DEDUP_RULES:
+        raise InputError(f"dedup must be one of {', '.join(DEDUP_RULES)}, not {dedup!r}", field="dedup")
+    lists = [_call_chunks(c) for c in calls]
+    if order == "concat":
+        flat = [c for chunks in lists for c in chunks]
+    elif order == "interleave":
+        depth = max((len(x) for x in lists), default=0)
+        flat = [chunks[r] for r in range(depth) for chunks in lists if r < len(chunks)]
+    else:
+        flat = [c for chunks in lists for c in chunks]
+        unscored = sum(1 for c in flat if getattr(c, "score", None) is None)
+        if unscored:
+            raise InputError(f"merge by score needs a score on every chunk; {unscored} of {len(flat)} have "
+                             f"none (merge with order=interleave)", field="score")
+        flat = sorted(flat, key=lambda c: -c.score)  # stable: ties keep call, then rank order
+    if dedup == "none":
+        return flat
+    out: list = []
+    keys: set = set()
+    for c in flat:
+        key = chunk_key(c)
+        if key is not None and key in keys:
+            continue
+        if dedup == "span" and any(_overlaps(c, placed) for placed in out):
+            continue
+        if key is not None:
+            keys.add(key)
+        out.append(c)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- parsing
@@ -279,6 +415,62 @@ def _opt_score(value: Any, *, source, line, field_name) -> float | None:
     return score
 
 
+def _opt_hop(value: Any, *, source, line, field_name) -> int | None:
+    if _is_missing(value):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000:
+        raise InputError(f"expected a hop number (integer 0, 1, ...), got {_short(value)}", source=source,
+                         line=line, field=field_name)
+    return int(value)
+
+
+def _call(item: Any, index: int, *, source, line) -> RetrievalCall:
+    where = f"calls[{index}]"
+    kw = {"source": source, "line": line}
+    if not isinstance(item, Mapping):
+        raise InputError(f"expected an object {{position, query, span_id, trace_id, chunks}}, got {_short(item)}",
+                         field=where, **kw)
+    unknown = set(item) - _CALL_KEYS
+    if unknown:
+        raise InputError(f"unknown key(s) {sorted(unknown)}; a call has position, query, span_id, trace_id, "
+                         f"meta, chunks", field=where, **kw)
+    if "chunks" not in item or _is_missing(item["chunks"]):
+        raise InputError("a call needs chunks (a list, empty when the call found nothing)",
+                         field=f"{where}.chunks", **kw)
+    chunks = _as_list(item["chunks"], field_name=f"{where}.chunks", from_text=False, **kw)
+    position = item.get("position", index)
+    if isinstance(position, float) and position.is_integer():
+        position = int(position)
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= INT64_MAX:
+        raise InputError(f"expected a position (integer >= 0), got {_short(position)}",
+                         field=f"{where}.position", **kw)
+    meta = item.get("meta")
+    if _is_missing(meta):
+        meta = {}
+    if not isinstance(meta, Mapping):
+        raise InputError(f"expected an object, got {_short(meta)}", field=f"{where}.meta", **kw)
+    return RetrievalCall(
+        chunks=[_chunk(c, where=f"{where}.chunks[{i}]", **kw) for i, c in enumerate(chunks)],
+        query=_opt_str(item.get("query"), field_name=f"{where}.query", **kw), position=int(position),
+        span_id=_opt_str(item.get("span_id"), field_name=f"{where}.span_id", **kw),
+        trace_id=_opt_str(item.get("trace_id"), field_name=f"{where}.trace_id", **kw), meta=dict(meta))
+
+
+def _calls(value: Any, *, source, line, from_text: bool) -> list[RetrievalCall]:
+    """The ``calls`` field: a list of calls, sorted by position (each position once)."""
+    items = _as_list(value, field_name="calls", from_text=from_text, source=source, line=line)
+    calls = [_call(item, i, source=source, line=line) for i, item in enumerate(items)]
+    seen: dict[int, int] = {}
+    for i, c in enumerate(calls):
+        if c.position in seen:
+            raise InputError(f"position {c.position} is also calls[{seen[c.position]}]'s; each call has its own "
+                             f"place in the trajectory", source=source, line=line, field=f"calls[{i}].position")
+        seen[c.position] = i
+    return sorted(calls, key=lambda c: c.position)
+
+
 def _check_span(start, end, *, source, line, field_name) -> None:
     if start is not None and end is not None and end < start:
         raise InputError(f"end {end} is before start {start}", source=source, line=line,
@@ -346,7 +538,7 @@ def _passage(item: Any, *, source, line, where: str) -> ReferencePassage:
                          source=source, line=line, field=where)
     unknown = set(item) - _PASSAGE_KEYS
     if unknown:
-        raise InputError(f"unknown key(s) {sorted(unknown)}; a reference passage has text, doc_id, start, end "
+        raise InputError(f"unknown key(s) {sorted(unknown)}; a reference passage has text, doc_id, start, end, hop "
                          f"(or LangChain's page_content and metadata)",
                          source=source, line=line, field=where)
     text = item.get("text")
@@ -356,7 +548,8 @@ def _passage(item: Any, *, source, line, where: str) -> ReferencePassage:
     kw = {"source": source, "line": line}
     p = ReferencePassage(text=text, doc_id=_opt_str(item.get("doc_id"), field_name=f"{where}.doc_id", **kw),
                          start=_opt_offset(item.get("start"), field_name=f"{where}.start", **kw),
-                         end=_opt_offset(item.get("end"), field_name=f"{where}.end", **kw))
+                         end=_opt_offset(item.get("end"), field_name=f"{where}.end", **kw),
+                         hop=_opt_hop(item.get("hop"), field_name=f"{where}.hop", **kw))
     _check_span(p.start, p.end, field_name=where, **kw)
     if p.text is None and p.span is None:
         raise InputError("a reference passage needs a text or (doc_id, start, end)", source=source,
@@ -431,9 +624,53 @@ def case_from_mapping(row: Mapping, *, default_id: str, source: str | None = Non
         ref_ids = [_opt_str(x, field_name=f"{refid_field}[{i}]", **kw) for i, x in enumerate(ref_ids)]
         if any(x is None for x in ref_ids):
             raise InputError("null in the list of reference ids", field=refid_field, **kw)
+    _, raw_calls = _first(row, CALL_FIELDS)
+    calls = [] if raw_calls is None else _calls(raw_calls, from_text=from_text, **kw)
+    if calls and retrieved is None and retrieved_ids is None:
+        chunks = merge_calls(calls)
     return TestCase(id=case_id, question=question, chunks=chunks, reference_contexts=passages,
                     reference_context_ids=ref_ids, reference=text_field(REFERENCE_FIELDS),
-                    response=text_field(RESPONSE_FIELDS))
+                    response=text_field(RESPONSE_FIELDS), calls=calls)
+
+
+def case_to_dict(case: TestCase) -> dict:
+    """One case as a JSON Lines object :func:`load_testset` reads back to the same case.
+
+    ``retrieved_contexts`` is left out when the case has calls and its chunks are their default merge.
+
+    Example:
+        >>> case_to_dict(TestCase("q1", "Why?", chunks=[Chunk("a", id="c1")]))["retrieved_contexts"]
+        [{'id': 'c1', 'text': 'a', 'doc_id': None, 'start': None, 'end': None, 'score': None}]
+    """
+    out: dict[str, Any] = {"id": case.id, "user_input": case.question}
+    if not case.calls or case.chunks != merge_calls(case.calls):
+        out["retrieved_contexts"] = [c.to_dict() for c in case.chunks]
+    if case.calls:
+        out["calls"] = [c.to_dict() for c in case.calls]
+    out["reference_contexts"] = [p.to_dict() for p in case.reference_contexts]
+    for key, value in (("reference_context_ids", case.reference_context_ids), ("reference", case.reference),
+                       ("response", case.response)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def write_testset(testset: Any, path: str | PathLike) -> Path:
+    """Write a test set as JSON Lines, one :func:`case_to_dict` object a line; returns the path.
+
+    Example:
+        >>> write_testset([TestCase("q1", chunks=[Chunk("a")])], "/tmp/testset.jsonl")  # doctest: +SKIP
+    """
+    ts = load_testset(testset)
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            for case in ts:
+                fh.write(json.dumps(case_to_dict(case), ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise InputError(f"cannot write the test set: {exc.strerror or exc}", source=path) from None
+    return path
 
 
 def testset_from_rows(rows, *, source: str | None = None, from_text: bool = False,
