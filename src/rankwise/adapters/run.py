@@ -389,7 +389,7 @@ def item_chunk(item: RawItem, rank: int, *, doc_id_key: str | None = None, id_st
     :mod:`rankwise.adapters.ids`; also the id rule used and, for impossible offsets (dropped), what they were.
 
     Example:
-        >>> chunk, rule, bad = item_chunk(RawItem("Paris", metadata={"source": "d1", "start_index": 4}), 1)
+        >>> chunk, rule, bad = item_chunk(to_item({"text": "Paris", "metadata": {"source": "d1", "start_index": 4}}), 1)
         >>> chunk.id, rule, bad
         ('d1#4-9', 'offset', None)
     """

@@ -14,8 +14,8 @@ Example:
 from rankwise.traces.evaluations import DocumentEvaluations, document_evaluations, write_document_evaluations
 from rankwise.traces.load import TraceSkipWarning, import_traces, load_traces, write_testset
 from rankwise.traces.readers import TRACE_FORMATS, read_spans
-from rankwise.traces.spans import TracedCall, TraceImport
+from rankwise.traces.spans import TraceImport
 
-__all__ = ["DocumentEvaluations", "TRACE_FORMATS", "TraceImport", "TraceSkipWarning", "TracedCall",
+__all__ = ["DocumentEvaluations", "TRACE_FORMATS", "TraceImport", "TraceSkipWarning",
            "document_evaluations", "import_traces", "load_traces", "read_spans", "write_document_evaluations",
            "write_testset"]

@@ -19,6 +19,7 @@ from os import PathLike
 from pathlib import Path
 
 from rankwise.data.records import CaseRecord
+from rankwise.data.testset import chunk_key
 from rankwise.errors import InputError
 from rankwise.traces.spans import TraceImport
 
@@ -44,11 +45,12 @@ def _kind(source: str) -> str:
     return "LLM" if source.startswith("llm") else "HUMAN" if source.startswith("human") else "CODE"
 
 
-def _record_chunk(rec: CaseRecord, single: bool, rank: int, chunk_id: str | None):
+def _record_chunk(rec: CaseRecord, single: bool, rank: int, chunk):
     if single:
         c = rec.chunks[rank - 1] if rank - 1 < len(rec.chunks) else None
-        return c if c is not None and (c.id == chunk_id or chunk_id is None) else None
-    return next((c for c in rec.chunks if c.id is not None and c.id == chunk_id), None)
+        return c if c is not None and chunk_key(c) == chunk_key(chunk) else None
+    key = chunk_key(chunk)
+    return next((c for c in rec.chunks if key is not None and chunk_key(c) == key), None)
 
 
 def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sources: list[str] | None = None,
@@ -56,8 +58,8 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
     """Each record's verdicts on the documents of the traced retriever spans they were read from.
 
     Records and traces pair by case id (the trace id :func:`rankwise.traces.import_traces` gives); within a
-    single-call case by rank, within a multi-call case by chunk id (one verdict of the merged list goes to every
-    call that retrieved the chunk).
+    single-call case by rank, within a multi-call case by chunk key (id, else span, else text: the verdict on
+    the merged list's chunk goes to every call that retrieved it).
 
     Example:
         >>> from rankwise.traces.spans import Span, assemble
@@ -85,7 +87,7 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
         for call in calls:
             positions = call.meta.get("document_positions") or list(range(len(call.chunks)))
             for rank, (chunk, pos) in enumerate(zip(call.chunks, positions, strict=False), start=1):
-                rc = _record_chunk(rec, len(calls) == 1, rank, chunk.id)
+                rc = _record_chunk(rec, len(calls) == 1, rank, chunk)
                 if rc is None:
                     skipped["document not in the record (beyond its k, or another list)"] += 1
                     continue

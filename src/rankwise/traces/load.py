@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from os import PathLike
 from pathlib import Path
@@ -65,25 +64,6 @@ def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = No
     return imp.testset
 
 
-def _chunk_row(c) -> dict:
-    return {k: v for k, v in c.to_dict().items() if v is not None}
-
-
-def case_row(case, calls) -> dict:
-    """One test-set line for a traced case (our richer JSONL form)."""
-    row: dict[str, Any] = {"id": case.id, "user_input": case.question,
-                           "retrieved_contexts": [_chunk_row(c) for c in case.chunks]}
-    if case.reference_contexts:
-        row["reference_contexts"] = [{k: v for k, v in p.to_dict().items() if v is not None}
-                                     for p in case.reference_contexts]
-    if case.reference_context_ids is not None:
-        row["reference_context_ids"] = case.reference_context_ids
-    for key in ("reference", "response"):
-        if getattr(case, key) is not None:
-            row[key] = getattr(case, key)
-    return row
-
-
 def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
     """Write the imported cases as a test set (JSON Lines) that ``eval-rag`` and ``judge`` read.
 
@@ -91,8 +71,6 @@ def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
         >>> write_testset  # doctest: +ELLIPSIS
         <function write_testset at ...>
     """
-    path = Path(path)
-    with path.open("w", encoding="utf-8") as fh:
-        for case in imp.testset:
-            fh.write(json.dumps(case_row(case, imp.calls.get(case.id, [])), ensure_ascii=False) + "\n")
-    return path
+    from rankwise.data.testset import write_testset as write_cases
+
+    return write_cases(imp.testset, path)

@@ -21,10 +21,10 @@ from typing import Any
 
 from rankwise.adapters.items import to_item
 from rankwise.adapters.run import item_chunk
-from rankwise.data.testset import Chunk, ReferencePassage, TestCase, TestSet
+from rankwise.data.testset import ReferencePassage, RetrievalCall, TestCase, TestSet, merge_calls
 from rankwise.errors import InputError
 
-__all__ = ["Span", "TracedCall", "TraceImport", "assemble", "text_of"]
+__all__ = ["Span", "TraceImport", "assemble", "text_of"]
 
 #: fields of a JSON input / output read as the question / answer, in this order
 QUESTION_KEYS = ("question", "user_input", "input", "query", "messages", "prompt")
@@ -56,20 +56,9 @@ class Span:
 
 
 @dataclass
-class TracedCall:
-    """One retriever call of a trace (maps 1:1 onto :class:`~rankwise.data.testset.RetrievalCall`)."""
-
-    chunks: list[Chunk]
-    query: str | None = None
-    position: int = 0
-    span_id: str | None = None
-    trace_id: str | None = None
-    meta: dict = field(default_factory=dict)
-
-
-@dataclass
 class TraceImport:
-    """What :func:`rankwise.traces.import_traces` read: the test set, every case's calls, what was skipped.
+    """What :func:`rankwise.traces.import_traces` read: the test set, every case's calls (a single-call case's
+    one call too, for its span id), what was skipped.
 
     Example:
         >>> imp = TraceImport(TestSet([TestCase("t1", "q?")]), {"t1": []}, Counter(), [], 0)
@@ -78,7 +67,7 @@ class TraceImport:
     """
 
     testset: TestSet
-    calls: dict[str, list[TracedCall]]
+    calls: dict[str, list[RetrievalCall]]
     skipped: Counter
     notes: list[str]
     labelled: int
@@ -126,7 +115,7 @@ def text_of(value: Any, keys: tuple[str, ...]) -> str | None:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _call(span: Span, position: int, source: str, rules: Counter, id_opts: dict) -> TracedCall:
+def _call(span: Span, position: int, source: str, rules: Counter, id_opts: dict) -> RetrievalCall:
     chunks = []
     for rank, doc in enumerate(span.documents or [], start=1):
         if doc.get("text") is None and doc.get("id") is None:
@@ -135,27 +124,14 @@ def _call(span: Span, position: int, source: str, rules: Counter, id_opts: dict)
         chunk, rule, _bad = item_chunk(to_item(doc), rank, **id_opts)
         rules[rule] += 1
         chunks.append(chunk.to_chunk())
-    return TracedCall(chunks=chunks, query=span.input, position=position, span_id=span.span_id,
+    return RetrievalCall(chunks=chunks, query=span.input, position=position, span_id=span.span_id,
                       trace_id=span.trace_id,
                       meta={"name": span.name, "document_positions": [d.get("position", i)
                                                                        for i, d in enumerate(span.documents or [])]})
 
 
-def merged_chunks(calls: list[TracedCall]) -> list[Chunk]:
-    """The calls' chunks as one list: by call, then rank; a chunk id seen in an earlier call is kept once."""
-    seen: set[str] = set()
-    out: list[Chunk] = []
-    for call in calls:
-        for c in call.chunks:
-            key = c.id if c.id is not None else f"text:{c.text}"
-            if key not in seen:
-                seen.add(key)
-                out.append(Chunk(text=c.text, id=c.id, doc_id=c.doc_id, start=c.start, end=c.end, score=c.score))
-    return out
-
-
 def _case(trace_id: str, spans: list[Span], source: str, skipped: Counter, notes: list[str], rules: Counter,
-          id_opts: dict) -> tuple[TestCase, list[TracedCall]] | None:
+          id_opts: dict) -> tuple[TestCase, list[RetrievalCall]] | None:
     order = {id(s): i for i, s in enumerate(spans)}
     roots = [s for s in spans if s.parent_id is None]
     root = min(roots, key=lambda s: (s.start is None, s.start or 0, order[id(s)])) if roots else None
@@ -181,8 +157,10 @@ def _case(trace_id: str, spans: list[Span], source: str, skipped: Counter, notes
                      f"retriever call's query")
     question = root.input if root is not None and root.input else calls[0].query
     response = root.output if root is not None and not root.retriever else None
-    chunks = calls[0].chunks if len(calls) == 1 else merged_chunks(calls)
-    return TestCase(id=trace_id, question=question, chunks=list(chunks), response=response), calls
+    if len(calls) == 1:  # an ordinary single-list case: its numbers are the adapter path's
+        return TestCase(id=trace_id, question=question, chunks=list(calls[0].chunks), response=response), calls
+    return TestCase(id=trace_id, question=question, chunks=merge_calls(calls), response=response,
+                    calls=calls), calls
 
 
 def _case_key(spans: list[Span]) -> str | None:
