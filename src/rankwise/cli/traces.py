@@ -58,19 +58,21 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, forc
               help="Document evaluations to write: .parquet (a DataFrame for Phoenix) or .jsonl.")
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="auto", show_default=True,
               help="Format of --traces.")
+@click.option("--testset", type=click.Path(dir_okay=False),
+              help="The --testset given to import-traces (it names the cases it matched).")
 @click.option("--source", "sources", multiple=True, help="Verdict source(s) to export [default: every one].")
 @click.option("--id-key", help="As given to import-traces.")
 @click.option("--doc-id-key", help="As given to import-traces.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
-def export_verdicts_command(records, traces, out, fmt, sources, id_key, doc_id_key, force):
+def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key, doc_id_key, force):
     """Write the verdicts of a records file (eval-rag --records, judge) as OpenInference document evaluations
     (span id, document position, label, score, explanation) for Phoenix."""
     from rankwise._outputs import check_outputs
     from rankwise.data.records import load_records
     from rankwise.traces import document_evaluations, import_traces, write_document_evaluations
 
-    check_outputs({"--phoenix": out}, [records, traces], force=force)
-    imp = import_traces(traces, format=fmt, id_key=id_key, doc_id_key=doc_id_key)
+    check_outputs({"--phoenix": out}, [records, traces, testset], force=force)
+    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
     evals = document_evaluations(load_records(records), imp, sources=list(sources) or None, records_source=records)
     write_document_evaluations(evals, out)
     s = evals.summary()

@@ -57,7 +57,7 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
                          records_source: str = "<records>") -> DocumentEvaluations:
     """Each record's verdicts on the documents of the traced retriever spans they were read from.
 
-    Records and traces pair by case id (the trace id :func:`rankwise.traces.import_traces` gives); within a
+    Records and traces pair by case id (as :func:`rankwise.traces.import_traces` named them); within a
     single-call case by rank, within a multi-call case by chunk key (id, else span, else text: the verdict on
     the merged list's chunk goes to every call that retrieved it).
 
@@ -73,9 +73,9 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
     by_id = {r.id: r for r in records}
     unmatched = [r.id for r in records if r.id not in traces.calls]
     if records and len(unmatched) == len(records):
-        raise InputError(f"no record's case id is a trace id of the traces (first record: {records[0].id!r}); "
-                         "export the records of the test set `rankwise import-traces` made from these traces",
-                         source=records_source, field="id")
+        raise InputError(f"no record's case id is a case of these traces (first record: {records[0].id!r}); "
+                         "export the records of the test set `rankwise import-traces` made from these traces, "
+                         "with the --testset given to import-traces", source=records_source, field="id")
     rows: list[dict] = []
     skipped: Counter = Counter()
     for case_id, calls in traces.calls.items():

@@ -7,7 +7,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data.testset import TestSet, load_testset
+from rankwise.data.testset import TestSet
 from rankwise.traces.readers import read_spans
 from rankwise.traces.spans import TraceImport, assemble
 
@@ -45,8 +45,18 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
         ('console', 'Capital?', ['c1'])
     """
     spans, fmt = read_spans(path, format)
-    ts = None if testset is None else load_testset(testset)
+    ts = None if testset is None else _ground_truth(testset)
     return assemble(spans, source=str(path), testset=ts, fmt=fmt, id_key=id_key, doc_id_key=doc_id_key)
+
+
+def _ground_truth(testset: Any) -> TestSet:
+    """The labels' test set read as a question file is (its retrieved contexts not needed, its own fields aside)."""
+    from rankwise.adapters.run import records_queries
+
+    if isinstance(testset, TestSet):
+        return testset
+    return TestSet([r.to_case() for r in records_queries(testset)], str(testset) if isinstance(testset, (str, PathLike))
+                   else None)
 
 
 def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,

@@ -2,7 +2,8 @@
 
 The readers (:mod:`rankwise.traces.readers`) turn each format's spans into :class:`Span`; :func:`assemble`
 groups them by trace, orders a trace's retriever spans by start time and builds one
-:class:`~rankwise.data.testset.TestCase` per trace (id: the trace id). A trace with one retriever call is an
+:class:`~rankwise.data.testset.TestCase` per trace, in time order (id: the trace id; a trace matched to a test-set
+case takes that case's id, ``#2``, ``#3`` added for later traces of the same question). A trace with one retriever call is an
 ordinary single-list case (its chunks are that call's list, so its numbers equal the adapter path's); a trace
 with several keeps them as ``case.calls`` (:class:`~rankwise.data.testset.RetrievalCall`) and its chunks are the
 merged list. Chunk ids follow the adapters' rules (:func:`rankwise.adapters.run.item_chunk`).
@@ -73,6 +74,7 @@ class TraceImport:
     labelled: int
     format: str = ""
     id_rules: Counter = field(default_factory=Counter)
+    trace_ids: dict[str, str] = field(default_factory=dict)  #: case id -> trace id
 
     def summary(self) -> dict:
         """Counts: cases, retrieval calls, skipped (by reason), cases given labels from the test set."""
@@ -170,17 +172,26 @@ def _case_key(spans: list[Span]) -> str | None:
     return None
 
 
-def _label(case: TestCase, key: str | None, testset: TestSet | None, by_question: dict) -> bool:
-    """Reference passages/ids of the test-set case matched by id attribute or exact question join ``case``."""
+def _label(case: TestCase, key: str | None, testset: TestSet | None, by_question: dict) -> str | None:
+    """Reference passages/ids of the test-set case matched by id attribute or exact question join ``case``;
+    the matched case's id (None when none matched)."""
     if testset is None:
-        return False
+        return None
     ref = testset[key] if key is not None and key in testset else by_question.get((case.question or "").strip())
     if ref is None:
-        return False
-    case.reference_contexts = [ReferencePassage(p.text, p.doc_id, p.start, p.end) for p in ref.reference_contexts]
+        return None
+    case.reference_contexts = [ReferencePassage(p.text, p.doc_id, p.start, p.end, p.hop)
+                               for p in ref.reference_contexts]
     case.reference_context_ids = None if ref.reference_context_ids is None else list(ref.reference_context_ids)
     case.reference = ref.reference
-    return True
+    return ref.id
+
+
+def _trace_order(by_trace: dict[str, list[Span]]) -> list[str]:
+    """Traces in time order (their earliest span), file order among equals and for traces without times."""
+    first = {t: i for i, t in enumerate(by_trace)}
+    starts = {t: min((s.start for s in g if s.start is not None), default=None) for t, g in by_trace.items()}
+    return sorted(by_trace, key=lambda t: (starts[t] is None, starts[t] or 0, first[t]))
 
 
 def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, fmt: str = "",
@@ -203,19 +214,26 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
     rules: Counter = Counter()
     notes: list[str] = []
     by_question = {} if testset is None else {(c.question or "").strip(): c for c in testset if c.question}
-    cases, calls, labelled = [], {}, 0
+    cases, calls, trace_ids, labelled = [], {}, {}, 0
     id_opts = {"id_key": id_key, "doc_id_key": doc_id_key}
-    for trace_id, group in by_trace.items():
+    used: Counter = Counter()
+    for trace_id in _trace_order(by_trace):
+        group = by_trace[trace_id]
         built = _case(trace_id, group, source, skipped, notes, rules, id_opts)
         if built is None:
             continue
         case, case_calls = built
-        labelled += _label(case, _case_key(group), testset, by_question)
+        matched = _label(case, _case_key(group), testset, by_question)
+        if matched is not None:  # the test set's name for the question: runs of it pair up case by case
+            labelled += 1
+            used[matched] += 1
+            case.id = matched if used[matched] == 1 else f"{matched}#{used[matched]}"
         cases.append(case)
         calls[case.id] = case_calls
+        trace_ids[case.id] = trace_id
     if not cases:
         found = ", ".join(f"{n} {why}" for why, n in skipped.items()) or "no span"
         raise InputError(f"no trace holds a retriever call with documents ({len(by_trace)} traces: {found}); "
                          "rankwise reads OpenInference RETRIEVER spans, LangSmith runs of run_type 'retriever' and "
                          "MLflow RETRIEVER spans", source=source)
-    return TraceImport(TestSet(cases, source), calls, skipped, notes, labelled, fmt, rules)
+    return TraceImport(TestSet(cases, source), calls, skipped, notes, labelled, fmt, rules, trace_ids)
