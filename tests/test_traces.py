@@ -28,7 +28,7 @@ from rankwise.cli import main
 from rankwise.datasets import bundled_files
 from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
-from rankwise.traces import document_evaluations, import_traces, load_traces
+from rankwise.traces import import_traces, load_traces
 
 pytest.importorskip("openinference.instrumentation.langchain")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
@@ -215,7 +215,7 @@ def test_langsmith_runs_calls_in_time_order_and_case_id_label(tmp_path):
     testset = tmp_path / "testset.jsonl"
     testset.write_text(json.dumps({"id": "q7", "question": "Paris?", "reference_context_ids": ["fr.md#10-29"]}) + "\n")
     imp = import_traces(path, testset=testset)
-    case = imp.testset["00000000-0000-4000-8000-000000000001"]
+    case = imp.testset["q7"]  # matched by its case_id metadata: the test set's name
     assert imp.format == "langsmith" and case.question == "Where is Paris?" and case.response == "In France."
     assert [(c.query, c.meta["name"]) for c in case.calls] == [("Paris", "hop1"), ("France capital", "hop2")]
     assert [c.id for c in case.chunks] == ["fr.md#10-29", "eu.md#0-20", "text:" + case.chunks[2].id[5:]]
