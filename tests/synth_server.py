@@ -11,7 +11,7 @@ advance and the server can say what it did (``GET /stats`` -> ``behaviours``):
     refusal     ``{"question": null, "answer": "not in the passage"}``   -> rejected, not answerable
     duplicate   always the same question                                 -> all but the first rejected
     giveaway    the question holds the answer verbatim                   -> rejected, answer in question
-    onepassage  (multi prompts) both quotes from passage 1               -> rejected, one passage
+    onepassage  (multi, multi-hop prompts) both quotes from passage 1    -> rejected, one passage
     english     (non-English passages, and one in three of them) the question in English -> wrong language
 
 Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or 500;
@@ -46,6 +46,7 @@ LANG = re.compile(r"in (\w+), the language of the passage")
 STOP = frozenset(re.findall(r"\S+", """the a an of and to in is are be by for on with that this it as at or from which when each was
     can will not its into their more all if these does what how must only used der die das und ist von mit
     den des zu im ein eine auf für nicht als auch wird werden"""))
+TWO = ("multi", "multi-hop")  # the styles sent two passages
 BEHAVIOURS = ("correct", "correct", "correct", "correct", "correct", "reflowed", "wrong", "paraphrased",
               "refusal", "duplicate", "giveaway", "onepassage", "english")
 
@@ -80,7 +81,7 @@ def behaviour(passage: str, style: str, language: str) -> str:
     kind = BEHAVIOURS[_h(passage) % len(BEHAVIOURS)]
     if language != "English" and _h(passage) % 3 == 0:
         kind = "english"
-    if kind == "onepassage" and style != "multi":
+    if kind == "onepassage" and style not in TWO:
         return "correct"
     if kind == "english" and language == "English":
         return "correct"
@@ -92,14 +93,15 @@ def generate(prompt: str) -> tuple[dict[str, Any] | None, str]:
     passages = [p.replace("&lt;", "<") for _, p in PASSAGE.findall(prompt)]
     if not passages:
         return None, ""
-    style = ("multi" if "combining the two passages" in prompt else
+    style = ("multi-hop" if "two-hop question" in prompt else
+             "multi" if "combining the two passages" in prompt else
              "conversational" if "short conversation" in prompt else
              "paraphrase" if "reuse as few of the passage" in prompt else "factual")
     m = LANG.search(prompt)
     language = m.group(1) if m else "English"
     kind = behaviour(passages[0], style, language)
     found = [sentences(p) for p in passages]
-    if not found[0] or (style == "multi" and not found[-1]):
+    if not found[0] or (style in TWO and not found[-1]):
         return {"question": None, "answer": "not in the passage", "quotes": []}, "nosentence"
     pick = [s[_h(s[0]) % len(s)] for s in found]
     first = pick[0]
@@ -124,7 +126,7 @@ def generate(prompt: str) -> tuple[dict[str, Any] | None, str]:
         quotes = [" ".join(reversed(words))]
     elif kind == "refusal":
         return {"question": None, "answer": "not in the passage", "quotes": []}, kind
-    if style == "multi":
+    if style in TWO:
         second = pick[1]
         quotes = [{"passage": 1, "text": quotes[0]},
                   {"passage": 1 if kind == "onepassage" else 2, "text": first if kind == "onepassage" else second}]

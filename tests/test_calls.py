@@ -26,6 +26,7 @@ from rankwise.data.testset import (
     write_testset,
 )
 from rankwise.errors import InputError
+from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.verdicts import judge
 
 CASE = {"id": "q1", "user_input": "Who founded the company that makes the X1?",
@@ -174,3 +175,132 @@ def test_malformed_record_calls_name_file_line_and_field(tmp_path, fragment, fie
 def test_testcase_defaults_keep_the_single_list_case():
     case = TestCase("q", chunks=[Chunk("a")])
     assert case.calls == [] and case.to_dict()["retrieved_contexts"][0]["text"] == "a"
+
+
+# ------------------------------------------------------------------------------------ metrics over calls
+
+SINGLE = [
+    {"id": "s1", "retrieved_contexts": [{"id": "x1", "text": "Boilers need a yearly pressure check by a fitter."},
+                                        {"id": "x2", "text": "Garden fences are painted every five years."},
+                                        {"id": "x3", "text": "Pressure relief valves open at three bar."}],
+     "retrieved_context_ids": ["x1", "x2", "x3"],
+     "reference_contexts": ["Boilers need a yearly pressure check by a fitter",
+                            "Pressure relief valves open at three bar", "Radiators are bled in autumn each year"],
+     "reference_context_ids": ["x1", "x3", "x9"]},
+    {"id": "s2", "retrieved_contexts": [{"id": "y1", "text": "Nothing relevant is said in this chunk at all."},
+                                        {"id": "y2", "text": "Radiators are bled in autumn each year."}],
+     "retrieved_context_ids": ["y1", "y2"],
+     "reference_contexts": ["Radiators are bled in autumn each year"], "reference_context_ids": ["y2"]},
+]
+INNER = ["hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "wcp", "acp", "context_recall",
+         "f1_acp"]
+
+
+@pytest.mark.parametrize("relevance", ["containment", "ids"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_single_list_cases_score_as_their_single_list_counterparts(relevance, k):
+    names = [f"{m}@{k}" for m in INNER]
+    names += [f"{w}@{k}" for m in INNER for w in (f"per_call(metric={m},call=0)", f"call_mean(metric={m})",
+                                                  f"merged(metric={m})")]
+    names += [f"evidence_coverage@{k}", f"call_redundancy@{k}", f"calls_to_evidence@{k}"]
+    result = evaluate_rag(SINGLE, relevance, metrics=names)
+    for case in ("s1", "s2"):
+        row = result.per_query[case]
+        for m in INNER:
+            for wrapped in (f"per_call(metric={m},call=0)", f"call_mean(metric={m})", f"merged(metric={m})"):
+                assert row[f"{wrapped}@{k}"] == row[f"{m}@{k}"], (case, wrapped)
+        assert row[f"evidence_coverage@{k}"] == row[f"context_recall@{k}"]
+        assert row[f"call_redundancy@{k}"] == 0.0
+    # s2 finds its one passage at rank 2: complete after one call at k >= 2, never at k = 1
+    assert result.per_query["s2"][f"calls_to_evidence@{k}"] == (None if k == 1 else 1.0)
+
+
+def test_merged_default_is_the_cases_chunks_and_calls_share_verdicts():
+    """The default merge is the list every existing metric scores: the same number both ways."""
+    result = evaluate_rag([CASE], "containment", metrics=["recall@2", "ndcg@3", "merged(metric=recall)@2",
+                                                           "merged(metric=ndcg)@3", "per_call(metric=recall,call=1)@1",
+                                                           "per_call(metric=precision,call=2)@1"])
+    row = result.per_query["q1"]
+    assert row["merged(metric=recall)@2"] == row["recall@2"] == 1.0
+    assert row["merged(metric=ndcg)@3"] == row["ndcg@3"]
+    assert row["per_call(metric=recall,call=1)@1"] == 0.5  # "c", judged once in the merged list
+    assert row["per_call(metric=precision,call=2)@1"] is None  # no third call
+    assert result.summary["undefined"] == {"per_call(metric=precision,call=2)@1": 1}
+    assert result.mean["per_call(metric=precision,call=2)@1"] is None  # undefined everywhere: no mean, not 0
+    assert result.records[0].scores["containment"]["per_call(metric=recall,call=1)@1"] == 0.5
+
+
+def test_all_hops_covered_is_undefined_without_hops_and_for_ids():
+    plain = dict(CASE, reference_contexts=[{"text": p["text"]} for p in CASE["reference_contexts"]])
+    only_first = dict(CASE, id="q3", calls=CASE["calls"][:1])
+    result = evaluate_rag([CASE, dict(plain, id="q2"), only_first], "containment", metrics=["all_hops_covered@1"])
+    assert result.per_query["q1"]["all_hops_covered@1"] == 1.0  # call tops: a (hop 0), c (hop 1)
+    assert result.per_query["q3"]["all_hops_covered@1"] == 0.0  # the first call alone never reaches hop 1
+    assert result.per_query["q2"]["all_hops_covered@1"] is None
+    assert result.mean["all_hops_covered@1"] == 0.5
+    assert "carry no hop" in result.summary["undefined_why"]["all_hops_covered@1"]
+    ids = evaluate_rag([dict(CASE, reference_context_ids=["a", "c"])], "ids", metrics=["all_hops_covered@1",
+                                                                                       "evidence_coverage@1"])
+    assert ids.per_query["q1"] == {"all_hops_covered@1": None, "evidence_coverage@1": 1.0}
+
+
+def test_wrong_metric_names_are_one_line_errors(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(CASE) + "\n")
+    for metric, problem in (("per_call@2", "per_call needs metric=..., e.g. per_call(metric=recall,call=0)@5"),
+                            ("per_call(metric=recall)@2", "needs call=..."),
+                            ("merged(metric=nope)@2", "metric must be one of hit_rate"),
+                            ("merged(metric=recall,order=rank)@2", "order must be one of interleave, score, concat"),
+                            ("call_mean(metric=recall,call=1)@2", "has no parameter 'call'")):
+        result = CliRunner().invoke(main, ["eval-rag", str(path), "-m", metric, "--quiet"])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert problem in result.stderr, result.stderr
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("q 0 a 1\n")
+    run.write_text("q Q0 a 1 1.0 s\n")
+    result = CliRunner().invoke(main, ["eval", str(qrels), str(run), "-m", "evidence_coverage@2"])
+    assert result.exit_code == 2 and "needs per-case records" in result.stderr
+
+
+def test_merge_by_score_without_scores_is_one_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"id": "q", "calls": [{"chunks": ["a chunk of text"]}],
+                                "reference_contexts": ["a chunk of text"]}) + "\n")
+    result = CliRunner().invoke(main, ["eval-rag", str(path), "-m", "merged(metric=recall,order=score)@1", "--quiet"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "merged(metric=recall,order=score)@1: case 'q': merge by score needs a score on every chunk" in result.stderr
+
+
+def test_metrics_card_shows_the_wrapper(tmp_path):
+    result = CliRunner().invoke(main, ["metrics", "per_call"])
+    assert result.exit_code == 0
+    assert "call=0" in result.stdout and "undefined when" in result.stdout and "kibana" in result.stdout
+
+
+def test_default_metrics_add_the_call_metrics_only_when_cases_have_calls():
+    with_calls = evaluate_rag([CASE], "containment", k=[1, 2])
+    names = [m.name for m in with_calls.measures]
+    assert names[-5:] == ["call_mean(metric=recall)@2", "evidence_coverage@2", "all_hops_covered@2",
+                          "calls_to_evidence@2", "call_redundancy@2"]
+    plain = evaluate_rag(SINGLE, "containment", k=[1, 2])
+    assert [m.name for m in plain.measures] == [m.name for m in with_calls.measures][:-5]
+
+
+def test_the_llm_judge_judges_a_chunk_seen_in_two_calls_once(srv, tmp_path):
+    """Against the loopback judge: one request per distinct chunk; both calls show the shared verdict."""
+    from rankwise.relevance.llm_judge import judge_records
+
+    recs = records_from_testset([dict(CASE, reference="Ada Lee founded Acme.")])
+    summary = judge_records(recs, model="judge-test", base_url=srv.base_url, api_key="unused",
+                            cache=tmp_path / "c.sqlite", mode="reference")
+    assert srv.stats()["requests"] == 3  # a, c, b: "a" is in both calls, judged once
+    assert summary is not None
+    merged = {c.id: c.verdicts["llm"].verdict for c in recs[0].chunks}
+    calls = [[(c.id, c.verdicts["llm"].verdict) for c in call] for call in recs[0].call_chunks()]
+    assert calls == [[("a", merged["a"]), ("b", merged["b"])], [("c", merged["c"]), ("a", merged["a"])]]
+    assert merged["c"] == 1  # "Acme was founded by Ada Lee." shares the reference's keywords
+    result = evaluate_rag(recs, "llm", metrics=["per_call(metric=hit_rate,call=1)@1", "call_redundancy@2"])
+    assert result.per_query["q1"] == {"per_call(metric=hit_rate,call=1)@1": 1.0, "call_redundancy@2": 0.25}
+    path = write_records(result.records, tmp_path / "judged.jsonl")
+    again = evaluate_rag(str(path), "llm", metrics=["per_call(metric=hit_rate,call=1)@1", "call_redundancy@2"])
+    assert again.per_query["q1"] == result.per_query["q1"]  # the same number from the records file

@@ -75,3 +75,40 @@ def test_set_vectors():
         case = {"id": "c", "retrieved_context_ids": retrieved.split(","), "reference_context_ids": gold.split(",")}
         result = evaluate_rag([case], "ids", k=1, metrics=[metric])
         assert f"{result.mean[metric]:.4f}" == expected
+
+
+def _calls_example() -> list[dict]:
+    import json
+
+    text = DOC.read_text(encoding="utf-8")
+    block = text[text.index("<!-- calls-example -->"):].split("```jsonl\n", 1)[1].split("```", 1)[0]
+    return [json.loads(line) for line in block.splitlines() if line.strip()]
+
+
+def test_calls_vectors(tmp_path):
+    """The multi-call worked example: every vector, per agent, from evaluate_rag and from eval-rag's JSON."""
+    import json
+
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+
+    rows = vector_table("calls")
+    assert len(rows) == 12
+    cases = _calls_example()
+    names = [row[0] for row in rows]
+    result = evaluate_rag(cases, "containment", metrics=names)
+    path = tmp_path / "calls.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    cli = CliRunner().invoke(main, ["eval-rag", str(path), "-m", ",".join(names), "--per-query", "--format",
+                                    "json", "--quiet"])
+    assert cli.exit_code == 0, cli.output
+    shown = json.loads(cli.stdout)["per_query"]
+    for name, a, b, _why in rows:
+        for case, expected in (("agent-a", a), ("agent-b", b)):
+            value = result.per_query[case][name]
+            got = "null" if value is None else f"{value:.4f}"
+            assert got == expected, (name, case)
+            assert shown[case][name] == value, (name, case)
+    assert result.summary["undefined"] == {"calls_to_evidence@3": 1}
+    assert "never complete" in result.summary["undefined_why"]["calls_to_evidence@3"]

@@ -349,3 +349,48 @@ def test_failed_calls_are_not_answers_a_rerun_asks_them_again(g, tmp_path):
     cli(*[a if a != str(out) else str(fresh) for a in args if a not in ("--max-retries", "0")])
     assert sorted(rows(out), key=lambda r: r["id"]) == sorted(rows(fresh), key=lambda r: r["id"])
     assert len(rows(out)) == second["accepted"]
+
+
+def test_multi_hop_questions_have_one_span_per_hop_from_two_documents(g, tmp_path):
+    """`rankwise synth --style multi-hop`: two passages of two documents, every reference a verified span
+    tagged with its hop; the test set reads back with its hops and scores all_hops_covered."""
+    corpus = load_corpus(KESTREL)
+    out = tmp_path / "hops.jsonl"
+    proc = cli("synth", str(KESTREL), "--style", "multi-hop", "-n", "24", "--seed", "5", "--model", "gen",
+               "--base-url", g.base_url, "--cache", str(tmp_path / "c.sqlite"), "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    accepted = rows(out)
+    rejected = rows(tmp_path / "hops.rejected.jsonl")
+    assert len(accepted) + len(rejected) == 24 and len(accepted) >= 10
+    assert Counter(r["reason"] for r in rejected)["multi_one_passage"] == Counter(g.stats()["behaviours"])["onepassage"]
+    for r in accepted:
+        assert r["style"] == "multi-hop"
+        passages = r["provenance"]["passages"]
+        assert len(passages) == 2 and passages[0]["doc_id"] != passages[1]["doc_id"]
+        assert sorted({ref["hop"] for ref in r["reference_contexts"]}) == [0, 1]
+        for ref in r["reference_contexts"]:
+            assert corpus[ref["doc_id"]].text[ref["start"]:ref["end"]] == ref["text"]
+            hop_passage = passages[ref["hop"]]
+            assert ref["doc_id"] == hop_passage["doc_id"]
+            assert ref["start"] < hop_passage["end"] and hop_passage["start"] < ref["end"]
+        assert [ref["hop"] for ref in r["reference_contexts"]] == sorted(ref["hop"] for ref in r["reference_contexts"])
+    from rankwise.metrics.rag import evaluate_rag
+
+    # a retriever that found only hop 0: each case retrieves exactly its hop-0 references, in one call
+    cases = [dict(r, calls=[{"chunks": [{k: ref[k] for k in ("text", "doc_id", "start", "end")}
+                                        for ref in r["reference_contexts"] if ref["hop"] == 0]}])
+             for r in accepted]
+    result = evaluate_rag(cases, "span", metrics=["all_hops_covered@1", "evidence_coverage@1"])
+    assert result.mean["all_hops_covered@1"] == 0.0 and 0.0 < result.mean["evidence_coverage@1"] < 1.0
+
+
+def test_multi_hop_needs_two_documents_and_one_style_flag(tmp_path):
+    corpus = Corpus.from_dict({"only": "One sentence about ranges and copies here. " * 40})
+    slots = plan_samples(corpus, SynthSettings(n=4, passage_chars=300, styles={"multi-hop": 1}))
+    assert {s.style for s in slots} == {"factual"} and {len(s.passages) for s in slots} == {1}
+    proc = cli("synth", str(KESTREL), "--style", "multi-hop", "--styles", "factual=1", "--dry-run", "--model", "m",
+               check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--style or --styles" in proc.stderr
+    proc = cli("synth", str(KESTREL), "--style", "multi-hop", "-n", "6", "--dry-run", "--model", "m",
+               "--base-url", "http://127.0.0.1:9/v1")
+    assert "6 samples planned" in proc.stdout

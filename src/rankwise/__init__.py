@@ -2,7 +2,8 @@
 
 Every capability is one call from here (imported on first use, so ``import rankwise`` stays light):
 
-- metrics: :func:`evaluate` (trec_eval-exact), :func:`evaluate_rag` (RAG context metrics), :func:`ksweep`;
+- metrics: :func:`evaluate` (trec_eval-exact), :func:`evaluate_rag` (RAG context metrics, and metrics over
+  the retrieval calls of agents: :func:`merge_calls` merges them into one list), :func:`ksweep`;
 - verdicts: :func:`judge` (an LLM judge over any OpenAI-compatible endpoint: a test set judged with
   shards, the Batch API and resume, as ``rankwise judge``; :func:`judge_records` for loaded records), :func:`agreement`
   (judge vs. human labels), :func:`utility` (the generator's own answers as verdicts);
@@ -31,7 +32,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # inputs
     "Qrels": "rankwise.data", "Run": "rankwise.data", "load_qrels": "rankwise.data", "load_run": "rankwise.data",
-    "load_records": "rankwise.metrics.rag",
+    "load_records": "rankwise.metrics.rag", "merge_calls": "rankwise.data.testset",
     # metrics
     "EvalResult": "rankwise.metrics", "evaluate": "rankwise.metrics", "evaluate_rag": "rankwise.metrics.rag",
     "ksweep": "rankwise.analysis.ksweep",
@@ -54,7 +55,7 @@ _EXPORTS = {
 
 __all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
            "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "judge_records", "ksweep",
-           "load_qrels", "load_records", "load_run", "pool", "position_curve", "probe", "Qrels",
+           "load_qrels", "load_records", "load_run", "merge_calls", "pool", "position_curve", "probe", "Qrels",
            "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "utility"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -14,9 +14,13 @@ from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
 @click.argument("corpus", type=click.Path())
 @click.option("--out", "-o", "out", type=click.Path(dir_okay=False), help="Test set to write (JSONL, appended).")
 @click.option("-n", "n", type=int, default=50, show_default=True, help="Samples to plan (one call each).")
-@click.option("--styles", default="factual=1", show_default=True,
-              help="Question styles and shares: factual, paraphrase, multi, conversational, "
-                   "e.g. factual=0.5,paraphrase=0.3,multi=0.1,conversational=0.1.")
+@click.option("--styles", default=None,
+              help="Question styles and shares: factual, paraphrase, multi, conversational, multi-hop, "
+                   "e.g. factual=0.5,paraphrase=0.3,multi=0.1,conversational=0.1.  [default: factual=1]")
+@click.option("--style", "style", default=None,
+              type=click.Choice(["factual", "paraphrase", "multi", "conversational", "multi-hop"]),
+              help="One style for every sample (--styles STYLE=1); multi-hop: two-step questions over two "
+                   "documents, each reference span tagged with its hop (0, 1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the passage and style plan.")
 @click.option("--passage-chars", type=int, default=1000, show_default=True, help="Characters per passage.")
 @click.option("--critic", is_flag=True, help="A second call per sample rating answerability from the quotes.")
@@ -24,7 +28,7 @@ from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
 @click.option("--force", is_flag=True, help="Append to an existing --out file that rankwise did not write.")
 @_llm_options(model="Generator", prompt="synth prompts (testsets/prompts/synth.toml)",
               dry_run="Print calls, tokens and money per phase; call nothing.")
-def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, base_url, api_key, config_path,
+def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, model, base_url, api_key, config_path,
                   prompt_file, concurrency, rpm, timeout, max_retries, max_calls, cache_path, price_in, price_out,
                   max_cost, dry_run, as_json, quiet, force):
     """Generate a test set from CORPUS (folder of .txt/.md, JSONL of documents, BEIR folder): questions whose
@@ -43,7 +47,10 @@ def synth_command(corpus, out, n, styles, seed, passage_chars, critic, model, ba
         synth,
     )
 
-    settings = SynthSettings(n=n, styles=parse_styles(styles), seed=seed, passage_chars=passage_chars, critic=critic)
+    if style is not None and styles is not None:
+        raise InputError("give --style or --styles, not both", field="--style")
+    shares = {style: 1.0} if style is not None else parse_styles(styles or "factual=1")
+    settings = SynthSettings(n=n, styles=shares, seed=seed, passage_chars=passage_chars, critic=critic)
     docs = load_corpus(corpus)
     if not dry_run and not out:
         raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")

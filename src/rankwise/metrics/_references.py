@@ -30,6 +30,8 @@ _YILMAZ = "Yilmaz & Aslam, Estimating average precision with incomplete and impe
 _SAKAI = "Sakai, Alternatives to bpref, SIGIR 2007 (relative precision; the set-based variants of trec_eval)"
 _YAAP = "Robertson, A new interpretation of average precision, SIGIR 2008; trec_eval m_yaap.c"
 _MANNING = "Manning, Raghavan & Schütze, Introduction to Information Retrieval, CUP 2008, ch. 8"
+_CALLS = ("rankwise, docs/metrics.md \"Several retrieval calls\" (multi-hop recall as asked in kibana #290921, "
+          "Double-Bench #5, gfm-rag #4; no prior definition)")
 _KANTOR = "Kantor & Voorhees, The TREC-5 confusion track, Information Retrieval 2(2-3), 2000 (reciprocal rank)"
 
 REFERENCES: dict[str, tuple[str, str]] = {
@@ -107,4 +109,14 @@ REFERENCES: dict[str, tuple[str, str]] = {
     "map_avgjg": ("mean over judgement groups of AP", _JG),
     "P_avgjg": ("mean over judgement groups of P@k", _JG),
     "Rprec_mult_avgjg": ("mean over judgement groups of Rprec_mult", _JG),
+    "per_call": ("M@k on call c's ranked list alone (undefined when the case made fewer than c + 1 calls)", _CALLS),
+    "call_mean": ("(1 / n_calls) sum_c M@k(call c)", _CALLS),
+    "merged": ("M@k on merge(calls, order, dedup): interleave = rank 1 of every call, then rank 2, ...; "
+               "score = by score; duplicates (same id, or overlapping span) kept once", _CALLS),
+    "evidence_coverage": ("|union_c found(call c, top k)| / R", _CALLS),
+    "all_hops_covered": ("prod_h [some reference passage of hop h in union_c found(call c, top k)]", _CALLS),
+    "calls_to_evidence": ("min{n : |union_{c<n} found(call c, top k)| = R} (undefined if never, or R = 0)",
+                          _CALLS),
+    "call_redundancy": ("sum_c |{chunks of call c's top k seen in calls < c}| / sum_c |top k of call c|",
+                        _CALLS),
 }

@@ -44,6 +44,8 @@ def aggregate(values: np.ndarray, measure: str | Measure) -> float:
     m = parse_measure(measure)
     col = np.asarray(values, dtype=np.float64)
     col = col[~np.isnan(col)]
+    if not len(col) and m.metric.undefined_when:  # undefined for every query: no mean, not 0
+        return float("nan")
     if m.metric.aggregate == "sum":
         return float(np.add.accumulate(col)[-1]) if len(col) else 0.0
     if m.metric.aggregate == "gmean":  # trec_eval's gm_map: exp(mean log(max(v, 1e-5)))
@@ -53,7 +55,8 @@ def aggregate(values: np.ndarray, measure: str | Measure) -> float:
     return sequential_mean(col)
 
 
-def aggregate_columns(values: np.ndarray, measures: list[Measure]) -> tuple[dict[str, float], dict[str, int]]:
+def aggregate_columns(values: np.ndarray,
+                      measures: list[Measure]) -> tuple[dict[str, float | None], dict[str, int]]:
     """Each measure's value over the queries (a column of ``values`` each, via :func:`aggregate`) and, per
     measure that has some, the count of undefined (NaN) queries left out. Every engine ends here: in memory,
     streamed, and on Spark.
@@ -71,7 +74,8 @@ def aggregate_columns(values: np.ndarray, measures: list[Measure]) -> tuple[dict
             if not measure.metric.undefined_is_nan:
                 raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
             undefined[measure.name] = int(nan.sum())
-        mean[measure.name] = aggregate(values[:, j], measure)
+        value = aggregate(values[:, j], measure)
+        mean[measure.name] = None if np.isnan(value) else value  # undefined for every query: no mean
     return mean, undefined
 
 
@@ -182,6 +186,9 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
     summary = dict(summary or {"evaluated": len(matrix.query_ids)})
     if undefined:
         summary["undefined"] = undefined
+        why = {m.name: m.metric.undefined_when for m in parsed if m.name in undefined and m.metric.undefined_when}
+        if why:
+            summary["undefined_why"] = why
     return EvalResult(parsed, PerQuery(matrix.query_ids, [m.name for m in parsed], values), mean, summary,
                       run_name, texts)
 

@@ -50,6 +50,8 @@ class RelevanceMatrix:
         pooled: optional (queries, depth) True where the item is in the qrels with any grade, negative
             ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its unjudged-in-pool); for
             records, where the chunk has a verdict (not failed or missing). None: the judged items.
+        records: the per-case records the matrix was built from (:meth:`from_records`), with ``source`` and
+            ``id_field``: the metrics over retrieval calls (``metrics/calls.py``) read each case's calls there.
     """
 
     query_ids: list[str]
@@ -67,6 +69,9 @@ class RelevanceMatrix:
     char_found: np.ndarray | None = None
     char_total: np.ndarray | None = None
     pooled: np.ndarray | None = None
+    records: tuple | None = field(default=None, repr=False)
+    source: str | None = None
+    id_field: str | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -84,6 +89,8 @@ class RelevanceMatrix:
         """Whether the matrix carries ``what`` (``"char_spans"``: character coverage of span ground truth)."""
         if what == "char_spans":
             return self.char_found is not None and self.char_total is not None
+        if what == "records":
+            return self.records is not None
         return False
 
     def cum_relevant(self) -> np.ndarray:
@@ -240,7 +247,7 @@ class RelevanceMatrix:
         basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
         return cls([r.id for r in records], grades, judged, lengths, n_rel, (judged & ~rel).sum(axis=1),
                    _pad(ideal_rows), relevance_level, found, lengths > 0, basis, distinct, char_found,
-                   char_total, pooled)
+                   char_total, pooled, tuple(records), source, id_field)
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:

@@ -40,10 +40,16 @@ ACP_NOTE = ("acp divides by the relevant chunks retrieved, not by the passages t
 DEFAULT_KS = (1, 3, 5, 10)
 
 
-def default_rag_metrics(k: Sequence[int], relevance: str) -> list[str]:
+def default_rag_metrics(k: Sequence[int], relevance: str, *, calls: bool = False, hops: bool = False) -> list[str]:
     """hit_rate, precision, recall, f1 at each k; mrr; ndcg, wcp (log), acp, context_recall at the largest k.
 
-    ids mode adds id_precision / id_recall; span mode adds char_recall at each k.
+    ids mode adds id_precision / id_recall; span mode adds char_recall at each k. When some case made
+    several retrieval ``calls``: recall averaged over calls, evidence coverage, calls to evidence and
+    redundancy at the largest k (the cutoff per call), and ``all_hops_covered`` when references carry ``hops``.
+
+    Example:
+        >>> default_rag_metrics([5], "containment", calls=True)[-4:]
+        ['call_mean(metric=recall)@5', 'evidence_coverage@5', 'calls_to_evidence@5', 'call_redundancy@5']
     """
     ks = sorted(set(k))
     top = ks[-1]
@@ -53,6 +59,11 @@ def default_rag_metrics(k: Sequence[int], relevance: str) -> list[str]:
         names += ["id_precision", "id_recall"]
     if relevance == "span":
         names += [f"char_recall@{x}" for x in ks]
+    if calls:
+        names += [f"call_mean(metric=recall)@{top}", f"evidence_coverage@{top}", f"calls_to_evidence@{top}",
+                  f"call_redundancy@{top}"]
+        if hops:
+            names.insert(-2, f"all_hops_covered@{top}")
     return names
 
 
@@ -178,10 +189,15 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
-    measures = parse_measures(metrics or default_rag_metrics(ks, relevance))
+    if metrics:
+        measures = parse_measures(metrics)
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
                                      threshold=threshold, id_field=id_field, relevance_level=relevance_level,
                                      progress=progress, min_evidence_chars=min_evidence_chars)
+    if not metrics:
+        hops = any(p.hop is not None for r in records for p in r.reference_contexts)
+        measures = parse_measures(default_rag_metrics(ks, relevance, calls=any(r.calls for r in records),
+                                                      hops=hops))
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}

@@ -32,7 +32,7 @@ from rankwise.metrics._names import (
 from rankwise.metrics._references import REFERENCES
 from rankwise.metrics.matrix import RelevanceMatrix
 
-__all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "parse_measures", "split_metric_list",
+__all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "lookup_metric", "parse_measures", "split_metric_list",
            "known_names", "register", "asks_runid"]
 
 
@@ -49,6 +49,7 @@ class Param:
         bounds: for numbers, the open interval the value must lie in.
         applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when ``decay=rbp``):
             refused otherwise, and always spelled out in the name when it applies.
+        required: the name must give it (``metric`` in ``per_call(metric=recall,call=1)@5``); always shown.
 
     Example:
         >>> Param("decay", str, "log", "rank discount", ("log", "linear")).parse("linear")
@@ -62,6 +63,7 @@ class Param:
     choices: tuple = ()
     bounds: tuple[float, float] | None = None
     applies_when: tuple[str, Any] | None = None
+    required: bool = False
 
     def parse(self, raw: str) -> Any:
         """The value of ``raw`` (text from a metric name); ValueError naming the allowed values."""
@@ -120,6 +122,7 @@ class Metric:
         trec_reset: trec_eval resets the value of queries missing from the run (``-c``) only under the
             bare name; ``compute`` takes ``bare`` (False when ``trec_param`` is written out, even at its
             default: ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0`` and keeps the placeholder's value).
+        undefined_when: when ``undefined_is_nan``, the sentence saying when a case has no value (summaries).
     """
 
     name: str
@@ -137,6 +140,7 @@ class Metric:
     formula: str = ""
     reference: str = ""
     trec_reset: bool = False
+    undefined_when: str = ""
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -154,6 +158,7 @@ _REQUIREMENTS = {
                    "scored with relevance 'span'"),
     "prefs": "preference judgements (rankwise eval -R prefs or -R qrels_prefs)",
     "qrels_jg": "qrels with judgement groups (rankwise eval -R qrels_jg)",
+    "records": "per-case records (rankwise eval-rag on a test set or records; not a qrels + run)",
 }
 
 
@@ -264,6 +269,7 @@ class _DeferredModule:
 
 
 trec = _DeferredModule("rankwise.metrics.trec")
+calls = _DeferredModule("rankwise.metrics.calls")
 jg = _DeferredModule("rankwise.metrics.jg")
 
 
@@ -393,6 +399,62 @@ def trec_metrics() -> list[Metric]:
     ]
 
 
+#: the metrics a metric over calls may wrap (per_call, call_mean, merged)
+CALL_INNER = ("hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp", "r_precision", "wcp",
+              "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision", "id_recall")
+_INNER = Param("metric", str, "", "the metric scored, at the same cutoff (required)", CALL_INNER, required=True)
+_CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first (required)", bounds=(-1, 10**6),
+              required=True)
+_ORDER = Param("order", str, "interleave", "merge order: interleave (rank 1 of every call, then rank 2 ...), "
+               "score (highest score first), concat (call after call)", ("interleave", "score", "concat"))
+_DEDUP = Param("dedup", str, "id", "duplicates kept once: id (same id, else span, else text), span (also "
+               "overlapping spans of one document), none", ("id", "span", "none"))
+
+
+def _inner(name: str, k: int | None) -> Measure:
+    metric = _LOOKUP[name.lower()]
+    return _bind(metric, None if metric.cutoff == "none" else k, {}, name)
+
+
+def _per_call(m, k=None, metric="recall", call=0):
+    return calls.per_call(m, _inner(metric, k), call)
+
+
+def _call_mean(m, k=None, metric="recall"):
+    return calls.call_mean(m, _inner(metric, k))
+
+
+def _merged(m, k=None, metric="recall", order="interleave", dedup="id"):
+    return calls.merged(m, _inner(metric, k), order, dedup)
+
+
+def call_metrics() -> list[Metric]:
+    """The metrics over the retrieval calls of cases retrieved several times (``metrics/calls.py``)."""
+    some = "the case made fewer calls than that, or the wrapped metric is undefined on them"
+    return [
+        Metric("per_call", _per_call, "a metric on one retrieval call of the case (per_call(metric=recall,"
+               "call=1)@5: recall@5 of the second call)", params=(_INNER, _CALL), requires=("records",),
+               undefined_is_nan=True, undefined_when=some),
+        Metric("call_mean", _call_mean, "a metric on every retrieval call of the case, averaged over its calls",
+               params=(_INNER,), requires=("records",), undefined_is_nan=True,
+               undefined_when="the wrapped metric is undefined on every call"),
+        Metric("merged", _merged, "a metric on one list merged from the case's calls (duplicates once)",
+               params=(_INNER, _ORDER, _DEDUP), requires=("records",), undefined_is_nan=True,
+               undefined_when="the wrapped metric is undefined on the merged list"),
+        Metric("evidence_coverage", calls.evidence_coverage, "share of the reference passages found by any call "
+               "within its top k", requires=("records",)),
+        Metric("all_hops_covered", calls.all_hops_covered, "1 if every hop of the reference passages has a "
+               "passage found by some call within its top k", requires=("records",), undefined_is_nan=True,
+               undefined_when="the case's reference passages carry no hop"),
+        Metric("calls_to_evidence", calls.calls_to_evidence, "calls made until every reference passage was "
+               "found (within each call's top k)", requires=("records",), undefined_is_nan=True,
+               undefined_when="the evidence was never complete (or the case has no ground truth)"),
+        Metric("call_redundancy", calls.call_redundancy, "share of the calls' top-k chunks already retrieved by "
+               "an earlier call (context budget spent twice)", requires=("records",), undefined_is_nan=True,
+               undefined_when="no call retrieved anything"),
+    ]
+
+
 _DEFS: list[Metric] = [
     Metric("hit_rate", ir.hit_rate, "1 if any relevant item is in the top k", ("success", "hits", "hit"),
            trec_name=_cut("success_{k}")),
@@ -451,6 +513,8 @@ _DEFS: list[Metric] = [
     *(Metric(n, _Deferred("rankwise.metrics.prefs", "MEASURES", n), d, cutoff="none", aggregate=a,
              requires=("prefs",), trec_name=_cut(n, n))
       for n, (d, a) in PREFS_MEASURES.items()),
+    # --- over the retrieval calls of a case retrieved several times (metrics/calls.py)
+    *call_metrics(),
     Metric("map_avgjg", jg.map_avgjg, "AP per judgement group, averaged over the groups", cutoff="none",
            requires=("qrels_jg",), trec_name=_cut("map_avgjg", "map_avgjg")),
     Metric("P_avgjg", jg.p_avgjg, "P@k per judgement group, averaged over the groups", cutoff="required",
@@ -573,6 +637,14 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
     values = {**metric.defaults, **params}
     shown = []
     for p in metric.params:
+        if p.required:
+            if p.name not in params:
+                example = ",".join(f"{q.name}={q.default if q.default != '' else 'recall'}"
+                                   for q in metric.params if q.required)
+                raise InputError(f"in {text!r}: {metric.name} needs {p.name}=..., e.g. {metric.name}({example})@5 "
+                                 f"(`rankwise metrics {metric.name}` lists its parameters)", field="metric")
+            shown.append((p.name, params[p.name]))
+            continue
         if p.applies_when is not None:
             other, wanted = p.applies_when
             if values.get(other) != wanted:
@@ -637,6 +709,18 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
     if not all(v.isdigit() for v in values):
         raise InputError(f"in {text!r}: trec_eval cutoffs must be integers", field="metric")
     return [_bind(metric, int(v), {}, text) for v in values]
+
+
+def lookup_metric(name: str) -> Metric:
+    """The metric a name means: a base name or alias as is (``per_call``, whose ``metric`` parameter a
+    measure must give), else any spelling :func:`parse_measure` reads (``P@5``).
+
+    Example:
+        >>> lookup_metric("per_call").name, lookup_metric("P_5").name
+        ('per_call', 'precision')
+    """
+    found = _LOOKUP.get(name.strip().lower())
+    return found if found is not None else parse_measure(name).metric
 
 
 def parse_measure(name: str | Measure) -> Measure:

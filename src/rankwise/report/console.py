@@ -87,15 +87,17 @@ def metrics_table() -> Table:
 def metric_card(name: str) -> Table:
     """``rankwise metrics NAME``: one metric's name, aliases, cutoff, parameters, definition, formula and
     citation (``NAME`` parsed as every command parses metric names: ``P@5`` is precision)."""
-    from rankwise.metrics.registry import parse_measure
+    from rankwise.metrics.registry import lookup_metric
 
-    m = parse_measure(name).metric
+    m = lookup_metric(name)
     table = Table(title=f"rankwise metric {m.name}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value", max_width=90, overflow="fold")
     rows = [("name", m.name), ("aliases", ", ".join(m.aliases) or "-"), ("cutoff", m.cutoff),
             ("parameters", "\n".join(p.describe() for p in m.params) or "-"), ("definition", m.description),
             ("formula", m.formula or "-"), ("reference", m.reference or "-")]
+    if m.undefined_when:
+        rows.append(("undefined when", m.undefined_when + " (null, left out of the mean and counted)"))
     for row in rows:
         table.add_row(*row)
     return table

@@ -30,9 +30,10 @@ def rag_summary_lines(summary: dict) -> list[str]:
     v = summary.get("verdicts") or {}
     if v.get("failed") or v.get("missing"):
         lines.append(f"verdicts: {v.get('ok', 0)} ok, {v.get('failed', 0)} failed, {v.get('missing', 0)} missing")
+    why = summary.get("undefined_why") or {}
     for name, n in (summary.get("undefined") or {}).items():
-        lines.append(f"{name} undefined for {n} case{'s' if n != 1 else ''} (empty denominator; left out of "
-                     f"its mean)")
+        lines.append(f"{name} undefined for {n} case{'s' if n != 1 else ''} ({why.get(name, 'empty denominator')}; "
+                     f"left out of its mean)")
     lines.append(f"recall counts {summary.get('recall_basis')}")
     return lines
 

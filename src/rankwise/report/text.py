@@ -26,7 +26,7 @@ def to_csv(result: EvalResult, *, per_query: bool = False) -> str:
             for name, value in result.per_query[qid].items():
                 w.writerow([qid, name, "" if value is None else repr(value)])
     for name, value in result.mean.items():
-        w.writerow(["all", name, repr(value)])
+        w.writerow(["all", name, "" if value is None else repr(value)])
     return buf.getvalue()
 
 

@@ -8,7 +8,9 @@ The run, for ``n`` planned samples:
    handing it to a longer one, so fewer than ``n`` samples may be planned; a smaller ``passage_chars``
    gives more passages). Each sample gets a style from the
    ``styles`` shares (largest remainder); a ``multi`` sample gets a second passage, the BM25-nearest
-   passage of another document.
+   passage of another document; so does a ``multi-hop`` sample (a two-step question: a fact found in the
+   first passage leads to the answer in the second, which must come from another document), whose
+   reference spans carry their ``hop`` (0: the first passage, 1: the second).
 2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every quote
    must be found in its document (exact, then normalised; :mod:`rankwise.testsets.locate`) and becomes a
    span ``{text, doc_id, start, end}`` with ``text == document[start:end]``.
@@ -58,7 +60,8 @@ __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthE
            "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples",
            "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question", "near_duplicate"]
 
-STYLES = ("factual", "paraphrase", "multi", "conversational")
+STYLES = ("factual", "paraphrase", "multi", "conversational", "multi-hop")
+_TWO_PASSAGES = ("multi", "multi-hop")
 #: why a sample was rejected
 REASONS = {
     "call_failed": "the call (or the critic's) failed after its retries; a rerun asks again",
@@ -66,7 +69,7 @@ REASONS = {
     "not_answerable": "the model said the passage does not answer it (or refused)",
     "quote_not_found": "a quote is not in the source document, even normalised",
     "no_quotes": "no supporting quote given",
-    "multi_one_passage": "a multi-passage sample whose quotes come from one passage only",
+    "multi_one_passage": "a multi-passage (or multi-hop) sample whose quotes come from one passage only",
     "answer_in_question": "the question gives the answer away verbatim",
     "wrong_language": "the question is not in the passage's language",
     "paraphrase_overlap": "a paraphrase question that reuses too many of the passage's words",
@@ -77,7 +80,8 @@ _NOT_ANSWERABLE = re.compile(
     r"\b(not (?:in|contained in|mentioned in|stated in|covered (?:in|by)) the passages?|(?:does|do) not "
     r"(?:contain|mention|say|state|answer|cover)|cannot be answered|no (?:relevant )?information|not enough "
     r"information|n/a|unanswerable|keine angabe|nicht im text|pas dans le passage)\b", re.I)
-OUTPUT_TOKENS = {"factual": 150, "paraphrase": 150, "multi": 220, "conversational": 260, "critic": 40}
+OUTPUT_TOKENS = {"factual": 150, "paraphrase": 150, "multi": 220, "conversational": 260, "multi-hop": 240,
+                 "critic": 40}
 
 
 # ----------------------------------------------------------------------------------------------- prompts
@@ -199,7 +203,8 @@ def parse_styles(text: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Slot:
-    """One planned sample: its index, style, passages (one, or two for ``multi``) and language."""
+    """One planned sample: its index, style, passages (one, or two for ``multi`` and ``multi-hop``) and
+    language."""
 
     index: int
     style: str
@@ -257,14 +262,14 @@ def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
         depth += 1
     styles = _allocate(len(chosen), settings.styles)
     rng.shuffle(styles)
-    partner = _partners(passages, [c for c, s in zip(chosen, styles, strict=True) if s == "multi"])
+    partner = _partners(passages, [c for c, s in zip(chosen, styles, strict=True) if s in _TWO_PASSAGES])
     slots = []
     for i, (c, style) in enumerate(zip(chosen, styles, strict=True)):
         lang = detect_language(c.text)
-        if style == "multi":
+        if style in _TWO_PASSAGES:
             other = partner.get(c.id)
-            if other is None:  # a one-passage corpus: nothing to combine
-                style = "factual"
+            if other is None or (style == "multi-hop" and other.doc_id == c.doc_id):
+                style = "factual"  # nothing to combine (a one-passage, or for two hops a one-document, corpus)
             else:
                 slots.append(Slot(i, style, (c, other), lang))
                 continue
@@ -444,11 +449,13 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
                           if q.doc_id == p.doc_id and hit.start < q.end and q.start < hit.end]
                 used.add(inside[0] if inside else i)
                 refs.append({"text": doc[hit.start:hit.end], "doc_id": p.doc_id, "start": hit.start, "end": hit.end})
+                if slot.style == "multi-hop":
+                    refs[-1]["hop"] = inside[0] if inside else i
                 hows.append(hit.how)
                 break
         if hit is None:
             return None, "quote_not_found", text[:200]
-    if slot.style == "multi" and len(used) < 2:
+    if slot.style in _TWO_PASSAGES and len(used) < 2:
         where = f"passage {min(used) + 1} of {len(slot.passages)}" if used else "no passage"
         return None, "multi_one_passage", f"every quote comes from {where}"
     if _gives_away(question, answer):
@@ -511,10 +518,12 @@ def near_duplicate(question: str, seen: list[tuple[frozenset[str], str, str]], t
 
 
 def _merge(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Spans sorted, duplicates and overlaps merged (text re-cut from the merged span's pieces)."""
+    """Spans sorted (by hop first, when they carry one), duplicates and overlaps of one hop merged (text
+    re-cut from the merged span's pieces)."""
     out: list[dict[str, Any]] = []
-    for r in sorted(refs, key=lambda r: (r["doc_id"], r["start"], r["end"])):
-        if out and out[-1]["doc_id"] == r["doc_id"] and r["start"] <= out[-1]["end"]:
+    for r in sorted(refs, key=lambda r: (r.get("hop", -1), r["doc_id"], r["start"], r["end"])):
+        if (out and out[-1]["doc_id"] == r["doc_id"] and out[-1].get("hop") == r.get("hop")
+                and r["start"] <= out[-1]["end"]):
             last = out[-1]
             if r["end"] > last["end"]:
                 last["text"] += r["text"][last["end"] - r["start"]:]
