@@ -14,16 +14,36 @@ from pathlib import Path
 KESTREL_K = 10
 
 
+def _seeded_ids(seed: int):
+    """The SDK's id generator interface with seeded random ids (the same trace and span ids on every run)."""
+    import random
+
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class Seeded(IdGenerator):
+        def __init__(self):
+            self.rng = random.Random(seed)
+
+        def generate_span_id(self) -> int:
+            return self.rng.getrandbits(64) or 1
+
+        def generate_trace_id(self) -> int:
+            return self.rng.getrandbits(128) or 1
+
+    return Seeded()
+
+
 @contextlib.contextmanager
-def langchain_traces():
-    """Instrument LangChain for the duration; yields the in-memory exporter holding the finished spans."""
+def langchain_traces(seed: int | None = None):
+    """Instrument LangChain for the duration; yields the in-memory exporter holding the finished spans
+    (with ``seed``: trace and span ids the same on every run)."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(**({} if seed is None else {"id_generator": _seeded_ids(seed)}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
@@ -160,3 +180,27 @@ def write_phoenix(spans, path: Path) -> Path:
 
     pd.DataFrame(phoenix_rows(spans)).to_parquet(path)
     return path
+
+
+def write_doc_traces(workdir: Path) -> None:
+    """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel questions),
+    ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json`` (console-exporter spans of
+    the two-step agent on the first 8 questions) and ``questions.jsonl`` (the Kestrel questions)."""
+    import shutil
+
+    from rankwise.datasets import bundled_files
+
+    retriever = kestrel_retriever()
+    questions = kestrel_questions()
+    chain = rag_chain(retriever)
+    with langchain_traces(seed=23) as exporter:
+        for q in questions:
+            chain.invoke(q["question"])
+    write_otlp(exporter.get_finished_spans(), workdir / "traces.json")
+    write_phoenix(exporter.get_finished_spans(), workdir / "spans.parquet")
+    agent = two_step_agent(retriever)
+    with langchain_traces(seed=24) as exporter:
+        for q in questions[:8]:
+            agent.invoke(q["question"])
+    write_console(exporter.get_finished_spans(), workdir / "agent.json")
+    shutil.copyfile(bundled_files("kestrel").questions, workdir / "questions.jsonl")
