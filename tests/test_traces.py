@@ -344,3 +344,34 @@ def test_phoenix_parquet_without_its_columns_is_one_line(tmp_path):
     pd.DataFrame({"span_id": ["a"], "name": ["x"]}).to_parquet(path)
     with pytest.raises(InputError, match=r"spans.parquet: field 'context.trace_id': no column 'context.trace_id'"):
         import_traces(path)
+
+
+@pytest.mark.parametrize("mode", ["response", "question"])
+def test_unlabelled_traces_judged_and_exported_to_phoenix(tmp_path, agent_spans, srv, mode):
+    """No test set: the LLM judge (loopback server) judges each traced chunk against the traced answer or the
+    question; its verdicts, reasons included, go back onto every retriever span that retrieved the chunk."""
+    spans = write_console(agent_spans, tmp_path / "agent.json")
+    testset, records, evals = tmp_path / "t.jsonl", tmp_path / "judged.jsonl", tmp_path / "evals.jsonl"
+    run = CliRunner().invoke
+    assert run(main, ["import-traces", str(spans), "-o", str(testset)]).exit_code == 0
+    r = run(main, ["judge", str(testset), "--mode", mode, "--model", "judge-test", "--base-url", srv.base_url,
+                   "--cache", str(tmp_path / "c.sqlite"), "--records", str(records), "--quiet"])
+    assert r.exit_code == 0, r.output
+    imp = import_traces(spans)
+    merged = sum(len(c.chunks) for c in imp.testset)
+    assert f"judged {merged} chunks of 5 cases" in r.stdout  # a chunk two calls retrieved is judged once
+    r = run(main, ["export-verdicts", str(records), "--traces", str(spans), "--phoenix", str(evals)])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in evals.read_text().splitlines()]
+    n_docs = sum(len(c.chunks) for calls in imp.calls.values() for c in calls)
+    assert len(rows) == n_docs > merged and {x["annotator_kind"] for x in rows} == {"LLM"}
+    assert all(x["explanation"] for x in rows) and {x["label"] for x in rows} <= {"relevant", "irrelevant"}
+    # the verdict on a chunk is the same on every span that retrieved it
+    by_chunk: dict = {}
+    for x in rows:
+        case_id = next(k for k, calls in imp.calls.items() if any(c.span_id == x["context.span_id"] for c in calls))
+        call = next(c for c in imp.calls[case_id] if c.span_id == x["context.span_id"])
+        by_chunk.setdefault((case_id, call.chunks[x["document_position"]].id), set()).add(x["score"])
+    assert all(len(v) == 1 for v in by_chunk.values()) and len(by_chunk) == merged
+    if mode == "response":  # the traced answer is the response the chunks were judged against
+        assert all(c.response for c in imp.testset)
