@@ -375,3 +375,28 @@ def test_unlabelled_traces_judged_and_exported_to_phoenix(tmp_path, agent_spans,
     assert all(len(v) == 1 for v in by_chunk.values()) and len(by_chunk) == merged
     if mode == "response":  # the traced answer is the response the chunks were judged against
         assert all(c.response for c in imp.testset)
+
+
+def test_case_id_metadata_from_langchain_config_names_the_case(tmp_path, retriever, questions):
+    """``config={"metadata": {"case_id": ...}}`` (what a team sets to link a trace to its test case) matches
+    although the traced question differs from the test set's."""
+    chain = rag_chain(retriever)
+    with langchain_traces() as exporter:
+        chain.invoke("tell me: " + questions[4]["question"], config={"metadata": {"case_id": questions[4]["id"]}})
+        chain.invoke("an unknown question")
+    imp = import_traces(write_console(exporter.get_finished_spans(), tmp_path / "s.json"), testset=QUESTIONS)
+    assert imp.testset.ids[0] == questions[4]["id"] and imp.labelled == 1
+    assert imp.testset[0].reference_contexts and not imp.testset[1].has_ground_truth
+    assert imp.testset.ids[1] == imp.trace_ids[imp.testset.ids[1]]  # unmatched: named by its trace id
+
+
+def test_an_empty_retriever_result_is_an_empty_call_not_a_skip(tmp_path):
+    spans = [_console_span(T1, "0x" + "a" * 16, kind="CHAIN", **{"input.value": "q?"}),
+             _console_span(T1, "0x" + "b" * 16, parent="0x" + "a" * 16,
+                           **{"input.value": "q?", "output.value": '{"documents": []}'}),
+             _console_span(T1, "0x" + "c" * 16, parent="0x" + "a" * 16,
+                           **{"input.value": "q2", "retrieval.documents.0.document.content": "x"})]
+    path = tmp_path / "s.json"
+    path.write_text("\n".join(json.dumps(s) for s in spans))
+    imp = import_traces(path)
+    assert imp.skipped == {} and [len(c.chunks) for c in imp.calls[T1[2:]]] == [0, 1]
