@@ -37,6 +37,12 @@ class DocumentEvaluations:
     not_exported: Counter
 
     def summary(self) -> dict:
+        """Rows written, retriever spans they cover, verdicts not exported (by reason).
+
+        Example:
+            >>> DocumentEvaluations([], Counter({"span: verdict failed": 2})).summary()["not_exported"]
+            {'span: verdict failed': 2}
+        """
         return {"rows": len(self.rows), "spans": len({r["context.span_id"] for r in self.rows}),
                 "not_exported": dict(self.not_exported)}
 

@@ -64,8 +64,13 @@ def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = No
     """The test set of :func:`import_traces` (skips are warned about with :class:`TraceSkipWarning`).
 
     Example:
-        >>> load_traces  # doctest: +ELLIPSIS
-        <function load_traces at ...>
+        >>> import json, tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "runs.json")
+        >>> _ = open(f, "w").write(json.dumps([{"id": "r1", "run_type": "retriever", "inputs": {"query": "Capital?"},
+        ...     "outputs": {"documents": [{"page_content": "Paris is the capital.", "metadata": {"source": "d1",
+        ...                                "start_index": 0}}]}}]))
+        >>> [(c.id, c.question, c.chunks[0].id) for c in load_traces(f)]
+        [('r1', 'Capital?', 'd1#0-21')]
     """
     imp = import_traces(path, format=format, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
     if imp.skipped:
@@ -75,11 +80,16 @@ def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = No
 
 
 def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
-    """Write the imported cases as a test set (JSON Lines) that ``eval-rag`` and ``judge`` read.
+    """Write the imported cases as a test set (JSON Lines) that ``eval-rag`` and ``judge`` read; a case with
+    several calls keeps them (``calls``), a single-call case is an ordinary line.
 
     Example:
-        >>> write_testset  # doctest: +ELLIPSIS
-        <function write_testset at ...>
+        >>> import os, tempfile
+        >>> from rankwise.traces.spans import Span, assemble
+        >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
+        ...                source="<spans>")
+        >>> write_testset(imp, os.path.join(tempfile.mkdtemp(), "t.jsonl")).read_text().startswith('{"id": "t1"')
+        True
     """
     from rankwise.data.testset import write_testset as write_cases
 
