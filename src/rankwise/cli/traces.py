@@ -20,7 +20,7 @@ def _print_skips(summary: dict, notes: list[str]) -> None:
 
 @main.command("import-traces")
 @click.argument("traces", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "-o", "output", required=True, type=click.Path(dir_okay=False),
               help="The test set to write (JSONL), for eval-rag and judge.")
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="auto", show_default=True,
               help="otlp (OTLP JSON), console (ConsoleSpanExporter / span.to_json()), phoenix (span dataframe "
@@ -37,7 +37,7 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, forc
     from rankwise._outputs import check_outputs
     from rankwise.traces import import_traces, write_testset
 
-    check_outputs({"--output": output}, [traces, testset], force=force)
+    check_outputs({"--out": output}, [traces, testset], force=force)
     imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
     write_testset(imp, output)
     s = imp.summary()
