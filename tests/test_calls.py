@@ -304,3 +304,28 @@ def test_the_llm_judge_judges_a_chunk_seen_in_two_calls_once(srv, tmp_path):
     path = write_records(result.records, tmp_path / "judged.jsonl")
     again = evaluate_rag(str(path), "llm", metrics=["per_call(metric=hit_rate,call=1)@1", "call_redundancy@2"])
     assert again.per_query["q1"] == result.per_query["q1"]  # the same number from the records file
+
+
+def test_call_chunks_outside_an_explicit_list_are_judged_too():
+    """retrieved_contexts beside calls: the calls' other chunks still get text and id verdicts of their own."""
+    final = dict(CASE, retrieved_contexts=[{"id": "a", "text": "The X1 is made by Acme."}],
+                 reference_context_ids=["a", "c"])
+    for relevance in ("containment", "ids"):
+        result = evaluate_rag([final], relevance, metrics=["recall@1", "per_call(metric=recall,call=1)@1",
+                                                           "evidence_coverage@2"])
+        assert result.per_query["q1"] == {"recall@1": 0.5, "per_call(metric=recall,call=1)@1": 0.5,
+                                          "evidence_coverage@2": 1.0}, relevance
+    recs = records_from_testset([final])
+    judge(recs, "containment")
+    c = recs[0].call_chunks()[1][0]
+    assert c.id == "c" and c.verdicts["containment"].verdict == 1 and c.verdicts["containment"].meta["passages"] == [1]
+
+
+def test_call_chunks_without_a_verdict_are_warned_about(tmp_path):
+    from rankwise.data.records import CaseRecord, Verdict
+
+    recs = [CaseRecord("q", chunks=[ChunkRecord(1, id="a", verdicts={"llm": Verdict(1)})],
+                       calls=[CallRecord([ChunkRecord(1, id="a")]), CallRecord([ChunkRecord(1, id="z")])])]
+    with pytest.warns(Warning, match="1 chunk of the cases' calls \\(in 1 case\\) has no 'llm' verdict"):
+        result = evaluate_rag(recs, "llm", metrics=["call_mean(metric=hit_rate)@1"])
+    assert result.per_query["q"]["call_mean(metric=hit_rate)@1"] == 0.5

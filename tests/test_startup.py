@@ -84,12 +84,13 @@ def test_prefs_and_zscores_still_load_when_asked(tmp_path, files):
 
 
 def test_every_deferred_measure_resolves_to_its_function():
-    from rankwise.metrics import jg, prefs, trec
+    from rankwise.metrics import calls, jg, prefs, trec
 
     deferred = {name: m.compute for name, m in registry.METRICS.items()
                 if isinstance(m.compute, registry._Deferred)}
     assert len(deferred) >= 40  # trec_eval's less common measures, the 14 preference and 3 jg ones
-    modules = {"rankwise.metrics.trec": trec, "rankwise.metrics.prefs": prefs, "rankwise.metrics.jg": jg}
+    modules = {"rankwise.metrics.trec": trec, "rankwise.metrics.prefs": prefs, "rankwise.metrics.jg": jg,
+               "rankwise.metrics.calls": calls}
     for name, fn in deferred.items():
         target = fn.resolve()
         assert callable(target) and fn.module in modules, name

@@ -65,10 +65,17 @@ def call_records(record: CaseRecord) -> list[CaseRecord]:
         return [record]
     out = []
     for chunks, index in zip(record.call_chunks(), record.call_index(), strict=True):
-        found = {s: [list(lists[i]) if i is not None and i < len(lists) else [] for i in index]
+        found = {s: [list(lists[i]) if i is not None and i < len(lists) else _own(c, s)
+                     for c, i in zip(chunks, index, strict=True)]
                  for s, lists in record.passages_found.items()}
         out.append(_sub(record, chunks, found))
     return out
+
+
+def _own(chunk: ChunkRecord, source: str) -> list[int]:
+    """The passages a call's chunk absent from the case's list matched, as its own verdict recorded them."""
+    v = chunk.verdicts.get(source)
+    return list(v.meta.get("passages") or []) if v is not None else []
 
 
 def _matrix(m: RelevanceMatrix, records: list[CaseRecord]) -> RelevanceMatrix:

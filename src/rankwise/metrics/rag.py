@@ -190,14 +190,11 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     if not ks or min(ks) < 1:
         raise InputError("cutoffs k must be integers >= 1", field="k")
     if metrics:
-        measures = parse_measures(metrics)
+        parse_measures(metrics)  # a misspelt name stops before any judging
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
                                      threshold=threshold, id_field=id_field, relevance_level=relevance_level,
                                      progress=progress, min_evidence_chars=min_evidence_chars)
-    if not metrics:
-        hops = any(p.hop is not None for r in records for p in r.reference_contexts)
-        measures = parse_measures(default_rag_metrics(ks, relevance, calls=any(r.calls for r in records),
-                                                      hops=hops))
+    measures = parse_measures(metrics or _defaults(records, ks, relevance))
 
     # which cases enter the means
     unscorable_cases: dict[str, str] = {}
@@ -227,7 +224,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                           incomplete, matrix.r_basis, stored, verdict_counts(records, relevance),
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           relevance_level=relevance_level, min_evidence_chars=min_evidence_chars)
-    for message in [*case_warnings(records, [m.k for m in measures]), fragment_warning(records, relevance)]:
+    for message in [*case_warnings(records, [m.k for m in measures]), fragment_warning(records, relevance),
+                    call_gaps(records, relevance)]:
         if message:
             warn(message, summary=summary)
     result = evaluate_matrix(matrix, measures, summary, run_name=f"eval-rag ({relevance})")
@@ -239,6 +237,36 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             r.scores[relevance] = result.per_query[r.id]
     return RagResult(result.measures, result.per_query, result.mean, result.summary, result.run_name,
                      records=records, relevance=relevance)
+
+
+def call_gaps(records: list[CaseRecord], relevance: str) -> str | None:
+    """The warning when chunks of some calls have no ``relevance`` verdict (a call's chunk missing from the
+    case's own list, with a source that judges only that list): they count as not relevant.
+
+    Example:
+        >>> from rankwise.data.records import CallRecord, ChunkRecord
+        >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a")], calls=[CallRecord([ChunkRecord(1, id="z")])])
+        >>> call_gaps([r], "llm")[:60]
+        "1 chunk of the cases' calls (in 1 case) has no 'llm' verdict"
+    """
+    cases = 0
+    gaps = 0
+    for r in records:
+        n = sum(1 for call in r.call_chunks() for c in call if c.verdicts.get(relevance) is None)
+        gaps += n
+        cases += n > 0
+    if not gaps:
+        return None
+    return (f"{gaps} chunk{'s' if gaps != 1 else ''} of the cases' calls (in {cases} case{'s' if cases != 1 else ''}) "
+            f"{'have' if gaps != 1 else 'has'} no {relevance!r} verdict: not in the case's retrieved_contexts, so "
+            f"not judged; the metrics over calls count them as not relevant (judge the calls alone: drop "
+            f"retrieved_contexts)")
+
+
+def _defaults(records: list[CaseRecord], ks: list[int], relevance: str) -> list[str]:
+    """The default metrics for these records: with the metrics over calls when some case has calls."""
+    hops = any(p.hop is not None for r in records for p in r.reference_contexts)
+    return default_rag_metrics(ks, relevance, calls=any(r.calls for r in records), hops=hops)
 
 
 def verdict_counts(records, relevance: str) -> dict[str, int]:

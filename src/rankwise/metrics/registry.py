@@ -95,6 +95,8 @@ class Param:
         allowed = "|".join(_show(c) for c in self.choices) if self.choices else self.kind.__name__
         if self.bounds is not None:
             allowed += f" in ({self.bounds[0]:g}, {self.bounds[1]:g})"
+        if self.required:
+            return f"{self.name} (required, e.g. {self.name}={_show(self.default)}; {allowed}): {self.description}"
         return f"{self.name}={_show(self.default)} ({allowed}): {self.description}"
 
 
@@ -402,8 +404,8 @@ def trec_metrics() -> list[Metric]:
 #: the metrics a metric over calls may wrap (per_call, call_mean, merged)
 CALL_INNER = ("hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp", "r_precision", "wcp",
               "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision", "id_recall")
-_INNER = Param("metric", str, "", "the metric scored, at the same cutoff (required)", CALL_INNER, required=True)
-_CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first (required)", bounds=(-1, 10**6),
+_INNER = Param("metric", str, "recall", "the metric scored, at the same cutoff", CALL_INNER, required=True)
+_CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first", bounds=(-1, 10**6),
               required=True)
 _ORDER = Param("order", str, "interleave", "merge order: interleave (rank 1 of every call, then rank 2 ...), "
                "score (highest score first), concat (call after call)", ("interleave", "score", "concat"))
@@ -639,8 +641,7 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
     for p in metric.params:
         if p.required:
             if p.name not in params:
-                example = ",".join(f"{q.name}={q.default if q.default != '' else 'recall'}"
-                                   for q in metric.params if q.required)
+                example = ",".join(f"{q.name}={_show(q.default)}" for q in metric.params if q.required)
                 raise InputError(f"in {text!r}: {metric.name} needs {p.name}=..., e.g. {metric.name}({example})@5 "
                                  f"(`rankwise metrics {metric.name}` lists its parameters)", field="metric")
             shown.append((p.name, params[p.name]))

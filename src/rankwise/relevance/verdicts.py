@@ -60,4 +60,31 @@ def judge(records: list, source: str, *, labels: Any = None, min_overlap: float 
             out[r.id] = pooled_truth(r, source)
     for r in records:
         r.truth[source] = out[r.id].to_dict()
+    if source in TEXT_SOURCES + ("ids",):
+        _judge_call_extras(records, source, labels=labels, min_overlap=min_overlap, threshold=threshold,
+                           id_field=id_field, qrels=qrels, relevance_level=relevance_level,
+                           min_evidence_chars=min_evidence_chars)
     return out
+
+
+def _judge_call_extras(records: list, source: str, **options: Any) -> None:
+    """Judge the chunks of calls that the case's own list (``retrieved_contexts`` given beside ``calls``)
+    does not hold, so the metrics over calls see a verdict for every chunk a call retrieved; the passages
+    such a chunk matched go in its verdict's ``meta["passages"]``."""
+    from rankwise.data.records import CaseRecord
+
+    for r in records:
+        extras = [c for call, index in zip(r.calls, r.call_index(), strict=True)
+                  for c, i in zip(call.chunks, index, strict=True) if i is None and source not in c.verdicts]
+        if not extras:
+            continue
+        shadow = CaseRecord(r.id, r.question, r.reference, r.response, r.reference_contexts,
+                            r.reference_context_ids,
+                            [type(c)(j + 1, c.id, c.text, c.doc_id, c.start, c.end, c.score) for j, c in
+                             enumerate(extras)])
+        judge([shadow], source, **options)
+        found = shadow.passages_found.get(source) or [[] for _ in extras]
+        for c, judged, passages in zip(extras, shadow.chunks, found, strict=True):
+            v = judged.verdicts[source]
+            v.meta = {**v.meta, "passages": list(passages)}
+            c.verdicts[source] = v
