@@ -25,6 +25,7 @@ from _traces import (
 )
 from rankwise.adapters import RetrieverRandomIdWarning, run_retriever
 from rankwise.cli import main
+from rankwise.data.testset import TestSet
 from rankwise.datasets import bundled_files
 from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
@@ -400,3 +401,36 @@ def test_an_empty_retriever_result_is_an_empty_call_not_a_skip(tmp_path):
     path.write_text("\n".join(json.dumps(s) for s in spans))
     imp = import_traces(path)
     assert imp.skipped == {} and [len(c.chunks) for c in imp.calls[T1[2:]]] == [0, 1]
+
+
+def test_langsmith_runs_from_langchain_tracer_score_as_the_adapter(tmp_path, retriever, questions):
+    """The runs LangChain's tracer builds for LangSmith (``collect_runs``: the RunTree objects it would post),
+    written as JSON Lines: one case per root run, the same chunks and numbers as the adapter path."""
+    from langchain_core.tracers.context import collect_runs
+
+    chain = two_step_agent(retriever)
+    single = rag_chain(retriever)
+    with collect_runs() as collector:
+        for q in questions[:6]:
+            single.invoke(q["question"])
+        chain.invoke(questions[6]["question"])
+
+    def flat(run):
+        yield run
+        for child in run.child_runs:
+            yield from flat(child)
+
+    rows = [r.model_dump_json(exclude={"child_runs", "parent_run"}) for root in collector.traced_runs
+            for r in flat(root)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    imp = import_traces(path, testset=QUESTIONS)
+    assert imp.format == "langsmith" and imp.testset.ids == [q["id"] for q in questions[:7]]
+    assert [len(imp.calls[i]) for i in imp.testset.ids] == [1] * 6 + [2]
+    with pytest.warns(RetrieverRandomIdWarning):
+        run = run_retriever(retriever, questions[:6], k=KESTREL_K, concurrency=1)
+    assert [[c.id for c in imp.testset[i].chunks] for i in range(6)] == [[c.id for c in r.chunks] for r in run.records]
+    got = evaluate_rag(TestSet(imp.testset.cases[:6]), "span", metrics=METRICS)
+    expected = run.evaluate("span", metrics=METRICS)
+    assert all(got.mean[m] == expected.mean[m] for m in METRICS)
+    assert imp.testset[6].calls[0].query == questions[6]["question"].replace("`", "").rstrip("?")
