@@ -91,6 +91,11 @@ def test_traced_langchain_retriever_scores_as_the_adapter_to_the_last_digit(tmp_
         for m in METRICS:
             assert got.mean[m] == expected.mean[m], (name, m)
         assert expected.mean["mrr"] > 0.2
+    # Phoenix's dataframe has context.span_id as its index: saved with it, it reads the same
+    import pandas as pd
+
+    pd.read_parquet(tmp_path / "spans.parquet").set_index("context.span_id").to_parquet(tmp_path / "indexed.parquet")
+    assert import_traces(tmp_path / "indexed.parquet", testset=QUESTIONS).testset.cases == imp.testset.cases
     # the root span's input and output are the case's question and response
     case = imp.testset[0]
     assert case.question == questions[0]["question"] and case.response and case.response in case.chunks[0].text
