@@ -758,9 +758,9 @@ def test_a_symlink_loop_as_any_input_is_one_line(tmp_path):
                  parquet_run=("run.parquet", b"", None, _eval_args),
                  testset_parquet=("testset.parquet", b"", None, _rag_args))
     for kind, (name, _, _, cli_args) in sorted(kinds.items()):
-        loop = tmp_path / f"loop.{name}"
-        os.symlink(tmp_path / f"other.{name}", loop)
-        os.symlink(loop, tmp_path / f"other.{name}")
+        loop = tmp_path / f"loop.{kind}.{name}"  # kinds may share a file name (records.jsonl)
+        os.symlink(tmp_path / f"other.{kind}.{name}", loop)
+        os.symlink(loop, tmp_path / f"other.{kind}.{name}")
         for extra in ([], ["--stream"]) if kind.endswith("run") else ([],):
             result = CliRunner().invoke(main, cli_args(kind, loop, tmp_path) + extra)
             assert result.exit_code == 2, (kind, extra, result.output)

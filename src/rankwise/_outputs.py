@@ -46,7 +46,10 @@ def _same(a: Path, b: Path) -> bool:
             return os.path.samefile(a, b)
     except OSError:
         pass
-    return a.resolve() == b.resolve()
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a symlink loop is no file: reading it gives the one-line error
+        return False
 
 
 def _inside(path: Path, folder: Path) -> bool:
