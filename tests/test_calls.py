@@ -329,3 +329,39 @@ def test_call_chunks_without_a_verdict_are_warned_about(tmp_path):
     with pytest.warns(Warning, match="1 chunk of the cases' calls \\(in 1 case\\) has no 'llm' verdict"):
         result = evaluate_rag(recs, "llm", metrics=["call_mean(metric=hit_rate)@1"])
     assert result.per_query["q"]["call_mean(metric=hit_rate)@1"] == 0.5
+
+
+def test_calls_in_a_csv_test_set(tmp_path):
+    import csv
+
+    path = tmp_path / "t.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "user_input", "calls", "reference_contexts"])
+        w.writerow(["q1", CASE["user_input"], json.dumps(CASE["calls"]), json.dumps(CASE["reference_contexts"])])
+        w.writerow(["q2", "bad", "[{\"chunks\": 5}]", "[]"])
+    with pytest.raises(InputError) as err:
+        load_testset(path)
+    assert err.value.line == 3 and err.value.field == "calls[0].chunks"
+    path.write_text("\n".join(path.read_text(encoding="utf-8").splitlines()[:2]) + "\n", encoding="utf-8")
+    case = load_testset(path)["q1"]
+    assert _ids(case.chunks) == ["a", "c", "b"] and case.reference_contexts[1].hop == 1
+
+
+def test_compare_and_its_html_report_show_the_same_call_metrics(tmp_path):
+    """compare-rag (API, and its HTML report) scores two agents' records with the numbers eval-rag gives."""
+    from rankwise.analysis.compare import compare_records
+    from rankwise.report.html import write_html_report
+
+    a = dict(CASE, calls=[CASE["calls"][0]])  # an agent that stops after its first call: hop 1 missing
+    names = ["evidence_coverage@2", "all_hops_covered@2", "calls_to_evidence@2", "call_redundancy@2"]
+    records = {}
+    for name, case in (("one-call", a), ("two-calls", CASE)):
+        records[name] = evaluate_rag([case], "containment", metrics=names).records
+    result = compare_records(records, "containment", names, permutations=200, resamples=200)
+    one = result.means["one-call"]
+    assert (one["evidence_coverage@2"], one["all_hops_covered@2"], one["call_redundancy@2"]) == (0.5, 0.0, 0.0)
+    assert one["calls_to_evidence@2"] != one["calls_to_evidence@2"]  # NaN in the API, null in its JSON: no mean
+    assert result.means["two-calls"] == evaluate_rag([CASE], "containment", metrics=names).mean
+    html = write_html_report(tmp_path / "r.html", result).read_text(encoding="utf-8")
+    assert "all_hops_covered@2" in html and "calls_to_evidence@2" in html

@@ -319,3 +319,22 @@ def test_rag_errors_are_one_line(spark, tmp_path):
         rs.evaluate_rag(spark.read.text(str(path)).repartition(2))
     with pytest.raises(InputError, match="no 'llm' verdicts"):
         rs.evaluate_rag(spark.read.text(str(path)).limit(1), "llm")
+
+
+def test_rag_metrics_over_calls_bit_identical(spark, tmp_path):
+    """Cases with several retrieval calls: the metrics over calls on Spark are rankwise.evaluate_rag's."""
+    from pathlib import Path
+
+    import rankwise.spark as rs
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    block = doc[doc.index("<!-- calls-example -->"):].split("```jsonl\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "calls.jsonl"
+    path.write_text(block)
+    metrics = ["merged(metric=recall)@5", "per_call(metric=recall,call=1)@3", "call_mean(metric=ndcg)@3",
+               "evidence_coverage@3", "all_hops_covered@3", "calls_to_evidence@3", "call_redundancy@3"]
+    local = rankwise.evaluate_rag(path, "containment", metrics=metrics)
+    result = rs.evaluate_rag(lines_in_order(spark, path, 2), "containment", metrics=metrics)
+    assert_rag_identical(result, local)
+    assert result.summary["undefined"] == {"calls_to_evidence@3": 1} and "never complete" in \
+        result.summary["undefined_why"]["calls_to_evidence@3"]

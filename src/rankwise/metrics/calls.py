@@ -42,6 +42,13 @@ def _records(m: RelevanceMatrix) -> Sequence[CaseRecord]:
     return m.records
 
 
+def _calls(m: RelevanceMatrix) -> list[list[CaseRecord]]:
+    """Per query, its calls as records (:func:`call_records`), built once per matrix."""
+    if "calls" not in m._cache:
+        m._cache["calls"] = [call_records(r) for r in _records(m)]
+    return m._cache["calls"]
+
+
 def _sub(record: CaseRecord, chunks: list[ChunkRecord], found: dict[str, list[list[int]]]) -> CaseRecord:
     """A record holding one list of ``chunks`` (ranked 1, 2 ...) with the case's ground truth."""
     ranked = [ChunkRecord(i + 1, c.id, c.text, c.doc_id, c.start, c.end, c.score, c.verdicts)
@@ -85,51 +92,51 @@ def _matrix(m: RelevanceMatrix, records: list[CaseRecord]) -> RelevanceMatrix:
 
 def per_call(m: RelevanceMatrix, inner: Inner, call: int) -> np.ndarray:
     """``inner`` on each case's call number ``call`` (0 = the first); NaN for a case with fewer calls."""
+    key = ("per_call", call)
+    if key not in m._cache:
+        rows = [i for i, calls in enumerate(_calls(m)) if call < len(calls)]
+        subs = [_calls(m)[i][call] for i in rows]
+        m._cache[key] = (rows, _matrix(m, subs) if subs else None)
+    rows, sub = m._cache[key]
     out = np.full(len(m.query_ids), np.nan)
-    rows, subs = [], []
-    for i, r in enumerate(_records(m)):
-        calls = call_records(r)
-        if call < len(calls):
-            rows.append(i)
-            subs.append(calls[call])
-    if subs:
-        out[rows] = inner(_matrix(m, subs))
+    if sub is not None:
+        out[rows] = inner(sub)
     return out
 
 
 def call_mean(m: RelevanceMatrix, inner: Inner) -> np.ndarray:
     """``inner`` on every call of a case, averaged over the case's calls (undefined calls left out)."""
-    owner, subs = [], []
-    for i, r in enumerate(_records(m)):
-        for sub in call_records(r):
-            owner.append(i)
-            subs.append(sub)
-    values = inner(_matrix(m, subs)) if subs else np.zeros(0)
-    out = np.full(len(m.query_ids), np.nan)
-    owners = np.asarray(owner, dtype=np.int64)
-    for i in range(len(out)):
-        mine = values[owners == i]
-        mine = mine[~np.isnan(mine)]
-        if len(mine):
-            out[i] = float(np.add.accumulate(mine)[-1] / len(mine))
+    if "every_call" not in m._cache:
+        owner = [i for i, calls in enumerate(_calls(m)) for _ in calls]
+        subs = [sub for calls in _calls(m) for sub in calls]
+        m._cache["every_call"] = (np.asarray(owner, dtype=np.int64), _matrix(m, subs) if subs else None)
+    owners, sub = m._cache["every_call"]
+    values = inner(sub) if sub is not None else np.zeros(0)
+    defined = ~np.isnan(values)
+    n = len(m.query_ids)
+    sums = np.bincount(owners[defined], weights=values[defined], minlength=n)
+    counts = np.bincount(owners[defined], minlength=n)
+    out = np.full(n, np.nan)
+    np.divide(sums, counts, out=out, where=counts > 0)
     return out
 
 
 def merged(m: RelevanceMatrix, inner: Inner, order: str = "interleave", dedup: str = "id") -> np.ndarray:
     """``inner`` on one list merged from each case's calls by :func:`~rankwise.data.testset.merge_calls`."""
-    subs = []
-    for r in _records(m):
-        calls = call_records(r)
-        lists = [c.chunks for c in calls]
-        found_of = {id(c): {s: lists_[j] for s, lists_ in sub.passages_found.items()}
-                    for sub in calls for j, c in enumerate(sub.chunks)}
-        try:
-            chunks = merge_calls(lists, order, dedup)
-        except InputError as exc:  # order=score on a case without scores: one line naming the case
-            raise MeasureParamError(f"case {r.id!r}: {exc.problem}") from None
-        found = {s: [found_of[id(c)].get(s, []) for c in chunks] for s in r.passages_found}
-        subs.append(_sub(r, chunks, found))
-    return inner(_matrix(m, subs))
+    key = ("merged", order, dedup)
+    if key not in m._cache:
+        subs = []
+        for r, calls in zip(_records(m), _calls(m), strict=True):
+            found_of = {id(c): {s: lists[j] for s, lists in sub.passages_found.items()}
+                        for sub in calls for j, c in enumerate(sub.chunks)}
+            try:
+                chunks = merge_calls([c.chunks for c in calls], order, dedup)
+            except InputError as exc:  # order=score on a case without scores: one line naming the case
+                raise MeasureParamError(f"case {r.id!r}: {exc.problem}") from None
+            found = {s: [found_of[id(c)].get(s, []) for c in chunks] for s in r.passages_found}
+            subs.append(_sub(r, chunks, found))
+        m._cache[key] = _matrix(m, subs)
+    return inner(m._cache[key])
 
 
 def _found(sub: CaseRecord, source: str, k: int | None, relevance_level: int, basis: str) -> list[set]:
@@ -148,18 +155,19 @@ def _found(sub: CaseRecord, source: str, k: int | None, relevance_level: int, ba
     return out
 
 
-def _per_call_found(m: RelevanceMatrix, r: CaseRecord, k: int | None) -> tuple[list[set], int, str]:
+def _per_call_found(m: RelevanceMatrix, i: int, k: int | None) -> tuple[list[set], int, str]:
+    r = _records(m)[i]
     truth = record_truth(r, m.source or "", relevance_level=m.relevance_level)
     found = [set().union(*_found(sub, m.source or "", k, m.relevance_level, truth["basis"]))
-             for sub in call_records(r)]
+             for sub in _calls(m)[i]]
     return found, int(truth["n_relevant"]), truth["basis"]
 
 
 def evidence_coverage(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Share of the ground-truth items (reference passages) found in any call within its top k (0 when R = 0)."""
     out = np.zeros(len(m.query_ids))
-    for i, r in enumerate(_records(m)):
-        found, n_rel, _ = _per_call_found(m, r, k)
+    for i in range(len(m.query_ids)):
+        found, n_rel, _ = _per_call_found(m, i, k)
         if n_rel > 0:
             out[i] = min(len(set().union(*found)), n_rel) / n_rel
     return out
@@ -174,7 +182,7 @@ def all_hops_covered(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
         for j, p in enumerate(r.reference_contexts):
             if p.hop is not None:
                 hops.setdefault(p.hop, set()).add(j)
-        found, _, basis = _per_call_found(m, r, k)
+        found, _, basis = _per_call_found(m, i, k)
         if not hops or basis != "reference passages":
             continue
         seen = set().union(*found)
@@ -186,8 +194,8 @@ def calls_to_evidence(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """How many calls (1, 2 ...) until every ground-truth item was found within the calls' top k; NaN when
     the case has none or the evidence was never complete."""
     out = np.full(len(m.query_ids), np.nan)
-    for i, r in enumerate(_records(m)):
-        found, n_rel, _ = _per_call_found(m, r, k)
+    for i in range(len(m.query_ids)):
+        found, n_rel, _ = _per_call_found(m, i, k)
         seen: set = set()
         for n, items in enumerate(found, start=1):
             seen |= items
@@ -201,10 +209,10 @@ def call_redundancy(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Share of the chunks in the calls' top k already retrieved (same chunk key) by an earlier call;
     NaN when no call retrieved anything."""
     out = np.full(len(m.query_ids), np.nan)
-    for i, r in enumerate(_records(m)):
+    for i, calls in enumerate(_calls(m)):
         earlier: set = set()
         total = repeated = 0
-        for sub in call_records(r):
+        for sub in calls:
             keys = [chunk_key(c) for c in sub.chunks[:k]]
             total += len(keys)
             repeated += sum(1 for key in keys if key is not None and key in earlier)

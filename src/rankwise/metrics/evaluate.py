@@ -12,7 +12,7 @@ from rankwise.errors import InputError
 from rankwise.metrics.matrix import RelevanceMatrix, join
 from rankwise.metrics.registry import Measure, asks_runid, parse_measures
 
-__all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
+__all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "note_undefined", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
 
 DEFAULT_METRICS = (
     [f"hit_rate@{k}" for k in (1, 3, 5, 10)]
@@ -77,6 +77,21 @@ def aggregate_columns(values: np.ndarray,
         value = aggregate(values[:, j], measure)
         mean[measure.name] = None if np.isnan(value) else value  # undefined for every query: no mean
     return mean, undefined
+
+
+def note_undefined(summary: dict, undefined: dict[str, int], measures: list[Measure]) -> dict:
+    """``summary`` with the undefined counts and, for metrics that declare it, when a value is undefined.
+
+    Example:
+        >>> note_undefined({}, {"calls_to_evidence@5": 2}, parse_measures(["calls_to_evidence@5"]))["undefined_why"]
+        {'calls_to_evidence@5': 'the evidence was never complete (or the case has no ground truth)'}
+    """
+    if undefined:
+        summary["undefined"] = undefined
+        why = {m.name: m.metric.undefined_when for m in measures if m.name in undefined and m.metric.undefined_when}
+        if why:
+            summary["undefined_why"] = why
+    return summary
 
 
 class PerQuery(Mapping):
@@ -183,12 +198,7 @@ def evaluate_matrix(matrix: RelevanceMatrix, measures: Iterable[str | Measure], 
         if hasattr(column, "texts"):  # relstring: a text per query beside its number
             texts[measure.name] = column.texts
     mean, undefined = aggregate_columns(values, parsed)
-    summary = dict(summary or {"evaluated": len(matrix.query_ids)})
-    if undefined:
-        summary["undefined"] = undefined
-        why = {m.name: m.metric.undefined_when for m in parsed if m.name in undefined and m.metric.undefined_when}
-        if why:
-            summary["undefined_why"] = why
+    summary = note_undefined(dict(summary or {"evaluated": len(matrix.query_ids)}), undefined, parsed)
     return EvalResult(parsed, PerQuery(matrix.query_ids, [m.name for m in parsed], values), mean, summary,
                       run_name, texts)
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
-from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
+from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns, note_undefined
 from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
@@ -330,8 +330,7 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         if message:
             warn(message, summary=summary)
     mean, undefined = aggregate_columns(values, measures)
-    if undefined:
-        summary["undefined"] = undefined
+    note_undefined(summary, undefined, measures)
     return EvalResult(measures, PerQuery([id_list[i] for i in scored_rows.tolist()], [m.name for m in measures],
                                          values), mean, summary, f"eval-rag ({relevance})")
 
