@@ -483,6 +483,21 @@ def setup_adapters(workdir: Path) -> None:
     _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel" / "questions.jsonl", workdir / "questions.jsonl")
 
 
+def setup_traces(workdir: Path) -> None:
+    """docs/traces.md: trace files from real instrumentation (tests/_traces.py: a LangChain retriever under
+    openinference-instrumentation-langchain, seeded ids), ``broken.json`` (traces.json cut short) and
+    ``hops.jsonl`` (the worked example of docs/metrics.md section 7)."""
+    pytest.importorskip("openinference.instrumentation.langchain", reason="docs/traces.md makes its traces with it")
+    from _traces import write_doc_traces
+
+    write_doc_traces(workdir)
+    (workdir / "broken.json").write_text((workdir / "traces.json").read_text(encoding="utf-8")[:4096],
+                                         encoding="utf-8")
+    metrics = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
+    block = metrics[metrics.index("<!-- calls-example -->"):].split("```jsonl\n", 1)[1].split("```", 1)[0]
+    (workdir / "hops.jsonl").write_text(block, encoding="utf-8")
+
+
 def setup_context_metrics(workdir: Path) -> None:
     _copy(REPO / "examples" / "ragas_testset.jsonl", workdir / "testset.jsonl")
     _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
@@ -524,6 +539,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/calibrate.md": [setup_calibrate],
     "docs/adapters.md": [setup_adapters],
     "docs/integrations.md": [setup_compare],
+    "docs/traces.md": [setup_traces],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval",
         "docs/calibrate.md": "dense retrieval in its setup, 1,460 calls of position-curve"}

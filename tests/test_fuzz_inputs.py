@@ -33,6 +33,7 @@ from rankwise.data.stream import NotGrouped, _text_batches, iter_run_blocks
 from rankwise.data.testset import load_testset
 from rankwise.errors import InputError
 from rankwise.relevance.human import read_labels
+from rankwise.traces import import_traces
 
 MUTANTS = int(os.environ.get("RANKWISE_FUZZ_MUTANTS", "300"))
 CLI_SHARE = 4  # every 4th mutant also goes through the CLI in-process
@@ -77,6 +78,56 @@ RECORDS_CALLS_JSONL = (
     b'"chunks": [{"rank": 1, "id": "c2", "text": "gamma"}]}]}\n'
 )
 LABELS_CSV = b"query_id,chunk_id,rank,verdict,type,grade\nq1,c1,1,1,answer,2\nq1,,2,0,irrelevant,0\nq2,c2,1,yes,,1\n"
+
+def _otlp_attr(k, v):
+    return {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+
+
+TRACES_OTLP = json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "x"},
+    "spans": [
+        {"traceId": "5d27cd8d41ef33f30305e646ad80c2aa", "spanId": "66167d1ebddcdb15", "parentSpanId": "",
+         "name": "agent", "startTimeUnixNano": "1000", "attributes": [_otlp_attr("openinference.span.kind", "CHAIN"),
+                                                                      _otlp_attr("input.value", "a?")]},
+        {"traceId": "5d27cd8d41ef33f30305e646ad80c2aa", "spanId": "fbd159065a44841f",
+         "parentSpanId": "66167d1ebddcdb15", "name": "r", "startTimeUnixNano": "2000", "attributes": [
+             _otlp_attr("openinference.span.kind", "RETRIEVER"), _otlp_attr("input.value", "alpha"),
+             _otlp_attr("retrieval.documents.0.document.content", "alpha beta"),
+             _otlp_attr("retrieval.documents.0.document.id", "c1"),
+             _otlp_attr("retrieval.documents.0.document.metadata", '{"source": "d1", "start_index": 0}'),
+             _otlp_attr("retrieval.documents.1.document.content", "gamma")]},
+        {"traceId": "5d27cd8d41ef33f30305e646ad80c2aa", "spanId": "bf631c861b96ae86",
+         "parentSpanId": "66167d1ebddcdb15", "name": "r", "startTimeUnixNano": "3000", "attributes": [
+             _otlp_attr("openinference.span.kind", "RETRIEVER"), _otlp_attr("input.value", "beta"),
+             _otlp_attr("retrieval.documents.0.document.content", "delta"),
+             _otlp_attr("retrieval.documents.0.document.score", 2)]}]}]}]}).encode() + b"\n"
+TRACES_CONSOLE = (json.dumps({"name": "rag", "context": {"trace_id": "0x5d27cd8d41ef33f30305e646ad80c2aa",
+                                                        "span_id": "0x66167d1ebddcdb15"}, "parent_id": None,
+                              "start_time": "2026-01-01T00:00:00.000000Z",
+                              "attributes": {"openinference.span.kind": "CHAIN", "input.value": "a?",
+                                             "output.value": "alpha"}}, indent=4) + "\n" +
+                  json.dumps({"name": "r", "context": {"trace_id": "0x5d27cd8d41ef33f30305e646ad80c2aa",
+                                                      "span_id": "0xfbd159065a44841f"},
+                              "parent_id": "0x66167d1ebddcdb15", "start_time": "2026-01-01T00:00:01.000000Z",
+                              "attributes": {"openinference.span.kind": "RETRIEVER", "input.value": "a?",
+                                             "retrieval.documents.0.document.content": "alpha beta",
+                                             "retrieval.documents.0.document.metadata": '{"source": "d1"}',
+                                             "output.value": '{"documents": [{"id": "c1"}]}'}}, indent=4)
+                  + "\n").encode()
+TRACES_LANGSMITH = json.dumps([
+    {"id": "r1", "trace_id": "r1", "parent_run_id": None, "run_type": "chain", "start_time": "2026-01-01T00:00:00",
+     "inputs": {"question": "a?"}, "outputs": {"output": "alpha"}, "extra": {"metadata": {"case_id": "q1"}}},
+    {"id": "r2", "trace_id": "r1", "parent_run_id": "r1", "run_type": "retriever", "start_time": "2026-01-01T00:00:01",
+     "inputs": {"query": "a"}, "outputs": {"documents": [{"page_content": "alpha beta", "metadata": {
+         "source": "d1", "start_index": 0}}, {"page_content": "gamma", "metadata": {}}]}}], indent=1).encode()
+TRACES_MLFLOW = json.dumps({"info": {"trace_id": "tr-1", "trace_metadata": {"case_id": "q1"}}, "data": {"spans": [
+    {"trace_id": "KjuBEADv/EB7nkjQHmI0lQ==", "span_id": "Bua8hayUHf0=", "parent_span_id": None, "name": "agent",
+     "start_time_unix_nano": 1, "attributes": {"mlflow.spanType": '"CHAIN"', "mlflow.spanInputs": '{"question": "a?"}',
+                                               "mlflow.spanOutputs": '"alpha"'}},
+    {"trace_id": "KjuBEADv/EB7nkjQHmI0lQ==", "span_id": "C3ALIIS7JNs=", "parent_span_id": "Bua8hayUHf0=",
+     "name": "retrieve", "start_time_unix_nano": 2, "attributes": {
+         "mlflow.spanType": '"RETRIEVER"', "mlflow.spanInputs": '{"query": "a"}',
+         "mlflow.spanOutputs": '[{"page_content": "alpha beta", "metadata": {"doc_uri": "d1"}, "id": "c1"}]'}}]}}
+).encode() + b"\n"
 
 TOKENS = [
     b" ", b"  ", b"\t", b"\r", b"\n", b"\r\n", b"\x00", b"\xff", b"\xc3", b"\xef\xbb\xbf", b"#", b'"', b",", b"{",
@@ -249,6 +300,10 @@ def _eval_args(kind: str, path: Path, tmp: Path) -> list[str]:
     return ["eval", str(path), str(run), "-m", "map,ndcg@3"]
 
 
+def _traces_args(kind: str, path: Path, tmp: Path) -> list[str]:
+    return ["import-traces", str(path), "-o", str(path) + ".out.jsonl", "--force"]
+
+
 def _rag_args(kind: str, path: Path, tmp: Path) -> list[str]:
     if kind == "labels_csv":
         testset = tmp / "seed.testset.jsonl"
@@ -268,6 +323,10 @@ KINDS = {
     "records_jsonl": ("records.jsonl", RECORDS_JSONL, lambda p: len(load_records(p)), _rag_args),
     "with_calls_testset": ("testset.jsonl", TESTSET_CALLS_JSONL, lambda p: len(load_testset(p)), _rag_args),
     "with_calls_records": ("records.jsonl", RECORDS_CALLS_JSONL, lambda p: len(load_records(p)), _rag_args),
+    "traces_otlp": ("traces.json", TRACES_OTLP, lambda p: len(import_traces(p).testset), _traces_args),
+    "traces_console": ("spans.json", TRACES_CONSOLE, lambda p: len(import_traces(p).testset), _traces_args),
+    "traces_langsmith": ("runs.json", TRACES_LANGSMITH, lambda p: len(import_traces(p).testset), _traces_args),
+    "traces_mlflow": ("mlflow.json", TRACES_MLFLOW, lambda p: len(import_traces(p).testset), _traces_args),
 }
 
 
@@ -699,9 +758,9 @@ def test_a_symlink_loop_as_any_input_is_one_line(tmp_path):
                  parquet_run=("run.parquet", b"", None, _eval_args),
                  testset_parquet=("testset.parquet", b"", None, _rag_args))
     for kind, (name, _, _, cli_args) in sorted(kinds.items()):
-        loop = tmp_path / f"loop.{name}"
-        os.symlink(tmp_path / f"other.{name}", loop)
-        os.symlink(loop, tmp_path / f"other.{name}")
+        loop = tmp_path / f"loop.{kind}.{name}"  # kinds may share a file name (records.jsonl)
+        os.symlink(tmp_path / f"other.{kind}.{name}", loop)
+        os.symlink(loop, tmp_path / f"other.{kind}.{name}")
         for extra in ([], ["--stream"]) if kind.endswith("run") else ([],):
             result = CliRunner().invoke(main, cli_args(kind, loop, tmp_path) + extra)
             assert result.exit_code == 2, (kind, extra, result.output)

@@ -75,6 +75,13 @@ def inputs(tmp_path, monkeypatch):
     f["rag_run"].write_text("".join(json.dumps(dict(r, retrieved_contexts=[
         {"id": f"{r['reference_contexts'][0]['doc_id']}#50-60", "text": "x" * 10, "doc_id":
          r["reference_contexts"][0]["doc_id"], "start": 50, "end": 60, "score": 1.0}])) + "\n" for r in rows))
+    f["traces"] = tmp_path / "agent.spans.json"  # two retriever spans under one root: a test set with calls
+    f["traces"].write_text("\n".join(json.dumps({
+        "context": {"trace_id": "0x" + "1" * 32, "span_id": "0x" + s * 16}, "parent_id": p and "0x" + p * 16,
+        "start_time": f"2026-01-01T00:00:0{i}Z", "attributes": {
+            "openinference.span.kind": "RETRIEVER" if p else "AGENT", "input.value": f"q{i}?",
+            **({"retrieval.documents.0.document.content": f"chunk {i}"} if p else {})}})
+        for i, (s, p) in enumerate([("a", None), ("b", "a"), ("c", "a")])))
     f["ragas"] = tmp_path / "ragas.jsonl"
     f["ragas"].write_text("".join(json.dumps({"user_input": r["user_input"], "reference": r["reference"],
                                               "reference_contexts": [r["reference"]]}) + "\n" for r in rows))
@@ -133,6 +140,7 @@ def _args(command: str, flag: str, target, f: dict, tmp_path: Path) -> list:
         "pool": ["pool", f["testset"], f["rag_run"], *_llm(cache),
                  "--out", target if flag == "--out" else tmp_path / "pooled.jsonl"],
         "import-testset": ["import-testset", f["ragas"], "--corpus", f["corpus"], "--out", target],
+        "import-traces": ["import-traces", f["traces"], "--out", target],
         "export-testset": ["export-testset", f["testset"], "--to", "ragas", "--out", target],
         "sample-labels": ["sample-labels", f["testset"], "--relevance", "containment", "-n", "1", "--out", target],
     }[command]
@@ -162,7 +170,8 @@ def _an_input(command: str, flag: str, f: dict) -> Path:
             "cache merge": f["source_cache"], "calibrate": f["records"], "run": f["corpus_dir"] / "doc1.txt",
             "run-adapter": f["testset"], "answer": f["testset"], "utility": f["testset"],
             "position-curve": f["testset"], "synth": f["corpus"], "pool": f["rag_run"],
-            "import-testset": f["ragas"], "export-testset": f["testset"], "sample-labels": f["testset"]}[command]
+            "import-testset": f["ragas"], "export-testset": f["testset"], "sample-labels": f["testset"],
+            "import-traces": f["traces"]}[command]
 
 
 def test_every_output_option_is_covered():
@@ -178,7 +187,7 @@ OPTIONS = sorted({("eval-rag", "--records"), ("compare", "--html"), ("compare", 
                   ("position-curve", "--out"), ("position-curve", "--plot"), ("position-curve", "--cache"),
                   ("utility", "--records"), ("utility", "--cache"), ("synth", "--out"), ("synth", "--cache"),
                   ("pool", "--out"), ("pool", "--cache"), ("import-testset", "--out"),
-                  ("export-testset", "--out"), ("sample-labels", "--out")})
+                  ("export-testset", "--out"), ("sample-labels", "--out"), ("import-traces", "--out")})
 
 
 @pytest.mark.parametrize(("command", "flag"), OPTIONS, ids=[f"{c}{f}" for c, f in OPTIONS])

@@ -9,7 +9,8 @@ Every capability is one call from here (imported on first use, so ``import rankw
   (judge vs. human labels), :func:`utility` (the generator's own answers as verdicts);
 - test sets and retrievers: :func:`synth`, :func:`pool`, :func:`import_testset`, :func:`export_testset`,
   :func:`run_retrieval` (BM25 / dense / hybrid / rerank), :func:`run_retriever` (your framework's
-  retriever), :func:`sweep` (chunking x retriever grid);
+  retriever), :func:`load_traces` / :func:`import_traces` (what it retrieved, from OpenInference, Phoenix,
+  LangSmith or MLflow traces), :func:`sweep` (chunking x retriever grid);
 - judgement about the numbers: :func:`compare`, :func:`gate`, :func:`probe`, :func:`calibrate`,
   :func:`answer`, :func:`position_curve`; :func:`demo` runs the bundled tour;
 - where teams work: :mod:`rankwise.testing` (``assert_no_regression``, ``assert_retrieval`` and a pytest
@@ -46,6 +47,7 @@ _EXPORTS = {
     "synth": "rankwise.testsets.synth", "pool": "rankwise.testsets.pool",
     "import_testset": "rankwise.testsets.importers", "export_testset": "rankwise.testsets.importers",
     "run_retrieval": "rankwise.retrieval.pipeline", "run_retriever": "rankwise.adapters.run",
+    "load_traces": "rankwise.traces.load", "import_traces": "rankwise.traces.load",
     "sweep": "rankwise.workflows.sweep",
     # judgement about the numbers
     "compare": "rankwise.analysis.compare", "gate": "rankwise.analysis.gate",
@@ -58,8 +60,9 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
-           "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "judge_records", "ksweep",
-           "load_qrels", "load_records", "load_run", "merge_calls", "mlflow", "pool", "position_curve", "probe",
-           "Qrels", "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "testing", "utility"]
+           "evaluate_rag", "export_testset", "gate", "import_testset", "import_traces", "InputError", "judge",
+           "judge_records", "ksweep", "load_qrels", "load_records", "load_run", "load_traces", "merge_calls", "mlflow",
+           "pool", "position_curve", "probe", "Qrels", "RankwiseError", "Run", "run_retrieval", "run_retriever",
+           "sweep", "synth", "testing", "utility"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

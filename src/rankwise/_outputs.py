@@ -33,6 +33,7 @@ PNG_SOFTWARE = "rankwise"
 _HTML_PREFIX = b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
 _CHUNK_KEYS = {"id", "doc_id", "start", "end", "text"}
 _CONTEXT_KEYS = {"id", "text", "doc_id", "start", "end", "score"}
+_CALL_KEYS = {"position", "query", "span_id", "trace_id", "meta", "chunks"}
 _RAGAS_EXPORT_KEYS = {"id", "user_input", "reference", "reference_contexts", "reference_context_ids"}  # export-testset --to ragas
 LABEL_SHEET_HEADER = b"system,query_id,rank,chunk_id,question,chunk_text,verdict,type,reason,annotator"
 _CURVE_KEYS = {"accuracy", "counts", "intervals", "weights", "fits"}
@@ -45,7 +46,10 @@ def _same(a: Path, b: Path) -> bool:
             return os.path.samefile(a, b)
     except OSError:
         pass
-    return a.resolve() == b.resolve()
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a symlink loop is no file: reading it gives the one-line error
+        return False
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -126,6 +130,11 @@ def is_our_output(path: str | os.PathLike) -> bool:
             if isinstance(contexts, list) and contexts and all(
                     isinstance(c, dict) and set(c) == _CONTEXT_KEYS for c in contexts):
                 return True  # `rankwise run --rag-out`
+            calls = obj.get("calls")
+            if "retrieved_contexts" not in obj and isinstance(calls, list) and calls and all(
+                    isinstance(c, dict) and set(c) <= _CALL_KEYS and isinstance(c.get("chunks"), list)
+                    and all(isinstance(x, dict) and set(x) == _CONTEXT_KEYS for x in c["chunks"]) for c in calls):
+                return True  # a test set with retrieval calls (import-traces, write_testset)
             if {"settings", "winner", "mean"} <= set(obj):
                 return True  # demo summary.json
             if set(obj) >= _CURVE_KEYS:

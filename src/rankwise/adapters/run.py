@@ -40,7 +40,7 @@ from rankwise.data.records import CaseRecord, ChunkRecord, as_records, write_rec
 from rankwise.errors import InputError
 
 __all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "records_queries", "RetrieverRandomIdWarning",
-           "RetrieverShortListWarning", "short_list_warning"]
+           "RetrieverShortListWarning", "short_list_warning", "item_chunk"]
 
 
 class RetrieverRandomIdWarning(UserWarning):
@@ -383,6 +383,30 @@ def _doc_id(item: RawItem, doc_id_key: str | None) -> str | None:
     return None
 
 
+def item_chunk(item: RawItem, rank: int, *, doc_id_key: str | None = None, id_strategy: str = "auto",
+               id_key: str | None = None) -> tuple[ChunkRecord, str, str | None]:
+    """One retrieved item as a chunk at a rank: document id, offsets and id by the rules of
+    :mod:`rankwise.adapters.ids`; also the id rule used and, for impossible offsets (dropped), what they were.
+
+    Example:
+        >>> chunk, rule, bad = item_chunk(to_item({"text": "Paris", "metadata": {"source": "d1", "start_index": 4}}), 1)
+        >>> chunk.id, rule, bad
+        ('d1#4-9', 'offset', None)
+    """
+    doc_id = _doc_id(item, doc_id_key)
+    start, end = item.start, item.end
+    if start is not None and end is None and item.text is not None:
+        end = start + len(item.text)
+    bad = None
+    if start is not None and (start < 0 or end is None or end < start):
+        bad = f"start {start}, end {end}"
+        start = end = None  # eval-rag would refuse the record: the chunk is kept without offsets
+    cid, rule = resolve_id(item.native_id, item.metadata, doc_id, start, end, item.text, strategy=id_strategy,
+                           id_key=id_key)
+    return ChunkRecord(rank=rank, id=cid, text=item.text, doc_id=doc_id, start=start, end=end,
+                       score=item.score), rule, bad
+
+
 def _percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -485,27 +509,20 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
         seen: dict[str, int] = {}
         dups: list[int] = []
         for rank, it in enumerate(items, start=1):
-            doc_id = _doc_id(it, doc_id_key)
-            start, end = it.start, it.end
-            if start is not None and end is None and it.text is not None:
-                end = start + len(it.text)
-            if start is not None and (start < 0 or end is None or end < start):
-                bad_offsets.append(f"{rec.id} rank {rank}: start {start}, end {end}")
-                start = end = None  # eval-rag would refuse the record: the chunk is kept without offsets
-            if start is None:
+            chunk, rule, bad = item_chunk(it, rank, doc_id_key=doc_id_key, id_strategy=id_strategy, id_key=id_key)
+            if bad:
+                bad_offsets.append(f"{rec.id} rank {rank}: {bad}")
+            if chunk.start is None:
                 no_offsets += 1
             if looks_random(it.native_id):
                 random_native += 1
-            cid, rule = resolve_id(it.native_id, it.metadata, doc_id, start, end, it.text, strategy=id_strategy,
-                                   id_key=id_key)
             strategies[rule] += 1
-            key = cid if cid is not None else f"text:{normalise_text(it.text or '')}"
+            key = chunk.id if chunk.id is not None else f"text:{normalise_text(it.text or '')}"
             if key in seen:
                 dups.append(rank)
             else:
                 seen[key] = rank
-            chunk_records.append(ChunkRecord(rank=rank, id=cid, text=it.text, doc_id=doc_id, start=start,
-                                             end=end, score=it.score))
+            chunk_records.append(chunk)
             meta_rows.append({"native_id": it.native_id, "id_from": rule, "metadata": _json_safe(it.metadata)})
         duplicates += len(dups)
         rec.chunks = chunk_records

@@ -12,6 +12,7 @@ from rankwise.cli import ppi as _ppi  # noqa: F401  (registers its commands)
 from rankwise.cli import rag as _rag  # noqa: F401  (registers its commands)
 from rankwise.cli import retrieval as _retrieval  # noqa: F401  (registers its commands)
 from rankwise.cli import testsets as _testsets  # noqa: F401  (registers its commands)
+from rankwise.cli import traces as _traces  # noqa: F401  (registers its commands)
 from rankwise.cli import workflows as _workflows  # noqa: F401  (registers its commands)
 from rankwise.cli._base import main
 

@@ -1,0 +1,81 @@
+"""``rankwise import-traces`` and ``rankwise export-verdicts``: traces in as test sets, verdicts out to Phoenix."""
+
+from __future__ import annotations
+
+import click
+
+from rankwise.cli._base import main
+
+_FORMATS = ["auto", "otlp", "console", "phoenix", "langsmith", "mlflow"]
+
+
+def _print_skips(summary: dict, notes: list[str]) -> None:
+    for why, n in summary["skipped"].items():
+        click.echo(f"  skipped: {n} {why}", err=True)
+    for note in notes[:3]:
+        click.echo(f"    {note}", err=True)
+    if len(notes) > 3:
+        click.echo(f"    ... and {len(notes) - 3} more", err=True)
+
+
+@main.command("import-traces")
+@click.argument("traces", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", "output", required=True, type=click.Path(dir_okay=False),
+              help="The test set to write (JSONL), for eval-rag and judge.")
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="auto", show_default=True,
+              help="otlp (OTLP JSON), console (ConsoleSpanExporter / span.to_json()), phoenix (span dataframe "
+                   "as .parquet), langsmith (runs), mlflow (Trace.to_json()); auto: from the file.")
+@click.option("--testset", type=click.Path(dir_okay=False),
+              help="A RAG test set whose reference passages / ids join the traces they match (by a case_id or "
+                   "session.id attribute, else by exact question).")
+@click.option("--id-key", help="Metadata field holding a stable chunk id.")
+@click.option("--doc-id-key", help="Metadata field holding the document id.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
+def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, force):
+    """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
+    set: one case per trace, one retrieval call per retriever span."""
+    from rankwise._outputs import check_outputs
+    from rankwise.traces import import_traces, write_testset
+
+    check_outputs({"--out": output}, [traces, testset], force=force)
+    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    write_testset(imp, output)
+    s = imp.summary()
+    labelled = f"; {s['labelled_from_testset']} matched in {testset}" if testset else ""
+    click.echo(f"{output}: {s['cases']} cases from {traces} ({s['format']}): {s['calls']} retrieval calls, "
+               f"{s['multi_call_cases']} cases with more than one{labelled}")
+    if testset and s["labelled_from_testset"] < s["cases"]:
+        click.echo(f"  {s['cases'] - s['labelled_from_testset']} cases match no test-set case: judge them "
+                   "(rankwise judge) or label them", err=True)
+    _print_skips(s, imp.notes)
+
+
+@main.command("export-verdicts")
+@click.argument("records", type=click.Path(dir_okay=False))
+@click.option("--traces", "traces", required=True, type=click.Path(dir_okay=False),
+              help="The trace export the records' test set was imported from (import-traces).")
+@click.option("--phoenix", "out", required=True, type=click.Path(dir_okay=False),
+              help="Document evaluations to write: .parquet (a DataFrame for Phoenix) or .jsonl.")
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="auto", show_default=True,
+              help="Format of --traces.")
+@click.option("--testset", type=click.Path(dir_okay=False),
+              help="The --testset given to import-traces (it names the cases it matched).")
+@click.option("--source", "sources", multiple=True, help="Verdict source(s) to export [default: every one].")
+@click.option("--id-key", help="As given to import-traces.")
+@click.option("--doc-id-key", help="As given to import-traces.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
+def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key, doc_id_key, force):
+    """Write the verdicts of a records file (eval-rag --records, judge) as OpenInference document evaluations
+    (span id, document position, label, score, explanation) for Phoenix."""
+    from rankwise._outputs import check_outputs
+    from rankwise.data.records import load_records
+    from rankwise.traces import document_evaluations, import_traces, write_document_evaluations
+
+    check_outputs({"--phoenix": out}, [records, traces, testset], force=force)
+    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    evals = document_evaluations(load_records(records), imp, sources=list(sources) or None, records_source=records)
+    write_document_evaluations(evals, out)
+    s = evals.summary()
+    click.echo(f"{out}: {s['rows']} document evaluations on {s['spans']} retriever spans")
+    for why, n in s["not_exported"].items():
+        click.echo(f"  not exported: {n} ({why})", err=True)

@@ -1,0 +1,96 @@
+"""``import_traces`` / ``load_traces``: a trace export as a RAG test set (see :mod:`rankwise.traces.readers`)."""
+
+from __future__ import annotations
+
+import warnings
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from rankwise.data.testset import TestSet
+from rankwise.traces.readers import read_spans
+from rankwise.traces.spans import TraceImport, assemble
+
+__all__ = ["import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
+
+
+class TraceSkipWarning(UserWarning):
+    """Some traces or retriever spans could not become cases and were skipped (counted in the summary)."""
+
+
+def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
+                  doc_id_key: str | None = None) -> TraceImport:
+    """Read a trace export: one case per trace with a retriever call, with what was skipped and why.
+
+    Args:
+        path: OTLP JSON, console-exporter JSON, a Phoenix span dataframe (.parquet), LangSmith runs or MLflow
+            traces (see :mod:`rankwise.traces.readers`).
+        format: ``auto`` (from the suffix and the first JSON value), ``otlp``, ``console``, ``phoenix``,
+            ``langsmith`` or ``mlflow``.
+        testset: a RAG test set whose cases give reference passages / ids to the traces they match (by a
+            ``case_id`` / ``session.id`` attribute, else by exact question text).
+        id_key, doc_id_key: metadata fields holding the chunk id / the document id (as in ``run_retriever``).
+
+    Example:
+        >>> import json, tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "spans.json")
+        >>> span = {"name": "retrieve", "context": {"trace_id": "0x5d27cd8d41ef33f30305e646ad80c2aa",
+        ...         "span_id": "0xfbd159065a44841f"}, "parent_id": None, "start_time": "2026-01-01T00:00:00Z",
+        ...         "attributes": {"openinference.span.kind": "RETRIEVER", "input.value": "Capital?",
+        ...                        "retrieval.documents.0.document.content": "Paris is the capital.",
+        ...                        "retrieval.documents.0.document.id": "c1"}}
+        >>> _ = open(f, "w").write(json.dumps(span))
+        >>> imp = import_traces(f)
+        >>> imp.format, imp.testset[0].question, [c.id for c in imp.testset[0].chunks]
+        ('console', 'Capital?', ['c1'])
+    """
+    spans, fmt = read_spans(path, format)
+    ts = None if testset is None else _ground_truth(testset)
+    return assemble(spans, source=str(path), testset=ts, fmt=fmt, id_key=id_key, doc_id_key=doc_id_key)
+
+
+def _ground_truth(testset: Any) -> TestSet:
+    """The labels' test set read as a question file is (its retrieved contexts not needed, its own fields aside)."""
+    from rankwise.adapters.run import records_queries
+
+    if isinstance(testset, TestSet):
+        return testset
+    return TestSet([r.to_case() for r in records_queries(testset)], str(testset) if isinstance(testset, (str, PathLike))
+                   else None)
+
+
+def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
+                doc_id_key: str | None = None) -> TestSet:
+    """The test set of :func:`import_traces` (skips are warned about with :class:`TraceSkipWarning`).
+
+    Example:
+        >>> import json, tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "runs.json")
+        >>> _ = open(f, "w").write(json.dumps([{"id": "r1", "run_type": "retriever", "inputs": {"query": "Capital?"},
+        ...     "outputs": {"documents": [{"page_content": "Paris is the capital.", "metadata": {"source": "d1",
+        ...                                "start_index": 0}}]}}]))
+        >>> [(c.id, c.question, c.chunks[0].id) for c in load_traces(f)]
+        [('r1', 'Capital?', 'd1#0-21')]
+    """
+    imp = import_traces(path, format=format, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    if imp.skipped:
+        what = "; ".join(f"{n} {why}" for why, n in imp.skipped.items())
+        warnings.warn(f"{path}: {what}", TraceSkipWarning, stacklevel=2)
+    return imp.testset
+
+
+def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
+    """Write the imported cases as a test set (JSON Lines) that ``eval-rag`` and ``judge`` read; a case with
+    several calls keeps them (``calls``), a single-call case is an ordinary line.
+
+    Example:
+        >>> import os, tempfile
+        >>> from rankwise.traces.spans import Span, assemble
+        >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
+        ...                source="<spans>")
+        >>> write_testset(imp, os.path.join(tempfile.mkdtemp(), "t.jsonl")).read_text().startswith('{"id": "t1"')
+        True
+    """
+    from rankwise.data.testset import write_testset as write_cases
+
+    return write_cases(imp.testset, path)

@@ -1,0 +1,206 @@
+"""Real traces for the tests: LangChain retrievers run offline under ``openinference-instrumentation-langchain``
+with the OpenTelemetry SDK's in-memory exporter; the finished spans written as the SDK's ``ConsoleSpanExporter``
+writes them, as OTLP JSON (the OTLP/JSON encoding the collector's file exporter writes: hex ids, AnyValue
+attribute lists, one request a line) and as Phoenix's span dataframe (``get_spans_dataframe()`` columns,
+saved with ``to_parquet``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+KESTREL_K = 10
+
+
+def _seeded_ids(seed: int):
+    """The SDK's id generator interface with seeded random ids (the same trace and span ids on every run)."""
+    import random
+
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class Seeded(IdGenerator):
+        def __init__(self):
+            self.rng = random.Random(seed)
+
+        def generate_span_id(self) -> int:
+            return self.rng.getrandbits(64) or 1
+
+        def generate_trace_id(self) -> int:
+            return self.rng.getrandbits(128) or 1
+
+    return Seeded()
+
+
+@contextlib.contextmanager
+def langchain_traces(seed: int | None = None):
+    """Instrument LangChain for the duration; yields the in-memory exporter holding the finished spans
+    (with ``seed``: trace and span ids the same on every run)."""
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(**({} if seed is None else {"id_generator": _seeded_ids(seed)}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield exporter
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+
+
+def kestrel_retriever(k: int = KESTREL_K):
+    """A LangChain ``VectorStoreRetriever`` over the Kestrel chunks (hashed bag-of-words vectors, no network):
+    documents carry ``source`` and ``start_index`` (LangChain's ``add_start_index``), ids are LangChain's uuids."""
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from _hash_embedder import langchain_embeddings
+    from rankwise.datasets import bundled_files
+    from rankwise.retrieval import chunk_corpus, load_corpus
+
+    chunks = chunk_corpus(load_corpus(bundled_files("kestrel").corpus), 500, 50, titles=False)
+    store = InMemoryVectorStore(langchain_embeddings())
+    store.add_documents([Document(c.text, metadata={"source": c.doc_id, "start_index": c.start}) for c in chunks])
+    return store.as_retriever(search_kwargs={"k": k})
+
+
+def kestrel_questions() -> list[dict]:
+    from rankwise.datasets import bundled_files
+
+    with open(bundled_files("kestrel").questions, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def rag_chain(retriever):
+    """A one-retrieval RAG chain: retrieve, then "answer" (the first chunk's first sentence)."""
+    from langchain_core.runnables import RunnableLambda
+
+    def rag(question: str) -> str:
+        docs = retriever.invoke(question)
+        return docs[0].page_content.split(".")[0] if docs else "no answer"
+
+    return RunnableLambda(rag).with_config(run_name="rag")
+
+
+def two_step_agent(retriever):
+    """A two-step agent: rewrite the question, retrieve, retrieve again for the follow-up, answer — all under
+    one parent chain span (so every retrieval is a call of the same trace)."""
+    from langchain_core.runnables import RunnableLambda
+
+    rewrite = RunnableLambda(lambda q: q.replace("`", "").rstrip("?")).with_config(run_name="rewrite")
+
+    def agent(question: str) -> str:
+        query = rewrite.invoke(question)
+        first = retriever.invoke(query)
+        follow_up = f"{query} {first[0].metadata['source'] if first else ''}".strip()
+        second = retriever.invoke(follow_up)
+        return (second or first)[0].page_content.split(".")[0] if (second or first) else "no answer"
+
+    return RunnableLambda(agent).with_config(run_name="agent")
+
+
+def write_console(spans, path: Path) -> Path:
+    """The SDK's own ``ConsoleSpanExporter`` writing to a file (``span.to_json()`` objects, one after another)."""
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    with open(path, "w", encoding="utf-8") as fh:
+        ConsoleSpanExporter(out=fh).export(spans)
+    return path
+
+
+def _any(v):
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, (list, tuple)):
+        return {"arrayValue": {"values": [_any(x) for x in v]}}
+    return {"stringValue": str(v)}
+
+
+def _attrs(attributes) -> list[dict]:
+    return [{"key": k, "value": _any(v)} for k, v in dict(attributes or {}).items()]
+
+
+def otlp_request(spans) -> dict:
+    """One ``ExportTraceServiceRequest`` in OTLP/JSON (hex ids, times as strings, kind as the OTLP enum)."""
+    scopes: dict = {}
+    for s in spans:
+        scopes.setdefault(s.instrumentation_scope.name if s.instrumentation_scope else "", []).append({
+            "traceId": format(s.context.trace_id, "032x"), "spanId": format(s.context.span_id, "016x"),
+            "parentSpanId": format(s.parent.span_id, "016x") if s.parent else "", "name": s.name,
+            "kind": s.kind.value + 1, "startTimeUnixNano": str(s.start_time), "endTimeUnixNano": str(s.end_time),
+            "attributes": _attrs(s.attributes), "status": {"code": s.status.status_code.value}})
+    resource = spans[0].resource.attributes if spans else {}
+    return {"resourceSpans": [{"resource": {"attributes": _attrs(resource)},
+                               "scopeSpans": [{"scope": {"name": n}, "spans": v} for n, v in scopes.items()]}]}
+
+
+def write_otlp(spans, path: Path) -> Path:
+    path.write_text(json.dumps(otlp_request(spans)) + "\n", encoding="utf-8")
+    return path
+
+
+def phoenix_rows(spans) -> list[dict]:
+    """Phoenix's span dataframe rows: ``attributes.*`` columns, documents as one list column."""
+    import datetime as dt
+
+    rows = []
+    for s in spans:
+        a = dict(s.attributes or {})
+        docs: dict[int, dict] = {}
+        row = {"name": s.name, "span_kind": a.get("openinference.span.kind"),
+               "parent_id": format(s.parent.span_id, "016x") if s.parent else None,
+               "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.UTC),
+               "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.UTC),
+               "status_code": "OK", "context.span_id": format(s.context.span_id, "016x"),
+               "context.trace_id": format(s.context.trace_id, "032x")}
+        for key, value in a.items():
+            if key.startswith("retrieval.documents."):
+                _, _, i, _, part = key.split(".", 4)
+                docs.setdefault(int(i), {})[f"document.{part}"] = (json.loads(value) if part == "metadata"
+                                                                   else value)
+            else:
+                row[f"attributes.{key}"] = value
+        row["attributes.retrieval.documents"] = [docs[i] for i in sorted(docs)] if docs else None
+        rows.append(row)
+    return rows
+
+
+def write_phoenix(spans, path: Path) -> Path:
+    import pandas as pd
+
+    pd.DataFrame(phoenix_rows(spans)).to_parquet(path)
+    return path
+
+
+def write_doc_traces(workdir: Path) -> None:
+    """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel questions),
+    ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json`` (console-exporter spans of
+    the two-step agent on the first 8 questions) and ``questions.jsonl`` (the Kestrel questions)."""
+    import shutil
+
+    from rankwise.datasets import bundled_files
+
+    retriever = kestrel_retriever()
+    questions = kestrel_questions()
+    chain = rag_chain(retriever)
+    with langchain_traces(seed=23) as exporter:
+        for q in questions:
+            chain.invoke(q["question"])
+    write_otlp(exporter.get_finished_spans(), workdir / "traces.json")
+    write_phoenix(exporter.get_finished_spans(), workdir / "spans.parquet")
+    agent = two_step_agent(retriever)
+    with langchain_traces(seed=24) as exporter:
+        for q in questions[:8]:
+            agent.invoke(q["question"])
+    write_console(exporter.get_finished_spans(), workdir / "agent.json")
+    shutil.copyfile(bundled_files("kestrel").questions, workdir / "questions.jsonl")
