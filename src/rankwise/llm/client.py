@@ -913,6 +913,8 @@ def _error_message(exc: Any) -> str:
 
 def _raw_error_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
+    if isinstance(body, dict) and "error" not in body and body.get("detail"):
+        return _detail_message(body["detail"])[:300]
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
@@ -920,6 +922,21 @@ def _raw_error_message(exc: Any) -> str:
         if isinstance(err, str):
             return err[:300]
     return str(getattr(exc, "message", exc))[:300]
+
+
+def _detail_message(detail: Any) -> str:
+    """A FastAPI/pydantic validation body (``{"detail": [{"loc": [...], "msg": ...}]}``, what
+    llama-cpp-python's server sends for a field it does not take) as one line: ``body.x.y: msg; ...``."""
+    if not isinstance(detail, list):
+        return str(detail)
+    parts = []
+    for item in detail[:5]:
+        if isinstance(item, dict):
+            loc = ".".join(str(p) for p in item.get("loc") or [])
+            parts.append(f"{loc}: {item.get('msg', '')}" if loc else str(item.get("msg", "")))
+        else:
+            parts.append(str(item))
+    return "; ".join(parts)
 
 
 def _connect_failure(exc: BaseException) -> str | None:
