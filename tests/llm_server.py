@@ -58,9 +58,10 @@ takes control of the verdict; fenced chunk text cannot.
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
 
-Structured output: ``response_format`` of type ``json_schema``, ``json_object`` or ``text`` is accepted (and
-counted in ``/stats`` ``response_formats``) while its type is in ``formats`` (``POST /config``, default all
-three); any other is refused as real servers refuse it, with ``format_status`` (400 as llama.cpp's C++
+Structured output: ``response_format`` of type ``json_schema``, ``json_object`` with a ``schema``
+(``json_object+schema``, as llama-cpp-python takes it), ``json_object`` or ``text`` is accepted (and counted in
+``/stats`` ``response_formats``) while that level is in ``formats`` (``POST /config``, default all); any other
+is refused as real servers refuse it, with ``format_status`` (400 as llama.cpp's C++
 server, 422 as llama-cpp-python's pydantic check, 500 as some forks) and a message naming
 ``response_format``. ``cached_tokens`` (``POST /config``) is reported as
 ``usage.prompt_tokens_details.cached_tokens`` in every reply.
@@ -145,7 +146,7 @@ class ServerState:
     authorization: str | None = None
 
     epoch: int = 0
-    formats: tuple[str, ...] = ("json_schema", "json_object", "text")
+    formats: tuple[str, ...] = ("json_schema", "json_object+schema", "json_object", "text")
     format_status: int = 400
     response_formats: Counter = field(default_factory=Counter)
     cached_tokens: int = 0
@@ -429,6 +430,8 @@ def make_app(state: ServerState):
         fmt = body.get("response_format")
         if fmt is not None:
             kind = fmt.get("type") if isinstance(fmt, dict) else None
+            if kind == "json_object" and "schema" in fmt:
+                kind = "json_object+schema"
             state.response_formats[str(kind)] += 1
             if kind not in state.formats:
                 if state.format_status == 422:  # FastAPI's validation error body: no "error" object
