@@ -50,11 +50,13 @@ _EXPORTS = {
     "answer": "rankwise.workflows.answer_run:answer_records",
     "position_curve": "rankwise.workflows.position_run:run_position_curve",
     "demo": "rankwise.workflows.demo:run_demo",
+    # a local LLM endpoint with no key (llama.cpp's server and a packaged small model)
+    "local_server": "rankwise.llm.local",
 }
 
 __all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
            "evaluate_rag", "export_testset", "gate", "import_testset", "InputError", "judge", "judge_records", "ksweep",
-           "load_qrels", "load_records", "load_run", "pool", "position_curve", "probe", "Qrels",
+           "load_qrels", "load_records", "load_run", "local_server", "pool", "position_curve", "probe", "Qrels",
            "RankwiseError", "Run", "run_retrieval", "run_retriever", "sweep", "synth", "utility"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
