@@ -701,10 +701,10 @@ def test_the_endpoint_format_memory_reads_any_mutant_as_a_level_or_nothing(tmp_p
 
     url, model = "http://127.0.0.1:8080/v1", "gemma-3-270m"
     seed = json.dumps({f"{url} {model}": {"response_format": "json_object", "checked": _time.time()}}).encode()
-    assert FormatMemory(_write(tmp_path / "seed.json", seed)).get(url, model) == "json_object"
+    assert FormatMemory(_memory_file(tmp_path / "seed.json", seed)).get(url, model) == "json_object"
     got = Counter()
     for i, data in enumerate(mutants(seed, seed=77)):
-        level = FormatMemory(_write(tmp_path / f"m{i}.json", data)).get(url, model)
+        level = FormatMemory(_memory_file(tmp_path / f"m{i}.json", data)).get(url, model)
         assert level is None or level in RESPONSE_FORMATS
         got[level] += 1
     assert got[None] > 10 and got["json_object"] > 0, got
@@ -713,6 +713,6 @@ def test_the_endpoint_format_memory_reads_any_mutant_as_a_level_or_nothing(tmp_p
     assert FormatMemory(tmp_path / "m0.json").get(url, model) == "text"
 
 
-def _write(path: Path, data: bytes) -> Path:
+def _memory_file(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
