@@ -57,12 +57,14 @@ _EXPORTS = {
     "demo": "rankwise.workflows.demo:run_demo",
     # where teams work
     "testing": "rankwise.testing", "mlflow": "rankwise.mlflow",
+    # a local LLM endpoint with no key (llama.cpp's server and a packaged small model)
+    "local_server": "rankwise.llm.local",
 }
 
 __all__ = ["__version__", "agreement", "answer", "calibrate", "compare", "demo", "EvalResult", "evaluate",
            "evaluate_rag", "export_testset", "gate", "import_testset", "import_traces", "InputError", "judge",
-           "judge_records", "ksweep", "load_qrels", "load_records", "load_run", "load_traces", "merge_calls", "mlflow",
-           "pool", "position_curve", "probe", "Qrels", "RankwiseError", "Run", "run_retrieval", "run_retriever",
-           "sweep", "synth", "testing", "utility"]
+           "judge_records", "ksweep", "load_qrels", "load_records", "load_run", "load_traces", "local_server",
+           "merge_calls", "mlflow", "pool", "position_curve", "probe", "Qrels", "RankwiseError", "Run",
+           "run_retrieval", "run_retriever", "sweep", "synth", "testing", "utility"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,228 @@
+"""Every LLM feature against a real local server: llama.cpp's OpenAI-compatible server (llama-cpp-python[server])
+with the packaged Gemma 3 270M model, started once for this file (rankwise.llm.local; under
+``pytest -n 2 --dist loadfile`` a file runs whole on one worker, so this is one server per test session).
+
+These tests check the protocol and the pipeline, not the model's wisdom (a 270M model's verdicts are near
+chance): every reply parsed or counted as failed, records written, the usage and cost equal to what the
+server reported, the response_format the server took detected and remembered, a context-length overflow
+a counted failure with its reason. They are kept small: the model evaluates ~130 prompt tokens/s and
+generates ~25 tokens/s on a busy 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rankwise.cli import main
+from rankwise.data.records import load_records
+from rankwise.llm.cache import VerdictCache
+from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
+from rankwise.llm.cost import Prices
+from rankwise.llm.local import LocalServerError, local_server
+from rankwise.llm.parse import verdict_schema
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, _Unit
+
+N_CTX = 2048  # room for every prompt here (< 1,000 tokens), and a chunk of 12,000 characters overflows it
+TAKES = "json_object+schema"  # llama-cpp-python 0.3.36 refuses json_schema (a 500) and turns a json_object schema into a grammar
+
+QUESTION = "When did the Kestrel observatory open?"
+REFERENCE = "The Kestrel observatory opened in 1921."
+CHUNKS = ["The Kestrel observatory opened to the public in 1921 on the northern ridge.",
+          "The valley is known for its apple orchards and its autumn fair."]
+
+
+@pytest.fixture(scope="session")
+def local():
+    try:
+        srv = local_server(n_ctx=N_CTX, timeout=180)
+    except LocalServerError as exc:
+        pytest.fail(f"{exc} (make test installs it: scripts/setup.sh --test)")
+    with srv:
+        yield srv
+
+
+def _judge(local, tmp_path, *, prices=None, **settings):
+    return Judge(Endpoint(local.model, local.base_url, "unused"), JudgeSettings(**settings),
+                 CallPolicy(concurrency=1, timeout=120, max_retries=1), VerdictCache(tmp_path / "c.sqlite"), prices)
+
+
+def _post(local, body):
+    """One raw request to the server (not through rankwise): what it reports, to hold our counts to."""
+    req = urllib.request.Request(local.base_url + "/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def _settled(verdicts):
+    """Every chunk ends ok (a verdict and a reason) or failed (with why): nothing silently dropped."""
+    for v in verdicts:
+        assert v.status in ("ok", "failed"), v
+        if v.status == "ok":
+            assert v.verdict in (0, 1) and isinstance(v.reason, str | type(None)) and v.error is None
+        else:
+            assert v.error and v.verdict is None
+
+
+def test_judge_single_binary_with_reference(local, tmp_path):
+    """Per-chunk prompts: the endpoint's response_format found and remembered, every reply parsed, the tokens
+    and the cost those the server reported."""
+    prices = Prices(1.0, 2.0)
+    judge = _judge(local, tmp_path, prices=prices, mode="reference")
+    case = JudgeCase("q1", QUESTION, CHUNKS, REFERENCE)
+    r = judge.run([case])
+    s = r.summary
+    _settled(r.verdicts["q1"])
+    assert s.ok + s.failed == 2 and s.missing == 0
+    # the first request, asking json_schema, was refused (HTTP 500 naming response_format) once; then every call asked json_object + schema
+    assert s.response_format == TAKES and s.requests == 1 + 2 + s.repairs + s.fresh_calls
+    memory = json.loads((tmp_path / "rankwise-endpoints.json").read_text())
+    assert list(memory.values())[0]["response_format"] == TAKES
+    if s.repairs == 0 and s.failed == 0:  # one call per chunk: the summary is the sum of the verdicts' own
+        assert s.prompt_tokens == sum(v.prompt_tokens for v in r.verdicts["q1"]) > 0
+        assert s.completion_tokens == sum(v.completion_tokens for v in r.verdicts["q1"]) > 0
+    assert s.cost == pytest.approx((s.prompt_tokens * 1.0 + s.completion_tokens * 2.0) / 1e6)
+    # the first chunk's request sent by hand: the server reports the prompt tokens rankwise counted for it
+    body = {"model": local.model, "messages": judge._messages(_Unit(case, [0], False)), "max_tokens": 1,
+            "temperature": 0.0, "response_format": response_format_body(TAKES, verdict_schema(False))}
+    raw = _post(local, body)["usage"]
+    first = r.verdicts["q1"][0]
+    if first.status == "ok" and s.repairs == 0:
+        assert raw["prompt_tokens"] == first.prompt_tokens
+    assert raw["prompt_tokens"] > 100
+    # the next run on this endpoint starts at the remembered level: no refused request
+    again = _judge(local, tmp_path, mode="question").run([JudgeCase("q2", QUESTION, CHUNKS[:1])])
+    a = again.summary
+    assert a.response_format == TAKES and a.ok + a.failed == 1
+    assert a.requests == 1 + a.repairs + a.fresh_calls  # no refused json_schema probe this time
+
+
+def _testset(path: Path, chunks, *, reference=REFERENCE) -> Path:
+    row = {"id": "q1", "user_input": QUESTION, "reference": reference, "retrieved_contexts": list(chunks)}
+    path.write_text(json.dumps(row) + "\n")
+    return path
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_judge_batched_graded_without_reference_writes_records(local, tmp_path):
+    """One batch prompt (question mode: no reference), graded: the records hold a grade or a failure per chunk."""
+    ts = _testset(tmp_path / "ts.jsonl", CHUNKS)
+    r = _cli("judge", ts, "--mode", "question", "--graded", "--batch", "--model", local.model, "--base-url",
+             local.base_url, "--cache", tmp_path / "c.sqlite", "--records", tmp_path / "out.jsonl", "--timeout", 120,
+             "--concurrency", 1, "--price-in", 1, "--price-out", 2, "--quiet")
+    assert r.exit_code == 0, r.output
+    (rec,) = load_records(tmp_path / "out.jsonl")
+    got = [c.verdicts["llm"] for c in rec.chunks]
+    assert len(got) == 2
+    for v in got:
+        assert v.status in ("ok", "failed")
+        assert (v.grade in (0, 1, 2, 3)) if v.status == "ok" else bool(v.error)
+    assert "judged 2 chunks of 1 case with gemma-3-270m" in r.output
+    assert "; 1 batch calls, " in r.output  # one batch call (falling back per chunk if its count was wrong)
+    assert "replies asked as json_object+schema: the endpoint refused json_schema" in r.output
+
+
+def test_context_overflow_is_a_counted_failure_and_the_rest_is_judged(local, tmp_path):
+    """A chunk too long for the model's context: failed at once with the server's reason (no retry, no run
+    abort); in a batch, the batch falls back to per-chunk calls and the chunk that fits is judged."""
+    huge = "The observatory archive lists every visitor by name. " * 230  # 12,000+ characters
+    judge = _judge(local, tmp_path, mode="reference", batch=True)
+    started = time.monotonic()
+    r = judge.run([JudgeCase("q1", QUESTION, [CHUNKS[0], huge], REFERENCE)])
+    s = r.summary
+    small, big = r.verdicts["q1"]
+    assert small.status == "ok" and big.status == "failed"
+    assert big.error.startswith("context length exceeded: the server said: ")
+    assert f"the chunk is {len(huge):,} characters" in big.error and "cutting nothing" in big.error
+    assert s.failures == {"context length exceeded": 1} and s.retries == 0 and s.batch_fallbacks == 1
+    assert s.http_errors.get("context length", 0) == 2  # the batch call and the chunk's own call
+    assert time.monotonic() - started < 60
+
+
+def test_answer_cuts_to_max_context_tokens_and_says_what_was_cut(local, tmp_path):
+    """`rankwise answer`: the context is cut to --max-context-tokens (so the prompt fits), the records say
+    what was cut, and the answer's tokens are counted."""
+    long = "The observatory was built of granite blocks from the old quarry. " * 40
+    ts = _testset(tmp_path / "ts.jsonl", [CHUNKS[0], long, CHUNKS[1]])
+    r = _cli("answer", ts, "-k", 3, "--max-context-tokens", 120, "--model", local.model, "--base-url",
+             local.base_url, "--cache", tmp_path / "c.sqlite", "--records", tmp_path / "a.jsonl", "--timeout", 120,
+             "--quiet")
+    assert r.exit_code == 0, r.output
+    (rec,) = load_records(tmp_path / "a.jsonl")
+    info = rec.extra["answer"]
+    assert info["fed_ranks"] == [1, 2] and info["truncated"]["rank"] == 2
+    assert info["truncated"]["dropped_ranks"] == [3] and 0 < info["truncated"]["kept_chars"] < len(long)
+    assert info["status"] in ("ok", "failed")
+    assert (rec.response or "").strip() if info["status"] == "ok" else info.get("error")
+
+
+def test_utility_verdicts_per_chunk(local, tmp_path):
+    """`rankwise utility`: one answer per chunk alone, scored against the reference: a verdict or a failure each."""
+    ts = _testset(tmp_path / "ts.jsonl", CHUNKS[:1])
+    r = _cli("utility", ts, "--model", local.model, "--base-url", local.base_url, "--cache", tmp_path / "c.sqlite",
+             "--records", tmp_path / "u.jsonl", "--score", "f1", "--timeout", 120, "--quiet")
+    assert r.exit_code == 0, r.output
+    (rec,) = load_records(tmp_path / "u.jsonl")
+    for chunk in rec.chunks:
+        v = chunk.verdicts["utility"]
+        assert v.status in ("ok", "failed")
+        if v.status == "ok":
+            assert v.verdict in (0, 1) and isinstance(v.meta["answer"], str)
+            assert 0.0 <= v.meta["answer_score"] <= 1.0
+
+
+def test_llm_reranker_in_a_run(local, tmp_path):
+    """`rankwise run --rerank llm:MODEL`: one grade call per pair, parsed or counted failed, then cached."""
+    from rankwise.datasets import bundled_files
+
+    files = bundled_files("kestrel")
+    first = json.loads(Path(files.questions).read_text().splitlines()[0])
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": first["id"], "text": first["question"]}) + "\n")
+    args = ["run", "--corpus", files.corpus, "--queries", queries, "--chunk-size", 300, "--rerank",
+            f"llm:{local.model}", "--rerank-top-n", 2, "--base-url", local.base_url, "--depth", 2, "--quiet"]
+    env = {"RANKWISE_CACHE": str(tmp_path / "c.sqlite")}
+    r = CliRunner().invoke(main, [str(a) for a in [*args, "--out", tmp_path / "a.jsonl"]], env=env)
+    assert r.exit_code == 0, r.output
+    import re
+
+    m = re.search(r"LLM rerank \(gemma-3-270m\): 2 pairs, (\d+) calls, 0 from the cache .*, (\d) failed", r.output)
+    assert m and int(m.group(1)) >= 2, r.output  # each pair graded (+ the refused json_schema probe, repairs)
+    again = CliRunner().invoke(main, [str(a) for a in [*args, "--out", tmp_path / "b.jsonl"]], env=env)
+    failed = int(m.group(2))  # graded pairs are cached; failed ones are asked again
+    assert again.exit_code == 0, again.output
+    assert ("2 pairs, 0 calls, 2 from the cache" if failed == 0 else f"{2 - failed} from the cache") in again.output
+
+
+def test_synth_locates_references_as_spans(local, tmp_path):
+    """`synth`: each planned sample is accepted (its references found as exact spans of its document) or
+    rejected with a reason; none is lost."""
+    from rankwise.datasets import bundled_files
+    from rankwise.retrieval.corpus import load_corpus
+    from rankwise.testsets.synth import SynthSettings, synth
+
+    corpus = load_corpus(bundled_files("kestrel").corpus)
+    out = tmp_path / "ts.jsonl"
+    s = synth(corpus, out=out, model=local.model, base_url=local.base_url, cache=tmp_path / "c.sqlite",
+              timeout=120.0, max_retries=1, settings=SynthSettings(n=2, passage_chars=400, max_tokens=160, seed=3))
+    assert s.accepted + sum(s.rejected.values()) == s.planned == 2
+    assert s.calls >= 2 and s.prompt_tokens > 0
+    docs = {d.id: d.text for d in corpus}
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    assert len(rows) == s.accepted
+    for row in rows:
+        for ref in row["reference_contexts"]:
+            assert docs[ref["doc_id"]][ref["start"]:ref["end"]] == ref["text"]
+    rejected = Path(s.rejected_out) if s.rejected_out else None
+    if sum(s.rejected.values()):
+        reasons = [json.loads(line)["reason"] for line in rejected.read_text().splitlines()]
+        assert len(reasons) == sum(s.rejected.values()) and all(reasons)
