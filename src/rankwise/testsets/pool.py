@@ -127,10 +127,25 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config file path
     with keywords for the rest (``model``, ``base_url``, ``cache``, ``prompt``, ``concurrency``, ...).
 
-    Example::
-
-        pool("testset.jsonl", ["bm25.rag.jsonl", "dense.rag.jsonl"], out="pooled.jsonl", model="qwen2.5:7b",
-             base_url="http://localhost:11434/v1")
+    Example (``dry_run``: the pool counted and the judging priced, nothing called or written; without it
+    the same call judges the one unlabelled span and writes ``pooled.jsonl``):
+        >>> import json, os, shutil, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> def jsonl(name, row):
+        ...     with open(os.path.join(tmp, name), "w") as fh:
+        ...         fh.write(json.dumps(row))
+        ...     return os.path.join(tmp, name)
+        >>> bm25_ranks = {"doc_id": "d1", "start": 0, "end": 22, "text": "BM25 ranks by term frequency"}
+        >>> dense_embeds = {"doc_id": "d2", "start": 0, "end": 18, "text": "Dense models embed"}
+        >>> testset = jsonl("testset.jsonl", {"id": "q1", "question": "What is BM25?", "reference": "A ranking "
+        ...                                   "function.", "reference_contexts": [bm25_ranks]})
+        >>> runs = [jsonl("bm25.jsonl", {"id": "q1", "retrieved_contexts": [bm25_ranks, dense_embeds]}),
+        ...         jsonl("dense.jsonl", {"id": "q1", "retrieved_contexts": [dense_embeds]})]
+        >>> s = pool(testset, runs, out=os.path.join(tmp, "pooled.jsonl"), k=10, dry_run=True, model="m",
+        ...          base_url="http://127.0.0.1:9/v1", cache=os.path.join(tmp, "judge.sqlite"), env={})
+        >>> s.pooled, s.labelled, s.plan["chunks"], s.plan["calls"], s.judged_before
+        (2, 1, 1, 1, {'bm25': 0.5, 'dense': 0.0})
+        >>> shutil.rmtree(tmp)
     """
     from rankwise.llm.config import as_llm_config
     from rankwise.relevance.llm_judge import JudgeCase, JudgeSettings
