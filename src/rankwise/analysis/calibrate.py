@@ -180,6 +180,14 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
         min_cases: fewest cases with answer scores for a recommendation.
         test_share: share of the cases held out.
         seed, resamples, confidence: the split and the bootstrap interval of the held-out statistic.
+
+    Example (the answer is right exactly when the reference chunk comes first):
+        >>> cases = [{"id": f"c{i}", "reference_context_ids": ["g"],
+        ...           "retrieved_context_ids": ["x", "y"] if i % 3 == 0 else ["g", "x"]} for i in range(12)]
+        >>> answers = {f"c{i}": 0.0 if i % 3 == 0 else 1.0 for i in range(12)}
+        >>> result = calibrate(cases, "ids", answer_scores=answers, ks=[1, 2], min_cases=4)
+        >>> result.statistic, result.train_cases, result.held_out_cases, result.best.name
+        ('auc', 6, 6, 'hit_rate@1')
     """
     if not 0.0 < test_share < 1.0:
         raise InputError(f"test share must be between 0 and 1, not {test_share}", field="test_share")

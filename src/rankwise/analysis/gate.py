@@ -263,6 +263,15 @@ def gate(
     ``allow_query_mismatch``. Warnings about either input (e.g. duplicate chunk ids, unscorable cases)
     are given once, naming the system (its file stem, else ``baseline`` / ``candidate``), and kept in
     ``summary["warnings"]``.
+
+    Example (the candidate ranks every relevant document second instead of first):
+        >>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(8)}
+        >>> baseline = {f"q{i}": {f"d{i}": 2.0, "x": 1.0} for i in range(8)}
+        >>> candidate = {f"q{i}": {"x": 2.0, f"d{i}": 1.0} for i in range(8)}
+        >>> result = gate(baseline, candidate, "mrr", qrels=qrels, max_drop=0.05)
+        >>> check = result.checks[0]
+        >>> result.passed, check.delta, check.p_value, result.exit_code
+        (False, -0.5, 0.0078125, 1)
     """
     names, floor_of = _check_gate_settings(metrics, floors, max_drop, alpha, correction)
     common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
