@@ -568,7 +568,16 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
             :func:`~rankwise.analysis.report_inputs.report_inputs`; this module only renders.
 
     Example:
-        >>> write_html_report("report.html", rankwise.compare(qrels, [a, b]))  # doctest: +SKIP
+        >>> import os, shutil, tempfile
+        >>> from rankwise.analysis.compare import compare
+        >>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(4)}
+        >>> a = {f"q{i}": {f"d{i}": 2.0, "x": 1.0} for i in range(4)}
+        >>> b = {f"q{i}": {"x": 2.0, f"d{i}": 1.0} for i in range(4)}
+        >>> tmp = tempfile.mkdtemp()
+        >>> path = write_html_report(os.path.join(tmp, "report.html"), compare(qrels, [a, b], ["mrr"], names=["a", "b"]))
+        >>> path.name, path.read_text().startswith("<!DOCTYPE html>")
+        ('report.html', True)
+        >>> shutil.rmtree(tmp)
     """
     out = Path(path)
     text = render_html_report(comparison, **options)
