@@ -497,18 +497,12 @@ PENDING = {
 }
 
 
-def _pages_with_commands(spark: bool, slow: bool | None = None) -> list:
-    """The pages with commands to run (``spark``: their ``--engine spark`` ones), as test parameters;
-    ``slow`` True/False: only the pages in / not in :data:`SLOW` (they run in test_docs_commands_slow.py,
-    the Spark commands in test_docs_commands_spark.py: separate files, so pytest-xdist's ``--dist loadfile``
-    can put them on different workers)."""
+def _pages_with_commands(spark: bool) -> list:
     params = []
     for page in PAGES:
         if not any(on_spark(c) == spark for c in page_commands(page)):
             continue
         name = page.relative_to(REPO).as_posix()
-        if slow is not None and (name in SLOW) != slow:
-            continue
         marks = [pytest.mark.slow, pytest.mark.spark] if spark else [pytest.mark.slow] if name in SLOW else []
         if name in PENDING and not spark:
             marks.append(pytest.mark.xfail(reason=f"no setup yet: {PENDING[name]}", run=False))
@@ -526,11 +520,24 @@ def _check(name: str, workdir: Path, monkeypatch, shared_data: Path, *, spark: b
     assert not problems, f"{len(problems)} command(s) of {name} do not run as shown:\n\n" + "\n\n".join(problems)
 
 
-@pytest.mark.parametrize("name", _pages_with_commands(spark=False, slow=False))
+@pytest.mark.parametrize("name", _pages_with_commands(spark=False))
 def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
-    """Every command of the page exits as expected, and every transcript shown is what it prints (the
-    pages in SLOW: test_docs_commands_slow.py; the Spark commands: test_docs_commands_spark.py)."""
+    """Every command of the page exits as expected, and every transcript shown is what it prints."""
     _check(name, tmp_path, monkeypatch, shared_data, spark=False)
+
+
+@pytest.fixture(scope="module")
+def spark_workdir(tmp_path_factory) -> Path:
+    """One folder for every page's Spark commands: the Spark session of the process stays in the folder
+    it started in and reads relative paths from there, so the pages share it."""
+    return tmp_path_factory.mktemp("spark-docs")
+
+
+@pytest.mark.parametrize("name", _pages_with_commands(spark=True))
+def test_page_spark_commands_run_as_shown(name, spark_workdir, monkeypatch, shared_data):
+    """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process)."""
+    pytest.importorskip("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
+    _check(name, spark_workdir, monkeypatch, shared_data, spark=True)
 
 
 # ------------------------------------------------------------------------------------ the pages themselves
