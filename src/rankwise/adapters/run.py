@@ -416,6 +416,138 @@ def _percentile(values: list[float], q: float) -> float | None:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
+def _check_run_options(k: int, concurrency: int, id_strategy: str, id_key: str | None) -> None:
+    """``run_retriever``'s settings checked: a bad one raises :class:`InputError` naming it."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"concurrency must be a whole number >= 1, got {concurrency!r}", field="concurrency")
+    if id_strategy not in ID_STRATEGIES:
+        raise InputError(f"id_strategy must be one of {list(ID_STRATEGIES)}, not {id_strategy!r}",
+                         field="id_strategy")
+    if id_strategy == "id_key" and not id_key:
+        raise InputError("id_strategy 'id_key' needs id_key (the metadata field holding the chunk id)",
+                         field="id_key")
+
+
+def _retrieve_all(retriever: Any, kind: str, queries: list[str], k: int, output: str | None, *, concurrency: int,
+                  retries: int, backoff: float, timeout: float | None, progress: bool) -> list[_Outcome]:
+    """Every query asked of the retriever (async for a LlamaIndex ``aretrieve`` outside a running loop)."""
+    from rankwise.progress import progress as progress_bar
+
+    lock = threading.Lock()
+    with progress_bar(f"retrieving ({kind})", len(queries), quiet=not progress, eta=True) as advance:
+        def done():
+            with lock:
+                advance(1)
+
+        common = dict(concurrency=concurrency, retries=retries, backoff=backoff, timeout=timeout, on_done=done)
+        if kind == "llamaindex" and hasattr(retriever, "aretrieve") and not _loop_running():
+            return _run_async(retriever.aretrieve, queries, **common)
+        return _run_sync(_sync_call(retriever, kind, k, output), queries, **common)
+
+
+@dataclass
+class _Tally:
+    """What ``run_retriever`` counts over the chunks of every case."""
+
+    strategies: Counter = field(default_factory=Counter)
+    random_native: int = 0
+    duplicates: int = 0
+    no_offsets: int = 0
+    bad_offsets: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    short: list[tuple[str, int]] = field(default_factory=list)  # (case, chunks returned) where fewer than k came
+
+
+def _attach_chunks(rec: CaseRecord, out: _Outcome, kind: str, k: int, tally: _Tally, *, doc_id_key: str | None,
+                   id_strategy: str, id_key: str | None) -> None:
+    """One query's outcome onto its record: chunks with resolved ids and offsets, ``extra["retrieval"]``."""
+    info: dict[str, Any] = {"status": "ok", "attempts": out.attempts,
+                            "latency_ms": None if out.latency_ms is None else round(out.latency_ms, 3),
+                            "retriever": kind}
+    items: list[RawItem] = []
+    if out.error is None:
+        try:
+            items = [to_item(x) for x in (out.raw or [])]
+        except TypeError as exc:
+            out.error = _describe(exc)
+    if out.error is not None:
+        info["status"] = f"failed: {out.error}"
+        tally.failed[rec.id] = out.error
+        rec.extra["retrieval"] = info
+        return
+    info["returned"] = len(items)
+    if len(items) < k:
+        tally.short.append((rec.id, len(items)))
+    chunk_records: list[ChunkRecord] = []
+    meta_rows: list[dict] = []
+    seen: dict[str, int] = {}
+    dups: list[int] = []
+    for rank, it in enumerate(items[:k], start=1):
+        chunk, rule, bad = item_chunk(it, rank, doc_id_key=doc_id_key, id_strategy=id_strategy, id_key=id_key)
+        if bad:
+            tally.bad_offsets.append(f"{rec.id} rank {rank}: {bad}")
+        if chunk.start is None:
+            tally.no_offsets += 1
+        if looks_random(it.native_id):
+            tally.random_native += 1
+        tally.strategies[rule] += 1
+        key = chunk.id if chunk.id is not None else f"text:{normalise_text(it.text or '')}"
+        if key in seen:
+            dups.append(rank)
+        else:
+            seen[key] = rank
+        chunk_records.append(chunk)
+        meta_rows.append({"native_id": it.native_id, "id_from": rule, "metadata": _json_safe(it.metadata)})
+    tally.duplicates += len(dups)
+    rec.chunks = chunk_records
+    info["duplicates"] = dups
+    info["items"] = meta_rows
+    rec.extra["retrieval"] = info
+
+
+def _id_warnings(kind: str, id_strategy: str, tally: _Tally) -> list[str]:
+    """The warnings about the chunks' ids and offsets (random ids first, when there are any)."""
+    n_chunks = sum(tally.strategies.values())
+    warn: list[str] = []
+    if tally.random_native:
+        fix = {"langchain-vectorstore": "add documents with ids=[...] (e.g. f\"{source}#{start_index}\") or keep "
+                                        "metadata['start_index'] via add_start_index=True",
+               "langchain": "give documents stable ids, or keep metadata['start_index'] via add_start_index=True",
+               "llamaindex": "give the node parser an id_func (e.g. lambda i, doc: f\"{doc.doc_id}#{i}\") and "
+                             "set Document(doc_id=...)"}.get(kind, "give chunks stable ids")
+        used = ("offsets/text hashes were used instead" if id_strategy == "auto"
+                else "they were kept as ids (id_strategy='id'): scores by id will not survive a rerun")
+        warn.append(f"{tally.random_native} of {n_chunks} chunk ids look like random uuids, which change on every "
+                    f"run; {used}. Fix: {fix}, or pass id_key='<metadata field>'.")
+    if tally.no_offsets and n_chunks:
+        warn.append(f"{tally.no_offsets} of {n_chunks} chunks carry no start offset, so span verdicts cannot score "
+                    "them; LangChain: split with add_start_index=True; LlamaIndex: nodes keep start_char_idx; "
+                    "Haystack: DocumentSplitter sets split_idx_start.")
+    if tally.bad_offsets:
+        warn.append(f"{len(tally.bad_offsets)} of {n_chunks} chunks carry impossible offsets (negative, or end "
+                    f"before start; first: {tally.bad_offsets[0]}); they are kept without offsets, so span "
+                    "verdicts cannot score them")
+    return warn
+
+
+def _run_summary(kind: str, k: int, n_cases: int, tally: _Tally, outcomes: list[_Outcome],
+                 seconds: float) -> dict[str, Any]:
+    """``AdapterRun.summary``: counts, the id rules used, timings and latency percentiles."""
+    latencies = [o.latency_ms for o in outcomes if o.error is None and o.latency_ms is not None]
+    return {
+        "retriever": kind, "k": k, "cases": n_cases, "failed": len(tally.failed), "failed_cases": tally.failed,
+        "chunks": sum(tally.strategies.values()), "id_strategy": dict(tally.strategies),
+        "random_ids": tally.random_native, "duplicates": tally.duplicates, "no_offsets": tally.no_offsets,
+        "bad_offsets": len(tally.bad_offsets), "short_lists": len(tally.short),
+        "seconds": round(seconds, 4),
+        "latency_ms": {"mean": round(sum(latencies) / len(latencies), 3) if latencies else None,
+                       "p50": _round(_percentile(latencies, 0.5)), "p95": _round(_percentile(latencies, 0.95)),
+                       "max": _round(max(latencies) if latencies else None)},
+    }
+
+
 def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 8, *, id_key: str | None = None,
                   doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
                   backoff: float = 0.5, timeout: float | None = 120.0, output: str | None = None,
@@ -446,127 +578,26 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
         >>> [c.id for c in run.records[0].chunks], run.summary["failed"]
         (['a'], 0)
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"concurrency must be a whole number >= 1, got {concurrency!r}", field="concurrency")
-    if id_strategy not in ID_STRATEGIES:
-        raise InputError(f"id_strategy must be one of {list(ID_STRATEGIES)}, not {id_strategy!r}",
-                         field="id_strategy")
-    if id_strategy == "id_key" and not id_key:
-        raise InputError("id_strategy 'id_key' needs id_key (the metadata field holding the chunk id)",
-                         field="id_key")
+    _check_run_options(k, concurrency, id_strategy, id_key)
     kind = detect(retriever)
     records = records_queries(testset)
     if not records:
         raise InputError("the test set holds no case", field="testset")
-    queries = [r.question for r in records]
-
-    from rankwise.progress import progress as progress_bar
-
     t0 = time.perf_counter()
-    lock = threading.Lock()
-    with progress_bar(f"retrieving ({kind})", len(queries), quiet=not progress, eta=True) as advance:
-        def done():
-            with lock:
-                advance(1)
-
-        common = dict(concurrency=concurrency, retries=retries, backoff=backoff, timeout=timeout, on_done=done)
-        if kind == "llamaindex" and hasattr(retriever, "aretrieve") and not _loop_running():
-            outcomes = _run_async(retriever.aretrieve, queries, **common)
-        else:
-            outcomes = _run_sync(_sync_call(retriever, kind, k, output), queries, **common)
+    outcomes = _retrieve_all(retriever, kind, [r.question for r in records], k, output, concurrency=concurrency,
+                             retries=retries, backoff=backoff, timeout=timeout, progress=progress)
     seconds = time.perf_counter() - t0
-
-    strategies: Counter = Counter()
-    random_native = 0
-    duplicates = 0
-    no_offsets = 0
-    bad_offsets: list[str] = []
-    failed: dict[str, str] = {}
-    short: list[tuple[str, int]] = []  # (case, chunks returned) where fewer than k came back
+    tally = _Tally()
     for rec, out in zip(records, outcomes, strict=True):
-        info: dict[str, Any] = {"status": "ok", "attempts": out.attempts,
-                                "latency_ms": None if out.latency_ms is None else round(out.latency_ms, 3),
-                                "retriever": kind}
-        items: list[RawItem] = []
-        if out.error is None:
-            try:
-                items = [to_item(x) for x in (out.raw or [])]
-            except TypeError as exc:
-                out.error = _describe(exc)
-        if out.error is not None:
-            info["status"] = f"failed: {out.error}"
-            failed[rec.id] = out.error
-            rec.extra["retrieval"] = info
-            continue
-        info["returned"] = len(items)
-        if len(items) < k:
-            short.append((rec.id, len(items)))
-        items = items[:k]
-        chunk_records: list[ChunkRecord] = []
-        meta_rows: list[dict] = []
-        seen: dict[str, int] = {}
-        dups: list[int] = []
-        for rank, it in enumerate(items, start=1):
-            chunk, rule, bad = item_chunk(it, rank, doc_id_key=doc_id_key, id_strategy=id_strategy, id_key=id_key)
-            if bad:
-                bad_offsets.append(f"{rec.id} rank {rank}: {bad}")
-            if chunk.start is None:
-                no_offsets += 1
-            if looks_random(it.native_id):
-                random_native += 1
-            strategies[rule] += 1
-            key = chunk.id if chunk.id is not None else f"text:{normalise_text(it.text or '')}"
-            if key in seen:
-                dups.append(rank)
-            else:
-                seen[key] = rank
-            chunk_records.append(chunk)
-            meta_rows.append({"native_id": it.native_id, "id_from": rule, "metadata": _json_safe(it.metadata)})
-        duplicates += len(dups)
-        rec.chunks = chunk_records
-        info["duplicates"] = dups
-        info["items"] = meta_rows
-        rec.extra["retrieval"] = info
-
-    latencies = [o.latency_ms for o in outcomes if o.error is None and o.latency_ms is not None]
-    n_chunks = sum(strategies.values())
-    warn: list[str] = []
-    if random_native:
-        fix = {"langchain-vectorstore": "add documents with ids=[...] (e.g. f\"{source}#{start_index}\") or keep "
-                                        "metadata['start_index'] via add_start_index=True",
-               "langchain": "give documents stable ids, or keep metadata['start_index'] via add_start_index=True",
-               "llamaindex": "give the node parser an id_func (e.g. lambda i, doc: f\"{doc.doc_id}#{i}\") and "
-                             "set Document(doc_id=...)"}.get(kind, "give chunks stable ids")
-        used = ("offsets/text hashes were used instead" if id_strategy == "auto"
-                else "they were kept as ids (id_strategy='id'): scores by id will not survive a rerun")
-        warn.append(f"{random_native} of {n_chunks} chunk ids look like random uuids, which change on every run; "
-                    f"{used}. Fix: {fix}, or pass id_key='<metadata field>'.")
-    if no_offsets and n_chunks:
-        warn.append(f"{no_offsets} of {n_chunks} chunks carry no start offset, so span verdicts cannot score them; "
-                    "LangChain: split with add_start_index=True; LlamaIndex: nodes keep start_char_idx; Haystack: "
-                    "DocumentSplitter sets split_idx_start.")
-    if bad_offsets:
-        warn.append(f"{len(bad_offsets)} of {n_chunks} chunks carry impossible offsets (negative, or end before "
-                    f"start; first: {bad_offsets[0]}); they are kept without offsets, so span verdicts cannot "
-                    "score them")
-    if random_native:
+        _attach_chunks(rec, out, kind, k, tally, doc_id_key=doc_id_key, id_strategy=id_strategy, id_key=id_key)
+    warn = _id_warnings(kind, id_strategy, tally)
+    if tally.random_native:
         warnings.warn(warn[0], RetrieverRandomIdWarning, stacklevel=2)
-    short_message = short_list_warning(retriever, kind, k, short, len(records) - len(failed))
+    short_message = short_list_warning(retriever, kind, k, tally.short, len(records) - len(tally.failed))
     if short_message:
         warn.append(short_message)
         warnings.warn(short_message, RetrieverShortListWarning, stacklevel=2)
-    summary = {
-        "retriever": kind, "k": k, "cases": len(records), "failed": len(failed), "failed_cases": failed,
-        "chunks": n_chunks, "id_strategy": dict(strategies), "random_ids": random_native,
-        "duplicates": duplicates, "no_offsets": no_offsets, "bad_offsets": len(bad_offsets), "short_lists": len(short),
-        "seconds": round(seconds, 4),
-        "latency_ms": {"mean": round(sum(latencies) / len(latencies), 3) if latencies else None,
-                       "p50": _round(_percentile(latencies, 0.5)), "p95": _round(_percentile(latencies, 0.95)),
-                       "max": _round(max(latencies) if latencies else None)},
-    }
-    return AdapterRun(records, summary, warn)
+    return AdapterRun(records, _run_summary(kind, k, len(records), tally, outcomes, seconds), warn)
 
 
 def _settings(retriever: Any, kind: str) -> str:

@@ -180,15 +180,55 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
         min_cases: fewest cases with answer scores for a recommendation.
         test_share: share of the cases held out.
         seed, resamples, confidence: the split and the bootstrap interval of the held-out statistic.
-    """
-    from rankwise.metrics.rag import evaluate_rag
 
+    Example (the answer is right exactly when the reference chunk comes first):
+        >>> cases = [{"id": f"c{i}", "reference_context_ids": ["g"],
+        ...           "retrieved_context_ids": ["x", "y"] if i % 3 == 0 else ["g", "x"]} for i in range(12)]
+        >>> answers = {f"c{i}": 0.0 if i % 3 == 0 else 1.0 for i in range(12)}
+        >>> result = calibrate(cases, "ids", answer_scores=answers, ks=[1, 2], min_cases=4)
+        >>> result.statistic, result.train_cases, result.held_out_cases, result.best.name
+        ('auc', 6, 6, 'hit_rate@1')
+    """
     if not 0.0 < test_share < 1.0:
         raise InputError(f"test share must be between 0 and 1, not {test_share}", field="test_share")
     if min_cases < 4:
         raise InputError("min_cases must be at least 4", field="min_cases")
     sets = _record_sets(records, source)
     names = candidate_metrics(ks, curve)
+    rows_case, rows_system, y, values, no_score = _scored_rows(sets, source, names, answer_scores)
+    systems = list(sets)
+    case_ids = sorted(set(rows_case), key=lambda c: c.encode("utf-8"))
+    binary = bool(len(y)) and bool(np.all((y == 0.0) | (y == 1.0)))
+    stat_name = "auc" if binary else "kendall_tau_b"
+    summary = {"cases_without_answer_score": no_score, "observations": len(y), "seed": seed,
+               "test_share": test_share, "resamples": resamples, "confidence": confidence}
+    refused = None
+    if len(case_ids) < min_cases:
+        refused = (f"{len(case_ids)} cases have answer scores; at least {min_cases} are needed to choose a metric "
+                   f"on one half and check it on the other")
+    elif len(y) and np.all(y == y[0]):
+        refused = "every answer score is the same, so no metric can predict it"
+    test_ids = _stratified_split(case_ids, rows_case, y, test_share, seed)
+    is_test = np.array([c in test_ids for c in rows_case], dtype=bool)
+    candidates = _ranked_candidates(names, values, y, is_test, binary)
+    _bootstrap_intervals(candidates[:10], values, names, y, is_test, binary, seed=seed, resamples=resamples,
+                         confidence=confidence)
+    if len(systems) >= 2:
+        _system_taus(candidates, names, systems, rows_system, values, y)
+    notes = _saturation_notes(candidates)
+    if refused is None and candidates:
+        refused = _undefined_reason(candidates[0], values[:, names.index(candidates[0].name)], y, is_test, binary)
+    return CalibrationResult(stat_name, source, len(case_ids), len(case_ids) - len(test_ids), len(test_ids),
+                             systems, candidates, refused, notes, summary)
+
+
+def _scored_rows(sets: Mapping[str, list[Any]], source: str, names: list[str],
+                 answer_scores: Mapping[str, float] | None
+                 ) -> tuple[list[str], list[str], np.ndarray, np.ndarray, int]:
+    """One row per (system, case) with an answer score: case ids, systems, answer scores, the candidates'
+    values (rows x ``names``), and how many cases had no answer score."""
+    from rankwise.metrics.rag import evaluate_rag
+
     rows_case, rows_system, rows_y, blocks = [], [], [], []
     no_score = 0
     for system, recs in sets.items():
@@ -210,51 +250,40 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
             rows_system.append(system)
             rows_y.append(y)
             blocks.append(result.per_query.values[index[r.id]])
-    systems = list(sets)
     values = np.array(blocks, dtype=np.float64).reshape(len(blocks), len(names))
-    y = np.array(rows_y, dtype=np.float64)
-    case_ids = sorted(set(rows_case), key=lambda c: c.encode("utf-8"))
-    binary = bool(len(y)) and bool(np.all((y == 0.0) | (y == 1.0)))
-    stat_name = "auc" if binary else "kendall_tau_b"
-    summary = {"cases_without_answer_score": no_score, "observations": len(y), "seed": seed,
-               "test_share": test_share, "resamples": resamples, "confidence": confidence}
-    refused = None
-    if len(case_ids) < min_cases:
-        refused = (f"{len(case_ids)} cases have answer scores; at least {min_cases} are needed to choose a metric "
-                   f"on one half and check it on the other")
-    elif len(y) and np.all(y == y[0]):
-        refused = "every answer score is the same, so no metric can predict it"
-    test_ids = _stratified_split(case_ids, rows_case, y, test_share, seed)
-    is_test = np.array([c in test_ids for c in rows_case], dtype=bool)
-    def fn(x: np.ndarray, yy: np.ndarray) -> float:
-        return _statistic_of(x, yy, binary)
+    return rows_case, rows_system, np.array(rows_y, dtype=np.float64), values, no_score
 
+
+def _ranked_candidates(names: list[str], values: np.ndarray, y: np.ndarray, is_test: np.ndarray,
+                       binary: bool) -> list[Candidate]:
+    """Every candidate's statistic on the training and held-out rows, best on training first."""
     candidates = []
     for j, name in enumerate(names):
         col = values[:, j] if len(values) else np.zeros(0)
         ok = ~np.isnan(col)
-        train = fn(col[ok & ~is_test], y[ok & ~is_test]) if (ok & ~is_test).sum() > 1 else float("nan")
-        held = fn(col[ok & is_test], y[ok & is_test]) if (ok & is_test).sum() > 1 else float("nan")
+        train = _statistic_of(col[ok & ~is_test], y[ok & ~is_test], binary) if (ok & ~is_test).sum() > 1 \
+            else float("nan")
+        held = _statistic_of(col[ok & is_test], y[ok & is_test], binary) if (ok & is_test).sum() > 1 \
+            else float("nan")
         candidates.append(Candidate(name, train, held))
     candidates.sort(key=lambda c: (-(c.train if not math.isnan(c.train) else -math.inf),
                                    -(c.held_out if not math.isnan(c.held_out) else -math.inf)))
-    _bootstrap_intervals(candidates[:10], values, names, y, is_test, binary, seed=seed, resamples=resamples,
-                         confidence=confidence)
-    if len(systems) >= 2:
-        for c in candidates:
-            j = names.index(c.name)
-            means_m, means_y = [], []
-            for s in systems:
-                rows = [i for i, sys_ in enumerate(rows_system) if sys_ == s and not np.isnan(values[i, j])]
-                if rows:
-                    means_m.append(float(np.mean(values[rows, j])))
-                    means_y.append(float(np.mean(y[rows])))
-            c.system_tau = _tau_b(np.array(means_m), np.array(means_y)) if len(means_m) >= 2 else None
-    notes = _saturation_notes(candidates)
-    if refused is None and candidates:
-        refused = _undefined_reason(candidates[0], values[:, names.index(candidates[0].name)], y, is_test, binary)
-    return CalibrationResult(stat_name, source, len(case_ids), len(case_ids) - len(test_ids), len(test_ids),
-                             systems, candidates, refused, notes, summary)
+    return candidates
+
+
+def _system_taus(candidates: list[Candidate], names: list[str], systems: list[str], rows_system: list[str],
+                 values: np.ndarray, y: np.ndarray) -> None:
+    """Several systems: each candidate's ``system_tau``, Kendall's tau-b between the systems' metric means
+    and their answer-score means (None with fewer than two systems scored)."""
+    for c in candidates:
+        j = names.index(c.name)
+        means_m, means_y = [], []
+        for s in systems:
+            rows = [i for i, sys_ in enumerate(rows_system) if sys_ == s and not np.isnan(values[i, j])]
+            if rows:
+                means_m.append(float(np.mean(values[rows, j])))
+                means_y.append(float(np.mean(y[rows])))
+        c.system_tau = _tau_b(np.array(means_m), np.array(means_y)) if len(means_m) >= 2 else None
 
 
 def _bootstrap_intervals(candidates: list[Candidate], values: np.ndarray, names: list[str], y: np.ndarray,

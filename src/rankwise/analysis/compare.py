@@ -500,7 +500,7 @@ def compare_records(
         >>> compare_records(recs, "ids", "mrr").comparison("b", "mrr").delta
         0.5
     """
-    from rankwise.metrics.rag import default_rag_metrics, evaluate_rag
+    from rankwise.metrics.rag import default_rag_metrics
 
     systems = list(records)
     if len(systems) < 2:
@@ -511,9 +511,35 @@ def compare_records(
     if names is None:
         stored = _stored_metric_names(records, source)
         names = stored or default_rag_metrics([1, 3, 5, 10], source)
+    results, warned = _evaluate_systems(records, source, names, labels, relevance_level)
+    case_ids, left_out = _shared_cases(results, allow_mismatch)
+    metric_names = results[systems[0]].names
+    values, undefined = _aligned_values(results, case_ids, metric_names)
+    summary: dict[str, Any] = {"queries": len(case_ids), "source": source,
+                               "r_basis": results[systems[0]].summary.get("r_basis")}
+    if any(left_out.values()):
+        summary["left_out_not_in_every_set"] = left_out
+    if undefined:
+        summary["undefined"] = undefined
+    named = name_warnings(warned)
+    if named:
+        summary["warnings"] = named
+        for line in named:
+            warn(line)
+    return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
+                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                             resamples=resamples, confidence=confidence, summary=summary)
+
+
+def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str], labels: Any,
+                      relevance_level: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Each system's :func:`~rankwise.metrics.rag.evaluate_rag` result and the warnings it gave (its case
+    notes included); an input error in records given as objects names the system."""
+    from rankwise.metrics.rag import evaluate_rag
+
     results = {}
     warned: dict[str, list[str]] = {}
-    for s in systems:  # each system's warnings, named below
+    for s in records:  # each system's warnings, named by the caller
         with collect_warnings() as warned[s]:
             try:
                 results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
@@ -523,8 +549,13 @@ def compare_records(
                     raise
                 raise InputError(exc.problem, source=f"system {s!r}", line=exc.line, field=exc.field) from None
         warned[s] += case_notes(results[s].summary)
-    metric_names = results[systems[0]].names
-    first_ids = list(results[systems[0]].per_query.query_ids)
+    return results, warned
+
+
+def _shared_cases(results: Mapping[str, Any], allow_mismatch: bool) -> tuple[list[str], dict[str, int]]:
+    """The case ids every system holds (the first system's order) and how many each system has beyond
+    them; different case sets raise unless ``allow_mismatch``."""
+    first_ids = list(next(iter(results.values())).per_query.query_ids)
     common = set(first_ids)
     for r in results.values():
         common &= set(r.per_query.query_ids)
@@ -540,6 +571,12 @@ def compare_records(
     case_ids = [c for c in first_ids if c in common]
     if not case_ids:
         raise InputError("the record sets share no case id", field="id")
+    return case_ids, left_out
+
+
+def _aligned_values(results: Mapping[str, Any], case_ids: list[str], metric_names: list[str]
+                    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, int]]]:
+    """Each system's per-case values in ``case_ids`` order, and its undefined values counted per metric."""
     values: dict[str, np.ndarray] = {}
     undefined: dict[str, dict[str, int]] = {}
     for s, r in results.items():
@@ -549,20 +586,7 @@ def compare_records(
         nan = np.isnan(arr).sum(axis=0)
         if nan.any():
             undefined[s] = {m: int(n) for m, n in zip(metric_names, nan.tolist(), strict=True) if n}
-    summary: dict[str, Any] = {"queries": len(case_ids), "source": source,
-                               "r_basis": results[systems[0]].summary.get("r_basis")}
-    if any(left_out.values()):
-        summary["left_out_not_in_every_set"] = left_out
-    if undefined:
-        summary["undefined"] = undefined
-    named = name_warnings(warned)
-    if named:
-        summary["warnings"] = named
-        for line in named:
-            warn(line)
-    return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
-                             permutations=permutations, seed=seed, correction=correction, alpha=alpha,
-                             resamples=resamples, confidence=confidence, summary=summary)
+    return values, undefined
 
 
 def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:

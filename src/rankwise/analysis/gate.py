@@ -267,18 +267,20 @@ def gate(
     ``allow_query_mismatch``. Warnings about either input (e.g. duplicate chunk ids, unscorable cases)
     are given once, naming the system (its file stem, else ``baseline`` / ``candidate``), and kept in
     ``summary["warnings"]``.
+
+    Example (the candidate ranks every relevant document second instead of first):
+        >>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(8)}
+        >>> baseline = {f"q{i}": {f"d{i}": 2.0, "x": 1.0} for i in range(8)}
+        >>> candidate = {f"q{i}": {"x": 2.0, f"d{i}": 1.0} for i in range(8)}
+        >>> result = gate(baseline, candidate, "mrr", qrels=qrels, max_drop=0.05)
+        >>> check = result.checks[0]
+        >>> result.passed, check.delta, check.p_value, result.exit_code
+        (False, -0.5, 0.0078125, 1)
     """
     names, floor_of = _check_gate_settings(metrics, floors, max_drop, alpha, correction)
     common = {"qrels": qrels, "relevance_level": relevance_level, "missing": missing, "relevance": relevance,
               "labels": labels, "min_evidence_chars": min_evidence_chars}
-    warned: dict[str, list[str]] = {}
-    base_label, cand_label = _labels(baseline, candidate)
-    loaded: dict[str, Any] = {}
-    with collect_warnings() as warned[base_label]:
-        base = _side(baseline, "baseline", names, common, loaded)
-    with collect_warnings() as warned[cand_label]:
-        cand = _side(candidate, "candidate", names, common, loaded)
-    _check_kinds(base, cand)
+    base, cand, warned = _load_sides(baseline, candidate, names, common)
     summary: dict[str, Any] = {"baseline_queries": base.count, "candidate_queries": cand.count}
     excluded = _check_query_sets(base, cand, allow_query_mismatch, summary)
     named = name_warnings(warned)
@@ -291,8 +293,32 @@ def gate(
     else:
         raw = _paired_checks(base, cand, names, excluded, summary, test=test, permutations=permutations,
                              seed=seed, worst=worst)
-    adjusted = correct_pvalues([r[3] for r in raw], correction)
-    untested = summary.get("untested")
+    checks = _verdicts(raw, correct_pvalues([r[3] for r in raw], correction), max_drop, alpha, floor_of,
+                       summary.get("untested"))
+    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
+                "floors": floor_of, "relevance": relevance}
+    return GateResult(checks, max_drop, alpha, settings, summary)
+
+
+def _load_sides(baseline: Any, candidate: Any, names: list[str], common: dict[str, Any]
+                ) -> tuple[Any, Any, dict[str, list[str]]]:
+    """Both sides loaded and scored (an input read once when both name it), of the same kind, and the
+    warnings each gave, by its label."""
+    warned: dict[str, list[str]] = {}
+    base_label, cand_label = _labels(baseline, candidate)
+    loaded: dict[str, Any] = {}
+    with collect_warnings() as warned[base_label]:
+        base = _side(baseline, "baseline", names, common, loaded)
+    with collect_warnings() as warned[cand_label]:
+        cand = _side(candidate, "candidate", names, common, loaded)
+    _check_kinds(base, cand)
+    return base, cand, warned
+
+
+def _verdicts(raw: list[tuple], adjusted: list[float], max_drop: float, alpha: float,
+              floor_of: Mapping[str, float], untested: str | None) -> list[MetricCheck]:
+    """One :class:`MetricCheck` per metric: over ``max_drop`` and significant (or untested), or below its
+    floor, fails."""
     checks = []
     for (name, base_mean, cand_mean, _, worst_rows, n, ci), p in zip(raw, adjusted, strict=True):
         delta = cand_mean - base_mean
@@ -303,9 +329,7 @@ def gate(
         failed = (over and (significant or untested is not None)) or below
         checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant, failed, worst_rows, n,
                                   floor, below, untested, *ci))
-    settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
-                "floors": floor_of, "relevance": relevance}
-    return GateResult(checks, max_drop, alpha, settings, summary)
+    return checks
 
 
 def _check_gate_settings(metrics: Iterable[str] | str, floors: Mapping[str, float] | None, max_drop: float,

@@ -101,6 +101,12 @@ def ksweep(qrels: Any, runs: Sequence[Any], metric: str = "ndcg", *, max_k: int 
         metric: a metric that takes a cutoff; any cutoff in the name is ignored (``ndcg@10`` -> ``ndcg``).
         max_k: the largest cutoff.
         relevance_level, missing: as in :func:`rankwise.evaluate`.
+
+    Example:
+        >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+        >>> bm25 = {"q1": {"d1": 2.0, "x": 1.0}, "q2": {"x": 2.0, "d2": 1.0}}
+        >>> ksweep(qrels, [bm25], "recall", max_k=2, names=["bm25"]).values["bm25"].tolist()
+        [0.5, 1.0]
     """
     from rankwise.analysis.compare import system_names
     from rankwise.data.load import load_qrels, load_run

@@ -355,17 +355,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     """
     if missing not in ("zero", "skip"):
         raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
-    if run.queries == qrels.queries:  # the same queries (both in byte order): nothing to look up
-        run_to_qrels = np.arange(qrels.n_queries, dtype=np.int64)
-        in_run = np.ones(qrels.n_queries, dtype=bool)
-        ignored, missing_from_run = [], []
-    else:
-        qrels_position = {q: i for i, q in enumerate(qrels.queries)}
-        run_to_qrels = np.array([qrels_position.get(q, -1) for q in run.queries], dtype=np.int64)
-        in_run = np.zeros(qrels.n_queries, dtype=bool)
-        in_run[run_to_qrels[run_to_qrels >= 0]] = True
-        ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist(), strict=False) if j < 0]
-        missing_from_run = [q for q, present in zip(qrels.queries, in_run.tolist(), strict=False) if not present]
+    run_to_qrels, in_run, ignored, missing_from_run = _align_queries(qrels, run)
     if missing == "skip":
         eval_q = np.flatnonzero(in_run)
     else:
@@ -408,6 +398,26 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
         list(qrels.queries) if n_eval == qrels.n_queries else [qrels.queries[i] for i in eval_q.tolist()], grades, judged, lengths, n_rel.astype(np.int64),
         n_nonrel.astype(np.int64), ideal, relevance_level, None, in_run[eval_q], pooled=pooled,
     )
+    return matrix, _join_summary(qrels, run, n_eval, missing_from_run, ignored, missing, relevance_level)
+
+
+def _align_queries(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Per run query its qrels query's position (-1: not in the qrels), per qrels query whether the run
+    has it, the run queries the qrels lack and the qrels queries the run lacks."""
+    if run.queries == qrels.queries:  # the same queries (both in byte order): nothing to look up
+        return np.arange(qrels.n_queries, dtype=np.int64), np.ones(qrels.n_queries, dtype=bool), [], []
+    qrels_position = {q: i for i, q in enumerate(qrels.queries)}
+    run_to_qrels = np.array([qrels_position.get(q, -1) for q in run.queries], dtype=np.int64)
+    in_run = np.zeros(qrels.n_queries, dtype=bool)
+    in_run[run_to_qrels[run_to_qrels >= 0]] = True
+    ignored = [q for q, j in zip(run.queries, run_to_qrels.tolist(), strict=False) if j < 0]
+    missing_from_run = [q for q, present in zip(qrels.queries, in_run.tolist(), strict=False) if not present]
+    return run_to_qrels, in_run, ignored, missing_from_run
+
+
+def _join_summary(qrels: Qrels, run: Run, n_eval: int, missing_from_run: list[str], ignored: list[str],
+                  missing: str, relevance_level: int) -> dict:
+    """The query sets of a join, as ``join`` returns them."""
     summary = {
         "queries_in_qrels": qrels.n_queries,
         "queries_in_run": run.n_queries,
@@ -422,7 +432,7 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     if missing == "zero":
         # trec_eval -c prints, as num_rel's `all`, every judgement with grade > 0 whatever -l says
         summary["num_rel_all_trec_eval"] = int((qrels.grades > 0).sum())
-    return matrix, summary
+    return summary
 
 
 def _judged_rows(qrels: Qrels, run: Run,

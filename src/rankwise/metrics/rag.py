@@ -182,13 +182,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         >>> r.mean["precision@2"], r.records[0].verdicts("containment")
         (0.5, [1, 0])
     """
-    for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
-        if value not in ("zero", "skip"):
-            raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
-    k = DEFAULT_KS if k is None else k
-    ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
-    if not ks or min(ks) < 1:
-        raise InputError("cutoffs k must be integers >= 1", field="k")
+    ks = _checked_cutoffs(k, unscorable, incomplete)
     if metrics:
         parse_measures(metrics)  # a misspelt name stops before any judging
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
@@ -196,22 +190,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                                      progress=progress, min_evidence_chars=min_evidence_chars)
     measures = parse_measures(metrics or _defaults(records, ks, relevance))
 
-    # which cases enter the means
-    unscorable_cases: dict[str, str] = {}
-    incomplete_cases: dict[str, str] = {}
-    for r in records:
-        status = r.status.get(relevance, "ok")
-        if status.startswith("unscorable"):
-            unscorable_cases[r.id] = status.split(": ", 1)[1]
-        elif status.startswith("incomplete"):
-            incomplete_cases[r.id] = status.split(": ", 1)[1]
-    if len(unscorable_cases) == len(records):
-        raise none_scorable(unscorable_cases, relevance, testset)
-    skip = set()
-    if unscorable == "skip":
-        skip |= set(unscorable_cases)
-    if incomplete == "skip":
-        skip |= set(incomplete_cases)
+    unscorable_cases, incomplete_cases, skip = _cases_left_out(records, relevance, testset, unscorable,
+                                                               incomplete)
     scored = sorted((r for r in records if r.id not in skip), key=lambda r: r.id.encode("utf-8"))
     if not scored:
         raise InputError(f"no case can be scored with relevance {relevance!r}: "
@@ -267,6 +247,40 @@ def _defaults(records: list[CaseRecord], ks: list[int], relevance: str) -> list[
     """The default metrics for these records: with the metrics over calls when some case has calls."""
     hops = any(p.hop is not None for r in records for p in r.reference_contexts)
     return default_rag_metrics(ks, relevance, calls=any(r.calls for r in records), hops=hops)
+
+
+def _checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: str) -> list[int]:
+    """``evaluate_rag``'s cutoffs (default 1, 3, 5, 10), sorted; bad cutoffs or policies raise."""
+    for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
+        if value not in ("zero", "skip"):
+            raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
+    k = DEFAULT_KS if k is None else k
+    ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
+    if not ks or min(ks) < 1:
+        raise InputError("cutoffs k must be integers >= 1", field="k")
+    return ks
+
+
+def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str, incomplete: str
+                    ) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """Which cases enter the means: the unscorable and the incomplete cases (id -> why) and the ids
+    left out of the means under the ``skip`` policies; no scorable case at all raises."""
+    unscorable_cases: dict[str, str] = {}
+    incomplete_cases: dict[str, str] = {}
+    for r in records:
+        status = r.status.get(relevance, "ok")
+        if status.startswith("unscorable"):
+            unscorable_cases[r.id] = status.split(": ", 1)[1]
+        elif status.startswith("incomplete"):
+            incomplete_cases[r.id] = status.split(": ", 1)[1]
+    if len(unscorable_cases) == len(records):
+        raise none_scorable(unscorable_cases, relevance, testset)
+    skip: set[str] = set()
+    if unscorable == "skip":
+        skip |= set(unscorable_cases)
+    if incomplete == "skip":
+        skip |= set(incomplete_cases)
+    return unscorable_cases, incomplete_cases, skip
 
 
 def verdict_counts(records, relevance: str) -> dict[str, int]:

@@ -197,6 +197,16 @@ def agreement(records: Sequence[Any], a: str = "human", b: str = "llm") -> Agree
 
     Raises :class:`~rankwise.errors.InputError` when a source is absent from the records or the two
     sources share no judged chunk.
+
+    Example:
+        >>> from rankwise.data.records import as_records
+        >>> def chunk(rank, human, llm):
+        ...     return {"rank": rank, "id": f"c{rank}", "verdicts": {"human": {"verdict": human},
+        ...                                                          "llm": {"verdict": llm}}}
+        >>> records = as_records([{"id": "q1", "chunks": [chunk(1, 1, 1), chunk(2, 0, 1), chunk(3, 0, 0)]}])
+        >>> a = agreement(records, "human", "llm")
+        >>> a.n, a.confusion, [(d.case_id, d.rank) for d in a.disagreements]
+        (3, [[1, 1], [0, 1]], [('q1', 2)])
     """
     if a == b:
         raise InputError(f"compare two different sources, got {a!r} twice", field="b")

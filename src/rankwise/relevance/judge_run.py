@@ -6,13 +6,9 @@ held off — also when the run was interrupted or stopped, so a rerun of the sam
 cache. The command line only parses its options, calls :func:`judge_testset` and prints the lines of the
 :class:`JudgeRun` it returns.
 
-Example::
-
-    from rankwise.llm.config import resolve_llm_config
-    from rankwise.relevance.judge_run import judge_testset
-    cfg = resolve_llm_config(model="qwen2.5:7b", base_url="http://localhost:11434/v1", cache="judge.sqlite")
-    run = judge_testset("testset.jsonl", cfg, records_out="judged.jsonl", shard="1/4")
-    print(run.result.summary.ok, run.records_out)
+With an endpoint up, ``judge_testset("testset.jsonl", cfg, records_out="judged.jsonl", shard="1/4")``
+judges this worker's quarter of the cases and writes them; ``run.result.summary.ok`` counts the verdicts.
+The example of :func:`judge_testset` plans such a run offline (``dry_run``).
 """
 
 from __future__ import annotations
@@ -100,7 +96,19 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
     Raises :class:`JudgeRunInterrupted` on Ctrl-C/SIGTERM and
     :class:`~rankwise.relevance.llm_judge.JudgeStopped` when the endpoint or the cache fails, each after
     writing the records had (a ``JudgeStopped`` with verdicts carries the :class:`JudgeRun` as ``run``).
-    See the module's example.
+
+    Example (``dry_run``: the plan and its price, nothing called; without it the same call judges):
+        >>> import os, shutil, tempfile
+        >>> from rankwise.llm.config import resolve_llm_config
+        >>> tmp = tempfile.mkdtemp()
+        >>> cfg = resolve_llm_config(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", mode="question",
+        ...                          price_in=0.15, price_out=0.6, cache=os.path.join(tmp, "judge.sqlite"), env={})
+        >>> cases = [{"id": "q1", "question": "What is BM25?",
+        ...           "retrieved_contexts": ["BM25 ranks documents by term frequency.", "Paris is in France."]}]
+        >>> run = judge_testset(cases, cfg, dry_run=True)
+        >>> run.plan.cases, run.plan.chunks, run.plan.calls, run.plan.cached, run.plan.cost > 0
+        (1, 2, 2, 0, True)
+        >>> shutil.rmtree(tmp)
     """
     from rankwise.llm.cache import VerdictCache
     from rankwise.relevance.llm_judge import Judge, cases_from_records

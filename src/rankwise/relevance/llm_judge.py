@@ -462,9 +462,21 @@ def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike 
     When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`: Ctrl-C)
     the verdicts had are written into the records before the exception is raised on.
 
-    Example::
-
-        summary = judge_records(records, model="gpt-4o-mini", mode="question")
+    Example (offline: the records' plan, as ``rankwise judge --dry-run`` prints it; with an endpoint up,
+    ``judge_records(records, config=cfg)`` judges them and returns the :class:`JudgeSummary`):
+        >>> import os, shutil, tempfile
+        >>> import rankwise
+        >>> from rankwise.data.records import as_records
+        >>> from rankwise.llm.config import resolve_llm_config
+        >>> tmp = tempfile.mkdtemp()
+        >>> cfg = resolve_llm_config(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", mode="question",
+        ...                          cache=os.path.join(tmp, "judge.sqlite"), env={})
+        >>> records = as_records([{"id": "q1", "question": "What is BM25?",
+        ...                        "retrieved_contexts": ["BM25 ranks by term frequency.", "Paris is in France."]}])
+        >>> plan = rankwise.judge(records, cfg, dry_run=True).plan
+        >>> plan.chunks, plan.calls, plan.cost is None  # no prices given: no cost estimate
+        (2, 2, True)
+        >>> shutil.rmtree(tmp)
     """
     from dataclasses import replace
 

@@ -480,20 +480,7 @@ def render_html_report(
     for sw in sweeps:
         for s in sw.systems:
             colors.setdefault(s, color_of(len(colors)))
-    s = comparison.settings
-    test = TEST_LABELS[comparison.test]
-    if comparison.test == "randomization":
-        test += f", {s['permutations']:,} sign flips, seed {s['seed']}"
-    meta = (f"{len(comparison.systems)} systems \u00b7 baseline <b>{escape(comparison.baseline)}</b> \u00b7 "
-            f"{len(comparison.query_ids)} {'cases' if comparison.summary.get('source') else 'queries'} \u00b7 "
-            f"{escape(test)} \u00b7 "
-            f"{CORRECTION_LABELS[s['correction']]} correction \u00b7 alpha {s['alpha']} \u00b7 generated "
-            f"{_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}")
-    source = comparison.summary.get("source")
-    if source:
-        meta += f" \u00b7 verdict source <b>{escape(source)}</b>"
-        if comparison.summary.get("r_basis"):
-            meta += f" \u00b7 R from {escape(str(comparison.summary['r_basis']))}"
+    meta = _meta_line(comparison)
     needed: set[str] = set()
     probe = _probe_section(inputs.probes) if inputs.probes else ""
     sections = [
@@ -515,12 +502,7 @@ def render_html_report(
     if probe:
         nav.append(("probe", "Rank vs verdict"))
     nav.append(("queries", "Drill-down"))
-    options = "".join(f'<option value="{escape(m)}">{escape(m)}</option>' for m in comparison.metrics)
-    pickers = f'<label>metric <select id="metric-select">{options}</select></label>'
-    if inputs.sources:
-        choices = "".join(f'<option value="{escape(x)}"{" selected" if x == inputs.verdict_source else ""}>'
-                          f"{escape(x)}</option>" for x in inputs.sources)
-        pickers += f'<label>verdicts <select id="source-select">{choices}</select></label>'
+    pickers = _pickers(comparison, inputs)
     notes_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -533,6 +515,36 @@ def render_html_report(
         f'<script type="application/json" id="doc-texts">{doc_json}</script>'
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )
+
+
+def _meta_line(comparison: ComparisonResult) -> str:
+    """The header's line under the title: systems, baseline, cases, test, correction, alpha, date, source."""
+    s = comparison.settings
+    test = TEST_LABELS[comparison.test]
+    if comparison.test == "randomization":
+        test += f", {s['permutations']:,} sign flips, seed {s['seed']}"
+    meta = (f"{len(comparison.systems)} systems \u00b7 baseline <b>{escape(comparison.baseline)}</b> \u00b7 "
+            f"{len(comparison.query_ids)} {'cases' if comparison.summary.get('source') else 'queries'} \u00b7 "
+            f"{escape(test)} \u00b7 "
+            f"{CORRECTION_LABELS[s['correction']]} correction \u00b7 alpha {s['alpha']} \u00b7 generated "
+            f"{_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}")
+    source = comparison.summary.get("source")
+    if source:
+        meta += f" \u00b7 verdict source <b>{escape(source)}</b>"
+        if comparison.summary.get("r_basis"):
+            meta += f" \u00b7 R from {escape(str(comparison.summary['r_basis']))}"
+    return meta
+
+
+def _pickers(comparison: ComparisonResult, inputs: ReportInputs) -> str:
+    """The navigation bar's metric picker, and the verdict-source picker when there are sources."""
+    options = "".join(f'<option value="{escape(m)}">{escape(m)}</option>' for m in comparison.metrics)
+    pickers = f'<label>metric <select id="metric-select">{options}</select></label>'
+    if inputs.sources:
+        choices = "".join(f'<option value="{escape(x)}"{" selected" if x == inputs.verdict_source else ""}>'
+                          f"{escape(x)}</option>" for x in inputs.sources)
+        pickers += f'<label>verdicts <select id="source-select">{choices}</select></label>'
+    return pickers
 
 
 def write_html_report(path: str | PathLike, comparison: ComparisonResult, **options: Any) -> Path:
@@ -556,7 +568,16 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
             :func:`~rankwise.analysis.report_inputs.report_inputs`; this module only renders.
 
     Example:
-        >>> write_html_report("report.html", rankwise.compare(qrels, [a, b]))  # doctest: +SKIP
+        >>> import os, shutil, tempfile
+        >>> from rankwise.analysis.compare import compare
+        >>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(4)}
+        >>> a = {f"q{i}": {f"d{i}": 2.0, "x": 1.0} for i in range(4)}
+        >>> b = {f"q{i}": {"x": 2.0, f"d{i}": 1.0} for i in range(4)}
+        >>> tmp = tempfile.mkdtemp()
+        >>> path = write_html_report(os.path.join(tmp, "report.html"), compare(qrels, [a, b], ["mrr"], names=["a", "b"]))
+        >>> path.name, path.read_text().startswith("<!DOCTYPE html>")
+        ('report.html', True)
+        >>> shutil.rmtree(tmp)
     """
     out = Path(path)
     text = render_html_report(comparison, **options)

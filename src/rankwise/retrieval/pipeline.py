@@ -265,15 +265,7 @@ def run_retrievers(
     k = check_k(k)
     check_queries(queries)
     t0 = time.perf_counter()
-    if chunks is None:
-        if corpus is None:
-            raise InputError("give a corpus or chunks", field="corpus")
-        chunk_list = chunk_corpus(as_corpus(corpus), chunk_size, chunk_overlap, separators=separators,
-                                  titles=titles)
-    else:
-        chunk_list = list(chunks)
-    if not chunk_list:
-        raise InputError("the corpus has no text to retrieve from (every document is empty)", field="corpus")
+    chunk_list = _chunk_list(corpus, chunks, chunk_size, chunk_overlap, separators, titles)
     chunking = time.perf_counter() - t0
     specs = _as_specs(retrievers)
     depth = k
@@ -296,28 +288,50 @@ def run_retrievers(
             timings["index"], timings["search"] = ti, ts
             results[label] = _result(label, run.truncate(k), chunk_list, timings, None)
             continue
-        keys = {"bm25": [_bm25_key(spec)], "dense": [_dense_key(spec)],
-                "hybrid": [_bm25_key(spec), _dense_key(spec)]}[spec.kind]
-        parts = [shared.component(key) for key in keys]
-        timings["index"] = sum(p[1] for p in parts)
-        timings["search"] = sum(p[2] for p in parts)
-        if spec.kind == "hybrid":
-            t = time.perf_counter()
-            run = fuse([p[0] for p in parts], spec.fusion, weights=spec.weights, rrf_k=spec.rrf_k,
-                       depth=max(spec.fusion_depth, k), name=label)
-            timings["fusion"] = time.perf_counter() - t
-        else:
-            run = parts[0][0]
-        if spec.rerank is not None:
-            from rankwise.retrieval.rerank import rerank
-
-            t = time.perf_counter()
-            run = rerank(run, queries, texts, shared.scorer(spec.rerank), top_n=spec.rerank_top_n, name=label,
-                         quiet=quiet)
-            timings["rerank"] = time.perf_counter() - t
-        run = replace(run.truncate(k), name=label)
+        run = _run_spec(label, spec, shared, queries, texts, k, timings, quiet)
         results[label] = _result(label, run, chunk_list, timings, spec)
     return results
+
+
+def _chunk_list(corpus: Corpus | Mapping[str, str] | Iterable[Document] | None, chunks: Sequence[Chunk] | None,
+                chunk_size: int, chunk_overlap: int, separators: Sequence[str], titles: bool) -> list[Chunk]:
+    """The chunks given, else the corpus chunked; no text at all raises."""
+    if chunks is None:
+        if corpus is None:
+            raise InputError("give a corpus or chunks", field="corpus")
+        chunk_list = chunk_corpus(as_corpus(corpus), chunk_size, chunk_overlap, separators=separators,
+                                  titles=titles)
+    else:
+        chunk_list = list(chunks)
+    if not chunk_list:
+        raise InputError("the corpus has no text to retrieve from (every document is empty)", field="corpus")
+    return chunk_list
+
+
+def _run_spec(label: str, spec: RetrieverSpec, shared: _Shared, queries: Mapping[str, str],
+              texts: Mapping[str, str], k: int, timings: dict[str, float], quiet: bool) -> Run:
+    """One retriever spec's run (its components shared with the other specs; fused, reranked), cut at
+    ``k``; index, search, fusion and rerank seconds go to ``timings``."""
+    keys = {"bm25": [_bm25_key(spec)], "dense": [_dense_key(spec)],
+            "hybrid": [_bm25_key(spec), _dense_key(spec)]}[spec.kind]
+    parts = [shared.component(key) for key in keys]
+    timings["index"] = sum(p[1] for p in parts)
+    timings["search"] = sum(p[2] for p in parts)
+    if spec.kind == "hybrid":
+        t = time.perf_counter()
+        run = fuse([p[0] for p in parts], spec.fusion, weights=spec.weights, rrf_k=spec.rrf_k,
+                   depth=max(spec.fusion_depth, k), name=label)
+        timings["fusion"] = time.perf_counter() - t
+    else:
+        run = parts[0][0]
+    if spec.rerank is not None:
+        from rankwise.retrieval.rerank import rerank
+
+        t = time.perf_counter()
+        run = rerank(run, queries, texts, shared.scorer(spec.rerank), top_n=spec.rerank_top_n, name=label,
+                     quiet=quiet)
+        timings["rerank"] = time.perf_counter() - t
+    return replace(run.truncate(k), name=label)
 
 
 def _result(label: str, run: Run, chunks: list[Chunk], timings: dict[str, float], spec) -> RetrievalResult:

@@ -100,79 +100,12 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
     n = len(names)
 
     def score(batches):
-        from rankwise.data.records import as_records, dump_record
-        from rankwise.metrics.evaluate import evaluate_matrix
-        from rankwise.metrics.matrix import RelevanceMatrix, record_truth
-        from rankwise.metrics.rag import judged_records
-
         for batch in batches:
             try:
-                if json_column is not None:
-                    objs = []
-                    for text in batch.column(json_column).to_pylist():
-                        if text is None or not text.strip():
-                            continue
-                        try:
-                            objs.append(json.loads(text))
-                        except ValueError as exc:
-                            raise InputError(f"not JSON ({exc.msg}): {text[:60]!r}",
-                                             source="<spark cases>", field=json_column) from None
-                else:
-                    objs = [_drop_nulls(row) for row in batch.to_pylist()]
+                objs = _batch_cases(batch, json_column)
                 if not objs:
                     continue
-                for obj in objs:
-                    if not isinstance(obj, Mapping) or not any(obj.get(f) not in (None, "") for f in ID_FIELDS):
-                        raise InputError(f"a case has no id ({' / '.join(ID_FIELDS)}); on Spark every case "
-                                         f"needs one: {json.dumps(obj)[:80]}", source="<spark cases>", field="id")
-                judge_options = {key: options[key] for key in ("min_overlap", "threshold", "id_field",
-                                                               "relevance_level", "min_evidence_chars")}
-                records, stored = judged_records(as_records(objs, copy=False), relevance, **judge_options)
-                matrix = RelevanceMatrix.from_records(records, relevance,
-                                                      relevance_level=options["relevance_level"],
-                                                      id_field=options["id_field"])
-                for measure in parse_measures(names):
-                    measure.check(matrix)
-                values = evaluate_matrix(matrix, names).per_query.values
-                statuses = [r.status.get(relevance, "ok") for r in records]
-                counts = {"ok": [], "failed": [], "missing": []}
-                for r in records:
-                    c = {"ok": 0, "failed": 0, "missing": 0}
-                    for ch in r.chunks:
-                        v = ch.verdicts.get(relevance)
-                        key = "missing" if v is None else v.status
-                        c[key] = c.get(key, 0) + 1
-                    for key in counts:
-                        counts[key].append(c.get(key, 0))
-                skip = options["skip"]
-                dups = [_first_repeat(r) for r in records]
-                lines = []
-                for i, r in enumerate(records):
-                    kind = statuses[i].split(":", 1)[0]
-                    if kind in skip:
-                        r.scores[relevance] = {name: None for name in names}
-                    else:
-                        r.scores[relevance] = {name: (None if np.isnan(v) else float(v))
-                                               for name, v in zip(names, values[i].tolist(), strict=True)}
-                    lines.append(dump_record(r))
-                cols = {
-                    "query_id": pa.array([r.id for r in records], pa.string()),
-                    "_status": pa.array(statuses, pa.string()),
-                    "_basis": pa.array([record_truth(r, relevance, relevance_level=options["relevance_level"])
-                                        ["basis"] for r in records], pa.string()),
-                    "_ok": pa.array(counts["ok"], pa.int64()), "_failed": pa.array(counts["failed"], pa.int64()),
-                    "_missing": pa.array(counts["missing"], pa.int64()),
-                    "_stored": pa.array([stored] * len(records)),
-                    "_error": pa.array([None] * len(records), pa.string()),
-                    "record": pa.array(lines, pa.string()),
-                    "_depth": pa.array([len(r.chunks) for r in records], pa.int64()),
-                    "_dup_id": pa.array([d[0] for d in dups], pa.string()),
-                    "_dup_n": pa.array([d[1] for d in dups], pa.int64()),
-                    "_frag": pa.array([_fragments(r, relevance) for r in records], pa.string()),
-                }
-                for j in range(n):
-                    cols[f"m{j}"] = pa.array(values[:, j], pa.float64())
-                yield pa.RecordBatch.from_pydict(cols)
+                yield _scored_batch(objs, names, relevance, options)
             except InputError as exc:
                 if exc.source in (None, "<list>", "<input>"):  # positions within a partition mean nothing
                     exc = InputError(exc.problem.split(" (first on line")[0], source="<spark cases>",
@@ -180,6 +113,89 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
                 yield _error_batch(n, str(exc))
 
     return score
+
+
+def _batch_cases(batch: pa.RecordBatch, json_column: str | None) -> list[Any]:
+    """A batch's cases as JSON objects (from the JSON-lines column, else the rows), each with an id."""
+    if json_column is not None:
+        objs = []
+        for text in batch.column(json_column).to_pylist():
+            if text is None or not text.strip():
+                continue
+            try:
+                objs.append(json.loads(text))
+            except ValueError as exc:
+                raise InputError(f"not JSON ({exc.msg}): {text[:60]!r}",
+                                 source="<spark cases>", field=json_column) from None
+    else:
+        objs = [_drop_nulls(row) for row in batch.to_pylist()]
+    for obj in objs:
+        if not isinstance(obj, Mapping) or not any(obj.get(f) not in (None, "") for f in ID_FIELDS):
+            raise InputError(f"a case has no id ({' / '.join(ID_FIELDS)}); on Spark every case "
+                             f"needs one: {json.dumps(obj)[:80]}", source="<spark cases>", field="id")
+    return objs
+
+
+def _scored_batch(objs: list[Any], names: list[str], relevance: str, options: dict) -> pa.RecordBatch:
+    """The cases judged and scored as ``evaluate_rag`` does: one row per case (``_schema``)."""
+    from rankwise.data.records import as_records, dump_record
+    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.metrics.matrix import RelevanceMatrix, record_truth
+    from rankwise.metrics.rag import judged_records
+
+    judge_options = {key: options[key] for key in ("min_overlap", "threshold", "id_field",
+                                                   "relevance_level", "min_evidence_chars")}
+    records, stored = judged_records(as_records(objs, copy=False), relevance, **judge_options)
+    matrix = RelevanceMatrix.from_records(records, relevance, relevance_level=options["relevance_level"],
+                                          id_field=options["id_field"])
+    for measure in parse_measures(names):
+        measure.check(matrix)
+    values = evaluate_matrix(matrix, names).per_query.values
+    statuses = [r.status.get(relevance, "ok") for r in records]
+    counts = _status_counts(records, relevance)
+    skip = options["skip"]
+    dups = [_first_repeat(r) for r in records]
+    lines = []
+    for i, r in enumerate(records):
+        kind = statuses[i].split(":", 1)[0]
+        if kind in skip:
+            r.scores[relevance] = {name: None for name in names}
+        else:
+            r.scores[relevance] = {name: (None if np.isnan(v) else float(v))
+                                   for name, v in zip(names, values[i].tolist(), strict=True)}
+        lines.append(dump_record(r))
+    cols = {
+        "query_id": pa.array([r.id for r in records], pa.string()),
+        "_status": pa.array(statuses, pa.string()),
+        "_basis": pa.array([record_truth(r, relevance, relevance_level=options["relevance_level"])
+                            ["basis"] for r in records], pa.string()),
+        "_ok": pa.array(counts["ok"], pa.int64()), "_failed": pa.array(counts["failed"], pa.int64()),
+        "_missing": pa.array(counts["missing"], pa.int64()),
+        "_stored": pa.array([stored] * len(records)),
+        "_error": pa.array([None] * len(records), pa.string()),
+        "record": pa.array(lines, pa.string()),
+        "_depth": pa.array([len(r.chunks) for r in records], pa.int64()),
+        "_dup_id": pa.array([d[0] for d in dups], pa.string()),
+        "_dup_n": pa.array([d[1] for d in dups], pa.int64()),
+        "_frag": pa.array([_fragments(r, relevance) for r in records], pa.string()),
+    }
+    for j in range(len(names)):
+        cols[f"m{j}"] = pa.array(values[:, j], pa.float64())
+    return pa.RecordBatch.from_pydict(cols)
+
+
+def _status_counts(records: list, relevance: str) -> dict[str, list[int]]:
+    """Per record, its chunks whose ``relevance`` verdict is ok, failed or missing (three columns)."""
+    counts: dict[str, list[int]] = {"ok": [], "failed": [], "missing": []}
+    for r in records:
+        c = {"ok": 0, "failed": 0, "missing": 0}
+        for ch in r.chunks:
+            v = ch.verdicts.get(relevance)
+            key = "missing" if v is None else v.status
+            c[key] = c.get(key, 0) + 1
+        for key in counts:
+            counts[key].append(c.get(key, 0))
+    return counts
 
 
 def _fragments(record, relevance: str) -> str | None:

@@ -263,10 +263,21 @@ def import_testset(path: str | PathLike, corpus: Corpus, *, out: str | PathLike,
                    threshold: float | None = 90.0) -> ImportSummary:
     """Read a foreign test set, map its contexts to spans of ``corpus``, write our JSONL to ``out``.
 
-    Example::
-
-        s = import_testset("ragas_testset.jsonl", load_corpus("docs/"), out="testset.jsonl")
-        print(s.mapped, s.unmapped)
+    Example (a Ragas sample whose context is found in the corpus up to case and spacing):
+        >>> import json, os, shutil, tempfile
+        >>> from rankwise.retrieval.corpus import Corpus
+        >>> tmp = tempfile.mkdtemp()
+        >>> with open(os.path.join(tmp, "ragas.jsonl"), "w") as fh:
+        ...     _ = fh.write(json.dumps({"user_input": "What does BM25 rank by?", "reference": "Term frequency.",
+        ...                              "reference_contexts": ["bm25 ranks  by term frequency"]}))
+        >>> corpus = Corpus.from_dict({"d1": "Intro. BM25 ranks by term frequency. The end."})
+        >>> s = import_testset(os.path.join(tmp, "ragas.jsonl"), corpus, out=os.path.join(tmp, "testset.jsonl"))
+        >>> s.format, s.questions, dict(s.mapped), s.unmapped
+        ('ragas', 1, {'normalised': 1}, 0)
+        >>> row = json.loads(open(os.path.join(tmp, "testset.jsonl")).read())
+        >>> [(r["doc_id"], r["start"], r["end"]) for r in row["reference_contexts"]]
+        [('d1', 7, 35)]
+        >>> shutil.rmtree(tmp)
     """
     fmt, cases = read_foreign(path, fmt)
     matcher = CorpusMatcher(corpus, threshold)
@@ -302,9 +313,19 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
     """Write our test set (JSONL with span references) as Ragas samples (JSONL) or DeepEval goldens (JSON);
     returns the number of samples. Span ids are ``doc_id#start-end``, as ``rankwise run`` names chunks.
 
-    Example::
-
-        export_testset("testset.jsonl", to="deepeval", out="goldens.json")
+    Example:
+        >>> import json, os, shutil, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> with open(os.path.join(tmp, "testset.jsonl"), "w") as fh:
+        ...     _ = fh.write(json.dumps({"id": "q1", "question": "What does BM25 rank by?", "reference": "Term "
+        ...                              "frequency.", "reference_contexts": [{"text": "BM25 ranks by term "
+        ...                              "frequency", "doc_id": "d1", "start": 7, "end": 35}]}))
+        >>> export_testset(os.path.join(tmp, "testset.jsonl"), to="ragas", out=os.path.join(tmp, "ragas.jsonl"))
+        1
+        >>> sample = json.loads(open(os.path.join(tmp, "ragas.jsonl")).read())
+        >>> sample["user_input"], sample["reference_context_ids"]
+        ('What does BM25 rank by?', ['d1#7-35'])
+        >>> shutil.rmtree(tmp)
     """
     from rankwise.data._text import iter_json_lines
 

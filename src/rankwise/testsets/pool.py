@@ -127,15 +127,28 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config file path
     with keywords for the rest (``model``, ``base_url``, ``cache``, ``prompt``, ``concurrency``, ...).
 
-    Example::
-
-        pool("testset.jsonl", ["bm25.rag.jsonl", "dense.rag.jsonl"], out="pooled.jsonl", model="qwen2.5:7b",
-             base_url="http://localhost:11434/v1")
+    Example (``dry_run``: the pool counted and the judging priced, nothing called or written; without it
+    the same call judges the one unlabelled span and writes ``pooled.jsonl``):
+        >>> import json, os, shutil, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> def jsonl(name, row):
+        ...     with open(os.path.join(tmp, name), "w") as fh:
+        ...         fh.write(json.dumps(row))
+        ...     return os.path.join(tmp, name)
+        >>> bm25_ranks = {"doc_id": "d1", "start": 0, "end": 22, "text": "BM25 ranks by term frequency"}
+        >>> dense_embeds = {"doc_id": "d2", "start": 0, "end": 18, "text": "Dense models embed"}
+        >>> testset = jsonl("testset.jsonl", {"id": "q1", "question": "What is BM25?", "reference": "A ranking "
+        ...                                   "function.", "reference_contexts": [bm25_ranks]})
+        >>> runs = [jsonl("bm25.jsonl", {"id": "q1", "retrieved_contexts": [bm25_ranks, dense_embeds]}),
+        ...         jsonl("dense.jsonl", {"id": "q1", "retrieved_contexts": [dense_embeds]})]
+        >>> s = pool(testset, runs, out=os.path.join(tmp, "pooled.jsonl"), k=10, dry_run=True, model="m",
+        ...          base_url="http://127.0.0.1:9/v1", cache=os.path.join(tmp, "judge.sqlite"), env={})
+        >>> s.pooled, s.labelled, s.plan["chunks"], s.plan["calls"], s.judged_before
+        (2, 1, 1, 1, {'bm25': 0.5, 'dense': 0.0})
+        >>> shutil.rmtree(tmp)
     """
-    from rankwise.llm.cache import VerdictCache
     from rankwise.llm.config import as_llm_config
-    from rankwise.progress import progress
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeInterrupted, JudgeSettings
+    from rankwise.relevance.llm_judge import JudgeCase, JudgeSettings
 
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")
@@ -145,6 +158,37 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     labels = list(names) if names else [system_stem(r) for r in runs]
     labels = [n if n not in labels[:i] else f"{n}#{i + 1}" for i, n in enumerate(labels)]
     systems = {name: read_span_runs(r, k) for name, r in zip(labels, runs, strict=True)}
+    refs, by_id = _reference_spans(cases, testset)
+    summary = PoolSummary(questions=len(cases), k=k, out=str(out))
+    summary.judged_before = judged_at(systems, refs, k)
+    to_judge = _unlabelled(by_id, systems, refs, summary)
+    cfg = as_llm_config(config, **llm)
+    settings = JudgeSettings(mode="reference", prompt_file=cfg.settings.prompt_file)
+    judge_cases = [JudgeCase(cid, by_id[cid].get("user_input") or by_id[cid].get("question"),
+                             [t for *_, t in spans], reference=by_id[cid].get("reference"))
+                   for cid, spans in to_judge.items()]
+    if dry_run:
+        summary.plan = _plan_judging(cfg, settings, judge_cases)
+        return summary
+    labelled = {cid: list(spans) for cid, spans in refs.items()}
+    extra: dict[str, list[dict]] = {}
+    judged: dict[str, list[dict]] = {}
+    interrupted = None
+    if judge_cases:
+        interrupted = _judge_pool(cfg, settings, judge_cases, to_judge, summary, labelled, extra, judged,
+                                  max_cost=max_cost, quiet=quiet)
+    summary.judged_after = judged_at(systems, labelled, k)
+    provenance = {"k": k, "systems": labels, "judge_model": cfg.endpoint.model}
+    _write_pooled(cases, testset, out, extra, judged, provenance)
+    if interrupted is not None:
+        interrupted.summary = summary
+        raise interrupted
+    return summary
+
+
+def _reference_spans(cases: list[tuple[int, dict]], testset: Any
+                     ) -> tuple[dict[str, list[tuple[str, int, int]]], dict[str, dict]]:
+    """Each case's reference spans ``(doc_id, start, end)`` and its row, by case id."""
     refs: dict[str, list[tuple[str, int, int]]] = {}
     by_id: dict[str, dict] = {}
     for number, obj in cases:
@@ -157,8 +201,13 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
             spans.append((r["doc_id"], r["start"], r["end"]))
         refs[cid] = spans
         by_id[cid] = obj
-    summary = PoolSummary(questions=len(cases), k=k, out=str(out))
-    summary.judged_before = judged_at(systems, refs, k)
+    return refs, by_id
+
+
+def _unlabelled(by_id: dict[str, dict], systems: dict[str, dict[str, list[tuple]]],
+                refs: dict[str, list[tuple[str, int, int]]], summary: PoolSummary
+                ) -> dict[str, list[tuple[str, int, int, str]]]:
+    """The pooled spans no reference span overlaps, by case (``summary.pooled`` and ``labelled`` counted)."""
     to_judge: dict[str, list[tuple[str, int, int, str]]] = {}
     for cid in by_id:
         seen: dict[tuple[str, int, int], str] = {}
@@ -171,46 +220,58 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
                 summary.labelled += 1
             else:
                 to_judge.setdefault(cid, []).append((*span, text))
-    cfg = as_llm_config(config, **llm)
-    settings = JudgeSettings(mode="reference", prompt_file=cfg.settings.prompt_file)
-    judge_cases = [JudgeCase(cid, by_id[cid].get("user_input") or by_id[cid].get("question"),
-                             [t for *_, t in spans], reference=by_id[cid].get("reference"))
-                   for cid, spans in to_judge.items()]
-    labelled = {cid: list(spans) for cid, spans in refs.items()}
-    extra: dict[str, list[dict]] = {}
-    judged: dict[str, list[dict]] = {}
-    if dry_run:
-        with VerdictCache(cfg.cache) as store:
-            plan = Judge.from_config(cfg, store, settings=settings).plan(judge_cases)
-        summary.plan = {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
-                        "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens,
-                        "cost": plan.cost}
-        return summary
+    return to_judge
+
+
+def _plan_judging(cfg: LLMConfig, settings: Any, judge_cases: list) -> dict[str, Any]:
+    """``dry_run``: what judging the pool would take (chunks, cached, calls, tokens, cost); nothing is called."""
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.relevance.llm_judge import Judge
+
+    with VerdictCache(cfg.cache) as store:
+        plan = Judge.from_config(cfg, store, settings=settings).plan(judge_cases)
+    return {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
+            "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens, "cost": plan.cost}
+
+
+def _judge_pool(cfg: LLMConfig, settings: Any, judge_cases: list, to_judge: dict[str, list[tuple]],
+                summary: PoolSummary, labelled: dict[str, list], extra: dict[str, list[dict]],
+                judged: dict[str, list[dict]], *, max_cost: float | None, quiet: bool) -> Any:
+    """Judge the unlabelled spans; the verdicts go to ``labelled``, ``extra`` (relevant ones) and ``judged``,
+    the counts to ``summary``. Returns the ``JudgeInterrupted`` caught (Ctrl-C / SIGTERM), else None."""
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.progress import progress
+    from rankwise.relevance.llm_judge import Judge, JudgeInterrupted
+
     interrupted: JudgeInterrupted | None = None
-    if judge_cases:
-        with VerdictCache(cfg.cache) as store:
-            judge = Judge.from_config(cfg, store, settings=settings, max_cost=max_cost)
-            total = sum(len(c.chunks) for c in judge_cases)
-            try:
-                with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
-                    result = judge.run(judge_cases, advance)
-            except JudgeInterrupted as exc:  # Ctrl-C / SIGTERM: the verdicts had go to OUT, then it is raised
-                interrupted, result = exc, exc.result
-        s = result.summary
-        summary.calls, summary.cached, summary.cost = s.requests - s.retries, s.cached, s.cost
-        summary.failed = s.failed + s.missing
-        for cid, spans in to_judge.items():
-            for (d, st, en, text), v in zip(spans, result.verdicts[cid], strict=True):
-                if v.status != "ok":
-                    continue
-                summary.judged += 1
-                labelled[cid].append((d, st, en))
-                judged.setdefault(cid, []).append({"doc_id": d, "start": st, "end": en, "verdict": v.verdict,
-                                                   "reason": v.reason})
-                if v.verdict:
-                    summary.relevant += 1
-                    extra.setdefault(cid, []).append({"text": text, "doc_id": d, "start": st, "end": en})
-    summary.judged_after = judged_at(systems, labelled, k)
+    with VerdictCache(cfg.cache) as store:
+        judge = Judge.from_config(cfg, store, settings=settings, max_cost=max_cost)
+        total = sum(len(c.chunks) for c in judge_cases)
+        try:
+            with progress("pool: judging", total, quiet=quiet, transient=True) as advance:
+                result = judge.run(judge_cases, advance)
+        except JudgeInterrupted as exc:  # Ctrl-C / SIGTERM: the verdicts had go to OUT, then it is raised
+            interrupted, result = exc, exc.result
+    s = result.summary
+    summary.calls, summary.cached, summary.cost = s.requests - s.retries, s.cached, s.cost
+    summary.failed = s.failed + s.missing
+    for cid, spans in to_judge.items():
+        for (d, st, en, text), v in zip(spans, result.verdicts[cid], strict=True):
+            if v.status != "ok":
+                continue
+            summary.judged += 1
+            labelled[cid].append((d, st, en))
+            judged.setdefault(cid, []).append({"doc_id": d, "start": st, "end": en, "verdict": v.verdict,
+                                               "reason": v.reason})
+            if v.verdict:
+                summary.relevant += 1
+                extra.setdefault(cid, []).append({"text": text, "doc_id": d, "start": st, "end": en})
+    return interrupted
+
+
+def _write_pooled(cases: list[tuple[int, dict]], testset: Any, out: str | PathLike, extra: dict[str, list[dict]],
+                  judged: dict[str, list[dict]], provenance: dict[str, Any]) -> None:
+    """The test set with the relevant spans added and the judged ones listed, written to ``out`` atomically."""
     tmp = Path(str(out) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         for _, obj in cases:
@@ -221,14 +282,9 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
             if cid in judged:
                 row["pool_judged"] = judged[cid]
                 row.setdefault("provenance", {})
-                row["provenance"] = {**row["provenance"], "pooled": {"k": k, "systems": labels,
-                                                                     "judge_model": cfg.endpoint.model}}
+                row["provenance"] = {**row["provenance"], "pooled": provenance}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     tmp.replace(out)
-    if interrupted is not None:
-        interrupted.summary = summary
-        raise interrupted
-    return summary
 
 
 def pool_lines(s: PoolSummary) -> list[str]:

@@ -741,12 +741,18 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, config: LLMCo
     ``max_calls``, ...). ``max_calls`` caps the calls of this run, counted with the calls in flight, so it
     stops between samples; ``max_cost`` (needs prices) likewise with the money.
 
-    Example::
-
-        from rankwise.testsets import synth, SynthSettings
-        summary = synth("docs/", out="testset.jsonl", model="qwen2.5:7b", base_url="http://localhost:11434/v1",
-                        settings=SynthSettings(n=200, styles={"factual": 0.7, "paraphrase": 0.3}))
-        print(summary.accepted, dict(summary.rejected))
+    Example (offline: the run planned and priced by :func:`estimate_synth`, as ``rankwise synth --dry-run``;
+    with an endpoint up, ``synth(corpus, out="testset.jsonl", config=cfg, settings=settings)`` generates the
+    samples and ``summary.accepted`` counts them):
+        >>> from rankwise.llm.config import resolve_llm_config
+        >>> corpus = Corpus.from_dict({"a": "Alpha text about ranges and copies. " * 20,
+        ...                            "b": "Beta text about nodes and leases. " * 20})
+        >>> cfg = resolve_llm_config(model="qwen2.5:7b", base_url="http://127.0.0.1:9/v1", env={},
+        ...                          cache="no-such-synth-cache.sqlite")
+        >>> settings = SynthSettings(n=4, styles={"factual": 0.5, "paraphrase": 0.5}, passage_chars=300)
+        >>> est = estimate_synth(corpus, settings, config=cfg)
+        >>> est.samples, est.phases["generate"]["calls"]
+        (4, 4)
     """
     from rankwise.llm.config import as_llm_config
 

@@ -90,12 +90,17 @@ def answer_records(records: Sequence[Any], generator: Generator, k: int | None, 
     :class:`~rankwise.llm.generate.GenPlan` and call nothing. Raises what
     :meth:`Generator.run` raises, after writing the answers had into the records.
 
-    Example::
-
-        gen = Generator(Endpoint("qwen2.5:7b", "http://localhost:11434/v1"), load_gen_prompt("answer"),
-                        cache="gen.sqlite")
-        result = answer_records(records, gen, 5, max_context_tokens=2000)
-        records[0].response, records[0].extra["answer"]["fed_ranks"]
+    Example (``plan_only``: the calls and tokens answering would take, nothing called; without it the
+    records get ``response`` and ``extra["answer"]``):
+        >>> from rankwise.data.records import as_records
+        >>> from rankwise.llm.client import Endpoint
+        >>> from rankwise.llm.generate import Generator, load_gen_prompt
+        >>> records = as_records([{"id": "q1", "question": "What does BM25 rank by?", "reference": "Term frequency.",
+        ...                        "retrieved_contexts": ["BM25 ranks by term frequency.", "Dense models embed."]}])
+        >>> gen = Generator(Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer"))
+        >>> plan = answer_records(records, gen, 2, plan_only=True)
+        >>> plan.requests, plan.calls, plan.cached
+        (1, 1, 0)
     """
     from rankwise.llm.generate import GenerationInterrupted, GenerationStopped
 
@@ -219,11 +224,18 @@ def utility_verdicts(records: Sequence[Any], generator: Generator, *, score: str
     Ctrl-C) the verdicts had are written into the records before the exception goes on (with ``score="llm"``
     nothing more is called: the answers had are in the cache for the rerun).
 
-    Example::
-
-        run = utility_verdicts(records, Generator(endpoint, load_gen_prompt("answer"), cache="gen.sqlite"),
-                               score="em")
-        run.counts["useful"], records[0].verdicts("utility")
+    Example (offline: the calls a run would make, one per chunk, as ``rankwise utility --dry-run`` counts
+    them; ``utility_verdicts(records, gen, score="em")`` makes them and fills ``verdicts("utility")``):
+        >>> from rankwise.data.records import as_records
+        >>> from rankwise.llm.client import Endpoint
+        >>> from rankwise.llm.generate import Generator, load_gen_prompt
+        >>> from rankwise.relevance.utility import utility_requests
+        >>> records = as_records([{"id": "q1", "question": "What does BM25 rank by?", "reference": "Term frequency.",
+        ...                        "retrieved_contexts": ["BM25 ranks by term frequency.", "Dense models embed."]}])
+        >>> gen = Generator(Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer"))
+        >>> plan = gen.plan(utility_requests(records, gen.prompt))
+        >>> plan.requests, plan.calls
+        (2, 2)
     """
     from rankwise.llm.generate import GenerationInterrupted, GenerationStopped
     from rankwise.relevance.utility import attach_utility, utility_requests

@@ -179,11 +179,22 @@ def run_position_curve(plan: PositionPlan, generator: Any, *, score: str = "f1",
     """Ask ``generator`` every planted context of ``plan``, score the answers against the reference
     (``f1``, ``em``, or ``llm`` with ``checker``), and fit the discounts to accuracy by position.
 
-    Example::
-
-        plan = plant_contexts(records, 10, source="containment", repeats=2)
-        run = run_position_curve(plan, Generator(endpoint, load_gen_prompt("answer"), cache="gen.sqlite"))
-        run.fit.best.label()
+    Example (offline: the planted contexts and the calls they take; ``run_position_curve(plan, gen)``
+    asks them and ``run.fit.best.label()`` names the fitted discount):
+        >>> from rankwise.data.records import as_records
+        >>> from rankwise.llm.client import Endpoint
+        >>> from rankwise.llm.generate import Generator, load_gen_prompt
+        >>> records = as_records([
+        ...     {"id": "q1", "question": "What does BM25 rank by?", "reference": "Term frequency.",
+        ...      "retrieved_contexts": ["BM25 ranks by term frequency."], "reference_contexts": ["BM25 ranks by"]},
+        ...     {"id": "q2", "question": "What do dense models do?", "reference": "Embed text.",
+        ...      "retrieved_contexts": ["Dense models embed text."], "reference_contexts": ["Dense models embed"]}])
+        >>> plan = plant_contexts(records, 2, source="containment")
+        >>> sorted((c.id.split("\x1f")[0], c.position) for c in plan.contexts)
+        [('q1', 1), ('q1', 2), ('q2', 1), ('q2', 2)]
+        >>> gen = Generator(Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer"))
+        >>> gen.plan(position_requests(plan, gen.prompt)).calls
+        4
     """
     from rankwise.analysis.position import fit_position_curve, position_accuracy
     from rankwise.workflows.answer_run import score_responses

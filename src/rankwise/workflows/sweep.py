@@ -434,14 +434,7 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
     labels = [c.label for c in plan.configs]
     base_label = _baseline_label(labels, spec.baseline)
     t0 = time.perf_counter()
-    comparison = None
-    if len(labels) > 1:
-        from rankwise.analysis.compare import compare_records
-
-        comparison = compare_records({lab: records[lab] for lab in labels}, plan.relevance, plan.names,
-                                     baseline=base_label, permutations=spec.permutations, seed=spec.seed,
-                                     correction=spec.correction, alpha=spec.alpha, labels=plan.qrels,
-                                     relevance_level=spec.relevance_level)
+    comparison = _compare_grid(plan, spec, records, labels, base_label)
     t_compare = time.perf_counter() - t0
     from rankwise.analysis.system_warnings import name_warnings
 
@@ -459,6 +452,18 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
     if spec.out is not None:
         _write(result, Path(spec.out), html=spec.html)
     return result
+
+
+def _compare_grid(plan: _Plan, spec: SweepSpec, records: dict[str, Any], labels: list[str], base_label: str):
+    """The cells compared with the baseline (paired randomization test, corrected), or None for one cell."""
+    if len(labels) < 2:
+        return None
+    from rankwise.analysis.compare import compare_records
+
+    return compare_records({lab: records[lab] for lab in labels}, plan.relevance, plan.names,
+                           baseline=base_label, permutations=spec.permutations, seed=spec.seed,
+                           correction=spec.correction, alpha=spec.alpha, labels=plan.qrels,
+                           relevance_level=spec.relevance_level)
 
 
 def _plan(corpus: Any, testset: Any, qrels: Any, split: str, spec: SweepSpec) -> _Plan:
