@@ -593,6 +593,16 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
                progress: Callable[[int, int, int, int], None]) -> list[_Part]:
     """Create what is not created yet, poll until every batch has ended, download the results (all kept in
     the database as they come); the parts, ended."""
+    parts = _planned_parts(db, fingerprint, lines, opts, report, say)
+    _submit_parts(api, db, fingerprint, parts, lines, report, say)
+    _poll_parts(api, db, fingerprint, parts, len(lines), opts, timeout_hours, say, progress, report)
+    report.statuses = [str(p.batch_status) for p in parts]
+    return parts
+
+
+def _planned_parts(db: sqlite3.Connection, fingerprint: str, lines: list[bytes], opts: BatchSettings,
+                   report: BatchReport, say: Callable[[str], None]) -> list[_Part]:
+    """The job's parts: those kept in the database (a resumed job), else the requests split anew."""
     parts = _load_parts(db, fingerprint)
     if not parts:
         _adopt_old_job(db, fingerprint, len(lines), sum(map(len, lines)))
@@ -602,41 +612,53 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
         parts = []
     if parts:
         report.resumed = any(p.batch_id for p in parts)
-    else:
-        split = split_requests(lines, opts.max_requests, opts.max_bytes)
-        now = time.time()
-        db.execute("BEGIN")
-        db.executemany("INSERT OR IGNORE INTO batch_parts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       [(fingerprint, k, len(split), first, n, sum(map(len, lines[first:first + n])), None, None,
-                         "pending", None, now) for k, (first, n) in enumerate(split)])
-        db.execute("COMMIT")
-        parts = _load_parts(db, fingerprint)
-        if len(parts) > 1:
-            say(f"{len(lines)} requests split into {len(parts)} batches (at most {opts.max_requests} requests "
-                f"and {opts.max_bytes} bytes each)")
+        return parts
+    split = split_requests(lines, opts.max_requests, opts.max_bytes)
+    now = time.time()
+    db.execute("BEGIN")
+    db.executemany("INSERT OR IGNORE INTO batch_parts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   [(fingerprint, k, len(split), first, n, sum(map(len, lines[first:first + n])), None, None,
+                     "pending", None, now) for k, (first, n) in enumerate(split)])
+    db.execute("COMMIT")
+    parts = _load_parts(db, fingerprint)
+    if len(parts) > 1:
+        say(f"{len(lines)} requests split into {len(parts)} batches (at most {opts.max_requests} requests "
+            f"and {opts.max_bytes} bytes each)")
+    return parts
 
-    def save(p: _Part, **cols: Any) -> None:
-        for k, v in cols.items():
-            setattr(p, k, v)
-        db.execute(f"UPDATE batch_parts SET {', '.join(f'{k}=?' for k in cols)} WHERE fingerprint=? AND part=?",
-                   (*cols.values(), fingerprint, p.part))
 
+def _save_part(db: sqlite3.Connection, fingerprint: str, p: _Part, **cols: Any) -> None:
+    """Set ``cols`` on the part and in its database row."""
+    for k, v in cols.items():
+        setattr(p, k, v)
+    db.execute(f"UPDATE batch_parts SET {', '.join(f'{k}=?' for k in cols)} WHERE fingerprint=? AND part=?",
+               (*cols.values(), fingerprint, p.part))
+
+
+def _submit_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, parts: list[_Part], lines: list[bytes],
+                  report: BatchReport, say: Callable[[str], None]) -> None:
+    """Upload and create every part not created yet (a part uploaded before is looked up first)."""
     uploaded_before = {p.part for p in parts if p.state == "uploaded"}
     for p in parts:
         if p.state == "pending":
             content = b"".join(lines[p.first:p.first + p.requests])
             file_id = api.upload(content, f"rankwise-{fingerprint[:12]}-{p.part + 1}.jsonl", f"upload of {p.label}")
-            save(p, input_file_id=file_id, state="uploaded")
+            _save_part(db, fingerprint, p, input_file_id=file_id, state="uploaded")
         if p.state == "uploaded":
             batch_id = api.create(str(p.input_file_id), fingerprint, p.part, f"create of {p.label}",
                                   look_first=p.part in uploaded_before)
-            save(p, batch_id=batch_id, state="submitted")
+            _save_part(db, fingerprint, p, batch_id=batch_id, state="submitted")
             report.created += 1
             say(f"batch {batch_id} submitted ({p.label}, {p.requests} requests, {p.bytes} bytes)")
         elif p.state == "submitted":
             say(f"batch {p.batch_id} resumed ({p.label}, {p.requests} requests)")
     report.batch_ids = [str(p.batch_id) for p in parts]
 
+
+def _poll_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, parts: list[_Part], n_requests: int,
+                opts: BatchSettings, timeout_hours: float, say: Callable[[str], None],
+                progress: Callable[[int, int, int, int], None], report: BatchReport) -> None:
+    """Poll until every part has ended (or the deadline passes), downloading each ended part's files."""
     done = sum(p.state == "done" for p in parts)
     deadline = time.monotonic() + timeout_hours * 3600
     if done < len(parts):
@@ -657,28 +679,30 @@ def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[
                     running[p.part] = max(0, min(ended, p.requests))
                 continue
             running.pop(p.part, None)
-            have = {k for (k,) in db.execute("SELECT kind FROM batch_results WHERE fingerprint=? AND part=?",
-                                             (fingerprint, p.part))}
-            for kind in _KINDS:
-                fid = info.get(kind)
-                if fid and kind not in have:
-                    content = api.call("GET", f"/files/{fid}/content", f"download of the "
-                                       f"{kind.split('_')[0]} file of {what}")
-                    db.execute("INSERT OR REPLACE INTO batch_results VALUES (?,?,?,?)",
-                               (fingerprint, p.part, kind, content))
-            save(p, state="done", batch_status=status)
+            _download_part(api, db, fingerprint, p, info, what)
+            _save_part(db, fingerprint, p, state="done", batch_status=status)
             done += 1
             say(f"batch {p.batch_id} {status}: {done}/{len(parts)} batches done")
         progress(done, len(parts), sum(p.requests for p in parts if p.state == "done") + sum(running.values()),
-                 len(lines))
+                 n_requests)
         if done == len(parts):
-            break
+            return
         if time.monotonic() > deadline:
             waiting = [str(p.batch_id) for p in parts if p.state == "submitted"]
             raise BatchApiError(f"batches {', '.join(waiting)} not ended after {timeout_hours:g} h")
         time.sleep(opts.poll_seconds)
-    report.statuses = [str(p.batch_status) for p in parts]
-    return parts
+
+
+def _download_part(api: _Api, db: sqlite3.Connection, fingerprint: str, p: _Part, info: dict, what: str) -> None:
+    """An ended part's output and error files, each downloaded once into the database."""
+    have = {k for (k,) in db.execute("SELECT kind FROM batch_results WHERE fingerprint=? AND part=?",
+                                     (fingerprint, p.part))}
+    for kind in _KINDS:
+        fid = info.get(kind)
+        if fid and kind not in have:
+            content = api.call("GET", f"/files/{fid}/content", f"download of the "
+                               f"{kind.split('_')[0]} file of {what}")
+            db.execute("INSERT OR REPLACE INTO batch_results VALUES (?,?,?,?)", (fingerprint, p.part, kind, content))
 
 
 def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any], status_of: dict[int, str],
