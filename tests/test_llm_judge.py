@@ -153,11 +153,14 @@ def test_every_chunk_ends_with_a_verdict_or_an_explicit_failure(srv, tmp_path):
                                                         "the JSON object in the reply is cut off")
     assert got["completed [[refuse]]"][2] == "refused: I'm sorry, but I can't help with that."
     assert got["completed [[refusefield]]"][2] == "refused: I'm sorry, but I can't assist with that request."
-    assert got["completed [[400]]"][2].startswith("HTTP 400: This model's maximum context length")
+    # a context-length error: a counted failure at once (not retried), saying why and that nothing was cut
+    assert got["completed [[400]]"][2].startswith("context length exceeded: the server said: This model's maximum "
+                                                  "context length is 8192 tokens (injected); the chunk is 17 "
+                                                  "characters (~5 tokens) and the judge sends chunks whole")
     assert got["completed [[500]]"][2] == "HTTP 500: internal error (injected) (gave up after 4 attempts)"
     s = r.summary
     assert (s.ok, s.failed, s.missing) == (10, 6, 0)
-    assert s.failures == {"unparseable": 2, "refused": 2, "HTTP 400": 1, "HTTP 500": 1}
+    assert s.failures == {"unparseable": 2, "refused": 2, "context length exceeded": 1, "HTTP 500": 1}
     assert s.repairs == 6  # malformedx1, truncatedx1, badverdictx1, malformedx2, malformed, truncated
     # a reply still unreadable after the repair gets one fresh call: it saves malformedx2
     assert s.fresh_calls == 3  # malformedx2, malformed, truncated

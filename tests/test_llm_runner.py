@@ -71,12 +71,12 @@ def test_summaries_keep_their_fields_in_order():
     assert list(judge.to_dict()) == [
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
-        "completion_tokens", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
+        "completion_tokens", "cached_prompt_tokens", "response_format", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
         "http_errors", "stopped", "capped", "bad_cache_rows"]  # capped: the judge's --max-cost
     assert list(gen.to_dict()) == [
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
-        "repairs", "prompt_tokens", "completion_tokens", "cost", "seconds", "concurrency", "failures",
-        "http_errors", "stopped", "capped", "bad_cache_rows"]
+        "repairs", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "response_format", "cost",
+        "seconds", "concurrency", "failures", "http_errors", "stopped", "capped", "bad_cache_rows"]
     for s in (judge, gen):
         assert isinstance(s, RunSummary) and set(s.to_dict()) == {f.name for f in fields(s)}
     assert (judge.chunks, gen.items, gen.ok, gen.complete) == (5, 3, 0, True)

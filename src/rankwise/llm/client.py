@@ -19,6 +19,15 @@ retries are switched off (``max_retries=0``) and done here instead, so every att
   at all for ``breaker_seconds``) does the run stop with :class:`EndpointError`;
 - fatal: 401/403 (key), 404 (model or URL), and an endpoint never reached at all stop the run with
   :class:`EndpointError` (a one-line message); other 4xx fail the one call;
+- structured output: a call that expects JSON (``schema``) asks for it with ``response_format``:
+  ``json_schema`` (the reply's JSON schema: OpenAI, vLLM, llama.cpp), else ``json_object``, else plain
+  text read with repair. The first error naming ``response_format`` (400/422/500) steps the endpoint
+  down one level and resends; the level reached is kept per client and in a small JSON file beside the
+  LLM cache (:class:`FormatMemory`), per endpoint and model, so the next run does not probe again;
+- a context-length overflow (the server's error says the prompt does not fit) fails that one call at
+  once, as :class:`ContextOverflow` (``context length exceeded: ...``), never retried;
+- cached prompt tokens, where the server reports them (``usage.prompt_tokens_details.cached_tokens``;
+  llama.cpp's ``timings.cache_n``), are counted (``stats.usage.cached_prompt_tokens``);
 - credentials in the base URL (``http://user:password@host/v1``) are taken out of the URL and sent as
   ``Authorization: Basic`` (in place of the API key); messages show the URL with the password masked.
 
@@ -31,6 +40,7 @@ import asyncio
 import base64
 import contextlib
 import email.utils
+import json
 import math
 import os
 import random
@@ -50,7 +60,7 @@ from rankwise.llm.cost import Usage
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
            "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
            "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe",
-           "mask_url", "check_base_url"]
+           "mask_url", "check_base_url", "ContextOverflow", "FormatMemory", "RESPONSE_FORMATS", "response_format_body"]
 
 OPENAI_URL = "https://api.openai.com/v1"
 CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", "concurrency", "rpm",
@@ -69,6 +79,11 @@ class CallError(Exception):
 
 class ReplyError(CallError):
     """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``."""
+
+
+class ContextOverflow(CallError):
+    """The prompt does not fit the model's context (the server said so); ``str()`` starts with
+    ``context length exceeded:``. Not retried: the same prompt would not fit again."""
 
 
 class BudgetExhausted(CallError):
@@ -434,6 +449,74 @@ def backoff_delay(attempt: int, base: float, cap: float) -> float:
     return random.uniform(d / 2, d)
 
 
+# ------------------------------------------------------------------------------------ structured output
+
+RESPONSE_FORMATS = ("json_schema", "json_object", "text")  # tried in this order, each endpoint stepped down
+_FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|\bgrammar\b", re.I)
+_OVERFLOW = re.compile(r"context[ _-]?(?:length|window|size)|maximum context|exceeds? (?:the )?(?:available )?"
+                       r"context|too many tokens|prompt is too long", re.I)
+FORMAT_MEMORY_DAYS = 7.0  # a remembered step-down is probed again after this long (a server upgrade)
+
+
+def response_format_body(level: str, schema: dict[str, Any], name: str = "rankwise_reply") -> dict[str, Any] | None:
+    """The ``response_format`` request field of ``level`` for a reply of JSON ``schema`` (None: plain text).
+
+    Example:
+        >>> response_format_body("json_object", {"type": "object"})
+        {'type': 'json_object'}
+        >>> response_format_body("json_schema", {"type": "object"})["json_schema"]["name"]
+        'rankwise_reply'
+    """
+    if level == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if level == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+class FormatMemory:
+    """Which ``response_format`` level each endpoint and model took, kept in a JSON file (``path``; None:
+    in memory only), so a later run starts where the last one ended instead of probing again. A row
+    older than :data:`FORMAT_MEMORY_DAYS` is forgotten; a file that cannot be read or written is ignored
+    (the endpoint is probed again), never an error.
+
+    Example:
+        >>> m = FormatMemory(None); m.put("http://127.0.0.1:8080/v1", "m", "json_object")
+        >>> m.get("http://127.0.0.1:8080/v1", "m"), m.get("http://127.0.0.1:8080/v1", "other")
+        ('json_object', None)
+    """
+
+    def __init__(self, path: str | PathLike | None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._rows: dict[str, dict[str, Any]] = {}
+        if self.path is not None:
+            with contextlib.suppress(OSError, ValueError):
+                rows = json.loads(self.path.read_text(encoding="utf-8"))
+                if isinstance(rows, dict):
+                    self._rows = {k: v for k, v in rows.items() if isinstance(v, dict)}
+
+    @staticmethod
+    def _key(url: str, model: str) -> str:
+        return f"{mask_url(url.rstrip('/'))} {model}"
+
+    def get(self, url: str, model: str) -> str | None:
+        row = self._rows.get(self._key(url, model)) or {}
+        level, when = row.get("response_format"), row.get("checked")
+        if level not in RESPONSE_FORMATS or not isinstance(when, (int, float)):
+            return None
+        return level if time.time() - when < FORMAT_MEMORY_DAYS * 86400 else None
+
+    def put(self, url: str, model: str, level: str) -> None:
+        self._rows[self._key(url, model)] = {"response_format": level, "checked": time.time()}
+        if self.path is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self._rows, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, self.path)
+
+
 # ----------------------------------------------------------------------------------------------- client
 
 
@@ -446,6 +529,7 @@ class ChatReply:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # prompt tokens the server took from its cache, where it says
 
 
 @dataclass
@@ -456,6 +540,7 @@ class CallStats:
     retries: int = 0
     errors: Counter = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
+    format_steps: list[str] = field(default_factory=list)  # "json_schema -> json_object: <server's words>"
 
 
 class ChatClient:
@@ -467,7 +552,8 @@ class ChatClient:
             reply = await client.chat([{"role": "user", "content": "Say hi"}], max_tokens=20)
     """
 
-    def __init__(self, endpoint: Endpoint, policy: CallPolicy | None = None) -> None:
+    def __init__(self, endpoint: Endpoint, policy: CallPolicy | None = None, *,
+                 formats: FormatMemory | None = None) -> None:
         self.endpoint = endpoint
         self.policy = policy or CallPolicy()
         self.limiter = RateLimiter(self.policy.rpm)
@@ -481,6 +567,10 @@ class ChatClient:
         self._last_contact = time.monotonic()
         self._token_param = "max_tokens"
         self._send_temperature = self.policy.temperature is not None
+        self.formats = formats or FormatMemory(None)
+        remembered = self.formats.get(self.endpoint.url, self.endpoint.model)
+        self._format_known = remembered is not None
+        self.response_format = remembered or RESPONSE_FORMATS[0]  # the level JSON replies are asked with
 
     async def __aenter__(self) -> ChatClient:
         try:
@@ -507,12 +597,29 @@ class ChatClient:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(client.close()), 5.0)
 
-    def _request(self, messages: list[dict], max_tokens: int) -> dict[str, Any]:
+    def _request(self, messages: list[dict], max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
                                   self._token_param: max_tokens}
         if self._send_temperature:
             kwargs["temperature"] = self.policy.temperature
+        fmt = response_format_body(self.response_format, schema) if schema is not None else None
+        if fmt is not None:
+            kwargs["response_format"] = fmt
         return kwargs
+
+    def _step_down(self, sent: dict[str, Any], message: str) -> bool:
+        """The endpoint refused the ``response_format`` sent: use the next level (for every later call,
+        and remembered for the endpoint); False when there is nothing to step down from."""
+        fmt = sent.get("response_format")
+        if not isinstance(fmt, dict) or fmt.get("type") not in RESPONSE_FORMATS or not _FORMAT_ERROR.search(message):
+            return False
+        lower = RESPONSE_FORMATS[RESPONSE_FORMATS.index(fmt["type"]) + 1]
+        if RESPONSE_FORMATS.index(lower) > RESPONSE_FORMATS.index(self.response_format):
+            self.stats.format_steps.append(f"{self.response_format} -> {lower}: {message[:120]}")
+            self.response_format = lower
+            self.formats.put(self.endpoint.url, self.endpoint.model, lower)
+            self._format_known = True
+        return True
 
     async def _send_gated(self, kwargs: dict[str, Any]) -> Any:
         """:meth:`_send` inside the adaptive concurrency limit, telling it about overload signals."""
@@ -582,9 +689,12 @@ class ChatClient:
             raise EndpointError(f"lost the LLM endpoint {self.endpoint.url}: {self._conn_failures} connection "
                                 f"failures in a row and no reply for {silent:.1f} s (last: {why})")
 
-    async def chat(self, messages: list[dict], *, max_tokens: int = 300) -> ChatReply:
+    async def chat(self, messages: list[dict], *, max_tokens: int = 300,
+                   schema: dict[str, Any] | None = None) -> ChatReply:
         """One completion, retried as the policy says; raises :class:`CallError` (this call failed; a
-        :class:`ReplyError` when the reply was not a chat completion) or :class:`EndpointError` (stop)."""
+        :class:`ReplyError` when the reply was not a chat completion; :class:`ContextOverflow` when the
+        prompt does not fit) or :class:`EndpointError` (stop). ``schema``: the reply is JSON of this
+        schema, asked for with the endpoint's ``response_format`` level (see the module's notes)."""
         import openai
 
         attempt = 0
@@ -595,7 +705,7 @@ class ChatClient:
             await self.limiter.wait()
             self.stats.requests += 1
             retry_after: float | None = None
-            kwargs = self._request(messages, max_tokens)
+            kwargs = self._request(messages, max_tokens, schema)
             try:
                 resp = await self._send_gated(kwargs)
             except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
@@ -611,6 +721,12 @@ class ChatClient:
                 message = _error_message(exc)
                 if status in (401, 403, 404):
                     raise self._fatal(status, message) from None
+                if status in (400, 422, 500, 501) and adaptations < 4 and self._step_down(kwargs, message):
+                    adaptations += 1
+                    continue
+                if status in (400, 413, 422, 500) and _OVERFLOW.search(message):
+                    self.stats.errors["context length"] += 1
+                    raise ContextOverflow(f"context length exceeded: the server said: {message}") from None
                 if status == 400 and adaptations < 2 and self._adapt(message, kwargs):
                     adaptations += 1
                     continue
@@ -650,7 +766,10 @@ class ChatClient:
     def _reply(self, resp: Any) -> ChatReply:
         """The reply checked field by field (:func:`reply_of`); tokens are counted once it is whole."""
         reply = reply_of(resp)
-        self.stats.usage.add(reply.prompt_tokens, reply.completion_tokens)
+        self.stats.usage.add(reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens)
+        if not self._format_known:  # the first reply at this level: remembered, the next run starts here
+            self._format_known = True
+            self.formats.put(self.endpoint.url, self.endpoint.model, self.response_format)
         return reply
 
     def _adapt(self, message: str, sent: dict[str, Any]) -> bool:
@@ -705,6 +824,7 @@ def reply_of(resp: Any) -> ChatReply:
     if not isinstance(usage, dict):
         raise ReplyError(f"bad reply: usage is {_shape(usage)} ({str(usage)[:40]!r}), not an object")
     pt, ct = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+    cached = _cached_tokens(usage, resp.get("timings"))
     if "choices" not in resp:
         error = resp.get("error")
         if isinstance(error, dict) and error.get("message"):
@@ -736,7 +856,20 @@ def reply_of(resp: Any) -> ChatReply:
     if finish is not None and not isinstance(finish, str):
         raise ReplyError(f"bad reply: finish_reason is {_shape(finish)}, not text")
     return ChatReply(content=utf8_safe(content), refusal=utf8_safe(refusal), finish_reason=utf8_safe(finish),
-                     prompt_tokens=pt, completion_tokens=ct)
+                     prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached)
+
+
+def _cached_tokens(usage: dict, timings: Any) -> int:
+    """Prompt tokens served from the server's cache: ``usage.prompt_tokens_details.cached_tokens`` (OpenAI,
+    vLLM), else llama.cpp's ``timings.cache_n``; 0 when the server does not say. Never raises: a
+    detail the server fills oddly is not worth failing a reply over."""
+    for holder, key in ((usage.get("prompt_tokens_details"), "cached_tokens"), (timings, "cache_n")):
+        if isinstance(holder, dict):
+            with contextlib.suppress(ReplyError):
+                value = _count(holder, key)
+                if value:
+                    return value
+    return 0
 
 
 def utf8_safe(text: str | None) -> str | None:

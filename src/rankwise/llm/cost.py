@@ -68,11 +68,13 @@ class Usage:
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server said it took from its cache
 
-    def add(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+    def add(self, prompt_tokens: int | None, completion_tokens: int | None, cached_prompt_tokens: int = 0) -> None:
         self.requests += 1
         self.prompt_tokens += int(prompt_tokens or 0)
         self.completion_tokens += int(completion_tokens or 0)
+        self.cached_prompt_tokens += int(cached_prompt_tokens or 0)
 
     @property
     def total_tokens(self) -> int:

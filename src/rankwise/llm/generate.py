@@ -43,7 +43,7 @@ from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
-from rankwise.llm.parse import answer_refusal, parse_verdict
+from rankwise.llm.parse import answer_refusal, parse_verdict, verdict_schema
 from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml, template_version
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
@@ -195,7 +195,7 @@ class GenSummary(RunSummary):
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "task", "prompt_version", "items", "ok", "cached", "failed", "missing", "requests", "retries",
-        "repairs", "prompt_tokens", "completion_tokens", "cost", "seconds", "concurrency", "failures",
+        "repairs", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "response_format", "cost", "seconds", "concurrency", "failures",
         "http_errors", "stopped", "capped", "bad_cache_rows")
 
     def lines(self, url: str) -> list[str]:
@@ -400,7 +400,7 @@ class _GenJob(Job):
             return GenReply(text=reply.content.strip(), status="ok", finish_reason=reply.finish_reason), pt, ct
         graded = gen.prompt.graded
         j, pt, ct = await self.runner.ask(req.messages, gen.max_tokens, lambda text: parse_verdict(text, graded=graded),
-                                          gen.prompt.render_repair)
+                                          gen.prompt.render_repair, schema=verdict_schema(graded))
         return GenReply(verdict=j.verdict, grade=j.grade, reason=j.reason, status="ok"), pt, ct
 
 

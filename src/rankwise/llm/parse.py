@@ -18,7 +18,7 @@ from typing import Any
 from rankwise.llm.client import utf8_safe
 
 __all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
-           "parse_batch", "refusal_of", "answer_refusal"]
+           "parse_batch", "refusal_of", "answer_refusal", "verdict_schema", "ANY_OBJECT"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\n?(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -35,6 +35,32 @@ _GRADE_KEYS = ("grade", "score", "relevance", "verdict", "rating")
 _REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification")
 _YES = {"1", "yes", "y", "true", "relevant", "useful", "pass"}
 _NO = {"0", "no", "n", "false", "irrelevant", "not relevant", "not_relevant", "not useful", "fail"}
+
+
+ANY_OBJECT: dict[str, Any] = {"type": "object"}  # the schema of a reply that is some JSON object
+
+
+def verdict_schema(graded: bool, batch: bool = False) -> dict[str, Any]:
+    """The JSON schema of the verdict reply a judge prompt declares: ``{"verdict": 0|1, "reason": ...}``
+    (``"grade": 0..3`` when graded), or, batched, ``{"verdicts": [{"id": n, "verdict"|"grade": ..,
+    "reason": ..}, ...]}``. Sent as ``response_format`` where the endpoint takes it (constrained output);
+    the reply is read by :func:`parse_verdict` / :func:`parse_batch` all the same.
+
+    Example:
+        >>> verdict_schema(False)["properties"]["verdict"]
+        {'type': 'integer', 'enum': [0, 1]}
+        >>> verdict_schema(True, batch=True)["properties"]["verdicts"]["items"]["required"]
+        ['id', 'grade', 'reason']
+    """
+    name, values = ("grade", [0, 1, 2, 3]) if graded else ("verdict", [0, 1])
+    item: dict[str, Any] = {"type": "object", "properties": {name: {"type": "integer", "enum": values},
+                                                             "reason": {"type": "string"}},
+                            "required": [name, "reason"], "additionalProperties": False}
+    if not batch:
+        return item
+    item = {**item, "properties": {"id": {"type": "integer"}, **item["properties"]}, "required": ["id", name, "reason"]}
+    return {"type": "object", "properties": {"verdicts": {"type": "array", "items": item}},
+            "required": ["verdicts"], "additionalProperties": False}
 
 
 class ParseError(ValueError):

@@ -49,13 +49,14 @@ from rankwise.llm.client import (
     ChatReply,
     Endpoint,
     EndpointError,
+    FormatMemory,
 )
 from rankwise.llm.cost import Prices
 from rankwise.llm.parse import CountMismatch, ParseError, refusal_of
 
 __all__ = ["RunPlan", "RunSummary", "Job", "Runner", "RunStopped", "RunInterrupted", "Unusable", "failure_kind"]
 
-_KINDS = ("refused", "unparseable", "timeout", "max-calls", "max-cost", "connection", "bad reply", "empty reply",
+_KINDS = ("context length exceeded", "refused", "unparseable", "timeout", "max-calls", "max-cost", "connection", "bad reply", "empty reply",
           "run stopped", "interrupted", "internal error", "no text", "no question", "no reference", "no response")
 
 
@@ -75,6 +76,7 @@ def failure_kind(error: str) -> str:
 
 
 _Plan = TypeVar("_Plan", bound="RunPlan")
+FORMATS_FILE = "rankwise-endpoints.json"  # beside the LLM cache: the response_format each endpoint took
 
 
 @dataclass(kw_only=True)
@@ -135,6 +137,8 @@ class RunSummary:
     repairs: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server took from its prompt cache (where it says)
+    response_format: str = ""  # what JSON replies were asked with in the end: json_schema, json_object or text
     cost: float | None = None
     seconds: float = 0.0
     concurrency: int = 0
@@ -161,6 +165,8 @@ class RunSummary:
         self.http_errors = dict(client.stats.errors)
         self.prompt_tokens = client.stats.usage.prompt_tokens
         self.completion_tokens = client.stats.usage.completion_tokens
+        self.cached_prompt_tokens = client.stats.usage.cached_prompt_tokens
+        self.response_format = client.response_format
 
 
 class Outcome(Protocol):
@@ -365,7 +371,8 @@ class Runner:
         summary.seconds = time.perf_counter() - started
 
     async def _call_all(self, job: Job) -> None:
-        async with ChatClient(self.endpoint, self.policy) as client:
+        memory = FormatMemory(self.cache.path.parent / FORMATS_FILE if self.cache is not None else None)
+        async with ChatClient(self.endpoint, self.policy, formats=memory) as client:
             self._client = client
             try:
                 await self._work(job)
@@ -458,20 +465,23 @@ class Runner:
         if self._progress:
             self._progress(n)
 
-    async def chat(self, messages: list[dict], max_tokens: int) -> ChatReply:
-        """One completion through the run's client (retries, limits and breaker included)."""
+    async def chat(self, messages: list[dict], max_tokens: int, schema: dict[str, Any] | None = None) -> ChatReply:
+        """One completion through the run's client (retries, limits and breaker included); ``schema``: the
+        reply is JSON of that schema (asked for with ``response_format`` where the endpoint takes it)."""
         assert self._client is not None, "chat() is for Job.do, inside a run"
-        return await self._client.chat(messages, max_tokens=max_tokens)
+        return await self._client.chat(messages, max_tokens=max_tokens, schema=schema)
 
     async def ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any],
-                  repair: Callable[[list[dict], str | None, str], list[dict]], fresh: bool = False):
+                  repair: Callable[[list[dict], str | None, str], list[dict]], fresh: bool = False,
+                  schema: dict[str, Any] | None = None):
         """Call and parse; if the reply is unreadable, send one repair request (``repair(messages, reply,
         error)``), and if that reply is unreadable too, one fresh call (``fresh``) before giving up.
+        ``schema``: the JSON schema of the reply, sent as ``response_format`` where the endpoint takes it.
 
         Returns (parsed, prompt_tokens, completion_tokens); raises CallError (:class:`Unusable`: a
         refusal or an unreadable reply), or ``CountMismatch`` (a batch reply with the wrong count: no repair).
         """
-        reply = await self.chat(messages, max_tokens)
+        reply = await self.chat(messages, max_tokens, schema)
         pt, ct = reply.prompt_tokens, reply.completion_tokens
         _check_refusal(reply)
         try:
@@ -483,7 +493,7 @@ class Runner:
             if reply.finish_reason == "length":
                 first += " (the reply hit the token limit)"
         self.repairs += 1
-        reply = await self.chat(repair(messages, reply.content, first), max_tokens)
+        reply = await self.chat(repair(messages, reply.content, first), max_tokens, schema)
         pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
         _check_refusal(reply)
         try:
@@ -494,7 +504,7 @@ class Runner:
                 raise Unusable(f"unparseable reply after one repair: {second} (first reply: {first}); "
                                   f"reply: {(reply.content or '')[:200]!r}") from None
         self.fresh_calls += 1
-        reply = await self.chat(messages, max_tokens)
+        reply = await self.chat(messages, max_tokens, schema)
         pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
         _check_refusal(reply)
         try:

@@ -40,12 +40,19 @@ from rankwise.llm.client import (
     CallError,
     CallPolicy,
     ChatClient,
+    ContextOverflow,
     Endpoint,
     utf8_safe,
 )
 from rankwise.llm.config import JudgeSettings, LLMConfig, as_llm_config
-from rankwise.llm.cost import OUTPUT_TOKENS_PER_VERDICT, SINGLE_MAX_TOKENS, Prices, estimate_prompt_tokens
-from rankwise.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict
+from rankwise.llm.cost import (
+    OUTPUT_TOKENS_PER_VERDICT,
+    SINGLE_MAX_TOKENS,
+    Prices,
+    estimate_prompt_tokens,
+    estimate_tokens,
+)
+from rankwise.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict, verdict_schema
 from rankwise.llm.prompts import PromptTemplate, load_prompt
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
 
@@ -108,7 +115,7 @@ class JudgeSummary(RunSummary):
     FIELDS: ClassVar[tuple[str, ...]] = (
         "model", "mode", "scale", "prompt_version", "cases", "chunks", "ok", "cached", "failed", "missing",
         "requests", "retries", "repairs", "fresh_calls", "batch_calls", "batch_fallbacks", "prompt_tokens",
-        "completion_tokens", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
+        "completion_tokens", "cached_prompt_tokens", "response_format", "cost", "seconds", "transport", "concurrency", "concurrency_lowest", "failures",
         "http_errors", "stopped", "capped", "bad_cache_rows")
 
     def take_stats(self, client: ChatClient) -> None:
@@ -350,9 +357,15 @@ class _JudgeJob(Job):
         try:
             got, pt, ct = await self.runner.ask(j._messages(_Unit(case, [i], False)), SINGLE_MAX_TOKENS,
                                                 lambda text: parse_verdict(text, graded=graded, relevant_from=rel),
-                                                j.prompt.render_repair, fresh=True)
+                                                j.prompt.render_repair, fresh=True, schema=verdict_schema(graded))
         except BudgetExhausted as exc:
             self._settle(case, i, ChunkVerdict(status="missing", error=str(exc), call=call))
+            return
+        except ContextOverflow as exc:  # this chunk's prompt does not fit: nothing was cut, nothing retried
+            chunk = case.chunks[i] or ""
+            why = (f"{exc}; the chunk is {len(chunk):,} characters (~{estimate_tokens(chunk):,} tokens) and the "
+                   "judge sends chunks whole, cutting nothing: shorten the chunk or use a model with a longer context")
+            self._settle(case, i, ChunkVerdict(status="failed", error=why, call=call))
             return
         except CallError as exc:  # after retries; a refusal; an unreadable reply after the repair
             self._settle(case, i, ChunkVerdict(status="failed", error=str(exc), call=call))
@@ -366,7 +379,8 @@ class _JudgeJob(Job):
         try:
             judgements, pt, ct = await self.runner.ask(
                 j._messages(unit), SINGLE_MAX_TOKENS + 100 * n,
-                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), j.prompt.render_repair)
+                lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), j.prompt.render_repair,
+                schema=verdict_schema(graded, batch=True))
         except BudgetExhausted as exc:
             for i in unit.ranks:
                 self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))

@@ -42,8 +42,15 @@ def judge_summary_lines(s: Any, url: str) -> list[str]:
     lines.append(calls)
     if s.http_errors:
         lines.append(f"  errors seen: {_counts(s.http_errors)}")
+    cached = getattr(s, "cached_prompt_tokens", 0)
     lines.append(f"  tokens: {s.prompt_tokens:,} in + {s.completion_tokens:,} out = "
-                 f"{s.prompt_tokens + s.completion_tokens:,}; cost {_money(s.cost)}")
+                 f"{s.prompt_tokens + s.completion_tokens:,}"
+                 + (f" ({cached:,} of the tokens in from the server's prompt cache)" if cached else "")
+                 + f"; cost {_money(s.cost)}")
+    if s.requests and getattr(s, "response_format", "json_schema") not in ("", "json_schema"):
+        lines.append(f"  replies asked as {s.response_format}: the endpoint refused json_schema"
+                     + (" and json_object, so replies are read as text (with repair)" if s.response_format == "text"
+                        else ""))
     if s.concurrency and s.concurrency_lowest < s.concurrency:
         lines.append(f"  concurrency: lowered from {s.concurrency} to {s.concurrency_lowest} in flight after "
                      f"overload signals (429/503/timeouts); set --concurrency or --rpm to start there")

@@ -47,6 +47,7 @@ from rankwise.llm.cache import cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, EndpointError
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import estimate_prompt_tokens
+from rankwise.llm.parse import ANY_OBJECT
 from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunStopped, RunSummary
 from rankwise.retrieval.chunking import Chunk, chunk_corpus
@@ -955,7 +956,7 @@ class _SynthJob(Job):
         self.held[slot.index] -= 1  # counted from here on by the requests sent (no await in between)
         self.in_flight += 1  # and, until its reply is priced, as a call in flight
         try:
-            reply = await self.runner.chat(messages, max_tokens)
+            reply = await self.runner.chat(messages, max_tokens, ANY_OBJECT)  # every synth prompt asks for JSON
         finally:
             self.in_flight -= 1
         self.summary.calls += 1
