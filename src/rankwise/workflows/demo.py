@@ -238,13 +238,18 @@ def agreement_sentence(agr: Any, model: str = "Gemma 3 270M") -> str:
 
     Example:
         >>> from rankwise.relevance.agreement import Agreement
-        >>> agreement_sentence(Agreement("span", "llm", 10, 2, {}, [[0, 7], [0, 3]], None, None, None, 0))[:60]
+        >>> agreement_sentence(Agreement("span", "llm", 10, 2, {}, [[0, 7], [0, 3]], None, None, None, 0))[:59]
         "Cohen's kappa is undefined: the judge called every compared"
     """
-    if agr.kappa is None:
+    if agr.b_relevant_rate in (0.0, 1.0):
         said = "relevant" if agr.b_relevant_rate else "not relevant"
-        return (f"Cohen's kappa is undefined: the judge called every compared chunk {said}, so its verdicts "
-                f"carry no information about which chunks hold the answer. ")  + _small(model)
+        kappa = "undefined" if agr.kappa is None else f"{agr.kappa:.2f}"
+        return (f"Cohen's kappa is {kappa}: the judge called every compared chunk {said}, so its verdicts "
+                "carry no information about which chunks hold the answer. " + _small(model))
+    if agr.kappa is None:  # the labels are all one class: no chance-corrected agreement to give
+        return (f"Cohen's kappa is undefined: the span labels call every compared chunk "
+                f"{'relevant' if agr.a_relevant_rate else 'not relevant'}, so this slice cannot show whether "
+                "the judge tells relevant from not. " + _small(model))
     k = agr.kappa
     band = ("no agreement beyond chance" if k <= 0.0 else "slight agreement" if k < 0.2 else "fair agreement"
             if k < 0.4 else "moderate agreement" if k < 0.6 else "substantial agreement")
@@ -261,11 +266,12 @@ def _small(model: str) -> str:
 
 
 def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local", questions: int = 8, k: int = 5,
-                 dataset: str = "kestrel", quiet: bool = False,
-                 announce: Any = None) -> LLMDemoResult:
+                 dataset: str = "kestrel", quiet: bool = False, announce: Any = None,
+                 server: Any = None) -> LLMDemoResult:
     """Judge the BM25 top ``k`` of the first ``questions`` Kestrel questions with the local model, then
     compare its verdicts with the span labels. ``announce(text)`` receives the time estimate before the
-    run starts (and nothing when ``quiet``). Writes ``<out>/judge-local/records.jsonl`` (both verdict
+    run starts (and nothing when ``quiet``). ``server``: a running :class:`~rankwise.llm.local.LocalServer`
+    to use (default: one is started, and stopped after). Writes ``<out>/judge-local/records.jsonl`` (both verdict
     sources), ``summary.json`` and the verdict cache ``judge.sqlite`` (a rerun is answered from it).
 
     Example:
@@ -288,7 +294,7 @@ def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local",
         announce(f"judging {n} chunks ({len(records)} questions x top {k}) with the local model: about "
                  f"{_duration(expected)} on a 2-core machine ({LOCAL_SECONDS_PER_VERDICT:g} s per verdict "
                  f"measured, plus the server's start)")
-    summary, model, base_url = _judge_locally(records, folder, quiet)
+    summary, model, base_url = _judge_locally(records, folder, quiet, server)
     return _compare(records, folder, summary, model, base_url, k, expected, time.perf_counter() - t0)
 
 
@@ -309,22 +315,41 @@ def _slice_records(dataset: str, questions: int, k: int, quiet: bool) -> list:
     return list(evaluate_rag(_cases(cases, retrieved), "span", k=[k], metrics=[f"precision@{k}"]).records)
 
 
-def _judge_locally(records: list, folder: Path, quiet: bool):
-    """Start the local server, judge every chunk (reference mode, binary, one request at a time so the
-    prompts' shared prefix is reused), stop it."""
+def _judge_locally(records: list, folder: Path, quiet: bool, server: Any = None):
+    """Judge every chunk on the local server: reference mode, binary, one request at a time (the server
+    runs one at a time anyway, and consecutive requests of a question then reuse their shared prompt
+    prefix). The server is started here unless ``server`` is given, and not at all when the verdict cache
+    already holds every verdict (a rerun)."""
+    import contextlib
+
     from rankwise.llm.config import as_llm_config
-    from rankwise.llm.local import local_server
+    from rankwise.llm.local import LOCAL_MODEL, local_server
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import judge_records
 
     folder.mkdir(parents=True, exist_ok=True)
-    with local_server(n_ctx=4096) as srv:
-        config = as_llm_config(model=srv.model, base_url=srv.base_url, api_key="unused", env={}, mode="reference",
-                               concurrency=1, timeout=300.0, cache=folder / "judge.sqlite")
+
+    def config(model: str, base_url: str):
+        return as_llm_config(model=model, base_url=base_url, api_key="unused", env={}, mode="reference",
+                             concurrency=1, timeout=300.0, cache=folder / "judge.sqlite")
+
+    with contextlib.ExitStack() as stack:
+        if server is None and _calls_needed(records, config(LOCAL_MODEL, "http://127.0.0.1:9/v1")) == 0:
+            return judge_records(records, config=config(LOCAL_MODEL, "http://127.0.0.1:9/v1")), LOCAL_MODEL, \
+                "the local server (not started: every verdict was in the cache)"
+        srv = server if server is not None else stack.enter_context(local_server(n_ctx=4096))
         total = sum(len(r.chunks) for r in records)
         with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
-            summary = judge_records(records, config=config, progress=advance)
+            summary = judge_records(records, config=config(srv.model, srv.base_url), progress=advance)
     return summary, srv.model, srv.base_url
+
+
+def _calls_needed(records: list, config: Any) -> int:
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.relevance.llm_judge import Judge, cases_from_records
+
+    with VerdictCache(config.cache) as store:
+        return Judge.from_config(config, store).plan(cases_from_records(records)).calls
 
 
 def _compare(records: list, folder: Path, summary: Any, model: str, base_url: str, k: int, expected: float,
