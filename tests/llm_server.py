@@ -58,6 +58,14 @@ takes control of the verdict; fenced chunk text cannot.
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
 
+Structured output: ``response_format`` of type ``json_schema``, ``json_object`` with a ``schema``
+(``json_object+schema``, as llama-cpp-python takes it), ``json_object`` or ``text`` is accepted (and counted in
+``/stats`` ``response_formats``) while that level is in ``formats`` (``POST /config``, default all); any other
+is refused as real servers refuse it, with ``format_status`` (400 as llama.cpp's C++
+server, 422 as llama-cpp-python's pydantic check, 500 as some forks) and a message naming
+``response_format``. ``cached_tokens`` (``POST /config``) is reported as
+``usage.prompt_tokens_details.cached_tokens`` in every reply.
+
 Control endpoints: ``GET /stats`` (request counts, by HTTP status, max in-flight, request start times),
 ``POST /reset`` (zero the counters and forget conversations), ``POST /config`` (JSON: ``latency``,
 ``slow_seconds``, ``retry_after``).
@@ -138,6 +146,10 @@ class ServerState:
     authorization: str | None = None
 
     epoch: int = 0
+    formats: tuple[str, ...] = ("json_schema", "json_object+schema", "json_object", "text")
+    format_status: int = 400
+    response_formats: Counter = field(default_factory=Counter)
+    cached_tokens: int = 0
 
     def reset(self) -> None:
         """Zero the counters and random faults; requests still in flight from before are no longer counted."""
@@ -147,7 +159,7 @@ class ServerState:
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "by_status": {str(k): v for k, v in self.by_status.items()},
-                "faults": dict(self.faults), "inflight": self.inflight, "max_inflight": self.max_inflight,
+                "faults": dict(self.faults), "response_formats": dict(self.response_formats), "inflight": self.inflight, "max_inflight": self.max_inflight,
                 "conversations": len(self.seen), "repairs": self.repairs, "batch_calls": self.batch_calls,
                 "started": self.started[-20000:], "latency": self.latency,
                 "random_faults": dict(self.random_faults),
@@ -415,6 +427,19 @@ def make_app(state: ServerState):
             return _error(404, f"The model '{model}' does not exist", "model_not_found")
         if "401" in faults or request.headers.get("Authorization") == "Bearer bad-key":
             return _error(401, "Incorrect API key provided", "invalid_api_key")
+        fmt = body.get("response_format")
+        if fmt is not None:
+            kind = fmt.get("type") if isinstance(fmt, dict) else None
+            if kind == "json_object" and "schema" in fmt:
+                kind = "json_object+schema"
+            state.response_formats[str(kind)] += 1
+            if kind not in state.formats:
+                if state.format_status == 422:  # FastAPI's validation error body: no "error" object
+                    return web.json_response({"detail": [{"type": "literal_error", "loc": ["body", "response_format",
+                                                          "type"], "msg": "Input should be 'text' or 'json_object'"}]},
+                                             status=422)
+                return _error(state.format_status, f"response_format type must be one of {' or '.join(state.formats)}"
+                              f", but got: {kind}", "invalid_request_error")
         if "400" in faults:
             return _error(400, "This model's maximum context length is 8192 tokens (injected)",
                           "context_length_exceeded")
@@ -446,6 +471,8 @@ def make_app(state: ServerState):
         content, finish, refusal = _render(obj, output)
         reply = _completion(body["model"], content, sum(len(_text_of(m)) for m in messages), finish=finish,
                             refusal=refusal)
+        if state.cached_tokens:
+            reply["usage"]["prompt_tokens_details"] = {"cached_tokens": state.cached_tokens}
         envelope = next((f for f in faults if f in ENVELOPES), None)
         if envelope:
             state.faults[envelope] += 1
@@ -456,6 +483,11 @@ def make_app(state: ServerState):
         for key in ("latency", "slow_seconds"):
             if key in body:
                 setattr(state, key, float(body[key]))
+        if "formats" in body:
+            state.formats = tuple(body["formats"])
+        for key in ("format_status", "cached_tokens"):
+            if key in body:
+                setattr(state, key, int(body[key]))
         if "retry_after" in body:
             state.retry_after = str(body["retry_after"])
         if "fault_rate" in body:

@@ -382,3 +382,59 @@ def test_a_lone_surrogate_in_a_reply_is_kept_as_a_replacement_character(srv, tmp
     assert [(v.status, v.verdict) for v in r.verdicts["q1"]] == [("ok", 1), ("ok", 0)]
     assert r.verdicts["q1"][0].reason.startswith("\ufffd the chunk mentions")
     assert VerdictCache(tmp_path / "cache.sqlite").__len__() == 2
+
+
+# ------------------------------------------------------------------------------------ structured output
+
+
+def test_json_schema_is_asked_for_with_the_verdict_schema(srv, tmp_path):
+    """A server that takes json_schema gets the prompt's declared reply (binary single, graded batched)."""
+    r = _judge(srv, tmp_path, concurrency=1).run([_case()])
+    assert _verdicts(r) == [1, 0, 0, 1] and r.summary.response_format == "json_schema"
+    assert srv.stats()["response_formats"] == {"json_schema": 4}
+    r = _judge(srv, tmp_path, graded=True, batch=True).run([_case(cid="q2")])
+    assert [v.grade for v in r.verdicts["q2"]] == [2, 0, 0, 1] and r.summary.batch_calls == 1
+    assert srv.stats()["response_formats"] == {"json_schema": 5}
+
+
+@pytest.mark.parametrize(("status", "takes", "sent"), [
+    (422, "json_object+schema", {"json_schema": 1, "json_object+schema": 4}),  # llama-cpp-python's server
+    (400, "json_object", {"json_schema": 1, "json_object+schema": 1, "json_object": 4}),
+    (500, "json_object", {"json_schema": 1, "json_object+schema": 1, "json_object": 4})])
+def test_a_refused_response_format_steps_down_once_and_is_remembered(srv, tmp_path, status, takes, sent):
+    """The first refusal naming response_format steps the endpoint down (no retry loop, no failed chunk);
+    the level is kept beside the cache, so the next run asks with it straight away."""
+    formats = ["json_object+schema", "json_object", "text"] if takes == "json_object+schema" else ["json_object", "text"]
+    srv.configure(formats=formats, format_status=status)
+    r = _judge(srv, tmp_path, concurrency=1).run([_case()])
+    assert _verdicts(r) == [1, 0, 0, 1] and r.summary.failed == 0 and r.summary.retries == 0
+    assert r.summary.response_format == takes and r.summary.requests == sum(sent.values())
+    assert srv.stats()["response_formats"] == sent
+    import json
+    memory = json.loads((tmp_path / "rankwise-endpoints.json").read_text())
+    assert [row["response_format"] for row in memory.values()] == [takes]
+    srv.reset()
+    srv.configure(formats=formats, format_status=status)
+    r = _judge(srv, tmp_path, concurrency=4).run([_case(cid="q2", question="When did the Eiffel Tower open?")])
+    assert r.summary.ok == 4 and srv.stats()["response_formats"] == {takes: 4}  # no probe again
+
+
+def test_down_to_plain_text_when_no_response_format_is_taken(srv, tmp_path):
+    srv.configure(formats=["text"])
+    r = _judge(srv, tmp_path, concurrency=4).run([_case()])
+    assert _verdicts(r) == [1, 0, 0, 1] and r.summary.response_format == "text"
+    got, requests = srv.stats()["response_formats"], srv.stats()["requests"]
+    assert set(got) == {"json_schema", "json_object+schema", "json_object"} and requests == sum(got.values()) + 4  # 4 sent as text
+    assert r.summary.requests == requests and r.summary.failed == 0
+    from rankwise.report.judge_console import judge_summary_lines
+    assert ("  replies asked as text: the endpoint refused json_schema and json_object, so replies are read as "
+            "text (with repair)") in judge_summary_lines(r.summary, srv.base_url)
+
+
+def test_cached_prompt_tokens_are_counted(srv, tmp_path):
+    srv.configure(cached_tokens=7)
+    r = _judge(srv, tmp_path).run([_case()])
+    assert r.summary.requests == 4 and r.summary.cached_prompt_tokens == 28
+    from rankwise.report.judge_console import judge_summary_lines
+    assert any("(28 of the tokens in from the server's prompt cache)" in line
+               for line in judge_summary_lines(r.summary, srv.base_url))

@@ -451,7 +451,10 @@ def backoff_delay(attempt: int, base: float, cap: float) -> float:
 
 # ------------------------------------------------------------------------------------ structured output
 
-RESPONSE_FORMATS = ("json_schema", "json_object", "text")  # tried in this order, each endpoint stepped down
+# tried in this order, each endpoint stepped down: OpenAI's json_schema (OpenAI, vLLM, Ollama, llama.cpp's C++
+# server); json_object carrying the schema (llama-cpp-python's server, which refuses json_schema but turns
+# that schema into a grammar); plain json_object; no response_format (text, read with repair)
+RESPONSE_FORMATS = ("json_schema", "json_object+schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|\bgrammar\b", re.I)
 _OVERFLOW = re.compile(r"context[ _-]?(?:length|window|size)|maximum context|exceeds? (?:the )?(?:available )?"
                        r"context|too many tokens|prompt is too long", re.I)
@@ -464,14 +467,25 @@ def response_format_body(level: str, schema: dict[str, Any], name: str = "rankwi
     Example:
         >>> response_format_body("json_object", {"type": "object"})
         {'type': 'json_object'}
+        >>> response_format_body("json_object+schema", {"type": "object"})
+        {'type': 'json_object', 'schema': {'type': 'object'}}
         >>> response_format_body("json_schema", {"type": "object"})["json_schema"]["name"]
         'rankwise_reply'
     """
     if level == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if level == "json_object+schema":
+        return {"type": "json_object", "schema": schema}
     if level == "json_object":
         return {"type": "json_object"}
     return None
+
+
+def _level_of(fmt: Any) -> str | None:
+    """The level a ``response_format`` body stands for (None: not one of ours)."""
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("json_schema", "json_object"):
+        return None
+    return "json_object+schema" if fmt["type"] == "json_object" and "schema" in fmt else fmt["type"]
 
 
 class FormatMemory:
@@ -610,10 +624,10 @@ class ChatClient:
     def _step_down(self, sent: dict[str, Any], message: str) -> bool:
         """The endpoint refused the ``response_format`` sent: use the next level (for every later call,
         and remembered for the endpoint); False when there is nothing to step down from."""
-        fmt = sent.get("response_format")
-        if not isinstance(fmt, dict) or fmt.get("type") not in RESPONSE_FORMATS or not _FORMAT_ERROR.search(message):
+        level = _level_of(sent.get("response_format"))
+        if level is None or not _FORMAT_ERROR.search(message):
             return False
-        lower = RESPONSE_FORMATS[RESPONSE_FORMATS.index(fmt["type"]) + 1]
+        lower = RESPONSE_FORMATS[RESPONSE_FORMATS.index(level) + 1]
         if RESPONSE_FORMATS.index(lower) > RESPONSE_FORMATS.index(self.response_format):
             self.stats.format_steps.append(f"{self.response_format} -> {lower}: {message[:120]}")
             self.response_format = lower
@@ -721,7 +735,7 @@ class ChatClient:
                 message = _error_message(exc)
                 if status in (401, 403, 404):
                     raise self._fatal(status, message) from None
-                if status in (400, 422, 500, 501) and adaptations < 4 and self._step_down(kwargs, message):
+                if status in (400, 422, 500, 501) and adaptations < 6 and self._step_down(kwargs, message):
                     adaptations += 1
                     continue
                 if status in (400, 413, 422, 500) and _OVERFLOW.search(message):
@@ -913,6 +927,8 @@ def _error_message(exc: Any) -> str:
 
 def _raw_error_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
+    if isinstance(body, dict) and "error" not in body and body.get("detail"):
+        return _detail_message(body["detail"])[:300]
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
@@ -920,6 +936,21 @@ def _raw_error_message(exc: Any) -> str:
         if isinstance(err, str):
             return err[:300]
     return str(getattr(exc, "message", exc))[:300]
+
+
+def _detail_message(detail: Any) -> str:
+    """A FastAPI/pydantic validation body (``{"detail": [{"loc": [...], "msg": ...}]}``, what
+    llama-cpp-python's server sends for a field it does not take) as one line: ``body.x.y: msg; ...``."""
+    if not isinstance(detail, list):
+        return str(detail)
+    parts = []
+    for item in detail[:5]:
+        if isinstance(item, dict):
+            loc = ".".join(str(p) for p in item.get("loc") or [])
+            parts.append(f"{loc}: {item.get('msg', '')}" if loc else str(item.get("msg", "")))
+        else:
+            parts.append(str(item))
+    return "; ".join(parts)
 
 
 def _connect_failure(exc: BaseException) -> str | None:
