@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -84,3 +85,32 @@ def test_llm_demo_cli_rerun_is_answered_from_the_cache(demo_run):
                             "-k", "2", "--out", str(out), "--force", "--quiet"], capture_output=True, text=True,
                            timeout=300)
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
+
+
+def test_chunks_of_one_question_reuse_the_servers_prompt_prefix(local_llm):
+    """Prefix caching, measured by the server itself (its log): the second chunk of a question evaluates
+    little more than the chunk, because everything before it (system prompt, instructions, question,
+    reference) is the first request's prefix. With the old layout (the reply format after the chunk, a
+    fence id hashed over the chunk too) the question and reference were evaluated again."""
+    from rankwise.llm.client import CallPolicy, Endpoint
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
+
+    question = "Which setting controls how long the write-ahead log waits before grouping commits?"
+    reference = "wal.group_commit_window_ms sets how long commits wait to share a single fsync."
+    chunks = ["The group commit window is set with wal.group_commit_window_ms.", "Backups run nightly."]
+    judge = Judge(Endpoint(local_llm.model, local_llm.base_url, "unused"), JudgeSettings(mode="reference"),
+                  CallPolicy(concurrency=1, timeout=300.0))
+    start = local_llm.log_path.stat().st_size
+    result = judge.run([JudgeCase("q1", question, chunks, reference)])
+    assert result.summary.requests == 2 and result.summary.ok == 2
+    log = local_llm.log_path.read_bytes()[start:].decode("utf-8", "replace")
+    evaluated = [int(m.group(1)) for m in _EVAL.finditer(log)]
+    hits = [(int(m.group(1)), int(m.group(2))) for m in _HIT.finditer(log)]
+    assert len(evaluated) == 2
+    whole = hits[-1][0] + hits[-1][1]  # the second prompt's length in tokens: reused + evaluated
+    assert whole > 250
+    assert evaluated[1] == hits[-1][1] <= 40, (hits, evaluated)  # the chunk, its closing tags, the turn's end
