@@ -59,7 +59,7 @@ def kestrel_cases(questions: int, k: int) -> list[dict]:
     res = run_retrievers(docs, {c.id: c.question for c in cases}, ["bm25"], k=k, chunk_size=500,
                          chunk_overlap=50, quiet=True)["bm25"]
     return [{"id": c.id, "user_input": c.question, "reference": c.reference,
-             "retrieved_contexts": [t or "" for t in res.contexts(c.id)]} for c in cases]
+             "retrieved_contexts": [ctx["text"] or "" for ctx in res.contexts(c.id)]} for c in cases]
 
 
 class ServerLog:
