@@ -690,3 +690,29 @@ def test_a_symlink_loop_as_any_input_is_one_line(tmp_path):
             assert result.exit_code == 2, (kind, extra, result.output)
             assert result.stderr == f"rankwise: error: {loop}: cannot read file: Too many levels of symbolic links\n", \
                 (kind, extra, result.stderr)
+
+
+def test_the_endpoint_format_memory_reads_any_mutant_as_a_level_or_nothing(tmp_path):
+    """The file beside the LLM cache that remembers each endpoint's response_format level is rankwise's own
+    state, not an input: a damaged one is never an error, only forgotten (the endpoint is probed again)."""
+    import time as _time
+
+    from rankwise.llm.client import RESPONSE_FORMATS, FormatMemory
+
+    url, model = "http://127.0.0.1:8080/v1", "gemma-3-270m"
+    seed = json.dumps({f"{url} {model}": {"response_format": "json_object", "checked": _time.time()}}).encode()
+    assert FormatMemory(_write(tmp_path / "seed.json", seed)).get(url, model) == "json_object"
+    got = Counter()
+    for i, data in enumerate(mutants(seed, seed=77)):
+        level = FormatMemory(_write(tmp_path / f"m{i}.json", data)).get(url, model)
+        assert level is None or level in RESPONSE_FORMATS
+        got[level] += 1
+    assert got[None] > 10 and got["json_object"] > 0, got
+    memory = FormatMemory(tmp_path / "m0.json")  # writing over a damaged file gives a good one
+    memory.put(url, model, "text")
+    assert FormatMemory(tmp_path / "m0.json").get(url, model) == "text"
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path

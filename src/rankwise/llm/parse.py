@@ -40,26 +40,27 @@ _NO = {"0", "no", "n", "false", "irrelevant", "not relevant", "not_relevant", "n
 ANY_OBJECT: dict[str, Any] = {"type": "object"}  # the schema of a reply that is some JSON object
 
 
-def verdict_schema(graded: bool, batch: bool = False) -> dict[str, Any]:
+def verdict_schema(graded: bool, n: int | None = None) -> dict[str, Any]:
     """The JSON schema of the verdict reply a judge prompt declares: ``{"verdict": 0|1, "reason": ...}``
-    (``"grade": 0..3`` when graded), or, batched, ``{"verdicts": [{"id": n, "verdict"|"grade": ..,
-    "reason": ..}, ...]}``. Sent as ``response_format`` where the endpoint takes it (constrained output);
+    (``"grade": 0..3`` when graded), or, for a batch of ``n`` chunks, ``{"verdicts": [{"id": i,
+    "verdict"|"grade": .., "reason": ..}, ...]}`` with exactly ``n`` items. Sent as ``response_format`` where the endpoint takes it (constrained output);
     the reply is read by :func:`parse_verdict` / :func:`parse_batch` all the same.
 
     Example:
         >>> verdict_schema(False)["properties"]["verdict"]
         {'type': 'integer', 'enum': [0, 1]}
-        >>> verdict_schema(True, batch=True)["properties"]["verdicts"]["items"]["required"]
+        >>> verdict_schema(True, n=3)["properties"]["verdicts"]["items"]["required"]
         ['id', 'grade', 'reason']
     """
     name, values = ("grade", [0, 1, 2, 3]) if graded else ("verdict", [0, 1])
     item: dict[str, Any] = {"type": "object", "properties": {name: {"type": "integer", "enum": values},
                                                              "reason": {"type": "string"}},
                             "required": [name, "reason"], "additionalProperties": False}
-    if not batch:
+    if n is None:
         return item
     item = {**item, "properties": {"id": {"type": "integer"}, **item["properties"]}, "required": ["id", name, "reason"]}
-    return {"type": "object", "properties": {"verdicts": {"type": "array", "items": item}},
+    return {"type": "object", "properties": {"verdicts": {"type": "array", "items": item, "minItems": n,
+                                                          "maxItems": n}},
             "required": ["verdicts"], "additionalProperties": False}
 
 

@@ -380,7 +380,7 @@ class _JudgeJob(Job):
             judgements, pt, ct = await self.runner.ask(
                 j._messages(unit), SINGLE_MAX_TOKENS + 100 * n,
                 lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), j.prompt.render_repair,
-                schema=verdict_schema(graded, batch=True))
+                schema=verdict_schema(graded, n))
         except BudgetExhausted as exc:
             for i in unit.ranks:
                 self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))
