@@ -18,7 +18,7 @@ from rankwise.cli._base import _split_metrics, main
 @click.option("--judge", type=click.Choice(["local"]), default=None,
               help="Instead: judge a slice with a local LLM (llama.cpp server, Gemma 3 270M; no API key; "
                    "needs the local-llm extra) and compare its verdicts with the span labels.")
-@click.option("--questions", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--questions", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --judge: questions in the slice (their BM25 top -k chunks are judged).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
               help="With --judge: chunks judged per question.")

@@ -190,9 +190,10 @@ def _summary_json(result: DemoResult, retrieved) -> dict:
 JUDGES = ("local",)
 LLM_DEMO_METRICS = ("precision", "ndcg", "wcp", "acp", "mrr")
 # Seconds per verdict of the local judge (pointwise, prompts sharing their prefix, one request at a time),
-# measured by benchmarks/judge_local.py on the 2-core development machine under load (docs/performance.md),
-# and the server's start. The estimate the demo states before it starts.
-LOCAL_SECONDS_PER_VERDICT = 3.0
+# measured by benchmarks/judge_local.py on the 2-core development machine at load average ~10 (24.1 s;
+# docs/performance.md), and the server's start (~10 s). The estimate the demo states before it starts: on
+# a quiet machine it takes several times less.
+LOCAL_SECONDS_PER_VERDICT = 24.0
 LOCAL_STARTUP_SECONDS = 10.0
 
 
@@ -200,8 +201,8 @@ def llm_demo_seconds(verdicts: int, judge: str = "local") -> float:
     """The demo's expected time: the server's start plus ``verdicts`` at the measured rate.
 
     Example:
-        >>> llm_demo_seconds(40)
-        130.0
+        >>> llm_demo_seconds(20)
+        490.0
     """
     return LOCAL_STARTUP_SECONDS + verdicts * LOCAL_SECONDS_PER_VERDICT
 
@@ -265,7 +266,7 @@ def _small(model: str) -> str:
             "it against labels like this, before its metrics decide anything.")
 
 
-def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local", questions: int = 8, k: int = 5,
+def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local", questions: int = 4, k: int = 5,
                  dataset: str = "kestrel", quiet: bool = False, announce: Any = None,
                  server: Any = None) -> LLMDemoResult:
     """Judge the BM25 top ``k`` of the first ``questions`` Kestrel questions with the local model, then
@@ -292,8 +293,8 @@ def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local",
     expected = llm_demo_seconds(n, judge)
     if announce is not None and not quiet:
         announce(f"judging {n} chunks ({len(records)} questions x top {k}) with the local model: about "
-                 f"{_duration(expected)} on a 2-core machine ({LOCAL_SECONDS_PER_VERDICT:g} s per verdict "
-                 f"measured, plus the server's start)")
+                 f"{_duration(expected)} ({LOCAL_SECONDS_PER_VERDICT:g} s per verdict measured on a busy 2-core "
+                 f"machine, plus the server's start; less on a quiet one)")
     summary, model, base_url = _judge_locally(records, folder, quiet, server)
     return _compare(records, folder, summary, model, base_url, k, expected, time.perf_counter() - t0)
 
