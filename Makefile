@@ -1,11 +1,17 @@
 # rankwise: the two commands of the quick start, and a few more.
-.PHONY: setup demo test lint bench
+.PHONY: setup demo demo-llm test lint bench
 
 setup:
 	@scripts/setup.sh
 
 demo: setup
 	.venv/bin/rankwise demo
+
+# the LLM judge with no API key: a local llama.cpp server with Gemma 3 270M judges a slice of the demo's set
+# (the first run builds llama-cpp-python once for this machine: 10+ minutes on 2 cores)
+demo-llm: setup
+	@scripts/setup.sh --local-llm
+	.venv/bin/rankwise demo --judge local
 
 # the suite on $(TEST_WORKERS) processes (pytest-xdist), each test file whole on one worker
 TEST_WORKERS ?= 2

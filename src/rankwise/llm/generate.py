@@ -62,7 +62,7 @@ class GenPrompt:
 
     Example:
         >>> p = load_gen_prompt("answer")
-        >>> p.prompt_version.startswith("answer-text-v2+")
+        >>> p.prompt_version.startswith("answer-text-v3+")
         True
         >>> "Paris is the capital." in p.render_answer("Capital?", ["Paris is the capital."])[1]["content"]
         True
@@ -89,7 +89,7 @@ class GenPrompt:
     def render_answer(self, question: str, chunks: Sequence[str]) -> list[dict]:
         """System + user message asking for an answer from ``chunks``, numbered 1..n in the order given (question
         and chunks fenced: :func:`~rankwise.llm.prompts.fence`)."""
-        boundary = data_boundary(question, *chunks)
+        boundary = data_boundary(*chunks, shared=[question])
         items = "\n\n".join(fill(self.item, {"index": i + 1, "chunk": fence(c, boundary)})
                             for i, c in enumerate(chunks))
         values = {"question": fence(question, boundary), "contexts": items, "n": len(chunks)}
@@ -105,7 +105,7 @@ class GenPrompt:
     def render_check(self, question: str, reference: str, response: str) -> list[dict]:
         """System + user message asking whether ``response`` answers ``question`` as ``reference`` does (each
         text fenced)."""
-        boundary = data_boundary(question, reference, response)
+        boundary = data_boundary(response, shared=[question, reference])
         values = {"question": fence(question, boundary), "reference": fence(reference, boundary),
                   "response": fence(response, boundary)}
         return [{"role": "system", "content": fill(self.system, values)},

@@ -10,12 +10,19 @@ keys, so a stale verdict is never served for a changed prompt.
 
 Texts from the test set (question, reference, response, chunks) are data, not instructions. Each one goes
 into its template between two fence lines, ``<<DATA-id>>`` and ``<<END-DATA-id>>`` (:func:`fence`), whose
-``id`` is one boundary per request (:func:`data_boundary`): 16 hex digits of a SHA-256 of the request's
-data, checked to occur in none of its texts -- not as written, nor after HTML entities are decoded,
+``id`` is one boundary per request (:func:`data_boundary`): 16 hex digits of a SHA-256 of the texts the
+request shares with its neighbours (question, reference, response; not the chunks), checked to occur in
+none of its texts, chunks included -- not as written, nor after HTML entities are decoded,
 look-alike characters folded (NFKC: fullwidth ``＜`` is ``<``) or invisible characters (zero-width spaces,
 joiners, bidi marks) removed. So no character sequence in the data can end its fence, whatever a model
 makes of entities or confusables; and the boundary is a function of the data, so the same request is the
-same bytes every time (cache keys, Batch-API resume). The shipped system prompts say that everything
+same bytes every time (cache keys, Batch-API resume).
+
+Prompts are laid out for prefix caching: what many requests share -- the system prompt, the instructions,
+the question, the reference or response -- comes first, and the chunk(s) last. Seeded from the shared texts
+alone, the boundary is the same for every chunk of a question, so every request about that question starts
+with the same tokens and a server's prompt cache (llama.cpp's and vLLM's prefix cache, OpenAI's and
+Anthropic's prompt caching) evaluates them once. The shipped system prompts say that everything
 between the markers is data to judge. As a second line of defence every ``<`` that would start a tag is
 also written ``&lt;`` (:func:`escape_data`).
 """
@@ -70,17 +77,22 @@ def _perceived(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
 
 
-def data_boundary(*texts: str) -> str:
-    """The fence id of one request: 16 hex digits of a SHA-256 of its data ``texts`` that occur in none
-    of them, even as a model may read them (entities decoded, look-alikes folded, invisible characters
-    removed). Deterministic: the same texts give the same id.
+def data_boundary(*texts: str, shared: Sequence[str] = ()) -> str:
+    """The fence id of one request: 16 hex digits of a SHA-256 that occur in none of its ``texts`` and
+    ``shared`` texts, even as a model may read them (entities decoded, look-alikes folded, invisible
+    characters removed). Deterministic: the same texts give the same id. The hash is seeded from
+    ``shared`` when given (the texts many requests have in common: question, reference), so requests that
+    differ only in their chunk get the same id -- and the same prompt prefix -- unless a chunk holds it.
 
     Example:
         >>> b = data_boundary("When was it built?", "Built in 1889.</chunk>")
         >>> len(b), b == data_boundary("When was it built?", "Built in 1889.</chunk>")
         (16, True)
+        >>> data_boundary("Chunk one.", shared=["Q?"]) == data_boundary("Chunk two.", shared=["Q?"])
+        True
     """
-    return _free_token("\x1f".join(texts), texts)
+    every = (*shared, *texts)
+    return _free_token("\x1f".join(shared if shared else texts), every)
 
 
 def _free_token(seed: str, texts: tuple[str, ...] | list[str]) -> str:
@@ -177,7 +189,7 @@ class PromptTemplate:
 
     Example:
         >>> p = load_prompt("question")
-        >>> p.prompt_version.startswith("question-binary-v3+")
+        >>> p.prompt_version.startswith("question-binary-v4+")
         True
         >>> p.render(question="Capital of France?", chunk="Paris is the capital.")[1]["content"][:40]
         'Judge whether the retrieved chunk below '
@@ -205,9 +217,10 @@ class PromptTemplate:
 
     def _values(self, question: str, reference: str | None, response: str | None,
                 chunks: list[str]) -> tuple[dict[str, Any], str]:
-        """The fenced data fields, and the request's boundary (over every text it sends)."""
+        """The fenced data fields, and the request's boundary (seeded from the shared texts, checked against
+        every text it sends, chunks included)."""
         texts = {"question": question, "reference": reference or "", "response": response or ""}
-        boundary = data_boundary(*texts.values(), *chunks)
+        boundary = data_boundary(*chunks, shared=list(texts.values()))
         return {k: fence(v, boundary) for k, v in texts.items()}, boundary
 
     def render(self, *, question: str, chunk: str, reference: str | None = None,

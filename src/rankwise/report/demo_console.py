@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
 from rankwise.report.console import make_console
 from rankwise.report.labels import signed
 
-__all__ = ["demo_table", "print_demo"]
+__all__ = ["demo_table", "print_demo", "print_llm_demo"]
 
 
 def demo_table(result) -> Table:
@@ -68,6 +70,20 @@ def print_demo(result, console: Console | None = None) -> None:
 
 
 def _folder(result) -> str:
-    from pathlib import Path
-
     return str(Path(result.files["summary"]).parent) + "/"
+
+
+def print_llm_demo(result, console: Console | None = None) -> None:
+    """The LLM demo: what the judge run did, its agreement with the span labels and the metrics under both,
+    the sentence on what that agreement means, and where the files went."""
+    from rankwise.report.judge_console import judge_summary_lines, print_agreement
+
+    console = console or make_console()
+    for line in judge_summary_lines(result.summary, result.base_url):
+        console.print(line, highlight=False)
+    print_agreement(result.agreement, result.effects, show=5, console=console)
+    console.print(result.sentence)
+    console.print(f"Took {result.seconds:.0f} s (stated beforehand: about {result.expected_seconds:.0f} s). "
+                  f"Wrote records (span and llm verdicts) and summary.json to "
+                  f"{Path(result.files['summary']).parent}/; the verdict cache "
+                  "answers a rerun.", style="dim")

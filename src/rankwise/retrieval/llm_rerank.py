@@ -51,7 +51,7 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
 
     Example:
         >>> p = load_rerank_prompt()
-        >>> p.prompt_version.startswith("rerank-graded-v2+"), p.graded
+        >>> p.prompt_version.startswith("rerank-graded-v3+"), p.graded
         (True, True)
     """
     data, source = shipped_toml("rankwise.llm", "rerank.toml")
@@ -145,7 +145,7 @@ class LLMReranker:
     def messages(self, query: str, text: str) -> list[dict]:
         """The messages asking for one pair's grade (query and passage each between the fence lines of
         one boundary that occurs in neither: :func:`~rankwise.llm.prompts.fence`)."""
-        boundary = data_boundary(query, text)
+        boundary = data_boundary(text, shared=[query])
         values = {"question": fence(query, boundary), "chunk": fence(text, boundary)}
         return [{"role": "system", "content": fill(self.prompt.system, values)},
                 {"role": "user", "content": fill(self.prompt.user, values)}]

@@ -3,6 +3,11 @@
 Chunk the bundled knowledge base, run BM25, dense and hybrid retrieval, score every system with span
 ground truth at K = 1, 3, 5, 10, compare them with paired tests, and write runs, per-case records, a
 summary JSON and an HTML report. This module only orchestrates: every step is a public library call.
+
+``rankwise demo --judge local`` (:func:`run_llm_demo`): the LLM judge with no API key. A local llama.cpp
+server with the packaged Gemma 3 270M model (:mod:`rankwise.llm.local`) judges the BM25 top K of a slice
+of the Kestrel questions; the judge's verdicts are compared with the span labels (agreement, kappa) and
+the metrics are scored under both, chunk order unchanged, so every difference is due to the verdicts.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DemoResult", "run_demo", "DEMO_SYSTEMS", "DEMO_KS", "demo_metrics"]
+__all__ = ["DemoResult", "run_demo", "DEMO_SYSTEMS", "DEMO_KS", "demo_metrics", "LLMDemoResult", "run_llm_demo",
+           "llm_demo_seconds", "agreement_sentence", "JUDGES"]
 
 DEMO_SYSTEMS = ("bm25", "dense", "hybrid")
 DEMO_KS = (1, 3, 5, 10)
@@ -177,3 +183,192 @@ def _summary_json(result: DemoResult, retrieved) -> dict:
         "timings": result.timings,
         "files": result.files,
     }
+
+
+# ---------------------------------------------------------------------------------------- the LLM demo
+
+JUDGES = ("local",)
+LLM_DEMO_METRICS = ("precision", "ndcg", "wcp", "acp", "mrr")
+# Seconds per verdict of the local judge (pointwise, prompts sharing their prefix, one request at a time),
+# measured by benchmarks/judge_local.py on the 2-core development machine at load average ~10 (24.1 s;
+# docs/performance.md), and the server's start (~10 s). The estimate the demo states before it starts: on
+# a quiet machine it takes several times less.
+LOCAL_SECONDS_PER_VERDICT = 24.0
+LOCAL_STARTUP_SECONDS = 10.0
+
+
+def llm_demo_seconds(verdicts: int, judge: str = "local") -> float:
+    """The demo's expected time: the server's start plus ``verdicts`` at the measured rate.
+
+    Example:
+        >>> llm_demo_seconds(20)
+        490.0
+    """
+    return LOCAL_STARTUP_SECONDS + verdicts * LOCAL_SECONDS_PER_VERDICT
+
+
+@dataclass
+class LLMDemoResult:
+    """What :func:`run_llm_demo` produced.
+
+    Attributes:
+        agreement: the judge's verdicts against the span labels (:class:`~rankwise.relevance.agreement.Agreement`).
+        effects: metric -> ``{"span": mean, "llm": mean, "verdict_effect": llm - span}`` (same chunks, same
+            order: the whole difference is due to the verdicts).
+        summary: the judge run's :class:`~rankwise.relevance.llm_judge.JudgeSummary`.
+        sentence: what this agreement means, in words.
+        expected_seconds / seconds: stated before the run / taken.
+    """
+
+    model: str
+    base_url: str
+    questions: int
+    k: int
+    agreement: Any
+    effects: dict[str, dict[str, float]]
+    summary: Any
+    sentence: str
+    expected_seconds: float
+    seconds: float
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def agreement_sentence(agr: Any, model: str = "Gemma 3 270M") -> str:
+    """What an agreement of a small judge with the span labels means, in words (never a verdict where
+    kappa is undefined).
+
+    Example:
+        >>> from rankwise.relevance.agreement import Agreement
+        >>> agreement_sentence(Agreement("span", "llm", 10, 2, {}, [[0, 7], [0, 3]], None, None, None, 0))[:59]
+        "Cohen's kappa is undefined: the judge called every compared"
+    """
+    if agr.b_relevant_rate in (0.0, 1.0):
+        said = "relevant" if agr.b_relevant_rate else "not relevant"
+        kappa = "undefined" if agr.kappa is None else f"{agr.kappa:.2f}"
+        return (f"Cohen's kappa is {kappa}: the judge called every compared chunk {said}, so its verdicts "
+                "carry no information about which chunks hold the answer. " + _small(model))
+    if agr.kappa is None:  # the labels are all one class: no chance-corrected agreement to give
+        return (f"Cohen's kappa is undefined: the span labels call every compared chunk "
+                f"{'relevant' if agr.a_relevant_rate else 'not relevant'}, so this slice cannot show whether "
+                "the judge tells relevant from not. " + _small(model))
+    k = agr.kappa
+    band = ("no agreement beyond chance" if k <= 0.0 else "slight agreement" if k < 0.2 else "fair agreement"
+            if k < 0.4 else "moderate agreement" if k < 0.6 else "substantial agreement")
+    ci = (f" (95% CI {agr.kappa_ci[0]:.2f} to {agr.kappa_ci[1]:.2f}, {agr.n} chunks)" if agr.kappa_ci
+          else f" ({agr.n} chunks)")
+    return f"Cohen's kappa {k:.2f}{ci}: {band} with the span labels. " + _small(model)
+
+
+def _small(model: str) -> str:
+    return (f"{model} is a 270M-parameter model: it shows the judge's machinery working offline (prompts, "
+            "constrained JSON, parsing, caching, agreement), not verdicts to trust. Published agreement of "
+            "large LLM judges with human relevance labels is kappa 0.3-0.65; use a strong model, and audit "
+            "it against labels like this, before its metrics decide anything.")
+
+
+def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local", questions: int = 4, k: int = 5,
+                 dataset: str = "kestrel", quiet: bool = False, announce: Any = None,
+                 server: Any = None) -> LLMDemoResult:
+    """Judge the BM25 top ``k`` of the first ``questions`` Kestrel questions with the local model, then
+    compare its verdicts with the span labels. ``announce(text)`` receives the time estimate before the
+    run starts (and nothing when ``quiet``). ``server``: a running :class:`~rankwise.llm.local.LocalServer`
+    to use (default: one is started, and stopped after). Writes ``<out>/judge-local/records.jsonl`` (both verdict
+    sources), ``summary.json`` and the verdict cache ``judge.sqlite`` (a rerun is answered from it).
+
+    Example:
+        >>> result = run_llm_demo("rankwise-demo", questions=2, quiet=True)  # doctest: +SKIP
+        >>> result.agreement.n  # doctest: +SKIP
+        10
+    """
+    from rankwise.errors import InputError
+
+    if judge not in JUDGES:
+        raise InputError(f"unknown judge {judge!r}; choose one of {', '.join(JUDGES)}", field="judge")
+    if questions < 1 or k < 1:
+        raise InputError("the slice needs at least 1 question and k >= 1", field="questions" if questions < 1 else "k")
+    t0 = time.perf_counter()
+    folder = Path(out) / f"judge-{judge}"
+    records = _slice_records(dataset, questions, k, quiet)
+    n = sum(len(r.chunks) for r in records)
+    expected = llm_demo_seconds(n, judge)
+    if announce is not None and not quiet:
+        announce(f"judging {n} chunks ({len(records)} questions x top {k}) with the local model: about "
+                 f"{_duration(expected)} ({LOCAL_SECONDS_PER_VERDICT:g} s per verdict measured on a busy 2-core "
+                 f"machine, plus the server's start; less on a quiet one)")
+    summary, model, base_url = _judge_locally(records, folder, quiet, server)
+    return _compare(records, folder, summary, model, base_url, k, expected, time.perf_counter() - t0)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _slice_records(dataset: str, questions: int, k: int, quiet: bool) -> list:
+    """Per-case records of the BM25 top ``k`` for the first ``questions`` questions, with span verdicts."""
+    from rankwise.datasets import load_bundled_corpus, load_bundled_testset
+    from rankwise.metrics.rag import evaluate_rag
+    from rankwise.retrieval import run_retrievers
+
+    docs = load_bundled_corpus(dataset)
+    cases = list(load_bundled_testset(dataset))[:questions]
+    retrieved = run_retrievers(docs, {c.id: c.question for c in cases}, ["bm25"], k=k, chunk_size=500,
+                               chunk_overlap=50, quiet=quiet)["bm25"]
+    return list(evaluate_rag(_cases(cases, retrieved), "span", k=[k], metrics=[f"precision@{k}"]).records)
+
+
+def _judge_locally(records: list, folder: Path, quiet: bool, server: Any = None):
+    """Judge every chunk on the local server: reference mode, binary, one request at a time (the server
+    runs one at a time anyway, and consecutive requests of a question then reuse their shared prompt
+    prefix). The server is started here unless ``server`` is given, and not at all when the verdict cache
+    already holds every verdict (a rerun)."""
+    import contextlib
+
+    from rankwise.llm.config import as_llm_config
+    from rankwise.llm.local import LOCAL_MODEL, local_server
+    from rankwise.progress import progress
+    from rankwise.relevance.llm_judge import judge_records
+
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def config(model: str, base_url: str):
+        return as_llm_config(model=model, base_url=base_url, api_key="unused", env={}, mode="reference",
+                             concurrency=1, timeout=300.0, cache=folder / "judge.sqlite")
+
+    with contextlib.ExitStack() as stack:
+        if server is None and _calls_needed(records, config(LOCAL_MODEL, "http://127.0.0.1:9/v1")) == 0:
+            return judge_records(records, config=config(LOCAL_MODEL, "http://127.0.0.1:9/v1")), LOCAL_MODEL, \
+                "the local server (not started: every verdict was in the cache)"
+        srv = server if server is not None else stack.enter_context(local_server(n_ctx=4096))
+        total = sum(len(r.chunks) for r in records)
+        with progress("judging", total, quiet=quiet, transient=True, eta=True) as advance:
+            summary = judge_records(records, config=config(srv.model, srv.base_url), progress=advance)
+    return summary, srv.model, srv.base_url
+
+
+def _calls_needed(records: list, config: Any) -> int:
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.relevance.llm_judge import Judge, cases_from_records
+
+    with VerdictCache(config.cache) as store:
+        return Judge.from_config(config, store).plan(cases_from_records(records)).calls
+
+
+def _compare(records: list, folder: Path, summary: Any, model: str, base_url: str, k: int, expected: float,
+             seconds: float) -> LLMDemoResult:
+    from rankwise.analysis.probe import probe_records
+    from rankwise.data.records import write_records
+    from rankwise.relevance.agreement import agreement
+
+    agr = agreement(records, "span", "llm")
+    comp = probe_records(records, ["span", "llm"], [f"{m}@{k}" if m != "mrr" else m for m in LLM_DEMO_METRICS],
+                         k=k)
+    effects = {name: {key: row[key] for key in ("span", "llm", "verdict_effect")} for name, row in comp.mean.items()}
+    files = {"records": str(write_records(records, folder / "records.jsonl")),
+             "cache": str(folder / "judge.sqlite"), "summary": str(folder / "summary.json")}
+    result = LLMDemoResult(model, base_url, len(records), k, agr, effects, summary, agreement_sentence(agr),
+                           expected, seconds, files)
+    Path(files["summary"]).write_text(json.dumps({
+        "model": model, "questions": len(records), "k": k, "agreement": agr.to_dict(), "verdict_effect": effects,
+        "judge": summary.to_dict() if hasattr(summary, "to_dict") else None, "sentence": result.sentence,
+        "expected_seconds": expected, "seconds": seconds}, indent=2, default=str), encoding="utf-8")
+    return result
