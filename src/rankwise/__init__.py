@@ -47,7 +47,7 @@ _EXPORTS = {
     "synth": "rankwise.testsets.synth", "pool": "rankwise.testsets.pool",
     "import_testset": "rankwise.testsets.importers", "export_testset": "rankwise.testsets.importers",
     "run_retrieval": "rankwise.retrieval.pipeline", "run_retriever": "rankwise.adapters.run",
-    "load_traces": "rankwise.traces.load", "import_traces": "rankwise.traces.load",
+    "load_traces": "rankwise.data.traces.load", "import_traces": "rankwise.data.traces.load",
     "sweep": "rankwise.workflows.sweep",
     # judgement about the numbers
     "compare": "rankwise.analysis.compare", "gate": "rankwise.analysis.gate",

@@ -1,7 +1,7 @@
 """Evaluate the retriever you already have: LangChain, LlamaIndex, Haystack or any callable.
 
 :func:`run_retriever` runs it over a test set and keeps, per chunk, rank, score, a stable id (see
-:mod:`rankwise.adapters.ids`), document id, text, offsets and metadata, and per question the latency;
+:mod:`rankwise.data.ids`), document id, text, offsets and metadata, and per question the latency;
 the records it gives are scored by :func:`rankwise.evaluate_rag` with any verdict source — ``span``
 scores any framework's chunking against span-labelled passages. No framework is imported here.
 
@@ -15,8 +15,6 @@ Example:
 """
 
 from rankwise.adapters.check import AdapterCheck, check_adapter, rerank_records
-from rankwise.adapters.ids import ID_STRATEGIES, looks_random, resolve_id, text_id
-from rankwise.adapters.items import RawItem, to_item
 from rankwise.adapters.run import (
     AdapterRun,
     RetrieverRandomIdWarning,
@@ -25,6 +23,8 @@ from rankwise.adapters.run import (
     detect,
     run_retriever,
 )
+from rankwise.data.ids import ID_STRATEGIES, looks_random, resolve_id, text_id
+from rankwise.data.items import RawItem, to_item
 
 __all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverRandomIdWarning",
            "RetrieverShortListWarning", "build_retriever", "check_adapter",

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankwise._words import count
-from rankwise.adapters.ids import text_id
 from rankwise.adapters.run import AdapterRun, build_retriever, run_retriever
+from rankwise.data.ids import text_id
 from rankwise.data.records import CaseRecord
 
 __all__ = ["AdapterCheck", "check_adapter", "rerank_records"]

@@ -12,7 +12,7 @@ Nothing here imports LangChain, LlamaIndex or Haystack: the retriever is recogni
 - a Haystack ``Pipeline`` (``run`` and ``inputs()``): every component with a ``query`` input gets the
   question (and ``top_k`` = k where it has one), the documents are read from the output that holds them;
 - a Haystack component (``run(query=..., top_k=...)`` returning ``{"documents": [...]}``);
-- any callable ``query -> list[item]`` (items as :func:`rankwise.adapters.items.to_item` reads them).
+- any callable ``query -> list[item]`` (items as :func:`rankwise.data.items.to_item` reads them).
 
 Each query is tried ``1 + retries`` times with exponential backoff; a query that still fails is kept as
 a record with no chunks and its error in ``record.extra["retrieval"]`` (scored as unscorable, counted).
@@ -34,12 +34,13 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.adapters.ids import ID_STRATEGIES, looks_random, normalise_text, resolve_id
-from rankwise.adapters.items import DOC_ID_KEYS, RawItem, to_item
-from rankwise.data.records import CaseRecord, ChunkRecord, as_records, write_records
+from rankwise.data.ids import ID_STRATEGIES, looks_random, normalise_text
+from rankwise.data.items import RawItem, item_chunk, to_item
+from rankwise.data.questions import records_queries
+from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError
 
-__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "records_queries", "RetrieverRandomIdWarning",
+__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "RetrieverRandomIdWarning",
            "RetrieverShortListWarning", "short_list_warning", "item_chunk"]
 
 
@@ -317,49 +318,6 @@ class AdapterRun:
         raise KeyError(case_id)
 
 
-def _known_fields(rows: list) -> list:
-    """Rows with only the test-set fields: a question file may carry its own (``kind``, ``tags``...)."""
-    from rankwise.data.testset import KNOWN_FIELDS
-
-    return [{k: v for k, v in r.items() if k in KNOWN_FIELDS} if isinstance(r, Mapping) else r for r in rows]
-
-
-def records_queries(testset: Any) -> list[CaseRecord]:
-    """Empty records (question + ground truth) from a test set, records, or a ``{case_id: question}`` mapping.
-
-    A question file needs no retrieved contexts (that is what the retriever is for), and fields of its own
-    (``kind``, ``tags``...) are left aside.
-
-    Example:
-        >>> [r.question for r in records_queries({"q1": "capital of France?"})]
-        ['capital of France?']
-    """
-    from rankwise.data.records import is_records_file, records_from_testset
-    from rankwise.data.testset import testset_from_rows
-
-    if isinstance(testset, Mapping) and testset and all(isinstance(v, str) for v in testset.values()):
-        return [CaseRecord(id=str(k), question=v) for k, v in testset.items()]
-    if (isinstance(testset, (str, PathLike)) and Path(testset).suffix.lower() in (".jsonl", ".ndjson")
-            and Path(testset).is_file() and not is_records_file(testset)):
-        from rankwise.data._text import iter_json_lines
-
-        rows = list(iter_json_lines(Path(testset)))
-        records = records_from_testset(testset_from_rows(_known_fields([o for _, o in rows]), source=str(testset),
-                                                         lines=[n for n, _ in rows]))
-    elif (isinstance(testset, (list, tuple)) and testset and all(isinstance(r, Mapping) for r in testset)
-          and not any("chunks" in r for r in testset)):
-        records = records_from_testset(testset_from_rows(_known_fields(list(testset))))
-    else:
-        records = as_records(testset)
-    for r in records:
-        if not r.question:
-            raise InputError(f"case {r.id!r} has no question to retrieve for", field="question")
-        r.chunks = []
-        r.passages_found, r.scores, r.status = {}, {}, {}
-        r.extra.pop("retrieval", None)
-    return records
-
-
 def _json_safe(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
@@ -370,41 +328,6 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     if depth < 4 and isinstance(value, (list, tuple)):
         return [_json_safe(v, depth + 1) for v in value]
     return str(value)
-
-
-def _doc_id(item: RawItem, doc_id_key: str | None) -> str | None:
-    if item.doc_id is not None:
-        return item.doc_id
-    keys = ((doc_id_key,) if doc_id_key else ()) + DOC_ID_KEYS
-    for key in keys:
-        v = item.metadata.get(key)
-        if v not in (None, ""):
-            return str(v)
-    return None
-
-
-def item_chunk(item: RawItem, rank: int, *, doc_id_key: str | None = None, id_strategy: str = "auto",
-               id_key: str | None = None) -> tuple[ChunkRecord, str, str | None]:
-    """One retrieved item as a chunk at a rank: document id, offsets and id by the rules of
-    :mod:`rankwise.adapters.ids`; also the id rule used and, for impossible offsets (dropped), what they were.
-
-    Example:
-        >>> chunk, rule, bad = item_chunk(to_item({"text": "Paris", "metadata": {"source": "d1", "start_index": 4}}), 1)
-        >>> chunk.id, rule, bad
-        ('d1#4-9', 'offset', None)
-    """
-    doc_id = _doc_id(item, doc_id_key)
-    start, end = item.start, item.end
-    if start is not None and end is None and item.text is not None:
-        end = start + len(item.text)
-    bad = None
-    if start is not None and (start < 0 or end is None or end < start):
-        bad = f"start {start}, end {end}"
-        start = end = None  # eval-rag would refuse the record: the chunk is kept without offsets
-    cid, rule = resolve_id(item.native_id, item.metadata, doc_id, start, end, item.text, strategy=id_strategy,
-                           id_key=id_key)
-    return ChunkRecord(rank=rank, id=cid, text=item.text, doc_id=doc_id, start=start, end=end,
-                       score=item.score), rule, bad
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -560,9 +483,9 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
             ``{case_id: question}``. Ground truth (reference passages with offsets, reference ids) is kept.
         k: chunks kept per question (vector stores and Haystack retrievers are asked for k).
         concurrency: questions in flight at once.
-        id_key: a metadata field holding a stable chunk id (rule 2 of :mod:`rankwise.adapters.ids`).
+        id_key: a metadata field holding a stable chunk id (rule 2 of :mod:`rankwise.data.ids`).
         doc_id_key: a metadata field holding the document id (tried before ``doc_id``, ``source``, ...).
-        id_strategy: ``auto`` (the order of :mod:`rankwise.adapters.ids`) or one rule forced:
+        id_strategy: ``auto`` (the order of :mod:`rankwise.data.ids`) or one rule forced:
             ``id``, ``id_key``, ``offset``, ``text``.
         retries: extra attempts per question after a failure (backoff ``backoff * 2**attempt`` seconds).
         timeout: seconds one attempt may take (None: no limit).

@@ -35,7 +35,7 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, forc
     """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
     set: one case per trace, one retrieval call per retriever span."""
     from rankwise._outputs import check_outputs
-    from rankwise.traces import import_traces, write_testset
+    from rankwise.data.traces import import_traces, write_testset
 
     check_outputs({"--out": output}, [traces, testset], force=force)
     imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
@@ -69,7 +69,7 @@ def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key,
     (span id, document position, label, score, explanation) for Phoenix."""
     from rankwise._outputs import check_outputs
     from rankwise.data.records import load_records
-    from rankwise.traces import document_evaluations, import_traces, write_document_evaluations
+    from rankwise.data.traces import document_evaluations, import_traces, write_document_evaluations
 
     check_outputs({"--phoenix": out}, [records, traces, testset], force=force)
     imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)

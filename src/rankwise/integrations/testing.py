@@ -210,7 +210,8 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
 
 def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: Mapping[str, Any]) -> list:
     """Per-case records of ``retriever`` (a rankwise pipeline spec, or a framework retriever / callable)."""
-    from rankwise.adapters.run import records_queries, run_retriever
+    from rankwise.adapters.run import run_retriever
+    from rankwise.data.questions import records_queries
     from rankwise.retrieval.pipeline import RetrieverSpec
 
     if isinstance(retriever, (str, RetrieverSpec)):

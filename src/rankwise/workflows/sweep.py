@@ -202,7 +202,7 @@ class SweepResult:
 
 def _load_inputs(corpus: Any, testset: Any, qrels: Any, split: str):
     """(corpus, empty case records, qrels or None, questions left out for want of judgements)."""
-    from rankwise.adapters.run import records_queries
+    from rankwise.data.questions import records_queries
     from rankwise.retrieval.pipeline import as_corpus
 
     if testset is None and isinstance(corpus, (str, PathLike)) and Path(corpus).is_dir():

@@ -1,4 +1,4 @@
-"""``import_traces`` / ``load_traces``: a trace export as a RAG test set (see :mod:`rankwise.traces.readers`)."""
+"""``import_traces`` / ``load_traces``: a trace export as a RAG test set (see :mod:`rankwise.data.traces.readers`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data.testset import TestSet
-from rankwise.traces.readers import read_spans
-from rankwise.traces.spans import TraceImport, assemble
+from rankwise.data.traces.readers import read_spans
+from rankwise.data.traces.spans import TraceImport, assemble
 
 __all__ = ["import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
 
@@ -24,7 +24,7 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
 
     Args:
         path: OTLP JSON, console-exporter JSON, a Phoenix span dataframe (.parquet), LangSmith runs or MLflow
-            traces (see :mod:`rankwise.traces.readers`).
+            traces (see :mod:`rankwise.data.traces.readers`).
         format: ``auto`` (from the suffix and the first JSON value), ``otlp``, ``console``, ``phoenix``,
             ``langsmith`` or ``mlflow``.
         testset: a RAG test set whose cases give reference passages / ids to the traces they match (by a
@@ -51,7 +51,7 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
 
 def _ground_truth(testset: Any) -> TestSet:
     """The labels' test set read as a question file is (its retrieved contexts not needed, its own fields aside)."""
-    from rankwise.adapters.run import records_queries
+    from rankwise.data.questions import records_queries
 
     if isinstance(testset, TestSet):
         return testset
@@ -85,7 +85,7 @@ def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
 
     Example:
         >>> import os, tempfile
-        >>> from rankwise.traces.spans import Span, assemble
+        >>> from rankwise.data.traces.spans import Span, assemble
         >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
         ...                source="<spans>")
         >>> write_testset(imp, os.path.join(tempfile.mkdtemp(), "t.jsonl")).read_text().startswith('{"id": "t1"')

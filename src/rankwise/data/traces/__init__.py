@@ -6,15 +6,19 @@ question is the root span's input, its response the root's output. Chunk ids fol
 traced retriever scores as it does through :func:`rankwise.adapters.run_retriever`. See docs/traces.md.
 
 Example:
-    >>> from rankwise.traces import TRACE_FORMATS
+    >>> from rankwise.data.traces import TRACE_FORMATS
     >>> TRACE_FORMATS[:3]
     ('auto', 'otlp', 'console')
 """
 
-from rankwise.traces.evaluations import DocumentEvaluations, document_evaluations, write_document_evaluations
-from rankwise.traces.load import TraceSkipWarning, import_traces, load_traces, write_testset
-from rankwise.traces.readers import TRACE_FORMATS, read_spans
-from rankwise.traces.spans import TraceImport
+from rankwise.data.traces.evaluations import (
+           DocumentEvaluations,
+           document_evaluations,
+           write_document_evaluations,
+)
+from rankwise.data.traces.load import TraceSkipWarning, import_traces, load_traces, write_testset
+from rankwise.data.traces.readers import TRACE_FORMATS, read_spans
+from rankwise.data.traces.spans import TraceImport
 
 __all__ = ["DocumentEvaluations", "TRACE_FORMATS", "TraceImport", "TraceSkipWarning",
            "document_evaluations", "import_traces", "load_traces", "read_spans", "write_document_evaluations",

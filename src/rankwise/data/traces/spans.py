@@ -1,12 +1,12 @@
 """From spans to test cases: every retriever span under one root trace becomes one retrieval call of one case.
 
-The readers (:mod:`rankwise.traces.readers`) turn each format's spans into :class:`Span`; :func:`assemble`
+The readers (:mod:`rankwise.data.traces.readers`) turn each format's spans into :class:`Span`; :func:`assemble`
 groups them by trace, orders a trace's retriever spans by start time and builds one
 :class:`~rankwise.data.testset.TestCase` per trace, in time order (id: the trace id; a trace matched to a test-set
 case takes that case's id, ``#2``, ``#3`` added for later traces of the same question). A trace with one retriever call is an
 ordinary single-list case (its chunks are that call's list, so its numbers equal the adapter path's); a trace
 with several keeps them as ``case.calls`` (:class:`~rankwise.data.testset.RetrievalCall`) and its chunks are the
-merged list. Chunk ids follow the adapters' rules (:func:`rankwise.adapters.run.item_chunk`).
+merged list. Chunk ids follow the adapters' rules (:func:`rankwise.data.items.item_chunk`).
 
 What cannot be a case is skipped and counted, never dropped unsaid: a trace with no retriever span, a retriever
 span with no documents, a trace with no root span (kept; its question is then its first call's query).
@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankwise.adapters.items import to_item
-from rankwise.adapters.run import item_chunk
+from rankwise.data.items import item_chunk, to_item
 from rankwise.data.testset import ReferencePassage, RetrievalCall, TestCase, TestSet, merge_calls
 from rankwise.errors import InputError
 
@@ -58,7 +57,7 @@ class Span:
 
 @dataclass
 class TraceImport:
-    """What :func:`rankwise.traces.import_traces` read: the test set, every case's calls (a single-call case's
+    """What :func:`rankwise.data.traces.import_traces` read: the test set, every case's calls (a single-call case's
     one call too, for its span id), what was skipped.
 
     Example:

@@ -1,4 +1,4 @@
-"""Trace readers: each format's spans as :class:`~rankwise.traces.spans.Span`. Plain JSON needs no tracing package.
+"""Trace readers: each format's spans as :class:`~rankwise.data.traces.spans.Span`. Plain JSON needs no tracing package.
 
 - ``otlp``: OTLP JSON as the OpenTelemetry file exporters write it (``resourceSpans`` → ``scopeSpans`` →
   ``spans``, attributes as ``{key, value: AnyValue}`` lists; one request per file or one per line);
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data._text import check_surrogates, decode_text, read_bytes
+from rankwise.data.traces.spans import ANSWER_KEYS, CASE_ID_KEYS, QUESTION_KEYS, Span, text_of
 from rankwise.errors import InputError
-from rankwise.traces.spans import ANSWER_KEYS, CASE_ID_KEYS, QUESTION_KEYS, Span, text_of
 
 __all__ = ["TRACE_FORMATS", "read_spans", "detect_format"]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from rankwise.data.records import CaseRecord
 from rankwise.data.testset import chunk_key
+from rankwise.data.traces.spans import TraceImport
 from rankwise.errors import InputError
-from rankwise.traces.spans import TraceImport
 
 __all__ = ["DocumentEvaluations", "document_evaluations", "write_document_evaluations", "EVALUATION_COLUMNS"]
 
@@ -63,12 +63,12 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
                          records_source: str = "<records>") -> DocumentEvaluations:
     """Each record's verdicts on the documents of the traced retriever spans they were read from.
 
-    Records and traces pair by case id (as :func:`rankwise.traces.import_traces` named them); within a
+    Records and traces pair by case id (as :func:`rankwise.data.traces.import_traces` named them); within a
     single-call case by rank, within a multi-call case by chunk key (id, else span, else text: the verdict on
     the merged list's chunk goes to every call that retrieved it).
 
     Example:
-        >>> from rankwise.traces.spans import Span, assemble
+        >>> from rankwise.data.traces.spans import Span, assemble
         >>> from rankwise.data.records import ChunkRecord, Verdict
         >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
         ...                source="<spans>")

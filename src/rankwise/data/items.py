@@ -14,7 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RawItem", "to_item", "DOC_ID_KEYS", "START_KEYS", "END_KEYS"]
+from rankwise.data.ids import resolve_id
+from rankwise.data.records import ChunkRecord
+
+__all__ = ["RawItem", "to_item", "doc_id_of", "item_chunk", "DOC_ID_KEYS", "START_KEYS", "END_KEYS"]
 
 #: metadata fields read as the document id, in this order (after an explicit ``doc_id_key``)
 DOC_ID_KEYS = ("doc_id", "document_id", "source", "source_id", "file_path", "file_name", "ref_doc_id")
@@ -138,3 +141,44 @@ def to_item(obj: Any, score: float | None = None) -> RawItem:
         return RawItem(text=str(obj.text), native_id=_str_or_none(getattr(obj, "id", None)), score=score)
     raise TypeError(f"cannot read a retrieved item of type {type(obj).__name__}: expected a LangChain Document, "
                     "a LlamaIndex NodeWithScore, a Haystack Document, a (item, score) pair, a dict or a string")
+
+
+def doc_id_of(item: RawItem, doc_id_key: str | None = None) -> str | None:
+    """The item's document id: its own, else ``doc_id_key`` or the first of :data:`DOC_ID_KEYS` in its metadata.
+
+    Example:
+        >>> doc_id_of(to_item({"text": "x", "metadata": {"source": "d1"}}))
+        'd1'
+    """
+    if item.doc_id is not None:
+        return item.doc_id
+    keys = ((doc_id_key,) if doc_id_key else ()) + DOC_ID_KEYS
+    for key in keys:
+        v = item.metadata.get(key)
+        if v not in (None, ""):
+            return str(v)
+    return None
+
+
+def item_chunk(item: RawItem, rank: int, *, doc_id_key: str | None = None, id_strategy: str = "auto",
+               id_key: str | None = None) -> tuple[ChunkRecord, str, str | None]:
+    """One retrieved item as a chunk at a rank: document id, offsets and id by the rules of
+    :mod:`rankwise.data.ids`; also the id rule used and, for impossible offsets (dropped), what they were.
+
+    Example:
+        >>> chunk, rule, bad = item_chunk(to_item({"text": "Paris", "metadata": {"source": "d1", "start_index": 4}}), 1)
+        >>> chunk.id, rule, bad
+        ('d1#4-9', 'offset', None)
+    """
+    doc_id = doc_id_of(item, doc_id_key)
+    start, end = item.start, item.end
+    if start is not None and end is None and item.text is not None:
+        end = start + len(item.text)
+    bad = None
+    if start is not None and (start < 0 or end is None or end < start):
+        bad = f"start {start}, end {end}"
+        start = end = None  # eval-rag would refuse the record: the chunk is kept without offsets
+    cid, rule = resolve_id(item.native_id, item.metadata, doc_id, start, end, item.text, strategy=id_strategy,
+                           id_key=id_key)
+    return ChunkRecord(rank=rank, id=cid, text=item.text, doc_id=doc_id, start=start, end=end,
+                       score=item.score), rule, bad

@@ -1,0 +1,23 @@
+"""Evaluate the retrieval in your traces (face of :mod:`rankwise.data.traces`): OpenInference (OTLP JSON,
+console exporter, Phoenix Parquet), LangSmith runs and MLflow traces as RAG test sets, and verdicts back as
+Phoenix document evaluations. See docs/traces.md.
+
+Example:
+    >>> import rankwise.traces as traces
+    >>> callable(traces.load_traces) and "phoenix" in traces.TRACE_FORMATS
+    True
+"""
+
+from rankwise.data.traces import (  # noqa: F401  (the face)
+    TRACE_FORMATS,
+    DocumentEvaluations,
+    TraceImport,
+    TraceSkipWarning,
+    __all__,  # noqa: F401
+    document_evaluations,
+    import_traces,
+    load_traces,
+    read_spans,
+    write_document_evaluations,
+    write_testset,
+)
