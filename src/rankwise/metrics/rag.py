@@ -182,7 +182,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         >>> r.mean["precision@2"], r.records[0].verdicts("containment")
         (0.5, [1, 0])
     """
-    ks = _checked_cutoffs(k, unscorable, incomplete)
+    ks = checked_cutoffs(k, unscorable, incomplete)
     if metrics:
         parse_measures(metrics)  # a misspelt name stops before any judging
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
@@ -249,8 +249,14 @@ def _defaults(records: list[CaseRecord], ks: list[int], relevance: str) -> list[
     return default_rag_metrics(ks, relevance, calls=any(r.calls for r in records), hops=hops)
 
 
-def _checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: str) -> list[int]:
-    """``evaluate_rag``'s cutoffs (default 1, 3, 5, 10), sorted; bad cutoffs or policies raise."""
+def checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: str) -> list[int]:
+    """``evaluate_rag``'s cutoffs (default 1, 3, 5, 10), sorted; bad cutoffs or policies raise (one check for
+    both engines: :func:`rankwise.spark.rag.evaluate_rag` calls it too).
+
+    Example:
+        >>> checked_cutoffs([10, 1, 5], "zero", "skip")
+        [1, 5, 10]
+    """
     for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
         if value not in ("zero", "skip"):
             raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)

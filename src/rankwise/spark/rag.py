@@ -25,7 +25,7 @@ from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns, note_undefined
-from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, none_scorable, rag_summary
+from rankwise.metrics.rag import checked_cutoffs, default_rag_metrics, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.spark.io import check_workers, require_pyspark
@@ -245,13 +245,7 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
 
     if not hasattr(cases, "mapInArrow"):
         raise InputError(f"cases must be a Spark DataFrame, got {type(cases).__name__}", field="cases")
-    for name, value in (("unscorable", unscorable), ("incomplete", incomplete)):
-        if value not in ("zero", "skip"):
-            raise InputError(f"{name} must be 'zero' or 'skip', not {value!r}", field=name)
-    k = DEFAULT_KS if k is None else k
-    ks = [k] if isinstance(k, int) else sorted({int(x) for x in k})
-    if not ks or min(ks) < 1:
-        raise InputError("cutoffs k must be integers >= 1", field="k")
+    ks = checked_cutoffs(k, unscorable, incomplete)
     if isinstance(metrics, str):
         metrics = [metrics]
     measures = parse_measures(metrics or default_rag_metrics(ks, relevance))

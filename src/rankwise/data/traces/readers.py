@@ -269,22 +269,30 @@ def _otlp(values: list[tuple[int, Any]], source: Path) -> list[Span]:
     return spans
 
 
+def _each(values: list[tuple[int, Any]]):
+    """Each object of each line with the field prefix naming it: a line holds one object or a list of them."""
+    for line, doc in values:
+        if isinstance(doc, list):
+            for k, item in enumerate(doc):
+                yield line, f"[{k}].", item
+        else:
+            yield line, "", doc
+
+
 def _console(values: list[tuple[int, Any]], source: Path) -> list[Span]:
     spans = []
-    for line, doc in values:
-        for k, sp in enumerate(doc if isinstance(doc, list) else [doc]):
-            where = f"[{k}]." if isinstance(doc, list) else ""
-            kw = {"source": source, "line": line}
-            ctx = _need(sp, "context", Mapping, where=where, what="the span context", **kw)
-            attrs = sp.get("attributes") or {}
-            if not isinstance(attrs, Mapping):
-                raise InputError("expected an object of attributes", field=f"{where}attributes", **kw)
-            spans.append(_oi_span(
-                attrs, trace_id=_span_id(ctx.get("trace_id"), field=f"{where}context.trace_id", **kw),
-                span_id=_span_id(ctx.get("span_id"), field=f"{where}context.span_id", **kw),
-                parent_id=_span_id(sp.get("parent_id"), field=f"{where}parent_id", optional=True, **kw),
-                name=sp.get("name"), kind=None,
-                start=_time_ns(sp.get("start_time"), field=f"{where}start_time", **kw), where=where, **kw))
+    for line, where, sp in _each(values):
+        kw = {"source": source, "line": line}
+        ctx = _need(sp, "context", Mapping, where=where, what="the span context", **kw)
+        attrs = sp.get("attributes") or {}
+        if not isinstance(attrs, Mapping):
+            raise InputError("expected an object of attributes", field=f"{where}attributes", **kw)
+        spans.append(_oi_span(
+            attrs, trace_id=_span_id(ctx.get("trace_id"), field=f"{where}context.trace_id", **kw),
+            span_id=_span_id(ctx.get("span_id"), field=f"{where}context.span_id", **kw),
+            parent_id=_span_id(sp.get("parent_id"), field=f"{where}parent_id", optional=True, **kw),
+            name=sp.get("name"), kind=None,
+            start=_time_ns(sp.get("start_time"), field=f"{where}start_time", **kw), where=where, **kw))
     return spans
 
 
@@ -396,18 +404,16 @@ def _doc_mapping(d: Any, *, source, line, where: str) -> dict:
 
 def _mlflow(values: list[tuple[int, Any]], source: Path) -> list[Span]:
     spans = []
-    for line, doc in values:
-        for k, trace in enumerate(doc if isinstance(doc, list) else [doc]):
-            base = f"[{k}]." if isinstance(doc, list) else ""
-            kw = {"source": source, "line": line}
-            info = _need(trace, "info", Mapping, where=base, what="the trace info", **kw)
-            data = _need(trace, "data", Mapping, where=base, what="the trace data", **kw)
-            trace_meta = {}
-            for key in ("tags", "trace_metadata"):
-                if isinstance(info.get(key), Mapping):
-                    trace_meta.update(info[key])
-            for i, sp in enumerate(_need(data, "spans", list, where=f"{base}data.", what="the list of spans", **kw)):
-                spans.append(_mlflow_span(sp, info, trace_meta, where=f"{base}data.spans[{i}].", **kw))
+    for line, base, trace in _each(values):
+        kw = {"source": source, "line": line}
+        info = _need(trace, "info", Mapping, where=base, what="the trace info", **kw)
+        data = _need(trace, "data", Mapping, where=base, what="the trace data", **kw)
+        trace_meta = {}
+        for key in ("tags", "trace_metadata"):
+            if isinstance(info.get(key), Mapping):
+                trace_meta.update(info[key])
+        for i, sp in enumerate(_need(data, "spans", list, where=f"{base}data.", what="the list of spans", **kw)):
+            spans.append(_mlflow_span(sp, info, trace_meta, where=f"{base}data.spans[{i}].", **kw))
     return spans
 
 
