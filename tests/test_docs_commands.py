@@ -579,18 +579,12 @@ def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
     _check(name, tmp_path, monkeypatch, shared_data, spark=False)
 
 
-@pytest.fixture(scope="module")
-def spark_workdir(tmp_path_factory) -> Path:
-    """One folder for every page's Spark commands: the Spark session of the process stays in the folder
-    it started in and reads relative paths from there, so the pages share it."""
-    return tmp_path_factory.mktemp("spark-docs")
-
-
 @pytest.mark.parametrize("name", _pages_with_commands(spark=True))
-def test_page_spark_commands_run_as_shown(name, spark_workdir, monkeypatch, shared_data):
-    """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process)."""
+def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
+    """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process), each page in
+    its own folder: relative paths are read from the current folder, not the one the Spark session started in."""
     pytest.importorskip("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
-    _check(name, spark_workdir, monkeypatch, shared_data, spark=True)
+    _check(name, tmp_path, monkeypatch, shared_data, spark=True)
 
 
 # ------------------------------------------------------------------------------------ the pages themselves

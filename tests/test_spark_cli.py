@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 import rankwise
 from _inprocess import run_cli
@@ -86,19 +87,26 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
     written = [json.loads(line) for p in sorted((tmp_path / "records").glob("part-*")) for line in
                p.read_text().splitlines()]
     assert sorted(r["id"] for r in written) == sorted(r.id for r in local.records)
-    # an error inside the job: one line on stderr, exit code 2
+    # an error inside the job: one line on stderr, exit code 2 (the job's own entry point, in-process on the
+    # run's session: the spark-submit process boundary is checked above)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "retrieved_contexts": ["x"]}\n{"id": "a", "retrieved_contexts": ["y"]}\n')
-    cmd = [str(spark_submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", submit.__file__,
-           "eval-rag", str(bad)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=600)
-    assert done.returncode == 2, done.stderr[-2000:]
-    # spark-submit passes the Python driver's output on through its own (stdout when piped)
-    lines = (done.stdout + "\n" + done.stderr).replace("\r", "\n").splitlines()
-    errors = [line for line in lines if line.startswith("rankwise-spark: error:")]
-    assert errors == ["rankwise-spark: error: <spark cases>: field 'id': case id 'a' appears twice"], \
-        done.stderr[-2000:]
-    assert "Traceback" not in done.stderr + done.stdout
+    done = CliRunner().invoke(submit.main, ["eval-rag", str(bad)])
+    assert done.exit_code == 2, done.output
+    errors = [line for line in done.output.splitlines() if line.startswith("rankwise-spark: error:")]
+    assert errors == ["rankwise-spark: error: <spark cases>: field 'id': case id 'a' appears twice"], done.output
+    assert "Traceback" not in done.output
+
+
+def test_relative_paths_are_read_from_the_current_folder(tmp_path, monkeypatch):
+    """The run's Spark session started in another folder: a relative path is still this folder's file (Spark
+    alone would read it against its JVM's working directory)."""
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\n")
+    monkeypatch.chdir(tmp_path)
+    done = rankwise_cli("eval", "qrels.txt", "run.trec", "-m", "map", "--format", "trec", "--engine", "spark")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "map                   \tall\t0.5000\n"
 
 
 def test_spark_engine_prints_the_runid_line_of_the_local_engine(tmp_path):
@@ -128,9 +136,15 @@ import rankwise.spark as rs
 from rankwise.errors import RankwiseError
 from rankwise.spark import io as spark_io
 out = {}
+# rankwise's own local session: as many shuffle partitions as local threads, unless the conf says otherwise
+# (first: pyspark's SparkSession.builder keeps the options of earlier sessions)
+ours = rs.session("local[3]", conf={"spark.ui.enabled": "false"})
+out["partitions"] = ours.conf.get("spark.sql.shuffle.partitions")
+ours.stop()
 for python in sys.argv[2:]:
     os.environ["PYSPARK_PYTHON"] = python  # as a user's SparkSession.builder picks it up
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     qrels = spark.createDataFrame([("q1", "d1", 1), ("q2", "d3", 1)], ["query_id", "doc_id", "relevance"])
@@ -180,6 +194,7 @@ def test_workers_that_cannot_import_rankwise_get_one_sentence(tmp_path):
     assert result[workers["other"]] == {"error": f"Spark's Python workers ({sys.executable}) import rankwise 0.0.1, "
                                                  f"the driver {rankwise.__version__}: the numbers could differ; {todo}"}
     assert result[workers["good"]] == {"map": 0.75, "P@1": 0.5, "checked": True}
+    assert result["partitions"] == "3"
     assert "Py4JJavaError" not in done.stderr and "Traceback" not in done.stderr
 
 

@@ -40,7 +40,9 @@ def session(master: str | None = None, *, app_name: str = "rankwise", conf: dict
     """The active SparkSession, or a new one on ``master`` (``local[2]``, ``yarn``, ``spark://...``).
 
     In local mode the Python workers run this interpreter (``PYSPARK_PYTHON`` defaults to
-    ``sys.executable``), so they import the same rankwise.
+    ``sys.executable``), so they import the same rankwise, and ``spark.sql.shuffle.partitions`` defaults to
+    the local threads (``local[4]``: 4) rather than Spark's 200, unless ``conf`` or ``spark-submit --conf``
+    sets it: on one machine 200 groups of queries cost 200 Python tasks (tens of seconds for a few queries).
 
     Example:
         >>> spark = session("local[2]", conf={"spark.sql.shuffle.partitions": 4})  # doctest: +SKIP
@@ -57,7 +59,14 @@ def session(master: str | None = None, *, app_name: str = "rankwise", conf: dict
         builder = builder.master(master)
     for key, value in (conf or {}).items():
         builder = builder.config(key, str(value))
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    sc = spark.sparkContext
+    if sc.master.startswith("local") and not sc.getConf().contains(_PARTITIONS) and _PARTITIONS not in (conf or {}):
+        spark.conf.set(_PARTITIONS, str(sc.defaultParallelism))
+    return spark
+
+
+_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 _CHECKED: set[str] = set()  # the Spark applications whose Python workers import this rankwise
@@ -110,6 +119,17 @@ def check_workers(spark) -> None:
     _CHECKED.add(app)
 
 
+def spark_path(path: str) -> str:
+    """``path`` as Spark should be given it: a local path made absolute, since Spark resolves a relative one
+    against its JVM's working directory (where the session started), not the current one; URIs unchanged.
+
+    Example:
+        >>> spark_path("s3://bucket/run/")
+        's3://bucket/run/'
+    """
+    return path if _REMOTE.match(path) else os.path.abspath(path)
+
+
 def _is_parquet(path: str) -> bool:
     p = Path(path)
     if p.suffix.lower() in (".parquet", ".pq"):
@@ -125,7 +145,7 @@ def _trec(spark, path: str, fields: list[str], minimum: int, exact: bool):
     a problem message naming the line's text."""
     from pyspark.sql import functions as F
 
-    text = spark.read.text(path)
+    text = spark.read.text(spark_path(path))
     parts = F.split(F.trim(F.regexp_replace(F.col("value"), _WS, " ")), " ")
     df = text.select(F.col("value").alias("_line"), parts.alias("_f"))
     df = df.where((F.trim(F.col("_line")) != "") & ~F.col("_f")[0].startswith("#"))
@@ -167,9 +187,9 @@ def read_qrels(spark, path: str | os.PathLike):
     if not Path(path).exists() and not _REMOTE.match(path):
         raise InputError("no such file", source=path)
     if _is_parquet(path):
-        return _check_columns(spark.read.parquet(path), ["query_id", "doc_id", "relevance"], path)
+        return _check_columns(spark.read.parquet(spark_path(path)), ["query_id", "doc_id", "relevance"], path)
     if Path(path).suffix.lower() in (".csv", ".tsv"):
-        df = spark.read.csv(path, header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
+        df = spark.read.csv(spark_path(path), header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
         df = _rename(df, {"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"})
         df = _check_columns(df, ["query_id", "doc_id", "relevance"], path)
         grade = F.expr("try_cast(relevance as bigint)")
@@ -198,12 +218,12 @@ def read_run(spark, path: str | os.PathLike):
     if not Path(path).exists() and not _REMOTE.match(path):
         raise InputError("no such file", source=path)
     if _is_parquet(path):
-        df = spark.read.parquet(path)
+        df = spark.read.parquet(spark_path(path))
         wanted = ["query_id", "doc_id", "score"] if "score" in df.columns or "rank" not in df.columns \
             else ["query_id", "doc_id", "rank"]
         return _check_columns(df, wanted, path)
     if Path(path).suffix.lower() in (".csv", ".tsv"):
-        df = spark.read.csv(path, header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
+        df = spark.read.csv(spark_path(path), header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
         df = _rename(df, {"query-id": "query_id", "qid": "query_id", "corpus-id": "doc_id", "docid": "doc_id"})
         df = _check_columns(df, ["query_id", "doc_id", "score"], path)
         score = F.expr("try_cast(score as double)")

@@ -98,12 +98,13 @@ def main() -> None:
 def eval_job(qrels, run, metrics, relevance_level, missing, master, buckets, output, per_query_out, depth):
     """Score RUN against QRELS on Spark; prints (or writes) the JSON summary and means."""
     from rankwise.metrics.registry import split_metric_list
+    from rankwise.spark.io import spark_path
 
     names = [n for v in metrics for n in split_metric_list(v)] or None
     result = evaluate_files(qrels, run, names, relevance_level=relevance_level, missing=missing, master=master,
                             buckets=buckets, depth=depth)
     if per_query_out:
-        result.per_query.write.mode("overwrite").parquet(per_query_out)
+        result.per_query.write.mode("overwrite").parquet(spark_path(per_query_out))
     _write_json(result.to_json(), output)
 
 
@@ -121,17 +122,17 @@ def eval_job(qrels, run, metrics, relevance_level, missing, master, buckets, out
 def eval_rag_job(cases, relevance, ks, metrics, unscorable, incomplete, master, output, records_out):
     """Score a RAG test set or records (JSONL; or a Parquet test set) on Spark."""
     from rankwise.metrics.registry import split_metric_list
-    from rankwise.spark.io import _is_parquet, require_pyspark
+    from rankwise.spark.io import _is_parquet, require_pyspark, spark_path
     from rankwise.spark.rag import evaluate_rag
 
     require_pyspark()
     spark = _session(master)
-    frame = spark.read.parquet(cases) if _is_parquet(cases) else spark.read.text(cases)
+    frame = spark.read.parquet(spark_path(cases)) if _is_parquet(cases) else spark.read.text(spark_path(cases))
     names = [n for v in metrics for n in split_metric_list(v)] or None
     result = evaluate_rag(frame, relevance, k=list(ks) or None, metrics=names, unscorable=unscorable,
                           incomplete=incomplete)
     if records_out:
-        result.records.write.mode("overwrite").text(records_out)
+        result.records.write.mode("overwrite").text(spark_path(records_out))
     _write_json(result.to_eval_result().to_json(), output)
 
 
