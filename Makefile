@@ -13,11 +13,13 @@ demo-llm: setup
 	@scripts/setup.sh --local-llm
 	.venv/bin/rankwise demo --judge local
 
-# the suite on $(TEST_WORKERS) processes (pytest-xdist), each test file whole on one worker
+# the suite on $(TEST_WORKERS) processes (pytest-xdist): each test file whole on one worker, the Spark tests
+# together on one, the slowest first (tests/conftest.py); bytecode cached, as Python does by default, so the
+# suite's many `rankwise` processes do not each compile the package again
 TEST_WORKERS ?= 2
 test:
 	@scripts/setup.sh --test
-	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= .venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 	.venv/bin/ruff check src tests benchmarks
 
 lint: setup

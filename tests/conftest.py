@@ -64,3 +64,47 @@ def _private_caches(tmp_path_factory):
         else:
             os.environ[key] = value
 
+
+
+# ---------------------------------------------------------------------------------- two workers, one finish
+# `make test` runs `pytest -n 2 --dist loadgroup`, scheduled here: every test file is one group (one worker runs it
+# whole, so a module's fixtures start once), except that the Spark tests form one group (one JVM per run, not one
+# per worker), and the groups are handed out slowest first (measured with `--durations`), so that the two workers
+# finish together rather than one idling while the other runs a long file last. (pytest-xdist's own loadgroup
+# reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer allows.)
+SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.py", "tests/test_sweep.py",
+                 "tests/test_integrations_docs.py", "tests/test_sigterm.py", "tests/test_position_curve.py",
+                 "tests/test_docs_ppi.py", "tests/test_fuzz_inputs.py", "tests/test_adapters_frameworks.py",
+                 "tests/test_batch_api.py", "tests/test_judge_faults.py", "tests/test_synth.py",
+                 "tests/test_integrations_mlflow.py", "tests/test_exit.py", "tests/test_cross_encoder.py",
+                 "tests/test_llm_cli.py", "tests/test_traces.py", "tests/test_trec_eval_binary.py",
+                 "tests/test_output_guard.py", "tests/test_llm_rerank.py", "tests/test_llm_judge.py",
+                 "tests/test_ranking.py", "tests/test_utility.py"]
+SPARK = ("tests/test_spark.py", "tests/test_spark_cli.py", "tests/test_docs_commands.py::test_page_spark_commands")
+
+
+def group_of(nodeid: str) -> str:
+    """The group a test runs in: ``spark`` for the tests that start Spark, else its file."""
+    return "spark" if nodeid.startswith(SPARK) else nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The slowest groups first (a stable sort: a file's tests keep their order)."""
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``: whole groups (``group_of``) to a worker, in collection order."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return Groups(config, log)

@@ -1,6 +1,6 @@
 """Every LLM feature against a real local server: llama.cpp's OpenAI-compatible server (llama-cpp-python[server])
-with the packaged Gemma 3 270M model, started once for this file (rankwise.llm.local; under
-``pytest -n 2 --dist loadfile`` a file runs whole on one worker, so this is one server per test session).
+with the packaged Gemma 3 270M model, started once for this file (rankwise.llm.local; under ``make test``
+a file runs whole on one worker, tests/conftest.py, so this is one server per test session).
 
 These tests check the protocol and the pipeline, not the model's wisdom (a 270M model's verdicts are near
 chance): every reply parsed or counted as failed, records written, the usage and cost equal to what the
