@@ -119,6 +119,7 @@ class State:
     requests: int = 0
     by_kind: Counter = field(default_factory=Counter)
     prompts: Counter = field(default_factory=Counter)  # how often each exact prompt was seen
+    max_tokens: Counter = field(default_factory=Counter)  # the output caps the requests asked for
     apologies: float = 0.0  # this share of answer prompts (by hash) gets an apology the first time it is seen
 
     def configure(self, cfg: dict[str, Any]) -> None:
@@ -178,6 +179,7 @@ def make_app(state: State):
         users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
         text = unfence(users[-1] if users else "")  # the system prompt names the tags: read the user message only
         state.requests += 1
+        state.max_tokens[body.get("max_tokens", body.get("max_completion_tokens"))] += 1
         if state.latency:
             await asyncio.sleep(state.latency)
         digest = hashlib.sha256(text.encode()).hexdigest()
@@ -197,12 +199,14 @@ def make_app(state: State):
 
     def stats() -> dict[str, Any]:
         return {"requests": state.requests, "by_kind": dict(state.by_kind),
-                "repeated_prompts": sum(1 for n in state.prompts.values() if n > 1)}
+                "repeated_prompts": sum(1 for n in state.prompts.values() if n > 1),
+                "max_tokens": {str(k): n for k, n in state.max_tokens.items()}}
 
     def reset() -> None:
         state.requests = 0
         state.by_kind.clear()
         state.prompts.clear()
+        state.max_tokens.clear()
 
     def config(body: dict[str, Any]) -> dict[str, Any]:
         state.configure(body)

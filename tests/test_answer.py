@@ -88,6 +88,30 @@ def test_token_budget_cuts_the_context_and_says_so(generator, tmp_path):
         assert info["truncated"]["dropped_ranks"] == list(range(expected.ranks[-1] + 1, 5))
 
 
+def test_max_tokens_caps_each_answer_and_is_its_own_cache_entry(generator, tmp_path):
+    """--max-tokens is the answer's output cap as sent (default 256); an answer asked with another cap is
+    another request (not the cache's), and utility and the LLM checker keep their own caps."""
+    cases = synthetic_cases(3, k=2, seed=5)
+    generator.configure(key=key_of(cases))
+    ts = write_cases(cases, tmp_path / "ts.jsonl")
+    generator.reset()
+    r = _answer(generator, ts, tmp_path, "-k", "2")
+    assert r.exit_code == 0, r.output
+    assert generator.stats()["max_tokens"] == {"256": 3}
+    generator.reset()
+    r = _answer(generator, ts, tmp_path, "-k", "2", "--max-tokens", "24", "--score", "llm", out="b.jsonl")
+    assert r.exit_code == 0, r.output
+    assert "3 ok (0 from the cache)" in r.output
+    assert generator.stats()["max_tokens"] == {"24": 3, "300": 3}  # the answers, then their checks
+    generator.reset()
+    r = _run("utility", ts, "--model", "sim", "--base-url", generator.base_url, "--cache", tmp_path / "c.sqlite",
+             "--records", tmp_path / "u.jsonl", "--score", "f1", "--max-tokens", "24", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert generator.stats()["max_tokens"] == {"24": generator.stats()["requests"]}
+    r = _answer(generator, ts, tmp_path, "-k", "2", "--max-tokens", "0", out="c.jsonl")
+    assert r.exit_code == 2 and "--max-tokens" in r.output
+
+
 def test_answer_needs_records_and_dry_run_calls_nothing(generator, tmp_path):
     cases = synthetic_cases(7, k=5)
     ts = write_cases(cases, tmp_path / "ts.jsonl")

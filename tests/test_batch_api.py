@@ -37,13 +37,20 @@ def _testset(path: Path, n_cases: int = 3) -> Path:
     return path
 
 
-@pytest.fixture
-def server():
+@pytest.fixture(scope="module")
+def _batch_server():
     srv = start_server()
     try:
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def server(_batch_server):
+    """One server process for the file, its state (files, batches, settings, counts) reset for each test."""
+    _batch_server.reset()
+    return _batch_server
 
 
 @pytest.fixture(autouse=True)
@@ -101,8 +108,8 @@ def test_restart_mid_poll_resumes_without_resubmitting(server, tmp_path):
     proc.wait(timeout=10)
     assert server.call("/stats")["creates"] == 1
     server.call("/config", {"polls": 0})  # the batch ends at the next poll
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(main, cmd[3:], env={"RANKWISE_BATCH_POLL": "0.05"})  # the restart: in-process
+    assert done.exit_code == 0, done.output
     assert "(resumed)" in done.stdout and "batch batch_1: completed" in done.stdout
     stats = server.call("/stats")
     assert stats["creates"] == 1 and stats["uploads"] == 1 and stats["chat"] == 0
@@ -288,8 +295,8 @@ def test_kill_after_second_batch_created_restart_creates_only_the_third(server, 
     assert _parts(tmp_path / "c.sqlite") == [(0, 3, 0, 5, "batch_1", "submitted"), (1, 3, 5, 5, "batch_2", "submitted"),
                                              (2, 3, 10, 2, None, "pending")]
     server.call("/config", {"stall_upload_from": None})
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(main, cmd[3:])  # the restart: in-process (the kill is what needs a process)
+    assert done.exit_code == 0, done.output
     stats = server.call("/stats")
     assert (stats["uploads"], stats["creates"], stats["chat"]) == (3, 3, 0)  # only the 3rd created, no online call
     assert [c["first"] for c in stats["created"]] == ["r0", "r5", "r10"]

@@ -53,9 +53,9 @@ def local():
         yield srv
 
 
-def _judge(local, tmp_path, *, prices=None, **settings):
+def _judge(local, tmp_path, *, prices=None, cache="c.sqlite", **settings):
     return Judge(Endpoint(local.model, local.base_url, "unused"), JudgeSettings(**settings),
-                 CallPolicy(concurrency=1, timeout=120, max_retries=1), VerdictCache(tmp_path / "c.sqlite"), prices)
+                 CallPolicy(concurrency=1, timeout=120, max_retries=1), VerdictCache(tmp_path / cache), prices)
 
 
 def _post(local, body):
@@ -102,11 +102,32 @@ def test_judge_single_binary_with_reference(local, tmp_path):
     if first.status == "ok" and s.repairs == 0:
         assert raw["prompt_tokens"] == first.prompt_tokens
     assert raw["prompt_tokens"] > 100
-    # the next run on this endpoint starts at the remembered level: no refused request
-    again = _judge(local, tmp_path, mode="question").run([JudgeCase("q2", QUESTION, CHUNKS[:1])])
+    # the next run on this endpoint (the memory is beside the cache: same folder, another cache, so the
+    # chunk is asked again; the same prompt as the one sent by hand, so the server reuses it whole) starts
+    # at the remembered level: no refused request
+    again = _judge(local, tmp_path, cache="c2.sqlite", mode="reference").run([JudgeCase("q2", QUESTION, CHUNKS[:1],
+                                                                                       REFERENCE)])
     a = again.summary
     assert a.response_format == TAKES and a.ok + a.failed == 1
     assert a.requests == 1 + a.repairs + a.fresh_calls  # no refused json_schema probe this time
+
+
+def test_context_overflow_is_a_counted_failure_and_the_rest_is_judged(local, tmp_path):
+    """A chunk too long for the model's context: failed at once with the server's reason (no retry, no run
+    abort); in a batch, the batch falls back to per-chunk calls and the chunk that fits is judged. (Right after
+    the test above: the chunk that fits is the prompt the server evaluated last, so it is reused whole.)"""
+    huge = "The observatory archive lists every visitor by name. " * 230  # 12,000+ characters
+    judge = _judge(local, tmp_path, mode="reference", batch=True)
+    started = time.monotonic()
+    r = judge.run([JudgeCase("q1", QUESTION, [CHUNKS[0], huge], REFERENCE)])
+    s = r.summary
+    small, big = r.verdicts["q1"]
+    assert small.status == "ok" and big.status == "failed"
+    assert big.error.startswith("context length exceeded: the server said: ")
+    assert f"the chunk is {len(huge):,} characters" in big.error and "cutting nothing" in big.error
+    assert s.failures == {"context length exceeded": 1} and s.retries == 0 and s.batch_fallbacks == 1
+    assert s.http_errors.get("context length", 0) == 2  # the batch call and the chunk's own call
+    assert time.monotonic() - started < 60
 
 
 def _testset(path: Path, chunks, *, reference=REFERENCE) -> Path:
@@ -137,23 +158,6 @@ def test_judge_batched_graded_without_reference_writes_records(local, tmp_path):
     assert "replies asked as json_object+schema: the endpoint refused json_schema" in r.output
 
 
-def test_context_overflow_is_a_counted_failure_and_the_rest_is_judged(local, tmp_path):
-    """A chunk too long for the model's context: failed at once with the server's reason (no retry, no run
-    abort); in a batch, the batch falls back to per-chunk calls and the chunk that fits is judged."""
-    huge = "The observatory archive lists every visitor by name. " * 230  # 12,000+ characters
-    judge = _judge(local, tmp_path, mode="reference", batch=True)
-    started = time.monotonic()
-    r = judge.run([JudgeCase("q1", QUESTION, [CHUNKS[0], huge], REFERENCE)])
-    s = r.summary
-    small, big = r.verdicts["q1"]
-    assert small.status == "ok" and big.status == "failed"
-    assert big.error.startswith("context length exceeded: the server said: ")
-    assert f"the chunk is {len(huge):,} characters" in big.error and "cutting nothing" in big.error
-    assert s.failures == {"context length exceeded": 1} and s.retries == 0 and s.batch_fallbacks == 1
-    assert s.http_errors.get("context length", 0) == 2  # the batch call and the chunk's own call
-    assert time.monotonic() - started < 60
-
-
 def test_answer_cuts_to_max_context_tokens_and_says_what_was_cut(local, tmp_path):
     """`rankwise answer`: the context is cut to --max-context-tokens (so the prompt fits), the records say
     what was cut, and the answer's tokens are counted."""
@@ -161,7 +165,7 @@ def test_answer_cuts_to_max_context_tokens_and_says_what_was_cut(local, tmp_path
     ts = _testset(tmp_path / "ts.jsonl", [CHUNKS[0], long, CHUNKS[1]])
     r = _cli("answer", ts, "-k", 3, "--max-context-tokens", 120, "--model", local.model, "--base-url",
              local.base_url, "--cache", tmp_path / "c.sqlite", "--records", tmp_path / "a.jsonl", "--timeout", 120,
-             "--quiet")
+             "--max-tokens", 16, "--quiet")  # a 16-token answer: the model would otherwise ramble to 256
     assert r.exit_code == 0, r.output
     (rec,) = load_records(tmp_path / "a.jsonl")
     info = rec.extra["answer"]
@@ -175,7 +179,7 @@ def test_utility_verdicts_per_chunk(local, tmp_path):
     """`rankwise utility`: one answer per chunk alone, scored against the reference: a verdict or a failure each."""
     ts = _testset(tmp_path / "ts.jsonl", CHUNKS[:1])
     r = _cli("utility", ts, "--model", local.model, "--base-url", local.base_url, "--cache", tmp_path / "c.sqlite",
-             "--records", tmp_path / "u.jsonl", "--score", "f1", "--timeout", 120, "--quiet")
+             "--records", tmp_path / "u.jsonl", "--score", "f1", "--timeout", 120, "--max-tokens", 16, "--quiet")
     assert r.exit_code == 0, r.output
     (rec,) = load_records(tmp_path / "u.jsonl")
     for chunk in rec.chunks:
@@ -248,19 +252,19 @@ def local_llm(local):
 def demo_run(local_llm, tmp_path_factory):
     out = tmp_path_factory.mktemp("demo-llm")
     said: list[str] = []
-    result = run_llm_demo(out, questions=2, k=2, quiet=False, announce=said.append, server=local_llm)
+    result = run_llm_demo(out, questions=1, k=2, quiet=False, announce=said.append, server=local_llm)
     return out, result, said
 
 
 def test_llm_demo_judges_every_chunk_of_the_slice(demo_run):
     out, result, said = demo_run
     s = result.summary
-    assert (s.cases, s.chunks) == (2, 4)
-    assert s.ok + s.failed + s.missing == 4 and s.missing == 0
+    assert (s.cases, s.chunks) == (1, 2)
+    assert s.ok + s.failed + s.missing == 2 and s.missing == 0
     assert s.requests >= s.ok  # one request per verdict at least (pointwise), repairs on top
     assert s.prompt_tokens > 0 and s.completion_tokens > 0
-    assert said == [f"judging 4 chunks (2 questions x top 2) with the local model: about "
-                    f"{llm_demo_seconds(4):.0f} s (24 s per verdict measured on a busy 2-core machine, plus "
+    assert said == [f"judging 2 chunks (1 question x top 2) with the local model: about "
+                    f"{llm_demo_seconds(2):.0f} s (24 s per verdict measured on a busy 2-core machine, plus "
                     f"the server's start; less on a quiet one)"]
 
 
@@ -269,7 +273,7 @@ def test_llm_demo_agreement_and_metrics_are_the_records_own(demo_run):
 
     out, result, _ = demo_run
     records = load_records(out / "judge-local" / "records.jsonl")
-    assert [sorted(c.verdicts) for r in records for c in r.chunks] == [["llm", "span"]] * 4
+    assert [sorted(c.verdicts) for r in records for c in r.chunks] == [["llm", "span"]] * 2
     again = agreement(records, "span", "llm")
     assert again.to_dict() == result.agreement.to_dict()
     assert result.agreement.n == result.summary.ok  # every judged chunk compared, the failed ones counted
@@ -286,15 +290,14 @@ def test_llm_demo_agreement_and_metrics_are_the_records_own(demo_run):
 
 def test_llm_demo_cli_rerun_is_answered_from_the_cache(demo_run):
     out, result, _ = demo_run
-    done = subprocess.run([sys.executable, "-m", "rankwise.cli", "demo", "--judge", "local", "--questions", "2",
-                           "-k", "2", "--out", str(out), "--force"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    args = ["demo", "--judge", "local", "--questions", "1", "-k", "2", "--out", str(out), "--force"]
+    done = CliRunner().invoke(main, args)  # in-process; the real console script's streams: the --quiet run below
+    assert done.exit_code == 0, done.output
     assert "not started: every verdict was in the cache" in done.stdout
     assert f"verdicts: {result.summary.ok} ok ({result.summary.ok} from cache, 0 new)" in done.stdout
     assert "agreement of llm with span: " in done.stdout and "270M-parameter" in done.stdout
-    assert "judging 4 chunks (2 questions x top 2)" in done.stderr  # the estimate, before the run
-    quiet = subprocess.run([sys.executable, "-m", "rankwise.cli", "demo", "--judge", "local", "--questions", "2",
-                            "-k", "2", "--out", str(out), "--force", "--quiet"], capture_output=True, text=True,
+    assert "judging 2 chunks (1 question x top 2)" in done.stderr  # the estimate, before the run
+    quiet = subprocess.run([sys.executable, "-m", "rankwise.cli", *args, "--quiet"], capture_output=True, text=True,
                            timeout=300)
     assert quiet.returncode == 0 and quiet.stderr == ""
 

@@ -1,7 +1,7 @@
 """SIGTERM is handled like Ctrl-C (issue 20, item 8): ``timeout``, CI runners and container stops send
 SIGTERM. Every command that pays for calls, run as a real process against a loopback server with latency
 and sent SIGTERM mid-run, exits 143 with Ctrl-C's one-line message, keeps what it had in its records (or
-output) and cache, and a rerun asks only for the rest."""
+output) and cache, and a rerun (in-process: the signal is what needs a real process) asks only for the rest."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from rankwise.cli import main
 from rankwise.data.records import load_records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,6 +66,13 @@ def _term_when(proc: subprocess.Popen, ready, limit: float = 60.0) -> tuple[str,
         pytest.fail("did not stop within 20 s of SIGTERM")
 
 
+def _rerun(args):
+    """The rerun after SIGTERM, in-process: the signal is what needs a real process, not the resume."""
+    again = CliRunner().invoke(main, [str(a) for a in args])
+    assert again.exit_code == 0, again.output
+    return again
+
+
 def _rows(path: Path, table: str = "verdicts") -> int:
     try:
         with sqlite3.connect(str(path)) as db:
@@ -106,9 +115,7 @@ def test_judge(srv, tmp_path):
     assert len(ok) == done
     srv.reset()
     srv.configure(latency=0.0)
-    again = subprocess.run([sys.executable, "-m", "rankwise.cli", *map(str, args)], env=ENV, capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
+    again = _rerun(args)
     assert srv.stats()["requests"] == 240 - done  # only the rest is asked
     assert f"verdicts: 240 ok ({done} from cache, {240 - done} new)" in again.stdout
 
@@ -139,9 +146,7 @@ def test_pool(srv, tmp_path):
     assert len(judged) == done
     srv.reset()
     srv.configure(latency=0.0)
-    again = subprocess.run([sys.executable, "-m", "rankwise.cli", *map(str, args)], env=ENV, capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
+    _rerun(args)
     assert srv.stats()["requests"] == 120 - done
 
 
@@ -174,9 +179,7 @@ def test_generator_commands(generator, tmp_path, command):
         assert len(verdicts) == had
     first = generator.stats()["requests"]
     generator.configure(latency=0.0)
-    again = subprocess.run([sys.executable, "-m", "rankwise.cli", *map(str, args)], env=ENV, capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
+    _rerun(args)
     repeated = generator.stats()["repeated_prompts"]
     assert repeated <= 4  # only the calls in flight at SIGTERM (--concurrency 4) are asked again
     assert generator.stats()["requests"] == total + repeated  # every reply had was kept: not asked again
@@ -201,9 +204,7 @@ def test_synth(synth_srv, tmp_path):
     kept = decided()
     assert 6 <= kept < 40
     synth_srv.configure(latency=0.0)
-    again = subprocess.run([sys.executable, "-m", "rankwise.cli", *map(str, args)], env=ENV, capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
+    _rerun(args)
     stats = synth_srv.stats()
     assert stats["repeated"] <= 2  # the calls in flight at SIGTERM, at most --concurrency
     assert stats["generations"] - stats["repeated"] == 40

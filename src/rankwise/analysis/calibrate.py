@@ -130,16 +130,22 @@ def _pair_matrices(x: np.ndarray, y: np.ndarray, binary: bool) -> tuple[np.ndarr
     return sx * sy, np.abs(sx), np.abs(sy)
 
 
+def _quadratic(weights: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """c'Mc for each row c of ``weights``, as a matrix product (BLAS; numpy's einsum of the same is a plain
+    triple loop, ~10x slower at 1,000 resamples). Exact either way: the weights are whole numbers and M's
+    entries multiples of 1/2, so every partial sum is exact and the order of summation changes nothing."""
+    return ((weights @ m) * weights).sum(axis=1)
+
+
 def _statistics(x: np.ndarray, y: np.ndarray, binary: bool, weights: np.ndarray) -> np.ndarray:
     """Kendall's tau-b (or the AUC) of x against y for each row of case weights; NaN where undefined."""
     num_m, a_m, b_m = _pair_matrices(x, y, binary)
-    num = np.einsum("bi,ij,bj->b", weights, num_m, weights)
+    num = _quadratic(weights, num_m)
     with np.errstate(invalid="ignore", divide="ignore"):
         if binary:
             den = (weights @ a_m) * (weights @ b_m)
         else:
-            den = np.sqrt(np.einsum("bi,ij,bj->b", weights, a_m, weights)
-                          * np.einsum("bi,ij,bj->b", weights, b_m, weights))
+            den = np.sqrt(_quadratic(weights, a_m) * _quadratic(weights, b_m))
         out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
     return out
 

@@ -73,6 +73,9 @@ def _generator_options(dry_run: str):
                                                          "(default: --model)."),
         click.option("--graded-score", is_flag=True, help="With --score llm: grade 0-3 (score = grade/3)."),
         click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write."),
+        click.option("--max-tokens", type=click.IntRange(min=1), default=None,
+                     help="Cap each answer at this many output tokens (default 256); an answer cut there is "
+                          "kept as it is."),
     ]
 
     def decorate(func):
@@ -89,7 +92,8 @@ def _make_generators(opts: dict, *, need_checker: bool):
     from rankwise.llm.generate import Generator, load_gen_prompt
 
     cfg = _llm_config(opts)
-    gen = Generator.from_config(cfg, load_gen_prompt("answer", path=opts["prompt_file"]), max_cost=opts["max_cost"])
+    gen = Generator.from_config(cfg, load_gen_prompt("answer", path=opts["prompt_file"]), max_cost=opts["max_cost"],
+                                max_tokens=opts["max_tokens"])
     checker = None
     if need_checker:
         ep = cfg.endpoint

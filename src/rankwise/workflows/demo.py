@@ -292,7 +292,8 @@ def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local",
     n = sum(len(r.chunks) for r in records)
     expected = llm_demo_seconds(n, judge)
     if announce is not None and not quiet:
-        announce(f"judging {n} chunks ({len(records)} questions x top {k}) with the local model: about "
+        asked = f"{len(records)} question{'' if len(records) == 1 else 's'}"
+        announce(f"judging {n} chunks ({asked} x top {k}) with the local model: about "
                  f"{_duration(expected)} ({LOCAL_SECONDS_PER_VERDICT:g} s per verdict measured on a busy 2-core "
                  f"machine, plus the server's start; less on a quiet one)")
     summary, model, base_url = _judge_locally(records, folder, quiet, server)
