@@ -4,14 +4,15 @@
 setup:
 	@scripts/setup.sh
 
+# (PYTHONDONTWRITEBYTECODE= : bytecode kept, as Python does by default, where the environment turned it off)
 demo: setup
-	.venv/bin/rankwise demo
+	PYTHONDONTWRITEBYTECODE= .venv/bin/rankwise demo
 
 # the LLM judge with no API key: a local llama.cpp server with Gemma 3 270M judges a slice of the demo's set
 # (the first run builds llama-cpp-python once for this machine: 10+ minutes on 2 cores)
 demo-llm: setup
 	@scripts/setup.sh --local-llm
-	.venv/bin/rankwise demo --judge local
+	PYTHONDONTWRITEBYTECODE= .venv/bin/rankwise demo --judge local
 
 # the suite on $(TEST_WORKERS) processes (pytest-xdist): each test file whole on one worker, the Spark tests
 # together on one, the slowest first (tests/conftest.py); bytecode cached, as Python does by default, so the

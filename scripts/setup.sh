@@ -70,14 +70,16 @@ if ! have test && { [ "$MODE" = test ] || { [ "$MODE" = llm ] && ! have llm; } |
     echo "setup: installing rankwise with its retrieval and report extras (first run takes a minute or two)"
   fi
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  # --no-compile: Python compiles a module when it is first imported (and keeps the bytecode); compiling every
+  # module of PyTorch, transformers and the rest at install time took most of the setup (2+ of its ~5 minutes).
   # PyTorch CPU, pinned exactly: a looser pin pulls a multi-GB CUDA build.
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "torch==2.13.0"
   find_links=()
   if [ "$MODE" = test ] || [ "$MODE" = llm ]; then
     llama_wheel
     find_links=(--find-links "$WHEELS")
   fi
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${find_links[@]}" -e ".[$extras]"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "${find_links[@]}" -e ".[$extras]"
   echo "$want" > "$VENV/.rankwise-$MODE"
 fi
 
