@@ -99,7 +99,6 @@ def run_demo(out: str | PathLike = "rankwise-demo", *, dataset: str = "kestrel",
     from rankwise.datasets import load_bundled_corpus, load_bundled_testset
     from rankwise.metrics.rag import evaluate_rag
     from rankwise.retrieval import run_retrievers
-    from rankwise.retrieval.pipeline import save_run
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -131,14 +130,7 @@ def run_demo(out: str | PathLike = "rankwise-demo", *, dataset: str = "kestrel",
     means = {label: dict(r.mean) for label, r in results.items()}
     winner = max(labels, key=lambda s: means[s][PRIMARY_METRIC])
 
-    files: dict[str, Any] = {"runs": {}, "chunks": {}, "records": {}}
-    out.mkdir(parents=True, exist_ok=True)
-    for label, res in retrieved.items():
-        run_path, chunks_path = save_run(res, out / "runs" / f"{label}.trec")
-        files["runs"][label] = str(run_path)
-        files["chunks"][label] = str(chunks_path)
-        files["records"][label] = str(results[label].write_records(out / "records" / f"{label}.jsonl"))
-
+    files = _write_runs(out, retrieved, results)
     first = next(iter(retrieved.values()))
     settings = {
         "dataset": dataset, "documents": len(docs), "questions": len(testset),
@@ -149,17 +141,7 @@ def run_demo(out: str | PathLike = "rankwise-demo", *, dataset: str = "kestrel",
 
     if html:
         t = time.perf_counter()
-        from rankwise.analysis.ksweep import ksweep_records
-        from rankwise.report.html import write_html_report
-
-        sweeps = [ksweep_records(records, "span", m, max_k=depth) for m in ("wcp", "recall", "ndcg")]
-        files["html"] = str(write_html_report(
-            out / "report.html", comparison, sweeps=sweeps, records=records,
-            title=f"rankwise demo: {dataset} ({len(testset)} questions)",
-            notes=[f"{len(docs)} documents chunked into {len(first.chunks)} chunks of <= {chunk_size} characters "
-                   f"(overlap {chunk_overlap}); relevance: span overlap >= 50% with a ground-truth passage.",
-                   "acp divides by relevant chunks retrieved, not by all relevant passages: read it with recall."],
-        ))
+        files["html"] = str(_write_report(out / "report.html", comparison, records, settings, depth))
         timings["report"] = time.perf_counter() - t
 
     timings["total"] = time.perf_counter() - t0
@@ -168,6 +150,36 @@ def run_demo(out: str | PathLike = "rankwise-demo", *, dataset: str = "kestrel",
     summary_path.write_text(json.dumps(_summary_json(result, retrieved), indent=2), encoding="utf-8")
     files["summary"] = str(summary_path)
     return result
+
+
+def _write_runs(out: Path, retrieved: dict, results: dict) -> dict[str, Any]:
+    """Each system's run (TREC), its chunks and its records under ``out``; their paths."""
+    from rankwise.retrieval.pipeline import save_run
+
+    files: dict[str, Any] = {"runs": {}, "chunks": {}, "records": {}}
+    out.mkdir(parents=True, exist_ok=True)
+    for label, res in retrieved.items():
+        run_path, chunks_path = save_run(res, out / "runs" / f"{label}.trec")
+        files["runs"][label] = str(run_path)
+        files["chunks"][label] = str(chunks_path)
+        files["records"][label] = str(results[label].write_records(out / "records" / f"{label}.jsonl"))
+    return files
+
+
+def _write_report(path: Path, comparison, records: dict, settings: dict, depth: int) -> Path:
+    """The demo's HTML report: the comparison, three k-sweeps and the per-question records."""
+    from rankwise.analysis.ksweep import ksweep_records
+    from rankwise.report.html import write_html_report
+
+    sweeps = [ksweep_records(records, "span", m, max_k=depth) for m in ("wcp", "recall", "ndcg")]
+    return write_html_report(
+        path, comparison, sweeps=sweeps, records=records,
+        title=f"rankwise demo: {settings['dataset']} ({settings['questions']} questions)",
+        notes=[f"{settings['documents']} documents chunked into {settings['chunks']} chunks of <= "
+               f"{settings['chunk_size']} characters (overlap {settings['chunk_overlap']}); relevance: span overlap "
+               ">= 50% with a ground-truth passage.",
+               "acp divides by relevant chunks retrieved, not by all relevant passages: read it with recall."],
+    )
 
 
 def _summary_json(result: DemoResult, retrieved) -> dict:
