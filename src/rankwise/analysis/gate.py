@@ -34,7 +34,7 @@ from rankwise.analysis.significance import CORRECTIONS, correct_pvalues, paired_
 from rankwise.analysis.system_warnings import case_notes, collect_warnings, name_warnings
 from rankwise.errors import InputError, warn
 
-__all__ = ["gate", "GateResult", "MetricCheck", "per_query_values", "parse_floors"]
+__all__ = ["gate", "GateResult", "MetricCheck", "per_query_values", "parse_floors", "read_saved_result", "is_rag_input"]
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,16 @@ def _canonical(metric: str) -> str:
     return parse_measure(metric).name
 
 
-def _read_saved(obj: Any) -> Mapping | None:
+def read_saved_result(obj: Any) -> Mapping | None:
     """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query`` or ``mean`` and
-    ``summary``), else None."""
+    ``summary``), else None.
+
+    Example:
+        >>> read_saved_result({"mean": {"map": 0.5}, "summary": {}})["mean"]
+        {'map': 0.5}
+        >>> read_saved_result("run.trec") is None
+        True
+    """
     if isinstance(obj, Mapping) and ("per_query" in obj or ("mean" in obj and "summary" in obj)):
         return obj
     if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
@@ -138,7 +145,7 @@ def _read_saved(obj: Any) -> Mapping | None:
 
 def _saved_result(obj: Any) -> Mapping | None:
     """The parsed saved result with per-query values if ``obj`` is one, else None (means only: raises)."""
-    saved = _read_saved(obj)
+    saved = read_saved_result(obj)
     if saved is not None and "per_query" not in saved:
         where = str(obj) if isinstance(obj, (str, PathLike)) else None
         raise InputError("the saved result has no per-query values; save it with "
@@ -146,7 +153,13 @@ def _saved_result(obj: Any) -> Mapping | None:
     return saved
 
 
-def _is_rag(obj: Any) -> bool:
+def is_rag_input(obj: Any) -> bool:
+    """Is ``obj`` RAG records or a test set (a list of records / dicts, or a RAG JSONL file) rather than a run?
+
+    Example:
+        >>> is_rag_input([{"id": "q1", "retrieved_contexts": ["a chunk"]}]), is_rag_input({"q1": {"d1": 1.0}})
+        (True, False)
+    """
     from rankwise.data.records import CaseRecord, is_rag_file
 
     if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (CaseRecord, Mapping)):
@@ -175,7 +188,7 @@ def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, rel
         if missing_names:
             raise InputError(f"result has no metric {missing_names[0]!r}", source=where, field="metric")
         return list(obj.per_query.query_ids), np.column_stack([obj.per_query.column(n) for n in names])
-    if relevance is not None or _is_rag(obj):
+    if relevance is not None or is_rag_input(obj):
         from rankwise.metrics.rag import evaluate_rag
 
         extra = {} if min_evidence_chars is None else {"min_evidence_chars": min_evidence_chars}
@@ -386,10 +399,10 @@ def _side(obj: Any, role: str, names: list[str], common: dict[str, Any], loaded:
         ids, values = per_query_values(obj, names, origin=where)
         absent = {str(q) for q in obj.summary.get("missing_queries") or []}
         return _Side(role, where, "ir", ids, values, None, set(ids) - absent, len(set(ids) - absent), absent)
-    saved = _read_saved(obj)
+    saved = read_saved_result(obj)
     if saved is not None:
         return _saved_side(saved, role, where, names)
-    if common["relevance"] is not None or _is_rag(obj):
+    if common["relevance"] is not None or is_rag_input(obj):
         ids, values = per_query_values(obj, names, origin=where, **common)
         return _Side(role, where, "rag", ids, values, None, set(ids), len(ids), set())
     from rankwise.data.load import load_qrels, load_run

@@ -48,16 +48,16 @@ def _append(path: str | PathLike | None, text: str) -> None:
 def _html_report(path: Path, result: GateResult, baseline: Any, candidate: Any, *, qrels: Any,
                  relevance: str | None, labels: Any, metrics: list[str]) -> None:
     """The comparison report when both sides are runs (with qrels) or RAG records; else the gate's page."""
-    from rankwise.analysis.gate import _is_rag, _read_saved
+    from rankwise.analysis.gate import is_rag_input, read_saved_result
 
     notes = [("gate passed" if result.passed else "gate FAILED: " + ", ".join(c.metric for c in result.failed))]
     sides = (baseline, candidate)
     names = ["baseline", "candidate"]
     title = f"rankwise gate: {Path(str(candidate)).name} vs {Path(str(baseline)).name}"
-    if not any(_read_saved(x) is not None for x in sides):
+    if not any(read_saved_result(x) is not None for x in sides):
         from rankwise.report.html import write_html_report
 
-        if relevance is not None or any(_is_rag(x) for x in sides):
+        if relevance is not None or any(is_rag_input(x) for x in sides):
             from rankwise.analysis.compare import compare_records, load_record_sets
 
             source = relevance or "containment"

@@ -168,7 +168,7 @@ def regression_message(result: GateResult, baseline: Any = None, candidate: Any 
 def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: Any, relevance: str | None,
                     labels: Any, gate_options: Mapping[str, Any]) -> Path:
     """Write the candidate's result as the baseline (a ``.json``: scored per query; else the file copied)."""
-    from rankwise.analysis.gate import _is_rag, _read_saved
+    from rankwise.analysis.gate import is_rag_input, read_saved_result
 
     if not isinstance(baseline, (str, PathLike)):
         raise InputError("updating the baseline needs the baseline as a file path", field="baseline")
@@ -181,7 +181,7 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
                              source=str(path), field="baseline")
         shutil.copyfile(candidate, path)
     else:
-        saved = _read_saved(candidate)
+        saved = read_saved_result(candidate)
         if saved is not None:
             text = json.dumps(saved, indent=2)
         else:
@@ -190,7 +190,7 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
             if not names:
                 raise InputError("updating a .json baseline needs the metrics to save", field="metrics")
             level = gate_options.get("relevance_level", 1)
-            if relevance is not None or _is_rag(candidate):
+            if relevance is not None or is_rag_input(candidate):
                 from rankwise.metrics.rag import evaluate_rag
 
                 result = evaluate_rag(candidate, relevance or "containment", metrics=names, labels=labels,
