@@ -245,7 +245,11 @@ def _call_dict(call: CallRecord, chunks: list[ChunkRecord]) -> dict:
 
 def dump_record(record: CaseRecord) -> str:
     """One JSON line (NaN/inf scores are written as null)."""
-    return json.dumps(_finite(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    obj = record.to_dict()
+    try:  # the common case, every number finite: no second walk through the record
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
 
 
 def _finite(obj):
