@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from scipy import stats
 
 import rankwise
 from _synthetic_runs import qrels_dict, system_run, write_trec
@@ -52,6 +51,7 @@ def test_small_example_by_hand():
 
 
 def test_cranfield_means_tests_and_correction(cranfield):
+    from scipy import stats  # here, not at module level: collection would pay its import
     qrels_path, _, runs = cranfield
     r = rankwise.compare(qrels_path, list(runs.values()), METRICS, names=list(runs), test=["t", "wilcoxon",
                                                                                             "randomization"])
@@ -186,6 +186,7 @@ def _wcp3(verdicts: list[int]) -> float:
 
 
 def test_compare_records_matches_cases_by_id():
+    from scipy import stats  # here, not at module level: collection would pay its import
     a = [_record("c1", 0.5, [1, 0, 0]), _record("c2", 0.2, [0, 0, 1]), _record("c3", 1.0, [1, 1, 1])]
     b = [_record("c3", 1.0, [1, 1, 1]), _record("c1", 0.9, [1, 1, 0]), _record("c2", 0.6, [1, 0, 1])]
     r = compare_records({"A": a, "B": b}, "llm", test="t", correction="none")

@@ -10,15 +10,11 @@ import re
 import numpy as np
 import pytest
 
-pytest.importorskip("sentence_transformers")
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
-
-from rankwise.adapters import rerank_records, run_retriever  # noqa: E402
-from rankwise.analysis.compare import compare_records  # noqa: E402
-from rankwise.datasets import bundled_files  # noqa: E402
-from rankwise.metrics.rag import evaluate_rag  # noqa: E402
-from rankwise.retrieval import CrossEncoderScorer, RetrieverSpec, load_corpus, run_retrievers  # noqa: E402
+from rankwise.adapters import rerank_records, run_retriever
+from rankwise.analysis.compare import compare_records
+from rankwise.datasets import bundled_files
+from rankwise.metrics.rag import evaluate_rag
+from rankwise.retrieval import CrossEncoderScorer, RetrieverSpec, load_corpus, run_retrievers
 
 TOP_N, KEEP = 10, 5
 
@@ -33,7 +29,13 @@ def kestrel():
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory, kestrel):
-    """A 2-layer, 32-wide BERT with a one-logit classification head, random weights (seed 0), saved by path."""
+    """A 2-layer, 32-wide BERT with a one-logit classification head, random weights (seed 0), saved by path.
+
+    torch, transformers and sentence_transformers are imported here, not at module level: collecting the
+    suite (every xdist worker collects every module) would otherwise pay their ~10 s import."""
+    pytest.importorskip("sentence_transformers")
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
     corpus, questions = kestrel
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
     words = set()

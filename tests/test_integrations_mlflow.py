@@ -14,7 +14,13 @@ from click.testing import CliRunner
 import rankwise
 from rankwise.cli import main
 
-mlflow = pytest.importorskip("mlflow", reason="rankwise[mlflow]")
+mlflow = None  # the module, imported by the fixture below: at module level collection would pay its ~5 s import
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _mlflow():
+    global mlflow
+    mlflow = pytest.importorskip("mlflow", reason="rankwise[mlflow]")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

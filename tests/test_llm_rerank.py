@@ -10,23 +10,26 @@ import pytest
 
 from _loopback import JSONHandler, chat_completion, serving
 from llm_server import perceive, unfence
-
-pytest.importorskip("openai")
-
-from rankwise.adapters import rerank_records, run_retriever  # noqa: E402
-from rankwise.analysis.compare import compare_records  # noqa: E402
-from rankwise.data import Run  # noqa: E402
-from rankwise.datasets import bundled_files  # noqa: E402
-from rankwise.llm.client import CallPolicy  # noqa: E402
-from rankwise.metrics.rag import evaluate_rag  # noqa: E402
-from rankwise.retrieval import RetrieverSpec, load_corpus, run_retrievers  # noqa: E402
-from rankwise.retrieval.llm_rerank import LLMReranker  # noqa: E402
-from rankwise.retrieval.rerank import rerank  # noqa: E402
+from rankwise.adapters import rerank_records, run_retriever
+from rankwise.analysis.compare import compare_records
+from rankwise.data import Run
+from rankwise.datasets import bundled_files
+from rankwise.llm.client import CallPolicy
+from rankwise.metrics.rag import evaluate_rag
+from rankwise.retrieval import RetrieverSpec, load_corpus, run_retrievers
+from rankwise.retrieval.llm_rerank import LLMReranker
+from rankwise.retrieval.rerank import rerank
 
 TOP_N, KEEP = 10, 5
 QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.S)
 PASSAGE = re.compile(r"<passage>\s*(.*?)\s*</passage>", re.S)
 WORD = re.compile(r"[a-z0-9]{4,}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _openai():
+    """The judge's client needs openai; imported here, not at module level (collection would pay it)."""
+    pytest.importorskip("openai")
 
 
 def words(text: str) -> set[str]:

@@ -162,3 +162,30 @@ def test_descending_keys_order_every_kind_of_double():
     keys = descending_keys(values)
     assert np.argsort(keys, kind="stable").tolist() == [9, 8, 7, 6, 4, 5, 3, 2, 1, 0]
     assert keys[4] == keys[5]  # -0.0 and 0.0 tie, as in C comparisons
+
+
+def _reference_hash(s: bytes) -> int:
+    """string_hashes' definition, byte by byte: the first word (zero-padded) times K1, then each further word
+    (the last one overlapping) times its own constant, XOR-ed in."""
+    from rankwise.data._columns import _FACTORS, _K1
+
+    mask = (1 << 64) - 1
+    h = int.from_bytes(s[:8].ljust(8, b"\0"), "little") * int(_K1) & mask
+    at = 8
+    while at < len(s):
+        pos = len(s) - 8 if len(s) <= at + 8 else at
+        h ^= int.from_bytes(s[pos:pos + 8], "little") * int(_FACTORS[(at // 8) % len(_FACTORS)]) & mask
+        at += 8
+    return h
+
+
+@pytest.mark.parametrize("lengths", [[3, 9, 16, 17, 40], [2, 100_000, 5], [70_000, 65_001, 1, 8, 12, 300] + [20] * 50])
+def test_string_hashes_follow_their_definition_for_long_and_short_ids(lengths):
+    """Long doc ids beside short ones: the few long ones are hashed word-vector at a time, to the same value."""
+    from rankwise.data._columns import string_hashes
+
+    rng = random.Random(len(lengths))
+    ids = ["".join(rng.choice("ab\u00e9") for _ in range(n)) for n in lengths]
+    got = string_hashes(pa.array(ids)).tolist()
+    assert got == [_reference_hash(s.encode()) for s in ids]
+    assert string_hashes(pa.array(["x", *ids]).slice(1)).tolist() == got  # an offset slice hashes alike

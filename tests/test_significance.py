@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from rankwise.analysis.significance import (
     bootstrap_ci,
@@ -92,6 +91,7 @@ def test_randomization_memory_blocks_give_same_answer_as_one_block(monkeypatch):
 # ------------------------------------------------------------------------------------ t and Wilcoxon
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_t_test_equals_scipy(seed):
+    from scipy import stats  # here, not at module level: collection would pay its import
     rng = np.random.default_rng(seed)
     a = rng.uniform(0, 1, size=80)
     b = np.clip(a + rng.normal(0.03, 0.15, size=80), 0, 1)
@@ -105,6 +105,7 @@ def test_t_test_edge_cases():
 
 
 def test_wilcoxon_equals_scipy():
+    from scipy import stats  # here, not at module level: collection would pay its import
     rng = np.random.default_rng(4)
     a = rng.uniform(0, 1, size=50)
     b = a + rng.normal(0.05, 0.2, size=50)

@@ -31,8 +31,13 @@ from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.traces import import_traces, load_traces
 
-pytest.importorskip("openinference.instrumentation.langchain")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _instrumentation():
+    """Every test here needs the instrumentation; imported here, not at module level (collection would pay it)."""
+    pytest.importorskip("openinference.instrumentation.langchain")
 
 METRICS = ["hit_rate@1", "hit_rate@5", "precision@5", "recall@10", "mrr", "ndcg@10", "char_recall@10"]
 QUESTIONS = str(bundled_files("kestrel").questions)

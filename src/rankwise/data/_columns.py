@@ -193,6 +193,7 @@ _K4 = np.uint64(0x27D4EB2F165667C5)
 _K5 = np.uint64(0xBF58476D1CE4E5B9)
 _FACTORS = (_K2, _K3, _K5, np.uint64(0x94D049BB133111EB), np.uint64(0xFF51AFD7ED558CCD),
             np.uint64(0xC4CEB9FE1A85EC53))
+_FACTOR_ARRAY = np.array(_FACTORS, dtype=np.uint64)
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
@@ -252,12 +253,20 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
         # constant (a product's high bits depend on every bit of the word: callers key on them)
         longest = int(lengths.max())
         at = 8
-        while at < longest:
-            rows = np.flatnonzero(lengths > at)
+        rows = np.flatnonzero(lengths > at)  # the strings that still have bytes from ``at`` on
+        while at < longest and len(rows) * 64 >= longest - at:
             tail_word = lengths[rows] <= at + 8  # the last (possibly overlapping) word of the string
             pos = starts[rows] + np.where(tail_word, lengths[rows] - 8, at)
             out[rows] ^= words[pos] * _FACTORS[(at // 8) % len(_FACTORS)]
             at += 8
+            rows = rows[~tail_word]
+        # a few strings much longer than the rest: each one's remaining words at once (the same products
+        # XOR-ed in), not one numpy pass over them per 8 bytes
+        for r in rows.tolist():
+            length = int(lengths[r])
+            ats = np.arange(at, length, 8)
+            pos = int(starts[r]) + np.minimum(ats, length - 8)
+            out[r] ^= np.bitwise_xor.reduce(words[pos] * _FACTOR_ARRAY[(ats // 8) % len(_FACTORS)])
     return h
 
 

@@ -388,7 +388,11 @@ def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array,
         in_order = (su > sl) | ((su == sl) & doc_greater)
     if bool(in_order.all()):
         return None
-    positions = np.union1d(tie, tie + 1)
+    # np.union1d(tie, tie + 1), without its sort or hash table (seconds on a million tied rows)
+    present = np.zeros(int(tie.max()) + 2, dtype=bool)
+    present[tie] = True
+    present[tie + 1] = True
+    positions = np.flatnonzero(present).astype(tie.dtype, copy=False)
     starts_group = ~np.isin(positions - 1, tie)  # a position not tied with the one before it
     group = np.cumsum(starts_group)
     rows = rows_at(positions)

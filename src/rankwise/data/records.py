@@ -44,7 +44,7 @@ from rankwise.data.testset import (
 from rankwise.errors import InputError
 
 __all__ = ["Verdict", "ChunkRecord", "CallRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
-           "testset_from_records", "is_rag_file", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
+           "testset_from_records", "is_rag_file", "copy_record", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
 
 VERDICT_STATUSES = ("ok", "failed", "missing")
 VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "irrelevant")
@@ -245,7 +245,11 @@ def _call_dict(call: CallRecord, chunks: list[ChunkRecord]) -> dict:
 
 def dump_record(record: CaseRecord) -> str:
     """One JSON line (NaN/inf scores are written as null)."""
-    return json.dumps(_finite(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    obj = record.to_dict()
+    try:  # the common case, every number finite: no second walk through the record
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
 
 
 def _finite(obj):
@@ -517,9 +521,7 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
         ['q1']
     """
     if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], CaseRecord):
-        import copy as _copy
-
-        return _copy.deepcopy(list(obj)) if copy else list(obj)
+        return [copy_record(r) for r in obj] if copy else list(obj)
     if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], Mapping) and "chunks" in obj[0]:
         out, seen = [], set()
         for i, item in enumerate(obj):
@@ -532,6 +534,60 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
     if isinstance(obj, (str, PathLike)) and is_records_file(obj):
         return load_records(obj)
     return records_from_testset(obj)
+
+
+def copy_record(record: CaseRecord) -> CaseRecord:
+    """A deep copy of a record, as ``copy.deepcopy`` makes it, field by field (several times faster: a sweep
+    copies every record of every cell).
+
+    Example:
+        >>> r = CaseRecord("q1", chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> c = copy_record(r)
+        >>> c.chunks[0].verdicts["ids"].verdict = 0
+        >>> r.verdicts("ids"), c == r
+        ([1], False)
+    """
+    if type(record) is not CaseRecord:
+        import copy as _copy
+
+        return _copy.deepcopy(record)
+    return CaseRecord(
+        id=record.id, question=record.question, reference=record.reference, response=record.response,
+        reference_contexts=[ReferencePassage(p.text, p.doc_id, p.start, p.end, p.hop) if type(p) is ReferencePassage
+                            else _copy_plain(p) for p in record.reference_contexts],
+        reference_context_ids=_copy_plain(record.reference_context_ids),
+        chunks=[_copy_chunk(c) for c in record.chunks], passages_found=_copy_plain(record.passages_found),
+        scores=_copy_plain(record.scores), status=_copy_plain(record.status), truth=_copy_plain(record.truth),
+        answer_score=record.answer_score, answer_score_source=record.answer_score_source,
+        extra=_copy_plain(record.extra),
+        calls=[CallRecord([_copy_chunk(c) for c in call.chunks], call.query, call.position, call.span_id,
+                          call.trace_id, _copy_plain(call.meta)) if type(call) is CallRecord else _copy_plain(call)
+               for call in record.calls])
+
+
+def _copy_chunk(chunk: ChunkRecord) -> ChunkRecord:
+    if type(chunk) is not ChunkRecord:
+        return _copy_plain(chunk)
+    return ChunkRecord(chunk.rank, chunk.id, chunk.text, chunk.doc_id, chunk.start, chunk.end, chunk.score,
+                       {s: Verdict(v.verdict, v.grade, v.type, v.reason, v.status, v.error, _copy_plain(v.meta))
+                        if type(v) is Verdict else _copy_plain(v) for s, v in chunk.verdicts.items()})
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _copy_plain(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars); anything else through ``copy.deepcopy``."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        return {k: _copy_plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy_plain(v) for v in value]
+    import copy as _copy
+
+    return _copy.deepcopy(value)
 
 
 def records_from_testset(testset: Any) -> list[CaseRecord]:

@@ -29,6 +29,7 @@ also written ``&lt;`` (:func:`escape_data`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import re
@@ -68,11 +69,18 @@ def escape_data(text: str) -> str:
     return _TAG_START.sub("&lt;", text)
 
 
+@functools.lru_cache(maxsize=4096)
 def _perceived(text: str) -> str:
     """``text`` as a model may read it: HTML entities decoded (twice: ``&amp;lt;``), look-alikes folded
-    (NFKC), invisible format characters (zero-width, joiners, bidi marks) removed, case folded."""
+    (NFKC), invisible format characters (zero-width, joiners, bidi marks) removed, case folded.
+
+    Cached: the same chunks and questions recur across a run's requests (a position curve places every
+    chunk at every position). ASCII text has nothing for NFKC to fold and no format character to remove.
+    """
     for _ in range(2):
         text = html.unescape(text)
+    if text.isascii():
+        return text.casefold()
     text = unicodedata.normalize("NFKC", text)
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
 
