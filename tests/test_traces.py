@@ -157,12 +157,17 @@ def test_two_step_agent_gives_one_case_with_two_calls(tmp_path, agent_spans, ret
     assert [len(c.calls) for c in back] == [2] * 5
 
 
-def test_mlflow_traces_read_back(tmp_path, retriever, questions, monkeypatch):
+def test_mlflow_traces_read_back(tmp_path, retriever, questions, monkeypatch, request):
     mlflow = pytest.importorskip("mlflow")
     from mlflow.entities import Document, SpanType
 
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    before = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    # an experiment of this store: the active one another test's store left (mlflow keeps it globally) does not
+    # exist here, and traces logged to it are dropped
+    mlflow.set_experiment("rankwise-traces")
+    request.addfinalizer(lambda: mlflow.set_tracking_uri(before))
 
     @mlflow.trace(span_type=SpanType.RETRIEVER)
     def retrieve(query: str):
