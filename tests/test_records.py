@@ -121,8 +121,8 @@ def test_duplicate_case_and_bad_json(tmp_path):
 
 
 def test_as_records_copies_records_deeply_and_field_by_field():
-    """as_records copies a record list (copy_record, not copy.deepcopy: ~3x faster on a sweep's 225 x 100
-    chunks): equal to the deep copy, and nothing in the copy is shared with the original but atoms."""
+    """as_records copies a record list: equal to the deep copy, and nothing in the copy is shared with the
+    original but atoms (whatever does the copying)."""
     import copy
 
     from rankwise.data.records import CallRecord, ChunkRecord, Verdict, as_records

@@ -245,7 +245,11 @@ def _call_dict(call: CallRecord, chunks: list[ChunkRecord]) -> dict:
 
 def dump_record(record: CaseRecord) -> str:
     """One JSON line (NaN/inf scores are written as null)."""
-    return json.dumps(_finite(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    row = record.to_dict()
+    try:  # most records hold no NaN/inf: written as they are, without a walk over every value first
+        return json.dumps(row, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(row), ensure_ascii=False, allow_nan=False)
 
 
 def _finite(obj):
@@ -517,7 +521,9 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
         ['q1']
     """
     if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], CaseRecord):
-        return [copy_record(r) for r in obj] if copy else list(obj)
+        import copy as _copy
+
+        return _copy.deepcopy(list(obj)) if copy else list(obj)
     if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], Mapping) and "chunks" in obj[0]:
         out, seen = [], set()
         for i, item in enumerate(obj):
@@ -530,57 +536,6 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
     if isinstance(obj, (str, PathLike)) and is_records_file(obj):
         return load_records(obj)
     return records_from_testset(obj)
-
-
-_ATOMS = (str, int, float, bool, type(None))
-
-
-def _fresh(value: Any) -> Any:
-    """A deep copy of anything a record holds (dicts, lists, tuples and atoms rebuilt or shared here, anything
-    else by ``copy.deepcopy``)."""
-    kind = type(value)
-    if kind in _ATOMS:
-        return value
-    if kind is dict:
-        return {k: _fresh(v) for k, v in value.items()}
-    if kind is list:
-        return [_fresh(v) for v in value]
-    if kind is tuple:
-        return tuple(_fresh(v) for v in value)
-    import copy
-
-    return copy.deepcopy(value)
-
-
-def _rebuilt(obj: Any, **fields: Any) -> Any:
-    """A shallow copy of a record dataclass with ``fields`` replaced (no ``__init__``: the values are checked)."""
-    new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
-    new.__dict__.update(fields)
-    return new
-
-
-def _copy_chunk(c: ChunkRecord) -> ChunkRecord:
-    return _rebuilt(c, verdicts={s: _rebuilt(v, meta=_fresh(v.meta)) for s, v in c.verdicts.items()})
-
-
-def copy_record(r: CaseRecord) -> CaseRecord:
-    """A deep copy of a record, field by field: several times faster than ``copy.deepcopy`` (records hold only
-    atoms, containers and the record dataclasses; anything else in ``extra`` or ``meta`` is deep-copied).
-
-    Example:
-        >>> r = CaseRecord("q1", chunks=[ChunkRecord(1, id="c1", verdicts={"human": Verdict(1)})])
-        >>> c = copy_record(r); c.chunks[0].verdicts["human"].verdict = 0
-        >>> r.verdicts("human"), c == r
-        ([1], False)
-    """
-    return _rebuilt(
-        r, reference_contexts=[_rebuilt(p) for p in r.reference_contexts],
-        reference_context_ids=None if r.reference_context_ids is None else list(r.reference_context_ids),
-        chunks=[_copy_chunk(c) for c in r.chunks], passages_found=_fresh(r.passages_found),
-        scores=_fresh(r.scores), status=_fresh(r.status), truth=_fresh(r.truth), extra=_fresh(r.extra),
-        calls=[_rebuilt(call, chunks=[_copy_chunk(c) for c in call.chunks], meta=_fresh(call.meta))
-               for call in r.calls])
 
 
 def records_from_testset(testset: Any) -> list[CaseRecord]:
