@@ -8,6 +8,7 @@ reproducible rankings: lower-cased word tokens, each hashed (BLAKE2b, not Python
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -20,6 +21,13 @@ _WORD = re.compile(r"[a-z0-9_]+")
 
 def hash_embed(text: str, dim: int = DIM) -> list[float]:
     """The embedding of one text as a list of floats (unit length, or all zeros for a text with no word)."""
+    return _hash_vector(text, dim).tolist()
+
+
+@functools.lru_cache(maxsize=8192)
+def _hash_vector(text: str, dim: int) -> np.ndarray:
+    """The embedding as a read-only float64 array, computed once per text: the frameworks' tests embed the same
+    Kestrel chunks many times (each index rebuilt, and rankwise's own pipeline beside it)."""
     counts: dict[str, int] = {}
     for w in _WORD.findall(text.lower()):
         counts[w] = counts.get(w, 0) + 1
@@ -28,7 +36,9 @@ def hash_embed(text: str, dim: int = DIM) -> list[float]:
         h = int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8).digest(), "little")
         vec[h % dim] += (1.0 + math.log(tf)) * (1.0 if (h >> 32) & 1 else -1.0)
     norm = math.sqrt(sum(x * x for x in vec))
-    return [x / norm for x in vec] if norm else vec
+    out = np.array([x / norm for x in vec] if norm else vec, dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 class RankwiseHashEmbedder:
@@ -37,7 +47,7 @@ class RankwiseHashEmbedder:
     model_key = "hash-bow"
 
     def embed(self, texts, *, description: str = "") -> np.ndarray:
-        return np.asarray([hash_embed(t) for t in texts], dtype=np.float32).reshape(len(texts), DIM)
+        return np.asarray([_hash_vector(t, DIM) for t in texts], dtype=np.float32).reshape(len(texts), DIM)
 
 
 def langchain_embeddings():

@@ -305,8 +305,10 @@ def on_spark(cmd: Command) -> bool:
     return any(a == "--engine" and b == "spark" for a, b in zip(cmd.args, cmd.args[1:], strict=False))
 
 
-def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = False) -> list[str]:
-    """Run every command of a page (or only its Spark ones) in order; the problems found, naming page and line."""
+def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = False,
+               outputs: dict[int, list[str]] | None = None) -> list[str]:
+    """Run every command of a page (or only its Spark ones) in order; the problems found, naming page and line.
+    ``outputs`` (when given) gets each command's output lines by the command's line in the page."""
     problems, replacements = [], []
     commands = [c for c in page_commands(page) if on_spark(c) == spark]
     earlier: dict[tuple[str, ...], tuple[int, list[str], str]] = {}
@@ -319,6 +321,8 @@ def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = Fal
             code, output, crash = run_command(cmd, workdir, servers)
             if cmd.expected is None:
                 earlier[key] = (code, output, crash)
+        if outputs is not None:
+            outputs[cmd.line] = output
         where = f"{cmd.page}:{cmd.line}: {cmd.text}"
         print(f"{time.perf_counter() - began:6.1f} s  {where}")
         if crash:
@@ -563,14 +567,44 @@ def _pages_with_commands(spark: bool) -> list:
     return params
 
 
+# Pages that show a console block's output in the ```text block after it (each shown line must appear in what the
+# block's commands printed) and how many such lines they show at least.
+TEXT_AFTER_CONSOLE = {"docs/ppi.md": 15}
+
+
+def text_blocks_shown(page: Path, outputs: dict[int, list[str]]) -> tuple[list[str], int]:
+    """The ```text lines after a ```console block that its commands did not print (problems naming page and
+    line), and how many shown lines were checked."""
+    name = page.relative_to(REPO).as_posix()
+    problems, checked, printed = [], 0, None
+    for lang, start, lines in fenced_blocks(page.read_text(encoding="utf-8")):
+        if lang == "console":
+            shown = [start + i + 1 for i, line in enumerate(lines) if line.startswith("$ ")]
+            assert all(line in outputs for line in shown), f"{name}:{start}: a console command did not run"
+            printed = "\n".join(x for line in shown for x in outputs[line])
+        elif lang == "text" and printed:
+            for i, want in enumerate(lines):
+                if want.strip():
+                    checked += 1
+                    if want.rstrip() not in printed:
+                        problems.append(f"{name}:{start + i + 1}: shows {want!r}; its commands printed:\n{printed}")
+    return problems, checked
+
+
 def _check(name: str, workdir: Path, monkeypatch, shared_data: Path, *, spark: bool) -> None:
     monkeypatch.setenv("RANKWISE_SHARED_DATA", str(shared_data))
     monkeypatch.chdir(workdir)
     for setup in [setup_common, *SETUPS.get(name, [])]:
         setup(workdir)
+    outputs: dict[int, list[str]] = {}
     with ExitStack() as stack:
-        problems = check_page(REPO / name, workdir, Servers(stack), spark=spark)
+        problems = check_page(REPO / name, workdir, Servers(stack), spark=spark, outputs=outputs)
     assert not problems, f"{len(problems)} command(s) of {name} do not run as shown:\n\n" + "\n\n".join(problems)
+    if name in TEXT_AFTER_CONSOLE and not spark:
+        missing, checked = text_blocks_shown(REPO / name, outputs)
+        assert not missing, f"{len(missing)} line(s) of {name} are not what its commands print:\n\n" + \
+            "\n\n".join(missing)
+        assert checked >= TEXT_AFTER_CONSOLE[name], f"{name}: only {checked} shown output lines checked"
 
 
 @pytest.mark.parametrize("name", _pages_with_commands(spark=False))

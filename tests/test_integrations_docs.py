@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from test_docs_commands import REPO, fenced_blocks, setup_common, setup_compare
 from test_integrations_pytest import LOAD
+
+pytest_plugins = ["pytester"]
 
 PAGE = REPO / "docs" / "integrations.md"
 BLOCKS = list(fenced_blocks(PAGE.read_text(encoding="utf-8")))
@@ -50,23 +49,27 @@ def _shown_lines_appear(shown: list[str], actual: str) -> list[str]:
     return missing
 
 
-def test_the_pytest_file_runs_as_shown(workdir):
+def test_the_pytest_file_runs_as_shown(workdir, pytester, monkeypatch):
+    """The page's three ``pytest`` commands, run in this process by pytester (the process boundary is not what the
+    page shows; the plugin, its options and its output are)."""
     test_file = _blocks("python")[0]
     assert test_file[0] == "# test_retrieval.py"
     (workdir / "test_retrieval.py").write_text("\n".join(test_file) + "\n")
     consoles = [lines for lines in _blocks("console") if lines and lines[0].startswith("$ pytest")]
     assert len(consoles) == 2
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    monkeypatch.chdir(workdir)
+    runs = 0
     for block in consoles:
         commands = [i for i, line in enumerate(block) if line.startswith("$ ")] + [len(block)]
         for start, end in zip(commands, commands[1:], strict=False):
             args = block[start][2:].split()[1:]
             # an installed rankwise registers the plugin (entry point); a checkout's is loaded by name
-            proc = subprocess.run([sys.executable, "-m", "pytest", *LOAD, "-p", "no:cacheprovider", *args],
-                                  cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-            missing = _shown_lines_appear(block[start + 1:end], proc.stdout)
-            assert not missing, f"{block[start]}: not in the output:\n{missing}\n\n{proc.stdout[-4000:]}"
-    assert (workdir / "baseline.json").exists()
+            result = pytester.runpytest_inprocess(*LOAD, "-p", "no:cacheprovider", *args)
+            stdout = "\n".join(result.outlines)
+            missing = _shown_lines_appear(block[start + 1:end], stdout)
+            assert not missing, f"{block[start]}: not in the output:\n{missing}\n\n{stdout[-4000:]}"
+            runs += 1
+    assert runs == 3 and (workdir / "baseline.json").exists()
 
 
 def test_the_mlflow_snippets_run_as_shown(workdir, monkeypatch):

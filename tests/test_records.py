@@ -118,3 +118,41 @@ def test_duplicate_case_and_bad_json(tmp_path):
     p.write_text(line + "\n{\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"r\.jsonl:2: not valid JSON"):
         load_records(p)
+
+
+def test_as_records_copies_records_deeply_and_field_by_field():
+    """as_records copies a record list: equal to the deep copy, and nothing in the copy is shared with the
+    original but atoms (whatever does the copying)."""
+    import copy
+
+    from rankwise.data.records import CallRecord, ChunkRecord, Verdict, as_records
+
+    chunk = ChunkRecord(1, id="c1", text="t", doc_id="d", start=0, end=1, score=0.5,
+                        verdicts={"llm": Verdict(1, grade=2, meta={"model": "m", "tries": [1, 2]})})
+    rec = CaseRecord("q1", question="?", reference_contexts=[ReferencePassage("t", "d", 0, 1)],
+                     reference_context_ids=["c1"], chunks=[chunk], passages_found={"llm": [[0]]},
+                     scores={"llm": {"mrr": 1.0}}, status={"llm": "ok"}, truth={"llm": {"gains": [1]}},
+                     extra={"tags": ["a"], "when": (1, [2])},
+                     calls=[CallRecord([copy.deepcopy(chunk)], query="sub", meta={"hop": [0]})])
+    [got] = as_records([rec])
+    assert got == copy.deepcopy(rec) == rec and got is not rec
+    got.chunks[0].verdicts["llm"].meta["tries"].append(3)
+    got.chunks[0].verdicts["human"] = Verdict(0)
+    got.calls[0].chunks[0].verdicts["llm"].verdict = 0
+    got.calls[0].meta["hop"].append(1)
+    got.reference_contexts[0].text = "changed"
+    got.reference_context_ids.append("c2")
+    got.scores["llm"]["mrr"] = 0.0
+    got.truth["llm"]["gains"].append(0)
+    got.extra["when"][1].append(3)
+    got.passages_found["llm"][0].append(1)
+    assert rec == CaseRecord("q1", question="?", reference_contexts=[ReferencePassage("t", "d", 0, 1)],
+                             reference_context_ids=["c1"], chunks=[chunk], passages_found={"llm": [[0]]},
+                             scores={"llm": {"mrr": 1.0}}, status={"llm": "ok"}, truth={"llm": {"gains": [1]}},
+                             extra={"tags": ["a"], "when": (1, [2])},
+                             calls=[CallRecord([ChunkRecord(1, id="c1", text="t", doc_id="d", start=0, end=1,
+                                                            score=0.5, verdicts={"llm": Verdict(
+                                                                1, grade=2, meta={"model": "m", "tries": [1, 2]})})],
+                                               query="sub", meta={"hop": [0]})])
+    assert chunk.verdicts["llm"].meta["tries"] == [1, 2] and "human" not in chunk.verdicts
+    assert as_records([rec], copy=False)[0] is rec
