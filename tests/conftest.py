@@ -51,10 +51,15 @@ def spark():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_caches(tmp_path_factory):
-    """The embedding cache of this run (of this xdist worker) in a temporary folder, not the user's
-    ``~/.cache/rankwise``: no test sees another's (or an earlier run's) embeddings. (Not $RANKWISE_CACHE: it
-    outranks a judge config file's cache, which test_llm_cli checks.)"""
-    root = tmp_path_factory.mktemp("rankwise-cache")
+    """The embedding cache of this run in a temporary folder, not the user's ``~/.cache/rankwise``: no test sees an
+    earlier run's embeddings. Under pytest-xdist the workers share it (the run's temporary root; SQLite in WAL
+    mode, so concurrent writers wait), so a text the other worker embedded is not embedded again. (Not
+    $RANKWISE_CACHE: it outranks a judge config file's cache, which test_llm_cli checks.)"""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "rankwise-cache"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("rankwise-cache")
     saved = {k: os.environ.get(k) for k in ("RANKWISE_CACHE_DIR",)}
     os.environ.setdefault("RANKWISE_CACHE_DIR", str(root))
     yield
