@@ -100,7 +100,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run without pytest-xdist does not know the hook
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: whole groups (``group_of``) to a worker, in collection order."""
     if config.getvalue("dist") != "loadgroup":
