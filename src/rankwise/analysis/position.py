@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rankwise.data.finite import finite_json
 from rankwise.errors import InputError
 
 __all__ = ["fit_position_curve", "position_accuracy", "PositionFit", "DiscountFit", "discount_weights",
@@ -381,15 +382,7 @@ def write_position_curve(fit: PositionFit, path: str | PathLike) -> Path:
     if not fit.fitted:
         raise ValueError(fit.sentence())
     out = Path(path)
-    out.write_text(json.dumps(_finite(fit.to_json()), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(finite_json(fit.to_json()), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return out
 
 
-def _finite(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x

@@ -9,11 +9,11 @@ a ``(item, score)`` pair, a mapping (``text``/``page_content``/``content``, ``id
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankwise.data.finite import finite_float
 from rankwise.data.ids import resolve_id
 from rankwise.data.records import ChunkRecord
 
@@ -64,14 +64,6 @@ def _int_or_none(x: Any) -> int | None:
     return None
 
 
-def _score(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _first(meta: Mapping[str, Any], keys) -> Any:
@@ -88,7 +80,7 @@ def _from_mapping(obj: Mapping[str, Any], score: float | None) -> RawItem:
     end = _int_or_none(obj.get("end", _first(meta, END_KEYS)))
     return RawItem(text=None if text is None else str(text), native_id=_str_or_none(obj.get("id")),
                    doc_id=_str_or_none(obj.get("doc_id")), start=start, end=end,
-                   score=_score(obj.get("score")) if score is None else score, metadata=meta, kind="mapping")
+                   score=finite_float(obj.get("score")) if score is None else score, metadata=meta, kind="mapping")
 
 
 def to_item(obj: Any, score: float | None = None) -> RawItem:
@@ -102,13 +94,13 @@ def to_item(obj: Any, score: float | None = None) -> RawItem:
     if isinstance(obj, str):
         return RawItem(text=obj, score=score, kind="text")
     if isinstance(obj, tuple) and len(obj) == 2 and not isinstance(obj[1], (str, Mapping)):
-        return to_item(obj[0], _score(obj[1]))
+        return to_item(obj[0], finite_float(obj[1]))
     if isinstance(obj, Mapping):
         return _from_mapping(obj, score)
     # LlamaIndex NodeWithScore: .node + .score
     node = getattr(obj, "node", None)
     if node is not None and hasattr(obj, "score") and not hasattr(obj, "page_content"):
-        return to_item(node, _score(obj.score) if score is None else score)
+        return to_item(node, finite_float(obj.score) if score is None else score)
     # LangChain Document
     if hasattr(obj, "page_content"):
         meta = dict(getattr(obj, "metadata", None) or {})
@@ -135,7 +127,7 @@ def to_item(obj: Any, score: float | None = None) -> RawItem:
         meta = dict(getattr(obj, "meta", None) or {})
         return RawItem(text=obj.content, native_id=_str_or_none(getattr(obj, "id", None)),
                        start=_int_or_none(_first(meta, START_KEYS)), end=_int_or_none(_first(meta, END_KEYS)),
-                       score=_score(getattr(obj, "score", None)) if score is None else score, metadata=meta,
+                       score=finite_float(getattr(obj, "score", None)) if score is None else score, metadata=meta,
                        kind="haystack")
     if hasattr(obj, "text"):
         return RawItem(text=str(obj.text), native_id=_str_or_none(getattr(obj, "id", None)), score=score)

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +26,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.finite import finite_float
 from rankwise.errors import InputError
 
 __all__ = ["log", "mlflow_name", "scorers", "case_from_trace"]
@@ -47,18 +47,10 @@ def mlflow_name(name: str) -> str:
     return re.sub(r"_+", "_", text).strip("_") or "_"
 
 
-def _finite(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _metrics(values: Mapping[str, Any]) -> dict[str, float]:
-    return {k: v for k, v in ((k, _finite(x)) for k, x in values.items()) if v is not None}
+    return {k: v for k, v in ((k, finite_float(x)) for k, x in values.items()) if v is not None}
 
 
 def _param_text(value: Any) -> str:
@@ -116,7 +108,7 @@ def _per_query_table(ids: Sequence[str], metrics: Sequence[str], columns: Mappin
                      extra: Mapping[str, Sequence[Any]] | None = None) -> dict[str, list]:
     table: dict[str, list] = {**{k: list(v) for k, v in (extra or {}).items()}, "query_id": [str(q) for q in ids]}
     for m in metrics:
-        table[m] = [_finite(v) for v in columns[m]]
+        table[m] = [finite_float(v) for v in columns[m]]
     return table
 
 
@@ -168,7 +160,7 @@ def _log_comparison(mlflow: Any, cmp: Any) -> None:
         table["system"] += [s] * n
         table["query_id"] += [str(q) for q in cmp.query_ids]
         for j, m in enumerate(cmp.metrics):
-            table[m] += [_finite(v) for v in cmp.values[s][:, j].tolist()]
+            table[m] += [finite_float(v) for v in cmp.values[s][:, j].tolist()]
     _log_table(mlflow, table, "per_query")
 
 

@@ -167,9 +167,9 @@ class PositionRun:
 
     def to_json(self) -> dict[str, Any]:
         """The curve file's content plus the run: calls, cases, K, repeats, score method, unscored."""
-        from rankwise.analysis.position import _finite
+        from rankwise.data.finite import finite_json
 
-        return _finite(self.fit.to_json() | {"calls": self.answers.to_dict(), "cases": self.plan.cases,
+        return finite_json(self.fit.to_json() | {"calls": self.answers.to_dict(), "cases": self.plan.cases,
                                               "k": self.plan.k, "repeats": self.plan.repeats, "score": self.score,
                                               "unscored": self.unscored})
 

@@ -43,6 +43,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.finite import finite_json
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError, warn
 
@@ -618,14 +619,6 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
         ))
     path = out / "sweep.json"
     result.files["json"] = str(path)
-    path.write_text(json.dumps(_finite(result.to_json()), indent=2), encoding="utf-8")
+    path.write_text(json.dumps(finite_json(result.to_json()), indent=2), encoding="utf-8")
 
 
-def _finite(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Mapping):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
