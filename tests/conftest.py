@@ -79,7 +79,7 @@ def _private_caches(tmp_path_factory):
 # reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer allows.)
 SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.py", "tests/test_sweep.py",
                  "tests/test_integrations_docs.py", "tests/test_sigterm.py", "tests/test_position_curve.py",
-                 "tests/test_docs_ppi.py", "tests/test_fuzz_inputs.py", "tests/test_adapters_frameworks.py",
+                 "tests/test_fuzz_inputs.py", "tests/test_adapters_frameworks.py",
                  "tests/test_batch_api.py", "tests/test_judge_faults.py", "tests/test_synth.py",
                  "tests/test_integrations_mlflow.py", "tests/test_exit.py", "tests/test_cross_encoder.py",
                  "tests/test_llm_cli.py", "tests/test_traces.py", "tests/test_trec_eval_binary.py",
