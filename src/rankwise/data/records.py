@@ -553,9 +553,9 @@ def _copy_value(value: Any) -> Any:
     if kind in _IMMUTABLE:
         return value
     if kind is dict:
-        return {k: _copy_value(v) for k, v in value.items()}
+        return {k: v if type(v) in _IMMUTABLE else _copy_value(v) for k, v in value.items()}
     if kind is list:
-        return [_copy_value(v) for v in value]
+        return [v if type(v) in _IMMUTABLE else _copy_value(v) for v in value]
     names = _FIELDS.get(kind)
     if names is None:
         if kind not in (CaseRecord, ChunkRecord, CallRecord, Verdict, ReferencePassage):
@@ -563,7 +563,8 @@ def _copy_value(value: Any) -> Any:
 
             return _copy.deepcopy(value)
         names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-    return kind(**{name: _copy_value(getattr(value, name)) for name in names})
+    fields = [getattr(value, name) for name in names]  # positional: every field of these types is an init field
+    return kind(*[v if type(v) in _IMMUTABLE else _copy_value(v) for v in fields])
 
 
 def records_from_testset(testset: Any) -> list[CaseRecord]:
