@@ -36,14 +36,22 @@ def srv(server):
     return server
 
 
+# The tests' JVMs compile with the client compiler only and collect with the serial collector: a test's Spark
+# jobs are small and short, and on two cores the server compiler's threads took a third of the JVM's CPU
+# (test_spark_cli's user-built sessions: 89 -> 56 CPU-seconds, 60 -> 54 s). Spark's own defaults are for jobs.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession (``local[2]``) for the whole run (one per xdist worker that runs Spark tests):
-    test_spark.py and the in-process ``--engine spark`` CLI calls of test_spark_cli.py share it."""
+    test_spark.py, the in-process ``--engine spark`` CLI calls of test_spark_cli.py and the docs' Spark
+    commands share it."""
     import rankwise.spark as rs
 
     s = rs.session("local[2]", conf={"spark.sql.shuffle.partitions": 3, "spark.ui.enabled": "false",
-                                     "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "1g"})
+                                     "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "1g",
+                                     "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()

@@ -614,10 +614,12 @@ def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
 
 
 @pytest.mark.parametrize("name", _pages_with_commands(spark=True))
-def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
+def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data, request):
     """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process), each page in
-    its own folder: relative paths are read from the current folder, not the one the Spark session started in."""
+    its own folder: relative paths are read from the current folder, not the one the Spark session started in.
+    The commands run in-process on the run's session (conftest's ``spark``), as test_spark_cli.py's do."""
     pytest.importorskip("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
+    request.getfixturevalue("spark")
     _check(name, tmp_path, monkeypatch, shared_data, spark=True)
 
 

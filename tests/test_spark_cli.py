@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 import rankwise
 from _inprocess import run_cli
+from conftest import TEST_JVM_OPTIONS
 from rankwise.data.trec import write_trec_qrels, write_trec_run
 
 pytestmark = pytest.mark.spark
@@ -75,7 +76,8 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
 
     spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     out = tmp_path / "result.json"
-    cmd = [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false", submit.__file__,
+    cmd = [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+           "--driver-java-options", TEST_JVM_OPTIONS, submit.__file__,
            "eval-rag", str(EXAMPLES / "rich_testset.jsonl"), "--relevance", "span", "-k", "2", "-k", "4",
            "--output", str(out), "--records-out", str(tmp_path / "records")]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=600)
@@ -138,10 +140,10 @@ from rankwise.spark import io as spark_io
 out = {}
 # rankwise's own local session: as many shuffle partitions as local threads, unless the conf says otherwise
 # (first: pyspark's SparkSession.builder keeps the options of earlier sessions)
-ours = rs.session("local[3]", conf={"spark.ui.enabled": "false"})
+ours = rs.session("local[3]", conf={"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": sys.argv[2]})
 out["partitions"] = ours.conf.get("spark.sql.shuffle.partitions")
 ours.stop()
-for python in sys.argv[2:]:
+for python in sys.argv[3:]:
     os.environ["PYSPARK_PYTHON"] = python  # as a user's SparkSession.builder picks it up
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2")
@@ -181,8 +183,8 @@ def test_workers_that_cannot_import_rankwise_get_one_sentence(tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(_DRIVER)
     e = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    done = subprocess.run([sys.executable, str(driver), str(REPO / "src"), *workers.values()], capture_output=True,
-                          text=True, env=e, timeout=1500)
+    done = subprocess.run([sys.executable, str(driver), str(REPO / "src"), TEST_JVM_OPTIONS, *workers.values()],
+                          capture_output=True, text=True, env=e, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
     todo = (f"install rankwise {rankwise.__version__} on every worker (e.g. pip install "
