@@ -7,6 +7,15 @@ from pathlib import Path
 
 import pytest
 
+# Under pytest-xdist (``make test``: as many workers as cores) each worker computes on one thread: PyTorch,
+# FAISS (both through $RANKWISE_THREADS) and the BLAS under NumPy. With every core already running a worker,
+# a second thread per worker only waits for a core and spins meanwhile (the README's page alone: 70 -> 64
+# CPU-seconds). The numbers do not move: the demo's 442 embeddings are bit-identical on one thread and on two.
+# (Set before the workers import NumPy: this module is imported first, then the tests.)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("RANKWISE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -86,19 +95,29 @@ def _private_caches(tmp_path_factory):
 # finish together rather than one idling while the other runs a long file last. (pytest-xdist's own loadgroup
 # reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer allows.)
 SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.py", "tests/test_sweep.py",
-                 "tests/test_integrations_docs.py", "tests/test_sigterm.py", "tests/test_position_curve.py",
-                 "tests/test_fuzz_inputs.py", "tests/test_adapters_frameworks.py",
-                 "tests/test_batch_api.py", "tests/test_judge_faults.py", "tests/test_synth.py",
-                 "tests/test_integrations_mlflow.py", "tests/test_exit.py", "tests/test_cross_encoder.py",
-                 "tests/test_llm_cli.py", "tests/test_traces.py", "tests/test_trec_eval_binary.py",
-                 "tests/test_output_guard.py", "tests/test_llm_rerank.py", "tests/test_llm_judge.py",
-                 "tests/test_ranking.py", "tests/test_utility.py"]
+                 "tests/test_position_curve.py", "tests/test_judge_faults.py", "tests/test_fuzz_inputs.py",
+                 "tests/test_sigterm.py", "tests/test_batch_api.py", "tests/test_synth.py", "tests/test_exit.py",
+                 "tests/test_trec_eval_binary.py", "tests/test_traces.py", "tests/test_llm_cli.py",
+                 "tests/test_llm_rerank.py", "tests/test_llm_judge.py", "tests/test_ranking.py",
+                 "tests/test_output_guard.py", "tests/test_utility.py"]
 SPARK = ("tests/test_spark.py", "tests/test_spark_cli.py", "tests/test_docs_commands.py::test_page_spark_commands")
 
 
+# Files that load the same heavy libraries run with the docs' pages, on one worker: each would load them again
+# on the other (sentence-transformers with PyTorch ~12 CPU-seconds, MLflow ~5, LlamaIndex and Haystack ~8),
+# and the Kestrel chunks the README's demo embeds are then in the run's cache for the demo test and the others.
+WITH_THE_DOCS = ("tests/test_cross_encoder.py", "tests/test_retrieval.py", "tests/test_demo.py",
+                 "tests/test_adapters_frameworks.py", "tests/test_integrations_mlflow.py",
+                 "tests/test_integrations_docs.py")
+
+
 def group_of(nodeid: str) -> str:
-    """The group a test runs in: ``spark`` for the tests that start Spark, else its file."""
-    return "spark" if nodeid.startswith(SPARK) else nodeid.split("::", 1)[0]
+    """The group a test runs in: ``spark`` for the tests that start Spark, the docs' pages for the files that
+    load what they load (``WITH_THE_DOCS``), else its file."""
+    if nodeid.startswith(SPARK):
+        return "spark"
+    file = nodeid.split("::", 1)[0]
+    return "tests/test_docs_commands.py" if file in WITH_THE_DOCS else file
 
 
 @pytest.hookimpl(tryfirst=True)

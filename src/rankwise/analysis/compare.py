@@ -512,6 +512,32 @@ def compare_records(
         stored = _stored_metric_names(records, source)
         names = stored or default_rag_metrics([1, 3, 5, 10], source)
     results, warned = _evaluate_systems(records, source, names, labels, relevance_level)
+    return compare_results(results, source, warned, baseline=baseline, allow_mismatch=allow_mismatch, test=test,
+                           permutations=permutations, seed=seed, correction=correction, alpha=alpha,
+                           resamples=resamples, confidence=confidence)
+
+
+def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str, list[str]] | None = None, *,
+                    baseline: int | str = 0, allow_mismatch: bool = False, test: str | Sequence[str] = "randomization",
+                    permutations: int = 10_000, seed: int | None = 42, correction: str = "holm", alpha: float = 0.05,
+                    resamples: int = 10_000, confidence: float = 0.95) -> ComparisonResult:
+    """:func:`compare_records` from results :func:`rankwise.evaluate_rag` already gave (one per system, same
+    metrics), and what it warned for each system (``warned``; its case notes are added here), so that a caller
+    that scored the systems itself (a sweep) does not score them again.
+
+    Example:
+        >>> from rankwise.metrics.rag import evaluate_rag
+        >>> a = evaluate_rag([{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]}],
+        ...                  "ids", metrics=["mrr"])
+        >>> b = evaluate_rag([{"id": "c1", "retrieved_context_ids": ["d1", "x"], "reference_context_ids": ["d1"]}],
+        ...                  "ids", metrics=["mrr"])
+        >>> compare_results({"a": a, "b": b}, "ids").comparison("b", "mrr").delta
+        0.5
+    """
+    systems = list(results)
+    if len(systems) < 2:
+        raise InputError("compare-rag needs at least two record sets", field="records")
+    warned = {s: [*(warned or {}).get(s, []), *case_notes(results[s].summary)] for s in systems}
     case_ids, left_out = _shared_cases(results, allow_mismatch)
     metric_names = results[systems[0]].names
     values, undefined = _aligned_values(results, case_ids, metric_names)
@@ -533,8 +559,8 @@ def compare_records(
 
 def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str], labels: Any,
                       relevance_level: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """Each system's :func:`~rankwise.metrics.rag.evaluate_rag` result and the warnings it gave (its case
-    notes included); an input error in records given as objects names the system."""
+    """Each system's :func:`~rankwise.metrics.rag.evaluate_rag` result and the warnings it gave; an input error
+    in records given as objects names the system."""
     from rankwise.metrics.rag import evaluate_rag
 
     results = {}
@@ -548,7 +574,6 @@ def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str],
                 if exc.source is not None:
                     raise
                 raise InputError(exc.problem, source=f"system {s!r}", line=exc.line, field=exc.field) from None
-        warned[s] += case_notes(results[s].summary)
     return results, warned
 
 

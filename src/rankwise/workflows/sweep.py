@@ -428,14 +428,15 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
     scorer, llm_reranker = _reranker(spec, plan.configs)
     owned = llm_reranker is not None and llm_reranker is not spec.rerank_model  # made from "llm:MODEL": closed here
     try:
-        records, info, means, warned, builds = _run_grid(plan, spec, scorer)
+        scored, info, means, warned, builds = _run_grid(plan, spec, scorer)
     finally:
         if owned:
             llm_reranker.close()  # every grade received is on disk, whatever stopped the grid
     labels = [c.label for c in plan.configs]
     base_label = _baseline_label(labels, spec.baseline)
     t0 = time.perf_counter()
-    comparison = _compare_grid(plan, spec, records, labels, base_label)
+    comparison = _compare_grid(plan, spec, scored, warned, labels, base_label)
+    records = {lab: res.records for lab, res in scored.items()}
     t_compare = time.perf_counter() - t0
     from rankwise.analysis.system_warnings import name_warnings
 
@@ -455,16 +456,18 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
     return result
 
 
-def _compare_grid(plan: _Plan, spec: SweepSpec, records: dict[str, Any], labels: list[str], base_label: str):
-    """The cells compared with the baseline (paired randomization test, corrected), or None for one cell."""
+def _compare_grid(plan: _Plan, spec: SweepSpec, scored: dict[str, Any], warned: dict[str, list[str]],
+                  labels: list[str], base_label: str):
+    """The cells compared with the baseline (paired randomization test, corrected), or None for one cell: from
+    the cells' own results (what ``compare_records`` on their records would compute again)."""
     if len(labels) < 2:
         return None
-    from rankwise.analysis.compare import compare_records
+    from rankwise.analysis.compare import compare_results
 
-    return compare_records({lab: records[lab] for lab in labels}, plan.relevance, plan.names,
-                           baseline=base_label, permutations=spec.permutations, seed=spec.seed,
-                           correction=spec.correction, alpha=spec.alpha, labels=plan.qrels,
-                           relevance_level=spec.relevance_level)
+    return compare_results({lab: scored[lab] for lab in labels}, plan.relevance,
+                           {lab: warned.get(lab, []) for lab in labels}, baseline=base_label,
+                           permutations=spec.permutations, seed=spec.seed, correction=spec.correction,
+                           alpha=spec.alpha)
 
 
 def _plan(corpus: Any, testset: Any, qrels: Any, split: str, spec: SweepSpec) -> _Plan:
@@ -503,8 +506,9 @@ def _reranker(spec: SweepSpec, configs: list[SweepConfig]) -> tuple[Any, Any]:
 
 
 def _run_grid(plan: _Plan, spec: SweepSpec, scorer: Any):
-    """Chunk once per chunking, retrieve once per (chunk set, retriever), score every cell. Returns records,
-    info and means per configuration, the warnings collected per configuration and the index builds."""
+    """Chunk once per chunking, retrieve once per (chunk set, retriever), score every cell. Returns the
+    :func:`~rankwise.metrics.rag.evaluate_rag` result, info and means per configuration, the warnings collected
+    per configuration and the index builds."""
     from rankwise.analysis.system_warnings import collect_warnings
     from rankwise.progress import progress as progress_bar
     from rankwise.retrieval.chunking import chunk_corpus
@@ -513,7 +517,7 @@ def _run_grid(plan: _Plan, spec: SweepSpec, scorer: Any):
     specs = {c.retriever: _spec(c.retriever, model=spec.model, scorer=scorer, rerank_top_n=spec.rerank_top_n)
              for c in plan.configs}
     queries = {r.id: r.question for r in plan.cases}
-    records: dict[str, list[CaseRecord]] = {}
+    scored_cells: dict[str, Any] = {}
     info: dict[str, dict[str, Any]] = {}
     means: dict[str, dict[str, float]] = {}
     by_spans: dict[tuple, tuple[tuple, dict]] = {}
@@ -540,7 +544,7 @@ def _run_grid(plan: _Plan, spec: SweepSpec, scorer: Any):
                 res = results[cell.retriever]
                 with collect_warnings() as warned[cell.label]:  # named by configuration later
                     scored = _score_cell(plan, spec, res)
-                records[cell.label] = scored.records
+                scored_cells[cell.label] = scored
                 means[cell.label] = {m: float(scored.mean[m]) for m in plan.names}
                 timings = dict(res.timings)
                 timings["chunking"] = t_chunk
@@ -548,7 +552,7 @@ def _run_grid(plan: _Plan, spec: SweepSpec, scorer: Any):
                                     "summary": {k_: v for k_, v in scored.summary.items()
                                                 if k_ in ("cases", "evaluated", "unscorable", "r_basis")}}
                 advance(1)
-    return records, info, means, warned, len(by_spans)
+    return scored_cells, info, means, warned, len(by_spans)
 
 
 def _score_cell(plan: _Plan, spec: SweepSpec, res: Any) -> Any:
