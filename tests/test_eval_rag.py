@@ -231,3 +231,16 @@ def test_cli_errors_are_one_line(tmp_path):
     assert code == 2 and "needs labels" in err
     code, _, err = run("eval-rag", str(RICH), "-k", "a,b")
     assert code == 2 and "-k takes" in err
+
+
+def test_records_are_copied_unless_copy_false():
+    """``copy=True`` (default) leaves the caller's records without verdicts; ``copy=False`` (a sweep's own cells)
+    judges them in place; both give the same numbers."""
+    rows = [{"id": "q1", "retrieved_contexts": ["Paris is the capital of France.", "Rome is in Italy."],
+             "reference_contexts": ["Paris is the capital of France."]}]
+    mine = records_from_testset(rows)
+    copied = evaluate_rag(mine, "containment", k=2)
+    assert mine[0].sources() == [] and copied.records[0].verdicts("containment") == [1, 0]
+    inplace = evaluate_rag(mine, "containment", k=2, copy=False)
+    assert inplace.records[0] is mine[0] and mine[0].verdicts("containment") == [1, 0]
+    assert inplace.mean == copied.mean and inplace.mean["precision@2"] == 0.5

@@ -88,11 +88,12 @@ class RagResult(EvalResult):
 def judged_records(testset: Any, relevance: str = "containment", *, labels: Any = None,
                    min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                    relevance_level: int = 1, progress: bool = False,
-                   min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> tuple[list[CaseRecord], bool]:
+                   min_evidence_chars: int = MIN_EVIDENCE_CHARS, copy: bool = True) -> tuple[list[CaseRecord], bool]:
     """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
 
     Records that already hold this source's verdicts are used as stored, never re-judged; a test set
-    (or ``labels``) is judged now. Every command that scores RAG cases starts here.
+    (or ``labels``) is judged now. Every command that scores RAG cases starts here. Records given as
+    objects are copied first unless ``copy=False`` (see :func:`evaluate_rag`).
 
     Example:
         >>> recs, stored = judged_records([{"id": "q", "retrieved_contexts": ["a b", "c"],
@@ -100,7 +101,7 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
         >>> recs[0].verdicts("containment"), stored
         ([1, 0], False)
     """
-    records = as_records(testset)
+    records = as_records(testset, copy=copy)
     if not records:
         raise InputError("the test set holds no case")
     present = {s for r in records for s in r.sources()}
@@ -148,7 +149,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                  k: int | Iterable[int] | None = None, metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                  relevance_level: int = 1, unscorable: str = "zero", incomplete: str = "zero",
-                 progress: bool = False, min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> RagResult:
+                 progress: bool = False, min_evidence_chars: int = MIN_EVIDENCE_CHARS,
+                 copy: bool = True) -> RagResult:
     """Score a RAG test set's retrieved contexts against verdicts from one source.
 
     Args:
@@ -175,6 +177,9 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         incomplete: cases with failed or missing verdicts: ``zero`` (those chunks count as not relevant,
             the case stays in the means) or ``skip``. Listed in the summary either way.
         progress: show a progress bar (stderr) while judging long test sets.
+        copy: records given as :class:`CaseRecord` objects are copied before verdicts are added, so the
+            caller's stay as they were (default); ``False`` adds the verdicts to the caller's own records, for a
+            caller that made them for this call (a sweep's cells: no copy of every record of every cell).
 
     Example:
         >>> r = evaluate_rag([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
@@ -187,7 +192,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         parse_measures(metrics)  # a misspelt name stops before any judging
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
                                      threshold=threshold, id_field=id_field, relevance_level=relevance_level,
-                                     progress=progress, min_evidence_chars=min_evidence_chars)
+                                     progress=progress, min_evidence_chars=min_evidence_chars, copy=copy)
     measures = parse_measures(metrics or _defaults(records, ks, relevance))
 
     unscorable_cases, incomplete_cases, skip = _cases_left_out(records, relevance, testset, unscorable,

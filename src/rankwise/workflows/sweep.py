@@ -561,8 +561,8 @@ def _score_cell(plan: _Plan, spec: SweepSpec, res: Any) -> Any:
     if plan.documents:
         recs = _document_records(plan.cases, res, plan.k)
         return evaluate_rag(recs, "ids", labels=plan.qrels, metrics=plan.names,
-                            relevance_level=spec.relevance_level)
-    return evaluate_rag(_records(plan.cases, res), plan.relevance, metrics=plan.names)
+                            relevance_level=spec.relevance_level, copy=False)  # records made for this cell
+    return evaluate_rag(_records(plan.cases, res), plan.relevance, metrics=plan.names, copy=False)
 
 
 def _baseline_label(labels: list[str], baseline: str | int) -> str:
