@@ -15,8 +15,9 @@ demo-llm: setup
 	PYTHONDONTWRITEBYTECODE= .venv/bin/rankwise demo --judge local
 
 # the suite on $(TEST_WORKERS) processes (pytest-xdist): each test file whole on one worker, the Spark tests
-# together on one, the slowest first (tests/conftest.py); bytecode cached, as Python does by default, so the
-# suite's many `rankwise` processes do not each compile the package again
+# together on one, the files loading PyTorch / MLflow / LlamaIndex with the docs' pages on one, the slowest first,
+# one compute thread per worker (tests/conftest.py); bytecode cached, as Python does by default, so the suite's
+# many `rankwise` processes do not each compile the package again
 TEST_WORKERS ?= 2
 test:
 	@scripts/setup.sh --test
