@@ -202,3 +202,25 @@ def test_calibrate_gives_no_recommendation_on_an_undefined_tau():
     assert "Kendall tau-b" in result.refused and "is undefined" in result.refused
     assert "every answer score of the" in result.refused and "is the same (0.5, 20 cases)" in result.refused
     assert result.to_json()["recommendation"] is None and "nan" not in result.sentence()
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_bootstrap_statistics_as_matrix_products_equal_the_quadratic_forms(binary):
+    """The bootstrap's c'Mc as matrix products equals numpy's einsum of the same forms to the last bit (whole-number
+    weights, entries multiples of 1/2: every partial sum exact), with ties in x and y and an all-zero resample."""
+    from rankwise.analysis.calibrate import _pair_matrices, _statistics
+
+    rng = np.random.default_rng(11)
+    n = 60
+    x = np.round(rng.random(n), 1)  # ties
+    y = (rng.random(n) < 0.4).astype(float) if binary else np.round(rng.random(n) * 3) / 3
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=300).astype(np.float64)
+    weights[0] = 0.0  # nothing drawn: undefined
+    num_m, a_m, b_m = _pair_matrices(x, y, binary)
+    num = np.einsum("bi,ij,bj->b", weights, num_m, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = ((weights @ a_m) * (weights @ b_m) if binary else
+               np.sqrt(np.einsum("bi,ij,bj->b", weights, a_m, weights) * np.einsum("bi,ij,bj->b", weights, b_m, weights)))
+        want = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    got = _statistics(x, y, binary, weights)
+    assert np.array_equal(got, want, equal_nan=True) and np.isnan(got[0]) and np.isfinite(got[1:]).all()

@@ -283,3 +283,21 @@ def test_cli_compare_rag_records(tmp_path):
     out = CliRunner().invoke(main, ["compare-rag", str(pa), str(tmp_path / "more.jsonl"), "--source", "llm",
                                     "--allow-mismatch"])
     assert out.exit_code == 0, out.output
+
+
+def test_compare_results_refuses_systems_scored_with_other_metrics():
+    """``compare_results`` compares values column by column: results scored with other metrics (or another
+    order) are an error naming both lists, not a silent comparison of one metric with another."""
+    from rankwise.analysis.compare import compare_results
+    from rankwise.errors import InputError
+    from rankwise.metrics.rag import evaluate_rag
+
+    rows = [{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]},
+            {"id": "c2", "retrieved_context_ids": ["d2", "x"], "reference_context_ids": ["d2"]}]
+    a = evaluate_rag(rows, "ids", metrics=["mrr", "precision@1"])
+    b = evaluate_rag(rows, "ids", metrics=["precision@1", "mrr"])
+    with pytest.raises(InputError, match=r"system 'b' was scored with metrics \['precision@1', 'mrr'\], system 'a' "
+                                         r"with \['mrr', 'precision@1'\]"):
+        compare_results({"a": a, "b": b}, "ids")
+    same = compare_results({"a": a, "b": evaluate_rag(rows, "ids", metrics=["mrr", "precision@1"])}, "ids")
+    assert [c.delta for c in same.comparisons] == [0.0, 0.0]

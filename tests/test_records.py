@@ -156,3 +156,14 @@ def test_as_records_copies_records_deeply_and_field_by_field():
                                                query="sub", meta={"hop": [0]})])
     assert chunk.verdicts["llm"].meta["tries"] == [1, 2] and "human" not in chunk.verdicts
     assert as_records([rec], copy=False)[0] is rec
+
+
+def test_copy_record_rebuilds_every_record_type_from_all_its_fields():
+    """copy_record passes a record type's dataclass fields to its constructor in order: that holds only while
+    every field is an init field (a field added with init=False would be dropped or shifted)."""
+    import dataclasses
+
+    from rankwise.data.records import CallRecord, ChunkRecord, Verdict
+
+    for kind in (CaseRecord, ChunkRecord, CallRecord, Verdict, ReferencePassage):
+        assert all(f.init for f in dataclasses.fields(kind)), kind.__name__

@@ -388,3 +388,33 @@ def test_sweep_report_reads_as_a_grid_at_1280_and_1920(grid_sweep, tmp_path):
 def test_a_difference_that_rounds_to_zero_has_no_sign():
     assert [signed(x) for x in (-0.0, -1e-17, 0.0, 4e-5, -4e-5, 0.00005, -0.25)] == \
         ["0.0000", "0.0000", "0.0000", "0.0000", "0.0000", "+0.0001", "-0.2500"]
+
+
+def _same_comparison(got, want) -> None:
+    """Two comparisons equal to the last bit (NaN where undefined in both)."""
+    import numpy as np
+
+    assert (got.systems, got.baseline, got.metrics, got.query_ids, got.settings) == \
+        (want.systems, want.baseline, want.metrics, want.query_ids, want.settings)
+    assert all(np.array_equal(got.values[s], want.values[s], equal_nan=True) for s in want.systems)
+    assert repr(got.means) == repr(want.means) and repr(got.comparisons) == repr(want.comparisons)
+    assert got.summary == want.summary
+
+
+@pytest.mark.parametrize("which", ["result", "cranfield_sweep"])
+def test_the_sweeps_comparison_is_compare_rag_on_its_records(which, request):
+    """The same numbers by two roads: the sweep compares its cells from the results it scored them with
+    (``compare_results``); ``compare_records`` (``rankwise compare-rag``) on the records it wrote gives the same
+    comparison — means, deltas, p-values, intervals, counts and warnings. Chunks with span verdicts, and
+    documents with qrels."""
+    from rankwise.analysis.compare import compare_records
+
+    res, out = request.getfixturevalue(which)
+    relevance = res.settings["relevance"]
+    files = {c.label: str(out / "records" / f"{c.label.replace(' ', '_').replace('/', '-')}.jsonl")
+             for c in res.configs}
+    again = compare_records(files, relevance, res.metrics, baseline=res.baseline,
+                            permutations=res.settings["permutations"], seed=res.settings["seed"],
+                            correction=res.settings["correction"], alpha=res.settings["alpha"])
+    _same_comparison(res.comparison, again)
+    assert len(res.comparison.comparisons) == (len(res.configs) - 1) * len(res.metrics)

@@ -537,9 +537,14 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
     systems = list(results)
     if len(systems) < 2:
         raise InputError("compare-rag needs at least two record sets", field="records")
+    metric_names = list(results[systems[0]].names)
+    for s in systems[1:]:  # the values are compared column by column: the same metrics in the same order
+        if list(results[s].names) != metric_names:
+            raise InputError(f"system {s!r} was scored with metrics {list(results[s].names)}, system "
+                             f"{systems[0]!r} with {metric_names}: score every system with the same metrics",
+                             field="results")
     warned = {s: [*(warned or {}).get(s, []), *case_notes(results[s].summary)] for s in systems}
     case_ids, left_out = _shared_cases(results, allow_mismatch)
-    metric_names = results[systems[0]].names
     values, undefined = _aligned_values(results, case_ids, metric_names)
     summary: dict[str, Any] = {"queries": len(case_ids), "source": source,
                                "r_basis": results[systems[0]].summary.get("r_basis")}

@@ -384,5 +384,3 @@ def write_position_curve(fit: PositionFit, path: str | PathLike) -> Path:
     out = Path(path)
     out.write_text(json.dumps(finite_json(fit.to_json()), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return out
-
-

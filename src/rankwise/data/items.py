@@ -64,8 +64,6 @@ def _int_or_none(x: Any) -> int | None:
     return None
 
 
-
-
 def _first(meta: Mapping[str, Any], keys) -> Any:
     for k in keys:
         if k in meta and meta[k] is not None:

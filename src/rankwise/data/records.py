@@ -254,8 +254,6 @@ def dump_record(record: CaseRecord) -> str:
         return json.dumps(finite_json(obj), ensure_ascii=False, allow_nan=False)
 
 
-
-
 def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
     """Write records as JSON Lines, one case a line; returns the path.
 

@@ -47,8 +47,6 @@ def mlflow_name(name: str) -> str:
     return re.sub(r"_+", "_", text).strip("_") or "_"
 
 
-
-
 def _metrics(values: Mapping[str, Any]) -> dict[str, float]:
     return {k: v for k, v in ((k, finite_float(x)) for k, x in values.items()) if v is not None}
 

@@ -624,5 +624,3 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
     path = out / "sweep.json"
     result.files["json"] = str(path)
     path.write_text(json.dumps(finite_json(result.to_json()), indent=2), encoding="utf-8")
-
-
