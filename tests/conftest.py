@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+from _jvm import jvm_options
 
 # Under pytest-xdist (``make test``: as many workers as cores) each worker computes on one thread: PyTorch,
 # FAISS (both through $RANKWISE_THREADS) and the BLAS under NumPy. With every core already running a worker,
@@ -15,6 +20,25 @@ import pytest
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("RANKWISE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
+
+
+def _leave_now() -> None:
+    """An xdist worker's last act: end the process without the interpreter's teardown. Its reports are with the
+    controller by then (the channel closed before exit began), and the teardown only frees what the process is
+    about to give back: 5-7 s at the end of every run with PyTorch, sentence-transformers, MLflow, LlamaIndex and
+    Haystack loaded, with the controller waiting for it (``rankwise``'s own command line leaves the same way,
+    cli/_base.py). Registered first, so it runs after every other exit handler."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    atexit.register(_leave_now)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -45,10 +69,9 @@ def srv(server):
     return server
 
 
-# The tests' JVMs compile with the client compiler only and collect with the serial collector: a test's Spark
-# jobs are small and short, and on two cores the server compiler's threads took a third of the JVM's CPU
-# (test_spark_cli's user-built sessions: 89 -> 56 CPU-seconds, 60 -> 54 s). Spark's own defaults are for jobs.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# The tests' JVMs: the client compiler only, the serial collector, and the class archive scripts/setup.sh --test
+# writes (tests/_jvm.py says why).
+TEST_JVM_OPTIONS = jvm_options()
 
 
 @pytest.fixture(scope="session")

@@ -107,7 +107,9 @@ class Embedder:
     """Texts to L2-normalised float32 vectors, through the on-disk cache; the model loads only when needed.
 
     ``computed`` and ``reused`` count texts embedded by the model and texts found in the cache.
-    ``cache_dir=False`` disables the cache.
+    ``cache_dir=False`` disables the cache. Texts are embedded longest first, ``batch_size`` at a time
+    (default: 8 on the CPU, where small batches pad less: the demo's 442 chunks 40 -> 28 CPU-seconds
+    against batches of 64; 64 on an accelerator).
 
     Example:
         >>> emb = Embedder(quiet=True)  # doctest: +SKIP
@@ -116,10 +118,12 @@ class Embedder:
     """
 
     def __init__(self, model: str | None = None, *, cache_dir: str | PathLike | bool | None = None,
-                 batch_size: int = 64, device: str = "cpu", threads: int | None = None,
+                 batch_size: int | None = None, device: str = "cpu", threads: int | None = None,
                  allow_download: bool | None = None, quiet: bool = False) -> None:
         self.ref = resolve_model(model)
-        self.batch_size = int(batch_size)
+        self.batch_size = int(batch_size) if batch_size is not None else (8 if device == "cpu" else 64)
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self.device = device
         self.threads = threads
         self.allow_download = allow_download
@@ -191,7 +195,7 @@ class DenseRetriever(Retriever):
     """
 
     def __init__(self, model: str | None = None, *, cache_dir: str | PathLike | bool | None = None,
-                 batch_size: int = 64, query_prefix: str = "", doc_prefix: str = "", device: str = "cpu",
+                 batch_size: int | None = None, query_prefix: str = "", doc_prefix: str = "", device: str = "cpu",
                  threads: int | None = None, allow_download: bool | None = None, name: str = "dense",
                  quiet: bool = False, embedder: Embedder | None = None) -> None:
         self.embedder = embedder or Embedder(model, cache_dir=cache_dir, batch_size=batch_size, device=device,
