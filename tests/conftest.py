@@ -117,11 +117,11 @@ def _private_caches(tmp_path_factory):
 # per worker), and the groups are handed out slowest first (measured with `--durations`), so that the two workers
 # finish together rather than one idling while the other runs a long file last. (pytest-xdist's own loadgroup
 # reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer allows.)
-SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.py", "tests/test_sweep.py",
-                 "tests/test_position_curve.py", "tests/test_judge_faults.py", "tests/test_fuzz_inputs.py",
-                 "tests/test_sigterm.py", "tests/test_batch_api.py", "tests/test_synth.py", "tests/test_exit.py",
-                 "tests/test_trec_eval_binary.py", "tests/test_traces.py", "tests/test_llm_cli.py",
-                 "tests/test_llm_rerank.py", "tests/test_llm_judge.py", "tests/test_ranking.py",
+SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.py", "tests/test_position_curve.py",
+                 "tests/test_sweep.py", "tests/test_fuzz_inputs.py", "tests/test_traces.py", "tests/test_synth.py",
+                 "tests/test_exit.py", "tests/test_trec_eval_binary.py", "tests/test_batch_api.py",
+                 "tests/test_judge_faults.py", "tests/test_llm_rerank.py", "tests/test_sigterm.py",
+                 "tests/test_llm_cli.py", "tests/test_llm_judge.py", "tests/test_ranking.py",
                  "tests/test_output_guard.py", "tests/test_utility.py"]
 SPARK = ("tests/test_spark.py", "tests/test_spark_cli.py", "tests/test_docs_commands.py::test_page_spark_commands")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from _forked import cli_popen
 from batch_server import start_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
@@ -99,7 +100,7 @@ def test_restart_mid_poll_resumes_without_resubmitting(server, tmp_path):
     cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(tmp_path / "ts.jsonl"), "--model", "m",
            "--base-url", server.base_url, "--api-key", "k", "--cache", str(tmp_path / "c.sqlite"),
            "--records", str(tmp_path / "r.jsonl"), "--batch-api", "--quiet"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_popen(cmd[3:], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while server.call("/stats")["polls"] < 3:
         assert time.monotonic() < deadline and proc.poll() is None
@@ -142,11 +143,11 @@ def test_partially_failed_batch_counted_and_left_missing_with_max_calls_0(server
 def test_shards_in_processes_merge_without_loss(server, tmp_path):
     _testset(tmp_path / "ts.jsonl", n_cases=9)
     env = {**os.environ, "PYTHONPATH": SRC}
-    procs = [subprocess.Popen([sys.executable, "-m", "rankwise.cli", "judge", str(tmp_path / "ts.jsonl"),
-                               "--model", "m", "--base-url", server.base_url, "--api-key", "k",
-                               "--shard", f"{i}/3", "--cache", str(tmp_path / f"part{i}.sqlite"),
-                               "--records", str(tmp_path / f"part{i}.jsonl"), "--quiet"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    procs = [cli_popen(["judge", str(tmp_path / "ts.jsonl"),
+                        "--model", "m", "--base-url", server.base_url, "--api-key", "k",
+                        "--shard", f"{i}/3", "--cache", str(tmp_path / f"part{i}.sqlite"),
+                        "--records", str(tmp_path / f"part{i}.jsonl"), "--quiet"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
     for p in procs:
         _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -282,7 +283,7 @@ def test_kill_after_second_batch_created_restart_creates_only_the_third(server, 
     server.call("/config", {"stall_upload_from": 3, "polls": 2})
     env = {**os.environ, "PYTHONPATH": SRC}
     cmd = _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_popen(cmd[3:], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while server.call("/stats")["creates"] < 2:
         assert time.monotonic() < deadline and proc.poll() is None
@@ -457,8 +458,8 @@ def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
 def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
     server.call("/config", {"polls": 10**6})
-    proc = subprocess.Popen(_cmd(server, tmp_path, "--batch-poll", "0.05"), env={**os.environ, "PYTHONPATH": SRC},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_popen(_cmd(server, tmp_path, "--batch-poll", "0.05")[3:], env={**os.environ, "PYTHONPATH": SRC},
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while server.call("/stats")["polls"] < 2:
         assert time.monotonic() < deadline and proc.poll() is None

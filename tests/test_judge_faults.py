@@ -1,6 +1,6 @@
 """The judge under a hostile endpoint: malformed 200 replies, connection resets, an endpoint that dies
-midway, credentials in the URL. Each test runs the real `rankwise judge` (a subprocess, so a hang is a
-timeout, not a stuck test run) against the loopback server (tests/llm_server.py) and asserts that it
+midway, credentials in the URL. Each test runs the real `rankwise judge` (a process of its own, forked
+from this one, tests/_forked.py, so a hang is a timeout, not a stuck test run) against the loopback server (tests/llm_server.py) and asserts that it
 ends within a time bound, with the right counts, and with every verdict had on disk (cache and records).
 """
 
@@ -11,13 +11,13 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from _forked import cli_popen, cli_run
 from llm_server import ENVELOPES, judge_text, start_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
@@ -47,12 +47,12 @@ def _plain_testset(path: Path, n_cases: int) -> Path:
 
 def _judge(base_url, ts, tmp_path, *extra, limit=90.0, env=None):
     """`rankwise judge` as a subprocess; returns (returncode, stdout, stderr, seconds)."""
-    cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(ts), "--model", "judge-test", "--base-url",
+    cmd = ["judge", str(ts), "--model", "judge-test", "--base-url",
            base_url, "--cache", str(tmp_path / "c.sqlite"), "--records", str(tmp_path / "out.jsonl"), "--quiet",
            *map(str, extra)]
     t = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env)
+        proc = cli_run(cmd, capture_output=True, text=True, timeout=limit, env=env)
     except subprocess.TimeoutExpired:
         pytest.fail(f"rankwise judge did not finish within {limit} s")
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t
@@ -191,10 +191,10 @@ def test_endpoint_gone_midway_stops_cleanly_with_every_verdict_in_cache_and_reco
         ts = _plain_testset(tmp_path / "ts.jsonl", 100)  # 400 chunks, 4 at a time
         cfg = tmp_path / "rankwise.toml"
         cfg.write_text("[llm]\nbreaker_seconds = 1\nbreaker_failures = 8\n")
-        cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(ts), "--model", "judge-test", "--base-url",
+        cmd = ["judge", str(ts), "--model", "judge-test", "--base-url",
                srv.base_url, "--cache", str(tmp_path / "c.sqlite"), "--records", str(tmp_path / "out.jsonl"),
                "--quiet", "--concurrency", "4", "--config", str(cfg)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = cli_popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while _cached(tmp_path / "c.sqlite") < 30:
             assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
@@ -401,10 +401,10 @@ def test_a_cache_that_cannot_be_written_stops_the_run_with_the_verdicts_in_the_r
     server.reset()
     ts = _plain_testset(tmp_path / "ts.jsonl", 15)  # 60 chunks; their records fit in 48 KB, the WAL does not
     out = tmp_path / "out.jsonl"
-    cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(ts), "--model", "judge-test", "--base-url",
+    cmd = ["judge", str(ts), "--model", "judge-test", "--base-url",
            server.base_url, "--cache", str(tmp_path / "c.sqlite"), "--records", str(out), "--quiet",
            "--concurrency", "1"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, preexec_fn=small_disk)
+    proc = cli_run(cmd, capture_output=True, text=True, timeout=60, preexec_fn=small_disk)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr

@@ -9,13 +9,13 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from _forked import cli_popen
 from rankwise.cli import main
 from rankwise.data.records import load_records
 
@@ -210,10 +210,10 @@ def _cached(cache: Path) -> int:
 
 
 def _spawn(srv, ts, cache, out, *extra):
-    cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(ts), "--model", "judge-test", "--base-url",
+    cmd = ["judge", str(ts), "--model", "judge-test", "--base-url",
            srv.base_url, "--cache", str(cache), "--records", str(out), "--quiet", "--concurrency", "2", *extra]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    return cli_popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     env=os.environ | {"PYTHONUNBUFFERED": "1"})
 
 
 def _wait_for(cache: Path, n: int, proc, limit: float = 60.0) -> int:

@@ -1,5 +1,5 @@
 """SIGTERM is handled like Ctrl-C (issue 20, item 8): ``timeout``, CI runners and container stops send
-SIGTERM. Every command that pays for calls, run as a real process against a loopback server with latency
+SIGTERM. Every command that pays for calls, run as a real process (forked from the test's, tests/_forked.py) against a loopback server with latency
 and sent SIGTERM mid-run, exits 143 with Ctrl-C's one-line message, keeps what it had in its records (or
 output) and cache, and a rerun (in-process: the signal is what needs a real process) asks only for the rest."""
 
@@ -10,13 +10,13 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from _forked import cli_popen
 from rankwise.cli import main
 from rankwise.data.records import load_records
 
@@ -44,8 +44,7 @@ def synth_srv():
 
 
 def _spawn(*args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rankwise.cli", *map(str, args)], env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return cli_popen(list(map(str, args)), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _term_when(proc: subprocess.Popen, ready, limit: float = 60.0) -> tuple[str, str]:

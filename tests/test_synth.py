@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _forked import cli_popen
 from _inprocess import run_cli
 from rankwise.llm.cost import Prices
 from rankwise.retrieval.corpus import Corpus, load_corpus
@@ -160,8 +161,7 @@ def test_killed_run_resumes_without_repeating_a_call(g, tmp_path):
     args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "50", "--styles",
             "factual=0.6,paraphrase=0.2,multi=0.1,conversational=0.1", "--cache", str(tmp_path / "c.sqlite"),
             "--out", str(out), "--concurrency", "2", "--quiet"]
-    proc = subprocess.Popen([sys.executable, "-m", "rankwise.cli", *args], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = cli_popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 8):
         time.sleep(0.05)
