@@ -17,7 +17,8 @@ demo-llm: setup
 # the suite on $(TEST_WORKERS) processes (pytest-xdist): each test file whole on one worker, the Spark tests
 # together on one, the files loading PyTorch / MLflow / LlamaIndex with the docs' pages on one, the slowest first,
 # one compute thread per worker (tests/conftest.py); bytecode cached, as Python does by default, so the suite's
-# many `rankwise` processes do not each compile the package again
+# many `rankwise` processes do not each compile the package again; the Spark tests' JVMs read the class archive
+# `scripts/setup.sh --test` writes (tests/_jvm.py)
 TEST_WORKERS ?= 2
 test:
 	@scripts/setup.sh --test
