@@ -116,9 +116,8 @@ if [ "${1:-}" = "--test" ] && ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
-if [ "${1:-}" = "--test" ] && command -v java >/dev/null 2>&1 && ! "$VENV/bin/python" -c \
-    'import sys; sys.path.insert(0, "tests"); import _jvm; sys.exit(not _jvm.archive_ready())' 2>/dev/null; then
-  # the Spark tests' JVMs map Spark's classes from an archive rather than loading them one by one (tests/_jvm.py)
-  echo "setup: writing the test JVMs' class archive, once for this Java and Spark (about a minute)"
+if [ "${1:-}" = "--test" ] && command -v java >/dev/null 2>&1; then
+  # the Spark tests' JVMs map Spark's classes from an archive rather than loading them one by one (tests/_jvm.py:
+  # written once for this Java and Spark, a no-op after that)
   "$VENV/bin/python" tests/_jvm.py || echo "setup: no class archive; the Spark tests' JVMs load their classes" >&2
 fi

@@ -13,6 +13,7 @@ A fresh interpreter's start itself is tested by test_startup.py and test_exit.py
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -27,6 +28,7 @@ _PRELOAD = ("rankwise.cli", "rankwise.cli.judge", "rankwise.relevance.llm_judge"
             "openai._vendor.httpx_aiohttp", "rankwise.data.records", "rankwise.testsets.synth")
 
 
+@functools.cache
 def _preload() -> None:
     import importlib
 
@@ -45,7 +47,6 @@ class _ForkedCLI(subprocess.Popen):
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            code = 70
             try:
                 _become_cli(argv, cwd, env, preexec_fn, p2cread, c2pwrite, errwrite)
             except BaseException:  # noqa: BLE001 (anything before main() ran: say it and leave)
@@ -53,7 +54,7 @@ class _ForkedCLI(subprocess.Popen):
 
                 traceback.print_exc()
             finally:
-                os._exit(code)
+                os._exit(70)
         self.pid = pid
         self._child_created = True
         self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
@@ -71,7 +72,10 @@ def _become_cli(argv: list[str], cwd, env, preexec_fn, stdin_fd: int, stdout_fd:
             os.dup2(fd, target)
     # (the parent's other descriptors stay open, unused: SQLite keeps descriptors of databases this process used,
     # and a child that closed them under it fails with "locking protocol" on the same file)
-    unbuffered = bool((env if env is not None else os.environ).get("PYTHONUNBUFFERED"))  # as python -u
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))  # as python -u
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), write_through=unbuffered)
     sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), line_buffering=True,
@@ -81,9 +85,6 @@ def _become_cli(argv: list[str], cwd, env, preexec_fn, stdin_fd: int, stdout_fd:
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as the interpreter sets it
-    if env is not None:
-        os.environ.clear()
-        os.environ.update(env)
     if cwd is not None:
         os.chdir(cwd)
     if preexec_fn is not None:

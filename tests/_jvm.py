@@ -28,6 +28,7 @@ from pathlib import Path
 # (test_spark_cli's user-built sessions: 89 -> 56 CPU-seconds, 60 -> 54 s). Spark's own defaults are for jobs.
 BASE_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ARCHIVE = Path(sys.prefix) / "rankwise-test-jvm.jsa"
+KEY = ARCHIVE.with_suffix(".key")  # archive_key() of the Java and Spark that made it
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -44,14 +45,10 @@ def archive_key() -> str:
     return hashlib.sha256(f"{real}\0{os.stat(real).st_mtime_ns}\0{spark}\0{BASE_OPTIONS}".encode()).hexdigest()
 
 
-def _key_file() -> Path:
-    return ARCHIVE.with_suffix(".key")
-
-
 def archive_ready() -> bool:
     """True when the archive exists and was made by this Java and this pyspark."""
     key = archive_key()
-    return bool(key) and ARCHIVE.is_file() and _key_file().is_file() and _key_file().read_text() == key
+    return bool(key) and ARCHIVE.is_file() and KEY.is_file() and KEY.read_text() == key
 
 
 def jvm_options() -> str:
@@ -106,9 +103,10 @@ def write_archive() -> None:
         if done.returncode != 0 or not partial.is_file():
             raise SystemExit(f"tests/_jvm.py: the class archive was not written:\n{done.stderr[-3000:]}")
         shutil.move(partial, ARCHIVE)
-    _key_file().write_text(key)
+    KEY.write_text(key)
 
 
 if __name__ == "__main__":
     if "--force" in sys.argv[1:] or not archive_ready():
+        print("setup: writing the test JVMs' class archive, once for this Java and Spark (about a minute)", flush=True)
         write_archive()

@@ -10,7 +10,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,7 +25,6 @@ QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."
 TEXTS = ["The Eiffel Tower was completed in 1889.", "Paris is the capital of France.",
          "The tower is 330 metres tall.", "Construction began in 1887 and ended in 1889."]
-SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 def _testset(path: Path, n_cases: int = 3) -> Path:
@@ -96,11 +94,11 @@ def test_batch_equals_online_and_costs_half(server, tmp_path):
 def test_restart_mid_poll_resumes_without_resubmitting(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
     server.call("/config", {"polls": 10**6})  # stays in_progress until released
-    env = {**os.environ, "PYTHONPATH": SRC, "RANKWISE_BATCH_POLL": "0.05"}
-    cmd = [sys.executable, "-m", "rankwise.cli", "judge", str(tmp_path / "ts.jsonl"), "--model", "m",
+    env = {**os.environ, "RANKWISE_BATCH_POLL": "0.05"}
+    cmd = ["judge", str(tmp_path / "ts.jsonl"), "--model", "m",
            "--base-url", server.base_url, "--api-key", "k", "--cache", str(tmp_path / "c.sqlite"),
            "--records", str(tmp_path / "r.jsonl"), "--batch-api", "--quiet"]
-    proc = cli_popen(cmd[3:], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while server.call("/stats")["polls"] < 3:
         assert time.monotonic() < deadline and proc.poll() is None
@@ -109,7 +107,7 @@ def test_restart_mid_poll_resumes_without_resubmitting(server, tmp_path):
     proc.wait(timeout=10)
     assert server.call("/stats")["creates"] == 1
     server.call("/config", {"polls": 0})  # the batch ends at the next poll
-    done = CliRunner().invoke(main, cmd[3:], env={"RANKWISE_BATCH_POLL": "0.05"})  # the restart: in-process
+    done = CliRunner().invoke(main, cmd, env={"RANKWISE_BATCH_POLL": "0.05"})  # the restart: in-process
     assert done.exit_code == 0, done.output
     assert "(resumed)" in done.stdout and "batch batch_1: completed" in done.stdout
     stats = server.call("/stats")
@@ -142,11 +140,10 @@ def test_partially_failed_batch_counted_and_left_missing_with_max_calls_0(server
 
 def test_shards_in_processes_merge_without_loss(server, tmp_path):
     _testset(tmp_path / "ts.jsonl", n_cases=9)
-    env = {**os.environ, "PYTHONPATH": SRC}
     procs = [cli_popen(["judge", str(tmp_path / "ts.jsonl"),
                         "--model", "m", "--base-url", server.base_url, "--api-key", "k",
                         "--shard", f"{i}/3", "--cache", str(tmp_path / f"part{i}.sqlite"),
-                        "--records", str(tmp_path / f"part{i}.jsonl"), "--quiet"], env=env,
+                        "--records", str(tmp_path / f"part{i}.jsonl"), "--quiet"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
     for p in procs:
         _out, err = p.communicate(timeout=120)
@@ -212,7 +209,7 @@ def test_unreachable_batch_api_is_one_line_error(tmp_path):
 
 # ---------------------------------------------------------------------------------------- limits, retries, options
 def _cmd(srv, tmp_path, *extra, name="c"):
-    return [sys.executable, "-m", "rankwise.cli", "judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
+    return ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
             srv.base_url, "--api-key", "k", "--cache", str(tmp_path / f"{name}.sqlite"), "--records",
             str(tmp_path / f"{name}.jsonl"), "--batch-api", "--quiet", *extra]
 
@@ -260,7 +257,7 @@ def test_split_by_byte_limit_into_three_batches(server, tmp_path):
     want = _greedy(sizes, 10**9, limit)
     assert len(want) == 3
     server.call("/reset", {})
-    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", str(limit))[3:])
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", str(limit)))
     assert res.exit_code == 0, res.output
     created = server.call("/stats")["created"]
     assert [c["requests"] for c in created] == want and want[0] == 5
@@ -272,7 +269,7 @@ def test_split_by_byte_limit_into_three_batches(server, tmp_path):
 
 def test_request_over_the_byte_limit_is_one_line_error_before_any_call(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
-    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", "100")[3:])
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-bytes", "100"))
     assert res.exit_code == 2
     assert res.stderr.startswith("rankwise: error: request r0 is ")
     assert res.stderr.count("\n") == 1 and server.call("/stats")["uploads"] == 0
@@ -281,9 +278,8 @@ def test_request_over_the_byte_limit_is_one_line_error_before_any_call(server, t
 def test_kill_after_second_batch_created_restart_creates_only_the_third(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
     server.call("/config", {"stall_upload_from": 3, "polls": 2})
-    env = {**os.environ, "PYTHONPATH": SRC}
     cmd = _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05")
-    proc = cli_popen(cmd[3:], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while server.call("/stats")["creates"] < 2:
         assert time.monotonic() < deadline and proc.poll() is None
@@ -296,7 +292,7 @@ def test_kill_after_second_batch_created_restart_creates_only_the_third(server, 
     assert _parts(tmp_path / "c.sqlite") == [(0, 3, 0, 5, "batch_1", "submitted"), (1, 3, 5, 5, "batch_2", "submitted"),
                                              (2, 3, 10, 2, None, "pending")]
     server.call("/config", {"stall_upload_from": None})
-    done = CliRunner().invoke(main, cmd[3:])  # the restart: in-process (the kill is what needs a process)
+    done = CliRunner().invoke(main, cmd)  # the restart: in-process (the kill is what needs a process)
     assert done.exit_code == 0, done.output
     stats = server.call("/stats")
     assert (stats["uploads"], stats["creates"], stats["chat"]) == (3, 3, 0)  # only the 3rd created, no online call
@@ -314,7 +310,7 @@ def test_429_and_503_on_every_batch_call_are_retried(server, tmp_path):
     faults = [{"status": 429, "retry_after": "0.2"}, {"status": 503}]
     server.call("/config", {"faults": {op: list(faults) for op in ("upload", "create", "retrieve", "download")}})
     t0 = time.monotonic()
-    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05")[3:])
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05"))
     assert res.exit_code == 0, res.output
     assert time.monotonic() - t0 >= 4 * 0.2  # each Retry-After waited
     stats = server.call("/stats")
@@ -332,7 +328,7 @@ def test_dropped_and_late_replies_are_retried_and_a_lost_create_is_not_repeated(
     _testset(tmp_path / "ts.jsonl")
     server.call("/config", {"faults": {"upload": [{"drop": True}], "create": [{"drop_after": True}],
                                        "retrieve": [{"delay": 1.5}], "download": [{"drop": True}]}})
-    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--timeout", "0.5", "--batch-poll", "0.05")[3:])
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--timeout", "0.5", "--batch-poll", "0.05"))
     assert res.exit_code == 0, res.output
     stats = server.call("/stats")
     assert stats["faults"] == {"upload": 1, "create": 1, "retrieve": 1, "download": 1}
@@ -345,7 +341,7 @@ def test_dropped_and_late_replies_are_retried_and_a_lost_create_is_not_repeated(
 def test_exhausted_retries_exit_2_keep_the_cache_and_a_rerun_resumes(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
     server.call("/config", {"faults": {"download": [{"pass": True}] + [{"status": 503}] * 3}})
-    cmd = _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05", "--max-retries", "2")[3:]
+    cmd = _cmd(server, tmp_path, "--batch-max-requests", "5", "--batch-poll", "0.05", "--max-retries", "2")
     res = CliRunner().invoke(main, cmd)
     assert res.exit_code == 2 and res.stdout == ""
     error = res.stderr.splitlines()[-1]
@@ -416,7 +412,7 @@ def test_batch_options_on_the_command_line(server, tmp_path, monkeypatch):
     res = CliRunner().invoke(main, ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
                                     server.base_url, "--records", str(tmp_path / "x.jsonl"), "--batch-poll", "5"])
     assert res.exit_code == 2 and "--batch-poll needs --batch-api" in res.stderr
-    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-discount", "2", name="d")[3:])
+    res = CliRunner().invoke(main, _cmd(server, tmp_path, "--batch-discount", "2", name="d"))
     assert res.exit_code == 2 and res.stderr.count("\n") == 1
     assert "--batch-discount must be a fraction from 0 to 1" in res.stderr  # the flag, in the user's words
 
@@ -425,7 +421,7 @@ def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(serve
     _testset(tmp_path / "ts.jsonl")
     # the batch is created but its reply lost, and the batch list cannot be read then: the run gives up
     server.call("/config", {"faults": {"create": [{"drop_after": True}], "list": [{"status": 503}]}})
-    cmd = _cmd(server, tmp_path, "--max-retries", "0", "--batch-poll", "0.05")[3:]
+    cmd = _cmd(server, tmp_path, "--max-retries", "0", "--batch-poll", "0.05")
     res = CliRunner().invoke(main, cmd)
     assert res.exit_code == 2
     assert res.stderr.startswith("rankwise: error: batch API POST /batches (create of batch 1/1): connection to ")
@@ -442,7 +438,7 @@ def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(serve
 def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
     res = CliRunner().invoke(main, [*_cmd(server, tmp_path, "--batch-max-requests", "5", "--price-in", "1",
-                                          "--price-out", "2")[3:], "--dry-run"])
+                                          "--price-out", "2"), "--dry-run"])
     assert res.exit_code == 0, res.output
     line = next(x for x in res.stdout.splitlines() if x.startswith("batch API:"))
     assert server.call("/stats") == {"uploads": 0, "creates": 0, "polls": 0, "chat": 0, "downloads": 0,
@@ -458,8 +454,7 @@ def test_dry_run_shows_the_batches_and_calls_nothing(server, tmp_path):
 def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
     server.call("/config", {"polls": 10**6})
-    proc = cli_popen(_cmd(server, tmp_path, "--batch-poll", "0.05")[3:], env={**os.environ, "PYTHONPATH": SRC},
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_popen(_cmd(server, tmp_path, "--batch-poll", "0.05"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while server.call("/stats")["polls"] < 2:
         assert time.monotonic() < deadline and proc.poll() is None

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from _forked import cli_popen, cli_run
 
@@ -34,8 +35,11 @@ def test_forked_and_fresh_processes_print_and_exit_alike(tmp_path):
 
 
 def test_a_forked_process_is_its_own_and_ends_by_its_signal(tmp_path):
-    proc = cli_popen(["eval", "-", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     text=True)  # waits on its stdin
+    fifo = tmp_path / "qrels"
+    os.mkfifo(fifo)  # opening it waits for a writer: the process is still running when the signal comes
+    (tmp_path / "r.trec").write_text("q1 Q0 a 1 1 t\n")
+    proc = cli_popen(["eval", fifo, tmp_path / "r.trec"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
     assert proc.pid != os.getpid() and proc.poll() is None
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)

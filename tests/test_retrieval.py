@@ -266,6 +266,21 @@ def test_dense_scores_are_cosine_similarities(dense_cold):
     assert emb.computed == 0
 
 
+def test_batches_of_8_on_the_cpu_and_the_same_vectors_as_batches_of_64():
+    """The default batch (8 on the CPU, 64 on an accelerator) pads less; the vectors are those of one batch of
+    64 to float32 rounding, and so are the similarities' order."""
+    assert Embedder(cache_dir=False).batch_size == 8
+    assert Embedder(cache_dir=False, device="cuda").batch_size == 64
+    assert Embedder(cache_dir=False, batch_size=3).batch_size == 3
+    with pytest.raises(ValueError, match="batch_size must be at least 1, not 0"):
+        Embedder(cache_dir=False, batch_size=0)
+    texts = [*DOCS.values(), *PARAPHRASES.values()]  # of different lengths: padding differs between the two
+    small = Embedder(cache_dir=False, batch_size=2, quiet=True).embed(texts)
+    large = Embedder(cache_dir=False, batch_size=64, quiet=True).embed(texts)
+    assert small.shape == large.shape and np.abs(small - large).max() < 1e-6
+    assert (np.argsort(-(small @ small.T), axis=1) == np.argsort(-(large @ large.T), axis=1)).all()
+
+
 def test_cache_keys_by_model_and_text(tmp_path):
     emb = Embedder(cache_dir=tmp_path, quiet=True)
     emb.cache.put("model-a", ["hello"], np.array([[3.0, 4.0]], dtype=np.float32))

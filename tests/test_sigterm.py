@@ -22,8 +22,7 @@ from rankwise.data.records import load_records
 
 REPO = Path(__file__).resolve().parents[1]
 KESTREL = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "corpus.jsonl"
-ENV = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-       "PYTHONUNBUFFERED": "1"}
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 RESUME = "rerun the same command to resume"
 
 

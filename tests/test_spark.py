@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 
 import numpy as np
 import pytest
 
 import rankwise
+from _jvm import ARCHIVE, BASE_OPTIONS, archive_ready
 from rankwise.data.records import Verdict, records_from_testset, write_records
 from rankwise.errors import InputError
 from rankwise.metrics.registry import METRICS
@@ -338,3 +340,20 @@ def test_rag_metrics_over_calls_bit_identical(spark, tmp_path):
     assert_rag_identical(result, local)
     assert result.summary["undefined"] == {"calls_to_evidence@3": 1} and "never complete" in \
         result.summary["undefined_why"]["calls_to_evidence@3"]
+
+
+def test_the_sessions_jvm_reads_the_class_archive_setup_wrote(spark):
+    """tests/_jvm.py's class archive (scripts/setup.sh --test writes it) is one this session's JVM was started
+    with and can map: with -Xshare:on the JVM refuses to start on an archive of another Java or class path."""
+    assert archive_ready(), f"no class archive for this Java and Spark at {ARCHIVE}: run scripts/setup.sh --test"
+    lang = spark._jvm.java.lang
+    started_with = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={ARCHIVE}" in started_with
+    java = lang.System.getProperty("java.home") + "/bin/java"
+    cmd = [java, "-Xshare:on", f"-XX:SharedArchiveFile={ARCHIVE}", *BASE_OPTIONS.split(), "-cp",
+           lang.System.getProperty("java.class.path"), "-version"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "sharing" in done.stderr, done.stderr[-1000:]
+    refused = subprocess.run([*cmd[:-3], "-cp", str(ARCHIVE.parent), "-version"], capture_output=True, text=True,
+                             timeout=60)  # another class path: the check is not a formality
+    assert refused.returncode != 0 and "mismatch" in refused.stderr

@@ -25,7 +25,6 @@ from rankwise.testsets.synth import SynthSettings, estimate_synth, plan_samples,
 REPO = Path(__file__).resolve().parents[1]
 KESTREL = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "corpus.jsonl"
 STYLES = {"factual": 0.5, "paraphrase": 0.3, "multi": 0.1, "conversational": 0.1}
-ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +48,7 @@ def rows(path: Path) -> list[dict]:
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = run_cli(args, env=ENV)  # in-process (tests/_inprocess.py); the kill -9 test below runs a process
+    proc = run_cli(args)  # in-process (tests/_inprocess.py); the kill -9 test below runs a process
     if check and proc.returncode != 0:
         raise AssertionError(f"rankwise {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
@@ -161,7 +160,7 @@ def test_killed_run_resumes_without_repeating_a_call(g, tmp_path):
     args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "50", "--styles",
             "factual=0.6,paraphrase=0.2,multi=0.1,conversational=0.1", "--cache", str(tmp_path / "c.sqlite"),
             "--out", str(out), "--concurrency", "2", "--quiet"]
-    proc = cli_popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli_popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 8):
         time.sleep(0.05)
