@@ -181,7 +181,7 @@ def _probe_case(record, source: str, base: dict[str, float], measures: list[Meas
         found_as_ordered = _new_found(lists) if lists is not None else [1 if x >= relevance_level else 0 for x in v]
         total = min(R, sum(found_as_ordered))
         n_rows = len(orders)
-        found_rows, ideal_rows = [], []
+        found_rows, earned_rows = [], []
         for i, row in enumerate(rows):
             if i < n_rows:
                 budget = total
@@ -189,14 +189,12 @@ def _probe_case(record, source: str, base: dict[str, float], measures: list[Meas
                 j = i - n_rows
                 budget = total - found_as_ordered[j] if v[j] >= relevance_level else min(R, total + 1)
             found_rows.append(_first_found(row, budget, relevance_level))
-            hits = sum(1 for x in row if x >= relevance_level)
-            if truth["basis"] == "reference passages":
-                ideal_rows.append([1] * max(R, hits))
-            else:
-                ideal_rows.append(truth["ideal_gains"])
-        m = RelevanceMatrix.from_verdicts(rows, n_relevant=[R] * len(rows), ideal_gains=ideal_rows,
-                                          found=found_rows, relevance_level=relevance_level,
-                                          r_basis=truth["basis"])
+            # the redundancy rule: a relevant chunk finding nothing new is no new relevant item
+            earned_rows.append([f > 0 or x < relevance_level for x, f in zip(row, found_rows[-1], strict=True)])
+        m = RelevanceMatrix.from_verdicts(rows, n_relevant=[R] * len(rows),
+                                          ideal_gains=[truth["ideal_gains"]] * len(rows), found=found_rows,
+                                          relevance_level=relevance_level, r_basis=truth["basis"],
+                                          earned=earned_rows)
     return {measure.name: _metric_probe(measure.name, base[measure.name], measure(m), v, orders)
             for measure in measures}
 

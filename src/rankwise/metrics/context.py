@@ -101,7 +101,7 @@ def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: s
     w = rank_weights(width, decay, p=p, a=a, curve=curve)
     cum_w = np.concatenate([[0.0], np.cumsum(w)])
     cols = min(m.depth, width)
-    rel = m.relevant[:, :cols]
+    rel = m.chunk_relevant[:, :cols]  # redundant chunks count: they are relevant context
     in_k = np.arange(cols)[None, :] < K[:, None]
     if ideal == "attainable":
         # min(K, R); with text ground truth several chunks can match one passage, so never fewer
@@ -122,7 +122,7 @@ def acp(m: RelevanceMatrix, k: int | None = None, ragas_compat: bool = False) ->
     ``ragas_compat`` adds Ragas' 1e-10 to the denominator, so a perfect ranking scores 0.9999999999.
     """
     n = m.depth if k is None else min(k, m.depth)
-    rel = m.relevant[:, :n]
+    rel = m.chunk_relevant[:, :n]  # redundant chunks count: they are relevant context
     cum = np.cumsum(rel, axis=1)
     prec = cum / np.arange(1, n + 1, dtype=np.float64)
     terms = np.where(rel, prec, 0.0)
@@ -166,7 +166,7 @@ def id_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Distinct relevant ids retrieved / distinct ids retrieved, order-blind; NaN when nothing was retrieved."""
     distinct = _distinct(m)
     n = distinct.sum(axis=1).astype(np.float64)
-    hits = (distinct & m.relevant).sum(axis=1).astype(np.float64)
+    hits = (distinct & m.chunk_relevant).sum(axis=1).astype(np.float64)
     out = np.full(len(n), np.nan)
     np.divide(hits, n, out=out, where=n > 0)
     return out

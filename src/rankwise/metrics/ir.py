@@ -33,8 +33,12 @@ def hit_rate(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Relevant items in the top k divided by k; without k, by the number retrieved."""
-    hits = m.at(m.cum_relevant(), k)
+    """Relevant items in the top k divided by k; without k, by the number retrieved.
+
+    A chunk that holds only gold items a chunk above it matched still counts (it is relevant context;
+    docs/context-metrics.md, "Redundant chunks").
+    """
+    hits = m.at(m.cum_chunk_relevant(), k)
     return _safe_div(hits, m.lengths if k is None else np.full(len(hits), k))
 
 

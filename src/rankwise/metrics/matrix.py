@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from rankwise.data._columns import arrow_indices, np_values
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
+from rankwise.relevance.truth import pooled_items
 
 __all__ = ["RelevanceMatrix", "join", "record_truth", "R_BASES"]
 
@@ -52,6 +53,10 @@ class RelevanceMatrix:
             records, where the chunk has a verdict (not failed or missing). None: the judged items.
         records: the per-case records the matrix was built from (:meth:`from_records`), with ``source`` and
             ``id_field``: the metrics over retrieval calls (``metrics/calls.py``) read each case's calls there.
+        chunk_grades: optional (queries, depth) grade of each chunk as its verdict gave it, before the
+            redundancy rule (docs/context-metrics.md, "Redundant chunks"): ``grades`` keep a grade only
+            where the chunk earns a gold item no chunk above it matched; precision, wcp and acp read these.
+            None when no chunk is redundant.
     """
 
     query_ids: list[str]
@@ -72,6 +77,7 @@ class RelevanceMatrix:
     records: tuple | None = field(default=None, repr=False)
     source: str | None = None
     id_field: str | None = None
+    chunk_grades: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -84,6 +90,24 @@ class RelevanceMatrix:
         if "relevant" not in self._cache:
             self._cache["relevant"] = self.judged & (self.grades >= self.relevance_level)
         return self._cache["relevant"]
+
+    @property
+    def chunk_relevant(self) -> np.ndarray:
+        """(queries, depth) bool: the chunk at this rank holds relevant evidence, redundant or not
+        (precision, wcp and acp count it); :attr:`relevant` counts only chunks that earn a gold item."""
+        if self.chunk_grades is None:
+            return self.relevant
+        if "chunk_relevant" not in self._cache:
+            self._cache["chunk_relevant"] = self.judged & (self.chunk_grades >= self.relevance_level)
+        return self._cache["chunk_relevant"]
+
+    def cum_chunk_relevant(self) -> np.ndarray:
+        """(queries, depth) chunks holding relevant evidence within the top i (inclusive), redundant or not."""
+        if self.chunk_grades is None:
+            return self.cum_relevant()
+        if "cum_chunk" not in self._cache:
+            self._cache["cum_chunk"] = np.cumsum(self.chunk_relevant, axis=1, dtype=np.int64)
+        return self._cache["cum_chunk"]
 
     def has(self, what: str) -> bool:
         """Whether the matrix carries ``what`` (``"char_spans"``: character coverage of span ground truth)."""
@@ -135,12 +159,14 @@ class RelevanceMatrix:
                       n_relevant: Sequence[int] | None = None,
                       ideal_gains: Sequence[Sequence[int]] | None = None,
                       found: Sequence[Sequence[int]] | None = None, relevance_level: int = 1,
-                      r_basis: str | None = None) -> RelevanceMatrix:
+                      r_basis: str | None = None,
+                      earned: Sequence[Sequence[bool]] | None = None) -> RelevanceMatrix:
         """A matrix from ordered verdict (or grade) lists, one per query; every item counts as judged.
 
         Without ``n_relevant``, R is the relevant items of each list (``pooled verdicts``); with it, R is
         given and nDCG's ideal ranking holds the list's positive grades padded with 1s up to R, unless
-        ``ideal_gains`` are given too.
+        ``ideal_gains`` are given too. ``earned`` (per item: does it earn a gold item no item above it
+        matched) applies the redundancy rule: the others keep their grade for precision, wcp and acp only.
 
         Example:
             >>> m = RelevanceMatrix.from_verdicts([[1, 0, 1]])
@@ -178,9 +204,17 @@ class RelevanceMatrix:
             for i, r in enumerate(found):
                 found_arr[i, : len(r)] = r
         basis = r_basis or ("pooled verdicts" if n_relevant is None else "given")
+        chunk_grades = None
+        if earned is not None:
+            keep = np.zeros((n, depth), dtype=bool)
+            for i, r in enumerate(earned):
+                keep[i, : len(r)] = r
+            if not (keep | (grades == 0)).all():
+                chunk_grades, grades = grades, np.where(keep, grades, 0)
+                rel = (grades >= relevance_level) & judged
         return cls(qids, grades, judged, lengths, n_rel.astype(np.int64),
                    (judged & ~rel & (grades >= 0)).sum(axis=1), _pad(ideal_rows), relevance_level,
-                   found_arr, lengths > 0, basis)
+                   found_arr, lengths > 0, basis, chunk_grades=chunk_grades)
 
     @classmethod
     def from_records(cls, records: Sequence[Any], source: str, *, relevance_level: int = 1,
@@ -207,6 +241,7 @@ class RelevanceMatrix:
         judged = np.zeros((n, depth), dtype=bool)
         found = np.zeros((n, depth), dtype=np.int64)
         distinct = np.zeros((n, depth), dtype=bool)
+        earned = np.zeros((n, depth), dtype=bool)
         lengths = np.array([len(r.chunks) for r in records], dtype=np.int64)
         n_rel = np.zeros(n, dtype=np.int64)
         ideal_rows: list[list[int]] = []
@@ -216,38 +251,62 @@ class RelevanceMatrix:
         char_total = np.zeros(n, dtype=np.float64) if spans else None
         pooled = np.zeros((n, depth), dtype=bool)  # the chunk has a verdict (judged@k's "has a judgement")
         for i, r in enumerate(records):
-            g = [verdict_grade(c.verdicts.get(source), source) for c in r.chunks]
-            pooled[i, : len(g)] = [c.verdicts.get(source) is not None and c.verdicts[source].ok for c in r.chunks]
-            grades[i, : len(g)] = g
-            judged[i, : len(g)] = True
-            truth = record_truth(r, source, relevance_level=relevance_level)
-            bases.add(truth["basis"])
-            n_rel[i] = truth["n_relevant"]
-            ideal_rows.append(list(truth["ideal_gains"]))
-            lists = r.passages_found.get(source)
-            if lists is not None and truth["basis"] != "pooled verdicts":
-                seen: set = set()
-                for j, items in enumerate(lists):
-                    new = [x for x in items if x not in seen]
-                    seen.update(new)
-                    found[i, j] = len(new)
-            else:
-                found[i, : len(g)] = [1 if x >= relevance_level else 0 for x in g]
-            keys: set = set()
-            for j, c in enumerate(r.chunks):
-                key = _chunk_key(c, source, id_field)
-                distinct[i, j] = key is None or key not in keys
-                if key is not None:
-                    keys.add(key)
+            row = _record_row(r, source, relevance_level, id_field)
+            width = len(r.chunks)
+            grades[i, :width], pooled[i, :width], found[i, :width] = row["grades"], row["pooled"], row["found"]
+            distinct[i, :width], earned[i, :width] = row["distinct"], row["earned"]
+            judged[i, :width] = True
+            bases.add(row["truth"]["basis"])
+            n_rel[i] = row["truth"]["n_relevant"]
+            ideal_rows.append(list(row["truth"]["ideal_gains"]))
             if spans:
                 total, gained = _char_coverage(r)
                 char_total[i] = total
                 char_found[i, : len(gained)] = gained
+        chunk_grades = None
+        if not (earned | (grades == 0)).all():  # redundant chunks: no grade where they earn nothing new
+            chunk_grades, grades = grades, np.where(earned, grades, 0)
         rel = judged & (grades >= relevance_level)
         basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
         return cls([r.id for r in records], grades, judged, lengths, n_rel, (judged & ~rel).sum(axis=1),
                    _pad(ideal_rows), relevance_level, found, lengths > 0, basis, distinct, char_found,
-                   char_total, pooled, tuple(records), source, id_field)
+                   char_total, pooled, tuple(records), source, id_field, chunk_grades)
+
+
+def _record_row(r: Any, source: str, relevance_level: int, id_field: str | None) -> dict:
+    """One record's row of the matrix: grades, has-a-verdict, gold items first found, first occurrence of
+    each key, whether each chunk earns a gold item (the redundancy rule), and its ground truth."""
+    g = [verdict_grade(c.verdicts.get(source), source) for c in r.chunks]
+    truth = record_truth(r, source, relevance_level=relevance_level)
+    keys: set = set()
+    distinct = []
+    for c in r.chunks:
+        key = _chunk_key(c, source, id_field)
+        distinct.append(key is None or key not in keys)
+        if key is not None:
+            keys.add(key)
+    lists = r.passages_found.get(source)
+    basis = truth["basis"]
+    if lists is not None and basis != "pooled verdicts":
+        seen: set = set()
+        found = []
+        for items in lists:
+            new = [x for x in items if x not in seen]
+            seen.update(new)
+            found.append(len(new))
+    else:
+        found = [1 if x >= relevance_level else 0 for x in g]
+    if basis == "pooled verdicts":  # each distinct chunk is an item: a repeat of it earns nothing
+        earned = pooled_items(r.chunks, g)
+        found = [f if e else 0 for f, e in zip(found, earned, strict=True)]
+    elif source == "ids" or basis in ("reference ids", "qrels"):  # the gold item is the chunk's key
+        earned = distinct
+    elif lists is not None:  # reference passages: the first chunk that matches a passage earns it
+        earned = [x > 0 for x in found]
+    else:
+        earned = [True] * len(g)
+    return {"grades": g, "found": found, "distinct": distinct, "earned": earned, "truth": truth,
+            "pooled": [c.verdicts.get(source) is not None and c.verdicts[source].ok for c in r.chunks]}
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -291,8 +350,12 @@ def record_truth(record: Any, source: str, *, relevance_level: int = 1) -> dict:
     """
     stored = record.truth.get(source)
     if stored is not None:
-        return {"n_relevant": int(stored["n_relevant"]), "ideal_gains": list(stored.get("ideal_gains", [])),
-                "basis": stored.get("basis", "reference passages")}
+        basis = stored.get("basis", "reference passages")
+        n = int(stored["n_relevant"])
+        # a passage is one item whatever matched it: R items of gain 1 (records written before the
+        # redundancy rule stored max(R, relevant chunks) here)
+        gains = [1] * n if basis == "reference passages" else list(stored.get("ideal_gains", []))
+        return {"n_relevant": n, "ideal_gains": gains, "basis": basis}
     from rankwise.relevance.verdicts import TEXT_SOURCES
 
     if source in TEXT_SOURCES:
@@ -302,15 +365,18 @@ def record_truth(record: Any, source: str, *, relevance_level: int = 1) -> dict:
             usable = sum(1 for p in record.reference_contexts if p.span is not None)
         else:
             usable = sum(1 for p in record.reference_contexts if p.text is not None and normalize(p.text))
-        hits = sum(1 for c in record.chunks if verdict_grade(c.verdicts.get(source), source) >= 1)
-        return {"n_relevant": usable, "ideal_gains": [1] * max(usable, hits), "basis": "reference passages"}
+        return {"n_relevant": usable, "ideal_gains": [1] * usable, "basis": "reference passages"}
     if source == "ids":
         gold = list(dict.fromkeys(record.reference_context_ids or []))
         return {"n_relevant": len(gold) if relevance_level <= 1 else 0, "ideal_gains": [1] * len(gold),
                 "basis": "reference ids"}
-    gains = sorted((verdict_grade(c.verdicts.get(source), source) for c in record.chunks
-                    if verdict_grade(c.verdicts.get(source), source) >= max(1, relevance_level)), reverse=True)
-    return {"n_relevant": len(gains), "ideal_gains": gains, "basis": "pooled verdicts"}
+    # the ideal ranking holds every distinct chunk's positive grade (as nDCG's gains do), R the ones at the
+    # relevance level
+    grades = [verdict_grade(c.verdicts.get(source), source) for c in record.chunks]
+    gains = sorted((g for g, e in zip(grades, pooled_items(record.chunks, grades), strict=True) if e and g > 0),
+                   reverse=True)
+    return {"n_relevant": sum(1 for g in gains if g >= max(1, relevance_level)), "ideal_gains": gains,
+            "basis": "pooled verdicts"}
 
 
 def _char_coverage(record: Any) -> tuple[float, list[float]]:

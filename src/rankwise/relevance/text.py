@@ -386,8 +386,7 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
             why = ("no reference passage with (doc_id, start, end)" if mode == "span" and passages
                    else "no ground truth")
         rec.status[mode] = case_status(rec, mode, unscorable=why)
-        truth[rec.id] = GroundTruth(len(usable), [1] * max(len(usable), sum(1 for f in found if f)),
-                                    basis="reference passages")
+        truth[rec.id] = GroundTruth(len(usable), [1] * len(usable), basis="reference passages")
     return truth
 
 

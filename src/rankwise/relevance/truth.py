@@ -8,9 +8,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["GroundTruth", "case_status", "pooled_truth", "with_progress"]
+__all__ = ["GroundTruth", "case_status", "pooled_truth", "pooled_items", "with_progress"]
 
 
 @dataclass
@@ -66,10 +68,34 @@ def case_status(record, source: str, *, unscorable: str | None = None) -> str:
 
 
 def pooled_truth(record, source: str) -> GroundTruth:
-    """R and ideal gains from the source's own verdicts (human, LLM): the chunks judged relevant."""
-    grades = []
+    """R and ideal gains from the source's own verdicts (human, LLM): the distinct chunks judged relevant
+    (a chunk listed twice is one item, docs/context-metrics.md "Redundant chunks")."""
+    all_grades = []
     for c in record.chunks:
         v = c.verdicts.get(source)
-        if v is not None and v.ok and v.verdict == 1:
-            grades.append(v.grade if v.grade is not None and v.grade > 0 else 1)
+        ok = v is not None and v.ok and v.verdict == 1
+        all_grades.append((v.grade if v.grade is not None and v.grade > 0 else 1) if ok else 0)
+    grades = [g for g, new in zip(all_grades, pooled_items(record.chunks, all_grades), strict=True)
+              if new and g > 0]
     return GroundTruth(len(grades), sorted(grades, reverse=True), pooled=True, basis="pooled verdicts")
+
+
+def pooled_items(chunks: Sequence[Any], grades: Sequence[int]) -> list[bool]:
+    """Per chunk, whether it is a new item under pooled verdicts (human, LLM): True unless a chunk above it
+    with a positive grade is the same chunk (same id, else span, else text).
+
+    Example:
+        >>> from rankwise.data.records import ChunkRecord
+        >>> pooled_items([ChunkRecord(1, id="a"), ChunkRecord(2, id="a"), ChunkRecord(3, id="b")], [1, 1, 0])
+        [True, False, True]
+    """
+    from rankwise.data.testset import chunk_key
+
+    seen: set = set()
+    out = []
+    for c, g in zip(chunks, grades, strict=True):
+        key = chunk_key(c.to_chunk() if hasattr(c, "to_chunk") else c)
+        out.append(key is None or key not in seen)
+        if key is not None and g > 0:
+            seen.add(key)
+    return out
