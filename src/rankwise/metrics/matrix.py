@@ -253,9 +253,11 @@ class RelevanceMatrix:
         for i, r in enumerate(records):
             row = _record_row(r, source, relevance_level, id_field)
             width = len(r.chunks)
-            grades[i, :width], pooled[i, :width], found[i, :width] = row["grades"], row["pooled"], row["found"]
+            g = np.asarray(row["grades"], dtype=np.int64)
+            # a negative qrels grade (ids) is trec_eval's "unjudged in the pool": no grade, not judged
+            grades[i, :width], judged[i, :width] = np.maximum(g, 0), g >= 0
+            pooled[i, :width], found[i, :width] = row["pooled"], row["found"]
             distinct[i, :width], earned[i, :width] = row["distinct"], row["earned"]
-            judged[i, :width] = True
             bases.add(row["truth"]["basis"])
             n_rel[i] = row["truth"]["n_relevant"]
             ideal_rows.append(list(row["truth"]["ideal_gains"]))

@@ -32,7 +32,7 @@ from rankwise.metrics._names import (
 from rankwise.metrics._references import REFERENCES
 from rankwise.metrics.matrix import RelevanceMatrix
 
-__all__ = ["Param", "Metric", "Measure", "METRICS", "parse_measure", "lookup_metric", "parse_measures", "split_metric_list",
+__all__ = ["Param", "Metric", "Measure", "METRICS", "UNIT_RANGE", "parse_measure", "lookup_metric", "parse_measures", "split_metric_list",
            "known_names", "register", "asks_runid"]
 
 
@@ -125,6 +125,10 @@ class Metric:
             bare name; ``compute`` takes ``bare`` (False when ``trec_param`` is written out, even at its
             default: ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0`` and keeps the placeholder's value).
         undefined_when: when ``undefined_is_nan``, the sentence saying when a case has no value (summaries).
+        value_range: the closed interval every per-query value lies in at the default parameters, on any
+            input and under every verdict source (None: unbounded, or bounded only for some gains);
+            tests/test_rag_invariants.py holds each declared range on random records. Metrics listed in
+            :data:`UNIT_RANGE` get ``(0.0, 1.0)`` when registered.
     """
 
     name: str
@@ -143,6 +147,7 @@ class Metric:
     reference: str = ""
     trec_reset: bool = False
     undefined_when: str = ""
+    value_range: tuple[float, float] | None = None
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -527,6 +532,16 @@ _DEFS: list[Metric] = [
            trec_name=lambda k, mult=1.0: f"Rprec_mult_avgjg_{mult:3.2f}"),
 ]
 
+#: the metrics whose every per-query value lies in [0, 1] at their default parameters (``Metric.value_range``);
+#: with text or id ground truth this rests on the redundancy rule (docs/context-metrics.md, "Redundant chunks")
+UNIT_RANGE = frozenset({
+    "hit_rate", "precision", "recall", "f1", "mrr", "map", "r_precision", "ndcg", "ndcg_exp", "bpref", "set_P",
+    "set_recall", "set_F", "wcp", "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision",
+    "id_recall", "iprec_at_recall", "11pt_avg", "gm_map", "gm_bpref", "inf_ap", "Rprec_mult", "set_map",
+    "set_relative_P", "relative_P", "ndcg_gains", "ndcg_rel", "Rndcg", "ndcg_p", "binG", "unj", "judged",
+    "per_call", "call_mean", "merged", "evidence_coverage", "all_hops_covered", "call_redundancy",
+})
+
 METRICS: dict[str, Metric] = {}
 _LOOKUP: dict[str, Metric] = {}
 # trec_eval's base names for its dotted list syntax (``P.5,10``), beside the metric they mean
@@ -545,6 +560,8 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
     for n in (metric.name, *metric.aliases):
         if n.lower() in _LOOKUP and _LOOKUP[n.lower()] is not metric:
             raise ValueError(f"metric name {n!r} is already registered")
+    if metric.value_range is None and metric.name in UNIT_RANGE:
+        metric = replace(metric, value_range=(0.0, 1.0))
     if not metric.reference and metric.name in REFERENCES:
         formula, reference = REFERENCES[metric.name]
         metric = replace(metric, formula=metric.formula or formula, reference=reference)
