@@ -5,7 +5,7 @@ Example:
     >>> recs = records_from_testset([{"id": "q", "retrieved_context_ids": ["d1", "d1", "d2"]}])
     >>> for message in case_warnings(recs, [5]):
     ...     print(message)
-    1 case lists a chunk id more than once (case 'q': 'd1' 2 times); each copy is judged and counted at its own rank
+    1 case lists a chunk id more than once (case 'q': 'd1' 2 times); each copy is judged at its own rank, and a repeat earns no new relevant item
     K = 5 is larger than every retrieved list (the longest holds 3 chunks): at K = 5 the ranks past 3 count as not relevant
 """
 
@@ -38,7 +38,7 @@ def duplicate_chunk_ids(records: Sequence[Any]) -> str | None:
         return None
     rid, cid, n = example
     return (f"{cases} case{'s list' if cases != 1 else ' lists'} a chunk id more than once (case {rid!r}: "
-            f"{cid!r} {n} times); each copy is judged and counted at its own rank")
+            f"{cid!r} {n} times); each copy is judged at its own rank, and a repeat earns no new relevant item")
 
 
 def cutoffs_beyond_lists(records: Sequence[Any], cutoffs: Iterable[int | None]) -> str | None:
