@@ -13,10 +13,10 @@ from rankwise.analysis.system_warnings import name_warnings
 from rankwise.cli import main
 from rankwise.metrics.rag import evaluate_rag
 
-DUP1 = ("1 case lists a chunk id more than once (case 'q1': 'd1' 2 times); each copy is judged and counted at "
-        "its own rank")
-DUP2 = ("2 cases list a chunk id more than once (case 'q1': 'd1' 2 times); each copy is judged and counted at "
-        "its own rank")
+DUP1 = ("1 case lists a chunk id more than once (case 'q1': 'd1' 2 times); each copy is judged at its own "
+        "rank, and a repeat earns no new relevant item")
+DUP2 = ("2 cases list a chunk id more than once (case 'q1': 'd1' 2 times); each copy is judged at its own "
+        "rank, and a repeat earns no new relevant item")
 K5 = ("K = 5 is larger than every retrieved list (the longest holds 3 chunks): at K = 5 the ranks past 3 count "
       "as not relevant")
 UNSCORABLE = ("1 unscorable case: q2 (no retrieved chunks) -> scored 0 on every metric and kept in the means "
@@ -133,8 +133,8 @@ def test_library_warns_once_per_line_with_names():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = compare_records(recs, "ids", "mrr", permutations=100, resamples=100)
-    dup = ("1 case lists a chunk id more than once (case 'c1': 'd1' 2 times); each copy is judged and counted "
-           "at its own rank")
+    dup = ("1 case lists a chunk id more than once (case 'c1': 'd1' 2 times); each copy is judged at its own "
+           "rank, and a repeat earns no new relevant item")
     assert [str(w.message) for w in caught] == [f"system 'x': {dup}"]
     assert result.summary["warnings"] == [f"system 'x': {dup}"]
     with warnings.catch_warnings(record=True) as caught:
