@@ -176,6 +176,8 @@ def test_every_bounded_metric_stays_in_its_range(source, cases, level):
             value = result.per_query[qid][name]
             assert value is None or math.isnan(value) or lo - 1e-12 <= value <= hi + 1e-12, (
                 f"{name} = {value} for {qid} under {source} (level {level}): {result.records}")
+    for qid in result.per_query:  # relevant items retrieved never outnumber the relevant items there are
+        assert result.per_query[qid]["num_rel_ret"] <= result.per_query[qid]["num_rel"]
 
 
 # ------------------------------------------------------------------------------------- metamorphic rules

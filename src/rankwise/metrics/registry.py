@@ -32,7 +32,7 @@ from rankwise.metrics._names import (
 from rankwise.metrics._references import REFERENCES
 from rankwise.metrics.matrix import RelevanceMatrix
 
-__all__ = ["Param", "Metric", "Measure", "METRICS", "UNIT_RANGE", "parse_measure", "lookup_metric", "parse_measures", "split_metric_list",
+__all__ = ["Param", "Metric", "Measure", "METRICS", "UNIT_RANGE", "NONNEGATIVE", "parse_measure", "lookup_metric", "parse_measures", "split_metric_list",
            "known_names", "register", "asks_runid"]
 
 
@@ -128,7 +128,7 @@ class Metric:
         value_range: the closed interval every per-query value lies in at the default parameters, on any
             input and under every verdict source (None: unbounded, or bounded only for some gains);
             tests/test_rag_invariants.py holds each declared range on random records. Metrics listed in
-            :data:`UNIT_RANGE` get ``(0.0, 1.0)`` when registered.
+            :data:`UNIT_RANGE` get ``(0.0, 1.0)`` when registered, those in :data:`NONNEGATIVE` ``(0.0, inf)``.
     """
 
     name: str
@@ -542,6 +542,10 @@ UNIT_RANGE = frozenset({
     "per_call", "call_mean", "merged", "evidence_coverage", "all_hops_covered", "call_redundancy",
 })
 
+#: the metrics whose values are counts or sums of non-negative gains: never below 0 (calls_to_evidence: >= 1)
+NONNEGATIVE = frozenset({"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
+                         "rbp", "rbp_resid"})
+
 METRICS: dict[str, Metric] = {}
 _LOOKUP: dict[str, Metric] = {}
 # trec_eval's base names for its dotted list syntax (``P.5,10``), beside the metric they mean
@@ -560,8 +564,9 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
     for n in (metric.name, *metric.aliases):
         if n.lower() in _LOOKUP and _LOOKUP[n.lower()] is not metric:
             raise ValueError(f"metric name {n!r} is already registered")
-    if metric.value_range is None and metric.name in UNIT_RANGE:
-        metric = replace(metric, value_range=(0.0, 1.0))
+    if metric.value_range is None and metric.name in UNIT_RANGE | NONNEGATIVE | {"calls_to_evidence"}:
+        low = 1.0 if metric.name == "calls_to_evidence" else 0.0
+        metric = replace(metric, value_range=(low, 1.0 if metric.name in UNIT_RANGE else math.inf))
     if not metric.reference and metric.name in REFERENCES:
         formula, reference = REFERENCES[metric.name]
         metric = replace(metric, formula=metric.formula or formula, reference=reference)
