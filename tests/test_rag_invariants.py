@@ -339,3 +339,29 @@ def test_chunks_of_one_relevant_document_are_one_item_under_ids_by_document():
             "reference_context_ids": ["rules"]}
     r = rankwise.evaluate_rag([item], "ids", id_field="doc_id", metrics=["ndcg@3", "map", "precision@3", "recall@3"])
     assert r.mean == {"ndcg@3": 1.0, "map": 1.0, "precision@3": 1.0, "recall@3": 1.0}
+
+
+def test_the_command_line_applies_the_same_rule(tmp_path):
+    """``eval-rag`` (and so compare-rag, gate, HTML and MLflow, which score through evaluate_rag) prints the
+    rule's numbers: MAP 1.0, not 2.0, for two overlapping chunks holding one passage; nDCG 1.0, not 2.13,
+    for three chunks of the one relevant document under ``-r ids --id-field doc_id``."""
+    import json
+
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+
+    chunks = [{"id": f"rules#{i}", "doc_id": "rules", "start": 250 * i, "end": 250 * i + 300, "text": "t" * 300}
+              for i in range(3)]
+    case = {"id": "q", "retrieved_contexts": chunks, "reference_context_ids": ["rules"],
+            "reference_contexts": [{"doc_id": "rules", "start": 260, "end": 290, "text": "t" * 30}]}
+    path = tmp_path / "ts.jsonl"
+    path.write_text(json.dumps(case) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    for args in (["-r", "span"], ["-r", "ids", "--id-field", "doc_id"]):
+        r = runner.invoke(main, ["eval-rag", str(path), *args, "-m", "map,ndcg@3,bpref,precision@3",
+                                 "--format", "json", "--quiet"])
+        assert r.exit_code == 0, r.output
+        mean = json.loads(r.stdout)["mean"]
+        assert (mean["map"], mean["ndcg@3"], mean["bpref"]) == (1.0, 1.0, 1.0), (args, mean)
+    assert mean["precision@3"] == 1.0  # every chunk holds the relevant document: relevant context
