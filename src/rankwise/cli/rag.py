@@ -39,9 +39,12 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 @click.option("--ppi", is_flag=True, help="Prediction-powered means: --relevance verdicts on every case corrected by "
                                           "the human --labels (docs/ppi.md).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="With --ppi: 1 - confidence level.")
+@click.option("--by", "by", default=None, metavar="FIELD",
+              help="Also the means per slice of the cases by FIELD of the test set (style, difficulty ...), with "
+                   "bootstrap intervals (docs/eval.md).")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
                      threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha,
-                     mlflow_opts):
+                     by, mlflow_opts):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
@@ -58,7 +61,8 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         from rankwise.analysis.ppi import ppi_records
 
-        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query, "--mlflow": mlflow_opts["log"]})
+        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query, "--mlflow": mlflow_opts["log"],
+                            "--by": by})
 
         _emit_ppi(ppi_records(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                               alpha=alpha, unscorable=unscorable, incomplete=incomplete,
@@ -69,6 +73,7 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           unscorable=unscorable, incomplete=incomplete, progress=not quiet,
                           min_evidence_chars=min_evidence_chars)
+    slices = _slices(result, by)
     if records_out:
         result.write_records(records_out)
     if fmt == "table":
@@ -79,7 +84,20 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
             click.echo(f"records: {records_out} ({count(len(result.records), 'case')})", err=True)
     else:
         _print_result(result, fmt, per_query)
+    if slices is not None:
+        from rankwise.report.slices import emit_slices
+
+        emit_slices(slices, fmt)
     _log_mlflow(mlflow_opts, result, records=records_out)
+
+
+def _slices(result, by: str | None):
+    """``--by FIELD``: the result's slices (also put in its JSON summary), or None."""
+    if by is None:
+        return None
+    from rankwise.analysis.slices import slice_result
+
+    return slice_result(result, by)
 
 
 @main.command("probe")

@@ -1,6 +1,6 @@
 """One self-contained HTML report of a comparison: opens offline, no CDN, charts are inline SVG.
 
-Sections: summary table with significance marks, metric-vs-K curves, per-query delta charts, score
+Sections: summary table with significance marks, per-slice means and differences (when sliced), metric-vs-K curves, per-query delta charts, score
 distributions, the rank-vs-verdict probe (with records), and a per-question drill-down (chunk text,
 verdicts and reasons with records; retrieved documents and their qrels grades with runs).
 
@@ -176,6 +176,16 @@ def _grid_section(cmp: ComparisonResult, grid: Mapping[str, Any] | None) -> str:
             f"grid. \u25B2* / \u25BC*: significantly better / worse than the baseline (base, outlined) by the "
             f"{escape(TEST_LABELS[cmp.test])} after {CORRECTION_LABELS[s['correction']]} correction at alpha "
             f"{s['alpha']}; unmarked: no significant difference; \u2014: not run.</p></section>")
+
+
+# ---------------------------------------------------------------------------------------------- slices
+def _slices_section(slices: Any) -> str:
+    """Per-slice means and differences (:class:`rankwise.analysis.slices.Slices`), when the cases were sliced."""
+    if slices is None:
+        return ""
+    from rankwise.report.slices import slices_html
+
+    return slices_html(slices)
 
 
 # ---------------------------------------------------------------------------------------------- charts
@@ -470,6 +480,7 @@ def render_html_report(
     max_chunks: int = 10,
     max_text: int = 1200,
     max_queries: int | None = None,
+    slices: Any = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_html_report`)."""
     if inputs is None:
@@ -486,6 +497,7 @@ def render_html_report(
     sections = [
         _grid_section(comparison, grid),
         _summary_section(comparison),
+        _slices_section(slices),
         _sweep_section(sweeps, colors),
         _delta_section(comparison),
         _distribution_section(comparison, colors),
@@ -496,6 +508,8 @@ def render_html_report(
     store = {d: inputs.documents[d][:max_text * 2] for d in sorted(needed)} if inputs.documents else {}
     doc_json = script_json(store)
     nav = ([("grid", "Grid")] if grid else []) + [("summary", "Summary")]
+    if slices is not None:
+        nav.append(("slices", f"By {slices.title}"))
     if sweeps:
         nav.append(("ksweep", "Metric vs K"))
     nav += [("deltas", "Per-query differences"), ("distributions", "Distributions")]
@@ -564,7 +578,8 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
             file), ``verdict_source`` (the source whose verdicts colour the chunks at first; the report
             lets the reader switch), ``inputs`` (a :class:`~rankwise.analysis.report_inputs.ReportInputs`
             built already, instead of the options above), ``title``, ``notes``, ``max_chunks``,
-            ``max_text``, ``max_queries``. Loading and probing happen in
+            ``max_text``, ``max_queries``, ``slices`` (a :class:`~rankwise.analysis.slices.Slices` of the
+            comparison: a table of per-slice means and differences under the summary). Loading and probing happen in
             :func:`~rankwise.analysis.report_inputs.report_inputs`; this module only renders.
 
     Example:

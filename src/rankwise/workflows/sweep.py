@@ -300,7 +300,7 @@ def _records(base: list[CaseRecord], result) -> list[CaseRecord]:
         out.append(CaseRecord(id=r.id, question=r.question, reference=r.reference, response=r.response,
                               reference_contexts=list(r.reference_contexts),
                               reference_context_ids=None if r.reference_context_ids is None
-                              else list(r.reference_context_ids), chunks=chunks))
+                              else list(r.reference_context_ids), chunks=chunks, fields=dict(r.fields)))
     return out
 
 
@@ -322,7 +322,7 @@ def _document_records(base: list[CaseRecord], result, k: int) -> list[CaseRecord
             chunks.append(ChunkRecord(rank=i + 1, id=doc, text=c.text, doc_id=doc, start=c.start, end=c.end,
                                       score=doc_scores.get(doc) if isinstance(doc_scores, Mapping) else None))
         out.append(CaseRecord(id=r.id, question=r.question, reference=r.reference, response=r.response,
-                              chunks=chunks))
+                              chunks=chunks, fields=dict(r.fields)))
     return out
 
 
