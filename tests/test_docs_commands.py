@@ -533,11 +533,11 @@ def setup_llm_judge(workdir: Path) -> None:
 
 
 SETUPS: dict[str, list[Callable[[Path], None]]] = {
-    "docs/eval.md": [setup_eval],
+    "docs/eval.md": [setup_eval, setup_kestrel],
     "docs/trec-measures.md": [setup_trec_measures],
     "docs/context-metrics.md": [setup_context_metrics],
     "docs/testsets.md": [setup_kestrel],
-    "docs/compare.md": [setup_compare],
+    "docs/compare.md": [setup_compare, setup_kestrel],
     "docs/spark.md": [setup_spark],
     "docs/llm-judge.md": [setup_llm_judge],
     "docs/calibrate.md": [setup_calibrate],

@@ -766,7 +766,8 @@ def _check_fields(cases: list[TestCase], unknown: dict[str, int], source: str | 
         from rankwise.errors import warn
 
         warn(f"{source or 'test set'}: {missing} case{'s have' if missing != 1 else ' has'} no ground truth and "
-             f"fields not recognised were ignored: {names}. Accepted fields: {ACCEPTED_NAMES}")
+             f"fields not recognised were not read as ground truth (kept as the case's own): {names}. Accepted "
+             f"fields: {ACCEPTED_NAMES}")
 
 
 def _dict_of_lists_rows(obj: Mapping, source: str) -> list[dict]:

@@ -62,13 +62,14 @@ def slices_caption(slices: Slices) -> str:
     return "; ".join(parts)
 
 
-def _rows(slices: Slices, digits: int) -> list[list[str]]:
-    """Table cells, metric by metric and slice by slice (the metric named on its first row only)."""
+def _rows(slices: Slices, digits: int, *, every: bool = False) -> list[list[str]]:
+    """Table cells, metric by metric and slice by slice (the metric named on its first row only, unless
+    ``every``)."""
     rows = []
     candidates = list(slices.deltas)
     for metric in slices.metrics:
         for i, name in enumerate(slices.names):
-            row = [metric if i == 0 else "", name, str(len(slices.cases[name]))]
+            row = [metric if i == 0 or every else "", name, str(len(slices.cases[name]))]
             if _compared(slices):
                 row += [_mean(slices.means[s][name][metric], digits) for s in slices.systems]
                 for c in candidates:
@@ -147,7 +148,7 @@ def slices_markdown(slices: Slices, *, digits: int = 4) -> str:
 
     lines = ["| " + " | ".join(cell(h) for h in head) + " |",
              "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
-    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in _rows(slices, digits)]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in _rows(slices, digits, every=True)]
     return f"**by {cell(slices.title)}**\n\n" + "\n".join(lines) + "\n\n" + slices_caption(slices) + "\n"
 
 
@@ -190,8 +191,7 @@ def emit_slices(slices: Slices, fmt: str = "table", console: Console | None = No
     if fmt == "csv":
         click.echo("")
         click.echo(slices_csv(slices), nl=False)
-    elif fmt == "markdown":
-        click.echo("")
+    elif fmt == "markdown":  # the comparison's Markdown ends with a blank line
         click.echo(slices_markdown(slices), nl=False)
     else:
         print_slices(slices, console)
