@@ -314,3 +314,20 @@ def test_slices_of_arrays_need_no_records():
 
     s = slice_values({"a": np.array([[0.2], [0.4], [np.nan]])}, ["x", "y", "z"], ["score"], lambda c: "all", by="k")
     assert s.means["a"]["all"]["score"].n == 2 and s.means["a"]["all"]["score"].mean == pytest.approx(0.3)
+
+
+def test_traces_joined_to_a_test_set_take_its_own_fields(tmp_path):
+    from rankwise.traces import import_traces
+
+    span = {"name": "s", "context": {"trace_id": "0x" + "1" * 32, "span_id": "0x" + "a" * 16}, "parent_id": None,
+            "start_time": "2026-01-01T00:00:00Z",
+            "attributes": {"openinference.span.kind": "RETRIEVER", "input.value": "Where is Paris?",
+                           "retrieval.documents.0.document.content": "Paris is in France.",
+                           "retrieval.documents.0.document.id": "fr#0"}}
+    traces = tmp_path / "spans.json"
+    traces.write_text(json.dumps(span), encoding="utf-8")
+    testset = _jsonl(tmp_path / "ts.jsonl", [{"id": "q1", "question": "Where is Paris?",
+                                              "reference_context_ids": ["fr#0"], "style": "plain"}])
+    imp = import_traces(traces, testset=testset)
+    assert [c.fields for c in imp.testset] == [{"style": "plain"}]
+    assert load_testset(write_testset(imp.testset, tmp_path / "imported.jsonl"))[0].fields == {"style": "plain"}

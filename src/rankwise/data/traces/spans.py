@@ -183,6 +183,7 @@ def _label(case: TestCase, key: str | None, testset: TestSet | None, by_question
                                for p in ref.reference_contexts]
     case.reference_context_ids = None if ref.reference_context_ids is None else list(ref.reference_context_ids)
     case.reference = ref.reference
+    case.fields = {**ref.fields, **case.fields}  # the test set's own fields (style ...): to slice the traces by
     return ref.id
 
 
