@@ -331,3 +331,13 @@ def test_traces_joined_to_a_test_set_take_its_own_fields(tmp_path):
     imp = import_traces(traces, testset=testset)
     assert [c.fields for c in imp.testset] == [{"style": "plain"}]
     assert load_testset(write_testset(imp.testset, tmp_path / "imported.jsonl"))[0].fields == {"style": "plain"}
+
+
+def test_slice_names_are_escaped_in_the_html():
+    cases = [_case(0, True, style="<script>alert(1)</script>"), _case(1, False, style="a&b")]
+    sets = {"a": cases, "b": cases}
+    cmp = compare_records(sets, "ids", "mrr", permutations=10)
+    text = render_html_report(cmp, slices=slice_comparison(cmp, "<by>", labels={"q0": "<script>alert(1)</script>",
+                                                                                "q1": "a&b"}))
+    assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert 'data-slice="a&amp;b"' in text and "By &lt;by&gt;" in text
