@@ -143,7 +143,10 @@ def _adapter_options(func):
     func = click.option("--doc-id-key", help="Metadata field holding the document id.")(func)
     func = click.option("--id-strategy", type=click.Choice(["auto", "id", "id_key", "offset", "text"]),
                         default="auto", show_default=True, help="How chunk ids are resolved (docs/adapters.md).")(func)
-    func = click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks kept per question.")(func)
+    func = click.option("--depth", "-d", "k", type=int, default=None,
+                        help="Chunks kept per question. Default: the retriever's own depth (LangChain search_kwargs "
+                             "k, LlamaIndex similarity_top_k, Haystack top_k), else 10; deeper than its own depth "
+                             "is evaluated at its own depth, with a warning.")(func)
     func = click.option("--concurrency", type=int, default=8, show_default=True)(func)
     return func
 
