@@ -652,8 +652,9 @@ def _depth(retriever: Any, kind: str, k: int | None, output: str | None) -> _Dep
     if kind == "langchain" and setting.startswith("k="):
         fix = f"k={k}"
     message = (f"asked for k = {k} chunks per question, but the retriever returns at most {own} ({setting}): "
-               f"evaluated at {own}, as it runs in production, not at {k}. To evaluate deeper, configure the "
-               f"retriever deeper ({fix}); to silence this, ask for k = {own} or leave k unset.")
+               f"evaluated at {own}, the depth it runs at in production, not at {k}. To evaluate deeper, "
+               f"configure the retriever deeper ({fix}); to silence this, leave k (--depth) unset or ask for at "
+               f"most {own}.")
     return _Depth(own, k, own, setting, message)
 
 

@@ -179,14 +179,24 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
     """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a test set and
     write per-case records with ranks, scores, stable ids, offsets and latencies."""
     import json
+    import warnings
 
     from rankwise._outputs import check_outputs
-    from rankwise.adapters import build_retriever, run_retriever
+    from rankwise.adapters import (
+        RetrieverDepthWarning,
+        RetrieverRandomIdWarning,
+        RetrieverShortListWarning,
+        build_retriever,
+        run_retriever,
+    )
 
     check_outputs({"--out": out}, [testset], force=force)
     obj, factory = _load_factory(retriever)
-    run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency,
-                        id_key=id_key, doc_id_key=doc_id_key, id_strategy=id_strategy, progress=True)
+    with warnings.catch_warnings():  # each is in run.warnings, printed once below
+        for category in (RetrieverDepthWarning, RetrieverRandomIdWarning, RetrieverShortListWarning):
+            warnings.simplefilter("ignore", category)
+        run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency,
+                            id_key=id_key, doc_id_key=doc_id_key, id_strategy=id_strategy, progress=True)
     run.write_records(out)
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
