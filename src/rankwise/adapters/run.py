@@ -675,15 +675,16 @@ def _settings(retriever: Any, kind: str) -> str:
 
 
 _SHORT_FIX = {
-    "langchain": "a LangChain retriever returns what its own settings allow (search_kwargs 'k'; 'fetch_k' and "
-                 "'lambda_mult' for search_type='mmr'; 'score_threshold' for 'similarity_score_threshold'): "
-                 "set search_kwargs={'k': K, ...} to at least k",
+    "langchain": "a LangChain retriever returns what its own settings allow ('score_threshold' for "
+                 "search_type='similarity_score_threshold', 'fetch_k' and 'lambda_mult' for 'mmr', a filter), "
+                 "up to its search_kwargs 'k'",
     "langchain-vectorstore": "the store holds fewer chunks than k, or a 'score_threshold' in search_kwargs "
                              "drops some",
-    "llamaindex": "set the retriever's similarity_top_k (as_retriever(similarity_top_k=K)) to at least k; "
-                  "node postprocessors or a similarity cutoff also drop nodes",
-    "haystack-pipeline": "set top_k on the retriever components (and any ranker's top_k) to at least k",
-    "haystack-component": "set the retriever's top_k to at least k",
+    "llamaindex": "node postprocessors or a similarity cutoff drop nodes, or the index holds fewer than "
+                  "similarity_top_k",
+    "haystack-pipeline": "a ranker, filter or joiner in the pipeline drops documents, or the store holds fewer "
+                         "than top_k",
+    "haystack-component": "a filter drops documents, or the store holds fewer than top_k",
     "callable": "the callable returned fewer items",
 }
 
