@@ -297,12 +297,13 @@ class AdapterRun:
             "failed: ..."), ``attempts``, ``latency_ms``, ``returned`` (items before the cut at k),
             ``duplicates`` (ranks repeating an earlier chunk) and per rank ``items``: ``native_id``,
             ``id_from`` (the id rule used) and ``metadata``.
-        summary: ``retriever`` (kind), ``k``, ``cases``, ``failed`` (+ ``failed_cases``), ``id_strategy``
-            (chunks per id rule), ``random_ids``, ``duplicates``, ``no_offsets``, ``short_lists`` (questions
-            that got fewer than k chunks), latency (ms) ``mean``,
-            ``p50``, ``p95``, ``max``, ``seconds``.
-        warnings: what should be fixed (random ids, missing offsets, lists shorter than k), each with the
-            fix.
+        summary: ``retriever`` (kind), ``k`` (the depth evaluated), ``asked_k`` (the caller's, None when
+            unset), ``retriever_k`` (the retriever's own depth, None without one), ``cases``, ``failed``
+            (+ ``failed_cases``), ``id_strategy`` (chunks per id rule), ``random_ids``, ``duplicates``,
+            ``no_offsets``, ``short_lists`` (questions that got fewer than k chunks), latency (ms)
+            ``mean``, ``p50``, ``p95``, ``max``, ``seconds``.
+        warnings: what should be fixed (random ids, missing offsets, k asked deeper than the retriever
+            goes, lists shorter than k), each with the fix.
     """
 
     records: list[CaseRecord]
@@ -470,7 +471,8 @@ def _run_summary(kind: str, depth: _Depth, n_cases: int, tally: _Tally, outcomes
     """``AdapterRun.summary``: counts, the id rules used, timings and latency percentiles."""
     latencies = [o.latency_ms for o in outcomes if o.error is None and o.latency_ms is not None]
     return {
-        "retriever": kind, "k": depth.k, "asked_k": depth.asked, "retriever_k": depth.own, "cases": n_cases, "failed": len(tally.failed), "failed_cases": tally.failed,
+        "retriever": kind, "k": depth.k, "asked_k": depth.asked, "retriever_k": depth.own, "cases": n_cases,
+        "failed": len(tally.failed), "failed_cases": tally.failed,
         "chunks": sum(tally.strategies.values()), "id_strategy": dict(tally.strategies),
         "random_ids": tally.random_native, "duplicates": tally.duplicates, "no_offsets": tally.no_offsets,
         "bad_offsets": len(tally.bad_offsets), "short_lists": len(tally.short),
@@ -482,8 +484,7 @@ def _run_summary(kind: str, depth: _Depth, n_cases: int, tally: _Tally, outcomes
 
 
 def run_retriever(retriever: Any, testset: Any, k: int | None = None, concurrency: int = 8, *,
-                  id_key: str | None = None,
-                  doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
+                  id_key: str | None = None, doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
                   backoff: float = 0.5, timeout: float | None = 120.0, output: str | None = None,
                   progress: bool = False) -> AdapterRun:
     """Run a LangChain, LlamaIndex or Haystack retriever (or any callable) over every question of a test set.
