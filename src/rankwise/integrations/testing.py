@@ -208,7 +208,7 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
     return path
 
 
-def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: Mapping[str, Any]) -> list:
+def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int | None, options: Mapping[str, Any]) -> list:
     """Per-case records of ``retriever`` (a rankwise pipeline spec, or a framework retriever / callable)."""
     from rankwise.adapters.run import run_retriever
     from rankwise.data.questions import records_queries
@@ -226,7 +226,7 @@ def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: M
 
             corpus = load_corpus(corpus)
         records = records_queries(testset)
-        res = run_retrieval(corpus, {r.id: r.question for r in records}, retriever, k=k,
+        res = run_retrieval(corpus, {r.id: r.question for r in records}, retriever, k=10 if k is None else k,
                             **{"quiet": True, **options})
         for r in records:
             r.chunks = [ChunkRecord(rank=i + 1, id=c.id, text=c.text, doc_id=c.doc_id, start=c.start, end=c.end,
@@ -240,7 +240,7 @@ def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: M
 
 
 def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *,  # noqa: A002 (the issue's name)
-                     corpus: Any = None, k: int = 10, relevance: str = "span", labels: Any = None,
+                     corpus: Any = None, k: int | None = None, relevance: str = "span", labels: Any = None,
                      worst: int = 5, **options: Any):
     """Run ``retriever`` over ``testset`` and fail (``RegressionError``) when a metric's mean is under its
     minimum; returns the :class:`~rankwise.metrics.rag.RagResult` otherwise.
@@ -248,7 +248,9 @@ def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *, 
     ``retriever``: a rankwise pipeline spec (``"bm25"``, ``"hybrid"``, a
     :class:`~rankwise.retrieval.pipeline.RetrieverSpec`; needs ``corpus``) or a LangChain / LlamaIndex /
     Haystack retriever or callable (run by :func:`rankwise.run_retriever`). ``relevance``: the verdict source
-    (``span`` by default: the chunks' offsets against the reference spans). ``options`` go to the runner.
+    (``span`` by default: the chunks' offsets against the reference spans). ``k``: chunks per question
+    (default: a framework retriever's own depth, as in :func:`rankwise.run_retriever`; else 10).
+    ``options`` go to the runner.
 
     Example:
         >>> cases = [{"id": "q1", "question": "capital of France?", "reference_context_ids": ["d1"]}]

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from rankwise.data import Run, write_jsonl_run, write_trec_run
 from rankwise.errors import InputError
-from rankwise.retrieval.base import Retriever, check_k, check_queries
+from rankwise.retrieval.base import Retriever, check_k, check_queries, import_extra
 from rankwise.retrieval.chunking import DEFAULT_SEPARATORS, Chunk, chunk_corpus, write_chunks
 from rankwise.retrieval.corpus import Corpus, Document
 from rankwise.retrieval.hybrid import FusionMethod, fuse
@@ -275,6 +275,7 @@ def run_retrievers(
                 depth = max(depth, s.fusion_depth)
             if s.rerank is not None:
                 depth = max(depth, s.rerank_top_n)
+    _check_libraries(specs)
     shared = _Shared(chunk_list, queries, depth, cache_dir=cache_dir, quiet=quiet, threads=threads)
     for _, s in specs:  # load rerankers first: a model that cannot load fails before any indexing
         if isinstance(s, RetrieverSpec) and s.rerank is not None:
@@ -291,6 +292,16 @@ def run_retrievers(
         run = _run_spec(label, spec, shared, queries, texts, k, timings, quiet)
         results[label] = _result(label, run, chunk_list, timings, spec)
     return results
+
+
+def _check_libraries(specs: list) -> None:
+    """The optional libraries the specs need, imported before any model loads or index is built: a missing
+    one is one line naming the extra to install (``pip install 'rankwise[retrieval]'``), not a traceback."""
+    kinds = {s.kind for _, s in specs if isinstance(s, RetrieverSpec)}
+    if kinds & {"bm25", "hybrid"}:
+        import_extra("bm25s", "BM25 retrieval")
+    if kinds & {"dense", "hybrid"}:
+        import_extra("faiss", "dense retrieval", package="faiss-cpu")
 
 
 def _chunk_list(corpus: Corpus | Mapping[str, str] | Iterable[Document] | None, chunks: Sequence[Chunk] | None,
