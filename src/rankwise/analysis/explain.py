@@ -79,7 +79,7 @@ def highlights(chunk: Any, passages: Sequence[Any]) -> list[tuple[int, int, int]
     text = chunk.text or ""
     out: list[tuple[int, int, int]] = []
     for i, p in enumerate(passages):
-        span, own = getattr(p, "span", None), getattr(chunk, "span", None)
+        span, own = _span(p), _span(chunk)
         if span is not None and own is not None:
             if span[0] == own[0] and min(own[2], span[2]) > max(own[1], span[1]):
                 lo, hi = max(own[1], span[1]) - own[1], min(own[2], span[2]) - own[1]
@@ -94,6 +94,11 @@ def highlights(chunk: Any, passages: Sequence[Any]) -> list[tuple[int, int, int]
         elif _norm_find(p.text, text) is not None:
             out.append((0, len(text), i))
     return sorted(out)
+
+
+def _span(item: Any) -> tuple[str, int, int] | None:
+    doc, start, end = getattr(item, "doc_id", None), getattr(item, "start", None), getattr(item, "end", None)
+    return None if doc is None or start is None or end is None else (doc, start, end)
 
 
 def _verdict_row(v: Any) -> dict:

@@ -29,7 +29,7 @@ def chunk_text(text: str | None, spans: list, *, limit: int = 600) -> Text:
         first = min((s for s, _, _ in spans), default=0)
         offset = max(0, min(first - limit // 4, len(text) - limit))
         text = text[offset:offset + limit]
-    out = Text(("… " if offset else ""))
+    out = Text("… " if offset else "")
     base = len(out.plain)
     out.append(text)
     for start, end, _ in spans:
