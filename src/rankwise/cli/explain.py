@@ -14,8 +14,10 @@ from rankwise.cli._base import main
               help="Cutoff a hit must be within (for the failure class).")
 @click.option("--source", "sources", multiple=True,
               help="Verdict source to show, repeatable (default: every source in the records).")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Show only the first N chunks in the table (default: all; JSON always has all).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def explain_command(records_path, case_id, k, sources, fmt):
+def explain_command(records_path, case_id, k, sources, top, fmt):
     """Explain one case of RECORDS (from eval-rag/judge --records): its reference passages, the ranked
     chunks with the reference text highlighted inside each, every source's verdict and reason, the rank of
     the first relevant chunk and the failure class (docs/failures.md)."""
@@ -31,4 +33,4 @@ def explain_command(records_path, case_id, k, sources, fmt):
         return
     from rankwise.report.explain_console import print_explanation
 
-    print_explanation(explanation)
+    print_explanation(explanation, top=top)

@@ -52,14 +52,15 @@ def _verdict_cell(row: dict | None) -> Text:
     return Text(mark + grade + reason, style="green" if row["verdict"] == 1 else "")
 
 
-def explain_table(explanation) -> Table:
-    """The ranked chunks as a table: rank, id/document, the text with its highlights, one column per source."""
+def explain_table(explanation, *, top: int | None = None) -> Table:
+    """The ranked chunks (the first ``top``; all when None) as a table: rank, id/document, the text with its
+    highlights, one column per source."""
     table = Table(title=f"case {explanation.id}: ranked chunks", show_lines=True, expand=True)
     table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("chunk", ratio=3)
     for source in explanation.sources:
         table.add_column(source, ratio=1)
-    for c in explanation.chunks:
+    for c in explanation.chunks[:top]:
         where = " · ".join(x for x in (c.id, c.doc_id) if x)
         cell = Text(where + "\n", style="dim") if where else Text()
         cell.append_text(chunk_text(c.text, c.highlights))
@@ -67,8 +68,9 @@ def explain_table(explanation) -> Table:
     return table
 
 
-def print_explanation(explanation, *, console: Console | None = None) -> None:
-    """Print the case: question, references, the chunk table, first relevant rank and class per source."""
+def print_explanation(explanation, *, top: int | None = None, console: Console | None = None) -> None:
+    """Print the case: question, references, the chunk table (the first ``top`` chunks; all when None), first
+    relevant rank and class per source."""
     console = console or make_console()
     console.print(Text(f"question: {explanation.question or '-'}", style="bold"))
     if not explanation.references:
@@ -78,9 +80,13 @@ def print_explanation(explanation, *, console: Console | None = None) -> None:
             console.print(Text(f"reference id: {ref['id']}"))
         else:
             where = f" [{ref['doc_id']} {ref['start']}-{ref['end']}]" if ref.get("start") is not None else ""
-            console.print(Text(f"reference passage {ref['index']}{where}: ", style="bold").append(
+            console.print(Text(f"reference passage {ref['index'] + 1}{where}: ", style="bold").append(
                 Text(ref.get("text") or "", style=HIGHLIGHT)))
-    console.print(explain_table(explanation))
+    console.print(explain_table(explanation, top=top))
+    hidden = len(explanation.chunks) - (top if top is not None else len(explanation.chunks))
+    if hidden > 0:
+        console.print(f"... {hidden} more chunk{'s' if hidden != 1 else ''} (--top {len(explanation.chunks)} "
+                      f"shows them all)", style="dim", highlight=False)
     for source in explanation.sources:
         first = explanation.first_relevant.get(source)
         found = (f"first relevant chunk at rank {first} (found by hit@K for K >= {first})" if first
