@@ -537,6 +537,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/trec-measures.md": [setup_trec_measures],
     "docs/context-metrics.md": [setup_context_metrics],
     "docs/testsets.md": [setup_kestrel],
+    "docs/failures.md": [setup_kestrel],
     "docs/compare.md": [setup_compare, setup_kestrel],
     "docs/spark.md": [setup_spark],
     "docs/llm-judge.md": [setup_llm_judge],

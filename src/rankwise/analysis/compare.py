@@ -552,6 +552,7 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
         summary["left_out_not_in_every_set"] = left_out
     if undefined:
         summary["undefined"] = undefined
+    summary.update(_diagnoses(results))
     named = name_warnings(warned)
     if named:
         summary["warnings"] = named
@@ -560,6 +561,22 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
     return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                              resamples=resamples, confidence=confidence, summary=summary)
+
+
+def _diagnoses(results: Mapping[str, Any]) -> dict[str, dict]:
+    """Per system, the failure-class counts and the headroom (docs/failures.md) of an ``evaluate_rag`` result;
+    nothing for results without records (runs scored against qrels)."""
+    from rankwise.analysis.diagnosis import diagnose
+
+    out: dict[str, dict] = {"failure_classes": {}, "headroom": {}}
+    for s, r in results.items():
+        if getattr(r, "records", None) is None or not hasattr(r, "relevance"):
+            return {}
+        if "failure_classes" not in r.summary:
+            diagnose(r)
+        out["failure_classes"][s] = r.summary["failure_classes"]
+        out["headroom"][s] = r.summary["headroom"]
+    return out
 
 
 def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str], labels: Any,

@@ -156,9 +156,9 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
                              resamples=resamples, relevance_level=relevance_level)
     slices = None
     if by is not None:
-        from rankwise.analysis.slices import slice_comparison
+        from rankwise.analysis.diagnosis import slice_comparison_by
 
-        slices = slice_comparison(result, by, records=sets)  # also in the JSON summary
+        slices = slice_comparison_by(result, by, sets)  # also in the JSON summary
     depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
     sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth, relevance_level=relevance_level)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]

@@ -41,17 +41,20 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="With --ppi: 1 - confidence level.")
 @click.option("--by", "by", default=None, metavar="FIELD",
               help="Also the means per slice of the cases by FIELD of the test set (style, difficulty ...), with "
-                   "bootstrap intervals (docs/eval.md).")
+                   "bootstrap intervals (docs/eval.md); `--by class`: by failure class (docs/failures.md).")
+@click.option("--first-stage", type=click.Path(dir_okay=False),
+              help="The same cases retrieved before reranking (test set or records): cases a reranker pushed "
+                   "out of the top K are classed 'demoted by the reranker' (docs/failures.md).")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
                      threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha,
-                     by, mlflow_opts):
+                     by, first_stage, mlflow_opts):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
 
-    check_outputs({"--records": records_out}, [testset, labels], force=force)
+    check_outputs({"--records": records_out}, [testset, labels, first_stage], force=force)
     try:
         cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
@@ -73,6 +76,9 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           unscorable=unscorable, incomplete=incomplete, progress=not quiet,
                           min_evidence_chars=min_evidence_chars)
+    from rankwise.analysis.diagnosis import diagnose
+
+    diagnose(result, first_stage=first_stage)
     slices = _slices(result, by)
     if records_out:
         result.write_records(records_out)
@@ -95,9 +101,9 @@ def _slices(result, by: str | None):
     """``--by FIELD``: the result's slices (also put in its JSON summary), or None."""
     if by is None:
         return None
-    from rankwise.analysis.slices import slice_result
+    from rankwise.analysis.diagnosis import slice_by
 
-    return slice_result(result, by)
+    return slice_by(result, by)
 
 
 @main.command("probe")
