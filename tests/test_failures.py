@@ -219,3 +219,28 @@ def test_explain_unknown_source_and_case_record_roundtrip(tmp_path):
                           chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(0)})])]
     with pytest.raises(Exception, match=r"no verdicts from llm in case 'q' \(present: ids\)"):
         explain_case(records, "q", sources=["llm"])
+
+
+def test_by_class_slices_eval_rag_and_compare_rag(tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in planted_cases()))
+    done = run_cli(["eval-rag", cases, "-r", "span", "-k", "10", "-m", "hit_rate@10", "--unscorable", "skip",
+                    "--by", "class", "--format", "json"])
+    assert done.returncode == 0, done.stderr
+    slices = json.loads(done.stdout)["summary"]["slices"]
+    assert slices["by"] == "failure class"
+    assert [(s["name"], s["cases"], s["means"]["hit_rate@10"]["mean"]) for s in slices["slices"]] == [
+        ("hit", 1, 1.0), ("ranked too low", 1, 0.0), ("split by chunking", 1, 0.0),
+        ("right document, wrong chunk", 1, 0.0), ("not retrieved", 1, 0.0)]  # in the classes' order
+    # a second system: every case found at rank 1; sliced by the baseline's classes
+    better = [dict(c, retrieved_contexts=[chunk("rules", 90, 210), *c["retrieved_contexts"]][:30])
+              if c.get("reference_contexts") and c["id"] != "absent" else c for c in planted_cases()]
+    other = tmp_path / "better.jsonl"
+    other.write_text("".join(json.dumps(c) + "\n" for c in better))
+    both = run_cli(["compare-rag", cases, other, "--source", "span", "-m", "hit_rate@10", "--by", "class",
+                    "--format", "json"])
+    assert both.returncode == 0, both.stderr
+    summary = json.loads(both.stdout)["summary"]
+    assert summary["failure_classes"]["cases"]["by_case"]["low"] == "ranked too low"
+    assert summary["failure_classes"]["better"]["by_case"]["low"] == "hit"
+    assert "failure class of cases" in json.dumps(summary["slices"])
