@@ -244,3 +244,83 @@ def test_by_class_slices_eval_rag_and_compare_rag(tmp_path):
     assert summary["failure_classes"]["cases"]["by_case"]["low"] == "ranked too low"
     assert summary["failure_classes"]["better"]["by_case"]["low"] == "hit"
     assert "failure class of cases" in json.dumps(summary["slices"])
+
+
+LAYOUT_JS = """(() => {
+  const out = {overflow: document.documentElement.scrollWidth - window.innerWidth, wide: [], scrollers: [],
+               charts: []};
+  for (const card of document.querySelectorAll('section.card')) {
+    const box = card.getBoundingClientRect();
+    for (const e of card.querySelectorAll('*')) {
+      if (e.closest('.table-wrap') || e.getClientRects().length === 0) continue;
+      const r = e.getBoundingClientRect();
+      if (r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1)) out.wide.push(e.tagName + '.' + e.className);
+    }
+    for (const svg of card.querySelectorAll('.charts svg')) {
+      if (svg.getClientRects().length) out.charts.push(svg.getBoundingClientRect().width / (box.width - 40));
+    }
+  }
+  for (const t of document.querySelectorAll('.chunk-text')) {
+    const style = getComputedStyle(t);
+    if (style.overflowY === 'auto' || style.overflowY === 'scroll') out.scrollers.push(t.textContent.slice(0, 30));
+  }
+  return out;
+})()"""
+
+
+@pytest.mark.browser
+def test_drill_down_highlights_classes_and_layout_in_chromium(tmp_path):
+    from _chromium import Chromium, find_chromium
+    from rankwise.analysis.compare import compare_records
+    from rankwise.report.html import write_html_report
+
+    if find_chromium() is None:
+        pytest.skip("chromium not installed") if not __import__("os").environ.get("CI") else pytest.fail("chromium")
+    cases = planted_cases()
+    cases[0]["retrieved_contexts"][0] = chunk("rules", 0, 1500)  # a long chunk holding the passage: collapsed
+    base = evaluate_rag(cases, "span", k=[1, 10]).records
+    better = evaluate_rag([dict(c, retrieved_contexts=c["retrieved_contexts"][::-1]) for c in cases], "span",
+                          k=[1, 10]).records
+    sets = {"base": base, "reversed": better}
+    result = compare_records(sets, "span", ["hit_rate@10", "ndcg@10"])
+    path = write_html_report(tmp_path / "report.html", result, records=sets, max_chunks=40, max_text=4000)
+    with Chromium.start(tmp_path) as browser:
+        page = browser.open(path)
+        assert page.console_errors == []
+        # the reference characters, exactly, inside each chunk (the split case: two pieces of passage 1)
+        page.evaluate("document.querySelectorAll('details.query').forEach(d => d.open = true)")
+        marks = js(page, "details.query[data-qid=split] .system[data-system=base] .chunk-text mark",
+                   "[e.textContent, e.dataset.passage]")
+        assert marks == [[DOC[100:130], "1"], [DOC[170:200], "1"]]
+        long_marks = js(page, "details.query[data-qid=hit] .system[data-system=base] .chunk-text.long mark",
+                        "e.textContent")
+        assert long_marks == [DOC[100:200]]
+        # classes per system, cases without ground truth marked, the class filter with the worst first
+        assert page.evaluate("document.querySelector('details.query[data-qid=nogt]').dataset.nogt") == "1"
+        assert "No ground truth" in page.evaluate(
+            "document.querySelector('details.query[data-qid=nogt] .ref.nogt').textContent")
+        page.evaluate("{ const f = document.getElementById('class-filter'); f.value = 'ranked too low';"
+                      "f.dispatchEvent(new Event('change')); }")
+        shown = js(page, "details.query", "e.hidden ? null : e.dataset.qid")
+        assert [q for q in shown if q] == ["low"]
+        assert page.evaluate("document.getElementById('query-count').textContent") == "1 shown, worst first"
+        page.evaluate("{ const f = document.getElementById('class-filter'); f.value = '';"
+                      "f.dispatchEvent(new Event('change')); }")
+        # the long chunk opens whole with its button; no chunk is a scroll box
+        page.evaluate("document.querySelector('details.query[data-qid=hit] button.more').click()")
+        assert page.evaluate("document.querySelector('details.query[data-qid=hit] .chunk-text.long')"
+                             ".classList.contains('open')") is True
+        for width in (1280, 1920):
+            page.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1,
+                                                             "mobile": False})
+            layout = page.evaluate(LAYOUT_JS)
+            assert layout["overflow"] <= 0, (width, layout)
+            assert layout["wide"] == [], (width, layout["wide"][:5])
+            assert layout["scrollers"] == []
+            assert layout["charts"] and min(layout["charts"]) > 0.9, (width, layout["charts"])
+            shot = page.screenshot(tmp_path / f"drill-{width}.png", width=width)
+            assert int.from_bytes(shot.read_bytes()[16:20], "big") == width  # the PNG's width: nothing wider
+
+
+def js(page, selector: str, expression: str):
+    return page.evaluate(f"Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => {expression})")
