@@ -163,6 +163,10 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
         delta, p, sig = result.significance(label, m)
         extra = "" if delta is None else f" (vs baseline {signed(delta)}, p_adj {fmt_p(p)}{', significant' if sig else ''})"
         click.echo(f"best {m}: {label} = {value:.4f}{extra}")
+    from rankwise.report.compare_console import failure_notes
+
+    for line in failure_notes(result.failure_summary()):
+        click.echo(line)
     if s["unjudged"]:
         click.echo(f"{s['unjudged']} questions have no judgements in the qrels and were left out (as trec_eval "
                    "leaves them out)", err=True)

@@ -122,6 +122,7 @@ class SweepResult:
         records: label -> per-case records (chunks, verdicts, scores).
         info: label -> {"chunks", "reused_from", "timings"}; ``skipped``: configurations left out and why.
         settings, timings: what was run, seconds per step.
+        diagnoses: label -> {"failure_classes", "headroom"} of the cell (docs/failures.md).
     """
 
     configs: list[SweepConfig]
@@ -136,6 +137,7 @@ class SweepResult:
     settings: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    diagnoses: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def significance(self, label: str, metric: str) -> tuple[float | None, float | None, bool]:
         """(delta vs baseline, adjusted p-value, significant) of one cell; (None, None, False) for the baseline."""
@@ -179,7 +181,12 @@ class SweepResult:
                 "metrics": self.metrics,
                 "best": {m: {"config": lab, "mean": v} for m, (lab, v) in self.best.items()},
                 "rows": self.rows(), "skipped": [{"config": c, "reason": r} for c, r in self.skipped],
-                "timings": self.timings, "files": self.files}
+                "timings": self.timings, "files": self.files, **self.failure_summary()}
+
+    def failure_summary(self) -> dict[str, dict[str, Any]]:
+        """``{"failure_classes": {label: ...}, "headroom": {label: ...}}``: each cell's (docs/failures.md)."""
+        return {"failure_classes": {lab: d["failure_classes"] for lab, d in self.diagnoses.items()},
+                "headroom": {lab: d["headroom"] for lab, d in self.diagnoses.items()}}
 
     def table_text(self) -> str:
         """The grid as plain text: one line per configuration, ``*`` marks the best per metric, ``+``/``-`` a
@@ -434,6 +441,12 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
             llm_reranker.close()  # every grade received is on disk, whatever stopped the grid
     labels = [c.label for c in plan.configs]
     base_label = _baseline_label(labels, spec.baseline)
+    from rankwise.analysis.diagnosis import diagnose
+
+    diagnoses = {}
+    for lab, res in scored.items():  # each cell's failure classes and headroom (the comparison reuses them)
+        diagnose(res)
+        diagnoses[lab] = {"failure_classes": res.summary["failure_classes"], "headroom": res.summary["headroom"]}
     t0 = time.perf_counter()
     comparison = _compare_grid(plan, spec, scored, warned, labels, base_label)
     records = {lab: res.records for lab, res in scored.items()}
@@ -450,7 +463,8 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
         best[m] = (lab, means[lab][m])
     settings = _settings(plan, spec, llm_reranker, builds, notes)
     result = SweepResult(plan.configs, plan.names, means, best, comparison, base_label, records, info, plan.skipped,
-                         settings, {"compare": t_compare, "total": time.perf_counter() - t_start})
+                         settings, {"compare": t_compare, "total": time.perf_counter() - t_start},
+                         diagnoses=diagnoses)
     if spec.out is not None:
         _write(result, Path(spec.out), html=spec.html)
     return result
