@@ -299,7 +299,7 @@ def compare_per_query(
     adjusted = correct_pvalues([r["p_value"] for r in raw], correction)
     comparisons = [
         PairedComparison(**r, p_adjusted=p, significant=bool(not math.isnan(p) and p < alpha),
-                         note=ci_disagreement(p, r["ci_low"], r["ci_high"], alpha))
+                         note=ci_disagreement(p, r["ci_low"], r["ci_high"], alpha, correction=correction))
         for r, p in zip(raw, adjusted, strict=True)
     ]
     settings = {"tests": tests, "permutations": permutations, "seed": seed, "correction": correction,
