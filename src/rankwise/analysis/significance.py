@@ -256,8 +256,8 @@ def ci_disagreement(p_value: float, ci_low: float, ci_high: float, alpha: float,
     Example:
         >>> ci_disagreement(0.08, 0.01, 0.2, 0.05)
         'the interval excludes 0 but p = 0.08 >= alpha 0.05: the test decides (not significant)'
-        >>> ci_disagreement(0.0345, 0.01, 0.2, 0.05, correction="holm")
-        'the interval excludes 0 but the holm-adjusted p = 0.0345 >= alpha 0.05: the test decides (not significant)'
+        >>> ci_disagreement(0.0615, 0.01, 0.2, 0.05, correction="holm")
+        'the interval excludes 0 but the holm-adjusted p = 0.0615 >= alpha 0.05: the test decides (not significant)'
         >>> ci_disagreement(0.01, 0.01, 0.2, 0.05) is None
         True
     """
