@@ -259,8 +259,9 @@ def _mlflow_options(func):
     them to :func:`_log_mlflow` as ``mlflow_opts``."""
     options = [
         click.option("--mlflow", "mlflow_log", is_flag=True,
-                     help="Log the result to MLflow: metric means, parameters, the per-query table, the HTML "
-                          "report and records as artifacts (pip install 'rankwise[mlflow]')."),
+                     help="Log the result to MLflow: metric means, parameters, the per-query table, and as "
+                          "artifacts the files this command writes (its --records, --html) (pip install "
+                          "'rankwise[mlflow]')."),
         click.option("--mlflow-uri", default=None,
                      help="MLflow tracking URI, e.g. sqlite:///mlflow.db (default: $MLFLOW_TRACKING_URI; "
                           "implies --mlflow)."),
