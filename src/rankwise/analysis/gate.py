@@ -295,6 +295,9 @@ def gate(
               "labels": labels, "min_evidence_chars": min_evidence_chars}
     base, cand, warned = _load_sides(baseline, candidate, names, common)
     summary: dict[str, Any] = {"baseline_queries": base.count, "candidate_queries": cand.count}
+    if base.kind == "rag" or cand.kind == "rag":  # which verdicts decided: named, the default said as such
+        summary["verdict_source"] = relevance or "containment"
+        summary["verdict_source_from"] = "--relevance" if relevance else "default"
     excluded = _check_query_sets(base, cand, allow_query_mismatch, summary)
     named = name_warnings(warned)
     if named:

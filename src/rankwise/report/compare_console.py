@@ -121,6 +121,10 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
                       f"{TEST_LABELS.get(result.settings['test'], result.settings['test'])}, alpha {result.alpha}"
                       + (f", {CORRECTION_LABELS[result.settings['correction']]} correction"
                          if result.settings["correction"] != "none" else "") + ")")
+    if s.get("verdict_source"):
+        how = ("the default; --relevance names another" if s.get("verdict_source_from") == "default"
+               else "--relevance")
+        console.print(f"verdict source: {escape(s['verdict_source'])} ({how})", highlight=False)
     if s.get("only_in_baseline") or s.get("only_in_candidate"):
         console.print(f"[yellow]query sets differ: {s.get('only_in_baseline', 0)} only in the baseline, "
                       f"{s.get('only_in_candidate', 0)} only in the candidate (left out)[/yellow]")
