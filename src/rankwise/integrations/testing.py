@@ -88,6 +88,7 @@ def assert_no_regression(baseline: Any = None, candidate: Any = None, metrics: I
         >>> assert_no_regression({"q1": ["a"], "q2": ["a"]}, {"q1": ["a"], "q2": ["a"]}, "P@1", qrels=qrels).passed
         True
     """
+    __tracebackhide__ = True  # pytest shows the test's line and the message, not rankwise's own source
     baseline = session_defaults.get("baseline") if baseline is None else baseline
     if baseline is None:
         raise InputError("no baseline: pass one, or run pytest with --rankwise-baseline PATH", field="baseline")
@@ -258,6 +259,7 @@ def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *, 
         >>> assert_retrieval(cases, "bm25", {"ndcg@10": 0.9}, corpus=corpus, relevance="ids").mean["ndcg@10"]
         1.0
     """
+    __tracebackhide__ = True  # pytest shows the test's line and the message, not rankwise's own source
     from rankwise.metrics.rag import evaluate_rag
 
     if not isinstance(min, Mapping) or not min:
