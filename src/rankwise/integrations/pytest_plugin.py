@@ -66,7 +66,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
     report = outcome.get_result()
     if call.excinfo is not None and report.failed and isinstance(call.excinfo.value, RankwiseError):
-        report.longrepr = f"{item.nodeid}: rankwise: error: {' '.join(str(call.excinfo.value).splitlines())}"
+        report.longrepr = f"rankwise: error: {' '.join(str(call.excinfo.value).splitlines())}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
