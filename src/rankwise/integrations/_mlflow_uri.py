@@ -64,7 +64,7 @@ def _file_store(uri: str, scheme: str) -> None:
         return
     db = Path(path.rstrip("/") or "mlruns").with_suffix(".db")
     raise _fail(uri, f"a file store (a folder of runs): MLflow 3 put the file backend in maintenance mode and "
-                     f"refuses it; log to a database, e.g. --mlflow-uri sqlite:///{db} (or set "
+                     f"refuses it; log to a database, e.g. --mlflow-uri {_shown(f'sqlite:///{db}')} (or set "
                      "MLFLOW_ALLOW_FILE_STORE=true)")
 
 
@@ -73,6 +73,13 @@ def _sqlite(uri: str) -> None:
     name = sqlite_path(uri)
     if name in ("", ":memory:") or name.startswith("file:"):
         return
+    try:
+        _sqlite_file(uri, name)
+    except OSError as exc:  # a name too long, a loop of links ...
+        raise _fail(uri, f"cannot open {name}: {exc.strerror or exc}") from None
+
+
+def _sqlite_file(uri: str, name: str) -> None:
     path = Path(name)
     if path.is_dir():
         raise _fail(uri, f"{name} is a folder, not a database file")
@@ -169,10 +176,7 @@ def _http_answer(uri: str) -> None:
 
 def _server(uri: str, scheme: str) -> None:
     parts = urllib.parse.urlsplit(uri)
-    try:
-        port = parts.port
-    except ValueError:
-        raise _fail(uri, "has a bad port") from None
+    port = parts.port  # a bad port: refused by check_tracking_uri
     if not parts.hostname:
         raise _fail(uri, "names no host (e.g. http://127.0.0.1:5000)")
     if scheme in ("http", "https"):
@@ -204,12 +208,19 @@ def check_tracking_uri(uri: str | None = None) -> str:
     from rankwise.integrations.mlflow import _mlflow
 
     uri = str(uri) if uri else os.environ.get("MLFLOW_TRACKING_URI") or _mlflow().get_tracking_uri()
+    control = next((c for c in uri + urllib.parse.unquote(uri) if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:
+        raise _fail(uri, f"holds a control character ({control!r})")
     if uri in ("databricks", "databricks-uc", "uc"):
         scheme = uri
     elif "://" in uri or uri.lower().startswith("file:"):
-        scheme = urllib.parse.urlsplit(uri).scheme.lower()
+        scheme = uri.split(":", 1)[0].lower()
     else:
         scheme = ""  # a plain path: a file store
+    try:
+        urllib.parse.urlsplit(uri).port  # noqa: B018 - raises on a broken host or port
+    except ValueError as exc:
+        raise _fail(uri, f"is not a valid URI ({exc})") from None
     base = scheme.split("+", 1)[0]  # postgresql+psycopg2: the database's scheme
     if scheme in ("", "file"):
         _file_store(uri, scheme)
