@@ -194,7 +194,18 @@ def test_a_store_failing_after_the_metrics_is_one_line(inputs, handler: type[Bas
     assert len(lines) == 1 and lines[0].startswith(f"rankwise: error: logging to MLflow at http://127.0.0.1:"
                                                    f"{srv.server_port} failed: "), lines
     assert "Exception" in lines[0].split("failed: ")[1], lines  # MLflow's error named
-    assert took < 30 and requests <= 4, (took, requests)  # the probe, then at most 1 + 2 retries
+    assert took < 30 and requests <= 5, (took, requests)  # two probes (command, log), then at most 1 + 2 retries
+
+
+def test_log_in_python_checks_the_uri_first(inputs):
+    import rankwise
+    from rankwise.errors import InputError
+
+    result = rankwise.evaluate(inputs / "qrels.txt", inputs / "base.trec", ["map"])
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"MLflow tracking URI 'sqlite:////proc/m.db': cannot create"):
+        rankwise.mlflow.log(result, tracking_uri="sqlite:////proc/m.db")
+    assert time.monotonic() - start < BOUND
 
 
 def test_the_check_leaves_no_trace_in_a_database_it_approves(inputs):

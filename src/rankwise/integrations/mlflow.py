@@ -253,8 +253,8 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
         params, tags: more parameters and tags for the run.
         nested: start the run as a child of the active run.
 
-    A store or server that fails while logging raises :class:`MlflowLogError` (one line); check a URI before
-    any work with :func:`check_tracking_uri`.
+    The tracking URI is checked first (:func:`check_tracking_uri`: an :class:`InputError` in seconds); a store
+    or server that fails while logging raises :class:`MlflowLogError` (one line).
 
     Example:
         >>> import rankwise
@@ -272,6 +272,7 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
     if kind is None:
         raise InputError(f"cannot log a {type(result).__name__} to MLflow: give an EvalResult, RagResult, "
                          "ComparisonResult, GateResult or SweepResult", field="result")
+    check_tracking_uri(tracking_uri)  # a store that cannot be logged to: one line now, not minutes of retries
     try:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
