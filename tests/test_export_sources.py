@@ -42,7 +42,8 @@ def exported(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("sources", [["nosuch"], ["human", "nosuch"], ["Human"]])
+@pytest.mark.parametrize("sources", [["nosuch"], ["human", "nosuch"], ["Human"], [""], [" span"], ["span "],
+                                     ["sp\u00e4n"], ["llm"], ["human", "span", "human ", "span"]])
 def test_an_unknown_source_is_named_with_those_present(exported, sources):
     args = ["export-verdicts", "records.jsonl", "--traces", "spans.json", "--phoenix", "evals.jsonl"]
     done = run_cli([*args, *(x for s in sources for x in ("--source", s))])
@@ -55,7 +56,7 @@ def test_an_unknown_source_is_named_with_those_present(exported, sources):
 
 def test_known_sources_still_export(exported):
     done = run_cli(["export-verdicts", "records.jsonl", "--traces", "spans.json", "--phoenix", "evals.jsonl",
-                    "--source", "span"])
+                    "--source", "span", "--source", "span"])  # named twice: exported once
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in (exported / "evals.jsonl").read_text().splitlines()]
     assert [(r["document_position"], r["label"], r["annotation_name"]) for r in rows] == [

@@ -78,6 +78,7 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
     """
     by_id = {r.id: r for r in records}
     _check_sources(records, sources, records_source)
+    sources = None if sources is None else list(dict.fromkeys(sources))  # a source named twice: exported once
     unmatched = [r.id for r in records if r.id not in traces.calls]
     if records and len(unmatched) == len(records):
         raise InputError(f"no record's case id is a case of these traces (first record: {records[0].id!r}); "
