@@ -214,10 +214,14 @@ def test_the_check_leaves_no_trace_in_a_database_it_approves(inputs):
     from rankwise.integrations.mlflow import check_tracking_uri
 
     assert check_tracking_uri("sqlite:///fresh.db") == "sqlite:///fresh.db"
-    con = sqlite3.connect(inputs / "fresh.db")
-    assert con.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
+    assert not (inputs / "fresh.db").exists()  # the probe's file removed: MLflow creates it when it logs
+    (inputs / "empty.db").write_bytes(b"")
+    assert check_tracking_uri("sqlite:///empty.db") == "sqlite:///empty.db"  # an empty database: MLflow fills it
+    sqlite3.connect(inputs / "other.db").execute("CREATE TABLE notes (x)").connection.commit()
+    assert check_tracking_uri("sqlite:///other.db") == "sqlite:///other.db"
+    con = sqlite3.connect(inputs / "other.db")
+    assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]  # no probe table left
     con.close()
-    assert check_tracking_uri("sqlite:///fresh.db") == "sqlite:///fresh.db"  # an empty database: MLflow fills it
     assert check_tracking_uri("sqlite:///:memory:") == "sqlite:///:memory:"
 
 

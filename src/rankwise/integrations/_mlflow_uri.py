@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -100,9 +101,11 @@ def _sqlite_file(uri: str, name: str) -> None:
     try:
         _write_probe(path)
     except sqlite3.Error as exc:
-        if created:
-            path.unlink(missing_ok=True)
         raise _fail(uri, _sqlite_problem(name, exc, created)) from None
+    finally:
+        if created:  # the probe's empty file: MLflow creates the database when it logs
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _write_probe(path: Path) -> None:
