@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -129,17 +128,22 @@ def read_saved_result(obj: Any) -> Mapping | None:
     if isinstance(obj, Mapping) and ("per_query" in obj or ("mean" in obj and "summary" in obj)):
         return obj
     if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
+        from rankwise.data._text import decode_text, json_loads, open_error
+
         path = Path(obj)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+            raise open_error(exc, path) from None
+        text = decode_text(data, path)  # bytes that are not UTF-8: an error naming the line
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            return None  # not one JSON document: a run in JSON Lines, read as a run
-        if isinstance(data, Mapping) and ("per_query" in data or "mean" in data):
-            return data
+            parsed = json_loads(text, source=path, line=None)  # nesting too deep: an error naming the file
+        except InputError as exc:
+            if exc.problem.startswith("not valid JSON"):
+                return None  # several JSON documents: a run in JSON Lines, read as a run
+            raise
+        if isinstance(parsed, Mapping) and ("per_query" in parsed or "mean" in parsed):
+            return parsed
     return None
 
 

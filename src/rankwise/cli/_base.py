@@ -270,8 +270,10 @@ def _mlflow_options(func):
     ]
 
     def wrapper(*args, mlflow_log, mlflow_uri, mlflow_experiment, **kwargs):
-        kwargs["mlflow_opts"] = {"log": bool(mlflow_log or mlflow_uri or mlflow_experiment), "uri": mlflow_uri,
-                                 "experiment": mlflow_experiment}
+        log = bool(mlflow_log or mlflow_uri or mlflow_experiment)
+        if log:  # before any work: a URI that cannot be logged to is one line, not a crash after the metrics
+            _check_mlflow_uri(mlflow_uri)
+        kwargs["mlflow_opts"] = {"log": log, "uri": mlflow_uri, "experiment": mlflow_experiment}
         return func(*args, **kwargs)
 
     import functools
@@ -280,6 +282,20 @@ def _mlflow_options(func):
     for option in reversed(options):
         wrapped = option(wrapped)
     return wrapped
+
+
+def _check_mlflow_uri(uri: str | None) -> None:
+    """The tracking URI checked (one line, exit 2, when it cannot be logged to); a server that goes away later
+    is given MLflow's HTTP timeout and retries of this process (unless set): seconds, not minutes."""
+    import os
+
+    from rankwise.integrations.mlflow import check_tracking_uri
+
+    resolved = check_tracking_uri(uri)
+    if resolved.lower().startswith(("http:", "https:")):
+        for name, value in (("MLFLOW_HTTP_REQUEST_TIMEOUT", "20"), ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+                            ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")):
+            os.environ.setdefault(name, value)
 
 
 def _log_mlflow(opts: dict, result, *, html=None, records=None, run_name: str | None = None) -> None:

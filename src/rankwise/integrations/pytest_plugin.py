@@ -57,6 +57,18 @@ def rankwise_update_baseline(pytestconfig: pytest.Config) -> bool:
     return bool(pytestconfig.getoption("--rankwise-update-baseline", default=False))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A test failed by rankwise's bad-input error (a baseline that is not UTF-8, nested too deeply, missing
+    ...) is reported as its one line, not as a traceback through rankwise's code."""
+    outcome = yield
+    from rankwise.errors import RankwiseError
+
+    report = outcome.get_result()
+    if call.excinfo is not None and report.failed and isinstance(call.excinfo.value, RankwiseError):
+        report.longrepr = f"rankwise: error: {' '.join(str(call.excinfo.value).splitlines())}"
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     if accepted_baselines:
         terminalreporter.section("rankwise")

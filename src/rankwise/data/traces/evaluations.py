@@ -77,6 +77,8 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
         'relevant'
     """
     by_id = {r.id: r for r in records}
+    _check_sources(records, sources, records_source)
+    sources = None if sources is None else list(dict.fromkeys(sources))  # a source named twice: exported once
     unmatched = [r.id for r in records if r.id not in traces.calls]
     if records and len(unmatched) == len(records):
         raise InputError(f"no record's case id is a case of these traces (first record: {records[0].id!r}); "
@@ -107,6 +109,25 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
                                  "explanation": v.reason, "annotation_name": source,
                                  "annotator_kind": _kind(source)})
     return DocumentEvaluations(rows, skipped)
+
+
+def _check_sources(records: list[CaseRecord], sources: list[str] | None, records_source: str) -> None:
+    """Every source asked for is one some record holds; else an error naming it and the sources present.
+
+    Example:
+        >>> from rankwise.data.records import ChunkRecord, Verdict
+        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> _check_sources([rec], ["nosuch"], "r.jsonl")
+        Traceback (most recent call last):
+        ...
+        rankwise.errors.InputError: <input>: field 'sources': no verdict source 'nosuch' in r.jsonl (present: ids)
+    """
+    present = sorted({s for r in records for s in r.sources()})
+    unknown = [s for s in dict.fromkeys(sources or []) if s not in present]
+    if unknown:
+        names = ", ".join(repr(s) for s in unknown)
+        raise InputError(f"no verdict source {names} in {records_source} (present: {', '.join(present) or 'none'})",
+                         field="sources")
 
 
 def write_document_evaluations(evals: DocumentEvaluations, path: str | PathLike) -> Path:
