@@ -18,6 +18,7 @@ last resort, by the CLI.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from rankwise.errors import InputError
 
-__all__ = ["check_outputs", "check_output_folder", "check_plot_path", "is_our_output", "HTML_GENERATOR",
+__all__ = ["check_outputs", "check_output_folder", "check_target", "check_plot_path", "is_our_output", "HTML_GENERATOR",
            "PNG_SOFTWARE", "PLOT_TYPES"]
 
 HTML_GENERATOR = '<meta name="generator" content="rankwise">'
@@ -149,6 +150,56 @@ def is_our_output(path: str | os.PathLike) -> bool:
     return chunks.is_file() and is_our_output(chunks)  # a run written by `rankwise run` with its chunks
 
 
+_SYSTEM_TREES = ("/proc", "/sys")  # the kernel's files: nothing written there is a file
+
+
+def _refuse_link(path: Path, option: str) -> None:
+    """A looping symlink, or one pointing nowhere, on the way to ``path`` (the path itself or a folder of it)."""
+    for p in (path, *path.parents):
+        try:
+            os.stat(p)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError("is a symlink loop (links pointing back to each other), not a file; give another "
+                                 "path or remove the links", source=path, field=option) from None
+            if os.path.islink(p):
+                where = "" if p == path else f" (its folder {p})"
+                raise InputError(f"is a symlink{where} to {os.readlink(p)}, which does not exist; rankwise does "
+                                 f"not write through a dangling link: give the file itself or remove the link",
+                                 source=path, field=option) from None
+            continue
+        return  # the nearest existing part: its own checks follow
+
+
+def _refuse_system(path: Path, option: str) -> str:
+    """``path`` (links resolved) must not lie under /proc or /sys; returns the resolved path."""
+    real = os.path.realpath(path)
+    for tree in _SYSTEM_TREES:
+        if real == tree or real.startswith(tree + "/"):
+            raise InputError(f"is under {tree} (the kernel's files, not a place to write); give a path elsewhere",
+                             source=path, field=option)
+    return real
+
+
+def check_target(path: str | os.PathLike, option: str) -> None:
+    """Refuse (one-line :class:`InputError` naming ``option``) a path no file can be written to: a looping or
+    dangling symlink, a directory, a read-only file or folder, a path under ``/proc`` or ``/sys``.
+
+    Example:
+        >>> check_target("/proc/self/report.html", "--html")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        rankwise.errors.InputError: /proc/self/report.html: option --html: is under /proc ...
+    """
+    path = Path(path)
+    _refuse_link(path, option)
+    real = _refuse_system(path, option)
+    if path.is_dir():
+        raise InputError("is a directory; give a file name", source=path, field=option)
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise InputError("is read-only; make it writable or give another file", source=path, field=option)
+    _check_folder(Path(real) if path.is_symlink() else path, option)
+
+
 def _check_folder(path: Path, option: str) -> None:
     """The nearest existing folder of ``path`` must be a folder we may write in."""
     parent = path.parent if str(path.parent) else Path(".")
@@ -177,6 +228,7 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
         if value is None:
             continue
         path = Path(value)
+        _refuse_link(path, option)
         for src in ins:
             if _same(path, src):
                 raise InputError(f"{option} would write over the input {src}; choose another file",
@@ -188,12 +240,10 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
         if key in seen:
             raise InputError(f"{option} and {seen[key]} name the same file", source=path, field=option)
         seen[key] = option
-        if path.is_dir():
-            raise InputError("is a directory; give a file name", source=path, field=option)
+        check_target(path, option)
         if path.exists() and not force and not is_our_output(path):
             raise InputError("exists and is not a rankwise output; pass --force to overwrite it",
                              source=path, field=option)
-        _check_folder(path, option)
 
 
 def check_output_folder(folder: str | os.PathLike, option: str, files: Iterable[str | os.PathLike],
@@ -205,13 +255,16 @@ def check_output_folder(folder: str | os.PathLike, option: str, files: Iterable[
         >>> check_output_folder("rankwise-sweep", "--out", [], ["corpus/"])  # doctest: +SKIP
     """
     path = Path(folder)
+    _refuse_link(path, option)
+    _refuse_system(path, option)
     if path.exists() and not path.is_dir():
         raise InputError("exists and is not a folder", source=path, field=option)
+    _check_folder(path / "file", option)  # the folder, or the nearest one it would be created in
     for src in (Path(p) for p in inputs if p is not None):
         if _same(path, src) or _inside(path, src):
             raise InputError(f"{option} would write into a folder holding the input {src}; choose another "
                              f"folder", source=path, field=option)
-    check_outputs({f"{option} ({Path(p).name})": p for p in files if Path(p).exists()}, inputs, force=force)
+    check_outputs({f"{option} ({Path(p).name})": p for p in files if os.path.lexists(p)}, inputs, force=force)
 
 
 PLOT_TYPES = (".png",)

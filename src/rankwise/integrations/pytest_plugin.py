@@ -37,6 +37,14 @@ def pytest_configure(config: pytest.Config) -> None:
         session_defaults["baseline"] = str(Path(baseline).resolve())
     if config.getoption("--rankwise-update-baseline", default=False):
         session_defaults["update"] = True
+        if baseline is not None:  # the update target, checked before any test runs (one line, a usage error)
+            from rankwise._outputs import check_outputs
+            from rankwise.errors import InputError
+
+            try:
+                check_outputs({"--rankwise-baseline": baseline}, force=True)
+            except InputError as exc:
+                raise pytest.UsageError(f"rankwise: {exc}") from None
     accepted_baselines.clear()
 
 
