@@ -39,6 +39,8 @@ _RAGAS_EXPORT_KEYS = {"id", "user_input", "reference", "reference_contexts", "re
 LABEL_SHEET_HEADER = b"system,query_id,rank,chunk_id,question,chunk_text,verdict,type,reason,annotator"
 _CURVE_KEYS = {"accuracy", "counts", "intervals", "weights", "fits"}
 _PROVENANCE_MARKS = ("plan", "imported_from", "pooled")  # synth / import-testset / pool
+_EVALUATION_KEYS = {"context.span_id", "document_position", "label", "score", "explanation", "annotation_name",
+                    "annotator_kind"}  # export-verdicts (data/traces/evaluations.EVALUATION_COLUMNS)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -104,13 +106,16 @@ def is_our_output(path: str | os.PathLike) -> bool:
         with open(p, "rb") as fh:
             head = fh.read(1 << 16)
             tail = b""
-            if head.startswith(_HTML_PREFIX) and size > len(head):
+            if (head.startswith(_HTML_PREFIX) or head.startswith(b"PAR1")) and size > len(head):
                 fh.seek(max(0, size - (1 << 18)))
                 tail = fh.read()
     except OSError:
         return False
     if head.startswith(b"<!DOCTYPE html>"):
         return HTML_GENERATOR.encode() in head or (head.startswith(_HTML_PREFIX) and b'id="doc-texts"' in head + tail)
+    if head.startswith(b"PAR1"):  # export-verdicts --phoenix X.parquet: its columns are named in the footer
+        footer = (head + tail)[-(1 << 18):]
+        return all(key.encode() in footer for key in _EVALUATION_KEYS)
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return b"Software\x00" + PNG_SOFTWARE.encode() in head
     if head.startswith(b'{\n  "generator": "rankwise'):
@@ -127,6 +132,8 @@ def is_our_output(path: str | os.PathLike) -> bool:
                 return True  # per-case records
             if set(obj) == _CHUNK_KEYS:
                 return True  # chunks written by `rankwise run`
+            if set(obj) == _EVALUATION_KEYS:
+                return True  # document evaluations written by `rankwise export-verdicts`
             contexts = obj.get("retrieved_contexts")
             if isinstance(contexts, list) and contexts and all(
                     isinstance(c, dict) and set(c) == _CONTEXT_KEYS for c in contexts):
@@ -160,8 +167,8 @@ def _refuse_link(path: Path, option: str) -> None:
             os.stat(p)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise InputError("is a symlink loop (links pointing back to each other), not a file; give another "
-                                 "path or remove the links", source=path, field=option) from None
+                raise InputError("is a symlink loop (links pointing back to each other); give another path or "
+                                 "remove the links", source=path, field=option) from None
             if os.path.islink(p):
                 where = "" if p == path else f" (its folder {p})"
                 raise InputError(f"is a symlink{where} to {os.readlink(p)}, which does not exist; rankwise does "
