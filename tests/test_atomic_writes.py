@@ -279,3 +279,75 @@ def test_ctrl_c_during_a_write_exits_130_with_the_file_whole(data, tmp_path):
     out.mkdir()
     _check_after_signal(_commands(data, out)["eval-rag"], out, tmp_path, None, signal.SIGINT,
                         random.randrange(1 << 30))
+
+
+def test_calibrate_plot(data, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["calibrate", data["records"], "--relevance", "containment", "--score-answers", "f1", "--min-cases", "4",
+            "--test-share", "0.5", "--plot", out / "ranking.png"]
+    _check_after_signal(args, out, tmp_path, None, signal.SIGTERM, random.randrange(1 << 30))
+
+
+# ------------------------------------------------------------------------------------------ the LLM commands
+# The first run asks the loopback server and fills the cache; the signalled one answers from the cache and
+# writes: the signal lands in the write of its records or test set. (Before, the judge's writes ignored a
+# SIGTERM: the judge exited 0.)
+
+def _eiffel(path: Path, n: int) -> Path:
+    texts = ["The Eiffel Tower was completed in 1889.", "Paris is the capital of France.",
+             "The tower is 330 metres tall.", "Construction began in 1887 and ended in 1889."]
+    with open(path, "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"q{i}", "user_input": "When was the Eiffel Tower completed?",
+                                 "reference": "It was completed in 1889.",
+                                 "reference_contexts": [{"text": texts[0], "doc_id": f"d{i}", "start": 0,
+                                                         "end": len(texts[0])}],
+                                 "retrieved_contexts": [f"{t} (case {i}) " + "more words " * 30 for t in texts]})
+                     + "\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["judge", "pool"])
+def test_judge_and_pool(command, srv, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    ts, cache = _eiffel(tmp_path / "ts.jsonl", 150), tmp_path / "c.sqlite"
+    llm = ["--model", "judge-test", "--base-url", srv.base_url, "--cache", cache, "--quiet"]
+    if command == "judge":
+        args = ["judge", ts, *llm, "--records", out / "records.jsonl"]
+    else:
+        run = tmp_path / "sys.rag.jsonl"
+        run.write_text("".join(json.dumps(dict(json.loads(line), retrieved_contexts=[
+            {"id": f"d{i}#{10 * j}", "text": f"The Eiffel Tower was completed in 1889 (case {i}, part {j}).",
+             "doc_id": f"d{i}", "start": 10 * j + 10, "end": 10 * j + 19, "score": 1.0} for j in range(4)])) + "\n"
+            for i, line in enumerate(ts.read_text().splitlines())))
+        args = ["pool", ts, run, *llm, "--out", out / "pooled.jsonl"]
+    _check_after_signal(args, out, tmp_path, None, signal.SIGTERM, random.randrange(1 << 30))
+
+
+@pytest.fixture(scope="module")
+def generator():
+    from generator_server import running_generator
+
+    with running_generator() as gen:
+        yield gen
+
+
+@pytest.mark.parametrize("command", ["answer", "utility", "position-curve"])
+def test_generator_commands(command, generator, tmp_path):
+    from generator_server import key_of, synthetic_cases, write_cases
+
+    out = tmp_path / "out"
+    out.mkdir()
+    cases = synthetic_cases(60, k=5)
+    generator.reset()
+    generator.configure(key=key_of(cases), curve={"kind": "rbp", "p": 0.7})
+    ts, cache = write_cases(cases, tmp_path / "ts.jsonl"), tmp_path / "c.sqlite"
+    llm = ["--model", "sim", "--base-url", generator.base_url, "--cache", cache, "--quiet"]
+    if command == "position-curve":
+        args = ["position-curve", ts, *llm, "-k", "5", "--score", "em", "--out", out / "curve.json",
+                "--plot", out / "curve.png"]
+    else:
+        args = [command, ts, *llm, "--records", out / "records.jsonl"]
+    _check_after_signal(args, out, tmp_path, None, signal.SIGTERM, random.randrange(1 << 30))
