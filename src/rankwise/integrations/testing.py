@@ -173,8 +173,12 @@ def _baseline_option(baseline: Any) -> str:
         'baseline'
     """
     given = session_defaults.get("baseline")
-    if given is not None and isinstance(baseline, (str, PathLike)) and str(Path(baseline).resolve()) == given:
-        return "--rankwise-baseline"
+    if given is not None and isinstance(baseline, (str, PathLike)):
+        with contextlib.suppress(OSError, RuntimeError):  # (a symlink loop: the guard names it)
+            if str(Path(baseline).resolve()) == given:
+                return "--rankwise-baseline"
+        if os.path.abspath(baseline) == given:
+            return "--rankwise-baseline"
     return "baseline"
 
 
