@@ -45,7 +45,7 @@ def _target(path: Path) -> Path:
 def atomic_write(path: str | os.PathLike, mode: str = "w", *, encoding: str | None = "utf-8",
                  newline: str | None = None) -> Iterator[IO[Any]]:
     """A file object (``mode`` ``"w"`` or ``"wb"``) whose content replaces ``path`` when the block ends
-    without an error; missing folders are created. Signals are deferred meanwhile.
+    without an error (the folder must exist). Signals are deferred meanwhile.
 
     Example:
         >>> import tempfile, pathlib
@@ -69,8 +69,6 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, encoding: str | No
                 yield fh
             return
         folder = target.parent
-        if not folder.exists():
-            folder.mkdir(parents=True, exist_ok=True)
         import tempfile
 
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=folder)

@@ -264,6 +264,8 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
 
     path = Path(path)
     try:
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as fh:  # whole or not at all: a signal waits for the end, then stops the command
             for r in records:
                 fh.write(dump_record(r) + "\n")

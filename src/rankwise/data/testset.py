@@ -665,6 +665,7 @@ def write_testset(testset: Any, path: str | PathLike) -> Path:
     ts = load_testset(testset)
     path = Path(path)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as fh:
             for case in ts:
                 fh.write(json.dumps(case_to_dict(case), ensure_ascii=False) + "\n")

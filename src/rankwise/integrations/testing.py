@@ -197,6 +197,11 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
                                                        qrels if isinstance(qrels, (str, PathLike)) else None,
                                                        labels if isinstance(labels, (str, PathLike)) else None],
                   force=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create its folder: {exc.strerror or exc}", source=str(path),
+                         field=_baseline_option(baseline)) from None
     if path.suffix.lower() != ".json":
         if not isinstance(candidate, (str, PathLike)):
             raise InputError("a baseline that is not .json is a copy of the candidate's file: pass the candidate "

@@ -527,6 +527,7 @@ class FormatMemory:
         with contextlib.suppress(OSError):
             from rankwise._atomic import atomic_write_text
 
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path, json.dumps(self._rows, indent=1, sort_keys=True))
 
 

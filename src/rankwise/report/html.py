@@ -584,6 +584,8 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
     try:
         from rankwise._atomic import atomic_write_text
 
+        if out.parent and not out.parent.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, text)
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc.strerror}", source=out) from None
