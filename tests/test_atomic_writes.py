@@ -15,6 +15,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,7 +63,10 @@ def _signal_mid_write(args: list, folder: Path, at_least: int, tmp: Path, *, sig
     (return code, stderr, (file, bytes) the signal landed in, or None when every write ended unseen)."""
     out, err = tmp / "stdout.txt", tmp / "stderr.txt"
     with open(out, "w") as so, open(err, "w") as se:  # files, not pipes: a full pipe would stall the command
-        proc = cli_popen([str(a) for a in args], env=ENV, stdout=so, stderr=se, cwd=cwd)
+        if args and args[0] == "python":  # a Python program of the user's (not the command line)
+            proc = subprocess.Popen([sys.executable, *map(str, args[1:])], env=ENV, stdout=so, stderr=se, cwd=cwd)
+        else:
+            proc = cli_popen([str(a) for a in args], env=ENV, stdout=so, stderr=se, cwd=cwd)
     hit, deadline = None, time.monotonic() + limit
     try:
         while proc.poll() is None and hit is None:
@@ -351,3 +356,39 @@ def test_generator_commands(command, generator, tmp_path):
     else:
         args = [command, ts, *llm, "--records", out / "records.jsonl"]
     _check_after_signal(args, out, tmp_path, None, signal.SIGTERM, random.randrange(1 << 30))
+
+
+# ------------------------------------------------------------------------------------------ the baseline update
+
+UPDATE = """
+import sys
+from rankwise.testing import assert_no_regression
+assert_no_regression(sys.argv[1], sys.argv[2], ["mrr"], qrels=sys.argv[3], update=True)
+print("updated")
+"""
+
+
+def test_baseline_update_in_a_python_program(data, tmp_path):
+    """``assert_no_regression(update=True)`` in a user's program that does not handle SIGTERM: the baseline (a
+    copy of the candidate's run) is written whole, then the program ends by the signal, as it would have."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = tmp_path / "update.py"
+    script.write_text(UPDATE)
+    big = tmp_path / "cand.trec"  # a candidate run of some megabytes: its copy takes a while
+    big.write_text(data["a"].read_text() * 8)
+    baseline = out / "baseline.trec"
+    baseline.write_text(data["b"].read_text())
+    old = baseline.read_bytes()
+    args = ["python", script, baseline, big, data["qrels"]]
+    for at_least in (random.randrange(1, len(old)), 1, 1):
+        rc, err, hit = _signal_mid_write(args, out, at_least, tmp_path, cwd=tmp_path)
+        if hit is not None:
+            break
+        assert rc == 0, err
+    else:
+        pytest.fail("no write was ever caught under way")
+    assert rc == -signal.SIGTERM, (rc, err)  # ended by the signal, after the write
+    assert baseline.read_bytes() in (old, big.read_bytes()), "the baseline is cut"
+    assert baseline.read_bytes() == big.read_bytes()  # the write finished first
+    assert not _temporaries(out)

@@ -416,3 +416,20 @@ def test_gate(rankwise_baseline):
         err = result.stderr.str()
         assert "Traceback" not in err and "option --rankwise-baseline" in err and words in err, err
     assert not (pytester.path / "missing").exists() and not (pytester.path / "nowhere").exists()
+
+
+def test_github_gate_html_target_is_checked_before_the_gate(tmp_path, capsys, monkeypatch):
+    from rankwise.integrations.github import main as github_main
+
+    _runs(tmp_path)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output.txt"))
+    for target, words in [(tmp_path, "is a directory"), *_bad_targets(tmp_path, ".html")]:
+        code = github_main(["--baseline", str(tmp_path / "cand.trec"), "--candidate", str(tmp_path / "cand.trec"),
+                            "--qrels", str(tmp_path / "qrels.txt"), "--metrics", "mrr", "--html", str(target)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "--html" in err and words in err, err
+    assert not (tmp_path / "missing").exists()
+    assert summary.read_text().count("rankwise gate: bad input") == 7 and "option --html: is under /proc" in \
+        summary.read_text()
