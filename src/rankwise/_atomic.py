@@ -58,16 +58,16 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, encoding: str | No
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write writes whole files (mode 'w' or 'wb'), not {mode!r}")
     binary = mode == "wb"
-    target = _target(Path(path))
     with signals_deferred():
         try:
-            st = target.stat()
+            st = os.stat(path)  # (through links)
         except OSError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):  # a device or a pipe: nothing to replace
-            with open(target, mode, **({} if binary else {"encoding": encoding, "newline": newline})) as fh:
+            with open(path, mode, **({} if binary else {"encoding": encoding, "newline": newline})) as fh:
                 yield fh
             return
+        target = _target(Path(path))
         folder = target.parent
         import tempfile
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -179,12 +180,18 @@ def _refuse_link(path: Path, option: str) -> None:
 
 
 def _refuse_system(path: Path, option: str) -> str:
-    """``path`` (links resolved) must not lie under /proc or /sys; returns the resolved path."""
+    """``path`` (as given, or with its links resolved) must not lie under /proc or /sys; a device or a pipe
+    reached through them (``/dev/stdout``) is written as it is. Returns the resolved path."""
     real = os.path.realpath(path)
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        special = False
     for tree in _SYSTEM_TREES:
-        if real == tree or real.startswith(tree + "/"):
-            raise InputError(f"is under {tree} (the kernel's files, not a place to write); give a path elsewhere",
-                             source=path, field=option)
+        for where in (os.path.abspath(path), None if special else real):
+            if where is not None and (where == tree or where.startswith(tree + "/")):
+                raise InputError(f"is under {tree} (the kernel's files, not a place to write); give a path "
+                                 f"elsewhere", source=path, field=option)
     return real
 
 
