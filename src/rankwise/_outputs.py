@@ -5,7 +5,9 @@ Every command that writes files (``eval-rag/judge --records``, ``compare --html/
 
 * an output that is one of the inputs (same path or same file, symlinks resolved), or that lies inside an
   input folder (a corpus of .txt files), even with ``--force``;
-* two outputs on one path, an output that is a directory, a folder we cannot create or write;
+* two outputs on one path, an output that is a directory, a read-only file, a folder we cannot create or
+  write, a symlink that loops or points nowhere (on the path itself or a folder of it: a dangling link's
+  target is never created), a path under ``/proc`` or ``/sys`` (:func:`check_target`);
 * an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML report
   (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
   written by ``run --rag-out``, a demo summary, a ``sweep.json``, a position curve, a test set written by
@@ -13,7 +15,7 @@ Every command that writes files (``eval-rag/judge --records``, ``compare --html/
   and a run whose ``.chunks.jsonl`` sibling is ours.
 
 OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
-last resort, by the CLI.
+last resort, by the CLI. The writing itself is :mod:`rankwise._atomic`'s: whole or not at all.
 """
 
 from __future__ import annotations
