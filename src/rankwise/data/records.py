@@ -265,11 +265,13 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
     Example:
         >>> write_records([CaseRecord("q1")], "/tmp/records.jsonl")  # doctest: +SKIP
     """
+    from rankwise._atomic import atomic_write
+
     path = Path(path)
     try:
         if path.parent and not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:  # whole or not at all: a signal waits for the end, then stops the command
             for r in records:
                 fh.write(dump_record(r) + "\n")
     except OSError as exc:  # full disk, no permission, a file where a folder should be ...

@@ -38,6 +38,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write
 from rankwise.data._text import (
     INT64_MAX,
     check_surrogates,
@@ -717,7 +718,7 @@ def write_testset(testset: Any, path: str | PathLike) -> Path:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:
             for case in ts:
                 fh.write(json.dumps(case_to_dict(case), ensure_ascii=False) + "\n")
     except OSError as exc:

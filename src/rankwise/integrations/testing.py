@@ -166,21 +166,54 @@ def regression_message(result: GateResult, baseline: Any = None, candidate: Any 
     return "\n".join(lines)
 
 
+def _baseline_option(baseline: Any) -> str:
+    """How the user named the baseline: pytest's ``--rankwise-baseline`` when it came from there.
+
+    Example:
+        >>> _baseline_option("results/base.json")
+        'baseline'
+    """
+    given = session_defaults.get("baseline")
+    if given is not None and isinstance(baseline, (str, PathLike)):
+        with contextlib.suppress(OSError, RuntimeError):  # (a symlink loop: the guard names it)
+            if str(Path(baseline).resolve()) == given:
+                return "--rankwise-baseline"
+        if os.path.abspath(baseline) == given:
+            return "--rankwise-baseline"
+    return "baseline"
+
+
 def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: Any, relevance: str | None,
                     labels: Any, gate_options: Mapping[str, Any]) -> Path:
     """Write the candidate's result as the baseline (a ``.json``: scored per query; else the file copied)."""
+    from rankwise._atomic import atomic_write, atomic_write_text
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.gate import is_rag_input, read_saved_result
 
     if not isinstance(baseline, (str, PathLike)):
         raise InputError("updating the baseline needs the baseline as a file path", field="baseline")
     path = Path(baseline)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # the update target checked before any work, by the one output guard (a baseline is rewritten on purpose)
+    check_outputs({_baseline_option(baseline): path}, [candidate if isinstance(candidate, (str, PathLike)) else None,
+                                                       qrels if isinstance(qrels, (str, PathLike)) else None,
+                                                       labels if isinstance(labels, (str, PathLike)) else None],
+                  force=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create its folder: {exc.strerror or exc}", source=str(path),
+                         field=_baseline_option(baseline)) from None
     if path.suffix.lower() != ".json":
         if not isinstance(candidate, (str, PathLike)):
             raise InputError("a baseline that is not .json is a copy of the candidate's file: pass the candidate "
                              "as a path, or name the baseline *.json to save the candidate's scores",
                              source=str(path), field="baseline")
-        shutil.copyfile(candidate, path)
+        try:
+            with open(candidate, "rb") as src, atomic_write(path, "wb") as fh:
+                shutil.copyfileobj(src, fh)
+        except OSError as exc:
+            raise InputError(f"cannot copy the candidate to the baseline: {exc.strerror or exc}", source=str(path),
+                             field=_baseline_option(baseline)) from None
     else:
         saved = read_saved_result(candidate)
         if saved is not None:
@@ -202,7 +235,11 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
                 result = candidate if isinstance(candidate, EvalResult) else evaluate(
                     qrels, candidate, names, relevance_level=level, missing=gate_options.get("missing", "zero"))
             text = to_json(result, per_query=True)
-        path.write_text(text + "\n", encoding="utf-8")
+        try:
+            atomic_write_text(path, text + "\n")
+        except OSError as exc:
+            raise InputError(f"cannot write the baseline: {exc.strerror or exc}", source=str(path),
+                             field=_baseline_option(baseline)) from None
     origin = _label(candidate, "candidate")
     accepted_baselines.append((_label(path, "baseline"), origin))
     warn(f"accepted a new baseline on purpose: wrote {_label(path, 'baseline')} from {origin} (no comparison made)")

@@ -647,9 +647,11 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
     out = Path(path)
     text = render_html_report(comparison, **options)
     try:
+        from rankwise._atomic import atomic_write_text
+
         if out.parent and not out.parent.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        atomic_write_text(out, text)
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc.strerror}", source=out) from None
     return out

@@ -24,6 +24,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
+from rankwise._atomic import atomic_write
 from rankwise.data import Run, write_jsonl_run, write_trec_run
 from rankwise.errors import InputError
 from rankwise.retrieval.base import Retriever, check_k, check_queries, import_extra
@@ -438,7 +439,7 @@ def write_rag_testset(result: RetrievalResult, queries_path: str | PathLike, pat
     from rankwise.retrieval.corpus import query_rows
 
     count = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for _, qid, _, obj in query_rows(queries_path):
             row = {key: value for key, value in obj.items() if key != "retrieved_context_ids"}
             if not any(key in row for key in ("id", "query_id", "qid", "question_id", "case_id")):

@@ -64,7 +64,9 @@ def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance
 def _write_json(payload: dict, output: str | None) -> None:
     text = json.dumps(payload, indent=2, ensure_ascii=False)
     if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        from rankwise._atomic import atomic_write_text
+
+        atomic_write_text(output, text + "\n")
     else:
         click.echo(text)
 

@@ -28,6 +28,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write
 from rankwise.errors import InputError
 from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.locate import Located, normalise
@@ -282,7 +283,7 @@ def import_testset(path: str | PathLike, corpus: Corpus, *, out: str | PathLike,
     fmt, cases = read_foreign(path, fmt)
     matcher = CorpusMatcher(corpus, threshold)
     summary = ImportSummary(format=fmt, questions=len(cases), out=str(out))
-    with open(out, "w", encoding="utf-8") as fh:
+    with atomic_write(out) as fh:
         for case in cases:
             refs, unmapped, hows = [], [], []
             for text in case["contexts"]:
@@ -352,7 +353,7 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
                     meta[k] = v
             samples.append({"name": cid, "input": q, "expected_output": obj.get("reference"), "context": texts,
                             "source_file": refs[0]["doc_id"] if refs else None, "additional_metadata": meta})
-    with open(out, "w", encoding="utf-8") as fh:
+    with atomic_write(out) as fh:
         if to == "ragas":
             for s in samples:
                 fh.write(json.dumps(s, ensure_ascii=False) + "\n")

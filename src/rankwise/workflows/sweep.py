@@ -43,6 +43,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write_text
 from rankwise.data.finite import finite_json
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError, warn
@@ -637,4 +638,4 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
         ))
     path = out / "sweep.json"
     result.files["json"] = str(path)
-    path.write_text(json.dumps(finite_json(result.to_json()), indent=2), encoding="utf-8")
+    atomic_write_text(path, json.dumps(finite_json(result.to_json()), indent=2))

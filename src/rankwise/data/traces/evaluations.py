@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from rankwise._atomic import atomic_write
 from rankwise.data.records import CaseRecord
 from rankwise.data.testset import chunk_key
 from rankwise.data.traces.spans import TraceImport
@@ -150,9 +151,10 @@ def write_document_evaluations(evals: DocumentEvaluations, path: str | PathLike)
         schema = pa.schema([("context.span_id", pa.string()), ("document_position", pa.int64()),
                             ("label", pa.string()), ("score", pa.float64()), ("explanation", pa.string()),
                             ("annotation_name", pa.string()), ("annotator_kind", pa.string())])
-        pq.write_table(pa.table(columns, schema=schema), path)
+        with atomic_write(path, "wb") as fh:
+            pq.write_table(pa.table(columns, schema=schema), fh)
         return path
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for r in evals.rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     return path
