@@ -466,13 +466,43 @@ def _id_warnings(kind: str, id_strategy: str, tally: _Tally) -> list[str]:
     return warn
 
 
+def failure_kinds(failed: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Failed cases counted by exception type, each with the first case and its message, most frequent first.
+
+    Example:
+        >>> failure_kinds({"q1": "ValueError: no index", "q2": "ValueError: no index", "q3": "TimeoutError"})
+        {'ValueError': {'cases': 2, 'first_case': 'q1', 'message': 'ValueError: no index'}, \
+'TimeoutError': {'cases': 1, 'first_case': 'q3', 'message': 'TimeoutError'}}
+    """
+    kinds: dict[str, dict[str, Any]] = {}
+    for case, error in failed.items():
+        kind = error.split(":", 1)[0].strip() or "error"
+        entry = kinds.setdefault(kind, {"cases": 0, "first_case": case, "message": error})
+        entry["cases"] += 1
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]["cases"]))
+
+
+def failure_line(summary: Mapping[str, Any]) -> str | None:
+    """One line for the failed cases of a run's summary: how many, by exception type, with the first message.
+
+    Example:
+        >>> failure_line({"cases": 30, "failed": 1, "failure_kinds": failure_kinds({"q1": "ValueError: boom"})})
+        "1 of 30 cases failed: ValueError (1, first case 'q1': ValueError: boom)"
+    """
+    kinds = summary.get("failure_kinds") or {}
+    if not summary.get("failed"):
+        return None
+    parts = [f"{kind} ({k['cases']}, first case {k['first_case']!r}: {k['message']})" for kind, k in kinds.items()]
+    return f"{summary['failed']} of {summary.get('cases')} cases failed: " + "; ".join(parts)
+
+
 def _run_summary(kind: str, depth: _Depth, n_cases: int, tally: _Tally, outcomes: list[_Outcome],
                  seconds: float) -> dict[str, Any]:
     """``AdapterRun.summary``: counts, the id rules used, timings and latency percentiles."""
     latencies = [o.latency_ms for o in outcomes if o.error is None and o.latency_ms is not None]
     return {
         "retriever": kind, "k": depth.k, "asked_k": depth.asked, "retriever_k": depth.own, "cases": n_cases,
-        "failed": len(tally.failed), "failed_cases": tally.failed,
+        "failed": len(tally.failed), "failed_cases": tally.failed, "failure_kinds": failure_kinds(tally.failed),
         "chunks": sum(tally.strategies.values()), "id_strategy": dict(tally.strategies),
         "random_ids": tally.random_native, "duplicates": tally.duplicates, "no_offsets": tally.no_offsets,
         "bad_offsets": len(tally.bad_offsets), "short_lists": len(tally.short),

@@ -189,6 +189,7 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
         build_retriever,
         run_retriever,
     )
+    from rankwise.adapters.run import failure_line
 
     check_outputs({"--out": out}, [testset], force=force)
     obj, factory = _load_factory(retriever)
@@ -201,5 +202,8 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
         click.echo(f"warning: {w}", err=True)
+    failures = failure_line(run.summary)
+    if failures:
+        click.echo(f"warning: {failures}", err=True)
     click.echo(f"records: {out} ({count(len(run.records), 'case')}, {run.summary['failed']} failed); next: "
                f"rankwise eval-rag {out} -r span", err=True)

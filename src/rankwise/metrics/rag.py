@@ -285,6 +285,12 @@ def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str
         elif status.startswith("incomplete"):
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
+        failed = retrieval_failures(records)
+        if len(failed) == len(records):  # nothing was retrieved: the ground truth is not what to fix
+            case, error = next(iter(failed.items()))
+            raise InputError(f"no case can be scored: the retriever failed on every case (case {case!r}: {error}); "
+                             "fix the retriever and run it again", source=testset if isinstance(testset, (str, PathLike))
+                             else None, field="retrieval")
         raise none_scorable(unscorable_cases, relevance, testset)
     skip: set[str] = set()
     if unscorable == "skip":
@@ -292,6 +298,23 @@ def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str
     if incomplete == "skip":
         skip |= set(incomplete_cases)
     return unscorable_cases, incomplete_cases, skip
+
+
+def retrieval_failures(records: Any) -> dict[str, str]:
+    """Case id -> the error of each case whose retrieval failed (``run-adapter`` records keep it in
+    ``extra["retrieval"]["status"]``).
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord
+        >>> retrieval_failures([CaseRecord("q", extra={"retrieval": {"status": "failed: ValueError: boom"}})])
+        {'q': 'ValueError: boom'}
+    """
+    out = {}
+    for r in records:
+        status = ((getattr(r, "extra", None) or {}).get("retrieval") or {}).get("status")
+        if isinstance(status, str) and status.startswith("failed"):
+            out[r.id] = status.split(": ", 1)[1] if ": " in status else status
+    return out
 
 
 def verdict_counts(records, relevance: str) -> dict[str, int]:
