@@ -75,9 +75,12 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
               help="Query texts (JSONL or TSV) shown in the HTML drill-down.")
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
+@click.option("--allow-query-mismatch", is_flag=True,
+              help="Compare only the judged queries every run covers (otherwise runs covering different ones "
+                   "are an error, exit 2).")
 def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
                     seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, force, relevance_level,
-                    missing, queries_path, corpus_path, mlflow_opts):
+                    missing, queries_path, corpus_path, allow_query_mismatch, mlflow_opts):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
     from rankwise._outputs import check_outputs
@@ -93,7 +96,7 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
     result = compare(judged, loaded, _split_metrics(metrics) or None, baseline=baseline, names=labels,
                      test=list(tests) or "randomization", permutations=permutations, seed=seed,
                      correction=correction, alpha=alpha, resamples=resamples, relevance_level=relevance_level,
-                     missing=missing)
+                     missing=missing, allow_mismatch=allow_query_mismatch)
     sweeps = [ksweep(judged, loaded, m, max_k=max_k or 20, names=labels, relevance_level=relevance_level,
                      missing=missing)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
