@@ -162,3 +162,18 @@ def test_a_source_that_matches_somewhere_says_nothing():
     rows = [{"id": "q1", "retrieved_contexts": [{"id": "c1", "doc_id": "d1", "text": "x"}], "reference_context_ids": ["c1"]},
             {"id": "q2", "retrieved_contexts": [{"id": "c2", "doc_id": "d2", "text": "y"}], "reference_context_ids": ["c9"]}]
     assert "no_match" not in evaluate_rag(rows, "ids", k=1).summary  # a miss, not a mismatch of names
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_stops_with_the_same_sentence(spark, tmp_path):
+    import rankwise.spark as rs
+
+    rows = [{"id": f"q{i}", "retrieved_contexts": [{"text": "a tower scores three points", "id": f"c{i}"}],
+             "reference_contexts": [{"text": "a tower", "doc_id": "rules.md", "start": 0, "end": 7}]} for i in range(4)]
+    path = _write(tmp_path / "t.jsonl", rows)
+    with pytest.raises(InputError) as local:
+        evaluate_rag(path, "span")
+    with pytest.raises(InputError) as remote:
+        rs.evaluate_rag(spark.read.text(str(path)), "span")
+    assert remote.value.problem == local.value.problem == SPAN_HINT

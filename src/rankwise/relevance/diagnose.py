@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-__all__ = ["all_missing", "no_match", "SPAN_NO_OFFSETS"]
+__all__ = ["all_missing", "missing_sentence", "no_match", "SPAN_NO_OFFSETS"]
 
 SPAN_NO_OFFSETS = ("these cases carry no character offsets: pass --corpus to import-traces (it finds each chunk "
                    "in its document), or use -r containment")
@@ -56,7 +56,20 @@ def all_missing(records: Sequence[Any], relevance: str) -> str | None:
     if not chunks or any(c.verdicts.get(relevance) is not None and c.verdicts[relevance].status != "missing"
                          for c in chunks):
         return None
-    n = f"(of {len(chunks)})"
+    errors = sorted({c.verdicts[relevance].error for c in chunks
+                     if c.verdicts.get(relevance) is not None and c.verdicts[relevance].error})
+    return missing_sentence(relevance, len(chunks), errors[0] if errors else None)
+
+
+def missing_sentence(relevance: str, n_chunks: int, error: str | None = None) -> str:
+    """What :func:`all_missing` says for ``n_chunks`` chunks without a ``relevance`` verdict (the Spark
+    engine, which counts verdicts per partition, says the same).
+
+    Example:
+        >>> missing_sentence("ids", 3)
+        "no retrieved chunk (of 3) carries an id or doc_id, so no 'ids' verdict could be given: use -r containment"
+    """
+    n = f"(of {n_chunks})"
     if relevance == "span":
         return f"no retrieved chunk {n} carries (doc_id, start, end), so no 'span' verdict could be given: " \
                + SPAN_NO_OFFSETS
@@ -65,9 +78,7 @@ def all_missing(records: Sequence[Any], relevance: str) -> str | None:
                 f"with -r ids, or offsets with -r span")
     if relevance == "ids":
         return f"no retrieved chunk {n} carries an id or doc_id, so no 'ids' verdict could be given: use -r containment"
-    errors = sorted({c.verdicts[relevance].error for c in chunks
-                     if c.verdicts.get(relevance) is not None and c.verdicts[relevance].error})
-    why = f" ({errors[0]})" if errors else ""
+    why = f" ({error})" if error else ""
     return f"no retrieved chunk {n} has a {relevance!r} verdict{why}: every mean would be 0 for want of verdicts"
 
 

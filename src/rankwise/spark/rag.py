@@ -27,6 +27,7 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns, note_undefined
 from rankwise.metrics.rag import checked_cutoffs, default_rag_metrics, left_out, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.relevance.diagnose import missing_sentence
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.spark.io import check_workers, require_pyspark
 
@@ -315,6 +316,9 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
             incomplete_cases[cid] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(id_list):
         raise none_scorable(unscorable_cases, relevance)  # the words of rankwise.evaluate_rag
+    counts = {key: int(np.asarray(local.column(f"_{key}").to_numpy()).sum()) for key in ("ok", "failed", "missing")}
+    if counts["missing"] and not counts["ok"] and not counts["failed"]:  # as evaluate_rag: nothing could be judged
+        raise InputError(missing_sentence(relevance, counts["missing"]), field="retrieved_contexts")
     skip = {cid for cid, status in zip(id_list, statuses, strict=True) if left_out(status, unscorable, incomplete)}
     scored_rows = np.array([i for i in order.tolist() if id_list[i] not in skip], dtype=np.int64)
     if not len(scored_rows):
@@ -325,9 +329,6 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         values[:, j] = np.asarray(local.column(f"m{j}").to_numpy(), dtype=np.float64)[scored_rows]
     bases = {local.column("_basis")[int(i)].as_py() for i in scored_rows}
     r_basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
-    counts = {"ok": 0, "failed": 0, "missing": 0}
-    for key in counts:
-        counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
     summary = rag_summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
     for message in [*case_warnings(_stand_ins(local), [m.k for m in measures]),
