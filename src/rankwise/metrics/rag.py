@@ -201,10 +201,6 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
 
     unscorable_cases, incomplete_cases, skip = _cases_left_out(records, relevance, testset, unscorable,
                                                                incomplete)
-    cannot = all_missing(records, relevance)  # every mean would be 0 for want of verdicts: stop, say why
-    if cannot:
-        raise InputError(cannot, source=testset if isinstance(testset, (str, PathLike)) else None,
-                         field="retrieved_contexts")
     scored = sorted((r for r in records if r.id not in skip), key=lambda r: r.id.encode("utf-8"))
     if not scored:
         raise InputError(f"no case can be scored with relevance {relevance!r}: "
@@ -284,7 +280,8 @@ def checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: 
 def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str, incomplete: str
                     ) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """Which cases enter the means: the unscorable and the incomplete cases (id -> why) and the ids
-    left out of the means under the ``skip`` policies; no scorable case at all raises."""
+    left out of the means under the ``skip`` policies; no scorable case at all, or no chunk this source could
+    judge (:func:`rankwise.relevance.diagnose.all_missing`), raises."""
     unscorable_cases: dict[str, str] = {}
     incomplete_cases: dict[str, str] = {}
     for r in records:
@@ -295,6 +292,10 @@ def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
         raise none_scorable(unscorable_cases, relevance, testset)
+    cannot = all_missing(records, relevance)  # every mean would be 0 for want of verdicts: stop, say why
+    if cannot:
+        raise InputError(cannot, source=testset if isinstance(testset, (str, PathLike)) else None,
+                         field="retrieved_contexts")
     skip = {r.id for r in records if left_out(r.status.get(relevance, "ok"), unscorable, incomplete)}
     return unscorable_cases, incomplete_cases, skip
 
