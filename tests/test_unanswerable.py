@@ -131,3 +131,20 @@ def test_the_bundled_example_set_now_averages_over_its_answerable_cases():
     assert r.mean["recall@4"] == 1.0 and r.summary["evaluated"] == 5  # was 0.8333: colours scored 0
     assert evaluate_rag(EXAMPLES / "rich_testset.jsonl", "span", k=4, metrics=["recall@4"],
                         unscorable="zero").mean["recall@4"] == pytest.approx(5 / 6)
+
+
+def test_probe_gives_eval_rags_means(tmp_path):
+    records = tmp_path / "records.jsonl"
+    cases = [c for c in CASES if c["id"] != "a4"]  # (a case with no chunk: probe has nothing to re-order)
+    code, out, err = _invoke("eval-rag", str(_write(tmp_path / "t.jsonl", cases)), "-k", "2", "-m", "mrr,recall@2",
+                             "--records", str(records), "--format", "json")
+    assert code == 0, err
+    mean = json.loads(out)["mean"]
+    assert mean == {"mrr": 0.5, "recall@2": pytest.approx(2 / 3)}
+    code, out, err = _invoke("probe", "--records", str(records), "--sources", "containment", "-m", "mrr,recall@2",
+                             "-k", "2", "--format", "json")
+    assert code == 0, err
+    probe = json.loads(out)
+    assert {n: probe["mean"][n]["containment"] for n in mean} == mean
+    assert probe["incomplete"] == {"u1": "no ground truth: left out of the means",
+                                   "u2": "no ground truth: left out of the means"}
