@@ -278,7 +278,7 @@ def _case_values(records: list[Any], judge: str, human: str, labels: Any, *, k: 
 
 def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: str = "human",
                 metrics: Iterable[str] | str | None = None, k: int | Iterable[int] | None = None,
-                alpha: float = 0.05, unscorable: str = "zero", incomplete: str = "zero",
+                alpha: float = 0.05, unscorable: str = "skip", incomplete: str = "zero",
                 relevance_level: int = 1, system: str | None = None, **judging: Any) -> PPIResult:
     """PPI++ means of RAG metrics: judge verdicts on every case, human verdicts on a labelled subset.
 
@@ -355,7 +355,7 @@ def paired_values(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[
 
 def ppi_compare(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = None, human: str = "human",
                 baseline: str | int = 0, metrics: Iterable[str] | str | None = None,
-                k: int | Iterable[int] | None = None, alpha: float = 0.05, unscorable: str = "zero",
+                k: int | Iterable[int] | None = None, alpha: float = 0.05, unscorable: str = "skip",
                 incomplete: str = "zero", relevance_level: int = 1, allow_mismatch: bool = False) -> PPIResult:
     """Paired PPI++ of each system's mean minus the baseline's, per metric.
 

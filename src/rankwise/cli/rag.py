@@ -30,8 +30,9 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
                    "count (0: any fragment counts).")
 @click.option("--id-field", type=click.Choice(["id", "doc_id"]), default=None,
               help="Ids mode: compare chunk ids or document ids (default: id, else doc_id).")
-@click.option("--unscorable", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
-              help="Cases with no ground truth or no chunk: score 0 or leave out of the means.")
+@click.option("--unscorable", type=click.Choice(["skip", "zero"]), default="skip", show_default=True,
+              help="Cases with no ground truth (unanswerable): leave out of the retrieval means, as trec_eval "
+                   "does unjudged queries, or score 0 (zero). A case with no chunk scores 0 either way.")
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -77,7 +78,9 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
                           unscorable=unscorable, incomplete=incomplete, progress=not quiet,
                           min_evidence_chars=min_evidence_chars)
     from rankwise.analysis.diagnosis import diagnose
+    from rankwise.analysis.no_answer import with_no_answer
 
+    with_no_answer(result)  # unanswerable cases: how well the top score tells them apart (summary["no_answer"])
     diagnose(result, first_stage=first_stage)
     slices = _slices(result, by)
     if records_out:

@@ -35,6 +35,12 @@ def rag_summary_lines(summary: dict) -> list[str]:
         lines.append(f"{name} undefined for {n} case{'s' if n != 1 else ''} ({why.get(name, 'empty denominator')}; "
                      f"left out of its mean)")
     lines.append(f"recall counts {summary.get('recall_basis')}")
+    if summary.get("no_match"):  # why every verdict is 0: said once, with the fix
+        lines.append(f"nothing can match: {summary['no_match']}")
+    if summary.get("no_answer"):
+        from rankwise.report.no_answer import no_answer_lines
+
+        lines.extend(no_answer_lines(summary["no_answer"]))
     lines += failure_lines(summary)
     return lines
 
