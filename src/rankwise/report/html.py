@@ -361,9 +361,6 @@ def _case_header(rec: Any, max_text: int) -> str:
     ids = _get(rec, "reference_context_ids")
     if ids:
         parts.append(f'<div class="ref"><b>Reference ids:</b> {escape(", ".join(map(str, ids)))}</div>')
-    if not passages and not ids:
-        parts.append('<div class="ref nogt"><b>No ground truth:</b> this case has no reference passage or id; '
-                     "its values say nothing about retrieval.</div>")
     return "".join(parts)
 
 
