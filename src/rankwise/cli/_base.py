@@ -211,8 +211,8 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
                                  help="Stop sending calls once this much money is spent (needs "
                                       "--price-in/--price-out)."),
         "cache_path": click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-                                   help="LLM cache file (default: $RANKWISE_CACHE or "
-                                        "~/.cache/rankwise/llm-judge.sqlite)."),
+                                   help="LLM cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in "
+                                        "$RANKWISE_CACHE_DIR or ~/.cache/rankwise)."),
         "price_in": click.option("--price-in", type=float, default=None,
                                  help="Price per 1M prompt tokens, for the cost."),
         "price_out": click.option("--price-out", type=float, default=None,
