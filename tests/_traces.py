@@ -185,7 +185,8 @@ def write_phoenix(spans, path: Path) -> Path:
 def write_doc_traces(workdir: Path) -> None:
     """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel questions),
     ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json`` (console-exporter spans of
-    the two-step agent on the first 8 questions) and ``questions.jsonl`` (the Kestrel questions)."""
+    the two-step agent on the first 8 questions), ``questions.jsonl`` (the Kestrel questions), ``llamaindex.json``
+    and ``corpus.jsonl`` (:func:`write_llamaindex_traces`)."""
     import shutil
 
     from rankwise.datasets import bundled_files
@@ -204,6 +205,24 @@ def write_doc_traces(workdir: Path) -> None:
             agent.invoke(q["question"])
     write_console(exporter.get_finished_spans(), workdir / "agent.json")
     shutil.copyfile(bundled_files("kestrel").questions, workdir / "questions.jsonl")
+    write_llamaindex_traces(workdir, questions)
+
+
+def write_llamaindex_traces(workdir: Path, questions: list[dict]) -> None:
+    """``llamaindex.json`` (console-exporter spans of a LlamaIndex retriever under
+    openinference-instrumentation-llama-index, over the Kestrel questions) and ``corpus.jsonl`` (its documents)."""
+    import shutil
+
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    from rankwise.datasets import bundled_files
+
+    retriever = kestrel_llamaindex()
+    with instrumented(LlamaIndexInstrumentor, seed=25) as exporter:
+        for q in questions:
+            retriever.retrieve(q["question"])
+    write_console(exporter.get_finished_spans(), workdir / "llamaindex.json")
+    shutil.copyfile(bundled_files("kestrel").corpus, workdir / "corpus.jsonl")
 
 
 @contextlib.contextmanager

@@ -55,6 +55,10 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corp
                    "(rankwise judge) or label them", err=True)
     if corpus is not None:
         click.echo(_located(s["located"], corpus))
+    elif s["chunks_without_offsets"]:
+        click.echo(f"  {s['chunks_without_offsets']} of {s['chunks']} chunks carry no offsets in their document "
+                   "(LlamaIndex's and Haystack's instrumentors write none): span verdicts cannot judge them; pass "
+                   "--corpus DOCS to locate them, or use -r containment", err=True)
     _print_skips(s, imp.notes, imp.warnings())
 
 

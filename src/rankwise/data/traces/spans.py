@@ -90,13 +90,17 @@ class TraceImport:
 
     def summary(self) -> dict:
         """Counts: cases, retrieval calls, skipped (by reason), cases given labels from the test set, duplicate
-        spans read once, chunks whose offsets were dropped, chunks located in the corpus (by how)."""
+        spans read once, chunks whose offsets were dropped, chunks located in the corpus (by how), chunks (of
+        every call) and those without a document span (which span verdicts cannot judge)."""
         return {"format": self.format, "cases": len(self.testset),
                 "calls": sum(len(v) for v in self.calls.values()),
                 "multi_call_cases": sum(1 for v in self.calls.values() if len(v) > 1),
                 "skipped": dict(self.skipped), "labelled_from_testset": self.labelled,
                 "id_from": dict(self.id_rules), "duplicate_spans": sum(self.duplicates.values()),
-                "bad_offsets": len(self.bad_offsets), "located": dict(self.located)}
+                "bad_offsets": len(self.bad_offsets), "located": dict(self.located),
+                "chunks": sum(len(c.chunks) for v in self.calls.values() for c in v),
+                "chunks_without_offsets": sum(1 for v in self.calls.values() for c in v for x in c.chunks
+                                              if x.span is None)}
 
     def warnings(self) -> list[str]:
         """One sentence per thing read differently from the file: duplicate spans, dropped offsets.
