@@ -215,10 +215,8 @@ def test_phoenix_mutants_read_back(tmp_path):
             rows = rows + rows[1:]
         for row in rows if isinstance(rows, list) else []:
             if isinstance(row, dict) and isinstance(row.get("attributes.retrieval.documents"), str):
-                try:
+                with contextlib.suppress(ValueError):
                     row["attributes.retrieval.documents"] = json.loads(row["attributes.retrieval.documents"])
-                except ValueError:
-                    pass
         try:
             frame = pd.DataFrame([r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else [])
             frame.to_parquet(tmp_path / "spans.parquet")
