@@ -83,10 +83,20 @@ def test_llamaindex_trace_with_corpus_scores_as_run_adapter(tmp_path, llama_span
         imp = import_traces(spans, testset=QUESTIONS, corpus=CORPUS)
         ids = {r.question: sorted(c.id for c in r.chunks) for r in llama_adapter.records}
         assert {c.question: sorted(x.id for x in c.chunks) for c in imp.testset} == ids
-    # without the corpus the traces have no offsets: every span verdict is missing
+    # without the corpus the traces have no offsets: every span verdict is missing, and the import says so
+    r = _cli("import-traces", spans, "-o", tmp_path / "bare.jsonl")
+    assert "730 of 730 chunks carry no offsets in their document" in r.stderr and "pass --corpus DOCS" in r.stderr
+    assert all(c.start is None for case in import_traces(spans).testset for c in case.chunks)
+    # the test set's own documents where it has them: its located passages place the chunks that touch them,
+    # and those are the chunks span verdicts find relevant (the others stay without offsets: missing)
+    r = _cli("import-traces", spans, "-o", tmp_path / "lent.jsonl", "--testset", QUESTIONS)
     imp = import_traces(spans, testset=QUESTIONS)
-    assert all(c.start is None for case in imp.testset for c in case.chunks)
-    assert imp.summary()["located"] == {}
+    placed = imp.summary()["located"]
+    assert placed["in reference passages"] + placed["not found"] == 730 and placed["not found"] > 100
+    assert f"located {placed['in reference passages']} of 730 chunks without offsets in {QUESTIONS}'s reference " \
+           "passages" in r.stdout
+    got = evaluate_rag(imp.testset, "span", metrics=METRICS)
+    assert {m: got.mean[m] for m in METRICS} == {m: expected.mean[m] for m in METRICS}
 
 
 def test_haystack_trace_scores_as_run_adapter_with_and_without_offsets(tmp_path, questions):
@@ -109,7 +119,7 @@ def test_haystack_trace_scores_as_run_adapter_with_and_without_offsets(tmp_path,
         for q in questions:
             bare.run({"retriever": {"query": q["question"]}})
     spans = write_otlp_proto(exporter.get_finished_spans(), tmp_path / "bare.json")
-    assert all(c.start is None for case in import_traces(spans, testset=QUESTIONS).testset for c in case.chunks)
+    assert all(c.start is None for case in import_traces(spans).testset for c in case.chunks)
     imp = import_traces(spans, testset=QUESTIONS, corpus=CORPUS)
     assert imp.summary()["located"] == {"exact": 73 * KESTREL_K}
     got = evaluate_rag(imp.testset, "span", metrics=METRICS)

@@ -55,6 +55,11 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corp
                    "(rankwise judge) or label them", err=True)
     if corpus is not None:
         click.echo(_located(s["located"], corpus))
+    elif s["located"].get("in reference passages"):
+        n = s["located"]["in reference passages"]
+        click.echo(f"  located {n} of {n + s['located'].get('not found', 0)} chunks without offsets in {testset}'s "
+                   "reference passages (those that lie in, hold or overlap one); pass --corpus DOCS to locate "
+                   "every chunk")
     elif s["chunks_without_offsets"]:
         click.echo(f"  {s['chunks_without_offsets']} of {s['chunks']} chunks carry no offsets in their document "
                    "(LlamaIndex's and Haystack's instrumentors write none): span verdicts cannot judge them; pass "

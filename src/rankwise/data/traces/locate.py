@@ -118,3 +118,64 @@ class Locator:
         item.doc_id, item.start, item.end, how = found
         self.counts[how] += 1
         return True
+
+
+OVERLAP = 16  #: characters a chunk and a passage must share at an end to place the chunk by it
+
+
+def _aligned(text: str, piece: str) -> int | None:
+    """Where ``text`` starts relative to ``piece`` when the two agree on where they overlap: one inside the
+    other, or an end of one the start of the other over :data:`OVERLAP` characters or more."""
+    for head, other, sign in ((text, piece, 1), (piece, text, -1)):
+        m = min(OVERLAP, len(head))
+        at = other.find(head[:m])
+        while at >= 0:
+            n = min(len(head), len(other) - at)
+            if n >= m and other[at:at + n] == head[:n]:
+                return sign * at
+            at = other.find(head[:m], at + 1)
+    return None
+
+
+class PassageLocator(Locator):
+    """Without a corpus, the test set's own documents where it has them: its reference passages that say
+    where they sit (``doc_id``, ``start``, ``end`` and their text) are pieces of their documents. A chunk whose
+    text lies inside such a piece, holds one, or overlaps one at an end (exactly, over :data:`OVERLAP`
+    characters or more) is placed (counted ``in reference passages``); the others keep no offsets (``not
+    found``: a corpus would place them).
+
+    Example:
+        >>> from rankwise.data.items import to_item
+        >>> loc = PassageLocator([("rules.md", 100, "Each player draws five cards.")])
+        >>> item = to_item({"text": "Setup. Each player draws five cards."})
+        >>> loc.place(item, None), item.doc_id, item.start, item.end
+        (True, 'rules.md', 93, 129)
+    """
+
+    def __init__(self, pieces: list[tuple[str, int, str]]):
+        super().__init__({})
+        self.pieces = [(d, s, t) for d, s, t in dict.fromkeys(pieces) if t]
+
+    def find(self, text: str, doc_id: str | None = None) -> tuple[str, int, int, str] | None:
+        """``(doc id, start, end, "in reference passages")`` of ``text`` from a passage it lies in, holds, or
+        overlaps by at least :attr:`OVERLAP` characters at one end.
+
+        Example:
+            >>> loc = PassageLocator([("d", 10, "alpha beta gamma delta epsilon")])
+            >>> loc.find("beta"), loc.find("gamma delta epsilon zeta eta theta")
+            (('d', 16, 20, 'in reference passages'), ('d', 21, 55, 'in reference passages'))
+        """
+        own = [p for p in self.pieces if p[0] == doc_id] + [p for p in self.pieces if p[0] != doc_id]
+        for d, start, piece in own:
+            at = _aligned(text, piece)
+            if at is not None and start + at >= 0:
+                return d, start + at, start + at + len(text), "in reference passages"
+        return None
+
+    @classmethod
+    def from_testset(cls, testset: Any) -> PassageLocator | None:
+        """The locator of a test set's located reference passages (None when it has none)."""
+        pieces = [(p.doc_id, p.start, p.text) for case in testset for p in case.reference_contexts
+                  if p.doc_id is not None and p.start is not None and p.text
+                  and (p.end is None or p.end - p.start == len(p.text))]
+        return cls(pieces) if pieces else None
