@@ -259,3 +259,15 @@ REGRESSIONS = {
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_mutants_that_broke_it_read_back(tmp_path, name):
     assert check_mutant(tmp_path, REGRESSIONS[name], "traces.json", name) == "read back"
+
+
+def test_a_chunk_placed_by_a_passage_near_2_63_is_left_unplaced(tmp_path):
+    labels = [{"id": "q1", "question": "a?", "reference_contexts": [
+        {"text": "alpha beta", "doc_id": "d1", "start": 2**63 - 12, "end": 2**63 - 2}]}]
+    (tmp_path / "labels.jsonl").write_text(json.dumps(labels[0]) + "\n")
+    text = "alpha beta" + "x" * 20  # placed at the passage's start, it would end past 2**63
+    (tmp_path / "t.json").write_bytes(_console_doc(**{"retrieval.documents.0.document.content": text}))
+    from rankwise.traces import import_traces
+
+    imp = import_traces(tmp_path / "t.json", testset=tmp_path / "labels.jsonl")
+    assert imp.testset[0].chunks[0].start is None and imp.summary()["located"] == {"not found": 1}

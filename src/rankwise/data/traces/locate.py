@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from os import PathLike
 from typing import Any
 
-__all__ = ["Locator", "corpus_documents"]
+__all__ = ["Locator", "PassageLocator", "corpus_documents"]
+_INT64_MAX = 2**63 - 1  # the largest offset a test set holds
 
 
 def corpus_documents(corpus: Any) -> dict[str, str]:
@@ -168,7 +169,7 @@ class PassageLocator(Locator):
         own = [p for p in self.pieces if p[0] == doc_id] + [p for p in self.pieces if p[0] != doc_id]
         for d, start, piece in own:
             at = _aligned(text, piece)
-            if at is not None and start + at >= 0:
+            if at is not None and 0 <= start + at <= _INT64_MAX - len(text):
                 return d, start + at, start + at + len(text), "in reference passages"
         return None
 
