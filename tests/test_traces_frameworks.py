@@ -79,6 +79,12 @@ def test_llamaindex_trace_with_corpus_scores_as_run_adapter(tmp_path, llama_span
                               *sum((["-m", m] for m in METRICS), [])).stdout)
         for m in METRICS:
             assert got["mean"][m] == expected.mean[m], (name, m)
+        # the verdicts go back onto the traced spans when export-verdicts is given the same corpus
+        records, evals = tmp_path / f"{name}.records.jsonl", tmp_path / f"{name}.evals.jsonl"
+        _cli("eval-rag", out, "-r", "span", "--records", records, "--quiet", "--format", "json")
+        r = _cli("export-verdicts", records, "--traces", spans, "--testset", QUESTIONS, "--corpus", CORPUS,
+                 "--phoenix", evals)
+        assert r.stdout.startswith(f"{evals}: {n} document evaluations on 73 retriever spans"), r.output
         # the same chunks as the adapter's, by id (document and located offsets; tied scores in either order)
         imp = import_traces(spans, testset=QUESTIONS, corpus=CORPUS)
         ids = {r.question: sorted(c.id for c in r.chunks) for r in llama_adapter.records}

@@ -79,6 +79,7 @@ def test_export_verdicts_writes_each_row_once(tmp_path):
     assert [(x["context.span_id"], x["document_position"], x["score"]) for x in out] == [
         (R1[2:], 0, 1.0), (R1[2:], 1, 0.0), (R2[2:], 0, 0.0), (R2[2:], 1, 0.0)]
     assert "4 document evaluations on 2 retriever spans" in r.stdout
+    assert "warning: 1 span seen more than once (the same trace and span id) was read once" in r.stderr
 
 
 def _doubled_otlp(tmp_path):

@@ -107,5 +107,7 @@ def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key,
     write_document_evaluations(evals, out)
     s = evals.summary()
     click.echo(f"{out}: {s['rows']} document evaluations on {s['spans']} retriever spans")
+    for line in imp.warnings():
+        click.echo(f"  warning: {line}", err=True)
     for why, n in s["not_exported"].items():
         click.echo(f"  not exported: {n} ({why})", err=True)
