@@ -251,6 +251,7 @@ REGRESSIONS = {
     "end past 2**63": _console_doc(**{"retrieval.documents.0.document.content": "alpha beta",
                                       "retrieval.documents.0.document.metadata":
                                           '{"source": "d1", "start_index": 0, "end": 1e19}'}),
+    "score past a float's range": TRACES_OTLP.replace(b'{"intValue": "2"}', b'{"intValue": "1' + b"0" * 400 + b'"}'),
     "kind a list": TRACES_CONSOLE.replace(b'"RETRIEVER"', b'["RETRIEVER"]') + b"\n" + _console_doc(
         **{"retrieval.documents.0.document.content": "alpha beta"}),
 }
