@@ -210,3 +210,33 @@ def test_empty_retriever_span_inside_a_retriever_span_is_not_a_skip(tmp_path):
     # an empty retriever span of its own is still a skipped call
     imp = import_traces(_write(tmp_path / "s.json", spans[:2] + [_span("0x" + "d" * 16, ROOT)]))
     assert imp.skipped == {"retriever span without documents": 1}
+
+
+def test_hand_made_trace_located_in_a_folder_corpus(tmp_path):
+    """A hand-made trace: documents named by an absolute file_path, text re-wrapped by the pipeline; the folder
+    the documents came from gives them their document (by file name) and span (whitespace normalised)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rules = "# Setup\n\nEach player draws  five cards.\nThe youngest player starts.\n\n# Scoring\n\nA set of three scores 5."
+    (docs / "rules.md").write_text(rules, encoding="utf-8")
+    (docs / "faq.md").write_text("Q: Can I pass? A: Yes, once a round.", encoding="utf-8")
+    spans = [_span(R1, **{"input.value": "How many cards?"}, **_docs(
+        {"content": "Each player draws five cards. The youngest player starts.",
+         "metadata": json.dumps({"file_path": "/home/me/game/docs/rules.md"})},
+        {"content": "Can I pass?", "id": "f1"},
+        {"content": "not in any document"}))]
+    path = _write(tmp_path / "spans.json", spans)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"id": "q1", "question": "How many cards?", "reference_contexts": [
+        {"text": "Each player draws  five cards.", "doc_id": "rules.md", "start": 9, "end": 39}]}) + "\n")
+    out = tmp_path / "t.jsonl"
+    r = CliRunner().invoke(main, ["import-traces", str(path), "-o", str(out), "--testset", str(labels),
+                                  "--corpus", str(docs)])
+    assert r.exit_code == 0, r.output
+    assert f"located 2 of 3 chunks without offsets in {docs} (1 exact, 1 with whitespace normalised); 1 not " \
+           "found: span verdicts cannot judge them" in r.stdout
+    chunks = load_testset(out)[0].chunks
+    assert [(c.doc_id, c.start, c.end) for c in chunks] == [("rules.md", 9, 67), ("faq.md", 3, 14), (None, None, None)]
+    assert rules[9:67].split() == chunks[0].text.split()
+    res = evaluate_rag(load_testset(out), "span", metrics=["precision@1", "recall@1"])
+    assert res.mean == {"precision@1": 1.0, "recall@1": 1.0}
