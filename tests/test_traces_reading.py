@@ -185,7 +185,7 @@ def test_impossible_offsets_are_dropped_with_a_counted_warning(tmp_path, start, 
     r, ts = _import_then_eval(tmp_path, spans)
     first, second = ts[0].chunks
     assert (first.doc_id, first.start, first.end) == ("d1", None, None) and (second.start, second.end) == (6, 10)
-    assert f"warning: 1 chunk carry impossible offsets (negative, end before start, past 2**63 or not whole " \
+    assert f"warning: 1 chunk carries impossible offsets (negative, end before start, past 2**63 or not whole " \
            f"numbers; first: span {R1[2:]} document 0: {shown}" in r.stderr, r.stderr
     assert import_traces(tmp_path / "spans.json").summary()["bad_offsets"] == 1
 

@@ -119,7 +119,8 @@ class TraceImport:
             out.append(f"{n} span{'s' if n != 1 else ''} seen more than once (the same trace and span id) "
                        f"{'were' if n != 1 else 'was'} read once: {named}{more}")
         if self.bad_offsets:
-            out.append(f"{len(self.bad_offsets)} chunk{'s' if len(self.bad_offsets) != 1 else ''} carry impossible "
+            one = len(self.bad_offsets) == 1
+            out.append(f"{len(self.bad_offsets)} chunk{'' if one else 's'} carr{'ies' if one else 'y'} impossible "
                        f"offsets (negative, end before start, past 2**63 or not whole numbers; first: "
                        f"{self.bad_offsets[0]}); kept without offsets, so span verdicts cannot use them")
         return out
@@ -251,7 +252,7 @@ def _lost_attributes(span: Span) -> str:
     n = span.dropped_attributes
     lost = f"lost {n} attributes" if n > 0 else f"holds exactly {ATTRIBUTE_LIMIT} attributes"
     return (f"retriever span {span.span_id} {lost} to OpenTelemetry's limit of attributes per span (default "
-            f"{ATTRIBUTE_LIMIT}; 4 per document, so ~{ATTRIBUTE_LIMIT // 4 - 1} documents): its document list is "
+            f"{ATTRIBUTE_LIMIT}; OpenInference writes 3-4 a document, so ~32 documents): its document list is "
             f"incomplete. Set OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT (e.g. 10000) where the traced application runs, and "
             f"trace again")
 
