@@ -32,8 +32,8 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
         id_key, doc_id_key: metadata fields holding the chunk id / the document id (as in ``run_retriever``).
         corpus: the documents the chunks were cut from (a path ``load_corpus`` reads, or ``{doc_id: text}``):
             chunks without offsets are located in them (:mod:`rankwise.data.traces.locate`), so span verdicts
-            apply; ``summary()["located"]`` counts how. Without it, the test set's reference passages that
-            say where they sit place the chunks that lie in them or hold them.
+            apply; ``summary()["located"]`` counts how. Without it, a case's own reference passages (from
+            ``testset``) that say where they sit place the chunks that lie in, hold or overlap one.
 
     Example:
         >>> import json, tempfile, os
@@ -55,10 +55,6 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
         from rankwise.data.traces.locate import Locator, corpus_documents
 
         locator = Locator(corpus_documents(corpus))
-    elif ts is not None:  # the test set's own documents where it has them: its located passages
-        from rankwise.data.traces.locate import PassageLocator
-
-        locator = PassageLocator.from_testset(ts)
     return assemble(spans, source=str(path), testset=ts, fmt=fmt, id_key=id_key, doc_id_key=doc_id_key,
                     locator=locator)
 

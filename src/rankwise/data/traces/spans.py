@@ -86,7 +86,7 @@ class TraceImport:
     trace_ids: dict[str, str] = field(default_factory=dict)  #: case id -> trace id
     duplicates: Counter = field(default_factory=Counter)  #: (trace id, span id) -> copies beyond the first
     bad_offsets: list[str] = field(default_factory=list)  #: "span S document N: start ..., end ..." (dropped)
-    located: Counter = field(default_factory=Counter)  #: with a corpus: chunks located exact / normalised / not
+    located: Counter = field(default_factory=Counter)  #: chunks placed in the corpus or passages, by how
 
     def summary(self) -> dict:
         """Counts: cases, retrieval calls, skipped (by reason), cases given labels from the test set, duplicate
@@ -196,6 +196,13 @@ class _Reading:
         self.skipped[why] += 1
         if note:
             self.notes.append(note)
+
+    def absorb(self, part: _Reading) -> None:
+        """Take the counts of one trace's reading."""
+        self.skipped.update(part.skipped)
+        self.notes.extend(part.notes)
+        self.rules.update(part.rules)
+        self.bad_offsets.extend(part.bad_offsets)
 
 
 def _whole(value: Any) -> bool:
@@ -368,6 +375,25 @@ def _trace_order(by_trace: dict[str, list[Span]]) -> list[str]:
     return sorted(by_trace, key=lambda t: (starts[t] is None, starts[t] or 0, first[t]))
 
 
+def _placed_by_passages(trace_id: str, group: list[Span], case: TestCase, case_calls: list[RetrievalCall],
+                        part: _Reading, located: Counter):
+    """The case rebuilt with its chunks placed by its own reference passages (those that say where they sit)
+    when some chunk has no offsets; else as it was."""
+    from rankwise.data.traces.locate import PassageLocator
+
+    if all(c.span is not None for c in case.chunks):
+        return case, case_calls, part
+    passages = PassageLocator.from_testset([case])
+    if passages is None:
+        return case, case_calls, part
+    again = _Reading(part.source, part.id_opts, passages)
+    rebuilt, rebuilt_calls = _case(trace_id, group, again)
+    rebuilt.reference_contexts, rebuilt.reference_context_ids = case.reference_contexts, case.reference_context_ids
+    rebuilt.reference = case.reference
+    located.update(passages.counts)
+    return rebuilt, rebuilt_calls, again
+
+
 def _unique(spans: list[Span]) -> tuple[list[Span], Counter]:
     """The spans, each (trace id, span id) once (the first copy), and how many copies each had beyond it."""
     seen: set = set()
@@ -404,13 +430,19 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
     by_question = {} if testset is None else {(c.question or "").strip(): c for c in testset if c.question}
     cases, calls, trace_ids, labelled = [], {}, {}, 0
     used: Counter = Counter()
+    located: Counter = Counter()
     for trace_id in _trace_order(by_trace):
         group = by_trace[trace_id]
-        built = _case(trace_id, group, reading)
+        part = _Reading(source, reading.id_opts, locator)
+        built = _case(trace_id, group, part)
         if built is None:
+            reading.absorb(part)
             continue
         case, case_calls = built
         matched = _label(case, _case_key(group), testset, by_question)
+        if matched is not None and locator is None:  # the test set's own documents where it has them
+            case, case_calls, part = _placed_by_passages(trace_id, group, case, case_calls, part, located)
+        reading.absorb(part)
         if matched is not None:  # the test set's name for the question: runs of it pair up case by case
             labelled += 1
             used[matched] += 1
@@ -425,5 +457,4 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
                          "rankwise reads OpenInference RETRIEVER spans, LangSmith runs of run_type 'retriever' and "
                          "MLflow RETRIEVER spans", source=source)
     return TraceImport(TestSet(cases, source), calls, reading.skipped, reading.notes, labelled, fmt, reading.rules,
-                       trace_ids, duplicates, reading.bad_offsets,
-                       Counter() if locator is None else locator.counts)
+                       trace_ids, duplicates, reading.bad_offsets, located if locator is None else locator.counts)
