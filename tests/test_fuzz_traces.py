@@ -236,7 +236,11 @@ def _console_doc(**attrs) -> bytes:
 
 #: mutants that once gave exit 0 at import and a refusal (or a traceback) afterwards
 REGRESSIONS = {
-    "no content, random id": _console_doc(**{"retrieval.documents.0.document.score": 0.5,
+    "no content, a uuid for id": _console_doc(**{"retrieval.documents.0.document.score": 0.5,
+                                                 "retrieval.documents.0.document.id":
+                                                     "f31616f7-d123-4bc9-a075-5f192c65937d",
+                                                 "retrieval.documents.1.document.content": "alpha beta"}),
+    "no content, no id": _console_doc(**{"retrieval.documents.0.document.score": 0.5,
                                              "retrieval.documents.0.document.metadata": '{"x": 1}',
                                              "retrieval.documents.1.document.content": "alpha beta"}),
     "start_index 1e30": _console_doc(**{"retrieval.documents.0.document.content": "alpha beta",
