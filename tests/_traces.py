@@ -185,7 +185,8 @@ def write_phoenix(spans, path: Path) -> Path:
 def write_doc_traces(workdir: Path) -> None:
     """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel questions),
     ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json`` (console-exporter spans of
-    the two-step agent on the first 8 questions) and ``questions.jsonl`` (the Kestrel questions)."""
+    the two-step agent on the first 8 questions), ``questions.jsonl`` (the Kestrel questions), ``llamaindex.json``
+    and ``corpus.jsonl`` (:func:`write_llamaindex_traces`)."""
     import shutil
 
     from rankwise.datasets import bundled_files
@@ -204,3 +205,91 @@ def write_doc_traces(workdir: Path) -> None:
             agent.invoke(q["question"])
     write_console(exporter.get_finished_spans(), workdir / "agent.json")
     shutil.copyfile(bundled_files("kestrel").questions, workdir / "questions.jsonl")
+    write_llamaindex_traces(workdir, questions)
+
+
+def write_llamaindex_traces(workdir: Path, questions: list[dict]) -> None:
+    """``llamaindex.json`` (console-exporter spans of a LlamaIndex retriever under
+    openinference-instrumentation-llama-index, over the Kestrel questions) and ``corpus.jsonl`` (its documents)."""
+    import shutil
+
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    from rankwise.datasets import bundled_files
+
+    retriever = kestrel_llamaindex()
+    with instrumented(LlamaIndexInstrumentor, seed=25) as exporter:
+        for q in questions:
+            retriever.retrieve(q["question"])
+    write_console(exporter.get_finished_spans(), workdir / "llamaindex.json")
+    shutil.copyfile(bundled_files("kestrel").corpus, workdir / "corpus.jsonl")
+
+
+@contextlib.contextmanager
+def instrumented(instrumentor_class, seed: int | None = None):
+    """Any OpenInference instrumentor (LlamaIndex's, Haystack's ...) for the duration, with the SDK's default
+    limits; yields the in-memory exporter holding the finished spans."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(**({} if seed is None else {"id_generator": _seeded_ids(seed)}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = instrumentor_class()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield exporter
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+
+
+def write_otlp_proto(spans, path: Path) -> Path:
+    """OTLP JSON from OpenTelemetry's own OTLP encoder (``opentelemetry-exporter-otlp-proto-common``: the
+    ``ExportTraceServiceRequest`` the OTLP exporters send) in protobuf's JSON mapping, one request a line — ids
+    base64, ``droppedAttributesCount`` as the SDK counted it."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    path.write_text(MessageToJson(encode_spans(spans), indent=None) + "\n", encoding="utf-8")
+    return path
+
+
+def kestrel_llamaindex(k: int = KESTREL_K):
+    """A LlamaIndex ``VectorStoreIndex`` retriever over the Kestrel documents split by ``SentenceSplitter``
+    (hashed bag-of-words vectors, no network): nodes know their offsets, the traces do not."""
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from _hash_embedder import llamaindex_embedding
+    from rankwise.datasets import bundled_files
+    from rankwise.retrieval import load_corpus
+
+    corpus = load_corpus(bundled_files("kestrel").corpus)
+    nodes = SentenceSplitter(chunk_size=160, chunk_overlap=20).get_nodes_from_documents(
+        [Document(text=d.text, doc_id=d.id) for d in corpus])
+    return VectorStoreIndex(nodes, embed_model=llamaindex_embedding()).as_retriever(similarity_top_k=k)
+
+
+def kestrel_haystack(k: int = KESTREL_K, offsets: bool = True):
+    """A Haystack pipeline (``InMemoryBM25Retriever``) over the Kestrel documents split by words; without
+    ``offsets`` the chunks are stored as plain documents (no ``split_idx_start``), as a hand-fed store is."""
+    from haystack import Document, Pipeline
+    from haystack.components.preprocessors import DocumentSplitter
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from rankwise.datasets import bundled_files
+    from rankwise.retrieval import load_corpus
+
+    corpus = load_corpus(bundled_files("kestrel").corpus)
+    docs = DocumentSplitter(split_by="word", split_length=60, split_overlap=10).run(
+        [Document(content=d.text, meta={"doc_id": d.id}) for d in corpus])["documents"]
+    if not offsets:
+        docs = [Document(content=d.content, meta={"doc_id": d.meta["doc_id"]}) for d in docs]
+    store = InMemoryDocumentStore()
+    store.write_documents(docs)
+    pipe = Pipeline()
+    pipe.add_component("retriever", InMemoryBM25Retriever(store, top_k=k))
+    return pipe

@@ -122,7 +122,7 @@ SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.p
                  "tests/test_exit.py", "tests/test_trec_eval_binary.py", "tests/test_batch_api.py",
                  "tests/test_judge_faults.py", "tests/test_llm_rerank.py", "tests/test_sigterm.py",
                  "tests/test_llm_cli.py", "tests/test_llm_judge.py", "tests/test_ranking.py",
-                 "tests/test_output_guard.py", "tests/test_utility.py"]
+                 "tests/test_atomic_writes.py", "tests/test_output_guard.py", "tests/test_utility.py"]
 SPARK = ("tests/test_spark.py", "tests/test_spark_cli.py", "tests/test_docs_commands.py::test_page_spark_commands")
 
 

@@ -254,3 +254,29 @@ def test_no_framework_imported_at_load():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_retriever_that_fails_everywhere_says_why_in_run_adapter_and_eval_rag(tmp_path, monkeypatch):
+    """run-adapter counts failures by exception type with the first message; eval-rag on those records says the
+    retriever failed (not "no ground truth ... try containment")."""
+    import json as _json
+
+    from _inprocess import run_cli
+
+    (tmp_path / "broken_retriever.py").write_text(
+        "def retrieve(question):\n    raise ValueError('the index is not loaded')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(_json.dumps({"id": f"q{i}", "question": f"question {i}",
+                                          "reference_contexts": ["some passage text here"]}) + "\n" for i in range(3)))
+    done = run_cli(["run-adapter", "broken_retriever:retrieve", cases, "-o", tmp_path / "rec.jsonl"])
+    assert done.returncode == 0, done.stderr
+    assert ("warning: 3 of 3 cases failed: ValueError (3, first case 'q0': ValueError: the index is not loaded)"
+            in done.stderr)
+    summary = _json.loads(done.stdout)
+    assert summary["failure_kinds"] == {"ValueError": {"cases": 3, "first_case": "q0",
+                                                       "message": "ValueError: the index is not loaded"}}
+    scored = run_cli(["eval-rag", tmp_path / "rec.jsonl", "-r", "containment"])
+    assert scored.returncode == 2
+    assert "the retriever failed on every case (case 'q0': ValueError: the index is not loaded)" in scored.stderr
+    assert "try containment" not in scored.stderr and "Traceback" not in scored.stderr

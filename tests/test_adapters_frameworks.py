@@ -16,6 +16,7 @@ import pytest
 
 from _hash_embedder import RankwiseHashEmbedder, hash_embed, langchain_embeddings, llamaindex_embedding
 from rankwise.adapters import (
+    RetrieverDepthWarning,
     RetrieverRandomIdWarning,
     RetrieverShortListWarning,
     check_adapter,
@@ -283,6 +284,10 @@ def _short(caught) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, RetrieverShortListWarning)]
 
 
+def _deeper(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, RetrieverDepthWarning)]
+
+
 def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, questions):
     pytest.importorskip("langchain_text_splitters")
     pytest.importorskip("llama_index.core")
@@ -297,15 +302,16 @@ def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, q
     store = InMemoryVectorStore(langchain_embeddings())
     store.add_documents(docs, ids=[f"{d.metadata['source']}@{i}" for i, d in enumerate(docs)])
 
-    # MMR with its own k = 4: every list is short
+    # MMR with its own k = 4: evaluated at 4 (its depth in production), said once; no list is short of that
     mmr = store.as_retriever(search_type="mmr", search_kwargs={"k": 4, "fetch_k": 20})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run = run_retriever(mmr, questions, k=K)
-    assert all(len(r.chunks) == 4 for r in run.records) and run.summary["short_lists"] == 20
-    [message] = _short(caught)
-    assert message.startswith("20 of 20 questions got fewer than k = 10 chunks (shortest: 4, case ")
-    assert "The retriever (search_type='mmr', search_kwargs={'k': 4, 'fetch_k': 20}) caps or filters" in message
+    assert all(len(r.chunks) == 4 for r in run.records) and run.summary["short_lists"] == 0
+    assert not _short(caught)
+    [message] = _deeper(caught)
+    assert message.startswith("asked for k = 10 chunks per question, but the retriever returns at most 4 "
+                              "(search_kwargs={'k': 4, 'fetch_k': 20}): evaluated at 4")
     assert message in run.warnings
 
     # a score threshold (a LangChain retriever keeping the chunks scoring >= cut): exactly the questions with
@@ -337,13 +343,148 @@ def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, q
         run = run_retriever(store.as_retriever(search_kwargs={"k": K}), questions, k=K)
     assert not _short(caught) and run.summary["short_lists"] == 0
 
-    # LlamaIndex: similarity_top_k below k
+    # LlamaIndex: similarity_top_k below k is its depth, not a short list (test_*_own_depth below)
     index = VectorStoreIndex(_llama_nodes(corpus, lambda i, doc: f"{doc.doc_id}@{i}"),
                              embed_model=llamaindex_embedding())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run = run_retriever(index.as_retriever(similarity_top_k=3), questions, k=K)
-    [message] = _short(caught)
-    assert message.startswith("20 of 20 questions got fewer than k = 10 chunks (shortest: 3, case ")
-    assert "The retriever (similarity_top_k=3) caps or filters its list: set the retriever's similarity_top_k" \
-        in message
+    assert not _short(caught) and len(_deeper(caught)) == 1 and run.summary["k"] == 3
+
+
+# ------------------------------------------------ the retriever's own depth, as in production (issue 32, item 5)
+
+
+def _recorded(retriever, questions, k):
+    """run_retriever with every warning recorded: (run, depth warnings, short-list warnings)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_retriever(retriever, questions, k=k)
+    return run, _deeper(caught), _short(caught)
+
+
+def _deeper_than(asked: int, own: int, setting: str, fix: str) -> str:
+    """The one warning when k is asked deeper than the retriever goes (both numbers, its setting, the fix)."""
+    return (f"asked for k = {asked} chunks per question, but the retriever returns at most {own} ({setting}): "
+            f"evaluated at {own}, the depth it runs at in production, not at {asked}. To evaluate deeper, "
+            f"configure the retriever deeper ({fix}); to silence this, leave k (--depth) unset or ask for at "
+            f"most {own}.")
+
+
+def _assert_own_depth(retriever, questions, production, own, message):
+    """Asked deeper: the production lists, one warning; unset: the same, no warning; shallower: their top k."""
+    run, deeper, short = _recorded(retriever, questions, K)
+    assert [len(r.chunks) for r in run.records] == [own] * len(questions)
+    assert {r.id: [c.id for c in r.chunks] for r in run.records} == production
+    assert deeper == [message] and not short
+    assert run.warnings.count(message) == 1
+    assert (run.summary["k"], run.summary["asked_k"], run.summary["retriever_k"]) == (own, K, own)
+    run, deeper, short = _recorded(retriever, questions, None)
+    assert {r.id: [c.id for c in r.chunks] for r in run.records} == production
+    assert not deeper and not short and run.summary["k"] == own
+    run, deeper, short = _recorded(retriever, questions, 2)
+    assert {r.id: [c.id for c in r.chunks] for r in run.records} == {q: ids[:2] for q, ids in production.items()}
+    assert not deeper and not short and run.summary["k"] == 2
+    return run
+
+
+def test_langchain_retriever_is_evaluated_at_its_own_search_kwargs_k(corpus, questions):
+    pytest.importorskip("langchain_text_splitters")
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    questions = questions[:20]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=80, add_start_index=True)
+    docs = splitter.split_documents([Document(d.text, metadata={"source": d.id}) for d in corpus])
+    store = InMemoryVectorStore(langchain_embeddings())
+    store.add_documents(docs, ids=[f"{d.metadata['source']}@{i}" for i, d in enumerate(docs)])
+    retriever = store.as_retriever(search_kwargs={"k": 4})
+    production = {q["id"]: [d.id for d in retriever.invoke(q["question"])] for q in questions}
+    assert {len(ids) for ids in production.values()} == {4}
+    # was: 10 chunks per question (the store asked for the run's k), no warning
+    run = _assert_own_depth(retriever, questions, production, 4,
+                            _deeper_than(10, 4, "search_kwargs={'k': 4}", "search_kwargs={'k': 10}"))
+    # the numbers are those of the lists the retriever gives in production
+    rows = [{**q, "retrieved_contexts": [{"id": d.id, "text": d.page_content, "doc_id": d.metadata["source"],
+                                          "start": d.metadata["start_index"],
+                                          "end": d.metadata["start_index"] + len(d.page_content)}
+                                         for d in retriever.invoke(q["question"])]}
+            for q in questions]
+    run, _, _ = _recorded(retriever, questions, K)
+    metrics = ["hit_rate@1", "recall@4", "mrr", "ndcg@4", "char_recall@4"]
+    assert run.evaluate("span", metrics=metrics).mean == evaluate_rag(rows, "span", metrics=metrics).mean
+    # as_retriever() without k searches LangChain's default k, 4
+    run, deeper, _ = _recorded(store.as_retriever(), questions, K)
+    assert {len(r.chunks) for r in run.records} == {4}
+    assert deeper == [_deeper_than(10, 4, "search_kwargs={}, LangChain's default k = 4", "search_kwargs={'k': 10}")]
+    # a bare vector store has no depth of its own: it is asked for k
+    run, deeper, short = _recorded(store, questions, K)
+    assert {len(r.chunks) for r in run.records} == {K} and not deeper and not short
+
+
+def test_llamaindex_retriever_is_evaluated_at_its_similarity_top_k(corpus, questions):
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import VectorStoreIndex
+
+    questions = questions[:20]
+    index = VectorStoreIndex(_llama_nodes(corpus, lambda i, doc: f"{doc.doc_id}@{i}"),
+                             embed_model=llamaindex_embedding())
+    retriever = index.as_retriever(similarity_top_k=3)
+    production = {q["id"]: [n.node.node_id for n in retriever.retrieve(q["question"])] for q in questions}
+    assert {len(ids) for ids in production.values()} == {3}
+    # was: a short-list warning ("20 of 20 questions got fewer than k = 10 chunks")
+    _assert_own_depth(retriever, questions, production, 3,
+                      _deeper_than(10, 3, "similarity_top_k=3", "similarity_top_k=10"))
+
+
+def test_haystack_retriever_is_evaluated_at_its_top_k(corpus, questions):
+    pytest.importorskip("haystack")
+    from haystack import Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    questions = questions[:20]
+    store = InMemoryDocumentStore()
+    store.write_documents(_haystack_docs(corpus))
+    component = InMemoryBM25Retriever(store, top_k=5)
+    pipe = Pipeline()
+    pipe.add_component("retriever", InMemoryBM25Retriever(store, top_k=5))
+    production = {q["id"]: [d.id for d in component.run(query=q["question"])["documents"]] for q in questions}
+    assert {len(ids) for ids in production.values()} == {5}
+    # was: 10 chunks per question (top_k = k passed at run time)
+    for retriever in (pipe, component):
+        _assert_own_depth(retriever, questions, production, 5, _deeper_than(10, 5, "top_k=5", "top_k=10"))
+
+
+def test_run_adapter_depth_deeper_than_the_retriever_warns_once(tmp_path, questions):
+    pytest.importorskip("langchain_core")
+    import subprocess
+    import sys
+
+    (tmp_path / "my_rag.py").write_text(
+        "from langchain_core.documents import Document\n"
+        "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
+        "from langchain_core.vectorstores import InMemoryVectorStore\n"
+        "def build():\n"
+        "    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))\n"
+        "    texts = [f'chunk {i} about wal sync modes' for i in range(12)]\n"
+        "    store.add_documents([Document(t, metadata={'source': 'd', 'start_index': 40 * i})\n"
+        "                         for i, t in enumerate(texts)], ids=[f'c{i}' for i in range(12)])\n"
+        "    return store.as_retriever(search_kwargs={'k': 3})\n")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(q) + "\n" for q in questions[:4]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "records.jsonl"
+    done = subprocess.run([sys.executable, "-m", "rankwise.cli", "run-adapter", "my_rag:build", str(cases),
+                           "-d", "10", "-o", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["k"], summary["asked_k"], summary["retriever_k"], summary["chunks"]) == (3, 10, 3, 12)
+    message = _deeper_than(10, 3, "search_kwargs={'k': 3}", "search_kwargs={'k': 10}")
+    assert done.stderr.count("asked for k = 10") == 1 and f"warning: {message}\n" in done.stderr
+    assert "RetrieverDepthWarning" not in done.stderr  # not printed a second time as a Python warning
+    unset = subprocess.run([sys.executable, "-m", "rankwise.cli", "run-adapter", "my_rag:build", str(cases),
+                            "-o", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert unset.returncode == 0 and json.loads(unset.stdout)["k"] == 3 and "asked for k" not in unset.stderr

@@ -301,3 +301,22 @@ def test_compare_results_refuses_systems_scored_with_other_metrics():
         compare_results({"a": a, "b": b}, "ids")
     same = compare_results({"a": a, "b": evaluate_rag(rows, "ids", metrics=["mrr", "precision@1"])}, "ids")
     assert [c.delta for c in same.comparisons] == [0.0, 0.0]
+
+
+def test_runs_covering_different_queries_are_refused_unless_allowed(tmp_path):
+    """A judged query one run lacks would score 0 for that run alone under --missing zero: refused, naming the run
+    and the queries; --allow-query-mismatch compares the queries every run covers (the gate's rule)."""
+    from _inprocess import run_cli
+
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq2 0 b 1\nq3 0 c 1\n")
+    (tmp_path / "full.trec").write_text("q1 Q0 a 1 1.0 r\nq2 Q0 b 1 1.0 r\nq3 Q0 x 1 1.0 r\n")
+    (tmp_path / "partial.trec").write_text("q1 Q0 a 1 1.0 r\nq3 Q0 c 1 1.0 r\n")
+    done = run_cli(["compare", tmp_path / "qrels.txt", tmp_path / "full.trec", tmp_path / "partial.trec", "-m", "P@1"])
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "runs cover different queries: partial lacks 1 judged query another run covers (e.g. 'q2')" in done.stderr
+    allowed = run_cli(["compare", tmp_path / "qrels.txt", tmp_path / "full.trec", tmp_path / "partial.trec", "-m",
+                       "P@1", "--allow-query-mismatch", "--format", "json"])
+    assert allowed.returncode == 0, allowed.stderr
+    out = json.loads(allowed.stdout)
+    assert out["summary"]["queries"] == 2  # q1 and q3: q2 left out, not scored 0 for one side
+    assert out["means"] == {"full": {"precision@1": 0.5}, "partial": {"precision@1": 1.0}}

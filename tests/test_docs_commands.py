@@ -533,11 +533,12 @@ def setup_llm_judge(workdir: Path) -> None:
 
 
 SETUPS: dict[str, list[Callable[[Path], None]]] = {
-    "docs/eval.md": [setup_eval],
+    "docs/eval.md": [setup_eval, setup_kestrel],
     "docs/trec-measures.md": [setup_trec_measures],
     "docs/context-metrics.md": [setup_context_metrics],
     "docs/testsets.md": [setup_kestrel],
-    "docs/compare.md": [setup_compare],
+    "docs/failures.md": [setup_kestrel],
+    "docs/compare.md": [setup_compare, setup_kestrel],
     "docs/spark.md": [setup_spark],
     "docs/llm-judge.md": [setup_llm_judge],
     "docs/calibrate.md": [setup_calibrate],
@@ -699,3 +700,65 @@ def test_timing_claims_name_machine_and_load():
                 if not (machine.search(window) and load.search(window)):
                     vague.append(f"{page.relative_to(REPO)}:{i + 1}: {line.strip()}")
     assert not vague, "timings without the machine and load they were measured on:\n" + "\n".join(vague)
+
+
+def _options_of(name: str) -> set[str]:
+    import click
+
+    from rankwise.cli import main
+
+    out = {"--help", "-h"}
+    for p in main.commands[name].params:
+        if isinstance(p, click.Option):
+            out.update(p.opts)
+            out.update(p.secondary_opts)
+    return out
+
+
+def _paragraphs(text: str) -> Iterator[tuple[int, str, str | None]]:
+    """(first line, text, the command of the section's heading) of each paragraph (a list item and a table row
+    each count as one) outside fenced blocks."""
+    from rankwise.cli import main
+
+    command, fence, start, lines = None, False, 0, []
+    for i, line in enumerate([*text.split("\n"), ""], start=1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+            continue
+        if fence:
+            continue
+        heading = re.match(r"^#+ .*?`rankwise ([a-z][a-z-]*)`", line)
+        if line.startswith("#") or not line.strip():
+            if lines:
+                yield start, " ".join(lines), command
+            lines = []
+            if line.startswith("#"):
+                command = heading.group(1) if heading and heading.group(1) in main.commands else None
+            continue
+        if lines and re.match(r"^\s*([-*|]|\d+\.)\s", line):  # a list item or table row: a paragraph of its own
+            yield start, " ".join(lines), command
+            lines = []
+        if not lines:
+            start = i
+        lines.append(line)
+
+
+def test_options_named_in_a_command_section_are_that_commands():
+    """Prose names options too (an option list under `## rankwise run`): each backquoted `-x`/`--xx` in a section
+    headed by a command is an option of that command, or of a command the same paragraph names (the gap through
+    which retrieval.md's `-k` for `run -d/--depth` slipped: commands in fenced blocks run, prose did not)."""
+    from rankwise.cli import main
+
+    wrong = []
+    for page in PAGES:
+        for line, text, command in _paragraphs(page.read_text(encoding="utf-8")):
+            if command is None:
+                continue
+            allowed = _options_of(command)
+            for named in re.findall(r"rankwise ([a-z][a-z-]*)", text):
+                if named in main.commands:
+                    allowed |= _options_of(named)
+            for option in re.findall(r"`(--?[A-Za-z][\w-]*)", text):
+                if option not in allowed:
+                    wrong.append(f"{page.relative_to(REPO)}:{line}: {option} is not an option of rankwise {command}")
+    assert wrong == []

@@ -19,8 +19,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RICH = EXAMPLES / "rich_testset.jsonl"
 RAGAS = EXAMPLES / "ragas_testset.jsonl"
 
-# Means at k=4 on the example test sets (6 cases, one without ground truth, scored 0). Verified by hand
-# for the first case below; the rest pin the behaviour.
+# Means at k=4 on the example test sets (6 cases, one without ground truth) with --unscorable zero: the
+# case without ground truth scored 0 and kept in the means. Verified by hand for the first case below; the
+# rest pin the behaviour. By default (skip) that case is left out: each mean is the same sum over 5 cases.
 EXPECTED = {
     "containment": {"hit_rate@4": 0.8333, "precision@4": 0.2083, "recall@4": 0.6667, "acp@4": 0.7222,
                     "wcp@4": 0.2928, "mrr": 0.7222},
@@ -39,14 +40,19 @@ def rounded(mean: dict, names) -> dict:
 @pytest.mark.parametrize("relevance", ["containment", "fuzzy", "ids"])
 @pytest.mark.parametrize("path", [RICH, RAGAS], ids=["rich", "ragas"])
 def test_each_mode_on_both_formats(path, relevance):
-    r = rankwise.evaluate_rag(path, relevance, k=4)
+    r = rankwise.evaluate_rag(path, relevance, k=4, unscorable="zero")
     assert rounded(r.mean, EXPECTED[relevance]) == EXPECTED[relevance]
     assert r.summary["cases"] == 6 and r.summary["evaluated"] == 6
     assert r.summary["unscorable_cases"] == {"colours": "no ground truth"}
+    default = rankwise.evaluate_rag(path, relevance, k=4)  # the unanswerable case left out of the means
+    assert default.summary["cases"] == 6 and default.summary["evaluated"] == 5
+    assert "colours" not in default.per_query and default.records[-1].id == "colours"
+    undefined = r.summary.get("undefined", {})  # id_recall: undefined without gold ids, left out either way
+    assert {m: pytest.approx(v if m in undefined else v * 6 / 5) for m, v in r.mean.items()} == default.mean
 
 
 def test_span_mode_on_the_rich_format_and_refused_on_ragas():
-    r = evaluate_rag(RICH, "span", k=4)
+    r = evaluate_rag(RICH, "span", k=4, unscorable="zero")
     assert rounded(r.mean, EXPECTED["span"]) == EXPECTED["span"]
     with pytest.raises(InputError, match="no case can be scored with relevance 'span'"):
         evaluate_rag(RAGAS, "span", k=4)
@@ -109,14 +115,20 @@ def test_unscorable_cases_counted_listed_and_treated_as_asked():
     ts = [{"id": "ok", "retrieved_contexts": ["alpha beta"], "reference_contexts": ["alpha"]},
           {"id": "no-truth", "retrieved_contexts": ["alpha"]},
           {"id": "no-chunks", "retrieved_contexts": [], "reference_contexts": ["alpha"]}]
-    zero = evaluate_rag(ts, k=1, metrics=["precision@1", "recall@1"])
+    zero = evaluate_rag(ts, k=1, metrics=["precision@1", "recall@1"], unscorable="zero")
     assert zero.summary["unscorable"] == 2
     assert zero.summary["unscorable_cases"] == {"no-chunks": "no retrieved chunks", "no-truth": "no ground truth"}
     assert zero.summary["evaluated"] == 3 and zero.mean == {"precision@1": 1 / 3, "recall@1": 1 / 3}
     assert "scored 0" in zero.summary["unscorable_treatment"]
-    skip = evaluate_rag(ts, k=1, metrics=["precision@1", "recall@1"], unscorable="skip")
-    assert skip.summary["evaluated"] == 1 and skip.mean == {"precision@1": 1.0, "recall@1": 1.0}
+    skip = evaluate_rag(ts, k=1, metrics=["precision@1", "recall@1"])  # the default
+    # no ground truth: left out; no retrieved chunk (but ground truth): the retriever's miss, scored 0
+    assert skip.summary["evaluated"] == 2 and skip.mean == {"precision@1": 0.5, "recall@1": 0.5}
     assert skip.summary["unscorable"] == 2
+    assert skip.summary["unscorable_treatment"] == (
+        "no ground truth: left out of the retrieval means, as trec_eval leaves out unjudged queries "
+        "(--unscorable zero scores them 0); no retrieved chunks: scored 0 on every metric and kept in the means "
+        "(docs/context-metrics.md)")
+    assert evaluate_rag(ts, k=1, metrics=["precision@1", "recall@1"], unscorable="skip").mean == skip.mean
     assert [r.id for r in skip.records] == ["ok", "no-truth", "no-chunks"]  # never dropped from the records
     assert skip.records[1].scores["containment"] == {"precision@1": None, "recall@1": None}
     assert skip.records[1].status["containment"] == "unscorable: no ground truth"
@@ -206,7 +218,7 @@ def test_cli_json_shape_matches_eval_and_records(tmp_path):
     d = json.loads(out)
     assert set(d) == {"summary", "mean", "per_query"}
     assert set(d["per_query"]) == {"descale", "blinking-light", "limescale-warranty", "crumb-tray",
-                                   "warranty-length", "colours"}
+                                   "warranty-length"}  # colours has no ground truth: left out of the means
     assert d["summary"]["unscorable"] == 1
     recs = rankwise.load_records(out_path)
     assert len(recs) == 6 and recs[0].scores["fuzzy"]["precision@4"] == d["per_query"][recs[0].id]["precision@4"]

@@ -676,6 +676,11 @@ def _parquet_run_tables() -> list:
         pa.table({"qid": q, "doc_id": d, "score": s}),
         pa.Table.from_arrays([pa.array(q), pa.array(d), pa.array(s), pa.array(d)],
                              names=["query_id", "doc_id", "score", "doc_id"]),
+        # no score column: the rows' order within a query ranks (issue 33: --stream refused these)
+        pa.table({"query_id": q, "doc_id": d}),
+        pa.table({"query_id": ["q1", "q2", "q1", "q2"], "doc_id": ["d1", "d3", "d2", "d1"], "rank": [1, 1, 2, 2]}),
+        pa.table({"query_id": ints[0], "doc_id": ints[1], "run_id": ["t"] * 4}),
+        pa.table({"query_id": q, "doc_id": ["d1", "d1", "d3", "d1"]}),
     ]
     return [_parquet_bytes(t) for t in tables]
 

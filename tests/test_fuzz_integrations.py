@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +88,89 @@ def test_scorer_expectations_and_documents_score_or_refuse():
         except InputError:
             continue
         assert row["retrieved_contexts"] == [] and isinstance(feedback.value, float), expectations
+
+
+# ------------------------------------------------------------------ MLflow tracking URIs and saved baselines (issue 33)
+URI_NOISE = ["", "/", "//", "///", ":", "?", "#", "@", "%00", "%ff", "\x00", "é", " ", "..", "/proc/x", "/dev/full",
+             "nosuch", "file:", "sqlite:", "http:", "https://", ":0", ":99999", ":-1", "[::1", "u:p@", "+psycopg2",
+             "db.db/", "mlruns", "\n", "~"]
+
+
+def _uri_mutant(uri: str, rng: random.Random) -> str:
+    op = rng.randrange(3)
+    if op == 0 and uri:
+        i = rng.randrange(len(uri))
+        return uri[:i] + rng.choice(URI_NOISE) + uri[i + rng.randrange(2):]
+    if op == 1:
+        return uri + rng.choice(URI_NOISE)
+    return uri[: rng.randrange(len(uri) + 1)]
+
+
+def test_tracking_uri_mutants_are_accepted_or_one_line_within_seconds(tmp_path, monkeypatch):
+    """Mutants of a good SQLite URI, a refused loopback server and a file store: each is accepted or refused
+    with one line (an InputError), within the probe's seconds; none is a traceback or a hang."""
+    pytest.importorskip("mlflow")
+    import socket
+    import time
+
+    from rankwise.integrations._mlflow_uri import PROBE_SECONDS
+    from rankwise.integrations.mlflow import check_tracking_uri
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    (tmp_path / "corrupt.db").write_bytes(b"SQLite format 3\x00" + bytes(range(256)))
+    valid = ["sqlite:///good.db", f"sqlite:///{tmp_path / 'abs.db'}", "sqlite:///corrupt.db",
+             f"http://127.0.0.1:{port}", f"postgresql://u:pw@127.0.0.1:{port}/db", "mlruns", "file:///tmp/mlruns"]
+    from rankwise.integrations._mlflow_uri import _schemes
+
+    _schemes(), check_tracking_uri("")  # MLflow's tracking modules imported (seconds) before any mutant is timed
+    rng = random.Random(33)
+    outcomes = set()
+    for _ in range(max(MUTANTS // 2, 20)):
+        uri = _uri_mutant(rng.choice(valid), rng)
+        start = time.monotonic()
+        try:
+            assert check_tracking_uri(uri) == uri or not uri  # none given: MLflow's default, checked
+            outcomes.add("accepted")
+        except InputError as exc:
+            assert "\n" not in str(exc) and "MLflow tracking URI" in str(exc), (uri, str(exc))
+            if "u:pw@" in uri:
+                assert "pw@" not in str(exc), str(exc)  # the password masked
+            outcomes.add("refused")
+        assert time.monotonic() - start < PROBE_SECONDS + 2, uri
+    assert outcomes == {"accepted", "refused"}
+
+
+def test_saved_baseline_mutants_give_a_verdict_or_one_line(tmp_path, monkeypatch):
+    """Mutants of a saved result (``eval --format json --per-query``) as the gate's baseline: bytes that are not
+    UTF-8, NULs, binary, deep nesting, lone surrogates, cut short. Each gives a verdict (exit 0 or 1) or one
+    line naming the file, exit 2."""
+    from _inprocess import run_cli
+
+    _write_inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    saved = run_cli(["eval", "qrels.txt", "base.trec", "-m", "ndcg@10", "--format", "json", "--per-query"])
+    good = saved.stdout.encode()
+    noise = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00", b"\x80\x80", bytes(range(256)), b"[" * 100_000,
+             b'{"a":' * 50_000, b'"\\ud800"', b"\r", b"\xef\xbb\xbf", b"}", b"]]]", b"\x1a"]
+    rng = random.Random(5)
+    codes = []
+    for n in range(max(MUTANTS // 3, 20)):
+        i = rng.randrange(len(good))
+        op = rng.randrange(3)
+        data = (good[:i] + rng.choice(noise) + good[i:] if op == 0 else good[:i] if op == 1 else
+                good[:i] + rng.choice(noise) + good[i + rng.randrange(1, 20):])
+        name = f"base{n}.json"
+        Path(name).write_bytes(data)
+        done = run_cli(["gate", "--baseline", name, "--candidate", "base.trec", "--qrels", "qrels.txt", "-m",
+                        "ndcg@10"])
+        assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, done.stderr[-3000:]
+        if done.returncode == 2:
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("rankwise: error: ") and name in lines[0], lines
+        codes.append(done.returncode)
+    assert 2 in codes and 0 in codes

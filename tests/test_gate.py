@@ -278,3 +278,22 @@ def test_means_only_baseline_fails_a_real_drop_without_a_test(files, tmp_path):
     means = json.loads(files["means_json"].read_text())["mean"]["ndcg@10"]
     assert f"{means:.4f} -> {g.checks[0].candidate_mean:.4f}" in out
     assert "nan" not in out.lower()
+
+
+def test_gate_names_the_verdict_source_it_used(tmp_path):
+    """Without --relevance a RAG gate scores by containment: it says so (table and JSON); with it, names it."""
+    import json as _json
+
+    from _inprocess import run_cli
+
+    rows = [{"id": f"q{i}", "retrieved_contexts": ["paris is the capital of france", "x"],
+             "reference_contexts": ["paris is the capital of france"]} for i in range(4)]
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    table = run_cli(["gate", "--baseline", path, "--candidate", path, "-m", "recall@2"])
+    assert table.returncode == 0, table.stderr
+    assert "verdict source: containment (the default; --relevance names another)" in table.stdout
+    out = run_cli(["gate", "--baseline", path, "--candidate", path, "-m", "recall@2", "--relevance", "fuzzy",
+                   "--format", "json"])
+    summary = _json.loads(out.stdout)["summary"]
+    assert (summary["verdict_source"], summary["verdict_source_from"]) == ("fuzzy", "--relevance")

@@ -77,6 +77,8 @@ def test_plain_test_file_fails_with_a_readable_message_on_a_planted_regression(p
     assert ("ndcg@10, the 5 queries that lost most: q00 1.0000 -> 0.4307 (-0.5693), q01 1.0000 -> 0.4307 "
             "(-0.5693), q02") in out
     assert "q05 1.0000" not in out.split("ndcg@10, the 5 queries")[1].split("\n")[0]
+    # the failure shows the test's own line, not rankwise's source (__tracebackhide__)
+    assert "integrations/testing.py" not in out and "raise RegressionError" not in out
 
 
 def test_plain_test_file_passes_without_a_regression(pytester):

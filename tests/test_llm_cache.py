@@ -104,7 +104,14 @@ def test_default_path_from_environment(monkeypatch, tmp_path):
     assert default_cache_path() == tmp_path / "x.sqlite"
     monkeypatch.delenv("RANKWISE_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("RANKWISE_CACHE_DIR", raising=False)
     assert default_cache_path() == tmp_path / "xdg" / "rankwise" / "llm-judge.sqlite"
+    # one cache variable for every cache: the folder the embedding cache obeys holds the LLM cache too
+    monkeypatch.setenv("RANKWISE_CACHE_DIR", str(tmp_path / "caches"))
+    assert default_cache_path() == tmp_path / "caches" / "llm-judge.sqlite"
+    from rankwise.retrieval.dense import default_cache_dir
+
+    assert default_cache_path().parent == default_cache_dir()
 
 
 def test_rows_no_judge_could_write_are_misses_counted(tmp_path):

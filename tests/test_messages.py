@@ -412,3 +412,21 @@ def test_a_file_s_fields_keep_the_file_s_words(tmp_path):
     r = CliRunner().invoke(main, ["judge", str(ts), "--config", str(cfg), "--dry-run"])
     assert r.exit_code == 2
     assert r.stderr == f"rankwise: error: {cfg}: field 'max_retries': max_retries must be an integer, got 'x'\n"
+
+
+def test_mlflow_help_promises_only_what_the_command_logs():
+    """`--mlflow`'s help names the artifacts as the command's own output options; every option it names exists on
+    that command where the command writes it (eval-rag has no --html: its help must not promise a report)."""
+    import click
+
+    from rankwise.cli import main
+
+    logging = [c for c in main.commands.values() if any("--mlflow" in p.opts for p in c.params)]
+    assert {c.name for c in logging} >= {"eval", "eval-rag", "compare", "compare-rag", "gate", "sweep"}
+    for command in logging:
+        help_text = next(p.help for p in command.params if "--mlflow" in getattr(p, "opts", []))
+        assert "HTML report" not in help_text
+        assert "the files this command writes" in help_text
+        options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        if command.name == "eval-rag":
+            assert "--html" not in options and "--records" in options

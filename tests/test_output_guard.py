@@ -8,6 +8,8 @@ Everything is refused before any work: the LLM commands point at a closed port a
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from click.testing import CliRunner
 
 from rankwise._outputs import is_our_output
 from rankwise.cli import main
+
+pytest_plugins = ["pytester"]
 
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens: a command that got past its checks would fail here
 OUTPUT_FLAGS = {"--out", "-o", "--records", "--plot", "--html", "--report", "--rag-out", "--into", "--cache"}
@@ -281,3 +285,151 @@ def test_foreign_sqlite_is_not_taken_as_a_cache(tmp_path):
     with sqlite3.connect(db) as con:
         con.execute("CREATE TABLE t (x)")
     assert not is_our_output(db)
+
+
+# ------------------------------------------------------------------ paths no file can be written to (issue 33, 5-6)
+
+EXTRA = [("export-verdicts", "--phoenix")]  # an output named otherwise
+
+
+def _bad_targets(tmp_path: Path, suffix: str) -> list[tuple[Path, str]]:
+    """(a path no file can be written to, words of its refusal): looping links (one, two), a dangling link
+    (its folder missing too), a link whose folder is a dangling link, a path under /proc."""
+    one = tmp_path / f"loop{suffix}"
+    one.symlink_to(one.name)
+    a, b = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    a.symlink_to(b.name)
+    b.symlink_to(a.name)
+    dangling = tmp_path / f"dangling{suffix}"
+    dangling.symlink_to(tmp_path / "missing" / f"target{suffix}")
+    gone = tmp_path / "gone"
+    gone.symlink_to(tmp_path / "nowhere")
+    return [(one, "symlink loop"), (a, "symlink loop"), (one / f"x{suffix}", "symlink loop"),
+            (dangling, "which does not exist"), (gone / f"x{suffix}", "which does not exist"),
+            (Path(f"/proc/self/rankwise{suffix}"), "under /proc")]
+
+
+def _extra_args(command, flag, target, f, tmp_path):
+    if (command, flag) == ("export-verdicts", "--phoenix"):
+        return ["export-verdicts", f["records"], "--traces", f["traces"], "--phoenix", target]
+    return _args(command, flag, target, f, tmp_path)
+
+
+@pytest.mark.parametrize(("command", "flag"), OPTIONS + EXTRA, ids=[f"{c}{f}" for c, f in OPTIONS + EXTRA])
+def test_links_that_loop_or_dangle_and_proc_are_refused_before_any_work(command, flag, inputs, tmp_path):
+    """Issue 33, item 6: a symlink loop was a RuntimeError traceback, a dangling link was written through
+    (creating its target). Now: one line naming the flag, exit 2, before any work; nothing created."""
+    f = inputs
+    before = sorted(p.name for p in tmp_path.iterdir())
+    suffix = ".png" if flag == "--plot" else ".jsonl"
+    for target, words in _bad_targets(tmp_path, suffix):
+        force = [] if flag in CACHES else ["--force"]
+        _refused(_cli(*_extra_args(command, flag, target, f, tmp_path), *force), flag, words)
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "nowhere").exists()
+    created = set(p.name for p in tmp_path.iterdir()) - set(before)
+    assert created <= {"loop" + suffix, "a" + suffix, "b" + suffix, "dangling" + suffix, "gone"}, created
+
+
+@pytest.mark.parametrize("command", ["demo", "sweep"])
+def test_output_folders_that_loop_dangle_or_lie_under_proc(command, inputs, tmp_path):
+    f = inputs
+    base = ["demo", "--quiet"] if command == "demo" else ["sweep", "--corpus", f["corpus"], "--testset",
+                                                          f["testset"], "--quiet"]
+    for target, words in _bad_targets(tmp_path, ""):
+        _refused(_cli(*base, "--out", target), "--out", words)
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "nowhere").exists()
+
+
+def test_the_guard_refuses_directories_and_read_only_places(tmp_path):
+    from rankwise._outputs import check_outputs
+    from rankwise.errors import InputError
+
+    with pytest.raises(InputError, match=r"option --records: is a directory"):
+        check_outputs({"--records": tmp_path}, [])
+    with pytest.raises(InputError, match=r"option --html: is under /proc"):
+        check_outputs({"--html": "/proc/self/status"}, [], force=True)
+    link = tmp_path / "to-proc.html"
+    link.symlink_to("/proc/self/status")
+    with pytest.raises(InputError, match=r"option --html: is under /proc"):
+        check_outputs({"--html": link}, [], force=True)
+    if os.geteuid() == 0:
+        return  # root writes anywhere: read-only files and folders are only refused to others
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "r.jsonl").write_text("")
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("")
+    mine.chmod(0o444)
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(InputError, match=r"option --records: cannot write here: no permission"):
+            check_outputs({"--records": locked / "r.jsonl"}, [])
+        with pytest.raises(InputError, match=r"option --records: is read-only"):
+            check_outputs({"--records": mine}, [])
+    finally:
+        locked.chmod(0o700)
+
+
+# ------------------------------------------------------------------ the baseline update target (issue 33, item 5)
+
+def _runs(folder: Path) -> None:
+    (folder / "qrels.txt").write_text("".join(f"q{i} 0 d1 1\n" for i in range(10)))
+    (folder / "cand.trec").write_text("".join(f"q{i} Q0 d1 1 2 s\nq{i} Q0 x 2 1 s\n" for i in range(10)))
+
+
+def test_library_baseline_update_refuses_bad_targets_with_one_line(tmp_path):
+    from rankwise.errors import InputError
+    from rankwise.testing import assert_no_regression
+
+    _runs(tmp_path)
+    targets = [(tmp_path, "is a directory"), *_bad_targets(tmp_path, ".json")]
+    for target, words in targets:
+        with pytest.raises(InputError, match=re.escape(words)) as caught:
+            assert_no_regression(target, tmp_path / "cand.trec", ["mrr"], qrels=tmp_path / "qrels.txt",
+                                 update=True)
+        assert "\n" not in str(caught.value) and "baseline" in str(caught.value)
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "nowhere").exists()
+    good = tmp_path / "base.json"  # and a good one is written (atomically: no temporary left)
+    assert assert_no_regression(good, tmp_path / "cand.trec", ["mrr"], qrels=tmp_path / "qrels.txt",
+                                update=True) is None
+    assert json.loads(good.read_text())["mean"]["mrr"] == 1.0
+    assert not [p for p in tmp_path.iterdir() if "tmp" in p.name]
+
+
+def test_pytest_plugin_baseline_update_target_is_a_usage_error(pytester):
+    from test_integrations_pytest import LOAD
+
+    _runs(pytester.path)
+    pytester.makepyfile(test_gate_here="""
+from rankwise.testing import assert_no_regression
+
+def test_gate(rankwise_baseline):
+    assert_no_regression(rankwise_baseline, "cand.trec", metrics=["mrr"], qrels="qrels.txt")
+""")
+    (pytester.path / "folder").mkdir()
+    links = _bad_targets(pytester.path, ".json")  # a loop, a dangling link (its folder missing too)
+    cases = [("folder", "is a directory"), ("/proc/self/base.json", "under /proc"), links[0], links[3]]
+    for target, words in cases:
+        result = pytester.runpytest(*LOAD, "-p", "no:cacheprovider", "--rankwise-baseline", target,
+                                    "--rankwise-update-baseline")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, (target, result.stdout.str(), result.stderr.str())
+        err = result.stderr.str()
+        assert "Traceback" not in err and "option --rankwise-baseline" in err and words in err, err
+    assert not (pytester.path / "missing").exists() and not (pytester.path / "nowhere").exists()
+
+
+def test_github_gate_html_target_is_checked_before_the_gate(tmp_path, capsys, monkeypatch):
+    from rankwise.integrations.github import main as github_main
+
+    _runs(tmp_path)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output.txt"))
+    for target, words in [(tmp_path, "is a directory"), *_bad_targets(tmp_path, ".html")]:
+        code = github_main(["--baseline", str(tmp_path / "cand.trec"), "--candidate", str(tmp_path / "cand.trec"),
+                            "--qrels", str(tmp_path / "qrels.txt"), "--metrics", "mrr", "--html", str(target)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "--html" in err and words in err, err
+    assert not (tmp_path / "missing").exists()
+    assert summary.read_text().count("rankwise gate: bad input") == 7 and "option --html: is under /proc" in \
+        summary.read_text()

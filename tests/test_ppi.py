@@ -399,3 +399,37 @@ def test_the_output_guard_knows_the_label_sheet_header():
     from rankwise.analysis.label_sample import SHEET_COLUMNS
 
     assert ",".join(SHEET_COLUMNS).encode() == LABEL_SHEET_HEADER
+
+
+def test_partially_labelled_cases_are_warned_about_once_by_every_ppi_command(tmp_path):
+    """eval-rag --ppi warned of cases labelled on some chunks only; plan-labels, compare-rag --ppi and gate --ppi
+    counted them as unlabelled in silence. Now the one warning comes from the library, in each (issue 33)."""
+    base, truth_b = _records(seed=3)
+    cand, truth_c = _records(seed=4)
+    pb, pc = write_records(base, tmp_path / "base.jsonl"), write_records(cand, tmp_path / "cand.jsonl")
+    full = {f"q{i:02d}" for i in range(0, 60, 2)}
+    sheet = tmp_path / "sheet.csv"
+    with open(sheet, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["system", "query_id", "rank", "verdict"])
+        for system, truth in (("base", truth_b), ("cand", truth_c)):
+            for (q, r), v in sorted(truth.items()):
+                if q in full or (system == "cand" and q in ("q01", "q03") and r == 1):  # 2 cases of cand: rank 1 only
+                    w.writerow([system, q, r, v])
+    said = ("2 cases have human labels on some chunks only; they count as unlabelled (label every chunk of a "
+            "case), e.g. ['q01', 'q03']")
+    runs = {"eval-rag": ["eval-rag", pc, "--relevance", "llm", "--labels", sheet, "--ppi", "-m", "precision@3"],
+            "plan-labels": ["plan-labels", pc, "--relevance", "llm", "--labels", sheet, "-m", "precision@3",
+                            "--half-width", "0.05"],
+            "compare-rag": ["compare-rag", pb, pc, "--source", "llm", "--labels", sheet, "--ppi", "-m", "precision@3"],
+            "gate": ["gate", "--baseline", pb, "--candidate", pc, "--relevance", "llm", "--labels", sheet, "--ppi",
+                     "-m", "precision@3"]}
+    for command, args in runs.items():
+        code, _, err = run(*args)
+        assert code in (0, 1), (command, err)
+        assert err.count("some chunks only") == 1, (command, err)
+        whose = "" if command in ("eval-rag", "plan-labels") else "cand: "  # several systems: which one
+        assert f"rankwise: warning: {whose}{said}\n" in err, (command, err)
+    code, _, err = run("plan-labels", pb, "--relevance", "llm", "--labels", sheet, "-m", "precision@3", "--half-width",
+                       "0.05")
+    assert code == 0 and "some chunks only" not in err  # base's labels are whole cases

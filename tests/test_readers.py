@@ -467,3 +467,20 @@ def test_chunked_columns_build_the_same_run(seed):
     for q, items in expected.items():
         by_doc = sorted(items, key=lambda x: x[1].encode(), reverse=True)
         assert chunked.ranking(q) == [d for s, d in sorted(by_doc, key=lambda x: -x[0])]
+
+
+def test_headerless_trec_lines_in_a_tsv_are_trec(tmp_path):
+    """MS MARCO ships qrels as headerless `.tsv` TREC lines: read as TREC (tabs or spaces), not as BEIR."""
+    from _inprocess import run_cli
+
+    (tmp_path / "qrels.dev.tsv").write_text("q1\t0\td1\t1\nq1\t0\td2\t0\nq2\t0\td3\t2\n")
+    (tmp_path / "spaces.tsv").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
+    (tmp_path / "run.tsv").write_text("q1 Q0 d2 1 2.0 r\nq1 Q0 d1 2 1.0 r\nq2 Q0 d3 1 1.0 r\n")
+    for qrels in ("qrels.dev.tsv", "spaces.tsv"):
+        done = run_cli(["eval", tmp_path / qrels, tmp_path / "run.tsv", "-m", "map", "--format", "json"])
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["mean"]["map"] == pytest.approx((0.5 + 1.0) / 2)
+    # a BEIR file with its header still reads as BEIR
+    (tmp_path / "beir.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t2\n")
+    done = run_cli(["eval", tmp_path / "beir.tsv", tmp_path / "run.tsv", "-m", "map", "--format", "json"])
+    assert json.loads(done.stdout)["mean"]["map"] == pytest.approx((0.5 + 1.0) / 2)

@@ -158,3 +158,22 @@ def test_metrics_name_shows_formula_and_citation():
     assert "Järvelin & Kekäläinen" in r.output
     r = CliRunner().invoke(main, ["metrics", "ndgc"])
     assert r.exit_code == 2 and "did you mean" in r.output
+
+
+def test_metric_cards_print_the_registry_text_as_is():
+    """`rankwise metrics NAME` shows each formula and reference verbatim (brackets are not console markup), cites
+    nothing an installed user lacks, and acp's formula is rankwise's default (no eps unless ragas_compat)."""
+    import re
+
+    from _inprocess import run_cli
+    from rankwise.metrics.registry import lookup_metric
+
+    for name in ("all_hops_covered", "acp", "wcp", "ndcg"):
+        m = lookup_metric(name)
+        out = run_cli(["metrics", name], overrides={"RANKWISE_WIDTH": "400"})
+        assert out.returncode == 0, out.stderr
+        flat = re.sub(r"\s+", " ", re.sub(r"[│┃]", " ", out.stdout))
+        assert m.formula in flat, (name, m.formula)
+        assert m.reference in flat and "shared/SPEC" not in flat
+    assert "prod_h [some reference passage of hop h" in lookup_metric("all_hops_covered").formula
+    assert "eps" not in lookup_metric("acp").formula

@@ -190,6 +190,13 @@ def test_trec_and_parquet_files_read_as_rankwise_reads_them(spark, tmp_path, sha
                              "score": [r[2] for r in run_rows]}), tmp_path / "run.parquet")
     parquet = rs.evaluate(rs.read_qrels(spark, qrels_path), rs.read_run(spark, tmp_path / "run.parquet"), metrics)
     assert parquet.values.tobytes() == local.per_query.values.tobytes() and parquet.mean == local.mean
+    # TREC qrels and run lines in files named .tsv (MS MARCO ships its qrels so): read as TREC, as locally
+    tsv_qrels, tsv_run = tmp_path / "qrels.dev.tsv", tmp_path / "run.tsv"
+    tsv_qrels.write_text("".join(f"{q}\t0\t{d}\t{g}\n" for q, docs in qrels.to_dict().items() for d, g in docs.items()))
+    tsv_run.write_text(run_file.read_text())
+    assert rankwise.evaluate(tsv_qrels, tsv_run, metrics).mean == local.mean
+    headerless = rs.evaluate(rs.read_qrels(spark, tsv_qrels), rs.read_run(spark, tsv_run), metrics)
+    assert headerless.values.tobytes() == local.per_query.values.tobytes()
 
 
 # ------------------------------------------------------------------------------------------------ RAG

@@ -167,7 +167,7 @@ def _streamed(path, **kwargs):
         blocks = list(iter_run_blocks(path, **kwargs))
     except NotGrouped:
         blocks = list(iter_run_blocks(path, grouped=False, **kwargs))
-    return {q: (b.ranking(q), b.scores[b.offsets[i]:b.offsets[i + 1]].tolist())
+    return {q: (b.ranking(q), None if b.scores is None else b.scores[b.offsets[i]:b.offsets[i + 1]].tolist())
             for b in blocks for i, q in enumerate(b.queries)}
 
 
@@ -175,7 +175,7 @@ def _in_memory(path):
     from rankwise.data.load import load_run
 
     run = load_run(path)
-    return {q: (run.ranking(q), run.scores[run.offsets[i]:run.offsets[i + 1]].tolist())
+    return {q: (run.ranking(q), None if run.scores is None else run.scores[run.offsets[i]:run.offsets[i + 1]].tolist())
             for i, q in enumerate(run.queries)}
 
 
@@ -327,3 +327,91 @@ def test_parquet_integer_grades_within_range_are_read(tmp_path):
     assert load_qrels(path).judgements("q") == {"a": 1, "b": 2**62, "c": 0}
     pq.write_table(pa.table({"query_id": ["q"] * 2, "doc_id": ["a", "b"], "relevance": [2.0, -1.0]}), path)
     assert load_qrels(path).judgements("q") == {"a": 2, "b": -1}
+
+
+# ------------------------------------------- issue 33: a Parquet run without scores, streamed as in memory
+@pytest.fixture(scope="module")
+def unscored(files):
+    """run.trec's rankings as Parquet rows without a score column, each query's rows in rank order: grouped
+    (``grouped.parquet``) and with the queries interleaved (``interleaved.parquet``, a ``rank`` column the
+    readers ignore, as they do in memory)."""
+    from rankwise.data.load import load_run
+
+    run = load_run(files / "run.trec")
+    rows = [(q, doc) for q in run.queries for doc in run.ranking(q)]
+    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows]}),
+                   files / "grouped.parquet", row_group_size=7_000)
+    slots = np.random.default_rng(5).permutation(len(rows))  # queries interleaved, each query's order kept
+    by_query = np.repeat(np.arange(run.n_queries), np.diff(run.offsets))
+    order = np.empty(len(rows), dtype=np.int64)
+    for code in range(run.n_queries):
+        mine = np.flatnonzero(by_query == code)
+        order[np.sort(slots[mine])] = mine
+    ranks = run.ranks()
+    pq.write_table(pa.table({"query_id": [rows[i][0] for i in order], "doc_id": [rows[i][1] for i in order],
+                             "rank": pa.array(ranks[order].tolist(), pa.int64())}),
+                   files / "interleaved.parquet", row_group_size=7_000)
+    return files
+
+
+@pytest.mark.parametrize("missing", ["zero", "skip"])
+@pytest.mark.parametrize("name", ["grouped.parquet", "interleaved.parquet"])
+def test_parquet_without_scores_streams_the_in_memory_numbers(unscored, name, missing):
+    """Without a score column the rows' order within a query ranks, in memory and streamed alike (it was
+    refused by --stream: "no column 'score'"): here the same rankings as run.trec, so the same digits."""
+    reference = evaluate(unscored / "qrels.txt", unscored / "run.trec", MEASURES, missing=missing)
+    in_memory = evaluate(unscored / "qrels.txt", unscored / name, MEASURES, missing=missing)
+    _same(in_memory, reference)
+    for block_rows in (7_000, 100_000):
+        streamed = evaluate_stream(unscored / "qrels.txt", unscored / name, MEASURES, missing=missing,
+                                   block_rows=block_rows, workdir=unscored)
+        _same(streamed, reference)
+
+
+def test_cli_streams_a_parquet_run_without_scores(unscored):
+    def cli(*args):
+        out = run_cli(["eval", str(unscored / "qrels.txt"), *args, "--format", "trec", "-m", "map,ndcg@10,P@10"],
+                      capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return [line for line in out.stdout.splitlines() if not line.startswith("runid")]
+
+    in_memory = cli(str(unscored / "interleaved.parquet"))
+    assert in_memory == cli(str(unscored / "run.trec"))
+    assert cli(str(unscored / "interleaved.parquet"), "--stream", "--block-rows", "5000") == in_memory
+    assert cli(str(unscored / "grouped.parquet"), "--stream", "--block-rows", "5000") == in_memory
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (_table(query_id=pa.array(["q", "q", "p"]), doc_id=pa.array(["b", "a", "c"])),
+     {"q": (["b", "a"], None), "p": (["c"], None)}),
+    (_table(query_id=pa.array([1, 2, 1]), doc_id=pa.array([10, 12, 11]), rank=pa.array([2, 1, 1])),
+     {"1": (["10", "11"], None), "2": (["12"], None)}),
+    (_table(query_id=pa.array(["q", "p", "q", "q"]).dictionary_encode(),
+            doc_id=pa.array(["z", "a", "y", "x"], pa.large_string())),
+     {"q": (["z", "y", "x"], None), "p": (["a"], None)}),
+])
+def test_parquet_runs_without_scores_read_alike_in_memory_and_streamed(tmp_path, table, expected):
+    """The mutants --stream refused: no score column (only ids; a rank column the readers leave aside;
+    integer, dictionary-encoded and large-string ids), grouped or not, in blocks of one row or many."""
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path)
+    assert _in_memory(path) == expected
+    for kwargs in ({}, {"grouped": False}, {"block_rows": 1}, {"block_rows": 1, "grouped": False}):
+        assert _streamed(path, **kwargs) == expected, kwargs
+    qrels = {q: {docs[-1]: 1} for q, (docs, _) in expected.items()}
+    metrics = ["map", "mrr", "num_ret"]
+    assert evaluate_stream(qrels, path, metrics, block_rows=1).mean == evaluate(qrels, path, metrics).mean
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (_table(query_id=pa.array(["q", "q"]), doc_id=pa.array(["a", "a"])),
+     "run.parquet:2: field 'doc_id': doc 'a' appears twice in query 'q' (first at line 1)"),
+    (_table(query_id=pa.array(["q", "q"]), doc_id=pa.array(["a", None])), "run.parquet:2: field 'doc_id': missing id"),
+])
+def test_bad_parquet_runs_without_scores_fail_alike(tmp_path, table, expected):
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path)
+    message = _message(_in_memory, path)
+    assert message.endswith(expected), message
+    for kwargs in ({}, {"grouped": False}, {"block_rows": 1}):
+        assert _message(lambda p, kw=kwargs: _streamed(p, **kw), path) == message, kwargs

@@ -40,6 +40,15 @@ def test_grid_numbers_are_those_of_the_pipeline(result):
     alone = evaluate_rag(rows, "span", metrics=res.metrics)
     for m in res.metrics:
         assert res.means["bm25 recursive 400/50"][m] == pytest.approx(alone.mean[m], abs=1e-12), m
+    # each cell's failure classes and headroom (docs/failures.md): those of the same records scored alone
+    from rankwise.analysis.diagnosis import diagnose
+
+    diagnose(alone)
+    cell = res.diagnoses["bm25 recursive 400/50"]
+    assert cell["failure_classes"]["by_case"] == alone.summary["failure_classes"]["by_case"]
+    assert cell["headroom"] == alone.summary["headroom"]
+    assert sum(cell["failure_classes"]["counts"].values()) == len(ts)
+    assert res.to_json()["failure_classes"]["bm25 recursive 400/50"]["counts"] == cell["failure_classes"]["counts"]
     # best per metric is the argmax (first in grid order on ties); deltas are differences of means
     for m in res.metrics:
         top = max(res.means[c.label][m] for c in res.configs)

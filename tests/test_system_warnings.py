@@ -92,10 +92,11 @@ def test_compare_rag_names_the_test_set_loader_warning(tmp_path):
     lines = _warning_lines(res.stderr)
     assert len(lines) == 3
     assert lines[0].startswith(f"rankwise: warning: system 't1': {a}: 1 case has no ground truth and fields "
-                               "not recognised were ignored: 'ground' (1 case).")
+                               "not recognised were not read as ground truth (kept as the case's own): 'ground' (1 case).")
     assert lines[1].startswith(f"rankwise: warning: system 't2': {b}: 1 case has no ground truth")
     assert lines[2] == ("rankwise: warning: systems 't1' and 't2': 1 unscorable case: q2 (no ground truth) -> "
-                        "scored 0 on every metric and kept in the means (docs/context-metrics.md)")
+                        "left out of the retrieval means, as trec_eval leaves out unjudged queries "
+                        "(--unscorable zero scores them 0)")
 
 
 def test_gate_names_baseline_and_candidate(tmp_path):

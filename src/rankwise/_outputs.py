@@ -5,7 +5,9 @@ Every command that writes files (``eval-rag/judge --records``, ``compare --html/
 
 * an output that is one of the inputs (same path or same file, symlinks resolved), or that lies inside an
   input folder (a corpus of .txt files), even with ``--force``;
-* two outputs on one path, an output that is a directory, a folder we cannot create or write;
+* two outputs on one path, an output that is a directory, a read-only file, a folder we cannot create or
+  write, a symlink that loops or points nowhere (on the path itself or a folder of it: a dangling link's
+  target is never created), a path under ``/proc`` or ``/sys`` (:func:`check_target`);
 * an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML report
   (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
   written by ``run --rag-out``, a demo summary, a ``sweep.json``, a position curve, a test set written by
@@ -13,19 +15,21 @@ Every command that writes files (``eval-rag/judge --records``, ``compare --html/
   and a run whose ``.chunks.jsonl`` sibling is ours.
 
 OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
-last resort, by the CLI.
+last resort, by the CLI. The writing itself is :mod:`rankwise._atomic`'s: whole or not at all.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from rankwise.errors import InputError
 
-__all__ = ["check_outputs", "check_output_folder", "check_plot_path", "is_our_output", "HTML_GENERATOR",
+__all__ = ["check_outputs", "check_output_folder", "check_target", "check_plot_path", "is_our_output", "HTML_GENERATOR",
            "PNG_SOFTWARE", "PLOT_TYPES"]
 
 HTML_GENERATOR = '<meta name="generator" content="rankwise">'
@@ -38,6 +42,8 @@ _RAGAS_EXPORT_KEYS = {"id", "user_input", "reference", "reference_contexts", "re
 LABEL_SHEET_HEADER = b"system,query_id,rank,chunk_id,question,chunk_text,verdict,type,reason,annotator"
 _CURVE_KEYS = {"accuracy", "counts", "intervals", "weights", "fits"}
 _PROVENANCE_MARKS = ("plan", "imported_from", "pooled")  # synth / import-testset / pool
+_EVALUATION_KEYS = {"context.span_id", "document_position", "label", "score", "explanation", "annotation_name",
+                    "annotator_kind"}  # export-verdicts (data/traces/evaluations.EVALUATION_COLUMNS)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -103,13 +109,16 @@ def is_our_output(path: str | os.PathLike) -> bool:
         with open(p, "rb") as fh:
             head = fh.read(1 << 16)
             tail = b""
-            if head.startswith(_HTML_PREFIX) and size > len(head):
+            if (head.startswith(_HTML_PREFIX) or head.startswith(b"PAR1")) and size > len(head):
                 fh.seek(max(0, size - (1 << 18)))
                 tail = fh.read()
     except OSError:
         return False
     if head.startswith(b"<!DOCTYPE html>"):
         return HTML_GENERATOR.encode() in head or (head.startswith(_HTML_PREFIX) and b'id="doc-texts"' in head + tail)
+    if head.startswith(b"PAR1"):  # export-verdicts --phoenix X.parquet: its columns are named in the footer
+        footer = (head + tail)[-(1 << 18):]
+        return all(key.encode() in footer for key in _EVALUATION_KEYS)
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return b"Software\x00" + PNG_SOFTWARE.encode() in head
     if head.startswith(b'{\n  "generator": "rankwise'):
@@ -126,6 +135,8 @@ def is_our_output(path: str | os.PathLike) -> bool:
                 return True  # per-case records
             if set(obj) == _CHUNK_KEYS:
                 return True  # chunks written by `rankwise run`
+            if set(obj) == _EVALUATION_KEYS:
+                return True  # document evaluations written by `rankwise export-verdicts`
             contexts = obj.get("retrieved_contexts")
             if isinstance(contexts, list) and contexts and all(
                     isinstance(c, dict) and set(c) == _CONTEXT_KEYS for c in contexts):
@@ -147,6 +158,62 @@ def is_our_output(path: str | os.PathLike) -> bool:
         return True  # sample-labels (analysis/label_sample.SHEET_COLUMNS)
     chunks = p.with_name(p.name + ".chunks.jsonl")
     return chunks.is_file() and is_our_output(chunks)  # a run written by `rankwise run` with its chunks
+
+
+_SYSTEM_TREES = ("/proc", "/sys")  # the kernel's files: nothing written there is a file
+
+
+def _refuse_link(path: Path, option: str) -> None:
+    """A looping symlink, or one pointing nowhere, on the way to ``path`` (the path itself or a folder of it)."""
+    for p in (path, *path.parents):
+        try:
+            os.stat(p)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError("is a symlink loop (links pointing back to each other); give another path or "
+                                 "remove the links", source=path, field=option) from None
+            if os.path.islink(p):
+                where = "" if p == path else f" (its folder {p})"
+                raise InputError(f"is a symlink{where} to {os.readlink(p)}, which does not exist; rankwise does "
+                                 f"not write through a dangling link: give the file itself or remove the link",
+                                 source=path, field=option) from None
+            continue
+        return  # the nearest existing part: its own checks follow
+
+
+def _refuse_system(path: Path, option: str) -> str:
+    """``path`` (as given, or with its links resolved) must not lie under /proc or /sys; a device or a pipe
+    reached through them (``/dev/stdout``) is written as it is. Returns the resolved path."""
+    real = os.path.realpath(path)
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        special = False
+    for tree in _SYSTEM_TREES:
+        for where in (os.path.abspath(path), None if special else real):
+            if where is not None and (where == tree or where.startswith(tree + "/")):
+                raise InputError(f"is under {tree} (the kernel's files, not a place to write); give a path "
+                                 f"elsewhere", source=path, field=option)
+    return real
+
+
+def check_target(path: str | os.PathLike, option: str) -> None:
+    """Refuse (one-line :class:`InputError` naming ``option``) a path no file can be written to: a looping or
+    dangling symlink, a directory, a read-only file or folder, a path under ``/proc`` or ``/sys``.
+
+    Example:
+        >>> check_target("/proc/self/report.html", "--html")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        rankwise.errors.InputError: /proc/self/report.html: option --html: is under /proc ...
+    """
+    path = Path(path)
+    _refuse_link(path, option)
+    real = _refuse_system(path, option)
+    if path.is_dir():
+        raise InputError("is a directory; give a file name", source=path, field=option)
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise InputError("is read-only; make it writable or give another file", source=path, field=option)
+    _check_folder(Path(real) if path.is_symlink() else path, option)
 
 
 def _check_folder(path: Path, option: str) -> None:
@@ -177,6 +244,7 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
         if value is None:
             continue
         path = Path(value)
+        _refuse_link(path, option)
         for src in ins:
             if _same(path, src):
                 raise InputError(f"{option} would write over the input {src}; choose another file",
@@ -188,12 +256,10 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
         if key in seen:
             raise InputError(f"{option} and {seen[key]} name the same file", source=path, field=option)
         seen[key] = option
-        if path.is_dir():
-            raise InputError("is a directory; give a file name", source=path, field=option)
+        check_target(path, option)
         if path.exists() and not force and not is_our_output(path):
             raise InputError("exists and is not a rankwise output; pass --force to overwrite it",
                              source=path, field=option)
-        _check_folder(path, option)
 
 
 def check_output_folder(folder: str | os.PathLike, option: str, files: Iterable[str | os.PathLike],
@@ -205,13 +271,16 @@ def check_output_folder(folder: str | os.PathLike, option: str, files: Iterable[
         >>> check_output_folder("rankwise-sweep", "--out", [], ["corpus/"])  # doctest: +SKIP
     """
     path = Path(folder)
+    _refuse_link(path, option)
+    _refuse_system(path, option)
     if path.exists() and not path.is_dir():
         raise InputError("exists and is not a folder", source=path, field=option)
+    _check_folder(path / "file", option)  # the folder, or the nearest one it would be created in
     for src in (Path(p) for p in inputs if p is not None):
         if _same(path, src) or _inside(path, src):
             raise InputError(f"{option} would write into a folder holding the input {src}; choose another "
                              f"folder", source=path, field=option)
-    check_outputs({f"{option} ({Path(p).name})": p for p in files if Path(p).exists()}, inputs, force=force)
+    check_outputs({f"{option} ({Path(p).name})": p for p in files if os.path.lexists(p)}, inputs, force=force)
 
 
 PLOT_TYPES = (".png",)

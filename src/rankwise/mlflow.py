@@ -9,6 +9,13 @@ Example:
     'recall_at_100'
 """
 
-from rankwise.integrations.mlflow import case_from_trace, log, mlflow_name, scorers
+from rankwise.integrations.mlflow import (
+    MlflowLogError,
+    case_from_trace,
+    check_tracking_uri,
+    log,
+    mlflow_name,
+    scorers,
+)
 
-__all__ = ["case_from_trace", "log", "mlflow_name", "scorers"]
+__all__ = ["MlflowLogError", "case_from_trace", "check_tracking_uri", "log", "mlflow_name", "scorers"]

@@ -17,15 +17,17 @@ Example:
 from rankwise.adapters.check import AdapterCheck, check_adapter, rerank_records
 from rankwise.adapters.run import (
     AdapterRun,
+    RetrieverDepthWarning,
     RetrieverRandomIdWarning,
     RetrieverShortListWarning,
     build_retriever,
     detect,
+    retriever_depth,
     run_retriever,
 )
 from rankwise.data.ids import ID_STRATEGIES, looks_random, resolve_id, text_id
 from rankwise.data.items import RawItem, to_item
 
-__all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverRandomIdWarning",
-           "RetrieverShortListWarning", "build_retriever", "check_adapter",
-           "detect", "looks_random", "rerank_records", "resolve_id", "run_retriever", "text_id", "to_item"]
+__all__ = ["AdapterCheck", "AdapterRun", "ID_STRATEGIES", "RawItem", "RetrieverDepthWarning", "RetrieverRandomIdWarning",
+           "RetrieverShortListWarning", "build_retriever", "check_adapter", "detect", "looks_random",
+           "rerank_records", "resolve_id", "retriever_depth", "run_retriever", "text_id", "to_item"]

@@ -66,7 +66,7 @@ class AdapterCheck:
         return out
 
 
-def check_adapter(retriever: Any, testset: Any, k: int = 10, *, factory: bool = False,
+def check_adapter(retriever: Any, testset: Any, k: int | None = None, *, factory: bool = False,
                   **options: Any) -> AdapterCheck:
     """Run ``retriever`` twice over ``testset`` (options as :func:`run_retriever`) and compare chunk ids.
 

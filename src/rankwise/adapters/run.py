@@ -40,8 +40,10 @@ from rankwise.data.questions import records_queries
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError
 
-__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "RetrieverRandomIdWarning",
-           "RetrieverShortListWarning", "short_list_warning", "item_chunk"]
+__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "retriever_depth", "RetrieverRandomIdWarning",
+           "RetrieverShortListWarning", "RetrieverDepthWarning", "short_list_warning", "item_chunk"]
+
+DEFAULT_K = 10  # chunks per question when neither the caller nor the retriever says how many
 
 
 class RetrieverRandomIdWarning(UserWarning):
@@ -50,6 +52,10 @@ class RetrieverRandomIdWarning(UserWarning):
 
 class RetrieverShortListWarning(UserWarning):
     """The retriever gave fewer than k chunks for some questions (MMR, a score threshold, its own top k)."""
+
+
+class RetrieverDepthWarning(UserWarning):
+    """k asked deeper than the retriever's own depth: the run is evaluated at the retriever's own depth."""
 
 
 # ------------------------------------------------------------------------------------------- detection
@@ -113,12 +119,14 @@ def _haystack_docs(out: Any, output: str | None) -> list:
     return list(out[found[0]]["documents"] or [])
 
 
-def _sync_call(retriever: Any, kind: str, k: int, output: str | None) -> Callable[[str], list]:
+def _sync_call(retriever: Any, kind: str, k: int, output: str | None, own: int | None = None) -> Callable[[str], list]:
+    """One query's call. A retriever with its own depth (``own``) is asked as it is configured, in
+    production; one without is asked for ``k`` where it takes a depth."""
     if kind == "langchain-vectorstore":
         vs = getattr(retriever, "vectorstore", None) or retriever
         kwargs = dict(getattr(retriever, "search_kwargs", None) or {}) if vs is not retriever else {}
-        kwargs.pop("k", None)
-        return lambda q: vs.similarity_search_with_score(q, k=k, **kwargs)
+        kwargs["k"] = own if own is not None else k  # a retriever's own search_kwargs k, else k
+        return lambda q: vs.similarity_search_with_score(q, **kwargs)
     if kind == "langchain":
         return lambda q: retriever.invoke(q)
     if kind == "llamaindex":
@@ -131,12 +139,13 @@ def _sync_call(retriever: Any, kind: str, k: int, output: str | None) -> Callabl
                              field="retriever")
 
         def call(q):
-            data = {c: {"query": q, **({"top_k": k} if "top_k" in names else {})} for c, names in wanted.items()}
+            data = {c: {"query": q, **({"top_k": k} if "top_k" in names and own is None else {})}
+                    for c, names in wanted.items()}
             return _haystack_docs(retriever.run(data), output)
 
         return call
     if kind == "haystack-component":
-        top = _accepts(retriever.run, "top_k")
+        top = own is None and _accepts(retriever.run, "top_k")
         return lambda q: _haystack_docs({"c": retriever.run(query=q, **({"top_k": k} if top else {}))}, "c")
     return lambda q: retriever(q)
 
@@ -288,12 +297,13 @@ class AdapterRun:
             "failed: ..."), ``attempts``, ``latency_ms``, ``returned`` (items before the cut at k),
             ``duplicates`` (ranks repeating an earlier chunk) and per rank ``items``: ``native_id``,
             ``id_from`` (the id rule used) and ``metadata``.
-        summary: ``retriever`` (kind), ``k``, ``cases``, ``failed`` (+ ``failed_cases``), ``id_strategy``
-            (chunks per id rule), ``random_ids``, ``duplicates``, ``no_offsets``, ``short_lists`` (questions
-            that got fewer than k chunks), latency (ms) ``mean``,
-            ``p50``, ``p95``, ``max``, ``seconds``.
-        warnings: what should be fixed (random ids, missing offsets, lists shorter than k), each with the
-            fix.
+        summary: ``retriever`` (kind), ``k`` (the depth evaluated), ``asked_k`` (the caller's, None when
+            unset), ``retriever_k`` (the retriever's own depth, None without one), ``cases``, ``failed``
+            (+ ``failed_cases``), ``id_strategy`` (chunks per id rule), ``random_ids``, ``duplicates``,
+            ``no_offsets``, ``short_lists`` (questions that got fewer than k chunks), latency (ms)
+            ``mean``, ``p50``, ``p95``, ``max``, ``seconds``.
+        warnings: what should be fixed (random ids, missing offsets, k asked deeper than the retriever
+            goes, lists shorter than k), each with the fix.
     """
 
     records: list[CaseRecord]
@@ -339,9 +349,9 @@ def _percentile(values: list[float], q: float) -> float | None:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def _check_run_options(k: int, concurrency: int, id_strategy: str, id_key: str | None) -> None:
+def _check_run_options(k: int | None, concurrency: int, id_strategy: str, id_key: str | None) -> None:
     """``run_retriever``'s settings checked: a bad one raises :class:`InputError` naming it."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise InputError(f"k must be a whole number >= 1, got {k!r}", field="k")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise InputError(f"concurrency must be a whole number >= 1, got {concurrency!r}", field="concurrency")
@@ -354,7 +364,8 @@ def _check_run_options(k: int, concurrency: int, id_strategy: str, id_key: str |
 
 
 def _retrieve_all(retriever: Any, kind: str, queries: list[str], k: int, output: str | None, *, concurrency: int,
-                  retries: int, backoff: float, timeout: float | None, progress: bool) -> list[_Outcome]:
+                  retries: int, backoff: float, timeout: float | None, progress: bool,
+                  own: int | None = None) -> list[_Outcome]:
     """Every query asked of the retriever (async for a LlamaIndex ``aretrieve`` outside a running loop)."""
     from rankwise.progress import progress as progress_bar
 
@@ -367,7 +378,7 @@ def _retrieve_all(retriever: Any, kind: str, queries: list[str], k: int, output:
         common = dict(concurrency=concurrency, retries=retries, backoff=backoff, timeout=timeout, on_done=done)
         if kind == "llamaindex" and hasattr(retriever, "aretrieve") and not _loop_running():
             return _run_async(retriever.aretrieve, queries, **common)
-        return _run_sync(_sync_call(retriever, kind, k, output), queries, **common)
+        return _run_sync(_sync_call(retriever, kind, k, output, own), queries, **common)
 
 
 @dataclass
@@ -455,12 +466,43 @@ def _id_warnings(kind: str, id_strategy: str, tally: _Tally) -> list[str]:
     return warn
 
 
-def _run_summary(kind: str, k: int, n_cases: int, tally: _Tally, outcomes: list[_Outcome],
+def failure_kinds(failed: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Failed cases counted by exception type, each with the first case and its message, most frequent first.
+
+    Example:
+        >>> failure_kinds({"q1": "ValueError: no index", "q2": "ValueError: no index", "q3": "TimeoutError"})
+        {'ValueError': {'cases': 2, 'first_case': 'q1', 'message': 'ValueError: no index'}, \
+'TimeoutError': {'cases': 1, 'first_case': 'q3', 'message': 'TimeoutError'}}
+    """
+    kinds: dict[str, dict[str, Any]] = {}
+    for case, error in failed.items():
+        kind = error.split(":", 1)[0].strip() or "error"
+        entry = kinds.setdefault(kind, {"cases": 0, "first_case": case, "message": error})
+        entry["cases"] += 1
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]["cases"]))
+
+
+def failure_line(summary: Mapping[str, Any]) -> str | None:
+    """One line for the failed cases of a run's summary: how many, by exception type, with the first message.
+
+    Example:
+        >>> failure_line({"cases": 30, "failed": 1, "failure_kinds": failure_kinds({"q1": "ValueError: boom"})})
+        "1 of 30 cases failed: ValueError (1, first case 'q1': ValueError: boom)"
+    """
+    kinds = summary.get("failure_kinds") or {}
+    if not summary.get("failed"):
+        return None
+    parts = [f"{kind} ({k['cases']}, first case {k['first_case']!r}: {k['message']})" for kind, k in kinds.items()]
+    return f"{summary['failed']} of {summary.get('cases')} cases failed: " + "; ".join(parts)
+
+
+def _run_summary(kind: str, depth: _Depth, n_cases: int, tally: _Tally, outcomes: list[_Outcome],
                  seconds: float) -> dict[str, Any]:
     """``AdapterRun.summary``: counts, the id rules used, timings and latency percentiles."""
     latencies = [o.latency_ms for o in outcomes if o.error is None and o.latency_ms is not None]
     return {
-        "retriever": kind, "k": k, "cases": n_cases, "failed": len(tally.failed), "failed_cases": tally.failed,
+        "retriever": kind, "k": depth.k, "asked_k": depth.asked, "retriever_k": depth.own, "cases": n_cases,
+        "failed": len(tally.failed), "failed_cases": tally.failed, "failure_kinds": failure_kinds(tally.failed),
         "chunks": sum(tally.strategies.values()), "id_strategy": dict(tally.strategies),
         "random_ids": tally.random_native, "duplicates": tally.duplicates, "no_offsets": tally.no_offsets,
         "bad_offsets": len(tally.bad_offsets), "short_lists": len(tally.short),
@@ -471,8 +513,8 @@ def _run_summary(kind: str, k: int, n_cases: int, tally: _Tally, outcomes: list[
     }
 
 
-def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 8, *, id_key: str | None = None,
-                  doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
+def run_retriever(retriever: Any, testset: Any, k: int | None = None, concurrency: int = 8, *,
+                  id_key: str | None = None, doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
                   backoff: float = 0.5, timeout: float | None = 120.0, output: str | None = None,
                   progress: bool = False) -> AdapterRun:
     """Run a LangChain, LlamaIndex or Haystack retriever (or any callable) over every question of a test set.
@@ -481,7 +523,12 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
         retriever: see the module docstring for what is recognised.
         testset: a RAG test set (path, rows, :class:`~rankwise.data.testset.TestSet`), records, or a mapping
             ``{case_id: question}``. Ground truth (reference passages with offsets, reference ids) is kept.
-        k: chunks kept per question (vector stores and Haystack retrievers are asked for k).
+        k: chunks kept per question. Default: the retriever's own depth, as it runs in production
+            (LangChain ``search_kwargs["k"]``, LlamaIndex ``similarity_top_k``, Haystack ``top_k``; see
+            :func:`retriever_depth`), else 10. A retriever with its own depth is run as configured and
+            cut at k; a k deeper than its own depth is evaluated at its own depth, with one
+            :class:`RetrieverDepthWarning` naming both. Bare vector stores and Haystack retrievers
+            without a ``top_k`` are asked for k.
         concurrency: questions in flight at once.
         id_key: a metadata field holding a stable chunk id (rule 2 of :mod:`rankwise.data.ids`).
         doc_id_key: a metadata field holding the document id (tried before ``doc_id``, ``source``, ...).
@@ -506,21 +553,140 @@ def run_retriever(retriever: Any, testset: Any, k: int = 10, concurrency: int = 
     records = records_queries(testset)
     if not records:
         raise InputError("the test set holds no case", field="testset")
+    depth = _depth(retriever, kind, k, output)
     t0 = time.perf_counter()
-    outcomes = _retrieve_all(retriever, kind, [r.question for r in records], k, output, concurrency=concurrency,
-                             retries=retries, backoff=backoff, timeout=timeout, progress=progress)
+    outcomes = _retrieve_all(retriever, kind, [r.question for r in records], depth.k, output,
+                             concurrency=concurrency, retries=retries, backoff=backoff, timeout=timeout,
+                             progress=progress, own=depth.own)
     seconds = time.perf_counter() - t0
     tally = _Tally()
     for rec, out in zip(records, outcomes, strict=True):
-        _attach_chunks(rec, out, kind, k, tally, doc_id_key=doc_id_key, id_strategy=id_strategy, id_key=id_key)
+        _attach_chunks(rec, out, kind, depth.k, tally, doc_id_key=doc_id_key, id_strategy=id_strategy,
+                       id_key=id_key)
     warn = _id_warnings(kind, id_strategy, tally)
     if tally.random_native:
         warnings.warn(warn[0], RetrieverRandomIdWarning, stacklevel=2)
-    short_message = short_list_warning(retriever, kind, k, tally.short, len(records) - len(tally.failed))
+    if depth.message:
+        warn.append(depth.message)
+        warnings.warn(depth.message, RetrieverDepthWarning, stacklevel=2)
+    short_message = short_list_warning(retriever, kind, depth.k, tally.short, len(records) - len(tally.failed))
     if short_message:
         warn.append(short_message)
         warnings.warn(short_message, RetrieverShortListWarning, stacklevel=2)
-    return AdapterRun(records, _run_summary(kind, k, len(records), tally, outcomes, seconds), warn)
+    return AdapterRun(records, _run_summary(kind, depth, len(records), tally, outcomes, seconds), warn)
+
+
+# ------------------------------------------------------------------------- the retriever's own depth
+
+
+def _whole(value: Any) -> int | None:
+    """A depth setting's value when it is a whole number >= 1, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _attr(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - a property of the user's object that raises: no setting
+        return None
+
+
+def _langchain_default_k(vectorstore: Any) -> int | None:
+    """The ``k`` a LangChain vector store searches when ``search_kwargs`` gives none (4 in LangChain)."""
+    try:
+        default = inspect.signature(vectorstore.similarity_search).parameters["k"].default
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return _whole(default)
+
+
+def _haystack_scored_component(pipeline: Any, output: str | None) -> Any:
+    """The component of a Haystack pipeline whose ``documents`` are scored (``output``, else the only one
+    with a ``documents`` output among the pipeline's outputs), or None."""
+    name = output
+    if name is None:
+        try:
+            outputs = pipeline.outputs()
+        except Exception:  # noqa: BLE001 - not a pipeline we can read: no own depth
+            return None
+        found = [c for c, sockets in (outputs or {}).items() if isinstance(sockets, Mapping) and "documents" in sockets]
+        name = found[0] if len(found) == 1 else None
+    if name is None:
+        return None
+    try:
+        return pipeline.get_component(name)
+    except Exception:  # noqa: BLE001 - no such component: the run says so, per question
+        return None
+
+
+def retriever_depth(retriever: Any, kind: str | None = None, output: str | None = None) -> tuple[int | None, str]:
+    """The number of chunks the retriever returns per question as it is configured, and that setting as
+    the user wrote it: LangChain ``search_kwargs["k"]`` (LangChain's default 4 without one; a retriever's
+    own ``k``), LlamaIndex ``similarity_top_k``, Haystack ``top_k`` (of the component whose documents are
+    scored). ``(None, "")`` for a bare vector store or a callable: they have no depth of their own.
+
+    Example:
+        >>> class Retriever:  # a LlamaIndex-like retriever
+        ...     similarity_top_k = 4
+        ...     def retrieve(self, q): return []
+        >>> retriever_depth(Retriever())
+        (4, 'similarity_top_k=4')
+        >>> retriever_depth(lambda q: [])
+        (None, '')
+    """
+    kind = kind or detect(retriever)
+    if kind.startswith("langchain"):
+        vs, kwargs = _attr(retriever, "vectorstore"), _attr(retriever, "search_kwargs")
+        if vs is not None and isinstance(kwargs, Mapping):  # a VectorStoreRetriever, any search type
+            if "k" in kwargs:
+                own = _whole(kwargs["k"])
+                return (own, f"search_kwargs={dict(kwargs)!r}") if own else (None, "")
+            own = _langchain_default_k(vs)
+            return (own, f"search_kwargs={dict(kwargs)!r}, LangChain's default k = {own}") if own else (None, "")
+        own = _whole(_attr(retriever, "k")) if kind == "langchain" else None
+        return (own, f"k={own}") if own else (None, "")
+    if kind == "llamaindex":
+        own = _whole(_attr(retriever, "similarity_top_k")) or _whole(_attr(retriever, "_similarity_top_k"))
+        return (own, f"similarity_top_k={own}") if own else (None, "")
+    if kind in ("haystack-component", "haystack-pipeline"):
+        component = retriever if kind == "haystack-component" else _haystack_scored_component(retriever, output)
+        own = _whole(_attr(component, "top_k")) if component is not None else None
+        return (own, f"top_k={own}") if own else (None, "")
+    return None, ""
+
+
+@dataclass
+class _Depth:
+    """The depth a run is evaluated at (``k``), the caller's (``asked``), the retriever's own (``own``) and
+    the warning when the caller asked deeper than the retriever goes."""
+
+    k: int
+    asked: int | None
+    own: int | None
+    setting: str = ""
+    message: str | None = None
+
+
+_RAISE = {"langchain": "search_kwargs={{'k': {k}}}", "langchain-vectorstore": "search_kwargs={{'k': {k}}}",
+          "llamaindex": "similarity_top_k={k}", "haystack-component": "top_k={k}", "haystack-pipeline": "top_k={k}"}
+
+
+def _depth(retriever: Any, kind: str, k: int | None, output: str | None) -> _Depth:
+    """The depth to evaluate at: the retriever's own (as it runs in production) unless the caller asked
+    for fewer; asked deeper, its own depth and a message naming both numbers."""
+    own, setting = retriever_depth(retriever, kind, output)
+    if own is None:
+        return _Depth(k or DEFAULT_K, k, None)
+    if k is None or k <= own:
+        return _Depth(k or own, k, own, setting)
+    fix = _RAISE.get(kind, "its own depth").format(k=k)
+    if kind == "langchain" and setting.startswith("k="):
+        fix = f"k={k}"
+    message = (f"asked for k = {k} chunks per question, but the retriever returns at most {own} ({setting}): "
+               f"evaluated at {own}, the depth it runs at in production, not at {k}. To evaluate deeper, "
+               f"configure the retriever deeper ({fix}); to silence this, leave k (--depth) unset or ask for at "
+               f"most {own}.")
+    return _Depth(own, k, own, setting, message)
 
 
 def _settings(retriever: Any, kind: str) -> str:
@@ -540,15 +706,16 @@ def _settings(retriever: Any, kind: str) -> str:
 
 
 _SHORT_FIX = {
-    "langchain": "a LangChain retriever returns what its own settings allow (search_kwargs 'k'; 'fetch_k' and "
-                 "'lambda_mult' for search_type='mmr'; 'score_threshold' for 'similarity_score_threshold'): "
-                 "set search_kwargs={'k': K, ...} to at least k",
+    "langchain": "a LangChain retriever returns what its own settings allow ('score_threshold' for "
+                 "search_type='similarity_score_threshold', 'fetch_k' and 'lambda_mult' for 'mmr', a filter), "
+                 "up to its search_kwargs 'k'",
     "langchain-vectorstore": "the store holds fewer chunks than k, or a 'score_threshold' in search_kwargs "
                              "drops some",
-    "llamaindex": "set the retriever's similarity_top_k (as_retriever(similarity_top_k=K)) to at least k; "
-                  "node postprocessors or a similarity cutoff also drop nodes",
-    "haystack-pipeline": "set top_k on the retriever components (and any ranker's top_k) to at least k",
-    "haystack-component": "set the retriever's top_k to at least k",
+    "llamaindex": "node postprocessors or a similarity cutoff drop nodes, or the index holds fewer than "
+                  "similarity_top_k",
+    "haystack-pipeline": "a ranker, filter or joiner in the pipeline drops documents, or the store holds fewer "
+                         "than top_k",
+    "haystack-component": "a filter drops documents, or the store holds fewer than top_k",
     "callable": "the callable returned fewer items",
 }
 

@@ -299,7 +299,7 @@ def compare_per_query(
     adjusted = correct_pvalues([r["p_value"] for r in raw], correction)
     comparisons = [
         PairedComparison(**r, p_adjusted=p, significant=bool(not math.isnan(p) and p < alpha),
-                         note=ci_disagreement(p, r["ci_low"], r["ci_high"], alpha))
+                         note=ci_disagreement(p, r["ci_low"], r["ci_high"], alpha, correction=correction))
         for r, p in zip(raw, adjusted, strict=True)
     ]
     settings = {"tests": tests, "permutations": permutations, "seed": seed, "correction": correction,
@@ -368,6 +368,7 @@ def compare(
     confidence: float = 0.95,
     relevance_level: int = 1,
     missing: str = "zero",
+    allow_mismatch: bool = False,
 ) -> ComparisonResult:
     """Evaluate runs on the same qrels and compare each with the baseline, query by query.
 
@@ -384,6 +385,9 @@ def compare(
         alpha: significance level applied to corrected p-values.
         resamples, confidence: bootstrap interval of the mean difference.
         relevance_level, missing: as in :func:`rankwise.evaluate`.
+        allow_mismatch: runs that cover different judged queries are an error (under ``missing="zero"`` a query
+            one run lacks would score 0 for that run alone); with this, only the queries every run covers are
+            compared, and the summary says how many each run lost.
 
     Example:
         >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
@@ -412,6 +416,8 @@ def compare(
     common = set(first)
     for r in results.values():
         common &= set(r.per_query.query_ids)
+    if missing == "zero":  # under skip, each run's missing queries are left out already (and said)
+        common -= _lacked_by_some(results, labels, runs, allow_mismatch)
     query_ids = [qid for qid in first if qid in common]
     if not query_ids:
         raise InputError("the runs share no evaluated query", field="query_id")
@@ -428,6 +434,24 @@ def compare(
     return compare_per_query(values, query_ids, metric_names, baseline=baseline, test=test,
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                              resamples=resamples, confidence=confidence, summary=summary)
+
+
+def _lacked_by_some(results: Mapping[str, Any], labels: Sequence[str], runs: Sequence[Any],
+                    allow_mismatch: bool) -> set[str]:
+    """The judged queries some run lacks and another covers: an error naming the run unless ``allow_mismatch``
+    (then the set to leave out)."""
+    lacking = {label: set(results[label].summary.get("missing_queries") or []) for label in labels}
+    everyone = set.intersection(*lacking.values()) if lacking else set()
+    some = set().union(*lacking.values()) - everyone
+    if some and not allow_mismatch:
+        label = next(lab for lab in labels if lacking[lab] - everyone)
+        lacked = sorted(lacking[label] - everyone)
+        where = runs[labels.index(label)]
+        raise InputError(f"runs cover different queries: {label} lacks {count(len(lacked), 'judged query', 'judged queries')} "
+                         f"another run covers (e.g. {', '.join(repr(q) for q in lacked[:3])}), which would score 0 "
+                         "for it alone; --allow-query-mismatch compares the queries every run covers",
+                         source=where if isinstance(where, (str, PathLike)) else None, field="query_id")
+    return some
 
 
 # ------------------------------------------------------------------------------------ RAG records
@@ -552,6 +576,7 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
         summary["left_out_not_in_every_set"] = left_out
     if undefined:
         summary["undefined"] = undefined
+    summary.update(_diagnoses(results))
     named = name_warnings(warned)
     if named:
         summary["warnings"] = named
@@ -560,6 +585,22 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
     return compare_per_query(values, case_ids, metric_names, baseline=baseline, test=test,
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                              resamples=resamples, confidence=confidence, summary=summary)
+
+
+def _diagnoses(results: Mapping[str, Any]) -> dict[str, dict]:
+    """Per system, the failure-class counts and the headroom (docs/failures.md) of an ``evaluate_rag`` result;
+    nothing for results without records (runs scored against qrels)."""
+    from rankwise.analysis.diagnosis import diagnose
+
+    out: dict[str, dict] = {"failure_classes": {}, "headroom": {}}
+    for s, r in results.items():
+        if getattr(r, "records", None) is None or not hasattr(r, "relevance"):
+            return {}
+        if "failure_classes" not in r.summary:
+            diagnose(r)
+        out["failure_classes"][s] = r.summary["failure_classes"]
+        out["headroom"][s] = r.summary["headroom"]
+    return out
 
 
 def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str], labels: Any,

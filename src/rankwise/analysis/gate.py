@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -129,17 +128,22 @@ def read_saved_result(obj: Any) -> Mapping | None:
     if isinstance(obj, Mapping) and ("per_query" in obj or ("mean" in obj and "summary" in obj)):
         return obj
     if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
+        from rankwise.data._text import decode_text, json_loads, open_error
+
         path = Path(obj)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+            raise open_error(exc, path) from None
+        text = decode_text(data, path)  # bytes that are not UTF-8: an error naming the line
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            return None  # not one JSON document: a run in JSON Lines, read as a run
-        if isinstance(data, Mapping) and ("per_query" in data or "mean" in data):
-            return data
+            parsed = json_loads(text, source=path, line=None)  # nesting too deep: an error naming the file
+        except InputError as exc:
+            if exc.problem.startswith("not valid JSON"):
+                return None  # several JSON documents: a run in JSON Lines, read as a run
+            raise
+        if isinstance(parsed, Mapping) and ("per_query" in parsed or "mean" in parsed):
+            return parsed
     return None
 
 
@@ -295,6 +299,9 @@ def gate(
               "labels": labels, "min_evidence_chars": min_evidence_chars}
     base, cand, warned = _load_sides(baseline, candidate, names, common)
     summary: dict[str, Any] = {"baseline_queries": base.count, "candidate_queries": cand.count}
+    if base.kind == "rag" or cand.kind == "rag":  # which verdicts decided: named, the default said as such
+        summary["verdict_source"] = relevance or "containment"
+        summary["verdict_source_from"] = "--relevance" if relevance else "default"
     excluded = _check_query_sets(base, cand, allow_query_mismatch, summary)
     named = name_warnings(warned)
     if named:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rankwise._atomic import atomic_write
 from rankwise.errors import InputError
 
 __all__ = ["case_stratum", "sample_cases", "label_sheet_rows", "write_label_sheet", "SHEET_COLUMNS"]
@@ -113,7 +114,7 @@ def label_sheet_rows(sets: Mapping[str, Sequence[Any]], case_ids: Sequence[str],
 def write_label_sheet(rows: Sequence[Mapping[str, Any]], path: str | PathLike) -> Path:
     """Write the labelling sheet as CSV (UTF-8, header :data:`SHEET_COLUMNS`)."""
     path = Path(path)
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    with atomic_write(path, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(SHEET_COLUMNS))
         writer.writeheader()
         writer.writerows(rows)

@@ -382,5 +382,7 @@ def write_position_curve(fit: PositionFit, path: str | PathLike) -> Path:
     if not fit.fitted:
         raise ValueError(fit.sentence())
     out = Path(path)
-    out.write_text(json.dumps(finite_json(fit.to_json()), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    from rankwise._atomic import atomic_write_text
+
+    atomic_write_text(out, json.dumps(finite_json(fit.to_json()), indent=2, allow_nan=False) + "\n")
     return out

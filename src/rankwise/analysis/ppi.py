@@ -230,9 +230,10 @@ def dataclass_copy(obj: Any) -> Any:
 
 
 def _case_values(records: list[Any], judge: str, human: str, labels: Any, *, k: Any, metrics: Any,
-                 unscorable: str, incomplete: str, relevance_level: int,
-                 judging: Mapping[str, Any]) -> tuple[list[str], dict, dict, dict[str, Any]]:
-    """Per-case metric values under the judge (every scored case) and under humans (fully labelled cases)."""
+                 unscorable: str, incomplete: str, relevance_level: int, judging: Mapping[str, Any],
+                 system: str | None = None) -> tuple[list[str], dict, dict, dict[str, Any]]:
+    """Per-case metric values under the judge (every scored case) and under humans (fully labelled cases);
+    partially labelled cases (counted as unlabelled) are warned about here, once for every PPI command."""
     from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, evaluate_rag, judged_records
 
     if judge == human:
@@ -271,12 +272,13 @@ def _case_values(records: list[Any], judge: str, human: str, labels: Any, *, k: 
     info = {"cases": len(records), "labelled": len(labelled), "unlabelled": len(judged.per_query) - len(labelled),
             "partially_labelled": len(partial), "partially_labelled_cases": partial[:20],
             "left_out": len(left_out), "left_out_cases": left_out[:20]}
+    _warn_partial(info, system)
     return names, judged.per_query, human_res.per_query, info
 
 
 def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: str = "human",
                 metrics: Iterable[str] | str | None = None, k: int | Iterable[int] | None = None,
-                alpha: float = 0.05, unscorable: str = "zero", incomplete: str = "zero",
+                alpha: float = 0.05, unscorable: str = "skip", incomplete: str = "zero",
                 relevance_level: int = 1, system: str | None = None, **judging: Any) -> PPIResult:
     """PPI++ means of RAG metrics: judge verdicts on every case, human verdicts on a labelled subset.
 
@@ -307,7 +309,6 @@ def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: 
         estimates[m] = ppi_mean([humans[q][m] for q in lab], [judged[q][m] for q in lab],
                                 [judged[q][m] for q in unl], alpha=alpha, metric=m)
     summary = {**info, "alpha": alpha, "unlabelled_set": UNLABELLED_SET}
-    _warn_partial(summary)
     return PPIResult(estimates, judge, human, summary)
 
 
@@ -330,11 +331,15 @@ def _one_system(labels: Any, system: str | None) -> Any:
     return [lab for lab in rows if lab.system in (None, system)]
 
 
-def _warn_partial(summary: dict[str, Any]) -> None:
-    if summary.get("partially_labelled"):
-        warn(f"{summary['partially_labelled']} cases have human labels on some chunks only; they count as "
-             f"unlabelled (label every chunk of a case), e.g. {summary['partially_labelled_cases'][:3]}",
-             summary=summary)
+def _warn_partial(summary: dict[str, Any], system: str | None = None) -> None:
+    """The one warning of partially labelled cases (kept in ``summary["warnings"]``), naming the system when
+    several are compared."""
+    n = summary.get("partially_labelled")
+    if n:
+        whose = f"{system}: " if system else ""
+        warn(f"{whose}{n} case{'s have' if n != 1 else ' has'} human labels on some chunks only; "
+             f"{'they count' if n != 1 else 'it counts'} as unlabelled (label every chunk of a case), "
+             f"e.g. {summary['partially_labelled_cases'][:3]}", summary=summary)
 
 
 def paired_values(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]],
@@ -350,7 +355,7 @@ def paired_values(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[
 
 def ppi_compare(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = None, human: str = "human",
                 baseline: str | int = 0, metrics: Iterable[str] | str | None = None,
-                k: int | Iterable[int] | None = None, alpha: float = 0.05, unscorable: str = "zero",
+                k: int | Iterable[int] | None = None, alpha: float = 0.05, unscorable: str = "skip",
                 incomplete: str = "zero", relevance_level: int = 1, allow_mismatch: bool = False) -> PPIResult:
     """Paired PPI++ of each system's mean minus the baseline's, per metric.
 
@@ -371,7 +376,7 @@ def ppi_compare(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = No
         own = labels_for_system(labels, name, recs, names_sys) if labels is not None else None
         mnames, judged, humans, info = _case_values(recs, judge, human, own, k=k, metrics=metrics,
                                                     unscorable=unscorable, incomplete=incomplete,
-                                                    relevance_level=relevance_level, judging={})
+                                                    relevance_level=relevance_level, judging={}, system=name)
         metric_names = metric_names or mnames
         per[name] = (judged, humans)
         summaries[name] = info

@@ -252,7 +252,8 @@ def probe_records(records: Sequence, sources: Sequence[str], metrics: Iterable[s
 
     Each case's score is the one ``eval-rag`` gives for the same stored verdicts (same relevance matrix,
     same R: docs/context-metrics.md, "What R is"); re-orderings and flips keep that R. Failed or missing
-    verdicts count as not relevant; their cases are listed in ``incomplete``.
+    verdicts count as not relevant; their cases are listed in ``incomplete``. A case without ground truth
+    under a source (an unanswerable question) is left out of the means and listed, as ``eval-rag`` does.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
@@ -278,10 +279,13 @@ def probe_records(records: Sequence, sources: Sequence[str], metrics: Iterable[s
     names = [m.name for m in measures]
     result = SourceComparison(sources, kk, names)
     sums: dict[str, dict[str, list[float]]] = {n: {} for n in names}
-    cases = sorted((r for r in records if r.chunks), key=lambda r: r.id.encode("utf-8"))
+    unanswerable = {r.id for r in records if any(r.status.get(s) == "unscorable: no ground truth" for s in sources)}
+    cases = sorted((r for r in records if r.chunks and r.id not in unanswerable), key=lambda r: r.id.encode("utf-8"))
     for r in records:
         if not r.chunks:
             result.incomplete[r.id] = "no retrieved chunks"
+        elif r.id in unanswerable:  # left out of the means, as eval-rag leaves it out (--unscorable skip)
+            result.incomplete[r.id] = "no ground truth: left out of the means"
     base: dict[str, dict[str, np.ndarray]] = {}
     for s in sources:
         # each case's score exactly as eval-rag computes it from the same stored verdicts

@@ -38,6 +38,9 @@ class ReportInputs:
         qrels: the :class:`~rankwise.data.Qrels` grading those documents.
         queries: query id -> text.
         documents: document id -> text.
+        highlights: system -> case id -> per chunk, the (start, end, passage) ranges of its text that hold
+            reference text (:func:`rankwise.analysis.explain.highlights`).
+        classes: system -> case id -> failure class (docs/failures.md).
 
     Example:
         >>> ReportInputs().verdict_source is None
@@ -53,6 +56,8 @@ class ReportInputs:
     qrels: Any = None
     queries: dict[str, str] = field(default_factory=dict)
     documents: dict[str, str] = field(default_factory=dict)
+    highlights: dict[str, dict[str, list]] = field(default_factory=dict)
+    classes: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def document_texts(corpus: Any) -> dict[str, str]:
@@ -112,6 +117,7 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
 
             # the comparison's metrics that verdicts alone define (not char_recall, which needs spans)
             probe_metrics = [m.name for m in parse_measures(comparison.metrics) if not m.metric.requires] or None
+        _drill_down(out, comparison)
         for name, recs in out.records.items():
             have = {s for r in recs for s in r.sources()}
             use = [s for s in out.probe_sources if s in have]
@@ -140,3 +146,30 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
     elif documents is not None:
         out.documents = dict(documents)
     return out
+
+
+def _drill_down(out: ReportInputs, comparison: Any) -> None:
+    """The drill-down's reference highlights per chunk and failure class per case (the comparison's when it
+    decided them, else decided here at its largest cutoff)."""
+    from rankwise.analysis.explain import highlights
+    from rankwise.analysis.failures import failure_classes
+
+    decided = (comparison.summary.get("failure_classes") or {}) if comparison is not None else {}
+    ks = [m.k for m in _measures(comparison) if getattr(m, "k", None)]
+    for name, recs in out.records.items():
+        out.highlights[name] = {r.id: [highlights(c, r.reference_contexts) for c in r.chunks] for r in recs}
+        if name in decided and "by_case" in decided[name]:
+            out.classes[name] = dict(decided[name]["by_case"])
+        elif out.verdict_source is not None:
+            out.classes[name] = failure_classes(recs, out.verdict_source, max(ks, default=10)).by_case
+
+
+def _measures(comparison: Any) -> list:
+    if comparison is None:
+        return []
+    from rankwise.metrics.registry import parse_measures
+
+    try:
+        return parse_measures(comparison.metrics)
+    except InputError:
+        return []

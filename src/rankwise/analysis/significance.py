@@ -243,16 +243,21 @@ def correct_pvalues(pvalues: Sequence[float], method: str = "holm") -> list[floa
     return [float(x) for x in out]
 
 
-def ci_disagreement(p_value: float, ci_low: float, ci_high: float, alpha: float) -> str | None:
+def ci_disagreement(p_value: float, ci_low: float, ci_high: float, alpha: float, *,
+                    correction: str = "none") -> str | None:
     """A note when the bootstrap interval and the test disagree about "no difference", else None.
 
     The percentile bootstrap interval and the randomization test ask different questions (how precise
     the mean difference is; whether the systems are exchangeable), so near alpha they can disagree. We
-    keep both, report the test's verdict as the decision and say so when the interval disagrees.
+    keep both, report the test's verdict as the decision and say so when the interval disagrees. ``p_value``
+    is the p that decides: after ``correction`` (the note then says "adjusted p", with its value, since the
+    raw p printed beside it may be below alpha).
 
     Example:
         >>> ci_disagreement(0.08, 0.01, 0.2, 0.05)
-        'the interval excludes 0 but p >= alpha: the test decides (not significant)'
+        'the interval excludes 0 but p = 0.08 >= alpha 0.05: the test decides (not significant)'
+        >>> ci_disagreement(0.0615, 0.01, 0.2, 0.05, correction="holm")
+        'the interval excludes 0 but the holm-adjusted p = 0.0615 >= alpha 0.05: the test decides (not significant)'
         >>> ci_disagreement(0.01, 0.01, 0.2, 0.05) is None
         True
     """
@@ -260,8 +265,9 @@ def ci_disagreement(p_value: float, ci_low: float, ci_high: float, alpha: float)
         return None
     excludes_zero = ci_low > 0 or ci_high < 0
     significant = p_value < alpha
+    which = "p" if correction == "none" else f"the {correction}-adjusted p"
     if excludes_zero and not significant:
-        return "the interval excludes 0 but p >= alpha: the test decides (not significant)"
+        return f"the interval excludes 0 but {which} = {p_value:.4g} >= alpha {alpha:g}: the test decides (not significant)"
     if significant and not excludes_zero:
-        return "the interval includes 0 but p < alpha: the test decides (significant)"
+        return f"the interval includes 0 but {which} = {p_value:.4g} < alpha {alpha:g}: the test decides (significant)"
     return None

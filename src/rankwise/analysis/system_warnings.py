@@ -78,7 +78,8 @@ def name_warnings(by_system: Mapping[str, Sequence[str]]) -> list[str]:
 
 def case_notes(summary: Mapping[str, Any], shown: int = 3) -> list[str]:
     """Messages for the unscorable and incomplete cases an ``evaluate_rag`` summary counts, and how they
-    were treated (a comparison prints no per-system summary, so these would go unseen).
+    were treated, and why a verdict source matched nothing (``no_match``): a comparison prints no
+    per-system summary, so these would go unseen.
 
     Example:
         >>> case_notes({"unscorable": 1, "unscorable_cases": {"q2": "no retrieved chunk"},
@@ -95,4 +96,6 @@ def case_notes(summary: Mapping[str, Any], shown: int = 3) -> list[str]:
         more = f" and {n - shown} more" if n > shown else ""
         notes.append(f"{n} {kind} case{'s' if n != 1 else ''}: {listed}{more} -> "
                      f"{summary.get(f'{kind}_treatment')}")
+    if summary.get("no_match"):  # a source that matched nothing, and why (rankwise.relevance.diagnose)
+        notes.append(str(summary["no_match"]))
     return notes

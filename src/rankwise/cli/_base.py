@@ -211,8 +211,8 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
                                  help="Stop sending calls once this much money is spent (needs "
                                       "--price-in/--price-out)."),
         "cache_path": click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-                                   help="LLM cache file (default: $RANKWISE_CACHE or "
-                                        "~/.cache/rankwise/llm-judge.sqlite)."),
+                                   help="LLM cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in "
+                                        "$RANKWISE_CACHE_DIR or ~/.cache/rankwise)."),
         "price_in": click.option("--price-in", type=float, default=None,
                                  help="Price per 1M prompt tokens, for the cost."),
         "price_out": click.option("--price-out", type=float, default=None,
@@ -259,8 +259,9 @@ def _mlflow_options(func):
     them to :func:`_log_mlflow` as ``mlflow_opts``."""
     options = [
         click.option("--mlflow", "mlflow_log", is_flag=True,
-                     help="Log the result to MLflow: metric means, parameters, the per-query table, the HTML "
-                          "report and records as artifacts (pip install 'rankwise[mlflow]')."),
+                     help="Log the result to MLflow: metric means, parameters, the per-query table, and as "
+                          "artifacts the files this command writes (its --records, --html) (pip install "
+                          "'rankwise[mlflow]')."),
         click.option("--mlflow-uri", default=None,
                      help="MLflow tracking URI, e.g. sqlite:///mlflow.db (default: $MLFLOW_TRACKING_URI; "
                           "implies --mlflow)."),
@@ -269,8 +270,10 @@ def _mlflow_options(func):
     ]
 
     def wrapper(*args, mlflow_log, mlflow_uri, mlflow_experiment, **kwargs):
-        kwargs["mlflow_opts"] = {"log": bool(mlflow_log or mlflow_uri or mlflow_experiment), "uri": mlflow_uri,
-                                 "experiment": mlflow_experiment}
+        log = bool(mlflow_log or mlflow_uri or mlflow_experiment)
+        if log:  # before any work: a URI that cannot be logged to is one line, not a crash after the metrics
+            _check_mlflow_uri(mlflow_uri)
+        kwargs["mlflow_opts"] = {"log": log, "uri": mlflow_uri, "experiment": mlflow_experiment}
         return func(*args, **kwargs)
 
     import functools
@@ -279,6 +282,20 @@ def _mlflow_options(func):
     for option in reversed(options):
         wrapped = option(wrapped)
     return wrapped
+
+
+def _check_mlflow_uri(uri: str | None) -> None:
+    """The tracking URI checked (one line, exit 2, when it cannot be logged to); a server that goes away later
+    is given MLflow's HTTP timeout and retries of this process (unless set): seconds, not minutes."""
+    import os
+
+    from rankwise.integrations.mlflow import check_tracking_uri
+
+    resolved = check_tracking_uri(uri)
+    if resolved.lower().startswith(("http:", "https:")):
+        for name, value in (("MLFLOW_HTTP_REQUEST_TIMEOUT", "20"), ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+                            ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")):
+            os.environ.setdefault(name, value)
 
 
 def _log_mlflow(opts: dict, result, *, html=None, records=None, run_name: str | None = None) -> None:

@@ -14,7 +14,7 @@ def cache_group():
 
 @cache_group.command("stats")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
+              help="Cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def cache_stats_command(cache_path, fmt):
     """Verdicts stored, per model, mode and prompt version, and the tokens they cost."""
@@ -39,7 +39,7 @@ def cache_stats_command(cache_path, fmt):
 
 @cache_group.command("clear")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Cache file (default: $RANKWISE_CACHE or ~/.cache/rankwise/llm-judge.sqlite).")
+              help="Cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--model", help="Only this model's verdicts.")
 @click.option("--prompt-version", help="Only verdicts of this prompt version.")
 def cache_clear_command(cache_path, model, prompt_version):

@@ -75,9 +75,12 @@ def _sweep_names(sweep_metrics, metrics, html_path, plot_path) -> list[str]:
               help="Query texts (JSONL or TSV) shown in the HTML drill-down.")
 @click.option("--corpus", "corpus_path", type=click.Path(),
               help="Documents (JSONL or BEIR folder) whose text the HTML drill-down shows.")
+@click.option("--allow-query-mismatch", is_flag=True,
+              help="Compare only the judged queries every run covers (otherwise runs covering different ones "
+                   "are an error, exit 2).")
 def compare_command(qrels, runs, names, baseline, metrics, tests, correction, alpha, permutations, resamples,
                     seed, fmt, per_query, html_path, plot_path, sweep_metrics, max_k, title, force, relevance_level,
-                    missing, queries_path, corpus_path, mlflow_opts):
+                    missing, queries_path, corpus_path, allow_query_mismatch, mlflow_opts):
     """Compare RUNs on QRELS: means, deltas vs the baseline, paired tests, bootstrap intervals,
     corrected p-values, effect sizes and win/tie/loss counts."""
     from rankwise._outputs import check_outputs
@@ -93,7 +96,7 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
     result = compare(judged, loaded, _split_metrics(metrics) or None, baseline=baseline, names=labels,
                      test=list(tests) or "randomization", permutations=permutations, seed=seed,
                      correction=correction, alpha=alpha, resamples=resamples, relevance_level=relevance_level,
-                     missing=missing)
+                     missing=missing, allow_mismatch=allow_query_mismatch)
     sweeps = [ksweep(judged, loaded, m, max_k=max_k or 20, names=labels, relevance_level=relevance_level,
                      missing=missing)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
@@ -123,10 +126,13 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
               help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
 @click.option("--ppi", is_flag=True, help="Paired prediction-powered differences: --source verdicts on every case "
                                           "corrected by the human --labels (docs/ppi.md).")
+@click.option("--by", "by", default=None, metavar="FIELD",
+              help="Also each system's means and each candidate's differences per slice of the cases by FIELD of the "
+                   "test set (style, difficulty ...), with bootstrap intervals (docs/compare.md).")
 @_compare_options
 def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, min_evidence_chars, probe_sources, ppi,
-                        names, baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt, per_query,
-                        html_path, plot_path, sweep_metrics, max_k, title, force, mlflow_opts):
+                        by, names, baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt,
+                        per_query, html_path, plot_path, sweep_metrics, max_k, title, force, mlflow_opts):
     """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
     metric, computed from the verdicts of one source, cases matched by id."""
     from rankwise._outputs import check_outputs
@@ -139,7 +145,7 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
         from rankwise.analysis.ppi import ppi_compare
 
         _ppi_unsupported(**{"--html": html_path, "--plot": plot_path, "--sweep": sweep_metrics, "--test": tests,
-                            "--per-query": per_query, "--mlflow": mlflow_opts["log"]})
+                            "--per-query": per_query, "--mlflow": mlflow_opts["log"], "--by": by})
 
         sets = load_record_sets(list(records), list(names) or None, source=source, relevance_level=relevance_level)
         _emit_ppi(ppi_compare(sets, source, labels=labels, baseline=baseline, metrics=_split_metrics(metrics) or None,
@@ -151,6 +157,11 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
                              allow_mismatch=allow_mismatch, test=list(tests) or "randomization",
                              permutations=permutations, seed=seed, correction=correction, alpha=alpha,
                              resamples=resamples, relevance_level=relevance_level)
+    slices = None
+    if by is not None:
+        from rankwise.analysis.diagnosis import slice_comparison_by
+
+        slices = slice_comparison_by(result, by, sets)  # also in the JSON summary
     depth = max((len(r.chunks) for recs in sets.values() for r in recs), default=1) or 1
     sweeps = [ksweep_records(sets, source, m, max_k=max_k or depth, relevance_level=relevance_level)
               for m in _sweep_names(sweep_metrics, result.metrics, html_path, plot_path)]
@@ -158,9 +169,13 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
     if html_path:
         html_options = {"records": sets, "title": title or f"rankwise compare-rag: {', '.join(result.systems)}",
                         "probe_sources": [s.strip() for s in probe_sources.split(",") if s.strip()]
-                        if probe_sources else [source]}
+                        if probe_sources else [source], "slices": slices}
     emit_comparison(result, fmt=fmt, sweeps=sweeps, per_query=per_query, html=html_path, plot=plot_path,
                     html_options=html_options)
+    if slices is not None:
+        from rankwise.report.slices import emit_slices
+
+        emit_slices(slices, fmt)
     _log_mlflow(mlflow_opts, result, html=html_path, records=list(records))
 
 

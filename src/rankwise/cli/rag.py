@@ -30,8 +30,9 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
                    "count (0: any fragment counts).")
 @click.option("--id-field", type=click.Choice(["id", "doc_id"]), default=None,
               help="Ids mode: compare chunk ids or document ids (default: id, else doc_id).")
-@click.option("--unscorable", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
-              help="Cases with no ground truth or no chunk: score 0 or leave out of the means.")
+@click.option("--unscorable", type=click.Choice(["skip", "zero"]), default="skip", show_default=True,
+              help="Cases with no ground truth (unanswerable): leave out of the retrieval means, as trec_eval "
+                   "does unjudged queries, or score 0 (zero). A case with no chunk scores 0 either way.")
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
               help="Cases with failed/missing verdicts: count those as not relevant, or leave the case out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -39,16 +40,22 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 @click.option("--ppi", is_flag=True, help="Prediction-powered means: --relevance verdicts on every case corrected by "
                                           "the human --labels (docs/ppi.md).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="With --ppi: 1 - confidence level.")
+@click.option("--by", "by", default=None, metavar="FIELD",
+              help="Also the means per slice of the cases by FIELD of the test set (style, difficulty ...), with "
+                   "bootstrap intervals (docs/eval.md); `--by class`: by failure class (docs/failures.md).")
+@click.option("--first-stage", type=click.Path(dir_okay=False),
+              help="The same cases retrieved before reranking (test set or records): cases a reranker pushed "
+                   "out of the top K are classed 'demoted by the reranker' (docs/failures.md).")
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
                      threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha,
-                     mlflow_opts):
+                     by, first_stage, mlflow_opts):
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
     file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
 
-    check_outputs({"--records": records_out}, [testset, labels], force=force)
+    check_outputs({"--records": records_out}, [testset, labels, first_stage], force=force)
     try:
         cutoffs = None if ks is None else [int(x) for x in ks.split(",") if x.strip()]
     except ValueError:
@@ -58,7 +65,8 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
 
         from rankwise.analysis.ppi import ppi_records
 
-        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query, "--mlflow": mlflow_opts["log"]})
+        _ppi_unsupported(**{"--records": records_out, "--per-query": per_query, "--mlflow": mlflow_opts["log"],
+                            "--by": by})
 
         _emit_ppi(ppi_records(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
                               alpha=alpha, unscorable=unscorable, incomplete=incomplete,
@@ -69,6 +77,12 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           unscorable=unscorable, incomplete=incomplete, progress=not quiet,
                           min_evidence_chars=min_evidence_chars)
+    from rankwise.analysis.diagnosis import diagnose
+    from rankwise.analysis.no_answer import with_no_answer
+
+    with_no_answer(result)  # unanswerable cases: how well the top score tells them apart (summary["no_answer"])
+    diagnose(result, first_stage=first_stage)
+    slices = _slices(result, by)
     if records_out:
         result.write_records(records_out)
     if fmt == "table":
@@ -79,7 +93,20 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
             click.echo(f"records: {records_out} ({count(len(result.records), 'case')})", err=True)
     else:
         _print_result(result, fmt, per_query)
+    if slices is not None:
+        from rankwise.report.slices import emit_slices
+
+        emit_slices(slices, fmt)
     _log_mlflow(mlflow_opts, result, records=records_out)
+
+
+def _slices(result, by: str | None):
+    """``--by FIELD``: the result's slices (also put in its JSON summary), or None."""
+    if by is None:
+        return None
+    from rankwise.analysis.diagnosis import slice_by
+
+    return slice_by(result, by)
 
 
 @main.command("probe")

@@ -143,7 +143,10 @@ def _adapter_options(func):
     func = click.option("--doc-id-key", help="Metadata field holding the document id.")(func)
     func = click.option("--id-strategy", type=click.Choice(["auto", "id", "id_key", "offset", "text"]),
                         default="auto", show_default=True, help="How chunk ids are resolved (docs/adapters.md).")(func)
-    func = click.option("--depth", "-d", "k", type=int, default=10, show_default=True, help="Chunks kept per question.")(func)
+    func = click.option("--depth", "-d", "k", type=int, default=None,
+                        help="Chunks kept per question. Default: the retriever's own depth (LangChain search_kwargs "
+                             "k, LlamaIndex similarity_top_k, Haystack top_k), else 10; deeper than its own depth "
+                             "is evaluated at its own depth, with a warning.")(func)
     func = click.option("--concurrency", type=int, default=8, show_default=True)(func)
     return func
 
@@ -176,17 +179,31 @@ def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, 
     """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a test set and
     write per-case records with ranks, scores, stable ids, offsets and latencies."""
     import json
+    import warnings
 
     from rankwise._outputs import check_outputs
-    from rankwise.adapters import build_retriever, run_retriever
+    from rankwise.adapters import (
+        RetrieverDepthWarning,
+        RetrieverRandomIdWarning,
+        RetrieverShortListWarning,
+        build_retriever,
+        run_retriever,
+    )
+    from rankwise.adapters.run import failure_line
 
     check_outputs({"--out": out}, [testset], force=force)
     obj, factory = _load_factory(retriever)
-    run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency,
-                        id_key=id_key, doc_id_key=doc_id_key, id_strategy=id_strategy, progress=True)
+    with warnings.catch_warnings():  # each is in run.warnings, printed once below
+        for category in (RetrieverDepthWarning, RetrieverRandomIdWarning, RetrieverShortListWarning):
+            warnings.simplefilter("ignore", category)
+        run = run_retriever(build_retriever(obj, retriever) if factory else obj, testset, k, concurrency,
+                            id_key=id_key, doc_id_key=doc_id_key, id_strategy=id_strategy, progress=True)
     run.write_records(out)
     click.echo(json.dumps({k_: v for k_, v in run.summary.items() if k_ != "failed_cases"}))
     for w in run.warnings:
         click.echo(f"warning: {w}", err=True)
+    failures = failure_line(run.summary)
+    if failures:
+        click.echo(f"warning: {failures}", err=True)
     click.echo(f"records: {out} ({count(len(run.records), 'case')}, {run.summary['failed']} failed); next: "
                f"rankwise eval-rag {out} -r span", err=True)

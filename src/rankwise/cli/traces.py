@@ -9,7 +9,9 @@ from rankwise.cli._base import main
 _FORMATS = ["auto", "otlp", "console", "phoenix", "langsmith", "mlflow"]
 
 
-def _print_skips(summary: dict, notes: list[str]) -> None:
+def _print_skips(summary: dict, notes: list[str], warnings: list[str] = ()) -> None:
+    for line in warnings:
+        click.echo(f"  warning: {line}", err=True)
     for why, n in summary["skipped"].items():
         click.echo(f"  skipped: {n} {why}", err=True)
     for note in notes[:3]:
@@ -30,15 +32,19 @@ def _print_skips(summary: dict, notes: list[str]) -> None:
                    "session.id attribute, else by exact question).")
 @click.option("--id-key", help="Metadata field holding a stable chunk id.")
 @click.option("--doc-id-key", help="Metadata field holding the document id.")
+@click.option("--corpus", type=click.Path(),
+              help="The documents the chunks come from (.jsonl, BEIR folder or folder of text files): chunks "
+                   "without offsets (LlamaIndex, Haystack, hand-made traces) are located in them, so span "
+                   "verdicts apply.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
-def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, force):
+def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corpus, force):
     """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
     set: one case per trace, one retrieval call per retriever span."""
     from rankwise._outputs import check_outputs
     from rankwise.data.traces import import_traces, write_testset
 
-    check_outputs({"--out": output}, [traces, testset], force=force)
-    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    check_outputs({"--out": output}, [traces, testset, corpus], force=force)
+    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus)
     write_testset(imp, output)
     s = imp.summary()
     labelled = f"; {s['labelled_from_testset']} matched in {testset}" if testset else ""
@@ -47,7 +53,30 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, forc
     if testset and s["labelled_from_testset"] < s["cases"]:
         click.echo(f"  {s['cases'] - s['labelled_from_testset']} cases match no test-set case: judge them "
                    "(rankwise judge) or label them", err=True)
-    _print_skips(s, imp.notes)
+    if corpus is not None:
+        click.echo(_located(s["located"], corpus))
+    elif s["located"].get("in reference passages"):
+        n = s["located"]["in reference passages"]
+        click.echo(f"  located {n} of {n + s['located'].get('not found', 0)} chunks without offsets in {testset}'s "
+                   "reference passages (those that lie in, hold or overlap one); pass --corpus DOCS to locate "
+                   "every chunk")
+    elif s["chunks_without_offsets"]:
+        click.echo(f"  {s['chunks_without_offsets']} of {s['chunks']} chunks carry no offsets in their document "
+                   "(LlamaIndex's and Haystack's instrumentors write none): span verdicts cannot judge them; pass "
+                   "--corpus DOCS to locate them, or use -r containment", err=True)
+    _print_skips(s, imp.notes, imp.warnings())
+
+
+def _located(counts: dict, corpus: str) -> str:
+    placed = counts.get("exact", 0) + counts.get("normalised", 0)
+    todo = placed + counts.get("not found", 0)
+    line = (f"  located {placed} of {todo} chunks without offsets in {corpus} ({counts.get('exact', 0)} exact, "
+            f"{counts.get('normalised', 0)} with whitespace normalised)")
+    if counts.get("had offsets"):
+        line += f"; {counts['had offsets']} came with offsets"
+    if counts.get("not found"):
+        line += f"; {counts['not found']} not found: span verdicts cannot judge them"
+    return line
 
 
 @main.command("export-verdicts")
@@ -63,19 +92,22 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, forc
 @click.option("--source", "sources", multiple=True, help="Verdict source(s) to export [default: every one].")
 @click.option("--id-key", help="As given to import-traces.")
 @click.option("--doc-id-key", help="As given to import-traces.")
+@click.option("--corpus", type=click.Path(), help="As given to import-traces.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
-def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key, doc_id_key, force):
+def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key, doc_id_key, corpus, force):
     """Write the verdicts of a records file (eval-rag --records, judge) as OpenInference document evaluations
     (span id, document position, label, score, explanation) for Phoenix."""
     from rankwise._outputs import check_outputs
     from rankwise.data.records import load_records
     from rankwise.data.traces import document_evaluations, import_traces, write_document_evaluations
 
-    check_outputs({"--phoenix": out}, [records, traces, testset], force=force)
-    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    check_outputs({"--phoenix": out}, [records, traces, testset, corpus], force=force)
+    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus)
     evals = document_evaluations(load_records(records), imp, sources=list(sources) or None, records_source=records)
     write_document_evaluations(evals, out)
     s = evals.summary()
     click.echo(f"{out}: {s['rows']} document evaluations on {s['spans']} retriever spans")
+    for line in imp.warnings():
+        click.echo(f"  warning: {line}", err=True)
     for why, n in s["not_exported"].items():
         click.echo(f"  not exported: {n} ({why})", err=True)

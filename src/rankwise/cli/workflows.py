@@ -28,18 +28,15 @@ def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force, judge, q
     With --judge local: the LLM judge on a slice, against the span labels, with no API key."""
     from pathlib import Path
 
-    from rankwise._outputs import check_outputs
-    from rankwise.errors import InputError
+    from rankwise._outputs import check_output_folder
 
     folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise InputError("exists and is not a folder", source=folder, field="out")
     if judge:
         from rankwise.report.demo_console import print_llm_demo
         from rankwise.workflows.demo import run_llm_demo
 
         mine = [folder / f"judge-{judge}" / name for name in ("records.jsonl", "summary.json")]
-        check_outputs({f"--out ({p.name})": p for p in mine if p.exists()}, force=force)
+        check_output_folder(folder, "--out", mine, force=force)
         result = run_llm_demo(out, judge=judge, questions=questions, k=k, quiet=quiet,
                               announce=lambda text: click.echo(text, err=True))
         print_llm_demo(result)
@@ -50,7 +47,7 @@ def demo_command(out, chunk_size, chunk_overlap, no_html, quiet, force, judge, q
     mine = [folder / "report.html", folder / "summary.json"]
     for sub in ("runs", "records"):
         mine += sorted((folder / sub).glob("*")) if (folder / sub).is_dir() else []
-    check_outputs({f"--out ({p.name})": p for p in mine if p.exists()}, force=force)
+    check_output_folder(folder, "--out", mine, force=force)
 
     result = run_demo(out, chunk_size=chunk_size, chunk_overlap=chunk_overlap, html=not no_html, quiet=quiet)
     print_demo(result)
@@ -163,6 +160,10 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
         delta, p, sig = result.significance(label, m)
         extra = "" if delta is None else f" (vs baseline {signed(delta)}, p_adj {fmt_p(p)}{', significant' if sig else ''})"
         click.echo(f"best {m}: {label} = {value:.4f}{extra}")
+    from rankwise.report.compare_console import failure_notes
+
+    for line in failure_notes(result.failure_summary()):
+        click.echo(line)
     if s["unjudged"]:
         click.echo(f"{s['unjudged']} questions have no judgements in the qrels and were left out (as trec_eval "
                    "leaves them out)", err=True)

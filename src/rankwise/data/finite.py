@@ -33,16 +33,16 @@ def finite_json(obj: Any) -> Any:
 
 
 def finite_float(x: Any) -> float | None:
-    """``x`` as a finite float, else None (None, a bool, not a number, NaN or infinite).
+    """``x`` as a finite float, else None (None, a bool, not a number, NaN, infinite or past a float's range).
 
     Example:
-        >>> finite_float(3), finite_float("x")
-        (3.0, None)
+        >>> finite_float(3), finite_float("x"), finite_float(10**400)
+        (3.0, None, None)
     """
     if x is None or isinstance(x, bool):
         return None
     try:
         f = float(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return f if math.isfinite(f) else None

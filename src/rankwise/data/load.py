@@ -30,6 +30,36 @@ def _sniff_header(path: Path) -> bool:
     return any(h in first for h in ("query-id", "query_id", "qid\t", "qid,", "corpus-id", "doc_id"))
 
 
+def headerless_trec(path: str | PathLike, kind: str) -> bool:
+    """Whether a ``.csv``/``.tsv`` file is TREC after all: its first line holds no header and has a TREC
+    ``kind``'s fields (qrels ``qid iter doc grade``; run ``qid Q0 doc rank score tag``). MS MARCO ships its
+    qrels as headerless ``.tsv``.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "qrels.dev.tsv")
+        >>> _ = open(path, "w").write("1048585\\t0\\t7187158\\t1\\n")
+        >>> headerless_trec(path, "qrels"), headerless_trec(path, "run")
+        (True, False)
+    """
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline().decode("utf-8", "replace").split()
+    except OSError:
+        return False
+
+    def number(text: str, kind_of=int) -> bool:
+        try:
+            kind_of(text)
+        except ValueError:
+            return False
+        return True
+
+    if kind == "qrels":
+        return len(first) == 4 and number(first[3])
+    return len(first) == 6 and number(first[3]) and number(first[4], float)
+
+
 def load_run(obj: RunLike, *, name: str | None = None) -> Run:
     """A :class:`Run` from a Run, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame, or a file.
 
@@ -55,7 +85,7 @@ def load_run(obj: RunLike, *, name: str | None = None) -> Run:
             run = read_parquet_run(path)
         elif suffix in (".jsonl", ".json", ".ndjson"):
             run = read_jsonl_run(path)
-        elif suffix in (".csv", ".tsv") or _sniff_header(path):
+        elif (suffix in (".csv", ".tsv") and not headerless_trec(path, "run")) or _sniff_header(path):
             run = read_delimited_run(path)
         else:
             run = with_swap_hint(read_trec_run, path, "run")
@@ -68,7 +98,8 @@ def load_run(obj: RunLike, *, name: str | None = None) -> Run:
 def load_qrels(obj: QrelsLike) -> Qrels:
     """A :class:`Qrels` from a Qrels, ``{qid: {doc: grade}}``, a DataFrame, or a file.
 
-    Files: TREC qrels (default), BEIR/CSV/TSV with a header, ``.jsonl``, or ``.parquet`` (``query_id``,
+    Files: TREC qrels (default; also a headerless ``.tsv``/``.csv`` of TREC lines, as MS MARCO ships them),
+    BEIR/CSV/TSV with a header, ``.jsonl``, or ``.parquet`` (``query_id``,
     ``doc_id``, ``relevance``).
 
     Example:
@@ -90,7 +121,7 @@ def load_qrels(obj: QrelsLike) -> Qrels:
             return read_parquet_qrels(path)
         if suffix in (".jsonl", ".json", ".ndjson"):
             return read_jsonl_qrels(path)
-        if suffix in (".csv", ".tsv") or _sniff_header(path):
+        if (suffix in (".csv", ".tsv") and not headerless_trec(path, "qrels")) or _sniff_header(path):
             return read_beir_qrels(path)
         return with_swap_hint(read_trec_qrels, path, "qrels")
     raise InputError(f"cannot read qrels from {type(obj).__name__}; pass a Qrels, dict, DataFrame or path")

@@ -10,9 +10,11 @@ One JSON object per line::
      "scores": {source: {metric: value | null}},
      "status": {source: "ok" | "incomplete: ..." | "unscorable: ..."},
      "truth": {source: {"n_relevant": R, "ideal_gains": [...], "basis": "reference passages" | ...}},
-     "calls": [{"position", "query", "span_id", "trace_id", "meta", "chunks": [chunk records as above]}]}
+     "calls": [{"position", "query", "span_id", "trace_id", "meta", "chunks": [chunk records as above]}],
+     "fields": {the test set's own fields of the case, as given: "style", "difficulty", ...}}
 
-``calls`` is written only for a case retrieved several times (an agent, a multi-hop pipeline); ``chunks``
+``fields`` is written only for a case that has some (:attr:`rankwise.data.testset.TestCase.fields`): they
+slice the results (``rankwise eval-rag --by style``). ``calls`` is written only for a case retrieved several times (an agent, a multi-hop pipeline); ``chunks``
 is then the calls merged (:func:`rankwise.data.testset.merge_calls`) and holds the verdicts: a chunk seen
 in two calls is judged once, and each call's chunk shows the verdicts of the merged chunk with its
 :func:`~rankwise.data.testset.chunk_key` (id, else span, else text).
@@ -54,7 +56,7 @@ _VERDICT_KEYS = ("verdict", "grade", "type", "reason", "status", "error", "meta"
 _CHUNK_KEYS = ("rank", "id", "text", "doc_id", "start", "end", "score", "verdicts")
 _CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "reference_context_ids",
               "chunks", "passages_found", "scores", "status", "truth", "answer_score", "answer_score_source",
-              "calls")
+              "calls", "fields")
 _CALL_KEYS = ("position", "query", "span_id", "trace_id", "meta", "chunks")
 
 
@@ -165,6 +167,7 @@ class CaseRecord:
     answer_score_source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)  #: the test set's own fields of the case (style ...)
 
     def call_index(self) -> list[list[int | None]]:
         """Per call, per rank: the index in ``chunks`` (the merged list) of the same chunk, None if absent.
@@ -214,7 +217,7 @@ class CaseRecord:
                         reference_context_ids=None if self.reference_context_ids is None
                         else list(self.reference_context_ids),
                         reference=self.reference, response=self.response,
-                        calls=[c.to_call() for c in self.calls])
+                        calls=[c.to_call() for c in self.calls], fields=_copy_value(self.fields))
 
     def to_dict(self) -> dict:
         out = {"id": self.id, "question": self.question, "reference": self.reference,
@@ -231,6 +234,8 @@ class CaseRecord:
         if self.calls:
             out["calls"] = [_call_dict(call, chunks) for call, chunks in zip(self.calls, self.call_chunks(),
                                                                              strict=True)]
+        if self.fields:
+            out["fields"] = self.fields
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
@@ -260,11 +265,13 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
     Example:
         >>> write_records([CaseRecord("q1")], "/tmp/records.jsonl")  # doctest: +SKIP
     """
+    from rankwise._atomic import atomic_write
+
     path = Path(path)
     try:
         if path.parent and not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:  # whole or not at all: a signal waits for the end, then stops the command
             for r in records:
                 fh.write(dump_record(r) + "\n")
     except OSError as exc:  # full disk, no permission, a file where a folder should be ...
@@ -442,6 +449,8 @@ def record_from_dict(obj: Any, *, source: str | None = None, line: int | None = 
         truth={str(s): dict(t) for s, t in truth.items()},
         extra={k: v for k, v in obj.items() if k not in _CASE_KEYS},
         calls=_call_records(obj, **kw),
+        fields=dict(_expect(obj.get("fields") or {}, Mapping, "an object of your own fields", field_name="fields",
+                            **kw)),
     )
 
 
@@ -580,7 +589,8 @@ def records_from_testset(testset: Any) -> list[CaseRecord]:
                    reference_context_ids=None if c.reference_context_ids is None else list(c.reference_context_ids),
                    chunks=_chunk_records(c.chunks),
                    calls=[CallRecord(_chunk_records(call.chunks), call.query, call.position, call.span_id,
-                                     call.trace_id, dict(call.meta)) for call in c.calls])
+                                     call.trace_id, dict(call.meta)) for call in c.calls],
+                   fields=_copy_value(c.fields))
         for c in ts
     ]
 

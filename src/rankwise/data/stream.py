@@ -8,7 +8,8 @@ the partitions are then read one at a time. Memory stays bounded by the block si
 
 TREC text runs (``qid iter docno rank score run_id``) are read in pieces of whole lines, each by the
 in-memory reader's own code (:func:`rankwise.data.trec.run_piece`), and Parquet runs (``query_id``,
-``doc_id``, ``score`` columns) in record batches checked by the in-memory reader's column rules
+``doc_id`` and, when there is one, ``score`` columns; without scores the rows' order within a query
+is the ranking) in record batches checked by the in-memory reader's column rules
 (:func:`run_columns`): both accept and refuse exactly what :func:`rankwise.load_run` does, with the
 same one-line errors naming the file and line (a Parquet row's number is its line).
 
@@ -226,24 +227,26 @@ def _grade_column(column: pa.ChunkedArray, path: Path) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- batches
-def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]]:
+def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray | None, np.ndarray]]:
     """(query ids, doc ids, scores, line numbers) of consecutive rows, in file order: the rows the
-    in-memory readers read, with their errors (a Parquet row's number is its line)."""
+    in-memory readers read, with their errors (a Parquet row's number is its line). A Parquet run
+    without a ``score`` column gives ``None`` scores: its rows' order within a query is the ranking."""
     if is_parquet(path):
         yield from _parquet_batches(path, batch_rows)
     else:
         yield from _text_batches(path, batch_rows)
 
 
-def _parquet_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]]:
+def _parquet_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray | None,
+                                                                    np.ndarray]]:
     import pyarrow.parquet as pq
 
-    columns = _parquet_columns(path, ["query_id", "doc_id", "score"])
+    columns = _parquet_columns(path, ["query_id", "doc_id"], optional=["score"])  # as read_parquet_run
     first_row = 0
     try:
         batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns)
         for batch in batches:
-            qids, docs, scores = run_columns(batch, path, first_row)
+            qids, docs, scores = run_columns(batch, path, first_row, scored="score" in columns)
             yield qids, docs, scores, np.arange(first_row + 1, first_row + len(qids) + 1, dtype=np.int64)
             first_row += len(qids)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
@@ -341,7 +344,7 @@ def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_
 
 def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
     seen: set[str] = set()
-    pending: list[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]] = []
+    pending: list[tuple[pa.Array, pa.Array, np.ndarray | None, np.ndarray]] = []
     pending_rows = 0
     for part in _batches(path, max(block_rows // 4, 1024)):
         qids = part[0]
@@ -363,13 +366,19 @@ def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
         if at == 0 and start == 0:
             continue  # one query fills everything pending: read on
         q, d, sc, ln = pending[at]
-        head = pending[:at] + ([(q.slice(0, start), d.slice(0, start), sc[:start], ln[:start])] if start else [])
-        pending = ([(q.slice(start), d.slice(start), sc[start:], ln[start:])] if start < len(q) else []) \
-            + pending[at + 1:]
+        head = pending[:at] + ([(q.slice(0, start), d.slice(0, start), _cut(sc, 0, start), ln[:start])]
+                               if start else [])
+        pending = ([(q.slice(start), d.slice(start), _cut(sc, start, None), ln[start:])] if start < len(q)
+                   else []) + pending[at + 1:]
         pending_rows = sum(len(p[0]) for p in pending)
         yield _block(head, name, path, seen)
     if pending:
         yield _block(pending, name, path, seen)
+
+
+def _cut(scores: np.ndarray | None, start: int, end: int | None) -> np.ndarray | None:
+    """``scores[start:end]``; no scores (an ordered run) stay None."""
+    return None if scores is None else scores[start:end]
 
 
 def _trailing_true(mask: np.ndarray) -> int:
@@ -384,9 +393,11 @@ def _chunks(columns) -> list[pa.Array]:
 def _block(parts: list, name: str, path: Path, seen: set[str]) -> Run:
     qids = pa.chunked_array(_chunks(p[0] for p in parts), pa.string())
     docs = pa.chunked_array(_chunks(p[1] for p in parts), pa.string())
-    scores = np.concatenate([p[2] for p in parts]) if len(parts) > 1 else parts[0][2]
+    scored = parts[0][2] is not None  # a Parquet run without scores: every part None, the rows' order ranks
+    scores = (np.concatenate([p[2] for p in parts]) if len(parts) > 1 else parts[0][2]) if scored else None
     lines = np.concatenate([p[3] for p in parts]) if len(parts) > 1 else parts[0][3]
-    run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path), lines=lines)
+    run = Run.from_columns(qids, docs, scores, kind="scored" if scored else "ordered", name=name,
+                           source=str(path), lines=lines)
     again = seen.intersection(run.queries)
     if again:
         raise NotGrouped(f"query {sorted(again)[0]!r} appears again after other queries")
@@ -402,6 +413,7 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
     sample = next(_batches(path, 4096), None)  # a bad first piece fails here, before any writing
     if sample is None:
         return
+    scored = sample[2] is not None
     if is_parquet(path):
         import pyarrow.parquet as pq
 
@@ -421,8 +433,9 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
             for qids, docs, scores, lines in _batches(path, 1 << 20):
                 qids = single_array(qids)
                 part = (string_hashes(qids) >> np.uint64(64 - bits)).astype(np.int64) % parts
+                score_column = pa.array(scores, pa.float64()) if scored else pa.nulls(len(qids), pa.float64())
                 yield pa.RecordBatch.from_arrays(
-                    [qids, single_array(docs), pa.array(scores, pa.float64()), pa.array(lines, pa.int64()),
+                    [qids, single_array(docs), score_column, pa.array(lines, pa.int64()),
                      pa.array(part.astype(np.int32), pa.int32())], schema=schema)
         except InputError as exc:  # kept here: Arrow would wrap it, and print it once more on exit
             failed.append(exc)
@@ -444,20 +457,24 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
             if not folder.exists():
                 continue
             table = ds.dataset(folder, format="parquet", schema=schema.remove(4)).to_table()
-            yield _partition_run(table, name, path)
+            yield _partition_run(table, name, path, scored)
             del table
             shutil.rmtree(folder, ignore_errors=True)
     finally:
         shutil.rmtree(top, ignore_errors=True)
 
 
-def _partition_run(table: pa.Table, name: str, path: Path) -> Run:
-    """One partition's run; its errors name the file's lines (rows put back in file order to find the first)."""
+def _partition_run(table: pa.Table, name: str, path: Path, scored: bool = True) -> Run:
+    """One partition's run; its errors name the file's lines (rows put back in file order to find the first).
+    Without scores the rows' order within a query is the ranking: the rows are put back in file order first."""
     def build(t: pa.Table) -> Run:
-        return Run.from_columns(t.column("query_id"), t.column("doc_id"), np_values(single_array(t.column("score"))),
-                                kind="scored", name=name, source=str(path),
+        scores = np_values(single_array(t.column("score"))) if scored else None
+        return Run.from_columns(t.column("query_id"), t.column("doc_id"), scores,
+                                kind="scored" if scored else "ordered", name=name, source=str(path),
                                 lines=np_values(single_array(t.column("line"))))
 
+    if not scored:
+        return build(table.sort_by("line"))
     try:
         return build(table)
     except InputError:

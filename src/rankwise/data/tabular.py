@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from rankwise._atomic import atomic_write
 from rankwise.data._text import (
     check_int_range,
     decode_text,
@@ -203,7 +204,7 @@ def write_jsonl_run(run: Run, path: str | Path) -> None:
     """Write a run as JSON Lines (``query_id``, ``doc_id``, ``rank`` and ``score`` when scored)."""
     ranks = run.ranks().tolist()
     qcodes = run.query_codes().tolist()
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for i, doc in enumerate(run.doc_ids.to_pylist()):
             row = {"query_id": run.queries[qcodes[i]], "doc_id": doc, "rank": ranks[i]}
             if run.scores is not None:
@@ -215,6 +216,6 @@ def write_jsonl_qrels(qrels: Qrels, path: str | Path) -> None:
     """Write qrels as JSON Lines (``query_id``, ``doc_id``, ``relevance``)."""
     qcodes = qrels.query_codes().tolist()
     grades = qrels.grades.tolist()
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for i, doc in enumerate(qrels.doc_ids.to_pylist()):
             fh.write(json.dumps({"query_id": qrels.queries[qcodes[i]], "doc_id": doc, "relevance": grades[i]}) + "\n")

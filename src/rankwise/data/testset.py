@@ -18,12 +18,17 @@ Accepted shapes (see docs/context-metrics.md and docs/datasets.md):
   object of lists, a pandas/polars DataFrame, a dict of lists (Hugging Face / Ragas dataset shape),
   a list of dicts, or any object with ``to_list()`` / ``to_pandas()`` (Ragas ``EvaluationDataset``).
 
+Any other field of a case (``style``, ``difficulty``, ``subqueries``, synth's ``provenance`` ...) is the user's
+own: it is kept as given in :attr:`TestCase.fields`, written back by :func:`case_to_dict`, carried into the
+per-case records (``fields``) and can slice the results (``rankwise eval-rag --by style``).
+
 A case that cannot be read raises :class:`~rankwise.errors.InputError` naming line and field.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 import warnings
@@ -33,6 +38,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write
 from rankwise.data._text import (
     INT64_MAX,
     check_surrogates,
@@ -46,7 +52,7 @@ from rankwise.errors import InputError
 
 __all__ = ["Chunk", "ReferencePassage", "RetrievalCall", "TestCase", "TestSet", "load_testset",
            "testset_from_rows", "case_from_mapping", "merge_calls", "chunk_key", "case_to_dict", "write_testset",
-           "MERGE_ORDERS", "DEDUP_RULES"]
+           "MERGE_ORDERS", "DEDUP_RULES", "user_fields"]
 
 # Field names and the aliases we accept for them.
 ID_FIELDS = ("id", "query_id", "qid", "question_id", "case_id")
@@ -62,7 +68,7 @@ LIST_FIELDS = RETRIEVED_FIELDS + RETRIEVED_ID_FIELDS + REFERENCE_CONTEXT_FIELDS 
 _CHUNK_KEYS = {"id", "text", "doc_id", "start", "end", "score", "page_content", "content", "metadata", "type"}
 _PASSAGE_KEYS = {"text", "doc_id", "start", "end", "hop", "page_content", "content", "metadata", "type"}
 _CALL_KEYS = {"position", "query", "span_id", "trace_id", "meta", "chunks"}
-#: every case field read; anything else is ignored (and named when nothing usable was found)
+#: every case field read; anything else is the user's own (:attr:`TestCase.fields`), kept as given
 KNOWN_FIELDS = frozenset(ID_FIELDS + QUESTION_FIELDS + LIST_FIELDS + REFERENCE_FIELDS + RESPONSE_FIELDS
                          + CALL_FIELDS)
 #: how :func:`merge_calls` orders the merged list, and how it collapses duplicates
@@ -186,6 +192,7 @@ class TestCase:
     reference: str | None = None
     response: str | None = None
     calls: list[RetrievalCall] = field(default_factory=list)  #: empty: one retrieval, ``chunks``
+    fields: dict[str, Any] = field(default_factory=dict)  #: the user's own fields (style, difficulty ...), as given
 
     @property
     def has_ground_truth(self) -> bool:
@@ -630,7 +637,51 @@ def case_from_mapping(row: Mapping, *, default_id: str, source: str | None = Non
         chunks = merge_calls(calls)
     return TestCase(id=case_id, question=question, chunks=chunks, reference_contexts=passages,
                     reference_context_ids=ref_ids, reference=text_field(REFERENCE_FIELDS),
-                    response=text_field(RESPONSE_FIELDS), calls=calls)
+                    response=text_field(RESPONSE_FIELDS), calls=calls,
+                    fields=user_fields(row, from_text=from_text, **kw))
+
+
+def user_fields(row: Mapping, *, source: str | None = None, line: int | None = None,
+                from_text: bool = False) -> dict[str, Any]:
+    """The fields of a case this module does not read (the user's own), as JSON values.
+
+    Missing values (None, NaN from a DataFrame) are None; numpy values become Python ones; a text cell
+    (``from_text``: CSV) holding a JSON list or object is read as one, any other cell stays text.
+
+    Example:
+        >>> user_fields({"id": "q1", "style": "paraphrased", "subqueries": ["a", "b"], "bm25_rank": None})
+        {'style': 'paraphrased', 'subqueries': ['a', 'b'], 'bm25_rank': None}
+        >>> user_fields({"subqueries": '["a", "b"]', "note": "[draft]"}, from_text=True)
+        {'subqueries': ['a', 'b'], 'note': '[draft]'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in KNOWN_FIELDS:
+            continue
+        if from_text and isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+            with contextlib.suppress(json.JSONDecodeError, RecursionError):  # not JSON: the text as it is
+                value = json.loads(value)
+        out[str(key)] = _json_value(value, source=source, line=line, where=str(key))
+    return out
+
+
+def _json_value(value: Any, *, source, line, where: str) -> Any:
+    """``value`` as JSON data: numpy scalars and arrays as Python numbers and lists, NaN as None, a date as its
+    ISO text; anything else JSON cannot hold is an error naming the field."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy scalar or array
+        return _json_value(value.tolist(), source=source, line=line, where=where)
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v, source=source, line=line, where=f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v, source=source, line=line, where=f"{where}.{k}") for k, v in value.items()}
+    if hasattr(value, "isoformat"):  # datetime, date, pandas Timestamp
+        return value.isoformat()
+    raise InputError(f"cannot keep a {type(value).__name__} value ({_short(value)}); a field of your own holds "
+                     f"text, numbers, booleans, lists or objects", source=source, line=line, field=where)
 
 
 def case_to_dict(case: TestCase) -> dict:
@@ -652,6 +703,8 @@ def case_to_dict(case: TestCase) -> dict:
                        ("response", case.response)):
         if value is not None:
             out[key] = value
+    for key, value in case.fields.items():  # the user's own fields, as they were given
+        out.setdefault(key, value)
     return out
 
 
@@ -665,7 +718,7 @@ def write_testset(testset: Any, path: str | PathLike) -> Path:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:
             for case in ts:
                 fh.write(json.dumps(case_to_dict(case), ensure_ascii=False) + "\n")
     except OSError as exc:
@@ -714,7 +767,8 @@ def _check_fields(cases: list[TestCase], unknown: dict[str, int], source: str | 
         from rankwise.errors import warn
 
         warn(f"{source or 'test set'}: {missing} case{'s have' if missing != 1 else ' has'} no ground truth and "
-             f"fields not recognised were ignored: {names}. Accepted fields: {ACCEPTED_NAMES}")
+             f"fields not recognised were not read as ground truth (kept as the case's own): {names}. Accepted "
+             f"fields: {ACCEPTED_NAMES}")
 
 
 def _dict_of_lists_rows(obj: Mapping, source: str) -> list[dict]:

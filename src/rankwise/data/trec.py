@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from rankwise._atomic import atomic_write
 from rankwise.data._columns import memory_pool, np_values, single_array
 from rankwise.data._text import normalize_lines, parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
@@ -318,7 +319,7 @@ def write_trec_run(run: Run, path: str | Path, *, name: str | None = None) -> No
     scores = run.scores if run.scores is not None else (-ranks).astype(np.float64)
     qcodes = run.query_codes()
     docs = run.doc_ids.to_pylist()
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for q, d, r, s in zip(qcodes.tolist(), docs, ranks.tolist(), scores.tolist(), strict=False):
             fh.write(f"{run.queries[q]} Q0 {d} {r} {s!r} {tag}\n")
 
@@ -326,6 +327,6 @@ def write_trec_run(run: Run, path: str | Path, *, name: str | None = None) -> No
 def write_trec_qrels(qrels: Qrels, path: str | Path) -> None:
     """Write qrels in TREC format (``qid 0 doc grade``)."""
     qcodes = qrels.query_codes()
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for q, d, g in zip(qcodes.tolist(), qrels.doc_ids.to_pylist(), qrels.grades.tolist(), strict=False):
             fh.write(f"{qrels.queries[q]} 0 {d} {g}\n")

@@ -22,6 +22,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write_text
 from rankwise.analysis.gate import GateResult, gate, parse_floors
 from rankwise.errors import InputError, RankwiseError
 
@@ -40,8 +41,11 @@ def split_list(values: Iterable[str]) -> list[str]:
 
 
 def _append(path: str | PathLike | None, text: str) -> None:
+    """Append to the runner's file (its own: appended, not replaced), the signals deferred meanwhile."""
     if path:
-        with open(path, "a", encoding="utf-8") as fh:
+        from rankwise._signals import signals_deferred
+
+        with signals_deferred(), open(path, "a", encoding="utf-8") as fh:
             fh.write(text)
 
 
@@ -77,7 +81,7 @@ def _html_report(path: Path, result: GateResult, baseline: Any, candidate: Any, 
             return
     from rankwise.report.gate_report import gate_html
 
-    path.write_text(gate_html(result, title=title), encoding="utf-8")
+    atomic_write_text(path, gate_html(result, title=title))
 
 
 def github_gate(baseline: Any, candidate: Any, metrics: Iterable[str] | str = (), *, qrels: Any = None,
@@ -108,6 +112,11 @@ def github_gate(baseline: Any, candidate: Any, metrics: Iterable[str] | str = ()
         max_drop = _number(max_drop, 0.01, "max_drop") if isinstance(max_drop, str) else max_drop
         if floors is not None and not isinstance(floors, Mapping):
             floors = parse_floors(split_list([floors] if isinstance(floors, str) else floors))
+        if html:  # checked before any work: a directory, a dangling or looping link, /proc ... one line
+            from rankwise._outputs import check_outputs
+
+            paths = [x if isinstance(x, (str, PathLike)) else None for x in (baseline, candidate, qrels, labels)]
+            check_outputs({"--html": html}, paths, force=True)
         result = gate(baseline, candidate, names, max_drop=max_drop, alpha=alpha, qrels=qrels, floors=floors,
                       relevance=relevance, labels=labels, **gate_options)
         if html:

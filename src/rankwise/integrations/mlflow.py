@@ -27,9 +27,27 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data.finite import finite_float
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseError
+from rankwise.integrations._mlflow_uri import check_tracking_uri
 
-__all__ = ["log", "mlflow_name", "scorers", "case_from_trace"]
+__all__ = ["log", "mlflow_name", "scorers", "case_from_trace", "check_tracking_uri", "MlflowLogError"]
+
+
+class MlflowLogError(RankwiseError):
+    """Logging to MLflow failed (the store refused a write, the server went away ...): one line saying so.
+
+    Example:
+        >>> str(MlflowLogError("sqlite:///m.db", OSError(28, "No space left on device")))
+        'logging to MLflow at sqlite:///m.db failed: OSError: [Errno 28] No space left on device'
+    """
+
+    def __init__(self, uri: str | None, exc: BaseException) -> None:
+        from rankwise.llm.client import mask_url
+
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = (lines[0] if lines else "")[:300]
+        where = f" at {mask_url(uri)}" if uri else ""
+        super().__init__(f"logging to MLflow{where} failed: {type(exc).__name__}" + (f": {why}" if why else ""))
 
 
 def _mlflow():
@@ -235,6 +253,9 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
         params, tags: more parameters and tags for the run.
         nested: start the run as a child of the active run.
 
+    The tracking URI is checked first (:func:`check_tracking_uri`: an :class:`InputError` in seconds); a store
+    or server that fails while logging raises :class:`MlflowLogError` (one line).
+
     Example:
         >>> import rankwise
         >>> callable(rankwise.mlflow.log)
@@ -245,16 +266,36 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
     from rankwise.metrics.evaluate import EvalResult
 
     mlflow = _mlflow()
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
-    if experiment:
-        mlflow.set_experiment(experiment)
     kinds = {EvalResult: "eval", ComparisonResult: "compare", GateResult: "gate"}
     kind = next((k for cls, k in kinds.items() if isinstance(result, cls)),
                 "sweep" if type(result).__name__ == "SweepResult" else None)
     if kind is None:
         raise InputError(f"cannot log a {type(result).__name__} to MLflow: give an EvalResult, RagResult, "
                          "ComparisonResult, GateResult or SweepResult", field="result")
+    check_tracking_uri(tracking_uri)  # a store that cannot be logged to: one line now, not minutes of retries
+    try:
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+        if experiment:
+            mlflow.set_experiment(experiment)
+        return _log_run(mlflow, result, kind, run_name=run_name, html=html, records=records, params=params,
+                        tags=tags, nested=nested)
+    except RankwiseError:
+        raise
+    except Exception as exc:  # the store or server failed mid-way (MlflowException, SQLAlchemy, OS, HTTP)
+        raise MlflowLogError(tracking_uri or _current_uri(mlflow), exc) from exc
+
+
+def _current_uri(mlflow: Any) -> str | None:
+    try:
+        return str(mlflow.get_tracking_uri())
+    except Exception:  # the URI itself is what failed
+        return None
+
+
+def _log_run(mlflow: Any, result: Any, kind: str, *, run_name: str | None, html: Any, records: Any,
+             params: Mapping[str, Any] | None, tags: Mapping[str, str] | None, nested: bool) -> str:
+    """One run (a sweep: with its children) of ``result``; returns its id."""
     with tempfile.TemporaryDirectory(prefix="rankwise-mlflow-") as folder, \
             mlflow.start_run(run_name=run_name, nested=nested) as run:
         tmp = Path(folder)

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     baseline = config.getoption("--rankwise-baseline", default=None)
     session_defaults.clear()
+    update = config.getoption("--rankwise-update-baseline", default=False)
+    if update and baseline is not None:  # the update target, checked before any test runs (one line, usage error)
+        from rankwise._outputs import check_outputs
+        from rankwise.errors import InputError
+
+        try:
+            check_outputs({"--rankwise-baseline": baseline}, force=True)
+        except InputError as exc:
+            raise pytest.UsageError(f"rankwise: {exc}") from None
     if baseline is not None:
-        session_defaults["baseline"] = str(Path(baseline).resolve())
-    if config.getoption("--rankwise-update-baseline", default=False):
+        session_defaults["baseline"] = str(_absolute(baseline))
+    if update:
         session_defaults["update"] = True
     accepted_baselines.clear()
 
@@ -48,13 +58,34 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def rankwise_baseline(pytestconfig: pytest.Config) -> Path | None:
     """The ``--rankwise-baseline`` path (absolute), or None when not given."""
     value = pytestconfig.getoption("--rankwise-baseline", default=None)
-    return None if value is None else Path(value).resolve()
+    return None if value is None else _absolute(value)
+
+
+def _absolute(path: str) -> Path:
+    """``path`` made absolute, symlinks resolved where they lead somewhere (a loop: left as it is, for the
+    reader's or the output guard's one-line error)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
 
 
 @pytest.fixture
 def rankwise_update_baseline(pytestconfig: pytest.Config) -> bool:
     """True under ``--rankwise-update-baseline``."""
     return bool(pytestconfig.getoption("--rankwise-update-baseline", default=False))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A test failed by rankwise's bad-input error (a baseline that is not UTF-8, nested too deeply, missing
+    ...) is reported as its one line, not as a traceback through rankwise's code."""
+    outcome = yield
+    from rankwise.errors import RankwiseError
+
+    report = outcome.get_result()
+    if call.excinfo is not None and report.failed and isinstance(call.excinfo.value, RankwiseError):
+        report.longrepr = f"rankwise: error: {' '.join(str(call.excinfo.value).splitlines())}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -88,6 +88,7 @@ def assert_no_regression(baseline: Any = None, candidate: Any = None, metrics: I
         >>> assert_no_regression({"q1": ["a"], "q2": ["a"]}, {"q1": ["a"], "q2": ["a"]}, "P@1", qrels=qrels).passed
         True
     """
+    __tracebackhide__ = True  # pytest shows the test's line and the message, not rankwise's own source
     baseline = session_defaults.get("baseline") if baseline is None else baseline
     if baseline is None:
         raise InputError("no baseline: pass one, or run pytest with --rankwise-baseline PATH", field="baseline")
@@ -165,21 +166,54 @@ def regression_message(result: GateResult, baseline: Any = None, candidate: Any 
     return "\n".join(lines)
 
 
+def _baseline_option(baseline: Any) -> str:
+    """How the user named the baseline: pytest's ``--rankwise-baseline`` when it came from there.
+
+    Example:
+        >>> _baseline_option("results/base.json")
+        'baseline'
+    """
+    given = session_defaults.get("baseline")
+    if given is not None and isinstance(baseline, (str, PathLike)):
+        with contextlib.suppress(OSError, RuntimeError):  # (a symlink loop: the guard names it)
+            if str(Path(baseline).resolve()) == given:
+                return "--rankwise-baseline"
+        if os.path.abspath(baseline) == given:
+            return "--rankwise-baseline"
+    return "baseline"
+
+
 def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: Any, relevance: str | None,
                     labels: Any, gate_options: Mapping[str, Any]) -> Path:
     """Write the candidate's result as the baseline (a ``.json``: scored per query; else the file copied)."""
+    from rankwise._atomic import atomic_write, atomic_write_text
+    from rankwise._outputs import check_outputs
     from rankwise.analysis.gate import is_rag_input, read_saved_result
 
     if not isinstance(baseline, (str, PathLike)):
         raise InputError("updating the baseline needs the baseline as a file path", field="baseline")
     path = Path(baseline)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # the update target checked before any work, by the one output guard (a baseline is rewritten on purpose)
+    check_outputs({_baseline_option(baseline): path}, [candidate if isinstance(candidate, (str, PathLike)) else None,
+                                                       qrels if isinstance(qrels, (str, PathLike)) else None,
+                                                       labels if isinstance(labels, (str, PathLike)) else None],
+                  force=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create its folder: {exc.strerror or exc}", source=str(path),
+                         field=_baseline_option(baseline)) from None
     if path.suffix.lower() != ".json":
         if not isinstance(candidate, (str, PathLike)):
             raise InputError("a baseline that is not .json is a copy of the candidate's file: pass the candidate "
                              "as a path, or name the baseline *.json to save the candidate's scores",
                              source=str(path), field="baseline")
-        shutil.copyfile(candidate, path)
+        try:
+            with open(candidate, "rb") as src, atomic_write(path, "wb") as fh:
+                shutil.copyfileobj(src, fh)
+        except OSError as exc:
+            raise InputError(f"cannot copy the candidate to the baseline: {exc.strerror or exc}", source=str(path),
+                             field=_baseline_option(baseline)) from None
     else:
         saved = read_saved_result(candidate)
         if saved is not None:
@@ -201,14 +235,18 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
                 result = candidate if isinstance(candidate, EvalResult) else evaluate(
                     qrels, candidate, names, relevance_level=level, missing=gate_options.get("missing", "zero"))
             text = to_json(result, per_query=True)
-        path.write_text(text + "\n", encoding="utf-8")
+        try:
+            atomic_write_text(path, text + "\n")
+        except OSError as exc:
+            raise InputError(f"cannot write the baseline: {exc.strerror or exc}", source=str(path),
+                             field=_baseline_option(baseline)) from None
     origin = _label(candidate, "candidate")
     accepted_baselines.append((_label(path, "baseline"), origin))
     warn(f"accepted a new baseline on purpose: wrote {_label(path, 'baseline')} from {origin} (no comparison made)")
     return path
 
 
-def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: Mapping[str, Any]) -> list:
+def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int | None, options: Mapping[str, Any]) -> list:
     """Per-case records of ``retriever`` (a rankwise pipeline spec, or a framework retriever / callable)."""
     from rankwise.adapters.run import run_retriever
     from rankwise.data.questions import records_queries
@@ -226,7 +264,7 @@ def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: M
 
             corpus = load_corpus(corpus)
         records = records_queries(testset)
-        res = run_retrieval(corpus, {r.id: r.question for r in records}, retriever, k=k,
+        res = run_retrieval(corpus, {r.id: r.question for r in records}, retriever, k=10 if k is None else k,
                             **{"quiet": True, **options})
         for r in records:
             r.chunks = [ChunkRecord(rank=i + 1, id=c.id, text=c.text, doc_id=c.doc_id, start=c.start, end=c.end,
@@ -240,7 +278,7 @@ def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int, options: M
 
 
 def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *,  # noqa: A002 (the issue's name)
-                     corpus: Any = None, k: int = 10, relevance: str = "span", labels: Any = None,
+                     corpus: Any = None, k: int | None = None, relevance: str = "span", labels: Any = None,
                      worst: int = 5, **options: Any):
     """Run ``retriever`` over ``testset`` and fail (``RegressionError``) when a metric's mean is under its
     minimum; returns the :class:`~rankwise.metrics.rag.RagResult` otherwise.
@@ -248,7 +286,9 @@ def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *, 
     ``retriever``: a rankwise pipeline spec (``"bm25"``, ``"hybrid"``, a
     :class:`~rankwise.retrieval.pipeline.RetrieverSpec`; needs ``corpus``) or a LangChain / LlamaIndex /
     Haystack retriever or callable (run by :func:`rankwise.run_retriever`). ``relevance``: the verdict source
-    (``span`` by default: the chunks' offsets against the reference spans). ``options`` go to the runner.
+    (``span`` by default: the chunks' offsets against the reference spans). ``k``: chunks per question
+    (default: a framework retriever's own depth, as in :func:`rankwise.run_retriever`; else 10).
+    ``options`` go to the runner.
 
     Example:
         >>> cases = [{"id": "q1", "question": "capital of France?", "reference_context_ids": ["d1"]}]
@@ -256,6 +296,7 @@ def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *, 
         >>> assert_retrieval(cases, "bm25", {"ndcg@10": 0.9}, corpus=corpus, relevance="ids").mean["ndcg@10"]
         1.0
     """
+    __tracebackhide__ = True  # pytest shows the test's line and the message, not rankwise's own source
     from rankwise.metrics.rag import evaluate_rag
 
     if not isinstance(min, Mapping) or not min:

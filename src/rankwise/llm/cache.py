@@ -7,7 +7,8 @@ event loop never waits on the disk), so a killed run loses at most the calls in 
 finished job makes no call at all. Only verdicts that were had are
 stored; failures are tried again on the next run.
 
-Default location: ``$RANKWISE_CACHE``, else ``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache``).
+Default location: ``$RANKWISE_CACHE``, else ``llm-judge.sqlite`` in ``$RANKWISE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -55,12 +57,24 @@ class CacheWriteError(RankwiseError):
     verdicts it cannot keep."""
 
 
-def default_cache_path() -> Path:
-    """``$RANKWISE_CACHE`` or ``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache`` by default)."""
-    env = os.environ.get("RANKWISE_CACHE")
+def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$RANKWISE_CACHE`` (a file), else ``llm-judge.sqlite`` in ``$RANKWISE_CACHE_DIR`` (the folder the embedding
+    cache obeys too), else in ``$XDG_CACHE_HOME/rankwise`` (``~/.cache/rankwise`` by default).
+
+    ``environ``: the variables to read (default ``os.environ``).
+
+    Example:
+        >>> str(default_cache_path({"RANKWISE_CACHE_DIR": "/tmp/rw-cache"}))
+        '/tmp/rw-cache/llm-judge.sqlite'
+    """
+    environ = os.environ if environ is None else environ
+    env = environ.get("RANKWISE_CACHE")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    folder = environ.get("RANKWISE_CACHE_DIR")
+    if folder:
+        return Path(folder).expanduser() / "llm-judge.sqlite"
+    base = environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "rankwise" / "llm-judge.sqlite"
 
 

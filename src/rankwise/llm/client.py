@@ -525,10 +525,10 @@ class FormatMemory:
         if self.path is None:
             return
         with contextlib.suppress(OSError):
+            from rankwise._atomic import atomic_write_text
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self._rows, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.path)
+            atomic_write_text(self.path, json.dumps(self._rows, indent=1, sort_keys=True))
 
 
 # ----------------------------------------------------------------------------------------------- client

@@ -88,7 +88,9 @@ def local_model_path(folder: str | PathLike | None = None) -> Path:
     except (OSError, ValueError) as exc:  # FileExistsError (a bad file there), a sha mismatch, no room
         raise LocalServerError(f"cannot write the local model to {path}: {exc}") from None
     st = path.stat()
-    stamp.write_text(f"{st.st_size} {st.st_mtime_ns} {pkg.EXPECTED_SHA256}\n", encoding="utf-8")
+    from rankwise._atomic import atomic_write_text
+
+    atomic_write_text(stamp, f"{st.st_size} {st.st_mtime_ns} {pkg.EXPECTED_SHA256}\n")
     return path
 
 

@@ -22,7 +22,7 @@ _ERR = "Chapelle, Metzler, Zhang & Grinspan, Expected reciprocal rank for graded
 _NERR = ("Azzopardi, Mackenzie & Moffat, ERR is not C/W/L: exploring the relationship between expected "
          "reciprocal rank and other metrics, ICTIR 2021")
 _RAGAS = "Es et al., Ragas: automated evaluation of retrieval augmented generation, EACL 2024 (context precision)"
-_RANKWISE = "rankwise, ../shared/SPEC.md and docs/context-metrics.md"
+_RANKWISE = "rankwise, docs/context-metrics.md"
 _PREFS = ("Carterette & Bennett, Evaluation measures for preference judgments, SIGIR 2008; trec_eval's "
           "m_prefs_*.c")
 _JG = "trec_eval 10.0, judgement groups (qrels_jg), m_*_avgjg.c"
@@ -50,7 +50,7 @@ REFERENCES: dict[str, tuple[str, str]] = {
     "set_F": ("(beta^2 + 1) P R / (beta^2 P + R) over the whole list", "van Rijsbergen 1979; " + _TREC),
     "wcp": ("sum_{i<=k} w_i rel_i / sum_{i<=k} w_i, w_i the decay (log 1/log2(i+1), linear 1/i, rbp p^(i-1), "
             "power i^-a, flat, curve)", _RANKWISE),
-    "acp": ("sum_{i<=k} P@i rel_i / (sum_{i<=k} rel_i + eps)", _RAGAS),
+    "acp": ("sum_{i<=k} P@i rel_i / sum_{i<=k} rel_i (ragas_compat=true: + 1e-10 in the denominator)", _RAGAS),
     "context_recall": ("reference passages found in the top k / reference passages", _RAGAS + "; " + _RANKWISE),
     "char_recall": ("|reference characters covered by the top-k spans| / |reference characters|", _RANKWISE),
     "f1_wcp": ("2 wcp@k CR@k / (wcp@k + CR@k)", _RANKWISE),

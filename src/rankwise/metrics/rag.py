@@ -19,11 +19,12 @@ from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import parse_measures
+from rankwise.relevance.diagnose import all_missing, no_match
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
-           "ACP_NOTE", "unscorable_reasons"]
+           "ACP_NOTE", "unscorable_reasons", "left_out", "no_match_summary"]
 
 R_BASIS_TEXT = {
     "reference passages": "reference passages (a passage counts once, however many chunks match it)",
@@ -38,6 +39,7 @@ ACP_NOTE = ("acp divides by the relevant chunks retrieved, not by the passages t
 
 
 DEFAULT_KS = (1, 3, 5, 10)
+NO_CHUNKS = "no retrieved chunks"  # the one unscorable reason that has ground truth: scored 0 under either policy
 
 
 def default_rag_metrics(k: Sequence[int], relevance: str, *, calls: bool = False, hops: bool = False) -> list[str]:
@@ -148,7 +150,7 @@ def unscorable_reasons(unscorable_cases: dict[str, str], relevance: str) -> str:
 def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = None,
                  k: int | Iterable[int] | None = None, metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
-                 relevance_level: int = 1, unscorable: str = "zero", incomplete: str = "zero",
+                 relevance_level: int = 1, unscorable: str = "skip", incomplete: str = "zero",
                  progress: bool = False, min_evidence_chars: int = MIN_EVIDENCE_CHARS,
                  copy: bool = True) -> RagResult:
     """Score a RAG test set's retrieved contexts against verdicts from one source.
@@ -172,8 +174,10 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
             are counted as not relevant, warned about with a count, and their reasons say so.
         id_field: ids mode: compare ``id`` or ``doc_id`` of chunks (default: id, else doc_id).
         relevance_level: grade from which an id/qrels grade counts as relevant.
-        unscorable: cases with no ground truth or no retrieved chunk: ``zero`` (score 0, kept in the means,
-            docs/context-metrics.md) or ``skip`` (left out of the means). Listed in the summary either way.
+        unscorable: cases with no ground truth (unanswerable questions) and cases with no retrieved chunk:
+            ``skip`` (default: a case without ground truth is left out of the means, as trec_eval leaves out
+            unjudged queries; a case whose retriever returned nothing scores 0) or ``zero`` (both score 0 and
+            stay in the means). Listed in the summary either way (docs/context-metrics.md).
         incomplete: cases with failed or missing verdicts: ``zero`` (those chunks count as not relevant,
             the case stays in the means) or ``skip``. Listed in the summary either way.
         progress: show a progress bar (stderr) while judging long test sets.
@@ -209,6 +213,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                           incomplete, matrix.r_basis, stored, verdict_counts(records, relevance),
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
                           relevance_level=relevance_level, min_evidence_chars=min_evidence_chars)
+    summary.update(no_match_summary(records, relevance, id_field))
     for message in [*case_warnings(records, [m.k for m in measures]), fragment_warning(records, relevance),
                     call_gaps(records, relevance)]:
         if message:
@@ -275,7 +280,8 @@ def checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: 
 def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str, incomplete: str
                     ) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """Which cases enter the means: the unscorable and the incomplete cases (id -> why) and the ids
-    left out of the means under the ``skip`` policies; no scorable case at all raises."""
+    left out of the means under the ``skip`` policies; no scorable case at all, or no chunk this source could
+    judge (:func:`rankwise.relevance.diagnose.all_missing`), raises."""
     unscorable_cases: dict[str, str] = {}
     incomplete_cases: dict[str, str] = {}
     for r in records:
@@ -285,13 +291,61 @@ def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str
         elif status.startswith("incomplete"):
             incomplete_cases[r.id] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(records):
+        failed = retrieval_failures(records)
+        if len(failed) == len(records):  # nothing was retrieved: the ground truth is not what to fix
+            case, error = next(iter(failed.items()))
+            raise InputError(f"no case can be scored: the retriever failed on every case (case {case!r}: {error}); "
+                             "fix the retriever and run it again", source=testset if isinstance(testset, (str, PathLike))
+                             else None, field="retrieval")
         raise none_scorable(unscorable_cases, relevance, testset)
-    skip: set[str] = set()
-    if unscorable == "skip":
-        skip |= set(unscorable_cases)
-    if incomplete == "skip":
-        skip |= set(incomplete_cases)
+    cannot = all_missing(records, relevance)  # every mean would be 0 for want of verdicts: stop, say why
+    if cannot:
+        raise InputError(cannot, source=testset if isinstance(testset, (str, PathLike)) else None,
+                         field="retrieved_contexts")
+    skip = {r.id for r in records if left_out(r.status.get(relevance, "ok"), unscorable, incomplete)}
     return unscorable_cases, incomplete_cases, skip
+
+
+def retrieval_failures(records: Any) -> dict[str, str]:
+    """Case id -> the error of each case whose retrieval failed (``run-adapter`` records keep it in
+    ``extra["retrieval"]["status"]``).
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord
+        >>> retrieval_failures([CaseRecord("q", extra={"retrieval": {"status": "failed: ValueError: boom"}})])
+        {'q': 'ValueError: boom'}
+    """
+    out = {}
+    for r in records:
+        status = ((getattr(r, "extra", None) or {}).get("retrieval") or {}).get("status")
+        if isinstance(status, str) and status.startswith("failed"):
+            out[r.id] = status.split(": ", 1)[1] if ": " in status else status
+    return out
+
+
+def left_out(status: str, unscorable: str, incomplete: str) -> bool:
+    """Whether a case of this status stays out of the means (both engines ask here). ``unscorable="skip"``
+    leaves out a case without ground truth (an unanswerable question: unjudged, as trec_eval leaves out
+    queries without judgements) but not one whose retriever returned nothing, which has ground truth and
+    scores 0 under either policy: a retriever that finds nothing is not rewarded for it.
+
+    Example:
+        >>> [left_out(s, "skip", "zero") for s in ("ok", "unscorable: no ground truth",
+        ...                                        "unscorable: no retrieved chunks", "incomplete: 1 failed verdict")]
+        [False, True, False, False]
+    """
+    kind, _, why = status.partition(": ")
+    if kind == "unscorable":
+        return unscorable == "skip" and why != NO_CHUNKS
+    return kind == "incomplete" and incomplete == "skip"
+
+
+def no_match_summary(records: list, relevance: str, id_field: str | None) -> dict:
+    """``{"no_match": sentence}`` when ``relevance`` verdicts matched nothing for a reason a user can fix
+    (:func:`rankwise.relevance.diagnose.no_match`), else ``{}``: printed under the table, kept in the JSON
+    summary, and warned once per system by compare-rag, gate and sweep."""
+    note = no_match(records, relevance, id_field)
+    return {"no_match": note} if note else {}
 
 
 def verdict_counts(records, relevance: str) -> dict[str, int]:
@@ -326,8 +380,7 @@ def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: d
         "evaluated": n_scored,
         "unscorable": len(unscorable_cases),
         "unscorable_cases": unscorable_cases,
-        "unscorable_treatment": ("scored 0 on every metric and kept in the means (docs/context-metrics.md)" if unscorable == "zero"
-                                 else "left out of the means"),
+        "unscorable_treatment": unscorable_treatment(unscorable_cases, unscorable),
         "incomplete": len(incomplete_cases),
         "incomplete_cases": incomplete_cases,
         "incomplete_treatment": ("failed/missing verdicts counted as not relevant; the case stays in the means"
@@ -339,6 +392,26 @@ def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: d
         "parameters": kept,
         "notes": [ACP_NOTE],
     }
+
+
+def unscorable_treatment(unscorable_cases: dict[str, str], unscorable: str) -> str:
+    """How the unscorable cases were treated, in words, for the reasons present.
+
+    Example:
+        >>> unscorable_treatment({"q1": "no ground truth"}, "skip")
+        'left out of the retrieval means, as trec_eval leaves out unjudged queries (--unscorable zero scores them 0)'
+    """
+    zero = "scored 0 on every metric and kept in the means (docs/context-metrics.md)"
+    if unscorable == "zero":
+        return zero
+    reasons = set(unscorable_cases.values())
+    skipped = ("left out of the retrieval means, as trec_eval leaves out unjudged queries (--unscorable zero "
+               "scores them 0)")
+    if NO_CHUNKS not in reasons:
+        return skipped
+    if reasons == {NO_CHUNKS}:
+        return zero
+    return f"no ground truth: {skipped}; {NO_CHUNKS}: {zero}"
 
 
 def none_scorable(reasons_by_case: dict[str, str], relevance: str, testset: Any = None) -> InputError:

@@ -64,7 +64,7 @@ def plot_calibration(result: CalibrationResult, path: str | PathLike, *, top: in
                  fontsize=9)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})  # ours: rewritten without --force
+    _save_png(fig, out, dpi)
     plt.close(fig)
     return out
 
@@ -110,6 +110,14 @@ def plot_position_fit(fit: PositionFit, path: str | PathLike, *, dpi: int = 120)
     ax.legend()
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})  # ours: rewritten without --force
+    _save_png(fig, out, dpi)
     plt.close(fig)
     return out
+
+
+def _save_png(fig, out: Path, dpi: int) -> None:
+    """The figure as a PNG tagged as ours (rewritten without --force), written whole or not at all."""
+    from rankwise._atomic import atomic_write
+
+    with atomic_write(out, "wb") as fh:
+        fig.savefig(fh, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})

@@ -12,7 +12,7 @@ from rankwise.analysis.ksweep import KSweep
 from rankwise.report.console import make_console
 from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p, p_phrase, signed
 
-__all__ = ["comparison_table", "comparison_caption", "ksweep_table", "print_comparison", "print_ksweep",
+__all__ = ["comparison_table", "failure_notes", "comparison_caption", "ksweep_table", "print_comparison", "print_ksweep",
            "print_gate", "emit_comparison", "fmt_p", "TEST_LABELS"]
 
 
@@ -73,6 +73,27 @@ def print_comparison(result: ComparisonResult, console: Console | None = None) -
     notes = [f"{c.system} {c.metric}: {c.note}" for c in result.comparisons if c.note]
     for note in notes:
         console.print(f"note: {note}", style="dim", highlight=False)
+    for line in failure_notes(result.summary):
+        console.print(line, highlight=False)
+
+
+def failure_notes(summary: dict) -> list[str]:
+    """Per system: its failure-class counts (non-zero classes) and its headroom sentence (docs/failures.md).
+
+    Example:
+        >>> failure_notes({"failure_classes": {"a": {"k": 5, "counts": {"hit": 2, "not retrieved": 0}}},
+        ...                "headroom": {"a": {"sentence": "a reranker ..."}}})
+        ['a: failure classes at K=5: hit 2', 'a: headroom: a reranker ...']
+    """
+    out = []
+    for system, classes in (summary.get("failure_classes") or {}).items():
+        # (cases without ground truth are said once, in the unscorable warning; their count stays in the JSON)
+        shown = "; ".join(f"{name} {n}" for name, n in classes["counts"].items() if n and name != "no ground truth")
+        out.append(f"{system}: failure classes at K={classes['k']}: {shown}")
+        room = (summary.get("headroom") or {}).get(system)
+        if room:
+            out.append(f"{system}: headroom: {room['sentence']}")
+    return out
 
 
 def print_ksweep(sweep: KSweep, console: Console | None = None) -> None:
@@ -101,6 +122,10 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
                       f"{TEST_LABELS.get(result.settings['test'], result.settings['test'])}, alpha {result.alpha}"
                       + (f", {CORRECTION_LABELS[result.settings['correction']]} correction"
                          if result.settings["correction"] != "none" else "") + ")")
+    if s.get("verdict_source"):
+        how = ("the default; --relevance names another" if s.get("verdict_source_from") == "default"
+               else "--relevance")
+        console.print(f"verdict source: {escape(s['verdict_source'])} ({how})", highlight=False)
     if s.get("only_in_baseline") or s.get("only_in_candidate"):
         console.print(f"[yellow]query sets differ: {s.get('only_in_baseline', 0)} only in the baseline, "
                       f"{s.get('only_in_candidate', 0)} only in the candidate (left out)[/yellow]")

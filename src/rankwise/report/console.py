@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rankwise._words import count
 from rankwise.metrics.evaluate import EvalResult
@@ -98,8 +99,8 @@ def metric_card(name: str) -> Table:
             ("formula", m.formula or "-"), ("reference", m.reference or "-")]
     if m.undefined_when:
         rows.append(("undefined when", m.undefined_when + " (null, left out of the mean and counted)"))
-    for row in rows:
-        table.add_row(*row)
+    for field_name, value in rows:
+        table.add_row(field_name, Text(value))  # plain text: a formula's [brackets] are not console markup
     return table
 
 

@@ -1,6 +1,6 @@
 """One self-contained HTML report of a comparison: opens offline, no CDN, charts are inline SVG.
 
-Sections: summary table with significance marks, metric-vs-K curves, per-query delta charts, score
+Sections: summary table with significance marks, per-slice means and differences (when sliced), metric-vs-K curves, per-query delta charts, score
 distributions, the rank-vs-verdict probe (with records), and a per-question drill-down (chunk text,
 verdicts and reasons with records; retrieved documents and their qrels grades with runs).
 
@@ -30,6 +30,7 @@ import numpy as np
 from rankwise._outputs import HTML_GENERATOR
 from rankwise._words import count
 from rankwise.analysis.compare import ComparisonResult
+from rankwise.analysis.failures import FAILURE_CLASSES
 from rankwise.analysis.ksweep import KSweep
 from rankwise.analysis.report_inputs import ReportInputs, report_inputs
 from rankwise.errors import InputError
@@ -178,6 +179,16 @@ def _grid_section(cmp: ComparisonResult, grid: Mapping[str, Any] | None) -> str:
             f"{s['alpha']}; unmarked: no significant difference; \u2014: not run.</p></section>")
 
 
+# ---------------------------------------------------------------------------------------------- slices
+def _slices_section(slices: Any) -> str:
+    """Per-slice means and differences (:class:`rankwise.analysis.slices.Slices`), when the cases were sliced."""
+    if slices is None:
+        return ""
+    from rankwise.report.slices import slices_html
+
+    return slices_html(slices)
+
+
 # ---------------------------------------------------------------------------------------------- charts
 def _sweep_section(sweeps: Sequence[KSweep], colors: Mapping[str, str]) -> str:
     if not sweeps:
@@ -285,10 +296,43 @@ def _clip(text: str | None, limit: int) -> str:
     return escape(text if len(text) <= limit else text[:limit] + f" \u2026 [{len(text) - limit} more characters]")
 
 
-def _records_block(rec: Any, max_chunks: int, max_text: int, source: str | None) -> str:
+_COLLAPSE = 700  # characters from which a chunk shows its first lines and a "show the whole chunk" button
+
+
+def _marked(text: str | None, ranges: Sequence[Sequence[int]], limit: int) -> str:
+    """The text escaped, each reference range in a ``<mark>`` (titled with its passage), cut at ``limit``."""
+    if not text:
+        return ""
+    cut = text[:limit]
+    out, at = [], 0
+    for start, end, passage in sorted((int(a), int(b), int(p)) for a, b, p in ranges):
+        start, end = max(start, at), min(end, len(cut))
+        if start >= end:
+            continue
+        out.append(escape(cut[at:start]))
+        out.append(f'<mark data-passage="{passage + 1}" title="reference passage {passage + 1}">'
+                   f"{escape(cut[start:end])}</mark>")
+        at = end
+    out.append(escape(cut[at:]))
+    if len(text) > limit:
+        out.append(f" \u2026 [{len(text) - limit} more characters]")
+    return "".join(out)
+
+
+def _chunk_text(chunk: Any, ranges: Sequence[Sequence[int]], max_text: int) -> str:
+    text = (_get(chunk, "text") or "").rstrip()
+    body = _marked(text, ranges, max_text)
+    if len(text) <= _COLLAPSE:
+        return f'<div class="chunk-text">{body}</div>'
+    return (f'<div class="chunk-text long">{body}</div><button type="button" class="more">show the whole chunk '
+            f"({len(text):,} characters)</button>")
+
+
+def _records_block(rec: Any, max_chunks: int, max_text: int, source: str | None,
+                   marks: Sequence[Sequence[Any]] = ()) -> str:
     items = []
     chunks = list(_get(rec, "chunks") or [])
-    for chunk in chunks[:max_chunks]:
+    for i, chunk in enumerate(chunks[:max_chunks]):
         badges, klass, stripes = _verdict_badges(chunk, source)
         meta = [f"#{_get(chunk, 'rank')}"]
         for key in ("id", "doc_id"):
@@ -298,7 +342,7 @@ def _records_block(rec: Any, max_chunks: int, max_text: int, source: str | None)
             meta.append(f"score {_get(chunk, 'score'):.4g}")
         items.append(f'<li class="{klass}" data-verdicts="{escape(json.dumps(stripes))}">'
                      f'<div class="chunk-head">{_DOT.join(meta)} {badges}</div>'
-                     f'<div class="chunk-text">{_clip(_get(chunk, "text"), max_text)}</div></li>')
+                     f'{_chunk_text(chunk, marks[i] if i < len(marks) else (), max_text)}</li>')
     more = f"<p class=note>{len(chunks) - max_chunks} more chunks not shown</p>" if len(chunks) > max_chunks else ""
     response = _get(rec, "response")
     resp = f'<div class="ref"><b>Response:</b> {_clip(response, max_text)}</div>' if response else ""
@@ -311,8 +355,8 @@ def _case_header(rec: Any, max_text: int) -> str:
         parts.append(f'<div class="ref"><b>Reference answer:</b> {_clip(_get(rec, "reference"), max_text)}</div>')
     passages = _get(rec, "reference_contexts") or []
     if passages:
-        lis = "".join(f"<li>{_clip(_get(p, 'text') if not isinstance(p, str) else p, max_text)}</li>"
-                      for p in passages)
+        lis = "".join(f'<li><mark data-passage="{i}">{_clip(_get(p, "text") if not isinstance(p, str) else p, max_text)}'
+                      f"</mark></li>" for i, p in enumerate(passages, start=1))
         parts.append(f'<div class="ref"><b>Reference passages:</b><ol>{lis}</ol></div>')
     ids = _get(rec, "reference_context_ids")
     if ids:
@@ -407,8 +451,11 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
                 rec = by_id.get(s, {}).get(qid)
                 if rec is None:
                     continue
-                cols.append(f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}</h4>'
-                            f"{_records_block(rec, max_chunks, max_text, inputs.verdict_source)}</div>")
+                cls = inputs.classes.get(s, {}).get(qid)
+                tag = f' <span class="fclass" data-class="{escape(cls)}">{escape(cls)}</span>' if cls else ""
+                marks = inputs.highlights.get(s, {}).get(qid, ())
+                cols.append(f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}{tag}</h4>'
+                            f"{_records_block(rec, max_chunks, max_text, inputs.verdict_source, marks)}</div>")
             body.append(f'<div class="systems">{"".join(cols)}</div>')
         elif runs:
             judgements = qrels.judgements(qid) if qrels is not None else {}
@@ -418,18 +465,28 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
             body.append(f'<div class="systems">{"".join(cols)}</div>')
         search = f"{qid} {question or ''}".lower()
         sort_keys = json.dumps({m: float(size[m][qi]) for m in cmp.metrics})
+        worst = json.dumps({m: float(np.nan_to_num(cmp.per_query(cmp.baseline, m)[qi])) for m in cmp.metrics})
+        classes = {s: inputs.classes[s][qid] for s in cmp.systems if qid in inputs.classes.get(s, {})}
+        tags = "".join(f'<span class="fclass" data-class="{escape(c)}" title="{escape(s)}">{escape(s)}: '
+                       f"{escape(c)}</span>" for s, c in classes.items())
+        nogt = ' data-nogt="1"' if "no ground truth" in classes.values() else ""
         items.append(f'<details class="query" data-qid="{escape(qid)}" data-search="{escape(search)}" '
-                     f'data-index="{qi}" data-size="{escape(sort_keys)}">'
+                     f'data-index="{qi}" data-size="{escape(sort_keys)}" data-value="{escape(worst)}" '
+                     f'data-classes="{escape(json.dumps(classes))}"{nogt}>'
                      f'<summary><span class="qid">{escape(qid)}</span><span class="question">'
-                     f'{escape(question or "")}</span>{"".join(vals)}</summary>'
+                     f'{escape(question or "")}</span>{"".join(vals)}{tags}</summary>'
                      f'<div class="body">{"".join(body)}</div></details>')
     shown = len(items)
     note = (f"{shown} of {len(cmp.query_ids)} queries" if shown < len(cmp.query_ids) else count(shown, "query", "queries"))
     note = (f'{escape(note)}, largest |{escape(first)} \u2212 {escape(cmp.baseline)}| on '
             f'<span id="order-metric">{escape(primary)}</span> first')
+    present = {c for per in inputs.classes.values() for c in per.values()}
+    options = "".join(f'<option value="{escape(c)}">{escape(c)}</option>' for c in FAILURE_CLASSES if c in present)
+    picker = (f'<label>failure class <select id="class-filter"><option value="">all</option>{options}</select>'
+              f"</label>" if options else "")
     return (f'<section class="card" id="queries"><h2>Per-question drill-down</h2>'
             f'<div class="controls"><input id="query-filter" type="search" placeholder="filter by id or text">'
-            f'<span id="query-count" class="note">{note}</span>'
+            f'{picker}<span id="query-count" class="note">{note}</span>'
             f'<button id="expand-all" type="button">expand all</button>'
             f'<button id="collapse-all" type="button">collapse all</button></div>'
             f'<div id="query-list">{"".join(items)}</div></section>')
@@ -470,6 +527,7 @@ def render_html_report(
     max_chunks: int = 10,
     max_text: int = 1200,
     max_queries: int | None = None,
+    slices: Any = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_html_report`)."""
     if inputs is None:
@@ -486,6 +544,7 @@ def render_html_report(
     sections = [
         _grid_section(comparison, grid),
         _summary_section(comparison),
+        _slices_section(slices),
         _sweep_section(sweeps, colors),
         _delta_section(comparison),
         _distribution_section(comparison, colors),
@@ -496,6 +555,8 @@ def render_html_report(
     store = {d: inputs.documents[d][:max_text * 2] for d in sorted(needed)} if inputs.documents else {}
     doc_json = script_json(store)
     nav = ([("grid", "Grid")] if grid else []) + [("summary", "Summary")]
+    if slices is not None:
+        nav.append(("slices", f"By {slices.title}"))
     if sweeps:
         nav.append(("ksweep", "Metric vs K"))
     nav += [("deltas", "Per-query differences"), ("distributions", "Distributions")]
@@ -564,7 +625,8 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
             file), ``verdict_source`` (the source whose verdicts colour the chunks at first; the report
             lets the reader switch), ``inputs`` (a :class:`~rankwise.analysis.report_inputs.ReportInputs`
             built already, instead of the options above), ``title``, ``notes``, ``max_chunks``,
-            ``max_text``, ``max_queries``. Loading and probing happen in
+            ``max_text``, ``max_queries``, ``slices`` (a :class:`~rankwise.analysis.slices.Slices` of the
+            comparison: a table of per-slice means and differences under the summary). Loading and probing happen in
             :func:`~rankwise.analysis.report_inputs.report_inputs`; this module only renders.
 
     Example:
@@ -582,9 +644,11 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
     out = Path(path)
     text = render_html_report(comparison, **options)
     try:
+        from rankwise._atomic import atomic_write_text
+
         if out.parent and not out.parent.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        atomic_write_text(out, text)
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc.strerror}", source=out) from None
     return out

@@ -64,7 +64,10 @@ def plot_report(path: str | PathLike, *, comparison: ComparisonResult | None = N
         fig.tight_layout()
         out = Path(path)
         try:
-            fig.savefig(out, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})
+            from rankwise._atomic import atomic_write
+
+            with atomic_write(out, "wb") as fh:
+                fig.savefig(fh, dpi=dpi, format="png", metadata={"Software": PNG_SOFTWARE})
         except OSError as exc:
             raise InputError(f"cannot write the plot: {exc.strerror}", source=out) from None
     finally:

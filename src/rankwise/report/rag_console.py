@@ -8,7 +8,7 @@ from rich.table import Table
 
 from rankwise.report.console import make_console
 
-__all__ = ["rag_summary_lines", "rag_table", "rag_notes", "print_rag", "ACP_FOOTNOTE"]
+__all__ = ["rag_summary_lines", "failure_lines", "rag_table", "rag_notes", "print_rag", "ACP_FOOTNOTE"]
 
 ACP_FOOTNOTE = ("† acp divides by the relevant chunks retrieved, not by what exists: one relevant chunk at rank 1 "
                 "scores 1.0 however much was missed. Read it with recall.")
@@ -35,7 +35,33 @@ def rag_summary_lines(summary: dict) -> list[str]:
         lines.append(f"{name} undefined for {n} case{'s' if n != 1 else ''} ({why.get(name, 'empty denominator')}; "
                      f"left out of its mean)")
     lines.append(f"recall counts {summary.get('recall_basis')}")
+    if summary.get("no_match"):  # why every verdict is 0: said once, with the fix
+        lines.append(f"nothing can match: {summary['no_match']}")
+    if summary.get("no_answer"):
+        from rankwise.report.no_answer import no_answer_lines
+
+        lines.extend(no_answer_lines(summary["no_answer"]))
+    lines += failure_lines(summary)
     return lines
+
+
+def failure_lines(summary: dict) -> list[str]:
+    """The failure-class counts (non-zero classes) and the headroom sentence, when the summary has them.
+
+    Example:
+        >>> failure_lines({"failure_classes": {"k": 5, "counts": {"hit": 3, "not retrieved": 1, "id mismatch": 0}},
+        ...                "headroom": {"sentence": "a reranker could lift ndcg@5 from 0.50 to at most 0.75"}})
+        ['failure classes at K=5: hit 3; not retrieved 1 (rankwise explain RECORDS CASE_ID: one case)', 'headroom: a reranker could lift ndcg@5 from 0.50 to at most 0.75']
+    """
+    out = []
+    classes = summary.get("failure_classes")
+    if classes:
+        # (cases without ground truth are said once, in the unscorable line; their count stays in the JSON)
+        shown = "; ".join(f"{name} {n}" for name, n in classes["counts"].items() if n and name != "no ground truth")
+        out.append(f"failure classes at K={classes['k']}: {shown} (rankwise explain RECORDS CASE_ID: one case)")
+    if summary.get("headroom"):
+        out.append(f"headroom: {summary['headroom']['sentence']}")
+    return out
 
 
 def _cell(value, digits: int) -> str:

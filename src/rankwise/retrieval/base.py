@@ -18,8 +18,8 @@ from rankwise.errors import InputError, RankwiseError
 from rankwise.progress import progress
 from rankwise.retrieval.chunking import Chunk
 
-__all__ = ["Retriever", "check_chunks", "check_queries", "check_k", "hits_to_run", "id_order", "progress", "set_threads",
-           "top_k"]
+__all__ = ["Retriever", "check_chunks", "check_queries", "check_k", "hits_to_run", "id_order", "import_extra", "progress",
+           "set_threads", "top_k"]
 
 
 class Retriever(ABC):
@@ -138,3 +138,26 @@ def set_threads(threads: int | None = None) -> int:
     return max(1, int(threads))
 
 
+def import_extra(module: str, needed_by: str, *, package: str | None = None, extra: str = "retrieval"):
+    """``import module``; when it is missing (or fails to import), one :class:`RankwiseError` line naming the
+    extra and the package to install, never a traceback.
+
+    Example:
+        >>> import_extra("math", "counting").__name__
+        'math'
+        >>> try:
+        ...     import_extra("no_such_module_here", "dense retrieval", package="faiss-cpu")
+        ... except RankwiseError as exc:
+        ...     print(exc)
+        dense retrieval needs no_such_module_here, which is not installed: pip install 'rankwise[retrieval]' (or pip install faiss-cpu)
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        fix = f"pip install 'rankwise[{extra}]' (or pip install {package or module})"
+        if isinstance(exc, ModuleNotFoundError) and exc.name == module:
+            raise RankwiseError(f"{needed_by} needs {module}, which is not installed: {fix}") from None
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise RankwiseError(f"{needed_by} needs {module}, which failed to import ({reason}): {fix}") from None

@@ -21,6 +21,7 @@ from rankwise.retrieval.base import (
     check_queries,
     hits_to_run,
     id_order,
+    import_extra,
     require_index,
     top_k,
 )
@@ -110,8 +111,7 @@ class BM25Retriever(Retriever):
         self._tie_order = np.zeros(0, dtype=np.int64)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        import bm25s
-
+        bm25s = import_extra("bm25s", "BM25 retrieval")
         chunks = check_chunks(chunks)
         vocab: dict[str, int] = {}
         corpus_ids: list[list[int]] = []

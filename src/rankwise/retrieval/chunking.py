@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from rankwise._atomic import atomic_write
 from rankwise.data._text import iter_json_lines
 from rankwise.errors import InputError
 from rankwise.retrieval.corpus import Corpus, Document
@@ -222,7 +223,7 @@ def check_chunking(chunks: Sequence[Chunk], corpus: Corpus, *, source: str = "<c
 def write_chunks(chunks: Iterable[Chunk], path: str | PathLike) -> int:
     """Write chunks as JSON Lines (``id``, ``doc_id``, ``start``, ``end``, ``text``); returns the count."""
     count = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for c in chunks:
             fh.write(json.dumps(c.to_json(), ensure_ascii=False) + "\n")
             count += 1

@@ -25,6 +25,7 @@ from rankwise.retrieval.base import (
     check_k,
     check_queries,
     hits_to_run,
+    import_extra,
     require_index,
     set_threads,
 )
@@ -209,8 +210,7 @@ class DenseRetriever(Retriever):
         self._chunk_ids: list[str] = []
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        import faiss
-
+        faiss = import_extra("faiss", "dense retrieval", package="faiss-cpu")
         chunks = check_chunks(chunks)
         vectors = self.embedder.embed([self.doc_prefix + c.indexed_text for c in chunks],
                                       description=f"{self.name}: embedding chunks")

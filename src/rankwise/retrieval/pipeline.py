@@ -24,9 +24,10 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
+from rankwise._atomic import atomic_write
 from rankwise.data import Run, write_jsonl_run, write_trec_run
 from rankwise.errors import InputError
-from rankwise.retrieval.base import Retriever, check_k, check_queries
+from rankwise.retrieval.base import Retriever, check_k, check_queries, import_extra
 from rankwise.retrieval.chunking import DEFAULT_SEPARATORS, Chunk, chunk_corpus, write_chunks
 from rankwise.retrieval.corpus import Corpus, Document
 from rankwise.retrieval.hybrid import FusionMethod, fuse
@@ -275,6 +276,7 @@ def run_retrievers(
                 depth = max(depth, s.fusion_depth)
             if s.rerank is not None:
                 depth = max(depth, s.rerank_top_n)
+    _check_libraries(specs)
     shared = _Shared(chunk_list, queries, depth, cache_dir=cache_dir, quiet=quiet, threads=threads)
     for _, s in specs:  # load rerankers first: a model that cannot load fails before any indexing
         if isinstance(s, RetrieverSpec) and s.rerank is not None:
@@ -291,6 +293,16 @@ def run_retrievers(
         run = _run_spec(label, spec, shared, queries, texts, k, timings, quiet)
         results[label] = _result(label, run, chunk_list, timings, spec)
     return results
+
+
+def _check_libraries(specs: list) -> None:
+    """The optional libraries the specs need, imported before any model loads or index is built: a missing
+    one is one line naming the extra to install (``pip install 'rankwise[retrieval]'``), not a traceback."""
+    kinds = {s.kind for _, s in specs if isinstance(s, RetrieverSpec)}
+    if kinds & {"bm25", "hybrid"}:
+        import_extra("bm25s", "BM25 retrieval")
+    if kinds & {"dense", "hybrid"}:
+        import_extra("faiss", "dense retrieval", package="faiss-cpu")
 
 
 def _chunk_list(corpus: Corpus | Mapping[str, str] | Iterable[Document] | None, chunks: Sequence[Chunk] | None,
@@ -427,7 +439,7 @@ def write_rag_testset(result: RetrievalResult, queries_path: str | PathLike, pat
     from rankwise.retrieval.corpus import query_rows
 
     count = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for _, qid, _, obj in query_rows(queries_path):
             row = {key: value for key, value in obj.items() if key != "retrieved_context_ids"}
             if not any(key in row for key in ("id", "query_id", "qid", "question_id", "case_id")):

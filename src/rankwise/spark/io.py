@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.load import headerless_trec
 from rankwise.errors import InputError, RankwiseError
 
 __all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "check_workers", "PROBLEM"]
@@ -188,7 +189,7 @@ def read_qrels(spark, path: str | os.PathLike):
         raise InputError("no such file", source=path)
     if _is_parquet(path):
         return _check_columns(spark.read.parquet(spark_path(path)), ["query_id", "doc_id", "relevance"], path)
-    if Path(path).suffix.lower() in (".csv", ".tsv"):
+    if Path(path).suffix.lower() in (".csv", ".tsv") and not headerless_trec(path, "qrels"):
         df = spark.read.csv(spark_path(path), header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
         df = _rename(df, {"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"})
         df = _check_columns(df, ["query_id", "doc_id", "relevance"], path)
@@ -222,7 +223,7 @@ def read_run(spark, path: str | os.PathLike):
         wanted = ["query_id", "doc_id", "score"] if "score" in df.columns or "rank" not in df.columns \
             else ["query_id", "doc_id", "rank"]
         return _check_columns(df, wanted, path)
-    if Path(path).suffix.lower() in (".csv", ".tsv"):
+    if Path(path).suffix.lower() in (".csv", ".tsv") and not headerless_trec(path, "run"):
         df = spark.read.csv(spark_path(path), header=True, sep="\t" if path.lower().endswith(".tsv") else ",")
         df = _rename(df, {"query-id": "query_id", "qid": "query_id", "corpus-id": "doc_id", "docid": "doc_id"})
         df = _check_columns(df, ["query_id", "doc_id", "score"], path)

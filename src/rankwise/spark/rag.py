@@ -25,8 +25,9 @@ from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
 from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns, note_undefined
-from rankwise.metrics.rag import checked_cutoffs, default_rag_metrics, none_scorable, rag_summary
+from rankwise.metrics.rag import checked_cutoffs, default_rag_metrics, left_out, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
+from rankwise.relevance.diagnose import missing_sentence
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.spark.io import check_workers, require_pyspark
 
@@ -153,12 +154,11 @@ def _scored_batch(objs: list[Any], names: list[str], relevance: str, options: di
     values = evaluate_matrix(matrix, names).per_query.values
     statuses = [r.status.get(relevance, "ok") for r in records]
     counts = _status_counts(records, relevance)
-    skip = options["skip"]
+    unscorable, incomplete = options["skip"]
     dups = [_first_repeat(r) for r in records]
     lines = []
     for i, r in enumerate(records):
-        kind = statuses[i].split(":", 1)[0]
-        if kind in skip:
+        if left_out(statuses[i], unscorable, incomplete):
             r.scores[relevance] = {name: None for name in names}
         else:
             r.scores[relevance] = {name: (None if np.isnan(v) else float(v))
@@ -217,7 +217,7 @@ def _first_repeat(record) -> tuple[str | None, int]:
 
 def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] | None = None,
                  metrics: Iterable[str] | str | None = None, min_overlap: float = 0.5, threshold: float = 0.8,
-                 id_field: str | None = None, relevance_level: int = 1, unscorable: str = "zero",
+                 id_field: str | None = None, relevance_level: int = 1, unscorable: str = "skip",
                  incomplete: str = "zero", json_column: str | None = None,
                  min_evidence_chars: int = MIN_EVIDENCE_CHARS) -> SparkRagResult:
     """Score a RAG test set or per-case records held in a Spark DataFrame; same numbers as
@@ -255,7 +255,7 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     if json_column is not None and json_column not in cases.columns:
         raise InputError(f"no column {json_column!r}; columns: {cases.columns}", field="json_column")
     check_workers(cases.sparkSession)
-    skip = {s for s, v in (("unscorable", unscorable), ("incomplete", incomplete)) if v == "skip"}
+    skip = (unscorable, incomplete)  # the policies: left_out() decides per case, as rankwise.evaluate_rag
     options = {"min_overlap": min_overlap, "threshold": threshold, "id_field": id_field,
                "relevance_level": relevance_level, "min_evidence_chars": min_evidence_chars}
     out = cases.mapInArrow(_Worker(names, relevance, json_column, options, skip), _schema(len(names)))
@@ -316,11 +316,10 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
             incomplete_cases[cid] = status.split(": ", 1)[1]
     if len(unscorable_cases) == len(id_list):
         raise none_scorable(unscorable_cases, relevance)  # the words of rankwise.evaluate_rag
-    skip = set()
-    if unscorable == "skip":
-        skip |= set(unscorable_cases)
-    if incomplete == "skip":
-        skip |= set(incomplete_cases)
+    counts = {key: int(np.asarray(local.column(f"_{key}").to_numpy()).sum()) for key in ("ok", "failed", "missing")}
+    if counts["missing"] and not counts["ok"] and not counts["failed"]:  # as evaluate_rag: nothing could be judged
+        raise InputError(missing_sentence(relevance, counts["missing"]), field="retrieved_contexts")
+    skip = {cid for cid, status in zip(id_list, statuses, strict=True) if left_out(status, unscorable, incomplete)}
     scored_rows = np.array([i for i in order.tolist() if id_list[i] not in skip], dtype=np.int64)
     if not len(scored_rows):
         raise InputError(f"no case can be scored with relevance {relevance!r}: "
@@ -330,9 +329,6 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
         values[:, j] = np.asarray(local.column(f"m{j}").to_numpy(), dtype=np.float64)[scored_rows]
     bases = {local.column("_basis")[int(i)].as_py() for i in scored_rows}
     r_basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
-    counts = {"ok": 0, "failed": 0, "missing": 0}
-    for key in counts:
-        counts[key] = int(np.asarray(local.column(f"_{key}").to_numpy()).sum())
     summary = rag_summary(len(id_list), relevance, len(scored_rows), unscorable_cases, incomplete_cases, unscorable,
                        incomplete, r_basis, stored, counts, **options)
     for message in [*case_warnings(_stand_ins(local), [m.k for m in measures]),

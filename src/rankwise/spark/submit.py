@@ -64,7 +64,9 @@ def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance
 def _write_json(payload: dict, output: str | None) -> None:
     text = json.dumps(payload, indent=2, ensure_ascii=False)
     if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        from rankwise._atomic import atomic_write_text
+
+        atomic_write_text(output, text + "\n")
     else:
         click.echo(text)
 
@@ -114,7 +116,7 @@ def eval_job(qrels, run, metrics, relevance_level, missing, master, buckets, out
               help="containment, span, fuzzy, ids, or a source stored in the records (llm, human ...).")
 @click.option("-k", "ks", multiple=True, type=int, help="Cutoffs for the default metrics (default 1 3 5 10).")
 @click.option("-m", "--metric", "metrics", multiple=True, help="Metric name, repeatable or comma-separated.")
-@click.option("--unscorable", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
+@click.option("--unscorable", type=click.Choice(["zero", "skip"]), default="skip", show_default=True)
 @click.option("--incomplete", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
 @click.option("--master", default=None, help="Spark master; default: what spark-submit (or the cluster) sets.")
 @click.option("--output", default=None, help="Write the JSON result (summary, means) here instead of stdout.")

@@ -28,6 +28,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write
 from rankwise.errors import InputError
 from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.locate import Located, normalise
@@ -282,7 +283,7 @@ def import_testset(path: str | PathLike, corpus: Corpus, *, out: str | PathLike,
     fmt, cases = read_foreign(path, fmt)
     matcher = CorpusMatcher(corpus, threshold)
     summary = ImportSummary(format=fmt, questions=len(cases), out=str(out))
-    with open(out, "w", encoding="utf-8") as fh:
+    with atomic_write(out) as fh:
         for case in cases:
             refs, unmapped, hows = [], [], []
             for text in case["contexts"]:
@@ -328,6 +329,7 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
         >>> shutil.rmtree(tmp)
     """
     from rankwise.data._text import iter_json_lines
+    from rankwise.data.testset import KNOWN_FIELDS
 
     if to not in ("ragas", "deepeval"):
         raise InputError(f"unknown target {to!r}; choose ragas or deepeval", field="to")
@@ -346,12 +348,12 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
                             "reference_contexts": texts, "reference_context_ids": ids})
         else:
             meta = {"id": cid, "reference_spans": [{k: r.get(k) for k in ("doc_id", "start", "end")} for r in refs]}
-            for k in ("style", "language", "difficulty"):
-                if k in obj:
-                    meta[k] = obj[k]
+            for k, v in obj.items():  # the case's own fields (style, language, difficulty ...), kept as given
+                if k not in KNOWN_FIELDS and k not in meta:
+                    meta[k] = v
             samples.append({"name": cid, "input": q, "expected_output": obj.get("reference"), "context": texts,
                             "source_file": refs[0]["doc_id"] if refs else None, "additional_metadata": meta})
-    with open(out, "w", encoding="utf-8") as fh:
+    with atomic_write(out) as fh:
         if to == "ragas":
             for s in samples:
                 fh.write(json.dumps(s, ensure_ascii=False) + "\n")

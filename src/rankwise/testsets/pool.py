@@ -272,8 +272,9 @@ def _judge_pool(cfg: LLMConfig, settings: Any, judge_cases: list, to_judge: dict
 def _write_pooled(cases: list[tuple[int, dict]], testset: Any, out: str | PathLike, extra: dict[str, list[dict]],
                   judged: dict[str, list[dict]], provenance: dict[str, Any]) -> None:
     """The test set with the relevant spans added and the judged ones listed, written to ``out`` atomically."""
-    tmp = Path(str(out) + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    from rankwise._atomic import atomic_write
+
+    with atomic_write(out) as fh:
         for _, obj in cases:
             cid = _case_id(obj, testset, 0)
             row = dict(obj)
@@ -284,7 +285,6 @@ def _write_pooled(cases: list[tuple[int, dict]], testset: Any, out: str | PathLi
                 row.setdefault("provenance", {})
                 row["provenance"] = {**row["provenance"], "pooled": provenance}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(out)
 
 
 def pool_lines(s: PoolSummary) -> list[str]:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import random
 import re
 from collections import Counter
@@ -597,10 +596,10 @@ def _drop_failed_calls(path: Path, rows: list[dict[str, Any]]) -> list[dict[str,
     failures: a failed call is not an answer."""
     kept = [r for r in rows if r.get("reason") != "call_failed"]
     if len(kept) < len(rows):
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
+        from rankwise._atomic import atomic_write
+
+        with atomic_write(path) as fh:
             fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-        os.replace(tmp, path)
     return kept
 
 

@@ -20,6 +20,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write_text
+
 __all__ = ["DemoResult", "run_demo", "DEMO_SYSTEMS", "DEMO_KS", "demo_metrics", "LLMDemoResult", "run_llm_demo",
            "llm_demo_seconds", "agreement_sentence", "JUDGES"]
 
@@ -147,7 +149,7 @@ def run_demo(out: str | PathLike = "rankwise-demo", *, dataset: str = "kestrel",
     timings["total"] = time.perf_counter() - t0
     result = DemoResult(labels, metrics, means, summaries, comparison, winner, files, settings, timings)
     summary_path = out / "summary.json"
-    summary_path.write_text(json.dumps(_summary_json(result, retrieved), indent=2), encoding="utf-8")
+    atomic_write_text(summary_path, json.dumps(_summary_json(result, retrieved), indent=2))
     files["summary"] = str(summary_path)
     return result
 
@@ -380,8 +382,8 @@ def _compare(records: list, folder: Path, summary: Any, model: str, base_url: st
              "cache": str(folder / "judge.sqlite"), "summary": str(folder / "summary.json")}
     result = LLMDemoResult(model, base_url, len(records), k, agr, effects, summary, agreement_sentence(agr),
                            expected, seconds, files)
-    Path(files["summary"]).write_text(json.dumps({
+    atomic_write_text(files["summary"], json.dumps({
         "model": model, "questions": len(records), "k": k, "agreement": agr.to_dict(), "verdict_effect": effects,
         "judge": summary.to_dict() if hasattr(summary, "to_dict") else None, "sentence": result.sentence,
-        "expected_seconds": expected, "seconds": seconds}, indent=2, default=str), encoding="utf-8")
+        "expected_seconds": expected, "seconds": seconds}, indent=2, default=str))
     return result

@@ -43,6 +43,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise._atomic import atomic_write_text
 from rankwise.data.finite import finite_json
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError, warn
@@ -122,6 +123,7 @@ class SweepResult:
         records: label -> per-case records (chunks, verdicts, scores).
         info: label -> {"chunks", "reused_from", "timings"}; ``skipped``: configurations left out and why.
         settings, timings: what was run, seconds per step.
+        diagnoses: label -> {"failure_classes", "headroom"} of the cell (docs/failures.md).
     """
 
     configs: list[SweepConfig]
@@ -136,6 +138,7 @@ class SweepResult:
     settings: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    diagnoses: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def significance(self, label: str, metric: str) -> tuple[float | None, float | None, bool]:
         """(delta vs baseline, adjusted p-value, significant) of one cell; (None, None, False) for the baseline."""
@@ -179,7 +182,12 @@ class SweepResult:
                 "metrics": self.metrics,
                 "best": {m: {"config": lab, "mean": v} for m, (lab, v) in self.best.items()},
                 "rows": self.rows(), "skipped": [{"config": c, "reason": r} for c, r in self.skipped],
-                "timings": self.timings, "files": self.files}
+                "timings": self.timings, "files": self.files, **self.failure_summary()}
+
+    def failure_summary(self) -> dict[str, dict[str, Any]]:
+        """``{"failure_classes": {label: ...}, "headroom": {label: ...}}``: each cell's (docs/failures.md)."""
+        return {"failure_classes": {lab: d["failure_classes"] for lab, d in self.diagnoses.items()},
+                "headroom": {lab: d["headroom"] for lab, d in self.diagnoses.items()}}
 
     def table_text(self) -> str:
         """The grid as plain text: one line per configuration, ``*`` marks the best per metric, ``+``/``-`` a
@@ -300,7 +308,7 @@ def _records(base: list[CaseRecord], result) -> list[CaseRecord]:
         out.append(CaseRecord(id=r.id, question=r.question, reference=r.reference, response=r.response,
                               reference_contexts=list(r.reference_contexts),
                               reference_context_ids=None if r.reference_context_ids is None
-                              else list(r.reference_context_ids), chunks=chunks))
+                              else list(r.reference_context_ids), chunks=chunks, fields=dict(r.fields)))
     return out
 
 
@@ -322,7 +330,7 @@ def _document_records(base: list[CaseRecord], result, k: int) -> list[CaseRecord
             chunks.append(ChunkRecord(rank=i + 1, id=doc, text=c.text, doc_id=doc, start=c.start, end=c.end,
                                       score=doc_scores.get(doc) if isinstance(doc_scores, Mapping) else None))
         out.append(CaseRecord(id=r.id, question=r.question, reference=r.reference, response=r.response,
-                              chunks=chunks))
+                              chunks=chunks, fields=dict(r.fields)))
     return out
 
 
@@ -434,6 +442,12 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
             llm_reranker.close()  # every grade received is on disk, whatever stopped the grid
     labels = [c.label for c in plan.configs]
     base_label = _baseline_label(labels, spec.baseline)
+    from rankwise.analysis.diagnosis import diagnose
+
+    diagnoses = {}
+    for lab, res in scored.items():  # each cell's failure classes and headroom (the comparison reuses them)
+        diagnose(res)
+        diagnoses[lab] = {"failure_classes": res.summary["failure_classes"], "headroom": res.summary["headroom"]}
     t0 = time.perf_counter()
     comparison = _compare_grid(plan, spec, scored, warned, labels, base_label)
     records = {lab: res.records for lab, res in scored.items()}
@@ -450,7 +464,8 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
         best[m] = (lab, means[lab][m])
     settings = _settings(plan, spec, llm_reranker, builds, notes)
     result = SweepResult(plan.configs, plan.names, means, best, comparison, base_label, records, info, plan.skipped,
-                         settings, {"compare": t_compare, "total": time.perf_counter() - t_start})
+                         settings, {"compare": t_compare, "total": time.perf_counter() - t_start},
+                         diagnoses=diagnoses)
     if spec.out is not None:
         _write(result, Path(spec.out), html=spec.html)
     return result
@@ -623,4 +638,4 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
         ))
     path = out / "sweep.json"
     result.files["json"] = str(path)
-    path.write_text(json.dumps(finite_json(result.to_json()), indent=2), encoding="utf-8")
+    atomic_write_text(path, json.dumps(finite_json(result.to_json()), indent=2))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from rankwise._atomic import atomic_write
 from rankwise.data.records import CaseRecord
 from rankwise.data.testset import chunk_key
 from rankwise.data.traces.spans import TraceImport
@@ -77,6 +78,8 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
         'relevant'
     """
     by_id = {r.id: r for r in records}
+    _check_sources(records, sources, records_source)
+    sources = None if sources is None else list(dict.fromkeys(sources))  # a source named twice: exported once
     unmatched = [r.id for r in records if r.id not in traces.calls]
     if records and len(unmatched) == len(records):
         raise InputError(f"no record's case id is a case of these traces (first record: {records[0].id!r}); "
@@ -109,6 +112,25 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
     return DocumentEvaluations(rows, skipped)
 
 
+def _check_sources(records: list[CaseRecord], sources: list[str] | None, records_source: str) -> None:
+    """Every source asked for is one some record holds; else an error naming it and the sources present.
+
+    Example:
+        >>> from rankwise.data.records import ChunkRecord, Verdict
+        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> _check_sources([rec], ["nosuch"], "r.jsonl")
+        Traceback (most recent call last):
+        ...
+        rankwise.errors.InputError: <input>: field 'sources': no verdict source 'nosuch' in r.jsonl (present: ids)
+    """
+    present = sorted({s for r in records for s in r.sources()})
+    unknown = [s for s in dict.fromkeys(sources or []) if s not in present]
+    if unknown:
+        names = ", ".join(repr(s) for s in unknown)
+        raise InputError(f"no verdict source {names} in {records_source} (present: {', '.join(present) or 'none'})",
+                         field="sources")
+
+
 def write_document_evaluations(evals: DocumentEvaluations, path: str | PathLike) -> Path:
     """Write the rows as Parquet (``.parquet``) or JSON Lines (any other suffix).
 
@@ -129,9 +151,10 @@ def write_document_evaluations(evals: DocumentEvaluations, path: str | PathLike)
         schema = pa.schema([("context.span_id", pa.string()), ("document_position", pa.int64()),
                             ("label", pa.string()), ("score", pa.float64()), ("explanation", pa.string()),
                             ("annotation_name", pa.string()), ("annotator_kind", pa.string())])
-        pq.write_table(pa.table(columns, schema=schema), path)
+        with atomic_write(path, "wb") as fh:
+            pq.write_table(pa.table(columns, schema=schema), fh)
         return path
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for r in evals.rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     return path

@@ -19,7 +19,7 @@ class TraceSkipWarning(UserWarning):
 
 
 def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
-                  doc_id_key: str | None = None) -> TraceImport:
+                  doc_id_key: str | None = None, corpus: Any = None) -> TraceImport:
     """Read a trace export: one case per trace with a retriever call, with what was skipped and why.
 
     Args:
@@ -30,6 +30,10 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
         testset: a RAG test set whose cases give reference passages / ids to the traces they match (by a
             ``case_id`` / ``session.id`` attribute, else by exact question text).
         id_key, doc_id_key: metadata fields holding the chunk id / the document id (as in ``run_retriever``).
+        corpus: the documents the chunks were cut from (a path ``load_corpus`` reads, or ``{doc_id: text}``):
+            chunks without offsets are located in them (:mod:`rankwise.data.traces.locate`), so span verdicts
+            apply; ``summary()["located"]`` counts how. Without it, a case's own reference passages (from
+            ``testset``) that say where they sit place the chunks that lie in, hold or overlap one.
 
     Example:
         >>> import json, tempfile, os
@@ -46,7 +50,13 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
     """
     spans, fmt = read_spans(path, format)
     ts = None if testset is None else _ground_truth(testset)
-    return assemble(spans, source=str(path), testset=ts, fmt=fmt, id_key=id_key, doc_id_key=doc_id_key)
+    locator = None
+    if corpus is not None:
+        from rankwise.data.traces.locate import Locator, corpus_documents
+
+        locator = Locator(corpus_documents(corpus))
+    return assemble(spans, source=str(path), testset=ts, fmt=fmt, id_key=id_key, doc_id_key=doc_id_key,
+                    locator=locator)
 
 
 def _ground_truth(testset: Any) -> TestSet:
@@ -60,8 +70,9 @@ def _ground_truth(testset: Any) -> TestSet:
 
 
 def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
-                doc_id_key: str | None = None) -> TestSet:
-    """The test set of :func:`import_traces` (skips are warned about with :class:`TraceSkipWarning`).
+                doc_id_key: str | None = None, corpus: Any = None) -> TestSet:
+    """The test set of :func:`import_traces` (skips, duplicate spans and dropped offsets are warned about with
+    :class:`TraceSkipWarning`).
 
     Example:
         >>> import json, tempfile, os
@@ -72,10 +83,12 @@ def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = No
         >>> [(c.id, c.question, c.chunks[0].id) for c in load_traces(f)]
         [('r1', 'Capital?', 'd1#0-21')]
     """
-    imp = import_traces(path, format=format, testset=testset, id_key=id_key, doc_id_key=doc_id_key)
+    imp = import_traces(path, format=format, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus)
     if imp.skipped:
         what = "; ".join(f"{n} {why}" for why, n in imp.skipped.items())
         warnings.warn(f"{path}: {what}", TraceSkipWarning, stacklevel=2)
+    for line in imp.warnings():
+        warnings.warn(f"{path}: {line}", TraceSkipWarning, stacklevel=2)
     return imp.testset
 
 

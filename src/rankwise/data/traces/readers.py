@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data._text import check_surrogates, decode_text, read_bytes
-from rankwise.data.traces.spans import ANSWER_KEYS, CASE_ID_KEYS, QUESTION_KEYS, Span, text_of
+from rankwise.data.traces.spans import (
+    ANSWER_KEYS,
+    ATTRIBUTE_LIMIT,
+    CASE_ID_KEYS,
+    QUESTION_KEYS,
+    Span,
+    text_of,
+)
 from rankwise.errors import InputError
 
 __all__ = ["TRACE_FORMATS", "read_spans", "detect_format"]
@@ -189,15 +196,45 @@ def _case_key(attrs: Mapping[str, Any], extra: Any = None) -> str | None:
     return None
 
 
+def _kind(value: Any, expected: str) -> tuple[bool, str | None]:
+    """Whether a span kind is ``expected`` (any case), and the kind as found when it is not a string."""
+    if value is None or value == "":
+        return False, None
+    if isinstance(value, str):
+        return value.upper() == expected.upper(), None
+    return False, f"{type(value).__name__} {json.dumps(value, default=str)[:40]}"
+
+
+def _dropped(value: Any) -> int:
+    """OTLP's ``droppedAttributesCount`` as a count (anything else: 0, nothing known to be lost)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, str) and value.isdecimal() and value.isascii():
+        value = int(value)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _incomplete(docs: list[dict]) -> bool:
+    """A document list with a hole: positions not 0, 1, ... or a part (id, content) that some documents have
+    and others lack (the SDK drops a full span's oldest attributes: the first documents, then their parts)."""
+    if [d["position"] for d in docs] != list(range(len(docs))):
+        return True
+    return any(0 < sum(1 for d in docs if d.get(k) is not None) < len(docs) for k in ("id", "text"))
+
+
 def _oi_span(attrs: Mapping[str, Any], *, trace_id, span_id, parent_id, name, start, kind, source, line,
-             where: str) -> Span:
-    retriever = str(kind or attrs.get("openinference.span.kind") or "").upper() == "RETRIEVER"
+             where: str, dropped: int = 0) -> Span:
+    retriever, bad_kind = _kind(attrs.get("openinference.span.kind") if kind is None or kind == "" else kind,
+                                "RETRIEVER")
     docs = _oi_documents(attrs, source=source, line=line, where=where) if retriever else None
+    if retriever and not dropped and len(attrs) == ATTRIBUTE_LIMIT and docs and _incomplete(docs):
+        dropped = -1  # the SDK's default limit, full, and a list with a hole: the console exporter says no more
     query = attrs.get("input.value")
     return Span(trace_id=trace_id, span_id=span_id, parent_id=parent_id, name=name, start=start,
                 retriever=retriever, input=text_of(query, QUESTION_KEYS),
                 output=text_of(attrs.get("output.value"), ANSWER_KEYS), documents=docs,
-                case_key=_case_key(attrs), line=line, where=where)
+                case_key=_case_key(attrs), line=line, where=where, dropped_attributes=dropped if retriever else 0,
+                bad_kind=bad_kind)
 
 
 # ------------------------------------------------------------------------------------------------ formats
@@ -265,7 +302,7 @@ def _otlp(values: list[tuple[int, Any]], source: Path) -> list[Span]:
                         parent_id=_span_id(sp.get("parentSpanId"), field=f"{where}parentSpanId", optional=True, **kw),
                         name=sp.get("name"), kind=None,
                         start=_time_ns(sp.get("startTimeUnixNano"), field=f"{where}startTimeUnixNano", **kw),
-                        where=where, **kw))
+                        where=where, dropped=_dropped(sp.get("droppedAttributesCount")), **kw))
     return spans
 
 
@@ -365,7 +402,7 @@ def _langsmith(values: list[tuple[int, Any]], source: Path) -> list[Span]:
             raise InputError("expected a run object", field=where.rstrip(".") or None, **kw)
         run_id = _span_id(run.get("id"), field=f"{where}id", **kw)
         trace_id = _span_id(run.get("trace_id"), field=f"{where}trace_id", optional=True, **kw) or run_id
-        retriever = run.get("run_type") == "retriever"
+        retriever, bad_kind = _kind(run.get("run_type"), "retriever")
         outputs = run.get("outputs")
         docs = None
         if retriever:
@@ -382,7 +419,7 @@ def _langsmith(values: list[tuple[int, Any]], source: Path) -> list[Span]:
             start=_time_ns(run.get("start_time"), field=f"{where}start_time", **kw), retriever=retriever,
             input=text_of(run.get("inputs"), QUESTION_KEYS),
             output=None if outputs is None or retriever else text_of(outputs, ANSWER_KEYS),
-            documents=docs, case_key=_case_key({}, meta), line=line, where=where))
+            documents=docs, case_key=_case_key({}, meta), line=line, where=where, bad_kind=bad_kind))
     return spans
 
 
@@ -403,7 +440,10 @@ def _doc_mapping(d: Any, *, source, line, where: str) -> dict:
 
 
 def _mlflow(values: list[tuple[int, Any]], source: Path) -> list[Span]:
-    spans = []
+    """Each trace's spans, keyed by the trace's own id; a trace whose id an earlier, different trace has (other
+    span ids) is kept apart as ``id#2``, ``id#3`` ... (a copy with the same span ids is a duplicate, read once)."""
+    spans: list[Span] = []
+    keys: dict[str, list[frozenset]] = {}
     for line, base, trace in _each(values):
         kw = {"source": source, "line": line}
         info = _need(trace, "info", Mapping, where=base, what="the trace info", **kw)
@@ -412,8 +452,18 @@ def _mlflow(values: list[tuple[int, Any]], source: Path) -> list[Span]:
         for key in ("tags", "trace_metadata"):
             if isinstance(info.get(key), Mapping):
                 trace_meta.update(info[key])
-        for i, sp in enumerate(_need(data, "spans", list, where=f"{base}data.", what="the list of spans", **kw)):
-            spans.append(_mlflow_span(sp, info, trace_meta, where=f"{base}data.spans[{i}].", **kw))
+        own = [_mlflow_span(sp, info, trace_meta, where=f"{base}data.spans[{i}].", **kw)
+               for i, sp in enumerate(_need(data, "spans", list, where=f"{base}data.", what="the list of spans", **kw))]
+        if not own:
+            continue
+        seen = keys.setdefault(own[0].trace_id, [])
+        ids = frozenset(s.span_id for s in own)
+        if ids not in seen:
+            seen.append(ids)
+        n = seen.index(ids) + 1
+        for s in own:
+            s.trace_id = s.trace_id if n == 1 else f"{s.trace_id}#{n}"
+        spans.extend(own)
     return spans
 
 
@@ -425,7 +475,8 @@ def _mlflow_span(sp: Any, info: Mapping, trace_meta: Mapping, *, source, line, w
     if not isinstance(attrs, Mapping):
         raise InputError("expected an object of attributes", field=f"{where}attributes", **kw)
     attrs = {k: _json_or_text(v) for k, v in attrs.items()}  # MLflow writes every attribute JSON-encoded
-    retriever = str(attrs.get("mlflow.spanType") or sp.get("span_type") or "").upper() == "RETRIEVER"
+    kind = attrs.get("mlflow.spanType")
+    retriever, bad_kind = _kind(sp.get("span_type") if kind is None or kind == "" else kind, "RETRIEVER")
     outputs = attrs.get("mlflow.spanOutputs")
     docs = None
     if retriever and outputs is not None:
@@ -446,7 +497,7 @@ def _mlflow_span(sp: Any, info: Mapping, trace_meta: Mapping, *, source, line, w
                                field=f"{where}start_time_unix_nano", **kw),
                 input=text_of(attrs.get("mlflow.spanInputs"), QUESTION_KEYS),
                 output=None if retriever else text_of(outputs, ANSWER_KEYS), documents=docs,
-                case_key=_case_key(attrs, trace_meta), line=line, where=where)
+                case_key=_case_key(attrs, trace_meta), line=line, where=where, bad_kind=bad_kind)
 
 
 def detect_format(first: Any) -> str | None:

@@ -48,20 +48,52 @@
     sourceSelect.addEventListener("change", function () { showSource(sourceSelect.value); });
     showSource(sourceSelect.value);
   }
+  // the drill-down's filters: text (id or question) and failure class; with a class chosen, the worst cases of
+  // that class (lowest baseline value of the selected metric) come first
   var filter = document.getElementById("query-filter");
-  if (filter) {
-    filter.addEventListener("input", function () {
-      var text = filter.value.toLowerCase();
-      var items = document.querySelectorAll("details.query");
-      var shown = 0;
-      for (var i = 0; i < items.length; i++) {
-        var hit = !text || items[i].getAttribute("data-search").indexOf(text) >= 0;
-        items[i].hidden = !hit;
-        if (hit) { shown++; }
+  var classFilter = document.getElementById("class-filter");
+  function applyFilters() {
+    var text = filter ? filter.value.toLowerCase() : "";
+    var wanted = classFilter ? classFilter.value : "";
+    var items = document.querySelectorAll("details.query");
+    var shown = 0;
+    for (var i = 0; i < items.length; i++) {
+      var hit = !text || items[i].getAttribute("data-search").indexOf(text) >= 0;
+      if (hit && wanted) {
+        var classes = JSON.parse(items[i].getAttribute("data-classes") || "{}");
+        hit = Object.keys(classes).some(function (s) { return classes[s] === wanted; });
       }
-      var count = document.getElementById("query-count");
-      if (count) { count.textContent = shown + " shown"; }
+      items[i].hidden = !hit;
+      if (hit) { shown++; }
+    }
+    var count = document.getElementById("query-count");
+    if (count) { count.textContent = shown + " shown" + (wanted ? ", worst first" : ""); }
+    if (wanted) { worstFirst(select ? select.value : ""); } else if (select) { sortQueries(select.value); }
+  }
+  function worstFirst(metric) {
+    var list = document.getElementById("query-list");
+    if (!list) { return; }
+    var items = Array.prototype.slice.call(list.querySelectorAll("details.query"));
+    function value(e) {
+      var v = JSON.parse(e.getAttribute("data-value") || "{}")[metric];
+      return typeof v === "number" ? v : 0;
+    }
+    items.sort(function (a, b) {
+      return (value(a) - value(b)) || (Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")));
     });
+    for (var i = 0; i < items.length; i++) { list.appendChild(items[i]); }
+  }
+  if (filter) { filter.addEventListener("input", applyFilters); }
+  if (classFilter) { classFilter.addEventListener("change", applyFilters); }
+  // a long chunk shows its first lines; the button shows the whole chunk (no scroll box)
+  var more = document.querySelectorAll("button.more");
+  for (var m = 0; m < more.length; m++) {
+    more[m].addEventListener("click", function (event) {
+      var text = event.target.previousElementSibling;
+      var open = text.classList.toggle("open");
+      event.target.textContent = open ? "show less" : event.target.getAttribute("data-label");
+    });
+    more[m].setAttribute("data-label", more[m].textContent);
   }
   function setAll(open) {
     var items = document.querySelectorAll("details.query");

@@ -1,0 +1,129 @@
+"""Headroom: what each fix could buy (docs/failures.md, "Headroom").
+
+For a system evaluated under one verdict source, per metric at K:
+
+- **today** — the mean as evaluated;
+- **perfect reranker** — the mean after putting the same retrieved chunks in the best order (each case's
+  relevant chunks first, highest grade first, and among them the chunk that finds the most reference items
+  not yet found), scored by the same engine: what any reranker over the retrieved top N can reach at most;
+- **first-stage ceiling** — the share of cases with nothing relevant in the whole list (depth N), which no
+  reranker can fix;
+- **chunking loss** — the share of cases whose reference passage was retrieved cut apart (failure class
+  ``split by chunking``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankwise.analysis.failures import FailureClasses, relevant_ranks
+from rankwise.data.records import copy_record
+from rankwise.metrics.evaluate import evaluate_matrix
+from rankwise.metrics.matrix import RelevanceMatrix, verdict_grade
+
+__all__ = ["Headroom", "headroom", "ideal_order"]
+
+
+def ideal_order(record: Any, source: str) -> Any:
+    """A copy of ``record`` with its chunks in the best order for ``source`` (ranks renumbered 1, 2 ...).
+
+    Relevant chunks first: highest grade first, then the chunk finding the most reference items not found by
+    a chunk before it, then the original order; the rest keep their order after them.
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
+        >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a", verdicts={"llm": Verdict(0)}),
+        ...                             ChunkRecord(2, id="b", verdicts={"llm": Verdict(1)})])
+        >>> [(c.rank, c.id) for c in ideal_order(r, "llm").chunks]
+        [(1, 'b'), (2, 'a')]
+    """
+    new = copy_record(record)
+    grades = [verdict_grade(c.verdicts.get(source), source) for c in new.chunks]
+    found = new.passages_found.get(source) or [[] for _ in new.chunks]
+    left = [i for i, g in enumerate(grades) if g > 0]
+    order: list[int] = []
+    seen: set = set()
+    while left:
+        best = max(left, key=lambda i: (grades[i], len(set(found[i]) - seen), -i))
+        order.append(best)
+        seen.update(found[best])
+        left.remove(best)
+    order += [i for i, g in enumerate(grades) if g <= 0]
+    new.chunks = [new.chunks[i] for i in order]
+    for rank, chunk in enumerate(new.chunks, start=1):
+        chunk.rank = rank
+    new.passages_found = {s: [lists[i] for i in order] if len(lists) == len(order) else lists
+                          for s, lists in new.passages_found.items()}
+    return new
+
+
+@dataclass
+class Headroom:
+    """Per metric: today's mean and a perfect reranker's; the shares no reranker can fix.
+
+    Attributes:
+        source: the verdict source.
+        depth: N, the longest retrieved list (what a reranker reorders).
+        today: metric -> mean as evaluated.
+        reranked: metric -> mean with every list in its best order.
+        nothing_relevant: share of evaluated cases with no relevant chunk in the whole list.
+        split_by_chunking: share of evaluated cases in failure class ``split by chunking`` (None: not classified).
+        cases: evaluated cases.
+    """
+
+    source: str
+    depth: int
+    today: dict[str, float] = field(default_factory=dict)
+    reranked: dict[str, float] = field(default_factory=dict)
+    nothing_relevant: float = 0.0
+    split_by_chunking: float | None = None
+    cases: int = 0
+
+    def sentence(self, metric: str | None = None) -> str:
+        """One sentence a lead can act on, for ``metric`` (default: the first nDCG, else the first metric)."""
+        if not self.today:
+            return "no metric to give headroom for"
+        name = metric or next((m for m in self.today if m.startswith("ndcg")), next(iter(self.today)))
+        text = (f"a reranker over your top {self.depth} could lift {name} from {self.today[name]:.2f} to at most "
+                f"{self.reranked[name]:.2f}; {self.nothing_relevant:.0%} of questions have nothing relevant in "
+                f"the top {self.depth}, which no reranker can fix")
+        if self.split_by_chunking:
+            text += f"; {self.split_by_chunking:.0%} have their passage split by chunking"
+        return text
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "depth": self.depth, "cases": self.cases, "today": dict(self.today),
+                "perfect_reranker": dict(self.reranked), "nothing_relevant_in_list": self.nothing_relevant,
+                "split_by_chunking": self.split_by_chunking, "sentence": self.sentence()}
+
+
+def headroom(result: Any, *, classes: FailureClasses | None = None,
+             metrics: Sequence[str] | None = None) -> Headroom:
+    """Headroom of an ``evaluate_rag`` result (module docstring), over the cases in its means.
+
+    Example:
+        >>> from rankwise.metrics.rag import evaluate_rag
+        >>> r = evaluate_rag([{"id": "q", "retrieved_contexts": ["Rome.", "Paris is the capital."],
+        ...                    "reference_contexts": ["paris is the capital"]}], k=1)
+        >>> h = headroom(r)
+        >>> h.today["ndcg@1"], h.reranked["ndcg@1"]
+        (0.0, 1.0)
+    """
+    source = result.relevance
+    scored = [r for r in result.records if r.id in result.per_query]
+    measures = [m for m in result.measures if metrics is None or m.name in metrics]
+    params = result.summary.get("parameters") or {}
+    matrix = RelevanceMatrix.from_records([ideal_order(r, source) for r in scored], source,
+                                          id_field=params.get("id_field"),
+                                          relevance_level=params.get("relevance_level", 1))
+    best = evaluate_matrix(matrix, measures)
+    n = len(scored)
+    empty = sum(1 for r in scored if not relevant_ranks(r, source))
+    split = None
+    if classes is not None:
+        split = sum(1 for r in scored if classes.by_case.get(r.id) == "split by chunking") / n if n else 0.0
+    return Headroom(source, max((len(r.chunks) for r in scored), default=0),
+                    {m.name: float(result.mean[m.name]) for m in measures},
+                    {m.name: float(best.mean[m.name]) for m in measures}, empty / n if n else 0.0, split, n)
