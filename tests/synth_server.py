@@ -90,7 +90,7 @@ def behaviour(passage: str, style: str, language: str) -> str:
 
 def generate(prompt: str) -> tuple[dict[str, Any] | None, str]:
     """The reply object for a generation prompt, and the behaviour used (None reply: not a generation)."""
-    passages = [p.replace("&lt;", "<") for _, p in PASSAGE.findall(prompt)]
+    passages = [p.replace("\u2039", "<") for _, p in PASSAGE.findall(prompt)]
     if not passages:
         return None, ""
     style = ("multi-hop" if "two-hop question" in prompt else

@@ -50,7 +50,7 @@ from rankwise.llm.client import BudgetExhausted, CallError, EndpointError
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import estimate_prompt_tokens
 from rankwise.llm.parse import ANY_OBJECT
-from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
+from rankwise.llm.prompts import NEUTRAL_LT, data_boundary, fence, fill, load_toml, shipped_toml
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunStopped, RunSummary
 from rankwise.retrieval.chunking import Chunk, chunk_corpus
 from rankwise.retrieval.corpus import Corpus, load_corpus
@@ -445,6 +445,8 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
             if p.doc_id not in norms:
                 norms[p.doc_id] = normalise(doc)
             hit = locate(text, doc, window=(p.start, p.end), _norm=norms[p.doc_id])
+            if hit is None and NEUTRAL_LT in text:  # a tag start as the prompt wrote it (escape_data)
+                hit = locate(text.replace(NEUTRAL_LT, "<"), doc, window=(p.start, p.end), _norm=norms[p.doc_id])
             if hit is not None:
                 inside = [j for j, q in enumerate(slot.passages)
                           if q.doc_id == p.doc_id and hit.start < q.end and q.start < hit.end]
