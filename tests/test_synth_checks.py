@@ -50,8 +50,8 @@ def test_overlapping_quotes_merge_into_one_span():
      "quote_not_found"),
     ({"question": None, "answer": "not in the passage", "quotes": []}, "not_answerable"),
     ({"question": "What about TLS?", "answer": "The passage does not mention TLS.", "quotes": []}, "not_answerable"),
-    ("I'm sorry, but I can't help with that.", "not_answerable"),
-    ("REFUSAL: policy", "not_answerable"),
+    ("I'm sorry, but I can't help with that.", "refused"),  # a refusal is no answer: a rerun asks again
+    ("REFUSAL: policy", "refused"),
     ("no json here", "bad_reply"),
     ({"question": "Q?", "answer": "A", "quotes": 7}, "bad_reply"),
     ({"question": "How long is the lease renewed?", "answer": "every two seconds", "quotes": []}, "no_quotes"),

@@ -399,7 +399,7 @@ def _gives_away(question: str, answer: str) -> bool:
     return a in normalise(question)[0]
 
 
-def _quote_items(obj: dict, slot: Slot) -> list[tuple[int | None, str]] | str:
+def _quote_items(obj: dict) -> list[tuple[int | None, str]] | str:
     quotes = obj.get("quotes", obj.get("quote"))
     if isinstance(quotes, (str, dict)):
         quotes = [quotes]
@@ -422,7 +422,7 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
     """``(sample fields, None, None)`` for a usable reply, else ``(None, reason, detail)``."""
     from rankwise.llm.parse import extract_json
 
-    problem = unusable_reply(content)
+    problem = unusable_reply(content, slot.style)
     if problem is not None:
         return None, *problem
     obj = extract_json(content)
@@ -431,7 +431,7 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
         return None, "not_answerable", str(answer)[:200]
     if not isinstance(question, str) or not question.strip() or not isinstance(answer, str) or not answer.strip():
         return None, "bad_reply", "question and answer must be non-empty strings"
-    items = _quote_items(obj, slot)
+    items = _quote_items(obj)
     if isinstance(items, str):
         return None, items, "quotes must be a list of strings or {passage, text} objects"
     if not items:
@@ -493,13 +493,15 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
     return sample, None, None
 
 
-def unusable_reply(content: str | None) -> tuple[str, str] | None:
+def unusable_reply(content: str | None, style: str = "factual") -> tuple[str, str] | None:
     """``(reason, detail)`` when a generation reply is no answer -- a refusal (``refused``) or not the JSON
-    object asked for (``bad_reply``) -- else None. Such a reply is not cached and decides nothing: a rerun
-    asks again (:data:`ASKED_AGAIN`), as the judge asks its failures again.
+    asked for (``bad_reply``: no object, question or answer not text, quotes not a list of texts or
+    ``{passage, text}`` objects, a conversational sample without its earlier turn) -- else None (an answer,
+    ``{"question": null}`` included). Such a reply is not cached and decides nothing: a rerun asks again
+    (:data:`ASKED_AGAIN`), as the judge asks its failures again.
 
     Example:
-        >>> unusable_reply("I'm sorry, but I can't help with that.")[0], unusable_reply('{"question": "Q?"}')
+        >>> unusable_reply("I'm sorry, but I can't help with that.")[0], unusable_reply('{"question": null}')
         ('refused', None)
     """
     from rankwise.llm.parse import ParseError, extract_json, refusal_of
@@ -514,6 +516,17 @@ def unusable_reply(content: str | None) -> tuple[str, str] | None:
         return "bad_reply", str(exc)[:200]
     if not isinstance(obj, dict):
         return "bad_reply", "the reply is not a JSON object"
+    question, answer = obj.get("question"), obj.get("answer")
+    if question is None or (isinstance(answer, str) and _NOT_ANSWERABLE.search(answer) and len(answer) < 200):
+        return None  # the model's answer: the passage does not answer it
+    if not isinstance(question, str) or not question.strip() or not isinstance(answer, str) or not answer.strip():
+        return "bad_reply", "question and answer must be non-empty strings"
+    if isinstance(_quote_items(obj), str):
+        return "bad_reply", "quotes must be a list of strings or {passage, text} objects"
+    history = obj.get("history")
+    if style == "conversational" and not (isinstance(history, list) and any(
+            isinstance(t, dict) and isinstance(t.get("question"), str) for t in history)):
+        return "bad_reply", "a conversational sample needs the earlier turn (history)"
     return None
 
 
@@ -750,7 +763,7 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, config: LLMConfig
             messages = render_slot(slot, prompts, corpus)
             key = reply_key(model, version, "generation", messages, temperature, settings.max_tokens)
             hit = store.get(key) if store is not None else None
-            if hit is not None and unusable_reply(hit.reason) is None:
+            if hit is not None and unusable_reply(hit.reason, slot.style) is None:
                 phases["generate"]["cached"] += 1
                 continue
             phases["generate"]["calls"] += 1
@@ -966,7 +979,8 @@ class _SynthJob(Job):
         self.keys = {i: run.key("generation", m, run.settings.max_tokens) for i, m in self.messages.items()}
         hits = runner.cache.get_many(list(self.keys.values())) if runner.cache is not None else {}
         # a reply that was no answer (cached by an older rankwise) is asked again, not reused
-        self.hits = {k: h for k, h in hits.items() if unusable_reply(h.reason) is None}
+        self.hits = {k: hits[k] for s in todo if (k := self.keys[s.index]) in hits
+                     and unusable_reply(hits[k].reason, s.style) is None}
         self.held: dict[int, int] = {}  # calls reserved by each slot in flight
         self.decided: dict[int, _Decision] = {}
         self.order = [s.index for s in todo]
@@ -1020,7 +1034,7 @@ class _SynthJob(Job):
         no answer: :func:`unusable_reply`, :func:`unusable_critic`; a rerun asks that one again)."""
         run = self.run
         key = run.key(kind, messages, max_tokens)
-        unusable = unusable_reply if kind == "generation" else unusable_critic
+        unusable = (lambda c: unusable_reply(c, slot.style)) if kind == "generation" else unusable_critic
         hit = self.hits.get(key) if kind == "generation" else self.runner.cache.get(key)  # type: ignore[union-attr]
         if hit is not None and unusable(hit.reason) is not None:
             hit = None
