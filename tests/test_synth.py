@@ -395,3 +395,46 @@ def test_multi_hop_needs_two_documents_and_one_style_flag(tmp_path):
     proc = cli("synth", str(KESTREL), "--style", "multi-hop", "-n", "6", "--dry-run", "--model", "m",
                "--base-url", "http://127.0.0.1:9/v1")
     assert "6 samples planned" in proc.stdout
+
+
+def test_bad_replies_are_asked_again_and_good_ones_reused(g, tmp_path):
+    """A reply that is no answer -- prose, JSON cut by the token limit, a refusal (text or field), an array,
+    quotes that are a number, an answer that is not text, a critic reply without a score -- decides nothing
+    and is not cached: the rerun asks exactly those samples again (each such conversation once more, and no
+    other conversation already answered), reuses every good reply, and ends with the set of a run that never
+    got a bad reply (issue 33, item 8: the rejections were cached as final, a rerun asked nothing)."""
+    g.configure(faults=False, bad_first=0.35)
+    out, rej = tmp_path / "ts.jsonl", tmp_path / "ts.rejected.jsonl"
+    args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "40", "--critic", "--styles",
+            "factual=0.5,paraphrase=0.2,multi=0.1,conversational=0.2", "--cache", str(tmp_path / "c.sqlite"),
+            "--out", str(out), "--quiet", "--json"]
+    first = json.loads(cli(*args).stdout)
+    before = g.stats()
+    bad = sum(before["bad"].values())
+    assert len(before["bad"]) >= 7 and bad >= 10, before["bad"]  # (nearly) every kind was served
+    assert first["rejected"].get("bad_reply", 0) + first["rejected"].get("refused", 0) == bad
+    assert sorted(r["reason"] for r in rows(rej) if r["reason"] in ("bad_reply", "refused")) == sorted(
+        ["refused"] * (before["bad"].get("refusal", 0) + before["bad"].get("refusalfield", 0))
+        + ["bad_reply"] * (bad - before["bad"].get("refusal", 0) - before["bad"].get("refusalfield", 0)))
+    g.configure(bad_first=0.0)  # the endpoint answers well now
+    second = json.loads(cli(*args).stdout)
+    after = g.stats()
+    assert second["resumed"] == 40 - bad
+    assert after["repeated"] - before["repeated"] == bad  # each bad conversation asked once more ...
+    # ... and nothing else that had an answer: the new requests are those, and the critic calls of the samples
+    # whose generation was asked again (new conversations)
+    regenerated = after["generations"] - before["generations"]
+    assert regenerated == bad - before["bad"].get("noscore", 0)
+    assert after["requests"] - before["requests"] == second["calls"] == bad + (after["critic"] - before["critic"]
+                                                                                - before["bad"].get("noscore", 0))
+    assert not {"bad_reply", "refused"} & {r["reason"] for r in rows(rej)}
+    assert second["accepted"] + sum(second["rejected"].values()) == 40
+    g.reset()
+    fresh = tmp_path / "fresh.jsonl"
+    cli(*[a if a != str(out) else str(fresh) for a in args])
+    # the same samples, but for which of two near-duplicate questions is kept: a sample asked again on the
+    # rerun comes after the later samples it is compared with (the first kept wins)
+    a, b = {r["id"]: r for r in rows(out)}, {r["id"]: r for r in rows(fresh)}
+    assert [i for i in set(a) & set(b) if a[i] != b[i]] == []
+    duplicates = {r["id"] for r in rows(rej) + rows(tmp_path / "fresh.rejected.jsonl") if r["reason"] == "duplicate"}
+    assert set(a) ^ set(b) <= duplicates and len(set(a) ^ set(b)) <= 2 and len(a) >= 20
