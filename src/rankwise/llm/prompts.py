@@ -65,6 +65,7 @@ _TAG_START = re.compile(r"<(?=\s*/?\s*[A-Za-z_!?])")
 _AMP_OR_LT = re.compile("[&<\ufe60\ufe64\uff06\uff1c]")  # "&", "<" and their look-alikes (NFKC folds them)
 
 
+@functools.lru_cache(maxsize=4096)  # a chunk is fenced in every request about it (and checked for its boundary)
 def escape_data(text: str) -> str:
     """``text`` with nothing a model could read as a tag: as written, nor after HTML entities are decoded
     (``&lt;``, ``&#60;``, ``&#x3c;``, ``&amp;lt;``), look-alikes folded (NFKC: fullwidth ``＜`` is ``<``) or
