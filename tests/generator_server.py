@@ -64,7 +64,7 @@ def unfence(text: str) -> str:
 
 
 def norm(text: str) -> str:
-    return " ".join(text.replace("&lt;", "<").lower().split())
+    return " ".join(text.replace("\u2039", "<").lower().split())
 
 
 def tokens(text: str) -> list[str]:

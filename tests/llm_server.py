@@ -55,6 +55,13 @@ models named ``decoding-*`` also decode HTML entities (``&lt;`` reads as ``<``).
 first end marker with the same id closes a fence. Chunk text that can close its own tag or fence therefore
 takes control of the verdict; fenced chunk text cannot.
 
+Two looser readers, each reading the prompt through one transformation only: models named ``nfkc-*``
+NFKC-normalise it (fullwidth ``＜`` is ``<``), models named ``unescape-*`` decode its HTML entities until none
+is left (``&lt;``, ``&#60;``, ``&#x3c;``, ``&amp;lt;`` are ``<``). They do not compare fence ids: a block of data
+ends at the first end marker they read, a closing tag (``</chunk>``) or a fence end ``<<END-DATA-...>>``
+of any id, and an opening tag (``<chunk id="3">``) opens a new block wherever it stands. Against them the
+fences alone do not hold; only data with no character sequence they read as a tag does.
+
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
 
@@ -225,6 +232,47 @@ def unfence(prompt: str) -> tuple[str, list[str]]:
         return f"\x00{len(data) - 1}\x00"
 
     return re.sub(rf"<<DATA-{token}>>\n?(.*?)\n?<<END-DATA-{token}>>", keep, prompt, flags=re.S), data
+
+
+LOOSE_MARK = re.compile(r"<<(END-)?DATA-[^<>\n]*>>|<(/?)(question|reference_answer|response|chunk)((?: id=\"\d+\")?)>")
+
+
+def loose_read(prompt: str, model: str) -> str | None:
+    """The prompt as a loose reader (``nfkc-*``, ``unescape-*``) reads it, rebuilt with plain tags: each block
+    of data ends at the first closing tag or fence end (any id) it reads; the blocks' texts lose their angle
+    brackets and the fence lines are gone, so the tag-reading rules of :func:`_answer` apply as they are.
+    None for the other models."""
+    if model.startswith("nfkc-"):
+        prompt = unicodedata.normalize("NFKC", prompt)
+    elif model.startswith("unescape-"):
+        while (decoded := html.unescape(prompt)) != prompt:
+            prompt = decoded
+    else:
+        return None
+    out: list[str] = []
+    block: tuple[str, str] | None = None  # (name, attributes) of the block being read
+    text: list[str] = []
+    pos = 0
+
+    def close() -> None:
+        if block is not None:
+            body = re.sub(r"[<>]", " ", unicodedata.normalize("NFKC", "".join(text)))
+            out.append(f"<{block[0]}{block[1]}>{body}</{block[0]}>")
+
+    for m in LOOSE_MARK.finditer(prompt):
+        (text if block is not None else out).append(prompt[pos:m.start()])
+        pos = m.end()
+        if m.group(0).startswith("<<DATA-"):
+            continue  # a fence opening: the block is the tag's
+        if m.group(3) and not m.group(2):  # an opening tag: a new block, wherever it stands
+            close()
+            block, text = (m.group(3), m.group(4)), []
+        else:  # a closing tag or any fence end: the block ends here
+            close()
+            block, text = None, []
+    (text if block is not None else out).append(prompt[pos:])
+    close()
+    return "".join(out)
 
 
 def _override(prompt: str, graded: bool) -> dict[str, Any] | None:
@@ -459,7 +507,8 @@ def make_app(state: ServerState):
         if "slow" in faults:
             state.faults["slow"] += 1
             await asyncio.sleep(state.slow_seconds)
-        obj, batch = _answer(prompt, decode=model.startswith("decoding-"))
+        loose = loose_read(prompt, model)
+        obj, batch = _answer(loose if loose is not None else prompt, decode=model.startswith("decoding-"))
         if batch:
             state.batch_calls += 1
             if "wrongcount" in faults:

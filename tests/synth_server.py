@@ -15,7 +15,11 @@ advance and the server can say what it did (``GET /stats`` -> ``behaviours``):
     english     (non-English passages, and one in three of them) the question in English -> wrong language
 
 Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or 500;
-the retry succeeds (``faults: false`` turns these off). ``POST /config`` takes ``latency`` (seconds per reply) and ``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts (``<chunk>``) are
+the retry succeeds (``faults: false`` turns these off). ``bad_first`` (``POST /config``: a share, by hash)
+gives that share of conversations a reply that is no answer the first time they are asked, and a good one
+after: one of :data:`BAD_KINDS` (prose without JSON, JSON cut by the token limit, a refusal in the text or in
+the ``refusal`` field, a JSON array, quotes that are a number, an answer that is not text, a critic reply
+without a score); ``GET /stats`` counts them (``bad``) and the conversations asked again (``repeated``). ``POST /config`` takes ``latency`` (seconds per reply) and ``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts (``<chunk>``) are
 answered by shared keywords, as tests/llm_server.py does.
 
 Standalone::
@@ -47,6 +51,7 @@ STOP = frozenset(re.findall(r"\S+", """the a an of and to in is are be by for on
     can will not its into their more all if these does what how must only used der die das und ist von mit
     den des zu im ein eine auf für nicht als auch wird werden"""))
 TWO = ("multi", "multi-hop")  # the styles sent two passages
+BAD_KINDS = ("prose", "truncated", "refusal", "refusalfield", "array", "quotesnum", "answernum")
 BEHAVIOURS = ("correct", "correct", "correct", "correct", "correct", "reflowed", "wrong", "paraphrased",
               "refusal", "duplicate", "giveaway", "onepassage", "english")
 
@@ -90,7 +95,7 @@ def behaviour(passage: str, style: str, language: str) -> str:
 
 def generate(prompt: str) -> tuple[dict[str, Any] | None, str]:
     """The reply object for a generation prompt, and the behaviour used (None reply: not a generation)."""
-    passages = [p.replace("&lt;", "<") for _, p in PASSAGE.findall(prompt)]
+    passages = [p.replace("\u2039", "<") for _, p in PASSAGE.findall(prompt)]
     if not passages:
         return None, ""
     style = ("multi-hop" if "two-hop question" in prompt else
@@ -151,6 +156,31 @@ def critic(prompt: str) -> dict[str, Any] | None:
     return {"score": score, "reason": "the quotes answer it" if score > 3 else "too vague"}
 
 
+def _bad_reply(kind: str, model: str, obj: dict[str, Any] | None, messages: list[dict]):
+    """An HTTP 200 chat completion whose content is no answer, of one of :data:`BAD_KINDS` (or ``noscore``:
+    a critic reply without its score)."""
+    from aiohttp import web
+
+    good = json.dumps(obj or {"question": "Q?", "answer": "A", "quotes": ["q"]})
+    finish, refusal, content = "stop", None, {
+        "prose": "This passage is about the storage engine; a good question would ask how it works.",
+        "truncated": good[: len(good) // 2],
+        "refusal": "I'm sorry, but I can't help with that.",
+        "refusalfield": None,
+        "array": json.dumps([obj]),
+        "quotesnum": json.dumps({**(obj or {}), "question": "What is it?", "answer": "It.", "quotes": 7}),
+        "answernum": json.dumps({**(obj or {}), "question": "What is it?", "answer": 42}),
+        "noscore": json.dumps({"reason": "looks fine"}),
+    }[kind]
+    if kind == "truncated":
+        finish = "length"
+    if kind == "refusalfield":
+        refusal = "I'm sorry, but I can't assist with that request."
+    usage = (math.ceil(sum(len(m.get("content") or "") for m in messages) / 4), 20)
+    return web.json_response(chat_completion(content, model, usage, completion_id="chatcmpl-bad", created=int(time.time()),
+                                             finish=finish, refusal=refusal))
+
+
 def make_app(state: dict[str, Any]):
     from aiohttp import web
 
@@ -176,6 +206,12 @@ def make_app(state: dict[str, Any]):
             state["faults"]["500"] += 1
             return web.json_response({"error": {"message": "internal", "type": "server_error"}}, status=500)
         obj, kind = generate(user)
+        bad = (BAD_KINDS[h % len(BAD_KINDS)] if obj is not None else "noscore") if (
+            state["seen"][conv] == 1 and (h >> 8) % 100 < 100 * state["bad_first"]) else None
+        if bad is not None:
+            state["bad"][bad] += 1
+            state["answered"][conv] += 1
+            return _bad_reply(bad, body["model"], obj, messages)
         if obj is not None:
             state["behaviours"][kind] += 1
             state["generations"] += 1
@@ -199,7 +235,7 @@ def make_app(state: dict[str, Any]):
                                                  created=int(time.time())))
 
     def stats() -> dict[str, Any]:
-        return {
+        return {"bad": dict(state["bad"]),
             "requests": state["requests"], "generations": state["generations"], "critic": state["critic"],
             "judged": state["judged"], "behaviours": dict(state["behaviours"]), "faults": dict(state["faults"]),
             "conversations": len(state["seen"]), "max_answered": max(state["answered"].values(), default=0),
@@ -215,6 +251,8 @@ def make_app(state: dict[str, Any]):
             state["fail_share"] = float(body["fail_share"])
         if "faults" in body:
             state["faults_on"] = bool(body["faults"])
+        if "bad_first" in body:
+            state["bad_first"] = float(body["bad_first"])
         return {"ok": True}
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -224,7 +262,7 @@ def make_app(state: dict[str, Any]):
 
 
 def _fresh(latency: float = 0.0) -> dict[str, Any]:
-    return {"latency": latency, "fail_share": 0.0, "faults_on": True, "requests": 0, "generations": 0, "critic": 0, "judged": 0,
+    return {"latency": latency, "fail_share": 0.0, "bad_first": 0.0, "bad": Counter(), "faults_on": True, "requests": 0, "generations": 0, "critic": 0, "judged": 0,
             "behaviours": Counter(), "faults": Counter(), "seen": Counter(), "answered": Counter()}
 
 

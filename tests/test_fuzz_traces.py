@@ -174,11 +174,16 @@ def check_mutant(tmp_path, data: bytes, name: str, what: str) -> str:
             row["reference_contexts"] = LABELS[0]["reference_contexts"]
     scored = tmp_path / "scored.jsonl"
     scored.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
+    read = []
     for relevance in ("span", "containment"):
         back = _invoke(["eval-rag", scored, "-r", relevance, "-k", "1,3", "--quiet"], what)
+        if back.exit_code == 2 and f"so no '{relevance}' verdict could be given" in back.stderr:
+            continue  # no chunk carries what this source reads (offsets, text): said with the fix, exit 2,
+            # never means of 0 (docs/context-metrics.md, "When nothing can match"); the file itself reads
         assert back.exit_code == 0, f"{what}: import-traces wrote what eval-rag -r {relevance} refuses: " \
                                     f"{back.output[-600:]}"
-    return "read back"
+        read.append(relevance)
+    return "read back" if read else "read back; no source can judge its chunks (said)"
 
 
 def _shown(data: bytes) -> str:

@@ -136,9 +136,11 @@ def test_dry_run_matches_the_real_run_within_10_percent(g, tmp_path):
     est = estimate_synth(corpus, settings, model="gen", prices=Prices(1.0, 2.0), cache=tmp_path / "c.sqlite")
     s = synth(corpus, out=tmp_path / "ts.jsonl", model="gen", base_url=g.base_url, settings=settings,
               cache=tmp_path / "c.sqlite", price_in=1.0, price_out=2.0)
-    requests = g.stats()["requests"]
+    requests, faults = g.stats()["requests"], sum(g.stats()["faults"].values())
     assert est.phases["generate"]["calls"] == s.calls == 60
-    assert abs(requests - est.calls) <= 0.1 * est.calls  # retries of 429/500 included
+    # the estimate is the calls exactly; the requests add one retry per 429/500 the server gave (which
+    # conversations get one is a hash of the prompt: 4 to 7 of these 60)
+    assert requests - faults == est.calls and faults <= 0.12 * est.calls
     est_prompt = est.phases["generate"]["prompt_tokens"]
     assert abs(est_prompt - s.prompt_tokens) <= 0.1 * s.prompt_tokens
     # the CLI prints every phase; after the run, everything is cached or done: 0 calls left
@@ -393,3 +395,87 @@ def test_multi_hop_needs_two_documents_and_one_style_flag(tmp_path):
     proc = cli("synth", str(KESTREL), "--style", "multi-hop", "-n", "6", "--dry-run", "--model", "m",
                "--base-url", "http://127.0.0.1:9/v1")
     assert "6 samples planned" in proc.stdout
+
+
+def test_bad_replies_are_asked_again_and_good_ones_reused(g, tmp_path):
+    """A reply that is no answer -- prose, JSON cut by the token limit, a refusal (text or field), an array,
+    quotes that are a number, an answer that is not text, a critic reply without a score -- decides nothing
+    and is not cached: the rerun asks exactly those samples again (each such conversation once more, and no
+    other conversation already answered), reuses every good reply, and ends with the set of a run that never
+    got a bad reply (issue 33, item 8: the rejections were cached as final, a rerun asked nothing)."""
+    g.configure(faults=False, bad_first=0.35)
+    out, rej = tmp_path / "ts.jsonl", tmp_path / "ts.rejected.jsonl"
+    args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "40", "--critic", "--styles",
+            "factual=0.5,paraphrase=0.2,multi=0.1,conversational=0.2", "--cache", str(tmp_path / "c.sqlite"),
+            "--out", str(out), "--quiet", "--json"]
+    first = json.loads(cli(*args).stdout)
+    before = g.stats()
+    bad = sum(before["bad"].values())
+    assert len(before["bad"]) >= 7 and bad >= 10, before["bad"]  # (nearly) every kind was served
+    assert first["rejected"].get("bad_reply", 0) + first["rejected"].get("refused", 0) == bad
+    assert sorted(r["reason"] for r in rows(rej) if r["reason"] in ("bad_reply", "refused")) == sorted(
+        ["refused"] * (before["bad"].get("refusal", 0) + before["bad"].get("refusalfield", 0))
+        + ["bad_reply"] * (bad - before["bad"].get("refusal", 0) - before["bad"].get("refusalfield", 0)))
+    g.configure(bad_first=0.0)  # the endpoint answers well now
+    second = json.loads(cli(*args).stdout)
+    after = g.stats()
+    assert second["resumed"] == 40 - bad
+    assert after["repeated"] - before["repeated"] == bad  # each bad conversation asked once more ...
+    # ... and nothing else that had an answer: the new requests are those, and the critic calls of the samples
+    # whose generation was asked again (new conversations)
+    regenerated = after["generations"] - before["generations"]
+    assert regenerated == bad - before["bad"].get("noscore", 0)
+    assert after["requests"] - before["requests"] == second["calls"] == bad + (after["critic"] - before["critic"]
+                                                                                - before["bad"].get("noscore", 0))
+    assert not {"bad_reply", "refused"} & {r["reason"] for r in rows(rej)}
+    assert second["accepted"] + sum(second["rejected"].values()) == 40
+    g.reset()
+    fresh = tmp_path / "fresh.jsonl"
+    cli(*[a if a != str(out) else str(fresh) for a in args])
+    # the same samples, but for which of two near-duplicate questions is kept: a sample asked again on the
+    # rerun comes after the later samples it is compared with (the first kept wins)
+    a, b = {r["id"]: r for r in rows(out)}, {r["id"]: r for r in rows(fresh)}
+    assert [i for i in set(a) & set(b) if a[i] != b[i]] == []
+    duplicates = {r["id"] for r in rows(rej) + rows(tmp_path / "fresh.rejected.jsonl") if r["reason"] == "duplicate"}
+    assert set(a) ^ set(b) <= duplicates and len(set(a) ^ set(b)) <= 2 and len(a) >= 20
+
+
+def _big_corpus(path: Path, documents: int = 4, sentences: int = 10000) -> Path:
+    """Documents of ~0.8 MB each: locating a quote in one (normalised once per document) takes a second or more."""
+    words = ["range", "replica", "leader", "lease", "snapshot", "compaction", "follower", "quorum"]
+    with open(path, "w", encoding="utf-8") as fh:
+        for d in range(documents):
+            text = " ".join(f"The {words[i % 8]} number {i} of store {d} keeps {words[(i * 3) % 8]} copies in zone "
+                            f"{i % 97} of the cluster." for i in range(sentences))
+            fh.write(json.dumps({"id": f"big{d}.md", "text": text}) + "\n")
+    return path
+
+
+def test_ctrl_c_stops_within_a_second(g, tmp_path):
+    """Ctrl-C while samples are being checked (their quotes located in four documents of ~0.8 MB, a second or
+    more of work each) stops synth at once: exit 130 with the decided samples kept, well within 1 s of the signal on an
+    idle machine (0.2 s measured under load; issue 33, item 8: it took 4.5 s, and 3.3 s here before the fix: the
+    checks held the event loop that takes the signal)."""
+    out = tmp_path / "ts.jsonl"
+    corpus = _big_corpus(tmp_path / "big.jsonl")
+    g.configure(faults=False)
+    args = ["synth", corpus, "--model", "gen", "--base-url", g.base_url, "-n", "8", "--styles", "factual=1",
+            "--passage-chars", "4000", "--concurrency", "4", "--cache", tmp_path / "c.sqlite", "--out", out, "--quiet"]
+    proc = cli_popen(args, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while g.stats()["generations"] < 4:  # the replies are in: the run is checking them, one per document
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.2)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("synth did not stop within 30 s of Ctrl-C")
+    took = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert "rankwise: interrupted; the samples decided are in" in err
+    assert took < 1.5, f"synth took {took:.2f} s to stop after Ctrl-C"  # < 1 s idle; margin for a loaded machine

@@ -36,16 +36,24 @@ def _print_skips(summary: dict, notes: list[str], warnings: list[str] = ()) -> N
               help="The documents the chunks come from (.jsonl, BEIR folder or folder of text files): chunks "
                    "without offsets (LlamaIndex, Haystack, hand-made traces) are located in them, so span "
                    "verdicts apply.")
+@click.option("--first-stage", type=click.Path(dir_okay=False),
+              help="Also write each case's list before reranking (a RERANKER span's input documents) as a test "
+                   "set, for eval-rag --first-stage (docs/failures.md).")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
-def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corpus, force):
+def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corpus, first_stage, force):
     """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
     set: one case per trace, one retrieval call per retriever span."""
     from rankwise._outputs import check_outputs
     from rankwise.data.traces import import_traces, write_testset
+    from rankwise.data.traces.load import write_first_stage
 
-    check_outputs({"--out": output}, [traces, testset, corpus], force=force)
+    check_outputs({"--out": output, "--first-stage": first_stage}, [traces, testset, corpus], force=force)
     imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus)
     write_testset(imp, output)
+    if first_stage is not None:
+        written = write_first_stage(imp, first_stage)
+        click.echo(f"{first_stage}: {len(imp.first_stage)} cases' lists before reranking" if written else
+                   "  --first-stage: no trace holds a reranker span (RERANKER): nothing written", err=written is None)
     s = imp.summary()
     labelled = f"; {s['labelled_from_testset']} matched in {testset}" if testset else ""
     click.echo(f"{output}: {s['cases']} cases from {traces} ({s['format']}): {s['calls']} retrieval calls, "

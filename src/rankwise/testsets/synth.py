@@ -23,19 +23,27 @@ Safety: the calls run on the one :class:`~rankwise.llm.runner.Runner` and cache 
 reply goes to the SQLite cache (the judge's file, rows of mode ``synth``) as it arrives, every accepted
 sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it is
 decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
-resumes without repeating a call. A call that failed after its retries (``call_failed``) decided nothing:
-a rerun asks it again. ``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples
+resumes without repeating a call. A call that failed after its retries (``call_failed``), a reply that was
+not the JSON asked for (``bad_reply``, the critic's too) and a refusal (``refused``) decided nothing: such a
+reply is not cached, and a rerun asks those samples again (:data:`ASKED_AGAIN`), as the judge asks its
+failures again; every usable reply cached is reused. ``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples
 once the requests sent (the money spent) plus what the samples in flight still hold would pass them.
-Ctrl-C and SIGTERM stop the run with every decided sample written (:class:`SynthInterrupted`).
+Ctrl-C and SIGTERM stop the run at once with every decided sample written (:class:`SynthInterrupted`): the
+checks that take time (quotes located in whole documents, BM25 ranks) run off the event loop, which takes
+the signal while they run.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import math
+import queue
 import random
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -49,7 +57,7 @@ from rankwise.llm.client import BudgetExhausted, CallError, EndpointError
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import estimate_prompt_tokens
 from rankwise.llm.parse import ANY_OBJECT
-from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
+from rankwise.llm.prompts import NEUTRAL_LT, data_boundary, fence, fill, load_toml, shipped_toml
 from rankwise.llm.runner import Job, RunInterrupted, Runner, RunStopped, RunSummary
 from rankwise.retrieval.chunking import Chunk, chunk_corpus
 from rankwise.retrieval.corpus import Corpus, load_corpus
@@ -65,8 +73,9 @@ _TWO_PASSAGES = ("multi", "multi-hop")
 #: why a sample was rejected
 REASONS = {
     "call_failed": "the call (or the critic's) failed after its retries; a rerun asks again",
-    "bad_reply": "the reply was not the JSON asked for",
-    "not_answerable": "the model said the passage does not answer it (or refused)",
+    "bad_reply": "the reply (or the critic's) was not the JSON asked for; a rerun asks again",
+    "refused": "the model refused to answer (a refusal, not an answer); a rerun asks again",
+    "not_answerable": "the model said the passage does not answer it",
     "quote_not_found": "a quote is not in the source document, even normalised",
     "no_quotes": "no supporting quote given",
     "multi_one_passage": "a multi-passage (or multi-hop) sample whose quotes come from one passage only",
@@ -80,6 +89,9 @@ _NOT_ANSWERABLE = re.compile(
     r"\b(not (?:in|contained in|mentioned in|stated in|covered (?:in|by)) the passages?|(?:does|do) not "
     r"(?:contain|mention|say|state|answer|cover)|cannot be answered|no (?:relevant )?information|not enough "
     r"information|n/a|unanswerable|keine angabe|nicht im text|pas dans le passage)\b", re.I)
+#: rejections that decided nothing (no usable reply): not cached, and asked again by a rerun, as the judge
+#: asks its failures again
+ASKED_AGAIN = frozenset({"call_failed", "bad_reply", "refused"})
 OUTPUT_TOKENS = {"factual": 150, "paraphrase": 150, "multi": 220, "conversational": 260, "multi-hop": 240,
                  "critic": 40}
 
@@ -386,7 +398,7 @@ def _gives_away(question: str, answer: str) -> bool:
     return a in normalise(question)[0]
 
 
-def _quote_items(obj: dict, slot: Slot) -> list[tuple[int | None, str]] | str:
+def _quote_items(obj: dict) -> list[tuple[int | None, str]] | str:
     quotes = obj.get("quotes", obj.get("quote"))
     if isinstance(quotes, (str, dict)):
         quotes = [quotes]
@@ -407,24 +419,18 @@ def _quote_items(obj: dict, slot: Slot) -> list[tuple[int | None, str]] | str:
 def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: SynthSettings,
                 norms: dict[str, tuple[str, list[int]]]) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """``(sample fields, None, None)`` for a usable reply, else ``(None, reason, detail)``."""
-    from rankwise.llm.parse import ParseError, extract_json, refusal_of
+    from rankwise.llm.parse import extract_json
 
-    if content is not None and content.startswith("REFUSAL: "):
-        return None, "not_answerable", content[9:209]
-    if refusal_of(content) is not None:
-        return None, "not_answerable", (content or "")[:200]
-    try:
-        obj = extract_json(content)
-    except ParseError as exc:
-        return None, "bad_reply", str(exc)
-    if not isinstance(obj, dict):
-        return None, "bad_reply", "the reply is not a JSON object"
+    problem = unusable_reply(content, slot.style)
+    if problem is not None:
+        return None, *problem
+    obj = extract_json(content)
     question, answer = obj.get("question"), obj.get("answer")
     if question is None or (isinstance(answer, str) and _NOT_ANSWERABLE.search(answer) and len(answer) < 200):
         return None, "not_answerable", str(answer)[:200]
     if not isinstance(question, str) or not question.strip() or not isinstance(answer, str) or not answer.strip():
         return None, "bad_reply", "question and answer must be non-empty strings"
-    items = _quote_items(obj, slot)
+    items = _quote_items(obj)
     if isinstance(items, str):
         return None, items, "quotes must be a list of strings or {passage, text} objects"
     if not items:
@@ -444,6 +450,8 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
             if p.doc_id not in norms:
                 norms[p.doc_id] = normalise(doc)
             hit = locate(text, doc, window=(p.start, p.end), _norm=norms[p.doc_id])
+            if hit is None and NEUTRAL_LT in text:  # a tag start as the prompt wrote it (escape_data)
+                hit = locate(text.replace(NEUTRAL_LT, "<"), doc, window=(p.start, p.end), _norm=norms[p.doc_id])
             if hit is not None:
                 inside = [j for j, q in enumerate(slot.passages)
                           if q.doc_id == p.doc_id and hit.start < q.end and q.start < hit.end]
@@ -482,6 +490,65 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
             return None, "bad_reply", "a conversational sample needs the earlier turn (history)"
         sample["history"] = turns
     return sample, None, None
+
+
+def unusable_reply(content: str | None, style: str = "factual") -> tuple[str, str] | None:
+    """``(reason, detail)`` when a generation reply is no answer -- a refusal (``refused``) or not the JSON
+    asked for (``bad_reply``: no object, question or answer not text, quotes not a list of texts or
+    ``{passage, text}`` objects, a conversational sample without its earlier turn) -- else None (an answer,
+    ``{"question": null}`` included). Such a reply is not cached and decides nothing: a rerun asks again
+    (:data:`ASKED_AGAIN`), as the judge asks its failures again.
+
+    Example:
+        >>> unusable_reply("I'm sorry, but I can't help with that.")[0], unusable_reply('{"question": null}')
+        ('refused', None)
+    """
+    from rankwise.llm.parse import ParseError, extract_json, refusal_of
+
+    if content is not None and content.startswith("REFUSAL: "):
+        return "refused", content[9:209]
+    if refusal_of(content) is not None:
+        return "refused", (content or "")[:200]
+    try:
+        obj = extract_json(content)
+    except ParseError as exc:
+        return "bad_reply", str(exc)[:200]
+    if not isinstance(obj, dict):
+        return "bad_reply", "the reply is not a JSON object"
+    question, answer = obj.get("question"), obj.get("answer")
+    if question is None or (isinstance(answer, str) and _NOT_ANSWERABLE.search(answer) and len(answer) < 200):
+        return None  # the model's answer: the passage does not answer it
+    if not isinstance(question, str) or not question.strip() or not isinstance(answer, str) or not answer.strip():
+        return "bad_reply", "question and answer must be non-empty strings"
+    if isinstance(_quote_items(obj), str):
+        return "bad_reply", "quotes must be a list of strings or {passage, text} objects"
+    history = obj.get("history")
+    if style == "conversational" and not (isinstance(history, list) and any(
+            isinstance(t, dict) and isinstance(t.get("question"), str) for t in history)):
+        return "bad_reply", "a conversational sample needs the earlier turn (history)"
+    return None
+
+
+def unusable_critic(content: str | None) -> tuple[str, str] | None:
+    """``("bad_reply", detail)`` when a critic reply holds no numeric score (or is a refusal), else None:
+    not cached, asked again by a rerun.
+
+    Example:
+        >>> unusable_critic('{"score": 4}'), unusable_critic("no idea")[0]
+        (None, 'bad_reply')
+    """
+    from rankwise.llm.parse import ParseError, extract_json, refusal_of
+
+    if (content is not None and content.startswith("REFUSAL: ")) or refusal_of(content) is not None:
+        return "bad_reply", f"the critic refused: {(content or '')[:200]}"
+    try:
+        obj = extract_json(content)
+    except ParseError as exc:
+        return "bad_reply", f"critic gave no score: {str(exc)[:200]}"
+    score = obj.get("score") if isinstance(obj, dict) else None
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        return "bad_reply", "critic gave no score"
+    return None
 
 
 def reply_question(content: str | None) -> str | None:
@@ -591,10 +658,10 @@ def _fingerprint(corpus: Corpus, settings: SynthSettings, model: str, version: s
 
 
 def _drop_failed_calls(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rejected rows without those of calls that failed (``call_failed``: no reply after the retries);
-    the file is rewritten without them, so their samples are asked again, as the judge retries its
-    failures: a failed call is not an answer."""
-    kept = [r for r in rows if r.get("reason") != "call_failed"]
+    """The rejected rows without those that decided nothing (:data:`ASKED_AGAIN`: a call that failed after
+    its retries, a reply that was no answer -- not the JSON asked for, or a refusal); the file is rewritten
+    without them, so their samples are asked again, as the judge retries its failures."""
+    kept = [r for r in rows if r.get("reason") not in ASKED_AGAIN]
     if len(kept) < len(rows):
         from rankwise._atomic import atomic_write
 
@@ -694,7 +761,8 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, config: LLMConfig
                 continue
             messages = render_slot(slot, prompts, corpus)
             key = reply_key(model, version, "generation", messages, temperature, settings.max_tokens)
-            if store is not None and store.get(key) is not None:
+            hit = store.get(key) if store is not None else None
+            if hit is not None and unusable_reply(hit.reason, slot.style) is None:
                 phases["generate"]["cached"] += 1
                 continue
             phases["generate"]["calls"] += 1
@@ -827,6 +895,7 @@ class _SynthRun:
         self.passage_by_id = {c.id: c for c in passages}
         cache = VerdictCache(self.cfg.cache)
         runner = Runner(self.cfg.endpoint, self.cfg.policy, self.cfg.prices, cache, name="rankwise-synth")
+        self.cpu = _Background()
         try:
             with open(self.out, "a", encoding="utf-8") as self.fh_ok, \
                     open(self.rej_out, "a", encoding="utf-8") as self.fh_rej, \
@@ -837,6 +906,7 @@ class _SynthRun:
                     return self.summary
                 return runner.run(lambda r: _SynthJob(self, r, todo))
         finally:
+            self.cpu.close()
             cache.close()
 
     def show(self, n: int, cost: float | None) -> None:
@@ -866,7 +936,7 @@ class _SynthRun:
             self.fh_rej.flush()
             return
         self.seen_questions.append((shingles(sample["user_input"]), slot.id, sample["user_input"]))
-        rank = _bm25_rank(self.bm25, self.passage_by_id, sample)
+        rank = sample.pop("bm25_rank")
         difficulty = "easy" if rank == 1 else "hard" if rank is not None else "unretrieved"
         prov["located"] = sample.pop("located")
         row = {"id": slot.id, **sample, "style": slot.style, "language": slot.language, "difficulty": difficulty,
@@ -906,7 +976,10 @@ class _SynthJob(Job):
         self.outcome = {s.index: _Outcome() for s in todo}
         self.messages = {s.index: render_slot(s, run.prompts, run.corpus) for s in todo}
         self.keys = {i: run.key("generation", m, run.settings.max_tokens) for i, m in self.messages.items()}
-        self.hits = runner.cache.get_many(list(self.keys.values())) if runner.cache is not None else {}
+        hits = runner.cache.get_many(list(self.keys.values())) if runner.cache is not None else {}
+        # a reply that was no answer (cached by an older rankwise) is asked again, not reused
+        self.hits = {k: hits[k] for s in todo if (k := self.keys[s.index]) in hits
+                     and unusable_reply(hits[k].reason, s.style) is None}
         self.held: dict[int, int] = {}  # calls reserved by each slot in flight
         self.decided: dict[int, _Decision] = {}
         self.order = [s.index for s in todo]
@@ -956,10 +1029,14 @@ class _SynthJob(Job):
         self._commit()
 
     async def _call(self, slot: Slot, kind: str, messages: list[dict], max_tokens: int) -> str | None:
-        """One reply: from the cache, else from the endpoint (stored in the cache as it arrives)."""
+        """One reply: from the cache, else from the endpoint (stored in the cache as it arrives, unless it is
+        no answer: :func:`unusable_reply`, :func:`unusable_critic`; a rerun asks that one again)."""
         run = self.run
         key = run.key(kind, messages, max_tokens)
+        unusable = (lambda c: unusable_reply(c, slot.style)) if kind == "generation" else unusable_critic
         hit = self.hits.get(key) if kind == "generation" else self.runner.cache.get(key)  # type: ignore[union-attr]
+        if hit is not None and unusable(hit.reason) is not None:
+            hit = None
         reserved = kind == "critic" or hit is None
         if hit is not None:
             self.cached_calls += 1
@@ -975,7 +1052,7 @@ class _SynthJob(Job):
             self.in_flight -= 1
         self.summary.calls += 1
         content = reply.content if reply.content is not None else (reply.refusal and f"REFUSAL: {reply.refusal}")
-        self.runner.record(True, lambda w: w.put(key, verdict=1, grade=None, reason=content, model=run.model,
+        self.runner.record(unusable(content) is None, lambda w: w.put(key, verdict=1, grade=None, reason=content, model=run.model,
                                                  mode="synth", scale=kind, prompt_version=run.version,
                                                  style="generate", call="single", prompt_tokens=reply.prompt_tokens,
                                                  completion_tokens=reply.completion_tokens), 0)
@@ -991,7 +1068,8 @@ class _SynthJob(Job):
             return None
         except CallError as exc:
             return None, "call_failed", str(exc)[:200], None
-        sample, reason, detail = check_reply(content, slot, run.corpus, run.settings, run.norms)
+        # the checks (quotes located in whole documents, BM25 rank) off the event loop: Ctrl-C is taken at once
+        sample, reason, detail = await run.cpu(_checked, content, slot, run)
         question = sample["user_input"] if sample is not None else reply_question(content)
         if sample is None or not run.settings.critic:
             return sample, reason, detail, question
@@ -1026,18 +1104,63 @@ class _SynthJob(Job):
         return s
 
 
+def _checked(content: str | None, slot: Slot,
+             run: _SynthRun) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """:func:`check_reply`, and an accepted sample's BM25 rank (``bm25_rank``: the one thing :meth:`_SynthRun.write`
+    does that takes time)."""
+    sample, reason, detail = check_reply(content, slot, run.corpus, run.settings, run.norms)
+    if sample is not None:
+        sample["bm25_rank"] = _bm25_rank(run.bm25, run.passage_by_id, sample)
+    return sample, reason, detail
+
+
+class _Background:
+    """One daemon thread for a run's CPU-bound steps (quotes located in whole documents, BM25 ranks), so the
+    event loop stays free to take Ctrl-C at once: a step still running when the run stops is abandoned (its
+    sample decided nothing; its reply is in the cache), and the process does not wait for it to end."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="rankwise-synth-checks", daemon=True).start()
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            fn, args, loop, future = item
+            if future.cancelled():
+                continue
+            try:
+                result, failed = fn(*args), False
+            except Exception as exc:  # noqa: BLE001 - raised in the awaiting task, as if called there
+                result, failed = exc, True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the run has ended
+                loop.call_soon_threadsafe(_settle, future, result, failed)
+
+    async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._queue.put((fn, args, loop, future))
+        return await future
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+
+def _settle(future: asyncio.Future, result: Any, failed: bool) -> None:
+    if not future.done():
+        future.set_exception(result) if failed else future.set_result(result)
+
+
 def _criticised(sample: dict[str, Any], verdict: str | None,
                 minimum: int) -> tuple[dict[str, Any] | None, str | None, str | None]:
-    """The sample with the critic's score, or rejected (``critic``) for a low or missing score."""
-    from rankwise.llm.parse import ParseError, extract_json
+    """The sample with the critic's score, rejected (``critic``) for a low score, or (``bad_reply``) for a
+    reply without one."""
+    from rankwise.llm.parse import extract_json
 
-    try:
-        obj = extract_json(verdict)
-        score = obj.get("score") if isinstance(obj, dict) else None
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise ParseError("no numeric score")
-    except ParseError as exc:
-        return None, "critic", f"critic gave no score: {exc}"
+    problem = unusable_critic(verdict)
+    if problem is not None:  # no score: decided nothing, a rerun asks the critic again
+        return None, *problem
+    obj = extract_json(verdict)
+    score = obj["score"]
     sample["critic"] = {"score": score, "reason": str(obj.get("reason") or "")[:300]}
     if score < minimum:
         return None, "critic", f"score {score}: {obj.get('reason')}"

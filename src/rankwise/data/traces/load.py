@@ -11,7 +11,7 @@ from rankwise.data.testset import TestSet
 from rankwise.data.traces.readers import read_spans
 from rankwise.data.traces.spans import TraceImport, assemble
 
-__all__ = ["import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
+__all__ = ["write_first_stage", "import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
 
 
 class TraceSkipWarning(UserWarning):
@@ -107,3 +107,30 @@ def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
     from rankwise.data.testset import write_testset as write_cases
 
     return write_cases(imp.testset, path)
+
+
+def write_first_stage(imp: TraceImport, path: str | PathLike) -> Path | None:
+    """Write the cases' lists before reranking (a RERANKER span's input documents) as a test set with the same
+    case ids and ground truth, for ``eval-rag --first-stage`` (failure class ``demoted by the reranker``); None
+    when no trace holds a reranker span (nothing is written).
+
+    Example:
+        >>> import os, tempfile
+        >>> from rankwise.data.traces.spans import Span, assemble
+        >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "b", "text": "y"}],
+        ...                      first_stage=[{"id": "a", "text": "x"}, {"id": "b", "text": "y"}])], source="<spans>")
+        >>> [c.id for c in imp.testset["t1"].chunks], [c.id for c in imp.first_stage["t1"]]
+        (['b'], ['a', 'b'])
+        >>> write_first_stage(imp, os.path.join(tempfile.mkdtemp(), "before.jsonl")).name
+        'before.jsonl'
+    """
+    if not imp.first_stage:
+        return None
+    import dataclasses
+
+    from rankwise.data.testset import TestSet
+    from rankwise.data.testset import write_testset as write_cases
+
+    cases = [dataclasses.replace(c, chunks=list(imp.first_stage[c.id]), calls=[]) for c in imp.testset
+             if c.id in imp.first_stage]
+    return write_cases(TestSet(cases, imp.testset.source), path)

@@ -13,8 +13,10 @@
 - ``mlflow``: MLflow traces as ``Trace.to_json()`` writes them (one, an array, or one per line), spans of type
   ``RETRIEVER`` whose outputs are documents.
 
-OpenInference attributes read: ``openinference.span.kind`` (``RETRIEVER``), ``input.value``, ``output.value``,
-``retrieval.documents.N.document.{id, content, score, metadata}``, ``metadata`` (JSON; ``case_id``) and
+OpenInference attributes read: ``openinference.span.kind`` (``RETRIEVER``, ``RERANKER``), ``input.value``,
+``output.value``, ``retrieval.documents.N.document.{id, content, score, metadata}``,
+``reranker.{input,output}_documents.N.document.*`` (a RERANKER span: its output is the case's list, its input the
+first stage), ``metadata`` (JSON; ``case_id``) and
 ``session.id``. The LangChain instrumentor leaves ``document.id`` out; the id is then read from the span's
 ``output.value`` documents when they hold one.
 """
@@ -45,6 +47,8 @@ __all__ = ["TRACE_FORMATS", "read_spans", "detect_format"]
 
 TRACE_FORMATS = ("auto", "otlp", "console", "phoenix", "langsmith", "mlflow")
 _DOC_ATTR = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")
+_RERANK_ATTR = {side: re.compile(rf"^reranker\.{side}_documents\.(\d+)\.document\.(id|content|score|metadata)$")
+                for side in ("input", "output")}
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]{16}([0-9a-fA-F]{16})?$")
 
 
@@ -148,10 +152,11 @@ def _need(obj: Any, key: str, types, *, source, line, where: str, what: str) -> 
 # ----------------------------------------------------------------------------------- OpenInference attributes
 
 
-def _oi_documents(attrs: Mapping[str, Any], *, source, line, where: str) -> list[dict] | None:
+def _oi_documents(attrs: Mapping[str, Any], *, source, line, where: str, pattern: re.Pattern = _DOC_ATTR
+                  ) -> list[dict] | None:
     docs: dict[int, dict] = {}
     for key, value in attrs.items():
-        m = _DOC_ATTR.match(str(key))
+        m = pattern.match(str(key))
         if m is None:
             continue
         i, part = int(m.group(1)), m.group(2)
@@ -174,9 +179,11 @@ def _oi_documents(attrs: Mapping[str, Any], *, source, line, where: str) -> list
             d["metadata"] = dict(meta or {})
     if not docs:
         out = _maybe_json(attrs.get("output.value"))
-        if isinstance(out, Mapping) and out.get("documents") == []:
+        if pattern is _DOC_ATTR and isinstance(out, Mapping) and out.get("documents") == []:
             return []  # the retriever returned nothing: an empty call, not a missing one
-        return None
+        return None if pattern is _DOC_ATTR else []
+    if pattern is not _DOC_ATTR:
+        return [docs[i] for i in sorted(docs)]
     ordered = [docs[i] for i in sorted(docs)]
     out = _maybe_json(attrs.get("output.value"))  # LangChain's instrumentor: ids only in the output
     listed = out.get("documents") if isinstance(out, Mapping) else None
@@ -224,9 +231,15 @@ def _incomplete(docs: list[dict]) -> bool:
 
 def _oi_span(attrs: Mapping[str, Any], *, trace_id, span_id, parent_id, name, start, kind, source, line,
              where: str, dropped: int = 0) -> Span:
-    retriever, bad_kind = _kind(attrs.get("openinference.span.kind") if kind is None or kind == "" else kind,
-                                "RETRIEVER")
+    found = attrs.get("openinference.span.kind") if kind is None or kind == "" else kind
+    retriever, bad_kind = _kind(found, "RETRIEVER")
+    reranker, _ = _kind(found, "RERANKER")
     docs = _oi_documents(attrs, source=source, line=line, where=where) if retriever else None
+    first_stage = None
+    if reranker:  # the reranked list is what the generator reads; its input is the first stage (docs/failures.md)
+        retriever = True
+        docs = _oi_documents(attrs, source=source, line=line, where=where, pattern=_RERANK_ATTR["output"])
+        first_stage = _oi_documents(attrs, source=source, line=line, where=where, pattern=_RERANK_ATTR["input"])
     if retriever and not dropped and len(attrs) == ATTRIBUTE_LIMIT and docs and _incomplete(docs):
         dropped = -1  # the SDK's default limit, full, and a list with a hole: the console exporter says no more
     query = attrs.get("input.value")
@@ -234,7 +247,7 @@ def _oi_span(attrs: Mapping[str, Any], *, trace_id, span_id, parent_id, name, st
                 retriever=retriever, input=text_of(query, QUESTION_KEYS),
                 output=text_of(attrs.get("output.value"), ANSWER_KEYS), documents=docs,
                 case_key=_case_key(attrs), line=line, where=where, dropped_attributes=dropped if retriever else 0,
-                bad_kind=bad_kind)
+                bad_kind=bad_kind, first_stage=first_stage)
 
 
 # ------------------------------------------------------------------------------------------------ formats

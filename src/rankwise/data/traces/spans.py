@@ -63,6 +63,7 @@ class Span:
     where: str = ""
     dropped_attributes: int = 0  #: attributes the SDK dropped (OTLP ``droppedAttributesCount``); -1: probably some
     bad_kind: str | None = None  #: the span kind as found when it is not a string (the span is then not read)
+    first_stage: list[dict] | None = None  #: a RERANKER span's input documents (``documents``: its output)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class TraceImport:
     duplicates: Counter = field(default_factory=Counter)  #: (trace id, span id) -> copies beyond the first
     bad_offsets: list[str] = field(default_factory=list)  #: "span S document N: start ..., end ..." (dropped)
     located: Counter = field(default_factory=Counter)  #: chunks placed in the corpus or passages, by how
+    first_stage: dict[str, list] = field(default_factory=dict)  #: case id -> chunks before reranking (RERANKER)
 
     def summary(self) -> dict:
         """Counts: cases, retrieval calls, skipped (by reason), cases given labels from the test set, duplicate
@@ -191,6 +193,7 @@ class _Reading:
     notes: list[str] = field(default_factory=list)
     rules: Counter = field(default_factory=Counter)
     bad_offsets: list[str] = field(default_factory=list)
+    first_stage: dict = field(default_factory=dict)  #: trace id -> the reranker's input chunks
 
     def skip(self, why: str, note: str | None = None) -> None:
         self.skipped[why] += 1
@@ -203,6 +206,7 @@ class _Reading:
         self.notes.extend(part.notes)
         self.rules.update(part.rules)
         self.bad_offsets.extend(part.bad_offsets)
+        self.first_stage.update(part.first_stage)
 
 
 def _whole(value: Any) -> bool:
@@ -308,6 +312,30 @@ def _wrappers(spans: list[Span]) -> set[int]:
     return out
 
 
+def _doc_key(doc: Mapping) -> Any:
+    return doc.get("id") or doc.get("text")
+
+
+def _fed_to_reranker(span: Span, rerankers: list[Span]) -> bool:
+    """A retriever span whose documents all went into a reranker of the same trace: its first stage, not a call
+    of its own (the reranker's output is the list the generator reads)."""
+    if span.first_stage is not None or not span.documents:
+        return False
+    keys = {_doc_key(d) for d in span.documents}
+    return any(keys <= {_doc_key(d) for d in r.first_stage or []} for r in rerankers)
+
+
+def _first_stage(trace_id: str, rerankers: list[Span], reading: _Reading) -> None:
+    """The first reranker's input documents as the case's first-stage chunks (``reading.first_stage``)."""
+    if not rerankers or not rerankers[0].first_stage:
+        return
+    r = rerankers[0]
+    before = _call(Span(r.trace_id, r.span_id, r.parent_id, r.name, r.start, True, r.input,
+                        documents=r.first_stage, line=r.line, where=r.where), 0, reading)
+    if before is not None:
+        reading.first_stage[trace_id] = list(before.chunks)
+
+
 def _case(trace_id: str, spans: list[Span], reading: _Reading) -> tuple[TestCase, list[RetrievalCall]] | None:
     order = {id(s): i for i, s in enumerate(spans)}
     for s in spans:
@@ -319,6 +347,9 @@ def _case(trace_id: str, spans: list[Span], reading: _Reading) -> tuple[TestCase
     wrappers = _wrappers(spans)
     retrievers = sorted((s for s in spans if s.retriever and id(s) not in wrappers),
                         key=lambda s: (s.start is None, s.start or 0, order[id(s)]))
+    rerankers = [s for s in retrievers if s.first_stage is not None]
+    retrievers = [s for s in retrievers if not _fed_to_reranker(s, rerankers)]
+    _first_stage(trace_id, rerankers, reading)
     calls = []
     for s in retrievers:
         if s.documents is None:
@@ -430,6 +461,7 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
     reading = _Reading(source, {"id_key": id_key, "doc_id_key": doc_id_key}, locator)
     by_question = {} if testset is None else {(c.question or "").strip(): c for c in testset if c.question}
     cases, calls, trace_ids, labelled = [], {}, {}, 0
+    first_stage: dict[str, list] = {}
     used: Counter = Counter()
     located: Counter = Counter()
     for trace_id in _trace_order(by_trace):
@@ -451,6 +483,8 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
         cases.append(case)
         calls[case.id] = case_calls
         trace_ids[case.id] = trace_id
+        if trace_id in part.first_stage:
+            first_stage[case.id] = part.first_stage[trace_id]
     if not cases:
         found = ", ".join(f"{n} {why}" for why, n in reading.skipped.items()) or "no span"
         first = f"; first: {reading.notes[0]}" if reading.notes else ""
@@ -458,4 +492,5 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
                          "rankwise reads OpenInference RETRIEVER spans, LangSmith runs of run_type 'retriever' and "
                          "MLflow RETRIEVER spans", source=source)
     return TraceImport(TestSet(cases, source), calls, reading.skipped, reading.notes, labelled, fmt, reading.rules,
-                       trace_ids, duplicates, reading.bad_offsets, located if locator is None else locator.counts)
+                       trace_ids, duplicates, reading.bad_offsets, located if locator is None else locator.counts,
+                       first_stage)
