@@ -255,6 +255,11 @@ def test_haystack_embedding_retriever_same_numbers_as_rankwise(corpus, questions
         def run(self, text: str):
             return {"embedding": hash_embed(text)}
 
+    # Haystack registers a component by its import path and later tests in this process (a traced Haystack
+    # pipeline) look registered components up by it: make the path resolve
+    HashQueryEmbedder.__qualname__ = "HashQueryEmbedder"
+    globals()["HashQueryEmbedder"] = HashQueryEmbedder
+
     docs = [dataclasses.replace(d, embedding=hash_embed(d.content)) for d in _haystack_docs(corpus)]
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")
     store.write_documents(docs)

@@ -83,9 +83,10 @@ class Headroom:
 
     def sentence(self, metric: str | None = None) -> str:
         """One sentence a lead can act on, for ``metric`` (default: the first nDCG, else the first metric)."""
-        if not self.today:
-            return "no metric to give headroom for"
-        name = metric or next((m for m in self.today if m.startswith("ndcg")), next(iter(self.today)))
+        shown = [m for m in self.today if m in self.reranked]
+        if not shown:
+            return "no metric of one ranked list to give headroom for"
+        name = metric or next((m for m in shown if m.startswith("ndcg")), shown[0])
         text = (f"a reranker over your top {self.depth} could lift {name} from {self.today[name]:.2f} to at most "
                 f"{self.reranked[name]:.2f}; {self.nothing_relevant:.0%} of questions have nothing relevant in "
                 f"the top {self.depth}, which no reranker can fix")
@@ -113,12 +114,14 @@ def headroom(result: Any, *, classes: FailureClasses | None = None,
     """
     source = result.relevance
     scored = [r for r in result.records if r.id in result.per_query]
-    measures = [m for m in result.measures if metrics is None or m.name in metrics]
+    # the metrics of one ranked list (a reorder says nothing of metrics over several retrieval calls), defined today
+    measures = [m for m in result.measures if (metrics is None or m.name in metrics)
+                and "records" not in m.metric.requires and result.mean.get(m.name) is not None]
     params = result.summary.get("parameters") or {}
     matrix = RelevanceMatrix.from_records([ideal_order(r, source) for r in scored], source,
                                           id_field=params.get("id_field"),
                                           relevance_level=params.get("relevance_level", 1))
-    best = evaluate_matrix(matrix, measures)
+    best = evaluate_matrix(matrix, measures) if measures else None
     n = len(scored)
     empty = sum(1 for r in scored if not relevant_ranks(r, source))
     split = None
@@ -126,4 +129,5 @@ def headroom(result: Any, *, classes: FailureClasses | None = None,
         split = sum(1 for r in scored if classes.by_case.get(r.id) == "split by chunking") / n if n else 0.0
     return Headroom(source, max((len(r.chunks) for r in scored), default=0),
                     {m.name: float(result.mean[m.name]) for m in measures},
-                    {m.name: float(best.mean[m.name]) for m in measures}, empty / n if n else 0.0, split, n)
+                    {m.name: float(best.mean[m.name]) for m in measures if best.mean[m.name] is not None},
+                    empty / n if n else 0.0, split, n)
