@@ -65,6 +65,9 @@ def first_relevant_rank(record: Any, source: str, *, relevance_level: int = 1) -
 def _has_ground_truth(record: Any, source: str) -> bool:
     if record.reference_context_ids or (record.reference_contexts and source != "ids"):
         return True
+    stored = record.truth.get(source)  # graded qrels given as labels: the truth the source judged with
+    if stored is not None and int(stored.get("n_relevant") or 0) > 0:
+        return True
     if source in _REFERENCE_SOURCES:
         return False
     return any(c.verdicts.get(source) is not None and c.verdicts[source].ok for c in record.chunks)

@@ -81,15 +81,20 @@ class Headroom:
     split_by_chunking: float | None = None
     cases: int = 0
 
-    def sentence(self, metric: str | None = None) -> str:
-        """One sentence a lead can act on, for ``metric`` (default: the first nDCG, else the first metric)."""
+    def sentence(self, metric: str | None = None) -> str | None:
+        """One sentence a lead can act on, for ``metric`` (default: the first nDCG, else the first metric); None
+        when no metric of one ranked list was asked for (metrics over several retrieval calls only)."""
         shown = [m for m in self.today if m in self.reranked]
         if not shown:
-            return "no metric of one ranked list to give headroom for"
+            return None
         name = metric or next((m for m in shown if m.startswith("ndcg")), shown[0])
-        text = (f"a reranker over your top {self.depth} could lift {name} from {self.today[name]:.2f} to at most "
-                f"{self.reranked[name]:.2f}; {self.nothing_relevant:.0%} of questions have nothing relevant in "
-                f"the top {self.depth}, which no reranker can fix")
+        if self.reranked[name] > self.today[name] + 1e-12:
+            text = (f"a reranker over your top {self.depth} could lift {name} from {self.today[name]:.2f} to at most "
+                    f"{self.reranked[name]:.2f}")
+        else:
+            text = f"no reranker over your top {self.depth} can lift {name} ({self.today[name]:.2f}: already the best order)"
+        text += (f"; {self.nothing_relevant:.0%} of questions have nothing relevant in the top {self.depth}, which no "
+                 f"reranker can fix")
         if self.split_by_chunking:
             text += f"; {self.split_by_chunking:.0%} have their passage split by chunking"
         return text

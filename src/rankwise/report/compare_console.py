@@ -89,9 +89,10 @@ def failure_notes(summary: dict) -> list[str]:
     for system, classes in (summary.get("failure_classes") or {}).items():
         # (cases without ground truth are said once, in the unscorable warning; their count stays in the JSON)
         shown = "; ".join(f"{name} {n}" for name, n in classes["counts"].items() if n and name != "no ground truth")
-        out.append(f"{system}: failure classes at K={classes['k']}: {shown}")
+        if shown:
+            out.append(f"{system}: failure classes at K={classes['k']}: {shown}")
         room = (summary.get("headroom") or {}).get(system)
-        if room:
+        if room and room.get("sentence"):
             out.append(f"{system}: headroom: {room['sentence']}")
     return out
 

@@ -58,8 +58,9 @@ def failure_lines(summary: dict) -> list[str]:
     if classes:
         # (cases without ground truth are said once, in the unscorable line; their count stays in the JSON)
         shown = "; ".join(f"{name} {n}" for name, n in classes["counts"].items() if n and name != "no ground truth")
-        out.append(f"failure classes at K={classes['k']}: {shown} (rankwise explain RECORDS CASE_ID: one case)")
-    if summary.get("headroom"):
+        if shown:
+            out.append(f"failure classes at K={classes['k']}: {shown} (rankwise explain RECORDS CASE_ID: one case)")
+    if (summary.get("headroom") or {}).get("sentence"):
         out.append(f"headroom: {summary['headroom']['sentence']}")
     return out
 
