@@ -14,8 +14,7 @@ import pytest
 from _inprocess import run_cli
 from test_rag_invariants import _bounded_names
 
-WORDS = ("meeple token dice board card round player turn score tile harbor market road tower river forest quarry "
-         "shield crown guild merchant trade build move draw discard reserve bonus phase setup victory").split()
+WORDS = ["meeple", "token", "dice", "board", "card", "round", "player", "turn", "score", "tile", "harbor", "market", "road", "tower", "river", "forest", "quarry", "shield", "crown", "guild", "merchant", "trade", "build", "move", "draw", "discard", "reserve", "bonus", "phase", "setup", "victory"]
 
 
 def rulebook(tmp_path):
