@@ -41,14 +41,31 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     atexit.register(_leave_now)
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA", REPO.parent / "shared" / "data"))
+# the public collections the suite reads (Cranfield and CISI in BEIR layout, trec_eval's test files) are carried in
+# tests/data; $RANKWISE_SHARED_DATA names another copy. Only trec_eval's source (to build the binary the conformance
+# tests compare with) stays outside: $RANKWISE_TREC_EVAL_SRC, else ../shared/external/trec_eval-src.tar.gz.
+SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA") or REPO / "tests" / "data")
+TREC_EVAL_SRC = Path(os.environ.get("RANKWISE_TREC_EVAL_SRC")
+                     or REPO.parent / "shared" / "external" / "trec_eval-src.tar.gz")
+
+
+def need_trec_eval_source() -> Path:
+    """trec_eval 10.0's source tarball, or the test's end: under CI a failure, elsewhere a skip saying how to get
+    it (trec_eval's source is not carried in this repository)."""
+    if TREC_EVAL_SRC.is_file():
+        return TREC_EVAL_SRC
+    message = (f"trec_eval 10.0's source not found at {TREC_EVAL_SRC}: set RANKWISE_TREC_EVAL_SRC to its tarball "
+               "(https://github.com/usnistgov/trec_eval, tag v10.0)")
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message + " (CI is set, so this is a failure, not a skip)")
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``../shared/data`` (or $RANKWISE_SHARED_DATA): trec_eval's suite, Cranfield and CISI."""
+    """``tests/data`` (or $RANKWISE_SHARED_DATA): trec_eval's suite, Cranfield and CISI."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared test data not found at {SHARED_DATA}; set RANKWISE_SHARED_DATA")
+        pytest.fail(f"test data not found at {SHARED_DATA} (tests/data, or $RANKWISE_SHARED_DATA)")
     return SHARED_DATA
 
 

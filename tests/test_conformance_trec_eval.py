@@ -1,6 +1,6 @@
 """Conformance with trec_eval: every expected output of the NIST suite, for every measure we implement.
 
-The expected files (``../shared/data/trec_eval/out.*``) were printed by trec_eval 10.0; its README gives
+The expected files (``tests/data/trec_eval/out.*``) were printed by trec_eval 10.0; its README gives
 the command behind each. We evaluate the same inputs with the same flags and compare our ``%6.4f``
 (``%d`` for counts) text with trec_eval's, per query and ``all``.
 

@@ -1,4 +1,4 @@
-"""BM25 on the real Cranfield and CISI collections (BEIR layout in ../shared/data), scored against their qrels.
+"""BM25 on the real Cranfield and CISI collections (BEIR layout in tests/data), scored against their qrels.
 
 BM25 (bm25s, Lucene variant, k1 1.5, b 0.75, Snowball English stemming, Lucene's English stopwords, title
 + text) is deterministic, so the values are pinned to 3 decimals. Dense and hybrid figures, with

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import TREC_EVAL_SRC, need_trec_eval_source
 from rankwise import evaluate
 from rankwise.report.text import to_trec
 
-TARBALL = Path(os.environ.get("RANKWISE_SHARED_DATA", SHARED_DATA)).parent / "external" / "trec_eval-src.tar.gz"
+TARBALL = TREC_EVAL_SRC
 
 # trec_eval's measure sets by their nicknames: rankwise accepts the same ones (metrics/trec.py NICKNAMES)
 ALL_TREC = ["all_trec"]
@@ -88,8 +88,7 @@ def _build(variant: str) -> Path:
 def binaries() -> dict[str, Path]:
     if not _have_compiler():
         pytest.skip("no C compiler/make: cannot build trec_eval (scripts/setup.sh --test installs gcc and make)")
-    if not TARBALL.is_file():
-        pytest.fail(f"trec_eval source not found at {TARBALL}; set RANKWISE_SHARED_DATA")
+    need_trec_eval_source()
     return {v: _build(v) for v in ("std", "g17")}
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import need_trec_eval_source
 from rankwise import evaluate
 from rankwise.cli import main
 from rankwise.data import load_run
@@ -31,15 +32,14 @@ from rankwise.metrics.jg import evaluate_jg
 from rankwise.metrics.prefs import evaluate_prefs
 from rankwise.metrics.zscores import apply_zscores
 from rankwise.report.text import to_trec
-from test_trec_eval_binary import TARBALL, _build, _compare, _have_compiler, _numbers, _ours
+from test_trec_eval_binary import _build, _compare, _have_compiler, _numbers, _ours
 
 
 @pytest.fixture(scope="module")
 def binaries() -> dict[str, Path]:
     if not _have_compiler():
         pytest.skip("no C compiler/make: cannot build trec_eval (scripts/setup.sh --test installs gcc and make)")
-    if not TARBALL.is_file():
-        pytest.fail(f"trec_eval source not found at {TARBALL}; set RANKWISE_SHARED_DATA")
+    need_trec_eval_source()
     return {v: _build(v) for v in ("std", "g17")}
 
 
