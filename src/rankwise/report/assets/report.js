@@ -11,19 +11,23 @@
       vals[j].hidden = vals[j].getAttribute("data-metric") !== metric;
     }
   }
-  // the drill-down is ordered by the size of the selected metric's difference (stable: ties keep build order)
-  function sortQueries(metric) {
+  // the drill-down's order, stable (ties keep build order): by the size of the selected metric's difference, largest
+  // first; with a failure class chosen, by the baseline's value of that metric, worst first
+  function orderBy(attr, metric, sign) {
     var list = document.getElementById("query-list");
     if (!list) { return; }
     var items = Array.prototype.slice.call(list.querySelectorAll("details.query"));
-    function size(e) {
-      var v = JSON.parse(e.getAttribute("data-size") || "{}")[metric];
+    function key(e) {
+      var v = JSON.parse(e.getAttribute(attr) || "{}")[metric];
       return typeof v === "number" ? v : 0;
     }
     items.sort(function (a, b) {
-      return (size(b) - size(a)) || (Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")));
+      return sign * (key(a) - key(b)) || (Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")));
     });
     for (var i = 0; i < items.length; i++) { list.appendChild(items[i]); }
+  }
+  function sortQueries(metric) {
+    if (classFilter && classFilter.value) { orderBy("data-value", metric, 1); } else { orderBy("data-size", metric, -1); }
     var label = document.getElementById("order-metric");
     if (label) { label.textContent = metric; }
   }
@@ -68,20 +72,7 @@
     }
     var count = document.getElementById("query-count");
     if (count) { count.textContent = shown + " shown" + (wanted ? ", worst first" : ""); }
-    if (wanted) { worstFirst(select ? select.value : ""); } else if (select) { sortQueries(select.value); }
-  }
-  function worstFirst(metric) {
-    var list = document.getElementById("query-list");
-    if (!list) { return; }
-    var items = Array.prototype.slice.call(list.querySelectorAll("details.query"));
-    function value(e) {
-      var v = JSON.parse(e.getAttribute("data-value") || "{}")[metric];
-      return typeof v === "number" ? v : 0;
-    }
-    items.sort(function (a, b) {
-      return (value(a) - value(b)) || (Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")));
-    });
-    for (var i = 0; i < items.length; i++) { list.appendChild(items[i]); }
+    sortQueries(select ? select.value : "");
   }
   if (filter) { filter.addEventListener("input", applyFilters); }
   if (classFilter) { classFilter.addEventListener("change", applyFilters); }
