@@ -183,13 +183,15 @@ def test_explain_command_table_and_json(tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["failure_class"] == {"span": "split by chunking"} and out["first_relevant"] == {"span": None}
+    assert out["items_found"] == {"span": [0, 1, None]}
     first, second = out["chunks"][0], out["chunks"][1]
     assert first["text"][slice(*first["highlights"][0][:2])] == DOC[100:130]
     assert second["text"][slice(*second["highlights"][0][:2])] == DOC[170:200]
     table = run_cli(["explain", path, "low", "-k", "10"], overrides={"RANKWISE_WIDTH": "160"})
     assert table.returncode == 0, table.stderr
-    assert "span: first relevant chunk at rank 30 (found by hit@K for K >= 30); failure class at K=10: ranked too " \
-           "low" in " ".join(table.stdout.split())
+    assert ("span: first relevant chunk at rank 30 (found by hit@K for K >= 30); 1 of 1 reference item found, the "
+            "last at rank 30 (recall@K reaches 1/1 for K >= 30); failure class at K=10: ranked too low"
+            in " ".join(table.stdout.split()))
     missing = run_cli(["explain", path, "nosuch"])
     assert missing.returncode == 2 and "no case 'nosuch' in the records" in missing.stderr
     assert "Traceback" not in missing.stderr

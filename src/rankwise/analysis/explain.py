@@ -11,7 +11,7 @@ from typing import Any
 from rankwise.analysis.failures import classify_case, first_relevant_rank
 from rankwise.errors import InputError
 
-__all__ = ["ChunkExplanation", "CaseExplanation", "explain_case", "highlights"]
+__all__ = ["ChunkExplanation", "CaseExplanation", "explain_case", "highlights", "items_found"]
 
 
 @dataclass
@@ -39,11 +39,12 @@ class CaseExplanation:
     first_relevant: dict[str, int | None]
     failure_class: dict[str, str]
     k: int
+    items_found: dict[str, list] = field(default_factory=dict)  #: source -> [found, total, rank of the last found]
 
     def to_json(self) -> dict:
         return {"id": self.id, "question": self.question, "k": self.k, "references": self.references,
                 "sources": self.sources, "first_relevant": self.first_relevant,
-                "failure_class": self.failure_class,
+                "items_found": self.items_found, "failure_class": self.failure_class,
                 "chunks": [{"rank": c.rank, "id": c.id, "doc_id": c.doc_id, "text": c.text,
                             "highlights": [list(h) for h in c.highlights], "verdicts": c.verdicts}
                            for c in self.chunks]}
@@ -101,6 +102,33 @@ def _span(item: Any) -> tuple[str, int, int] | None:
     return None if doc is None or start is None or end is None else (doc, start, end)
 
 
+def items_found(record: Any, source: str) -> list | None:
+    """[reference items found, reference items there are, rank at which the last found one was first found] under
+    ``source`` (the K from which recall reaches its value on this list); None for a source without reference items.
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
+        >>> r = CaseRecord("q", reference_context_ids=["a", "b"], passages_found={"ids": [[], [0], [0]]},
+        ...                chunks=[ChunkRecord(1, id="x"), ChunkRecord(2, id="a"), ChunkRecord(3, id="a")])
+        >>> items_found(r, "ids")
+        [1, 2, 2]
+    """
+    from rankwise.metrics.matrix import record_truth
+
+    lists = record.passages_found.get(source)
+    truth = record_truth(record, source)
+    if lists is None or truth["basis"] == "pooled verdicts":
+        return None
+    seen: set = set()
+    last = None
+    for rank, items in enumerate(lists, start=1):
+        new = set(items) - seen
+        if new:
+            seen |= new
+            last = rank
+    return [len(seen), int(truth["n_relevant"]), last]
+
+
 def _verdict_row(v: Any) -> dict:
     return {"verdict": v.verdict, "grade": v.grade, "status": v.status, "reason": v.reason or v.error}
 
@@ -141,4 +169,4 @@ def explain_case(records: Sequence[Any], case_id: str, *, k: int = 5, sources: S
     return CaseExplanation(record.id, record.question, refs, chunks, chosen,
                            {s: first_relevant_rank(record, s) for s in chosen},
                            {s: classify_case(record, s, k, others=[o for o in chosen if o != s]) for s in chosen},
-                           k)
+                           k, {s: found for s in chosen if (found := items_found(record, s)) is not None})

@@ -91,5 +91,9 @@ def print_explanation(explanation, *, top: int | None = None, console: Console |
         first = explanation.first_relevant.get(source)
         found = (f"first relevant chunk at rank {first} (found by hit@K for K >= {first})" if first
                  else "no relevant chunk in the list")
+        items = explanation.items_found.get(source)
+        if items and items[0]:
+            found += (f"; {items[0]} of {items[1]} reference item{'s' if items[1] != 1 else ''} found, the last at "
+                      f"rank {items[2]} (recall@K reaches {items[0]}/{items[1]} for K >= {items[2]})")
         console.print(Text(f"{source}: {found}; failure class at K={explanation.k}: "
                            f"{explanation.failure_class[source]}"), highlight=False)
