@@ -407,6 +407,26 @@ def _query_table(cmp: ComparisonResult, qi: int) -> str:
     return f'<div class="table-wrap"><table class="grid"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
 
 
+def _system_records(system: str, rec: Any, qid: str, inputs: ReportInputs, max_chunks: int, max_text: int) -> str:
+    """One system's chunks for one case, headed by its name and the case's failure class there."""
+    cls = inputs.classes.get(system, {}).get(qid)
+    tag = f' <span class="fclass" data-class="{escape(cls)}">{escape(cls)}</span>' if cls else ""
+    marks = inputs.highlights.get(system, {}).get(qid, ())
+    return (f'<div class="system" data-system="{escape(system)}"><h4>{escape(system)}{tag}</h4>'
+            f"{_records_block(rec, max_chunks, max_text, inputs.verdict_source, marks)}</div>")
+
+
+def _class_attributes(classes: Mapping[str, str]) -> str:
+    """The case's failure class per system (the class filter reads it); ``data-nogt`` where one has no ground truth."""
+    nogt = ' data-nogt="1"' if "no ground truth" in classes.values() else ""
+    return f'data-classes="{escape(json.dumps(classes))}"{nogt}'
+
+
+def _class_tags(classes: Mapping[str, str]) -> str:
+    return "".join(f'<span class="fclass" data-class="{escape(c)}" title="{escape(s)}">{escape(s)}: {escape(c)}'
+                   f"</span>" for s, c in classes.items())
+
+
 def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks: int, max_text: int,
                      max_queries: int | None, needed: set[str]) -> str:
     records, runs, qrels = inputs.records, inputs.runs, inputs.qrels
@@ -446,16 +466,8 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
             header_rec = next((recs[qid] for recs in by_id.values() if qid in recs), None)
             if header_rec is not None:
                 body.append(_case_header(header_rec, max_text))
-            cols = []
-            for s in cmp.systems:
-                rec = by_id.get(s, {}).get(qid)
-                if rec is None:
-                    continue
-                cls = inputs.classes.get(s, {}).get(qid)
-                tag = f' <span class="fclass" data-class="{escape(cls)}">{escape(cls)}</span>' if cls else ""
-                marks = inputs.highlights.get(s, {}).get(qid, ())
-                cols.append(f'<div class="system" data-system="{escape(s)}"><h4>{escape(s)}{tag}</h4>'
-                            f"{_records_block(rec, max_chunks, max_text, inputs.verdict_source, marks)}</div>")
+            cols = [_system_records(s, by_id[s][qid], qid, inputs, max_chunks, max_text) for s in cmp.systems
+                    if qid in by_id.get(s, {})]
             body.append(f'<div class="systems">{"".join(cols)}</div>')
         elif runs:
             judgements = qrels.judgements(qid) if qrels is not None else {}
@@ -467,15 +479,11 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
         sort_keys = json.dumps({m: float(size[m][qi]) for m in cmp.metrics})
         worst = json.dumps({m: float(np.nan_to_num(cmp.per_query(cmp.baseline, m)[qi])) for m in cmp.metrics})
         classes = {s: inputs.classes[s][qid] for s in cmp.systems if qid in inputs.classes.get(s, {})}
-        tags = "".join(f'<span class="fclass" data-class="{escape(c)}" title="{escape(s)}">{escape(s)}: '
-                       f"{escape(c)}</span>" for s, c in classes.items())
-        nogt = ' data-nogt="1"' if "no ground truth" in classes.values() else ""
         items.append(f'<details class="query" data-qid="{escape(qid)}" data-search="{escape(search)}" '
                      f'data-index="{qi}" data-size="{escape(sort_keys)}" data-value="{escape(worst)}" '
-                     f'data-classes="{escape(json.dumps(classes))}"{nogt}>'
-                     f'<summary><span class="qid">{escape(qid)}</span><span class="question">'
-                     f'{escape(question or "")}</span>{"".join(vals)}{tags}</summary>'
-                     f'<div class="body">{"".join(body)}</div></details>')
+                     f'{_class_attributes(classes)}><summary><span class="qid">{escape(qid)}</span>'
+                     f'<span class="question">{escape(question or "")}</span>{"".join(vals)}{_class_tags(classes)}'
+                     f'</summary><div class="body">{"".join(body)}</div></details>')
     shown = len(items)
     note = (f"{shown} of {len(cmp.query_ids)} queries" if shown < len(cmp.query_ids) else count(shown, "query", "queries"))
     note = (f'{escape(note)}, largest |{escape(first)} \u2212 {escape(cmp.baseline)}| on '
