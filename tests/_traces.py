@@ -157,7 +157,8 @@ def write_otlp_pb(spans, path: Path, framing: str | None = None) -> Path:
 
 
 def phoenix_rows(spans) -> list[dict]:
-    """Phoenix's span dataframe rows: ``attributes.*`` columns, documents as one list column."""
+    """Phoenix's span dataframe rows (arize-phoenix 20.x's ``get_spans_dataframe()`` columns, as docs/traces.md
+    names them): ``attributes.*`` columns, documents as one list column."""
     import datetime as dt
 
     rows = []
@@ -168,7 +169,8 @@ def phoenix_rows(spans) -> list[dict]:
                "parent_id": format(s.parent.span_id, "016x") if s.parent else None,
                "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.UTC),
                "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.UTC),
-               "status_code": "OK", "context.span_id": format(s.context.span_id, "016x"),
+               "status_code": "OK", "status_message": "", "events": [],
+               "context.span_id": format(s.context.span_id, "016x"),
                "context.trace_id": format(s.context.trace_id, "032x")}
         for key, value in a.items():
             if key.startswith("retrieval.documents."):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,6 +18,7 @@ from _traces import (
     kestrel_retriever,
     langchain_traces,
     otlp_request,
+    phoenix_rows,
     rag_chain,
     write_app_traces,
     write_console,
@@ -30,6 +32,7 @@ from rankwise.traces import import_traces
 
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 QUESTIONS = str(bundled_files("kestrel").questions)
+REPO = Path(__file__).resolve().parents[1]
 METRICS = ["hit_rate@1", "recall@10", "mrr", "ndcg@10"]
 
 
@@ -166,3 +169,20 @@ def test_a_big_trace_file_shows_a_progress_bar_that_quiet_hides(tmp_path, rag_sp
     monkeypatch.undo()
     r = _cli("import-traces", tmp_path / "traces.json", "-o", tmp_path / "small.jsonl")
     assert r.exit_code == 0 and "reading" not in r.stderr, r.output  # a small file reads without one
+
+
+def test_the_phoenix_layout_the_docs_name_is_the_one_the_tests_write(rag_spans):
+    """Item 21: docs/traces.md names the Phoenix version whose span dataframe is read and its columns; the rows
+    the tests write (Phoenix is not installed) have exactly those columns, and the documents those keys."""
+    import re
+
+    text = " ".join((REPO / "docs" / "traces.md").read_text(encoding="utf-8").split())
+    said = text[text.index("layout of arize-phoenix 20.x"):]
+    said = said[:said.index("rather than through Phoenix")]
+    columns = re.findall(r"`([a-z_.]+)`", said.split("and one `attributes.*`")[0].split("columns ", 1)[1])
+    rows = phoenix_rows(rag_spans)
+    fixed = [c for c in rows[0] if not c.startswith("attributes.")]
+    assert columns == fixed and len(columns) == 10
+    keys = re.search(r"a list of `\{([^}]*)\}` objects", said).group(1).split(", ")
+    docs = next(r["attributes.retrieval.documents"] for r in rows if r["attributes.retrieval.documents"])
+    assert set(docs[0]) <= set(keys) and {"document.content", "document.metadata"} <= set(docs[0])  # LangChain: no id
