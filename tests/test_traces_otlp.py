@@ -135,6 +135,10 @@ def test_otlp_protobuf_reads_as_its_json(tmp_path, rag_spans, framing):
     r = _cli("import-traces", pb, "-o", tmp_path / "t.jsonl", "--testset", QUESTIONS)
     assert r.exit_code == 0, r.output
     assert f"12 cases from {pb} (otlp): 12 retrieval calls" in r.stdout
+    if framing == "fixed32":  # the collector's framing starts with a 0 byte: read as OTLP whatever the file's name
+        other = tmp_path / "collector-output.data"
+        other.write_bytes(pb.read_bytes())
+        assert _cases(other)[1] == expected
 
 
 def test_bad_otlp_protobuf_is_one_line_naming_the_message(tmp_path, rag_spans):
@@ -186,3 +190,34 @@ def test_the_phoenix_layout_the_docs_name_is_the_one_the_tests_write(rag_spans):
     keys = re.search(r"a list of `\{([^}]*)\}` objects", said).group(1).split(", ")
     docs = next(r["attributes.retrieval.documents"] for r in rows if r["attributes.retrieval.documents"])
     assert set(docs[0]) <= set(keys) and {"document.content", "document.metadata"} <= set(docs[0])  # LangChain: no id
+
+
+def test_mutated_protobuf_reads_or_fails_in_one_line(tmp_path, rag_spans):
+    """Item 19: a damaged ``.pb`` (bytes flipped, cut, framed wrongly) is read or refused as an InputError (one
+    line, exit 2), never a traceback."""
+    import random
+
+    from rankwise.errors import InputError
+
+    rng = random.Random(19)
+    good = write_otlp_pb(rag_spans[:40], tmp_path / "good.pb", "fixed32").read_bytes()
+    outcomes = {"read": 0, "refused": 0}
+    for k in range(150):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            what, at = rng.random(), rng.randrange(len(data))
+            if what < 0.5:
+                data[at] = rng.randrange(256)
+            elif what < 0.8:
+                del data[at:at + rng.randint(1, 64)]
+            else:
+                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        path = tmp_path / f"m{k}.pb"
+        path.write_bytes(bytes(data))
+        try:
+            import_traces(path, quiet=True)
+            outcomes["read"] += 1
+        except InputError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
+            outcomes["refused"] += 1
+    assert outcomes["read"] and outcomes["refused"], outcomes

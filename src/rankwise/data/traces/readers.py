@@ -550,7 +550,7 @@ def detect_format(first: Any) -> str | None:
     return None
 
 
-PROTO_SUFFIXES = (".pb", ".binpb")  #: OTLP protobuf files (the collector's file exporter with ``format: proto``)
+PROTO_SUFFIXES = (".pb", ".binpb", ".proto")  #: OTLP protobuf files (the collector's file exporter, ``format: proto``)
 PROGRESS_MIN_BYTES = 8 * 2**20  #: a trace file at least this big shows a progress bar while it is read
 
 
@@ -568,6 +568,15 @@ def _reading(path: Path, quiet: bool) -> Iterator[Callable[[int], None]]:
 
     with progress(f"reading {path.name} (bytes)", size) as advance:
         yield advance
+
+
+def _starts_with_nul(path: Path) -> bool:
+    """A first byte 0: no JSON text starts so; a length-prefixed protobuf message under 16 MiB does."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1) == b"\0"
+    except OSError:
+        return False  # the reader names the error
 
 
 def _fixed32_frames(data: bytes) -> list[tuple[int, bytes]] | None:
@@ -664,7 +673,7 @@ def read_spans(path: str | Path, fmt: str = "auto", *, quiet: bool = True) -> tu
         raise InputError(f"trace format must be one of {list(TRACE_FORMATS)}, not {fmt!r}", field="--format")
     if fmt == "phoenix" or (fmt == "auto" and path.suffix.lower() == ".parquet"):
         return _phoenix(path), "phoenix"
-    if fmt in ("auto", "otlp") and path.suffix.lower() in PROTO_SUFFIXES:
+    if fmt in ("auto", "otlp") and (path.suffix.lower() in PROTO_SUFFIXES or _starts_with_nul(path)):
         with _reading(path, quiet) as advance:
             return _otlp_proto(path, advance), "otlp"
     with _reading(path, quiet) as advance:
