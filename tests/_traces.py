@@ -1,8 +1,9 @@
 """Real traces for the tests: LangChain retrievers run offline under ``openinference-instrumentation-langchain``
 with the OpenTelemetry SDK's in-memory exporter; the finished spans written as the SDK's ``ConsoleSpanExporter``
-writes them, as OTLP JSON (the OTLP/JSON encoding the collector's file exporter writes: hex ids, AnyValue
-attribute lists, one request a line) and as Phoenix's span dataframe (``get_spans_dataframe()`` columns,
-saved with ``to_parquet``).
+writes them, as OTLP JSON and OTLP protobuf (OpenTelemetry's own OTLP encoder, ``encode_spans``, in protobuf's
+JSON mapping one request a line, or serialised) and as Phoenix's span dataframe (the ``get_spans_dataframe()``
+columns of arize-phoenix 20.x, saved with ``to_parquet``: Phoenix itself, a server with a database and ~90
+dependencies, is not installed to write them — see docs/traces.md).
 """
 
 from __future__ import annotations
@@ -114,43 +115,50 @@ def write_console(spans, path: Path) -> Path:
     return path
 
 
-def _any(v):
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, (list, tuple)):
-        return {"arrayValue": {"values": [_any(x) for x in v]}}
-    return {"stringValue": str(v)}
+def otlp_request(spans):
+    """OpenTelemetry's own ``ExportTraceServiceRequest`` of the spans (``opentelemetry-exporter-otlp-proto-common``'s
+    ``encode_spans``: the message the SDK's OTLP exporters send)."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-
-def _attrs(attributes) -> list[dict]:
-    return [{"key": k, "value": _any(v)} for k, v in dict(attributes or {}).items()]
-
-
-def otlp_request(spans) -> dict:
-    """One ``ExportTraceServiceRequest`` in OTLP/JSON (hex ids, times as strings, kind as the OTLP enum)."""
-    scopes: dict = {}
-    for s in spans:
-        scopes.setdefault(s.instrumentation_scope.name if s.instrumentation_scope else "", []).append({
-            "traceId": format(s.context.trace_id, "032x"), "spanId": format(s.context.span_id, "016x"),
-            "parentSpanId": format(s.parent.span_id, "016x") if s.parent else "", "name": s.name,
-            "kind": s.kind.value + 1, "startTimeUnixNano": str(s.start_time), "endTimeUnixNano": str(s.end_time),
-            "attributes": _attrs(s.attributes), "status": {"code": s.status.status_code.value}})
-    resource = spans[0].resource.attributes if spans else {}
-    return {"resourceSpans": [{"resource": {"attributes": _attrs(resource)},
-                               "scopeSpans": [{"scope": {"name": n}, "spans": v} for n, v in scopes.items()]}]}
+    return encode_spans(spans)
 
 
 def write_otlp(spans, path: Path) -> Path:
-    path.write_text(json.dumps(otlp_request(spans)) + "\n", encoding="utf-8")
+    """OTLP JSON: OpenTelemetry's own request (:func:`otlp_request`) in protobuf's JSON mapping, one request a
+    line — ids base64, ``droppedAttributesCount`` as the SDK counted it."""
+    from google.protobuf.json_format import MessageToJson
+
+    path.write_text(MessageToJson(otlp_request(spans), indent=None) + "\n", encoding="utf-8")
+    return path
+
+
+def write_otlp_pb(spans, path: Path, framing: str | None = None) -> Path:
+    """OTLP protobuf: OpenTelemetry's own request serialised (``SerializeToString``), alone (``framing=None``), or
+    split into one request per trace each after its length: ``"fixed32"`` (4 bytes big-endian, the collector's
+    file exporter with ``format: proto``) or ``"varint"`` (protobuf's delimited stream)."""
+    if framing is None:
+        path.write_bytes(otlp_request(spans).SerializeToString())
+        return path
+    by_trace: dict = {}
+    for s in spans:
+        by_trace.setdefault(s.context.trace_id, []).append(s)
+    out = bytearray()
+    for group in by_trace.values():
+        raw = otlp_request(group).SerializeToString()
+        if framing == "fixed32":
+            out += len(raw).to_bytes(4, "big")
+        else:
+            from google.protobuf.internal.encoder import _VarintBytes
+
+            out += _VarintBytes(len(raw))
+        out += raw
+    path.write_bytes(bytes(out))
     return path
 
 
 def phoenix_rows(spans) -> list[dict]:
-    """Phoenix's span dataframe rows: ``attributes.*`` columns, documents as one list column."""
+    """Phoenix's span dataframe rows (arize-phoenix 20.x's ``get_spans_dataframe()`` columns, as docs/traces.md
+    names them): ``attributes.*`` columns, documents as one list column."""
     import datetime as dt
 
     rows = []
@@ -161,7 +169,8 @@ def phoenix_rows(spans) -> list[dict]:
                "parent_id": format(s.parent.span_id, "016x") if s.parent else None,
                "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.UTC),
                "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.UTC),
-               "status_code": "OK", "context.span_id": format(s.context.span_id, "016x"),
+               "status_code": "OK", "status_message": "", "events": [],
+               "context.span_id": format(s.context.span_id, "016x"),
                "context.trace_id": format(s.context.trace_id, "032x")}
         for key, value in a.items():
             if key.startswith("retrieval.documents."):
@@ -186,7 +195,7 @@ def write_doc_traces(workdir: Path) -> None:
     """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel questions),
     ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json`` (console-exporter spans of
     the two-step agent on the first 8 questions), ``questions.jsonl`` (the Kestrel questions), ``llamaindex.json``
-    and ``corpus.jsonl`` (:func:`write_llamaindex_traces`)."""
+    and ``corpus.jsonl`` (:func:`write_llamaindex_traces`), ``app-traces.json`` (:func:`write_app_traces`)."""
     import shutil
 
     from rankwise.datasets import bundled_files
@@ -206,6 +215,25 @@ def write_doc_traces(workdir: Path) -> None:
     write_console(exporter.get_finished_spans(), workdir / "agent.json")
     shutil.copyfile(bundled_files("kestrel").questions, workdir / "questions.jsonl")
     write_llamaindex_traces(workdir, questions)
+    write_app_traces(workdir)
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "traces.md"
+
+
+def exporter_snippet() -> str:
+    """docs/traces.md's Python block that writes ``app-traces.json`` with ``OTLPJsonFileExporter``."""
+    blocks = DOCS.read_text(encoding="utf-8").split("```python\n")[1:]
+    found = [b.split("```", 1)[0] for b in blocks if b.startswith("# app.py")]
+    assert len(found) == 1, "docs/traces.md: one ```python block starting '# app.py'"
+    return found[0]
+
+
+def write_app_traces(workdir: Path) -> Path:
+    """``app-traces.json``: docs/traces.md's exporter snippet, run as it is shown, in ``workdir``."""
+    with contextlib.chdir(workdir):
+        exec(compile(exporter_snippet(), str(DOCS), "exec"), {"__name__": "app"})  # noqa: S102 - the docs' code
+    return workdir / "app-traces.json"
 
 
 def write_llamaindex_traces(workdir: Path, questions: list[dict]) -> None:
@@ -243,17 +271,6 @@ def instrumented(instrumentor_class, seed: int | None = None):
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
-
-
-def write_otlp_proto(spans, path: Path) -> Path:
-    """OTLP JSON from OpenTelemetry's own OTLP encoder (``opentelemetry-exporter-otlp-proto-common``: the
-    ``ExportTraceServiceRequest`` the OTLP exporters send) in protobuf's JSON mapping, one request a line — ids
-    base64, ``droppedAttributesCount`` as the SDK counted it."""
-    from google.protobuf.json_format import MessageToJson
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    path.write_text(MessageToJson(encode_spans(spans), indent=None) + "\n", encoding="utf-8")
-    return path
 
 
 def kestrel_llamaindex(k: int = KESTREL_K):

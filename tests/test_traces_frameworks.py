@@ -21,7 +21,7 @@ from _traces import (
     kestrel_llamaindex,
     kestrel_questions,
     write_console,
-    write_otlp_proto,
+    write_otlp,
 )
 from rankwise.adapters import RetrieverRandomIdWarning, run_retriever
 from rankwise.cli import main
@@ -66,7 +66,7 @@ def _cli(*args):
 def test_llamaindex_trace_with_corpus_scores_as_run_adapter(tmp_path, llama_spans, llama_adapter):
     expected = llama_adapter.evaluate("span", metrics=METRICS)
     assert expected.mean["mrr"] > 0.2
-    for write, name in ((write_console, "console.json"), (write_otlp_proto, "otlp.json")):
+    for write, name in ((write_console, "console.json"), (write_otlp, "otlp.json")):
         spans = write(llama_spans, tmp_path / name)
         out = tmp_path / f"{name}.jsonl"
         r = _cli("import-traces", spans, "-o", out, "--testset", QUESTIONS, "--corpus", CORPUS)
@@ -124,7 +124,7 @@ def test_haystack_trace_scores_as_run_adapter_with_and_without_offsets(tmp_path,
     with instrumented(hs.HaystackInstrumentor, seed=7) as exporter:
         for q in questions:
             bare.run({"retriever": {"query": q["question"]}})
-    spans = write_otlp_proto(exporter.get_finished_spans(), tmp_path / "bare.json")
+    spans = write_otlp(exporter.get_finished_spans(), tmp_path / "bare.json")
     assert all(c.start is None for case in import_traces(spans).testset for c in case.chunks)
     imp = import_traces(spans, testset=QUESTIONS, corpus=CORPUS)
     assert imp.summary()["located"] == {"exact": 73 * KESTREL_K}
@@ -140,7 +140,7 @@ def test_span_that_lost_attributes_names_the_count_and_the_fix(tmp_path, questio
         with instrumented(li.LlamaIndexInstrumentor, seed=8) as exporter:
             for q in questions[:3]:
                 retriever.retrieve(q["question"])
-    for write, name, lost in ((write_otlp_proto, "otlp.json", "lost 26 attributes"),
+    for write, name, lost in ((write_otlp, "otlp.json", "lost 26 attributes"),
                               (write_console, "console.json", "holds exactly 128 attributes")):
         path = write(exporter.get_finished_spans(), tmp_path / name)
         r = CliRunner().invoke(main, ["import-traces", str(path), "-o", str(tmp_path / "t.jsonl"), "--force"])
@@ -155,5 +155,5 @@ def test_span_that_lost_attributes_names_the_count_and_the_fix(tmp_path, questio
     with instrumented(li.LlamaIndexInstrumentor, seed=8) as exporter:
         for q in questions[:3]:
             retriever.retrieve(q["question"])
-    imp = import_traces(write_otlp_proto(exporter.get_finished_spans(), tmp_path / "all.json"))
+    imp = import_traces(write_otlp(exporter.get_finished_spans(), tmp_path / "all.json"))
     assert [len(c.chunks) for c in imp.testset] == [50, 50, 50] and imp.skipped == {}

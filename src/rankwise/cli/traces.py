@@ -25,7 +25,7 @@ def _print_skips(summary: dict, notes: list[str], warnings: list[str] = ()) -> N
 @click.option("--out", "-o", "output", required=True, type=click.Path(dir_okay=False),
               help="The test set to write (JSONL), for eval-rag and judge.")
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="auto", show_default=True,
-              help="otlp (OTLP JSON), console (ConsoleSpanExporter / span.to_json()), phoenix (span dataframe "
+              help="otlp (OTLP JSON, or OTLP protobuf for a .pb file), console (ConsoleSpanExporter / span.to_json()), phoenix (span dataframe "
                    "as .parquet), langsmith (runs), mlflow (Trace.to_json()); auto: from the file.")
 @click.option("--testset", type=click.Path(dir_okay=False),
               help="A RAG test set whose reference passages / ids join the traces they match (by a case_id or "
@@ -40,7 +40,8 @@ def _print_skips(summary: dict, notes: list[str], warnings: list[str] = ()) -> N
               help="Also write each case's list before reranking (a RERANKER span's input documents) as a test "
                    "set, for eval-rag --first-stage (docs/failures.md).")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
-def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corpus, first_stage, force):
+@click.option("--quiet", is_flag=True, help="No progress bar (a big trace file shows one on stderr while it is read).")
+def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corpus, first_stage, force, quiet):
     """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
     set: one case per trace, one retrieval call per retriever span."""
     from rankwise._outputs import check_outputs
@@ -48,7 +49,8 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corp
     from rankwise.data.traces.load import write_first_stage
 
     check_outputs({"--out": output, "--first-stage": first_stage}, [traces, testset, corpus], force=force)
-    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus)
+    imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus,
+                        quiet=quiet)
     write_testset(imp, output)
     if first_stage is not None:
         written = write_first_stage(imp, first_stage)

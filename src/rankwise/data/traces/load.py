@@ -19,11 +19,11 @@ class TraceSkipWarning(UserWarning):
 
 
 def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
-                  doc_id_key: str | None = None, corpus: Any = None) -> TraceImport:
+                  doc_id_key: str | None = None, corpus: Any = None, quiet: bool = False) -> TraceImport:
     """Read a trace export: one case per trace with a retriever call, with what was skipped and why.
 
     Args:
-        path: OTLP JSON, console-exporter JSON, a Phoenix span dataframe (.parquet), LangSmith runs or MLflow
+        path: OTLP JSON or protobuf (``.pb``), console-exporter JSON, a Phoenix span dataframe (.parquet), LangSmith runs or MLflow
             traces (see :mod:`rankwise.data.traces.readers`).
         format: ``auto`` (from the suffix and the first JSON value), ``otlp``, ``console``, ``phoenix``,
             ``langsmith`` or ``mlflow``.
@@ -34,6 +34,7 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
             chunks without offsets are located in them (:mod:`rankwise.data.traces.locate`), so span verdicts
             apply; ``summary()["located"]`` counts how. Without it, a case's own reference passages (from
             ``testset``) that say where they sit place the chunks that lie in, hold or overlap one.
+        quiet: no progress bar (a big file shows one on stderr while it is read).
 
     Example:
         >>> import json, tempfile, os
@@ -48,7 +49,7 @@ def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = 
         >>> imp.format, imp.testset[0].question, [c.id for c in imp.testset[0].chunks]
         ('console', 'Capital?', ['c1'])
     """
-    spans, fmt = read_spans(path, format)
+    spans, fmt = read_spans(path, format, quiet=quiet)
     ts = None if testset is None else _ground_truth(testset)
     locator = None
     if corpus is not None:

@@ -1,7 +1,10 @@
 """Trace readers: each format's spans as :class:`~rankwise.data.traces.spans.Span`. Plain JSON needs no tracing package.
 
 - ``otlp``: OTLP JSON as the OpenTelemetry file exporters write it (``resourceSpans`` → ``scopeSpans`` →
-  ``spans``, attributes as ``{key, value: AnyValue}`` lists; one request per file or one per line);
+  ``spans``, attributes as ``{key, value: AnyValue}`` lists; one request per file or one per line;
+  :class:`rankwise.traces.OTLPJsonFileExporter` writes it from Python), or OTLP protobuf (a ``.pb`` file: one
+  ``ExportTraceServiceRequest``, or several each after its length, as the collector's file exporter writes
+  with ``format: proto``);
 - ``console``: the JSON objects of the SDK's ``ConsoleSpanExporter`` / ``span.to_json()`` (one after another,
   or a JSON array of them), attributes as a plain object;
 - ``phoenix``: Phoenix's span dataframe (``get_spans_dataframe()``) saved as Parquet: ``context.trace_id``,
@@ -27,7 +30,8 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,16 +59,24 @@ _HEX = re.compile(r"^(0x)?[0-9a-fA-F]{16}([0-9a-fA-F]{16})?$")
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _json_values(path: Path) -> list[tuple[int, Any]]:
+def _nothing(n: int = 1) -> None:
+    """The progress callback when there is no bar."""
+
+
+def _json_values(path: Path, advance: Callable[[int], None] = _nothing) -> list[tuple[int, Any]]:
     """Every JSON value in the file with the line it starts on: one document, JSON Lines, or objects one
-    after another (the console exporter's output). Truncated or invalid JSON names its line."""
-    text = decode_text(read_bytes(path), path)
+    after another (the console exporter's output). Truncated or invalid JSON names its line. ``advance(n)`` is
+    told the bytes of each value read (a progress bar's)."""
+    data = read_bytes(path)
+    text = decode_text(data, path)
     decoder = json.JSONDecoder()
-    out, i, n = [], 0, len(text)
+    out, i, n, done = [], 0, len(text), 0
+    scale = len(data) / max(n, 1)  # bytes per character, to tell the bar bytes
     while True:
         while i < n and text[i] in " \t\r\n\ufeff":
             i += 1
         if i >= n:
+            advance(len(data) - done)
             return out
         try:
             value, end = decoder.raw_decode(text, i)
@@ -78,6 +90,9 @@ def _json_values(path: Path) -> list[tuple[int, Any]]:
         if "\\u" in text[i:end]:
             check_surrogates(value, source=path, line=line)
         out.append((line, value))
+        step = min(int(end * scale), len(data))
+        advance(step - done)
+        done = step
         i = end
 
 
@@ -535,8 +550,113 @@ def detect_format(first: Any) -> str | None:
     return None
 
 
-def read_spans(path: str | Path, fmt: str = "auto") -> tuple[list[Span], str]:
-    """The spans of a trace file and the format they were read as.
+PROTO_SUFFIXES = (".pb", ".binpb", ".proto")  #: OTLP protobuf files (the collector's file exporter, ``format: proto``)
+PROGRESS_MIN_BYTES = 8 * 2**20  #: a trace file at least this big shows a progress bar while it is read
+
+
+@contextmanager
+def _reading(path: Path, quiet: bool) -> Iterator[Callable[[int], None]]:
+    """``advance(bytes)`` of a bar over the file's size on stderr (none when ``quiet`` or the file is small)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if quiet or size < PROGRESS_MIN_BYTES:
+        yield _nothing
+        return
+    from rankwise.progress import progress
+
+    with progress(f"reading {path.name} (bytes)", size) as advance:
+        yield advance
+
+
+def _starts_with_nul(path: Path) -> bool:
+    """A first byte 0: no JSON text starts so; a length-prefixed protobuf message under 16 MiB does."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1) == b"\0"
+    except OSError:
+        return False  # the reader names the error
+
+
+def _fixed32_frames(data: bytes) -> list[tuple[int, bytes]] | None:
+    """Messages each after its length as 4 bytes big-endian (the collector's file exporter, ``format: proto``)."""
+    out, i = [], 0
+    while i < len(data):
+        n = int.from_bytes(data[i:i + 4], "big")
+        if i + 4 > len(data) or n == 0 or i + 4 + n > len(data):
+            return None
+        out.append((i, data[i + 4:i + 4 + n]))
+        i += 4 + n
+    return out
+
+
+def _varint_frames(data: bytes) -> list[tuple[int, bytes]] | None:
+    """Messages each after its length as a varint (protobuf's delimited streams: the OTLP file-exporter spec)."""
+    out, i = [], 0
+    while i < len(data):
+        start, n, shift = i, 0, 0
+        while True:
+            if i >= len(data) or shift > 63:
+                return None
+            n |= (data[i] & 0x7F) << shift
+            shift, i = shift + 7, i + 1
+            if not data[i - 1] & 0x80:
+                break
+        if n == 0 or i + n > len(data):
+            return None
+        out.append((start, data[i:i + n]))
+        i += n
+    return out
+
+
+def _otlp_proto(path: Path, advance: Callable[[int], None]) -> list[Span]:
+    """OTLP protobuf: an ``ExportTraceServiceRequest`` (or ``TracesData``, the same bytes) alone, or several each
+    after its length (4 bytes big-endian, or a varint). Read as its JSON mapping is; a message's number (from 1)
+    stands where a JSON file's line would."""
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError:
+        raise InputError('reading OTLP protobuf needs opentelemetry-proto: pip install "rankwise[traces]"',
+                         source=path) from None
+
+    def parsed(frames: list[tuple[int, bytes]]) -> list | str:
+        messages = []
+        for k, (at, raw) in enumerate(frames, start=1):
+            try:
+                messages.append(ExportTraceServiceRequest.FromString(raw))
+            except (DecodeError, RuntimeError, ValueError) as exc:
+                return f"message {k} (byte {at}): {str(exc) or type(exc).__name__}"
+        return messages
+
+    data = read_bytes(path)
+    whole = [(0, data)]
+    framings = [f for f in ([whole] if data[:1] == b"\n" else []) + [_fixed32_frames(data), _varint_frames(data)]
+                if f is not None]
+    failed = None  # the first framing that covers the file but holds a bad message: its error names the message
+    for frames in framings:
+        messages = parsed(frames)
+        if isinstance(messages, list) and all(m.resource_spans for m in messages):
+            break
+        failed = failed or (messages if isinstance(messages, str) and len(frames) > 1 else None)
+    else:
+        messages, frames = parsed(whole), whole
+        if isinstance(messages, str):
+            raise InputError("not an OTLP protobuf trace export (an ExportTraceServiceRequest, alone or each after its "
+                             f"length): {failed or messages.split(': ', 1)[-1]}", source=path)
+    ends = [at for at, _ in frames[1:]] + [len(data)]
+    values = []
+    for k, (m, (at, _), end) in enumerate(zip(messages, frames, ends, strict=True), start=1):
+        values.append((k, MessageToDict(m)))
+        advance(end - at)
+    return _otlp(values, path)
+
+
+def read_spans(path: str | Path, fmt: str = "auto", *, quiet: bool = True) -> tuple[list[Span], str]:
+    """The spans of a trace file and the format they were read as (a file of :data:`PROGRESS_MIN_BYTES` or more
+    shows a progress bar on stderr unless ``quiet``).
 
     Example:
         >>> import json, tempfile, os
@@ -553,7 +673,11 @@ def read_spans(path: str | Path, fmt: str = "auto") -> tuple[list[Span], str]:
         raise InputError(f"trace format must be one of {list(TRACE_FORMATS)}, not {fmt!r}", field="--format")
     if fmt == "phoenix" or (fmt == "auto" and path.suffix.lower() == ".parquet"):
         return _phoenix(path), "phoenix"
-    values = _json_values(path)
+    if fmt in ("auto", "otlp") and (path.suffix.lower() in PROTO_SUFFIXES or _starts_with_nul(path)):
+        with _reading(path, quiet) as advance:
+            return _otlp_proto(path, advance), "otlp"
+    with _reading(path, quiet) as advance:
+        values = _json_values(path, advance)
     if not values:
         raise InputError("file has no JSON value", source=path)
     found = fmt if fmt != "auto" else detect_format(values[0][1])
