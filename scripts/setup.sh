@@ -40,8 +40,19 @@ apt_install() {  # $1: what for; the rest: Debian packages
 }
 
 # llama-cpp-python has no binary wheel on the package index: pip compiles llama.cpp (10+ minutes on 2 cores).
-# Build its wheel once per machine into a cache keyed by version; pip then installs from the cache.
-WHEELS=${RANKWISE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rankwise/wheels}
+# Build its wheel once per machine into a cache keyed by version and build flags; pip then installs from the cache.
+# On x86-64 the build is portable (AVX2/FMA/F16C, GGML_NATIVE=OFF), not tuned to the building CPU: a native build
+# on a CPU that reports AMX compiles ggml's AMX kernels, and where the kernel or hypervisor does not grant the AMX
+# tile state (seen on this project's VMs) the server dies with a general protection fault at its first reply.
+# (--no-cache-dir: pip would otherwise reuse a wheel it built earlier from the same source, with other flags.)
+WHEEL_ROOT=${RANKWISE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rankwise/wheels}
+if [ "$(uname -m)" = "x86_64" ]; then
+  LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+  WHEELS=$WHEEL_ROOT/x86-64-v3
+else
+  LLAMA_CMAKE_ARGS=""
+  WHEELS=$WHEEL_ROOT/native
+fi
 llama_wheel() {
   local version
   version=$(grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | head -n1 | cut -d= -f3)
@@ -53,9 +64,22 @@ llama_wheel() {
   fi
   mkdir -p "$WHEELS"
   echo "setup: building llama-cpp-python $version from source, once for this machine (10+ minutes) into $WHEELS"
-  CMAKE_BUILD_PARALLEL_LEVEL=$(nproc 2>/dev/null || echo 2) \
-    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$WHEELS" \
-    "llama-cpp-python==$version"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc 2>/dev/null || echo 2) \
+    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-cache-dir \
+    --no-binary llama-cpp-python -w "$WHEELS" "llama-cpp-python==$version"
+}
+# the venv holds the cached wheel itself: one installed from another build (an older cache) is replaced
+llama_installed() {
+  local wheel
+  wheel=$(ls "$WHEELS"/llama_cpp_python-*.whl 2>/dev/null | head -n1)
+  [ -n "$wheel" ] || return 0
+  local sum
+  sum=$(sha256sum "$wheel" | cut -d' ' -f1)
+  if [ "$(cat "$VENV/.rankwise-llama" 2>/dev/null)" != "$sum" ]; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile --no-deps --force-reinstall \
+      "$wheel"
+    echo "$sum" > "$VENV/.rankwise-llama"
+  fi
 }
 
 if ! have test && { [ "$MODE" = test ] || { [ "$MODE" = llm ] && ! have llm; } || { [ "$MODE" = demo ] && ! have demo && ! have llm; }; }; then
@@ -81,6 +105,9 @@ if ! have test && { [ "$MODE" = test ] || { [ "$MODE" = llm ] && ! have llm; } |
   fi
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "${find_links[@]}" -e ".[$extras]"
   echo "$want" > "$VENV/.rankwise-$MODE"
+fi
+if [ "$MODE" = test ] || [ "$MODE" = llm ]; then
+  llama_installed
 fi
 
 if [ "${1:-}" = "--test" ] && ! { command -v cc >/dev/null 2>&1 && command -v make >/dev/null 2>&1; }; then
