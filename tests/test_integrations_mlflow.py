@@ -214,3 +214,37 @@ def test_genai_evaluate_with_rankwise_scorers_returns_evaluate_rags_numbers(stor
     by_trace = dict(zip(expected.per_query.query_ids, expected.per_query.column("ndcg@10").tolist(), strict=True))
     assert {t: v for t, v in zip(table["trace_id"], table["ndcg_at_10/value"], strict=True)} == by_trace
     assert not any(math.isnan(v) for v in by_trace.values())
+
+
+def test_log_leaves_the_callers_tracking_uri_and_experiment_alone(store, experiment, tmp_path):
+    """A notebook that logs its own runs to its own store calls rankwise.mlflow.log(..., tracking_uri=other):
+    its tracking URI and active experiment are what they were, and its next run lands where it did before."""
+    mine = f"sqlite:///{tmp_path / 'mine.db'}"
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    mlflow.set_tracking_uri(mine)
+    exp = mlflow.set_experiment("callers-own")
+    result = rankwise.evaluate_rag(EXAMPLES / "rich_testset.jsonl", relevance="span", k=(1,))
+    run_id = rankwise.mlflow.log(result, tracking_uri=other, experiment="rankwise-side")
+    assert mlflow.get_tracking_uri() == mine
+    assert mlflow.tracking.fluent._active_experiment_id == exp.experiment_id  # noqa: SLF001
+    logged = mlflow.MlflowClient(other).get_run(run_id)
+    assert mlflow.MlflowClient(other).get_experiment(logged.info.experiment_id).name == "rankwise-side"
+    with mlflow.start_run() as mine_run:  # the caller's next run: its own store, its own experiment
+        pass
+    assert mlflow.MlflowClient(mine).get_run(mine_run.info.run_id).info.experiment_id == exp.experiment_id
+    mlflow.set_tracking_uri(store["uri"])
+
+
+def test_mlflow_prints_no_info_lines_on_stderr(tmp_path, shared_data):
+    """``--mlflow-uri`` to a new SQLite store: MLflow creates its tables (alembic's and MLflow's INFO lines
+    before this fix); the command's stderr holds rankwise's one line and nothing of MLflow's."""
+    import subprocess
+    import sys
+
+    qrels, run = shared_data / "trec_eval" / "qrels.test", shared_data / "trec_eval" / "results.test"
+    out = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-m", "map",
+                          "--mlflow-uri", f"sqlite:///{tmp_path / 'new.db'}", "--mlflow-experiment", "quiet"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("rankwise: logged to MLflow run "), out.stderr

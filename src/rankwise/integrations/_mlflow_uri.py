@@ -17,11 +17,13 @@ import os
 import sqlite3
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from rankwise.errors import InputError
 
-__all__ = ["check_tracking_uri", "sqlite_path", "PROBE_SECONDS"]
+__all__ = ["check_tracking_uri", "sqlite_path", "PROBE_SECONDS", "import_mlflow", "borrowed_mlflow"]
 
 #: seconds a server (or a locked database) gets to answer the check
 PROBE_SECONDS = 3.0
@@ -195,6 +197,69 @@ def _server(uri: str, scheme: str) -> None:
                 f"{scheme} database server", f"{address[0]}:{address[1]}", uri)
 
 
+def import_mlflow() -> Any:
+    """MLflow itself, or an :class:`InputError` saying how to install it.
+
+    Example:
+        >>> import_mlflow().__name__
+        'mlflow'
+    """
+    try:
+        import mlflow
+    except ImportError:
+        raise InputError("MLflow is not installed: pip install 'rankwise[mlflow]'", field="mlflow") from None
+    return mlflow
+
+
+# MLflow's and its database migrations' loggers, whose INFO lines ("Creating initial MLflow database tables",
+# "Context impl SQLiteImpl") a rankwise command would otherwise print on the caller's stderr
+_CHATTY = ("mlflow", "alembic", "alembic.runtime.migration")
+
+
+@contextlib.contextmanager
+def borrowed_mlflow(mlflow: Any, tracking_uri: str | None, experiment: str | None) -> Iterator[None]:
+    """Point MLflow at ``tracking_uri`` / ``experiment`` and quiet its INFO lines for the block; afterwards the
+    caller's tracking URI, active experiment and logger levels are what they were.
+
+    Example:
+        >>> import mlflow
+        >>> before = mlflow.get_tracking_uri()
+        >>> with borrowed_mlflow(mlflow, "sqlite:////tmp/rankwise-doctest-borrow.db", None):
+        ...     mlflow.get_tracking_uri()
+        'sqlite:////tmp/rankwise-doctest-borrow.db'
+        >>> mlflow.get_tracking_uri() == before
+        True
+    """
+    import logging
+
+    from mlflow.tracking import fluent
+    from mlflow.tracking._tracking_service import utils
+
+    uri_before = utils._tracking_uri  # noqa: SLF001 - MLflow keeps "set by the caller" only here
+    env_before = os.environ.get("MLFLOW_TRACKING_URI")  # set_tracking_uri writes it too, for subprocesses
+    experiment_before = fluent._active_experiment_id  # noqa: SLF001 - as above, for set_experiment
+    levels = {name: logging.getLogger(name).level for name in _CHATTY}
+    try:
+        for name in _CHATTY:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+        if experiment:
+            mlflow.set_experiment(experiment)
+        yield
+    finally:
+        if tracking_uri:
+            mlflow.set_tracking_uri(uri_before)  # None: "not set" again (MLflow's env/default rule)
+            if env_before is None:
+                os.environ.pop("MLFLOW_TRACKING_URI", None)
+            else:
+                os.environ["MLFLOW_TRACKING_URI"] = env_before
+        if tracking_uri or experiment:
+            fluent._active_experiment_id = experiment_before  # noqa: SLF001
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
 def check_tracking_uri(uri: str | None = None) -> str:
     """The tracking URI MLflow would log to (``uri``, else ``$MLFLOW_TRACKING_URI``, else MLflow's default),
     checked before any work; each way it cannot be logged to is an :class:`InputError` of one line: a file
@@ -208,9 +273,7 @@ def check_tracking_uri(uri: str | None = None) -> str:
         ...
         rankwise.errors.InputError: <input>: MLflow tracking URI 'file:///tmp/mlruns': a file store (a folder of runs): MLflow 3 put the file backend in maintenance mode and refuses it; log to a database, e.g. --mlflow-uri sqlite:////tmp/mlruns.db (or set MLFLOW_ALLOW_FILE_STORE=true)
     """
-    from rankwise.integrations.mlflow import _mlflow
-
-    uri = str(uri) if uri else os.environ.get("MLFLOW_TRACKING_URI") or _mlflow().get_tracking_uri()
+    uri = str(uri) if uri else os.environ.get("MLFLOW_TRACKING_URI") or import_mlflow().get_tracking_uri()
     control = next((c for c in uri + urllib.parse.unquote(uri) if ord(c) < 32 or ord(c) == 127), None)
     if control is not None:
         raise _fail(uri, f"holds a control character ({control!r})")
@@ -234,5 +297,5 @@ def check_tracking_uri(uri: str | None = None) -> str:
     elif scheme not in _schemes():
         known = ", ".join(sorted(s for s in _schemes() if s))
         raise _fail(uri, f"unknown scheme {scheme!r} (MLflow logs to: {known})")
-    _mlflow()
+    import_mlflow()
     return uri

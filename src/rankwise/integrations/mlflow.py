@@ -28,7 +28,7 @@ from typing import Any
 
 from rankwise.data.finite import finite_float
 from rankwise.errors import InputError, RankwiseError
-from rankwise.integrations._mlflow_uri import check_tracking_uri
+from rankwise.integrations._mlflow_uri import borrowed_mlflow, check_tracking_uri, import_mlflow
 
 __all__ = ["log", "mlflow_name", "scorers", "case_from_trace", "check_tracking_uri", "MlflowLogError"]
 
@@ -50,12 +50,6 @@ class MlflowLogError(RankwiseError):
         super().__init__(f"logging to MLflow{where} failed: {type(exc).__name__}" + (f": {why}" if why else ""))
 
 
-def _mlflow():
-    try:
-        import mlflow
-    except ImportError:
-        raise InputError("MLflow is not installed: pip install 'rankwise[mlflow]'", field="mlflow") from None
-    return mlflow
 
 
 def mlflow_name(name: str) -> str:
@@ -253,7 +247,8 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
         params, tags: more parameters and tags for the run.
         nested: start the run as a child of the active run.
 
-    The tracking URI is checked first (:func:`check_tracking_uri`: an :class:`InputError` in seconds); a store
+    The caller's own tracking URI and active experiment are unchanged afterwards, and MLflow's INFO lines are
+    kept off stderr while logging. The tracking URI is checked first (:func:`check_tracking_uri`: an :class:`InputError` in seconds); a store
     or server that fails while logging raises :class:`MlflowLogError` (one line).
 
     Example:
@@ -265,7 +260,7 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
     from rankwise.analysis.gate import GateResult
     from rankwise.metrics.evaluate import EvalResult
 
-    mlflow = _mlflow()
+    mlflow = import_mlflow()
     kinds = {EvalResult: "eval", ComparisonResult: "compare", GateResult: "gate"}
     kind = next((k for cls, k in kinds.items() if isinstance(result, cls)),
                 "sweep" if type(result).__name__ == "SweepResult" else None)
@@ -274,12 +269,9 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
                          "ComparisonResult, GateResult or SweepResult", field="result")
     check_tracking_uri(tracking_uri)  # a store that cannot be logged to: one line now, not minutes of retries
     try:
-        if tracking_uri:
-            mlflow.set_tracking_uri(tracking_uri)
-        if experiment:
-            mlflow.set_experiment(experiment)
-        return _log_run(mlflow, result, kind, run_name=run_name, html=html, records=records, params=params,
-                        tags=tags, nested=nested)
+        with borrowed_mlflow(mlflow, tracking_uri, experiment):  # the caller's URI and experiment kept
+            return _log_run(mlflow, result, kind, run_name=run_name, html=html, records=records,
+                            params=params, tags=tags, nested=nested)
     except RankwiseError:
         raise
     except Exception as exc:  # the store or server failed mid-way (MlflowException, SQLAlchemy, OS, HTTP)
