@@ -116,7 +116,8 @@ def test_action_yml_calls_the_script_with_its_inputs():
     assert steps[0]["uses"].startswith("actions/setup-python@") and "${{ inputs.python-version }}" in str(steps[0])
     install = next(s for s in steps if "pip install" in s.get("run", ""))
     assert install["env"] == {"RANKWISE_PATH": "${{ inputs.rankwise-path }}",
-                              "RANKWISE_VERSION": "${{ inputs.rankwise-version }}"}
+                              "RANKWISE_VERSION": "${{ inputs.rankwise-version }}",
+                              "RANKWISE_ACTION_PATH": "${{ github.action_path }}"}
     gate = next(s for s in steps if s.get("id") == "gate")
     assert "python -m rankwise.integrations.github" in gate["run"]
     # every gate input reaches the script through the environment (no input pasted into the shell text)
@@ -133,3 +134,88 @@ def test_action_yml_calls_the_script_with_its_inputs():
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()" and "rankwise-gate.html" in upload["with"]["path"]
     assert "rankwise-gate.html" in gate["run"]
+
+
+def _run_action(workdir: Path, inputs: dict[str, str], action_path: Path = REPO) -> tuple[int, dict, list[str]]:
+    """Run action.yml's composite steps as a GitHub runner does: each ``run:`` step with ``${{ inputs.* }}``,
+    ``${{ github.action_path }}`` and ``${{ runner.temp }}`` substituted, its ``env:`` set, by
+    ``bash --noprofile --norc -eo pipefail`` (GitHub's ``shell: bash``), stopping at the first failing step; the
+    ``uses:`` steps (setup-python, upload-artifact) are GitHub's own and not run. ``python`` on PATH is this
+    interpreter, except that ``python -m pip install`` only records its arguments (no network here: the venv
+    already holds rankwise), and ``rankwise`` runs this checkout's CLI. Returns the exit code, the outputs the
+    action declares (read from $GITHUB_OUTPUT as GitHub maps them) and the pip installs asked for."""
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    values = {name: spec.get("default", "") for name, spec in action["inputs"].items()} | inputs
+    temp, bin_ = workdir / "runner-temp", workdir / "bin"
+    temp.mkdir()
+    bin_.mkdir()
+    pip_log = workdir / "pip-installs.txt"
+    (bin_ / "python").write_text(f'#!/bin/bash\nif [ "$1 $2 $3" = "-m pip install" ]; then shift 3; '
+                                 f'echo "$*" >> {pip_log}; exit 0; fi\nexec {sys.executable} "$@"\n')
+    (bin_ / "rankwise").write_text(f'#!/bin/bash\nexec {sys.executable} -m rankwise.cli "$@"\n')
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    output = workdir / "github-output.txt"
+    output.write_text("")
+    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "GITHUB_OUTPUT": str(output),
+           "GITHUB_STEP_SUMMARY": str(workdir / "summary.md"), "GITHUB_ACTION_PATH": str(action_path),
+           "RUNNER_TEMP": str(temp),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+
+    def substitute(text: str) -> str:
+        text = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], str(text))
+        return text.replace("${{ github.action_path }}", str(action_path)).replace("${{ runner.temp }}", str(temp))
+
+    code = 0
+    for step in action["runs"]["steps"]:
+        if "run" not in step:
+            continue
+        assert step["shell"] == "bash"
+        step_env = {**env, **{k: substitute(v) for k, v in step.get("env", {}).items()}}
+        script = workdir / "step.sh"
+        script.write_text(substitute(step["run"]))
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workdir,
+                              env=step_env, capture_output=True, text=True, timeout=300)
+        code = proc.returncode
+        if code:
+            break
+    set_ = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    declared = {}
+    for name, spec in action["outputs"].items():
+        found = re.fullmatch(r"\$\{\{ steps\.gate\.outputs\.([\w-]+) \}\}", spec["value"])
+        declared[name] = set_.get(found.group(1)) if found else None
+    installs = pip_log.read_text().splitlines() if pip_log.exists() else []
+    return code, declared, installs
+
+
+def test_the_action_run_as_github_runs_it_installs_its_own_checkout_and_fails_on_a_regression(tmp_path):
+    """The action used as ``uses: OWNER/NAME@REF`` or ``uses: ./``: it installs rankwise from its own checkout
+    ($GITHUB_ACTION_PATH, whatever the repository is called), the gate step fails the job on the planted
+    regression and the declared outputs carry its verdict."""
+    _write_inputs(tmp_path)
+    code, outputs, installs = _run_action(tmp_path, {"baseline": "base.trec", "candidate": "worse.trec",
+                                                     "qrels": "qrels.txt", "metrics": "P@1"},
+                                          action_path=REPO)
+    assert installs == [f"{REPO}[stats]"]
+    assert code == 1
+    assert outputs == {"passed": "false", "exit-code": "1", "failed": "precision@1"}
+    assert (tmp_path / "runner-temp" / "rankwise-gate.html").stat().st_size > 0  # the artifact step's file
+
+
+def test_the_action_passes_and_honours_a_pinned_version(tmp_path):
+    _write_inputs(tmp_path)
+    code, outputs, installs = _run_action(tmp_path, {"baseline": "base.trec", "candidate": "same.trec",
+                                                     "qrels": "qrels.txt", "metrics": "P@1",
+                                                     "rankwise-version": "0.1.0"})
+    assert installs == ["rankwise[stats]==0.1.0"]
+    assert code == 0 and outputs == {"passed": "true", "exit-code": "0", "failed": ""}
+
+
+def test_docs_name_no_fixed_owner_or_version_for_the_action():
+    """docs/integrations.md shows the action by placeholder (OWNER/rankwise@REF) and as ``uses: ./``: no
+    repository name or release that a fork or a new tag would make wrong."""
+    page = (REPO / "docs" / "integrations.md").read_text()
+    uses = re.findall(r"uses: (\S+)", page)
+    ours = [u for u in uses if not u.startswith("actions/")]
+    assert ours and set(ours) <= {"OWNER/rankwise@REF", "./"}, ours
+    assert "./" in ours
