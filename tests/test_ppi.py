@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import statistics
 
 import numpy as np
@@ -146,6 +147,47 @@ def test_plan_labels_is_the_smallest_n_reaching_the_width():
     assert p.ppi_labels < p.human_labels
     assert p.to_dict()["ppi_cost"] == 2.0 * p.ppi_labels and p.to_dict()["all_cost"] == 2.0 * 2060
 
+
+
+def test_plan_labels_never_suggests_more_labels_than_cases():
+    """30 judged cases, a width humans alone would need 1,537 labels for: no '1537 labels' next to 'label
+    everything: 30' — the plan says it is not reachable, how many it would take and what all 30 give."""
+    from rankwise.report.ppi_text import plan_lines
+
+    y = [1.0, 0.0] * 5
+    f = [1.0, 0.0] * 5
+    p = plan_labels(y, f, [1.0, 0.0] * 15, 0.025, min_labels=2)
+    needed = math.ceil(Z95 ** 2 * _var(y) / 0.025 ** 2)
+    assert needed > 30 and p.human_labels is None and p.human_labels_needed == needed
+    assert f"humans alone would need {needed} labels for ±0.025, more than the 30 cases there are" in p.note
+    assert f"(labelling all 30 gives ±{Z95 * math.sqrt(_var(y) / 30):.4f})" in p.note
+    text = "\n".join(plan_lines([p]))
+    assert f"humans only:            not reachable ({needed} labels needed, 30 cases exist)" in text
+    shown = "\n".join(line for line in text.splitlines() if "note:" not in line)
+    assert all(int(n) <= 30 for n in re.findall(r"\b(\d+) labels\b(?! needed)", shown)), text
+    assert p.to_dict()["human_labels"] is None and p.to_dict()["human_labels_needed"] == needed
+
+
+def test_ppi_intervals_stay_inside_the_metrics_range():
+    """Nearly every case relevant: the normal interval of a [0, 1] metric passes 1.0. With the range given it is
+    clipped there, and the note and the JSON say so; without a range (or inside it) nothing changes."""
+    y, f, fu = [1.0] * 9 + [0.0], [1.0] * 10, [1.0] * 40
+    free = ppi_mean(y, f, fu)
+    assert free.ci[1] > 1.0 and free.human_ci[1] > 1.0 and free.clipped_to is None
+    e = ppi_mean(y, f, fu, value_range=(0.0, 1.0))
+    assert e.ci == (free.ci[0], 1.0) and e.human_ci == (free.human_ci[0], 1.0)
+    assert e.estimate == free.estimate and e.se == free.se  # the estimate itself is not moved
+    assert "interval clipped to [0, 1], the values' possible range" in e.note
+    assert e.to_dict()["clipped_to"] == [0.0, 1.0]
+    inside = ppi_mean([1, 0] * 20, [1, 0] * 20, [1, 0] * 20, value_range=(0.0, 1.0))
+    assert inside.clipped_to is None and inside.note is None
+
+
+def test_ppi_records_clip_by_the_metric_and_differences_by_their_range():
+    from rankwise.analysis.ppi import metric_range
+
+    assert metric_range("hit_rate@1") == (0.0, 1.0) and metric_range("mrr", difference=True) == (-1.0, 1.0)
+    assert metric_range("dcg@10") is None  # unbounded above: nothing to clip to
 
 # ------------------------------------------------------------------------------------ records and CLI
 def _records(n_cases=60, seed=3, depth=3, system_shift=0.0):
@@ -393,6 +435,20 @@ def test_gate_ppi_refuses_floors_and_qrels(tmp_path):
                        "--qrels", labels)
     assert code == 2 and "--qrels is not used with --ppi" in err
 
+
+
+@pytest.mark.parametrize("option", [["--test", "t"], ["--correction", "holm"], ["--permutations", "500"],
+                                    ["--seed", "7"], ["--missing", "skip"], ["--worst", "3"]])
+def test_gate_ppi_refuses_the_randomization_tests_options(tmp_path, option):
+    """--ppi decides by its own interval: a test, correction, permutation count, seed, missing rule or --worst
+    typed beside it would be ignored, so it is refused in one line (the defaults, not typed, are fine)."""
+    base, truth = _records(10)
+    pb = write_records(base, tmp_path / "base.jsonl")
+    labels = _labels_file(tmp_path / "l.csv", truth, {"q00", "q01"})
+    code, _, err = run("gate", "--baseline", pb, "--candidate", pb, "--labels", labels, "--ppi", "-m", "mrr",
+                       *option)
+    assert code == 2 and f"{option[0]} is not available with --ppi" in err, err
+    assert len(err.strip().splitlines()) == 1
 
 def test_the_output_guard_knows_the_label_sheet_header():
     from rankwise._outputs import LABEL_SHEET_HEADER

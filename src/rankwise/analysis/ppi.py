@@ -33,7 +33,7 @@ from rankwise.errors import InputError, warn
 
 __all__ = ["PPIEstimate", "PPIResult", "ppi_mean", "ppi_batch", "ppi_records", "ppi_compare", "plan_labels",
            "LabelPlan", "paired_values", "labels_for_system", "UNLABELLED_SET", "plan_from_records", "ppi_gate",
-           "PPIGate"]
+           "PPIGate", "metric_range"]
 
 UNLABELLED_SET = ("the judged cases without human labels (the paper's independent unlabelled set; the labelled "
                   "cases enter through the rectifier only)")
@@ -68,11 +68,13 @@ class PPIEstimate:
     lam: float | None = None
     effective_n: float | None = None
     note: str | None = None
+    #: the range the intervals were clipped to (the metric's, or a difference's), when a normal interval passed it
+    clipped_to: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values (intervals as two-element lists, None where undefined)."""
         out = dict(self.__dict__)
-        for key in ("ci", "human_ci"):
+        for key in ("ci", "human_ci", "clipped_to"):
             out[key] = list(out[key]) if out[key] is not None else None
         return out
 
@@ -114,12 +116,14 @@ def ppi_batch(y: Any, f: Any, f_unl: Any, lam: float | None = None) -> tuple[np.
 
 
 def ppi_mean(y: Sequence[float], f: Sequence[float], f_unl: Sequence[float], *, alpha: float = 0.05,
-             metric: str = "metric", lam: float | None = None) -> PPIEstimate:
+             metric: str = "metric", lam: float | None = None,
+             value_range: tuple[float, float] | None = None) -> PPIEstimate:
     """The PPI++ estimate of a mean with its (1 − alpha) interval, beside the human-only and judge-only means.
 
     ``y`` and ``f`` are the human and judge values of the n labelled cases (same order); ``f_unl`` the judge
     values of the N unlabelled cases. An undefined estimate (n < 2, zero variance) gives no interval and a
-    sentence why in ``note``, never NaN.
+    sentence why in ``note``, never NaN. With ``value_range`` (the values' possible range, e.g. (0, 1)), an
+    interval the normal approximation stretches past it is clipped to it, and ``note`` and ``clipped_to`` say so.
 
     Example:
         >>> e = ppi_mean([1, 0, 1, 1], [1, 0, 1, 1], [1, 0] * 10)
@@ -163,7 +167,43 @@ def ppi_mean(y: Sequence[float], f: Sequence[float], f_unl: Sequence[float], *, 
                     "an interval of width 0 would claim certainty, so none is given")
     if sd_y == 0 and out.note is None:
         out.note = "every labelled case has the same human value: the human-only interval is undefined"
+    if value_range is not None:
+        _clip(out, value_range)
     return out
+
+
+def _clip(out: PPIEstimate, value_range: tuple[float, float]) -> None:
+    """Clip the intervals to the values' possible range, saying so in the note."""
+    lo, hi = value_range
+    clipped = False
+    for key in ("ci", "human_ci"):
+        ci = getattr(out, key)
+        if ci is not None and (ci[0] < lo or ci[1] > hi):
+            setattr(out, key, (max(ci[0], lo), min(ci[1], hi)))
+            clipped = True
+    if clipped:
+        out.clipped_to = (lo, hi)
+        said = f"interval clipped to [{lo:g}, {hi:g}], the values' possible range (the normal interval passed it)"
+        out.note = f"{out.note}; {said}" if out.note else said
+
+
+def metric_range(name: str, *, difference: bool = False) -> tuple[float, float] | None:
+    """The possible range of a metric's per-case values (of a difference of two, with ``difference``), or None.
+
+    Example:
+        >>> metric_range("ndcg@10"), metric_range("ndcg@10", difference=True), metric_range("no_such_metric")
+        ((0.0, 1.0), (-1.0, 1.0), None)
+    """
+    from rankwise.metrics.registry import parse_measure
+
+    try:
+        found = parse_measure(name).metric.value_range
+    except Exception:  # a name the registry does not parse (a call metric, a typo): no range, no clipping
+        return None
+    if found is None or not all(math.isfinite(v) for v in found):
+        return None
+    lo, hi = float(found[0]), float(found[1])
+    return (lo - hi, hi - lo) if difference else (lo, hi)
 
 
 @dataclass
@@ -307,7 +347,7 @@ def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: 
     estimates = {}
     for m in names:
         estimates[m] = ppi_mean([humans[q][m] for q in lab], [judged[q][m] for q in lab],
-                                [judged[q][m] for q in unl], alpha=alpha, metric=m)
+                                [judged[q][m] for q in unl], alpha=alpha, metric=m, value_range=metric_range(m))
     summary = {**info, "alpha": alpha, "unlabelled_set": UNLABELLED_SET}
     return PPIResult(estimates, judge, human, summary)
 
@@ -398,7 +438,7 @@ def ppi_compare(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = No
             unl = [q for q in dj if q not in dh]
             key = f"{name} − {base}: {m}"
             estimates[key] = ppi_mean([dh[q] for q in lab], [dj[q] for q in lab], [dj[q] for q in unl],
-                                      alpha=alpha, metric=key)
+                                      alpha=alpha, metric=key, value_range=metric_range(m, difference=True))
     summary = {"baseline": base, "systems": summaries, "alpha": alpha, "unlabelled_set": UNLABELLED_SET,
                "labelled_pairs": "cases whose lists are fully human-labelled in both systems"}
     return PPIResult(estimates, judge, human, summary)
@@ -420,6 +460,8 @@ class LabelPlan:
     lam: float | None
     price_per_label: float | None = None
     note: str | None = None
+    #: what humans alone would need when that is more than the cases there are (``human_labels`` is then None)
+    human_labels_needed: int | None = None
 
     def cost(self, labels: int | None) -> float | None:
         """Price of ``labels`` labels (None without a price or a count)."""
@@ -469,17 +511,21 @@ def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], 
     lam = np.clip(cov / ((1 + n / unl) * var_f), 0, 1) if var_f > 0 else np.zeros_like(n)
     var = lam ** 2 * var_f / unl + (var_y - 2 * lam * cov + lam ** 2 * float(f_a.var(ddof=1))) / n
     ok = np.nonzero(z * np.sqrt(np.maximum(var, 0)) <= half_width)[0]
+    every = z * math.sqrt(var_y / total)
+    notes = []
     if len(ok):
         plan.ppi_labels = int(n[ok[0]])
         plan.lam = float(lam[ok[0]])
     else:
-        every = z * math.sqrt(var_y / total)
-        plan.note = (f"no number of labels among the {total} judged cases reaches ±{half_width:g} (labelling "
+        notes.append(f"no number of labels among the {total} judged cases reaches ±{half_width:g} (labelling "
                      f"every case gives ±{every:.4f}): judge more cases, or accept a wider interval")
     if plan.ppi_labels == max(min_labels, 2) and min_labels > 2:
-        plan.note = f"{min_labels} labels at least: the interval is a normal approximation and λ is estimated"
-    if plan.human_labels > total and plan.ppi_labels is not None:
-        plan.note = f"human labels alone would need {plan.human_labels} cases, more than the {total} judged"
+        notes.append(f"{min_labels} labels at least: the interval is a normal approximation and λ is estimated")
+    if plan.human_labels > total:  # more labels than cases exist: not a plan, a bound
+        plan.human_labels_needed, plan.human_labels = plan.human_labels, None
+        notes.append(f"humans alone would need {plan.human_labels_needed} labels for ±{half_width:g}, more than "
+                     f"the {total} cases there are (labelling all {total} gives ±{every:.4f})")
+    plan.note = "; ".join(notes) or None
     return plan
 
 

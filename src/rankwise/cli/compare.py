@@ -225,7 +225,11 @@ def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labe
     from rankwise.analysis.gate import gate, parse_floors
 
     if ppi:
-        _ppi_unsupported(**{"--mlflow": mlflow_opts["log"]})
+        typed = click.get_current_context().get_parameter_source
+        # the randomization test's options: PPI decides by its own interval, so a value typed here would be ignored
+        _ppi_unsupported(**{"--mlflow": mlflow_opts["log"]},
+                         **{f"--{name}": typed(name) == click.core.ParameterSource.COMMANDLINE
+                            for name in ("test", "correction", "permutations", "seed", "missing", "worst")})
         _ppi_gate(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha,
                   allow_query_mismatch, fmt, qrels)
 

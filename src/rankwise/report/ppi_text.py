@@ -83,8 +83,12 @@ def plan_lines(plans: Sequence[LabelPlan]) -> list[str]:
         lines.append(f"{p.metric}: half-width ±{p.half_width:g} from a pilot of {p.pilot} of {p.total} cases")
         lines.append(f"  PPI++ (judge + humans): {'—' if p.ppi_labels is None else p.ppi_labels} labels"
                      f"{cost(p.ppi_labels)}")
-        lines.append(f"  humans only:            {'—' if p.human_labels is None else p.human_labels} labels"
-                     f"{cost(p.human_labels)}")
+        if p.human_labels is None and p.human_labels_needed is not None:
+            lines.append(f"  humans only:            not reachable ({p.human_labels_needed} labels needed, "
+                         f"{p.total} cases exist)")
+        else:
+            lines.append(f"  humans only:            {'—' if p.human_labels is None else p.human_labels} labels"
+                         f"{cost(p.human_labels)}")
         lines.append(f"  label everything:       {p.total} labels{cost(p.total)}")
         if p.note:
             lines.append(f"  note: {p.note}")
