@@ -489,3 +489,39 @@ def test_partially_labelled_cases_are_warned_about_once_by_every_ppi_command(tmp
     code, _, err = run("plan-labels", pb, "--relevance", "llm", "--labels", sheet, "-m", "precision@3", "--half-width",
                        "0.05")
     assert code == 0 and "some chunks only" not in err  # base's labels are whole cases
+
+
+def test_human_labels_honour_the_sheets_system_column(tmp_path):
+    """One labelling sheet for two systems (its ``system`` column, as ``--ppi`` reads it): ``--relevance human``
+    takes each records file's own rows — eval-rag by the file's name, compare-rag by each system's — and gives
+    the numbers of a sheet holding that system's rows alone (before: a rank mismatch or the wrong rows)."""
+    base, truth_b = _records(12, seed=3)
+    cand, truth_c = _records(12, seed=8, system_shift=0.3)
+    pb, pc = write_records(base, tmp_path / "bm25.jsonl"), write_records(cand, tmp_path / "hybrid.jsonl")
+    cases = {f"q{i:02d}" for i in range(12)}
+    one_b = _labels_file(tmp_path / "b.csv", truth_b, cases)
+    one_c = _labels_file(tmp_path / "c.csv", truth_c, cases)
+    sheet = tmp_path / "sheet.csv"
+    rows_b = _labels_file(tmp_path / "sb.csv", truth_b, cases, system="bm25").read_text().splitlines()
+    rows_c = _labels_file(tmp_path / "sc.csv", truth_c, cases, system="hybrid").read_text().splitlines()
+    sheet.write_text("\n".join(rows_b + rows_c[1:]) + "\n")
+    assert truth_b != truth_c
+    for path, alone in ((pb, one_b), (pc, one_c)):
+        want = evaluate_rag(str(path), "human", labels=str(alone), metrics=["precision@3", "mrr"]).mean
+        assert evaluate_rag(str(path), "human", labels=str(sheet), metrics=["precision@3", "mrr"]).mean == want
+        code, out, err = run("eval-rag", path, "-r", "human", "--labels", sheet, "-m", "precision@3,mrr",
+                             "--format", "json")
+        assert code == 0, err
+        assert json.loads(out)["mean"] == want
+    code, out, err = run("compare-rag", pb, pc, "--source", "human", "--labels", sheet, "-m", "mrr", "--format",
+                         "json")
+    assert code == 0, err
+    got = json.loads(out)
+    means = {s: got["means"][s]["mrr"] for s in ("bm25", "hybrid")}
+    assert means == {"bm25": evaluate_rag(str(pb), "human", labels=str(one_b), metrics=["mrr"]).mean["mrr"],
+                     "hybrid": evaluate_rag(str(pc), "human", labels=str(one_c), metrics=["mrr"]).mean["mrr"]}
+    # a records file named like neither system: one line naming the column and the choices
+    other = write_records(base, tmp_path / "run1.jsonl")
+    code, _, err = run("eval-rag", other, "-r", "human", "--labels", sheet)
+    assert code == 2 and "['bm25', 'hybrid']" in err and "'run1'" in err and "system" in err
+    assert len(err.strip().splitlines()) == 1

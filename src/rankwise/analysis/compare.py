@@ -615,7 +615,7 @@ def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str],
         with collect_warnings() as warned[s]:
             try:
                 results[s] = evaluate_rag(records[s], source, metrics=names, labels=labels,
-                                          relevance_level=relevance_level)
+                                          relevance_level=relevance_level, system=s)
             except InputError as exc:  # records given as objects: name the system the problem is in
                 if exc.source is not None:
                     raise

@@ -356,19 +356,9 @@ def _one_system(labels: Any, system: str | None) -> Any:
     """The labels of ``system`` when the labels name several systems (a multi-system labelling sheet)."""
     if labels is None:
         return None
-    from rankwise.relevance.human import read_labels
+    from rankwise.relevance.human import labels_of_system
 
-    rows = read_labels(labels)
-    named = {lab.system for lab in rows} - {None}
-    if len(named) <= 1:  # a sheet of one system: its rows, whatever the system is called
-        return rows
-    if system is None or system not in named:
-        first = next(lab for lab in rows if lab.system is not None)
-        which = (f"none is {system!r} (name the records file like the sheet's system column)" if system
-                 else "say which system these records are (system=...)")
-        raise InputError(f"the labels name systems {sorted(named)}; {which}", source=first.source, line=first.line,
-                         field="system")
-    return [lab for lab in rows if lab.system in (None, system)]
+    return labels_of_system(labels, system)
 
 
 def _warn_partial(summary: dict[str, Any], system: str | None = None) -> None:

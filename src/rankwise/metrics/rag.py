@@ -90,12 +90,14 @@ class RagResult(EvalResult):
 def judged_records(testset: Any, relevance: str = "containment", *, labels: Any = None,
                    min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                    relevance_level: int = 1, progress: bool = False,
-                   min_evidence_chars: int = MIN_EVIDENCE_CHARS, copy: bool = True) -> tuple[list[CaseRecord], bool]:
+                   min_evidence_chars: int = MIN_EVIDENCE_CHARS, copy: bool = True,
+                   system: str | None = None) -> tuple[list[CaseRecord], bool]:
     """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
 
     Records that already hold this source's verdicts are used as stored, never re-judged; a test set
     (or ``labels``) is judged now. Every command that scores RAG cases starts here. Records given as
-    objects are copied first unless ``copy=False`` (see :func:`evaluate_rag`).
+    objects are copied first unless ``copy=False`` (see :func:`evaluate_rag`). ``system`` picks the rows of a
+    human labelling sheet that names several systems (default: a records/test-set file's name, as ``--ppi``).
 
     Example:
         >>> recs, stored = judged_records([{"id": "q", "retrieved_contexts": ["a b", "c"],
@@ -125,9 +127,11 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
         for r in records:
             r.status.setdefault(relevance, case_status(r, relevance))
     else:
+        if system is None and isinstance(testset, (str, PathLike)):
+            system = Path(testset).stem
         judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
               id_field=id_field, relevance_level=relevance_level, progress=progress,
-              min_evidence_chars=min_evidence_chars)
+              min_evidence_chars=min_evidence_chars, system=system)
     return records, stored
 
 
@@ -152,7 +156,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                  relevance_level: int = 1, unscorable: str = "skip", incomplete: str = "zero",
                  progress: bool = False, min_evidence_chars: int = MIN_EVIDENCE_CHARS,
-                 copy: bool = True) -> RagResult:
+                 copy: bool = True, system: str | None = None) -> RagResult:
     """Score a RAG test set's retrieved contexts against verdicts from one source.
 
     Args:
@@ -184,6 +188,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         copy: records given as :class:`CaseRecord` objects are copied before verdicts are added, so the
             caller's stay as they were (default); ``False`` adds the verdicts to the caller's own records, for a
             caller that made them for this call (a sweep's cells: no copy of every record of every cell).
+        system: which system's rows of a human labelling sheet naming several (its ``system`` column) to use;
+            default the records/test-set file's name (``bm25.jsonl``: ``bm25``), as ``--ppi`` reads it.
 
     Example:
         >>> r = evaluate_rag([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
@@ -196,7 +202,8 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         parse_measures(metrics)  # a misspelt name stops before any judging
     records, stored = judged_records(testset, relevance, labels=labels, min_overlap=min_overlap,
                                      threshold=threshold, id_field=id_field, relevance_level=relevance_level,
-                                     progress=progress, min_evidence_chars=min_evidence_chars, copy=copy)
+                                     progress=progress, min_evidence_chars=min_evidence_chars, copy=copy,
+                                     system=system)
     measures = parse_measures(metrics or _defaults(records, ks, relevance))
 
     unscorable_cases, incomplete_cases, skip = _cases_left_out(records, relevance, testset, unscorable,

@@ -37,7 +37,7 @@ from rankwise.data._text import (
 from rankwise.data.records import VERDICT_TYPES, CaseRecord, Verdict
 from rankwise.errors import InputError
 
-__all__ = ["Label", "read_labels", "apply_labels"]
+__all__ = ["labels_of_system", "Label", "read_labels", "apply_labels"]
 
 QUESTION_KEYS = ("query_id", "question_id", "case_id", "qid", "id")
 CHUNK_KEYS = ("chunk_id", "chunk")
@@ -196,12 +196,37 @@ def read_labels(obj: str | PathLike | Iterable[Mapping] | Any) -> list[Label]:
     raise InputError(f"cannot read labels from {type(obj).__name__}; pass a CSV/JSONL path or a list of dicts")
 
 
-def apply_labels(records: list[CaseRecord], labels: Any, source: str = "human") -> dict[str, int]:
+def labels_of_system(labels: Any, system: str | None) -> list[Label]:
+    """The labels of ``system``: a sheet of one system (or none named) whole; of a sheet naming several systems
+    in its ``system`` column, the rows naming ``system`` and the rows naming none.
+
+    Example:
+        >>> rows = [{"query_id": "q1", "rank": 1, "verdict": 1, "system": "bm25"},
+        ...         {"query_id": "q1", "rank": 1, "verdict": 0, "system": "dense"}]
+        >>> [lab.verdict for lab in labels_of_system(rows, "dense")]
+        [0]
+    """
+    rows = read_labels(labels)
+    named = {lab.system for lab in rows} - {None}
+    if len(named) <= 1:  # a sheet of one system: its rows, whatever the system is called
+        return rows
+    if system is None or system not in named:
+        first = next(lab for lab in rows if lab.system is not None)
+        which = (f"none is {system!r} (name the records file like the sheet's system column)" if system
+                 else "say which system these records are (system=...)")
+        raise InputError(f"the labels name systems {sorted(named)}; {which}", source=first.source, line=first.line,
+                         field="system")
+    return [lab for lab in rows if lab.system in (None, system)]
+
+
+def apply_labels(records: list[CaseRecord], labels: Any, source: str = "human", *,
+                 system: str | None = None) -> dict[str, int]:
     """Put each label on its chunk as ``verdicts[source]``; unlabelled chunks get ``missing`` verdicts.
 
+    A sheet naming several systems in its ``system`` column gives ``system``'s rows (:func:`labels_of_system`).
     Returns counts ``{"labels": n, "missing": m}``.
     """
-    labels = read_labels(labels)
+    labels = labels_of_system(labels, system)
     by_id = {r.id: r for r in records}
     placed: dict[tuple[str, int], Label] = {}
     for lab in labels:

@@ -30,14 +30,15 @@ SOURCES = ("containment", "span", "fuzzy", "ids", "human", "llm", "utility")
 def judge(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,
           threshold: float = 0.8, id_field: str | None = None, qrels: Mapping | Any = None,
           relevance_level: int = 1, progress: bool = False,
-          min_evidence_chars: int | None = None) -> dict[str, GroundTruth]:
+          min_evidence_chars: int | None = None, system: str | None = None) -> dict[str, GroundTruth]:
     """Fill ``source``'s verdicts into ``records`` (in place) and return each case's ground truth.
 
     ``containment``/``span``/``fuzzy`` match chunk text or offsets against the reference passages
     (containment/fuzzy: a chunk lying inside a passage counts when it holds ``min_evidence_chars``
     letters/digits, default :data:`rankwise.relevance.text.MIN_EVIDENCE_CHARS`);
     ``ids`` looks retrieved ids up in the reference ids (or graded ``qrels``); ``human`` applies a labels
-    file; ``llm`` (and any other name) reads verdicts already in the records.
+    file (of a sheet naming several systems, ``system``'s rows); ``llm`` (and any other name) reads verdicts
+    already in the records.
     """
     if source in TEXT_SOURCES:
         from rankwise.relevance.text import judge_text
@@ -53,7 +54,7 @@ def judge(records: list, source: str, *, labels: Any = None, min_overlap: float 
         if source == "human" and labels is not None:
             from rankwise.relevance.human import apply_labels
 
-            apply_labels(records, labels)
+            apply_labels(records, labels, system=system)
         out = {}
         for r in records:
             r.status[source] = case_status(r, source)
