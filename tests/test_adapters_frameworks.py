@@ -14,6 +14,7 @@ import warnings
 
 import pytest
 
+from _extras import need
 from _hash_embedder import RankwiseHashEmbedder, hash_embed, langchain_embeddings, llamaindex_embedding
 from rankwise.adapters import (
     RetrieverDepthWarning,
@@ -89,7 +90,7 @@ def check_offsets(run, corpus):
 
 
 def test_langchain_vectorstore_same_numbers_as_rankwise(chunks, questions, corpus):
-    pytest.importorskip("langchain_core")
+    need("langchain_core")
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -112,7 +113,7 @@ def test_langchain_vectorstore_same_numbers_as_rankwise(chunks, questions, corpu
 
 
 def test_langchain_retriever_batch_no_scores_and_own_splitter(corpus, questions):
-    pytest.importorskip("langchain_text_splitters")
+    need("langchain_text_splitters")
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
     from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -161,7 +162,7 @@ def _llama_nodes(corpus, id_func=None):
 
 
 def test_llamaindex_vector_index_same_numbers_and_unstable_ids(corpus, questions):
-    pytest.importorskip("llama_index.core")
+    need("llama_index.core")
     from llama_index.core import VectorStoreIndex
 
     def build():
@@ -206,7 +207,7 @@ def _haystack_docs(corpus, split_length=60, overlap=10):
 
 
 def test_haystack_bm25_pipeline_offsets_and_hand_computed_metrics(corpus, questions):
-    pytest.importorskip("haystack")
+    need("haystack")
     from haystack import Pipeline
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
     from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -244,7 +245,7 @@ def test_haystack_bm25_pipeline_offsets_and_hand_computed_metrics(corpus, questi
 
 
 def test_haystack_embedding_retriever_same_numbers_as_rankwise(corpus, questions):
-    pytest.importorskip("haystack")
+    need("haystack")
     from haystack import Pipeline, component
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
     from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -294,8 +295,8 @@ def _deeper(caught) -> list[str]:
 
 
 def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, questions):
-    pytest.importorskip("langchain_text_splitters")
-    pytest.importorskip("llama_index.core")
+    need("langchain_text_splitters")
+    need("llama_index.core")
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
     from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -394,7 +395,7 @@ def _assert_own_depth(retriever, questions, production, own, message):
 
 
 def test_langchain_retriever_is_evaluated_at_its_own_search_kwargs_k(corpus, questions):
-    pytest.importorskip("langchain_text_splitters")
+    need("langchain_text_splitters")
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
     from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -429,7 +430,7 @@ def test_langchain_retriever_is_evaluated_at_its_own_search_kwargs_k(corpus, que
 
 
 def test_llamaindex_retriever_is_evaluated_at_its_similarity_top_k(corpus, questions):
-    pytest.importorskip("llama_index.core")
+    need("llama_index.core")
     from llama_index.core import VectorStoreIndex
 
     questions = questions[:20]
@@ -444,7 +445,7 @@ def test_llamaindex_retriever_is_evaluated_at_its_similarity_top_k(corpus, quest
 
 
 def test_haystack_retriever_is_evaluated_at_its_top_k(corpus, questions):
-    pytest.importorskip("haystack")
+    need("haystack")
     from haystack import Pipeline
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
     from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -463,7 +464,7 @@ def test_haystack_retriever_is_evaluated_at_its_top_k(corpus, questions):
 
 
 def test_run_adapter_depth_deeper_than_the_retriever_warns_once(tmp_path, questions):
-    pytest.importorskip("langchain_core")
+    need("langchain_core")
     import subprocess
     import sys
 

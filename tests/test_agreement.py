@@ -8,6 +8,7 @@ import random
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from rankwise.cli import main
 from rankwise.data.records import CaseRecord, ChunkRecord, Verdict, load_records, write_records
 from rankwise.errors import InputError
@@ -25,7 +26,7 @@ def _pairs(seed: int, n: int, labels: int, agree: float) -> list[tuple[int, int]
 
 @pytest.mark.parametrize("seed", range(8))
 def test_kappa_matches_sklearn(seed):
-    sklearn = pytest.importorskip("sklearn.metrics")
+    sklearn = need("sklearn.metrics")
     pairs = _pairs(seed, 40 + seed * 17, 2, 0.3 + 0.08 * seed)
     a, b = zip(*pairs, strict=True)
     assert cohen_kappa(pairs) == pytest.approx(sklearn.cohen_kappa_score(a, b), abs=1e-12)

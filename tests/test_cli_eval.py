@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from rankwise.cli import main
 from rankwise.metrics import DEFAULT_METRICS
 
@@ -212,7 +213,7 @@ def _tfidf_run(cisi: Path) -> dict[str, dict[str, float]]:
 
 
 def test_cisi_default_metrics_agree_with_pytrec_eval(shared_data, tmp_path):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = need("pytrec_eval")
     cisi = shared_data / "cisi"
     qrels_path = cisi / "qrels" / "test.tsv"
     run = _tfidf_run(cisi)

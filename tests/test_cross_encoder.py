@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from _extras import need
 from rankwise.adapters import rerank_records, run_retriever
 from rankwise.analysis.compare import compare_records
 from rankwise.datasets import bundled_files
@@ -33,9 +34,9 @@ def tiny_cross_encoder(tmp_path_factory, kestrel):
 
     torch, transformers and sentence_transformers are imported here, not at module level: collecting the
     suite (every xdist worker collects every module) would otherwise pay their ~10 s import."""
-    pytest.importorskip("sentence_transformers")
-    transformers = pytest.importorskip("transformers")
-    torch = pytest.importorskip("torch")
+    need("sentence_transformers")
+    transformers = need("transformers")
+    torch = need("torch")
     corpus, questions = kestrel
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
     words = set()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from _extras import need
 from conftest import SHARED_DATA
 
 REPO = Path(__file__).resolve().parents[1]
@@ -481,7 +482,7 @@ def setup_adapters(workdir: Path) -> None:
     questions as ``questions.jsonl``."""
     import sys
 
-    pytest.importorskip("llama_index.core", reason="docs/adapters.md's my_rag module is a LlamaIndex retriever")
+    need("llama_index.core", reason="docs/adapters.md's my_rag module is a LlamaIndex retriever")
     sys.modules.pop("my_rag", None)  # the module of this folder, not one an earlier run imported
     (workdir / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
     _copy(REPO / "src" / "rankwise" / "datasets" / "kestrel" / "questions.jsonl", workdir / "questions.jsonl")
@@ -491,7 +492,7 @@ def setup_traces(workdir: Path) -> None:
     """docs/traces.md: trace files from real instrumentation (tests/_traces.py: a LangChain retriever under
     openinference-instrumentation-langchain, seeded ids), ``broken.json`` (traces.json cut short) and
     ``hops.jsonl`` (the worked example of docs/metrics.md section 7)."""
-    pytest.importorskip("openinference.instrumentation.langchain", reason="docs/traces.md makes its traces with it")
+    need("openinference.instrumentation.langchain", reason="docs/traces.md makes its traces with it")
     from _traces import write_doc_traces
 
     write_doc_traces(workdir)
@@ -619,7 +620,7 @@ def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_da
     """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process), each page in
     its own folder: relative paths are read from the current folder, not the one the Spark session started in.
     The commands run in-process on the run's session (conftest's ``spark``), as test_spark_cli.py's do."""
-    pytest.importorskip("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
+    need("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
     request.getfixturevalue("spark")
     _check(name, tmp_path, monkeypatch, shared_data, spark=True)
 

@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 import rankwise
+from _extras import need
 from rankwise.cli import main
 
 QRELS = {"q1": {"a": 1, "b": 0, "c": 2, "d": 1}, "q2": {"x": 1}}
@@ -38,8 +39,8 @@ def test_cli_reports_disjoint_queries_in_one_line(tmp_path):
 
 
 def test_dataframes_and_dicts_give_the_same_numbers():
-    pd = pytest.importorskip("pandas")
-    pl = pytest.importorskip("polars")
+    pd = need("pandas")
+    pl = need("polars")
     rows = [(q, d, s) for q, docs in RUN.items() for d, s in docs.items()]
     qrows = [(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()]
     run_pd = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])

@@ -11,8 +11,7 @@ import os
 import random
 from pathlib import Path
 
-import pytest
-
+from _extras import need
 from rankwise.errors import InputError
 from rankwise.integrations.github import main
 from test_integrations_pytest import _write_inputs
@@ -71,7 +70,7 @@ def test_action_inputs_give_a_verdict_or_one_line(tmp_path, monkeypatch):
 
 
 def test_scorer_expectations_and_documents_score_or_refuse():
-    pytest.importorskip("mlflow")
+    need("mlflow")
     from mlflow.entities import Feedback
 
     from rankwise.integrations.mlflow import _score_case, case_from_trace
@@ -109,7 +108,7 @@ def _uri_mutant(uri: str, rng: random.Random) -> str:
 def test_tracking_uri_mutants_are_accepted_or_one_line_within_seconds(tmp_path, monkeypatch):
     """Mutants of a good SQLite URI, a refused loopback server and a file store: each is accepted or refused
     with one line (an InputError), within the probe's seconds; none is a traceback or a hang."""
-    pytest.importorskip("mlflow")
+    need("mlflow")
     import socket
     import time
 

@@ -20,6 +20,7 @@ import signal
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from rankwise.cli import main
 from test_fuzz_inputs import TRACES_CONSOLE, TRACES_LANGSMITH, TRACES_MLFLOW, TRACES_OTLP, mutate
 
@@ -203,7 +204,7 @@ def test_every_accepted_mutant_reads_back_through_eval_rag(tmp_path, fmt):
 
 
 def test_phoenix_mutants_read_back(tmp_path):
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     rng = random.Random("traces-phoenix")
     base = [{"context.trace_id": "1" * 32, "context.span_id": "a" * 16, "parent_id": None, "span_kind": "CHAIN",
              "name": "rag", "attributes.input.value": "a?", "start_time": 1},

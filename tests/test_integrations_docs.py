@@ -12,6 +12,7 @@ import sys
 import pytest
 import yaml
 
+from _extras import need
 from test_docs_commands import REPO, fenced_blocks, setup_common, setup_compare
 from test_integrations_pytest import LOAD
 
@@ -76,7 +77,7 @@ def test_the_pytest_file_runs_as_shown(workdir, pytester, monkeypatch):
 
 
 def test_the_mlflow_snippets_run_as_shown(workdir, monkeypatch):
-    pytest.importorskip("mlflow")
+    need("mlflow")
     import mlflow
 
     monkeypatch.chdir(workdir)

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import rankwise
+from _extras import need
 from rankwise.cli import main
 
 mlflow = None  # the module, imported by the fixture below: at module level collection would pay its ~5 s import
@@ -20,7 +21,7 @@ mlflow = None  # the module, imported by the fixture below: at module level coll
 @pytest.fixture(scope="module", autouse=True)
 def _mlflow():
     global mlflow
-    mlflow = pytest.importorskip("mlflow", reason="rankwise[mlflow]")
+    mlflow = need("mlflow", reason="rankwise[mlflow]")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from _extras import need
 from _loopback import JSONHandler, chat_completion, serving
 from llm_server import perceive, unfence
 from rankwise.adapters import rerank_records, run_retriever
@@ -29,7 +30,7 @@ WORD = re.compile(r"[a-z0-9]{4,}")
 @pytest.fixture(scope="module", autouse=True)
 def _openai():
     """The judge's client needs openai; imported here, not at module level (collection would pay it)."""
-    pytest.importorskip("openai")
+    need("openai")
 
 
 def words(text: str) -> set[str]:

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from _extras import need
 from _inprocess import run_cli
 from _loopback import JSONHandler, serving
+from _readonly import read_only_folder
 from test_integrations_pytest import _write_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +31,7 @@ HTTP_ENV = ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "M
 @pytest.fixture(scope="module", autouse=True)
 def _mlflow():
     """MLflow imported once for the module (its import takes seconds)."""
-    return pytest.importorskip("mlflow", reason="rankwise[mlflow]")
+    return need("mlflow", reason="rankwise[mlflow]")
 
 
 @pytest.fixture
@@ -115,17 +117,12 @@ def test_sqlite_files_that_cannot_be_logged_to(inputs, case):
     assert not (inputs / "nosuch").exists() and (inputs / "garbage.db").stat().st_size == 16 + 256 * 20
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
 def test_sqlite_in_a_read_only_folder(inputs):
-    folder = inputs / "ro"
-    folder.mkdir()
-    folder.chmod(0o555)
-    try:
+    """Runs as root too (a read-only bind mount: tests/_readonly.py)."""
+    with read_only_folder(inputs / "ro") as folder:
         done, took = _eval(f"sqlite:///{folder / 'm.db'}")
         _one_line(done, "m.db")
         assert took < BOUND and not (folder / "m.db").exists()
-    finally:
-        folder.chmod(0o755)
 
 
 def test_servers_that_refuse_or_do_not_answer_fail_within_seconds(inputs):

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from _inprocess import run_cli
 from generator_server import key_of, running_generator, synthetic_cases, write_cases
 from rankwise.analysis.position import chi2_sf, discount_weights, fit_position_curve, write_position_curve
@@ -241,7 +242,7 @@ def test_no_family_fits_a_hump():
 
 
 def test_chi2_tail_matches_scipy():
-    stats = pytest.importorskip("scipy.stats")
+    stats = need("scipy.stats")
     for df in range(1, 12):
         for x in (0.1, 1.0, 3.0, 7.5, 20.0, 60.0):
             assert chi2_sf(x, df) == pytest.approx(stats.chi2.sf(x, df), rel=1e-9, abs=1e-300)

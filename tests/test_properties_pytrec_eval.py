@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _extras import need
 from rankwise import evaluate
 from rankwise.errors import InputError
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+pytrec_eval = need("pytrec_eval")
 
 CUTOFFS = (1, 2, 3, 5, 10)
 PYTREC_MEASURES = {

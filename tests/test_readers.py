@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _extras import need
 from rankwise.data import (
     Qrels,
     Run,
@@ -277,7 +278,7 @@ def test_jsonl_errors(tmp_path):
 
 # ------------------------------------------------------------------ DataFrames and dicts
 def test_pandas_frames_with_custom_columns():
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "pid": ["a", "b", "a"], "sim": [0.1, 0.9, 0.5]})
     run = run_from_frame(frame, query_column="qid", doc_column="pid", score_column="sim")
     assert run.to_dict() == {"q1": {"b": 0.9, "a": 0.1}, "q2": {"a": 0.5}}
@@ -290,7 +291,7 @@ def test_pandas_frames_with_custom_columns():
 
 
 def test_polars_frames():
-    pl = pytest.importorskip("polars")
+    pl = need("polars")
     run = load_run(pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, 2.0]}))
     assert run.ranking("q") == ["b", "a"]
     ordered = run_from_frame(pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"]}))
@@ -300,7 +301,7 @@ def test_polars_frames():
 
 
 def test_frame_errors():
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     err = _error(run_from_frame, pd.DataFrame({"q": ["x"], "doc_id": ["d"]}))
     assert err.field == "query_id" and "no column 'query_id'" in str(err)
     err = _error(load_run, pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["d", "d"], "score": [1.0, 2.0]}))

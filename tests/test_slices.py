@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from rankwise.analysis.compare import compare_records
 from rankwise.analysis.significance import bootstrap_ci
 from rankwise.analysis.slices import NO_VALUE, case_labels, slice_comparison, slice_result
@@ -102,7 +103,7 @@ def test_own_fields_from_csv_and_parquet_equal_the_jsonl_ones(tmp_path):
 
 
 def test_dataframe_values_become_json_values():
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     frame = pd.DataFrame([_case(0, True, style="plain", rank=3), _case(1, True, style=None, rank=None)])
     fields = [c.fields for c in load_testset(frame)]
     assert fields == [{"style": "plain", "rank": 3.0}, {"style": None, "rank": None}]

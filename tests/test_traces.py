@@ -12,6 +12,7 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from _traces import (
     KESTREL_K,
     kestrel_questions,
@@ -37,7 +38,7 @@ os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 @pytest.fixture(scope="module", autouse=True)
 def _instrumentation():
     """Every test here needs the instrumentation; imported here, not at module level (collection would pay it)."""
-    pytest.importorskip("openinference.instrumentation.langchain")
+    need("openinference.instrumentation.langchain")
 
 METRICS = ["hit_rate@1", "hit_rate@5", "precision@5", "recall@10", "mrr", "ndcg@10", "char_recall@10"]
 QUESTIONS = str(bundled_files("kestrel").questions)
@@ -158,7 +159,7 @@ def test_two_step_agent_gives_one_case_with_two_calls(tmp_path, agent_spans, ret
 
 
 def test_mlflow_traces_read_back(tmp_path, retriever, questions, monkeypatch, request):
-    mlflow = pytest.importorskip("mlflow")
+    mlflow = need("mlflow")
     from mlflow.entities import Document, SpanType
 
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")

@@ -14,6 +14,7 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from _traces import (
     KESTREL_K,
     instrumented,
@@ -42,7 +43,7 @@ def questions():
 
 @pytest.fixture(scope="module")
 def llama_spans(questions):
-    li = pytest.importorskip("openinference.instrumentation.llama_index")
+    li = need("openinference.instrumentation.llama_index")
     retriever = kestrel_llamaindex()
     with instrumented(li.LlamaIndexInstrumentor, seed=5) as exporter:
         for q in questions:
@@ -52,7 +53,7 @@ def llama_spans(questions):
 
 @pytest.fixture(scope="module")
 def llama_adapter(questions):
-    pytest.importorskip("llama_index.core")
+    need("llama_index.core")
     with pytest.warns(RetrieverRandomIdWarning):
         return run_retriever(kestrel_llamaindex(), questions, k=KESTREL_K, concurrency=1)
 
@@ -106,7 +107,7 @@ def test_llamaindex_trace_with_corpus_scores_as_run_adapter(tmp_path, llama_span
 
 
 def test_haystack_trace_scores_as_run_adapter_with_and_without_offsets(tmp_path, questions):
-    hs = pytest.importorskip("openinference.instrumentation.haystack")
+    hs = need("openinference.instrumentation.haystack")
     pipe = kestrel_haystack()
     with instrumented(hs.HaystackInstrumentor, seed=6) as exporter:
         for q in questions:
@@ -133,7 +134,7 @@ def test_haystack_trace_scores_as_run_adapter_with_and_without_offsets(tmp_path,
 
 
 def test_span_that_lost_attributes_names_the_count_and_the_fix(tmp_path, questions, monkeypatch):
-    li = pytest.importorskip("openinference.instrumentation.llama_index")
+    li = need("openinference.instrumentation.llama_index")
     retriever = kestrel_llamaindex(k=50)  # 3 attributes a document: past OpenTelemetry's 128 per span
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the SDK's "Attributes dict is full" on every dropped attribute

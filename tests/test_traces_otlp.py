@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from _traces import (
     kestrel_questions,
     kestrel_retriever,
@@ -38,7 +39,7 @@ METRICS = ["hit_rate@1", "recall@10", "mrr", "ndcg@10"]
 
 @pytest.fixture(scope="module")
 def retriever():
-    pytest.importorskip("openinference.instrumentation.langchain")
+    need("openinference.instrumentation.langchain")
     return kestrel_retriever()
 
 
@@ -114,7 +115,7 @@ def test_otlp_json_file_exporter_writes_what_import_traces_reads(tmp_path, retri
 
 def test_the_docs_exporter_snippet_runs_and_imports(tmp_path):
     """Item 5: docs/traces.md's ``# app.py`` block, run as shown, writes OTLP JSON that import-traces reads."""
-    pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+    need("opentelemetry.exporter.otlp.proto.common")
     path = write_app_traces(tmp_path)
     imp = import_traces(path, quiet=True)
     assert imp.format == "otlp" and [c.question for c in imp.testset] == [

@@ -10,6 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from _extras import need
 from rankwise.cli import main
 from rankwise.data.testset import load_testset
 from rankwise.metrics.rag import evaluate_rag
@@ -113,7 +114,7 @@ def test_every_json_format_reads_a_doubled_span_once(tmp_path, fmt, name, double
 
 
 def test_phoenix_duplicated_rows_are_read_once(tmp_path):
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     rows = [{"context.trace_id": "1" * 32, "context.span_id": "a" * 16, "parent_id": None, "span_kind": "CHAIN",
              "name": "rag", "attributes.input.value": "q?", "attributes.retrieval.documents": None},
             {"context.trace_id": "1" * 32, "context.span_id": "b" * 16, "parent_id": "a" * 16,

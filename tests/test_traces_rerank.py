@@ -8,10 +8,11 @@ import json
 
 import pytest
 
+from _extras import need
 from _inprocess import run_cli
 from _traces import instrumented, kestrel_llamaindex, kestrel_questions, write_console
 
-pytest.importorskip("openinference.instrumentation.llama_index")
+need("openinference.instrumentation.llama_index")
 
 N_QUESTIONS, K, TOP_N = 20, 3, 3
 

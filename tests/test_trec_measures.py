@@ -18,6 +18,7 @@ import shutil
 
 import pytest
 
+from _extras import need
 from rankwise import evaluate
 from rankwise.errors import InputError
 from rankwise.metrics.registry import parse_measure, parse_measures
@@ -224,7 +225,7 @@ def _peer_data(seed: int):
 
 
 def test_judged_matches_ir_measures():
-    ir_measures = pytest.importorskip("ir_measures")
+    ir_measures = need("ir_measures")
     qrels, run = _peer_data(7)
     ours = evaluate(qrels, run, ["judged@5", "judged@20", "judged@100"], missing="skip")
     for k in (5, 20, 100):
@@ -234,7 +235,7 @@ def test_judged_matches_ir_measures():
 
 def test_err_matches_gdeval():
     # ir_measures runs the TREC Web track's gdeval.pl (perl) for ERR@k; it prints 5 decimals
-    ir_measures = pytest.importorskip("ir_measures")
+    ir_measures = need("ir_measures")
     if shutil.which("perl") is None:
         pytest.skip("perl not installed: gdeval.pl cannot run")
     qrels, run = _peer_data(11)
@@ -249,8 +250,8 @@ def test_err_matches_gdeval():
 
 def test_nerr_matches_cwl_eval():
     # ir_measures' NERR8/NERR9 run cwl_eval (Azzopardi, Mackenzie & Moffat's C/W/L implementation)
-    ir_measures = pytest.importorskip("ir_measures")
-    pytest.importorskip("cwl")
+    ir_measures = need("ir_measures")
+    need("cwl")
     qrels, run = _peer_data(3)
     names = {"nerr8(max_rel=4)@10": ir_measures.NERR8(cutoff=10, min_rel=0, max_rel=4),
              "nerr9(max_rel=4)@10": ir_measures.NERR9(cutoff=10, min_rel=0, max_rel=4),
