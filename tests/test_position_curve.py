@@ -246,3 +246,29 @@ def test_chi2_tail_matches_scipy():
     for df in range(1, 12):
         for x in (0.1, 1.0, 3.0, 7.5, 20.0, 60.0):
             assert chi2_sf(x, df) == pytest.approx(stats.chi2.sf(x, df), rel=1e-9, abs=1e-300)
+
+
+def test_min_evidence_chars_names_the_supporting_chunk(generator, tmp_path):
+    """position-curve takes --min-evidence-chars like eval-rag: records whose stored containment verdict calls
+    the only supporting chunk a fragment (the default rule, 20 letters/digits) plant the reference passage;
+    ``--min-evidence-chars 0`` re-judges them and plants the retrieved chunk (before: no such option)."""
+    from rankwise.data.records import write_records
+    from rankwise.metrics.rag import evaluate_rag
+
+    rows = [{"id": f"q{i}", "question": f"Where is item {i}?", "reference": f"Item {i} is in Oslo.",
+             "reference_contexts": [f"Item {i} is stored in the archive in Oslo."],
+             "retrieved_contexts": ["in Oslo", f"Filler text {i} about nothing in particular."]} for i in range(3)]
+    with pytest.warns(Warning):
+        records = evaluate_rag(rows, "containment", k=2).records
+    assert [r.verdicts("containment") for r in records] == [[0, 0]] * 3  # "in Oslo": a fragment under 20
+    path = write_records(records, tmp_path / "records.jsonl")
+
+    def plan(*extra):
+        r = CliRunner().invoke(main, ["position-curve", str(path), "--model", "sim", "--base-url",
+                                      generator.base_url, "-k", "2", "--dry-run", "--cache",
+                                      str(tmp_path / "c.sqlite"), *extra])
+        assert r.exit_code == 0, r.output
+        return r.output
+
+    assert "supporting chunk from reference passage: 3" in plan()
+    assert "supporting chunk from verdicts: 3" in plan("--min-evidence-chars", "0")

@@ -296,3 +296,34 @@ def test_cli_min_evidence_chars_flag_and_one_warning(tmp_path):
                                     "--format", "json"])
     assert res.exit_code == 0, res.output
     assert "3 chunks (in 1 case) lie inside a reference passage" in res.stderr
+
+
+@pytest.mark.parametrize("mode", ["containment", "fuzzy"])
+def test_min_evidence_chars_rejudges_stored_verdicts_only_when_given(mode, tmp_path):
+    """Records written under the default rule (20) hold fragment verdicts of 0. Scored again without the option
+    they are used as stored; with ``--min-evidence-chars 0`` they are re-judged by that rule (before: the option
+    was silently ignored for records, and the stored verdicts scored)."""
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+    from rankwise.data.records import write_records
+
+    case = {"id": "q", "retrieved_contexts": FRAGMENTS, "reference_contexts": PASSAGES, "question": "q?"}
+    with pytest.warns(RankwiseWarning):
+        first = evaluate_rag([case], mode, k=6)
+    path = write_records(first.records, tmp_path / "records.jsonl")
+    with pytest.warns(RankwiseWarning):
+        kept = evaluate_rag(str(path), mode, k=6)
+    assert kept.records[0].verdicts(mode) == [1, 0, 0, 0, 1, 0]
+    assert kept.summary["verdicts_from"] == "stored in the records"
+    assert "min_evidence_chars" not in kept.summary["parameters"]  # stored: judged by whatever rule they were
+    again = evaluate_rag(str(path), mode, k=6, min_evidence_chars=0)
+    assert again.records[0].verdicts(mode) == [1, 1, 1, 1, 1, 0]
+    assert again.summary["verdicts_from"] == "judged now"
+    assert again.summary["parameters"]["min_evidence_chars"] == 0
+    assert again.mean == evaluate_rag([case], mode, k=6, min_evidence_chars=0).mean
+    for extra, want in (([], kept.mean["precision@6"]), (["--min-evidence-chars", "0"], 5 / 6)):
+        out = CliRunner().invoke(main, ["eval-rag", str(path), "-r", mode, "-k", "6", "-m", "precision@6",
+                                        "--format", "json", *extra])
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout)["mean"]["precision@6"] == pytest.approx(want)

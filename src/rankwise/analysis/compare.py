@@ -680,7 +680,7 @@ def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *
                      min_evidence_chars: int | None = None) -> dict[str, list[Any]]:
     """Records with ``source`` verdicts, by system name, from records files or test sets (judged now when
     they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`; ``min_evidence_chars`` as
-    there, default 20)."""
+    there: given, it re-judges stored containment/fuzzy verdicts; a labelling sheet's rows by system name)."""
     from rankwise.metrics.rag import judged_records
 
     items = list(paths)
@@ -690,7 +690,8 @@ def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *
     for label, p in zip(system_labels, items, strict=True):
         with collect_warnings() as warned[label]:
             extra = {} if min_evidence_chars is None else {"min_evidence_chars": min_evidence_chars}
-            sets[label] = judged_records(p, source, labels=labels, relevance_level=relevance_level, **extra)[0]
+            sets[label] = judged_records(p, source, labels=labels, relevance_level=relevance_level, system=label,
+                                         **extra)[0]
     for line in name_warnings(warned):
         warn(line)
     return sets

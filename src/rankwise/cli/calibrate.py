@@ -206,12 +206,17 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Filler draws per case (each planted at every position).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the filler draws.")
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=None,
+              help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
+                   "count as the supporting chunk (0: any fragment counts; default 20). Given, it also re-judges "
+                   "containment/fuzzy verdicts stored in the records.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False),
               help="Write the curve JSON here (for wcp(decay=curve,curve=FILE)).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG of the curve here.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_generator_options(dry_run="Print the number of calls (cases x K x repeats) and the cost.")
-def position_curve_command(testset, k, source, repeats, seed, out_path, plot_path, dry_run, fmt, **opts):
+def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars, out_path, plot_path, dry_run, fmt,
+                           **opts):
     """How the generator uses position: plant each case's supporting chunk at every position 1..K among
     non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
     families (flat, log, linear, RBP, power, cliff, U-shape) by maximum likelihood, ranked by AIC; when
@@ -229,8 +234,9 @@ def position_curve_command(testset, k, source, repeats, seed, out_path, plot_pat
     method = opts["score"] or "f1"
     records = load_for_judging(testset)
     if source in TEXT_SOURCES or source == "ids":
-        if any(r.chunks for r in records) and not any(source in r.sources() for r in records):
-            judge(records, source)
+        rejudge = min_evidence_chars is not None and source in ("containment", "fuzzy")
+        if any(r.chunks for r in records) and (rejudge or not any(source in r.sources() for r in records)):
+            judge(records, source, min_evidence_chars=min_evidence_chars)
     elif source not in SOURCES and not any(source in r.sources() for r in records):
         raise InputError(f"no '{source}' verdicts in {testset}", source=testset, field="relevance")
     plan = plant_contexts(records, k, source=source, repeats=repeats, seed=seed)

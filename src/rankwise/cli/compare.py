@@ -119,9 +119,10 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 @click.option("--relevance-level", "-l", type=int, default=1, show_default=True,
               help="Grade from which an id/qrels grade counts as relevant.")
 @click.option("--allow-mismatch", is_flag=True, help="Compare only the cases every file holds.")
-@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=None,
               help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
-                   "count (0: any fragment counts).")
+                   "count (0: any fragment counts; default 20). Given, it also re-judges containment/fuzzy "
+                   "verdicts stored in records.")
 @click.option("--probe-sources", default=None,
               help="HTML probe: one or two verdict sources, e.g. human,llm (default: --source).")
 @click.option("--ppi", is_flag=True, help="Paired prediction-powered differences: --source verdicts on every case "
@@ -209,9 +210,10 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
 @click.option("--permutations", type=int, default=10_000, show_default=True)
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--relevance-level", "-l", type=int, default=1, show_default=True)
-@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=None,
               help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
-                   "count (0: any fragment counts).")
+                   "count (0: any fragment counts; default 20). Given, it also re-judges containment/fuzzy "
+                   "verdicts stored in records.")
 @click.option("--missing", type=click.Choice(["zero", "skip"]), default="zero", show_default=True)
 @click.option("--worst", type=int, default=5, show_default=True, help="Most-dropped queries shown per metric.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)

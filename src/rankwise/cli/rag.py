@@ -25,9 +25,10 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 @click.option("--per-query", "-q", is_flag=True, help="Also print each case's values.")
 @click.option("--min-overlap", type=float, default=0.5, show_default=True, help="Span mode: overlap share.")
 @click.option("--threshold", type=float, default=0.8, show_default=True, help="Fuzzy mode: similarity threshold.")
-@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--min-evidence-chars", type=click.IntRange(min=0), default=None,
               help="Containment/fuzzy: letters/digits a chunk lying inside a reference passage must hold to "
-                   "count (0: any fragment counts).")
+                   "count (0: any fragment counts; default 20). Given, it also re-judges containment/fuzzy "
+                   "verdicts stored in records.")
 @click.option("--id-field", type=click.Choice(["id", "doc_id"]), default=None,
               help="Ids mode: compare chunk ids or document ids (default: id, else doc_id).")
 @click.option("--unscorable", type=click.Choice(["skip", "zero"]), default="skip", show_default=True,

@@ -90,13 +90,15 @@ class RagResult(EvalResult):
 def judged_records(testset: Any, relevance: str = "containment", *, labels: Any = None,
                    min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                    relevance_level: int = 1, progress: bool = False,
-                   min_evidence_chars: int = MIN_EVIDENCE_CHARS, copy: bool = True,
+                   min_evidence_chars: int | None = None, copy: bool = True,
                    system: str | None = None) -> tuple[list[CaseRecord], bool]:
     """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
 
-    Records that already hold this source's verdicts are used as stored, never re-judged; a test set
-    (or ``labels``) is judged now. Every command that scores RAG cases starts here. Records given as
-    objects are copied first unless ``copy=False`` (see :func:`evaluate_rag`). ``system`` picks the rows of a
+    Records that already hold this source's verdicts are used as stored, never re-judged — except that a
+    ``min_evidence_chars`` given (not None) re-judges stored containment/fuzzy verdicts by that rule, since they
+    were decided by whatever rule was in force when they were stored; a test set (or ``labels``) is judged now
+    (``min_evidence_chars`` None: :data:`~rankwise.relevance.text.MIN_EVIDENCE_CHARS`). Every command that
+    scores RAG cases starts here. Records given as objects are copied first unless ``copy=False`` (see :func:`evaluate_rag`). ``system`` picks the rows of a
     human labelling sheet that names several systems (default: a records/test-set file's name, as ``--ppi``).
 
     Example:
@@ -122,7 +124,8 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
                          f"OUT.jsonl with relevance {relevance!r})",
                          source=testset if isinstance(testset, (str, PathLike)) else None,
                          field=None if isinstance(testset, (str, PathLike)) else "relevance")
-    stored = labels is None and relevance in present
+    rejudge = min_evidence_chars is not None and relevance in ("containment", "fuzzy")
+    stored = labels is None and relevance in present and not rejudge
     if stored:
         for r in records:
             r.status.setdefault(relevance, case_status(r, relevance))
@@ -155,7 +158,7 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
                  k: int | Iterable[int] | None = None, metrics: Iterable[str] | str | None = None,
                  min_overlap: float = 0.5, threshold: float = 0.8, id_field: str | None = None,
                  relevance_level: int = 1, unscorable: str = "skip", incomplete: str = "zero",
-                 progress: bool = False, min_evidence_chars: int = MIN_EVIDENCE_CHARS,
+                 progress: bool = False, min_evidence_chars: int | None = None,
                  copy: bool = True, system: str | None = None) -> RagResult:
     """Score a RAG test set's retrieved contexts against verdicts from one source.
 
@@ -174,8 +177,10 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
         min_overlap: span mode: share of the passage (or of the chunk) a chunk must overlap.
         threshold: fuzzy mode: similarity from which a chunk matches a passage.
         min_evidence_chars: containment and fuzzy: letters/digits a chunk lying inside a reference passage
-            must hold to count (default 20; a shorter passage is enough in full); fragments such as "the"
-            are counted as not relevant, warned about with a count, and their reasons say so.
+            must hold to count (default None: 20 for verdicts judged now, stored verdicts kept as stored; a
+            number given re-judges stored containment/fuzzy verdicts too); a shorter passage is enough in full;
+            fragments such as "the" are counted as not relevant, warned about with a count, and their reasons
+            say so.
         id_field: ids mode: compare ``id`` or ``doc_id`` of chunks (default: id, else doc_id).
         relevance_level: grade from which an id/qrels grade counts as relevant.
         unscorable: cases with no ground truth (unanswerable questions) and cases with no retrieved chunk:
@@ -219,7 +224,9 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     summary = rag_summary(len(records), relevance, len(scored), unscorable_cases, incomplete_cases, unscorable,
                           incomplete, matrix.r_basis, stored, verdict_counts(records, relevance),
                           min_overlap=min_overlap, threshold=threshold, id_field=id_field,
-                          relevance_level=relevance_level, min_evidence_chars=min_evidence_chars)
+                          relevance_level=relevance_level,
+                          min_evidence_chars=MIN_EVIDENCE_CHARS if min_evidence_chars is None and not stored
+                          else min_evidence_chars)  # stored verdicts kept: the rule they were judged by
     summary.update(no_match_summary(records, relevance, id_field))
     for message in [*case_warnings(records, [m.k for m in measures]), fragment_warning(records, relevance),
                     call_gaps(records, relevance)]:
