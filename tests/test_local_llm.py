@@ -3,7 +3,9 @@ with the packaged Gemma 3 270M model, started once for this file (rankwise.llm.l
 a file runs whole on one worker, tests/conftest.py, so this is one server per test session).
 
 These tests check the protocol and the pipeline, not the model's wisdom (a 270M model's verdicts are near
-chance): every reply parsed or counted as failed, records written, the usage and cost equal to what the
+chance): where the server constrains replies to the verdict schema (grammar-constrained JSON), or a reply is
+free text, every reply must parse — a failure there is rankwise's (the request or the reading), and each
+test says so; elsewhere a reply is parsed or counted as failed, records written, the usage and cost equal to what the
 server reported, the response_format the server took detected and remembered, a context-length overflow
 a counted failure with its reason. They are kept small: the model evaluates ~130 prompt tokens/s and
 generates ~25 tokens/s on a busy 2-core machine.
@@ -87,7 +89,9 @@ def test_judge_single_binary_with_reference(local, tmp_path):
     r = judge.run([case])
     s = r.summary
     _settled(r.verdicts["q1"])
-    assert s.ok + s.failed == 2 and s.missing == 0
+    # the server grammar-constrains every reply to the verdict schema (json_object+schema), so a chunk that
+    # fails to parse means rankwise sent the schema wrong or misread a valid reply
+    assert s.ok == 2 and s.failed == 0 and s.missing == 0, [v.error for v in r.verdicts["q1"]]
     # the first request, asking json_schema, was refused (HTTP 500 naming response_format) once; then every call asked json_object + schema
     assert s.response_format == TAKES and s.requests == 1 + 2 + s.repairs + s.fresh_calls
     memory = json.loads((tmp_path / "rankwise-endpoints.json").read_text())
@@ -110,7 +114,7 @@ def test_judge_single_binary_with_reference(local, tmp_path):
     again = _judge(local, tmp_path, cache="c2.sqlite", mode="reference").run([JudgeCase("q2", QUESTION, CHUNKS[:1],
                                                                                        REFERENCE)])
     a = again.summary
-    assert a.response_format == TAKES and a.ok + a.failed == 1
+    assert a.response_format == TAKES and a.ok == 1, again.verdicts  # constrained: parsed, else a rankwise bug
     assert a.requests == 1 + a.repairs + a.fresh_calls  # no refused json_schema probe this time
 
 
@@ -152,9 +156,8 @@ def test_judge_batched_graded_without_reference_writes_records(local, tmp_path):
     (rec,) = load_records(tmp_path / "out.jsonl")
     got = [c.verdicts["llm"] for c in rec.chunks]
     assert len(got) == 2
-    for v in got:
-        assert v.status in ("ok", "failed")
-        assert (v.grade in (0, 1, 2, 3)) if v.status == "ok" else bool(v.error)
+    for v in got:  # a batch reply constrained to exactly 2 graded items: a failure is rankwise's, not the model's
+        assert v.status == "ok" and v.grade in (0, 1, 2, 3), v.error
     assert "judged 2 chunks of 1 case with gemma-3-270m" in r.output
     assert "; 1 batch calls, " in r.output  # one batch call (falling back per chunk if its count was wrong)
     assert "replies asked as json_object+schema: the endpoint refused json_schema" in r.output
@@ -173,8 +176,8 @@ def test_answer_cuts_to_max_context_tokens_and_says_what_was_cut(local, tmp_path
     info = rec.extra["answer"]
     assert info["fed_ranks"] == [1, 2] and info["truncated"]["rank"] == 2
     assert info["truncated"]["dropped_ranks"] == [3] and 0 < info["truncated"]["kept_chars"] < len(long)
-    assert info["status"] in ("ok", "failed")
-    assert (rec.response or "").strip() if info["status"] == "ok" else info.get("error")
+    assert info["status"] == "ok", info.get("error")  # a free-text answer has nothing to parse: a failure is ours
+    assert (rec.response or "").strip()
 
 
 def test_utility_verdicts_per_chunk(local, tmp_path):
@@ -186,10 +189,11 @@ def test_utility_verdicts_per_chunk(local, tmp_path):
     (rec,) = load_records(tmp_path / "u.jsonl")
     for chunk in rec.chunks:
         v = chunk.verdicts["utility"]
-        assert v.status in ("ok", "failed")
-        if v.status == "ok":
-            assert v.verdict in (0, 1) and isinstance(v.meta["answer"], str)
-            assert 0.0 <= v.meta["answer_score"] <= 1.0
+        # a free-text answer scored by token F1 cannot fail to parse: a failure here is a transport or
+        # scoring bug in rankwise
+        assert v.status == "ok", v.error
+        assert v.verdict in (0, 1) and isinstance(v.meta["answer"], str)
+        assert 0.0 <= v.meta["answer_score"] <= 1.0
 
 
 def test_llm_reranker_in_a_run(local, tmp_path):
@@ -210,9 +214,10 @@ def test_llm_reranker_in_a_run(local, tmp_path):
     m = re.search(r"LLM rerank \(gemma-3-270m\): 2 pairs, (\d+) calls, 0 from the cache .*, (\d) failed", r.output)
     assert m and int(m.group(1)) >= 2, r.output  # each pair graded (+ the refused json_schema probe, repairs)
     again = CliRunner().invoke(main, [str(a) for a in [*args, "--out", tmp_path / "b.jsonl"]], env=env)
-    failed = int(m.group(2))  # graded pairs are cached; failed ones are asked again
+    # grades are constrained to the schema: a failed pair means rankwise broke the request or the reading
+    assert int(m.group(2)) == 0, r.output
     assert again.exit_code == 0, again.output
-    assert ("2 pairs, 0 calls, 2 from the cache" if failed == 0 else f"{2 - failed} from the cache") in again.output
+    assert "2 pairs, 0 calls, 2 from the cache" in again.output
 
 
 def test_synth_locates_references_as_spans(local, tmp_path):
@@ -262,7 +267,7 @@ def test_llm_demo_judges_every_chunk_of_the_slice(demo_run):
     out, result, said = demo_run
     s = result.summary
     assert (s.cases, s.chunks) == (1, 2)
-    assert s.ok + s.failed + s.missing == 2 and s.missing == 0
+    assert s.ok == 2 and s.failed == 0 and s.missing == 0  # constrained replies: each chunk parsed
     assert s.requests >= s.ok  # one request per verdict at least (pointwise), repairs on top
     assert s.prompt_tokens > 0 and s.completion_tokens > 0
     assert said == [f"judging 2 chunks (1 question x top 2) with the local model: about "
