@@ -173,3 +173,74 @@ def test_saved_baseline_mutants_give_a_verdict_or_one_line(tmp_path, monkeypatch
             assert len(lines) == 1 and lines[0].startswith("rankwise: error: ") and name in lines[0], lines
         codes.append(done.returncode)
     assert 2 in codes and 0 in codes
+
+
+def test_scorers_on_real_traces_with_fuzzed_documents_score_or_refuse(tmp_path):
+    """Real MLflow traces (``mlflow.trace`` with a RETRIEVER span, logged to a SQLite store and read back): the
+    retriever returns fuzzed documents — ids missing, None, numbers or lists, no or non-text content, odd
+    metadata, raw dicts, strings, duplicates, a long list — and rankwise's public scorers give a finite value in
+    range with a rationale for each, or an InputError of one line; never another exception, never NaN."""
+    mlflow = need("mlflow")
+    import math
+
+    from mlflow.entities import Document, SpanType
+
+    import rankwise
+
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'fuzz.db'}")
+    mlflow.set_experiment("fuzz")
+    rng = random.Random(22)
+    ids = [None, "", "d1", "d2", 7, 2.5, ["d1"], {"x": 1}, "d1 ", "é/d1"]
+    contents = [None, "", "alpha beta gamma", "Paris is the capital of France.", 7, "x" * 3000]
+    metas = [None, {}, {"doc_uri": "d1"}, {"doc_uri": None}, {"doc_uri": ["d1"]}, {"doc_uri": 3}, {"other": "y"}]
+
+    def document():
+        kind = rng.randrange(4)
+        if kind == 0:  # a Document as a user's code builds it
+            content = rng.choice([c for c in contents if isinstance(c, str)])
+            meta = rng.choice([m for m in metas if m is not None])
+            return Document(page_content=content, metadata=meta, id=rng.choice([None, "d1", "d2", "d3"]))
+        if kind == 1:  # a raw dict, any field
+            return {k: v for k, v in (("id", rng.choice(ids)), ("page_content", rng.choice(contents)),
+                                      ("metadata", rng.choice(metas))) if rng.random() < 0.7}
+        return rng.choice(["d1", 3, None, ["nested"]])  # not a document at all
+
+    scorers = rankwise.mlflow.scorers(["ndcg@10", "recall@5", "mrr"])
+    expectations = [{"expected_retrieved_context": [{"doc_uri": "d1"}]}, {"reference_context_ids": ["d1", "d2"]},
+                    {"reference_contexts": ["Paris is the capital of France."]}, {}]
+    outcomes = {"value": 0, "refused": 0}
+    try:
+        for i in range(max(MUTANTS // 6, 12)):
+            n = rng.choice([0, 1, 3, 40])
+            docs = [document() for _ in range(n)]
+            if docs and rng.random() < 0.2:
+                docs = docs + docs  # the same documents twice
+
+            @mlflow.trace(span_type=SpanType.RETRIEVER)
+            def retrieve(question, docs=docs):
+                return docs
+
+            @mlflow.trace
+            def app(question):
+                return str(retrieve(question))[:50]
+
+            app(f"question {i}?")
+            mlflow.flush_trace_async_logging()
+            trace = mlflow.get_trace(mlflow.get_last_active_trace_id())
+            exp = rng.choice(expectations)
+            for s in scorers:
+                try:
+                    fb = s(inputs={"question": f"question {i}?"}, outputs=None, expectations=exp, trace=trace)
+                except InputError as exc:
+                    assert "\n" not in str(exc), exc
+                    outcomes["refused"] += 1
+                    continue
+                assert isinstance(fb.value, float) and math.isfinite(fb.value) and 0.0 <= fb.value <= 1.0, fb
+                assert fb.rationale, fb
+                outcomes["value"] += 1
+                outcomes["positive"] = outcomes.get("positive", 0) + (fb.value > 0)
+    finally:
+        mlflow.set_tracking_uri(before)
+    # the fuzz reaches the scoring, and fuzzed documents are read (some score above 0), not only refused
+    assert outcomes["value"] > 0 and outcomes.get("positive", 0) > 0, outcomes

@@ -211,6 +211,18 @@ def test_genai_evaluate_with_rankwise_scorers_returns_evaluate_rags_numbers(stor
     for m in metrics:
         name = rankwise.mlflow.mlflow_name(m)
         assert got.metrics[f"{name}/mean"] == expected.mean[m], m  # to the last digit
+    # by hand: relevance by doc id, per question (France, Germany, Spain, Italy):
+    #   France  d5 d1 d2 / gold d1     -> [0, 1, 0], R = 1   Germany d3 d5 / gold d3 -> [1, 0], R = 1
+    #   Spain   d2 d5 d1 / gold d4     -> [0, 0, 0], R = 1   Italy   d2    / gold d2 d5 -> [1], R = 2
+    w2, w3 = 1 / math.log2(3), 1 / math.log2(4)  # log discounts of ranks 2 and 3 (rank 1: 1)
+    hand = {
+        "ndcg@10": (w2 / 1 + 1 / 1 + 0 + 1 / (1 + w2)) / 4,  # DCG / ideal DCG of min(R, 10) relevant
+        "recall@3": (1 + 1 + 0 + 1 / 2) / 4,
+        "wcp@3": (w2 + 1 + 0 + 1) / (1 + w2 + w3) / 4,  # sum w_i rel_i / sum of the 3 positions' weights
+        "mrr": (1 / 2 + 1 + 0 + 1) / 4,
+    }
+    for m, value in hand.items():
+        assert got.metrics[f"{rankwise.mlflow.mlflow_name(m)}/mean"] == pytest.approx(value, abs=1e-12), m
     table = got.tables["eval_results"]
     by_trace = dict(zip(expected.per_query.query_ids, expected.per_query.column("ndcg@10").tolist(), strict=True))
     assert {t: v for t, v in zip(table["trace_id"], table["ndcg_at_10/value"], strict=True)} == by_trace
