@@ -548,3 +548,24 @@ def test_the_judge_runs_from_python_with_shards_batch_api_and_resume(server, tmp
         again = rankwise.judge(ts, cfg, records_out=tmp_path / f"part{i}.jsonl", shard=f"{i}/2")
         assert again.result.summary.cached == again.result.summary.ok == run.result.summary.ok  # resumed: no call
     assert sorted(ids[0] + ids[1]) == [f"q{k}" for k in range(1, 7)] and not set(ids[0]) & set(ids[1])
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch, tmp_path):
+    """Each Batch-API line carries ``response_format`` with the verdict schema the online call sends (before: none,
+    so a batch reply was free text where the online one was constrained); ``text`` sends none."""
+    from rankwise.llm.batch_api import build_requests
+    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
+    from rankwise.llm.parse import verdict_schema
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, _Unit
+
+    judge = Judge(Endpoint("m", "http://127.0.0.1:9/v1", "k"), JudgeSettings(mode="reference", graded=batch),
+                  CallPolicy(), VerdictCache(tmp_path / "c.sqlite"))
+    case = JudgeCase("q1", QUESTION, list(TEXTS[:3]), REFERENCE)
+    units = [_Unit(case, [0, 1, 2], True)] if batch else [_Unit(case, [i], False) for i in range(3)]
+    lines = build_requests(judge, units)
+    schema = verdict_schema(batch, 3 if batch else None)
+    assert [line["body"]["response_format"] for line in lines] == [response_format_body("json_schema", schema)] * len(units)
+    assert lines[0]["body"]["response_format"]["json_schema"]["schema"] == schema
+    assert all("response_format" not in line["body"] for line in build_requests(judge, units, response_format="text"))

@@ -365,3 +365,47 @@ def test_compare_and_its_html_report_show_the_same_call_metrics(tmp_path):
     assert result.means["two-calls"] == evaluate_rag([CASE], "containment", metrics=names).mean
     html = write_html_report(tmp_path / "r.html", result).read_text(encoding="utf-8")
     assert "all_hops_covered@2" in html and "calls_to_evidence@2" in html
+
+
+def test_compare_says_why_multi_call_values_are_undefined():
+    """compare-rag leaves undefined values (calls_to_evidence when the evidence is never complete) out of the
+    paired comparison; its summary and caption now say why, as eval-rag does (before: a bare count)."""
+    from rankwise.analysis.compare import compare_records
+    from rankwise.report.labels import comparison_caption
+
+    a = dict(CASE, calls=[CASE["calls"][0]])
+    names = ["evidence_coverage@2", "calls_to_evidence@2"]
+    records = {name: evaluate_rag([case], "containment", metrics=names).records
+               for name, case in (("one-call", a), ("two-calls", CASE))}
+    result = compare_records(records, "containment", names, permutations=200, resamples=200)
+    why = evaluate_rag([a], "containment", metrics=names).summary["undefined_why"]["calls_to_evidence@2"]
+    assert why == "the evidence was never complete (or the case has no ground truth)"
+    assert result.summary["undefined"] == {"one-call": {"calls_to_evidence@2": 1}}
+    assert result.summary["undefined_why"] == {"calls_to_evidence@2": why}
+    assert f"one-call: undefined values left out of calls_to_evidence@2 (1: {why})" in comparison_caption(result)
+
+
+@pytest.mark.parametrize("inner", ["wcp(decay=linear)", "wcp(decay=rbp,p=0.5)", "acp(ragas_compat=true)",
+                                   "wcp(decay=linear,ideal=attainable)"])
+def test_wrapped_metrics_take_the_inner_metrics_own_parameters(inner, tmp_path):
+    """merged/per_call/call_mean wrap a metric with its own parameters (before: refused as an unknown metric);
+    on single-list cases each equals the inner metric itself, through the API and eval-rag alike."""
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+
+    names = [f"merged(metric={inner})@3", f"per_call(metric={inner},call=0)@3", f"call_mean(metric={inner})@3"]
+    result = evaluate_rag(SINGLE, "containment", metrics=[*names, f"{inner}@3"])
+    for case in ("s1", "s2"):
+        row = result.per_query[case]
+        assert all(row[n] == row[f"{inner}@3"] for n in names), (case, row)
+    path = tmp_path / "single.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in SINGLE))
+    out = CliRunner().invoke(main, ["eval-rag", str(path), "-m", ",".join(names), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["mean"] == {n: result.mean[n] for n in names}
+
+
+def test_a_wrapped_metrics_bad_parameter_is_refused_when_named():
+    with pytest.raises(InputError, match="decay must be one of"):
+        evaluate_rag(SINGLE, "containment", metrics=["merged(metric=wcp(decay=nope))@3"])

@@ -233,6 +233,9 @@ def test_synth_locates_references_as_spans(local, tmp_path):
               timeout=120.0, max_retries=1, settings=SynthSettings(n=2, passage_chars=400, max_tokens=160, seed=3))
     assert s.accepted + sum(s.rejected.values()) == s.planned == 2
     assert s.calls >= 2 and s.prompt_tokens > 0
+    # llama.cpp reports the prompt tokens it took from its cache (timings.cache_n); the JSON summary carries them
+    # as the judge's does (before: no such field)
+    assert s.to_dict()["cached_prompt_tokens"] == s.cached_prompt_tokens <= s.prompt_tokens
     docs = {d.id: d.text for d in corpus}
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     assert len(rows) == s.accepted

@@ -364,3 +364,21 @@ def test_the_sessions_jvm_reads_the_class_archive_setup_wrote(spark):
     refused = subprocess.run([*cmd[:-3], "-cp", str(ARCHIVE.parent), "-version"], capture_output=True, text=True,
                              timeout=60)  # another class path: the check is not a formality
     assert refused.returncode != 0 and "mismatch" in refused.stderr
+
+
+def test_rag_default_metrics_include_the_call_metrics_when_cases_have_calls(spark, tmp_path):
+    """No metrics given: on cases with several retrieval calls Spark scores the same default list as
+    rankwise.evaluate_rag — the metrics over calls included (before: left out on Spark)."""
+    from pathlib import Path
+
+    import rankwise.spark as rs
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    block = doc[doc.index("<!-- calls-example -->"):].split("```jsonl\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "calls.jsonl"
+    path.write_text(block)
+    local = rankwise.evaluate_rag(path, "containment", k=[3])
+    assert any(n.startswith("calls_to_evidence") for n in local.mean)
+    result = rs.evaluate_rag(lines_in_order(spark, path, 2), "containment", k=[3])
+    assert list(result.mean) == list(local.mean)
+    assert_rag_identical(result, local)

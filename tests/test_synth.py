@@ -192,6 +192,8 @@ def test_max_cost_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
               str(tmp_path / "c.sqlite"), "--out", str(out), "--price-in", "10", "--price-out", "10",
               "--concurrency", "4", "--quiet", "--json"]
     first = json.loads(cli(*common, "--max-cost", "0.05").stdout)
+    # the summary's token fields as the judge's: cached prompt tokens too (this server reports none)
+    assert first["cached_prompt_tokens"] == 0 and first["prompt_tokens"] > 0
     assert first["stopped"].startswith("max cost reached")
     assert first["cost"] <= 0.05 and 0 < first["calls"] < 40
     decided = len(rows(out)) + len(rows(tmp_path / "ts.rejected.jsonl"))

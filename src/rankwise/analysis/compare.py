@@ -576,6 +576,10 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
         summary["left_out_not_in_every_set"] = left_out
     if undefined:
         summary["undefined"] = undefined
+        why = {m: w for r in results.values() for m, w in (r.summary.get("undefined_why") or {}).items()
+               if any(m in per for per in undefined.values())}
+        if why:  # when each metric is undefined, as eval-rag says it (calls_to_evidence: evidence never complete)
+            summary["undefined_why"] = why
     summary.update(_diagnoses(results))
     named = name_warnings(warned)
     if named:

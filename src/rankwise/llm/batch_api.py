@@ -233,14 +233,23 @@ class BatchReport:
 
 
 # ------------------------------------------------------------------------------------------ requests
-def build_requests(judge: Any, units: Sequence[Any]) -> list[dict[str, Any]]:
-    """One Batch-API request line per unit: the judge's own chat request, ``custom_id`` ``r<N>``."""
+def build_requests(judge: Any, units: Sequence[Any], *,
+                   response_format: str = "json_schema") -> list[dict[str, Any]]:
+    """One Batch-API request line per unit: the judge's own chat request, ``custom_id`` ``r<N>``, asking for the
+    same reply schema the online path asks for (``response_format``: the level, OpenAI's Batch API takes
+    ``json_schema``; ``text`` sends none)."""
+    from rankwise.llm.client import response_format_body
     from rankwise.llm.cost import SINGLE_MAX_TOKENS
+    from rankwise.llm.parse import verdict_schema
 
     out = []
     for n, unit in enumerate(units):
         max_tokens = SINGLE_MAX_TOKENS + 100 * len(unit.ranks) if unit.batch else SINGLE_MAX_TOKENS
         body = {"model": judge.endpoint.model, "messages": judge._messages(unit), "max_tokens": max_tokens}
+        schema = verdict_schema(judge.prompt.graded, len(unit.ranks) if unit.batch else None)
+        fmt = response_format_body(response_format, schema)
+        if fmt is not None:
+            body["response_format"] = fmt
         if judge.policy.temperature is not None:
             body["temperature"] = judge.policy.temperature
         out.append({"custom_id": f"r{n}", "method": "POST", "url": "/v1/chat/completions", "body": body})

@@ -50,6 +50,7 @@ class Param:
         applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when ``decay=rbp``):
             refused otherwise, and always spelled out in the name when it applies.
         required: the name must give it (``metric`` in ``per_call(metric=recall,call=1)@5``); always shown.
+        nests: the value is a metric name with its own parameters allowed (``merged(metric=wcp(decay=linear))``).
 
     Example:
         >>> Param("decay", str, "log", "rank discount", ("log", "linear")).parse("linear")
@@ -64,6 +65,8 @@ class Param:
     bounds: tuple[float, float] | None = None
     applies_when: tuple[str, Any] | None = None
     required: bool = False
+    #: the value names a metric that may carry its own parameters (``metric=wcp(decay=linear)``)
+    nests: bool = False
 
     def parse(self, raw: str) -> Any:
         """The value of ``raw`` (text from a metric name); ValueError naming the allowed values."""
@@ -84,7 +87,8 @@ class Param:
                 raise ValueError(f"{self.name} must be a number ({self.kind.__name__}), not {text!r}") from None
         else:
             value = text
-        if self.choices and value not in self.choices:
+        base = value.split("(", 1)[0].strip() if self.nests and isinstance(value, str) else value
+        if self.choices and base not in self.choices:
             raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, not {text!r}")
         if self.bounds is not None and not self.bounds[0] < value < self.bounds[1]:
             raise ValueError(f"{self.name} must be between {self.bounds[0]:g} and {self.bounds[1]:g} "
@@ -409,7 +413,8 @@ def trec_metrics() -> list[Metric]:
 #: the metrics a metric over calls may wrap (per_call, call_mean, merged)
 CALL_INNER = ("hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp", "r_precision", "wcp",
               "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision", "id_recall")
-_INNER = Param("metric", str, "recall", "the metric scored, at the same cutoff", CALL_INNER, required=True)
+_INNER = Param("metric", str, "recall", "the metric scored, at the same cutoff (with its own parameters, e.g. "
+               "wcp(decay=linear))", CALL_INNER, required=True, nests=True)
 _CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first", bounds=(-1, 10**6),
               required=True)
 _ORDER = Param("order", str, "interleave", "merge order: interleave (rank 1 of every call, then rank 2 ...), "
@@ -419,8 +424,11 @@ _DEDUP = Param("dedup", str, "id", "duplicates kept once: id (same id, else span
 
 
 def _inner(name: str, k: int | None) -> Measure:
-    metric = _LOOKUP[name.lower()]
-    return _bind(metric, None if metric.cutoff == "none" else k, {}, name)
+    """The wrapped metric at the wrapper's cutoff, with the parameters its name gives (``wcp(decay=linear)``)."""
+    base, _, rest = name.partition("(")
+    metric = _LOOKUP[base.strip().lower()]
+    params = _parse_params(metric, rest[:-1], name) if rest.endswith(")") else {}
+    return _bind(metric, None if metric.cutoff == "none" else k, params, name)
 
 
 def _per_call(m, k=None, metric="recall", call=0):
@@ -583,7 +591,9 @@ _BASES = {"precision": ("P",), "recall": ("recall",), "ndcg": ("ndcg_cut",), "ma
 for _m in _DEFS:
     register(_m, trec_bases=_BASES.get(_m.name, ()))
 
-_NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>[^)]*)\))?"
+# parameters may nest one metric in another (``merged(metric=wcp(decay=linear))@5``): the outer parentheses
+# take everything up to the last ")" before the cutoff
+_NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>.*)\))?"
                       r"(?:(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
 _TREC_LIST_RE = re.compile(r"^(?P<base>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<values>[0-9A-Za-z.=,\s+-]+)$")
 
@@ -683,7 +693,7 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
 
 def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:
     bound: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in raw.split(","))):
+    for part in split_metric_list(raw):  # commas inside a nested metric's parentheses stay with it
         key, _, value = part.partition("=")
         declared = metric.param(key.strip())
         if declared is None:
@@ -694,6 +704,8 @@ def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:
             bound[declared.name] = declared.parse(value)
         except ValueError as exc:
             raise InputError(f"in {text!r}: {exc}", field="metric") from None
+        if declared.nests:
+            _inner(bound[declared.name], 1)  # the nested metric's own parameters: refused now, not when scoring
     return bound
 
 

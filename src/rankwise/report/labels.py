@@ -68,7 +68,8 @@ def comparison_caption(result: ComparisonResult) -> str:
     if left:
         parts.append("left out (not in every system): "
                      + ", ".join(f"{k} {v}" for k, v in left.items() if v))
+    why = result.summary.get("undefined_why") or {}
     for system, per_metric in (result.summary.get("undefined") or {}).items():
         parts.append(f"{system}: undefined values left out of " +
-                     ", ".join(f"{m} ({n})" for m, n in per_metric.items()))
+                     ", ".join(f"{m} ({n}: {why.get(m, 'an empty denominator')})" for m, n in per_metric.items()))
     return "; ".join(parts)

@@ -215,6 +215,23 @@ def _first_repeat(record) -> tuple[str | None, int]:
     return next(((i, n) for i, n in counts.items() if n > 1), (None, 0))
 
 
+def _calls_and_hops(cases: Any, json_column: str | None) -> tuple[bool, bool]:
+    """Whether some case has retrieval calls, and some reference passage a hop: one scan of the DataFrame, so
+    the default metric list is the one ``rankwise.evaluate_rag`` picks for the same cases."""
+    from pyspark.sql import functions as F
+
+    if json_column is not None:
+        text = F.col(json_column)
+        row = cases.select(
+            F.max(text.rlike(r'"calls"\s*:\s*\[\s*[^\]\s]').cast("int")).alias("calls"),
+            F.max(text.rlike(r'"hop"\s*:\s*-?[0-9]').cast("int")).alias("hops")).first()
+        return bool(row["calls"]), bool(row["hops"])
+    calls = "calls" in cases.columns and bool(
+        cases.select(F.max((F.size("calls") > 0).cast("int")).alias("c")).first()["c"])
+    hops = "reference_contexts" in cases.columns and "hop" in dict(cases.dtypes)["reference_contexts"]
+    return calls, hops
+
+
 def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] | None = None,
                  metrics: Iterable[str] | str | None = None, min_overlap: float = 0.5, threshold: float = 0.8,
                  id_field: str | None = None, relevance_level: int = 1, unscorable: str = "skip",
@@ -248,12 +265,16 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     ks = checked_cutoffs(k, unscorable, incomplete)
     if isinstance(metrics, str):
         metrics = [metrics]
-    measures = parse_measures(metrics or default_rag_metrics(ks, relevance))
-    names = [m.name for m in measures]
     if json_column is None and len(cases.columns) == 1 and dict(cases.dtypes)[cases.columns[0]] == "string":
         json_column = cases.columns[0]
     if json_column is not None and json_column not in cases.columns:
         raise InputError(f"no column {json_column!r}; columns: {cases.columns}", field="json_column")
+    if metrics:
+        measures = parse_measures(metrics)
+    else:  # as rankwise.evaluate_rag: the metrics over calls (and hops) when some case has them
+        calls, hops = _calls_and_hops(cases, json_column)
+        measures = parse_measures(default_rag_metrics(ks, relevance, calls=calls, hops=hops))
+    names = [m.name for m in measures]
     check_workers(cases.sparkSession)
     skip = (unscorable, incomplete)  # the policies: left_out() decides per case, as rankwise.evaluate_rag
     options = {"min_overlap": min_overlap, "threshold": threshold, "id_field": id_field,

@@ -638,7 +638,7 @@ class SynthSummary(RunSummary):
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "planned", "requested", "accepted", "rejected", "resumed", "calls", "requests", "cached", "prompt_tokens",
-        "completion_tokens", "cost", "difficulty", "styles", "languages", "max_per_document", "documents",
+        "completion_tokens", "cached_prompt_tokens", "cost", "difficulty", "styles", "languages", "max_per_document", "documents",
         "stopped", "out", "rejected_out", "model", "prompt_version")
 
     def to_dict(self) -> dict[str, Any]:
