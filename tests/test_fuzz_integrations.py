@@ -186,10 +186,10 @@ def test_scorers_on_real_traces_with_fuzzed_documents_score_or_refuse(tmp_path):
     from mlflow.entities import Document, SpanType
 
     import rankwise
+    from rankwise.integrations._mlflow_uri import borrowed_mlflow
 
-    before = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'fuzz.db'}")
-    mlflow.set_experiment("fuzz")
+    borrowed = borrowed_mlflow(mlflow, f"sqlite:///{tmp_path / 'fuzz.db'}", "fuzz")  # restored afterwards
+    borrowed.__enter__()
     rng = random.Random(22)
     ids = [None, "", "d1", "d2", 7, 2.5, ["d1"], {"x": 1}, "d1 ", "é/d1"]
     contents = [None, "", "alpha beta gamma", "Paris is the capital of France.", 7, "x" * 3000]
@@ -241,6 +241,6 @@ def test_scorers_on_real_traces_with_fuzzed_documents_score_or_refuse(tmp_path):
                 outcomes["value"] += 1
                 outcomes["positive"] = outcomes.get("positive", 0) + (fb.value > 0)
     finally:
-        mlflow.set_tracking_uri(before)
+        borrowed.__exit__(None, None, None)
     # the fuzz reaches the scoring, and fuzzed documents are read (some score above 0), not only refused
     assert outcomes["value"] > 0 and outcomes.get("positive", 0) > 0, outcomes

@@ -47,6 +47,7 @@ def experiment(store, request, monkeypatch):
     store["client"].create_experiment(name, artifact_location=(store["root"] / "artifacts" / name).as_uri())
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store["uri"])
     mlflow.set_tracking_uri(store["uri"])
+    mlflow.set_experiment(name)  # the caller's own active experiment (rankwise's logging leaves it as it is)
     return name
 
 

@@ -99,14 +99,15 @@ def test_failure_kinds_and_the_plan_cut_to_max_calls():
 
 def test_synth_summary_is_a_run_summary_and_keeps_its_json():
     """synth's summary shares the base counters (requests, tokens, cost, stopped, model, prompt version)
-    and prints the same JSON keys, in the same order, as before it did."""
+    and prints the same JSON keys, in the same order, as before it did (plus cached_prompt_tokens, as the
+    judge's summary)."""
     from rankwise.testsets.synth import SynthSummary
 
     s = SynthSummary(planned=3, model="m", prompt_version="synth-v2+0")
     assert isinstance(s, RunSummary)
     assert list(s.to_dict()) == [
         "planned", "requested", "accepted", "rejected", "resumed", "calls", "requests", "cached", "prompt_tokens",
-        "completion_tokens", "cost", "difficulty", "styles", "languages", "max_per_document", "documents",
+        "completion_tokens", "cached_prompt_tokens", "cost", "difficulty", "styles", "languages", "max_per_document", "documents",
         "stopped", "out", "rejected_out", "model", "prompt_version"]
     own = {f.name for f in fields(SynthSummary)} - {f.name for f in fields(RunSummary)}
     assert not own & {"requests", "cached", "prompt_tokens", "completion_tokens", "cost", "stopped", "model",
