@@ -40,8 +40,9 @@ from rankwise.data.questions import records_queries
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError
 
-__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "retriever_depth", "RetrieverRandomIdWarning",
-           "RetrieverShortListWarning", "RetrieverDepthWarning", "short_list_warning", "item_chunk"]
+__all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "retriever_depth",
+           "RetrieverRandomIdWarning", "RetrieverShortListWarning", "RetrieverDepthWarning", "short_list_warning",
+           "item_chunk", "failure_kinds", "failure_line"]
 
 DEFAULT_K = 10  # chunks per question when neither the caller nor the retriever says how many
 

@@ -40,7 +40,7 @@ from rankwise.analysis.system_warnings import case_notes, collect_warnings, name
 from rankwise.errors import InputError, warn
 
 __all__ = ["compare", "compare_per_query", "compare_records", "ComparisonResult", "PairedComparison",
-           "DEFAULT_COMPARE_METRICS", "system_names", "record_scores", "load_record_sets"]
+           "DEFAULT_COMPARE_METRICS", "system_names", "record_scores", "load_record_sets", "compare_results"]
 
 DEFAULT_COMPARE_METRICS = ("ndcg@10", "map", "mrr", "precision@10", "recall@100")
 

@@ -35,7 +35,7 @@ from rankwise.data.finite import finite_json
 from rankwise.errors import InputError
 
 __all__ = ["fit_position_curve", "position_accuracy", "PositionFit", "DiscountFit", "discount_weights",
-           "write_position_curve", "chi2_sf", "GOF_LEVEL"]
+           "write_position_curve", "chi2_sf", "GOF_LEVEL", "GoodnessOfFit"]
 
 GOF_LEVEL = 0.01  # the goodness-of-fit test's level: below it, no family fits
 _FREE = {"flat": 1, "log": 2, "linear": 2, "rbp": 3, "power": 3, "cliff": 3, "u_shape": 5}

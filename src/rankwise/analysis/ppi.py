@@ -33,7 +33,7 @@ from rankwise.errors import InputError, warn
 
 __all__ = ["PPIEstimate", "PPIResult", "ppi_mean", "ppi_batch", "ppi_records", "ppi_compare", "plan_labels",
            "LabelPlan", "paired_values", "labels_for_system", "UNLABELLED_SET", "plan_from_records", "ppi_gate",
-           "PPIGate", "metric_range"]
+           "PPIGate", "metric_range", "dataclass_copy"]
 
 UNLABELLED_SET = ("the judged cases without human labels (the paper's independent unlabelled set; the labelled "
                   "cases enter through the rectifier only)")

@@ -11,7 +11,7 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["is_dataframe", "run_from_frame", "qrels_from_frame"]
+__all__ = ["is_dataframe", "run_from_frame", "qrels_from_frame", "to_frame"]
 
 
 def is_dataframe(obj: Any) -> bool:

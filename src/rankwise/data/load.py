@@ -15,7 +15,7 @@ from rankwise.data.tabular import read_beir_qrels, read_delimited_run, read_json
 from rankwise.data.trec import read_trec_qrels, read_trec_run
 from rankwise.errors import InputError
 
-__all__ = ["load_run", "load_qrels", "RunLike", "QrelsLike"]
+__all__ = ["load_run", "load_qrels", "RunLike", "QrelsLike", "headerless_trec"]
 
 RunLike = Run | Mapping | str | PathLike | Any
 QrelsLike = Qrels | Mapping | str | PathLike | Any

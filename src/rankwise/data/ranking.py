@@ -37,7 +37,8 @@ from rankwise.data._columns import (
 )
 from rankwise.errors import InputError
 
-__all__ = ["Ranked", "descending_keys", "group_by_query", "group_rows", "rank_rows"]
+__all__ = ["Ranked", "descending_keys", "group_by_query", "group_rows", "rank_rows", "permute", "permute_strings",
+           "patch_strings_in_place"]
 
 Blocks = tuple[np.ndarray, np.ndarray]
 _CHUNK = 1 << 20  # rows per step of the elementwise passes over packed keys  # (query code of each block, first row of each block)

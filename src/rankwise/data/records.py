@@ -47,8 +47,9 @@ from rankwise.data.testset import (
 )
 from rankwise.errors import InputError
 
-__all__ = ["Verdict", "ChunkRecord", "CallRecord", "CaseRecord", "write_records", "load_records", "records_from_testset",
-           "testset_from_records", "is_rag_file", "copy_record", "VERDICT_STATUSES", "VERDICT_TYPES", "dump_record", "record_from_dict"]
+__all__ = ["Verdict", "ChunkRecord", "CallRecord", "CaseRecord", "write_records", "load_records",
+           "records_from_testset", "testset_from_records", "is_rag_file", "copy_record", "VERDICT_STATUSES",
+           "VERDICT_TYPES", "dump_record", "record_from_dict", "is_records_file", "as_records"]
 
 VERDICT_STATUSES = ("ok", "failed", "missing")
 VERDICT_TYPES = ("answer", "partial", "topic_only", "supports_wrong_answer", "irrelevant")

@@ -37,7 +37,8 @@ from rankwise.data._text import INT64_MAX, open_error
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "read_parquet_table", "parquet_error", "NotGrouped", "DEFAULT_BLOCK_ROWS"]
+__all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "read_parquet_table", "parquet_error",
+           "NotGrouped", "DEFAULT_BLOCK_ROWS", "is_parquet", "run_columns"]
 
 DEFAULT_BLOCK_ROWS = 2_000_000
 _RUN_COLUMNS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]

@@ -29,7 +29,8 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.errors import InputError
 
-__all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag", "run_piece"]
+__all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag", "run_piece",
+           "run_text"]
 
 _RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
 _QRELS_FIELDS = ["query_id", "iter", "doc_id", "relevance"]

@@ -60,7 +60,8 @@ from rankwise.llm.cost import Usage
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
            "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
            "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe",
-           "mask_url", "check_base_url", "ContextOverflow", "FormatMemory", "RESPONSE_FORMATS", "response_format_body"]
+           "mask_url", "check_base_url", "ContextOverflow", "FormatMemory", "RESPONSE_FORMATS",
+           "response_format_body", "CallStats"]
 
 OPENAI_URL = "https://api.openai.com/v1"
 CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", "concurrency", "rpm",

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Usage", "Prices", "estimate_tokens", "OUTPUT_TOKENS_PER_VERDICT", "SINGLE_MAX_TOKENS"]
+__all__ = ["Usage", "Prices", "estimate_tokens", "OUTPUT_TOKENS_PER_VERDICT", "SINGLE_MAX_TOKENS",
+           "estimate_prompt_tokens"]
 
 CHARS_PER_TOKEN = 4
 OUTPUT_TOKENS_PER_VERDICT = 40  # {"verdict": 1, "reason": "<one short sentence>"}

@@ -37,8 +37,8 @@ from pathlib import Path
 
 from rankwise.errors import RankwiseError
 
-__all__ = ["LocalServer", "LocalServerError", "local_server", "local_model_path", "LOCAL_MODEL",
-           "SERVER_VERSION"]
+__all__ = ["LocalServer", "LocalServerError", "local_server", "local_model_path", "LOCAL_MODEL", "SERVER_VERSION",
+           "model_dir", "free_port", "main"]
 
 LOCAL_MODEL = "gemma-3-270m"  # the model name the server answers to (its --model_alias)
 SERVER_VERSION = "0.3.36"  # the llama-cpp-python release the tests and docs were checked with

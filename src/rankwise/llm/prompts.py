@@ -48,7 +48,7 @@ from typing import Any
 from rankwise.errors import InputError
 
 __all__ = ["MODES", "PromptTemplate", "load_prompt", "escape_data", "data_boundary", "fence", "Message", "fill",
-           "load_toml", "shipped_toml"]
+           "load_toml", "shipped_toml", "template_version"]
 
 MODES = ("reference", "response", "question")
 _KEYS = ("system", "user", "batch", "batch_item")

@@ -54,7 +54,8 @@ from rankwise.llm.client import (
 from rankwise.llm.cost import Prices
 from rankwise.llm.parse import CountMismatch, ParseError, refusal_of
 
-__all__ = ["RunPlan", "RunSummary", "Job", "Runner", "RunStopped", "RunInterrupted", "Unusable", "failure_kind"]
+__all__ = ["RunPlan", "RunSummary", "Job", "Runner", "RunStopped", "RunInterrupted", "Unusable", "failure_kind",
+           "Outcome"]
 
 _KINDS = ("context length exceeded", "refused", "unparseable", "timeout", "max-calls", "max-cost", "connection", "bad reply", "empty reply",
           "run stopped", "interrupted", "internal error", "no text", "no question", "no reference", "no response")

@@ -15,7 +15,7 @@ from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["weighted_context_precision", "average_context_precision", "set_precision", "set_recall",
            "harmonic_mean", "wcp", "acp", "context_recall", "char_recall", "id_precision", "id_recall",
-           "RAGAS_EPSILON"]
+           "RAGAS_EPSILON", "rank_weights", "load_position_weights"]
 
 RAGAS_EPSILON = 1e-10
 Decay = str | Callable[[int], float]

@@ -12,7 +12,8 @@ from rankwise.errors import InputError
 from rankwise.metrics.matrix import RelevanceMatrix, join
 from rankwise.metrics.registry import Measure, asks_runid, parse_measures
 
-__all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "note_undefined", "EvalResult", "PerQuery", "DEFAULT_METRICS"]
+__all__ = ["evaluate", "evaluate_matrix", "aggregate", "aggregate_columns", "note_undefined", "EvalResult",
+           "PerQuery", "DEFAULT_METRICS", "sequential_mean", "check_depth"]
 
 DEFAULT_METRICS = (
     [f"hit_rate@{k}" for k in (1, 3, 5, 10)]

@@ -11,8 +11,8 @@ import numpy as np
 from rankwise.metrics._arith import _log2_table, _rowsum
 from rankwise.metrics.matrix import RelevanceMatrix
 
-__all__ = ["hit_rate", "precision", "recall", "f1", "mrr", "average_precision", "r_precision", "ndcg",
-           "bpref", "num_ret", "num_rel", "num_rel_ret", "num_q"]
+__all__ = ["hit_rate", "precision", "recall", "f1", "mrr", "average_precision", "r_precision", "ndcg", "bpref",
+           "num_ret", "num_rel", "num_rel_ret", "num_q", "first_relevant_rank"]
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:

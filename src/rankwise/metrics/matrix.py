@@ -22,7 +22,7 @@ from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.relevance.truth import pooled_items
 
-__all__ = ["RelevanceMatrix", "join", "record_truth", "R_BASES"]
+__all__ = ["RelevanceMatrix", "join", "record_truth", "R_BASES", "verdict_grade"]
 
 R_BASES = ("qrels", "reference passages", "reference ids", "pooled verdicts", "given")
 

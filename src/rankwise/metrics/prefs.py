@@ -31,7 +31,8 @@ from rankwise.errors import InputError
 from rankwise.metrics._names import PREFS_MEASURES, PREFS_NICKNAMES
 
 __all__ = ["NICKNAMES", "MEASURES", "JudgementGroup", "QueryPrefs", "PrefsInput", "form_prefs_counts",
-           "prefs_input", "query_summary", "check_measures", "evaluate_prefs"]
+           "prefs_input", "query_summary", "check_measures", "evaluate_prefs", "num_prefs_poss", "num_prefs_ful",
+           "num_prefs_ful_ret"]
 
 # trec_eval's measure nicknames (measures.c) and the measures' descriptions live in _names.py (the registry
 # reads them without importing this module)

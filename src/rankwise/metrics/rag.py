@@ -24,7 +24,8 @@ from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
-           "ACP_NOTE", "unscorable_reasons", "left_out", "no_match_summary"]
+           "ACP_NOTE", "unscorable_reasons", "left_out", "no_match_summary", "call_gaps", "checked_cutoffs",
+           "retrieval_failures", "verdict_counts", "rag_summary", "unscorable_treatment", "none_scorable"]
 
 R_BASIS_TEXT = {
     "reference passages": "reference passages (a passage counts once, however many chunks match it)",

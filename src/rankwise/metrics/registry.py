@@ -32,8 +32,9 @@ from rankwise.metrics._names import (
 from rankwise.metrics._references import REFERENCES
 from rankwise.metrics.matrix import RelevanceMatrix
 
-__all__ = ["Param", "Metric", "Measure", "METRICS", "UNIT_RANGE", "NONNEGATIVE", "parse_measure", "lookup_metric", "parse_measures", "split_metric_list",
-           "known_names", "register", "asks_runid"]
+__all__ = ["Param", "Metric", "Measure", "METRICS", "UNIT_RANGE", "NONNEGATIVE", "parse_measure", "lookup_metric",
+           "parse_measures", "split_metric_list", "known_names", "register", "asks_runid", "trec_metrics",
+           "call_metrics"]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from rankwise.errors import InputError
 from rankwise.relevance.truth import GroundTruth, case_status, with_progress
 
 __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "fuzzy_similarities",
-           "char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning"]
+           "char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning",
+           "merge_intervals"]
 
 _FUZZY_BATCH = 2048  # cases scored per batched call (progress moves, memory stays small)
 

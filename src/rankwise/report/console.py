@@ -17,7 +17,7 @@ from rich.text import Text
 from rankwise._words import count
 from rankwise.metrics.evaluate import EvalResult
 
-__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width", "metrics_table"]
+__all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width", "metrics_table", "metric_card"]
 
 #: the width used when stdout is not a terminal and no width is set: wide enough for any table
 PIPE_WIDTH = 100_000

@@ -16,7 +16,7 @@ from html import escape
 from rankwise.analysis.gate import GateResult, MetricCheck
 from rankwise.report.labels import fmt_p, signed
 
-__all__ = ["gate_markdown", "gate_html"]
+__all__ = ["gate_markdown", "gate_html", "how_tested"]
 
 
 def _cell(text: str) -> str:

@@ -37,7 +37,7 @@ from rankwise.errors import InputError
 from rankwise.report.labels import CORRECTION_LABELS, TEST_LABELS, comparison_caption, fmt_p, signed
 from rankwise.report.svg import box_plot, color_of, delta_bars, heat_color, line_chart
 
-__all__ = ["render_html_report", "write_html_report"]
+__all__ = ["render_html_report", "write_html_report", "script_json"]
 
 
 def _asset(name: str) -> str:

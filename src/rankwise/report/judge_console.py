@@ -10,7 +10,7 @@ from rich.table import Table
 from rankwise._words import count
 from rankwise.report.console import make_console
 
-__all__ = ["judge_summary_lines", "plan_lines", "print_cache_stats", "print_agreement"]
+__all__ = ["judge_summary_lines", "plan_lines", "print_cache_stats", "print_agreement", "judge_run_lines"]
 
 
 def _money(x: float | None) -> str:

@@ -8,7 +8,7 @@ from rich.table import Table
 from rankwise._words import count
 from rankwise.report.console import make_console
 
-__all__ = ["probe_table", "comparison_table", "print_probe", "print_comparison"]
+__all__ = ["probe_table", "comparison_table", "print_probe", "print_comparison", "probe_notes"]
 
 
 def _num(x: float, digits: int = 4) -> str:

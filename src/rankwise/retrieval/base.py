@@ -18,8 +18,8 @@ from rankwise.errors import InputError, RankwiseError
 from rankwise.progress import progress
 from rankwise.retrieval.chunking import Chunk
 
-__all__ = ["Retriever", "check_chunks", "check_queries", "check_k", "hits_to_run", "id_order", "import_extra", "progress",
-           "set_threads", "top_k"]
+__all__ = ["Retriever", "check_chunks", "check_queries", "check_k", "hits_to_run", "id_order", "import_extra",
+           "progress", "set_threads", "top_k", "require_index"]
 
 
 class Retriever(ABC):

@@ -34,7 +34,7 @@ from rankwise.retrieval.hybrid import FusionMethod, fuse
 from rankwise.retrieval.lifting import lift_to_documents
 
 __all__ = ["RetrieverSpec", "RetrievalResult", "run_retrieval", "run_retrievers", "save_run", "as_corpus",
-           "RETRIEVER_KINDS", "write_rag_testset", "chunk_depth"]
+           "RETRIEVER_KINDS", "write_rag_testset", "chunk_depth", "run_defaults"]
 
 RETRIEVER_KINDS = ("bm25", "dense", "hybrid")
 Kind = Literal["bm25", "dense", "hybrid"]

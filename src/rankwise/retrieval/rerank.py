@@ -21,7 +21,7 @@ from rankwise.retrieval.base import Retriever, check_k
 from rankwise.retrieval.chunking import Chunk
 from rankwise.retrieval.models import load_cross_encoder
 
-__all__ = ["CrossEncoderScorer", "PairScorer", "RerankRetriever", "rerank", "make_scorer"]
+__all__ = ["CrossEncoderScorer", "PairScorer", "RerankRetriever", "rerank", "make_scorer", "checked_scores"]
 
 Scorer = Callable[[str, str], float]
 

@@ -11,7 +11,8 @@ from typing import Any
 from rankwise.data.load import headerless_trec
 from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "check_workers", "PROBLEM"]
+__all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_problem", "check_workers", "PROBLEM",
+           "spark_path", "line_of", "locate_error"]
 
 PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
 _WS = r"[ \t\n\r\f\v]+"

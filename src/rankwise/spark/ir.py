@@ -25,7 +25,7 @@ from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, agg
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import PROBLEM, check_workers, raise_problem, require_pyspark
 
-__all__ = ["evaluate", "SparkEvalResult"]
+__all__ = ["evaluate", "SparkEvalResult", "bucket_evaluator"]
 
 EVALUATED, SKIPPED, IGNORED, ERROR = 0, 1, 2, 3  # a worker row's _status
 

@@ -31,7 +31,7 @@ from rankwise.relevance.diagnose import missing_sentence
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
 from rankwise.spark.io import check_workers, require_pyspark
 
-__all__ = ["evaluate_rag", "SparkRagResult"]
+__all__ = ["evaluate_rag", "SparkRagResult", "case_scorer"]
 
 
 @dataclass

@@ -19,7 +19,7 @@ import click
 
 from rankwise.errors import RankwiseError
 
-__all__ = ["main", "evaluate_files"]
+__all__ = ["main", "evaluate_files", "eval_job", "eval_rag_job"]
 
 _QUIET = {"spark.ui.showConsoleProgress": "false"}
 

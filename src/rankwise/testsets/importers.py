@@ -34,7 +34,7 @@ from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.locate import Located, normalise
 
 __all__ = ["FORMATS", "ImportSummary", "CorpusMatcher", "read_foreign", "import_testset", "export_testset",
-           "strip_hop"]
+           "strip_hop", "import_lines"]
 
 FORMATS = ("auto", "ragas", "deepeval", "llamaindex", "beir")
 _HOP = re.compile(r"^\s*<\d+-hop>\s*")

@@ -22,7 +22,7 @@ from rankwise.data._text import iter_json_lines
 from rankwise.errors import InputError
 from rankwise.llm.config import LLMConfig
 
-__all__ = ["PoolSummary", "pool", "read_span_runs", "judged_at"]
+__all__ = ["PoolSummary", "pool", "read_span_runs", "judged_at", "pool_lines"]
 
 
 @dataclass

@@ -66,7 +66,9 @@ from rankwise.testsets.locate import locate, normalise
 
 __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "SynthStopped",
            "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples",
-           "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question", "near_duplicate"]
+           "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question",
+           "near_duplicate", "render_slot", "render_critic", "check_reply", "unusable_reply", "unusable_critic",
+           "rejected_path", "estimate_lines", "summary_lines"]
 
 STYLES = ("factual", "paraphrase", "multi", "conversational", "multi-hop")
 _TWO_PASSAGES = ("multi", "multi-hop")
