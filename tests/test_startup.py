@@ -104,3 +104,49 @@ def test_every_deferred_measure_resolves_to_its_function():
     assert trec.NICKNAMES["official"][-1] == "P.5,10,15,20,30,100,200,500,1000"
     assert prefs.NICKNAMES["prefs"] == ("runid", "num_q", *list(prefs.MEASURES)[:6])
     assert jg.NICKNAMES["qrels_jg"][2] == "map_avgjg"
+
+
+def _inputs(tmp_path):
+    """The same 2 queries in every format `rankwise eval` reads (qrels: TREC, BEIR TSV, CSV, JSONL, Parquet;
+    runs: TREC, CSV, JSONL, Parquet)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [("q1", "d1", 2.0), ("q1", "d2", 1.0), ("q2", "d4", 1.0), ("q2", "d3", 0.5)]
+    rels = [("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d3", 1)]
+    files = {"qrels.txt": "".join(f"{q} 0 {d} {g}\n" for q, d, g in rels),
+             "qrels.tsv": "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rels),
+             "qrels.csv": "query_id,doc_id,relevance\n" + "".join(f"{q},{d},{g}\n" for q, d, g in rels),
+             "qrels.jsonl": "".join(f'{{"query_id": "{q}", "doc_id": "{d}", "relevance": {g}}}\n'
+                                    for q, d, g in rels),
+             "run.trec": "".join(f"{q} Q0 {d} {i + 1} {s} r\n" for i, (q, d, s) in enumerate(rows)),
+             "run.csv": "query_id,doc_id,score\n" + "".join(f"{q},{d},{s}\n" for q, d, s in rows),
+             "run.jsonl": "".join(f'{{"query_id": "{q}", "doc_id": "{d}", "score": {s}}}\n' for q, d, s in rows)}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
+                             "score": [r[2] for r in rows]}), tmp_path / "run.parquet")
+    pq.write_table(pa.table({"query_id": [r[0] for r in rels], "doc_id": [r[1] for r in rels],
+                             "relevance": [r[2] for r in rels]}), tmp_path / "qrels.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("qrels, run", [("qrels.txt", "run.trec"), ("qrels.tsv", "run.trec"),
+                                        ("qrels.csv", "run.csv"), ("qrels.jsonl", "run.jsonl"),
+                                        ("qrels.parquet", "run.parquet"), ("qrels.txt", "run.parquet")])
+def test_eval_of_every_input_format_imports_no_pandas(tmp_path, qrels, run):
+    """Every format `rankwise eval` reads keeps pandas (and the rest of HEAVY) out: pyarrow's ``pa.array`` of
+    Python strings and ``pq.read_table`` (through pyarrow.dataset) import pandas, a quarter of a second; the
+    readers build their columns from buffers (``arrow_strings``) and read a Parquet file with ``ParquetFile``
+    (before: the BEIR/CSV/JSONL/Parquet paths imported pandas)."""
+    folder = _inputs(tmp_path)
+    out, modules = _run("eval", str(folder / qrels), str(folder / run), "-m", "map", "--format", "json")
+    assert '"map": 0.75' in out
+    assert _loaded(modules, (*HEAVY, "pyarrow.dataset")) == []
+
+
+@pytest.mark.parametrize("command", ["judge", "synth", "answer"])
+def test_llm_commands_import_no_sdk_before_a_request(command):
+    """The LLM commands import neither the OpenAI SDK nor an HTTP client until they send a request."""
+    _, modules = _run(command, "--help")
+    assert _loaded(modules, ("openai", "aiohttp", "torch", "sentence_transformers", "pandas")) == []

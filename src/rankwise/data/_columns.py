@@ -104,24 +104,33 @@ def arrow_indices(idx: np.ndarray) -> pa.Array:
 def arrow_strings(values: list) -> pa.Array:
     """An Arrow string array from a list of Python strings (anything else goes through ``str``).
 
-    ASCII ids (nearly all) are joined and encoded once and cut by their lengths: faster than
-    ``pa.array`` and, unlike it, without importing pandas.
+    ASCII ids (nearly all) are joined and encoded once and cut by their lengths, others encoded one by one:
+    faster than ``pa.array`` and, unlike it, without importing pandas.
 
     Example:
-        >>> arrow_strings(["d1", "d22"]).to_pylist()
-        ['d1', 'd22']
+        >>> arrow_strings(["d1", "d22"]).to_pylist(), arrow_strings(["é", "d2"]).to_pylist()
+        (['d1', 'd22'], ['é', 'd2'])
     """
     try:
         joined = "".join(values)
     except TypeError:
         values = [str(v) for v in values]
         joined = "".join(values)
-    if not joined.isascii() or len(joined) >= 2**31:
-        return pa.array(values, pa.string())
     n = len(values)
+    if joined.isascii():
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
+        data = bytearray(joined, "ascii")  # mutable: the run builder may reorder tied rows in place
+    else:  # UTF-8, encoded id by id (a lone surrogate cannot be: pyarrow says so, as it would have)
+        try:
+            encoded = [v.encode("utf-8") for v in values]
+        except UnicodeEncodeError:
+            return pa.array(values, pa.string())
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+        data = bytearray(b"".join(encoded))
+    if len(data) >= 2**31:  # past 32-bit offsets: pyarrow picks the layout
+        return pa.array(values, pa.string())
     offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, values), dtype=np.int32, count=n), out=offsets[1:])
-    data = bytearray(joined, "ascii")  # mutable: the run builder may reorder tied rows in place
+    np.cumsum(lengths, out=offsets[1:])
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 

@@ -108,7 +108,11 @@ def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None
 
     _can_open(path)
     try:
-        return pq.read_table(path, columns=columns)
+        if Path(path).is_dir():  # a Parquet dataset (a folder of parts): Arrow's dataset reader
+            return pq.read_table(path, columns=columns)
+        # one file: read directly (pq.read_table goes through pyarrow.dataset, which imports pandas: ~0.25 s)
+        with pq.ParquetFile(path) as pf:
+            return pf.read(columns=columns)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
         raise parquet_error(exc, path) from None
 
@@ -210,7 +214,10 @@ def _grade_column(column: pa.ChunkedArray, path: Path) -> np.ndarray:
     if column.null_count:
         row = int(np.flatnonzero(~np.asarray(column.is_valid()))[0])
         raise InputError("missing relevance", source=path, line=row + 1, field="relevance")
-    values = column.to_numpy(zero_copy_only=False)
+    try:
+        values = np_values(column)  # from the buffer: Array.to_numpy would import pandas
+    except TypeError:  # a type numpy reads only through Arrow's converter
+        values = column.to_numpy(zero_copy_only=False)
     if values.dtype == np.uint64:
         bad = values > np.uint64(INT64_MAX)
     elif values.dtype.kind == "f":

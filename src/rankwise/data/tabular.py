@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from rankwise._atomic import atomic_write
+from rankwise.data._columns import arrow_strings
 from rankwise.data._text import (
     check_int_range,
     decode_text,
@@ -87,8 +87,8 @@ def read_beir_qrels(path: str | Path, *, delimiter: str | None = None, query_col
     di = _pick(header, DOC_COLUMNS, doc_column, source=path, role="doc id")
     gi = _pick(header, GRADE_COLUMNS, grade_column, source=path, role="relevance")
     grades = [parse_int(f[gi].strip(), source=path, line=n, field=header[gi]) for n, f in body]
-    return Qrels.from_columns(pa.array(_ids(body, qi, header, path), pa.string()),
-                              pa.array(_ids(body, di, header, path), pa.string()),
+    return Qrels.from_columns(arrow_strings(_ids(body, qi, header, path)),
+                              arrow_strings(_ids(body, di, header, path)),
                               np.asarray(grades, dtype=np.int64), source=str(path),
                               lines=np.asarray([n for n, _ in body]))
 
@@ -105,8 +105,8 @@ def read_delimited_run(path: str | Path, *, delimiter: str | None = None, query_
     scores = None
     if si is not None:
         scores = np.asarray([parse_float(f[si].strip(), source=path, line=n, field=header[si]) for n, f in body])
-    return Run.from_columns(pa.array(_ids(body, qi, header, path), pa.string()),
-                            pa.array(_ids(body, di, header, path), pa.string()), scores,
+    return Run.from_columns(arrow_strings(_ids(body, qi, header, path)),
+                            arrow_strings(_ids(body, di, header, path)), scores,
                             name=path.stem, source=str(path), lines=lines)
 
 
@@ -176,7 +176,7 @@ def read_jsonl_run(path: str | Path) -> Run:
             raise InputError(f"line {scored} has a score and line {unscored} has none; give every line a score"
                              " or none", source=path, line=n, field="score")
         lines.append(n)
-    return Run.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
+    return Run.from_columns(arrow_strings(qids), arrow_strings(docs),
                             np.asarray(scores) if scores else None, name=path.stem, source=str(path),
                             lines=np.asarray(lines))
 
@@ -196,7 +196,7 @@ def read_jsonl_qrels(path: str | Path) -> Qrels:
         g = _field(obj, GRADE_COLUMNS, source=path, line=n, role="relevance")
         grades.append(_json_grade(g, source=path, line=n))
         lines.append(n)
-    return Qrels.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
+    return Qrels.from_columns(arrow_strings(qids), arrow_strings(docs),
                               np.asarray(grades, dtype=np.int64), source=str(path), lines=np.asarray(lines))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from rankwise._atomic import atomic_write
-from rankwise.data._columns import memory_pool, np_values, single_array
+from rankwise.data._columns import arrow_strings, memory_pool, np_values, single_array
 from rankwise.data._text import normalize_lines, parse_float, parse_int, read_bytes
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
@@ -138,7 +138,7 @@ def _exact_run_columns(data: bytes, path: str | Path, *, first_line: int = 1):
         docs.append(fields[2])
         scores.append(parse_float(fields[4], source=path, line=number, field="score"))
         lines.append(number)
-    return (pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.asarray(scores, dtype=np.float64),
+    return (arrow_strings(qids), arrow_strings(docs), np.asarray(scores, dtype=np.float64),
             np.asarray(lines, dtype=np.int64))
 
 
@@ -199,7 +199,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
         lines.append(number)
     if not qids:
         raise InputError("no judgement lines (only comments or blank lines)", source=path)
-    return Qrels.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
+    return Qrels.from_columns(arrow_strings(qids), arrow_strings(docs),
                               np.asarray(grades, dtype=np.int64), source=str(path), lines=np.asarray(lines))
 
 
