@@ -1,0 +1,109 @@
+"""`rankwise plan-testset` / rankwise.analysis.plan: a planned sample size achieves its power when sets of that
+size are simulated independently and tested with analysis/significance.py's own tests (within ±3 points over
+2,000 sets), agrees with the normal formula where it should, and the MDE is the effect it plans for."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rankwise.analysis.plan import formula_n, minimum_detectable_effect, plan_sample_size, simulated_power
+from rankwise.analysis.significance import paired_t_test, randomization_test
+from rankwise.cli import main
+from rankwise.errors import InputError
+
+
+def _achieved(n: int, draw, test, sets: int = 2000, seed: int = 12345) -> float:
+    """Independent sets of n differences (a seed the plan never used), each tested by significance.py."""
+    rng = np.random.default_rng(seed)
+    return float(np.mean([test(draw(rng, n)) < 0.05 for _ in range(sets)]))
+
+
+def test_planned_n_achieves_its_power_t_test_on_normal_differences():
+    """σ 0.2, d 0.05, α 0.05, power 0.8: the formula says 126; the simulated plan is within a few questions, and
+    2,000 independent sets of that size reject at 0.8 ± 0.03 with scipy's paired t-test."""
+    plan = plan_sample_size(0.05, sd=0.2, test="t", sims=2000)
+    assert plan.formula == 126 and abs(plan.n - 126) <= 5, plan
+    rate = _achieved(plan.n, lambda rng, n: rng.normal(0.05, 0.2, n), paired_t_test)
+    assert abs(rate - 0.8) <= 0.03, (plan.n, rate)
+
+
+def test_planned_n_achieves_its_power_randomization_test_on_a_lumpy_pilot():
+    """A pilot like a binary metric's differences (most 0, some ±1): the plan for the sign-flip test, checked with
+    randomization_test itself (1,000 permutations) on independent resamples of the pilot shifted to the effect."""
+    rng = np.random.default_rng(3)
+    pilot = rng.choice([-1.0, 0.0, 0.0, 0.0, 1.0], size=60)
+    effect = 0.1
+    plan = plan_sample_size(effect, diffs=pilot, test="randomization", sims=1000, permutations=1000)
+    centred = pilot - pilot.mean()
+    rate = _achieved(plan.n, lambda r, n: r.choice(centred, n) + effect,
+                     lambda d: randomization_test(d, permutations=1000, seed=None), sets=1000)
+    assert abs(rate - 0.8) <= 0.03 + 0.01, (plan.n, rate)  # 1,000 sets: ±0.013 sampling sd on top
+
+
+def test_power_grows_with_n_and_effect_and_the_mde_is_the_planned_effect():
+    powers = [simulated_power(n, 0.05, sd=0.2, test="t") for n in (20, 60, 120, 240)]
+    assert powers == sorted(powers) and powers[0] < 0.4 < 0.95 < powers[-1]
+    mde = minimum_detectable_effect(126, sd=0.2, test="t", sims=2000)
+    assert abs(mde - 0.05) < 0.004, mde
+    assert minimum_detectable_effect(500, sd=0.2, test="t") < mde  # more questions, smaller effects seen
+
+
+def test_formula_by_hand():
+    z_a, z_b = 1.959963984540054, 0.8416212335729143
+    assert formula_n(0.2, 0.05) == math.ceil(((z_a + z_b) * 0.2 / 0.05) ** 2) == 126
+    assert formula_n(0.2, 0.05, power=0.9) > 126
+
+
+def test_undefined_and_unreachable_plans_say_why():
+    flat = plan_sample_size(0.05, diffs=[0.1] * 10)
+    assert flat.n is None and flat.formula is None and "no variance" in flat.note
+    one = plan_sample_size(0.05, diffs=[0.1])
+    assert one.n is None and "at least 2 questions" in one.note
+    far = plan_sample_size(0.001, sd=0.5, test="t", max_n=2000, sims=200)
+    assert far.n is None and "not reachable" in far.note
+    with pytest.raises(InputError, match="effect must be > 0"):
+        plan_sample_size(0.0, sd=0.2)
+    with pytest.raises(InputError, match="randomization or t"):
+        plan_sample_size(0.05, sd=0.2, test="wilcoxon")
+
+
+def _runs(tmp_path):
+    """Two systems on 40 queries: B finds the relevant document at rank 1 on 4 more queries than A."""
+    qrels = "".join(f"q{i} 0 d{i} 1\n" for i in range(40))
+    a = "".join(f"q{i} Q0 {'d' + str(i) if i % 2 else 'x'} 1 2.0 a\nq{i} Q0 y 2 1.0 a\n" for i in range(40))
+    b = "".join(f"q{i} Q0 {'d' + str(i) if i % 2 or i < 8 else 'x'} 1 2.0 b\nq{i} Q0 y 2 1.0 b\n"
+                for i in range(40))
+    for name, text in (("qrels.txt", qrels), ("a.trec", a), ("b.trec", b)):
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_cli_from_a_pilot_is_the_librarys(tmp_path):
+    f = _runs(tmp_path)
+    args = ["plan-testset", "--baseline", str(f / "a.trec"), "--candidate", str(f / "b.trec"), "--qrels",
+            str(f / "qrels.txt"), "-m", "P@1", "--effect", "0.1", "--sims", "400", "--permutations", "400",
+            "--quiet"]
+    r = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    diffs = [1.0 if i < 8 and i % 2 == 0 else 0.0 for i in range(40)]
+    lib = plan_sample_size(0.1, diffs=diffs, sims=400, permutations=400)
+    assert out["n"] == lib.n and out["mde"] == lib.mde and out["pilot"] == 40
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == 0 and f"{lib.n} questions" in table.output and "formula" in table.output
+
+
+def test_cli_with_an_sd_guess_and_errors(tmp_path):
+    r = CliRunner().invoke(main, ["plan-testset", "--sd", "0.2", "--effect", "0.05", "--test", "t", "--n", "60",
+                                  "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "126" in r.output  # the formula's n beside the simulated one
+    r = CliRunner().invoke(main, ["plan-testset", "--effect", "0.05"])
+    assert r.exit_code == 2 and "give a pilot" in r.output and len(r.output.strip().splitlines()) == 1
+    r = CliRunner().invoke(main, ["plan-testset", "--sd", "0.2", "--effect", "-1"])
+    assert r.exit_code == 2 and "effect must be > 0" in r.output
