@@ -409,3 +409,12 @@ def test_wrapped_metrics_take_the_inner_metrics_own_parameters(inner, tmp_path):
 def test_a_wrapped_metrics_bad_parameter_is_refused_when_named():
     with pytest.raises(InputError, match="decay must be one of"):
         evaluate_rag(SINGLE, "containment", metrics=["merged(metric=wcp(decay=nope))@3"])
+
+
+@pytest.mark.parametrize("name", ["merged(metric=wcp(decay=linear)@3", "merged(metric=wcp(decay=linear)))@3",
+                                  "wcp(decay=linear@3"])
+def test_unbalanced_parentheses_are_refused_not_read_as_defaults(name):
+    """A missing ")" in a nested name read as the inner metric with its defaults (wcp, log decay) and scored it
+    silently; it is one line naming the name now."""
+    with pytest.raises(InputError, match="unbalanced parentheses"):
+        evaluate_rag(SINGLE, "containment", metrics=[name])

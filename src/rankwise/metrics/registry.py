@@ -797,6 +797,18 @@ def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:
     return any(p.lower() == "runid" or "runid" in _NICKNAMES.get(p, ()) for p in parts)
 
 
+def _check_parentheses(text: str) -> None:
+    """A name whose parentheses do not pair up is refused: with nested metrics (``merged(metric=wcp(...))``) a
+    missing ")" would otherwise read as the inner metric's defaults."""
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            break
+    if depth:
+        raise InputError(f"unbalanced parentheses in {text!r}", field="metric")
+
+
 def _parse_one(text: str) -> list[Measure]:
     if text in _NICKNAMES:  # trec_eval's measure sets: all_trec, official, set
         return [m for part in _NICKNAMES[text] for m in _parse_one(part)]
@@ -807,6 +819,7 @@ def _parse_one(text: str) -> list[Measure]:
     trec = _parse_trec_list(text)
     if trec is not None:
         return trec
+    _check_parentheses(text)
     printed = re.fullmatch(r"(?P<base>[A-Za-z][A-Za-z0-9_]*?)_(?P<value>\d*\.?\d+)", text)
     if printed and getattr(_LOOKUP.get(printed["base"].lower()), "trec_param", None):
         return _parse_one(f"{printed['base']}.{printed['value']}")  # as printed: iprec_at_recall_0.10
