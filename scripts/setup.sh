@@ -53,9 +53,10 @@ else
   LLAMA_CMAKE_ARGS=""
   WHEELS=$WHEEL_ROOT/native
 fi
+# the version pyproject.toml pins: the wheel built, and the one installed, are that version's
+LLAMA_VERSION=$(grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | head -n1 | cut -d= -f3)
 llama_wheel() {
-  local version
-  version=$(grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | head -n1 | cut -d= -f3)
+  local version=$LLAMA_VERSION
   if ls "$WHEELS"/llama_cpp_python-"$version"-*.whl >/dev/null 2>&1; then
     return
   fi
@@ -71,7 +72,7 @@ llama_wheel() {
 # the venv holds the cached wheel itself: one installed from another build (an older cache) is replaced
 llama_installed() {
   local wheel
-  wheel=$(ls "$WHEELS"/llama_cpp_python-*.whl 2>/dev/null | head -n1)
+  wheel=$(ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n1)
   [ -n "$wheel" ] || return 0
   local sum
   sum=$(sha256sum "$wheel" | cut -d' ' -f1)
