@@ -228,14 +228,15 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
     from rankwise.progress import progress
     from rankwise.relevance import SOURCES, TEXT_SOURCES, judge
     from rankwise.relevance.llm_judge import load_for_judging
+    from rankwise.relevance.text import rejudges_stored
     from rankwise.workflows.position_run import plant_contexts, position_requests, run_position_curve
 
     _check_generator_outputs({"--out": out_path, "--plot": plot_path}, testset, opts)
     method = opts["score"] or "f1"
     records = load_for_judging(testset)
     if source in TEXT_SOURCES or source == "ids":
-        rejudge = min_evidence_chars is not None and source in ("containment", "fuzzy")
-        if any(r.chunks for r in records) and (rejudge or not any(source in r.sources() for r in records)):
+        stored = any(source in r.sources() for r in records) and not rejudges_stored(source, min_evidence_chars)
+        if any(r.chunks for r in records) and not stored:
             judge(records, source, min_evidence_chars=min_evidence_chars)
     elif source not in SOURCES and not any(source in r.sources() for r in records):
         raise InputError(f"no '{source}' verdicts in {testset}", source=testset, field="relevance")

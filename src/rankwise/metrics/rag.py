@@ -20,7 +20,7 @@ from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import parse_measures
 from rankwise.relevance.diagnose import all_missing, no_match
-from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning
+from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning, rejudges_stored
 from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
@@ -125,8 +125,7 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
                          f"OUT.jsonl with relevance {relevance!r})",
                          source=testset if isinstance(testset, (str, PathLike)) else None,
                          field=None if isinstance(testset, (str, PathLike)) else "relevance")
-    rejudge = min_evidence_chars is not None and relevance in ("containment", "fuzzy")
-    stored = labels is None and relevance in present and not rejudge
+    stored = labels is None and relevance in present and not rejudges_stored(relevance, min_evidence_chars)
     if stored:
         for r in records:
             r.status.setdefault(relevance, case_status(r, relevance))

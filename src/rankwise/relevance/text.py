@@ -17,7 +17,7 @@ from rankwise.relevance.truth import GroundTruth, case_status, with_progress
 
 __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "fuzzy_similarities",
            "char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning",
-           "merge_intervals"]
+           "merge_intervals", "rejudges_stored"]
 
 _FUZZY_BATCH = 2048  # cases scored per batched call (progress moves, memory stays small)
 
@@ -58,6 +58,17 @@ def evidence_chars(text: str) -> int:
         (3, 19)
     """
     return sum(ch.isalnum() for ch in text)
+
+
+def rejudges_stored(source: str, min_evidence_chars: int | None) -> bool:
+    """Whether verdicts of ``source`` already stored in records are judged again: containment and fuzzy ones when
+    an evidence minimum is given (they were decided by whatever minimum was in force when they were stored).
+
+    Example:
+        >>> rejudges_stored("containment", 0), rejudges_stored("containment", None), rejudges_stored("span", 0)
+        (True, False, False)
+    """
+    return min_evidence_chars is not None and source in ("containment", "fuzzy")
 
 
 def is_fragment(chunk: str, passage: str, min_chars: int = MIN_EVIDENCE_CHARS) -> bool:
