@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, warn
 
 __all__ = ["SamplePlan", "simulated_power", "plan_sample_size", "minimum_detectable_effect", "formula_n",
            "PLAN_TESTS", "paired_pilot"]
@@ -235,6 +235,9 @@ def paired_pilot(baseline: Any, candidate: Any, metric: str, *, qrels: Any = Non
     shared = [i for i in ids_a if i in b_of]
     if not shared:
         raise InputError("the pilot's two systems share no question id", field="candidate")
+    if len(shared) < max(len(ids_a), len(ids_b)):  # as the gate: a question one system lacks is no pair
+        warn(f"the pilot's systems share {len(shared)} question ids ({len(ids_a)} in the baseline, {len(ids_b)} in "
+             f"the candidate): the differences are those {len(shared)}")
     a_of = dict(zip(ids_a, va[:, 0].tolist(), strict=True))
     return np.asarray([b_of[q] - a_of[q] for q in shared], dtype=float)
 

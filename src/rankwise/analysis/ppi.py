@@ -198,7 +198,7 @@ def metric_range(name: str, *, difference: bool = False) -> tuple[float, float] 
 
     try:
         found = parse_measure(name).metric.value_range
-    except Exception:  # a name the registry does not parse (a call metric, a typo): no range, no clipping
+    except InputError:  # a name the registry does not parse: no range, no clipping
         return None
     if found is None or not all(math.isfinite(v) for v in found):
         return None

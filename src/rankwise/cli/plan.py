@@ -37,7 +37,7 @@ def plan_testset_command(baseline_path, candidate_path, qrels, relevance, metric
     guess; and the minimum detectable effect of the pilot's size (or --n)."""
     from rankwise.analysis.plan import paired_pilot, plan_sample_size
     from rankwise.progress import progress
-    from rankwise.report.plan_text import plan_lines
+    from rankwise.report.plan_text import sample_plan_lines
 
     diffs = paired_pilot(baseline_path, candidate_path, metric, qrels=qrels, relevance=relevance)
     with progress("simulating sizes", None, quiet=quiet or fmt == "json", transient=True) as advance:
@@ -46,5 +46,5 @@ def plan_testset_command(baseline_path, candidate_path, qrels, relevance, metric
     if fmt == "json":
         click.echo(json.dumps({"metric": metric if diffs is not None else None, **plan.to_dict()}, indent=2))
         return
-    for line in plan_lines(plan, metric if diffs is not None else None):
+    for line in sample_plan_lines(plan, metric if diffs is not None else None):
         click.echo(line)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from rankwise.analysis.plan import SamplePlan
 
-__all__ = ["plan_lines"]
+__all__ = ["sample_plan_lines"]
 
 
-def plan_lines(plan: SamplePlan, metric: str | None = None) -> list[str]:
+def sample_plan_lines(plan: SamplePlan, metric: str | None = None) -> list[str]:
     """The plan in words: what was asked, what the simulation found, and why a number is missing.
 
     Example:
         >>> from rankwise.analysis.plan import plan_sample_size
-        >>> plan_lines(plan_sample_size(0.05, sd=0.2, test="t", sims=200))[0].startswith("to detect a mean")
+        >>> sample_plan_lines(plan_sample_size(0.05, sd=0.2, test="t", sims=200))[0].startswith("to detect a mean")
         True
     """
     test = "sign-flip randomization test" if plan.test == "randomization" else "paired t-test"
