@@ -150,3 +150,14 @@ def test_llm_commands_import_no_sdk_before_a_request(command):
     """The LLM commands import neither the OpenAI SDK nor an HTTP client until they send a request."""
     _, modules = _run(command, "--help")
     assert _loaded(modules, ("openai", "aiohttp", "torch", "sentence_transformers", "pandas")) == []
+
+
+def test_a_judge_dry_run_builds_the_judge_without_the_sdk(tmp_path):
+    """A dry run reads the test set, builds the judge and its prompts and prices the calls: all of it without the
+    SDK or an HTTP client (--help alone never reaches the judge)."""
+    ts = tmp_path / "ts.jsonl"
+    ts.write_text('{"id": "c1", "question": "When?", "retrieved_contexts": ["It opened in 1921."]}\n')
+    out, modules = _run("judge", str(ts), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--mode",
+                        "question", "--dry-run", "--cache", str(tmp_path / "c.sqlite"))
+    assert "would make 1 calls to m" in out
+    assert _loaded(modules, ("openai", "aiohttp", "torch", "sentence_transformers", "pandas")) == []

@@ -11,6 +11,7 @@ in id byte order, :func:`~rankwise.metrics.evaluate.aggregate`).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -228,8 +229,8 @@ def _calls_and_hops(cases: Any, json_column: str | None) -> tuple[bool, bool]:
         return bool(row["calls"]), bool(row["hops"])
     calls = "calls" in cases.columns and bool(
         cases.select(F.max((F.size("calls") > 0).cast("int")).alias("c")).first()["c"])
-    hops = "reference_contexts" in cases.columns and "hop" in dict(cases.dtypes)["reference_contexts"]
-    return calls, hops
+    hops = "reference_contexts" in cases.columns and re.search(r"[<,]hop:", dict(cases.dtypes)["reference_contexts"])
+    return calls, bool(hops)
 
 
 def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int] | None = None,
