@@ -188,7 +188,9 @@ def test_scorers_on_real_traces_with_fuzzed_documents_score_or_refuse(tmp_path):
     import rankwise
     from rankwise.integrations._mlflow_uri import borrowed_mlflow
 
-    borrowed = borrowed_mlflow(mlflow, f"sqlite:///{tmp_path / 'fuzz.db'}", "fuzz")  # restored afterwards
+    uri = f"sqlite:///{tmp_path / 'fuzz.db'}"  # the experiment's artifacts in tmp_path too (MLflow's default: ./mlruns)
+    mlflow.MlflowClient(uri).create_experiment("fuzz", artifact_location=(tmp_path / "artifacts").as_uri())
+    borrowed = borrowed_mlflow(mlflow, uri, "fuzz")  # restored afterwards
     borrowed.__enter__()
     rng = random.Random(22)
     ids = [None, "", "d1", "d2", 7, 2.5, ["d1"], {"x": 1}, "d1 ", "é/d1"]

@@ -235,6 +235,8 @@ def test_log_leaves_the_callers_tracking_uri_and_experiment_alone(store, experim
     its tracking URI and active experiment are what they were, and its next run lands where it did before."""
     mine = f"sqlite:///{tmp_path / 'mine.db'}"
     other = f"sqlite:///{tmp_path / 'other.db'}"
+    for uri, name in ((mine, "callers-own"), (other, "rankwise-side")):  # artifacts in tmp_path, not ./mlruns
+        mlflow.MlflowClient(uri).create_experiment(name, artifact_location=(tmp_path / name).as_uri())
     mlflow.set_tracking_uri(mine)
     exp = mlflow.set_experiment("callers-own")
     result = rankwise.evaluate_rag(EXAMPLES / "rich_testset.jsonl", relevance="span", k=(1,))
@@ -258,7 +260,7 @@ def test_mlflow_prints_no_info_lines_on_stderr(tmp_path, shared_data):
     qrels, run = shared_data / "trec_eval" / "qrels.test", shared_data / "trec_eval" / "results.test"
     out = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-m", "map",
                           "--mlflow-uri", f"sqlite:///{tmp_path / 'new.db'}", "--mlflow-experiment", "quiet"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)  # its ./mlruns in tmp_path
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("rankwise: logged to MLflow run "), out.stderr
