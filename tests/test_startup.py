@@ -1,7 +1,9 @@
-"""What `rankwise eval` imports (README, "Against the targets": eval of a 10-line file <= 0.35 s as a whole
-process). Importing numpy, pyarrow and click is most of that time; these tests keep everything else off the
-common path, so a later import cannot slip back onto it unnoticed: the preference, judgement-group and z-score
-modules load only with -R / -Z or a measure of theirs, rich only for the table.
+"""What each command imports (docs/performance.md, "Startup": `rankwise eval` of a 20-line run <= 0.35 s as a
+whole process). Importing numpy, pyarrow and click is most of that time; these tests keep everything else off the
+common path, so a later import cannot slip back onto it unnoticed: eval's imports are held to a list in every
+input format (the preference, judgement-group and z-score modules load only with -R / -Z or a measure of theirs,
+rich only for the table); `run -r bm25` loads no model library, numba or scipy; the LLM commands import the SDK
+only to send a request.
 """
 
 from __future__ import annotations
@@ -279,3 +281,11 @@ def test_judge_imports_the_sdk_only_to_send_a_request(server, tmp_path):
     assert server.stats()["requests"] == 0 and "0 requests made, 20 cache hits" in out
     assert _loaded(modules, ("openai", "aiohttp", "httpx")) == []
     assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+
+
+def test_synth_dry_run_plans_without_the_sdk(tmp_path):
+    out, modules = _run("synth", str(EXAMPLES / "corpus.jsonl"), "--model", "m", "--base-url",
+                        "http://127.0.0.1:9/v1", "--dry-run", "-o", str(tmp_path / "synth.jsonl"))
+    assert "dry run: 3 samples planned" in out and "total                 3 calls" in out
+    assert _loaded(modules, ("openai", "aiohttp", "httpx", "torch", "sentence_transformers", "pandas", "numba",
+                             "scipy")) == []
