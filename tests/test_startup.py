@@ -1,13 +1,16 @@
-"""What `rankwise eval` imports (README, "Against the targets": eval of a 10-line file <= 0.35 s as a whole
-process). Importing numpy, pyarrow and click is most of that time; these tests keep everything else off the
-common path, so a later import cannot slip back onto it unnoticed: the preference, judgement-group and z-score
-modules load only with -R / -Z or a measure of theirs, rich only for the table.
+"""What each command imports (docs/performance.md, "Startup": `rankwise eval` of a 20-line run <= 0.35 s as a
+whole process). Importing numpy, pyarrow and click is most of that time; these tests keep everything else off the
+common path, so a later import cannot slip back onto it unnoticed: eval's imports are held to a list in every
+input format (the preference, judgement-group and z-score modules load only with -R / -Z or a measure of theirs,
+rich only for the table); `run -r bm25` loads no model library, numba or scipy; the LLM commands import the SDK
+only to send a request.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -152,12 +155,137 @@ def test_llm_commands_import_no_sdk_before_a_request(command):
     assert _loaded(modules, ("openai", "aiohttp", "torch", "sentence_transformers", "pandas")) == []
 
 
-def test_a_judge_dry_run_builds_the_judge_without_the_sdk(tmp_path):
-    """A dry run reads the test set, builds the judge and its prompts and prices the calls: all of it without the
-    SDK or an HTTP client (--help alone never reaches the judge)."""
-    ts = tmp_path / "ts.jsonl"
-    ts.write_text('{"id": "c1", "question": "When?", "retrieved_contexts": ["It opened in 1921."]}\n')
-    out, modules = _run("judge", str(ts), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--mode",
-                        "question", "--dry-run", "--cache", str(tmp_path / "c.sqlite"))
-    assert "would make 1 calls to m" in out
-    assert _loaded(modules, ("openai", "aiohttp", "torch", "sentence_transformers", "pandas")) == []
+# `rankwise eval` imports these libraries and no other (cloudpickle: pyarrow imports it when installed); the
+# table adds rich
+EVAL_LIBRARIES = {"numpy", "pyarrow", "click", "cloudpickle"}
+# and these modules of rankwise, besides the command-line modules rankwise.cli.* that register the commands
+EVAL_MODULES = {
+    "rankwise", "rankwise._atomic", "rankwise._lazy", "rankwise._signals", "rankwise._words", "rankwise.cli",
+    "rankwise.errors", "rankwise.data", "rankwise.data._columns", "rankwise.data._text", "rankwise.data.frames",
+    "rankwise.data.load", "rankwise.data.qrels", "rankwise.data.ranking", "rankwise.data.run",
+    "rankwise.data.swap", "rankwise.data.tabular", "rankwise.data.trec",
+    "rankwise.data.stream",  # a Parquet file: read with ParquetFile, row group by row group
+    "rankwise.metrics", "rankwise.metrics._arith", "rankwise.metrics._names", "rankwise.metrics._references",
+    "rankwise.metrics.context", "rankwise.metrics.evaluate", "rankwise.metrics.ir", "rankwise.metrics.matrix",
+    "rankwise.metrics.registry", "rankwise.metrics.trec",  # nDCG's log table
+    "rankwise.relevance", "rankwise.relevance.truth", "rankwise.relevance.verdicts",
+    "rankwise.report", "rankwise.report.text", "rankwise.report.console",  # console: the table only
+}
+
+
+def _installed_libraries(modules: set[str]) -> set[str]:
+    """The top-level packages among ``modules`` that live in site-packages (not the standard library), less
+    those a bare interpreter has already (a ``.pth`` file's hook)."""
+    import importlib.util
+    import sysconfig
+
+    roots = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    bare = subprocess.run([sys.executable, "-c", "import sys; print(' '.join(sys.modules))"], capture_output=True,
+                          text=True, timeout=60).stdout.split()
+    found = set()
+    for name in {m.partition(".")[0] for m in modules} - set(bare) - {"rankwise", "__main__"}:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        origin = (spec and (spec.origin or next(iter(spec.submodule_search_locations or []), None))) or ""
+        if any(origin.startswith(root) for root in roots):
+            found.add(name)
+    return found
+
+
+@pytest.mark.parametrize("qrels, run, fmt", [("qrels.txt", "run.trec", "trec"), ("qrels.txt", "run.trec", "table"),
+                                             ("qrels.tsv", "run.trec", "json"), ("qrels.csv", "run.csv", "json"),
+                                             ("qrels.jsonl", "run.jsonl", "json"),
+                                             ("qrels.parquet", "run.parquet", "json")])
+def test_eval_imports_only_its_list(tmp_path, qrels, run, fmt):
+    """`rankwise eval` of a small file in every input format imports numpy, pyarrow and click (rich for the
+    table) and no other library, and of rankwise only the modules listed: a new import on this path fails here
+    until it is added to the list on purpose."""
+    folder = _inputs(tmp_path)
+    out, modules = _run("eval", str(folder / qrels), str(folder / run), "-m", "map,ndcg_cut_10", "--format", fmt)
+    assert "0.75" in out  # map: q1 1.0, q2 0.5
+    libraries = _installed_libraries(modules)
+    assert {"numpy", "pyarrow", "click"} <= libraries  # what the check below is held against is really seen
+    assert libraries - EVAL_LIBRARIES == ({"rich"} if fmt == "table" else set())
+    own = {m for m in modules if m == "rankwise" or m.startswith("rankwise.")}
+    assert sorted(m for m in own - EVAL_MODULES if not m.startswith("rankwise.cli.")) == []
+    assert ("rankwise.report.console" in own) == (fmt == "table")
+    assert ("rankwise.data.stream" in own) == run.endswith(".parquet")
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+# never needed by BM25 retrieval: bm25s imports numba and scipy whenever installed, for backends rankwise
+# does not use; the dense and reranking models and the LLM client load only when asked for
+NOT_FOR_BM25 = ("pandas", "numba", "scipy", "torch", "sentence_transformers", "transformers", "faiss", "openai",
+                "aiohttp", "matplotlib", "rankwise.llm", "rankwise.retrieval.llm_rerank")
+
+
+def test_run_with_bm25_imports_no_model_library(tmp_path):
+    out = tmp_path / "run.trec"
+    _, modules = _run("run", "--corpus", str(EXAMPLES / "corpus.jsonl"), "--queries",
+                      str(EXAMPLES / "rich_testset.jsonl"), "-o", str(out), "--quiet")
+    assert "bm25s" in modules and "rankwise.retrieval.bm25" in modules
+    assert _loaded(modules, NOT_FOR_BM25) == []
+    lines = out.read_text().splitlines()
+    assert lines and all(line.split()[1] == "Q0" and line.split()[-1] == "bm25" for line in lines)
+
+
+def test_bm25_ranks_the_same_when_numba_and_scipy_are_already_imported(tmp_path):
+    """Hiding numba and scipy from bm25s changes nothing it computes: with both imported first (so bm25s
+    sees them) the run file is byte for byte the same; and afterwards numba imports as usual."""
+    def run(name: str, first: str) -> str:
+        out = tmp_path / name
+        child = (f"{first}\nimport sys\nfrom rankwise.cli import main\n"
+                 "main(sys.argv[1:], standalone_mode=False)\n"
+                 "import bm25s, numba\nprint('NUMBA', bm25s.NUMBA_AVAILABLE, 'numba' in sys.modules)\n")
+        proc = subprocess.run([sys.executable, "-c", child, "run", "--corpus", str(EXAMPLES / "corpus.jsonl"),
+                               "--queries", str(EXAMPLES / "rich_testset.jsonl"), "-o", str(out), "--quiet",
+                               "--chunk-size", "200"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return out.read_text(), proc.stdout.split("NUMBA ")[-1].split()
+
+    hidden, flags_hidden = run("hidden.trec", "")
+    seen, flags_seen = run("seen.trec", "import numba, scipy.sparse")
+    assert flags_hidden == ["False", "True"] and flags_seen == ["True", "True"]
+    assert hidden == seen and len(hidden.splitlines()) >= 6
+
+
+def test_eval_rag_imports_no_model_library_nor_llm_client():
+    out, modules = _run("eval-rag", str(EXAMPLES / "rich_testset.jsonl"), "-k", "3", "--format", "json")
+    assert '"cases": 6' in out and '"evaluated": 5' in out
+    assert _loaded(modules, ("pandas", "polars", "scipy", "torch", "sentence_transformers", "matplotlib", "openai",
+                             "aiohttp", "httpx", "pyspark", "rankwise.llm", "rankwise.spark")) == []
+
+
+def test_judge_dry_run_builds_the_judge_without_the_sdk(tmp_path):
+    """A dry run reads the test set, builds every prompt and counts the calls: no SDK, no HTTP client."""
+    out, modules = _run("judge", str(EXAMPLES / "rich_testset.jsonl"), "--model", "m", "--base-url",
+                        "http://127.0.0.1:9/v1", "--dry-run", "--cache", str(tmp_path / "c.sqlite"))
+    assert "would make 20 calls to m" in out
+    assert "rankwise.relevance.llm_judge" in modules and "rankwise.llm.client" in modules
+    assert _loaded(modules, ("openai", "aiohttp", "httpx", "torch", "sentence_transformers", "pandas")) == []
+
+
+def test_judge_imports_the_sdk_only_to_send_a_request(server, tmp_path):
+    """The first run sends requests (the SDK loads then); the rerun, every verdict cached, sends none and
+    imports no SDK."""
+    server.reset()
+    args = ["judge", str(EXAMPLES / "rich_testset.jsonl"), "--model", "judge-test", "--base-url", server.base_url,
+            "--cache", str(tmp_path / "c.sqlite"), "--quiet"]
+    out, modules = _run(*args, "--records", str(tmp_path / "a.jsonl"))
+    assert server.stats()["requests"] == 20 and "20 requests made" in out
+    assert "openai" in modules
+    server.reset()
+    out, modules = _run(*args, "--records", str(tmp_path / "b.jsonl"))
+    assert server.stats()["requests"] == 0 and "0 requests made, 20 cache hits" in out
+    assert _loaded(modules, ("openai", "aiohttp", "httpx")) == []
+    assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+
+
+def test_synth_dry_run_plans_without_the_sdk(tmp_path):
+    out, modules = _run("synth", str(EXAMPLES / "corpus.jsonl"), "--model", "m", "--base-url",
+                        "http://127.0.0.1:9/v1", "--dry-run", "-o", str(tmp_path / "synth.jsonl"))
+    assert "dry run: 3 samples planned" in out and "total                 3 calls" in out
+    assert _loaded(modules, ("openai", "aiohttp", "httpx", "torch", "sentence_transformers", "pandas", "numba",
+                             "scipy")) == []

@@ -80,10 +80,12 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         corpus, queries = load_corpus(corpus_path), load_queries(queries_path)
     chunk_size, chunk_overlap, doc_level = run_defaults(beir=bool(beir_dir), chunk_size=chunk_size,
                                                         chunk_overlap=chunk_overlap, doc_level=doc_level)
-    from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
+    llm = None
+    if rerank_model is not None:  # the LLM client's modules load only when something reranks
+        from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
 
-    rerank_model = resolve_reranker(rerank_model, base_url=llm_base_url, quiet=quiet)
-    llm = rerank_model if isinstance(rerank_model, LLMReranker) else None
+        rerank_model = resolve_reranker(rerank_model, base_url=llm_base_url, quiet=quiet)
+        llm = rerank_model if isinstance(rerank_model, LLMReranker) else None
     spec = RetrieverSpec.parse(retriever, model=model, rerank=rerank_model, rerank_top_n=rerank_top_n)
     try:
         result = run_retrieval(corpus, queries, spec, k=chunk_depth(k, doc_level=doc_level, chunk_size=chunk_size),

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from rankwise.data import Run
+from rankwise.data._columns import arrow_strings, np_values
 from rankwise.errors import InputError, RankwiseError
 from rankwise.progress import progress
 from rankwise.retrieval.chunking import Chunk
@@ -98,14 +99,15 @@ def hits_to_run(query_ids: Sequence[str], rows: Sequence[tuple[np.ndarray, np.nd
         docs.extend(chunk_ids[int(p)] for p in positions)
         scores.append(np.asarray(values, dtype=np.float64))
     score_arr = np.concatenate(scores) if scores else np.zeros(0)
-    return Run.from_columns(pa.array(qids, pa.string()), pa.array(docs, pa.string()), score_arr, kind="scored",
+    # arrow_strings, not pa.array: pyarrow imports pandas (0.15 s) to convert Python objects
+    return Run.from_columns(arrow_strings(qids), arrow_strings(docs), score_arr, kind="scored",
                             name=name, source=f"<{name}>")
 
 
 def id_order(chunk_ids: Sequence[str]) -> np.ndarray:
     """For each chunk id, its position in byte order (ties in score go to the larger id, as trec_eval ranks)."""
-    arr = pa.array(list(chunk_ids), pa.string())
-    order = np.asarray(pa.compute.sort_indices(arr), dtype=np.int64)
+    arr = arrow_strings(list(chunk_ids))
+    order = np_values(pa.compute.sort_indices(arr)).astype(np.int64, copy=False)
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order))
     return ranks

@@ -7,6 +7,8 @@ that shares no term with a query scores 0 and is not returned, so a run may hold
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -27,9 +29,44 @@ from rankwise.retrieval.base import (
 )
 from rankwise.retrieval.chunking import Chunk
 
-__all__ = ["BM25Retriever", "Tokenizer"]
+__all__ = ["BM25Retriever", "Tokenizer", "load_bm25s"]
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+class _Unused:
+    """An import finder that refuses the named top-level packages in the thread that installed it."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = frozenset(names)
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path=None, target=None):
+        if name.partition(".")[0] in self.names and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {name!r} (not needed by rankwise's BM25)", name=name)
+        return None
+
+
+def load_bm25s():
+    """``bm25s``, imported without numba and scipy, which it would otherwise import whenever installed.
+
+    rankwise's BM25 uses bm25s' default numpy backends only (``backend="numpy"``, ``csc_backend="numpy"``,
+    scores from ``get_scores_from_ids``), so numba (and the scipy it checks for) and ``scipy.sparse`` would
+    cost a ``rankwise run`` about 0.2 s of imports for nothing. Packages already imported are not hidden.
+    A missing bm25s is one line naming the extra to install.
+
+    Example:
+        >>> load_bm25s().BM25().backend
+        'numpy'
+    """
+    if sys.modules.get("bm25s") is not None:
+        return sys.modules["bm25s"]
+    hidden = _Unused(n for n in ("numba", "scipy") if n not in sys.modules)
+    sys.meta_path.insert(0, hidden)
+    try:
+        return import_extra("bm25s", "BM25 retrieval")
+    finally:
+        sys.meta_path.remove(hidden)
 
 
 class Tokenizer:
@@ -81,9 +118,7 @@ def _stopwords(stopwords) -> frozenset[str]:
         if stopwords.lower() not in ("en", "english"):
             raise InputError(f"built-in stopwords exist for 'en' only, got {stopwords!r}; pass a list of words",
                              field="stopwords")
-        from bm25s.stopwords import STOPWORDS_EN
-
-        return frozenset(STOPWORDS_EN)
+        return frozenset(load_bm25s().stopwords.STOPWORDS_EN)
     return frozenset(w.lower() for w in stopwords)
 
 
@@ -111,7 +146,7 @@ class BM25Retriever(Retriever):
         self._tie_order = np.zeros(0, dtype=np.int64)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        bm25s = import_extra("bm25s", "BM25 retrieval")
+        bm25s = load_bm25s()
         chunks = check_chunks(chunks)
         vocab: dict[str, int] = {}
         corpus_ids: list[list[int]] = []

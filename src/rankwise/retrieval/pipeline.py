@@ -300,7 +300,9 @@ def _check_libraries(specs: list) -> None:
     one is one line naming the extra to install (``pip install 'rankwise[retrieval]'``), not a traceback."""
     kinds = {s.kind for _, s in specs if isinstance(s, RetrieverSpec)}
     if kinds & {"bm25", "hybrid"}:
-        import_extra("bm25s", "BM25 retrieval")
+        from rankwise.retrieval.bm25 import load_bm25s
+
+        load_bm25s()
     if kinds & {"dense", "hybrid"}:
         import_extra("faiss", "dense retrieval", package="faiss-cpu")
 
