@@ -278,6 +278,12 @@ def _label_agreement(pairs: list, topics: list[str], human_level: int, judge_lev
     kappa, gkappa = kappa_of_confusion(conf), kappa_of_confusion(gconf, "quadratic")
     if kappa is None:
         notes.append("binarised kappa: undefined, both label sets give one class only on the compared pairs")
+    else:
+        for who, marg in (("human", conf.sum(axis=1)), ("judge", conf.sum(axis=0))):
+            if (marg == 0).any():
+                what = "relevant" if marg[0] == 0 else "not relevant"
+                notes.append(f"binarised kappa: the {who} labels call every compared pair {what}, so kappa is 0 "
+                             "whatever the other side says")
     if gkappa is None:
         notes.append("graded kappa: undefined, both label sets give one grade only on the compared pairs")
     boot_b, boot_g = binary[idx].sum(axis=1), graded[idx].sum(axis=1)  # (B, k, k)

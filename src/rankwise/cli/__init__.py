@@ -9,6 +9,7 @@ from rankwise.cli import compare as _compare  # noqa: F401  (registers its comma
 from rankwise.cli import eval as _eval  # noqa: F401  (registers its commands)
 from rankwise.cli import explain as _explain  # noqa: F401  (registers its commands)
 from rankwise.cli import judge as _judge  # noqa: F401  (registers its commands)
+from rankwise.cli import judge_check as _judge_check  # noqa: F401  (registers its commands)
 from rankwise.cli import plan as _plan  # noqa: F401  (registers its commands)
 from rankwise.cli import ppi as _ppi  # noqa: F401  (registers its commands)
 from rankwise.cli import rag as _rag  # noqa: F401  (registers its commands)
