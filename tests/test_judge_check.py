@@ -253,7 +253,7 @@ def test_cli_table(files):
     (["--reranked-by", "C"], "expected RUN=MODEL"),
     (["--reranked-by", "Q=m"], "names no run 'Q'"),
     (["--resamples", "0"], "must be >= 1"),
-    ([], "give the judge's labels (--labels) or a judge model (--model)"),
+    ([], "no judge model"),
 ])
 def test_cli_bad_options_exit_2_in_one_line(files, extra, message):
     human, judge, runs = files
@@ -268,7 +268,7 @@ def test_cli_bad_label_file_names_file_and_line(files, tmp_path):
     bad = tmp_path / "bad.qrels"
     bad.write_text("t00 0 r 1\nt01 0 r high\n")
     r = _cli("judge-check", human, *runs, "--labels", bad)
-    assert r.exit_code == 2 and "bad.qrels" in r.output and "line 2" in r.output, r.output
+    assert r.exit_code == 2 and "bad.qrels:2" in r.output and "relevance" in r.output, r.output
 
 
 def test_cli_loopback_judge_end_to_end(server, shared_data, tmp_path):
@@ -296,23 +296,23 @@ def test_cli_loopback_judge_end_to_end(server, shared_data, tmp_path):
     assert [w.split()[0] for w in out["warnings"]] == ["strong"]
     lines = (tmp_path / "j.qrels").read_text().splitlines()
     assert len(lines) == j["pairs"] and {int(x.split()[3]) for x in lines} <= {0, 1, 2, 3}
-    again = _cli(*args[:-6], "--format", "json", "--quiet")  # no --judge-qrels: the file is there already
+    again = _cli(*args[:-7], "--format", "json", "--quiet")  # no --judge-qrels: the file is there already
     assert again.exit_code == 0, again.output
     rerun = json.loads(again.output)
     assert rerun["judge"]["cached"] == j["pairs"] and rerun["judge"]["requests"] == 0
     assert rerun["labels"] == out["labels"] and rerun["warnings"] == []
 
 
-def test_cli_dry_run_prices_the_sample(server, shared_data, tmp_path):
+def test_cli_dry_run_prices_the_sample(srv, shared_data, tmp_path):
     cran = shared_data / "cranfield"
     run = tmp_path / "r.trec"
     from _synthetic_runs import qrels_dict, system_run, write_trec
 
     write_trec(system_run(qrels_dict(cran / "qrels" / "test.tsv"), strength=1.0, seed=1), run, "r")
     r = _cli("judge-check", cran / "qrels" / "test.tsv", run, "--beir", cran, "--topics", 3, "--per-grade", 1,
-             "--model", "m", "--base-url", server.base_url, "--cache", tmp_path / "c.sqlite", "--dry-run",
+             "--model", "m", "--base-url", srv.base_url, "--cache", tmp_path / "c.sqlite", "--dry-run",
              "--price-in", 1, "--price-out", 1)
     assert r.exit_code == 0, r.output
     m = re.search(r"dry run: (\d+) pairs sampled from 3 topics .*\n  judge: (\d+) calls \(0 cached\)", r.output)
     assert m and m.group(1) == m.group(2), r.output
-    assert server.stats()["requests"] == 0 if "requests" in server.stats() else True
+    assert srv.stats()["requests"] == 0  # a dry run calls nothing

@@ -339,3 +339,42 @@ def test_chunks_of_one_question_reuse_the_servers_prompt_prefix(local_llm):
     whole = hits[-1][0] + hits[-1][1]  # the second prompt's length in tokens: reused + evaluated
     assert whole > 250
     assert evaluated[1] == hits[-1][1] <= 40, (hits, evaluated)  # the chunk, its closing tags, the turn's end
+
+
+# ------------------------------------------------------------------- rankwise judge-check (same server)
+def test_judge_check_with_the_real_model_end_to_end(local, shared_data, tmp_path):
+    """`rankwise judge-check` judging a Cranfield sample with the real model: its numbers will be poor (a 270M
+    model); what is checked is the kit's arithmetic on what the model said — the kappa from the printed confusion
+    matrix, tau from the printed per-system means (scipy), and every sampled pair labelled (the replies are
+    grammar-constrained JSON: a pair left unlabelled is rankwise's fault)."""
+    from scipy import stats
+
+    from _synthetic_runs import qrels_dict, system_run, write_trec
+
+    cran = shared_data / "cranfield"
+    qrels = qrels_dict(cran / "qrels" / "test.tsv")
+    runs = []
+    for name, strength in (("weak", 0.3), ("mid", 1.0), ("strong", 3.0)):
+        runs.append(tmp_path / f"{name}.trec")
+        write_trec(system_run(qrels, strength=strength, seed=len(runs)), runs[-1], name)
+    r = _cli("judge-check", cran / "qrels" / "test.tsv", *runs, "--beir", cran, "--topics", 3, "--per-grade", 1,
+             "--model", local.model, "--base-url", local.base_url, "--api-key", "unused", "--cache",
+             tmp_path / "c.sqlite", "--timeout", 120, "--concurrency", 1, "--resamples", 200, "--format", "json",
+             "--quiet")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["judge"]["ok"] == out["judge"]["pairs"] == out["labels"]["n"] > 0
+    (a, b), (c, d) = out["labels"]["confusion"]  # rows: human 0/1, columns: judge 0/1
+    n = a + b + c + d
+    po, pe = (a + d) / n, ((a + b) * (a + c) + (c + d) * (b + d)) / n ** 2
+    if pe < 1:
+        assert out["labels"]["kappa"] == pytest.approx((po - pe) / (1 - pe))
+    else:  # one class on both sides: kappa undefined, and said so
+        assert out["labels"]["kappa"] is None
+    s = out["systems"]
+    names = sorted(s["human_means"])
+    tau = stats.kendalltau([s["human_means"][k] for k in names], [s["judge_means"][k] for k in names]).statistic
+    if tau == tau:  # scipy gives NaN where ours is None (a constant order)
+        assert s["tau"] == pytest.approx(tau)
+    else:
+        assert s["tau"] is None

@@ -376,13 +376,13 @@ def circularity_warnings(judge_model: str | None, runs: Mapping[str, str | None]
         >>> print(*w)
         bm25+llm was reranked by qwen2.5:7b, the judge's model: the judge grades an order it chose itself, so its agreement on this run is circular
     """
+    given = dict(reranked_by or {})
+    unknown = sorted(set(given) - set(runs))
+    if unknown:  # a misspelt run name is said whatever the judge (labels from a file included)
+        raise InputError(f"--reranked-by names no run {unknown[0]!r} (runs: {', '.join(runs)})", field="reranked_by")
     if not judge_model:
         return []
     out = []
-    given = dict(reranked_by or {})
-    unknown = sorted(set(given) - set(runs))
-    if unknown:
-        raise InputError(f"--reranked-by names no run {unknown[0]!r} (runs: {', '.join(runs)})", field="reranked_by")
     low = judge_model.lower()
     for name, tag in runs.items():
         said = given.get(name)
