@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from generator_server import synthetic_cases, write_cases
 from rankwise.cli import main
 
-LLM_COMMANDS = {"judge", "answer", "utility", "position-curve", "synth", "pool"}
+LLM_COMMANDS = {"judge", "judge-check", "answer", "utility", "position-curve", "synth", "pool"}
 GENERATOR_COMMANDS = {"answer", "utility", "position-curve"}  # --model required: the generator is not the judge
 
 # parameter name -> (flags, type name, value when not given, is_flag): the one declaration every command must show
@@ -47,6 +47,7 @@ EXTRA = {
     "position-curve": set(SHARED) - EVERYWHERE,
     "synth": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
     "pool": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
+    "judge-check": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
 }
 PER_COMMAND_HELP = {"model", "prompt_file", "dry_run"}  # worded per command (whose model, which prompt, what is printed)
 
@@ -110,11 +111,20 @@ def inputs(tmp_path, monkeypatch):
             got = [{"text": text[s:s + 60], "doc_id": "a", "start": s, "end": s + 60} for s in (0, 120, 240, 360)]
             run_fh.write(json.dumps({"id": f"q{i}", "question": f"What does the kestrel do {i}?",
                                      "retrieved_contexts": got}) + "\n")
+    jc = {name: tmp_path / name for name in ("jc.qrels", "jc-a.trec", "jc-b.trec", "jc-corpus.jsonl", "jc-q.jsonl")}
+    jc["jc.qrels"].write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 1\n")
+    jc["jc-a.trec"].write_text("q1 Q0 d1 1 3 a\nq1 Q0 d2 2 2 a\nq1 Q0 d3 3 1 a\n")
+    jc["jc-b.trec"].write_text("q1 Q0 d2 1 3 b\nq1 Q0 d3 2 2 b\nq1 Q0 d1 3 1 b\n")
+    jc["jc-corpus.jsonl"].write_text("".join(json.dumps({"id": d, "text": f"kestrel text {d}"}) + "\n"
+                                             for d in ("d1", "d2", "d3")))
+    jc["jc-q.jsonl"].write_text('{"id": "q1", "text": "kestrel"}\n')
     cache = tmp_path / "c.sqlite"
     (tmp_path / "cfg.toml").write_text(f'[llm]\nmodel = "m"\nbase_url = "{URL_CONFIG}"\nprice_in = 1.5\n'
                                        f'price_out = 4.0\ncache = "c.sqlite"\n', encoding="utf-8")
     return {
         "judge": ["judge", str(ts)],
+        "judge-check": ["judge-check", *(str(jc[n]) for n in ("jc.qrels", "jc-a.trec", "jc-b.trec")), "--corpus",
+                        str(jc["jc-corpus.jsonl"]), "--queries", str(jc["jc-q.jsonl"])],
         "answer": ["answer", str(ts)],
         "utility": ["utility", str(ts)],
         "position-curve": ["position-curve", str(ts), "-k", "3"],

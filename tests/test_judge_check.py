@@ -313,6 +313,6 @@ def test_cli_dry_run_prices_the_sample(srv, shared_data, tmp_path):
              "--model", "m", "--base-url", srv.base_url, "--cache", tmp_path / "c.sqlite", "--dry-run",
              "--price-in", 1, "--price-out", 1)
     assert r.exit_code == 0, r.output
-    m = re.search(r"dry run: (\d+) pairs sampled from 3 topics .*\n  judge: (\d+) calls \(0 cached\)", r.output)
-    assert m and m.group(1) == m.group(2), r.output
+    m = re.search(r"dry run: (\d+) pairs sampled from 3 topics .*\n  judge: (\d+) calls to m at (\S+) \(0 cached\)", r.output)
+    assert m and m.group(1) == m.group(2) and m.group(3) == srv.base_url, r.output
     assert srv.stats()["requests"] == 0  # a dry run calls nothing

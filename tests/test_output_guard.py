@@ -23,7 +23,8 @@ from rankwise.cli import main
 pytest_plugins = ["pytester"]
 
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens: a command that got past its checks would fail here
-OUTPUT_FLAGS = {"--out", "-o", "--records", "--plot", "--html", "--report", "--rag-out", "--into", "--cache"}
+OUTPUT_FLAGS = {"--out", "-o", "--records", "--plot", "--html", "--report", "--rag-out", "--into", "--cache",
+                "--judge-qrels"}
 # options with an output-like name that only read (or that edit their one file in place)
 NOT_OUTPUTS = {("probe", "--records"): "reads per-case records",
                ("cache stats", "--cache"): "reads the cache",
@@ -94,6 +95,10 @@ def inputs(tmp_path, monkeypatch):
     f["qrels"] = tmp_path / "qrels.txt"
     f["qrels"].write_text("q1 0 d1 1\nq1 0 d2 0\n")
     f["a"], f["b"] = tmp_path / "a.trec", tmp_path / "b.trec"
+    f["jqrels"], f["ja"], f["jb"] = tmp_path / "j.qrels", tmp_path / "ja.trec", tmp_path / "jb.trec"
+    f["jqrels"].write_text("q1 0 doc1 1\nq1 0 doc2 0\n")  # judge-check: the corpus' documents
+    f["ja"].write_text("q1 Q0 doc1 1 2 a\nq1 Q0 doc2 2 1 a\n")
+    f["jb"].write_text("q1 Q0 doc2 1 2 b\nq1 Q0 doc1 2 1 b\n")
     f["a"].write_text("q1 Q0 d1 1 2 a\nq1 Q0 d2 2 1 a\n")
     f["b"].write_text("q1 Q0 d2 1 2 b\nq1 Q0 d1 2 1 b\n")
     for name in ("records", "records2"):
@@ -128,6 +133,8 @@ def _args(command: str, flag: str, target, f: dict, tmp_path: Path) -> list:
         "compare": ["compare", f["qrels"], f["a"], f["b"], "-m", "map", flag, target],
         "compare-rag": ["compare-rag", f["records"], f["records2"], "-m", "precision@1", flag, target],
         "judge": ["judge", f["testset"], *_llm(cache), "--records", records],
+        "judge-check": ["judge-check", f["jqrels"], f["ja"], f["jb"], "--corpus", f["corpus"], "--queries", f["queries"],
+                        *_llm(cache), "--judge-qrels", target if flag == "--judge-qrels" else tmp_path / "judge.qrels"],
         "cache merge": ["cache", "merge", f["source_cache"], "--into", target],
         "calibrate": ["calibrate", f["records"], "--relevance", "containment", "--score-answers", "f1",
                       "--min-cases", "4", "--test-share", "0.5", flag, target],
@@ -171,6 +178,7 @@ def _input_files(f: dict) -> set[Path]:
 def _an_input(command: str, flag: str, f: dict) -> Path:
     """One input of the call (for --plot: the first; for run: a document inside the corpus folder)."""
     return {"eval-rag": f["testset"], "compare": f["a"], "compare-rag": f["records2"], "judge": f["testset"],
+            "judge-check": f["jqrels"],
             "cache merge": f["source_cache"], "calibrate": f["records"], "run": f["corpus_dir"] / "doc1.txt",
             "run-adapter": f["testset"], "answer": f["testset"], "utility": f["testset"],
             "position-curve": f["testset"], "synth": f["corpus"], "pool": f["rag_run"],
@@ -186,6 +194,7 @@ def test_every_output_option_is_covered():
 
 OPTIONS = sorted({("eval-rag", "--records"), ("compare", "--html"), ("compare", "--plot"),
                   ("compare-rag", "--html"), ("compare-rag", "--plot"), ("judge", "--records"), ("judge", "--cache"),
+                  ("judge-check", "--judge-qrels"), ("judge-check", "--cache"),
                   ("cache merge", "--into"), ("calibrate", "--plot"), ("run", "--out"), ("run", "--rag-out"),
                   ("run-adapter", "--out"), ("answer", "--records"), ("answer", "--cache"),
                   ("position-curve", "--out"), ("position-curve", "--plot"), ("position-curve", "--cache"),

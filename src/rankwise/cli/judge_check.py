@@ -106,7 +106,7 @@ def judge_check_command(qrels, runs, judge_labels, beir_dir, corpus_path, querie
                    err=True)
         sys.exit(_interrupt_code())
     if dry_run:
-        for line in judge_check_plan_lines(out):
+        for line in judge_check_plan_lines(out, cfg.endpoint.url):
             click.echo(line)
         return
     if fmt == "json":

@@ -91,12 +91,12 @@ def judge_check_lines(check: Any) -> list[str]:
     return lines
 
 
-def judge_check_plan_lines(plan: Any) -> list[str]:
-    """``--dry-run``: the sample and what judging it would take."""
+def judge_check_plan_lines(plan: Any, url: str) -> list[str]:
+    """``--dry-run``: the sample and what judging it would take, from which model at which endpoint."""
     p = plan.plan
     grades = ", ".join(f"grade {g}: {n}" for g, n in plan.by_grade.items())
     cost = f", ${p.cost:.4f}" if p.cost is not None else ""
     lines = [f"dry run: {count(plan.pairs, 'pair')} sampled from {count(plan.topics, 'topic')} ({grades})",
-             f"  judge: {p.calls} calls ({p.cached} cached), ~{p.prompt_tokens:,} prompt + ~{p.completion_tokens:,} "
+             f"  judge: {p.calls} calls to {p.model} at {url} ({p.cached} cached), ~{p.prompt_tokens:,} prompt + ~{p.completion_tokens:,} "
              f"completion tokens{cost}"]
     return lines + [f"warning: {w}" for w in plan.warnings]
