@@ -546,6 +546,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/adapters.md": [setup_adapters],
     "docs/integrations.md": [setup_compare],
     "docs/judge-check.md": [setup_compare],
+    "docs/plan-testset.md": [setup_compare],
     "docs/traces.md": [setup_traces],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval",

@@ -41,9 +41,9 @@ def test_regression_fails_with_summary_outputs_and_report(github_env, capsys):
     assert code == 1
     text = summary.read_text()
     assert text.startswith("earlier step\n## ❌ rankwise gate failed: ndcg@10, precision@1\n")
-    assert re.search(r"\| ndcg@10 \| 1\.0000 \| 0\.7723 \| -0\.2277 ▼ \| \[-0\.\d{4}, -0\.\d{4}\] \| 0\.0005 \| - \| "
+    assert re.search(r"\| ndcg@10 \| 1\.0000 \| 0\.7723 \| -0\.2277 ▼ \| \[-0\.\d{4}, -0\.\d{4}\] \| 0\.0005 \| 0\.1518 \| - \| "
                      r"❌ drop > 0\.01, p < 0\.05 \|", text), text
-    assert "| recall@10 | 1.0000 | 1.0000 | 0.0000 | [0.0000, 0.0000] | 1.0000 | 0.5 | ✅ pass |" in text
+    assert "| recall@10 | 1.0000 | 1.0000 | 0.0000 | [0.0000, 0.0000] | 1.0000 | - | 0.5 | ✅ pass |" in text
     assert "### ndcg@10: the queries that lost most" in text and "| q00 | 1.0000 | 0.4307 | -0.5693 |" in text
     assert "30 paired queries" in text
     assert _outputs(output) == {"earlier": "1", "passed": "false", "exit-code": "1", "failed": "ndcg@10,precision@1",

@@ -130,3 +130,60 @@ def test_a_pilot_with_unshared_questions_says_how_many_pairs_it_used(tmp_path):
         assert paired_pilot(a, b, "map").tolist() == [0.25, 0.0]
     with pytest.raises(InputError, match="share no question id"):
         paired_pilot(a, {"per_query": {"x": {"map": 1.0}}}, "map")
+
+
+# ------------------------------------------------------------------ the gate's MDE beside each verdict
+
+
+def test_the_gates_mde_is_plan_testsets_for_the_same_pair(tmp_path):
+    """The same number everywhere: the MDE the gate prints for a metric is the one `rankwise plan-testset` gives
+    the same two runs as the MDE of the set you have (same test, alpha, power, simulation)."""
+    from rankwise.analysis.gate import gate
+
+    f = _runs(tmp_path)
+    result = gate(str(f / "a.trec"), str(f / "b.trec"), ["P@1"], qrels=str(f / "qrels.txt"), max_drop=0.5)
+    check = result.checks[0]
+    r = CliRunner().invoke(main, ["plan-testset", "--baseline", str(f / "a.trec"), "--candidate", str(f / "b.trec"),
+                                  "--qrels", str(f / "qrels.txt"), "-m", "P@1", "--effect", "0.1", "--quiet",
+                                  "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert check.mde is not None and check.mde == json.loads(r.stdout)["mde"]
+    assert check.to_dict()["mde"] == check.mde and "80% power at alpha 0.05" in check.mde_note
+    table = CliRunner().invoke(main, ["gate", "--baseline", str(f / "a.trec"), "--candidate", str(f / "b.trec"),
+                                      "--qrels", str(f / "qrels.txt"),
+                                      "-m", "P@1", "--max-drop", "0.5"])
+    assert f"MDE {check.mde:.4f}" in table.output and "MDE: the smallest mean difference 40 questions" in table.output
+
+
+@pytest.mark.parametrize("sd, n", [(0.1, 60), (0.25, 200)])
+def test_planted_normal_differences_give_the_formulas_mde(sd, n):
+    """Per-query differences drawn normal with a known sd: the gate's (t test) MDE is the textbook
+    (z[1-α/2] + z[0.8]) σ / √n within 8% (the sample's own sd, the t distribution and the simulation)."""
+    from rankwise.analysis.gate import gate
+
+    rng = np.random.default_rng(7)
+    base = {f"q{i}": {"d": 0.5} for i in range(n)}
+    diffs = rng.normal(0.0, sd, n)
+    cand = {q: {"d": 0.5 + float(x)} for q, x in zip(base, diffs, strict=True)}
+    # saved per-query values of a made-up metric: the gate pairs them as it pairs any metric's
+    saved = lambda values: {"per_query": {q: {"precision@1": v["d"]} for q, v in values.items()},  # noqa: E731
+                            "mean": {"precision@1": float(np.mean([v["d"] for v in values.values()]))},
+                            "summary": {}}
+    check = gate(saved(base), saved(cand), ["P@1"], test="t", max_drop=1.0).checks[0]
+    expected = (1.959964 + 0.841621) * float(np.std(diffs, ddof=1)) / math.sqrt(n)
+    assert check.mde == pytest.approx(expected, rel=0.08)
+
+
+def test_an_undefined_mde_gives_no_number_and_says_why(tmp_path):
+    from rankwise.analysis.gate import gate
+    from rankwise.report.gate_report import gate_markdown
+
+    qrels = {f"q{i}": {"a": 1} for i in range(6)}
+    same = gate({q: ["a"] for q in qrels}, {q: ["a"] for q in qrels}, ["P@1"], qrels=qrels).checks[0]
+    assert same.mde is None and "no variance" in same.mde_note
+    saved = {"mean": {"precision@1": 0.5}, "summary": {}}
+    means_only = gate(saved, {"mean": {"precision@1": 0.4}, "summary": {}}, ["P@1"], max_drop=0.5).checks[0]
+    assert means_only.mde is None and means_only.mde_note == "no per-query values to simulate from"
+    md = gate_markdown(gate({q: ["a"] for q in qrels}, {q: ["a"] for q in qrels}, ["P@1"], qrels=qrels))
+    assert "| 1.0000 | - | - | ✅ pass |" in md and "No MDE for precision@1: every question" in md
+    assert "nan" not in md.lower()

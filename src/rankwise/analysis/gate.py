@@ -55,6 +55,10 @@ class MetricCheck:
             and a drop over budget fails on its own.
         ci_low, ci_high: 95% percentile bootstrap interval of the mean paired difference (queries resampled,
             the same routine and seed as ``compare``'s); None when untested.
+        mde: the minimum detectable effect of these ``n`` queries: the smallest mean difference the gate's
+            test finds at ``alpha`` with 80% power, simulated from the observed per-query differences
+            (:func:`rankwise.analysis.plan.detectable_effect`, as ``rankwise plan-testset``); None when
+            undefined, and ``mde_note`` says why (else how it was found).
     """
 
     metric: str
@@ -72,12 +76,15 @@ class MetricCheck:
     untested: str | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    mde: float | None = None
+    mde_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"floor": self.floor, "below_floor": self.below_floor, "metric": self.metric, "baseline_mean": self.baseline_mean, "candidate_mean": self.candidate_mean,
                 "delta": self.delta, "p_value": None if math.isnan(self.p_value) else self.p_value,
                 "over_budget": self.over_budget, "significant": self.significant, "failed": self.failed,
                 "n": self.n, "untested": self.untested, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "mde": self.mde, "mde_note": self.mde_note,
                 "worst": [{"query_id": q, "baseline": b, "candidate": c, "delta": d} for q, b, c, d in self.worst]}
 
 
@@ -312,7 +319,7 @@ def gate(
         raw = _mean_checks(base, cand, names, excluded, summary)
     else:
         raw = _paired_checks(base, cand, names, excluded, summary, test=test, permutations=permutations,
-                             seed=seed, worst=worst)
+                             seed=seed, worst=worst, alpha=alpha)
     checks = _verdicts(raw, correct_pvalues([r[3] for r in raw], correction), max_drop, alpha, floor_of,
                        summary.get("untested"))
     settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
@@ -340,7 +347,7 @@ def _verdicts(raw: list[tuple], adjusted: list[float], max_drop: float, alpha: f
     """One :class:`MetricCheck` per metric: over ``max_drop`` and significant (or untested), or below its
     floor, fails."""
     checks = []
-    for (name, base_mean, cand_mean, _, worst_rows, n, ci), p in zip(raw, adjusted, strict=True):
+    for (name, base_mean, cand_mean, _, worst_rows, n, ci, mde), p in zip(raw, adjusted, strict=True):
         delta = cand_mean - base_mean
         over = -delta > max_drop + 1e-12
         significant = not math.isnan(p) and p < alpha
@@ -348,7 +355,7 @@ def _verdicts(raw: list[tuple], adjusted: list[float], max_drop: float, alpha: f
         below = floor is not None and cand_mean < floor
         failed = (over and (significant or untested is not None)) or below
         checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant, failed, worst_rows, n,
-                                  floor, below, untested, *ci))
+                                  floor, below, untested, *ci, *mde))
     return checks
 
 
@@ -509,9 +516,10 @@ def _examples(ids: Sequence[str], most: int = 5) -> str:
 
 
 def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str], summary: dict[str, Any], *,
-                   test: str, permutations: int, seed: int | None, worst: int) -> list[tuple]:
-    """Per metric: (name, baseline mean, candidate mean, p, worst queries, n, (CI low, CI high)) over the
-    paired queries."""
+                   test: str, permutations: int, seed: int | None, worst: int, alpha: float) -> list[tuple]:
+    """Per metric: (name, baseline mean, candidate mean, p, worst queries, n, (CI low, CI high), (MDE, how))
+    over the paired queries."""
+    from rankwise.analysis.plan import detectable_effect
     from rankwise.analysis.significance import bootstrap_ci
     from rankwise.metrics.evaluate import aggregate
 
@@ -534,7 +542,8 @@ def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str
         ids = [q for q, keep in zip(shared, ok.tolist(), strict=True) if keep]
         worst_rows = [(ids[i], float(bj[i]), float(cj[i]), float(d[i])) for i in order.tolist() if d[i] < 0]
         ci = bootstrap_ci(d, seed=seed) if len(d) else (None, None)
-        raw.append((name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum()), ci))
+        mde = detectable_effect(d, alpha=alpha, test=test)
+        raw.append((name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum()), ci, mde))
     return raw
 
 
@@ -562,7 +571,9 @@ def _mean_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str],
         cols = side.values[rows]
         means[side.role] = {n: aggregate(cols[~np.isnan(cols[:, j]), j], n) for j, n in enumerate(names)}
         summary[f"{side.role}_queries_compared"] = len(rows)
-    return [(n, means["baseline"][n], means["candidate"][n], float("nan"), [], 0, (None, None)) for n in names]
+    no_mde = (None, "no per-query values to simulate from")
+    return [(n, means["baseline"][n], means["candidate"][n], float("nan"), [], 0, (None, None), no_mde)
+            for n in names]
 
 
 def parse_floors(items: Iterable[str]) -> dict[str, float]:

@@ -22,7 +22,10 @@ import numpy as np
 from rankwise.errors import InputError, warn
 
 __all__ = ["SamplePlan", "simulated_power", "plan_sample_size", "minimum_detectable_effect", "formula_n",
-           "PLAN_TESTS", "paired_pilot"]
+           "PLAN_TESTS", "paired_pilot", "detectable_effect", "MDE_POWER"]
+
+#: the power at which the gate reports each metric's minimum detectable effect
+MDE_POWER = 0.8
 
 #: the paired tests the simulation runs (as analysis/significance.py computes them)
 PLAN_TESTS = ("randomization", "t")
@@ -126,7 +129,7 @@ def _pilot(diffs: Any, sd: float | None) -> tuple[np.ndarray | None, float | Non
         if len(d) < 2 or not np.isfinite(d).all():
             return d, None, "the pilot needs at least 2 questions with finite values on both systems"
         s = float(d.std(ddof=1))
-        if s == 0:
+        if s == 0 or float(np.ptp(d)) == 0:
             return d, None, ("every pilot question has the same difference: no variance to simulate from, so no "
                              "sample size can be planned (any real difference shows at once, or none can)")
         return d, s, None
@@ -209,6 +212,36 @@ def minimum_detectable_effect(n: int, *, diffs: Any = None, sd: float | None = N
         if hi - lo <= 1e-4 * s:
             break
     return hi
+
+
+def detectable_effect(diffs: Any, *, alpha: float = 0.05, power: float = MDE_POWER, test: str = "randomization",
+                      seed: int = 0) -> tuple[float | None, str]:
+    """The minimum detectable effect of the questions behind ``diffs`` (their paired differences are the pilot),
+    and a sentence saying how it was found or why there is none: what the gate prints beside a verdict, the
+    same number ``rankwise plan-testset`` gives the same pilot as the MDE of the set you have.
+
+    ``test`` is simulated when it is one of :data:`PLAN_TESTS`; a Wilcoxon gate's MDE is the t-test's, said so.
+
+    Example:
+        >>> mde, how = detectable_effect([0.1, -0.2, 0.3, 0.0, 0.2, -0.1, 0.25, 0.05] * 4, test="t")
+        >>> round(mde, 3), how.split(",")[0]
+        (0.084, 'the smallest mean difference 32 questions detect with 80% power at alpha 0.05')
+        >>> detectable_effect([0.2, 0.2, 0.2])
+        (None, 'every question has the same difference: no variance to simulate from')
+    """
+    pilot = np.asarray(diffs, dtype=float)
+    if len(pilot) < 2 or not np.isfinite(pilot).all():
+        return None, "fewer than 2 paired questions with finite values"
+    if float(np.ptp(pilot)) == 0:
+        return None, "every question has the same difference: no variance to simulate from"
+    used = test if test in PLAN_TESTS else "t"
+    mde = minimum_detectable_effect(len(pilot), diffs=pilot, alpha=alpha, power=power, test=used, seed=seed)
+    if mde is None:
+        return None, f"no difference reaches {power:.0%} power with {len(pilot)} questions under the {used} test"
+    how = (f"the smallest mean difference {len(pilot)} questions detect with {power:.0%} power at alpha {alpha:g}, "
+           f"by simulating the {used} test from the observed per-question differences"
+           + ("" if used == test else f" (the {test} test is not simulated: the t test's MDE)"))
+    return mde, how
 
 
 def paired_pilot(baseline: Any, candidate: Any, metric: str, *, qrels: Any = None,

@@ -197,11 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     except RankwiseError as exc:
         print("rankwise: error: " + " ".join(in_user_words(exc, FLAGS).splitlines()), file=sys.stderr)
         return 2
-    from rankwise.report.gate_report import how_tested
+    from rankwise.report.gate_report import how_tested, mde_sentence
 
     for c in result.checks:
-        print(("FAIL " if c.failed else "pass ") + f"{c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}")
+        mde = "" if c.mde is None else f" (MDE {c.mde:.4f})"
+        print(("FAIL " if c.failed else "pass ") + f"{c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}{mde}")
     print(how_tested(result))
+    if mde_sentence(result):
+        print(mde_sentence(result))
     print("GATE FAILED: " + ", ".join(c.metric for c in result.failed) if result.failed else "GATE PASSED")
     return result.exit_code
 

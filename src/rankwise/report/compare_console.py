@@ -150,7 +150,12 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
             verdict = "[green]pass[/green]"
             why = (f"change {signed(c.delta)} within budget {result.max_drop}" if c.delta < 0
                    else f"change {signed(c.delta)}") + f" ({p})"
-        console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}")
+        mde = "" if c.mde is None else f"; MDE {c.mde:.4f}"
+        console.print(f"{verdict} {c.metric}: {c.baseline_mean:.4f} -> {c.candidate_mean:.4f}; {why}{mde}")
+    from rankwise.report.gate_report import mde_sentence
+
+    if mde_sentence(result):
+        console.print(escape(mde_sentence(result)), highlight=False)
     for c in result.checks:
         if not c.worst:
             continue

@@ -16,7 +16,7 @@ from html import escape
 from rankwise.analysis.gate import GateResult, MetricCheck
 from rankwise.report.labels import fmt_p, signed
 
-__all__ = ["gate_markdown", "gate_html", "how_tested"]
+__all__ = ["gate_markdown", "gate_html", "how_tested", "mde_sentence"]
 
 
 def _cell(text: str) -> str:
@@ -51,11 +51,30 @@ def _ci(c: MetricCheck) -> str:
 def _rows(result: GateResult) -> list[tuple[str, ...]]:
     return [(c.metric, f"{c.baseline_mean:.4f}", f"{c.candidate_mean:.4f}", signed(c.delta) + _mark(c, result.alpha),
              _ci(c), "-" if c.untested or math.isnan(c.p_value) else fmt_p(c.p_value),
-             "-" if c.floor is None else f"{c.floor:g}", _verdict(c, result.max_drop, result.alpha))
+             "-" if c.mde is None else f"{c.mde:.4f}", "-" if c.floor is None else f"{c.floor:g}",
+             _verdict(c, result.max_drop, result.alpha))
             for c in result.checks]
 
 
-_HEAD = ("metric", "baseline", "candidate", "difference", "95% CI", "p", "floor", "verdict")
+_HEAD = ("metric", "baseline", "candidate", "difference", "95% CI", "p", "MDE", "floor", "verdict")
+
+
+def mde_sentence(result: GateResult) -> str | None:
+    """What the MDE column means (how it was found), or why a metric has none; None when no metric has one
+    nor a reason.
+
+    Example:
+        >>> from rankwise.analysis.gate import gate
+        >>> r = gate({"q": ["a"], "r": ["a"]}, {"q": ["a"], "r": ["a"]}, "P@1", qrels={"q": {"a": 1}, "r": {"a": 1}})
+        >>> mde_sentence(r)
+        'No MDE for precision@1: every question has the same difference: no variance to simulate from.'
+    """
+    found = [c for c in result.checks if c.mde is not None]
+    parts = []
+    if found:
+        parts.append(f"MDE: {found[0].mde_note}.")
+    parts += [f"No MDE for {c.metric}: {c.mde_note}." for c in result.checks if c.mde is None and c.mde_note]
+    return " ".join(parts) or None
 
 
 def how_tested(result: GateResult) -> str:
@@ -82,9 +101,11 @@ def gate_markdown(result: GateResult, *, title: str = "rankwise gate") -> str:
     """A GitHub-flavoured summary: verdict heading, table with significance marks, the worst queries."""
     head = (f"## ✅ {title} passed" if result.passed
             else f"## ❌ {title} failed: {', '.join(c.metric for c in result.failed)}")
-    lines = [head, "", "| " + " | ".join(_HEAD) + " |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [head, "", "| " + " | ".join(_HEAD) + " |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     lines += ["| " + " | ".join(_cell(x) for x in row) + " |" for row in _rows(result)]
     lines += ["", how_tested(result)]
+    if mde_sentence(result):
+        lines += ["", _cell(mde_sentence(result))]
     lines += [f"> {n}" for n in result.summary.get("notes", [])]
     for c in result.checks:
         if not c.worst:
@@ -120,5 +141,6 @@ def gate_html(result: GateResult, *, title: str = "rankwise gate") -> str:
             f"<title>{escape(title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
             "td:first-child,th:first-child{text-align:left}</style></head><body>"
-            f"<h1>{escape(title)} {escape(verdict)}</h1>{table}<p>{escape(how_tested(result))}</p>{notes}{worst}"
+            f"<h1>{escape(title)} {escape(verdict)}</h1>{table}<p>{escape(how_tested(result))}</p>"
+            f"{'<p>' + escape(mde_sentence(result) or '') + '</p>' if mde_sentence(result) else ''}{notes}{worst}"
             "</body></html>\n")
