@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from _synthetic_runs import jitter, qrels_dict, regress, system_run, write_trec
-from rankwise.analysis.gate import gate, per_query_values
+from rankwise.analysis.gate import gate
+from rankwise.analysis.sides import per_query_values
 from rankwise.cli import main
 from rankwise.errors import InputError
 from rankwise.metrics.evaluate import evaluate

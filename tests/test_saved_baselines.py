@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from _inprocess import run_cli
-from rankwise.analysis.gate import read_saved_result
+from rankwise.analysis.sides import read_saved_result
 from rankwise.errors import InputError
 from test_integrations_pytest import LOAD, _write_inputs
 

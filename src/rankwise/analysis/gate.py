@@ -24,16 +24,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rankwise.analysis.sides import Side, read_side
 from rankwise.analysis.significance import CORRECTIONS, correct_pvalues, paired_test
-from rankwise.analysis.system_warnings import case_notes, collect_warnings, name_warnings
+from rankwise.analysis.system_warnings import collect_warnings, name_warnings
 from rankwise.errors import InputError, warn
 
-__all__ = ["gate", "GateResult", "MetricCheck", "per_query_values", "parse_floors", "read_saved_result", "is_rag_input"]
+__all__ = ["gate", "GateResult", "MetricCheck", "parse_floors"]
 
 
 @dataclass(frozen=True)
@@ -122,124 +122,6 @@ def _canonical(metric: str) -> str:
     return parse_measure(metric).name
 
 
-def read_saved_result(obj: Any) -> Mapping | None:
-    """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query`` or ``mean`` and
-    ``summary``), else None.
-
-    Example:
-        >>> read_saved_result({"mean": {"map": 0.5}, "summary": {}})["mean"]
-        {'map': 0.5}
-        >>> read_saved_result("run.trec") is None
-        True
-    """
-    if isinstance(obj, Mapping) and ("per_query" in obj or ("mean" in obj and "summary" in obj)):
-        return obj
-    if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
-        from rankwise.data._text import decode_text, json_loads, open_error
-
-        path = Path(obj)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise open_error(exc, path) from None
-        text = decode_text(data, path)  # bytes that are not UTF-8: an error naming the line
-        try:
-            parsed = json_loads(text, source=path, line=None)  # nesting too deep: an error naming the file
-        except InputError as exc:
-            if exc.problem.startswith("not valid JSON"):
-                return None  # several JSON documents: a run in JSON Lines, read as a run
-            raise
-        if isinstance(parsed, Mapping) and ("per_query" in parsed or "mean" in parsed):
-            return parsed
-    return None
-
-
-def _saved_result(obj: Any) -> Mapping | None:
-    """The parsed saved result with per-query values if ``obj`` is one, else None (means only: raises)."""
-    saved = read_saved_result(obj)
-    if saved is not None and "per_query" not in saved:
-        where = str(obj) if isinstance(obj, (str, PathLike)) else None
-        raise InputError("the saved result has no per-query values; save it with "
-                         "`rankwise eval --format json --per-query`", source=where, field="per_query")
-    return saved
-
-
-def is_rag_input(obj: Any) -> bool:
-    """Is ``obj`` RAG records or a test set (a list of records / dicts, or a RAG JSONL file) rather than a run?
-
-    Example:
-        >>> is_rag_input([{"id": "q1", "retrieved_contexts": ["a chunk"]}]), is_rag_input({"q1": {"d1": 1.0}})
-        (True, False)
-    """
-    from rankwise.data.records import CaseRecord, is_rag_file
-
-    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (CaseRecord, Mapping)):
-        return True
-    return isinstance(obj, (str, PathLike)) and is_rag_file(obj)
-
-
-def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, relevance_level: int = 1,
-                     missing: str = "zero", origin: str | None = None, relevance: str | None = None,
-                     labels: Any = None, min_evidence_chars: int | None = None) -> tuple[list[str], np.ndarray]:
-    """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result, an EvalResult,
-    or RAG records / a test set (scored under verdict source ``relevance``, default containment).
-
-    Example:
-        >>> saved = {"per_query": {"q1": {"ndcg@10": 0.5}, "q2": {"ndcg@10": 1.0}}}
-        >>> ids, values = per_query_values(saved, ["ndcg_cut_10"])
-        >>> ids, values.tolist()
-        (['q1', 'q2'], [[0.5], [1.0]])
-    """
-    from rankwise.metrics.evaluate import EvalResult, evaluate
-
-    names = [_canonical(m) for m in metrics]
-    where = origin or (str(obj) if isinstance(obj, (str, PathLike)) else None)
-    if isinstance(obj, EvalResult):
-        missing_names = [n for n in names if n not in obj.names]
-        if missing_names:
-            raise InputError(f"result has no metric {missing_names[0]!r}", source=where, field="metric")
-        return list(obj.per_query.query_ids), np.column_stack([obj.per_query.column(n) for n in names])
-    if relevance is not None or is_rag_input(obj):
-        from rankwise.metrics.rag import evaluate_rag
-
-        extra = {} if min_evidence_chars is None else {"min_evidence_chars": min_evidence_chars}
-        rag = evaluate_rag(obj, relevance or "containment", metrics=names, labels=labels,
-                           relevance_level=relevance_level, **extra)
-        for note in case_notes(rag.summary):  # unscorable / incomplete cases: counted, not silent
-            warn(note)
-        return list(rag.per_query.query_ids), np.column_stack([rag.per_query.column(n) for n in names])
-    saved = _saved_result(obj)
-    if saved is not None:
-        per_query = saved["per_query"]
-        if not isinstance(per_query, Mapping) or not per_query:
-            raise InputError("per_query must be a non-empty object {query_id: {metric: value}}", source=where,
-                             field="per_query")
-        ids = [str(q) for q in per_query]
-        values = np.empty((len(ids), len(names)))
-        for i, (qid, row) in enumerate(per_query.items()):
-            if not isinstance(row, Mapping):
-                raise InputError(f"query {qid!r}: expected an object of metric values", source=where,
-                                 field="per_query")
-            for j, name in enumerate(names):
-                if name not in row:
-                    known = ", ".join(sorted(row)) or "none"
-                    raise InputError(f"query {qid!r} has no value for metric {name!r} (has: {known})",
-                                     source=where, field=name)
-                v = row[name]
-                if v is None:
-                    values[i, j] = np.nan
-                elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                    values[i, j] = float(v)
-                else:
-                    raise InputError(f"query {qid!r}: value {v!r} is not a number", source=where, field=name)
-        return ids, values
-    if qrels is None:
-        raise InputError("a run needs qrels to be scored, or pass a saved result with per-query "
-                         "values (`rankwise eval --format json --per-query`)", source=where, field="qrels")
-    result = evaluate(qrels, obj, names, relevance_level=relevance_level, missing=missing)
-    return list(result.per_query.query_ids), np.column_stack([result.per_query.column(n) for n in names])
-
-
 def gate(
     baseline: Any,
     candidate: Any,
@@ -316,46 +198,70 @@ def gate(
         for line in named:
             warn(line)
     if base.values is None or cand.values is None:
-        raw = _mean_checks(base, cand, names, excluded, summary)
+        measured = _mean_checks(base, cand, names, excluded, summary)
     else:
-        raw = _paired_checks(base, cand, names, excluded, summary, test=test, permutations=permutations,
-                             seed=seed, worst=worst, alpha=alpha)
-    checks = _verdicts(raw, correct_pvalues([r[3] for r in raw], correction), max_drop, alpha, floor_of,
-                       summary.get("untested"))
+        measured = _paired_checks(base, cand, names, excluded, summary, test=test, permutations=permutations,
+                                  seed=seed, worst=worst, alpha=alpha)
+    checks = _verdicts(measured, correct_pvalues([m.p_value for m in measured], correction), max_drop, alpha,
+                       floor_of, summary.get("untested"))
     settings = {"test": test, "permutations": permutations, "seed": seed, "correction": correction,
                 "floors": floor_of, "relevance": relevance}
     return GateResult(checks, max_drop, alpha, settings, summary)
 
 
 def _load_sides(baseline: Any, candidate: Any, names: list[str], common: dict[str, Any]
-                ) -> tuple[Any, Any, dict[str, list[str]]]:
-    """Both sides loaded and scored (an input read once when both name it), of the same kind, and the
-    warnings each gave, by its label."""
+                ) -> tuple[Side, Side, dict[str, list[str]]]:
+    """Both sides converted once (the qrels loaded once for both), of the same kind, and the warnings each
+    gave, by its label."""
+    from functools import cache
+
+    from rankwise.data.load import load_qrels
+
     warned: dict[str, list[str]] = {}
     base_label, cand_label = _labels(baseline, candidate)
-    loaded: dict[str, Any] = {}
+    qrels_once = None if common["qrels"] is None else cache(lambda: load_qrels(common["qrels"]))
     with collect_warnings() as warned[base_label]:
-        base = _side(baseline, "baseline", names, common, loaded)
+        base = read_side(baseline, "baseline", names, **common, load_qrels=qrels_once)
     with collect_warnings() as warned[cand_label]:
-        cand = _side(candidate, "candidate", names, common, loaded)
+        cand = read_side(candidate, "candidate", names, **common, load_qrels=qrels_once)
     _check_kinds(base, cand)
     return base, cand, warned
 
 
-def _verdicts(raw: list[tuple], adjusted: list[float], max_drop: float, alpha: float,
+@dataclass(frozen=True)
+class _Measured:
+    """One metric measured on both sides, before the verdict: means, raw p-value (NaN: untested), the
+    queries that dropped most, paired queries, bootstrap interval and MDE (with how it was found, or why none)."""
+
+    metric: str
+    baseline_mean: float
+    candidate_mean: float
+    p_value: float = float("nan")
+    worst: list[tuple[str, float, float, float]] = field(default_factory=list)
+    n: int = 0
+    ci_low: float | None = None
+    ci_high: float | None = None
+    mde: float | None = None
+    mde_note: str | None = None
+
+
+def _verdicts(measured: list[_Measured], adjusted: list[float], max_drop: float, alpha: float,
               floor_of: Mapping[str, float], untested: str | None) -> list[MetricCheck]:
     """One :class:`MetricCheck` per metric: over ``max_drop`` and significant (or untested), or below its
     floor, fails."""
     checks = []
-    for (name, base_mean, cand_mean, _, worst_rows, n, ci, mde), p in zip(raw, adjusted, strict=True):
-        delta = cand_mean - base_mean
+    for m, p in zip(measured, adjusted, strict=True):
+        delta = m.candidate_mean - m.baseline_mean
         over = -delta > max_drop + 1e-12
         significant = not math.isnan(p) and p < alpha
-        floor = floor_of.get(name)
-        below = floor is not None and cand_mean < floor
-        failed = (over and (significant or untested is not None)) or below
-        checks.append(MetricCheck(name, base_mean, cand_mean, delta, p, over, significant, failed, worst_rows, n,
-                                  floor, below, untested, *ci, *mde))
+        floor = floor_of.get(m.metric)
+        below = floor is not None and m.candidate_mean < floor
+        checks.append(MetricCheck(
+            metric=m.metric, baseline_mean=m.baseline_mean, candidate_mean=m.candidate_mean, delta=delta,
+            p_value=p, over_budget=over, significant=significant,
+            failed=(over and (significant or untested is not None)) or below, worst=m.worst, n=m.n, floor=floor,
+            below_floor=below, untested=untested, ci_low=m.ci_low, ci_high=m.ci_high, mde=m.mde,
+            mde_note=m.mde_note))
     return checks
 
 
@@ -382,84 +288,7 @@ def _check_gate_settings(metrics: Iterable[str] | str, floors: Mapping[str, floa
     return list(dict.fromkeys([*names, *floor_of])), floor_of
 
 
-@dataclass
-class _Side:
-    """One input of the gate: its per-query values (or saved means) and the queries it covers.
-
-    ``covered`` is None when the input names no query (a saved result of means only); ``absent`` holds the
-    judged queries it is known to lack (a run's, or those a saved summary lists as missing)."""
-
-    role: str
-    where: str
-    kind: str  # "ir" (runs, saved eval results) or "rag" (records, test sets, saved eval-rag results)
-    ids: list[str]
-    values: np.ndarray | None
-    means: dict[str, float] | None
-    covered: set[str] | None
-    count: int | None
-    absent: set[str]
-
-    @property
-    def named(self) -> str:
-        return f"the {self.role}" + ("" if self.where == f"<{self.role}>" else f" ({self.where})")
-
-
-def _side(obj: Any, role: str, names: list[str], common: dict[str, Any], loaded: dict[str, Any]) -> _Side:
-    """Read and score one input of the gate (``loaded`` keeps the qrels, loaded once for both)."""
-    from rankwise.metrics.evaluate import EvalResult
-
-    where = _origin(obj, role)
-    if isinstance(obj, EvalResult):
-        ids, values = per_query_values(obj, names, origin=where)
-        absent = {str(q) for q in obj.summary.get("missing_queries") or []}
-        return _Side(role, where, "ir", ids, values, None, set(ids) - absent, len(set(ids) - absent), absent)
-    saved = read_saved_result(obj)
-    if saved is not None:
-        return _saved_side(saved, role, where, names)
-    if common["relevance"] is not None or is_rag_input(obj):
-        ids, values = per_query_values(obj, names, origin=where, **common)
-        return _Side(role, where, "rag", ids, values, None, set(ids), len(ids), set())
-    from rankwise.data.load import load_qrels, load_run
-
-    if common["qrels"] is None:
-        per_query_values(obj, names, origin=where, **common)  # raises: a run needs qrels
-    if "qrels" not in loaded:
-        loaded["qrels"] = load_qrels(common["qrels"])
-    run = load_run(obj)
-    ids, values = per_query_values(run, names, origin=where, **{**common, "qrels": loaded["qrels"]})
-    judged = set(loaded["qrels"].queries)
-    covered = set(run.queries) & judged
-    return _Side(role, where, "ir", ids, values, None, covered, len(covered), judged - covered)
-
-
-def _saved_side(saved: Mapping, role: str, where: str, names: list[str]) -> _Side:
-    """A saved result: per-query values when it has them, else its means (and its summary's counts)."""
-    summary = saved.get("summary") if isinstance(saved.get("summary"), Mapping) else {}
-    kind = "rag" if "relevance" in summary else "ir" if "queries_in_qrels" in summary else "any"
-    absent = {str(q) for q in summary.get("missing_queries") or []}
-    if "per_query" in saved:
-        ids, values = per_query_values(saved, names, origin=where)
-        covered = set(ids) - absent
-        return _Side(role, where, kind, ids, values, None, covered, len(covered), absent)
-    mean = saved.get("mean")
-    if not isinstance(mean, Mapping):
-        raise InputError("mean must be an object {metric: value}", source=where, field="mean")
-    means: dict[str, float] = {}
-    for name in names:
-        v = mean.get(name)
-        if name not in mean:
-            known = ", ".join(sorted(mean)) or "none"
-            raise InputError(f"no mean for metric {name!r} (has: {known})", source=where, field=name)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            raise InputError(f"the mean {v!r} is not a number", source=where, field=name)
-        means[name] = float(v)
-    count = summary.get("evaluated")
-    if isinstance(count, int) and summary.get("missing") == "zero":
-        count -= int(summary.get("missing_from_run") or 0)
-    return _Side(role, where, kind, [], None, means, None, count if isinstance(count, int) else None, absent)
-
-
-def _check_kinds(base: _Side, cand: _Side) -> None:
+def _check_kinds(base: Side, cand: Side) -> None:
     """A run's metrics (scored against qrels) and RAG records' (scored from verdicts) are not comparable."""
     if {base.kind, cand.kind} == {"ir", "rag"}:
         what = {"ir": "a run (or a saved `rankwise eval` result) scored against qrels",
@@ -468,7 +297,7 @@ def _check_kinds(base: _Side, cand: _Side) -> None:
                          "inputs of the same kind", source=cand.where, field="candidate")
 
 
-def _check_query_sets(base: _Side, cand: _Side, allow: bool, summary: dict[str, Any]) -> set[str]:
+def _check_query_sets(base: Side, cand: Side, allow: bool, summary: dict[str, Any]) -> set[str]:
     """Refuse different query sets (unless ``allow``); the queries to leave out of the comparison."""
     if base.covered is not None and cand.covered is not None:
         only_base = [q for q in base.ids if q in base.covered and q not in cand.covered]
@@ -515,10 +344,9 @@ def _examples(ids: Sequence[str], most: int = 5) -> str:
     return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
 
 
-def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str], summary: dict[str, Any], *,
-                   test: str, permutations: int, seed: int | None, worst: int, alpha: float) -> list[tuple]:
-    """Per metric: (name, baseline mean, candidate mean, p, worst queries, n, (CI low, CI high), (MDE, how))
-    over the paired queries."""
+def _paired_checks(base: Side, cand: Side, names: list[str], excluded: set[str], summary: dict[str, Any], *,
+                   test: str, permutations: int, seed: int | None, worst: int, alpha: float) -> list[_Measured]:
+    """Each metric measured over the paired queries: means, p, worst queries, interval, MDE."""
     from rankwise.analysis.plan import detectable_effect
     from rankwise.analysis.significance import bootstrap_ci
     from rankwise.metrics.evaluate import aggregate
@@ -532,7 +360,7 @@ def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str
     b_index = {q: i for i, q in enumerate(base.ids)}
     b = base.values[[b_index[q] for q in shared]]
     c = cand.values[[c_index[q] for q in shared]]
-    raw = []
+    measured = []
     for j, name in enumerate(names):
         ok = ~(np.isnan(b[:, j]) | np.isnan(c[:, j]))
         bj, cj = b[ok, j], c[ok, j]
@@ -541,15 +369,16 @@ def _paired_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str
         order = np.argsort(d, kind="stable")[:worst]
         ids = [q for q, keep in zip(shared, ok.tolist(), strict=True) if keep]
         worst_rows = [(ids[i], float(bj[i]), float(cj[i]), float(d[i])) for i in order.tolist() if d[i] < 0]
-        ci = bootstrap_ci(d, seed=seed) if len(d) else (None, None)
-        mde = detectable_effect(d, alpha=alpha, test=test)
-        raw.append((name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum()), ci, mde))
-    return raw
+        ci_low, ci_high = bootstrap_ci(d, seed=seed) if len(d) else (None, None)
+        mde, mde_note = detectable_effect(d, alpha=alpha, test=test)
+        measured.append(_Measured(name, aggregate(bj, name), aggregate(cj, name), p, worst_rows, int(ok.sum()),
+                                  ci_low, ci_high, mde, mde_note))
+    return measured
 
 
-def _mean_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str],
-                 summary: dict[str, Any]) -> list[tuple]:
-    """Per metric, when a side holds only means: (name, baseline mean, candidate mean, NaN, [], 0, no CI)."""
+def _mean_checks(base: Side, cand: Side, names: list[str], excluded: set[str],
+                 summary: dict[str, Any]) -> list[_Measured]:
+    """Each metric's two means, when a side holds only means: no test, no interval, no MDE."""
     from rankwise.metrics.evaluate import aggregate
 
     held = base if base.values is None else cand
@@ -571,8 +400,7 @@ def _mean_checks(base: _Side, cand: _Side, names: list[str], excluded: set[str],
         cols = side.values[rows]
         means[side.role] = {n: aggregate(cols[~np.isnan(cols[:, j]), j], n) for j, n in enumerate(names)}
         summary[f"{side.role}_queries_compared"] = len(rows)
-    no_mde = (None, "no per-query values to simulate from")
-    return [(n, means["baseline"][n], means["candidate"][n], float("nan"), [], 0, (None, None), no_mde)
+    return [_Measured(n, means["baseline"][n], means["candidate"][n], mde_note="no per-query values to simulate from")
             for n in names]
 
 
@@ -608,7 +436,3 @@ def _labels(baseline: Any, candidate: Any) -> tuple[str, str]:
         base = labels[0]
         labels = [f"{base} (baseline)", f"{base} (candidate)"]
     return labels[0], labels[1]
-
-
-def _origin(obj: Any, role: str) -> str:
-    return str(obj) if isinstance(obj, (str, PathLike)) else f"<{role}>"

@@ -255,7 +255,7 @@ def paired_pilot(baseline: Any, candidate: Any, metric: str, *, qrels: Any = Non
         >>> paired_pilot(a, b, "ndcg@10").tolist()
         [0.25, 0.0]
     """
-    from rankwise.analysis.gate import per_query_values
+    from rankwise.analysis.sides import per_query_values
 
     if baseline is None and candidate is None:
         return None

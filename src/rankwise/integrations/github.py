@@ -52,16 +52,17 @@ def _append(path: str | PathLike | None, text: str) -> None:
 def _html_report(path: Path, result: GateResult, baseline: Any, candidate: Any, *, qrels: Any,
                  relevance: str | None, labels: Any, metrics: list[str]) -> None:
     """The comparison report when both sides are runs (with qrels) or RAG records; else the gate's page."""
-    from rankwise.analysis.gate import is_rag_input, read_saved_result
+    from rankwise.analysis.sides import input_kind
 
     notes = [("gate passed" if result.passed else "gate FAILED: " + ", ".join(c.metric for c in result.failed))]
     sides = (baseline, candidate)
     names = ["baseline", "candidate"]
     title = f"rankwise gate: {Path(str(candidate)).name} vs {Path(str(baseline)).name}"
-    if not any(read_saved_result(x) is not None for x in sides):
+    kinds = {input_kind(x, relevance=relevance).kind for x in sides}
+    if "saved" not in kinds:
         from rankwise.report.html import write_html_report
 
-        if relevance is not None or any(is_rag_input(x) for x in sides):
+        if "rag" in kinds:
             from rankwise.analysis.compare import compare_records, load_record_sets
 
             source = relevance or "containment"

@@ -188,7 +188,7 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
     """Write the candidate's result as the baseline (a ``.json``: scored per query; else the file copied)."""
     from rankwise._atomic import atomic_write, atomic_write_text
     from rankwise._outputs import check_outputs
-    from rankwise.analysis.gate import is_rag_input, read_saved_result
+    from rankwise.analysis.sides import input_kind
 
     if not isinstance(baseline, (str, PathLike)):
         raise InputError("updating the baseline needs the baseline as a file path", field="baseline")
@@ -215,25 +215,27 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
             raise InputError(f"cannot copy the candidate to the baseline: {exc.strerror or exc}", source=str(path),
                              field=_baseline_option(baseline)) from None
     else:
-        saved = read_saved_result(candidate)
-        if saved is not None:
-            text = json.dumps(saved, indent=2)
+        given = input_kind(candidate, relevance=relevance, role="candidate")
+        if given.kind == "saved":
+            text = json.dumps(given.obj, indent=2)
         else:
             from rankwise.report.text import to_json
 
             if not names:
                 raise InputError("updating a .json baseline needs the metrics to save", field="metrics")
             level = gate_options.get("relevance_level", 1)
-            if relevance is not None or is_rag_input(candidate):
+            if given.kind == "rag":
                 from rankwise.metrics.rag import evaluate_rag
 
                 result = evaluate_rag(candidate, relevance or "containment", metrics=names, labels=labels,
                                       relevance_level=level)
+            elif given.kind == "result":
+                result = candidate
             else:
-                from rankwise.metrics.evaluate import EvalResult, evaluate
+                from rankwise.metrics.evaluate import evaluate
 
-                result = candidate if isinstance(candidate, EvalResult) else evaluate(
-                    qrels, candidate, names, relevance_level=level, missing=gate_options.get("missing", "zero"))
+                result = evaluate(qrels, candidate, names, relevance_level=level,
+                                  missing=gate_options.get("missing", "zero"))
             text = to_json(result, per_query=True)
         try:
             atomic_write_text(path, text + "\n")
