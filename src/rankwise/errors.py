@@ -1,8 +1,41 @@
-"""The exceptions rankwise raises on bad input, and its one way of warning.
+"""Every exception and warning rankwise raises on purpose, in one place, and its one way of warning.
 
-Every problem with a user's file or object is an :class:`InputError` whose message names where the
-problem is (file, line, field) and what is wrong, so the CLI can print it as one line and exit 2.
-Something odd but usable is a :class:`RankwiseWarning`, given once with a count by :func:`warn`.
+The hierarchy::
+
+    RankwiseError                      raised on purpose; the CLI prints one line and exits 2
+    ├── InputError (ValueError)        a user's file or object is wrong: names file, line and field
+    ├── MeasureParamError (ValueError) a metric's parameter is malformed (a gain map, a coefficient list)
+    ├── ParseError (ValueError)        an LLM reply holds no usable verdict (the message is shown to the model)
+    │   └── CountMismatch              a batch reply with another number of verdicts than chunks sent
+    ├── EndpointError                  the LLM endpoint cannot be used at all: the run stops
+    │   ├── BatchApiError              a Batch-API job failed for good (what was had is in the cache)
+    │   └── RunStopped                 a run stopped early; ``result`` holds all had, ``cause`` why
+    │       ├── JudgeStopped
+    │       └── GenerationStopped
+    ├── CallError                      one call gave no usable reply after its retries: that item fails
+    │   ├── ReplyError                 an HTTP 200 whose body is not a usable chat completion
+    │   ├── ContextOverflow            the prompt does not fit the model's context (not retried)
+    │   ├── BudgetExhausted            ``max_calls`` requests were sent already
+    │   └── Unusable                   a refusal, or a reply still unreadable after the repair
+    ├── CacheWriteError                the LLM cache cannot be written: the run stops rather than pay twice
+    ├── LocalServerError               the local LLM server cannot be had
+    ├── MlflowLogError                 logging to MLflow failed
+    └── RegressionError (AssertionError)  a failed ``assert_no_regression`` / ``assert_retrieval``
+
+    RunInterrupted (KeyboardInterrupt) Ctrl-C or SIGTERM during a long run; ``result`` holds all had
+    ├── JudgeInterrupted
+    └── GenerationInterrupted
+
+    RankwiseWarning (UserWarning)      usable input that is probably not what was meant: one line, once
+    ├── TraceSkipWarning               traces or spans that could not become cases (counted)
+    ├── RetrieverRandomIdWarning       a retriever's chunk ids look random (uuid4)
+    ├── RetrieverShortListWarning      a retriever gave fewer than k chunks for some questions
+    └── RetrieverDepthWarning          k asked deeper than the retriever's own depth
+
+An interrupt is a ``KeyboardInterrupt``, not a :class:`RankwiseError`, on purpose: an ``except Exception`` (a
+per-item handler, a user's own) must never swallow Ctrl-C. A call's failure (:class:`CallError`) is counted per
+item and the run goes on; an endpoint's (:class:`EndpointError`) stops the run. The task that raises a
+``*Stopped`` / ``*Interrupted`` is named by the class; what the task had is its ``result``.
 """
 
 from __future__ import annotations
@@ -11,8 +44,14 @@ import re
 import warnings
 from collections.abc import Mapping
 from os import PathLike
+from typing import Any
 
-__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "in_user_words"]
+__all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "in_user_words", "MeasureParamError",
+           "ParseError", "CountMismatch", "EndpointError", "BatchApiError", "RunStopped", "JudgeStopped",
+           "GenerationStopped", "CallError", "ReplyError", "ContextOverflow", "BudgetExhausted", "Unusable",
+           "CacheWriteError", "LocalServerError", "MlflowLogError", "RegressionError", "RunInterrupted",
+           "JudgeInterrupted", "GenerationInterrupted", "TraceSkipWarning", "RetrieverRandomIdWarning",
+           "RetrieverShortListWarning", "RetrieverDepthWarning"]
 
 
 class RankwiseWarning(UserWarning):
@@ -72,6 +111,135 @@ class InputError(RankwiseError, ValueError):
         if self.field and self.field.startswith("--"):  # a command-line option, not a file's field
             what = f"option {self.field}: "
         return f"{where}: {what}{self.problem}"
+
+
+class MeasureParamError(RankwiseError, ValueError):
+    """A measure's parameter is malformed (a gain map, a coefficient list ...); shown as one line."""
+
+
+class ParseError(RankwiseError, ValueError):
+    """A reply that does not hold a usable verdict; the message says why (it is shown to the model)."""
+
+
+class CountMismatch(ParseError):
+    """A batch reply with a different number of verdicts than chunks sent."""
+
+
+class EndpointError(RankwiseError):
+    """The endpoint cannot be used at all (unreachable, bad key, unknown model): the run stops."""
+
+
+class BatchApiError(EndpointError):
+    """A Batch-API call failed for good (retries exhausted, or a reply that cannot be used): the job stops;
+    the batch ids and results received so far are in the cache, and a rerun resumes."""
+
+
+class RunStopped(EndpointError):
+    """The run stopped early (endpoint gone, key or model refused, cache unwritable); ``result`` holds all
+    had, ``cause`` the error that stopped it. Each task names its own subclass."""
+
+    def __init__(self, message: str, result: Any, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
+
+
+class JudgeStopped(RunStopped):
+    """The judge's run stopped: ``result`` (a ``JudgeResult``) holds every verdict had (in the cache too,
+    unless the cache was the problem); the chunks not judged are ``missing``."""
+
+
+class GenerationStopped(RunStopped):
+    """A generation run stopped: ``result`` (a ``GenResult``) holds every reply had (in the cache too)."""
+
+
+class CallError(RankwiseError):
+    """One call gave no usable reply after its retries; ``str()`` says why. The item fails, the run goes on."""
+
+
+class ReplyError(CallError):
+    """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``."""
+
+
+class ContextOverflow(CallError):
+    """The prompt does not fit the model's context (the server said so); ``str()`` starts with
+    ``context length exceeded:``. Not retried: the same prompt would not fit again."""
+
+
+class BudgetExhausted(CallError):
+    """``max_calls`` requests were sent already."""
+
+
+class Unusable(CallError):
+    """The reply is a refusal (``refused: ...``) or stayed unreadable after the repair and the fresh call,
+    if any (``unparseable reply after ...``): the item fails, like a call that failed after its retries."""
+
+
+class CacheWriteError(RankwiseError):
+    """The LLM cache cannot be written (disk full, file gone): the run stops rather than pay for replies it
+    cannot keep."""
+
+
+class LocalServerError(RankwiseError):
+    """The local server cannot be had: a package missing, the model file bad, or the server did not start."""
+
+
+class MlflowLogError(RankwiseError):
+    """Logging to MLflow failed (the store refused a write, the server went away ...): one line saying so."""
+
+
+class RegressionError(RankwiseError, AssertionError):
+    """A failed ``assert_no_regression`` or ``assert_retrieval``; ``result`` holds what was measured.
+
+    Example:
+        >>> isinstance(RegressionError("ndcg@10 dropped", None), AssertionError)
+        True
+    """
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a run; ``result`` holds all had (all of it in the cache), ``message`` says
+    where it is and how to resume. Each task names its own subclass.
+
+    Example:
+        >>> exc = JudgeInterrupted({"verdicts": 3}, "interrupted: rerun to resume")
+        >>> isinstance(exc, KeyboardInterrupt), isinstance(exc, Exception), exc.message
+        (True, False, 'interrupted: rerun to resume')
+    """
+
+    def __init__(self, result: Any, message: str = "interrupted") -> None:
+        super().__init__(message)
+        self.result = result
+        self.message = message
+
+
+class JudgeInterrupted(RunInterrupted):
+    """Ctrl-C or SIGTERM while judging: ``result`` is the ``JudgeResult`` of the run (a ``JudgeRun`` from
+    ``judge_testset``: the records written, every verdict in the cache)."""
+
+
+class GenerationInterrupted(RunInterrupted):
+    """Ctrl-C during a generation run; ``result`` (a ``GenResult``) holds every reply had (all in the cache)."""
+
+
+class TraceSkipWarning(RankwiseWarning):
+    """Some traces or retriever spans could not become cases and were skipped (counted in the summary)."""
+
+
+class RetrieverRandomIdWarning(RankwiseWarning):
+    """The retriever's chunk ids look random (uuid4): they change on every run."""
+
+
+class RetrieverShortListWarning(RankwiseWarning):
+    """The retriever gave fewer than k chunks for some questions (MMR, a score threshold, its own top k)."""
+
+
+class RetrieverDepthWarning(RankwiseWarning):
+    """k asked deeper than the retriever's own depth: the run is evaluated at the retriever's own depth."""
 
 
 _IDENTIFIER = re.compile(r"(?<![\w.'-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w'(-])")

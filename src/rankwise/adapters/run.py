@@ -38,25 +38,18 @@ from rankwise.data.ids import ID_STRATEGIES, looks_random, normalise_text
 from rankwise.data.items import RawItem, item_chunk, to_item
 from rankwise.data.questions import records_queries
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
-from rankwise.errors import InputError
+from rankwise.errors import (
+    InputError,
+    RetrieverDepthWarning,
+    RetrieverRandomIdWarning,
+    RetrieverShortListWarning,
+)
 
 __all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "retriever_depth",
            "RetrieverRandomIdWarning", "RetrieverShortListWarning", "RetrieverDepthWarning", "short_list_warning",
            "item_chunk", "failure_kinds", "failure_line"]
 
 DEFAULT_K = 10  # chunks per question when neither the caller nor the retriever says how many
-
-
-class RetrieverRandomIdWarning(UserWarning):
-    """The retriever's chunk ids look random (uuid4): they change on every run."""
-
-
-class RetrieverShortListWarning(UserWarning):
-    """The retriever gave fewer than k chunks for some questions (MMR, a score threshold, its own top k)."""
-
-
-class RetrieverDepthWarning(UserWarning):
-    """k asked deeper than the retriever's own depth: the run is evaluated at the retriever's own depth."""
 
 
 # ------------------------------------------------------------------------------------------- detection

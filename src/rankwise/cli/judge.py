@@ -45,8 +45,8 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                   batch_discount, batch_max_requests, batch_max_bytes, shard, max_cost):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
-    from rankwise.errors import InputError
-    from rankwise.relevance.judge_run import JudgeRunInterrupted, judge_testset
+    from rankwise.errors import InputError, JudgeInterrupted
+    from rankwise.relevance.judge_run import judge_testset
     from rankwise.relevance.llm_judge import JudgeStopped
     from rankwise.report.judge_console import judge_run_lines
 
@@ -68,8 +68,8 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
                             batch_api=batch_settings, max_cost=max_cost, dry_run=dry_run, force=force,
                             inputs=[config_path, prompt_file], quiet=quiet,
                             on_status=lambda m: click.echo(m, err=True))
-    except JudgeRunInterrupted as exc:
-        for line in judge_run_lines(exc.run):
+    except JudgeInterrupted as exc:
+        for line in judge_run_lines(exc.result):
             click.echo(line)
         click.echo(f"rankwise: {exc.message}", err=True)
         sys.exit(_interrupt_code())

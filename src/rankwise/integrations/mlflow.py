@@ -27,29 +27,25 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.data.finite import finite_float
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import InputError, MlflowLogError, RankwiseError
 from rankwise.integrations._mlflow_uri import borrowed_mlflow, check_tracking_uri, import_mlflow
 
-__all__ = ["log", "mlflow_name", "scorers", "case_from_trace", "check_tracking_uri", "MlflowLogError"]
+__all__ = ["log", "mlflow_name", "scorers", "case_from_trace", "check_tracking_uri", "MlflowLogError", "log_failure"]
 
 
-class MlflowLogError(RankwiseError):
-    """Logging to MLflow failed (the store refused a write, the server went away ...): one line saying so.
+def log_failure(uri: str | None, exc: BaseException) -> MlflowLogError:
+    """The one-line error for a failed MLflow write: where, the exception's type and its first line.
 
     Example:
-        >>> str(MlflowLogError("sqlite:///m.db", OSError(28, "No space left on device")))
+        >>> str(log_failure("sqlite:///m.db", OSError(28, "No space left on device")))
         'logging to MLflow at sqlite:///m.db failed: OSError: [Errno 28] No space left on device'
     """
+    from rankwise.llm.client import mask_url
 
-    def __init__(self, uri: str | None, exc: BaseException) -> None:
-        from rankwise.llm.client import mask_url
-
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        why = (lines[0] if lines else "")[:300]
-        where = f" at {mask_url(uri)}" if uri else ""
-        super().__init__(f"logging to MLflow{where} failed: {type(exc).__name__}" + (f": {why}" if why else ""))
-
-
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    why = (lines[0] if lines else "")[:300]
+    where = f" at {mask_url(uri)}" if uri else ""
+    return MlflowLogError(f"logging to MLflow{where} failed: {type(exc).__name__}" + (f": {why}" if why else ""))
 
 
 def mlflow_name(name: str) -> str:
@@ -275,7 +271,7 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
     except RankwiseError:
         raise
     except Exception as exc:  # the store or server failed mid-way (MlflowException, SQLAlchemy, OS, HTTP)
-        raise MlflowLogError(tracking_uri or _current_uri(mlflow), exc) from exc
+        raise log_failure(tracking_uri or _current_uri(mlflow), exc) from exc
 
 
 def _current_uri(mlflow: Any) -> str | None:

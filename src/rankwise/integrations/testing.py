@@ -36,20 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from rankwise.analysis.gate import GateResult, MetricCheck, gate
-from rankwise.errors import InputError, warn
+from rankwise.errors import InputError, RegressionError, warn
 from rankwise.integrations._session import accepted_baselines, session_defaults
 
 __all__ = ["RegressionError", "assert_no_regression", "assert_retrieval", "accepted_baselines",
            "regression_message", "session_defaults"]
-
-
-
-class RegressionError(AssertionError):
-    """A failed :func:`assert_no_regression` or :func:`assert_retrieval`; ``result`` holds what was measured."""
-
-    def __init__(self, message: str, result: Any) -> None:
-        super().__init__(message)
-        self.result = result
 
 
 def _update_wanted(update: bool | None) -> bool:

@@ -58,10 +58,9 @@ from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import BatchApiError, InputError, RankwiseError
 from rankwise.llm.client import (
     OPENAI_URL,
-    EndpointError,
     backoff_delay,
     mask_url,
     reply_of,
@@ -87,11 +86,6 @@ _RESULTS = """CREATE TABLE IF NOT EXISTS batch_results (
     fingerprint TEXT NOT NULL, part INTEGER NOT NULL, kind TEXT NOT NULL, content BLOB NOT NULL,
     PRIMARY KEY (fingerprint, part, kind))"""
 _KINDS = ("output_file_id", "error_file_id")
-
-
-class BatchApiError(EndpointError):
-    """A Batch-API call failed for good (retries exhausted, or a reply that cannot be used): the job stops;
-    the batch ids and results received so far are in the cache, and a rerun resumes."""
 
 
 # ------------------------------------------------------------------------------------------ settings

@@ -24,7 +24,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import CacheWriteError, InputError
 
 __all__ = ["VerdictCache", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path",
            "row_problem"]
@@ -50,11 +50,6 @@ CREATE TABLE IF NOT EXISTS verdicts (
 """
 _COLUMNS = {"key", "model", "mode", "scale", "prompt_version", "style", "verdict", "grade", "reason", "call",
             "prompt_tokens", "completion_tokens", "created"}
-
-
-class CacheWriteError(RankwiseError):
-    """The verdict cache cannot be written (disk full, file gone): the judge stops rather than pay for
-    verdicts it cannot keep."""
 
 
 def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -54,7 +54,15 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import (
+    BudgetExhausted,
+    CallError,
+    ContextOverflow,
+    EndpointError,
+    InputError,
+    RankwiseError,
+    ReplyError,
+)
 from rankwise.llm.cost import Usage
 
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
@@ -68,27 +76,6 @@ CONFIG_KEYS = {"model", "base_url", "api_key", "api_key_env", "mode", "graded", 
                "timeout", "max_retries", "temperature", "price_in", "price_out", "cache", "prompt",
                "batch", "batch_size", "relevant_from", "max_calls", "breaker_failures", "breaker_seconds",
                "batch_poll", "batch_discount", "batch_max_requests", "batch_max_bytes"}
-
-
-class EndpointError(RankwiseError):
-    """The endpoint cannot be used at all (unreachable, bad key, unknown model): the run stops."""
-
-
-class CallError(Exception):
-    """One call gave no usable reply after its retries; ``str()`` says why."""
-
-
-class ReplyError(CallError):
-    """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``."""
-
-
-class ContextOverflow(CallError):
-    """The prompt does not fit the model's context (the server said so); ``str()`` starts with
-    ``context length exceeded:``. Not retried: the same prompt would not fit again."""
-
-
-class BudgetExhausted(CallError):
-    """``max_calls`` requests were sent already."""
 
 
 # ---------------------------------------------------------------------------------------------- settings

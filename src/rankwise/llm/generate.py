@@ -38,14 +38,14 @@ from os import PathLike
 from pathlib import Path
 from typing import ClassVar
 
-from rankwise.errors import InputError
+from rankwise.errors import GenerationInterrupted, GenerationStopped, InputError
 from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
 from rankwise.llm.parse import answer_refusal, parse_verdict, verdict_schema
 from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml, template_version
-from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
+from rankwise.llm.runner import Job, Runner, RunPlan, RunSummary
 
 __all__ = ["GenPrompt", "load_gen_prompt", "GenRequest", "GenReply", "GenPlan", "GenSummary", "GenResult",
            "Generator", "GenerationStopped", "GenerationInterrupted", "TASKS", "ANSWER_MAX_TOKENS"]
@@ -220,19 +220,6 @@ class GenResult:
 
     replies: dict[str, GenReply]
     summary: GenSummary
-
-
-class GenerationStopped(RunStopped):
-    """The endpoint is gone, refuses the key or model, or the cache cannot be written; ``result`` (a
-    :class:`GenResult`) holds every reply had (in the cache too); ``cause``: the error that stopped it."""
-
-    result: GenResult
-
-
-class GenerationInterrupted(RunInterrupted):
-    """Ctrl-C during a run; ``result`` (a :class:`GenResult`) holds every reply had (all in the cache)."""
-
-    result: GenResult
 
 
 class Generator:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
-from rankwise.errors import RankwiseError
+from rankwise.errors import LocalServerError
 
 __all__ = ["LocalServer", "LocalServerError", "local_server", "local_model_path", "LOCAL_MODEL", "SERVER_VERSION",
            "model_dir", "free_port", "main"]
@@ -47,10 +47,6 @@ _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlett
 
 
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
-
-
-class LocalServerError(RankwiseError):
-    """The local server cannot be had: a package missing, the model file bad, or the server did not start."""
 
 
 def model_dir() -> Path:

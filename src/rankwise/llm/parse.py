@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rankwise.errors import CountMismatch, ParseError
 from rankwise.llm.client import utf8_safe
 
 __all__ = ["ParseError", "CountMismatch", "Judgement", "extract_json", "json_candidates", "parse_verdict",
@@ -62,14 +63,6 @@ def verdict_schema(graded: bool, n: int | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": {"verdicts": {"type": "array", "items": item, "minItems": n,
                                                           "maxItems": n}},
             "required": ["verdicts"], "additionalProperties": False}
-
-
-class ParseError(ValueError):
-    """A reply that does not hold a usable verdict; the message says why (it is shown to the model)."""
-
-
-class CountMismatch(ParseError):
-    """A batch reply with a different number of verdicts than chunks sent."""
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from rankwise._signals import Terminated, note_signal, runner_takes_sigterm
+from rankwise.errors import RunInterrupted, RunStopped, Unusable
 from rankwise.llm.cache import CacheWriteError, CacheWriter, VerdictCache
 from rankwise.llm.client import (
-    CallError,
     CallPolicy,
     ChatClient,
     ChatReply,
@@ -176,30 +176,6 @@ class Outcome(Protocol):
     status: str  # ok / failed / missing
     error: str | None
     cached: bool
-
-
-class RunStopped(EndpointError):
-    """The run stopped early (endpoint gone, key or model refused, cache unwritable); ``result`` holds all
-    had, ``cause`` the error that stopped it. Each task names its own subclass."""
-
-    def __init__(self, message: str, result: Any, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-        self.cause = cause  # the EndpointError or CacheWriteError that stopped the run
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run; ``result`` holds all had (all of it in the cache). Each task names its own
-    subclass."""
-
-    def __init__(self, result: Any) -> None:
-        super().__init__("interrupted")
-        self.result = result
-
-
-class Unusable(CallError):
-    """The reply is a refusal (``refused: ...``) or stayed unreadable after the repair and the fresh call,
-    if any (``unparseable reply after ...``): the item fails, like a call that failed after its retries."""
 
 
 class Job(ABC):

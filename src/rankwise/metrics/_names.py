@@ -12,11 +12,9 @@ Example:
 
 from __future__ import annotations
 
+from rankwise.errors import MeasureParamError
+
 __all__ = ["TREC_NICKNAMES", "PREFS_NICKNAMES", "JG_NICKNAMES", "PREFS_MEASURES", "MeasureParamError"]
-
-
-class MeasureParamError(ValueError):
-    """A measure's parameter is malformed (a gain map, a coefficient list ...); shown as one line."""
 
 
 _CUTS = "5,10,15,20,30,100,200,500,1000"

@@ -20,10 +20,10 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import InputError, JudgeInterrupted, RankwiseError
 from rankwise.llm.config import LLMConfig
 
-__all__ = ["JudgeRun", "JudgeRunInterrupted", "judge_testset"]
+__all__ = ["JudgeRun", "judge_testset"]
 
 
 @dataclass
@@ -42,15 +42,6 @@ class JudgeRun:
     result: Any = None
     cached: int = 0
     lines: list[str] = field(default_factory=list)
-
-
-class JudgeRunInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM during :func:`judge_testset`; ``run`` holds what was had (records written, every
-    verdict in the cache); ``message`` says where and how to resume."""
-
-    def __init__(self, message: str, run: JudgeRun):
-        super().__init__(message)
-        self.message, self.run = message, run
 
 
 def _check_outputs(testset: Any, config: LLMConfig, records_out: Any, inputs: Sequence[Any], *, dry_run: bool,
@@ -93,7 +84,7 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
     run has spent this much (online calls only); ``dry_run``: plan and price, call nothing; ``inputs``:
     other files read (the config, a prompt file), which no output may replace; ``quiet``: no progress bar.
 
-    Raises :class:`JudgeRunInterrupted` on Ctrl-C/SIGTERM and
+    Raises :class:`~rankwise.errors.JudgeInterrupted` (``result``: the :class:`JudgeRun`) on Ctrl-C/SIGTERM and
     :class:`~rankwise.relevance.llm_judge.JudgeStopped` when the endpoint or the cache fails, each after
     writing the records had (a ``JudgeStopped`` with verdicts carries the :class:`JudgeRun` as ``run``).
 
@@ -160,15 +151,15 @@ def _batch_route(judge: Any, cases: list, settings: Any, run: JudgeRun, *, quiet
             run.batch_report = run_batch_job(judge, cases, settings=settings, on_progress=batch_progress,
                                              on_status=on_status or (lambda m: None))
     except KeyboardInterrupt:
-        raise JudgeRunInterrupted(f"interrupted; the batch ids are kept in the cache ({run.cache_path}): rerun "
-                                  "the same command to resume polling", run) from None
+        raise JudgeInterrupted(run, f"interrupted; the batch ids are kept in the cache ({run.cache_path}): rerun "
+                                    "the same command to resume polling") from None
 
 
 def _online(judge: Any, cases: list, run: JudgeRun, *, quiet: bool) -> None:
     """The calls not answered yet (by the cache or the Batch API), online; the records written after."""
     from rankwise.llm.cache import CacheWriteError
     from rankwise.progress import progress
-    from rankwise.relevance.llm_judge import JudgeInterrupted, JudgeStopped
+    from rankwise.relevance.llm_judge import JudgeStopped
 
     total = sum(len(c.chunks) for c in cases)
     try:
@@ -176,9 +167,9 @@ def _online(judge: Any, cases: list, run: JudgeRun, *, quiet: bool) -> None:
             run.result = judge.run(cases, advance)
     except JudgeInterrupted as exc:
         _save(judge, run, exc.result)
-        raise JudgeRunInterrupted(
-            f"interrupted; the {exc.result.summary.ok} verdicts had are in {run.records_out} and the cache "
-            f"({run.cache_path}, {len(judge.cache)} verdicts): rerun the same command to resume", run) from None
+        raise JudgeInterrupted(
+            run, f"interrupted; the {exc.result.summary.ok} verdicts had are in {run.records_out} and the cache "
+                 f"({run.cache_path}, {len(judge.cache)} verdicts): rerun the same command to resume") from None
     except JudgeStopped as exc:
         if exc.result.summary.ok:
             _save(judge, run, exc.result)

@@ -33,7 +33,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, JudgeInterrupted, JudgeStopped
 from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
 from rankwise.llm.client import (
     BudgetExhausted,
@@ -54,12 +54,11 @@ from rankwise.llm.cost import (
 )
 from rankwise.llm.parse import CountMismatch, Judgement, parse_batch, parse_verdict, verdict_schema
 from rankwise.llm.prompts import PromptTemplate, load_prompt
-from rankwise.llm.runner import Job, RunInterrupted, Runner, RunPlan, RunStopped, RunSummary
+from rankwise.llm.runner import Job, Runner, RunPlan, RunSummary
 
 __all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
            "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
            "load_for_judging"]
-
 
 
 @dataclass(frozen=True)
@@ -130,21 +129,6 @@ class JudgeResult:
 
     verdicts: dict[str, list[ChunkVerdict]]
     summary: JudgeSummary
-
-
-class JudgeStopped(RunStopped):
-    """The endpoint is gone, or refuses the key or the model, or the cache cannot be written: the run
-    stopped. ``result`` (a :class:`JudgeResult`) holds every verdict had (in the cache too, unless the
-    cache was the problem); the chunks not judged are ``missing``. ``cause``: the error that stopped it."""
-
-    result: JudgeResult
-
-
-class JudgeInterrupted(RunInterrupted):
-    """Ctrl-C during a run. ``result`` (a :class:`JudgeResult`) holds every verdict had (all of them are in
-    the cache)."""
-
-    result: JudgeResult
 
 
 @dataclass

@@ -10,12 +10,9 @@ from typing import Any
 from rankwise.data.testset import TestSet
 from rankwise.data.traces.readers import read_spans
 from rankwise.data.traces.spans import TraceImport, assemble
+from rankwise.errors import TraceSkipWarning
 
 __all__ = ["write_first_stage", "import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
-
-
-class TraceSkipWarning(UserWarning):
-    """Some traces or retriever spans could not become cases and were skipped (counted in the summary)."""
 
 
 def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
