@@ -147,8 +147,9 @@ def _kappa_draws(conf: np.ndarray) -> np.ndarray:
 
 
 def compare_verdicts(baseline: Table, tables: Sequence[Table], *, name: str, resamples: int = 1000,
-                     confidence: float = 0.95, seed: int = 42) -> Flips:
-    """The flips of ``tables`` (one per repetition) against ``baseline``, chunk by chunk (see the module doc).
+                     confidence: float = 0.95, seed: int = 42, kappa: bool = True) -> Flips:
+    """The flips of ``tables`` (one per repetition) against ``baseline``, chunk by chunk (see the module doc);
+    ``kappa=False`` for a probe, whose baseline is one class by construction (no kappa is computed).
 
     Example:
         >>> f = compare_verdicts({"q1": [1, 1]}, [{"q1": [1, 1]}], name="repeat")
@@ -176,8 +177,8 @@ def compare_verdicts(baseline: Table, tables: Sequence[Table], *, name: str, res
         flips.why.append("no chunk has a verdict on both sides: nothing to compare")
         return flips
     flips.rate = (up + down) / pairs
-    flips.kappa = _kappa(total)
-    if flips.kappa is None:
+    flips.kappa = _kappa(total) if kappa else None
+    if kappa and flips.kappa is None:
         one = "1" if total[3] else "0"
         flips.why.append(f"kappa undefined: every compared verdict is {one} on both sides (one class)")
     if len(used) < 2:
@@ -218,7 +219,8 @@ def metric_moves(baseline: Mapping[str, float | None],
             else:
                 move.low, move.high = min(had), max(had)
                 if base is not None:
-                    move.shift = float(np.mean(had)) - base
+                    shift = float(np.mean(had)) - base
+                    move.shift = 0.0 if abs(shift) < 1e-12 else shift  # no "-0.0000" from rounding noise
                 if len(had) >= 2:
                     move.sd = float(np.std(had, ddof=1))
                 else:

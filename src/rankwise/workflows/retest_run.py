@@ -365,14 +365,14 @@ def _report(run: _Run, baseline: dict, sample: list, plan: RetestPlan, config: A
             notes: list[str], *, temperature: float, confidence: float, resamples: int) -> Any:
     from rankwise.analysis.retest import Retest, compare_verdicts, metric_moves, only_verdict
 
-    def flips(base: dict, name: str) -> Any:
+    def flips(base: dict, name: str, kappa: bool = True) -> Any:
         return compare_verdicts(base, run.tables.get(name, []), name=name, resamples=resamples,
-                                confidence=confidence, seed=run.seed)
+                                confidence=confidence, seed=run.seed, kappa=kappa)
 
     zeros = only_verdict(baseline, 0)
     conditions = [flips(baseline, c) for c in run.chosen if c not in PROBES]
-    probes = [flips(zeros, c) for c in run.chosen if c in PROBES]
-    noise = flips(zeros, "repeat") if probes and "repeat" in run.chosen else None
+    probes = [flips(zeros, c, kappa=False) for c in run.chosen if c in PROBES]
+    noise = flips(zeros, "repeat", kappa=False) if probes and "repeat" in run.chosen else None
     base_means = _means(sample, baseline, metrics)
     moves = metric_moves(base_means, {c: [_means(sample, t, metrics) for t in run.tables[c]]
                                       for c in run.chosen if c not in PROBES})
