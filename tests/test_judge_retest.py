@@ -242,3 +242,11 @@ def test_cli_missing_file(srv, tmp_path):
     r = _cli("judge-retest", tmp_path / "nope.jsonl", "--model", "m", "--base-url", srv.base_url, "--cache",
              tmp_path / "c.sqlite")
     assert r.exit_code == 2 and "nope.jsonl" in r.stderr and r.stderr.count("\n") == 1, r.output
+
+
+def test_cli_no_chunks_to_judge(srv, tmp_path):
+    ts = tmp_path / "empty.jsonl"
+    ts.write_text(json.dumps({"id": "a", "question": "q?", "reference": "r", "retrieved_contexts": []}) + "\n")
+    r = _cli("judge-retest", ts, "--model", "m", "--base-url", srv.base_url, "--cache", tmp_path / "c.sqlite")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert "empty.jsonl: field 'retrieved_contexts': no case has retrieved chunks" in r.stderr

@@ -333,14 +333,16 @@ def run_judge_retest(testset: Any, config: Any, *, cases: int = 30, repeats: int
         raise InputError(f"repeats must be >= 1, got {repeats}", field="repeats")
     names = [m.name for m in parse_measures(list(metrics or DEFAULT_METRICS))]
     mode = config.settings.mode
+    where = testset if isinstance(testset, (str, PathLike)) else None
     eligible, left = _eligible(load_for_judging(testset), mode)
     if not eligible:
         raise InputError(f"no case can be judged in mode {mode!r} (each needs a question"
-                         f"{'' if mode == 'question' else ' and a ' + mode}): nothing to re-judge",
-                         source=testset if isinstance(testset, (str, PathLike)) else None, field=mode)
+                         f"{'' if mode == 'question' else ' and a ' + mode}): nothing to re-judge", source=where,
+                         field=mode)
     sample, strata = sample_cases(eligible, cases, source=source, seed=seed)
     if not sample:
-        raise InputError("no case has retrieved chunks: nothing to re-judge", field="retrieved_contexts")
+        raise InputError("no case has retrieved chunks: nothing to re-judge", source=where,
+                         field="retrieved_contexts")
     notes = [f"{left} cases cannot be judged in mode {mode!r} (no question, or no {mode}) and were not drawn"] \
         if left else []
     if "order" in chosen and not config.settings.batch:
