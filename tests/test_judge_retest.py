@@ -250,3 +250,26 @@ def test_cli_no_chunks_to_judge(srv, tmp_path):
     r = _cli("judge-retest", ts, "--model", "m", "--base-url", srv.base_url, "--cache", tmp_path / "c.sqlite")
     assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
     assert "empty.jsonl: field 'retrieved_contexts': no case has retrieved chunks" in r.stderr
+
+
+def test_own_paraphrase_and_a_budget_for_the_whole_retest(srv, tmp_path):
+    """--paraphrase FILE is the reworded prompt asked (its version reported); max_cost caps the retest as a
+    whole: once spent, the rest is missing, said in a note, and a rerun with more budget completes it."""
+    rows, _ = _rows(6)
+    own = tmp_path / "mine.toml"
+    own.write_text('version = "mine-1"\n[binary]\nuser = """Is this chunk useful?\\n{"verdict": 1 or 0, "reason": "x"}'
+                   '\\n<question>\\n{question}\\n</question>\\n<reference_answer>\\n{reference}\\n</reference_answer>'
+                   '\\n<chunk>\\n{chunk}\\n</chunk>"""\n', encoding="utf-8")
+    cfg = _cfg(srv, tmp_path, price_in=1000.0, price_out=1000.0)
+    r = run_judge_retest(rows, cfg, cases=6, repeats=1, conditions=["paraphrase"], paraphrase=own)
+    assert r.judge["prompts"]["paraphrase"].startswith("reference-binary-vmine-1+")
+    assert r.conditions[0].pairs == 24 and r.conditions[0].flips == 0
+    srv.reset()
+    one_by_one = resolve_llm_config(model="judge-test", base_url=srv.base_url, cache=tmp_path / "capped.sqlite",
+                                    env={}, price_in=1000.0, price_out=1000.0, concurrency=1)
+    capped = run_judge_retest(rows, one_by_one, cases=6, repeats=2, conditions=["repeat"], max_cost=1.0)
+    made = srv.stats()["requests"]
+    assert 0 < made < 24 and capped.judge["requests"] == made  # the baseline ran out; no repetition call started
+    assert capped.judge["ok"] == made and capped.judge["missing"] == 24 + 48 - made
+    assert capped.judge["cost"] - 1.0 < capped.judge["cost"] / made  # the call that crossed the budget, no more
+    assert any("not had" in n for n in capped.notes)

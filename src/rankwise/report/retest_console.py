@@ -65,6 +65,7 @@ def retest_lines(r: Any) -> list[str]:
              f"{count(r.repeats, 'repetition')} per condition, seed {r.seed}",
              f"  {j['verdicts']} verdicts asked: {j['ok']} had ({j['cached']} from the cache, the baseline's "
              f"{j['baseline_cached']}), {j['failed']} failed, {j['missing']} missing; {j['requests']} requests{cost}"]
+    lines += [f"  {name} prompt: {version}" for name, version in j.get("prompts", {}).items()]
     if r.conditions:
         lines.append(f"self-agreement with the baseline, per condition (flip rate and kappa, {pct} intervals over "
                      "cases)")

@@ -235,7 +235,7 @@ class _Run:
     repeats: int
     seed: int
     tables: dict[str, list[dict]] = field(default_factory=dict)
-    summaries: list[Any] = field(default_factory=list)
+    summaries: list[tuple[str, Any]] = field(default_factory=list)  # (condition or "baseline", summary)
 
     def inputs(self, condition: str, r: int, baseline: dict | None) -> tuple[list, dict | None, dict | None]:
         """(cases to send, probe ranks, shuffled orders) of one repetition of one condition."""
@@ -286,7 +286,7 @@ def _judge_all(run: _Run, *, quiet: bool, max_cost: float | None) -> dict[str, l
         left = None if max_cost is None else max(0.0, max_cost - spent[0])
         result = run.make(condition, r, left).run(cases, advance)
         spent[0] += result.summary.cost or 0.0
-        run.summaries.append(result.summary)
+        run.summaries.append((condition or "baseline", result.summary))
         return result
 
     chunks = sum(len(c.chunks) for c in run.cases)
@@ -345,6 +345,9 @@ def run_judge_retest(testset: Any, config: Any, *, cases: int = 30, repeats: int
                          field="retrieved_contexts")
     notes = [f"{left} cases cannot be judged in mode {mode!r} (no question, or no {mode}) and were not drawn"] \
         if left else []
+    if "paraphrase" in chosen and config.settings.prompt_file and not paraphrase:
+        notes.append("paraphrase: the shipped rewording of the mode's prompt stands in for your --prompt; give "
+                     "--paraphrase FILE to reword your own")
     if "order" in chosen and not config.settings.batch:
         chosen.remove("order")
         notes.append("order: left out; each chunk is judged in a call of its own (no --batch), so the judge never "
@@ -378,15 +381,16 @@ def _report(run: _Run, baseline: dict, sample: list, plan: RetestPlan, config: A
     base_means = _means(sample, baseline, metrics)
     moves = metric_moves(base_means, {c: [_means(sample, t, metrics) for t in run.tables[c]]
                                       for c in run.chosen if c not in PROBES})
-    s = run.summaries
+    s = [x for _, x in run.summaries]
     first = s[0]
     costs = [x.cost for x in s]
+    prompts = {c: x.prompt_version for c, x in run.summaries if x.prompt_version != first.prompt_version}
     judge = {"model": first.model, "url": config.endpoint.url, "mode": first.mode, "scale": first.scale,
              "prompt_version": first.prompt_version, "style": "batch" if config.settings.batch else "single",
              "temperature": config.policy.temperature, "retest_temperature": temperature,
              "verdicts": sum(x.chunks for x in s), "ok": sum(x.ok for x in s), "cached": sum(x.cached for x in s),
              "failed": sum(x.failed for x in s), "missing": sum(x.missing for x in s),
-             "requests": sum(x.requests for x in s), "baseline_cached": first.cached,
+             "requests": sum(x.requests for x in s), "baseline_cached": first.cached, "prompts": prompts,
              "cost": None if any(c is None for c in costs) else sum(costs)}  # type: ignore[arg-type]
     if judge["failed"] or judge["missing"]:
         notes.append(f"{judge['failed'] + judge['missing']} verdicts were not had (failed or missing): they are not "
