@@ -9,6 +9,8 @@ import random
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankwise.analysis.retest import compare_verdicts, metric_moves, only_verdict
 from rankwise.cli import main
@@ -273,3 +275,31 @@ def test_own_paraphrase_and_a_budget_for_the_whole_retest(srv, tmp_path):
     assert capped.judge["ok"] == made and capped.judge["missing"] == 24 + 48 - made
     assert capped.judge["cost"] - 1.0 < capped.judge["cost"] / made  # the call that crossed the budget, no more
     assert any("not had" in n for n in capped.notes)
+
+
+def test_identical_cases_give_a_point_interval_equal_to_the_estimate():
+    """Every resample of identical cases holds the same confusion: the bootstrap's vectorised kappa and flip rate
+    are then the point values (cohen_kappa's), exactly."""
+    base = {f"q{i}": [1, 1, 0, 0, 1] for i in range(4)}
+    other = {f"q{i}": [1, 0, 0, 1, 1] for i in range(4)}
+    f = compare_verdicts(base, [other], name="repeat", resamples=300)
+    assert f.ci == (pytest.approx(f.rate), pytest.approx(f.rate)) and f.rate == 0.4
+    assert f.kappa_ci == (pytest.approx(f.kappa), pytest.approx(f.kappa))
+    assert f.kappa == pytest.approx(cohen_kappa([(1, 1), (1, 0), (0, 0), (0, 1), (1, 1)]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=6), min_size=2,
+                max_size=8))
+def test_swapping_the_sides_keeps_rate_and_kappa_and_swaps_up_and_down(cases):
+    base = {f"q{i}": [a for a, _ in c] for i, c in enumerate(cases)}
+    other = {f"q{i}": [b for _, b in c] for i, c in enumerate(cases)}
+    ab = compare_verdicts(base, [other], name="x", resamples=50)
+    ba = compare_verdicts(other, [base], name="x", resamples=50)
+    assert (ab.pairs, ab.flips, ab.up, ab.down) == (ba.pairs, ba.flips, ba.down, ba.up)
+    assert ab.rate == ba.rate and (ab.kappa is None) == (ba.kappa is None)
+    if ab.kappa is not None:
+        assert ab.kappa == pytest.approx(ba.kappa)
+    pairs = [p for c in cases for p in c]
+    assert ab.kappa == (None if cohen_kappa(pairs) is None else pytest.approx(cohen_kappa(pairs)))
+    assert 0 <= ab.ci[0] <= ab.rate <= ab.ci[1] <= 1
