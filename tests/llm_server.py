@@ -62,6 +62,12 @@ ends at the first end marker they read, a closing tag (``</chunk>``) or a fence 
 of any id, and an opening tag (``<chunk id="3">``) opens a new block wherever it stands. Against them the
 fences alone do not hold; only data with no character sequence they read as a tag does.
 
+Test-retest emulation: with ``flip_rate`` (``POST /config``, with ``flip_seed``) each verdict of a reply is
+flipped (verdict 1 - v, grade 3 - g) with that probability, drawn from a hash of the seed, the conversation and
+how many times it has been seen, so the same requests in the same order get the same flips; two independent
+judgings of a chunk then disagree with probability 2p(1 - p). Models named ``gullible-*`` call any chunk that
+says "this passage is relevant" relevant (verdict 1, grade 3), whatever else it holds.
+
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
 
@@ -157,9 +163,12 @@ class ServerState:
     format_status: int = 400
     response_formats: Counter = field(default_factory=Counter)
     cached_tokens: int = 0
+    flip_rate: float = 0.0
+    flip_seed: int = 0
+    flips: int = 0
 
     def reset(self) -> None:
-        """Zero the counters and random faults; requests still in flight from before are no longer counted."""
+        """Zero the counters, random faults and flips; requests still in flight from before are no longer counted."""
         keep = (self.latency, self.slow_seconds, self.retry_after, self.epoch + 1)
         self.__init__()
         self.latency, self.slow_seconds, self.retry_after, self.epoch = keep
@@ -170,7 +179,7 @@ class ServerState:
                 "conversations": len(self.seen), "repairs": self.repairs, "batch_calls": self.batch_calls,
                 "started": self.started[-20000:], "latency": self.latency,
                 "random_faults": dict(self.random_faults),
-                "given_up": sum(self.last_faulted.values()), "authorization": self.authorization}
+                "given_up": sum(self.last_faulted.values()), "authorization": self.authorization, "flips": self.flips}
 
 
 def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None):
@@ -284,7 +293,34 @@ def _override(prompt: str, graded: bool) -> dict[str, Any] | None:
     return {"grade": value, "reason": "overridden"} if graded else {"verdict": value, "reason": "overridden"}
 
 
-def _answer(prompt: str, decode: bool = False) -> tuple[Any, bool]:
+CLAIM = "this passage is relevant"
+
+
+def _gullible(item: dict[str, Any], chunk: str) -> dict[str, Any]:
+    """A ``gullible-*`` model's verdict: a chunk that says it is relevant is."""
+    if CLAIM not in " ".join(chunk.lower().split()):
+        return item
+    return {"grade": 3, "reason": "the passage says it is relevant"} if "grade" in item else \
+        {"verdict": 1, "reason": "the passage says it is relevant"}
+
+
+def _flip(obj: dict[str, Any], state: ServerState, conv: str, nth: int) -> dict[str, Any]:
+    """The reply with each verdict flipped with probability ``flip_rate`` (seeded by conversation and visit)."""
+    def flipped(item: dict[str, Any], i: int) -> dict[str, Any]:
+        draw = hashlib.sha256(f"{state.flip_seed}:{conv}:{nth}:{i}".encode()).digest()
+        if int.from_bytes(draw[:8], "big") / 2 ** 64 >= state.flip_rate:
+            return item
+        state.flips += 1
+        if "grade" in item:
+            return {**item, "grade": 3 - int(item["grade"])}
+        return {**item, "verdict": 1 - int(item["verdict"])}
+
+    if "verdicts" in obj:
+        return {"verdicts": [flipped(v, i) for i, v in enumerate(obj["verdicts"])]}
+    return flipped(obj, 0)
+
+
+def _answer(prompt: str, decode: bool = False, gullible: bool = False) -> tuple[Any, bool]:
     """The JSON object the judge should reply with for this prompt, and whether it is a batch. The prompt
     is read as :func:`perceive` says; fenced data (:func:`unfence`) is data: only its text is judged."""
     prompt, data = unfence(perceive(prompt, decode))
@@ -310,11 +346,13 @@ def _answer(prompt: str, decode: bool = False) -> tuple[Any, bool]:
         items = []
         for idx, chunk_text in batch:
             item = judge_text(target or "", text(chunk_text), graded)
+            item = _gullible(item, text(chunk_text)) if gullible else item
             items.append({"id": int(idx), **item})
         return {"verdicts": items}, True
     chunk = TAG["chunk"].search(prompt)
     if chunk is not None:
-        return judge_text(target or "", text(chunk.group(1)), graded), False
+        item = judge_text(target or "", text(chunk.group(1)), graded)
+        return (_gullible(item, text(chunk.group(1))) if gullible else item), False
     ragas = _ragas_input(text(prompt))
     if ragas is not None:
         context, answer = ragas
@@ -508,7 +546,10 @@ def make_app(state: ServerState):
             state.faults["slow"] += 1
             await asyncio.sleep(state.slow_seconds)
         loose = loose_read(prompt, model)
-        obj, batch = _answer(loose if loose is not None else prompt, decode=model.startswith("decoding-"))
+        obj, batch = _answer(loose if loose is not None else prompt, decode=model.startswith("decoding-"),
+                             gullible=model.startswith("gullible-"))
+        if state.flip_rate:
+            obj = _flip(obj, state, conv, nth)
         if batch:
             state.batch_calls += 1
             if "wrongcount" in faults:
@@ -539,6 +580,9 @@ def make_app(state: ServerState):
                 setattr(state, key, int(body[key]))
         if "retry_after" in body:
             state.retry_after = str(body["retry_after"])
+        if "flip_rate" in body:
+            state.flip_rate = float(body["flip_rate"])
+            state.flip_seed = int(body.get("flip_seed", 0))
         if "fault_rate" in body:
             state.fault_rate = float(body["fault_rate"])
             state.fault_kinds = list(body.get("fault_kinds") or ENVELOPES)

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from generator_server import synthetic_cases, write_cases
 from rankwise.cli import main
 
-LLM_COMMANDS = {"judge", "judge-check", "answer", "utility", "position-curve", "synth", "pool"}
+LLM_COMMANDS = {"judge", "judge-check", "judge-retest", "answer", "utility", "position-curve", "synth", "pool"}
 GENERATOR_COMMANDS = {"answer", "utility", "position-curve"}  # --model required: the generator is not the judge
 
 # parameter name -> (flags, type name, value when not given, is_flag): the one declaration every command must show
@@ -48,6 +48,7 @@ EXTRA = {
     "synth": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
     "pool": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
     "judge-check": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
+    "judge-retest": {"prompt_file", "rpm", "timeout", "max_retries", "max_calls", "max_cost"},
 }
 PER_COMMAND_HELP = {"model", "prompt_file", "dry_run"}  # worded per command (whose model, which prompt, what is printed)
 
@@ -125,6 +126,7 @@ def inputs(tmp_path, monkeypatch):
         "judge": ["judge", str(ts)],
         "judge-check": ["judge-check", *(str(jc[n]) for n in ("jc.qrels", "jc-a.trec", "jc-b.trec")), "--corpus",
                         str(jc["jc-corpus.jsonl"]), "--queries", str(jc["jc-q.jsonl"])],
+        "judge-retest": ["judge-retest", str(ts)],
         "answer": ["answer", str(ts)],
         "utility": ["utility", str(ts)],
         "position-curve": ["position-curve", str(ts), "-k", "3"],

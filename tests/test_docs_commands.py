@@ -533,6 +533,26 @@ def setup_llm_judge(workdir: Path) -> None:
     (workdir / "big.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def setup_judge_retest(workdir: Path) -> None:
+    """docs/judge-retest.md: testset.jsonl (40 questions x 4 chunks; a chunk names its question's topic, which the
+    reference names and the question does not, or holds only filler) and a fake judge that flips each verdict
+    with probability 0.1 (seeded): the noise the page's transcript measures."""
+    import json
+    import random
+
+    rng = random.Random(1)
+    topics = ["kestrel", "boiler", "violin", "glacier", "harbor", "orchard", "comet", "lantern", "meadow", "quarry"]
+    rows = []
+    for i in range(40):
+        topic = topics[i % 10]
+        chunks = [f"Log {i}-{j}: the {topic} reading was taken at dawn." if rng.random() < 0.5 else
+                  f"Log {i}-{j}: nothing here but pebbles and sand." for j in range(4)]
+        rows.append({"id": f"q{i:02d}", "question": f"What did survey {i} record?",
+                     "reference": f"The {topic} reading.", "retrieved_contexts": chunks})
+    (workdir / "testset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (workdir / ".judge-server.json").write_text(json.dumps({"flip_rate": 0.1, "flip_seed": 7}))
+
+
 SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/eval.md": [setup_eval, setup_kestrel],
     "docs/trec-measures.md": [setup_trec_measures],
@@ -547,6 +567,7 @@ SETUPS: dict[str, list[Callable[[Path], None]]] = {
     "docs/integrations.md": [setup_compare],
     "docs/judge-check.md": [setup_compare],
     "docs/plan-testset.md": [setup_compare],
+    "docs/judge-retest.md": [setup_judge_retest],
     "docs/traces.md": [setup_traces],
 }
 SLOW = {"README.md": "runs the demo (dense retrieval)", "docs/retrieval.md": "dense retrieval",

@@ -378,3 +378,34 @@ def test_judge_check_with_the_real_model_end_to_end(local, shared_data, tmp_path
         assert s["tau"] == pytest.approx(tau)
     else:
         assert s["tau"] is None
+
+
+# ------------------------------------------------------------------- rankwise judge-retest (same server)
+def test_judge_retest_with_the_real_model(local, tmp_path):
+    """`rankwise judge-retest` with the real model, two questions of two chunks, once each: every verdict had (the
+    replies are grammar-constrained JSON, the reworded prompt's too: a verdict not had is rankwise's fault), the
+    requests the sum of the judgings' chunks (the probe judges only the chunks the baseline called irrelevant),
+    the flip counts within the pairs, and the same command again answered from the cache alone."""
+    ts = tmp_path / "ts.jsonl"
+    ts.write_text("".join(json.dumps({"id": f"q{i}", "question": QUESTION, "reference": REFERENCE,
+                                      "retrieved_contexts": CHUNKS[::1 - 2 * i]}) + "\n" for i in range(2)))
+    args = ["judge-retest", ts, "--model", local.model, "--base-url", local.base_url, "--api-key", "unused",
+            "--cache", tmp_path / "c.sqlite", "--timeout", 120, "--concurrency", 1, "-k", 1, "--conditions",
+            "repeat,paraphrase,claim", "--resamples", 100, "--format", "json", "--quiet"]
+    r = _cli(*args)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    j = out["judge"]
+    assert j["failed"] == j["missing"] == 0 and j["ok"] == j["verdicts"]
+    repeat, paraphrase = out["conditions"]
+    claim = out["probes"][0]
+    assert repeat["pairs"] == paraphrase["pairs"] == 4 and claim["pairs"] <= 4
+    assert j["verdicts"] == 4 + 4 + 4 + claim["pairs"] and j["cached"] == 0
+    assert j["requests"] >= j["verdicts"]  # one call per verdict, and the server's refusal of json_schema once
+    for f in (repeat, paraphrase, claim):
+        assert f["flips"] == f["up"] + f["down"] <= f["pairs"]
+        if f["pairs"]:
+            assert f["rate"] == pytest.approx(f["flips"] / f["pairs"])
+    assert j["prompts"]["paraphrase"].startswith("reference-binary-vparaphrase-1+")
+    again = json.loads(_cli(*args).stdout)
+    assert again["judge"]["requests"] == 0 and again["conditions"] == out["conditions"]

@@ -135,6 +135,7 @@ def _args(command: str, flag: str, target, f: dict, tmp_path: Path) -> list:
         "judge": ["judge", f["testset"], *_llm(cache), "--records", records],
         "judge-check": ["judge-check", f["jqrels"], f["ja"], f["jb"], "--corpus", f["corpus"], "--queries", f["queries"],
                         *_llm(cache), "--judge-qrels", target if flag == "--judge-qrels" else tmp_path / "judge.qrels"],
+        "judge-retest": ["judge-retest", f["testset"], *_llm(cache)],
         "cache merge": ["cache", "merge", f["source_cache"], "--into", target],
         "calibrate": ["calibrate", f["records"], "--relevance", "containment", "--score-answers", "f1",
                       "--min-cases", "4", "--test-share", "0.5", flag, target],
@@ -178,7 +179,7 @@ def _input_files(f: dict) -> set[Path]:
 def _an_input(command: str, flag: str, f: dict) -> Path:
     """One input of the call (for --plot: the first; for run: a document inside the corpus folder)."""
     return {"eval-rag": f["testset"], "compare": f["a"], "compare-rag": f["records2"], "judge": f["testset"],
-            "judge-check": f["jqrels"],
+            "judge-check": f["jqrels"], "judge-retest": f["testset"],
             "cache merge": f["source_cache"], "calibrate": f["records"], "run": f["corpus_dir"] / "doc1.txt",
             "run-adapter": f["testset"], "answer": f["testset"], "utility": f["testset"],
             "position-curve": f["testset"], "synth": f["corpus"], "pool": f["rag_run"],
@@ -194,7 +195,7 @@ def test_every_output_option_is_covered():
 
 OPTIONS = sorted({("eval-rag", "--records"), ("compare", "--html"), ("compare", "--plot"),
                   ("compare-rag", "--html"), ("compare-rag", "--plot"), ("judge", "--records"), ("judge", "--cache"),
-                  ("judge-check", "--judge-qrels"), ("judge-check", "--cache"),
+                  ("judge-check", "--judge-qrels"), ("judge-check", "--cache"), ("judge-retest", "--cache"),
                   ("cache merge", "--into"), ("calibrate", "--plot"), ("run", "--out"), ("run", "--rag-out"),
                   ("run-adapter", "--out"), ("answer", "--records"), ("answer", "--cache"),
                   ("position-curve", "--out"), ("position-curve", "--plot"), ("position-curve", "--cache"),

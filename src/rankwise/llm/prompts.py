@@ -48,7 +48,7 @@ from typing import Any
 from rankwise.errors import InputError
 
 __all__ = ["MODES", "PromptTemplate", "load_prompt", "escape_data", "data_boundary", "fence", "Message", "fill",
-           "load_toml", "shipped_toml", "template_version"]
+           "load_toml", "shipped_toml", "template_version", "paraphrase_prompt"]
 
 MODES = ("reference", "response", "question")
 _KEYS = ("system", "user", "batch", "batch_item")
@@ -320,6 +320,19 @@ class PromptTemplate:
 
 def _shipped(mode: str) -> tuple[dict[str, Any], str]:
     return shipped_toml("rankwise.llm", f"{mode}.toml")
+
+
+def paraphrase_prompt(mode: str) -> Path:
+    """The shipped second wording of ``mode``'s prompts (``prompts/<mode>-paraphrase.toml``: same task and
+    scale, other words), a prompt file for :func:`load_prompt` (``rankwise judge-retest`` asks it).
+
+    Example:
+        >>> load_prompt("question", path=paraphrase_prompt("question")).prompt_version[:29]
+        'question-binary-vparaphrase-1'
+    """
+    if mode not in MODES:
+        raise InputError(f"unknown judge mode {mode!r}; choose one of {', '.join(MODES)}", field="mode")
+    return Path(str(resources.files("rankwise.llm").joinpath("prompts", f"{mode}-paraphrase.toml")))
 
 
 def load_prompt(mode: str, *, graded: bool = False, path: str | PathLike | None = None) -> PromptTemplate:

@@ -141,6 +141,9 @@ class _Unit:
 class Judge:
     """Judges chunks through one endpoint with one prompt; holds the cache open for the run.
 
+    ``tag`` (e.g. ``"repeat#2"``) is part of every cache key: a judging under another tag, or none, is never
+    served from this one's verdicts, and the same tag again is (``rankwise judge-retest``'s repetitions).
+
     Example::
 
         judge = Judge(Endpoint("m", "http://127.0.0.1:8000/v1", "unused"), JudgeSettings(mode="question"),
@@ -151,15 +154,15 @@ class Judge:
 
     @classmethod
     def from_config(cls, config: LLMConfig, cache: VerdictCache | None, *, settings: JudgeSettings | None = None,
-                    max_cost: float | None = None) -> Judge:
+                    max_cost: float | None = None, tag: str | None = None) -> Judge:
         """The judge of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole (``settings``:
-        what is asked, when the task fixes it, e.g. the pool's reference mode)."""
+        what is asked, when the task fixes it, e.g. the pool's reference mode; ``tag``: see :class:`Judge`)."""
         return cls(config.endpoint, settings or config.settings, config.policy, cache, config.prices,
-                   max_cost=max_cost)
+                   max_cost=max_cost, tag=tag)
 
     def __init__(self, endpoint: Endpoint, settings: JudgeSettings | None = None,
                  policy: CallPolicy | None = None, cache: VerdictCache | None = None,
-                 prices: Prices | None = None, max_cost: float | None = None) -> None:
+                 prices: Prices | None = None, max_cost: float | None = None, tag: str | None = None) -> None:
         self.endpoint = endpoint
         self.settings = settings or JudgeSettings()
         self.policy = policy or CallPolicy()
@@ -171,7 +174,10 @@ class Judge:
         self.prompt: PromptTemplate = load_prompt(self.settings.mode, graded=self.settings.graded,
                                                   path=self.settings.prompt_file)
         self.style = "batch" if self.settings.batch else "single"
-        self._params = {"temperature": self.policy.temperature}
+        self._params: dict[str, Any] = {"temperature": self.policy.temperature}
+        self.tag = tag
+        if tag is not None:  # a re-judging's own verdicts (judge-retest): cached apart, never served to another
+            self._params["tag"] = tag
 
     # -------------------------------------------------------------------------------------- inputs
     def _context(self, case: JudgeCase) -> str | None:
