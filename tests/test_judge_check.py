@@ -253,7 +253,7 @@ def test_cli_table(files):
     (["--reranked-by", "C"], "expected RUN=MODEL"),
     (["--reranked-by", "Q=m"], "names no run 'Q'"),
     (["--resamples", "0"], "must be >= 1"),
-    ([], "no judge model"),
+    ([], "no model given"),
 ])
 def test_cli_bad_options_exit_2_in_one_line(files, extra, message):
     human, judge, runs = files

@@ -322,7 +322,7 @@ def test_endpoint_resolution_order(tmp_path):
     assert resolve_endpoint(model="m", base_url="http://localhost:11434/v1", env={}).api_key == "unused"
     with pytest.raises(InputError, match="no API key for api.openai.com"):
         resolve_endpoint(model="m", env={})
-    with pytest.raises(InputError, match="no judge model"):
+    with pytest.raises(InputError, match="no model given"):
         resolve_endpoint(base_url="http://localhost:8000/v1", env={})
 
 

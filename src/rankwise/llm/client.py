@@ -221,7 +221,7 @@ def resolve_endpoint(*, model: str | None = None, base_url: str | None = None, a
     config = config or {}
     model = model or env.get("RANKWISE_JUDGE_MODEL") or config.get("model")
     if not model:
-        raise InputError("no judge model: give one (the model setting), set RANKWISE_JUDGE_MODEL, or put "
+        raise InputError("no model given: give one (the model setting), set RANKWISE_JUDGE_MODEL, or put "
                          "model = \"...\" in the [llm] table of rankwise.toml", source=config_source, field="model")
     for key, value in (("model", model), ("base_url", base_url or config.get("base_url")),
                        ("api_key", api_key or config.get("api_key")), ("api_key_env", config.get("api_key_env"))):
