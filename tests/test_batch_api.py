@@ -558,12 +558,12 @@ def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch,
     from rankwise.llm.cache import VerdictCache
     from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
     from rankwise.llm.parse import verdict_schema
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, _Unit
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeUnit
 
     judge = Judge(Endpoint("m", "http://127.0.0.1:9/v1", "k"), JudgeSettings(mode="reference", graded=batch),
                   CallPolicy(), VerdictCache(tmp_path / "c.sqlite"))
     case = JudgeCase("q1", QUESTION, list(TEXTS[:3]), REFERENCE)
-    units = [_Unit(case, [0, 1, 2], True)] if batch else [_Unit(case, [i], False) for i in range(3)]
+    units = [JudgeUnit(case, [0, 1, 2], True)] if batch else [JudgeUnit(case, [i], False) for i in range(3)]
     lines = build_requests(judge, units)
     schema = verdict_schema(batch, 3 if batch else None)
     assert [line["body"]["response_format"] for line in lines] == [response_format_body("json_schema", schema)] * len(units)

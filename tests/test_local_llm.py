@@ -33,7 +33,7 @@ from rankwise.llm.cost import Prices
 from rankwise.llm.local import LocalServerError, local_server
 from rankwise.llm.parse import verdict_schema
 from rankwise.relevance.agreement import agreement
-from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, _Unit
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeUnit
 from rankwise.workflows.demo import llm_demo_seconds, run_llm_demo
 
 N_CTX = 2048  # room for every prompt here (< 1,000 tokens), and a chunk of 12,000 characters overflows it
@@ -101,7 +101,7 @@ def test_judge_single_binary_with_reference(local, tmp_path):
         assert s.completion_tokens == sum(v.completion_tokens for v in r.verdicts["q1"]) > 0
     assert s.cost == pytest.approx((s.prompt_tokens * 1.0 + s.completion_tokens * 2.0) / 1e6)
     # the first chunk's request sent by hand: the server reports the prompt tokens rankwise counted for it
-    body = {"model": local.model, "messages": judge._messages(_Unit(case, [0], False)), "max_tokens": 1,
+    body = {"model": local.model, "messages": judge.messages(JudgeUnit(case, [0], False)), "max_tokens": 1,
             "temperature": 0.0, "response_format": response_format_body(TAKES, verdict_schema(False))}
     raw = _post(local, body)["usage"]
     first = r.verdicts["q1"][0]

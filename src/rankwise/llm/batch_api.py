@@ -56,7 +56,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import Any
+from typing import Any, Protocol
 
 from rankwise.errors import BatchApiError, InputError, RankwiseError
 from rankwise.llm.client import (
@@ -67,9 +67,9 @@ from rankwise.llm.client import (
     retry_after_seconds,
     split_credentials,
 )
-from rankwise.llm.parse import ParseError, parse_batch, parse_verdict, refusal_of
+from rankwise.llm.parse import ParseError, refusal_of
 
-__all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job",
+__all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job", "BatchTask", "BatchUnit",
            "plan_batches", "BatchPlan", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",
            "DEFAULT_MAX_BYTES"]
 
@@ -227,25 +227,55 @@ class BatchReport:
 
 
 # ------------------------------------------------------------------------------------------ requests
-def build_requests(judge: Any, units: Sequence[Any], *,
+class BatchUnit(Protocol):
+    """One call of a :class:`BatchTask`: ``size`` items answered by it, ``batch``: several in one call."""
+
+    size: int
+    batch: bool
+
+
+class BatchTask(Protocol):
+    """What the Batch API needs of a task, all public (the judge implements it; any task that can be asked
+    in batches may): its endpoint, call policy, prices and cache; the calls still to make; each call's
+    messages, token cap and reply schema; and the cache rows a reply becomes.
+
+    ``prepare(cases)`` returns an object with ``units`` (the calls not answered by the cache) and ``keys``.
+    ``cache_rows`` raises :class:`~rankwise.errors.ParseError` when a reply holds nothing usable.
+    """
+
+    endpoint: Any
+    policy: Any
+    prices: Any
+    cache: Any
+
+    def prepare(self, cases: Sequence[Any]) -> Any: ...
+
+    def messages(self, unit: Any) -> list[dict]: ...
+
+    def max_tokens(self, unit: Any) -> int: ...
+
+    def reply_schema(self, unit: Any) -> dict: ...
+
+    def cache_rows(self, unit: Any, content: str | None, prompt_tokens: int, completion_tokens: int,
+                   keys: dict, call: str) -> list[tuple[str, dict[str, Any]]]: ...
+
+
+def build_requests(task: BatchTask, units: Sequence[Any], *,
                    response_format: str = "json_schema") -> list[dict[str, Any]]:
-    """One Batch-API request line per unit: the judge's own chat request, ``custom_id`` ``r<N>``, asking for the
+    """One Batch-API request line per unit: the task's own chat request, ``custom_id`` ``r<N>``, asking for the
     same reply schema the online path asks for (``response_format``: the level, OpenAI's Batch API takes
     ``json_schema``; ``text`` sends none)."""
     from rankwise.llm.client import response_format_body
-    from rankwise.llm.cost import SINGLE_MAX_TOKENS
-    from rankwise.llm.parse import verdict_schema
 
     out = []
     for n, unit in enumerate(units):
-        max_tokens = SINGLE_MAX_TOKENS + 100 * len(unit.ranks) if unit.batch else SINGLE_MAX_TOKENS
-        body = {"model": judge.endpoint.model, "messages": judge._messages(unit), "max_tokens": max_tokens}
-        schema = verdict_schema(judge.prompt.graded, len(unit.ranks) if unit.batch else None)
+        body = {"model": task.endpoint.model, "messages": task.messages(unit), "max_tokens": task.max_tokens(unit)}
+        schema = task.reply_schema(unit)
         fmt = response_format_body(response_format, schema)
         if fmt is not None:
             body["response_format"] = fmt
-        if judge.policy.temperature is not None:
-            body["temperature"] = judge.policy.temperature
+        if task.policy.temperature is not None:
+            body["temperature"] = task.policy.temperature
         out.append({"custom_id": f"r{n}", "method": "POST", "url": "/v1/chat/completions", "body": body})
     return out
 
@@ -276,9 +306,9 @@ def split_requests(lines: Sequence[bytes], max_requests: int, max_bytes: int) ->
     return parts
 
 
-def _encoded(judge: Any, units: Sequence[Any]) -> list[bytes]:
+def _encoded(task: BatchTask, units: Sequence[Any]) -> list[bytes]:
     return [(json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-            for x in build_requests(judge, units)]
+            for x in build_requests(task, units)]
 
 
 @dataclass(frozen=True)
@@ -301,7 +331,7 @@ class BatchPlan:
                 f"({', '.join(str(b) for _, b in self.sizes) or '-'} bytes){cost}")
 
 
-def plan_batches(judge: Any, cases: Sequence[Any], settings: BatchSettings | None = None) -> BatchPlan:
+def plan_batches(task: BatchTask, cases: Sequence[Any], settings: BatchSettings | None = None) -> BatchPlan:
     """The batches a :func:`run_batch_job` of ``cases`` would create now (none when the cache has every
     verdict). Calls nothing (``--dry-run --batch-api``).
 
@@ -310,8 +340,8 @@ def plan_batches(judge: Any, cases: Sequence[Any], settings: BatchSettings | Non
         print(plan_batches(judge, cases, BatchSettings(max_requests=10_000)).line())
     """
     opts = settings or BatchSettings()
-    _verdicts, units, _unj, _keys = judge._prepare(cases)
-    lines = _encoded(judge, units)
+    _verdicts, units, _unj, _keys = task.prepare(cases)
+    lines = _encoded(task, units)
     return BatchPlan([(n, sum(map(len, lines[first:first + n])))
                       for first, n in split_requests(lines, opts.max_requests, opts.max_bytes)], opts.discount)
 
@@ -492,14 +522,14 @@ def _adopt_old_job(db: sqlite3.Connection, fingerprint: str, n_lines: int, n_byt
         db.execute("UPDATE batch_jobs SET status='ingested' WHERE fingerprint=?", (fingerprint,))
 
 
-def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | None = None,
+def run_batch_job(task: BatchTask, cases: Sequence[Any], *, poll_seconds: float | None = None,
                   discount: float | None = None, max_requests: int | None = None, max_bytes: int | None = None,
                   config: str | PathLike | None = None, settings: BatchSettings | None = None,
                   timeout_hours: float = 48.0, on_status: Callable[[str], None] | None = None,
                   on_progress: Callable[[int, int, int, int], None] | None = None) -> BatchReport:
-    """Judge the chunks of ``cases`` not yet in ``judge.cache`` through the Batch API, split into as many
-    batches as the limits need; verdicts go to the cache (the next :meth:`Judge.run` returns them as cached
-    and calls online only for what failed).
+    """Ask the calls of ``cases`` not yet answered by ``task.cache`` (the judge's chunks) through the Batch
+    API, split into as many batches as the limits need; the replies go to the cache (the next
+    :meth:`Judge.run` returns them as cached and calls online only for what failed).
 
     Resumes the job recorded for the same requests instead of creating other batches. Settings not given
     are resolved by :func:`resolve_batch_settings` (``settings``, when given, is used as it is).
@@ -514,19 +544,19 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
         print("\n".join(report.lines()))
         result = judge.run(cases)   # the batch verdicts, from the cache; what failed there, online
     """
-    if judge.cache is None:
+    if task.cache is None:
         raise RankwiseError("the batch API needs a verdict cache (it records the batch ids there)")
     opts = settings or resolve_batch_settings(config=config, poll_seconds=poll_seconds, discount=discount,
                                               max_requests=max_requests, max_bytes=max_bytes)
-    _verdicts, units, _unj, keys = judge._prepare(cases)
-    report = BatchReport(chunks=sum(len(u.ranks) for u in units), requests=len(units))
+    _verdicts, units, _unj, keys = task.prepare(cases)
+    report = BatchReport(chunks=sum(u.size for u in units), requests=len(units))
     if not units:
         return report
-    lines = _encoded(judge, units)
+    lines = _encoded(task, units)
     fingerprint = hashlib.sha256(b"".join(lines)).hexdigest()
     say = on_status or (lambda _m: None)
-    api = _Api(judge.endpoint.base_url, judge.endpoint.api_key, judge.policy, say)
-    db = _open_jobs(judge.cache.path)
+    api = _Api(task.endpoint.base_url, task.endpoint.api_key, task.policy, say)
+    db = _open_jobs(task.cache.path)
     try:
         try:
             parts = _run_parts(api, db, fingerprint, lines, opts, timeout_hours, report, say,
@@ -535,12 +565,12 @@ def run_batch_job(judge: Any, cases: Sequence[Any], *, poll_seconds: float | Non
             kept, total = db.execute("SELECT COUNT(batch_id), COUNT(*) FROM batch_parts WHERE fingerprint=?",
                                      (fingerprint,)).fetchone()
             raise BatchApiError(f"{exc}; {kept} of {total} batches created, their ids and the results received "
-                                f"are kept in {judge.cache.path}: rerun the same command to resume") from None
+                                f"are kept in {task.cache.path}: rerun the same command to resume") from None
         finally:
             report.retries = api.retries
         results, status_of = _collect_results(db, fingerprint, parts, report)
-        _ingest(judge, units, keys, results, status_of, report)
-        report.cost = judge.prices.cost(report.prompt_tokens, report.completion_tokens)
+        _ingest(task, units, keys, results, status_of, report)
+        report.cost = task.prices.cost(report.prompt_tokens, report.completion_tokens)
         if report.cost is not None:
             report.cost *= opts.discount
         db.execute("BEGIN")
@@ -708,14 +738,13 @@ def _download_part(api: _Api, db: sqlite3.Connection, fingerprint: str, p: _Part
             db.execute("INSERT OR REPLACE INTO batch_results VALUES (?,?,?,?)", (fingerprint, p.part, kind, content))
 
 
-def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any], status_of: dict[int, str],
+def _ingest(task: BatchTask, units: Sequence[Any], keys: dict, results: dict[str, Any], status_of: dict[int, str],
             report: BatchReport) -> None:
-    graded, rel = judge.prompt.graded, judge.settings.relevant_from
     items: list[tuple[str, dict[str, Any]]] = []
 
     def fail(unit: Any, why: str) -> None:
-        report.failed += len(unit.ranks)
-        report.failures[why] = report.failures.get(why, 0) + len(unit.ranks)
+        report.failed += unit.size
+        report.failures[why] = report.failures.get(why, 0) + unit.size
 
     for n, unit in enumerate(units):
         item = results.get(f"r{n}")
@@ -742,21 +771,12 @@ def _ingest(judge: Any, units: Sequence[Any], keys: dict, results: dict[str, Any
             fail(unit, "refused")
             continue
         try:
-            if unit.batch:
-                judgements = parse_batch(reply.content, len(unit.ranks), graded=graded, relevant_from=rel)
-            else:
-                judgements = [parse_verdict(reply.content, graded=graded, relevant_from=rel)]
+            rows = task.cache_rows(unit, reply.content, reply.prompt_tokens, reply.completion_tokens, keys,
+                                   "batch" if unit.batch else "single")
         except ParseError:
             fail(unit, "unparseable")
             continue
-        k = len(unit.ranks)
-        for i, j in zip(unit.ranks, judgements, strict=True):
-            items.append((keys[(unit.case.id, i)], {
-                "verdict": j.verdict, "grade": j.grade, "reason": j.reason, "model": judge.endpoint.model,
-                "mode": judge.settings.mode, "scale": judge.prompt.scale,
-                "prompt_version": judge.prompt.prompt_version, "style": judge.style,
-                "call": "batch" if unit.batch else "single", "prompt_tokens": reply.prompt_tokens // k,
-                "completion_tokens": reply.completion_tokens // k}))
-        report.ok += k
+        items += rows
+        report.ok += unit.size
     if items:
-        judge.cache.put_many(items)
+        task.cache.put_many(items)

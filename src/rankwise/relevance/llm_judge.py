@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from rankwise.errors import InputError, JudgeInterrupted, JudgeStopped
 from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
@@ -57,6 +57,7 @@ from rankwise.llm.prompts import PromptTemplate, load_prompt
 from rankwise.llm.runner import Job, Runner, RunPlan, RunSummary
 
 __all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
+           "JudgeUnit", "Prepared",
            "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
            "load_for_judging"]
 
@@ -132,10 +133,27 @@ class JudgeResult:
 
 
 @dataclass
-class _Unit:
+class JudgeUnit:
+    """One call of the judge: a case's chunks at ``ranks`` (0-based), one per call or several (``batch``)."""
+
     case: JudgeCase
     ranks: list[int]  # 0-based positions in case.chunks
     batch: bool
+
+    @property
+    def size(self) -> int:
+        """The chunks this call judges."""
+        return len(self.ranks)
+
+
+class Prepared(NamedTuple):
+    """What :meth:`Judge.prepare` finds: the verdicts so far (cache hits, unjudgeable chunks), the calls still
+    to make, how many chunks cannot be judged, and each judgeable chunk's cache key."""
+
+    verdicts: dict[str, list[ChunkVerdict]]
+    units: list[JudgeUnit]
+    unjudgeable: int
+    keys: dict[tuple[str, int], str]
 
 
 class Judge:
@@ -209,8 +227,8 @@ class Judge:
             raise InputError(f"mode {mode!r} needs a {field_name} per case and {none}; add '{field_name}' to the test set or judge in mode 'question'",
                              source=source, field=field_name)
 
-    def _prepare(self, cases: Sequence[JudgeCase]):
-        """Cache lookups; returns verdicts so far, the units to call, and the count of unjudgeable chunks."""
+    def prepare(self, cases: Sequence[JudgeCase]) -> Prepared:
+        """Cache lookups: the verdicts so far, the calls (units) still to make, the unjudgeable count, the keys."""
         self.check(cases)
         cases = [_sendable(c) for c in cases]
         verdicts: dict[str, list[ChunkVerdict]] = {}
@@ -230,7 +248,7 @@ class Judge:
                 keys[(case.id, i)] = self._key(case, text)  # type: ignore[arg-type]
                 todo.append((case, i, keys[(case.id, i)]))
         hits = self.cache.get_many(list(keys.values())) if self.cache is not None else {}
-        units: list[_Unit] = []
+        units: list[JudgeUnit] = []
         pending: dict[str, tuple[JudgeCase, list[int]]] = {}
         for case, i, key in todo:
             hit = hits.get(key)
@@ -241,21 +259,21 @@ class Judge:
             if self.settings.batch:
                 pending.setdefault(case.id, (case, []))[1].append(i)
             else:
-                units.append(_Unit(case, [i], False))
+                units.append(JudgeUnit(case, [i], False))
         for case, ranks in pending.values():
             size = self.settings.batch_size
             for start in range(0, len(ranks), size):
                 part = ranks[start:start + size]
-                units.append(_Unit(case, part, len(part) > 1))
-        return verdicts, units, unjudgeable, keys
+                units.append(JudgeUnit(case, part, len(part) > 1))
+        return Prepared(verdicts, units, unjudgeable, keys)
 
     # -------------------------------------------------------------------------------------- dry run
     def plan(self, cases: Sequence[JudgeCase]) -> JudgePlan:
         """What :meth:`run` would do, without calling: calls needed and estimated tokens and cost."""
-        verdicts, units, unjudgeable, _ = self._prepare(cases)
+        verdicts, units, unjudgeable, _ = self.prepare(cases)
         pt = ct = 0
         for unit in units:
-            pt += estimate_prompt_tokens(self._messages(unit))
+            pt += estimate_prompt_tokens(self.messages(unit))
             ct += OUTPUT_TOKENS_PER_VERDICT * len(unit.ranks)
         return JudgePlan.estimate(len(units), pt, ct, max_calls=self.policy.max_calls, prices=self.prices,
                                   model=self.endpoint.model, prompt_version=self.prompt.prompt_version,
@@ -263,7 +281,8 @@ class Judge:
                                   cached=sum(1 for vs in verdicts.values() for v in vs if v.cached),
                                   unjudgeable=unjudgeable)
 
-    def _messages(self, unit: _Unit) -> list[dict]:
+    def messages(self, unit: JudgeUnit) -> list[dict]:
+        """The chat messages of one call."""
         case = unit.case
         if unit.batch:
             return self.prompt.render_batch(question=case.question or "",
@@ -271,6 +290,30 @@ class Judge:
                                             reference=case.reference, response=case.response)
         return self.prompt.render(question=case.question or "", chunk=case.chunks[unit.ranks[0]] or "",
                                   reference=case.reference, response=case.response)
+
+    def max_tokens(self, unit: JudgeUnit) -> int:
+        """The completion tokens one call may take (a batch: 100 more per chunk)."""
+        return SINGLE_MAX_TOKENS + 100 * unit.size if unit.batch else SINGLE_MAX_TOKENS
+
+    def reply_schema(self, unit: JudgeUnit) -> dict:
+        """The JSON schema the reply to one call must follow."""
+        return verdict_schema(self.prompt.graded, unit.size if unit.batch else None)
+
+    def cache_rows(self, unit: JudgeUnit, content: str | None, prompt_tokens: int, completion_tokens: int,
+                   keys: dict[tuple[str, int], str], call: str) -> list[tuple[str, dict[str, Any]]]:
+        """The cache rows of one call's reply (raises :class:`~rankwise.errors.ParseError` when it holds no
+        usable verdicts); the tokens are shared out among its chunks."""
+        graded, rel = self.prompt.graded, self.settings.relevant_from
+        if unit.batch:
+            judgements = parse_batch(content, unit.size, graded=graded, relevant_from=rel)
+        else:
+            judgements = [parse_verdict(content, graded=graded, relevant_from=rel)]
+        k = unit.size
+        return [(keys[(unit.case.id, i)], {
+            "verdict": j.verdict, "grade": j.grade, "reason": j.reason, "model": self.endpoint.model,
+            "mode": self.settings.mode, "scale": self.prompt.scale, "prompt_version": self.prompt.prompt_version,
+            "style": self.style, "call": call, "prompt_tokens": prompt_tokens // k,
+            "completion_tokens": completion_tokens // k}) for i, j in zip(unit.ranks, judgements, strict=True)]
 
     # ------------------------------------------------------------------------------------------ run
     def _runner(self) -> Runner:
@@ -302,7 +345,7 @@ class _JudgeJob(Job):
     def __init__(self, judge: Judge, runner: Runner, cases: Sequence[JudgeCase]) -> None:
         self.judge, self.runner = judge, runner
         bad_before = judge.cache.bad_rows if judge.cache is not None else 0
-        self.verdicts, self.units, _unjudgeable, self.keys = judge._prepare(cases)
+        self.verdicts, self.units, _unjudgeable, self.keys = judge.prepare(cases)
         prompt = judge.prompt
         self.summary = JudgeSummary(model=judge.endpoint.model, mode=judge.settings.mode, scale=prompt.scale,
                                     prompt_version=prompt.prompt_version, cases=len(cases),
@@ -318,7 +361,7 @@ class _JudgeJob(Job):
         self.summary.fresh_calls = self.runner.fresh_calls
         return JudgeResult(self.verdicts, self.summary)
 
-    def settle_rest(self, unit: _Unit, status: str, error: str) -> None:
+    def settle_rest(self, unit: JudgeUnit, status: str, error: str) -> None:
         for i in unit.ranks:
             if self.verdicts[unit.case.id][i].status == "missing":
                 self._settle(unit.case, i, ChunkVerdict(status=status, error=error))
@@ -334,7 +377,7 @@ class _JudgeJob(Job):
                    prompt_version=j.prompt.prompt_version, style=j.style, call=outcome.call or j.style,
                    prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens)
 
-    async def do(self, unit: _Unit) -> None:
+    async def do(self, unit: JudgeUnit) -> None:
         if unit.batch:
             await self._do_batch(unit)
         else:
@@ -345,7 +388,7 @@ class _JudgeJob(Job):
         graded, rel = j.prompt.graded, j.settings.relevant_from
         call = "single"
         try:
-            got, pt, ct = await self.runner.ask(j._messages(_Unit(case, [i], False)), SINGLE_MAX_TOKENS,
+            got, pt, ct = await self.runner.ask(j.messages(JudgeUnit(case, [i], False)), SINGLE_MAX_TOKENS,
                                                 lambda text: parse_verdict(text, graded=graded, relevant_from=rel),
                                                 j.prompt.render_repair, fresh=True, schema=verdict_schema(graded))
         except BudgetExhausted as exc:
@@ -362,13 +405,13 @@ class _JudgeJob(Job):
             return
         self._settle(case, i, _ok(got, call, pt, ct))
 
-    async def _do_batch(self, unit: _Unit) -> None:
+    async def _do_batch(self, unit: JudgeUnit) -> None:
         j = self.judge
         self.summary.batch_calls += 1
         graded, rel, n = j.prompt.graded, j.settings.relevant_from, len(unit.ranks)
         try:
             judgements, pt, ct = await self.runner.ask(
-                j._messages(unit), SINGLE_MAX_TOKENS + 100 * n,
+                j.messages(unit), SINGLE_MAX_TOKENS + 100 * n,
                 lambda text: parse_batch(text, n, graded=graded, relevant_from=rel), j.prompt.render_repair,
                 schema=verdict_schema(graded, n))
         except BudgetExhausted as exc:
@@ -378,7 +421,7 @@ class _JudgeJob(Job):
         except (CountMismatch, CallError):
             self.summary.batch_fallbacks += 1
             for i in unit.ranks:  # one call per chunk, spread over the workers
-                self.runner.enqueue(_Unit(unit.case, [i], False))
+                self.runner.enqueue(JudgeUnit(unit.case, [i], False))
             return
         share_p, share_c = pt // n, ct // n
         for i, got in zip(unit.ranks, judgements, strict=True):
