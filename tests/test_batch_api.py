@@ -567,5 +567,7 @@ def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch,
     lines = build_requests(judge, units)
     schema = verdict_schema(batch, 3 if batch else None)
     assert [line["body"]["response_format"] for line in lines] == [response_format_body("json_schema", schema)] * len(units)
-    assert lines[0]["body"]["response_format"]["json_schema"]["schema"] == schema
+    # OpenAI's strict mode refuses string lengths: the reason's bound is left out at this level, nothing else is
+    sent = lines[0]["body"]["response_format"]["json_schema"]["schema"]
+    assert json.dumps(sent) == json.dumps(schema).replace(', "minLength": 4, "maxLength": 80', "")
     assert all("response_format" not in line["body"] for line in build_requests(judge, units, response_format="text"))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import json
+import re
 import time
+from pathlib import Path
 
 import pytest
 
+import rankwise
 from rankwise.errors import InputError
 from rankwise.llm.client import (
     CallBudget,
@@ -26,6 +30,7 @@ from rankwise.llm.parse import (
     parse_batch,
     parse_verdict,
     refusal_of,
+    verdict_schema,
 )
 from rankwise.llm.prompts import MODES, data_boundary, load_prompt
 
@@ -378,3 +383,38 @@ def test_adaptive_limit_holds_halves_and_grows_back():
         await asyncio.wait_for(gate.acquire(), 1)
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------- reply templates describe their fields (issue 38, 6)
+PROMPT_DIRS = [Path(rankwise.__file__).parent / "llm" / "prompts", Path(rankwise.__file__).parent / "testsets" / "prompts"]
+#: the fill-in texts the prompts once showed; a small model copied them as the reason of every verdict
+TEMPLATE_REASONS = ("<one short sentence>", "<a brief sentence>")
+
+
+def test_no_shipped_prompt_shows_a_fillable_placeholder():
+    """A reply template with ``"reason": "<one short sentence>"`` is copied word for word by small models: every
+    prompt describes its fields in words instead (no quoted ``"<...>"`` value anywhere)."""
+    files = sorted(p for d in PROMPT_DIRS for p in d.glob("*.toml"))
+    assert len(files) >= 10
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not re.findall(r'"<[^">]+>"', text), path.name
+        assert not any(t in text for t in TEMPLATE_REASONS), path.name
+
+
+def test_reason_is_bounded_where_a_grammar_enforces_it_and_left_out_of_strict_json_schema():
+    from rankwise.llm.client import response_format_body
+
+    schema = verdict_schema(False)
+    assert schema["properties"]["reason"] == {"type": "string", "minLength": 4, "maxLength": 80}
+    grammar = response_format_body("json_object+schema", schema)["schema"]  # llama.cpp: a grammar, bounded
+    assert grammar["properties"]["reason"]["maxLength"] == 80
+    strict = response_format_body("json_schema", verdict_schema(True, n=3))["json_schema"]["schema"]
+    assert "maxLength" not in json.dumps(strict) and "minLength" not in json.dumps(strict)  # OpenAI refuses them
+    assert strict["properties"]["verdicts"]["items"]["properties"]["reason"] == {"type": "string"}
+
+
+def test_a_raw_line_break_inside_a_reason_still_parses():
+    """Small models write a line break inside a JSON string (invalid JSON, strictly): read as written."""
+    j = parse_verdict('{"verdict": 1, "reason": "states the\nopening year"}')
+    assert (j.verdict, j.reason) == (1, "states the\nopening year")

@@ -70,12 +70,25 @@ def _post(local, body):
         return json.loads(resp.read())
 
 
+# what a reply template once showed as the reason, and how the prompts now describe it: a reason equal to one
+# of them is the model copying the prompt, not a reason (issue 38, item 6)
+TEMPLATE_REASONS = {"<one short sentence>", "<a brief sentence>", "what in the chunk decided it, in a few words of your own",
+                    "what in that chunk decided it, in a few words of your own"}
+
+
+def _own_words(reason):
+    """A reason of the model's own: not empty, not a text of the reply template."""
+    assert reason and reason.strip(" .").lower() not in TEMPLATE_REASONS, f"the template's text as a reason: {reason!r}"
+
+
 def _settled(verdicts):
-    """Every chunk ends ok (a verdict and a reason) or failed (with why): nothing silently dropped."""
+    """Every chunk ends ok (a verdict and a reason of its own) or failed (with why): nothing silently dropped."""
     for v in verdicts:
         assert v.status in ("ok", "failed"), v
         if v.status == "ok":
             assert v.verdict in (0, 1) and isinstance(v.reason, str | type(None)) and v.error is None
+            if v.reason is not None:
+                _own_words(v.reason)
         else:
             assert v.error and v.verdict is None
 
@@ -274,8 +287,11 @@ def test_llm_demo_judges_every_chunk_of_the_slice(demo_run):
     assert s.requests >= s.ok  # one request per verdict at least (pointwise), repairs on top
     assert s.prompt_tokens > 0 and s.completion_tokens > 0
     assert said == [f"judging 2 chunks (1 question x top 2) with the local model: about "
-                    f"{llm_demo_seconds(2):.0f} s on an idle 2-core machine (2.5 s per verdict measured there, "
+                    f"{llm_demo_seconds(2):.0f} s on an idle 2-core machine (4 s per verdict measured there, "
                     f"plus the server's start); longer under load: the bar shows the time left"]
+    records = load_records(out / "judge-local" / "records.jsonl")
+    for chunk in (c for r in records for c in r.chunks):
+        _own_words(chunk.verdicts["llm"].reason)  # every reason the model's own, none the template's text
 
 
 def test_llm_demo_agreement_and_metrics_are_the_records_own(demo_run):

@@ -459,14 +459,33 @@ def response_format_body(level: str, schema: dict[str, Any], name: str = "rankwi
         {'type': 'json_object', 'schema': {'type': 'object'}}
         >>> response_format_body("json_schema", {"type": "object"})["json_schema"]["name"]
         'rankwise_reply'
+        >>> response_format_body("json_schema", {"type": "string", "maxLength": 80})["json_schema"]["schema"]
+        {'type': 'string'}
+
+    A string's ``minLength``/``maxLength`` bound a grammar-constrained reply (llama.cpp turns the schema into a
+    grammar, so a small model cannot ramble); OpenAI's strict ``json_schema`` mode refuses those keywords, so at
+    that level they are left out.
     """
     if level == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": _strict_schema(schema),
+                                                       "strict": True}}
     if level == "json_object+schema":
         return {"type": "json_object", "schema": schema}
     if level == "json_object":
         return {"type": "json_object"}
     return None
+
+
+_NOT_STRICT = ("minLength", "maxLength")  # string keywords OpenAI's strict json_schema mode refuses
+
+
+def _strict_schema(schema: Any) -> Any:
+    """``schema`` without the keywords strict mode refuses, at any depth."""
+    if isinstance(schema, dict):
+        return {k: _strict_schema(v) for k, v in schema.items() if k not in _NOT_STRICT}
+    if isinstance(schema, list):
+        return [_strict_schema(v) for v in schema]
+    return schema
 
 
 def _level_of(fmt: Any) -> str | None:
@@ -816,7 +835,7 @@ def reply_of(resp: Any) -> ChatReply:
         '{}'
         >>> reply_of({"choices": {"message": {}}})
         Traceback (most recent call last):
-        rankwise.llm.client.ReplyError: bad reply: choices is an object, not a list
+        rankwise.errors.ReplyError: bad reply: choices is an object, not a list
     """
     if not isinstance(resp, dict):
         raise ReplyError(f"bad reply: the body is {_shape(resp)}, not a JSON object: {str(resp)[:80]!r}")

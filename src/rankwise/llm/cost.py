@@ -13,7 +13,7 @@ __all__ = ["Usage", "Prices", "estimate_tokens", "OUTPUT_TOKENS_PER_VERDICT", "S
            "estimate_prompt_tokens"]
 
 CHARS_PER_TOKEN = 4
-OUTPUT_TOKENS_PER_VERDICT = 40  # {"verdict": 1, "reason": "<one short sentence>"}
+OUTPUT_TOKENS_PER_VERDICT = 40  # {"verdict": 1, "reason": "..."}: a reason of a few words
 SINGLE_MAX_TOKENS = 300  # the output cap of one per-chunk verdict call (a batch call adds 100 per chunk)
 MESSAGE_OVERHEAD_TOKENS = 4  # role and separators per chat message
 

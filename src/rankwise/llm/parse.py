@@ -55,7 +55,7 @@ def verdict_schema(graded: bool, n: int | None = None) -> dict[str, Any]:
     """
     name, values = ("grade", [0, 1, 2, 3]) if graded else ("verdict", [0, 1])
     item: dict[str, Any] = {"type": "object", "properties": {name: {"type": "integer", "enum": values},
-                                                             "reason": {"type": "string"}},
+                                                             "reason": {"type": "string", "minLength": 4, "maxLength": 80}},
                             "required": [name, "reason"], "additionalProperties": False}
     if n is None:
         return item
@@ -75,11 +75,13 @@ class Judgement:
 
 
 def _loads_lenient(text: str) -> Any:
-    """json.loads, then the usual repairs: trailing commas, Python literals, single quotes."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
+    """json.loads, then the usual repairs: raw line breaks or tabs inside a string (small models write them),
+    trailing commas, Python literals, single quotes."""
+    for strict in (True, False):
+        try:
+            return json.loads(text, strict=strict)
+        except (ValueError, RecursionError):
+            pass
     fixed = _TRAILING_COMMA.sub(r"\1", text.replace("“", '"').replace("”", '"'))
     try:
         return json.loads(fixed)
