@@ -62,6 +62,21 @@ def _int_list(value: str, name: str) -> list[int]:
         raise InputError(f"--{name} takes comma-separated whole numbers, got {value!r}", field=name) from None
 
 
+def _budget_options(budgets: str | None, metrics: str) -> dict:
+    """``--budget 500,1000,2000c`` and ``--budget-metric`` as sweep's keywords (none without --budget)."""
+    from rankwise.errors import InputError
+
+    if not budgets:
+        return {}
+    text = budgets.strip()
+    unit = text[-1:] if text[-1:] in ("c", "t") else None
+    if unit is None:
+        raise InputError(f"--budget ends with its unit, c (characters) or t (tokens): e.g. 500,1000,2000c; got "
+                         f"{budgets!r}", field="budget")
+    return {"budgets": _int_list(text[:-1], "budget"), "budget_unit": unit,
+            "budget_metrics": [m.strip() for m in metrics.split(",") if m.strip()]}
+
+
 @main.command("sweep")
 @_mlflow_options
 @click.option("--corpus", "corpus_path", type=click.Path(),
@@ -100,6 +115,11 @@ def _int_list(value: str, name: str) -> list[int]:
                                                  "[llm] table of --config).")
 @click.option("--config", "llm_config", type=click.Path(dir_okay=False),
               help="Config file with an [llm] table for --rerank llm:MODEL (calls, cache).")
+@click.option("--budget", "budgets", default=None,
+              help="Context budgets, comma-separated, the unit on the last: 500,1000,2000c (characters) or 128,256t "
+                   "(tokens): --budget-metric scored at each, with the Pareto front of quality against budget.")
+@click.option("--budget-metric", "budget_metrics", default="recall,ndcg", show_default=True,
+              help="Metrics scored at each --budget: precision, recall, ndcg, ndcg_exp, wcp.")
 @click.option("--permutations", type=int, default=10_000, show_default=True)
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Embedding cache folder.")
@@ -110,7 +130,8 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option("--force", is_flag=True, help="Overwrite existing files in --out that rankwise did not write.")
 def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, overlaps, splitters, retrievers, k,
                   relevance, relevance_level, metrics, baseline, model, rerank_model, rerank_top_n, llm_base_url,
-                  llm_config, permutations, alpha, cache_dir, out, no_html, quiet, force, mlflow_opts):
+                  llm_config, budgets, budget_metrics, permutations, alpha, cache_dir, out, no_html, quiet, force,
+                  mlflow_opts):
     """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever over one
     corpus and test set; print one table (best per metric, paired tests against the baseline) and a report.
 
@@ -134,7 +155,7 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     from rankwise._outputs import check_output_folder
 
     folder = Path(out)
-    mine = [folder / "report.html", folder / "sweep.json"]
+    mine = [folder / "report.html", folder / "sweep.json", folder / "budget.png"]
     mine += sorted((folder / "records").glob("*")) if (folder / "records").is_dir() else []
     check_output_folder(folder, "--out", mine, [corpus_path, testset, qrels, beir_dir, llm_config], force=force)
     result = sweep(corpus, testset, qrels=qrels, split=split, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
@@ -145,7 +166,7 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
                    baseline=int(baseline) if baseline.lstrip("-").isdigit() else baseline, model=model,
                    rerank_model=rerank_model, rerank_top_n=rerank_top_n, llm_base_url=llm_base_url,
                    llm_config=llm_config, cache_dir=cache_dir, permutations=permutations, alpha=alpha, out=out,
-                   html=not no_html, progress=not quiet)
+                   html=not no_html, progress=not quiet, **_budget_options(budgets, budget_metrics))
     s = result.settings
     level = (f"{s['level']} (top {s['k']} per question, judged by qrels at grade >= {s['relevance_level']})"
              if s["level"] == "documents" else f"chunks (top {s['k']} per question, relevance {s['relevance']})")
@@ -162,6 +183,11 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
         click.echo(f"best {m}: {label} = {value:.4f}{extra}")
     from rankwise.report.compare_console import failure_notes
 
+    if s["budgets"]:
+        from rankwise.report.sweep_budget import budget_lines
+
+        for line in budget_lines(result.budget_summary(), s["budget_unit"]):
+            click.echo(line)
     for line in failure_notes(result.failure_summary()):
         click.echo(line)
     if s["unjudged"]:

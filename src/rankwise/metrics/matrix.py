@@ -57,6 +57,9 @@ class RelevanceMatrix:
             redundancy rule (docs/context-metrics.md, "Redundant chunks"): ``grades`` keep a grade only
             where the chunk earns a gold item no chunk above it matched; precision, wcp and acp read these.
             None when no chunk is redundant.
+        chunk_chars: optional (queries, depth) characters of each retrieved chunk (its text, else end - start;
+            0 past a list's end): what budget cutoffs (``recall@1500c``, ``metrics/budget.py``) lay out. None
+            when some chunk has neither text nor offsets.
     """
 
     query_ids: list[str]
@@ -78,6 +81,7 @@ class RelevanceMatrix:
     source: str | None = None
     id_field: str | None = None
     chunk_grades: np.ndarray | None = None
+    chunk_chars: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -250,6 +254,7 @@ class RelevanceMatrix:
         char_found = np.zeros((n, depth), dtype=np.float64) if spans else None
         char_total = np.zeros(n, dtype=np.float64) if spans else None
         pooled = np.zeros((n, depth), dtype=bool)  # the chunk has a verdict (judged@k's "has a judgement")
+        chars: np.ndarray | None = np.zeros((n, depth), dtype=np.int64)
         for i, r in enumerate(records):
             row = _record_row(r, source, relevance_level, id_field)
             width = len(r.chunks)
@@ -261,6 +266,11 @@ class RelevanceMatrix:
             bases.add(row["truth"]["basis"])
             n_rel[i] = row["truth"]["n_relevant"]
             ideal_rows.append(list(row["truth"]["ideal_gains"]))
+            if chars is not None:
+                sizes = [_chunk_chars(c) for c in r.chunks]
+                chars = None if None in sizes else chars
+                if chars is not None:
+                    chars[i, :width] = sizes
             if spans:
                 total, gained = _char_coverage(r)
                 char_total[i] = total
@@ -272,7 +282,16 @@ class RelevanceMatrix:
         basis = bases.pop() if len(bases) == 1 else ("mixed" if bases else "reference passages")
         return cls([r.id for r in records], grades, judged, lengths, n_rel, (judged & ~rel).sum(axis=1),
                    _pad(ideal_rows), relevance_level, found, lengths > 0, basis, distinct, char_found,
-                   char_total, pooled, tuple(records), source, id_field, chunk_grades)
+                   char_total, pooled, tuple(records), source, id_field, chunk_grades, chars)
+
+
+def _chunk_chars(chunk: Any) -> int | None:
+    """A retrieved chunk's length in characters: its text's, else its offsets' (None: neither known)."""
+    if chunk.text is not None:
+        return len(chunk.text)
+    if chunk.start is not None and chunk.end is not None:
+        return max(int(chunk.end) - int(chunk.start), 0)
+    return None
 
 
 def _record_row(r: Any, source: str, relevance_level: int, id_field: str | None) -> dict:

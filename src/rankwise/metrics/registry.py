@@ -188,17 +188,21 @@ class Measure:
     k: int | None = None
     params: tuple[tuple[str, Any], ...] = ()
     trec_text: str | None = field(default=None, compare=False)  # trec_eval's printed name, as written
+    budget: int | None = None  # a context budget instead of a cutoff in chunks (metrics/budget.py)
+    unit: str | None = None  # the budget's unit: c (characters) or t (tokens)
 
     @property
     def name(self) -> str:
         base = self.metric.name
         if self.params:
             base += "(" + ",".join(f"{k}={_show(v)}" for k, v in self.params) + ")"
+        if self.budget is not None:
+            return f"{base}@{self.budget}{self.unit}"
         return base if self.k is None else f"{base}@{self.k}"
 
     @property
     def trec_name(self) -> str | None:
-        if self.metric.trec_name is None:
+        if self.metric.trec_name is None or self.budget is not None:
             return None
         if self.trec_text is not None:
             return self.trec_text
@@ -221,6 +225,11 @@ class Measure:
     def __call__(self, matrix: RelevanceMatrix) -> np.ndarray:
         self.check(matrix)
         kwargs = self.all_params
+        if self.budget is not None:
+            from rankwise.metrics.budget import budget_values
+
+            assert self.unit is not None
+            return budget_values(self.metric.name, matrix, self.budget, self.unit, **kwargs)
         if self.metric.trec_reset:
             kwargs["bare"] = self.metric.trec_param not in dict(self.params)
         try:
@@ -595,7 +604,7 @@ for _m in _DEFS:
 # parameters may nest one metric in another (``merged(metric=wcp(decay=linear))@5``): the outer parentheses
 # take everything up to the last ")" before the cutoff
 _NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>.*)\))?"
-                      r"(?:(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
+                      r"(?:@(?P<budget>\d+)(?P<unit>[ct])|(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
 _TREC_LIST_RE = re.compile(r"^(?P<base>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<values>[0-9A-Za-z.=,\s+-]+)$")
 
 
@@ -828,7 +837,23 @@ def _parse_one(text: str) -> list[Measure]:
     if metric is None or match is None:
         raise _unknown(text)
     k = int(match["k"]) if match["k"] else None
-    return [_bind(metric, k, _parse_params(metric, match["params"] or "", text), text)]
+    measure = _bind(metric, k, _parse_params(metric, match["params"] or "", text), text)
+    if match["budget"]:
+        measure = _at_budget(measure, int(match["budget"]), match["unit"], text)
+    return [measure]
+
+
+def _at_budget(measure: Measure, budget: int, unit: str, text: str) -> Measure:
+    """``measure`` cut at a context budget (``recall@1500c``): only the metrics :mod:`~rankwise.metrics.budget`
+    defines take one."""
+    from rankwise.metrics.budget import BUDGET_METRICS
+
+    if measure.metric.name not in BUDGET_METRICS:
+        raise InputError(f"{measure.metric.name} takes no budget cutoff (got {text!r}); budgets in characters "
+                         f"(@1500c) or tokens (@512t) apply to {', '.join(BUDGET_METRICS)}", field="metric")
+    if budget < 1:
+        raise InputError(f"a budget must be at least 1 in {text!r}", field="metric")
+    return replace(measure, budget=budget, unit=unit)
 
 
 def parse_measures(names: Iterable[str | Measure] | str) -> list[Measure]:

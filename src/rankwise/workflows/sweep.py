@@ -182,7 +182,43 @@ class SweepResult:
                 "metrics": self.metrics,
                 "best": {m: {"config": lab, "mean": v} for m, (lab, v) in self.best.items()},
                 "rows": self.rows(), "skipped": [{"config": c, "reason": r} for c, r in self.skipped],
-                "timings": self.timings, "files": self.files, **self.failure_summary()}
+                "timings": self.timings, "files": self.files, **self.failure_summary(),
+                **({"budget": self.budget_summary()} if self.settings.get("budgets") else {})}
+
+    def budget_curves(self, metric: str) -> dict[str, dict[int, float]]:
+        """Label -> {budget: mean of ``metric`` at that budget} (``sweep(budgets=...)``), grid order."""
+        unit, budgets = self.settings.get("budget_unit"), self.settings.get("budgets") or []
+        return {c.label: {b: self.means[c.label][f"{metric}@{b}{unit}"] for b in budgets} for c in self.configs}
+
+    def budget_summary(self) -> dict[str, Any]:
+        """Per budget metric: each configuration's curve, the best configuration at each budget and the Pareto
+        front of (budget, quality); empty without budgets."""
+        from rankwise.analysis.budget_front import best_at_each_budget, pareto_front
+
+        out: dict[str, Any] = {}
+        short = self.short_lists()
+        for metric in self.settings.get("budget_metrics") or []:
+            curves = self.budget_curves(metric)
+            out[metric] = {"curves": {lab: {str(b): v for b, v in c.items()} for lab, c in curves.items()},
+                           "best": {str(b): {"config": lab, "mean": v}
+                                    for b, (lab, v) in best_at_each_budget(curves).items()},
+                           "pareto": [p.__dict__ for p in pareto_front(curves)], "short_lists": short}
+        return out
+
+    def short_lists(self) -> dict[str, dict[str, int]]:
+        """Label -> {budget: questions whose retrieved list holds less than the budget} (only where some do):
+        past a list's end the prompt is empty, which a deeper ``k`` would fill."""
+        import math
+
+        unit, budgets = self.settings.get("budget_unit"), self.settings.get("budgets") or []
+        out: dict[str, dict[str, int]] = {}
+        for c in self.configs:
+            sizes = [sum(len(ch.text or "") if unit == "c" else math.ceil(len(ch.text or "") / 4) for ch in r.chunks)
+                     for r in self.records[c.label]]
+            counts = {str(b): sum(1 for n in sizes if n < b) for b in budgets}
+            if any(counts.values()):
+                out[c.label] = {b: n for b, n in counts.items() if n}
+        return out
 
     def failure_summary(self) -> dict[str, dict[str, Any]]:
         """``{"failure_classes": {label: ...}, "headroom": {label: ...}}``: each cell's (docs/failures.md)."""
@@ -367,6 +403,9 @@ class SweepSpec:
     out: str | PathLike | None = None
     html: bool = True
     progress: bool = True
+    budgets: Sequence[int] = ()
+    budget_unit: str = "c"
+    budget_metrics: Sequence[str] = ("recall", "ndcg")
 
 
 @dataclass
@@ -418,6 +457,11 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
             place; :class:`~rankwise.retrieval.llm_rerank.LLMReranker`), or any pair scorer / ``(query, text) ->
             float`` callable.
         permutations, seed, correction, alpha: the paired randomization test (Holm-corrected over all cells).
+        budgets, budget_unit, budget_metrics: context budgets (``budgets=[500, 1000, 2000]``, unit ``c``
+            characters or ``t`` tokens): each of ``budget_metrics`` (default recall, ndcg) is also scored at each
+            budget (``recall@1000c``, :mod:`rankwise.metrics.budget`), so chunkings are compared at the same
+            prompt size; the paired test runs at each budget like any metric, and
+            :meth:`SweepResult.budget_summary` gives each configuration's curve and the Pareto front.
         out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
         progress: a progress bar with ETA on stderr.
 
@@ -498,6 +542,7 @@ def _plan(corpus: Any, testset: Any, qrels: Any, split: str, spec: SweepSpec) ->
     configs, skipped = _grid(list(spec.chunk_sizes), list(spec.overlaps), list(spec.splitters),
                              list(spec.retrievers))
     names = list(spec.metrics) if spec.metrics else sweep_metrics(k, relevance, documents=documents)
+    names += _budget_names(spec, documents)
     plan = _Plan(corpus, cases, qrels, unjudged, documents, k, relevance, configs, skipped, names)
     for c in configs:
         plan.chunkings.setdefault(c.chunking, []).append(c)
@@ -592,6 +637,28 @@ def _baseline_label(labels: list[str], baseline: str | int) -> str:
                      field="baseline")
 
 
+def _budget_names(spec: SweepSpec, documents: bool) -> list[str]:
+    """The metrics at each context budget (``recall@1000c``): every configuration scored at the same prompt size."""
+    if not spec.budgets:
+        return []
+    from rankwise.metrics.budget import BUDGET_METRICS, UNITS
+
+    if documents:
+        raise InputError("a budget compares chunkings at the same prompt size: it needs chunks scored against "
+                         "reference passages (a span or containment test set), not documents judged by qrels",
+                         field="budgets")
+    if spec.budget_unit not in UNITS:
+        raise InputError(f"a budget's unit is c (characters) or t (tokens), not {spec.budget_unit!r}",
+                         field="budgets")
+    bad = [m for m in spec.budget_metrics if m not in BUDGET_METRICS]
+    if bad or not spec.budget_metrics:
+        raise InputError(f"budget metrics are among {', '.join(BUDGET_METRICS)}, not {', '.join(bad) or 'none'}",
+                         field="budget_metrics")
+    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in spec.budgets):
+        raise InputError(f"budgets are whole numbers >= 1, got {list(spec.budgets)}", field="budgets")
+    return [f"{m}@{b}{spec.budget_unit}" for m in spec.budget_metrics for b in sorted(set(spec.budgets))]
+
+
 def _settings(plan: _Plan, spec: SweepSpec, llm_reranker: Any, builds: int, notes: list[str]) -> dict[str, Any]:
     rerank = spec.rerank_model
     rerank_info = None
@@ -607,7 +674,9 @@ def _settings(plan: _Plan, spec: SweepSpec, llm_reranker: Any, builds: int, note
             "rerank_top_n": spec.rerank_top_n, "llm_rerank": rerank_info,
             "test": "paired randomization", "permutations": spec.permutations, "seed": spec.seed,
             "correction": spec.correction, "alpha": spec.alpha,
-            "index_builds": builds, "chunkings": len(plan.chunkings), "warnings": notes}
+            "index_builds": builds, "chunkings": len(plan.chunkings), "warnings": notes,
+            "budgets": sorted(set(spec.budgets)), "budget_unit": spec.budget_unit if spec.budgets else None,
+            "budget_metrics": list(spec.budget_metrics) if spec.budgets else []}
 
 
 def _write(result: SweepResult, out: Path, *, html: bool) -> None:
@@ -636,6 +705,11 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
                     if s["level"] == "documents" else "Chunk-level drill-down: ")
                    + ", ".join(shown) + " (the baseline and the best per metric)."],
         ))
+    if result.settings.get("budgets"):
+        from rankwise.report.sweep_budget import write_budget_plot
+
+        result.files["budget_plot"] = str(write_budget_plot(result.budget_summary(), result.settings["budget_unit"],
+                                                            out / "budget.png"))
     path = out / "sweep.json"
     result.files["json"] = str(path)
     atomic_write_text(path, json.dumps(finite_json(result.to_json()), indent=2))
