@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankwise.analysis.failures import FailureClasses, relevant_ranks
-from rankwise.data.records import copy_record
 from rankwise.metrics.evaluate import evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix, verdict_grade
 
@@ -27,7 +26,9 @@ __all__ = ["Headroom", "headroom", "ideal_order"]
 
 
 def ideal_order(record: Any, source: str) -> Any:
-    """A copy of ``record`` with its chunks in the best order for ``source`` (ranks renumbered 1, 2 ...).
+    """A copy of ``record`` with its chunks in the best order for ``source`` (ranks renumbered 1, 2 ...); the
+    record and its chunks are copied shallowly (verdicts, texts and ground truth shared, never written), the
+    original left as it was.
 
     Relevant chunks first: highest grade first, then the chunk finding the most reference items not found by
     a chunk before it, then the original order; the rest keep their order after them.
@@ -38,10 +39,11 @@ def ideal_order(record: Any, source: str) -> Any:
         ...                             ChunkRecord(2, id="b", verdicts={"llm": Verdict(1)})])
         >>> [(c.rank, c.id) for c in ideal_order(r, "llm").chunks]
         [(1, 'b'), (2, 'a')]
+        >>> [(c.rank, c.id) for c in r.chunks]  # the original keeps its order and ranks
+        [(1, 'a'), (2, 'b')]
     """
-    new = copy_record(record)
-    grades = [verdict_grade(c.verdicts.get(source), source) for c in new.chunks]
-    found = new.passages_found.get(source) or [[] for _ in new.chunks]
+    grades = [verdict_grade(c.verdicts.get(source), source) for c in record.chunks]
+    found = record.passages_found.get(source) or [[] for _ in record.chunks]
     left = [i for i, g in enumerate(grades) if g > 0]
     order: list[int] = []
     seen: set = set()
@@ -51,11 +53,21 @@ def ideal_order(record: Any, source: str) -> Any:
         seen.update(found[best])
         left.remove(best)
     order += [i for i, g in enumerate(grades) if g <= 0]
-    new.chunks = [new.chunks[i] for i in order]
+    # shallow copies: only the order and the ranks change, the chunks' verdicts and texts are shared, never
+    # written (a deep copy of every record was half of eval-rag's time on large test sets)
+    new = _shallow(record)
+    new.chunks = [_shallow(record.chunks[i]) for i in order]
     for rank, chunk in enumerate(new.chunks, start=1):
         chunk.rank = rank
     new.passages_found = {s: [lists[i] for i in order] if len(lists) == len(order) else lists
-                          for s, lists in new.passages_found.items()}
+                          for s, lists in record.passages_found.items()}
+    return new
+
+
+def _shallow(obj: Any) -> Any:
+    """A shallow copy of a record dataclass (its fields shared), without ``copy.copy``'s generic machinery."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
     return new
 
 
