@@ -79,12 +79,15 @@ def rankwise_update_baseline(pytestconfig: pytest.Config) -> bool:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A test failed by rankwise's bad-input error (a baseline that is not UTF-8, nested too deeply, missing
-    ...) is reported as its one line, not as a traceback through rankwise's code."""
+    ...) is reported as its one line, not as a traceback through rankwise's code. A regression
+    (:class:`~rankwise.errors.RegressionError`, an ``AssertionError``) is a failed assertion: pytest reports it
+    as one."""
     outcome = yield
     from rankwise.errors import RankwiseError
 
     report = outcome.get_result()
-    if call.excinfo is not None and report.failed and isinstance(call.excinfo.value, RankwiseError):
+    error = call.excinfo.value if call.excinfo is not None else None
+    if report.failed and isinstance(error, RankwiseError) and not isinstance(error, AssertionError):
         report.longrepr = f"rankwise: error: {' '.join(str(call.excinfo.value).splitlines())}"
 
 
