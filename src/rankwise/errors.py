@@ -11,7 +11,8 @@ The hierarchy::
     │   ├── BatchApiError              a Batch-API job failed for good (what was had is in the cache)
     │   └── RunStopped                 a run stopped early; ``result`` holds all had, ``cause`` why
     │       ├── JudgeStopped
-    │       └── GenerationStopped
+    │       ├── GenerationStopped
+    │       └── SynthStopped
     ├── CallError                      one call gave no usable reply after its retries: that item fails
     │   ├── ReplyError                 an HTTP 200 whose body is not a usable chat completion
     │   ├── ContextOverflow            the prompt does not fit the model's context (not retried)
@@ -24,7 +25,8 @@ The hierarchy::
 
     RunInterrupted (KeyboardInterrupt) Ctrl-C or SIGTERM during a long run; ``result`` holds all had
     ├── JudgeInterrupted
-    └── GenerationInterrupted
+    ├── GenerationInterrupted
+    └── SynthInterrupted
 
     RankwiseWarning (UserWarning)      usable input that is probably not what was meant: one line, once
     ├── TraceSkipWarning               traces or spans that could not become cases (counted)
@@ -50,7 +52,7 @@ __all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "in_user_wo
            "ParseError", "CountMismatch", "EndpointError", "BatchApiError", "RunStopped", "JudgeStopped",
            "GenerationStopped", "CallError", "ReplyError", "ContextOverflow", "BudgetExhausted", "Unusable",
            "CacheWriteError", "LocalServerError", "MlflowLogError", "RegressionError", "RunInterrupted",
-           "JudgeInterrupted", "GenerationInterrupted", "TraceSkipWarning", "RetrieverRandomIdWarning",
+           "JudgeInterrupted", "GenerationInterrupted", "SynthStopped", "SynthInterrupted", "TraceSkipWarning", "RetrieverRandomIdWarning",
            "RetrieverShortListWarning", "RetrieverDepthWarning"]
 
 
@@ -153,6 +155,11 @@ class GenerationStopped(RunStopped):
     """A generation run stopped: ``result`` (a ``GenResult``) holds every reply had (in the cache too)."""
 
 
+class SynthStopped(RunStopped):
+    """A synth run stopped: ``result`` (a ``SynthSummary``) counts the samples decided (all written, every reply
+    had in the cache)."""
+
+
 class CallError(RankwiseError):
     """One call gave no usable reply after its retries; ``str()`` says why. The item fails, the run goes on."""
 
@@ -224,6 +231,11 @@ class JudgeInterrupted(RunInterrupted):
 
 class GenerationInterrupted(RunInterrupted):
     """Ctrl-C during a generation run; ``result`` (a ``GenResult``) holds every reply had (all in the cache)."""
+
+
+class SynthInterrupted(RunInterrupted):
+    """Ctrl-C or SIGTERM during a synth run; ``result`` (a ``SynthSummary``): every sample decided is written,
+    every reply had is in the cache."""
 
 
 class TraceSkipWarning(RankwiseWarning):

@@ -36,16 +36,11 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, mo
     import json
 
     from rankwise.errors import InputError
+    from rankwise.report.synth_console import estimate_lines, summary_lines
     from rankwise.retrieval.corpus import load_corpus
-    from rankwise.testsets.synth import (
-        SynthSettings,
-        estimate_lines,
-        estimate_synth,
-        load_synth_prompts,
-        parse_styles,
-        summary_lines,
-        synth,
-    )
+    from rankwise.testsets.synth import SynthSettings, estimate_synth, synth
+    from rankwise.testsets.synth_plan import parse_styles
+    from rankwise.testsets.synth_prompts import load_synth_prompts
 
     if style is not None and styles is not None:
         raise InputError("give --style or --styles, not both", field="--style")
@@ -65,7 +60,7 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, mo
                 click.echo(line)
         return
     from rankwise._outputs import check_outputs
-    from rankwise.testsets.synth import rejected_path
+    from rankwise.testsets.synth_resume import rejected_path
 
     inputs = [corpus, config_path, prompt_file]
     check_outputs({"--out": out, "--out (its rejected samples)": rejected_path(out)}, inputs, force=force)
