@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from dataclasses import dataclass, fields
 
 import click
 
@@ -171,6 +173,40 @@ _LLM_OPTION_NAMES = ("model", "base_url", "api_key", "config_path", "prompt_file
                      "max_retries", "max_calls", "max_cost", "cache_path", "price_in", "price_out", "dry_run", "quiet")
 
 
+@dataclass(frozen=True)
+class LLMOptions:
+    """The shared LLM options of one command line, as typed values (None: not given); a command gets them as
+    one ``llm`` argument (``--dry-run`` and ``--quiet`` stay its own) and passes them to :meth:`config`."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    config_path: str | None = None
+    prompt_file: str | None = None
+    concurrency: int | None = None
+    rpm: float | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    max_calls: int | None = None
+    max_cost: float | None = None
+    cache_path: str | None = None
+    price_in: float | None = None
+    price_out: float | None = None
+
+    def config(self, **extra):
+        """The one LLMConfig of these options, passed whole to the library; ``extra``: what the command fixes or
+        adds (the judge's mode, the prompt file, ...)."""
+        from rankwise.llm.config import resolve_llm_config
+
+        return resolve_llm_config(config=self.config_path, model=self.model, base_url=self.base_url,
+                                  api_key=self.api_key, concurrency=self.concurrency, rpm=self.rpm,
+                                  timeout=self.timeout, max_retries=self.max_retries, max_calls=self.max_calls,
+                                  price_in=self.price_in, price_out=self.price_out, cache=self.cache_path, **extra)
+
+
+_PACKED = tuple(f.name for f in fields(LLMOptions))
+
+
 def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_required: bool = False,
                  omit: tuple[str, ...] = ()):
     """Decorator: the endpoint, call and cost options of every command that calls an LLM, each declared
@@ -223,33 +259,27 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
     chosen = [options[name] for name in _LLM_OPTION_NAMES if name not in omit and options[name] is not None]
 
     def decorate(func):
+        @functools.wraps(func)
+        def packed(*args, **kwargs):  # the shared options, popped from click's keywords, as one LLMOptions
+            return func(*args, llm=LLMOptions(**{n: kwargs.pop(n) for n in _PACKED if n in kwargs}), **kwargs)
+
+        command = packed
         for option in reversed(chosen):
-            func = option(func)
-        return func
+            command = option(command)
+        return command
 
     return decorate
 
 
-def _llm_config(opts: dict, **extra):
-    """The one LLMConfig of the shared LLM options (:func:`_llm_options`' names), passed whole to the library;
-    ``extra``: what the command fixes or adds (the judge's mode, the prompt file, ...)."""
-    from rankwise.llm.config import resolve_llm_config
-
-    return resolve_llm_config(config=opts["config_path"], model=opts["model"], base_url=opts["base_url"],
-                              api_key=opts["api_key"], concurrency=opts["concurrency"], rpm=opts["rpm"],
-                              timeout=opts["timeout"], max_retries=opts["max_retries"], max_calls=opts["max_calls"],
-                              price_in=opts["price_in"], price_out=opts["price_out"], cache=opts["cache_path"], **extra)
-
-
-def _check_generator_outputs(outputs: dict, testset, opts: dict) -> None:
+def _check_generator_outputs(outputs: dict, testset, llm: LLMOptions, force: bool) -> None:
     """Before any call: the outputs are no input, no stranger's file (unless --force), a plot is a PNG; the
     cache (read and written) is no input or output."""
     from rankwise._outputs import check_outputs, check_plot_path
 
-    inputs = [testset, opts["config_path"], opts["prompt_file"]]
-    check_outputs(outputs, inputs, force=opts["force"])
+    inputs = [testset, llm.config_path, llm.prompt_file]
+    check_outputs(outputs, inputs, force=force)
     check_plot_path(outputs.get("--plot"))
-    check_outputs({"--cache": opts["cache_path"]}, [*inputs, *outputs.values()], force=True)
+    check_outputs({"--cache": llm.cache_path}, [*inputs, *outputs.values()], force=True)
 
 
 # ------------------------------------------------------------------------------------------------ MLflow options

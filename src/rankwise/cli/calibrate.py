@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from dataclasses import dataclass, fields
 
 import click
 
 from rankwise._words import count
-from rankwise.cli._base import _check_generator_outputs, _interrupt_code, _llm_config, _llm_options, main
+from rankwise.cli._base import LLMOptions, _check_generator_outputs, _interrupt_code, _llm_options, main
 from rankwise.errors import RankwiseError
 
 
@@ -79,27 +81,47 @@ def _generator_options(dry_run: str):
     ]
 
     def decorate(func):
+        @functools.wraps(func)
+        def packed(*args, **kwargs):  # how answers are scored, popped from click's keywords, as one object
+            return func(*args, scoring=AnswerScoring(**{n: kwargs.pop(n) for n in _SCORING if n in kwargs}),
+                        **kwargs)
+
+        command = packed
         for option in reversed(scoring):
-            func = option(func)
-        return llm(func)
+            command = option(command)
+        return llm(command)
 
     return decorate
 
 
-def _make_generators(opts: dict, *, need_checker: bool):
+@dataclass(frozen=True)
+class AnswerScoring:
+    """How `answer`, `position-curve` and `utility` score answers and cap them (their shared options, typed)."""
+
+    score: str | None = None
+    judge_model: str | None = None
+    graded_score: bool = False
+    force: bool = False
+    max_tokens: int | None = None
+
+
+_SCORING = tuple(f.name for f in fields(AnswerScoring))
+
+
+def _make_generators(llm: LLMOptions, scoring: AnswerScoring, *, need_checker: bool):
     """(answer Generator, checker Generator or None, endpoint url) from the shared options."""
     from rankwise.llm.client import Endpoint
     from rankwise.llm.generate import Generator, load_gen_prompt
 
-    cfg = _llm_config(opts)
-    gen = Generator.from_config(cfg, load_gen_prompt("answer", path=opts["prompt_file"]), max_cost=opts["max_cost"],
-                                max_tokens=opts["max_tokens"])
+    cfg = llm.config()
+    gen = Generator.from_config(cfg, load_gen_prompt("answer", path=llm.prompt_file), max_cost=llm.max_cost,
+                                max_tokens=scoring.max_tokens)
     checker = None
     if need_checker:
         ep = cfg.endpoint
-        judge_ep = Endpoint(opts["judge_model"] or ep.model, ep.base_url, ep.api_key)
-        checker = Generator.from_config(cfg, load_gen_prompt("correctness", graded=opts["graded_score"]),
-                                        endpoint=judge_ep, cache=gen.cache, max_cost=opts["max_cost"])
+        judge_ep = Endpoint(scoring.judge_model or ep.model, ep.base_url, ep.api_key)
+        checker = Generator.from_config(cfg, load_gen_prompt("correctness", graded=scoring.graded_score),
+                                        endpoint=judge_ep, cache=gen.cache, max_cost=llm.max_cost)
     return gen, checker, cfg.endpoint.url
 
 
@@ -155,7 +177,7 @@ def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
 @click.option("--records", "records_out", type=click.Path(dir_okay=False),
               help="Write per-case records with the answers (and scores) here.")
 @_generator_options(dry_run="Print the calls and estimated tokens/cost, call nothing.")
-def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts):
+def answer_command(testset, k, max_context_tokens, records_out, dry_run, quiet, llm, scoring):
     """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order, with
     any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
     from rankwise._signals import signals_held
@@ -167,9 +189,9 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the answers go), or --dry-run", field="records")
-    _check_generator_outputs({"--records": records_out}, testset, opts)
+    _check_generator_outputs({"--records": records_out}, testset, llm, scoring.force)
     records = load_for_judging(testset)
-    gen, checker, url = _make_generators(opts, need_checker=opts["score"] == "llm")
+    gen, checker, url = _make_generators(llm, scoring, need_checker=scoring.score == "llm")
     try:
         if dry_run:
             plan = answer_records(records, gen, k, max_context_tokens=max_context_tokens, plan_only=True)
@@ -181,7 +203,7 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
             with signals_held():
                 write_records(records, records_out)
 
-        with progress("answering", len(records), quiet=opts["quiet"], transient=True, eta=True) as advance:
+        with progress("answering", len(records), quiet=quiet, transient=True, eta=True) as advance:
             result = _run_generator(lambda: answer_records(records, gen, k, max_context_tokens=max_context_tokens,
                                                            progress=advance), save=save)
         for line in result.summary.lines(url):
@@ -189,8 +211,8 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
         cut = sum(1 for r in records if (r.extra.get("answer") or {}).get("truncated"))
         if cut:
             click.echo(f"{count(cut, 'case')} had their context cut to --max-context-tokens {max_context_tokens}")
-        if opts["score"]:
-            _score_records(records, opts["score"], checker, opts["quiet"])
+        if scoring.score:
+            _score_records(records, scoring.score, checker, quiet)
         save()
         click.echo(f"records: {records_out} ({count(len(records), 'case')}; response, extra answer.fed_ranks)")
     finally:
@@ -216,7 +238,7 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, **opts)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_generator_options(dry_run="Print the number of calls (cases x K x repeats) and the cost.")
 def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars, out_path, plot_path, dry_run, fmt,
-                           **opts):
+                           quiet, llm, scoring):
     """How the generator uses position: plant each case's supporting chunk at every position 1..K among
     non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
     families (flat, log, linear, RBP, power, cliff, U-shape) by maximum likelihood, ranked by AIC; when
@@ -231,8 +253,8 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
     from rankwise.relevance.text import rejudges_stored
     from rankwise.workflows.position_run import plant_contexts, position_requests, run_position_curve
 
-    _check_generator_outputs({"--out": out_path, "--plot": plot_path}, testset, opts)
-    method = opts["score"] or "f1"
+    _check_generator_outputs({"--out": out_path, "--plot": plot_path}, testset, llm, scoring.force)
+    method = scoring.score or "f1"
     records = load_for_judging(testset)
     if source in TEXT_SOURCES or source == "ids":
         stored = any(source in r.sources() for r in records) and not rejudges_stored(source, min_evidence_chars)
@@ -244,7 +266,7 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
     if not plan.contexts:
         why = ", ".join(f"{n} {reason}" for reason, n in plan.skipped.items()) or "no cases"
         raise InputError(f"no case can be planted ({why})", source=testset)
-    gen, checker, url = _make_generators(opts, need_checker=method == "llm")
+    gen, checker, url = _make_generators(llm, scoring, need_checker=method == "llm")
     try:
         header = plan.describe()
         if dry_run:
@@ -253,8 +275,8 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
             if method == "llm":
                 click.echo(f"plus up to {len(plan.contexts)} correctness checks with {checker.endpoint.model}")
             return
-        with progress("answering", len(plan.contexts), quiet=opts["quiet"], transient=True, eta=True) as advance, \
-                progress("checking answers", len(plan.contexts), quiet=opts["quiet"] or method != "llm",
+        with progress("answering", len(plan.contexts), quiet=quiet, transient=True, eta=True) as advance, \
+                progress("checking answers", len(plan.contexts), quiet=quiet or method != "llm",
                          transient=True) as check_advance:
             run = _run_generator(lambda: run_position_curve(plan, gen, score=method, checker=checker,
                                                             progress=advance, check_progress=check_advance))
@@ -297,7 +319,8 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
               help="With --graded: the grade from which a chunk counts as relevant.")
 @click.option("--source", "source_name", default="utility", show_default=True, help="Verdict source name.")
 @_generator_options(dry_run="Print the calls (one per chunk) and the cost, call nothing.")
-def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, **opts):
+def utility_command(testset, records_out, threshold, graded, relevant_from, source_name, dry_run, quiet, llm,
+                    scoring):
     """Utility verdicts (eRAG): the generator answers each case from each retrieved chunk alone; the
     answer's score against the reference (--score, default f1) is that chunk's verdict."""
     from rankwise.data.records import write_records
@@ -309,13 +332,13 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
 
     if not dry_run and not records_out:
         raise InputError("give --records OUT.jsonl (where the verdicts go), or --dry-run", field="records")
-    _check_generator_outputs({"--records": records_out}, testset, opts)
-    method = opts["score"] or "f1"
+    _check_generator_outputs({"--records": records_out}, testset, llm, scoring.force)
+    method = scoring.score or "f1"
     records = load_for_judging(testset)
     if not any(r.reference for r in records):
         raise InputError("utility verdicts score answers against the reference answer and no case has one",
                          source=testset, field="reference")
-    gen, checker, url = _make_generators(opts, need_checker=method == "llm")
+    gen, checker, url = _make_generators(llm, scoring, need_checker=method == "llm")
     try:
         if dry_run:
             requests = utility_requests(records, gen.prompt)
@@ -329,7 +352,7 @@ def utility_command(testset, records_out, threshold, graded, relevant_from, sour
                 write_records(records, records_out)
                 click.echo(f"records: {records_out} (verdict source '{source_name}', partial)", err=True)
 
-        with progress("answering per chunk", total, quiet=opts["quiet"], transient=True, eta=True) as advance:
+        with progress("answering per chunk", total, quiet=quiet, transient=True, eta=True) as advance:
             run = _run_generator(lambda: utility_verdicts(records, gen, score=method, checker=checker,
                                                           threshold=threshold, graded=graded,
                                                           relevant_from=relevant_from, source=source_name,

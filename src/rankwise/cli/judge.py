@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
+from rankwise.cli._base import _interrupt_code, _llm_options, main
 
 
 # ------------------------------------------------------------------------------ judge / cache / agree
@@ -39,10 +39,9 @@ from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
               "of N, each with its own --cache; merge with `rankwise cache merge`.")
 @_llm_options(model="Judge", prompt="prompt templates",
               dry_run="Print the calls and estimated tokens/cost, call nothing.")
-def judge_command(testset, model, base_url, api_key, config_path, mode, graded, relevant_from, prompt_file,
-                  concurrency, rpm, timeout, max_retries, batch, batch_size, dry_run, max_calls, cache_path,
-                  price_in, price_out, source, records_out, strict, quiet, force, batch_api, batch_poll,
-                  batch_discount, batch_max_requests, batch_max_bytes, shard, max_cost):
+def judge_command(testset, llm, mode, graded, relevant_from, batch, batch_size, dry_run, source, records_out,
+                  strict, quiet, force, batch_api, batch_poll, batch_discount, batch_max_requests, batch_max_bytes,
+                  shard):
     """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
     and a reason per chunk, cached (reruns are free), resumable after a kill."""
     from rankwise.errors import InputError, JudgeInterrupted
@@ -55,18 +54,18 @@ def judge_command(testset, model, base_url, api_key, config_path, mode, graded, 
     if not batch_api and any(v is not None for v in batch_flags.values()):
         raise InputError(f"{next(k for k, v in batch_flags.items() if v is not None)} needs --batch-api",
                          field="batch-api")
-    cfg = _llm_config(locals(), mode=mode, graded=graded, batch=batch, batch_size=batch_size,
-                      relevant_from=relevant_from, prompt=prompt_file)
+    cfg = llm.config(mode=mode, graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
+                     prompt=llm.prompt_file)
     batch_settings = None
     if batch_api:
         from rankwise.llm.batch_api import resolve_batch_settings
 
-        batch_settings = resolve_batch_settings(config=config_path, poll_seconds=batch_poll, discount=batch_discount,
+        batch_settings = resolve_batch_settings(config=llm.config_path, poll_seconds=batch_poll, discount=batch_discount,
                                                 max_requests=batch_max_requests, max_bytes=batch_max_bytes)
     try:
         run = judge_testset(testset, cfg, records_out=records_out, source=source, shard=shard,
-                            batch_api=batch_settings, max_cost=max_cost, dry_run=dry_run, force=force,
-                            inputs=[config_path, prompt_file], quiet=quiet,
+                            batch_api=batch_settings, max_cost=llm.max_cost, dry_run=dry_run, force=force,
+                            inputs=[llm.config_path, llm.prompt_file], quiet=quiet,
                             on_status=lambda m: click.echo(m, err=True))
     except JudgeInterrupted as exc:
         for line in judge_run_lines(exc.result):

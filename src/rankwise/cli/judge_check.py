@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
+from rankwise.cli._base import _interrupt_code, _llm_options, main
 
 
 def _reranked(values: tuple[str, ...]) -> dict[str, str]:
@@ -63,9 +63,8 @@ def _reranked(values: tuple[str, ...]) -> dict[str, str]:
 @_llm_options(model="Judge", prompt="prompt templates", dry_run="Draw the sample and price judging it; call nothing.")
 def judge_check_command(qrels, runs, judge_labels, beir_dir, corpus_path, queries_path, names, metric, depth, topics,
                         per_grade, seed, human_level, judge_level, top_k, resamples, confidence, test, correction,
-                        alpha, reranked_by, graded, relevant_from, batch, judge_qrels_out, fmt, force, model, base_url,
-                        api_key, config_path, prompt_file, concurrency, rpm, timeout, max_retries, max_calls,
-                        max_cost, cache_path, price_in, price_out, dry_run, quiet):
+                        alpha, reranked_by, graded, relevant_from, batch, judge_qrels_out, fmt, force, llm, dry_run,
+                        quiet):
     """Run a judge on a sample of QRELS' pairs pooled from RUNS (or take its --labels) and report how far it
     agrees with the humans: kappa, confusion, leniency; Kendall tau between the systems' orders, top-k tau,
     bootstrap intervals over topics; pairwise significance decisions that flip; circularity warnings."""
@@ -83,14 +82,14 @@ def judge_check_command(qrels, runs, judge_labels, beir_dir, corpus_path, querie
         raise InputError("give either --beir DIR or --corpus and --queries", field="beir")
     if beir_dir:
         corpus_path, queries_path = Path(beir_dir) / "corpus.jsonl", Path(beir_dir) / "queries.jsonl"
-    inputs = [qrels, *runs, judge_labels, corpus_path, queries_path, config_path, prompt_file]
+    inputs = [qrels, *runs, judge_labels, corpus_path, queries_path, llm.config_path, llm.prompt_file]
     check_outputs({"--judge-qrels": None if dry_run else judge_qrels_out}, inputs, force=force)
     cfg = None
     if judge_labels is None:
-        cfg = _llm_config(locals(), mode="question", graded=graded, batch=batch, relevant_from=relevant_from,
-                          prompt=prompt_file)
+        cfg = llm.config(mode="question", graded=graded, batch=batch, relevant_from=relevant_from,
+                         prompt=llm.prompt_file)
         check_outputs({"--cache": cfg.cache}, [*inputs, judge_qrels_out], force=True)
-    elif model or dry_run:
+    elif llm.model or dry_run:
         raise InputError("--labels are the judge's labels: no model is called (drop --model / --dry-run)",
                          field="labels")
     try:
@@ -98,7 +97,7 @@ def judge_check_command(qrels, runs, judge_labels, beir_dir, corpus_path, querie
                               corpus=corpus_path, queries=queries_path, depth=depth, topics=topics,
                               per_grade=per_grade, seed=seed, metric=metric, human_level=human_level,
                               judge_level=judge_level, reranked_by=_reranked(reranked_by),
-                              judge_qrels_out=judge_qrels_out, max_cost=max_cost, dry_run=dry_run, quiet=quiet,
+                              judge_qrels_out=judge_qrels_out, max_cost=llm.max_cost, dry_run=dry_run, quiet=quiet,
                               top_k=top_k, resamples=resamples, confidence=confidence, test=test, alpha=alpha,
                               correction=correction)
     except JudgeInterrupted:

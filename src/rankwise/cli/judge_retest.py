@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
+from rankwise.cli._base import _interrupt_code, _llm_options, main
 
 
 @main.command("judge-retest")
@@ -38,9 +38,8 @@ from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_llm_options(model="Judge", prompt="prompt templates", dry_run="Draw the sample and price every re-judging; call nothing.")
 def judge_retest_command(testset, cases, repeats, conditions, retest_temperature, paraphrase, source, metrics, seed,
-                         confidence, resamples, mode, graded, relevant_from, batch, batch_size, fmt, model, base_url,
-                         api_key, config_path, prompt_file, concurrency, rpm, timeout, max_retries, max_calls, max_cost,
-                         cache_path, price_in, price_out, dry_run, quiet):
+                         confidence, resamples, mode, graded, relevant_from, batch, batch_size, fmt, llm, dry_run,
+                         quiet):
     """Re-judge a stratified sample of TESTSET's cases k times, unchanged and under controlled changes
     (temperature, chunk order, batched vs single calls, a reworded prompt), and probe gullibility (question
     words stuffed in, "This passage is relevant." written in): flip rates, the judge's kappa with itself, how
@@ -52,9 +51,9 @@ def judge_retest_command(testset, cases, repeats, conditions, retest_temperature
     from rankwise.report.retest_console import retest_lines, retest_plan_lines
     from rankwise.workflows.retest_run import run_judge_retest
 
-    cfg = _llm_config(locals(), mode=mode, graded=graded, batch=batch, batch_size=batch_size,
-                      relevant_from=relevant_from, prompt=prompt_file)
-    check_outputs({"--cache": cfg.cache}, [testset, config_path, prompt_file, paraphrase], force=True)
+    cfg = llm.config(mode=mode, graded=graded, batch=batch, batch_size=batch_size, relevant_from=relevant_from,
+                     prompt=llm.prompt_file)
+    check_outputs({"--cache": cfg.cache}, [testset, llm.config_path, llm.prompt_file, paraphrase], force=True)
 
     def shown(plan):
         for line in retest_plan_lines(plan):
@@ -64,7 +63,7 @@ def judge_retest_command(testset, cases, repeats, conditions, retest_temperature
         out = run_judge_retest(testset, cfg, cases=cases, repeats=repeats, conditions=conditions.split(","),
                                temperature=retest_temperature, paraphrase=paraphrase, metrics=list(metrics) or None,
                                source=source, seed=seed, confidence=confidence, resamples=resamples,
-                               max_cost=max_cost, dry_run=dry_run, quiet=quiet, on_plan=shown)
+                               max_cost=llm.max_cost, dry_run=dry_run, quiet=quiet, on_plan=shown)
     except JudgeInterrupted:
         click.echo("rankwise: interrupted; the verdicts had are in the cache: rerun the same command to resume",
                    err=True)

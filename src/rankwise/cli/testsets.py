@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
+from rankwise.cli._base import _interrupt_code, _llm_options, main
 
 
 # ------------------------------------------------------------------------------------- synth / pool
@@ -28,9 +28,7 @@ from rankwise.cli._base import _interrupt_code, _llm_config, _llm_options, main
 @click.option("--force", is_flag=True, help="Append to an existing --out file that rankwise did not write.")
 @_llm_options(model="Generator", prompt="synth prompts (testsets/prompts/synth.toml)",
               dry_run="Print calls, tokens and money per phase; call nothing.")
-def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, model, base_url, api_key, config_path,
-                  prompt_file, concurrency, rpm, timeout, max_retries, max_calls, cache_path, price_in, price_out,
-                  max_cost, dry_run, as_json, quiet, force):
+def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, llm, dry_run, as_json, quiet, force):
     """Generate a test set from CORPUS (folder of .txt/.md, JSONL of documents, BEIR folder): questions whose
     reference contexts are verified character spans. Rerun the same command to resume."""
     import json
@@ -49,9 +47,9 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, mo
     docs = load_corpus(corpus)
     if not dry_run and not out:
         raise InputError("give --out TESTSET.jsonl (where the samples go), or --dry-run", field="out")
-    cfg = _llm_config(locals())
+    cfg = llm.config()
     if dry_run:
-        est = estimate_synth(docs, settings, config=cfg, prompts=load_synth_prompts(prompt_file), out=out)
+        est = estimate_synth(docs, settings, config=cfg, prompts=load_synth_prompts(llm.prompt_file), out=out)
         if as_json:
             click.echo(json.dumps({"samples": est.samples, "already_done": est.already_done, "calls": est.calls,
                                    "phases": est.phases}))
@@ -62,11 +60,11 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, mo
     from rankwise._outputs import check_outputs
     from rankwise.testsets.synth_resume import rejected_path
 
-    inputs = [corpus, config_path, prompt_file]
+    inputs = [corpus, llm.config_path, llm.prompt_file]
     check_outputs({"--out": out, "--out (its rejected samples)": rejected_path(out)}, inputs, force=force)
-    check_outputs({"--cache": cache_path}, [*inputs, out, rejected_path(out)], force=True)
+    check_outputs({"--cache": llm.cache_path}, [*inputs, out, rejected_path(out)], force=True)
     try:
-        summary = synth(docs, out=out, config=cfg, settings=settings, max_cost=max_cost, prompt=prompt_file,
+        summary = synth(docs, out=out, config=cfg, settings=settings, max_cost=llm.max_cost, prompt=llm.prompt_file,
                         quiet=quiet)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every sample decided is in OUT, every reply in the cache
         click.echo(f"rankwise: interrupted; the samples decided are in {out} and every reply had is in the cache: "
@@ -90,9 +88,7 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, mo
 @click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
 @_llm_options(model="Judge", prompt="prompt templates",
               dry_run="Count the pool and estimate the judge's calls and cost; call nothing.")
-def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_path, prompt_file, concurrency, rpm,
-                 timeout, max_retries, max_calls, max_cost, cache_path, price_in, price_out, dry_run, as_json, quiet,
-                 force):
+def pool_command(testset, runs, out, k, names, llm, dry_run, as_json, quiet, force):
     """Complete TESTSET's labels: judge the unlabelled chunks in the top k of each RUN (RAG test sets with
     retrieved spans, from `rankwise run --rag-out`) with the LLM judge and add the relevant ones."""
     import json
@@ -101,17 +97,17 @@ def pool_command(testset, runs, out, k, names, model, base_url, api_key, config_
     from rankwise.errors import InputError
     from rankwise.testsets.pool import pool, pool_lines
 
-    inputs = [testset, *runs, config_path, prompt_file]
+    inputs = [testset, *runs, llm.config_path, llm.prompt_file]
     check_outputs({"--out": None if dry_run else out}, inputs, force=force)
-    check_outputs({"--cache": cache_path}, [*inputs, out], force=True)
+    check_outputs({"--cache": llm.cache_path}, [*inputs, out], force=True)
     labels = [n.strip() for n in names.split(",")] if names else None
     if labels is not None and len(labels) != len(runs):
         raise InputError(f"--names gives {len(labels)} names for {len(runs)} runs", field="names")
     from rankwise.relevance.llm_judge import JudgeInterrupted
 
     try:
-        cfg = _llm_config(locals(), mode="reference", prompt=prompt_file)
-        summary = pool(testset, list(runs), out=out, k=k, config=cfg, max_cost=max_cost, names=labels, quiet=quiet,
+        cfg = llm.config(mode="reference", prompt=llm.prompt_file)
+        summary = pool(testset, list(runs), out=out, k=k, config=cfg, max_cost=llm.max_cost, names=labels, quiet=quiet,
                        dry_run=dry_run)
     except JudgeInterrupted as exc:
         click.echo(f"rankwise: interrupted; the {exc.result.summary.ok} verdicts had are in {out} and the cache: "
