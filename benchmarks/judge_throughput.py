@@ -71,13 +71,13 @@ def acp(verdicts: list[int]) -> float:
 def run_rankwise(server, rows, *, batch: bool, cache: Path) -> dict:
     import openai  # noqa: F401  (imported before the clock starts, as the Ragas script imports its stack)
 
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.llm.client import Endpoint
     from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
 
     cases = [JudgeCase(r["id"], r["user_input"], r["retrieved_contexts"], r["reference"]) for r in rows]
     server.reset()
-    with VerdictCache(cache) as store:
+    with ResponseCache(cache) as store:
         judge = Judge(Endpoint("judge-test", server.base_url, "unused"), JudgeSettings(batch=batch), cache=store)
         t = time.perf_counter()
         result = judge.run(cases)

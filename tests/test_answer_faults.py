@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankwise.llm.cache import VerdictCache
+from rankwise.llm.cache import ResponseCache
 from rankwise.llm.client import CallPolicy, Endpoint
 from rankwise.llm.generate import GenerationStopped, Generator, GenRequest, load_gen_prompt
 
@@ -49,7 +49,7 @@ def test_correctness_verdicts_parse_and_repair(srv, tmp_path):
     assert all(v.ok for v in result.replies.values())
     assert result.replies["a"].verdict in (0, 1) and result.replies["a"].reason
     assert result.summary.repairs == 1
-    with VerdictCache(tmp_path / "c.sqlite") as cache:
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
         groups = cache.stats().groups
     assert [(g["mode"], g["scale"], g["verdicts"]) for g in groups] == [("correctness", "binary", 3)]
 

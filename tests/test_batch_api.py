@@ -164,22 +164,22 @@ def test_shards_in_processes_merge_without_loss(server, tmp_path):
 
 
 def test_merge_conflict_keeps_newest(tmp_path):
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.llm.shard import merge_caches
 
     fields = dict(grade=None, model="m", mode="question", scale="binary", prompt_version="v1", style="single",
                   call="single")
-    with VerdictCache(tmp_path / "a.sqlite") as a:
+    with ResponseCache(tmp_path / "a.sqlite") as a:
         a.put("k1", verdict=0, reason="old", **fields)
         a.put("k2", verdict=1, reason="same", **fields)
     time.sleep(0.01)
-    with VerdictCache(tmp_path / "b.sqlite") as b:
+    with ResponseCache(tmp_path / "b.sqlite") as b:
         b.put("k1", verdict=1, reason="new", **fields)
         b.put("k2", verdict=1, reason="same", **fields)
         b.put("k3", verdict=0, reason="only b", **fields)
     r = merge_caches([tmp_path / "a.sqlite", tmp_path / "b.sqlite"], tmp_path / "c.sqlite")
     assert (r.read, r.added, r.identical, r.conflicts, r.replaced, r.total) == (5, 3, 1, 1, 1, 3)
-    with VerdictCache(tmp_path / "c.sqlite") as c:
+    with ResponseCache(tmp_path / "c.sqlite") as c:
         assert c.get("k1").reason == "new" and c.get("k3").verdict == 0
 
 
@@ -555,13 +555,13 @@ def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch,
     """Each Batch-API line carries ``response_format`` with the verdict schema the online call sends (before: none,
     so a batch reply was free text where the online one was constrained); ``text`` sends none."""
     from rankwise.llm.batch_api import build_requests
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
     from rankwise.llm.parse import verdict_schema
     from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeUnit
 
     judge = Judge(Endpoint("m", "http://127.0.0.1:9/v1", "k"), JudgeSettings(mode="reference", graded=batch),
-                  CallPolicy(), VerdictCache(tmp_path / "c.sqlite"))
+                  CallPolicy(), ResponseCache(tmp_path / "c.sqlite"))
     case = JudgeCase("q1", QUESTION, list(TEXTS[:3]), REFERENCE)
     units = [JudgeUnit(case, [0, 1, 2], True)] if batch else [JudgeUnit(case, [i], False) for i in range(3)]
     lines = build_requests(judge, units)

@@ -21,7 +21,7 @@ from _forked import cli_popen, cli_run
 from llm_server import ENVELOPES, judge_text, start_server
 from rankwise.cli import main
 from rankwise.data.records import load_records
-from rankwise.llm.cache import VerdictCache
+from rankwise.llm.cache import ResponseCache
 from rankwise.llm.client import CallPolicy, Endpoint
 from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeStopped
 
@@ -227,7 +227,7 @@ def test_endpoint_gone_midway_stops_cleanly_with_every_verdict_in_cache_and_reco
 
 def test_endpoint_gone_in_the_api_raises_judge_stopped_with_the_partial_result(tmp_path):
     srv = start_server(latency=0.05)
-    cache = VerdictCache(tmp_path / "c.sqlite")
+    cache = ResponseCache(tmp_path / "c.sqlite")
     judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(),
                   CallPolicy(concurrency=2, backoff_base=0.05, breaker_seconds=0.5), cache)
     cases = [JudgeCase(f"q{i}", QUESTION, [f"{t} ({i})" for t in TEXTS], REFERENCE) for i in range(100)]

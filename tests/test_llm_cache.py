@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from rankwise.errors import InputError
-from rankwise.llm.cache import VerdictCache, cache_key, default_cache_path
+from rankwise.llm.cache import ResponseCache, cache_key, default_cache_path
 
 BASE = {"model": "m", "mode": "reference", "scale": "binary", "prompt_version": "reference-binary-v1+abc",
         "style": "single", "question": "q?", "chunk": "chunk text", "context": "the reference"}
@@ -34,7 +34,7 @@ def test_key_changes_with_every_field():
 
 def test_put_get_stats_clear(tmp_path):
     path = tmp_path / "c.sqlite"
-    with VerdictCache(path) as cache:
+    with ResponseCache(path) as cache:
         assert cache.get("nope") is None
         _put(cache, "k1", 1)
         _put(cache, "k2", 0, reason=None)
@@ -55,7 +55,7 @@ def test_put_get_stats_clear(tmp_path):
 
 
 def test_get_many_handles_more_keys_than_one_query_takes(tmp_path):
-    with VerdictCache(tmp_path / "c.sqlite") as cache:
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
         for i in range(1200):
             _put(cache, f"k{i}", i % 2)
         got = cache.get_many([f"k{i}" for i in range(0, 1300)])
@@ -65,7 +65,7 @@ def test_get_many_handles_more_keys_than_one_query_takes(tmp_path):
 def test_each_verdict_is_committed_at_once(tmp_path):
     """Another connection (another process in real life) sees a verdict as soon as put() returns."""
     path = tmp_path / "c.sqlite"
-    cache = VerdictCache(path)
+    cache = ResponseCache(path)
     _put(cache, "k1", 1)
     other = sqlite3.connect(str(path))
     assert other.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 1
@@ -79,8 +79,8 @@ def test_verdicts_survive_a_killed_writer(tmp_path):
     path = tmp_path / "c.sqlite"
     script = (
         "import os, sys\n"
-        "from rankwise.llm.cache import VerdictCache\n"
-        f"c = VerdictCache({str(path)!r})\n"
+        "from rankwise.llm.cache import ResponseCache\n"
+        f"c = ResponseCache({str(path)!r})\n"
         "for i in range(50):\n"
         "    c.put(f'k{i}', verdict=1, grade=None, reason='r', model='m', mode='question', scale='binary',\n"
         "          prompt_version='v', style='single', call='single')\n"
@@ -88,7 +88,7 @@ def test_verdicts_survive_a_killed_writer(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True)
     assert proc.returncode == -9
-    with VerdictCache(path) as cache:
+    with ResponseCache(path) as cache:
         assert len(cache) == 50
 
 
@@ -96,7 +96,7 @@ def test_not_a_cache_file(tmp_path):
     bad = tmp_path / "notes.sqlite"
     bad.write_text("this is not a database, just text " * 50)
     with pytest.raises(InputError, match="notes.sqlite: not a usable rankwise cache"):
-        VerdictCache(bad)
+        ResponseCache(bad)
 
 
 def test_default_path_from_environment(monkeypatch, tmp_path):
@@ -105,17 +105,17 @@ def test_default_path_from_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("RANKWISE_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("RANKWISE_CACHE_DIR", raising=False)
-    assert default_cache_path() == tmp_path / "xdg" / "rankwise" / "llm-judge.sqlite"
+    assert default_cache_path() == tmp_path / "xdg" / "rankwise" / "llm-cache.sqlite"
     # one cache variable for every cache: the folder the embedding cache obeys holds the LLM cache too
     monkeypatch.setenv("RANKWISE_CACHE_DIR", str(tmp_path / "caches"))
-    assert default_cache_path() == tmp_path / "caches" / "llm-judge.sqlite"
+    assert default_cache_path() == tmp_path / "caches" / "llm-cache.sqlite"
     from rankwise.retrieval.dense import default_cache_dir
 
     assert default_cache_path().parent == default_cache_dir()
 
 
 def test_rows_no_judge_could_write_are_misses_counted(tmp_path):
-    with VerdictCache(tmp_path / "c.sqlite") as cache:
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
         for key in ("ok", "seven", "grade9", "text", "ungraded"):
             _put(cache, key, grade=2 if key in ("grade9", "ungraded") else None,
                  scale="graded" if key in ("grade9", "ungraded") else "binary")
@@ -180,7 +180,7 @@ def test_cache_stats_and_merge_of_a_damaged_file_are_one_line_errors(tmp_path):
 
     from rankwise.cli import main
 
-    with VerdictCache(tmp_path / "good.sqlite") as cache:
+    with ResponseCache(tmp_path / "good.sqlite") as cache:
         for i in range(2000):
             _put(cache, f"k{i}", reason="r" * 200)
         cache._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -195,9 +195,22 @@ def test_cache_stats_and_merge_of_a_damaged_file_are_one_line_errors(tmp_path):
         assert r.stderr == (f"rankwise: error: {tmp_path / 'bad.sqlite'}: not a usable rankwise cache (SQLite) "
                             "file: database disk image is malformed\n")
     # a merge skips, and counts, rows no judge could have written
-    with VerdictCache(tmp_path / "part.sqlite") as cache:
+    with ResponseCache(tmp_path / "part.sqlite") as cache:
         _put(cache, "a")
         _put(cache, "b")
         cache._db.execute("UPDATE verdicts SET verdict=7 WHERE key='b'")
     r = CliRunner().invoke(main, ["cache", "merge", str(tmp_path / "part.sqlite"), "--into", str(tmp_path / "m.sqlite")])
     assert r.exit_code == 0 and "2 rows read, 1 added" in r.stdout and "1 unusable rows skipped" in r.stdout
+
+
+def test_a_cache_under_its_former_name_is_used_until_one_under_the_new_name_exists(tmp_path, monkeypatch):
+    """The default file was llm-judge.sqlite; a user's paid replies there are found, not paid for again."""
+    from rankwise.llm.cache import default_cache_path
+
+    monkeypatch.delenv("RANKWISE_CACHE", raising=False)
+    monkeypatch.setenv("RANKWISE_CACHE_DIR", str(tmp_path))
+    assert default_cache_path() == tmp_path / "llm-cache.sqlite"
+    (tmp_path / "llm-judge.sqlite").write_bytes(b"")
+    assert default_cache_path() == tmp_path / "llm-judge.sqlite"
+    (tmp_path / "llm-cache.sqlite").write_bytes(b"")
+    assert default_cache_path() == tmp_path / "llm-cache.sqlite"

@@ -13,7 +13,7 @@ import pytest
 
 from rankwise.data.records import records_from_testset
 from rankwise.errors import InputError
-from rankwise.llm.cache import VerdictCache
+from rankwise.llm.cache import ResponseCache
 from rankwise.llm.client import CallPolicy, Endpoint, EndpointError
 from rankwise.llm.cost import Prices
 from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, attach_verdicts, cases_from_records
@@ -32,7 +32,7 @@ CHUNKS = ["The Eiffel Tower was completed in 1889.",  # ref 1, question 1
 def _judge(srv, tmp_path, *, mode="reference", graded=False, batch=False, model="judge-test", cache=True,
            prices=None, **policy):
     settings = JudgeSettings(mode=mode, graded=graded, batch=batch)
-    store = VerdictCache(tmp_path / "cache.sqlite") if cache else None
+    store = ResponseCache(tmp_path / "cache.sqlite") if cache else None
     return Judge(Endpoint(model, srv.base_url, "unused"), settings, CallPolicy(**(FAST | policy)), store, prices)
 
 
@@ -115,7 +115,7 @@ def test_cache_key_follows_model_mode_reference_and_prompt(srv, tmp_path):
                       '{reference}\\n</reference_answer>\\n<chunk>\\n{chunk}\\n</chunk>\\n'
                       'JSON {"verdict": 1 or 0, "reason": "..."}"""\n')
     judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(prompt_file=prompt),
-                  CallPolicy(**FAST), VerdictCache(tmp_path / "cache.sqlite"))
+                  CallPolicy(**FAST), ResponseCache(tmp_path / "cache.sqlite"))
     r = judge.run([_case()])
     assert srv.stats()["requests"] == 4 and _verdicts(r) == [1, 0, 0, 1]
     assert r.summary.prompt_version.startswith("reference-binary-vcustom+")
@@ -206,7 +206,7 @@ def test_unreachable_endpoint_fails_with_a_clear_message(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     judge = Judge(Endpoint("m", f"http://127.0.0.1:{port}/v1", "unused"), JudgeSettings(),
-                  CallPolicy(**FAST), VerdictCache(tmp_path / "c.sqlite"))
+                  CallPolicy(**FAST), ResponseCache(tmp_path / "c.sqlite"))
     t = time.perf_counter()
     with pytest.raises(EndpointError, match=rf"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1: .*Is the "
                                             r"server running and the base URL right\?"):
@@ -381,7 +381,7 @@ def test_a_lone_surrogate_in_a_reply_is_kept_as_a_replacement_character(srv, tmp
     r = _judge(srv, tmp_path).run([_case(["completed in 1889 [[surrogate]]", "Paris"])])
     assert [(v.status, v.verdict) for v in r.verdicts["q1"]] == [("ok", 1), ("ok", 0)]
     assert r.verdicts["q1"][0].reason.startswith("\ufffd the chunk mentions")
-    assert VerdictCache(tmp_path / "cache.sqlite").__len__() == 2
+    assert ResponseCache(tmp_path / "cache.sqlite").__len__() == 2
 
 
 # ------------------------------------------------------------------------------------ structured output

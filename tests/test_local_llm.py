@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from rankwise.cli import main
 from rankwise.data.records import load_records
-from rankwise.llm.cache import VerdictCache
+from rankwise.llm.cache import ResponseCache
 from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
 from rankwise.llm.cost import Prices
 from rankwise.llm.local import LocalServerError, local_server
@@ -59,7 +59,7 @@ def local():
 
 def _judge(local, tmp_path, *, prices=None, cache="c.sqlite", **settings):
     return Judge(Endpoint(local.model, local.base_url, "unused"), JudgeSettings(**settings),
-                 CallPolicy(concurrency=1, timeout=120, max_retries=1), VerdictCache(tmp_path / cache), prices)
+                 CallPolicy(concurrency=1, timeout=120, max_retries=1), ResponseCache(tmp_path / cache), prices)
 
 
 def _post(local, body):

@@ -105,9 +105,9 @@ def inputs(tmp_path, monkeypatch):
         f[name] = tmp_path / f"{name}.jsonl"
         assert _cli("eval-rag", f["testset"], "--records", f[name], "--quiet").exit_code == 0
     f["source_cache"] = tmp_path / "source.sqlite"
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
 
-    VerdictCache(f["source_cache"]).close()
+    ResponseCache(f["source_cache"]).close()
     (tmp_path / "my_retriever.py").write_text(
         "def search(question):\n"
         "    return [{'text': 'The Kestrel engine stores pages in a log.', 'doc_id': 'doc1', 'start': 0}]\n")

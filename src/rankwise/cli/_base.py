@@ -247,7 +247,7 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
                                  help="Stop sending calls once this much money is spent (needs "
                                       "--price-in/--price-out)."),
         "cache_path": click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-                                   help="LLM cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in "
+                                   help="LLM cache file (default: $RANKWISE_CACHE, else llm-cache.sqlite in "
                                         "$RANKWISE_CACHE_DIR or ~/.cache/rankwise)."),
         "price_in": click.option("--price-in", type=float, default=None,
                                  help="Price per 1M prompt tokens, for the cost."),

@@ -14,20 +14,20 @@ def cache_group():
 
 @cache_group.command("stats")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
+              help="Cache file (default: $RANKWISE_CACHE, else llm-cache.sqlite in $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def cache_stats_command(cache_path, fmt):
     """Verdicts stored, per model, mode and prompt version, and the tokens they cost."""
     import json
     from pathlib import Path
 
-    from rankwise.llm.cache import VerdictCache, default_cache_path
+    from rankwise.llm.cache import ResponseCache, default_cache_path
 
     path = Path(cache_path) if cache_path else default_cache_path()
     if not path.exists():
         click.echo(f"no cache at {path} (0 verdicts)")
         return
-    with VerdictCache(path) as cache:
+    with ResponseCache(path) as cache:
         stats = cache.stats()
     if fmt == "json":
         click.echo(json.dumps(stats.__dict__, indent=2))
@@ -39,20 +39,20 @@ def cache_stats_command(cache_path, fmt):
 
 @cache_group.command("clear")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Cache file (default: $RANKWISE_CACHE, else llm-judge.sqlite in $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
+              help="Cache file (default: $RANKWISE_CACHE, else llm-cache.sqlite in $RANKWISE_CACHE_DIR or ~/.cache/rankwise).")
 @click.option("--model", help="Only this model's verdicts.")
 @click.option("--prompt-version", help="Only verdicts of this prompt version.")
 def cache_clear_command(cache_path, model, prompt_version):
     """Delete cached verdicts (all, or one model's / one prompt version's)."""
     from pathlib import Path
 
-    from rankwise.llm.cache import VerdictCache, default_cache_path
+    from rankwise.llm.cache import ResponseCache, default_cache_path
 
     path = Path(cache_path) if cache_path else default_cache_path()
     if not path.exists():
         click.echo(f"no cache at {path} (nothing to clear)")
         return
-    with VerdictCache(path) as cache:
+    with ResponseCache(path) as cache:
         n = cache.clear(model=model, prompt_version=prompt_version)
         left = len(cache)
     click.echo(f"cleared {n} verdicts from {path} ({left} left)")

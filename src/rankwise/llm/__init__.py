@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from rankwise._lazy import lazy_exports
 
-__all__ = ["CallPolicy", "Endpoint", "LLMConfig", "Prices", "Runner", "VerdictCache", "load_prompt",
+__all__ = ["CallPolicy", "Endpoint", "LLMConfig", "Prices", "Runner", "ResponseCache", "load_prompt",
            "resolve_endpoint", "resolve_llm_config", "as_llm_config", "local_server"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "CallPolicy": ".client", "Endpoint": ".client", "resolve_endpoint": ".client", "VerdictCache": ".cache",
+    "CallPolicy": ".client", "Endpoint": ".client", "resolve_endpoint": ".client", "ResponseCache": ".cache",
     "Prices": ".cost", "load_prompt": ".prompts", "resolve_llm_config": ".config", "LLMConfig": ".config",
     "as_llm_config": ".config", "Runner": ".runner", "local_server": ".local",
 }, globals())

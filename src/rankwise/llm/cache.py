@@ -1,14 +1,17 @@
-"""The judge's verdict cache: one SQLite file (WAL), one row per judged chunk, written as each arrives.
+"""The LLM response cache: one SQLite file (WAL), one row per reply had (a chunk's verdict, an answer, a sample),
+written as each arrives; every task that calls a model (judge, synth, pool, answer, utility, rerank) reads and
+fills it.
 
-The key is a SHA-256 of everything that decides a verdict: model, mode, scale, prompt version, call
+The key is a SHA-256 of everything that decides a reply: model, mode, scale, prompt version, call
 style (per chunk or batch), sampling parameters, question, chunk text, and the reference answer or the
-response when the mode reads it. Each verdict is committed as it arrives (by a writer thread, so the
+response when the mode reads it. Each reply is committed as it arrives (by a writer thread, so the
 event loop never waits on the disk), so a killed run loses at most the calls in flight, and rerunning a
-finished job makes no call at all. Only verdicts that were had are
-stored; failures are tried again on the next run.
+finished job makes no call at all. Only replies that were had are stored; failures are tried again on the
+next run.
 
-Default location: ``$RANKWISE_CACHE``, else ``llm-judge.sqlite`` in ``$RANKWISE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/rankwise/llm-judge.sqlite`` (``~/.cache``).
+Default location: ``$RANKWISE_CACHE``, else ``llm-cache.sqlite`` in ``$RANKWISE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/rankwise/llm-cache.sqlite`` (``~/.cache``); a cache kept under the former name
+(``llm-judge.sqlite``) in that folder is used while no ``llm-cache.sqlite`` exists.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from rankwise.errors import CacheWriteError, InputError
 
-__all__ = ["VerdictCache", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path",
+__all__ = ["ResponseCache", "DEFAULT_NAME", "FORMER_NAME", "CacheWriter", "CacheWriteError", "CachedVerdict", "CacheStats", "cache_key", "default_cache_path",
            "row_problem"]
 
 SCHEMA_VERSION = "1"
@@ -52,25 +55,32 @@ _COLUMNS = {"key", "model", "mode", "scale", "prompt_version", "style", "verdict
             "prompt_tokens", "completion_tokens", "created"}
 
 
+DEFAULT_NAME = "llm-cache.sqlite"
+FORMER_NAME = "llm-judge.sqlite"  # the default file's name before every LLM task shared it
+
+
 def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$RANKWISE_CACHE`` (a file), else ``llm-judge.sqlite`` in ``$RANKWISE_CACHE_DIR`` (the folder the embedding
-    cache obeys too), else in ``$XDG_CACHE_HOME/rankwise`` (``~/.cache/rankwise`` by default).
+    """``$RANKWISE_CACHE`` (a file), else ``llm-cache.sqlite`` in ``$RANKWISE_CACHE_DIR`` (the folder the embedding
+    cache obeys too), else in ``$XDG_CACHE_HOME/rankwise`` (``~/.cache/rankwise`` by default); in that folder, a
+    cache under the former name ``llm-judge.sqlite`` while no ``llm-cache.sqlite`` exists (its replies are
+    not paid for twice).
 
     ``environ``: the variables to read (default ``os.environ``).
 
     Example:
-        >>> str(default_cache_path({"RANKWISE_CACHE_DIR": "/tmp/rw-cache"}))
-        '/tmp/rw-cache/llm-judge.sqlite'
+        >>> str(default_cache_path({"RANKWISE_CACHE_DIR": "/tmp/rw-cache-none"}))
+        '/tmp/rw-cache-none/llm-cache.sqlite'
     """
     environ = os.environ if environ is None else environ
     env = environ.get("RANKWISE_CACHE")
     if env:
         return Path(env)
     folder = environ.get("RANKWISE_CACHE_DIR")
-    if folder:
-        return Path(folder).expanduser() / "llm-judge.sqlite"
     base = environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rankwise" / "llm-judge.sqlite"
+    home = Path(folder).expanduser() if folder else Path(base) / "rankwise"
+    if not (home / DEFAULT_NAME).exists() and (home / FORMER_NAME).is_file():
+        return home / FORMER_NAME
+    return home / DEFAULT_NAME
 
 
 def cache_key(*, model: str, mode: str, scale: str, prompt_version: str, style: str, question: str,
@@ -141,11 +151,11 @@ class CacheStats:
     groups: list[dict[str, Any]] = field(default_factory=list)
 
 
-class VerdictCache:
+class ResponseCache:
     """SQLite verdict store; use as a context manager or call :meth:`close`.
 
     Example:
-        >>> with VerdictCache("/tmp/doctest-cache.sqlite") as cache:  # doctest: +SKIP
+        >>> with ResponseCache("/tmp/doctest-cache.sqlite") as cache:  # doctest: +SKIP
         ...     cache.put("k", verdict=1, grade=None, reason="r", model="m", mode="question",
         ...               scale="binary", prompt_version="v1", style="single", call="single")
         ...     cache.get("k").verdict
@@ -193,7 +203,7 @@ class VerdictCache:
             raise InputError(f"not a rankwise cache: its verdicts table lacks {sorted(_COLUMNS - columns)}; "
                              "use another --cache file", source=self.path)
 
-    def __enter__(self) -> VerdictCache:
+    def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -321,12 +331,12 @@ class CacheWriter:
         self.written = 0
         self._queue: Any = queue.SimpleQueue()
         self._error: BaseException | None = None
-        self._cache = VerdictCache(self.path)  # opened here, so a bad path fails before any call
+        self._cache = ResponseCache(self.path)  # opened here, so a bad path fails before any call
         self._thread = threading.Thread(target=self._run, name="rankwise-cache-writer", daemon=True)
         self._thread.start()
 
     def put(self, key: str, **fields: Any) -> None:
-        """Queue one verdict (fields as :meth:`VerdictCache.put`)."""
+        """Queue one verdict (fields as :meth:`ResponseCache.put`)."""
         if self._error is not None:
             raise CacheWriteError(f"cannot write the verdict cache {self.path}: {_why(self._error)}")
         self._queue.put((key, fields))

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rankwise.errors import GenerationInterrupted, GenerationStopped, InputError
-from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
+from rankwise.llm.cache import CacheWriter, ResponseCache, cache_key
 from rankwise.llm.client import BudgetExhausted, CallError, CallPolicy, Endpoint, utf8_safe
 from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import Prices, estimate_prompt_tokens
@@ -230,13 +230,13 @@ class Generator:
     """
 
     def __init__(self, endpoint: Endpoint, prompt: GenPrompt, policy: CallPolicy | None = None,
-                 cache: VerdictCache | str | PathLike | None = None, prices: Prices | None = None,
+                 cache: ResponseCache | str | PathLike | None = None, prices: Prices | None = None,
                  max_cost: float | None = None, max_tokens: int | None = None) -> None:
         self.endpoint = endpoint
         self.prompt = prompt
         self.policy = policy or CallPolicy()
-        self._own_cache = cache is not None and not isinstance(cache, VerdictCache)
-        self.cache = VerdictCache(cache) if self._own_cache else cache  # type: ignore[arg-type]
+        self._own_cache = cache is not None and not isinstance(cache, ResponseCache)
+        self.cache = ResponseCache(cache) if self._own_cache else cache  # type: ignore[arg-type]
         self.prices = prices or Prices()
         if max_cost is not None and (max_cost < 0 or not self.prices.known):
             raise InputError("--max-cost needs prices (--price-in/--price-out) and a cost >= 0", field="max_cost")
@@ -246,7 +246,7 @@ class Generator:
 
     @classmethod
     def from_config(cls, config: LLMConfig, prompt: GenPrompt, *, endpoint: Endpoint | None = None,
-                    cache: VerdictCache | str | PathLike | None = None, max_cost: float | None = None,
+                    cache: ResponseCache | str | PathLike | None = None, max_cost: float | None = None,
                     max_tokens: int | None = None) -> Generator:
         """The generator of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole: its endpoint
         (or ``endpoint``, e.g. a separate grader's), call policy, prices and cache file (or ``cache``)."""

@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from rankwise._signals import Terminated, note_signal, runner_takes_sigterm
 from rankwise.errors import RunInterrupted, RunStopped, Unusable
-from rankwise.llm.cache import CacheWriteError, CacheWriter, VerdictCache
+from rankwise.llm.cache import CacheWriteError, CacheWriter, ResponseCache
 from rankwise.llm.client import (
     CallPolicy,
     ChatClient,
@@ -225,7 +225,7 @@ class Runner:
         result = runner.run(lambda run: MyJob(run, items))
     """
 
-    def __init__(self, endpoint: Endpoint, policy: CallPolicy, prices: Prices, cache: VerdictCache | None, *,
+    def __init__(self, endpoint: Endpoint, policy: CallPolicy, prices: Prices, cache: ResponseCache | None, *,
                  max_cost: float | None = None, name: str = "rankwise-llm") -> None:
         self.endpoint = endpoint
         self.policy = policy

@@ -73,7 +73,7 @@ def merge_caches(sources: list[str | PathLike], into: str | PathLike) -> MergeRe
         report = merge_caches(["part-0.sqlite", "part-1.sqlite"], "all.sqlite")
         print(report.added, report.identical, report.conflicts)
     """
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
 
     target = Path(into)
     report = MergeReport()
@@ -82,8 +82,8 @@ def merge_caches(sources: list[str | PathLike], into: str | PathLike) -> MergeRe
             raise InputError("cache file not found", source=src)
         if Path(src).resolve() == target.resolve():
             raise InputError("a source is the --into file itself", source=src)
-        VerdictCache(src).close()  # refuses a file that is not a rankwise cache, with a one-line error
-    with VerdictCache(target) as cache:
+        ResponseCache(src).close()  # refuses a file that is not a rankwise cache, with a one-line error
+    with ResponseCache(target) as cache:
         for src in sources:
             try:
                 other = sqlite3.connect(f"file:{Path(src).resolve()}?mode=ro", uri=True)

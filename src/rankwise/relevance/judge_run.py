@@ -101,7 +101,7 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
         (1, 2, 2, 0, True)
         >>> shutil.rmtree(tmp)
     """
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.relevance.llm_judge import Judge, cases_from_records
 
     if not dry_run and not records_out:
@@ -112,7 +112,7 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
     _check_outputs(testset, config, records_out, inputs, dry_run=dry_run, force=force)
     records = _records(testset, shard)
     cases = cases_from_records(records)
-    cache = VerdictCache(config.cache)
+    cache = ResponseCache(config.cache)
     run = JudgeRun(records, None if records_out is None else str(records_out), source, config.endpoint.url,
                    str(cache.path))
     try:

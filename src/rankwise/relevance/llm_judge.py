@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from rankwise.errors import InputError, JudgeInterrupted, JudgeStopped
-from rankwise.llm.cache import CacheWriter, VerdictCache, cache_key
+from rankwise.llm.cache import CacheWriter, ResponseCache, cache_key
 from rankwise.llm.client import (
     BudgetExhausted,
     CallError,
@@ -165,13 +165,13 @@ class Judge:
     Example::
 
         judge = Judge(Endpoint("m", "http://127.0.0.1:8000/v1", "unused"), JudgeSettings(mode="question"),
-                      cache=VerdictCache("judge.sqlite"))
+                      cache=ResponseCache("judge.sqlite"))
         result = judge.run([JudgeCase("q1", "Capital of France?", ["Paris is the capital.", "Rome."])])
         [v.verdict for v in result.verdicts["q1"]]
     """
 
     @classmethod
-    def from_config(cls, config: LLMConfig, cache: VerdictCache | None, *, settings: JudgeSettings | None = None,
+    def from_config(cls, config: LLMConfig, cache: ResponseCache | None, *, settings: JudgeSettings | None = None,
                     max_cost: float | None = None, tag: str | None = None) -> Judge:
         """The judge of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole (``settings``:
         what is asked, when the task fixes it, e.g. the pool's reference mode; ``tag``: see :class:`Judge`)."""
@@ -179,7 +179,7 @@ class Judge:
                    max_cost=max_cost, tag=tag)
 
     def __init__(self, endpoint: Endpoint, settings: JudgeSettings | None = None,
-                 policy: CallPolicy | None = None, cache: VerdictCache | None = None,
+                 policy: CallPolicy | None = None, cache: ResponseCache | None = None,
                  prices: Prices | None = None, max_cost: float | None = None, tag: str | None = None) -> None:
         self.endpoint = endpoint
         self.settings = settings or JudgeSettings()
@@ -478,7 +478,7 @@ def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, s
 
 
 def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike | None = None,
-                  cache: str | PathLike | VerdictCache | None = None, max_cost: float | None = None,
+                  cache: str | PathLike | ResponseCache | None = None, max_cost: float | None = None,
                   source: str = "llm", progress: Callable[[int], None] | None = None,
                   **llm: Any) -> JudgeSummary:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
@@ -488,7 +488,7 @@ def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike 
     keywords for the rest (``model``, ``base_url``, ``mode``, ``graded``, ``batch``, ``endpoint``, ...),
     resolved as ``rankwise judge`` resolves them (:func:`~rankwise.llm.config.resolve_llm_config`: the
     environment, then the ``[llm]`` table of ``config`` / ``./rankwise.toml``, then the defaults).
-    ``cache`` is a path or an open :class:`VerdictCache` (it replaces the config's). ``max_cost`` (needs
+    ``cache`` is a path or an open :class:`ResponseCache` (it replaces the config's). ``max_cost`` (needs
     prices) starts no new call once the run has spent that much; the chunks left are ``missing`` and a
     rerun judges them.
 
@@ -513,11 +513,11 @@ def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike 
     """
     from dataclasses import replace
 
-    own = not isinstance(cache, VerdictCache)
+    own = not isinstance(cache, ResponseCache)
     resolved = as_llm_config(config, **llm)
     if own and cache is not None:
         resolved = replace(resolved, cache=Path(cache))  # type: ignore[arg-type]
-    store = VerdictCache(resolved.cache) if own else cache  # type: ignore[arg-type]
+    store = ResponseCache(resolved.cache) if own else cache  # type: ignore[arg-type]
     try:
         judge = Judge.from_config(resolved, store, max_cost=max_cost)  # type: ignore[arg-type]
         try:

@@ -225,10 +225,10 @@ def _unlabelled(by_id: dict[str, dict], systems: dict[str, dict[str, list[tuple]
 
 def _plan_judging(cfg: LLMConfig, settings: Any, judge_cases: list) -> dict[str, Any]:
     """``dry_run``: what judging the pool would take (chunks, cached, calls, tokens, cost); nothing is called."""
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.relevance.llm_judge import Judge
 
-    with VerdictCache(cfg.cache) as store:
+    with ResponseCache(cfg.cache) as store:
         plan = Judge.from_config(cfg, store, settings=settings).plan(judge_cases)
     return {"chunks": plan.chunks, "cached": plan.cached, "calls": plan.calls,
             "prompt_tokens": plan.prompt_tokens, "completion_tokens": plan.completion_tokens, "cost": plan.cost}
@@ -239,12 +239,12 @@ def _judge_pool(cfg: LLMConfig, settings: Any, judge_cases: list, to_judge: dict
                 judged: dict[str, list[dict]], *, max_cost: float | None, quiet: bool) -> Any:
     """Judge the unlabelled spans; the verdicts go to ``labelled``, ``extra`` (relevant ones) and ``judged``,
     the counts to ``summary``. Returns the ``JudgeInterrupted`` caught (Ctrl-C / SIGTERM), else None."""
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import Judge, JudgeInterrupted
 
     interrupted: JudgeInterrupted | None = None
-    with VerdictCache(cfg.cache) as store:
+    with ResponseCache(cfg.cache) as store:
         judge = Judge.from_config(cfg, store, settings=settings, max_cost=max_cost)
         total = sum(len(c.chunks) for c in judge_cases)
         try:

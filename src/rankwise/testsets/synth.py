@@ -159,7 +159,7 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, config: LLMConfig
         >>> est.samples, est.phases["generate"]["calls"], est.calls
         (2, 2, 2)
     """
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
 
     if config is not None:
         model, prices, cache, temperature = (config.endpoint.model, config.prices, config.cache,
@@ -173,7 +173,7 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, config: LLMConfig
         plan = fingerprint(corpus, settings, model, prompts.prompt_version)
         for path in (Path(out), rejected_path(out)):
             done |= {int(r["provenance"]["slot"]) for r in read_done(path, plan)}
-    store = VerdictCache(cache) if cache is not None and Path(cache).exists() else None
+    store = ResponseCache(cache) if cache is not None and Path(cache).exists() else None
     version = prompts.prompt_version
     phases = {"plan": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
               "generate": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached": 0}}
@@ -295,7 +295,7 @@ class _SynthRun:
 
     def go(self, quiet: bool) -> SynthSummary:
         """Run the slots not decided yet on the one :class:`~rankwise.llm.runner.Runner` and cache."""
-        from rankwise.llm.cache import VerdictCache
+        from rankwise.llm.cache import ResponseCache
         from rankwise.progress import progress
         from rankwise.retrieval.bm25 import BM25Retriever
 
@@ -304,7 +304,7 @@ class _SynthRun:
         self.bm25 = BM25Retriever(quiet=True, name="bm25-difficulty")
         self.bm25.index(passages)
         self.passage_by_id = {c.id: c for c in passages}
-        cache = VerdictCache(self.cfg.cache)
+        cache = ResponseCache(self.cfg.cache)
         runner = Runner(self.cfg.endpoint, self.cfg.policy, self.cfg.prices, cache, name="rankwise-synth")
         self.cpu = _Background()
         try:

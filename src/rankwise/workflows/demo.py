@@ -362,10 +362,10 @@ def _judge_locally(records: list, folder: Path, quiet: bool, server: Any = None)
 
 
 def _calls_needed(records: list, config: Any) -> int:
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.relevance.llm_judge import Judge, cases_from_records
 
-    with VerdictCache(config.cache) as store:
+    with ResponseCache(config.cache) as store:
         return Judge.from_config(config, store).plan(cases_from_records(records)).calls
 
 

@@ -101,7 +101,7 @@ def _texts(sample: dict[str, list[str]], corpus: Any, queries: Any) -> tuple[dic
 def _judge_sample(sample: dict[str, list[str]], texts: dict[str, str], docs: Any, config: Any, *, quiet: bool,
                   max_cost: float | None, dry_run: bool) -> tuple[dict[str, dict[str, int]], Any]:
     """The judge's labels of the sampled pairs (grade, or verdict), and its summary (or plan, ``dry_run``)."""
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import Judge, JudgeCase
 
@@ -109,7 +109,7 @@ def _judge_sample(sample: dict[str, list[str]], texts: dict[str, str], docs: Any
         return f"{d.title}. {d.text}" if d.title and not d.text.startswith(d.title) else d.text
 
     cases = [JudgeCase(q, texts[q], [text(docs[d]) for d in ids]) for q, ids in sample.items()]
-    with VerdictCache(config.cache) as store:
+    with ResponseCache(config.cache) as store:
         judge = Judge.from_config(config, store, max_cost=max_cost)
         if dry_run:
             return {}, judge.plan(cases)

@@ -324,7 +324,7 @@ def run_judge_retest(testset: Any, config: Any, *, cases: int = 30, repeats: int
     mrr over every retrieved chunk); ``on_plan``: called with the plan before the first call; ``max_cost``: no
     call is started once the whole retest has spent this much.
     """
-    from rankwise.llm.cache import VerdictCache
+    from rankwise.llm.cache import ResponseCache
     from rankwise.metrics.registry import parse_measures
     from rankwise.relevance.llm_judge import cases_from_records, load_for_judging
 
@@ -352,7 +352,7 @@ def run_judge_retest(testset: Any, config: Any, *, cases: int = 30, repeats: int
         chosen.remove("order")
         notes.append("order: left out; each chunk is judged in a call of its own (no --batch), so the judge never "
                      "sees the chunks' order (add --batch to test it)")
-    with VerdictCache(config.cache) as store:
+    with ResponseCache(config.cache) as store:
         run = _Run(lambda cond, r, budget=max_cost: _judge(config, store, cond, r, temperature=temperature,
                                                            paraphrase=paraphrase, max_cost=budget),
                    cases_from_records(sample), chosen, repeats, seed)
