@@ -174,7 +174,13 @@ class JSONHandler(BaseHTTPRequestHandler):
 
 
 class LoopbackHTTPServer(ThreadingHTTPServer):
-    """A threading HTTP server on a free loopback port, with a request counter and a lock for shared state."""
+    """A threading HTTP server on a free loopback port, with a request counter and a lock for shared state.
+
+    Its listen backlog is a real server's, not socketserver's 5: a client with 128 requests in flight (the LLM
+    client's default concurrency) overflowed a backlog of 5 on a loaded machine, and the refused connections
+    were retried, so a test counting requests saw more than one per call (test_llm_rerank, intermittently)."""
+
+    request_queue_size = 1024
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
         super().__init__((HOST, port), handler)

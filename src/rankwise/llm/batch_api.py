@@ -59,15 +59,10 @@ from os import PathLike
 from typing import Any, Protocol
 
 from rankwise.errors import BatchApiError, InputError, RankwiseError
-from rankwise.llm.client import (
-    OPENAI_URL,
-    backoff_delay,
-    mask_url,
-    reply_of,
-    retry_after_seconds,
-    split_credentials,
-)
+from rankwise.llm.endpoint import OPENAI_URL, mask_url, split_credentials
+from rankwise.llm.limits import backoff_delay, retry_after_seconds
 from rankwise.llm.parse import ParseError, refusal_of
+from rankwise.llm.replies import reply_of
 
 __all__ = ["BatchApiError", "BatchReport", "BatchSettings", "resolve_batch_settings", "run_batch_job", "BatchTask", "BatchUnit",
            "plan_batches", "BatchPlan", "build_requests", "split_requests", "DEFAULT_DISCOUNT", "DEFAULT_POLL_SECONDS", "DEFAULT_MAX_REQUESTS",

@@ -36,18 +36,12 @@ from rankwise.errors import InputError
 from rankwise.llm.cache import default_cache_path
 from rankwise.llm.client import CallPolicy, Endpoint, load_config, resolve_endpoint
 from rankwise.llm.cost import Prices
+from rankwise.llm.endpoint import CONFIG_TYPES, ENDPOINT_KEYS
 
 __all__ = ["JudgeSettings", "LLMConfig", "resolve_llm_config", "as_llm_config"]
 
-# [llm] key -> the type its value must have
-_TYPES: dict[str, tuple[type, ...]] = {
-    "mode": (str,), "graded": (bool,), "batch": (bool,), "batch_size": (int,), "relevant_from": (int,),
-    "prompt": (str,), "concurrency": (int,), "rpm": (int, float), "timeout": (int, float),
-    "max_retries": (int,), "temperature": (int, float), "price_in": (int, float), "price_out": (int, float),
-    "cache": (str,), "max_calls": (int,), "breaker_failures": (int,), "breaker_seconds": (int, float),
-    "batch_poll": (int, float), "batch_discount": (int, float), "batch_max_requests": (int,),
-    "batch_max_bytes": (int,),  # the Batch API's: read by batch_api.resolve_batch_settings
-}
+# [llm] key -> the type its value must have: the one table (llm/endpoint.py), less the endpoint's own keys
+_TYPES = {key: types for key, types in CONFIG_TYPES.items() if key not in ENDPOINT_KEYS}
 _TYPE_NAMES = {(str,): "a string", (bool,): "true or false", (int,): "an integer", (int, float): "a number"}
 
 
