@@ -278,6 +278,20 @@ def test_rag_test_set_bit_identical(spark, tmp_path, relevance, partitions):
         assert [c["verdicts"][relevance]["verdict"] for c in got[rec.id]["chunks"]] == rec.verdicts(relevance)
 
 
+@pytest.mark.parametrize("relevance", ["containment", "span"])
+def test_rag_budget_metrics_bit_identical(spark, tmp_path, relevance):
+    """Metrics at a context budget (characters and tokens) on Spark: the same bits as evaluate_rag's."""
+    import rankwise.spark as rs
+
+    path = tmp_path / "testset.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in random_testset(3)))
+    names = ["recall@200c", "precision@200c", "ndcg@50t", "wcp@300c", "recall@100000c"]
+    local = rankwise.evaluate_rag(path, relevance, metrics=names)
+    assert len(set(local.mean.values())) > 2  # the budgets cut: not one value for all
+    result = rs.evaluate_rag(lines_in_order(spark, path, 3), relevance, metrics=names)
+    assert_rag_identical(result, local)
+
+
 def test_rag_skip_treatments_and_columns(spark):
     import rankwise.spark as rs
 
