@@ -415,3 +415,17 @@ def test_a_cache_that_cannot_be_written_stops_the_run_with_the_verdicts_in_the_r
     assert lines[0].endswith(f"; the {ok} verdicts had are in {out}: rerun the same command to resume")
     assert _cached(tmp_path / "c.sqlite") <= ok
     assert server.stats()["requests"] <= ok + 2  # it stopped calling as soon as the cache failed
+
+
+def test_each_failure_carries_its_kind_and_the_summary_counts_by_it(server, tmp_path):
+    """The kind a failure is counted under travels with it (``CallError.kind`` -> the outcome's ``kind``); the
+    summary counts outcomes by that attribute, not by reading their text (issue 35 item 1)."""
+    server.reset()
+    judge = Judge(Endpoint("judge-test", server.base_url, "k"), JudgeSettings(mode="question"),
+                  CallPolicy(concurrency=4, max_retries=1), ResponseCache(tmp_path / "c.sqlite"))
+    chunks = [f"The tower was completed in 1889 [[{kind}]]" for kind in KINDS]
+    result = judge.run([JudgeCase("q1", "When was the tower completed?", chunks)])
+    kinds = [v.kind for v in result.verdicts["q1"]]
+    assert kinds == ["connection" if k == "reset" else "bad reply" for k in KINDS]
+    assert all(v.status == "failed" and v.error for v in result.verdicts["q1"])
+    assert result.summary.failures == {"bad reply": len(KINDS) - 1, "connection": 1}

@@ -161,20 +161,40 @@ class SynthStopped(RunStopped):
 
 
 class CallError(RankwiseError):
-    """One call gave no usable reply after its retries; ``str()`` says why. The item fails, the run goes on."""
+    """One call gave no usable reply after its retries; ``str()`` says why, ``kind`` what kind of failure it was
+    (``HTTP 500``, ``timeout``, ``connection``, ``bad reply`` ...: the key a run's summary counts it under). The
+    item fails, the run goes on.
+
+    Example:
+        >>> CallError("HTTP 500: boom (gave up after 5 attempts)", kind="HTTP 500").kind, ReplyError("bad reply: x").kind
+        ('HTTP 500', 'bad reply')
+    """
+
+    kind = "call failed"
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
 
 
 class ReplyError(CallError):
     """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``."""
+
+    kind = "bad reply"
 
 
 class ContextOverflow(CallError):
     """The prompt does not fit the model's context (the server said so); ``str()`` starts with
     ``context length exceeded:``. Not retried: the same prompt would not fit again."""
 
+    kind = "context length exceeded"
+
 
 class BudgetExhausted(CallError):
     """``max_calls`` requests were sent already."""
+
+    kind = "max-calls"
 
 
 class Unusable(CallError):

@@ -277,9 +277,9 @@ class ChatClient:
             except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
                 refused = connect_failure(exc)
                 if refused is None:
-                    error = f"timeout after {self.policy.timeout:g}s"
+                    kind, error = "timeout", f"timeout after {self.policy.timeout:g}s"
                 else:  # the aiohttp transport reports a refused connection as a connect timeout
-                    error = f"connection error: {refused}"
+                    kind, error = "connection", f"connection error: {refused}"
                     self._connection_failed(refused, True, attempt)
             except openai.APIStatusError as exc:
                 self._contact()
@@ -298,28 +298,27 @@ class ChatClient:
                     continue
                 if status != 429 and status < 500 and status != 408:
                     self.stats.errors[f"HTTP {status}"] += 1
-                    raise CallError(f"HTTP {status}: {message}") from None
-                error = f"HTTP {status}: {message}"
+                    raise CallError(f"HTTP {status}: {message}", kind=f"HTTP {status}") from None
+                kind, error = f"HTTP {status}", f"HTTP {status}: {message}"
                 retry_after = retry_after_seconds(getattr(exc.response, "headers", None))
             except openai.APIConnectionError as exc:
                 why = error_cause(exc)
-                error = f"connection error: {why}"
+                kind, error = "connection", f"connection error: {why}"
                 self._connection_failed(why, refused_connection(exc), attempt)
             except ReplyError as exc:
                 self._contact()
-                error = str(exc)
+                kind, error = exc.kind, str(exc)
             else:
                 self._contact()
                 try:
                     return self._reply(resp)
                 except ReplyError as exc:
-                    error = str(exc)
-            kind = error.split(":")[0] if error.startswith(("HTTP", "bad reply")) else error.split(" ")[0]
+                    kind, error = exc.kind, str(exc)
             self.stats.errors[kind] += 1
             attempt += 1
             if attempt > self.policy.max_retries:
-                cls = ReplyError if error.startswith("bad reply") else CallError
-                raise cls(f"{error} (gave up after {attempt} attempts)")
+                cls = ReplyError if isinstance(kind, str) and kind == ReplyError.kind else CallError
+                raise cls(f"{error} (gave up after {attempt} attempts)", kind=kind)
             self.stats.retries += 1
             if retry_after is not None:
                 delay = min(retry_after, self.policy.max_retry_after)

@@ -172,6 +172,7 @@ class GenReply:
     error: str | None = None
     cached: bool = False
     finish_reason: str | None = None
+    kind: str | None = None  # what kind of failure (the key the run's summary counts it under)
 
     @property
     def ok(self) -> bool:
@@ -348,9 +349,9 @@ class _GenJob(Job):
     def result(self) -> GenResult:
         return GenResult(self.replies, self.summary)
 
-    def settle_rest(self, unit: GenRequest, status: str, error: str) -> None:
+    def settle_rest(self, unit: GenRequest, status: str, error: str, kind: str) -> None:
         if self.replies[unit.id].status == "missing":
-            self._settle(unit, GenReply(status=status, error=error))
+            self._settle(unit, GenReply(status=status, error=error, kind=kind))
 
     def _settle(self, req: GenRequest, reply: GenReply, pt: int = 0, ct: int = 0) -> None:
         self.replies[req.id] = reply
@@ -370,9 +371,9 @@ class _GenJob(Job):
         try:
             reply, pt, ct = await self._one(unit)
         except BudgetExhausted as exc:
-            reply, pt, ct = GenReply(status="missing", error=str(exc)), 0, 0
+            reply, pt, ct = GenReply(status="missing", error=str(exc), kind=exc.kind), 0, 0
         except CallError as exc:  # after retries; a refusal; an unreadable verdict after the repair
-            reply, pt, ct = GenReply(status="failed", error=str(exc)), 0, 0
+            reply, pt, ct = GenReply(status="failed", error=str(exc), kind=exc.kind), 0, 0
         self._settle(unit, reply, pt, ct)
 
     async def _one(self, req: GenRequest) -> tuple[GenReply, int, int]:
@@ -382,8 +383,9 @@ class _GenJob(Job):
             pt, ct = reply.prompt_tokens, reply.completion_tokens
             refused = answer_refusal(reply.content, reply.refusal, reply.finish_reason)
             if refused is not None or reply.content is None or not reply.content.strip():
+                kind = "refused" if refused is not None else "empty reply"
                 why = f"refused: {refused}" if refused is not None else "empty reply (no answer text)"
-                return GenReply(status="failed", error=why, finish_reason=reply.finish_reason), pt, ct
+                return GenReply(status="failed", error=why, finish_reason=reply.finish_reason, kind=kind), pt, ct
             return GenReply(text=reply.content.strip(), status="ok", finish_reason=reply.finish_reason), pt, ct
         graded = gen.prompt.graded
         j, pt, ct = await self.runner.ask(req.messages, gen.max_tokens, lambda text: parse_verdict(text, graded=graded),

@@ -62,7 +62,9 @@ _KINDS = ("context length exceeded", "refused", "unparseable", "timeout", "max-c
 
 
 def failure_kind(error: str) -> str:
-    """The kind an outcome's error is counted under in ``summary.failures``.
+    """The kind of a failure told only by its text: a job's own cap message (:meth:`Job.admit`), or an outcome
+    made without a ``kind``. Every failure rankwise raises carries its kind (``CallError.kind``) and every
+    outcome the jobs make keeps it, so a run's ``summary.failures`` is counted from those.
 
     Example:
         >>> failure_kind("HTTP 500: boom"), failure_kind("unparseable reply after one repair: x")
@@ -202,7 +204,7 @@ class Job(ABC):
     async def do(self, unit: Any) -> None: ...
 
     @abstractmethod
-    def settle_rest(self, unit: Any, status: str, error: str) -> None: ...
+    def settle_rest(self, unit: Any, status: str, error: str, kind: str) -> None: ...
 
     @abstractmethod
     def result(self) -> Any: ...
@@ -330,17 +332,17 @@ class Runner:
             summary.stopped = self.stop_reason
         for o in job.outcomes():
             if o.status == "missing" and not o.error and why:
-                o.error = why
+                o.error, o.kind = why, why.split(":")[0]
             if o.status == "ok":
                 summary.ok += 1
                 summary.cached += o.cached
             elif o.status == "failed":
                 summary.failed += 1
-                failures[failure_kind(o.error or "")] += 1
+                failures[o.kind or failure_kind(o.error or "")] += 1
             else:
                 summary.missing += 1
                 if o.error:
-                    failures[failure_kind(o.error)] += 1
+                    failures[o.kind or failure_kind(o.error)] += 1
         summary.failures = dict(failures)
         summary.repairs = self.repairs
         summary.capped = self.capped
@@ -405,19 +407,19 @@ class Runner:
             if self.capped is None:
                 self.capped = (f"max-cost reached (${self.max_cost:g} spent): the rest is missing; "
                                f"rerun with a higher --max-cost to go on")
-            job.settle_rest(unit, "missing", f"max-cost reached (${self.max_cost:g})")
+            job.settle_rest(unit, "missing", f"max-cost reached (${self.max_cost:g})", "max-cost")
             return
         refused = self._closed or job.admit(unit)
         if refused is not None:  # the job's own cap: this unit and every later one stay uncalled
             self._closed = self.capped = refused
-            job.settle_rest(unit, "missing", refused)
+            job.settle_rest(unit, "missing", refused, failure_kind(refused))
             return
         try:
             await job.do(unit)
         except (EndpointError, CacheWriteError) as exc:  # endpoint gone / outcomes cannot be kept: stop
             self.stop(str(exc), exc)
         except Exception as exc:  # noqa: BLE001 - a defect must fail its items, not hang or kill the run
-            job.settle_rest(unit, "failed", f"internal error: {type(exc).__name__}: {exc}")
+            job.settle_rest(unit, "failed", f"internal error: {type(exc).__name__}: {exc}", "internal error")
 
     def requests_sent(self) -> int:
         """Requests this run has sent so far (retries included): what ``max_calls`` caps. Counted as a
@@ -479,7 +481,7 @@ class Runner:
             second = str(exc)
             if not fresh:
                 raise Unusable(f"unparseable reply after one repair: {second} (first reply: {first}); "
-                                  f"reply: {(reply.content or '')[:200]!r}") from None
+                               f"reply: {(reply.content or '')[:200]!r}", kind="unparseable") from None
         self.fresh_calls += 1
         reply = await self.chat(messages, max_tokens, schema)
         pt, ct = pt + reply.prompt_tokens, ct + reply.completion_tokens
@@ -488,13 +490,14 @@ class Runner:
             return parse(reply.content), pt, ct
         except ParseError as exc:
             raise Unusable(f"unparseable reply after one repair and one fresh call: {exc} (first reply: "
-                              f"{first}; repair: {second}); reply: {(reply.content or '')[:200]!r}") from None
+                           f"{first}; repair: {second}); reply: {(reply.content or '')[:200]!r}",
+                           kind="unparseable") from None
 
 
 def _check_refusal(reply: ChatReply) -> None:
     refused = refusal_of(reply.content, reply.refusal, reply.finish_reason)
     if refused:
-        raise Unusable(f"refused: {refused}")
+        raise Unusable(f"refused: {refused}", kind="refused")
 
 
 async def _reap(tasks: list[asyncio.Future], cancel: bool, grace: float = 0.0) -> None:

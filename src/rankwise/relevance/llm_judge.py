@@ -86,6 +86,7 @@ class ChunkVerdict:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    kind: str | None = None  # what kind of failure (the key the run's summary counts it under)
 
 
 @dataclass(kw_only=True)
@@ -202,14 +203,15 @@ class Judge:
         mode = self.settings.mode
         return case.reference if mode == "reference" else case.response if mode == "response" else None
 
-    def _unjudgeable(self, case: JudgeCase, text: str | None) -> str | None:
+    def _unjudgeable(self, case: JudgeCase, text: str | None) -> tuple[str, str] | None:
+        """(kind, why) when the chunk cannot be judged: its question, its mode's context or its text missing."""
         mode = self.settings.mode
         if not case.question:
-            return "no question in the case"
+            return "no question", "no question in the case"
         if mode != "question" and not self._context(case):
-            return f"no {mode} in the case (mode {mode!r} needs one)"
+            return f"no {mode}", f"no {mode} in the case (mode {mode!r} needs one)"
         if not text:
-            return "no text for the chunk (only an id)"
+            return "no text", "no text for the chunk (only an id)"
         return None
 
     def _key(self, case: JudgeCase, text: str) -> str:
@@ -240,9 +242,10 @@ class Judge:
                 raise InputError(f"case id {case.id!r} appears twice", field="id")
             verdicts[case.id] = [ChunkVerdict() for _ in case.chunks]
             for i, text in enumerate(case.chunks):
-                why = self._unjudgeable(case, text)
-                if why:
-                    verdicts[case.id][i] = ChunkVerdict(status="failed", error=why)
+                unjudgeable_why = self._unjudgeable(case, text)
+                if unjudgeable_why:
+                    kind, why = unjudgeable_why
+                    verdicts[case.id][i] = ChunkVerdict(status="failed", error=why, kind=kind)
                     unjudgeable += 1
                     continue
                 keys[(case.id, i)] = self._key(case, text)  # type: ignore[arg-type]
@@ -361,10 +364,10 @@ class _JudgeJob(Job):
         self.summary.fresh_calls = self.runner.fresh_calls
         return JudgeResult(self.verdicts, self.summary)
 
-    def settle_rest(self, unit: JudgeUnit, status: str, error: str) -> None:
+    def settle_rest(self, unit: JudgeUnit, status: str, error: str, kind: str) -> None:
         for i in unit.ranks:
             if self.verdicts[unit.case.id][i].status == "missing":
-                self._settle(unit.case, i, ChunkVerdict(status=status, error=error))
+                self._settle(unit.case, i, ChunkVerdict(status=status, error=error, kind=kind))
 
     def _settle(self, case: JudgeCase, i: int, outcome: ChunkVerdict) -> None:
         self.verdicts[case.id][i] = outcome
@@ -392,16 +395,16 @@ class _JudgeJob(Job):
                                                 lambda text: parse_verdict(text, graded=graded, relevant_from=rel),
                                                 j.prompt.render_repair, fresh=True, schema=verdict_schema(graded))
         except BudgetExhausted as exc:
-            self._settle(case, i, ChunkVerdict(status="missing", error=str(exc), call=call))
+            self._settle(case, i, ChunkVerdict(status="missing", error=str(exc), call=call, kind=exc.kind))
             return
         except ContextOverflow as exc:  # this chunk's prompt does not fit: nothing was cut, nothing retried
             chunk = case.chunks[i] or ""
             why = (f"{exc}; the chunk is {len(chunk):,} characters (~{estimate_tokens(chunk):,} tokens) and the "
                    "judge sends chunks whole, cutting nothing: shorten the chunk or use a model with a longer context")
-            self._settle(case, i, ChunkVerdict(status="failed", error=why, call=call))
+            self._settle(case, i, ChunkVerdict(status="failed", error=why, call=call, kind=exc.kind))
             return
         except CallError as exc:  # after retries; a refusal; an unreadable reply after the repair
-            self._settle(case, i, ChunkVerdict(status="failed", error=str(exc), call=call))
+            self._settle(case, i, ChunkVerdict(status="failed", error=str(exc), call=call, kind=exc.kind))
             return
         self._settle(case, i, _ok(got, call, pt, ct))
 
@@ -416,7 +419,8 @@ class _JudgeJob(Job):
                 schema=verdict_schema(graded, n))
         except BudgetExhausted as exc:
             for i in unit.ranks:
-                self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch"))
+                self._settle(unit.case, i, ChunkVerdict(status="missing", error=str(exc), call="batch",
+                                                        kind=exc.kind))
             return
         except (CountMismatch, CallError):
             self.summary.batch_fallbacks += 1

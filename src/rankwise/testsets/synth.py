@@ -367,6 +367,7 @@ class _Outcome:
     status: str = "missing"
     error: str | None = None
     cached: bool = False
+    kind: str | None = None  # what kind of failure (the key the run's summary counts it under)
 
 
 _Decision = tuple[dict[str, Any] | None, str | None, str | None, str | None]  # sample, reason, detail, question
@@ -420,10 +421,10 @@ class _SynthJob(Job):
         self.held[slot.index] = need
         return None
 
-    def settle_rest(self, unit: Slot, status: str, error: str) -> None:
+    def settle_rest(self, unit: Slot, status: str, error: str, kind: str) -> None:
         o = self.outcome[unit.index]
         if o.status == "missing" and unit.index not in self.decided:
-            o.status, o.error = status, error
+            o.status, o.error, o.kind = status, error, kind
             if status == "failed":  # a defect: no answer, like a failed call; a rerun asks again
                 self.decided[unit.index] = (None, "call_failed", error[:200], None)
                 self._commit()
@@ -478,6 +479,7 @@ class _SynthJob(Job):
             self.exhausted = True
             return None
         except CallError as exc:
+            self.outcome[slot.index].kind = exc.kind
             return None, "call_failed", str(exc)[:200], None
         # the checks (quotes located in whole documents, BM25 rank) off the event loop: Ctrl-C is taken at once
         sample, reason, detail = await run.cpu(_checked, content, slot, run)
@@ -492,6 +494,7 @@ class _SynthJob(Job):
             self.exhausted = True
             return None
         except CallError as exc:  # no answer, not a rejection: a rerun asks again
+            self.outcome[slot.index].kind = exc.kind
             return None, "call_failed", f"critic call: {str(exc)[:200]}", question
         return (*_criticised(sample, verdict, run.settings.critic_min), question)
 
