@@ -38,7 +38,7 @@ from rankwise.data._columns import (
 from rankwise.errors import InputError
 
 __all__ = ["Ranked", "descending_keys", "group_by_query", "group_rows", "rank_rows", "permute", "permute_strings",
-           "patch_strings_in_place"]
+           "patch_strings_in_place", "MovePlan"]
 
 Blocks = tuple[np.ndarray, np.ndarray]
 _CHUNK = 1 << 20  # rows per step of the elementwise passes over packed keys  # (query code of each block, first row of each block)
@@ -97,14 +97,14 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     n = len(docs)
     queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
     plan = _rank_order(qcodes, docs, scores, blocks, counts, offsets)
-    if plan is not None and owned and _patch_only(plan, n) and patch_strings_in_place(docs, *plan[2]):
+    if plan is not None and owned and plan.patch_only(n) and patch_strings_in_place(docs, *plan.patch):
         plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
     else:
         plan_done = False
     if plan is not None and not plan_done:
-        order, runs, patch = plan
+        order, runs, patch = plan.order, plan.runs, plan.patch
         if runs is not None and len(runs[0]) > 4096:  # many small blocks: one gather beats a loop
-            order, runs, patch = _full_order(plan), None, None
+            order, runs, patch = plan.full_order(), None, None
         if runs is None and n >= (1 << 20):
             # a big gather of strings (random access, single-threaded in Arrow): on a second core,
             # while this one hashes the doc ids in file order and moves the hashes and the scores
@@ -143,9 +143,9 @@ def group_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chun
     queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
     plan = _rank_order(qcodes, docs, None, blocks, counts, offsets)
     if plan is not None:
-        order, runs, patch = plan
+        order, runs = plan.order, plan.runs
         if runs is not None and len(runs[0]) > 4096:
-            order, runs = _full_order(plan), None
+            order, runs = plan.full_order(), None
         docs = permute_strings(docs, order, runs)
         values = permute(values, order, runs)
     else:
@@ -155,13 +155,13 @@ def group_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chun
     return Ranked(queries, offsets, docs, values, hashes=hashes)
 
 
-def _check_duplicates(keys: RowKeys, queries: list[str], offsets: np.ndarray, docs: pa.Array, plan, source: str,
+def _check_duplicates(keys: RowKeys, queries: list[str], offsets: np.ndarray, docs: pa.Array, plan: MovePlan | None, source: str,
                       lines: np.ndarray | None, what: str) -> None:
     candidates = duplicate_candidates(keys)
     if not len(candidates):  # equal hashes (a few, by chance, in ten million rows): compare exactly
         return
     row_queries = np.searchsorted(offsets, candidates, side="right") - 1
-    numbers = candidates if plan is None else _original_rows(plan, candidates)
+    numbers = candidates if plan is None else plan.original_rows(candidates)
     dup = first_duplicate(candidates, row_queries, docs, numbers)
     if dup is None:
         return
@@ -180,15 +180,62 @@ def _line(lines: np.ndarray | None, row: int) -> int:
 
 
 # ----------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class MovePlan:
+    """How to move rows into rank order, as :func:`_rank_order` found it cheapest.
+
+    Attributes:
+        order: the row that goes to each position (a gather); None when the move is ``runs``.
+        runs: (first rows, lengths) of whole blocks, laid end to end in their new order; None: ``order`` says it.
+        patch: (positions, rows) set after the move: tied rows put in doc-id order; None: no tie to break.
+    """
+
+    order: np.ndarray | None = None
+    runs: tuple[np.ndarray, np.ndarray] | None = None
+    patch: tuple[np.ndarray, np.ndarray] | None = None
+
+    def patch_only(self, n: int) -> bool:
+        """Only tied rows change places: no block moves (one run over all ``n`` rows, from row 0)."""
+        return (self.order is None and self.patch is not None and self.runs is not None and len(self.runs[0]) == 1
+                and int(self.runs[0][0]) == 0 and int(self.runs[1][0]) == n)
+
+    def full_order(self) -> np.ndarray:
+        """The plan written out as one gather: the row that goes to each position."""
+        order = self.order
+        if order is None:
+            assert self.runs is not None
+            firsts, lengths = self.runs
+            new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            order = np.arange(int(lengths.sum()), dtype=np.int64)
+            order += np.repeat(firsts - new_starts, lengths)
+        if self.patch is not None:
+            order[self.patch[0]] = self.patch[1]
+        return order
+
+    def original_rows(self, positions: np.ndarray) -> np.ndarray:
+        """The rows (before the move) that the plan puts at ``positions``."""
+        if self.order is not None:
+            return self.order[positions]
+        assert self.runs is not None
+        firsts, lengths = self.runs
+        new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        block = np.searchsorted(new_starts, positions, side="right") - 1
+        rows = firsts[block] + (positions - new_starts[block])
+        if self.patch is not None:
+            where, moved = self.patch
+            at = np.searchsorted(where, positions)
+            hit = (at < len(where)) & (where[np.minimum(at, len(where) - 1)] == positions)
+            rows[hit] = moved[at[hit]]
+        return rows
+
+
 def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | None, blocks: Blocks | None,
-                counts: np.ndarray, offsets: np.ndarray) -> tuple | None:
-    """How to move the rows into rank order: None when they are in it already, else a plan
-    ``(order, runs, patch)``.
+                counts: np.ndarray, offsets: np.ndarray) -> MovePlan | None:
+    """How to move the rows into rank order: None when they are in it already, else a :class:`MovePlan`
+    (a gather ``order``, or block ``runs`` with a ``patch`` of tied rows).
 
     Rows are given by query code (``qcodes``) or as contiguous per-query ``blocks`` = (query code,
-    first row). ``order[i]`` is the row that goes to position i. When the move is a few block copies,
-    ``order`` is None, ``runs`` = (first rows, lengths) of the blocks in their new order, and
-    ``patch`` = (positions, rows) puts tied rows in doc-id order afterwards.
+    first row).
     """
     n = len(docs)
     if n < 2:
@@ -206,7 +253,7 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
             by_code = np.argsort(codes, kind="stable")
             runs = (heads[by_code], lengths[by_code])
         if scores is None:
-            return None if runs is None else (None, runs, None)
+            return None if runs is None else MovePlan(runs=runs)
         boundary = heads[1:] - 1  # i where rows i and i + 1 belong to different queries
         ranked = scores[:-1] >= scores[1:]
         ranked[boundary] = True
@@ -216,31 +263,31 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
             tied[boundary] = False
             fix = _break_ties(np.flatnonzero(tied), None, docs, None)
             if fix is None:
-                return None if runs is None else (None, runs, None)
+                return None if runs is None else MovePlan(runs=runs)
             if runs is None:
                 runs = (np.zeros(1, dtype=np.int64), np.array([n], dtype=np.int64))
             positions = _new_positions(fix[0], runs)
             by_position = np.argsort(positions)
-            return None, runs, (positions[by_position], fix[1][by_position])
+            return MovePlan(runs=runs, patch=(positions[by_position], fix[1][by_position]))
         if len(codes) == len(counts) and bool((lengths == lengths[0]).all()):
             order, near = _grid_score_order(scores, None, codes, int(lengths[0]))
-            return _fix_near_ties(order, scores, docs, near), None, None
+            return MovePlan(order=_fix_near_ties(order, scores, docs, near))
         head_of = np.zeros(len(counts), dtype=np.int64)
         head_of[codes] = heads
         row_query = np.repeat(codes.astype(np.uint64), lengths)
         within = np.arange(n, dtype=np.uint64)
         within -= np.repeat(heads.astype(np.uint64), lengths)
-        return _score_order(scores, docs, counts, row_query, within, head_of, None), None, None
+        return MovePlan(order=_score_order(scores, docs, counts, row_query, within, head_of, None))
     grouped = _group_order(qcodes, counts, offsets)
     if scores is None:
-        return grouped, None, None
+        return MovePlan(order=grouped)
     if bool((counts == counts[0]).all()):
         order, near = _grid_score_order(scores, grouped, np.arange(len(counts)), int(counts[0]))
-        return _fix_near_ties(grouped[order], scores, docs, near), None, None
+        return MovePlan(order=_fix_near_ties(grouped[order], scores, docs, near))
     row_query = np.repeat(np.arange(len(counts), dtype=np.uint64), counts)
     within = np.arange(n, dtype=np.uint64)
     within -= np.repeat(offsets[:-1].astype(np.uint64), counts)
-    return _score_order(scores, docs, counts, row_query, within, offsets[:-1], grouped), None, None
+    return MovePlan(order=_score_order(scores, docs, counts, row_query, within, offsets[:-1], grouped))
 
 
 def _bits(value: int) -> int:
@@ -410,41 +457,6 @@ def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array,
     return positions, rows[perm]
 
 
-def _patch_only(plan: tuple, n: int) -> bool:
-    """True when a plan from :func:`_rank_order` only reorders tied rows (no block moves)."""
-    order, runs, patch = plan
-    return order is None and patch is not None and len(runs[0]) == 1 and int(runs[0][0]) == 0 and int(runs[1][0]) == n
-
-
-def _full_order(plan: tuple) -> np.ndarray:
-    """``order`` of a plan from :func:`_rank_order`, written out: the row that goes to each position."""
-    order, runs, patch = plan
-    if order is None:
-        firsts, lengths = runs
-        new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        order = np.arange(int(lengths.sum()), dtype=np.int64)
-        order += np.repeat(firsts - new_starts, lengths)
-    if patch is not None:
-        order[patch[0]] = patch[1]
-    return order
-
-
-def _original_rows(plan: tuple, positions: np.ndarray) -> np.ndarray:
-    """The rows (before the move) that a plan from :func:`_rank_order` put at ``positions``."""
-    order, runs, patch = plan
-    if order is not None:
-        return order[positions]
-    firsts, lengths = runs
-    new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    block = np.searchsorted(new_starts, positions, side="right") - 1
-    rows = firsts[block] + (positions - new_starts[block])
-    if patch is not None:
-        at = np.searchsorted(patch[0], positions)
-        hit = (at < len(patch[0])) & (patch[0][np.minimum(at, len(patch[0]) - 1)] == positions)
-        rows[hit] = patch[1][at[hit]]
-    return rows
-
-
 def _new_positions(rows: np.ndarray, runs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """Where rows land when blocks ``runs`` (first rows, lengths; in new order) are laid end to end."""
     firsts, lengths = runs
@@ -457,7 +469,7 @@ def _new_positions(rows: np.ndarray, runs: tuple[np.ndarray, np.ndarray]) -> np.
 # ----------------------------------------------------------------------------- moving rows
 def permute(values: np.ndarray, order: np.ndarray | None, runs=None, patch=None) -> np.ndarray:
     """``values`` moved into a new order: ``values[order]``, or whole blocks (``runs``: first rows and
-    lengths, from :func:`runs_of`) laid end to end; then ``patch`` = (positions, rows) sets single rows.
+    lengths, a :class:`MovePlan`'s ``runs``) laid end to end; then ``patch`` = (positions, rows) sets single rows.
     """
     if runs is None:
         out = np_empty(len(order), values.dtype)
