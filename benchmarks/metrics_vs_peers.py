@@ -373,6 +373,19 @@ def targets(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (Linux), else the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown CPU"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10kx100,10kx1000,100kx100",
@@ -401,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    load_before = os.getloadavg()
     rows = []
     for size in sizes:
         rows.extend(measure(size, args.repeat, log, ranx_compiles=not args.quick,
@@ -410,8 +424,12 @@ def main(argv: list[str] | None = None) -> int:
     text = table(rows) + "\n" + targets(rows)
     text += "\nAll means agree with pytrec_eval within 1e-9 (rankwise, ir_measures).\n"
     text += "".join(f"- {note}\n" for note in notes)
-    text += (f"\nMachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; times are wall clock. "
-             "Peak memory is each child process's maximum RSS.\n")
+    load_after = os.getloadavg()
+    text += (f"\nMachine: {_cpu_model()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average "
+             f"(1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load_before)} at the start, "
+             f"{', '.join(f'{x:.2f}' for x in load_after)} at the end; times are wall clock. Peak memory is each "
+             "child process's maximum RSS.\n"
+             f"Command: python benchmarks/metrics_vs_peers.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(text)
     if args.out:
         args.out.write_text(text)
