@@ -27,7 +27,7 @@ from rankwise.data.testset import (
 )
 from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
-from rankwise.relevance.verdicts import judge
+from rankwise.relevance.verdicts import assign_verdicts
 
 CASE = {"id": "q1", "user_input": "Who founded the company that makes the X1?",
         "calls": [{"position": 0, "query": "who makes the X1", "span_id": "s0", "trace_id": "t",
@@ -98,7 +98,7 @@ def test_testset_round_trip_is_identical(tmp_path):
 
 def test_records_share_verdicts_and_round_trip(tmp_path):
     recs = records_from_testset([CASE])
-    judge(recs, "containment")
+    assign_verdicts(recs, "containment")
     r = recs[0]
     assert r.verdicts("containment") == [1, 1, 0]  # merged a, c, b
     assert r.call_index() == [[0, 2], [1, 0]]
@@ -316,7 +316,7 @@ def test_call_chunks_outside_an_explicit_list_are_judged_too():
         assert result.per_query["q1"] == {"recall@1": 0.5, "per_call(metric=recall,call=1)@1": 0.5,
                                           "evidence_coverage@2": 1.0}, relevance
     recs = records_from_testset([final])
-    judge(recs, "containment")
+    assign_verdicts(recs, "containment")
     c = recs[0].call_chunks()[1][0]
     assert c.id == "c" and c.verdicts["containment"].verdict == 1 and c.verdicts["containment"].meta["passages"] == [1]
 

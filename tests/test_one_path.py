@@ -17,7 +17,7 @@ from rankwise.analysis.significance import randomization_test
 from rankwise.cli import main
 from rankwise.errors import InputError
 from rankwise.metrics.registry import METRICS, parse_measure, parse_measures, split_metric_list
-from rankwise.relevance.text import char_recall as plain_char_recall
+from rankwise.relevance.text import spans_char_recall as plain_char_recall
 
 
 def _write(path, text):

@@ -14,7 +14,6 @@ from rankwise.data.testset import Chunk, ReferencePassage
 from rankwise.errors import InputError, RankwiseWarning
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.text import (
-    char_recall,
     contains_match,
     evidence_chars,
     fuzzy_similarity,
@@ -23,6 +22,7 @@ from rankwise.relevance.text import (
     normalize,
     span_match,
     span_overlap,
+    spans_char_recall,
 )
 
 DOC = ("Orbit kettles boil water fast. "            # 0..31
@@ -88,10 +88,10 @@ def test_char_recall_counts_each_character_once():
                                                                                                end=10)]
     passages = [ReferencePassage(doc_id="d", start=40, end=80), ReferencePassage(doc_id="d", start=70, end=140)]
     # gold characters: 40..140 = 100; covered by the first chunk: 40..60 = 20; by both: 40..120 = 80
-    assert char_recall(chunks, passages, k=1) == 0.2
-    assert char_recall(chunks, passages, k=2) == 0.8
-    assert char_recall(chunks, passages) == 0.8
-    assert char_recall(chunks, [ReferencePassage("text only")]) == 0.0
+    assert spans_char_recall(chunks, passages, k=1) == 0.2
+    assert spans_char_recall(chunks, passages, k=2) == 0.8
+    assert spans_char_recall(chunks, passages) == 0.8
+    assert spans_char_recall(chunks, [ReferencePassage("text only")]) == 0.0
 
 
 def rich_case(chunks, case_id="q"):

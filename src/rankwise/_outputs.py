@@ -145,7 +145,7 @@ def is_our_output(path: str | os.PathLike) -> bool:
             if "retrieved_contexts" not in obj and isinstance(calls, list) and calls and all(
                     isinstance(c, dict) and set(c) <= _CALL_KEYS and isinstance(c.get("chunks"), list)
                     and all(isinstance(x, dict) and set(x) == _CONTEXT_KEYS for x in c["chunks"]) for c in calls):
-                return True  # a test set with retrieval calls (import-traces, write_testset)
+                return True  # a test set with retrieval calls (import-traces, write_trace_testset)
             if {"settings", "winner", "mean"} <= set(obj):
                 return True  # demo summary.json
             if set(obj) >= _CURVE_KEYS:

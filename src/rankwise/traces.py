@@ -23,7 +23,7 @@ from rankwise.data.traces import (  # noqa: F401  (the face)
     load_traces,
     read_spans,
     write_document_evaluations,
-    write_testset,
+    write_trace_testset,
 )
 
 # the exporter needs OpenTelemetry (the traces extra): imported on first use, so reading traces needs none

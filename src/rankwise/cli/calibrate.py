@@ -248,7 +248,7 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
     from rankwise.analysis.position import write_position_curve
     from rankwise.errors import InputError
     from rankwise.progress import progress
-    from rankwise.relevance import SOURCES, TEXT_SOURCES, judge
+    from rankwise.relevance import SOURCES, TEXT_SOURCES, assign_verdicts
     from rankwise.relevance.llm_judge import load_for_judging
     from rankwise.relevance.text import rejudges_stored
     from rankwise.workflows.position_run import plant_contexts, position_requests, run_position_curve
@@ -259,7 +259,7 @@ def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars
     if source in TEXT_SOURCES or source == "ids":
         stored = any(source in r.sources() for r in records) and not rejudges_stored(source, min_evidence_chars)
         if any(r.chunks for r in records) and not stored:
-            judge(records, source, min_evidence_chars=min_evidence_chars)
+            assign_verdicts(records, source, min_evidence_chars=min_evidence_chars)
     elif source not in SOURCES and not any(source in r.sources() for r in records):
         raise InputError(f"no '{source}' verdicts in {testset}", source=testset, field="relevance")
     plan = plant_contexts(records, k, source=source, repeats=repeats, seed=seed)

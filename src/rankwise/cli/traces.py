@@ -45,13 +45,13 @@ def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corp
     """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
     set: one case per trace, one retrieval call per retriever span."""
     from rankwise._outputs import check_outputs
-    from rankwise.data.traces import import_traces, write_testset
+    from rankwise.data.traces import import_traces, write_trace_testset
     from rankwise.data.traces.load import write_first_stage
 
     check_outputs({"--out": output, "--first-stage": first_stage}, [traces, testset, corpus], force=force)
     imp = import_traces(traces, format=fmt, testset=testset, id_key=id_key, doc_id_key=doc_id_key, corpus=corpus,
                         quiet=quiet)
-    write_testset(imp, output)
+    write_trace_testset(imp, output)
     if first_stage is not None:
         written = write_first_stage(imp, first_stage)
         click.echo(f"{first_stage}: {len(imp.first_stage)} cases' lists before reranking" if written else

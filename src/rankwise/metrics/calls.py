@@ -8,11 +8,11 @@ calls is one call: its ``chunks``.
 
 Example:
     >>> from rankwise.data.records import records_from_testset
-    >>> from rankwise.relevance.verdicts import judge
+    >>> from rankwise.relevance.verdicts import assign_verdicts
     >>> recs = records_from_testset([{"id": "q", "reference_contexts": ["alpha beta gamma", "delta epsilon zeta"],
     ...     "calls": [{"chunks": ["alpha beta gamma", "noise noise noise"]},
     ...               {"chunks": ["alpha beta gamma", "delta epsilon zeta"]}]}])
-    >>> _ = judge(recs, "containment", min_evidence_chars=0)
+    >>> _ = assign_verdicts(recs, "containment", min_evidence_chars=0)
     >>> m = RelevanceMatrix.from_records(recs, "containment")
     >>> evidence_coverage(m, 1).tolist(), calls_to_evidence(m, 2).tolist(), call_redundancy(m, 2).tolist()
     ([0.5], [2.0], [0.25])

@@ -21,7 +21,7 @@ from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import parse_measures
 from rankwise.relevance.diagnose import all_missing, no_match
 from rankwise.relevance.text import MIN_EVIDENCE_CHARS, fragment_warning, rejudges_stored
-from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, case_status, judge
+from rankwise.relevance.verdicts import SOURCES, TEXT_SOURCES, assign_verdicts, case_status
 
 __all__ = ["evaluate_rag", "judged_records", "RagResult", "load_records", "write_records", "default_rag_metrics",
            "ACP_NOTE", "unscorable_reasons", "left_out", "no_match_summary", "call_gaps", "checked_cutoffs",
@@ -132,7 +132,7 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
     else:
         if system is None and isinstance(testset, (str, PathLike)):
             system = Path(testset).stem
-        judge(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
+        assign_verdicts(records, relevance, labels=labels, min_overlap=min_overlap, threshold=threshold,
               id_field=id_field, relevance_level=relevance_level, progress=progress,
               min_evidence_chars=min_evidence_chars, system=system)
     return records, stored

@@ -9,10 +9,10 @@ the modules never import it.
 
 Example:
     >>> from rankwise.data.records import records_from_testset
-    >>> from rankwise.relevance import judge
+    >>> from rankwise.relevance import assign_verdicts
     >>> recs = records_from_testset([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
     ...                               "reference_contexts": ["paris is the capital"]}])
-    >>> truth = judge(recs, "containment")
+    >>> truth = assign_verdicts(recs, "containment")
     >>> recs[0].verdicts("containment"), truth["q1"].n_relevant
     ([1, 0], 1)
 """
@@ -23,10 +23,10 @@ from rankwise.relevance.verdicts import (
     SOURCES,
     TEXT_SOURCES,
     GroundTruth,
+    assign_verdicts,
     case_status,
-    judge,
     pooled_truth,
     with_progress,
 )
 
-__all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status", "with_progress"]
+__all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "assign_verdicts", "pooled_truth", "case_status", "with_progress"]

@@ -117,7 +117,7 @@ def _doc_names(records: Sequence[Any], relevance: str) -> tuple[set[str], set[st
 
 def _ids_note(records: Sequence[Any], id_field: str | None) -> str | None:
     """ids verdicts that never matched: which chunk field would have matched the reference ids."""
-    from rankwise.relevance.ids import chunk_key
+    from rankwise.relevance.ids import id_key
 
     keys: set[str] = set()
     refs: set[str] = set()
@@ -125,7 +125,7 @@ def _ids_note(records: Sequence[Any], id_field: str | None) -> str | None:
     for r in records:
         theirs = set(r.reference_context_ids or [])
         refs |= theirs
-        keys |= {k for c in r.chunks if (k := chunk_key(c, id_field)) is not None}
+        keys |= {k for c in r.chunks if (k := id_key(c, id_field)) is not None}
         for name in other:
             other[name] = other[name] or any(getattr(c, name) in theirs for c in r.chunks)
     if not refs or not keys:

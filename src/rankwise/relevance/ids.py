@@ -14,10 +14,10 @@ from rankwise.data.records import CaseRecord, Verdict
 from rankwise.errors import InputError
 from rankwise.relevance.truth import GroundTruth, case_status
 
-__all__ = ["judge_ids", "chunk_key", "gold_grades"]
+__all__ = ["judge_ids", "id_key", "gold_grades"]
 
 
-def chunk_key(chunk, id_field: str | None = None) -> str | None:
+def id_key(chunk, id_field: str | None = None) -> str | None:
     """The id compared with the gold ids: ``id`` (falling back to ``doc_id``), or the field named."""
     if id_field is None:
         return chunk.id if chunk.id is not None else chunk.doc_id
@@ -87,7 +87,7 @@ def judge_ids(records: list[CaseRecord], *, qrels: Any = None, id_field: str | N
         order = {g: i for i, g in enumerate(grades)}
         found = []
         for c in rec.chunks:
-            key = chunk_key(c, id_field)
+            key = id_key(c, id_field)
             if key is None:
                 c.verdicts["ids"] = Verdict(None, status="missing", error="chunk has no id")
                 found.append([])

@@ -16,7 +16,7 @@ from rankwise.errors import InputError
 from rankwise.relevance.truth import GroundTruth, case_status, with_progress
 
 __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_similarity", "fuzzy_similarities",
-           "char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning",
+           "spans_char_recall", "judge_text", "MIN_EVIDENCE_CHARS", "evidence_chars", "is_fragment", "fragment_warning",
            "merge_intervals", "rejudges_stored"]
 
 _FUZZY_BATCH = 2048  # cases scored per batched call (progress moves, memory stays small)
@@ -206,7 +206,7 @@ def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int
     return [(s, e) for s, e in out]
 
 
-def char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k: int | None = None) -> float:
+def spans_char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k: int | None = None) -> float:
     """Share of the reference passages' characters covered by the top ``k`` chunks' spans.
 
     Overlapping passages or chunks are counted once. 0.0 when no passage has a span.
@@ -214,7 +214,7 @@ def char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassage], k
     Example:
         >>> c = [Chunk(doc_id="d", start=0, end=50), Chunk(doc_id="d", start=150, end=200)]
         >>> p = [ReferencePassage(doc_id="d", start=40, end=60), ReferencePassage(doc_id="d", start=140, end=160)]
-        >>> char_recall(c, p), char_recall(c, p, k=1)
+        >>> spans_char_recall(c, p), spans_char_recall(c, p, k=1)
         (0.5, 0.25)
     """
     by_doc: dict[str, list[tuple[int, int]]] = {}

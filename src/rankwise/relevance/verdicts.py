@@ -6,10 +6,10 @@ status per case; it returns, per case, the :class:`GroundTruth` that recall and 
 
 Example:
     >>> from rankwise.data.records import records_from_testset
-    >>> from rankwise.relevance.verdicts import judge
+    >>> from rankwise.relevance.verdicts import assign_verdicts
     >>> recs = records_from_testset([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
     ...                               "reference_contexts": ["paris is the capital"]}])
-    >>> truth = judge(recs, "containment")
+    >>> truth = assign_verdicts(recs, "containment")
     >>> recs[0].verdicts("containment"), truth["q1"].n_relevant
     ([1, 0], 1)
 """
@@ -21,13 +21,13 @@ from typing import Any
 
 from rankwise.relevance.truth import GroundTruth, case_status, pooled_truth, with_progress
 
-__all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "judge", "pooled_truth", "case_status", "with_progress"]
+__all__ = ["GroundTruth", "TEXT_SOURCES", "SOURCES", "assign_verdicts", "pooled_truth", "case_status", "with_progress"]
 
 TEXT_SOURCES = ("containment", "span", "fuzzy")
 SOURCES = ("containment", "span", "fuzzy", "ids", "human", "llm", "utility")
 
 
-def judge(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,
+def assign_verdicts(records: list, source: str, *, labels: Any = None, min_overlap: float = 0.5,
           threshold: float = 0.8, id_field: str | None = None, qrels: Mapping | Any = None,
           relevance_level: int = 1, progress: bool = False,
           min_evidence_chars: int | None = None, system: str | None = None) -> dict[str, GroundTruth]:
@@ -83,7 +83,7 @@ def _judge_call_extras(records: list, source: str, **options: Any) -> None:
                             r.reference_context_ids,
                             [type(c)(j + 1, c.id, c.text, c.doc_id, c.start, c.end, c.score) for j, c in
                              enumerate(extras)])
-        judge([shadow], source, **options)
+        assign_verdicts([shadow], source, **options)
         found = shadow.passages_found.get(source) or [[] for _ in extras]
         for c, judged, passages in zip(extras, shadow.chunks, found, strict=True):
             v = judged.verdicts[source]

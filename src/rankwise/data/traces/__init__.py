@@ -16,10 +16,10 @@ from rankwise.data.traces.evaluations import (
            document_evaluations,
            write_document_evaluations,
 )
-from rankwise.data.traces.load import TraceSkipWarning, import_traces, load_traces, write_testset
+from rankwise.data.traces.load import TraceSkipWarning, import_traces, load_traces, write_trace_testset
 from rankwise.data.traces.readers import TRACE_FORMATS, read_spans
 from rankwise.data.traces.spans import TraceImport
 
 __all__ = ["DocumentEvaluations", "TRACE_FORMATS", "TraceImport", "TraceSkipWarning",
            "document_evaluations", "import_traces", "load_traces", "read_spans", "write_document_evaluations",
-           "write_testset"]
+           "write_trace_testset"]

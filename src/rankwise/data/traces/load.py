@@ -12,7 +12,7 @@ from rankwise.data.traces.readers import read_spans
 from rankwise.data.traces.spans import TraceImport, assemble
 from rankwise.errors import TraceSkipWarning
 
-__all__ = ["write_first_stage", "import_traces", "load_traces", "write_testset", "TraceSkipWarning"]
+__all__ = ["write_first_stage", "import_traces", "load_traces", "write_trace_testset", "TraceSkipWarning"]
 
 
 def import_traces(path: str | PathLike, *, format: str = "auto", testset: Any = None, id_key: str | None = None,
@@ -90,7 +90,7 @@ def load_traces(path: str | PathLike, *, format: str = "auto", testset: Any = No
     return imp.testset
 
 
-def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
+def write_trace_testset(imp: TraceImport, path: str | PathLike) -> Path:
     """Write the imported cases as a test set (JSON Lines) that ``eval-rag`` and ``judge`` read; a case with
     several calls keeps them (``calls``), a single-call case is an ordinary line.
 
@@ -99,7 +99,7 @@ def write_testset(imp: TraceImport, path: str | PathLike) -> Path:
         >>> from rankwise.data.traces.spans import Span, assemble
         >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
         ...                source="<spans>")
-        >>> write_testset(imp, os.path.join(tempfile.mkdtemp(), "t.jsonl")).read_text().startswith('{"id": "t1"')
+        >>> write_trace_testset(imp, os.path.join(tempfile.mkdtemp(), "t.jsonl")).read_text().startswith('{"id": "t1"')
         True
     """
     from rankwise.data.testset import write_testset as write_cases
