@@ -225,3 +225,25 @@ def test_sweep_budget_reverses_the_chunk_count_verdict_and_names_the_front(budge
 def test_sweep_budget_errors_are_one_line(tmp_path, args, words):
     r = CliRunner().invoke(main, ["sweep", "--chunk-size", "300", "--out", str(tmp_path / "o"), "--quiet", *args])
     assert r.exit_code == 2 and words in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.parametrize("decay", ["log", "rbp", "flat", "linear", "power"])
+def test_wcp_at_a_budget_far_past_the_lists_is_exact_and_takes_memory_of_the_lists_not_the_budget(decay):
+    import tracemalloc
+
+    from rankwise.metrics.context import rank_weights
+
+    rec = CaseRecord("q1", chunks=[ChunkRecord(1, text="x" * 60, verdicts={"llm": Verdict(1)}),
+                                   ChunkRecord(2, text="y" * 60, verdicts={"llm": Verdict(0)})])
+    m = RelevanceMatrix.from_records([rec], "llm")
+    for budget in (90, 1_000, 3_000_017):  # inside the list, past it, past it by several summing blocks
+        d = rank_weights(budget, decay)
+        assert budget_values("wcp", m, budget, "c", decay=decay)[0] == pytest.approx(d[:60].sum() / d.sum(),
+                                                                                     rel=1e-12)
+    tracemalloc.start()
+    try:
+        value = budget_values("wcp", m, 200_000_000, "c", decay=decay)[0]  # 1.6 GB were it held at once
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0 < value < 1 and peak < 64 * 2**20, peak

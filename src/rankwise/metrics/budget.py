@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -138,13 +139,32 @@ def wcp_at(m: RelevanceMatrix, budget: int, unit: str, decay: str = "log", ideal
         raise InputError("wcp at a budget divides by the budget's positions: ideal=attainable has no meaning there",
                          field="metric")
     lengths, starts = _layout(m, unit)
-    d = rank_weights(budget, decay, p=p, a=a, curve=curve)
-    cum = np.concatenate([[0.0], np.cumsum(d)])
-    lo = np.clip(starts, 0, budget).astype(np.int64)
-    hi = np.clip(starts + lengths, 0, budget).astype(np.int64)
     in_list = np.arange(m.depth)[None, :] < m.lengths[:, None]
+    # positions past every list's end weigh only in the denominator: summed in blocks, so a budget far past
+    # the lists (wcp@100000000c) costs time in proportion but memory bounded by the lists' own length
+    reach = int(min(budget, np.where(in_list, starts + lengths, 0).max(initial=0)))
+    cum = np.concatenate([[0.0], np.cumsum(rank_weights(reach, decay, p=p, a=a, curve=curve))])
+    lo = np.clip(starts, 0, reach).astype(np.int64)
+    hi = np.clip(starts + lengths, 0, reach).astype(np.int64)
     part = np.where(m.chunk_relevant & in_list, cum[hi] - cum[lo], 0.0)
-    return part.sum(axis=1) / cum[budget]
+    total = cum[budget] if reach == budget else (
+        _decay_total(budget, decay, p, a, curve) if isinstance(decay, str)
+        else _decay_total.__wrapped__(budget, decay, p, a, curve))
+    return part.sum(axis=1) / total
+
+
+_BLOCK = 1 << 20  # decay weights summed at a time past the lists' end
+
+
+@functools.lru_cache(maxsize=64)
+def _decay_total(budget: int, decay: str, p: float, a: float, curve: str) -> float:
+    """Sum of the decay over positions 1 .. budget, a block at a time (remembered: an evaluation scores one
+    budget several times, for the result and its headroom)."""
+    total = 0.0
+    for first in range(1, budget + 1, _BLOCK):
+        n = min(_BLOCK, budget + 1 - first)
+        total += float(rank_weights(n, decay, p=p, a=a, curve=curve, start=first).sum())
+    return total
 
 
 _COMPUTE = {"precision": precision_at, "recall": recall_at, "ndcg": ndcg_at, "ndcg_exp": None, "wcp": wcp_at}

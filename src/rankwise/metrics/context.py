@@ -24,8 +24,9 @@ Decay = str | Callable[[int], float]
 DECAYS = ("log", "linear", "rbp", "power", "flat", "curve")
 
 
-def rank_weights(n: int, decay: Decay = "log", *, p: float = 0.8, a: float = 1.0, curve: str = "") -> np.ndarray:
-    """Weights w(1..n) of the ranks.
+def rank_weights(n: int, decay: Decay = "log", *, p: float = 0.8, a: float = 1.0, curve: str = "",
+                 start: int = 1) -> np.ndarray:
+    """Weights w(start..start+n-1) of the ranks (w(1..n) by default).
 
     ``log`` = 1/log2(i+1); ``linear`` = 1/i; ``rbp`` = p^(i-1) (rank-biased precision's patience p);
     ``power`` = i^-a; ``flat`` = 1; ``curve`` = a measured position curve (a JSON file written by
@@ -36,7 +37,7 @@ def rank_weights(n: int, decay: Decay = "log", *, p: float = 0.8, a: float = 1.0
         >>> rank_weights(3).round(4).tolist(), rank_weights(3, "rbp", p=0.5).tolist()
         ([1.0, 0.6309, 0.5], [1.0, 0.5, 0.25])
     """
-    ranks = np.arange(1, n + 1, dtype=np.float64)
+    ranks = np.arange(start, start + n, dtype=np.float64)
     if decay == "log":
         return 1.0 / np.log2(ranks + 1)
     if decay == "linear":
@@ -49,7 +50,7 @@ def rank_weights(n: int, decay: Decay = "log", *, p: float = 0.8, a: float = 1.0
         return np.ones(n)
     if decay == "curve":
         values = load_position_weights(curve)
-        idx = np.minimum(np.arange(n), len(values) - 1)
+        idx = np.minimum(np.arange(start - 1, start - 1 + n), len(values) - 1)
         return values[idx] if n else np.zeros(0)
     if callable(decay):
         return np.array([float(decay(int(r))) for r in ranks], dtype=np.float64)
