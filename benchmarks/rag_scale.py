@@ -100,10 +100,14 @@ def main() -> None:
             write_spans(spans, args.cases, args.k)
         if args.profile:
             prof = Path(tmp, "p.prof")
-            subprocess.run([py, "-m", "cProfile", "-o", str(prof), "-m", "rankwise.cli", "eval-rag", str(ids),
-                            "-r", "ids", "--format", "json", "--quiet"], stdout=subprocess.DEVNULL, check=True)
+            # main(args=...) is plain click (the command line leaves through os._exit, before a profile is written)
+            code = ("import cProfile,sys\nfrom rankwise.cli import main\np=cProfile.Profile()\ntry:\n"
+                    "    p.runcall(main, args=sys.argv[2:])\nexcept SystemExit:\n    pass\n"
+                    f"p.dump_stats({str(prof)!r})\n")
+            subprocess.run([py, "-c", code, "x", "eval-rag", str(ids), "-r", "ids", "--format", "json", "--quiet"],
+                           stdout=subprocess.DEVNULL, check=True)
             import pstats
-            pstats.Stats(str(prof)).sort_stats("cumulative").print_stats(25)
+            pstats.Stats(str(prof)).sort_stats("cumulative").print_stats(30)
             return
         print(f"Machine: {_cpu_model()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
               f"{args.cases} cases x {args.k} chunks")
