@@ -85,7 +85,7 @@ def _span(doc_id: str | None, start: int | None, end: int | None) -> tuple[str, 
     return None if doc_id is None or start is None or end is None else (doc_id, start, end)
 
 
-@dataclass
+@dataclass(slots=True)  # one per retrieved chunk
 class Chunk:
     """One retrieved chunk. Every field is optional except that a chunk needs a text or an id.
 
