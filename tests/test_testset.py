@@ -164,3 +164,17 @@ def test_invalid_json_and_empty_file(tmp_path):
 
 def test_testset_is_not_collected_by_pytest():
     assert TestSet.__test__ is False
+
+
+def test_id_lists_of_plain_strings_and_of_other_values_read_the_same_way():
+    """Plain-string id lists skip the per-item check (issue 37); numbers still become strings, nulls and
+    lists still fail naming the item, and the chunks' ids are the same either way."""
+    plain = load_testset([{"id": "q", "retrieved_context_ids": ["1", "2"], "reference_context_ids": ["2"]}])
+    mixed = load_testset([{"id": "q", "retrieved_context_ids": [1, "2"], "reference_context_ids": [2]}])
+    assert [c.id for c in plain.cases[0].chunks] == [c.id for c in mixed.cases[0].chunks] == ["1", "2"]
+    assert plain.cases[0].reference_context_ids == mixed.cases[0].reference_context_ids == ["2"]
+    with pytest.raises(InputError, match=r"null in the list of reference ids"):
+        load_testset([{"id": "q", "retrieved_context_ids": ["1"], "reference_context_ids": ["1", None]}])
+    with pytest.raises(InputError, match=r"expected a string") as err:
+        load_testset([{"id": "q", "retrieved_context_ids": ["1", ["x"]]}])
+    assert "retrieved_context_ids[1]" in str(err.value)

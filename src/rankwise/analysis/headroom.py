@@ -67,7 +67,11 @@ def ideal_order(record: Any, source: str) -> Any:
 def _shallow(obj: Any) -> Any:
     """A shallow copy of a record dataclass (its fields shared), without ``copy.copy``'s generic machinery."""
     new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
+    if hasattr(obj, "__dict__"):
+        new.__dict__.update(obj.__dict__)
+    else:  # a slots dataclass (ChunkRecord)
+        for name in type(obj).__slots__:
+            setattr(new, name, getattr(obj, name))
     return new
 
 

@@ -61,7 +61,7 @@ _CASE_KEYS = ("id", "question", "reference", "response", "reference_contexts", "
 _CALL_KEYS = ("position", "query", "span_id", "trace_id", "meta", "chunks")
 
 
-@dataclass
+@dataclass(slots=True)  # one per chunk and source: no per-instance __dict__
 class Verdict:
     """One source's verdict on one chunk.
 
@@ -98,7 +98,7 @@ class Verdict:
                 "status": self.status, "error": self.error, "meta": self.meta}
 
 
-@dataclass
+@dataclass(slots=True)  # one per retrieved chunk
 class ChunkRecord:
     """A retrieved chunk at a rank, with every source's verdict on it."""
 

@@ -85,7 +85,7 @@ def _span(doc_id: str | None, start: int | None, end: int | None) -> tuple[str, 
     return None if doc_id is None or start is None or end is None else (doc_id, start, end)
 
 
-@dataclass
+@dataclass(slots=True)  # one per retrieved chunk
 class Chunk:
     """One retrieved chunk. Every field is optional except that a chunk needs a text or an id.
 
@@ -382,12 +382,21 @@ def _short(value: Any, n: int = 60) -> str:
 
 
 def _opt_str(value: Any, *, source, line, field_name) -> str | None:
+    if type(value) is str:  # the common case, first: same value as the checks below give it
+        return value
     if _is_missing(value):
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(f"expected a string, got {type(value).__name__} {_short(value)}", source=source,
                          line=line, field=field_name)
     return str(value)
+
+
+def _str_list(values: list, field: str, kw: dict) -> list[str | None]:
+    """A list of ids, each through ``_opt_str``; a list of plain strings is copied without a call per item."""
+    if all(type(x) is str for x in values):
+        return list(values)
+    return [_opt_str(x, field_name=f"{field}[{i}]", **kw) for i, x in enumerate(values)]
 
 
 def _opt_offset(value: Any, *, source, line, field_name) -> int | None:
@@ -609,7 +618,7 @@ def case_from_mapping(row: Mapping, *, default_id: str, source: str | None = Non
     rid_field, retrieved_ids = list_field(RETRIEVED_ID_FIELDS)
     chunks = [_chunk(item, where=f"{rc_field}[{i}]", **kw) for i, item in enumerate(retrieved or [])]
     if retrieved_ids is not None:
-        ids = [_opt_str(x, field_name=f"{rid_field}[{i}]", **kw) for i, x in enumerate(retrieved_ids)]
+        ids = _str_list(retrieved_ids, rid_field, kw)
         if retrieved is None:
             chunks = [Chunk(id=x) for x in ids]
         elif len(ids) != len(chunks):
@@ -628,7 +637,7 @@ def case_from_mapping(row: Mapping, *, default_id: str, source: str | None = Non
     passages = [_passage(item, where=f"{ref_field}[{i}]", **kw) for i, item in enumerate(refs or [])]
     refid_field, ref_ids = list_field(REFERENCE_ID_FIELDS)
     if ref_ids is not None:
-        ref_ids = [_opt_str(x, field_name=f"{refid_field}[{i}]", **kw) for i, x in enumerate(ref_ids)]
+        ref_ids = _str_list(ref_ids, refid_field, kw)
         if any(x is None for x in ref_ids):
             raise InputError("null in the list of reference ids", field=refid_field, **kw)
     _, raw_calls = _first(row, CALL_FIELDS)

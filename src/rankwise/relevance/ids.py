@@ -87,7 +87,7 @@ def judge_ids(records: list[CaseRecord], *, qrels: Any = None, id_field: str | N
         order = {g: i for i, g in enumerate(grades)}
         found = []
         for c in rec.chunks:
-            key = id_key(c, id_field)
+            key = (c.id if c.id is not None else c.doc_id) if id_field is None else id_key(c, id_field)
             if key is None:
                 c.verdicts["ids"] = Verdict(None, status="missing", error="chunk has no id")
                 found.append([])
