@@ -427,3 +427,28 @@ def test_the_sweeps_comparison_is_compare_rag_on_its_records(which, request):
                             correction=res.settings["correction"], alpha=res.settings["alpha"])
     _same_comparison(res.comparison, again)
     assert len(res.comparison.comparisons) == (len(res.configs) - 1) * len(res.metrics)
+
+
+def test_sweep_keywords_are_the_spec_fields_with_its_defaults():
+    """sweep() names every SweepSpec field as an explicit keyword, default for default (no **options)."""
+    import dataclasses
+    import inspect
+
+    from rankwise.workflows.sweep import SweepSpec
+
+    params = inspect.signature(sweep).parameters
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
+    keywords = {n: p.default for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n not in ("qrels", "split")}
+    fields = {f.name: f.default for f in dataclasses.fields(SweepSpec)}
+    assert keywords == fields
+
+
+def test_sweep_and_run_sweep_give_the_same_numbers():
+    from rankwise.workflows.sweep import SweepSpec, run_sweep
+
+    corpus = {"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text.", "d3": "Term weights."}
+    questions, qrels = {"q1": "term frequency", "q2": "embed text"}, {"q1": {"d1": 1, "d3": 1}, "q2": {"d2": 2}}
+    a = sweep(corpus, questions, qrels=qrels, chunk_sizes=[0, 12], overlaps=[0], progress=False, permutations=200)
+    b = run_sweep(corpus, questions, SweepSpec(chunk_sizes=(0, 12), overlaps=(0,), progress=False, permutations=200),
+                  qrels=qrels)
+    assert a.means == b.means and [c.label for c in a.configs] == [c.label for c in b.configs]

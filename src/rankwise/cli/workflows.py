@@ -62,6 +62,11 @@ def _int_list(value: str, name: str) -> list[int]:
         raise InputError(f"--{name} takes comma-separated whole numbers, got {value!r}", field=name) from None
 
 
+def _names(text: str) -> list[str]:
+    """A comma-separated option as its non-empty, stripped names."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def _budget_options(budgets: str | None, metrics: str) -> dict:
     """``--budget 500,1000,2000c`` and ``--budget-metric`` as sweep's keywords (none without --budget)."""
     from rankwise.errors import InputError
@@ -138,7 +143,7 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     Span-labelled test sets score chunks; qrels (--qrels, or a --beir folder such as Cranfield) score the
     documents each configuration ranks, with the numbers `rankwise eval` gives for that run."""
     from rankwise.errors import InputError
-    from rankwise.workflows.sweep import sweep
+    from rankwise.workflows.sweep import SweepSpec, run_sweep
 
     if beir_dir:
         if corpus_path or testset:
@@ -158,15 +163,14 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     mine = [folder / "report.html", folder / "sweep.json", folder / "budget.png"]
     mine += sorted((folder / "records").glob("*")) if (folder / "records").is_dir() else []
     check_output_folder(folder, "--out", mine, [corpus_path, testset, qrels, beir_dir, llm_config], force=force)
-    result = sweep(corpus, testset, qrels=qrels, split=split, chunk_sizes=_int_list(chunk_sizes, "chunk-size"),
-                   overlaps=_int_list(overlaps, "overlap"),
-                   splitters=[x.strip() for x in splitters.split(",") if x.strip()],
-                   retrievers=[x.strip() for x in retrievers.split(",") if x.strip()], k=k, relevance=relevance,
-                   relevance_level=relevance_level, metrics=_split_metrics(metrics) or None,
-                   baseline=int(baseline) if baseline.lstrip("-").isdigit() else baseline, model=model,
-                   rerank_model=rerank_model, rerank_top_n=rerank_top_n, llm_base_url=llm_base_url,
-                   llm_config=llm_config, cache_dir=cache_dir, permutations=permutations, alpha=alpha, out=out,
-                   html=not no_html, progress=not quiet, **_budget_options(budgets, budget_metrics))
+    spec = SweepSpec(chunk_sizes=_int_list(chunk_sizes, "chunk-size"), overlaps=_int_list(overlaps, "overlap"),
+                     splitters=_names(splitters), retrievers=_names(retrievers), k=k, relevance=relevance,
+                     relevance_level=relevance_level, metrics=_split_metrics(metrics) or None,
+                     baseline=int(baseline) if baseline.lstrip("-").isdigit() else baseline, model=model,
+                     rerank_model=rerank_model, rerank_top_n=rerank_top_n, llm_base_url=llm_base_url,
+                     llm_config=llm_config, cache_dir=cache_dir, permutations=permutations, alpha=alpha, out=out,
+                     html=not no_html, progress=not quiet, **_budget_options(budgets, budget_metrics))
+    result = run_sweep(corpus, testset, spec, qrels=qrels, split=split)
     s = result.settings
     level = (f"{s['level']} (top {s['k']} per question, judged by qrels at grade >= {s['relevance_level']})"
              if s["level"] == "documents" else f"chunks (top {s['k']} per question, relevance {s['relevance']})")

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from rankwise._lazy import lazy_exports
 
-__all__ = ["SweepConfig", "SweepResult", "SweepSpec", "sweep_metrics", "DemoResult", "run_demo", "answer_records",
+__all__ = ["SweepConfig", "SweepResult", "SweepSpec", "run_sweep", "sweep", "sweep_metrics", "DemoResult", "run_demo", "answer_records",
            "utility_verdicts", "run_position_curve", "plant_contexts"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "SweepConfig": ".sweep", "SweepResult": ".sweep", "SweepSpec": ".sweep", "sweep_metrics": ".sweep",
+    "SweepConfig": ".sweep", "SweepResult": ".sweep", "SweepSpec": ".sweep", "run_sweep": ".sweep", "sweep": ".sweep",
+    "sweep_metrics": ".sweep",
     "DemoResult": ".demo", "run_demo": ".demo", "answer_records": ".answer_run",
     "utility_verdicts": ".answer_run", "run_position_curve": ".position_run", "plant_contexts": ".position_run",
 }, globals())

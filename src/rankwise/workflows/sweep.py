@@ -38,7 +38,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from rankwise.data.finite import finite_json
 from rankwise.data.records import CaseRecord, ChunkRecord, write_records
 from rankwise.errors import InputError, warn
 
-__all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "SweepSpec", "sweep", "sweep_metrics"]
+__all__ = ["SPLITTERS", "SWEEP_RETRIEVERS", "SweepConfig", "SweepResult", "SweepSpec", "run_sweep", "sweep", "sweep_metrics"]
 
 SPLITTERS: dict[str, tuple[str, ...]] = {
     "recursive": ("paragraph", "line", "sentence", "word"),
@@ -425,12 +425,24 @@ class _Plan:
     chunkings: dict[tuple, list[SweepConfig]] = field(default_factory=dict)
 
 
-def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qrels: Any = None,
-          split: str = "test", **options: Any) -> SweepResult:
+_S = SweepSpec  # the defaults below are SweepSpec's own (a test holds the two lists equal)
+
+
+def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "test",
+          chunk_sizes: Sequence[int] = _S.chunk_sizes, overlaps: Sequence[int] = _S.overlaps,
+          splitters: Sequence[str] = _S.splitters, retrievers: Sequence[str] = _S.retrievers,
+          k: int | None = _S.k, relevance: str | None = _S.relevance, metrics: Sequence[str] | None = _S.metrics,
+          baseline: str | int = _S.baseline, relevance_level: int = _S.relevance_level,
+          model: str | None = _S.model, rerank_model: Any = _S.rerank_model, rerank_top_n: int = _S.rerank_top_n,
+          llm_base_url: str | None = _S.llm_base_url, llm_config: str | PathLike | None = _S.llm_config,
+          cache_dir: str | PathLike | bool | None = _S.cache_dir, titles: bool = _S.titles,
+          permutations: int = _S.permutations, seed: int | None = _S.seed, correction: str = _S.correction,
+          alpha: float = _S.alpha, out: str | PathLike | None = _S.out, html: bool = _S.html,
+          progress: bool = _S.progress, budgets: Sequence[int] = _S.budgets, budget_unit: str = _S.budget_unit,
+          budget_metrics: Sequence[str] = _S.budget_metrics) -> SweepResult:
     """Run every configuration of the grid and compare them on the same test set.
 
-    ``spec`` (a :class:`SweepSpec`) says what runs; its fields may also be given as keywords, which override
-    it (``sweep(corpus, testset, chunk_sizes=[300, 500])``).
+    Every keyword after ``split`` is a field of :class:`SweepSpec`; :func:`run_sweep` takes a built spec.
 
     Args:
         corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``), a BEIR folder
@@ -465,8 +477,6 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
         out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
         progress: a progress bar with ETA on stderr.
 
-    (Every argument after ``split`` is a field of :class:`SweepSpec`.)
-
     Example:
         >>> res = sweep({"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text."},
         ...             {"q1": "term frequency", "q2": "embed"}, qrels={"q1": {"d1": 1}, "q2": {"d2": 2}},
@@ -474,7 +484,25 @@ def sweep(corpus: Any, testset: Any = None, spec: SweepSpec | None = None, *, qr
         >>> [(c.label, res.means[c.label]["ndcg@10"]) for c in res.configs]
         [('bm25 whole documents', 1.0), ('bm25 recursive 12/0', 1.0)]
     """
-    spec = replace(spec or SweepSpec(), **options)
+    spec = SweepSpec(chunk_sizes=chunk_sizes, overlaps=overlaps, splitters=splitters, retrievers=retrievers, k=k,
+                     relevance=relevance, metrics=metrics, baseline=baseline, relevance_level=relevance_level,
+                     model=model, rerank_model=rerank_model, rerank_top_n=rerank_top_n, llm_base_url=llm_base_url,
+                     llm_config=llm_config, cache_dir=cache_dir, titles=titles, permutations=permutations,
+                     seed=seed, correction=correction, alpha=alpha, out=out, html=html, progress=progress,
+                     budgets=budgets, budget_unit=budget_unit, budget_metrics=budget_metrics)
+    return run_sweep(corpus, testset, spec, qrels=qrels, split=split)
+
+
+def run_sweep(corpus: Any, testset: Any, spec: SweepSpec, *, qrels: Any = None, split: str = "test") -> SweepResult:
+    """Run the grid a :class:`SweepSpec` describes (:func:`sweep` with its keywords gathered in one object).
+
+    Example:
+        >>> spec = SweepSpec(chunk_sizes=(0,), overlaps=(0,), progress=False)
+        >>> res = run_sweep({"d1": "BM25 ranks by term frequency."}, {"q1": "term frequency"}, spec,
+        ...                 qrels={"q1": {"d1": 1}})
+        >>> res.means["bm25 whole documents"]["ndcg@10"]
+        1.0
+    """
     t_start = time.perf_counter()
     plan = _plan(corpus, testset, qrels, split, spec)
     scorer, llm_reranker = _reranker(spec, plan.configs)
