@@ -111,14 +111,14 @@ def old_layout_prompt(graded: bool = False):
 def run_rankwise(srv, log: ServerLog, rows: list[dict], *, batch: bool, old: bool, workdir: Path) -> dict:
     from rankwise.llm.cache import ResponseCache
     from rankwise.llm.client import CallPolicy, Endpoint
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, PromptSettings
 
     cases = [JudgeCase(r["id"], r["user_input"], r["retrieved_contexts"], r["reference"]) for r in rows]
     name = f"{'batch' if batch else 'single'}-{'old' if old else 'shared'}"
     cold(srv)
     with ResponseCache(workdir / f"{name}.sqlite") as store:
         judge = Judge(Endpoint(srv.model, srv.base_url, "unused"),
-                      JudgeSettings(mode="reference", batch=batch, batch_size=len(rows[0]["retrieved_contexts"])),
+                      PromptSettings(mode="reference", batch=batch, batch_size=len(rows[0]["retrieved_contexts"])),
                       CallPolicy(concurrency=1, timeout=600.0), cache=store)
         if old:
             judge.prompt = old_layout_prompt()

@@ -73,12 +73,12 @@ def run_rankwise(server, rows, *, batch: bool, cache: Path) -> dict:
 
     from rankwise.llm.cache import ResponseCache
     from rankwise.llm.client import Endpoint
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, PromptSettings
 
     cases = [JudgeCase(r["id"], r["user_input"], r["retrieved_contexts"], r["reference"]) for r in rows]
     server.reset()
     with ResponseCache(cache) as store:
-        judge = Judge(Endpoint("judge-test", server.base_url, "unused"), JudgeSettings(batch=batch), cache=store)
+        judge = Judge(Endpoint("judge-test", server.base_url, "unused"), PromptSettings(batch=batch), cache=store)
         t = time.perf_counter()
         result = judge.run(cases)
         seconds = time.perf_counter() - t

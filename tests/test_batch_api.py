@@ -558,9 +558,9 @@ def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch,
     from rankwise.llm.cache import ResponseCache
     from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
     from rankwise.llm.parse import verdict_schema
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeUnit
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeUnit, PromptSettings
 
-    judge = Judge(Endpoint("m", "http://127.0.0.1:9/v1", "k"), JudgeSettings(mode="reference", graded=batch),
+    judge = Judge(Endpoint("m", "http://127.0.0.1:9/v1", "k"), PromptSettings(mode="reference", graded=batch),
                   CallPolicy(), ResponseCache(tmp_path / "c.sqlite"))
     case = JudgeCase("q1", QUESTION, list(TEXTS[:3]), REFERENCE)
     units = [JudgeUnit(case, [0, 1, 2], True)] if batch else [JudgeUnit(case, [i], False) for i in range(3)]

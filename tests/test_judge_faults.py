@@ -23,7 +23,7 @@ from rankwise.cli import main
 from rankwise.data.records import load_records
 from rankwise.llm.cache import ResponseCache
 from rankwise.llm.client import CallPolicy, Endpoint
-from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeStopped
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeStopped, PromptSettings
 
 QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."
@@ -228,7 +228,7 @@ def test_endpoint_gone_midway_stops_cleanly_with_every_verdict_in_cache_and_reco
 def test_endpoint_gone_in_the_api_raises_judge_stopped_with_the_partial_result(tmp_path):
     srv = start_server(latency=0.05)
     cache = ResponseCache(tmp_path / "c.sqlite")
-    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(),
+    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), PromptSettings(),
                   CallPolicy(concurrency=2, backoff_base=0.05, breaker_seconds=0.5), cache)
     cases = [JudgeCase(f"q{i}", QUESTION, [f"{t} ({i})" for t in TEXTS], REFERENCE) for i in range(100)]
 
@@ -421,7 +421,7 @@ def test_each_failure_carries_its_kind_and_the_summary_counts_by_it(server, tmp_
     """The kind a failure is counted under travels with it (``CallError.kind`` -> the outcome's ``kind``); the
     summary counts outcomes by that attribute, not by reading their text (issue 35 item 1)."""
     server.reset()
-    judge = Judge(Endpoint("judge-test", server.base_url, "k"), JudgeSettings(mode="question"),
+    judge = Judge(Endpoint("judge-test", server.base_url, "k"), PromptSettings(mode="question"),
                   CallPolicy(concurrency=4, max_retries=1), ResponseCache(tmp_path / "c.sqlite"))
     chunks = [f"The tower was completed in 1889 [[{kind}]]" for kind in KINDS]
     result = judge.run([JudgeCase("q1", "When was the tower completed?", chunks)])

@@ -29,7 +29,7 @@ from llm_server import judge_text, running_server  # noqa: E402
 from rankwise.llm.client import CallPolicy, Endpoint  # noqa: E402
 from rankwise.llm.parse import parse_batch, parse_verdict  # noqa: E402
 from rankwise.llm.prompts import escape_data, load_prompt  # noqa: E402
-from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings  # noqa: E402
+from rankwise.relevance.llm_judge import Judge, JudgeCase, PromptSettings  # noqa: E402
 
 QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."
@@ -88,11 +88,11 @@ def measure(base_url: str, model: str = "judge-test") -> dict[str, dict[str, int
     looser readers (tests/llm_server.py :func:`loose_read`)."""
     fast = CallPolicy(backoff_base=0.01, backoff_max=0.05, concurrency=4)
     out: dict[str, dict[str, int]] = {}
-    single = Judge(Endpoint(model, base_url, "unused"), JudgeSettings(), fast)
+    single = Judge(Endpoint(model, base_url, "unused"), PromptSettings(), fast)
     r = single.run([JudgeCase("a", QUESTION, [t for _, t in SINGLE_ATTACKS], REFERENCE)])
     flips = sum(v.verdict != _expected(t) for v, (_, t) in zip(r.verdicts["a"], SINGLE_ATTACKS, strict=True))
     out["single"] = {"chunks": len(SINGLE_ATTACKS), "taken over": flips}
-    batch = Judge(Endpoint(model, base_url, "unused"), JudgeSettings(batch=True), fast)
+    batch = Judge(Endpoint(model, base_url, "unused"), PromptSettings(batch=True), fast)
     cases = [JudgeCase(f"b{i}", QUESTION, chunks, REFERENCE) for i, (_, chunks) in enumerate(BATCH_ATTACKS)]
     r = batch.run(cases)
     flips = sum(v.verdict != _expected(t) for c in cases for v, t in zip(r.verdicts[c.id], c.chunks, strict=True))

@@ -16,7 +16,7 @@ from rankwise.errors import InputError
 from rankwise.llm.cache import ResponseCache
 from rankwise.llm.client import CallPolicy, Endpoint, EndpointError
 from rankwise.llm.cost import Prices
-from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, attach_verdicts, cases_from_records
+from rankwise.relevance.llm_judge import Judge, JudgeCase, PromptSettings, attach_verdicts, cases_from_records
 
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
 
@@ -31,7 +31,7 @@ CHUNKS = ["The Eiffel Tower was completed in 1889.",  # ref 1, question 1
 
 def _judge(srv, tmp_path, *, mode="reference", graded=False, batch=False, model="judge-test", cache=True,
            prices=None, **policy):
-    settings = JudgeSettings(mode=mode, graded=graded, batch=batch)
+    settings = PromptSettings(mode=mode, graded=graded, batch=batch)
     store = ResponseCache(tmp_path / "cache.sqlite") if cache else None
     return Judge(Endpoint(model, srv.base_url, "unused"), settings, CallPolicy(**(FAST | policy)), store, prices)
 
@@ -66,7 +66,7 @@ def test_graded_mode(srv, tmp_path):
     assert [v.grade for v in r.verdicts["q1"]] == [1, 2, 3, 0]
     assert _verdicts(r) == [0, 1, 1, 0]  # relevant from grade 2
     judge = Judge(Endpoint("judge-test", srv.base_url, "unused"),
-                  JudgeSettings(mode="question", graded=True, relevant_from=1), CallPolicy(**FAST), None)
+                  PromptSettings(mode="question", graded=True, relevant_from=1), CallPolicy(**FAST), None)
     assert _verdicts(judge.run([_case(chunks)])) == [1, 1, 1, 0]
 
 
@@ -114,7 +114,7 @@ def test_cache_key_follows_model_mode_reference_and_prompt(srv, tmp_path):
     prompt.write_text('[binary]\nuser = """Custom.\\n<question>\\n{question}\\n</question>\\n<reference_answer>\\n'
                       '{reference}\\n</reference_answer>\\n<chunk>\\n{chunk}\\n</chunk>\\n'
                       'JSON {"verdict": 1 or 0, "reason": "..."}"""\n')
-    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(prompt_file=prompt),
+    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), PromptSettings(prompt_file=prompt),
                   CallPolicy(**FAST), ResponseCache(tmp_path / "cache.sqlite"))
     r = judge.run([_case()])
     assert srv.stats()["requests"] == 4 and _verdicts(r) == [1, 0, 0, 1]
@@ -205,7 +205,7 @@ def test_unreachable_endpoint_fails_with_a_clear_message(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    judge = Judge(Endpoint("m", f"http://127.0.0.1:{port}/v1", "unused"), JudgeSettings(),
+    judge = Judge(Endpoint("m", f"http://127.0.0.1:{port}/v1", "unused"), PromptSettings(),
                   CallPolicy(**FAST), ResponseCache(tmp_path / "c.sqlite"))
     t = time.perf_counter()
     with pytest.raises(EndpointError, match=rf"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1: .*Is the "
@@ -217,7 +217,7 @@ def test_unreachable_endpoint_fails_with_a_clear_message(tmp_path):
 def test_bad_model_and_bad_key_stop_the_run(srv, tmp_path):
     with pytest.raises(EndpointError, match=r"HTTP 404 .*model 'no-such-model'.*does not exist; check the model name"):
         _judge(srv, tmp_path, model="no-such-model").run([_case()])
-    judge = Judge(Endpoint("judge-test", srv.base_url, "bad-key"), JudgeSettings(), CallPolicy(**FAST), None)
+    judge = Judge(Endpoint("judge-test", srv.base_url, "bad-key"), PromptSettings(), CallPolicy(**FAST), None)
     with pytest.raises(EndpointError, match="HTTP 401 .*Incorrect API key provided; check the API key"):
         judge.run([_case()])
 
@@ -317,7 +317,7 @@ def test_batch_wrong_count_falls_back_to_per_chunk_calls(srv, tmp_path):
 
 def test_batch_size_splits_long_lists(srv, tmp_path):
     chunks = [f"chunk {i} completed" for i in range(7)]
-    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), JudgeSettings(batch=True, batch_size=3),
+    judge = Judge(Endpoint("judge-test", srv.base_url, "unused"), PromptSettings(batch=True, batch_size=3),
                   CallPolicy(**FAST), None)
     r = judge.run([_case(chunks)])
     assert srv.stats()["requests"] == 3 and r.summary.ok == 7

@@ -33,7 +33,7 @@ from rankwise.llm.cost import Prices
 from rankwise.llm.local import LocalServerError, local_server
 from rankwise.llm.parse import verdict_schema
 from rankwise.relevance.agreement import agreement
-from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings, JudgeUnit
+from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeUnit, PromptSettings
 from rankwise.workflows.demo import llm_demo_seconds, run_llm_demo
 
 N_CTX = 2048  # room for every prompt here (< 1,000 tokens), and a chunk of 12,000 characters overflows it
@@ -58,7 +58,7 @@ def local():
 
 
 def _judge(local, tmp_path, *, prices=None, cache="c.sqlite", **settings):
-    return Judge(Endpoint(local.model, local.base_url, "unused"), JudgeSettings(**settings),
+    return Judge(Endpoint(local.model, local.base_url, "unused"), PromptSettings(**settings),
                  CallPolicy(concurrency=1, timeout=120, max_retries=1), ResponseCache(tmp_path / cache), prices)
 
 
@@ -338,12 +338,12 @@ def test_chunks_of_one_question_reuse_the_servers_prompt_prefix(local_llm):
     reference) is the first request's prefix. With the old layout (the reply format after the chunk, a
     fence id hashed over the chunk too) the question and reference were evaluated again."""
     from rankwise.llm.client import CallPolicy, Endpoint
-    from rankwise.relevance.llm_judge import Judge, JudgeCase, JudgeSettings
+    from rankwise.relevance.llm_judge import Judge, JudgeCase, PromptSettings
 
     question = "Which setting controls how long the write-ahead log waits before grouping commits?"
     reference = "wal.group_commit_window_ms sets how long commits wait to share a single fsync."
     chunks = ["The group commit window is set with wal.group_commit_window_ms.", "Backups run nightly."]
-    judge = Judge(Endpoint(local_llm.model, local_llm.base_url, "unused"), JudgeSettings(mode="reference"),
+    judge = Judge(Endpoint(local_llm.model, local_llm.base_url, "unused"), PromptSettings(mode="reference"),
                   CallPolicy(concurrency=1, timeout=300.0))
     start = local_llm.log_path.stat().st_size
     result = judge.run([JudgeCase("q1", question, chunks, reference)])

@@ -534,7 +534,7 @@ def run_batch_job(task: BatchTask, cases: Sequence[Any], *, poll_seconds: float 
 
     Example::
 
-        judge = Judge(endpoint, JudgeSettings(mode="question"), cache=ResponseCache("judge.sqlite"))
+        judge = Judge(endpoint, PromptSettings(mode="question"), cache=ResponseCache("judge.sqlite"))
         report = run_batch_job(judge, cases, max_requests=10_000, poll_seconds=60, on_status=print)
         print("\n".join(report.lines()))
         result = judge.run(cases)   # the batch verdicts, from the cache; what failed there, online

@@ -1,4 +1,4 @@
-"""One resolution of the judge's settings, for the command line and the Python API alike.
+"""One resolution of the LLM settings of every task (judge, synth, pool, answers, rerank), for the CLI and API.
 
 Every setting is taken from, first found wins:
 
@@ -9,7 +9,7 @@ Every setting is taken from, first found wins:
 3. the ``[llm]`` table of the config file: the one given, else ``./rankwise.toml``, else
    ``~/.config/rankwise/config.toml``; relative paths in it (``cache``, ``prompt``) are read from the
    file's folder;
-4. the defaults of :class:`JudgeSettings` and
+4. the defaults of :class:`PromptSettings` and
    :class:`~rankwise.llm.client.CallPolicy`.
 
 Example::
@@ -38,7 +38,7 @@ from rankwise.llm.client import CallPolicy, Endpoint, load_config, resolve_endpo
 from rankwise.llm.cost import Prices
 from rankwise.llm.endpoint import CONFIG_TYPES, ENDPOINT_KEYS
 
-__all__ = ["JudgeSettings", "LLMConfig", "resolve_llm_config", "as_llm_config"]
+__all__ = ["PromptSettings", "LLMConfig", "resolve_llm_config", "as_llm_config"]
 
 # [llm] key -> the type its value must have: the one table (llm/endpoint.py), less the endpoint's own keys
 _TYPES = {key: types for key, types in CONFIG_TYPES.items() if key not in ENDPOINT_KEYS}
@@ -46,9 +46,16 @@ _TYPE_NAMES = {(str,): "a string", (bool,): "true or false", (int,): "an integer
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
-    """What is asked: mode (``reference``, ``response``, ``question``), binary or graded 0-3, batching,
-    and the user's prompt file if any. Graded verdicts count as relevant from ``relevant_from``."""
+class PromptSettings:
+    """How a task asks the model: the prompt mode and the user's prompt file, binary or graded replies, batching.
+
+    Any task reads the keys it uses (the judge all of them; synth and pool the prompt file). ``mode`` is
+    ``reference``, ``response`` or ``question``; graded replies (0-3) count as relevant from ``relevant_from``.
+
+    Example:
+        >>> PromptSettings(mode="question", graded=True).relevant_from
+        2
+    """
 
     mode: str = "reference"
     graded: bool = False
@@ -66,11 +73,11 @@ class JudgeSettings:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """Everything a judge run needs, resolved: endpoint, what is asked, how calls are made, prices, the
-    cache file, and the config file read (None when there was none)."""
+    """Everything a task calling a model needs, resolved: endpoint, how it asks, how calls are made, prices,
+    the response cache file, and the config file read (None when there was none)."""
 
     endpoint: Endpoint
-    settings: JudgeSettings
+    settings: PromptSettings
     policy: CallPolicy
     prices: Prices
     cache: Path
@@ -96,7 +103,7 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
                        temperature: float | None = None, max_calls: int | None = None,
                        price_in: float | None = None, price_out: float | None = None,
                        cache: str | PathLike | None = None, endpoint: Endpoint | None = None) -> LLMConfig:
-    """The judge's settings: arguments, then the environment, then the config file's ``[llm]`` table,
+    """The LLM settings: arguments, then the environment, then the config file's ``[llm]`` table,
     then the defaults. ``None`` means "not given"; an ``endpoint`` given is used as it is. Errors name
     the config file and the key.
 
@@ -132,8 +139,8 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
     if endpoint is None:
         endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key, config=table,
                                     config_source=source, env=dict(env))
-    defaults = JudgeSettings()
-    settings = JudgeSettings(
+    defaults = PromptSettings()
+    settings = PromptSettings(
         mode=pick("mode", mode, defaults.mode), graded=pick("graded", graded, defaults.graded),
         batch=pick("batch", batch, defaults.batch), batch_size=pick("batch_size", batch_size, defaults.batch_size),
         relevant_from=pick("relevant_from", relevant_from, defaults.relevant_from),

@@ -44,7 +44,7 @@ from rankwise.llm.client import (
     Endpoint,
     utf8_safe,
 )
-from rankwise.llm.config import JudgeSettings, LLMConfig, as_llm_config
+from rankwise.llm.config import LLMConfig, PromptSettings, as_llm_config
 from rankwise.llm.cost import (
     OUTPUT_TOKENS_PER_VERDICT,
     SINGLE_MAX_TOKENS,
@@ -56,7 +56,7 @@ from rankwise.llm.parse import CountMismatch, Judgement, parse_batch, parse_verd
 from rankwise.llm.prompts import PromptTemplate, load_prompt
 from rankwise.llm.runner import Job, Runner, RunPlan, RunSummary
 
-__all__ = ["JudgeCase", "ChunkVerdict", "JudgeSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
+__all__ = ["JudgeCase", "ChunkVerdict", "PromptSettings", "JudgePlan", "JudgeSummary", "JudgeResult", "Judge",
            "JudgeUnit", "Prepared",
            "JudgeStopped", "JudgeInterrupted", "judge_records", "cases_from_records", "attach_verdicts",
            "load_for_judging"]
@@ -165,25 +165,25 @@ class Judge:
 
     Example::
 
-        judge = Judge(Endpoint("m", "http://127.0.0.1:8000/v1", "unused"), JudgeSettings(mode="question"),
+        judge = Judge(Endpoint("m", "http://127.0.0.1:8000/v1", "unused"), PromptSettings(mode="question"),
                       cache=ResponseCache("judge.sqlite"))
         result = judge.run([JudgeCase("q1", "Capital of France?", ["Paris is the capital.", "Rome."])])
         [v.verdict for v in result.verdicts["q1"]]
     """
 
     @classmethod
-    def from_config(cls, config: LLMConfig, cache: ResponseCache | None, *, settings: JudgeSettings | None = None,
+    def from_config(cls, config: LLMConfig, cache: ResponseCache | None, *, settings: PromptSettings | None = None,
                     max_cost: float | None = None, tag: str | None = None) -> Judge:
         """The judge of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole (``settings``:
         what is asked, when the task fixes it, e.g. the pool's reference mode; ``tag``: see :class:`Judge`)."""
         return cls(config.endpoint, settings or config.settings, config.policy, cache, config.prices,
                    max_cost=max_cost, tag=tag)
 
-    def __init__(self, endpoint: Endpoint, settings: JudgeSettings | None = None,
+    def __init__(self, endpoint: Endpoint, settings: PromptSettings | None = None,
                  policy: CallPolicy | None = None, cache: ResponseCache | None = None,
                  prices: Prices | None = None, max_cost: float | None = None, tag: str | None = None) -> None:
         self.endpoint = endpoint
-        self.settings = settings or JudgeSettings()
+        self.settings = settings or PromptSettings()
         self.policy = policy or CallPolicy()
         self.cache = cache
         self.prices = prices or Prices()

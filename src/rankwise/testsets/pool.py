@@ -148,7 +148,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
         >>> shutil.rmtree(tmp)
     """
     from rankwise.llm.config import as_llm_config
-    from rankwise.relevance.llm_judge import JudgeCase, JudgeSettings
+    from rankwise.relevance.llm_judge import JudgeCase, PromptSettings
 
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")
@@ -163,7 +163,7 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
     summary.judged_before = judged_at(systems, refs, k)
     to_judge = _unlabelled(by_id, systems, refs, summary)
     cfg = as_llm_config(config, **llm)
-    settings = JudgeSettings(mode="reference", prompt_file=cfg.settings.prompt_file)
+    settings = PromptSettings(mode="reference", prompt_file=cfg.settings.prompt_file)
     judge_cases = [JudgeCase(cid, by_id[cid].get("user_input") or by_id[cid].get("question"),
                              [t for *_, t in spans], reference=by_id[cid].get("reference"))
                    for cid, spans in to_judge.items()]
