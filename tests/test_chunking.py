@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankwise.data.corpus import Corpus, Document
 from rankwise.errors import InputError
 from rankwise.retrieval.chunking import (
     Chunk,
@@ -18,7 +19,6 @@ from rankwise.retrieval.chunking import (
     split_text,
     write_chunks,
 )
-from rankwise.retrieval.corpus import Corpus, Document
 
 # Text made of the things the splitter cuts at: words, spaces, line breaks, blank lines, sentence ends,
 # plus long unbroken runs (hard cuts) and non-ASCII characters.

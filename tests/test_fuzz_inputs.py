@@ -26,11 +26,11 @@ from click.testing import CliRunner
 
 from rankwise.cli import main
 from rankwise.data import trec
-from rankwise.data._text import normalize_lines
 from rankwise.data.load import load_qrels, load_run
 from rankwise.data.records import load_records
 from rankwise.data.stream import NotGrouped, _text_batches, iter_run_blocks
 from rankwise.data.testset import load_testset
+from rankwise.data.text import normalize_lines
 from rankwise.errors import InputError
 from rankwise.relevance.human import read_labels
 from rankwise.traces import import_traces

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from _inprocess import run_cli
-from rankwise.retrieval.corpus import load_corpus
+from rankwise.data.corpus import load_corpus
+from rankwise.data.locate import locate, normalise
 from rankwise.testsets.importers import export_testset, import_testset, read_foreign
-from rankwise.testsets.locate import locate, normalise
 
 REPO = Path(__file__).resolve().parents[1]
 KESTREL = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "corpus.jsonl"

@@ -236,8 +236,8 @@ def test_llm_reranker_in_a_run(local, tmp_path):
 def test_synth_locates_references_as_spans(local, tmp_path):
     """`synth`: each planned sample is accepted (its references found as exact spans of its document) or
     rejected with a reason; none is lost."""
+    from rankwise.data.corpus import load_corpus
     from rankwise.datasets import bundled_files
-    from rankwise.retrieval.corpus import load_corpus
     from rankwise.testsets.synth import SynthSettings, synth
 
     corpus = load_corpus(bundled_files("kestrel").corpus)

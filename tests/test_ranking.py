@@ -167,7 +167,7 @@ def test_descending_keys_order_every_kind_of_double():
 def _reference_hash(s: bytes) -> int:
     """string_hashes' definition, byte by byte: the first word (zero-padded) times K1, then each further word
     (the last one overlapping) times its own constant, XOR-ed in."""
-    from rankwise.data._columns import _FACTORS, _K1
+    from rankwise.data.columns import _FACTORS, _K1
 
     mask = (1 << 64) - 1
     h = int.from_bytes(s[:8].ljust(8, b"\0"), "little") * int(_K1) & mask
@@ -182,7 +182,7 @@ def _reference_hash(s: bytes) -> int:
 @pytest.mark.parametrize("lengths", [[3, 9, 16, 17, 40], [2, 100_000, 5], [70_000, 65_001, 1, 8, 12, 300] + [20] * 50])
 def test_string_hashes_follow_their_definition_for_long_and_short_ids(lengths):
     """Long doc ids beside short ones: the few long ones are hashed word-vector at a time, to the same value."""
-    from rankwise.data._columns import string_hashes
+    from rankwise.data.columns import string_hashes
 
     rng = random.Random(len(lengths))
     ids = ["".join(rng.choice("ab\u00e9") for _ in range(n)) for n in lengths]

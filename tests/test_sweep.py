@@ -179,7 +179,7 @@ def test_cranfield_documents_give_what_run_and_eval_print(cranfield_sweep, share
             assert f"{res.means[label][ours]:.4f}" == f"{printed[theirs]:.4f}", (label, ours)
     # and to the last bit against the library's evaluate() on the lifted run
     from rankwise import evaluate
-    from rankwise.retrieval.corpus import load_beir
+    from rankwise.data.corpus import load_beir
     from rankwise.retrieval.pipeline import RetrieverSpec, run_retrieval
 
     data = load_beir(cran)

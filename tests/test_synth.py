@@ -18,8 +18,8 @@ import pytest
 
 from _forked import cli_popen
 from _inprocess import run_cli
+from rankwise.data.corpus import Corpus, load_corpus
 from rankwise.llm.cost import Prices
-from rankwise.retrieval.corpus import Corpus, load_corpus
 from rankwise.testsets.synth import SynthSettings, estimate_synth, plan_samples, synth
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,7 +113,7 @@ def test_kestrel_set_has_verified_spans_and_counted_rejections(g, tmp_path):
     assert s.calls == stats["generations"] == 90 and s.cost == pytest.approx(
         (s.prompt_tokens * 1.0 + s.completion_tokens * 2.0) / 1e6)
     # the file is a query set for `rankwise run` (which adds the retrieved contexts eval-rag scores)
-    from rankwise.retrieval.corpus import load_queries
+    from rankwise.data.corpus import load_queries
 
     assert load_queries(out) == {r["id"]: r["user_input"] for r in accepted}
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from rankwise.data.corpus import Corpus, Document
 from rankwise.retrieval.chunking import Chunk
-from rankwise.retrieval.corpus import Corpus, Document
 from rankwise.testsets.language import detect_language
 from rankwise.testsets.synth import Slot, SynthSettings, check_reply, load_synth_prompts, render_slot
 

@@ -72,7 +72,7 @@ def token_f1(prediction: str, references: str | Sequence[str]) -> float:
 
 def read_answer_scores(path: str | Path) -> dict[str, float]:
     """``{case_id: score}`` from a CSV (``query_id,answer_score``) or JSONL file of answer scores."""
-    from rankwise.data._text import iter_json_lines
+    from rankwise.data.text import iter_json_lines
 
     p = Path(path)
     out: dict[str, float] = {}

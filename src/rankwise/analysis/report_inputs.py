@@ -69,7 +69,7 @@ def document_texts(corpus: Any) -> dict[str, str]:
     """
     if isinstance(corpus, Mapping) and all(isinstance(v, str) for v in corpus.values()):
         return {str(k): v for k, v in corpus.items()}
-    from rankwise.retrieval.corpus import load_corpus
+    from rankwise.data.corpus import load_corpus
 
     docs = load_corpus(corpus) if isinstance(corpus, (str, PathLike)) else corpus
     return {d.id: (f"{d.title}\n{d.text}" if d.title and not d.text.startswith(d.title) else d.text)
@@ -137,7 +137,7 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
         out.qrels = load_qrels(qrels)
     if queries is not None:
         if isinstance(queries, (str, PathLike)):
-            from rankwise.retrieval.corpus import load_queries
+            from rankwise.data.corpus import load_queries
 
             queries = load_queries(queries)
         out.queries = {str(k): str(v) for k, v in queries.items()}

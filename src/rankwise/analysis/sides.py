@@ -87,7 +87,7 @@ def read_saved_result(obj: Any) -> Mapping | None:
     if isinstance(obj, Mapping) and ("per_query" in obj or ("mean" in obj and "summary" in obj)):
         return obj
     if isinstance(obj, (str, PathLike)) and Path(obj).suffix.lower() == ".json":
-        from rankwise.data._text import decode_text, json_loads, open_error
+        from rankwise.data.text import decode_text, json_loads, open_error
 
         path = Path(obj)
         try:

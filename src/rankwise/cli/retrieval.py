@@ -51,8 +51,8 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
     """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
     from pathlib import Path
 
+    from rankwise.data.corpus import load_beir, load_corpus, load_queries
     from rankwise.errors import InputError
-    from rankwise.retrieval.corpus import load_beir, load_corpus, load_queries
     from rankwise.retrieval.pipeline import (
         RetrieverSpec,
         chunk_depth,

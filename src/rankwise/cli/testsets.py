@@ -33,9 +33,9 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, ll
     reference contexts are verified character spans. Rerun the same command to resume."""
     import json
 
+    from rankwise.data.corpus import load_corpus
     from rankwise.errors import InputError
     from rankwise.report.synth_console import estimate_lines, summary_lines
-    from rankwise.retrieval.corpus import load_corpus
     from rankwise.testsets.synth import SynthSettings, estimate_synth, synth
     from rankwise.testsets.synth_plan import parse_styles
     from rankwise.testsets.synth_prompts import load_synth_prompts
@@ -136,7 +136,7 @@ def import_testset_command(source, corpus_path, fmt, out, threshold, as_json, fo
     import json
 
     from rankwise._outputs import check_outputs
-    from rankwise.retrieval.corpus import load_corpus
+    from rankwise.data.corpus import load_corpus
     from rankwise.testsets.importers import import_lines, import_testset
 
     check_outputs({"--out": out}, [source, corpus_path], force=force)

@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankwise.data._text import normalize_lines, parse_float, parse_int, read_bytes
+from rankwise.data.text import normalize_lines, parse_float, parse_int, read_bytes
 from rankwise.data.trec import _iter_fields
 from rankwise.errors import InputError
 

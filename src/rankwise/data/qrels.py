@@ -10,7 +10,7 @@ from itertools import chain
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import arrow_strings, as_string_array, flat_strings, string_hashes
+from rankwise.data.columns import arrow_strings, as_string_array, flat_strings, string_hashes
 from rankwise.data.ranking import group_rows
 from rankwise.data.run import _sorted_items, _values_of
 from rankwise.errors import InputError
@@ -125,7 +125,7 @@ class Qrels:
 
     @cached_property
     def _doc_hashes(self) -> np.ndarray:
-        """64-bit hash of each doc id (see :func:`rankwise.data._columns.string_hashes`)."""
+        """64-bit hash of each doc id (see :func:`rankwise.data.columns.string_hashes`)."""
         return string_hashes(self.doc_ids)
 
     def judgements(self, query_id: str) -> dict[str, int]:

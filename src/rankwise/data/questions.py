@@ -49,7 +49,7 @@ def records_queries(testset: Any) -> list[CaseRecord]:
         return [CaseRecord(id=str(k), question=v) for k, v in testset.items()]
     if (isinstance(testset, (str, PathLike)) and Path(testset).suffix.lower() in (".jsonl", ".ndjson")
             and Path(testset).is_file() and not is_records_file(testset)):
-        from rankwise.data._text import iter_json_lines
+        from rankwise.data.text import iter_json_lines
 
         rows = list(iter_json_lines(Path(testset)))
         records = _with_fields(records_from_testset(testset_from_rows(

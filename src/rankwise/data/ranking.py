@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data._columns import (
+from rankwise.data.columns import (
     RowKeys,
     arrow_indices,
     duplicate_candidates,

@@ -34,7 +34,6 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import INT64_MAX, INT64_MIN, iter_json_lines
 from rankwise.data.finite import finite_json
 from rankwise.data.testset import (
     Chunk,
@@ -45,6 +44,7 @@ from rankwise.data.testset import (
     chunk_key,
     load_testset,
 )
+from rankwise.data.text import INT64_MAX, INT64_MIN, iter_json_lines
 from rankwise.errors import InputError
 
 __all__ = ["Verdict", "ChunkRecord", "CallRecord", "CaseRecord", "write_records", "load_records",

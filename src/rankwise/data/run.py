@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data._columns import (
+from rankwise.data.columns import (
     RowKeys,
     arrow_strings,
     as_string_array,
@@ -195,12 +195,12 @@ class Run:
 
     @cached_property
     def _doc_hashes(self) -> np.ndarray:
-        """64-bit hash of each doc id (see :func:`rankwise.data._columns.string_hashes`)."""
+        """64-bit hash of each doc id (see :func:`rankwise.data.columns.string_hashes`)."""
         return string_hashes(self.doc_ids)
 
     @cached_property
     def _row_keys(self) -> RowKeys:
-        """Sorted (query, doc-hash, row) keys (see :class:`rankwise.data._columns.RowKeys`)."""
+        """Sorted (query, doc-hash, row) keys (see :class:`rankwise.data.columns.RowKeys`)."""
         return row_keys(np.diff(self.offsets), self._doc_hashes)
 
     def _index(self, query_id: str) -> int | None:

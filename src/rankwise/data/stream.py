@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data._columns import as_string_array, np_values, single_array, string_hashes
-from rankwise.data._text import INT64_MAX, open_error
+from rankwise.data.columns import as_string_array, np_values, single_array, string_hashes
 from rankwise.data.run import Run
+from rankwise.data.text import INT64_MAX, open_error
 from rankwise.errors import InputError
 
 __all__ = ["iter_run_blocks", "read_parquet_run", "read_parquet_qrels", "read_parquet_table", "parquet_error",
@@ -293,7 +293,7 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
             rows += len(qids)
             if len(qids):
                 yield qids, docs, scores, lines
-    if not bytes_seen:  # the in-memory reader's words (data/_text.read_bytes)
+    if not bytes_seen:  # the in-memory reader's words (data/text.read_bytes)
         raise InputError("file is empty", source=path)
     if not filled:
         raise InputError("file has no rows: only blank lines", source=path)

@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from rankwise._atomic import atomic_write
-from rankwise.data._columns import arrow_strings
-from rankwise.data._text import (
+from rankwise.data.columns import arrow_strings
+from rankwise.data.qrels import Qrels
+from rankwise.data.run import Run
+from rankwise.data.text import (
     check_int_range,
     decode_text,
     first_line,
@@ -21,8 +23,6 @@ from rankwise.data._text import (
     parse_int,
     read_bytes,
 )
-from rankwise.data.qrels import Qrels
-from rankwise.data.run import Run
 from rankwise.errors import InputError
 
 __all__ = ["read_beir_qrels", "read_delimited_run", "read_jsonl_qrels", "read_jsonl_run",

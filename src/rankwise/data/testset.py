@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rankwise._atomic import atomic_write
-from rankwise.data._text import (
+from rankwise.data.text import (
     INT64_MAX,
     check_surrogates,
     decode_text,

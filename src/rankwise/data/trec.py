@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow as pa
 
 from rankwise._atomic import atomic_write
-from rankwise.data._columns import arrow_strings, memory_pool, np_values, single_array
-from rankwise.data._text import normalize_lines, parse_float, parse_int, read_bytes
+from rankwise.data.columns import arrow_strings, memory_pool, np_values, single_array
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
+from rankwise.data.text import normalize_lines, parse_float, parse_int, read_bytes
 from rankwise.errors import InputError
 
 __all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag", "run_piece",

@@ -8,7 +8,7 @@ that answer it, located by character offsets into the documents. Questions come 
 codes, flags, metric names: favours BM25) and ``plain``.
 
 Files: ``<name>/corpus.jsonl`` (``{"id", "title", "text"}`` a line, loadable as is by
-``rankwise.retrieval.corpus.load_corpus``) and ``<name>/questions.jsonl`` (``{"id", "question",
+``rankwise.data.corpus.load_corpus``) and ``<name>/questions.jsonl`` (``{"id", "question",
 "reference", "kind", "reference_contexts": [{"text", "doc_id", "start", "end"}]}`` a line).
 
 This module needs nothing but the standard library.
@@ -22,7 +22,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from rankwise.data._text import iter_json_lines
+from rankwise.data.text import iter_json_lines
 from rankwise.errors import InputError
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class BundledFiles(NamedTuple):
 
 @dataclass(frozen=True)
 class Document:
-    """One document of a bundled corpus (same fields as ``rankwise.retrieval.corpus.Document``).
+    """One document of a bundled corpus (same fields as ``rankwise.data.corpus.Document``).
 
     Example:
         >>> Document("install.md", "# Installing", "Installing").text[2:12]

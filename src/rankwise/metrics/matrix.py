@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from rankwise.data._columns import arrow_indices, np_values
+from rankwise.data.columns import arrow_indices, np_values
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.relevance.truth import pooled_items

@@ -138,7 +138,7 @@ def _subset(qrels: Qrels, codes: np.ndarray) -> Qrels:
     offsets = np.zeros(len(codes) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     rows = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
-    from rankwise.data._columns import take
+    from rankwise.data.columns import take
 
     sub = Qrels([qrels.queries[i] for i in codes.tolist()], offsets, take(qrels.doc_ids, rows),
                 qrels.grades[rows])

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from rankwise._words import count
-from rankwise.data._text import (
+from rankwise.data.records import VERDICT_TYPES, CaseRecord, Verdict
+from rankwise.data.text import (
     INT64_MAX,
     INT64_MIN,
     decode_text,
@@ -34,7 +35,6 @@ from rankwise.data._text import (
     json_loads,
     read_bytes,
 )
-from rankwise.data.records import VERDICT_TYPES, CaseRecord, Verdict
 from rankwise.errors import InputError
 
 __all__ = ["labels_of_system", "Label", "read_labels", "apply_labels"]

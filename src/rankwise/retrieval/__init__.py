@@ -10,6 +10,7 @@ Example:
     ['d1']
 """
 
+from rankwise.data.corpus import BeirDataset, Corpus, Document, load_beir, load_corpus, load_queries
 from rankwise.retrieval.base import Retriever
 from rankwise.retrieval.bm25 import BM25Retriever
 from rankwise.retrieval.chunking import (
@@ -20,7 +21,6 @@ from rankwise.retrieval.chunking import (
     split_text,
     write_chunks,
 )
-from rankwise.retrieval.corpus import BeirDataset, Corpus, Document, load_beir, load_corpus, load_queries
 from rankwise.retrieval.dense import DenseRetriever, Embedder, EmbeddingCache
 from rankwise.retrieval.hybrid import HybridRetriever, fuse, reciprocal_rank_fusion, score_fusion
 from rankwise.retrieval.lifting import lift_to_documents

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from rankwise.data import Run
-from rankwise.data._columns import arrow_strings, np_values
+from rankwise.data.columns import arrow_strings, np_values
 from rankwise.errors import InputError, RankwiseError
 from rankwise.progress import progress
 from rankwise.retrieval.chunking import Chunk

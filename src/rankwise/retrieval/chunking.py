@@ -21,9 +21,9 @@ from os import PathLike
 from pathlib import Path
 
 from rankwise._atomic import atomic_write
-from rankwise.data._text import iter_json_lines
+from rankwise.data.corpus import Corpus, Document
+from rankwise.data.text import iter_json_lines
 from rankwise.errors import InputError
-from rankwise.retrieval.corpus import Corpus, Document
 
 __all__ = [
     "Chunk", "SEPARATORS", "DEFAULT_SEPARATORS", "split_text", "chunk_document", "chunk_corpus", "write_chunks",

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from rankwise._atomic import atomic_write
 from rankwise.data import Run, write_jsonl_run, write_trec_run
+from rankwise.data.corpus import Corpus, Document
 from rankwise.errors import InputError
 from rankwise.retrieval.base import Retriever, check_k, check_queries, import_extra
 from rankwise.retrieval.chunking import DEFAULT_SEPARATORS, Chunk, chunk_corpus, write_chunks
-from rankwise.retrieval.corpus import Corpus, Document
 from rankwise.retrieval.hybrid import FusionMethod, fuse
 from rankwise.retrieval.lifting import lift_to_documents
 
@@ -438,7 +438,7 @@ def write_rag_testset(result: RetrievalResult, queries_path: str | PathLike, pat
     """
     import json
 
-    from rankwise.retrieval.corpus import query_rows
+    from rankwise.data.corpus import query_rows
 
     count = 0
     with atomic_write(path) as fh:

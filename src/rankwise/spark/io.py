@@ -16,7 +16,7 @@ __all__ = ["session", "read_qrels", "read_run", "require_pyspark", "raise_proble
 
 PROBLEM = "_rankwise_problem"  # a column the TREC readers add: null, or what is wrong with the row's line
 _WS = r"[ \t\n\r\f\v]+"
-_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # rankwise.data._text's score rule
+_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # rankwise.data.text's score rule
 _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, abfss:// ... (Spark reads them)
 
 

@@ -17,7 +17,7 @@ __all__ = ["synth", "SynthSettings", "SynthSummary", "estimate_synth", "plan_sam
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "synth": ".synth", "SynthSettings": ".synth", "SynthSummary": ".synth", "estimate_synth": ".synth",
-    "plan_samples": ".synth", "parse_styles": ".synth", "locate": ".locate", "normalise": ".locate",
+    "plan_samples": ".synth", "parse_styles": ".synth", "locate": "rankwise.data.locate", "normalise": "rankwise.data.locate",
     "detect_language": ".language", "pool": ".pool", "import_testset": ".importers",
     "export_testset": ".importers",
 }, globals())

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from rankwise._atomic import atomic_write
+from rankwise.data.corpus import Corpus
+from rankwise.data.locate import Located, normalise
 from rankwise.errors import InputError
-from rankwise.retrieval.corpus import Corpus
-from rankwise.testsets.locate import Located, normalise
 
 __all__ = ["FORMATS", "ImportSummary", "CorpusMatcher", "read_foreign", "import_testset", "export_testset",
            "strip_hop", "import_lines"]
@@ -115,7 +115,7 @@ class CorpusMatcher:
 
 
 def _load_json_or_lines(path: Path) -> Any:
-    from rankwise.data._text import iter_json_lines, read_bytes
+    from rankwise.data.text import iter_json_lines, read_bytes
 
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         return [obj for _, obj in iter_json_lines(path)]
@@ -236,7 +236,7 @@ def _read_llamaindex(data: Any, p: Path) -> list[dict[str, Any]]:
 
 def _read_beir(root: Path) -> list[dict[str, Any]]:
     from rankwise.data import read_beir_qrels
-    from rankwise.retrieval.corpus import load_queries, read_jsonl_corpus
+    from rankwise.data.corpus import load_queries, read_jsonl_corpus
 
     if not root.is_dir():
         raise InputError("a BEIR-style set is a folder with queries.jsonl, qrels/ and corpus.jsonl", source=root)
@@ -266,7 +266,7 @@ def import_testset(path: str | PathLike, corpus: Corpus, *, out: str | PathLike,
 
     Example (a Ragas sample whose context is found in the corpus up to case and spacing):
         >>> import json, os, shutil, tempfile
-        >>> from rankwise.retrieval.corpus import Corpus
+        >>> from rankwise.data.corpus import Corpus
         >>> tmp = tempfile.mkdtemp()
         >>> with open(os.path.join(tmp, "ragas.jsonl"), "w") as fh:
         ...     _ = fh.write(json.dumps({"user_input": "What does BM25 rank by?", "reference": "Term frequency.",
@@ -328,8 +328,8 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
         ('What does BM25 rank by?', ['d1#7-35'])
         >>> shutil.rmtree(tmp)
     """
-    from rankwise.data._text import iter_json_lines
     from rankwise.data.testset import KNOWN_FIELDS
+    from rankwise.data.text import iter_json_lines
 
     if to not in ("ragas", "deepeval"):
         raise InputError(f"unknown target {to!r}; choose ragas or deepeval", field="to")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankwise._words import system_stem
-from rankwise.data._text import iter_json_lines
+from rankwise.data.text import iter_json_lines
 from rankwise.errors import InputError
 from rankwise.llm.config import LLMConfig
 

@@ -12,7 +12,7 @@ The run, for ``n`` planned samples:
    first passage leads to the answer in the second, which must come from another document), whose
    reference spans carry their ``hop`` (0: the first passage, 1: the second).
 2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every quote
-   must be found in its document (exact, then normalised; :mod:`rankwise.testsets.locate`) and becomes a
+   must be found in its document (exact, then normalised; :mod:`rankwise.data.locate`) and becomes a
    span ``{text, doc_id, start, end}`` with ``text == document[start:end]``.
 3. **Check**, rejecting and counting by reason (:data:`REASONS`); optional **critic** call that sees the
    question, the answer and the quotes.
@@ -47,6 +47,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rankwise.data.corpus import Corpus, load_corpus
 from rankwise.errors import InputError, SynthInterrupted, SynthStopped
 from rankwise.llm.client import BudgetExhausted, CallError, EndpointError
 from rankwise.llm.config import LLMConfig
@@ -54,7 +55,6 @@ from rankwise.llm.cost import estimate_prompt_tokens
 from rankwise.llm.parse import ANY_OBJECT
 from rankwise.llm.runner import Job, Runner, RunSummary
 from rankwise.retrieval.chunking import Chunk
-from rankwise.retrieval.corpus import Corpus, load_corpus
 from rankwise.testsets.synth_checks import (
     REASONS,
     check_reply,

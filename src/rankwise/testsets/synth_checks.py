@@ -8,10 +8,10 @@ import math
 import re
 from typing import Any
 
+from rankwise.data.corpus import Corpus
+from rankwise.data.locate import locate, normalise
 from rankwise.llm.prompts import NEUTRAL_LT
-from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.language import detect_language
-from rankwise.testsets.locate import locate, normalise
 from rankwise.testsets.synth_plan import TWO_PASSAGES, Slot, SynthSettings
 
 __all__ = ["REASONS", "ASKED_AGAIN", "lexical_overlap", "shingles", "jaccard", "check_reply", "unusable_reply",

@@ -8,9 +8,9 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from rankwise.data.corpus import Corpus
 from rankwise.errors import InputError
 from rankwise.retrieval.chunking import Chunk, chunk_corpus
-from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.language import detect_language
 
 __all__ = ["STYLES", "TWO_PASSAGES", "SynthSettings", "parse_styles", "Slot", "plan_passages", "plan_samples"]

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from rankwise.data.corpus import Corpus
 from rankwise.errors import InputError
 from rankwise.llm.cache import cache_key
 from rankwise.llm.prompts import data_boundary, fence, fill, load_toml, shipped_toml
-from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.language import language_name
 from rankwise.testsets.synth_plan import STYLES, Slot
 

@@ -10,8 +10,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.corpus import Corpus
 from rankwise.errors import InputError
-from rankwise.retrieval.corpus import Corpus
 from rankwise.testsets.synth_checks import ASKED_AGAIN
 from rankwise.testsets.synth_plan import SynthSettings
 

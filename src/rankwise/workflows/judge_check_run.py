@@ -85,7 +85,7 @@ def sample_pairs(human: Mapping[str, Mapping[str, int]], runs: Mapping[str, Any]
 
 
 def _texts(sample: dict[str, list[str]], corpus: Any, queries: Any) -> tuple[dict[str, str], Any]:
-    from rankwise.retrieval.corpus import load_corpus, load_queries
+    from rankwise.data.corpus import load_corpus, load_queries
 
     docs = load_corpus(corpus)
     texts = load_queries(queries) if isinstance(queries, (str, PathLike)) else dict(queries)

@@ -252,7 +252,7 @@ def _load_inputs(corpus: Any, testset: Any, qrels: Any, split: str):
 
     if testset is None and isinstance(corpus, (str, PathLike)) and Path(corpus).is_dir():
         # a folder without a test set: a BEIR folder, or an error saying what it lacks
-        from rankwise.retrieval.corpus import load_beir
+        from rankwise.data.corpus import load_beir
 
         data = load_beir(corpus, split=split)
         if data.qrels is None and qrels is None:
@@ -269,13 +269,13 @@ def _load_inputs(corpus: Any, testset: Any, qrels: Any, split: str):
         raise InputError("give a test set with span-labelled reference passages, a BEIR folder as corpus, or a "
                          "bundled name as corpus", field="testset")
     if isinstance(corpus, (str, PathLike)):
-        from rankwise.retrieval.corpus import load_corpus
+        from rankwise.data.corpus import load_corpus
 
         corpus = load_corpus(corpus)
     else:
         corpus = as_corpus(corpus)
     if qrels is not None and isinstance(testset, (str, PathLike)):
-        from rankwise.retrieval.corpus import load_queries
+        from rankwise.data.corpus import load_queries
 
         testset = load_queries(testset)  # queries JSONL (_id/id, text), a test set's questions, or TSV
     records = records_queries(testset)

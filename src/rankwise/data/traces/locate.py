@@ -4,7 +4,7 @@ The LlamaIndex and Haystack instrumentors (and hand-made traces) write a documen
 not where in its source document it sits, so span verdicts have nothing to compare. Given the documents, each
 chunk without offsets is looked for in its own document (the one its metadata names, by id or file name)
 first, then in every document: exactly, then with whitespace, case, quotes and dashes normalised — the locator
-``rankwise synth`` places its passages with (:mod:`rankwise.testsets.locate`). A located chunk takes the
+``rankwise synth`` places its passages with (:mod:`rankwise.data.locate`). A located chunk takes the
 corpus's document id and the span; one not found keeps no offsets and is counted.
 """
 
@@ -21,7 +21,7 @@ _INT64_MAX = 2**63 - 1  # the largest offset a test set holds
 
 def corpus_documents(corpus: Any) -> dict[str, str]:
     """``{doc_id: text}`` from a corpus path (a ``.jsonl`` file, a BEIR folder, a folder of text files), a
-    mapping, or a :class:`rankwise.retrieval.corpus.Corpus`.
+    mapping, or a :class:`rankwise.data.corpus.Corpus`.
 
     Example:
         >>> corpus_documents({"d1": "alpha"})
@@ -30,7 +30,7 @@ def corpus_documents(corpus: Any) -> dict[str, str]:
     if isinstance(corpus, Mapping):
         return {str(k): str(v) for k, v in corpus.items()}
     if isinstance(corpus, (str, PathLike)):
-        from rankwise.retrieval.corpus import load_corpus
+        from rankwise.data.corpus import load_corpus
 
         corpus = load_corpus(corpus)
     return {d.id: d.text for d in corpus}
@@ -71,7 +71,7 @@ class Locator:
         return self._by_name.get(doc_id.replace("\\", "/").rsplit("/", 1)[-1])
 
     def _normalised(self, doc_id: str) -> tuple[str, list[int]]:
-        from rankwise.testsets.locate import normalise
+        from rankwise.data.locate import normalise
 
         if doc_id not in self._norm:
             self._norm[doc_id] = normalise(self.documents[doc_id])
@@ -85,7 +85,7 @@ class Locator:
             >>> Locator({"a": "one two", "b": "three  four"}).find("three four")
             ('b', 0, 11, 'normalised')
         """
-        from rankwise.testsets.locate import locate
+        from rankwise.data.locate import locate
 
         quote = text.strip()
         if not quote:

@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rankwise.data._text import check_surrogates, decode_text, read_bytes
+from rankwise.data.text import check_surrogates, decode_text, read_bytes
 from rankwise.data.traces.spans import (
     ANSWER_KEYS,
     ATTRIBUTE_LIMIT,

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankwise.data._text import INT64_MAX
 from rankwise.data.items import END_KEYS, START_KEYS, doc_id_of, item_chunk, to_item
 from rankwise.data.testset import ReferencePassage, RetrievalCall, TestCase, TestSet, merge_calls
+from rankwise.data.text import INT64_MAX
 from rankwise.errors import InputError
 
 __all__ = ["Span", "TraceImport", "assemble", "text_of", "ATTRIBUTE_LIMIT"]

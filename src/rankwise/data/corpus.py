@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
-from rankwise.data import Qrels, read_beir_qrels
-from rankwise.data._text import iter_json_lines, iter_lines, read_bytes
+from rankwise.data.qrels import Qrels
+from rankwise.data.tabular import read_beir_qrels
+from rankwise.data.text import iter_json_lines, iter_lines, read_bytes
 from rankwise.errors import InputError
 
 __all__ = [
