@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("RANKWISE_SHARED_DATA") or REPO / "tests" / "data")
+SHARED = Path(os.environ.get("RANKWISE_SHARED_DATA") or REPO / "tests" / "fixtures")
 
 _STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "which", "with", "what", "how", "are", "there", "been", "can", "do", "does", "not", "no", "any", "all", "into", "about", "also", "their", "than", "then", "these", "they", "those", "such", "other", "its", "we", "our", "may", "should", "would", "could"])
 

@@ -1,6 +1,6 @@
 """Measure BM25, dense and hybrid retrieval on the real collections (docs/retrieval.md, "Real collections").
 
-Usage:  python benchmarks/retrieval_real_collections.py [cranfield|cisi ...] [--data tests/data]
+Usage:  python benchmarks/retrieval_real_collections.py [cranfield|cisi ...] [--data tests/fixtures]
 
 For each collection: BM25; dense with a fresh (cold) embedding cache, then again warm; hybrid (RRF
 and weighted min-max) with the warm cache. Whole documents (title + text), top 100, scored with
@@ -50,7 +50,7 @@ def measure(name: str, data_dir: Path) -> list[tuple]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("collections", nargs="*", default=["cranfield", "cisi"])
-    default = os.environ.get("RANKWISE_SHARED_DATA") or Path(__file__).resolve().parents[1] / "tests" / "data"
+    default = os.environ.get("RANKWISE_SHARED_DATA") or Path(__file__).resolve().parents[1] / "tests" / "fixtures"
     parser.add_argument("--data", type=Path, default=Path(default))
     args = parser.parse_args()
     rows = [row for name in args.collections for row in measure(name, args.data)]

@@ -5,7 +5,7 @@
 #   scripts/setup.sh --test   ... every extra and the test tools, plus the C compiler the trec_eval test
 #                             builds with, the headless Chromium the HTML-report tests drive and the Java
 #                             runtime the Spark tests' local Spark needs; llama-cpp-python (the local LLM
-#                             server of tests/test_local_llm.py) is built from source once per machine, with
+#                             server of tests/llm/test_local_llm.py) is built from source once per machine, with
 #                             cmake and g++, into $RANKWISE_WHEEL_CACHE (default ~/.cache/rankwise/wheels) and
 #                             installed from there, so a second run does not build it again
 #   scripts/setup.sh --local-llm  what `make demo-llm` needs: the demo's extras and the local LLM
@@ -112,7 +112,7 @@ if [ "$MODE" = test ] || [ "$MODE" = llm ]; then
 fi
 
 if [ "${1:-}" = "--test" ] && ! { command -v cc >/dev/null 2>&1 && command -v make >/dev/null 2>&1; }; then
-  # tests/test_trec_eval_binary.py builds trec_eval 10.0 from ../shared/external with make + a C compiler
+  # tests/conformance/test_trec_eval_binary.py builds trec_eval 10.0 from ../shared/external with make + a C compiler
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing gcc and make for the trec_eval binary test"
     apt-get update -qq >/dev/null

@@ -1,4 +1,4 @@
-"""Run ``rankwise`` many times as real processes without paying the imports each time (tests/test_exit.py).
+"""Run ``rankwise`` many times as real processes without paying the imports each time (tests/cli/test_exit.py).
 
 ``python tests/_cli_forks.py ARGS_JSON RUNS OUTDIR``: one fresh interpreter imports the CLI (numpy, pyarrow,
 click, the eval path) once, then forks ``RUNS`` children, two at a time; each child is the ``rankwise``

@@ -1,7 +1,7 @@
 """One rule for optional packages in the suite: a package that ``make test`` installs (``scripts/setup.sh
 --test``: every extra and the test tools) is required, so a test that needs it fails when it is missing rather
 than skipping — a skip would hide a feature that no longer installs or imports. (``pytest.importorskip`` is not
-used in the suite: tests/test_skip_rules.py holds that.)"""
+used in the suite: tests/structure/test_skip_rules.py holds that.)"""
 
 from __future__ import annotations
 

@@ -42,9 +42,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 REPO = Path(__file__).resolve().parents[1]
 # the public collections the suite reads (Cranfield and CISI in BEIR layout, trec_eval's test files) are carried in
-# tests/data; $RANKWISE_SHARED_DATA names another copy. Only trec_eval's source (to build the binary the conformance
+# tests/fixtures; $RANKWISE_SHARED_DATA names another copy. Only trec_eval's source (to build the binary the conformance
 # tests compare with) stays outside: $RANKWISE_TREC_EVAL_SRC, else ../shared/external/trec_eval-src.tar.gz.
-SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA") or REPO / "tests" / "data")
+SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA") or REPO / "tests" / "fixtures")
 TREC_EVAL_SRC = Path(os.environ.get("RANKWISE_TREC_EVAL_SRC")
                      or REPO.parent / "shared" / "external" / "trec_eval-src.tar.gz")
 
@@ -63,9 +63,9 @@ def need_trec_eval_source() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``tests/data`` (or $RANKWISE_SHARED_DATA): trec_eval's suite, Cranfield and CISI."""
+    """``tests/fixtures`` (or $RANKWISE_SHARED_DATA): trec_eval's suite, Cranfield and CISI."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"test data not found at {SHARED_DATA} (tests/data, or $RANKWISE_SHARED_DATA)")
+        pytest.fail(f"test data not found at {SHARED_DATA} (tests/fixtures, or $RANKWISE_SHARED_DATA)")
     return SHARED_DATA
 
 
@@ -134,21 +134,21 @@ def _private_caches(tmp_path_factory):
 # per worker), and the groups are handed out slowest first (measured with `--durations`), so that the two workers
 # finish together rather than one idling while the other runs a long file last. (pytest-xdist's own loadgroup
 # reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer allows.)
-SLOWEST_FIRST = ["tests/test_docs_commands.py", "spark", "tests/test_local_llm.py", "tests/test_position_curve.py",
-                 "tests/test_sweep.py", "tests/test_fuzz_inputs.py", "tests/test_traces.py", "tests/test_synth.py",
-                 "tests/test_exit.py", "tests/test_trec_eval_binary.py", "tests/test_batch_api.py",
-                 "tests/test_judge_faults.py", "tests/test_llm_rerank.py", "tests/test_sigterm.py",
-                 "tests/test_llm_cli.py", "tests/test_llm_judge.py", "tests/test_ranking.py",
-                 "tests/test_atomic_writes.py", "tests/test_output_guard.py", "tests/test_utility.py"]
-SPARK = ("tests/test_spark.py", "tests/test_spark_cli.py", "tests/test_docs_commands.py::test_page_spark_commands")
+SLOWEST_FIRST = ["tests/docs/test_docs_commands.py", "spark", "tests/llm/test_local_llm.py", "tests/workflows/test_position_curve.py",
+                 "tests/workflows/test_sweep.py", "tests/conformance/test_fuzz_inputs.py", "tests/data/test_traces.py", "tests/testsets/test_synth.py",
+                 "tests/cli/test_exit.py", "tests/conformance/test_trec_eval_binary.py", "tests/llm/test_batch_api.py",
+                 "tests/relevance/test_judge_faults.py", "tests/retrieval/test_llm_rerank.py", "tests/cli/test_sigterm.py",
+                 "tests/cli/test_llm_cli.py", "tests/relevance/test_llm_judge.py", "tests/data/test_ranking.py",
+                 "tests/cli/test_atomic_writes.py", "tests/cli/test_output_guard.py", "tests/relevance/test_utility.py"]
+SPARK = ("tests/spark/test_spark.py", "tests/spark/test_spark_cli.py", "tests/docs/test_docs_commands.py::test_page_spark_commands")
 
 
 # Files that load the same heavy libraries run with the docs' pages, on one worker: each would load them again
 # on the other (sentence-transformers with PyTorch ~12 CPU-seconds, MLflow ~5, LlamaIndex and Haystack ~8),
 # and the Kestrel chunks the README's demo embeds are then in the run's cache for the demo test and the others.
-WITH_THE_DOCS = ("tests/test_cross_encoder.py", "tests/test_retrieval.py", "tests/test_demo.py",
-                 "tests/test_adapters_frameworks.py", "tests/test_integrations_mlflow.py",
-                 "tests/test_integrations_docs.py")
+WITH_THE_DOCS = ("tests/retrieval/test_cross_encoder.py", "tests/retrieval/test_retrieval.py", "tests/workflows/test_demo.py",
+                 "tests/retrieval/test_adapters_frameworks.py", "tests/integrations/test_integrations_mlflow.py",
+                 "tests/integrations/test_integrations_docs.py")
 
 
 def group_of(nodeid: str) -> str:
@@ -157,7 +157,7 @@ def group_of(nodeid: str) -> str:
     if nodeid.startswith(SPARK):
         return "spark"
     file = nodeid.split("::", 1)[0]
-    return "tests/test_docs_commands.py" if file in WITH_THE_DOCS else file
+    return "tests/docs/test_docs_commands.py" if file in WITH_THE_DOCS else file
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -196,7 +196,7 @@ def load_corpus(path: str | PathLike) -> Corpus:
     """A corpus from a path: a ``.jsonl`` file, a BEIR folder (has ``corpus.jsonl``) or a folder of text files.
 
     Example:
-        >>> corpus = load_corpus("tests/data/cranfield")  # doctest: +SKIP
+        >>> corpus = load_corpus("tests/fixtures/cranfield")  # doctest: +SKIP
     """
     p = Path(path)
     if not p.exists():
@@ -283,7 +283,7 @@ def load_beir(path: str | PathLike, *, split: str = "test") -> BeirDataset:
     """A BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (qrels optional).
 
     Example:
-        >>> data = load_beir("tests/data/cranfield")  # doctest: +SKIP
+        >>> data = load_beir("tests/fixtures/cranfield")  # doctest: +SKIP
         >>> len(data.corpus), len(data.queries)  # doctest: +SKIP
         (1400, 225)
     """

@@ -1,5 +1,5 @@
 """Formula and citation of every registered metric (as ranx documents each metric): shown by
-``rankwise metrics NAME`` and in docs/metrics.md, checked complete by tests/test_registry.py.
+``rankwise metrics NAME`` and in docs/metrics.md, checked complete by tests/metrics/test_registry.py.
 
 Notation: ``rel_i`` 1 if the item at rank i is relevant (grade >= the relevance level), ``g_i`` its grade,
 ``R`` the number of relevant judgements, ``k`` the cutoff, ``|ret|`` the items retrieved.

@@ -132,7 +132,7 @@ class Metric:
         undefined_when: when ``undefined_is_nan``, the sentence saying when a case has no value (summaries).
         value_range: the closed interval every per-query value lies in at the default parameters, on any
             input and under every verdict source (None: unbounded, or bounded only for some gains);
-            tests/test_rag_invariants.py holds each declared range on random records. Metrics listed in
+            tests/conformance/test_rag_invariants.py holds each declared range on random records. Metrics listed in
             :data:`UNIT_RANGE` get ``(0.0, 1.0)`` when registered, those in :data:`NONNEGATIVE` ``(0.0, inf)``.
     """
 

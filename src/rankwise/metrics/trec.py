@@ -4,7 +4,7 @@ Every function takes a :class:`RelevanceMatrix` and a cutoff ``k`` (None: the wh
 one value per query, the value trec_eval's ``m_<name>.c`` stores for that query: the same operations on
 doubles in the same order (sums run left to right along a row, never pairwise as ``np.sum`` adds;
 logarithms come from the C library through :mod:`math`, as numpy's SIMD ``log2`` may differ from it in the
-last bit), so the digits agree beyond the four trec_eval prints (tests/test_trec_eval_binary.py compares
+last bit), so the digits agree beyond the four trec_eval prints (tests/conformance/test_trec_eval_binary.py compares
 them bit for bit). Definitions and citations: ``docs/trec-measures.md``.
 
 trec_eval's view of a ranked item: its grade when the qrels judge it (grade >= 0), "unjudged in the pool"

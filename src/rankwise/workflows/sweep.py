@@ -26,7 +26,7 @@ Example:
     ...             permutations=1000)  # doctest: +SKIP
     >>> res.best["mrr"]  # doctest: +SKIP
     ('bm25 recursive 400/50', 0.61)
-    >>> cran = sweep("tests/data/cranfield", chunk_sizes=[0, 300], overlaps=[0], progress=False)  # doctest: +SKIP
+    >>> cran = sweep("tests/fixtures/cranfield", chunk_sizes=[0, 300], overlaps=[0], progress=False)  # doctest: +SKIP
     >>> cran.means["bm25 whole documents"]["ndcg@10"]  # doctest: +SKIP
     0.3729788661496664
 """
