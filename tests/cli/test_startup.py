@@ -88,9 +88,10 @@ def test_prefs_and_zscores_still_load_when_asked(tmp_path, files):
 
 def test_every_deferred_measure_resolves_to_its_function():
     from rankwise.metrics import calls, jg, prefs, trec
+    from rankwise.metrics.declare import Deferred
 
     deferred = {name: m.compute for name, m in registry.METRICS.items()
-                if isinstance(m.compute, registry._Deferred)}
+                if isinstance(m.compute, Deferred)}
     assert len(deferred) >= 40  # trec_eval's less common measures, the 14 preference and 3 jg ones
     modules = {"rankwise.metrics.trec": trec, "rankwise.metrics.prefs": prefs, "rankwise.metrics.jg": jg,
                "rankwise.metrics.calls": calls}
@@ -165,7 +166,10 @@ EVAL_MODULES = {
     "rankwise.data.load", "rankwise.data.qrels", "rankwise.data.ranking", "rankwise.data.run",
     "rankwise.data.swap", "rankwise.data.tabular", "rankwise.data.trec",
     "rankwise.data.stream",  # a Parquet file: read with ParquetFile, row group by row group
-    "rankwise.metrics", "rankwise.metrics._arith", "rankwise.metrics._names", "rankwise.metrics._references",
+    "rankwise.metrics", "rankwise.metrics._arith", "rankwise.metrics._names", "rankwise.metrics.declare",
+    "rankwise.metrics.catalogue", "rankwise.metrics.catalogue.calls", "rankwise.metrics.catalogue.citations",
+    "rankwise.metrics.catalogue.context", "rankwise.metrics.catalogue.ir", "rankwise.metrics.catalogue.preferences",
+    "rankwise.metrics.catalogue.trec",
     "rankwise.metrics.context", "rankwise.metrics.evaluate", "rankwise.metrics.ir", "rankwise.metrics.matrix",
     "rankwise.metrics.registry", "rankwise.metrics.trec",  # nDCG's log table
     "rankwise.relevance", "rankwise.relevance.truth", "rankwise.relevance.verdicts",

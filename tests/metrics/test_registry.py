@@ -177,3 +177,33 @@ def test_metric_cards_print_the_registry_text_as_is():
         assert m.reference in flat and "shared/SPEC" not in flat
     assert "prod_h [some reference passage of hop h" in lookup_metric("all_hops_covered").formula
     assert "eps" not in lookup_metric("acp").formula
+
+
+def test_the_catalogue_holds_every_declaration_and_the_registry_none():
+    """metrics/registry.py is machinery only; each built-in metric is declared once, in a catalogue module,
+    with its formula, citation and (for bounded metrics) range in the declaration itself."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    import rankwise.metrics.registry as registry
+    from rankwise.metrics.catalogue import CATALOGUE
+
+    source = Path(registry.__file__).read_text(encoding="utf-8")
+    calls = [n for n in ast.walk(ast.parse(source))
+             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Metric"]
+    assert calls == []
+    assert [m.name for m in CATALOGUE] == list(registry.METRICS)[:len(CATALOGUE)]
+    families = ["ir", "context", "trec", "preferences", "calls"]
+    owner: dict[str, str] = {}
+    for family in families:
+        module = importlib.import_module(f"rankwise.metrics.catalogue.{family}")
+        for name in module.__all__:
+            for m in getattr(module, name):
+                if hasattr(m, "compute"):
+                    assert m.name not in owner, (m.name, owner.get(m.name), family)
+                    owner[m.name] = family
+    assert sorted(owner) == sorted(m.name for m in CATALOGUE)
+    assert all(m.formula and m.reference for m in CATALOGUE)
+    assert {"ndcg", "wcp", "acp", "per_call"} <= registry.UNIT_RANGE and "dcg" in registry.NONNEGATIVE
+    assert registry.METRICS["calls_to_evidence"].value_range == (1.0, float("inf"))

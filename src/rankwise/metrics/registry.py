@@ -1,5 +1,5 @@
-"""Metric registry: each metric is a declarative object (name, parameters, aliases, description),
-kept apart from the function that computes it. Names parse once, here, into bound :class:`Measure`
+"""Metric registry: the catalogue's declarations (:mod:`rankwise.metrics.catalogue`) registered by name,
+and every metric name parsed into a bound :class:`Measure`. Names parse once, here, into bound :class:`Measure`
 objects; every command and API takes its metric names through :func:`parse_measures`.
 
 Canonical names are ``metric@k`` (``ndcg@10``, ``precision@5``, ``mrr``) with non-default parameters
@@ -11,158 +11,21 @@ worked examples: ``docs/metrics.md``.
 
 from __future__ import annotations
 
-import importlib
-import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics import context, ir
-from rankwise.metrics._names import (
-    JG_NICKNAMES,
-    PREFS_MEASURES,
-    PREFS_NICKNAMES,
-    TREC_NICKNAMES,
-    MeasureParamError,
-)
-from rankwise.metrics._references import REFERENCES
+from rankwise.metrics._names import JG_NICKNAMES, PREFS_NICKNAMES, TREC_NICKNAMES, MeasureParamError
+from rankwise.metrics.catalogue import CATALOGUE, TREC_BASES
+from rankwise.metrics.declare import RANGE_NONNEGATIVE, RANGE_UNIT, Metric, Param, show
 from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["Param", "Metric", "Measure", "METRICS", "UNIT_RANGE", "NONNEGATIVE", "parse_measure", "lookup_metric",
-           "parse_measures", "split_metric_list", "known_names", "register", "asks_runid", "trec_metrics",
-           "call_metrics"]
-
-
-@dataclass(frozen=True)
-class Param:
-    """One declared parameter of a metric (as ir_measures' ``SUPPORTED_PARAMS``).
-
-    Attributes:
-        name: the parameter's name in metric names (``decay`` in ``wcp(decay=linear)@5``).
-        kind: ``str``, ``bool``, ``int`` or ``float``.
-        default: the value when the name does not give one.
-        description: one line, shown by ``rankwise metrics``.
-        choices: the allowed values (empty: any value of ``kind``).
-        bounds: for numbers, the open interval the value must lie in.
-        applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when ``decay=rbp``):
-            refused otherwise, and always spelled out in the name when it applies.
-        required: the name must give it (``metric`` in ``per_call(metric=recall,call=1)@5``); always shown.
-        nests: the value is a metric name with its own parameters allowed (``merged(metric=wcp(decay=linear))``).
-
-    Example:
-        >>> Param("decay", str, "log", "rank discount", ("log", "linear")).parse("linear")
-        'linear'
-    """
-
-    name: str
-    kind: type
-    default: Any
-    description: str
-    choices: tuple = ()
-    bounds: tuple[float, float] | None = None
-    applies_when: tuple[str, Any] | None = None
-    required: bool = False
-    #: the value names a metric that may carry its own parameters (``metric=wcp(decay=linear)``)
-    nests: bool = False
-
-    def parse(self, raw: str) -> Any:
-        """The value of ``raw`` (text from a metric name); ValueError naming the allowed values."""
-        text = raw.strip()
-        value: Any
-        if self.kind is bool:
-            lowered = text.lower()
-            if lowered in ("true", "1", "yes"):
-                value = True
-            elif lowered in ("false", "0", "no"):
-                value = False
-            else:
-                raise ValueError(f"{self.name} must be true or false, not {text!r}")
-        elif self.kind in (int, float):
-            try:
-                value = self.kind(text)
-            except ValueError:
-                raise ValueError(f"{self.name} must be a number ({self.kind.__name__}), not {text!r}") from None
-        else:
-            value = text
-        base = value.split("(", 1)[0].strip() if self.nests and isinstance(value, str) else value
-        if self.choices and base not in self.choices:
-            raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, not {text!r}")
-        if self.bounds is not None and not self.bounds[0] < value < self.bounds[1]:
-            raise ValueError(f"{self.name} must be between {self.bounds[0]:g} and {self.bounds[1]:g} "
-                             f"(exclusive), not {text!r}")
-        return value
-
-    def describe(self) -> str:
-        allowed = "|".join(_show(c) for c in self.choices) if self.choices else self.kind.__name__
-        if self.bounds is not None:
-            allowed += f" in ({self.bounds[0]:g}, {self.bounds[1]:g})"
-        if self.required:
-            return f"{self.name} (required, e.g. {self.name}={_show(self.default)}; {allowed}): {self.description}"
-        return f"{self.name}={_show(self.default)} ({allowed}): {self.description}"
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A metric's declaration.
-
-    Attributes:
-        name: canonical base name (``ndcg``).
-        compute: ``(matrix, k, **params) -> per-query values``.
-        description: one line, shown in ``rankwise metrics`` and the docs.
-        aliases: other base names (matched case-insensitively).
-        cutoff: ``"optional"``, ``"required"`` or ``"none"``.
-        params: declared parameters (:class:`Param`).
-        trec_name: trec_eval's name for a cutoff (``lambda k: f"P_{k}"``), None if trec_eval has none.
-        aggregate: ``"mean"``, ``"sum"`` (counts) or ``"gmean"`` (geometric mean) over queries.
-        undefined_is_nan: the metric returns NaN for queries where it is undefined (id-set metrics).
-        requires: what the relevance matrix must carry (``"char_spans"``), checked before computing.
-        trec_param: the parameter trec_eval's dotted list fills (``iprec_at_recall.0.1,0.2``); None: the
-            list gives cutoffs (``P.5,10``).
-        trec_as_written: trec_eval prints the parameter as it was written (``set_F.0.50`` prints
-            ``set_F_0.50``), not formatted from its value.
-        formula: the definition in one line (notation in :mod:`rankwise.metrics._references`).
-        reference: where the metric is defined (paper, or the tool whose behaviour it follows).
-        trec_reset: trec_eval resets the value of queries missing from the run (``-c``) only under the
-            bare name; ``compute`` takes ``bare`` (False when ``trec_param`` is written out, even at its
-            default: ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0`` and keeps the placeholder's value).
-        undefined_when: when ``undefined_is_nan``, the sentence saying when a case has no value (summaries).
-        value_range: the closed interval every per-query value lies in at the default parameters, on any
-            input and under every verdict source (None: unbounded, or bounded only for some gains);
-            tests/conformance/test_rag_invariants.py holds each declared range on random records. Metrics listed in
-            :data:`UNIT_RANGE` get ``(0.0, 1.0)`` when registered, those in :data:`NONNEGATIVE` ``(0.0, inf)``.
-    """
-
-    name: str
-    compute: Callable[..., np.ndarray]
-    description: str
-    aliases: tuple[str, ...] = ()
-    cutoff: str = "optional"
-    params: tuple[Param, ...] = ()
-    trec_name: Callable[..., str | None] | None = None
-    aggregate: str = "mean"
-    undefined_is_nan: bool = False
-    requires: tuple[str, ...] = ()
-    trec_param: str | None = None
-    trec_as_written: bool = False
-    formula: str = ""
-    reference: str = ""
-    trec_reset: bool = False
-    undefined_when: str = ""
-    value_range: tuple[float, float] | None = None
-
-    def param(self, name: str) -> Param | None:
-        for p in self.params:
-            if p.name == name:
-                return p
-        return None
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        return {p.name: p.default for p in self.params}
+           "parse_measures", "split_metric_list", "known_names", "register", "asks_runid", "bind_named"]
 
 
 _REQUIREMENTS = {
@@ -195,7 +58,7 @@ class Measure:
     def name(self) -> str:
         base = self.metric.name
         if self.params:
-            base += "(" + ",".join(f"{k}={_show(v)}" for k, v in self.params) + ")"
+            base += "(" + ",".join(f"{k}={show(v)}" for k, v in self.params) + ")"
         if self.budget is not None:
             return f"{base}@{self.budget}{self.unit}"
         return base if self.k is None else f"{base}@{self.k}"
@@ -241,329 +104,6 @@ class Measure:
         return self.name
 
 
-def _show(v: Any) -> str:
-    if isinstance(v, bool):
-        return str(v).lower()
-    return getattr(v, "__name__", str(v))
-
-
-def _cut(fmt_k: str, fmt_all: str | None = None):
-    def name(k):
-        if k is None:
-            return fmt_all
-        return fmt_k.format(k=k)
-
-    return name
-
-
-class _Deferred:
-    """A measure function imported on its first call: trec_eval's less common measures (``metrics/trec.py``),
-    the preference (``prefs.py``) and judgement-group (``jg.py``) ones are declared here without importing
-    their modules, so ``rankwise eval`` of the common measures starts without them."""
-
-    __slots__ = ("module", "attr", "key", "_fn")
-
-    def __init__(self, module: str, attr: str, key: str | None = None):
-        self.module, self.attr, self.key, self._fn = module, attr, key, None
-
-    def resolve(self) -> Callable[..., Any]:
-        if self._fn is None:
-            found = getattr(importlib.import_module(self.module), self.attr)
-            self._fn = found if self.key is None else found[self.key][0]
-        return self._fn
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.resolve()(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<measure {self.module}.{self.key or self.attr}>"
-
-
-class _DeferredModule:
-    """``trec.iprec_at_recall`` in the declarations below: a :class:`_Deferred` of that function."""
-
-    def __init__(self, module: str):
-        self._module = module
-
-    def __getattr__(self, attr: str) -> _Deferred:
-        return _Deferred(self._module, attr)
-
-
-trec = _DeferredModule("rankwise.metrics.trec")
-calls = _DeferredModule("rankwise.metrics.calls")
-jg = _DeferredModule("rankwise.metrics.jg")
-
-
-_DECAY = Param("decay", str, "log", "rank discount: log 1/log2(i+1), linear 1/i, rbp p^(i-1), power i^-a, "
-               "flat 1, curve = a measured position curve", context.DECAYS)
-_P = Param("p", float, 0.8, "decay=rbp: patience p, the weight of each next rank", bounds=(0.0, 1.0),
-           applies_when=("decay", "rbp"))
-_A = Param("a", float, 1.0, "decay=power: exponent a of i^-a", bounds=(0.0, 100.0),
-           applies_when=("decay", "power"))
-_CURVE = Param("curve", str, "", "decay=curve: path of a position-curve JSON file (rankwise position-curve)",
-               applies_when=("decay", "curve"))
-_IDEAL = Param("ideal", str, "k", "denominator: all K positions (k) or only min(K, R) (attainable)",
-               ("k", "attainable"))
-_RAGAS = Param("ragas_compat", bool, False, "add Ragas' 1e-10 to the denominator (a perfect list scores "
-               "0.9999999999)", (False, True))
-
-
-def _f1_wcp(m, k=None, decay="log", ideal="k", p=0.8, a=1.0, curve=""):
-    return context.harmonic_mean(context.wcp(m, k, decay, ideal, p, a, curve), context.context_recall(m, k))
-
-
-def _f1_acp(m, k=None, ragas_compat=False):
-    return context.harmonic_mean(context.acp(m, k, ragas_compat), context.context_recall(m, k))
-
-
-def _with(base: str, param: str, fmt: str | Callable[[Any], str] = "{}"):
-    """trec_eval's printed name: ``base`` alone at the default, ``base_<value>`` otherwise."""
-    def name(k, **params):
-        value = params.get(param)
-        if value in (None, ""):
-            return base
-        return f"{base}_{fmt(value) if callable(fmt) else fmt.format(value)}"
-
-    return name
-
-
-def _rbp_name(base: str):
-    def name(k, p=None, gains=""):
-        spec = ",".join(x for x in ((f"p={p}" if p is not None else ""), gains) if x)
-        return base if not spec else f"{base}_{spec}"
-
-    return name
-
-
-def _short(value: float) -> str:
-    """A float as one would write it in a name: 2.0 -> 2, 0.5 -> 0.5."""
-    text = repr(float(value))
-    return text[:-2] if text.endswith(".0") else text
-
-
-_BETA = Param("beta", float, 1.0, "relative importance of recall to precision, as trec_eval's set_F.beta "
-              "(used as is, not squared)", bounds=(0.0, math.inf))
-_GAINS = Param("gains", str, "", "trec_eval gain map level=gain,... (default: gain = grade)")
-_P_RBP = Param("p", float, 0.9, "persistence: the chance of reading on to the next rank")
-_NERR = (Param("min_rel", int, 0, "grade of gain 0"), Param("max_rel", int, 4, "grade of gain 1"))
-
-
-def trec_metrics() -> list[Metric]:
-    """The rest of trec_eval 10.0's measures, plus ``judged`` and ``err`` (see docs/trec-measures.md)."""
-    return [
-        Metric("iprec_at_recall", trec.iprec_at_recall, "interpolated precision at a recall level: max P@i "
-               "over ranks at or past where recall reaches it", cutoff="none",
-               params=(Param("recall", float, 0.0, "recall level in [0, 1]"),), trec_param="recall",
-               trec_name=lambda k, recall=0.0: f"iprec_at_recall_{recall:3.2f}"),
-        Metric("11pt_avg", trec.eleven_pt_avg, "mean interpolated precision at recall 0, 0.1, ..., 1",
-               ("eleven_pt_avg",), cutoff="none",
-               params=(Param("points", str, "", "recall points, comma-separated (default the 11)"),),
-               trec_param="points", trec_name=_with("11pt_avg", "points")),
-        Metric("gm_map", trec.average_precision_seq, "geometric mean of AP over queries (floor 1e-5); per "
-               "query: AP", cutoff="none", aggregate="gmean", trec_name=_cut("gm_map", "gm_map")),
-        Metric("gm_bpref", trec.bpref_seq, "geometric mean of bpref over queries (floor 1e-5); per query: "
-               "bpref", cutoff="none", aggregate="gmean", trec_name=_cut("gm_bpref", "gm_bpref")),
-        Metric("inf_ap", trec.inf_ap, "inferred AP (Yilmaz & Aslam): AP estimated from a sampled pool",
-               ("infAP",), cutoff="none", trec_name=_cut("infAP", "infAP")),
-        Metric("Rprec_mult", trec.rprec_mult, "precision at rank mult * R (past the list: relevant "
-               "retrieved / that rank)", cutoff="none",
-               params=(Param("mult", float, 1.0, "multiple of R"),), trec_param="mult",
-               trec_name=lambda k, mult=1.0: f"Rprec_mult_{mult:3.2f}"),
-        Metric("set_map", trec.set_map, "relevant retrieved^2 / (retrieved * R)", cutoff="none",
-               trec_name=_cut("set_map", "set_map")),
-        Metric("set_relative_P", trec.set_relative_p, "relevant retrieved / min(retrieved, R)",
-               cutoff="none", trec_name=_cut("set_relative_P", "set_relative_P")),
-        Metric("relative_P", trec.relative_p, "relevant in the top k / min(k, R)",
-               trec_name=_cut("relative_P_{k}")),
-        Metric("utility", trec.utility, "a*relret + b*nonrelret + c*relmissed + d*nonrelmissed "
-               "(default 1,-1,0,0)", cutoff="none",
-               params=(Param("coefficients", str, "1,-1,0,0", "a,b,c,d"),
-                       Param("num_docs", int, 0, "documents in the collection (trec_eval -N)")),
-               trec_param="coefficients", trec_name=_with("utility", "coefficients"), trec_reset=True),
-        Metric("num_nonrel_judged_ret", trec.num_nonrel_judged_ret, "judged non-relevant items retrieved",
-               cutoff="none", aggregate="sum", trec_name=_cut("num_nonrel_judged_ret", "num_nonrel_judged_ret")),
-        Metric("ndcg_gains", trec.ndcg_gains, "nDCG over the whole ranking under a trec_eval gain map "
-               "(ndcg.1=1,2=3,3=7)", cutoff="none", params=(_GAINS,), trec_param="gains",
-               trec_name=_with("ndcg", "gains")),
-        Metric("ndcg_rel", trec.ndcg_rel, "nDCG averaged over the relevant documents", cutoff="none",
-               params=(_GAINS,), trec_param="gains", trec_name=_with("ndcg_rel", "gains")),
-        Metric("Rndcg", trec.rndcg, "nDCG averaged over the ends of the ideal ranking's grade levels",
-               cutoff="none", params=(_GAINS,), trec_param="gains", trec_name=_with("Rndcg", "gains")),
-        Metric("ndcg_p", trec.ndcg_p, "nDCG with discount 1 at rank 1, 1/log2(i) after", cutoff="none",
-               params=(_GAINS,), trec_param="gains", trec_name=_with("ndcg_p", "gains")),
-        Metric("dcg", trec.dcg, "discounted cumulative gain, sum gain_i / log2(i + 1)", cutoff="none",
-               params=(_GAINS,), trec_param="gains", trec_name=_with("dcg", "gains")),
-        Metric("ideal_dcg", trec.ideal_dcg, "DCG of the ideal ranking", cutoff="none", params=(_GAINS,),
-               trec_param="gains", trec_name=_with("ideal_dcg", "gains")),
-        Metric("G", trec.g_measure, "trec_eval's normalized gain G", ("g_measure",), cutoff="none",
-               params=(_GAINS,), trec_param="gains", trec_name=_with("G", "gains")),
-        Metric("binG", trec.bin_g, "mean over relevant items of 1 / log2(2 + non-relevant above it)",
-               cutoff="none", trec_name=_cut("binG", "binG")),
-        Metric("rbp", trec.rbp, "rank-biased precision (1 - p) sum gain_i p^(i-1)", cutoff="none",
-               params=(_P_RBP, _GAINS), trec_param="gains", trec_name=_rbp_name("rbp")),
-        Metric("rbp_resid", trec.rbp_resid, "RBP's residual: the most unjudged items could add",
-               cutoff="none", params=(_P_RBP, _GAINS), trec_param="gains", trec_name=_rbp_name("rbp_resid")),
-        Metric("unj", trec.unj, "unjudged items in the top k / k", ("unjudged",), trec_name=_cut("unj_{k}")),
-        Metric("judged", trec.judged, "share of the top k that has a judgement (ir_measures Judged@k)",
-               ("judged_at",)),
-        Metric("yaap", trec.yaap, "yet another AP: log((1 + S) / (1 + R - S)), S the sum of P@rel",
-               cutoff="none", trec_name=_cut("yaap", "yaap")),
-        Metric("relstring", trec.relstring, "the first N items' grades as text (- not in qrels, . unjudged)",
-               cutoff="none", params=(Param("length", int, 10, "items shown"),), trec_param="length",
-               trec_name=_with("relstring", "length"), trec_reset=True),
-        Metric("err", trec.err, "expected reciprocal rank, R = (2^grade - 1) / 2^max_grade",
-               params=(Param("max_grade", int, 4, "the top grade (gdeval.pl: 4)"),)),
-        Metric("nerr8", trec.nerr8, "not-but-nearly ERR, eq. 8 (C/W/L, truncated at k)", cutoff="required",
-               params=_NERR),
-        Metric("nerr9", trec.nerr9, "not-but-nearly ERR, eq. 9 (C/W/L, rank-discounted, truncated at k)",
-               cutoff="required", params=_NERR),
-    ]
-
-
-#: the metrics a metric over calls may wrap (per_call, call_mean, merged)
-CALL_INNER = ("hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp", "r_precision", "wcp",
-              "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision", "id_recall")
-_INNER = Param("metric", str, "recall", "the metric scored, at the same cutoff (with its own parameters, e.g. "
-               "wcp(decay=linear))", CALL_INNER, required=True, nests=True)
-_CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first", bounds=(-1, 10**6),
-              required=True)
-_ORDER = Param("order", str, "interleave", "merge order: interleave (rank 1 of every call, then rank 2 ...), "
-               "score (highest score first), concat (call after call)", ("interleave", "score", "concat"))
-_DEDUP = Param("dedup", str, "id", "duplicates kept once: id (same id, else span, else text), span (also "
-               "overlapping spans of one document), none", ("id", "span", "none"))
-
-
-def _inner(name: str, k: int | None) -> Measure:
-    """The wrapped metric at the wrapper's cutoff, with the parameters its name gives (``wcp(decay=linear)``)."""
-    base, _, rest = name.partition("(")
-    metric = _LOOKUP[base.strip().lower()]
-    params = _parse_params(metric, rest[:-1], name) if rest.endswith(")") else {}
-    return _bind(metric, None if metric.cutoff == "none" else k, params, name)
-
-
-def _per_call(m, k=None, metric="recall", call=0):
-    return calls.per_call(m, _inner(metric, k), call)
-
-
-def _call_mean(m, k=None, metric="recall"):
-    return calls.call_mean(m, _inner(metric, k))
-
-
-def _merged(m, k=None, metric="recall", order="interleave", dedup="id"):
-    return calls.merged(m, _inner(metric, k), order, dedup)
-
-
-def call_metrics() -> list[Metric]:
-    """The metrics over the retrieval calls of cases retrieved several times (``metrics/calls.py``)."""
-    some = "the case made fewer calls than that, or the wrapped metric is undefined on them"
-    return [
-        Metric("per_call", _per_call, "a metric on one retrieval call of the case (per_call(metric=recall,"
-               "call=1)@5: recall@5 of the second call)", params=(_INNER, _CALL), requires=("records",),
-               undefined_is_nan=True, undefined_when=some),
-        Metric("call_mean", _call_mean, "a metric on every retrieval call of the case, averaged over its calls",
-               params=(_INNER,), requires=("records",), undefined_is_nan=True,
-               undefined_when="the wrapped metric is undefined on every call"),
-        Metric("merged", _merged, "a metric on one list merged from the case's calls (duplicates once)",
-               params=(_INNER, _ORDER, _DEDUP), requires=("records",), undefined_is_nan=True,
-               undefined_when="the wrapped metric is undefined on the merged list"),
-        Metric("evidence_coverage", calls.evidence_coverage, "share of the reference passages found by any call "
-               "within its top k", requires=("records",)),
-        Metric("all_hops_covered", calls.all_hops_covered, "1 if every hop of the reference passages has a "
-               "passage found by some call within its top k", requires=("records",), undefined_is_nan=True,
-               undefined_when="the case's reference passages carry no hop"),
-        Metric("calls_to_evidence", calls.calls_to_evidence, "calls made until every reference passage was "
-               "found (within each call's top k)", requires=("records",), undefined_is_nan=True,
-               undefined_when="the evidence was never complete (or the case has no ground truth)"),
-        Metric("call_redundancy", calls.call_redundancy, "share of the calls' top-k chunks already retrieved by "
-               "an earlier call (context budget spent twice)", requires=("records",), undefined_is_nan=True,
-               undefined_when="no call retrieved anything"),
-    ]
-
-
-_DEFS: list[Metric] = [
-    Metric("hit_rate", ir.hit_rate, "1 if any relevant item is in the top k", ("success", "hits", "hit"),
-           trec_name=_cut("success_{k}")),
-    Metric("precision", ir.precision, "relevant items in the top k / k", ("p", "prec"),
-           trec_name=_cut("P_{k}")),
-    Metric("recall", ir.recall, "relevant items in the top k / R", ("r", "rec"),
-           trec_name=_cut("recall_{k}")),
-    Metric("f1", ir.f1, "harmonic mean of precision@k and recall@k", ("f", "f_measure"),
-           trec_name=_cut("f1_{k}")),
-    Metric("mrr", ir.mrr, "1 / rank of the first relevant item (0 past k)", ("recip_rank", "rr"),
-           trec_name=_cut("recip_rank_{k}", "recip_rank")),
-    Metric("map", ir.average_precision, "sum of precision@i at relevant ranks i <= k, / R",
-           ("ap", "map_cut"), trec_name=_cut("map_cut_{k}", "map")),
-    Metric("r_precision", ir.r_precision, "relevant items in the top R / R", ("rprec", "r_prec"),
-           cutoff="none", trec_name=_cut("Rprec", "Rprec")),
-    Metric("ndcg", ir.ndcg, "DCG@k / ideal DCG@k, gain = grade (trec_eval)", ("ndcg_cut",),
-           trec_name=_cut("ndcg_cut_{k}", "ndcg")),
-    Metric("ndcg_exp", lambda m, k=None: ir.ndcg(m, k, gain="exp"),
-           "nDCG with gain 2^grade - 1 (Burges)", ("ndcg_burges",)),
-    Metric("bpref", ir.bpref, "trec_eval's bpref: relevant ranked above judged non-relevant",
-           cutoff="none", trec_name=_cut("bpref", "bpref")),
-    Metric("set_P", ir.precision, "trec_eval's set_P: relevant retrieved / retrieved (whole list)",
-           cutoff="none", trec_name=_cut("set_P", "set_P")),
-    Metric("set_recall", ir.recall, "trec_eval's set_recall: relevant retrieved / R (0 when R = 0)",
-           cutoff="none", trec_name=_cut("set_recall", "set_recall")),
-    Metric("set_F", trec.set_f, "trec_eval's set_F: (beta + 1) P R / (beta P + R) of set_P and set_recall "
-           "(beta 1: their harmonic mean)", cutoff="none", params=(_BETA,), trec_param="beta",
-           trec_name=_with("set_F", "beta", _short), trec_as_written=True),
-    Metric("wcp", context.wcp, "rank-weighted share of the top K that is relevant",
-           ("weighted_context_precision",), params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
-    Metric("acp", context.acp, "mean precision@i over relevant ranks (Ragas context precision)",
-           ("average_context_precision", "context_precision"), params=(_RAGAS,)),
-    Metric("context_recall", context.context_recall, "share of ground-truth passages found in the top K",
-           ("ctx_recall",)),
-    Metric("char_recall", context.char_recall, "share of reference-passage characters covered by the top K "
-           "chunks' spans", requires=("char_spans",)),
-    Metric("f1_wcp", _f1_wcp, "harmonic mean of wcp@K and context_recall@K",
-           params=(_DECAY, _IDEAL, _P, _A, _CURVE)),
-    Metric("f1_acp", _f1_acp, "harmonic mean of acp@K and context_recall@K", params=(_RAGAS,)),
-    Metric("id_precision", context.id_precision, "distinct relevant ids retrieved / distinct ids retrieved "
-           "(order-blind; undefined when nothing was retrieved)", ("set_precision",), cutoff="none",
-           undefined_is_nan=True),
-    Metric("id_recall", context.id_recall, "distinct gold ids retrieved / gold ids (order-blind; undefined "
-           "without gold)", (), cutoff="none", undefined_is_nan=True),
-    Metric("num_q", ir.num_q, "queries evaluated", cutoff="none", trec_name=_cut("num_q", "num_q"),
-           aggregate="sum"),
-    Metric("num_ret", ir.num_ret, "items retrieved", trec_name=_cut("num_ret", "num_ret"), cutoff="none",
-           aggregate="sum"),
-    Metric("num_rel", ir.num_rel, "relevant judgements (R)", cutoff="none",
-           trec_name=_cut("num_rel", "num_rel"), aggregate="sum"),
-    Metric("num_rel_ret", ir.num_rel_ret, "relevant items retrieved", cutoff="none",
-           trec_name=_cut("num_rel_ret", "num_rel_ret"), aggregate="sum"),
-    # --- the rest of trec_eval 10.0 (metrics/trec.py, docs/trec-measures.md) and ir_measures' Judged/ERR
-    *trec_metrics(),
-    # --- trec_eval's preference (-R prefs, metrics/prefs.py) and judgement-group (-R qrels_jg, metrics/jg.py)
-    *(Metric(n, _Deferred("rankwise.metrics.prefs", "MEASURES", n), d, cutoff="none", aggregate=a,
-             requires=("prefs",), trec_name=_cut(n, n))
-      for n, (d, a) in PREFS_MEASURES.items()),
-    # --- over the retrieval calls of a case retrieved several times (metrics/calls.py)
-    *call_metrics(),
-    Metric("map_avgjg", jg.map_avgjg, "AP per judgement group, averaged over the groups", cutoff="none",
-           requires=("qrels_jg",), trec_name=_cut("map_avgjg", "map_avgjg")),
-    Metric("P_avgjg", jg.p_avgjg, "P@k per judgement group, averaged over the groups", cutoff="required",
-           requires=("qrels_jg",), trec_name=_cut("P_avgjg_{k}")),
-    Metric("Rprec_mult_avgjg", jg.rprec_mult_avgjg, "precision at rank mult * R per judgement group, averaged "
-           "over the groups", cutoff="none", params=(Param("mult", float, 1.0, "multiple of R"),),
-           trec_param="mult", requires=("qrels_jg",),
-           trec_name=lambda k, mult=1.0: f"Rprec_mult_avgjg_{mult:3.2f}"),
-]
-
-#: the metrics whose every per-query value lies in [0, 1] at their default parameters (``Metric.value_range``);
-#: with text or id ground truth this rests on the redundancy rule (docs/context-metrics.md, "Redundant chunks")
-UNIT_RANGE = frozenset({
-    "hit_rate", "precision", "recall", "f1", "mrr", "map", "r_precision", "ndcg", "ndcg_exp", "bpref", "set_P",
-    "set_recall", "set_F", "wcp", "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision",
-    "id_recall", "iprec_at_recall", "11pt_avg", "gm_map", "gm_bpref", "inf_ap", "Rprec_mult", "set_map",
-    "set_relative_P", "relative_P", "ndcg_gains", "ndcg_rel", "Rndcg", "ndcg_p", "binG", "unj", "judged",
-    "per_call", "call_mean", "merged", "evidence_coverage", "all_hops_covered", "call_redundancy",
-})
-
-#: the metrics whose values are counts or sums of non-negative gains: never below 0 (calls_to_evidence: >= 1)
-NONNEGATIVE = frozenset({"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
-                         "rbp", "rbp_resid"})
-
 METRICS: dict[str, Metric] = {}
 _LOOKUP: dict[str, Metric] = {}
 # trec_eval's base names for its dotted list syntax (``P.5,10``), beside the metric they mean
@@ -582,12 +122,6 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
     for n in (metric.name, *metric.aliases):
         if n.lower() in _LOOKUP and _LOOKUP[n.lower()] is not metric:
             raise ValueError(f"metric name {n!r} is already registered")
-    if metric.value_range is None and metric.name in UNIT_RANGE | NONNEGATIVE | {"calls_to_evidence"}:
-        low = 1.0 if metric.name == "calls_to_evidence" else 0.0
-        metric = replace(metric, value_range=(low, 1.0 if metric.name in UNIT_RANGE else math.inf))
-    if not metric.reference and metric.name in REFERENCES:
-        formula, reference = REFERENCES[metric.name]
-        metric = replace(metric, formula=metric.formula or formula, reference=reference)
     METRICS[metric.name] = metric
     for n in (metric.name, *metric.aliases):
         _LOOKUP[n.lower()] = metric
@@ -596,10 +130,14 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
     return metric
 
 
-_BASES = {"precision": ("P",), "recall": ("recall",), "ndcg": ("ndcg_cut",), "map": ("map_cut",),
-          "hit_rate": ("success",), "ndcg_gains": ("ndcg=",)}
-for _m in _DEFS:
-    register(_m, trec_bases=_BASES.get(_m.name, ()))
+for _m in CATALOGUE:
+    register(_m, trec_bases=TREC_BASES.get(_m.name, ()))
+
+#: the metrics whose every per-query value lies in [0, 1] at their default parameters (``Metric.value_range``);
+#: with text or id ground truth this rests on the redundancy rule (docs/context-metrics.md, "Redundant chunks")
+UNIT_RANGE = frozenset(m.name for m in CATALOGUE if m.value_range == RANGE_UNIT)
+#: the metrics whose values are counts or sums of non-negative gains: never below 0 (calls_to_evidence: >= 1)
+NONNEGATIVE = frozenset(m.name for m in CATALOGUE if m.value_range == RANGE_NONNEGATIVE)
 
 # parameters may nest one metric in another (``merged(metric=wcp(decay=linear))@5``): the outer parentheses
 # take everything up to the last ")" before the cutoff
@@ -683,7 +221,7 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
     for p in metric.params:
         if p.required:
             if p.name not in params:
-                example = ",".join(f"{q.name}={_show(q.default)}" for q in metric.params if q.required)
+                example = ",".join(f"{q.name}={show(q.default)}" for q in metric.params if q.required)
                 raise InputError(f"in {text!r}: {metric.name} needs {p.name}=..., e.g. {metric.name}({example})@5 "
                                  f"(`rankwise metrics {metric.name}` lists its parameters)", field="metric")
             shown.append((p.name, params[p.name]))
@@ -692,13 +230,27 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
             other, wanted = p.applies_when
             if values.get(other) != wanted:
                 if p.name in params:
-                    raise InputError(f"in {text!r}: {p.name} applies only with {other}={_show(wanted)}",
+                    raise InputError(f"in {text!r}: {p.name} applies only with {other}={show(wanted)}",
                                      field="metric")
                 continue
             shown.append((p.name, values[p.name]))
         elif p.name in params and (params[p.name] != p.default or written):
             shown.append((p.name, params[p.name]))
     return Measure(metric, k, tuple(shown))
+
+
+def bind_named(name: str, k: int | None) -> Measure:
+    """A metric named inside another metric's name (``merged(metric=wcp(decay=linear))@5``), with the
+    parameters its name gives, at the outer cutoff (none when the named metric takes none).
+
+    Example:
+        >>> bind_named("wcp(decay=linear)", 5).name
+        'wcp(decay=linear)@5'
+    """
+    base, _, rest = name.partition("(")
+    metric = _LOOKUP[base.strip().lower()]
+    params = _parse_params(metric, rest[:-1], name) if rest.endswith(")") else {}
+    return _bind(metric, None if metric.cutoff == "none" else k, params, name)
 
 
 def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:
@@ -715,7 +267,7 @@ def _parse_params(metric: Metric, raw: str, text: str) -> dict[str, Any]:
         except ValueError as exc:
             raise InputError(f"in {text!r}: {exc}", field="metric") from None
         if declared.nests:
-            _inner(bound[declared.name], 1)  # the nested metric's own parameters: refused now, not when scoring
+            bind_named(bound[declared.name], 1)  # the nested metric's own parameters: refused now, not when scoring
     return bound
 
 
