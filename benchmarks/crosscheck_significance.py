@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*unsafe cast.*")
 
     from rankwise.analysis.significance import paired_t_test, randomization_test, wilcoxon_test
-    from rankwise.metrics.evaluate import evaluate
+    from rankwise.metrics.engine import evaluate
 
     dataset = SHARED / args.dataset
     t0 = time.perf_counter()

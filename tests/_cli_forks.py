@@ -31,7 +31,7 @@ def _child(args: list[str], out: str) -> None:
 
 def run(args: list[str], runs: int, outdir: str) -> list[tuple[int, str]]:
     import rankwise.data.load  # noqa: F401
-    import rankwise.metrics.evaluate  # noqa: F401
+    import rankwise.metrics.engine  # noqa: F401
     from rankwise.cli import main  # noqa: F401  (imported once, before the forks)
 
     codes = []

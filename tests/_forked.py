@@ -25,7 +25,7 @@ from typing import Any
 # what `rankwise judge` loads, imported once here (each fork starts with them)
 _PRELOAD = ("rankwise.cli", "rankwise.cli.judge", "rankwise.relevance.llm_judge", "rankwise.llm.client",
             "rankwise.llm.runner", "rankwise.llm.batch_api", "rankwise.report.judge_console", "openai",
-            "openai._vendor.httpx_aiohttp", "rankwise.data.records", "rankwise.testsets.synth")
+            "openai._vendor.httpx_aiohttp", "rankwise.data.records", "rankwise.testsets.synth_run")
 
 
 @functools.cache

@@ -44,11 +44,11 @@ _EXPORTS = {
     "agreement": "rankwise.relevance.agreement",
     "utility": "rankwise.workflows.answer_run:utility_verdicts",
     # test sets and retrievers
-    "synth": "rankwise.testsets.synth", "pool": "rankwise.testsets.pool",
+    "synth": "rankwise.testsets.synth_run", "pool": "rankwise.testsets.pool_run",
     "import_testset": "rankwise.testsets.importers", "export_testset": "rankwise.testsets.importers",
     "run_retrieval": "rankwise.retrieval.pipeline", "run_retriever": "rankwise.adapters.run",
     "load_traces": "rankwise.data.traces.load", "import_traces": "rankwise.data.traces.load",
-    "sweep": "rankwise.workflows.sweep",
+    "sweep": "rankwise.workflows.sweep_run",
     # judgement about the numbers
     "compare": "rankwise.analysis.compare", "gate": "rankwise.analysis.gate",
     "probe": "rankwise.analysis.probe:probe_records", "calibrate": "rankwise.analysis.calibrate",

@@ -58,7 +58,7 @@ def _records(n: int, seed: int, planted: str = "rbp") -> list[CaseRecord]:
     out = []
     for i in range(n):
         v = [1 if rng.random() < 0.35 else 0 for _ in range(8)]
-        rec = CaseRecord(f"c{i:03d}", chunks=[ChunkRecord(r + 1, id=f"c{i}-{r}", verdicts={"llm": Verdict(x)})
+        rec = CaseRecord(f"c{i:03d}", chunks=[ChunkRecord(rank=r + 1, id=f"c{i}-{r}", verdicts={"llm": Verdict(x)})
                                               for r, x in enumerate(v)])
         # the planted answer score: wcp@5 with RBP(0.8), as the generator's answers would follow it
         rec.answer_score = weighted_context_precision(v, 5, "rbp", p=0.8)
@@ -84,8 +84,8 @@ def test_calibrate_binary_answers_use_auc_and_systems_agree():
         r.answer_score = 1.0 if r.chunks[0].verdicts["llm"].verdict == 1 else 0.0
     worse = _records(120, 3)
     for r in worse:  # the same cases, relevant chunks pushed down one rank
-        r.chunks = [ChunkRecord(1, id="pad", verdicts={"llm": Verdict(0)})] + [
-            ChunkRecord(c.rank + 1, id=c.id, verdicts=c.verdicts) for c in r.chunks]
+        r.chunks = [ChunkRecord(rank=1, id="pad", verdicts={"llm": Verdict(0)})] + [
+            ChunkRecord(rank=c.rank + 1, id=c.id, verdicts=c.verdicts) for c in r.chunks]
         r.answer_score = 0.0
     result = calibrate({"good": recs, "worse": worse}, "llm")
     assert result.statistic == "auc" and result.systems == ["good", "worse"]
@@ -149,7 +149,7 @@ def _binary_records(n: int, positives: set[str], seed: int = 7) -> list[CaseReco
     for i in range(n):
         cid = f"c{i:03d}"
         v = [1 if cid in positives else 0] + [1 if rng.random() < 0.4 else 0 for _ in range(4)]
-        rec = CaseRecord(cid, chunks=[ChunkRecord(r + 1, id=f"{cid}-{r}", verdicts={"llm": Verdict(x)})
+        rec = CaseRecord(cid, chunks=[ChunkRecord(rank=r + 1, id=f"{cid}-{r}", verdicts={"llm": Verdict(x)})
                                       for r, x in enumerate(v)])
         rec.answer_score = float(v[0])
         out.append(rec)

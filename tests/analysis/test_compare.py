@@ -18,7 +18,7 @@ from rankwise.analysis.significance import correct_pvalues
 from rankwise.cli import main
 from rankwise.data.records import CaseRecord, ChunkRecord, Verdict, write_records
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import evaluate
+from rankwise.metrics.engine import evaluate
 
 METRICS = ["ndcg@10", "map", "P@10"]
 
@@ -262,11 +262,11 @@ def test_cli_compare_bad_input_exits_2(tmp_path):
 
 
 def test_cli_compare_rag_records(tmp_path):
-    a = [CaseRecord("c1", question="q?", chunks=[ChunkRecord(1, id="x", text="t", verdicts={"llm": Verdict(1)})],
+    a = [CaseRecord("c1", question="q?", chunks=[ChunkRecord(rank=1, id="x", text="t", verdicts={"llm": Verdict(1)})],
                     scores={"llm": {"wcp@1": 1.0}}),
-         CaseRecord("c2", chunks=[ChunkRecord(1, id="y", verdicts={"llm": Verdict(0)})], scores={"llm": {"wcp@1": 0.0}})]
-    b = [CaseRecord("c2", chunks=[ChunkRecord(1, id="y", verdicts={"llm": Verdict(1)})], scores={"llm": {"wcp@1": 1.0}}),
-         CaseRecord("c1", chunks=[ChunkRecord(1, id="x", verdicts={"llm": Verdict(1)})], scores={"llm": {"wcp@1": 1.0}})]
+         CaseRecord("c2", chunks=[ChunkRecord(rank=1, id="y", verdicts={"llm": Verdict(0)})], scores={"llm": {"wcp@1": 0.0}})]
+    b = [CaseRecord("c2", chunks=[ChunkRecord(rank=1, id="y", verdicts={"llm": Verdict(1)})], scores={"llm": {"wcp@1": 1.0}}),
+         CaseRecord("c1", chunks=[ChunkRecord(rank=1, id="x", verdicts={"llm": Verdict(1)})], scores={"llm": {"wcp@1": 1.0}})]
     pa, pb = write_records(a, tmp_path / "bm25.jsonl"), write_records(b, tmp_path / "dense.jsonl")
     out = CliRunner().invoke(main, ["compare-rag", str(pa), str(pb), "--source", "llm", "--format", "json"])
     assert out.exit_code == 0, out.output

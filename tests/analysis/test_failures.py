@@ -16,7 +16,7 @@ from rankwise.analysis.failures import FAILURE_CLASSES, failure_classes
 from rankwise.analysis.headroom import headroom, ideal_order
 from rankwise.data.records import CaseRecord, ChunkRecord, Verdict, write_records
 from rankwise.data.testset import Chunk, ReferencePassage
-from rankwise.metrics.evaluate import evaluate_matrix
+from rankwise.metrics.engine import evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.rag import evaluate_rag
 
@@ -218,7 +218,7 @@ def test_eval_rag_prints_and_writes_the_classes(tmp_path):
 
 def test_explain_unknown_source_and_case_record_roundtrip(tmp_path):
     records = [CaseRecord("q", question="?", reference_context_ids=["c2"],
-                          chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(0)})])]
+                          chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(0)})])]
     with pytest.raises(Exception, match=r"no verdicts from llm in case 'q' \(present: ids\)"):
         explain_case(records, "q", sources=["llm"])
 

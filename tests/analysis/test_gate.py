@@ -12,7 +12,7 @@ from rankwise.analysis.gate import gate
 from rankwise.analysis.sides import per_query_values
 from rankwise.cli import main
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import evaluate
+from rankwise.metrics.engine import evaluate
 
 
 @pytest.fixture(scope="module")

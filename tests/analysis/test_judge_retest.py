@@ -20,7 +20,7 @@ from rankwise.llm.config import resolve_llm_config
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.relevance.agreement import cohen_kappa
 from rankwise.relevance.llm_judge import judge_records
-from rankwise.workflows.retest_run import run_judge_retest, sample_cases
+from rankwise.workflows.retest_run import retest_sample, run_judge_retest
 
 TOPICS = ["kestrel", "boiler", "violin", "glacier", "harbor", "orchard", "comet", "lantern", "meadow", "quarry"]
 
@@ -92,13 +92,13 @@ def test_sample_draws_equal_numbers_from_the_verdict_strata():
         if i < 9:
             for c in r.chunks:
                 c.verdicts["llm"] = Verdict(int(i < 6))
-    picked, strata = sample_cases(records, 6, seed=3)
+    picked, strata = retest_sample(records, 6, seed=3)
     assert strata == {"some relevant": 2, "none relevant": 2, "not judged": 2}
     assert [r.id for r in picked] == sorted((r.id for r in picked), key=lambda q: int(q[1:]))  # the records' order
-    assert sample_cases(records, 6, seed=3)[0] == picked  # seeded
-    assert sample_cases(records, 100, seed=3)[1] == {"some relevant": 6, "none relevant": 3, "not judged": 3}
+    assert retest_sample(records, 6, seed=3)[0] == picked  # seeded
+    assert retest_sample(records, 100, seed=3)[1] == {"some relevant": 6, "none relevant": 3, "not judged": 3}
     with pytest.raises(InputError, match="at least one case"):
-        sample_cases(records, 0)
+        retest_sample(records, 0)
 
 
 # ---------------------------------------------------------------------------------- the planted noisy judge

@@ -9,7 +9,7 @@ from _synthetic_runs import qrels_dict, system_run, write_trec
 from rankwise.analysis.ksweep import default_sweep_metric, ksweep, ksweep_records, sweep_measures
 from rankwise.cli import main
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import evaluate
+from rankwise.metrics.engine import evaluate
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.report.compare_text import ksweep_csv
 from rankwise.report.markdown import ksweep_markdown

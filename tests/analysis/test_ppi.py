@@ -152,7 +152,7 @@ def test_plan_labels_is_the_smallest_n_reaching_the_width():
 def test_plan_labels_never_suggests_more_labels_than_cases():
     """30 judged cases, a width humans alone would need 1,537 labels for: no '1537 labels' next to 'label
     everything: 30' — the plan says it is not reachable, how many it would take and what all 30 give."""
-    from rankwise.report.ppi_text import plan_lines
+    from rankwise.report.ppi_text import ppi_plan_lines
 
     y = [1.0, 0.0] * 5
     f = [1.0, 0.0] * 5
@@ -161,7 +161,7 @@ def test_plan_labels_never_suggests_more_labels_than_cases():
     assert needed > 30 and p.human_labels is None and p.human_labels_needed == needed
     assert f"humans alone would need {needed} labels for ±0.025, more than the 30 cases there are" in p.note
     assert f"(labelling all 30 gives ±{Z95 * math.sqrt(_var(y) / 30):.4f})" in p.note
-    text = "\n".join(plan_lines([p]))
+    text = "\n".join(ppi_plan_lines([p]))
     assert f"humans only:            not reachable ({needed} labels needed, 30 cases exist)" in text
     shown = "\n".join(line for line in text.splitlines() if "note:" not in line)
     assert all(int(n) <= 30 for n in re.findall(r"\b(\d+) labels\b(?! needed)", shown)), text
@@ -200,7 +200,7 @@ def _records(n_cases=60, seed=3, depth=3, system_shift=0.0):
             rel = int(rng.random() < 0.35 + system_shift)
             judge = 1 if rel else int(rng.random() < 0.3)
             truth[(f"q{i:02d}", r)] = rel
-            chunks.append(ChunkRecord(r, id=f"c{i}-{r}", text=f"chunk {i} {r}", verdicts={"llm": Verdict(judge)}))
+            chunks.append(ChunkRecord(rank=r, id=f"c{i}-{r}", text=f"chunk {i} {r}", verdicts={"llm": Verdict(judge)}))
         recs.append(CaseRecord(f"q{i:02d}", question=f"question {i}?", chunks=chunks))
     return recs, truth
 
@@ -354,7 +354,7 @@ def test_sample_labels_sheet_round_trip(tmp_path):
 
 
 def test_sample_is_stratified_proportionally():
-    recs = [CaseRecord(f"q{i:03d}", chunks=[ChunkRecord(1, verdicts={"llm": Verdict(int(i < 20))})])
+    recs = [CaseRecord(f"q{i:03d}", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(int(i < 20))})])
             for i in range(100)]
     for seed in range(5):
         picked = sample_cases({"a": recs}, 30, seed=seed)

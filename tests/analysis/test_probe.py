@@ -56,7 +56,7 @@ def test_parse_verdicts():
 
 def two_source_records():
     def rec(cid, human, llm):
-        return CaseRecord(cid, chunks=[ChunkRecord(i + 1, id=f"{cid}-{i}", verdicts={"human": Verdict(h),
+        return CaseRecord(cid, chunks=[ChunkRecord(rank=i + 1, id=f"{cid}-{i}", verdicts={"human": Verdict(h),
                                                                                     "llm": Verdict(m)})
                                        for i, (h, m) in enumerate(zip(human, llm, strict=True))])
     return [rec("q1", [1, 0, 1], [1, 1, 1]), rec("q2", [0, 1, 1], [0, 1, 1])]

@@ -20,7 +20,9 @@ from rankwise.metrics import registry
 _CHILD = (
     "import sys\nfrom rankwise.cli import main\n"
     "try:\n    main(sys.argv[1:], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
-    "sys.stdout.flush()\nprint('\\nMODULES', ' '.join(sorted(sys.modules)))\n"
+    "print('\\nMODULES', ' '.join(sorted(sys.modules)))\nsys.stdout.flush()\nsys.stderr.flush()\n"
+    # leave as the command line does (cli/_base.py): Arrow's thread pools can abort a teardown (tests/cli/test_exit.py)
+    "import os\nos._exit(0)\n"
 )
 # never needed to score qrels against a run and print the numbers
 HEAVY = ("pandas", "polars", "scipy", "torch", "sentence_transformers", "matplotlib", "sklearn", "openai",
@@ -105,9 +107,9 @@ def test_every_deferred_measure_resolves_to_its_function():
         metric = registry.METRICS[name]
         assert metric.compute.resolve() is function
         assert (metric.description, metric.aggregate, metric.requires) == (description, aggregate, ("prefs",))
-    assert trec.NICKNAMES["official"][-1] == "P.5,10,15,20,30,100,200,500,1000"
-    assert prefs.NICKNAMES["prefs"] == ("runid", "num_q", *list(prefs.MEASURES)[:6])
-    assert jg.NICKNAMES["qrels_jg"][2] == "map_avgjg"
+    assert trec.TREC_NICKNAMES["official"][-1] == "P.5,10,15,20,30,100,200,500,1000"
+    assert prefs.PREFS_NICKNAMES["prefs"] == ("runid", "num_q", *list(prefs.MEASURES)[:6])
+    assert jg.JG_NICKNAMES["qrels_jg"][2] == "map_avgjg"
 
 
 def _inputs(tmp_path):
@@ -170,7 +172,7 @@ EVAL_MODULES = {
     "rankwise.metrics.catalogue", "rankwise.metrics.catalogue.calls", "rankwise.metrics.catalogue.citations",
     "rankwise.metrics.catalogue.context", "rankwise.metrics.catalogue.ir", "rankwise.metrics.catalogue.preferences",
     "rankwise.metrics.catalogue.trec",
-    "rankwise.metrics.context", "rankwise.metrics.evaluate", "rankwise.metrics.ir", "rankwise.metrics.matrix",
+    "rankwise.metrics.context", "rankwise.metrics.engine", "rankwise.metrics.ir", "rankwise.metrics.matrix",
     "rankwise.metrics.registry", "rankwise.metrics.trec",  # nDCG's log table
     "rankwise.relevance", "rankwise.relevance.truth", "rankwise.relevance.verdicts",
     "rankwise.report", "rankwise.report.text", "rankwise.report.console",  # console: the table only

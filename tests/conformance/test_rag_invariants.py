@@ -114,8 +114,8 @@ def build(cases: list[dict], source: str, *, ren=str, case_ids=None, failures: b
             for j, (ch, (_, grade)) in enumerate(zip(chunks, c["chunks"], strict=True)):
                 v = (Verdict(None, status="failed", error="timeout") if failures and j == c["failed"]
                      else Verdict(1 if grade > 0 else 0, grade=grade))
-                chunk_records.append(ChunkRecord(j + 1, ch["id"], ch["text"], ch["doc_id"], ch["start"], ch["end"],
-                                                 ch["score"], {source: v}))
+                chunk_records.append(ChunkRecord(rank=j + 1, id=ch["id"], text=ch["text"], doc_id=ch["doc_id"], start=ch["start"], end=ch["end"],
+                                                 score=ch["score"], verdicts={source: v}))
             out.append(CaseRecord(cid, question="q", reference_contexts=[], chunks=chunk_records))
             continue
         item = {"id": cid, "question": "q", "retrieved_contexts": chunks}

@@ -22,7 +22,7 @@ from _extras import need
 from rankwise import evaluate
 from rankwise.errors import InputError
 from rankwise.metrics.registry import parse_measure, parse_measures
-from rankwise.metrics.trec import NICKNAMES
+from rankwise.metrics.trec import TREC_NICKNAMES
 from rankwise.report.text import to_trec
 
 QRELS = {"q1": {"a": 2, "b": 0, "c": 1, "d": 1, "e": -1, "f": 3}, "q2": {"x": 0, "y": 0}}
@@ -285,18 +285,18 @@ def test_printed_names_parse_back():
 def test_judged_counts_verdicts_of_records():
     # a pooled LLM judge: chunks whose verdict failed or is missing have no judgement
     from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.metrics.engine import evaluate_matrix
     from rankwise.metrics.matrix import RelevanceMatrix
 
-    chunks = [ChunkRecord(1, verdicts={"llm": Verdict(1)}), ChunkRecord(2, verdicts={"llm": Verdict(None, status="failed")}),
-              ChunkRecord(3, verdicts={}), ChunkRecord(4, verdicts={"llm": Verdict(0)})]
+    chunks = [ChunkRecord(rank=1, verdicts={"llm": Verdict(1)}), ChunkRecord(rank=2, verdicts={"llm": Verdict(None, status="failed")}),
+              ChunkRecord(rank=3, verdicts={}), ChunkRecord(rank=4, verdicts={"llm": Verdict(0)})]
     m = RelevanceMatrix.from_records([CaseRecord("q1", chunks=chunks)], "llm")
     r = evaluate_matrix(m, ["judged@2", "judged@4", "judged@10"])
     assert r.per_query["q1"] == {"judged@2": 0.5, "judged@4": 0.5, "judged@10": 0.5}
 
 
 # `-m all_trec -m relstring.20`: relstring takes the parameter
-_AQL = [("relstring.20" if s == "relstring" else s) for s in NICKNAMES["all_trec"]]
+_AQL = [("relstring.20" if s == "relstring" else s) for s in TREC_NICKNAMES["all_trec"]]
 NIST_CASES = [  # expected file, qrels, run, rankwise measures, relevance level, missing ("zero" is -c), -q
     ("out.test", "qrels.test", "results.test", ["official"], 1, "skip", False),
     ("out.test.a", "qrels.test", "results.test", ["all_trec"], 1, "skip", False),

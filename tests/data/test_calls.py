@@ -115,8 +115,8 @@ def test_records_share_verdicts_and_round_trip(tmp_path):
 def test_call_record_verdicts_stay_when_the_merged_list_lacks_the_chunk():
     from rankwise.data.records import CaseRecord, Verdict
 
-    r = CaseRecord("q", chunks=[ChunkRecord(1, id="a")],
-                   calls=[CallRecord([ChunkRecord(1, id="z", verdicts={"human": Verdict(1)})])])
+    r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a")],
+                   calls=[CallRecord([ChunkRecord(rank=1, id="z", verdicts={"human": Verdict(1)})])])
     assert r.call_index() == [[None]]
     assert r.call_chunks()[0][0].verdicts["human"].verdict == 1
     assert dump_record(r).count('"human"') == 1
@@ -324,8 +324,8 @@ def test_call_chunks_outside_an_explicit_list_are_judged_too():
 def test_call_chunks_without_a_verdict_are_warned_about(tmp_path):
     from rankwise.data.records import CaseRecord, Verdict
 
-    recs = [CaseRecord("q", chunks=[ChunkRecord(1, id="a", verdicts={"llm": Verdict(1)})],
-                       calls=[CallRecord([ChunkRecord(1, id="a")]), CallRecord([ChunkRecord(1, id="z")])])]
+    recs = [CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a", verdicts={"llm": Verdict(1)})],
+                       calls=[CallRecord([ChunkRecord(rank=1, id="a")]), CallRecord([ChunkRecord(rank=1, id="z")])])]
     with pytest.warns(Warning, match="1 chunk of the cases' calls \\(in 1 case\\) has no 'llm' verdict"):
         result = evaluate_rag(recs, "llm", metrics=["call_mean(metric=hit_rate)@1"])
     assert result.per_query["q"]["call_mean(metric=hit_rate)@1"] == 0.5

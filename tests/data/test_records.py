@@ -27,12 +27,12 @@ def full_record() -> CaseRecord:
         reference_contexts=[ReferencePassage("Paris is the capital", "d1", 0, 20), ReferencePassage("other")],
         reference_context_ids=["d1"],
         chunks=[
-            ChunkRecord(1, "c1", "Paris is the capital.", "d1", 0, 21, 12.300000000000001, verdicts={
+            ChunkRecord(rank=1, id="c1", text="Paris is the capital.", doc_id="d1", start=0, end=21, score=12.300000000000001, verdicts={
                 "human": Verdict(1, type="answer", reason="states it", meta={"annotator": "ann"}),
                 "llm": Verdict(None, status="failed", error="timeout after 3 retries",
                                meta={"mode": "reference", "model": "m", "prompt_version": "v1"}),
             }),
-            ChunkRecord(2, None, "Rome.", None, None, None, None, verdicts={"human": Verdict(0, grade=0)}),
+            ChunkRecord(rank=2, id=None, text="Rome.", doc_id=None, start=None, end=None, score=None, verdicts={"human": Verdict(0, grade=0)}),
         ],
         passages_found={"span": [[0], []]},
         scores={"human": {"acp@5": 1.0, "set_precision": None}},
@@ -127,7 +127,7 @@ def test_as_records_copies_records_deeply_and_field_by_field():
 
     from rankwise.data.records import CallRecord, ChunkRecord, Verdict, as_records
 
-    chunk = ChunkRecord(1, id="c1", text="t", doc_id="d", start=0, end=1, score=0.5,
+    chunk = ChunkRecord(rank=1, id="c1", text="t", doc_id="d", start=0, end=1, score=0.5,
                         verdicts={"llm": Verdict(1, grade=2, meta={"model": "m", "tries": [1, 2]})})
     rec = CaseRecord("q1", question="?", reference_contexts=[ReferencePassage("t", "d", 0, 1)],
                      reference_context_ids=["c1"], chunks=[chunk], passages_found={"llm": [[0]]},
@@ -150,7 +150,7 @@ def test_as_records_copies_records_deeply_and_field_by_field():
                              reference_context_ids=["c1"], chunks=[chunk], passages_found={"llm": [[0]]},
                              scores={"llm": {"mrr": 1.0}}, status={"llm": "ok"}, truth={"llm": {"gains": [1]}},
                              extra={"tags": ["a"], "when": (1, [2])},
-                             calls=[CallRecord([ChunkRecord(1, id="c1", text="t", doc_id="d", start=0, end=1,
+                             calls=[CallRecord([ChunkRecord(rank=1, id="c1", text="t", doc_id="d", start=0, end=1,
                                                             score=0.5, verdicts={"llm": Verdict(
                                                                 1, grade=2, meta={"model": "m", "tries": [1, 2]})})],
                                                query="sub", meta={"hop": [0]})])

@@ -101,7 +101,7 @@ def test_synth_summary_is_a_run_summary_and_keeps_its_json():
     """synth's summary shares the base counters (requests, tokens, cost, stopped, model, prompt version)
     and prints the same JSON keys, in the same order, as before it did (plus cached_prompt_tokens, as the
     judge's summary)."""
-    from rankwise.testsets.synth import SynthSummary
+    from rankwise.testsets.synth_run import SynthSummary
 
     s = SynthSummary(planned=3, model="m", prompt_version="synth-v2+0")
     assert isinstance(s, RunSummary)

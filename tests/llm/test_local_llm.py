@@ -238,7 +238,7 @@ def test_synth_locates_references_as_spans(local, tmp_path):
     rejected with a reason; none is lost."""
     from rankwise.data.corpus import load_corpus
     from rankwise.datasets import bundled_files
-    from rankwise.testsets.synth import SynthSettings, synth
+    from rankwise.testsets.synth_run import SynthSettings, synth
 
     corpus = load_corpus(bundled_files("kestrel").corpus)
     out = tmp_path / "ts.jsonl"

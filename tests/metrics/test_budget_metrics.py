@@ -127,7 +127,7 @@ def test_recall_grows_with_the_budget_and_every_value_stays_in_range():
 
 def _rec(*chunks: tuple[int, int]) -> CaseRecord:
     """A case whose chunks have these (length, verdict)."""
-    return CaseRecord("q", chunks=[ChunkRecord(i + 1, text="abcdefghij"[i] * n, verdicts={"llm": Verdict(v)})
+    return CaseRecord("q", chunks=[ChunkRecord(rank=i + 1, text="abcdefghij"[i] * n, verdicts={"llm": Verdict(v)})
                                    for i, (n, v) in enumerate(chunks)])
 
 
@@ -233,8 +233,8 @@ def test_wcp_at_a_budget_far_past_the_lists_is_exact_and_takes_memory_of_the_lis
 
     from rankwise.metrics.context import rank_weights
 
-    rec = CaseRecord("q1", chunks=[ChunkRecord(1, text="x" * 60, verdicts={"llm": Verdict(1)}),
-                                   ChunkRecord(2, text="y" * 60, verdicts={"llm": Verdict(0)})])
+    rec = CaseRecord("q1", chunks=[ChunkRecord(rank=1, text="x" * 60, verdicts={"llm": Verdict(1)}),
+                                   ChunkRecord(rank=2, text="y" * 60, verdicts={"llm": Verdict(0)})])
     m = RelevanceMatrix.from_records([rec], "llm")
     for budget in (90, 1_000, 3_000_017):  # inside the list, past it, past it by several summing blocks
         d = rank_weights(budget, decay)

@@ -53,7 +53,7 @@ def _record(cid, rows, *, a="human", b="llm"):
     chunks = []
     for i, (hv, ht, hr, lv, lr) in enumerate(rows):
         llm = Verdict(lv, reason=lr) if lv is not None else Verdict(None, status="failed", error="refused: no")
-        chunks.append(ChunkRecord(i + 1, id=f"{cid}c{i + 1}", text=f"chunk {i + 1} of {cid}",
+        chunks.append(ChunkRecord(rank=i + 1, id=f"{cid}c{i + 1}", text=f"chunk {i + 1} of {cid}",
                                   verdicts={a: Verdict(hv, type=ht, reason=hr), b: llm}))
     return CaseRecord(cid, question=f"question {cid}?", chunks=chunks)
 
@@ -95,7 +95,7 @@ def test_agreement_report():
 
 
 def test_graded_kappa_when_both_sources_grade():
-    rec = CaseRecord("q", chunks=[ChunkRecord(i + 1, verdicts={"human": Verdict(int(h >= 2), grade=h),
+    rec = CaseRecord("q", chunks=[ChunkRecord(rank=i + 1, verdicts={"human": Verdict(int(h >= 2), grade=h),
                                                                  "llm": Verdict(int(g >= 2), grade=g)})
                                   for i, (h, g) in enumerate([(3, 3), (2, 3), (0, 1), (1, 0), (2, 2)])])
     a = agreement([rec])
@@ -107,7 +107,7 @@ def test_agreement_errors():
         agreement(RECORDS, "human", "gpt")
     with pytest.raises(InputError, match="two different sources"):
         agreement(RECORDS, "llm", "llm")
-    rec = CaseRecord("q", chunks=[ChunkRecord(1, verdicts={"human": Verdict(1),
+    rec = CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"human": Verdict(1),
                                                            "llm": Verdict(None, status="failed")})])
     with pytest.raises(InputError, match="no chunk has an ok verdict from both 'human' and 'llm'"):
         agreement([rec])

@@ -248,7 +248,7 @@ def test_check_adapter_cli(tmp_path: Path):
 
 
 def test_no_framework_imported_at_load():
-    code = ("import sys, rankwise.adapters, rankwise.workflows.sweep\n"
+    code = ("import sys, rankwise.adapters, rankwise.workflows.sweep_run\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
             "('langchain_core', 'langchain', 'llama_index', 'haystack', 'torch', 'transformers'))\n"
             "print(bad)")

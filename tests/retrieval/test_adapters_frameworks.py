@@ -25,7 +25,7 @@ from rankwise.adapters import (
 )
 from rankwise.datasets import bundled_files
 from rankwise.metrics.rag import evaluate_rag
-from rankwise.retrieval import Chunk, DenseRetriever, chunk_corpus, load_corpus, run_retrievers
+from rankwise.retrieval import CorpusChunk, DenseRetriever, chunk_corpus, load_corpus, run_retrievers
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
@@ -50,7 +50,7 @@ def chunks(corpus):
     return chunk_corpus(corpus, 500, 50, titles=False)
 
 
-def ours(chunks: list[Chunk], questions: list[dict], k: int = K):
+def ours(chunks: list[CorpusChunk], questions: list[dict], k: int = K):
     """The same dense retriever through rankwise's own pipeline, scored by span: (result, ids per case)."""
     res = run_retrievers(None, {q["id"]: q["question"] for q in questions},
                          {"dense": DenseRetriever(embedder=RankwiseHashEmbedder(), quiet=True)}, k=k,
@@ -121,7 +121,7 @@ def test_langchain_retriever_batch_no_scores_and_own_splitter(corpus, questions)
     splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=80, add_start_index=True)
     docs = splitter.split_documents([Document(d.text, metadata={"source": d.id}) for d in corpus])
     # LangChain's chunking, as rankwise chunks (doc, start, end) for our own pipeline
-    lc_chunks = [Chunk(f"{d.metadata['source']}#{d.metadata['start_index']}-"
+    lc_chunks = [CorpusChunk(f"{d.metadata['source']}#{d.metadata['start_index']}-"
                        f"{d.metadata['start_index'] + len(d.page_content)}", d.metadata["source"],
                        d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content), d.page_content)
                  for d in docs]
@@ -175,9 +175,9 @@ def test_llamaindex_vector_index_same_numbers_and_unstable_ids(corpus, questions
     assert run.summary["retriever"] == "llamaindex"
     assert run.summary["id_strategy"] == {"offset": 73 * K}
     check_offsets(run, corpus)
-    li_chunks = list({c.id: Chunk(c.id, c.doc_id, c.start, c.end, c.text)
+    li_chunks = list({c.id: CorpusChunk(c.id, c.doc_id, c.start, c.end, c.text)
                       for n in _llama_nodes(corpus)
-                      for c in [Chunk(f"{n.ref_doc_id}#{n.start_char_idx}-{n.end_char_idx}", n.ref_doc_id,
+                      for c in [CorpusChunk(f"{n.ref_doc_id}#{n.start_char_idx}-{n.end_char_idx}", n.ref_doc_id,
                                       n.start_char_idx, n.end_char_idx, corpus[n.ref_doc_id].text[
                                           n.start_char_idx:n.end_char_idx])]}.values())
     expected, expected_ids = ours(li_chunks, questions)
@@ -275,7 +275,7 @@ def test_haystack_embedding_retriever_same_numbers_as_rankwise(corpus, questions
     run = run_retriever(search, questions, k=K, id_strategy="offset")
     check_offsets(run, corpus)
     hs_chunks = list({f"{d.meta['doc_id']}#{d.meta['split_idx_start']}-{d.meta['split_idx_start'] + len(d.content)}":
-                      Chunk(f"{d.meta['doc_id']}#{d.meta['split_idx_start']}-"
+                      CorpusChunk(f"{d.meta['doc_id']}#{d.meta['split_idx_start']}-"
                             f"{d.meta['split_idx_start'] + len(d.content)}", d.meta["doc_id"],
                             d.meta["split_idx_start"], d.meta["split_idx_start"] + len(d.content), d.content)
                       for d in docs}.values())

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rankwise.data.corpus import Corpus, Document
 from rankwise.errors import InputError
 from rankwise.retrieval.chunking import (
-    Chunk,
+    CorpusChunk,
     check_chunking,
     chunk_corpus,
     chunk_document,
@@ -174,11 +174,11 @@ def test_read_chunks_names_line_and_field(tmp_path):
 
 def test_check_chunking_catches_text_that_differs_from_the_document():
     corpus = Corpus.from_dict({"d": "hello world"})
-    check_chunking([Chunk("d#0-5", "d", 0, 5, "hello")], corpus)
+    check_chunking([CorpusChunk("d#0-5", "d", 0, 5, "hello")], corpus)
     with pytest.raises(InputError, match=r"differs from document 'd'\[0:5\]"):
-        check_chunking([Chunk("d#0-5", "d", 0, 5, "HELLO")], corpus)
+        check_chunking([CorpusChunk("d#0-5", "d", 0, 5, "HELLO")], corpus)
     with pytest.raises(InputError, match="not in"):
-        check_chunking([Chunk("x#0-5", "x", 0, 5, "hello")], corpus)
+        check_chunking([CorpusChunk("x#0-5", "x", 0, 5, "hello")], corpus)
 
 
 def test_rechunking_keeps_any_span_inside_the_covered_text():

@@ -142,7 +142,7 @@ def test_rerank_any_adapter_output(tiny_cross_encoder, kestrel):
 
 
 def test_sweep_with_the_cross_encoder_by_path(tiny_cross_encoder, kestrel, tmp_path):
-    from rankwise.workflows.sweep import sweep
+    from rankwise.workflows.sweep_run import sweep
 
     corpus, _ = kestrel
     res = sweep("kestrel", chunk_sizes=[600], overlaps=[0], retrievers=["bm25", "bm25+rerank"],

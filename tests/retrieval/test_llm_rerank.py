@@ -19,7 +19,7 @@ from rankwise.llm.client import CallPolicy
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.retrieval import RetrieverSpec, load_corpus, run_retrievers
 from rankwise.retrieval.llm_rerank import LLMReranker
-from rankwise.retrieval.rerank import rerank
+from rankwise.retrieval.reranking import rerank
 
 TOP_N, KEEP = 10, 5
 QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.S)
@@ -194,7 +194,7 @@ def test_sweep_with_an_llm_reranker(server, tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from rankwise.cli import main
-    from rankwise.workflows.sweep import sweep
+    from rankwise.workflows.sweep_run import sweep
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("RANKWISE_CACHE", str(tmp_path / "c.sqlite"))

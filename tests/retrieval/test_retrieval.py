@@ -15,8 +15,8 @@ from rankwise.data import Run, read_trec_run
 from rankwise.errors import InputError, RankwiseError
 from rankwise.retrieval import (
     BM25Retriever,
-    Chunk,
     Corpus,
+    CorpusChunk,
     DenseRetriever,
     Document,
     HybridRetriever,
@@ -38,7 +38,7 @@ from rankwise.retrieval import (
 )
 from rankwise.retrieval.bm25 import Tokenizer
 from rankwise.retrieval.dense import Embedder
-from rankwise.retrieval.rerank import CrossEncoderScorer
+from rankwise.retrieval.reranking import CrossEncoderScorer
 
 # A small corpus where paraphrased questions share (almost) no word with the passage that answers them.
 DOCS = {
@@ -77,7 +77,7 @@ PARAPHRASES = {
 ANSWER = {q: q[2:] for q in PARAPHRASES}
 
 
-def _chunks(texts: dict[str, str]) -> list[Chunk]:
+def _chunks(texts: dict[str, str]) -> list[CorpusChunk]:
     return chunk_corpus(Corpus.from_dict(texts))
 
 
@@ -216,7 +216,7 @@ def test_retriever_argument_errors():
     with pytest.raises(InputError, match="nothing to index"):
         r.index([])
     with pytest.raises(InputError, match="appears twice"):
-        r.index([Chunk("a", "a", 0, 1, "x"), Chunk("a", "a", 0, 1, "x")])
+        r.index([CorpusChunk("a", "a", 0, 1, "x"), CorpusChunk("a", "a", 0, 1, "x")])
     r.index(_chunks({"a": "x y"}))
     with pytest.raises(InputError) as err:
         r.search({"q": "x"}, 0)

@@ -20,7 +20,7 @@ from _forked import cli_popen
 from _inprocess import run_cli
 from rankwise.data.corpus import Corpus, load_corpus
 from rankwise.llm.cost import Prices
-from rankwise.testsets.synth import SynthSettings, estimate_synth, plan_samples, synth
+from rankwise.testsets.synth_run import SynthSettings, estimate_synth, plan_samples, synth
 
 REPO = Path(__file__).resolve().parents[2]
 KESTREL = REPO / "src" / "rankwise" / "datasets" / "kestrel" / "corpus.jsonl"

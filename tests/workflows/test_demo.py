@@ -72,7 +72,7 @@ def test_demo_cli_prints_the_table(tmp_path):
 def _records(pairs):
     from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
 
-    return [CaseRecord("q1", chunks=[ChunkRecord(i + 1, verdicts={"span": Verdict(a), "llm": Verdict(b)})
+    return [CaseRecord("q1", chunks=[ChunkRecord(rank=i + 1, verdicts={"span": Verdict(a), "llm": Verdict(b)})
                                      for i, (a, b) in enumerate(pairs)])]
 
 

@@ -13,7 +13,7 @@ from rankwise.errors import InputError
 from rankwise.metrics.rag import evaluate_rag
 from rankwise.report.labels import signed
 from rankwise.retrieval import load_corpus, run_retrievers
-from rankwise.workflows.sweep import sweep, sweep_metrics
+from rankwise.workflows.sweep_run import sweep, sweep_metrics
 
 WHOLE = 100_000  # larger than any Kestrel document: overlap changes nothing, the index is reused
 
@@ -434,7 +434,7 @@ def test_sweep_keywords_are_the_spec_fields_with_its_defaults():
     import dataclasses
     import inspect
 
-    from rankwise.workflows.sweep import SweepSpec
+    from rankwise.workflows.sweep_run import SweepSpec
 
     params = inspect.signature(sweep).parameters
     assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
@@ -444,7 +444,7 @@ def test_sweep_keywords_are_the_spec_fields_with_its_defaults():
 
 
 def test_sweep_and_run_sweep_give_the_same_numbers():
-    from rankwise.workflows.sweep import SweepSpec, run_sweep
+    from rankwise.workflows.sweep_run import SweepSpec, run_sweep
 
     corpus = {"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text.", "d3": "Term weights."}
     questions, qrels = {"q1": "term frequency", "q2": "embed text"}, {"q1": {"d1": 1, "d3": 1}, "q2": {"d2": 2}}

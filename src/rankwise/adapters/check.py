@@ -106,11 +106,11 @@ def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n
 
     Example:
         >>> from rankwise.data.records import ChunkRecord
-        >>> r = CaseRecord("q", question="?", chunks=[ChunkRecord(1, id="a", text="x"), ChunkRecord(2, id="b", text="xxx")])
+        >>> r = CaseRecord("q", question="?", chunks=[ChunkRecord(rank=1, id="a", text="x"), ChunkRecord(rank=2, id="b", text="xxx")])
         >>> [c.id for c in rerank_records([r], lambda q, t: len(t), top_n=2, keep=1)[0].chunks]
         ['b']
     """
-    from rankwise.retrieval.rerank import checked_scores, make_scorer
+    from rankwise.retrieval.reranking import checked_scores, make_scorer
 
     if isinstance(records, AdapterRun):
         records = records.records

@@ -15,7 +15,7 @@ Example:
     >>> recs = []
     >>> for i in range(80):
     ...     v = [rng.choice([0, 1]) for _ in range(5)]
-    ...     rec = CaseRecord(f"c{i}", chunks=[ChunkRecord(r + 1, verdicts={"llm": Verdict(x)}) for r, x in enumerate(v)])
+    ...     rec = CaseRecord(f"c{i}", chunks=[ChunkRecord(rank=r + 1, verdicts={"llm": Verdict(x)}) for r, x in enumerate(v)])
     ...     rec.answer_score = float(v[0])  # the generator answers right iff the first chunk is relevant
     ...     recs.append(rec)
     >>> calibrate(recs, "llm").best.name

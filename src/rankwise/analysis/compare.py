@@ -228,7 +228,7 @@ def _as_tests(test: str | Sequence[str]) -> list[str]:
 
 
 def _mean(col: np.ndarray, metric: str) -> float:
-    from rankwise.metrics.evaluate import aggregate, sequential_mean
+    from rankwise.metrics.engine import aggregate, sequential_mean
 
     try:
         return aggregate(col, metric)
@@ -396,7 +396,7 @@ def compare(
         {'run1': {'precision@1': 0.5}, 'run2': {'precision@1': 1.0}}
     """
     from rankwise.data.load import load_qrels, load_run
-    from rankwise.metrics.evaluate import evaluate
+    from rankwise.metrics.engine import evaluate
     from rankwise.metrics.registry import parse_measures
 
     if isinstance(metrics, str):

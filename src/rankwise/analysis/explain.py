@@ -109,7 +109,7 @@ def items_found(record: Any, source: str) -> list | None:
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
         >>> r = CaseRecord("q", reference_context_ids=["a", "b"], passages_found={"ids": [[], [0], [0]]},
-        ...                chunks=[ChunkRecord(1, id="x"), ChunkRecord(2, id="a"), ChunkRecord(3, id="a")])
+        ...                chunks=[ChunkRecord(rank=1, id="x"), ChunkRecord(rank=2, id="a"), ChunkRecord(rank=3, id="a")])
         >>> items_found(r, "ids")
         [1, 2, 2]
     """
@@ -140,8 +140,8 @@ def explain_case(records: Sequence[Any], case_id: str, *, k: int = 5, sources: S
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
         >>> recs = [CaseRecord("q1", question="Capital?", reference_context_ids=["c2"],
-        ...                    chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(0)}),
-        ...                            ChunkRecord(2, id="c2", verdicts={"ids": Verdict(1)})])]
+        ...                    chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(0)}),
+        ...                            ChunkRecord(rank=2, id="c2", verdicts={"ids": Verdict(1)})])]
         >>> e = explain_case(recs, "q1", k=1)
         >>> e.first_relevant, e.failure_class
         ({'ids': 2}, {'ids': 'ranked too low'})

@@ -41,8 +41,8 @@ def relevant_ranks(record: Any, source: str, *, relevance_level: int = 1) -> lis
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> r = CaseRecord("q", chunks=[ChunkRecord(1, verdicts={"llm": Verdict(0)}),
-        ...                             ChunkRecord(2, verdicts={"llm": Verdict(1)})])
+        >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(0)}),
+        ...                             ChunkRecord(rank=2, verdicts={"llm": Verdict(1)})])
         >>> relevant_ranks(r, "llm")
         [2]
     """
@@ -56,7 +56,7 @@ def first_relevant_rank(record: Any, source: str, *, relevance_level: int = 1) -
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> first_relevant_rank(CaseRecord("q", chunks=[ChunkRecord(1, verdicts={"ids": Verdict(0)})]), "ids")
+        >>> first_relevant_rank(CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"ids": Verdict(0)})]), "ids")
     """
     ranks = relevant_ranks(record, source, relevance_level=relevance_level)
     return ranks[0] if ranks else None
@@ -145,8 +145,8 @@ def classify_case(record: Any, source: str, k: int, *, before: Any = None, other
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
         >>> r = CaseRecord("q", reference_context_ids=["d1"],
-        ...                chunks=[ChunkRecord(1, id="x", verdicts={"ids": Verdict(0)}),
-        ...                        ChunkRecord(2, id="d1", verdicts={"ids": Verdict(1)})])
+        ...                chunks=[ChunkRecord(rank=1, id="x", verdicts={"ids": Verdict(0)}),
+        ...                        ChunkRecord(rank=2, id="d1", verdicts={"ids": Verdict(1)})])
         >>> classify_case(r, "ids", 1), classify_case(r, "ids", 2)
         ('ranked too low', 'hit')
     """
@@ -208,8 +208,8 @@ def failure_classes(records: Sequence[Any], source: str, k: int, *, before: Mapp
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
         >>> recs = [CaseRecord("a", reference_context_ids=["d1"],
-        ...                    chunks=[ChunkRecord(1, id="d1", verdicts={"ids": Verdict(1)})]),
-        ...         CaseRecord("b", chunks=[ChunkRecord(1, id="d2", verdicts={"ids": Verdict(0)})])]
+        ...                    chunks=[ChunkRecord(rank=1, id="d1", verdicts={"ids": Verdict(1)})]),
+        ...         CaseRecord("b", chunks=[ChunkRecord(rank=1, id="d2", verdicts={"ids": Verdict(0)})])]
         >>> failure_classes(recs, "ids", 5).by_case
         {'a': 'hit', 'b': 'no ground truth'}
     """

@@ -349,7 +349,7 @@ def _paired_checks(base: Side, cand: Side, names: list[str], excluded: set[str],
     """Each metric measured over the paired queries: means, p, worst queries, interval, MDE."""
     from rankwise.analysis.plan import detectable_effect
     from rankwise.analysis.significance import bootstrap_ci
-    from rankwise.metrics.evaluate import aggregate
+    from rankwise.metrics.engine import aggregate
 
     assert base.values is not None and cand.values is not None
     c_index = {q: i for i, q in enumerate(cand.ids)}
@@ -379,7 +379,7 @@ def _paired_checks(base: Side, cand: Side, names: list[str], excluded: set[str],
 def _mean_checks(base: Side, cand: Side, names: list[str], excluded: set[str],
                  summary: dict[str, Any]) -> list[_Measured]:
     """Each metric's two means, when a side holds only means: no test, no interval, no MDE."""
-    from rankwise.metrics.evaluate import aggregate
+    from rankwise.metrics.engine import aggregate
 
     held = base if base.values is None else cand
     summary["untested"] = (f"{held.named} holds no per-query values (save it with `--format json --per-query` "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankwise.analysis.failures import FailureClasses, relevant_ranks
-from rankwise.metrics.evaluate import evaluate_matrix
+from rankwise.metrics.engine import evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix, verdict_grade
 
 __all__ = ["Headroom", "headroom", "ideal_order"]
@@ -35,8 +35,8 @@ def ideal_order(record: Any, source: str) -> Any:
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a", verdicts={"llm": Verdict(0)}),
-        ...                             ChunkRecord(2, id="b", verdicts={"llm": Verdict(1)})])
+        >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a", verdicts={"llm": Verdict(0)}),
+        ...                             ChunkRecord(rank=2, id="b", verdicts={"llm": Verdict(1)})])
         >>> [(c.rank, c.id) for c in ideal_order(r, "llm").chunks]
         [(1, 'b'), (2, 'a')]
         >>> [(c.rank, c.id) for c in r.chunks]  # the original keeps its order and ranks
@@ -69,9 +69,10 @@ def _shallow(obj: Any) -> Any:
     new = object.__new__(type(obj))
     if hasattr(obj, "__dict__"):
         new.__dict__.update(obj.__dict__)
-    else:  # a slots dataclass (ChunkRecord)
-        for name in type(obj).__slots__:
-            setattr(new, name, getattr(obj, name))
+    else:  # a slots dataclass (ChunkRecord: its own slots and its base Chunk's)
+        for kind in type(obj).__mro__:
+            for name in getattr(kind, "__slots__", ()):
+                setattr(new, name, getattr(obj, name))
     return new
 
 

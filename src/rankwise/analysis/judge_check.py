@@ -302,7 +302,7 @@ def _label_agreement(pairs: list, topics: list[str], human_level: int, judge_lev
 
 def _scores(qrels: dict, runs: Mapping[str, Any], metric: str, level: int, topics: list[str]) -> np.ndarray:
     """(systems x topics) per-topic scores of ``metric`` under ``qrels`` (a topic a run lacks scores 0)."""
-    from rankwise.metrics.evaluate import evaluate
+    from rankwise.metrics.engine import evaluate
 
     rows = []
     for run in runs.values():

@@ -110,7 +110,7 @@ def ksweep(qrels: Any, runs: Sequence[Any], metric: str = "ndcg", *, max_k: int 
     """
     from rankwise.analysis.compare import system_names
     from rankwise.data.load import load_qrels, load_run
-    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.metrics.engine import evaluate_matrix
     from rankwise.metrics.matrix import join
 
     measures = sweep_measures(metric, max_k)

@@ -37,8 +37,8 @@ def case_stratum(record: Any, judge: str) -> str:
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> case_stratum(CaseRecord("q", chunks=[ChunkRecord(1, verdicts={"llm": Verdict(0)}),
-        ...                                      ChunkRecord(2, verdicts={"llm": Verdict(1)})]), "llm")
+        >>> case_stratum(CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(0)}),
+        ...                                      ChunkRecord(rank=2, verdicts={"llm": Verdict(1)})]), "llm")
         'hit'
     """
     verdicts = record.verdicts(judge)
@@ -54,7 +54,7 @@ def sample_cases(sets: Mapping[str, Sequence[Any]], n: int, *, judge: str = "llm
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> recs = [CaseRecord(f"q{i}", chunks=[ChunkRecord(1, verdicts={"llm": Verdict(i % 2)})])
+        >>> recs = [CaseRecord(f"q{i}", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(i % 2)})])
         ...         for i in range(10)]
         >>> picked = sample_cases({"a": recs}, 4, seed=1)
         >>> len(picked), sum(int(q[1:]) % 2 for q in picked), picked == sample_cases({"a": recs}, 4, seed=1)

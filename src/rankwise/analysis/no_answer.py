@@ -126,7 +126,7 @@ def top_scores(records: Sequence[Any]) -> dict[str, float | None]:
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
-        >>> top_scores([CaseRecord("q", chunks=[ChunkRecord(1, score=0.4), ChunkRecord(2, score=0.6)]),
+        >>> top_scores([CaseRecord("q", chunks=[ChunkRecord(rank=1, score=0.4), ChunkRecord(rank=2, score=0.6)]),
         ...             CaseRecord("e")])
         {'q': 0.6, 'e': -inf}
     """

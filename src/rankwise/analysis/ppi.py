@@ -233,7 +233,7 @@ def labels_for_system(labels: Any, system: str, records: Sequence[Any], systems:
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
-        >>> recs = [CaseRecord("q1", chunks=[ChunkRecord(1, id="c1")])]
+        >>> recs = [CaseRecord("q1", chunks=[ChunkRecord(rank=1, id="c1")])]
         >>> rows = [{"query_id": "q1", "chunk_id": "c1", "verdict": 1},
         ...         {"query_id": "q1", "chunk_id": "c9", "verdict": 0}]
         >>> [lab.chunk_id for lab in labels_for_system(rows, "a", recs, ["a", "b"])]

@@ -257,7 +257,7 @@ def probe_records(records: Sequence, sources: Sequence[str], metrics: Iterable[s
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> rec = CaseRecord("q1", chunks=[ChunkRecord(i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
+        >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
         ...                                for i, (h, l) in enumerate([(1, 1), (0, 1), (1, 1)])])
         >>> c = probe_records([rec], ["human", "llm"], ["acp@3"])
         >>> round(c.mean["acp@3"]["verdict_effect"], 4)

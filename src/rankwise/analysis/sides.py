@@ -3,7 +3,7 @@ boundary, into a :class:`Side`: the queries it covers and its per-query values (
 
 An input is told apart once, by :func:`input_kind`, as one of four kinds:
 
-- ``result``: an :class:`~rankwise.metrics.evaluate.EvalResult` in memory;
+- ``result``: an :class:`~rankwise.metrics.engine.EvalResult` in memory;
 - ``saved``: a saved result, a dict or ``.json`` file with ``per_query`` (or ``mean`` and ``summary``), parsed once;
 - ``rag``: RAG records or a test set, scored by ``evaluate_rag`` under a verdict source (default containment);
 - ``run``: a run, scored against qrels.
@@ -132,7 +132,7 @@ def input_kind(obj: Any, *, relevance: str | None = None, role: str = "input") -
 
 
 def _told_apart(obj: Any, relevance: str | None, where: str | None) -> Input:
-    from rankwise.metrics.evaluate import EvalResult
+    from rankwise.metrics.engine import EvalResult
 
     if isinstance(obj, EvalResult):
         return Input("result", obj, where)
@@ -232,7 +232,7 @@ def _run_side(obj: Any, role: str, where: str | None, names: Sequence[str], *, q
     """A run scored against the qrels: the judged queries it retrieves for are the ones it covers."""
     from rankwise.data.load import load_qrels as read_qrels
     from rankwise.data.load import load_run
-    from rankwise.metrics.evaluate import evaluate
+    from rankwise.metrics.engine import evaluate
 
     if qrels is None and load_qrels is None:
         raise InputError("a run needs qrels to be scored, or pass a saved result with per-query "

@@ -223,7 +223,7 @@ def _order(labels: Sequence[str], order: Sequence[str] | None) -> list[str]:
 # ---------------------------------------------------------------------------------------------- numbers
 def _aggregate(col: np.ndarray, metric: str) -> float:
     """The mean as the overall results take it (a count measure's sum, trec_eval's geometric mean)."""
-    from rankwise.metrics.evaluate import aggregate, sequential_mean
+    from rankwise.metrics.engine import aggregate, sequential_mean
 
     try:
         return aggregate(col, metric)

@@ -62,7 +62,7 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
         result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
                                  missing=missing, block_rows=block_rows, depth=depth)
     else:
-        from rankwise.metrics.evaluate import evaluate
+        from rankwise.metrics.engine import evaluate
 
         result = evaluate(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
                           missing=missing, depth=depth)

@@ -63,9 +63,9 @@ def plan_labels_command(records, relevance, labels, metrics, half_width, price_p
 
         click.echo(json.dumps([p.to_dict() for p in plans], indent=2))
     else:
-        from rankwise.report.ppi_text import plan_lines
+        from rankwise.report.ppi_text import ppi_plan_lines
 
-        click.echo("\n".join(plan_lines(plans)))
+        click.echo("\n".join(ppi_plan_lines(plans)))
 
 
 @main.command("sample-labels")

@@ -155,9 +155,9 @@ def probe_command(verdicts_text, records_path, sources, metrics, k, n_relevant, 
     if fmt == "json":
         click.echo(json.dumps(comp.to_json(per_case=per_query), indent=2))
     else:
-        from rankwise.report.probe_console import print_comparison
+        from rankwise.report.probe_console import print_probe_comparison
 
-        print_comparison(comp, per_case=per_query)
+        print_probe_comparison(comp, per_case=per_query)
 
 
 @main.command("agree")

@@ -36,9 +36,9 @@ def synth_command(corpus, out, n, styles, style, seed, passage_chars, critic, ll
     from rankwise.data.corpus import load_corpus
     from rankwise.errors import InputError
     from rankwise.report.synth_console import estimate_lines, summary_lines
-    from rankwise.testsets.synth import SynthSettings, estimate_synth, synth
     from rankwise.testsets.synth_plan import parse_styles
     from rankwise.testsets.synth_prompts import load_synth_prompts
+    from rankwise.testsets.synth_run import SynthSettings, estimate_synth, synth
 
     if style is not None and styles is not None:
         raise InputError("give --style or --styles, not both", field="--style")
@@ -95,7 +95,7 @@ def pool_command(testset, runs, out, k, names, llm, dry_run, as_json, quiet, for
 
     from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
-    from rankwise.testsets.pool import pool, pool_lines
+    from rankwise.testsets.pool_run import pool, pool_lines
 
     inputs = [testset, *runs, llm.config_path, llm.prompt_file]
     check_outputs({"--out": None if dry_run else out}, inputs, force=force)

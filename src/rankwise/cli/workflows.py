@@ -143,7 +143,7 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
     Span-labelled test sets score chunks; qrels (--qrels, or a --beir folder such as Cranfield) score the
     documents each configuration ranks, with the numbers `rankwise eval` gives for that run."""
     from rankwise.errors import InputError
-    from rankwise.workflows.sweep import SweepSpec, run_sweep
+    from rankwise.workflows.sweep_run import SweepSpec, run_sweep
 
     if beir_dir:
         if corpus_path or testset:

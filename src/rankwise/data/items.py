@@ -16,6 +16,7 @@ from typing import Any
 from rankwise.data.finite import finite_float
 from rankwise.data.ids import resolve_id
 from rankwise.data.records import ChunkRecord
+from rankwise.data.testset import Chunk
 
 __all__ = ["RawItem", "to_item", "doc_id_of", "item_chunk", "DOC_ID_KEYS", "START_KEYS", "END_KEYS"]
 
@@ -26,21 +27,19 @@ START_KEYS = ("start_index", "start", "start_char_idx", "split_idx_start", "star
 END_KEYS = ("end_index", "end", "end_char_idx", "end_char")
 
 
-@dataclass
-class RawItem:
-    """One retrieved item as found: text, the framework's own id, document id, offsets, score, metadata.
+@dataclass(slots=True, kw_only=True)
+class RawItem(Chunk):
+    """A retrieved chunk as a framework returned it, before its ids are resolved: the
+    :class:`~rankwise.data.testset.Chunk` fields it had (``id`` stays None until :func:`item_chunk` resolves
+    it), the framework's own id, its metadata and what kind of object it was.
 
     Example:
-        >>> to_item({"text": "Paris", "id": "c1", "score": 0.5}).native_id
-        'c1'
+        >>> item = to_item({"text": "Paris", "id": "c1", "score": 0.5})
+        >>> item.native_id, item.id, isinstance(item, Chunk)
+        ('c1', None, True)
     """
 
-    text: str | None
     native_id: str | None = None
-    doc_id: str | None = None
-    start: int | None = None
-    end: int | None = None
-    score: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     kind: str = "item"
 

@@ -98,22 +98,22 @@ class Verdict:
                 "status": self.status, "error": self.error, "meta": self.meta}
 
 
-@dataclass(slots=True)  # one per retrieved chunk
-class ChunkRecord:
-    """A retrieved chunk at a rank, with every source's verdict on it."""
+@dataclass(slots=True, kw_only=True)  # one per retrieved chunk
+class ChunkRecord(Chunk):
+    """A retrieved chunk (:class:`~rankwise.data.testset.Chunk`) at a rank, with every source's verdict on it.
+
+    Example:
+        >>> c = ChunkRecord(rank=1, id="c1", text="Paris", verdicts={"human": Verdict(1)})
+        >>> isinstance(c, Chunk), c.to_chunk()
+        (True, Chunk(text='Paris', id='c1', doc_id=None, start=None, end=None, score=None))
+    """
 
     rank: int
-    id: str | None = None
-    text: str | None = None
-    doc_id: str | None = None
-    start: int | None = None
-    end: int | None = None
-    score: float | None = None
     verdicts: dict[str, Verdict] = field(default_factory=dict)
 
     def to_chunk(self) -> Chunk:
-        return Chunk(text=self.text, id=self.id, doc_id=self.doc_id, start=self.start, end=self.end,
-                     score=self.score)
+        """The chunk alone, as a test set holds it (no rank, no verdicts)."""
+        return Chunk(self.text, self.id, self.doc_id, self.start, self.end, self.score)
 
     def to_dict(self) -> dict:
         return {"rank": self.rank, "id": self.id, "text": self.text, "doc_id": self.doc_id,
@@ -122,44 +122,38 @@ class ChunkRecord:
 
 
 @dataclass
-class CallRecord:
-    """One retrieval call of a case retrieved several times: its query, place and chunks (rank 1, 2 ...).
+class CallRecord(RetrievalCall):
+    """A retrieval call (:class:`~rankwise.data.testset.RetrievalCall`) whose chunks are records (rank 1, 2 ...).
 
     Example:
-        >>> CallRecord([ChunkRecord(1, id="c1")], query="sub-question", position=1).to_call().position
+        >>> CallRecord([ChunkRecord(rank=1, id="c1")], query="sub-question", position=1).to_call().position
         1
     """
 
-    chunks: list[ChunkRecord] = field(default_factory=list)
-    query: str | None = None
-    position: int = 0
-    span_id: str | None = None
-    trace_id: str | None = None
-    meta: dict = field(default_factory=dict)
+    chunks: list[ChunkRecord] = field(default_factory=list)  # type: ignore[assignment]
 
     def to_call(self) -> RetrievalCall:
+        """The call as a test set holds it (plain chunks)."""
         return RetrievalCall([c.to_chunk() for c in self.chunks], query=self.query, position=self.position,
                              span_id=self.span_id, trace_id=self.trace_id, meta=dict(self.meta))
 
 
 @dataclass
-class CaseRecord:
-    """Everything kept for one question: inputs, chunks with verdicts, passages found, scores, status.
+class CaseRecord(TestCase):
+    """A test case (:class:`~rankwise.data.testset.TestCase`) with what an evaluation kept for it: chunks
+    with verdicts, passages found, scores, status.
 
     Example:
         >>> r = CaseRecord("q1", question="Capital of France?",
-        ...                chunks=[ChunkRecord(1, id="c1", verdicts={"human": Verdict(1)})])
-        >>> r.verdicts("human")
-        [1]
+        ...                chunks=[ChunkRecord(rank=1, id="c1", verdicts={"human": Verdict(1)})])
+        >>> r.verdicts("human"), isinstance(r, TestCase)
+        ([1], True)
     """
 
-    id: str
-    question: str | None = None
-    reference: str | None = None
-    response: str | None = None
-    reference_contexts: list[ReferencePassage] = field(default_factory=list)
-    reference_context_ids: list[str] | None = None
-    chunks: list[ChunkRecord] = field(default_factory=list)
+    __test__ = False  # not a pytest class
+
+    chunks: list[ChunkRecord] = field(default_factory=list)  # type: ignore[assignment]
+    calls: list[CallRecord] = field(default_factory=list)  # type: ignore[assignment]
     passages_found: dict[str, list[list[int]]] = field(default_factory=dict)
     scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
@@ -167,15 +161,14 @@ class CaseRecord:
     answer_score: float | None = None
     answer_score_source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    calls: list[CallRecord] = field(default_factory=list)
-    fields: dict[str, Any] = field(default_factory=dict)  #: the test set's own fields of the case (style ...)
 
     def call_index(self) -> list[list[int | None]]:
         """Per call, per rank: the index in ``chunks`` (the merged list) of the same chunk, None if absent.
 
         Example:
-            >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a"), ChunkRecord(2, id="b")],
-            ...                calls=[CallRecord([ChunkRecord(1, id="b")]), CallRecord([ChunkRecord(1, id="c")])])
+            >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a"), ChunkRecord(rank=2, id="b")],
+            ...                calls=[CallRecord([ChunkRecord(rank=1, id="b")]),
+            ...                       CallRecord([ChunkRecord(rank=1, id="c")])])
             >>> r.call_index()
             [[1], [None]]
         """
@@ -192,7 +185,8 @@ class CaseRecord:
             rows = []
             for c, i in zip(call.chunks, index, strict=True):
                 shared = dict(c.verdicts) if i is None else {**c.verdicts, **self.chunks[i].verdicts}
-                rows.append(ChunkRecord(c.rank, c.id, c.text, c.doc_id, c.start, c.end, c.score, shared))
+                rows.append(ChunkRecord(rank=c.rank, id=c.id, text=c.text, doc_id=c.doc_id, start=c.start,
+                                        end=c.end, score=c.score, verdicts=shared))
             out.append(rows)
         return out
 
@@ -543,7 +537,7 @@ def copy_record(record: CaseRecord) -> CaseRecord:
     of every cell): the record types are rebuilt from their own dataclass fields, JSON-like values copied by type.
 
     Example:
-        >>> r = CaseRecord("q1", chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> r = CaseRecord("q1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})])
         >>> c = copy_record(r)
         >>> c.chunks[0].verdicts["ids"].verdict = 0
         >>> r.verdicts("ids"), c == r
@@ -571,8 +565,8 @@ def _copy_value(value: Any) -> Any:
 
             return _copy.deepcopy(value)
         names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-    fields = [getattr(value, name) for name in names]  # positional: every field of these types is an init field
-    return kind(*[v if type(v) in _IMMUTABLE else _copy_value(v) for v in fields])
+    return kind(**{name: v if type(v) in _IMMUTABLE else _copy_value(v)  # every field is an init field
+                   for name in names for v in (getattr(value, name),)})
 
 
 def records_from_testset(testset: Any) -> list[CaseRecord]:

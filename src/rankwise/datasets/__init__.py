@@ -22,6 +22,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from rankwise.data.corpus import Document
 from rankwise.data.text import iter_json_lines
 from rankwise.errors import InputError
 
@@ -42,20 +43,6 @@ class BundledFiles(NamedTuple):
 
     corpus: Path
     questions: Path
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document of a bundled corpus (same fields as ``rankwise.data.corpus.Document``).
-
-    Example:
-        >>> Document("install.md", "# Installing", "Installing").text[2:12]
-        'Installing'
-    """
-
-    id: str
-    text: str
-    title: str | None = None
 
 
 @dataclass(frozen=True)

@@ -254,7 +254,7 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
     """
     from rankwise.analysis.compare import ComparisonResult
     from rankwise.analysis.gate import GateResult
-    from rankwise.metrics.evaluate import EvalResult
+    from rankwise.metrics.engine import EvalResult
 
     mlflow = import_mlflow()
     kinds = {EvalResult: "eval", ComparisonResult: "compare", GateResult: "gate"}
@@ -406,7 +406,7 @@ def scorers(metrics: Iterable[str] | str = ("ndcg@10", "recall@10", "mrr@10"), *
     from mlflow.entities import Feedback
     from mlflow.genai.scorers import scorer
 
-    from rankwise.metrics.evaluate import aggregate
+    from rankwise.metrics.engine import aggregate
     from rankwise.metrics.registry import parse_measure
 
     names = [parse_measure(m).name for m in ([metrics] if isinstance(metrics, str) else metrics)]

@@ -223,7 +223,7 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
             elif given.kind == "result":
                 result = candidate
             else:
-                from rankwise.metrics.evaluate import evaluate
+                from rankwise.metrics.engine import evaluate
 
                 result = evaluate(qrels, candidate, names, relevance_level=level,
                                   missing=gate_options.get("missing", "zero"))

@@ -8,7 +8,7 @@ repair, cost cap, cache writes, stop, Ctrl-C and SIGTERM, counts), ``cache`` (SQ
 filler), ``generate`` (answers, correctness checks, rerank grades), ``batch_api`` and ``shard``, ``local``
 (llama.cpp's server with a packaged small model, on loopback: an endpoint with no key).
 The judge that turns replies into verdicts lives in :mod:`rankwise.relevance.llm_judge`; the LLM reranker
-in :mod:`rankwise.retrieval.llm_rerank`; question synthesis in :mod:`rankwise.testsets.synth`.
+in :mod:`rankwise.retrieval.llm_rerank`; question synthesis in :mod:`rankwise.testsets.synth_run`.
 
 Example:
     >>> from rankwise.llm import Endpoint, CallPolicy

@@ -7,7 +7,7 @@ from rankwise.metrics.context import (
     set_recall,
     weighted_context_precision,
 )
-from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, evaluate, evaluate_matrix
+from rankwise.metrics.engine import DEFAULT_METRICS, EvalResult, PerQuery, evaluate, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix, join
 from rankwise.metrics.registry import METRICS, Measure, Metric, known_names, parse_measure, parse_measures
 

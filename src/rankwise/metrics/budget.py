@@ -20,8 +20,8 @@ budget counts by the part that fits: w(i) = clamp((B - L(i-1)) / l(i), 0, 1).
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-    >>> rec = CaseRecord("q1", chunks=[ChunkRecord(1, text="x" * 60, verdicts={"llm": Verdict(1)}),
-    ...                                ChunkRecord(2, text="y" * 60, verdicts={"llm": Verdict(0)})])
+    >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=1, text="x" * 60, verdicts={"llm": Verdict(1)}),
+    ...                                ChunkRecord(rank=2, text="y" * 60, verdicts={"llm": Verdict(0)})])
     >>> from rankwise.metrics.matrix import RelevanceMatrix
     >>> m = RelevanceMatrix.from_records([rec], "llm")
     >>> budget_weights(m, 90, "c").tolist(), precision_at(m, 90, "c").tolist()
@@ -177,8 +177,8 @@ def budget_values(metric: str, m: RelevanceMatrix, budget: int, unit: str, **par
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> rec = CaseRecord("q1", chunks=[ChunkRecord(1, text="a" * 40, verdicts={"llm": Verdict(0)}),
-        ...                                ChunkRecord(2, text="b" * 40, verdicts={"llm": Verdict(1)})])
+        >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=1, text="a" * 40, verdicts={"llm": Verdict(0)}),
+        ...                                ChunkRecord(rank=2, text="b" * 40, verdicts={"llm": Verdict(1)})])
         >>> m = RelevanceMatrix.from_records([rec], "llm")
         >>> budget_values("recall", m, 60, "c").tolist(), budget_values("recall", m, 80, "c").tolist()
         ([0.5], [1.0])

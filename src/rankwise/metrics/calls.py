@@ -51,11 +51,12 @@ def _calls(m: RelevanceMatrix) -> list[list[CaseRecord]]:
 
 def _sub(record: CaseRecord, chunks: list[ChunkRecord], found: dict[str, list[list[int]]]) -> CaseRecord:
     """A record holding one list of ``chunks`` (ranked 1, 2 ...) with the case's ground truth."""
-    ranked = [ChunkRecord(i + 1, c.id, c.text, c.doc_id, c.start, c.end, c.score, c.verdicts)
-              for i, c in enumerate(chunks)]
-    return CaseRecord(record.id, record.question, record.reference, record.response,
-                      record.reference_contexts, record.reference_context_ids, ranked, found, {},
-                      dict(record.status), dict(record.truth))
+    ranked = [ChunkRecord(rank=i + 1, id=c.id, text=c.text, doc_id=c.doc_id, start=c.start, end=c.end,
+                          score=c.score, verdicts=c.verdicts) for i, c in enumerate(chunks)]
+    return CaseRecord(record.id, record.question, reference=record.reference, response=record.response,
+                      reference_contexts=record.reference_contexts,
+                      reference_context_ids=record.reference_context_ids, chunks=ranked, passages_found=found,
+                      status=dict(record.status), truth=dict(record.truth))
 
 
 def call_records(record: CaseRecord) -> list[CaseRecord]:
@@ -63,8 +64,8 @@ def call_records(record: CaseRecord) -> list[CaseRecord]:
 
     Example:
         >>> from rankwise.data.records import CallRecord
-        >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a")], calls=[CallRecord([ChunkRecord(1, id="a")]),
-        ...                                                            CallRecord([ChunkRecord(1, id="b")])])
+        >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a")], calls=[CallRecord([ChunkRecord(rank=1, id="a")]),
+        ...                                                            CallRecord([ChunkRecord(rank=1, id="b")])])
         >>> [[c.id for c in x.chunks] for x in call_records(r)]
         [['a'], ['b']]
     """

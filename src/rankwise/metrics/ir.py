@@ -12,7 +12,7 @@ from rankwise.metrics._arith import _log2_table, _rowsum
 from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = ["hit_rate", "precision", "recall", "f1", "mrr", "average_precision", "r_precision", "ndcg", "bpref",
-           "num_ret", "num_rel", "num_rel_ret", "num_q", "first_relevant_rank"]
+           "num_ret", "num_rel", "num_rel_ret", "num_q", "first_relevant_ranks"]
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -53,7 +53,7 @@ def f1(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     return _safe_div(2 * p * r, p + r)
 
 
-def first_relevant_rank(m: RelevanceMatrix) -> np.ndarray:
+def first_relevant_ranks(m: RelevanceMatrix) -> np.ndarray:
     """1-based rank of the first relevant item per query; 0 where there is none."""
     rel = m.relevant
     if rel.shape[1] == 0:
@@ -64,7 +64,7 @@ def first_relevant_rank(m: RelevanceMatrix) -> np.ndarray:
 
 def mrr(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """1 / rank of the first relevant item (0 if none, or if it ranks below k)."""
-    rank = first_relevant_rank(m)
+    rank = first_relevant_ranks(m)
     if k is not None:
         rank = np.where(rank <= k, rank, 0)
     return _safe_div(np.ones(len(rank)), rank)

@@ -20,10 +20,9 @@ from rankwise.errors import InputError
 from rankwise.metrics._names import JG_NICKNAMES
 from rankwise.metrics.prefs import check_measures, query_summary
 
-__all__ = ["NICKNAMES", "JGInput", "jg_input", "map_avgjg", "p_avgjg", "rprec_mult_avgjg", "evaluate_jg",
+__all__ = ["JG_NICKNAMES", "JGInput", "jg_input", "map_avgjg", "p_avgjg", "rprec_mult_avgjg", "evaluate_jg",
            "evaluate_judgements"]
 
-NICKNAMES = JG_NICKNAMES  # trec_eval's measure nickname (measures.c), kept in _names.py
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +42,7 @@ class JGInput:
 def jg_input(qrels: QrelsJG, run: Run, *, relevance_level: int = 1, missing: str = "zero",
              depth: int | None = None) -> tuple[JGInput, dict]:
     """Join judgement-group qrels with a run, per query of the qrels (``missing`` as in
-    :func:`~rankwise.metrics.evaluate.evaluate`, ``depth`` as trec_eval's ``-M``); and a summary."""
+    :func:`~rankwise.metrics.engine.evaluate`, ``depth`` as trec_eval's ``-M``); and a summary."""
     in_run = set(run.queries)
     qids = [q for q in qrels.queries if missing == "zero" or q in in_run]
     grades, num_rel = [], []
@@ -114,7 +113,7 @@ def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = 
         >>> evaluate_jg(q, Run.from_dict({"q": {"a": 2.0, "b": 1.0}}), ["map_avgjg", "P_avgjg_1"]).mean
         {'map_avgjg': 0.75, 'P_avgjg@1': 0.5}
     """
-    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.metrics.engine import evaluate_matrix
     from rankwise.metrics.registry import asks_runid, parse_measures
 
     measures = parse_measures(metrics or ["qrels_jg"])

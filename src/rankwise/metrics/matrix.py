@@ -233,8 +233,8 @@ class RelevanceMatrix:
 
         Example:
             >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-            >>> rec = CaseRecord("q1", chunks=[ChunkRecord(1, verdicts={"llm": Verdict(0)}),
-            ...                                ChunkRecord(2, verdicts={"llm": Verdict(1)})])
+            >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(0)}),
+            ...                                ChunkRecord(rank=2, verdicts={"llm": Verdict(1)})])
             >>> m = RelevanceMatrix.from_records([rec], "llm")
             >>> m.grades.tolist(), m.n_relevant.tolist(), m.r_basis
             ([[0, 1]], [1], 'pooled verdicts')

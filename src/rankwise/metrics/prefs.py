@@ -30,13 +30,12 @@ from rankwise.data.run import Run
 from rankwise.errors import InputError
 from rankwise.metrics._names import PREFS_MEASURES, PREFS_NICKNAMES
 
-__all__ = ["NICKNAMES", "MEASURES", "JudgementGroup", "QueryPrefs", "PrefsInput", "form_prefs_counts",
+__all__ = ["PREFS_NICKNAMES", "MEASURES", "JudgementGroup", "QueryPrefs", "PrefsInput", "form_prefs_counts",
            "prefs_input", "query_summary", "check_measures", "evaluate_prefs", "num_prefs_poss", "num_prefs_ful",
            "num_prefs_ful_ret"]
 
 # trec_eval's measure nicknames (measures.c) and the measures' descriptions live in _names.py (the registry
 # reads them without importing this module)
-NICKNAMES = PREFS_NICKNAMES
 
 
 @dataclass
@@ -465,7 +464,7 @@ def check_measures(measures: Iterable, need: str, flag: str) -> None:
 def evaluate_prefs(prefs: Prefs, run: Run, metrics: Iterable[str] | str | None = None, *,
                    missing: str = "zero", depth: int | None = None):
     """Evaluate a run against preference judgements (trec_eval ``-R prefs`` / ``-R qrels_prefs``); ``missing``
-    as in :func:`~rankwise.metrics.evaluate.evaluate`, ``depth`` as trec_eval's ``-M``.
+    as in :func:`~rankwise.metrics.engine.evaluate`, ``depth`` as trec_eval's ``-M``.
 
     Example:
         >>> from rankwise.data.prefs import PrefLine, Prefs
@@ -474,7 +473,7 @@ def evaluate_prefs(prefs: Prefs, run: Run, metrics: Iterable[str] | str | None =
         >>> r.mean
         {'prefs_simp': 0.0, 'prefs_num_prefs_poss': 1.0}
     """
-    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.metrics.engine import evaluate_matrix
     from rankwise.metrics.registry import asks_runid, parse_measures
 
     measures = parse_measures(metrics or ["all_prefs"])

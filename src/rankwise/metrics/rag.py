@@ -16,7 +16,7 @@ from typing import Any
 from rankwise.data.checks import case_warnings
 from rankwise.data.records import CaseRecord, as_records, load_records, write_records
 from rankwise.errors import InputError, warn
-from rankwise.metrics.evaluate import EvalResult, evaluate_matrix
+from rankwise.metrics.engine import EvalResult, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.registry import parse_measures
 from rankwise.relevance.diagnose import all_missing, no_match
@@ -249,7 +249,7 @@ def call_gaps(records: list[CaseRecord], relevance: str) -> str | None:
 
     Example:
         >>> from rankwise.data.records import CallRecord, ChunkRecord
-        >>> r = CaseRecord("q", chunks=[ChunkRecord(1, id="a")], calls=[CallRecord([ChunkRecord(1, id="z")])])
+        >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a")], calls=[CallRecord([ChunkRecord(rank=1, id="z")])])
         >>> call_gaps([r], "llm")[:60]
         "1 chunk of the cases' calls (in 1 case) has no 'llm' verdict"
     """

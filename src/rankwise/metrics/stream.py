@@ -3,7 +3,7 @@
 Each block of the run (see :func:`rankwise.data.stream.iter_run_blocks`) is joined with the qrels of
 its queries and measured with the in-memory engine; only the per-query values (one float per query
 and measure) are kept. At the end they are put in query-id byte order and aggregated exactly as
-:func:`rankwise.metrics.evaluate.evaluate_matrix` does (left-to-right sums in that order, as
+:func:`rankwise.metrics.engine.evaluate_matrix` does (left-to-right sums in that order, as
 trec_eval), so a streamed evaluation prints the same digits as an in-memory one.
 """
 
@@ -20,7 +20,7 @@ from rankwise.data.run import Run
 from rankwise.data.stream import DEFAULT_BLOCK_ROWS, NotGrouped, is_parquet, iter_run_blocks
 from rankwise.data.trec import run_tag
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import (
+from rankwise.metrics.engine import (
     DEFAULT_METRICS,
     EvalResult,
     PerQuery,

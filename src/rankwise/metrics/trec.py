@@ -32,7 +32,7 @@ from rankwise.metrics._names import TREC_NICKNAMES, MeasureParamError
 from rankwise.metrics.matrix import RelevanceMatrix
 
 __all__ = [
-    "NICKNAMES", "MeasureParamError", "MIN_GEO_MEAN", "INFAP_EPSILON", "TextValues", "parse_gains", "parse_floats",
+    "TREC_NICKNAMES", "MeasureParamError", "MIN_GEO_MEAN", "INFAP_EPSILON", "TextValues", "parse_gains", "parse_floats",
     "iprec_at_recall", "eleven_pt_avg", "average_precision_seq", "bpref_seq", "inf_ap", "rprec_mult",
     "set_map", "set_relative_p", "set_f", "relative_p", "utility", "num_nonrel_judged_ret", "dcg", "ideal_dcg",
     "ndcg_gains", "ndcg_rel", "rndcg", "ndcg_p", "g_measure", "bin_g", "rbp", "rbp_resid", "unj",
@@ -41,7 +41,6 @@ __all__ = [
 
 # trec_eval's measure nicknames (measures.c) and MeasureParamError live in _names.py, which the registry
 # reads without importing this module
-NICKNAMES = TREC_NICKNAMES
 
 MIN_GEO_MEAN = 0.00001  # trec_eval.h: floor of a value entering a geometric mean
 INFAP_EPSILON = 0.00001  # trec_eval.h

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from rankwise.data.prefs import ZScores
-from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns
+from rankwise.metrics.engine import EvalResult, PerQuery, aggregate_columns
 from rankwise.metrics.trec import MIN_GEO_MEAN
 
 __all__ = ["MISSING_ZSCORE_VALUE", "zscore", "apply_zscores"]

@@ -12,7 +12,7 @@ by reason, never silently left out. Published LLM-human agreement on single rele
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-    >>> rec = CaseRecord("q1", chunks=[ChunkRecord(i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
+    >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
     ...                                for i, (h, l) in enumerate([(1, 1), (0, 1), (1, 1), (0, 0)])])
     >>> a = agreement([rec], "human", "llm")
     >>> a.accuracy, a.kappa, a.confusion

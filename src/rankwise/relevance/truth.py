@@ -86,7 +86,7 @@ def pooled_items(chunks: Sequence[Any], grades: Sequence[int]) -> list[bool]:
 
     Example:
         >>> from rankwise.data.records import ChunkRecord
-        >>> pooled_items([ChunkRecord(1, id="a"), ChunkRecord(2, id="a"), ChunkRecord(3, id="b")], [1, 1, 0])
+        >>> pooled_items([ChunkRecord(rank=1, id="a"), ChunkRecord(rank=2, id="a"), ChunkRecord(rank=3, id="b")], [1, 1, 0])
         [True, False, True]
     """
     from rankwise.data.testset import chunk_key

@@ -12,7 +12,7 @@ chunks judged useful, so every metric — graded ones and K past the list length
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord
     >>> rec = CaseRecord("q", question="Q?", reference="Paris",
-    ...                  chunks=[ChunkRecord(1, text="Rome."), ChunkRecord(2, text="Paris.")])
+    ...                  chunks=[ChunkRecord(rank=1, text="Rome."), ChunkRecord(rank=2, text="Paris.")])
     >>> attach_utility([rec], {"q\\x1f1": 0.0, "q\\x1f2": 1.0}, threshold=0.5)
     {'verdicts': 2, 'useful': 1, 'failed': 0}
     >>> rec.verdicts("utility"), rec.truth["utility"]["n_relevant"]
@@ -48,7 +48,7 @@ def utility_requests(records: Sequence[Any], prompt: Any, k: int | None = None) 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
         >>> from rankwise.llm.generate import load_gen_prompt
-        >>> rec = CaseRecord("q", question="Q?", reference="A", chunks=[ChunkRecord(1, text="x"), ChunkRecord(2)])
+        >>> rec = CaseRecord("q", question="Q?", reference="A", chunks=[ChunkRecord(rank=1, text="x"), ChunkRecord(rank=2)])
         >>> [r.id for r in utility_requests([rec], load_gen_prompt("answer"))]
         ['q\\x1f1']
     """

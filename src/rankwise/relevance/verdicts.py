@@ -72,16 +72,17 @@ def _judge_call_extras(records: list, source: str, **options: Any) -> None:
     """Judge the chunks of calls that the case's own list (``retrieved_contexts`` given beside ``calls``)
     does not hold, so the metrics over calls see a verdict for every chunk a call retrieved; the passages
     such a chunk matched go in its verdict's ``meta["passages"]``."""
-    from rankwise.data.records import CaseRecord
+    from rankwise.data.records import CaseRecord, ChunkRecord
 
     for r in records:
         extras = [c for call, index in zip(r.calls, r.call_index(), strict=True)
                   for c, i in zip(call.chunks, index, strict=True) if i is None and source not in c.verdicts]
         if not extras:
             continue
-        shadow = CaseRecord(r.id, r.question, r.reference, r.response, r.reference_contexts,
-                            r.reference_context_ids,
-                            [type(c)(j + 1, c.id, c.text, c.doc_id, c.start, c.end, c.score) for j, c in
+        shadow = CaseRecord(r.id, r.question, reference=r.reference, response=r.response,
+                            reference_contexts=r.reference_contexts, reference_context_ids=r.reference_context_ids,
+                            chunks=[ChunkRecord(rank=j + 1, id=c.id, text=c.text, doc_id=c.doc_id, start=c.start,
+                                                end=c.end, score=c.score) for j, c in
                              enumerate(extras)])
         assign_verdicts([shadow], source, **options)
         found = shadow.passages_found.get(source) or [[] for _ in extras]

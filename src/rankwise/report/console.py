@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rankwise._words import count
-from rankwise.metrics.evaluate import EvalResult
+from rankwise.metrics.engine import EvalResult
 
 __all__ = ["eval_table", "summary_line", "print_eval", "make_console", "set_width", "metrics_table", "metric_card"]
 

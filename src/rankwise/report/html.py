@@ -625,7 +625,7 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
             ``compare_records``).
         **options: ``sweeps`` (k-sweeps to draw), ``grid`` (a heat map above the tables: ``{"rows": [...],
             "columns": [...], "cells": {row: {column: system}}, "row_title", "column_title", "title"}``, as
-            :meth:`rankwise.workflows.sweep.SweepResult.grid` gives), ``records`` (system -> per-case records: drill-down
+            :meth:`rankwise.workflows.sweep_run.SweepResult.grid` gives), ``records`` (system -> per-case records: drill-down
             with chunk text, verdicts and reasons, and the rank-vs-verdict probe), ``probe_sources``
             (one or two verdict sources for the probe; default the comparison's source), ``runs``
             (system -> run: top documents per query) with ``qrels`` (their grades) and ``documents``

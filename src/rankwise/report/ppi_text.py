@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from rankwise.analysis.ppi import LabelPlan, PPIEstimate, PPIGate, PPIResult
 
-__all__ = ["ppi_lines", "ppi_lines_one", "plan_lines", "ppi_gate_lines", "ppi_csv"]
+__all__ = ["ppi_lines", "ppi_lines_one", "ppi_plan_lines", "ppi_gate_lines", "ppi_csv"]
 
 CSV_COLUMNS = ("metric", "n", "N", "judge_mean", "human_mean", "human_ci_low", "human_ci_high", "estimate",
                "ci_low", "ci_high", "se", "lam", "effective_n", "note")
@@ -73,7 +73,7 @@ def ppi_lines(result: PPIResult) -> list[str]:
     return lines
 
 
-def plan_lines(plans: Sequence[LabelPlan]) -> list[str]:
+def ppi_plan_lines(plans: Sequence[LabelPlan]) -> list[str]:
     """One block per metric: labels for PPI++ and for humans alone, with costs beside labelling everything."""
     lines = []
     for p in plans:

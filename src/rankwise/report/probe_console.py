@@ -8,7 +8,7 @@ from rich.table import Table
 from rankwise._words import count
 from rankwise.report.console import make_console
 
-__all__ = ["probe_table", "comparison_table", "print_probe", "print_comparison", "probe_notes"]
+__all__ = ["probe_table", "probe_comparison_table", "print_probe", "print_probe_comparison", "probe_notes"]
 
 
 def _num(x: float, digits: int = 4) -> str:
@@ -62,7 +62,7 @@ def print_probe(result, console: Console | None = None) -> None:
         console.print(line, style="dim", highlight=False)
 
 
-def comparison_table(comp, *, per_case: bool = False) -> Table:
+def probe_comparison_table(comp, *, per_case: bool = False) -> Table:
     """Means over cases: each source's score and re-ordering range, and the verdict-attributable
     difference (second source minus first). With ``per_case``, one row per case and metric."""
     srcs = comp.sources
@@ -103,9 +103,9 @@ def comparison_table(comp, *, per_case: bool = False) -> Table:
     return table
 
 
-def print_comparison(comp, *, per_case: bool = False, console: Console | None = None) -> None:
+def print_probe_comparison(comp, *, per_case: bool = False, console: Console | None = None) -> None:
     console = console or make_console()
-    console.print(comparison_table(comp, per_case=per_case))
+    console.print(probe_comparison_table(comp, per_case=per_case))
     if len(comp.sources) == 2:
         console.print("The two sources judge the same chunks in the same order, so the whole difference is "
                       "due to verdicts; the rank-effect columns show how far re-ordering alone could move "

@@ -26,7 +26,7 @@ _UNITS = {"c": "characters", "t": "tokens"}
 
 
 def budget_lines(summary: dict[str, Any], unit: str) -> list[str]:
-    """The console text of :meth:`~rankwise.workflows.sweep.SweepResult.budget_summary`."""
+    """The console text of :meth:`~rankwise.workflows.sweep_run.SweepResult.budget_summary`."""
     lines: list[str] = []
     for metric, part in summary.items():
         curves = part["curves"]

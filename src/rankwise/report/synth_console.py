@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rankwise.testsets.synth import SynthEstimate, SynthSummary
 from rankwise.testsets.synth_checks import REASONS
+from rankwise.testsets.synth_run import SynthEstimate, SynthSummary
 
 __all__ = ["estimate_lines", "summary_lines"]
 

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from rankwise.metrics.evaluate import EvalResult
+from rankwise.metrics.engine import EvalResult
 
 __all__ = ["to_json", "to_csv", "to_trec"]
 

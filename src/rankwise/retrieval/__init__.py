@@ -14,7 +14,7 @@ from rankwise.data.corpus import BeirDataset, Corpus, Document, load_beir, load_
 from rankwise.retrieval.base import Retriever
 from rankwise.retrieval.bm25 import BM25Retriever
 from rankwise.retrieval.chunking import (
-    Chunk,
+    CorpusChunk,
     chunk_corpus,
     chunk_document,
     read_chunks,
@@ -32,10 +32,10 @@ from rankwise.retrieval.pipeline import (
     run_retrievers,
     save_run,
 )
-from rankwise.retrieval.rerank import CrossEncoderScorer, RerankRetriever, rerank
+from rankwise.retrieval.reranking import CrossEncoderScorer, RerankRetriever, rerank
 
 __all__ = [
-    "BM25Retriever", "BeirDataset", "Chunk", "Corpus", "CrossEncoderScorer", "DEFAULT_EMBEDDING_MODEL",
+    "BM25Retriever", "BeirDataset", "CorpusChunk", "Corpus", "CrossEncoderScorer", "DEFAULT_EMBEDDING_MODEL",
     "DenseRetriever", "Document", "Embedder", "EmbeddingCache", "HybridRetriever", "RerankRetriever",
     "RetrievalResult", "Retriever", "RetrieverSpec", "chunk_corpus", "chunk_document", "fuse",
     "lift_to_documents", "load_beir", "load_corpus", "load_queries", "read_chunks", "reciprocal_rank_fusion",

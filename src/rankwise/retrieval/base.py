@@ -17,7 +17,7 @@ from rankwise.data import Run
 from rankwise.data.columns import arrow_strings, np_values
 from rankwise.errors import InputError, RankwiseError
 from rankwise.progress import progress
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 
 __all__ = ["Retriever", "check_chunks", "check_queries", "check_k", "hits_to_run", "id_order", "import_extra",
            "progress", "set_threads", "top_k", "require_index"]
@@ -29,7 +29,7 @@ class Retriever(ABC):
     Example:
         >>> from rankwise.retrieval.bm25 import BM25Retriever
         >>> r = BM25Retriever(quiet=True)
-        >>> r.index([Chunk("a", "a", 0, 9, "red apple"), Chunk("b", "b", 0, 11, "green grape")])
+        >>> r.index([CorpusChunk("a", "a", 0, 9, "red apple"), CorpusChunk("b", "b", 0, 11, "green grape")])
         >>> r.search({"q1": "apple"}, k=5).ranking("q1")
         ['a']
     """
@@ -38,7 +38,7 @@ class Retriever(ABC):
     name: str = "retriever"
 
     @abstractmethod
-    def index(self, chunks: Sequence[Chunk]) -> None:
+    def index(self, chunks: Sequence[CorpusChunk]) -> None:
         """Index the chunks (replaces any previous index)."""
 
     @abstractmethod
@@ -49,7 +49,7 @@ class Retriever(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-def check_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
+def check_chunks(chunks: Sequence[CorpusChunk]) -> list[CorpusChunk]:
     """The chunks as a list; an empty list or a repeated chunk id is an :class:`InputError`."""
     chunks = list(chunks)
     if not chunks:

@@ -27,7 +27,7 @@ from rankwise.retrieval.base import (
     require_index,
     top_k,
 )
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 
 __all__ = ["BM25Retriever", "Tokenizer", "load_bm25s"]
 
@@ -127,7 +127,7 @@ class BM25Retriever(Retriever):
 
     Example:
         >>> r = BM25Retriever(quiet=True)
-        >>> r.index([Chunk("a", "a", 0, 18, "wing in slipstream"), Chunk("b", "b", 0, 14, "heat in slabs")])
+        >>> r.index([CorpusChunk("a", "a", 0, 18, "wing in slipstream"), CorpusChunk("b", "b", 0, 14, "heat in slabs")])
         >>> r.search({"q1": "slipstream wings"}, k=10).ranking("q1")
         ['a']
     """
@@ -145,7 +145,7 @@ class BM25Retriever(Retriever):
         self._chunk_ids: list[str] = []
         self._tie_order = np.zeros(0, dtype=np.int64)
 
-    def index(self, chunks: Sequence[Chunk]) -> None:
+    def index(self, chunks: Sequence[CorpusChunk]) -> None:
         bm25s = load_bm25s()
         chunks = check_chunks(chunks)
         vocab: dict[str, int] = {}

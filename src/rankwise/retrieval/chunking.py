@@ -26,7 +26,7 @@ from rankwise.data.text import iter_json_lines
 from rankwise.errors import InputError
 
 __all__ = [
-    "Chunk", "SEPARATORS", "DEFAULT_SEPARATORS", "split_text", "chunk_document", "chunk_corpus", "write_chunks",
+    "CorpusChunk", "SEPARATORS", "DEFAULT_SEPARATORS", "split_text", "chunk_document", "chunk_corpus", "write_chunks",
     "read_chunks", "check_chunking",
 ]
 
@@ -42,7 +42,7 @@ _WORD_START = re.compile(r"(?<=\s)\S")
 
 
 @dataclass(frozen=True)
-class Chunk:
+class CorpusChunk:
     """A span of a document: ``text == document.text[start:end]``.
 
     ``id`` is ``"{doc_id}#{start}-{end}"`` for a split document and the document id itself in
@@ -50,7 +50,7 @@ class Chunk:
     ``title`` (the document's title) is prepended for indexing when set, never part of ``text``.
 
     Example:
-        >>> Chunk("d1#0-5", "d1", 0, 5, "Hello").to_json()
+        >>> CorpusChunk("d1#0-5", "d1", 0, 5, "Hello").to_json()
         {'id': 'd1#0-5', 'doc_id': 'd1', 'start': 0, 'end': 5, 'text': 'Hello'}
     """
 
@@ -163,7 +163,7 @@ def chunk_document(
     *,
     separators: Sequence[str] = DEFAULT_SEPARATORS,
     titles: bool = True,
-) -> list[Chunk]:
+) -> list[CorpusChunk]:
     """The chunks of one document (none for an empty text); ``chunk_size`` 0 = one whole-document chunk.
 
     Example:
@@ -173,8 +173,8 @@ def chunk_document(
     spans = split_text(doc.text, chunk_size, chunk_overlap, separators)
     title = doc.title if titles else None
     if chunk_size == 0:
-        return [Chunk(doc.id, doc.id, s, e, doc.text[s:e], title) for s, e in spans]
-    return [Chunk(f"{doc.id}#{s}-{e}", doc.id, s, e, doc.text[s:e], title) for s, e in spans]
+        return [CorpusChunk(doc.id, doc.id, s, e, doc.text[s:e], title) for s, e in spans]
+    return [CorpusChunk(f"{doc.id}#{s}-{e}", doc.id, s, e, doc.text[s:e], title) for s, e in spans]
 
 
 def chunk_corpus(
@@ -184,7 +184,7 @@ def chunk_corpus(
     *,
     separators: Sequence[str] = DEFAULT_SEPARATORS,
     titles: bool = True,
-) -> list[Chunk]:
+) -> list[CorpusChunk]:
     """Chunk every document, in corpus order. Empty documents give no chunk (nothing to retrieve).
 
     ``titles``: carry each document's title on its chunks so retrievers index it with the text.
@@ -197,13 +197,13 @@ def chunk_corpus(
     _check_sizes(chunk_size, chunk_overlap)
     seps = tuple(separators)
     _compile(seps)
-    out: list[Chunk] = []
+    out: list[CorpusChunk] = []
     for doc in corpus:
         out.extend(chunk_document(doc, chunk_size, chunk_overlap, separators=seps, titles=titles))
     return out
 
 
-def check_chunking(chunks: Sequence[Chunk], corpus: Corpus, *, source: str = "<chunks>") -> None:
+def check_chunking(chunks: Sequence[CorpusChunk], corpus: Corpus, *, source: str = "<chunks>") -> None:
     """Raise :class:`InputError` unless every chunk's text is exactly its document's ``text[start:end]``.
 
     Example:
@@ -220,7 +220,7 @@ def check_chunking(chunks: Sequence[Chunk], corpus: Corpus, *, source: str = "<c
                              source=source, line=n, field="text")
 
 
-def write_chunks(chunks: Iterable[Chunk], path: str | PathLike) -> int:
+def write_chunks(chunks: Iterable[CorpusChunk], path: str | PathLike) -> int:
     """Write chunks as JSON Lines (``id``, ``doc_id``, ``start``, ``end``, ``text``); returns the count."""
     count = 0
     with atomic_write(path) as fh:
@@ -230,14 +230,14 @@ def write_chunks(chunks: Iterable[Chunk], path: str | PathLike) -> int:
     return count
 
 
-def read_chunks(path: str | PathLike, corpus: Corpus | None = None) -> list[Chunk]:
+def read_chunks(path: str | PathLike, corpus: Corpus | None = None) -> list[CorpusChunk]:
     """Read a chunks JSONL written by :func:`write_chunks`; with ``corpus``, check every offset.
 
     Example:
         >>> chunks = read_chunks("run.trec.chunks.jsonl")  # doctest: +SKIP
     """
     p = Path(path)
-    out: list[Chunk] = []
+    out: list[CorpusChunk] = []
     seen: dict[str, int] = {}
     for number, obj in iter_json_lines(p):
         for name, kind in (("id", str), ("doc_id", str), ("start", int), ("end", int), ("text", str)):
@@ -253,7 +253,7 @@ def read_chunks(path: str | PathLike, corpus: Corpus | None = None) -> list[Chun
             raise InputError(f"offsets {obj['start']}-{obj['end']} do not fit a text of {len(obj['text'])} "
                              "characters", source=p, line=number, field="end")
         seen[obj["id"]] = number
-        out.append(Chunk(obj["id"], obj["doc_id"], obj["start"], obj["end"], obj["text"]))
+        out.append(CorpusChunk(obj["id"], obj["doc_id"], obj["start"], obj["end"], obj["text"]))
     if corpus is not None:
         check_chunking(out, corpus, source=str(p))
     return out

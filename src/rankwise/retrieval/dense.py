@@ -29,7 +29,7 @@ from rankwise.retrieval.base import (
     require_index,
     set_threads,
 )
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 from rankwise.retrieval.models import load_embedding_model, resolve_model
 
 __all__ = ["DenseRetriever", "Embedder", "EmbeddingCache", "default_cache_dir"]
@@ -209,7 +209,7 @@ class DenseRetriever(Retriever):
         self._index = None
         self._chunk_ids: list[str] = []
 
-    def index(self, chunks: Sequence[Chunk]) -> None:
+    def index(self, chunks: Sequence[CorpusChunk]) -> None:
         faiss = import_extra("faiss", "dense retrieval", package="faiss-cpu")
         chunks = check_chunks(chunks)
         vectors = self.embedder.embed([self.doc_prefix + c.indexed_text for c in chunks],

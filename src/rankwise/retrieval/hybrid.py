@@ -20,7 +20,7 @@ import numpy as np
 from rankwise.data import Run
 from rankwise.errors import InputError
 from rankwise.retrieval.base import Retriever, check_k
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 
 __all__ = ["reciprocal_rank_fusion", "score_fusion", "fuse", "HybridRetriever", "FusionMethod"]
 
@@ -143,7 +143,7 @@ class HybridRetriever(Retriever):
 
     Example:
         >>> from rankwise.retrieval.bm25 import BM25Retriever
-        >>> chunks = [Chunk("a", "a", 0, 9, "red apple"), Chunk("b", "b", 0, 11, "green apple")]
+        >>> chunks = [CorpusChunk("a", "a", 0, 9, "red apple"), CorpusChunk("b", "b", 0, 11, "green apple")]
         >>> h = HybridRetriever([BM25Retriever(quiet=True), BM25Retriever(stemmer=None, quiet=True)])
         >>> h.index(chunks); h.search({"q": "red apples"}, k=2).ranking("q")
         ['a', 'b']
@@ -165,7 +165,7 @@ class HybridRetriever(Retriever):
         self.depth = check_k(depth)
         self.name = name
 
-    def index(self, chunks: Sequence[Chunk]) -> None:
+    def index(self, chunks: Sequence[CorpusChunk]) -> None:
         chunks = list(chunks)
         for r in self.retrievers:
             r.index(chunks)

@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 
 from rankwise.data import Run
 from rankwise.errors import InputError
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 
 __all__ = ["lift_to_documents"]
 
 
-def lift_to_documents(run: Run, chunks: Mapping[str, str] | Iterable[Chunk], *, depth: int | None = None,
+def lift_to_documents(run: Run, chunks: Mapping[str, str] | Iterable[CorpusChunk], *, depth: int | None = None,
                       name: str | None = None) -> Run:
     """The run of documents: each keeps the rank and score of its best chunk (later chunks are dropped).
 

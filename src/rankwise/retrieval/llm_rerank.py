@@ -1,7 +1,7 @@
 """An LLM reranker: a chat model scores each (query, passage) pair 0-3 (pointwise, JSON), cached.
 
 :class:`LLMReranker` is a pair scorer (``score_pairs``) that plugs in wherever a cross-encoder does:
-:func:`rankwise.retrieval.rerank.rerank`, ``RerankRetriever``, ``RetrieverSpec(rerank=...)`` and
+:func:`rankwise.retrieval.reranking.rerank`, ``RerankRetriever``, ``RetrieverSpec(rerank=...)`` and
 :func:`rankwise.adapters.rerank_records`. Calls go through the judge's client and SQLite cache by way
 of :class:`~rankwise.llm.generate.Generator` (concurrency, retries, rate limit, request cap,
 circuit breaker; each reply on disk as it arrives), so a rerun of the same work makes no call.

@@ -29,7 +29,7 @@ from rankwise.data import Run, write_jsonl_run, write_trec_run
 from rankwise.data.corpus import Corpus, Document
 from rankwise.errors import InputError
 from rankwise.retrieval.base import Retriever, check_k, check_queries, import_extra
-from rankwise.retrieval.chunking import DEFAULT_SEPARATORS, Chunk, chunk_corpus, write_chunks
+from rankwise.retrieval.chunking import DEFAULT_SEPARATORS, CorpusChunk, chunk_corpus, write_chunks
 from rankwise.retrieval.hybrid import FusionMethod, fuse
 from rankwise.retrieval.lifting import lift_to_documents
 
@@ -106,15 +106,15 @@ class RetrievalResult:
 
     name: str
     run: Run
-    chunks: list[Chunk]
+    chunks: list[CorpusChunk]
     timings: dict[str, float]
     spec: RetrieverSpec | None = None
 
     @cached_property
-    def _chunk_index(self) -> dict[str, Chunk]:
+    def _chunk_index(self) -> dict[str, CorpusChunk]:
         return {c.id: c for c in self.chunks}
 
-    def chunk(self, chunk_id: str) -> Chunk:
+    def chunk(self, chunk_id: str) -> CorpusChunk:
         """The chunk with this id (text, doc_id, start, end)."""
         try:
             return self._chunk_index[chunk_id]
@@ -125,7 +125,7 @@ class RetrievalResult:
     def _per_query(self) -> dict:
         return self.run.to_dict()
 
-    def ranked_chunks(self, query_id: str) -> list[tuple[Chunk, float | None]]:
+    def ranked_chunks(self, query_id: str) -> list[tuple[CorpusChunk, float | None]]:
         """The retrieved chunks of one query with their scores, best first."""
         scores = self._per_query.get(query_id, {})
         if isinstance(scores, list):
@@ -137,7 +137,7 @@ class RetrievalResult:
         ``start``, ``end``, ``score`` (the rich ``retrieved_contexts`` form ``rankwise eval-rag`` reads)."""
         return [{**c.to_json(), "score": s} for c, s in self.ranked_chunks(query_id)]
 
-    def retrieved_chunks(self) -> list[Chunk]:
+    def retrieved_chunks(self) -> list[CorpusChunk]:
         """Every chunk the run holds at least once, in chunk-table order."""
         wanted = set(self.run.doc_ids.to_pylist())
         return [c for c in self.chunks if c.id in wanted]
@@ -184,7 +184,7 @@ def _as_specs(retrievers) -> list[tuple[str, RetrieverSpec | Retriever]]:
 class _Shared:
     """Component retrievers built, indexed and searched once, reused by every setup that needs them."""
 
-    def __init__(self, chunks: list[Chunk], queries: Mapping[str, str], depth: int, *, cache_dir, quiet: bool,
+    def __init__(self, chunks: list[CorpusChunk], queries: Mapping[str, str], depth: int, *, cache_dir, quiet: bool,
                  threads: int | None):
         self.chunks, self.queries, self.depth = chunks, queries, depth
         self.cache_dir, self.quiet, self.threads = cache_dir, quiet, threads
@@ -215,11 +215,11 @@ class _Shared:
 
     def scorer(self, rerank):
         if not isinstance(rerank, (str, PathLike)):
-            from rankwise.retrieval.rerank import make_scorer
+            from rankwise.retrieval.reranking import make_scorer
 
             return make_scorer(rerank)
         if str(rerank) not in self._scorers:
-            from rankwise.retrieval.rerank import CrossEncoderScorer
+            from rankwise.retrieval.reranking import CrossEncoderScorer
 
             self._scorers[str(rerank)] = CrossEncoderScorer(rerank, threads=self.threads)
         return self._scorers[str(rerank)]
@@ -245,7 +245,7 @@ def run_retrievers(
     chunk_overlap: int = 0,
     separators: Sequence[str] = DEFAULT_SEPARATORS,
     titles: bool = True,
-    chunks: Sequence[Chunk] | None = None,
+    chunks: Sequence[CorpusChunk] | None = None,
     cache_dir: str | PathLike | bool | None = None,
     threads: int | None = None,
     quiet: bool = False,
@@ -307,8 +307,8 @@ def _check_libraries(specs: list) -> None:
         import_extra("faiss", "dense retrieval", package="faiss-cpu")
 
 
-def _chunk_list(corpus: Corpus | Mapping[str, str] | Iterable[Document] | None, chunks: Sequence[Chunk] | None,
-                chunk_size: int, chunk_overlap: int, separators: Sequence[str], titles: bool) -> list[Chunk]:
+def _chunk_list(corpus: Corpus | Mapping[str, str] | Iterable[Document] | None, chunks: Sequence[CorpusChunk] | None,
+                chunk_size: int, chunk_overlap: int, separators: Sequence[str], titles: bool) -> list[CorpusChunk]:
     """The chunks given, else the corpus chunked; no text at all raises."""
     if chunks is None:
         if corpus is None:
@@ -339,7 +339,7 @@ def _run_spec(label: str, spec: RetrieverSpec, shared: _Shared, queries: Mapping
     else:
         run = parts[0][0]
     if spec.rerank is not None:
-        from rankwise.retrieval.rerank import rerank
+        from rankwise.retrieval.reranking import rerank
 
         t = time.perf_counter()
         run = rerank(run, queries, texts, shared.scorer(spec.rerank), top_n=spec.rerank_top_n, name=label,
@@ -348,7 +348,7 @@ def _run_spec(label: str, spec: RetrieverSpec, shared: _Shared, queries: Mapping
     return replace(run.truncate(k), name=label)
 
 
-def _result(label: str, run: Run, chunks: list[Chunk], timings: dict[str, float], spec) -> RetrievalResult:
+def _result(label: str, run: Run, chunks: list[CorpusChunk], timings: dict[str, float], spec) -> RetrievalResult:
     timings["total"] = sum(v for key, v in timings.items() if key != "total")
     return RetrievalResult(label, replace(run, name=label), chunks, timings, spec)
 

@@ -2,10 +2,10 @@
 
 How: every row gets a bucket (a hash of its query id); run and qrels rows are co-grouped by bucket and
 each bucket runs rankwise's own engine (:func:`~rankwise.metrics.matrix.join` then
-:func:`~rankwise.metrics.evaluate.evaluate_matrix`) on its Arrow table in a Python worker. A query's
+:func:`~rankwise.metrics.engine.evaluate_matrix`) on its Arrow table in a Python worker. A query's
 rows all land in one bucket, and a query's values depend only on its own rows, so they are the values
 one process computes. The means are not left to Spark: the per-query values are collected to the
-driver, put in query-id byte order and summed by :func:`~rankwise.metrics.evaluate.aggregate`, as
+driver, put in query-id byte order and summed by :func:`~rankwise.metrics.engine.aggregate`, as
 ``rankwise.evaluate`` does, so they do not depend on the partitioning either.
 """
 
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankwise.errors import InputError
-from rankwise.metrics.evaluate import DEFAULT_METRICS, EvalResult, PerQuery, aggregate_columns, check_depth
+from rankwise.metrics.engine import DEFAULT_METRICS, EvalResult, PerQuery, aggregate_columns, check_depth
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.spark.io import PROBLEM, check_workers, raise_problem, require_pyspark
 
@@ -59,7 +59,7 @@ class SparkEvalResult:
         return [m.name for m in self.measures]
 
     def to_eval_result(self) -> EvalResult:
-        """The result as a local :class:`~rankwise.metrics.evaluate.EvalResult` (per-query values on the
+        """The result as a local :class:`~rankwise.metrics.engine.EvalResult` (per-query values on the
         driver), for reports, ``compare`` and the rest of rankwise."""
         result = EvalResult(self.measures, PerQuery(self.query_ids, self.names, self.values), dict(self.mean),
                             self.summary, self.run_name)
@@ -109,7 +109,7 @@ def bucket_evaluator(names: list[str], relevance_level: int, missing: str, depth
     def run_bucket(run_tbl: pa.Table, qrels_tbl: pa.Table) -> pa.Table:
         from rankwise.data.qrels import Qrels
         from rankwise.data.run import Run
-        from rankwise.metrics.evaluate import evaluate_matrix
+        from rankwise.metrics.engine import evaluate_matrix
         from rankwise.metrics.matrix import join
 
         try:

@@ -5,7 +5,7 @@ Each partition's cases are judged (containment, span, fuzzy, ids) or read with t
 (LLM, human: from records written by ``rankwise judge``) and scored by rankwise's own engine in a
 Python worker (``mapInArrow``); a case's values depend only on the case. The driver collects the
 per-case values and statuses, and computes the means and the summary as ``evaluate_rag`` does (cases
-in id byte order, :func:`~rankwise.metrics.evaluate.aggregate`).
+in id byte order, :func:`~rankwise.metrics.engine.aggregate`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from rankwise.data.checks import case_warnings
 from rankwise.data.testset import ID_FIELDS
 from rankwise.errors import InputError, warn
-from rankwise.metrics.evaluate import EvalResult, PerQuery, aggregate_columns, note_undefined
+from rankwise.metrics.engine import EvalResult, PerQuery, aggregate_columns, note_undefined
 from rankwise.metrics.rag import checked_cutoffs, default_rag_metrics, left_out, none_scorable, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.diagnose import missing_sentence
@@ -64,7 +64,7 @@ class SparkRagResult:
         return [m.name for m in self.measures]
 
     def to_eval_result(self) -> EvalResult:
-        """The scored cases' values and the means as a local :class:`~rankwise.metrics.evaluate.EvalResult`."""
+        """The scored cases' values and the means as a local :class:`~rankwise.metrics.engine.EvalResult`."""
         return EvalResult(self.measures, PerQuery(self.query_ids, self.names, self.values), dict(self.mean),
                           self.summary, f"eval-rag ({self.relevance})")
 
@@ -141,7 +141,7 @@ def _batch_cases(batch: pa.RecordBatch, json_column: str | None) -> list[Any]:
 def _scored_batch(objs: list[Any], names: list[str], relevance: str, options: dict) -> pa.RecordBatch:
     """The cases judged and scored as ``evaluate_rag`` does: one row per case (``_schema``)."""
     from rankwise.data.records import as_records, dump_record
-    from rankwise.metrics.evaluate import evaluate_matrix
+    from rankwise.metrics.engine import evaluate_matrix
     from rankwise.metrics.matrix import RelevanceMatrix, record_truth
     from rankwise.metrics.rag import judged_records
 

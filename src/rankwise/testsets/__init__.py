@@ -16,8 +16,8 @@ __all__ = ["synth", "SynthSettings", "SynthSummary", "estimate_synth", "plan_sam
            "locate", "normalise", "detect_language", "pool", "import_testset", "export_testset"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "synth": ".synth", "SynthSettings": ".synth", "SynthSummary": ".synth", "estimate_synth": ".synth",
-    "plan_samples": ".synth", "parse_styles": ".synth", "locate": "rankwise.data.locate", "normalise": "rankwise.data.locate",
-    "detect_language": ".language", "pool": ".pool", "import_testset": ".importers",
+    "synth": ".synth_run", "SynthSettings": ".synth_run", "SynthSummary": ".synth_run", "estimate_synth": ".synth_run",
+    "plan_samples": ".synth_run", "parse_styles": ".synth_run", "locate": "rankwise.data.locate", "normalise": "rankwise.data.locate",
+    "detect_language": ".language", "pool": ".pool_run", "import_testset": ".importers",
     "export_testset": ".importers",
 }, globals())

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from rankwise.data.corpus import Corpus
 from rankwise.errors import InputError
-from rankwise.retrieval.chunking import Chunk, chunk_corpus
+from rankwise.retrieval.chunking import CorpusChunk, chunk_corpus
 from rankwise.testsets.language import detect_language
 
 __all__ = ["STYLES", "TWO_PASSAGES", "SynthSettings", "parse_styles", "Slot", "plan_passages", "plan_samples"]
@@ -86,7 +86,7 @@ class Slot:
 
     index: int
     style: str
-    passages: tuple[Chunk, ...]
+    passages: tuple[CorpusChunk, ...]
     language: str
 
     @property
@@ -104,7 +104,7 @@ def _allocate(n: int, shares: dict[str, float]) -> list[str]:
     return [s for s in STYLES for _ in range(counts.get(s, 0))]
 
 
-def plan_passages(corpus: Corpus, settings: SynthSettings) -> list[Chunk]:
+def plan_passages(corpus: Corpus, settings: SynthSettings) -> list[CorpusChunk]:
     chunks = chunk_corpus(corpus, settings.passage_chars, 0)
     return [c for c in chunks if len(c.text.strip()) >= settings.min_passage_chars]
 
@@ -123,14 +123,14 @@ def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
     if not passages:
         raise InputError("the corpus has no passage of 40+ characters to generate questions from",
                          source=corpus.source)
-    by_doc: dict[str, list[Chunk]] = {}
+    by_doc: dict[str, list[CorpusChunk]] = {}
     for c in passages:
         by_doc.setdefault(c.doc_id, []).append(c)
     docs = list(by_doc)
     rng.shuffle(docs)
     for d in docs:
         rng.shuffle(by_doc[d])
-    chosen: list[Chunk] = []
+    chosen: list[CorpusChunk] = []
     depth = 0
     share = math.ceil(settings.n / len(docs))
     while len(chosen) < settings.n and depth < share and any(depth < len(by_doc[d]) for d in docs):
@@ -155,7 +155,7 @@ def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
     return slots
 
 
-def _partners(passages: list[Chunk], wanted: list[Chunk]) -> dict[str, Chunk]:
+def _partners(passages: list[CorpusChunk], wanted: list[CorpusChunk]) -> dict[str, CorpusChunk]:
     """For each wanted passage, the BM25-nearest passage of another document (of the same one if alone)."""
     if not wanted or len(passages) < 2:
         return {}
@@ -166,7 +166,7 @@ def _partners(passages: list[Chunk], wanted: list[Chunk]) -> dict[str, Chunk]:
     by_id = {c.id: c for c in passages}
     queries = {c.id: " ".join(c.text.split()[:80]) for c in wanted}
     run = bm25.search(queries, k=20)
-    out: dict[str, Chunk] = {}
+    out: dict[str, CorpusChunk] = {}
     for c in wanted:
         ranked = [by_id[i] for i in run.ranking(c.id) if i != c.id]
         other = next((p for p in ranked if p.doc_id != c.doc_id), None)

@@ -16,8 +16,8 @@ __all__ = ["SweepConfig", "SweepResult", "SweepSpec", "run_sweep", "sweep", "swe
            "utility_verdicts", "run_position_curve", "plant_contexts"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "SweepConfig": ".sweep", "SweepResult": ".sweep", "SweepSpec": ".sweep", "run_sweep": ".sweep", "sweep": ".sweep",
-    "sweep_metrics": ".sweep",
+    "SweepConfig": ".sweep_run", "SweepResult": ".sweep_run", "SweepSpec": ".sweep_run", "run_sweep": ".sweep_run", "sweep": ".sweep_run",
+    "sweep_metrics": ".sweep_run",
     "DemoResult": ".demo", "run_demo": ".demo", "answer_records": ".answer_run",
     "utility_verdicts": ".answer_run", "run_position_curve": ".position_run", "plant_contexts": ".position_run",
 }, globals())

@@ -11,8 +11,8 @@ with its reason.
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord
-    >>> rec = CaseRecord("q", chunks=[ChunkRecord(1, text="a" * 40), ChunkRecord(2, text="b" * 40),
-    ...                               ChunkRecord(3, text="c" * 40)])
+    >>> rec = CaseRecord("q", chunks=[ChunkRecord(rank=1, text="a" * 40), ChunkRecord(rank=2, text="b" * 40),
+    ...                               ChunkRecord(rank=3, text="c" * 40)])
     >>> fc = fed_context(rec, 3, max_context_tokens=15)
     >>> fc.ranks, [len(t) for t in fc.texts], fc.truncated
     ([1, 2], [40, 20], {'rank': 2, 'kept_chars': 20, 'dropped_ranks': [3]})

@@ -11,8 +11,8 @@ changes. The answers are scored and turned into accuracy by position
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
     >>> recs = [CaseRecord(f"q{i}", question="Q?", reference="A",
-    ...                    chunks=[ChunkRecord(1, text=f"gold {i}", verdicts={"s": Verdict(1)}),
-    ...                            ChunkRecord(2, text=f"noise {i}", verdicts={"s": Verdict(0)})])
+    ...                    chunks=[ChunkRecord(rank=1, text=f"gold {i}", verdicts={"s": Verdict(1)}),
+    ...                            ChunkRecord(rank=2, text=f"noise {i}", verdicts={"s": Verdict(0)})])
     ...         for i in range(3)]
     >>> plan = plant_contexts(recs, 3, source="s")
     >>> len(plan.contexts), [c.chunks.index("gold 0") + 1 for c in plan.contexts[:3]]

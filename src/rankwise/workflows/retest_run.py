@@ -47,7 +47,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 
-__all__ = ["CONDITIONS", "PROBES", "CLAIM", "RetestPlan", "sample_cases", "stuffed", "claimed", "run_judge_retest"]
+__all__ = ["CONDITIONS", "PROBES", "CLAIM", "RetestPlan", "retest_sample", "stuffed", "claimed", "run_judge_retest"]
 
 CONDITIONS = ("repeat", "temperature", "order", "batch", "paraphrase")
 PROBES = ("stuffed", "claim")
@@ -77,14 +77,14 @@ class RetestPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def sample_cases(records: Sequence[Any], n: int, *, source: str = "llm", seed: int = 42) -> tuple[list, dict]:
+def retest_sample(records: Sequence[Any], n: int, *, source: str = "llm", seed: int = 42) -> tuple[list, dict]:
     """Up to ``n`` records with chunks, drawn in equal numbers (seeded; round robin) from the strata of their
     ``source`` verdicts (see the module doc), in the records' order; and the count drawn per stratum.
 
     Example:
         >>> from rankwise.data.records import as_records
         >>> recs = as_records([{"id": f"q{i}", "question": "?", "retrieved_contexts": ["a"]} for i in range(5)])
-        >>> picked, strata = sample_cases(recs, 2, seed=0)
+        >>> picked, strata = retest_sample(recs, 2, seed=0)
         >>> len(picked), strata
         (2, {'not judged': 2})
     """
@@ -339,7 +339,7 @@ def run_judge_retest(testset: Any, config: Any, *, cases: int = 30, repeats: int
         raise InputError(f"no case can be judged in mode {mode!r} (each needs a question"
                          f"{'' if mode == 'question' else ' and a ' + mode}): nothing to re-judge", source=where,
                          field=mode)
-    sample, strata = sample_cases(eligible, cases, source=source, seed=seed)
+    sample, strata = retest_sample(eligible, cases, source=source, seed=seed)
     if not sample:
         raise InputError("no case has retrieved chunks: nothing to re-judge", source=where,
                          field="retrieved_contexts")

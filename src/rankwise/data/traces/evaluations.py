@@ -73,7 +73,7 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
         >>> from rankwise.data.records import ChunkRecord, Verdict
         >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
         ...                source="<spans>")
-        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})])
         >>> document_evaluations([rec], imp).rows[0]["label"]
         'relevant'
     """
@@ -117,7 +117,7 @@ def _check_sources(records: list[CaseRecord], sources: list[str] | None, records
 
     Example:
         >>> from rankwise.data.records import ChunkRecord, Verdict
-        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})])
         >>> _check_sources([rec], ["nosuch"], "r.jsonl")
         Traceback (most recent call last):
         ...

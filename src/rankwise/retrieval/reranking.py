@@ -18,7 +18,7 @@ from rankwise.data import Run
 from rankwise.errors import InputError, RankwiseError
 from rankwise.progress import progress
 from rankwise.retrieval.base import Retriever, check_k
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 from rankwise.retrieval.models import load_cross_encoder
 
 __all__ = ["CrossEncoderScorer", "PairScorer", "RerankRetriever", "rerank", "make_scorer", "checked_scores"]
@@ -142,7 +142,7 @@ class RerankRetriever(Retriever):
 
     Example:
         >>> from rankwise.retrieval.bm25 import BM25Retriever
-        >>> chunks = [Chunk("a", "a", 0, 9, "red apple"), Chunk("b", "b", 0, 15, "red apple juice")]
+        >>> chunks = [CorpusChunk("a", "a", 0, 9, "red apple"), CorpusChunk("b", "b", 0, 15, "red apple juice")]
         >>> r = RerankRetriever(BM25Retriever(quiet=True), lambda q, t: len(t), quiet=True)
         >>> r.index(chunks); r.search({"q": "red apple"}, k=2).ranking("q")
         ['b', 'a']
@@ -157,7 +157,7 @@ class RerankRetriever(Retriever):
         self.quiet = quiet
         self._texts: dict[str, str] = {}
 
-    def index(self, chunks: Sequence[Chunk]) -> None:
+    def index(self, chunks: Sequence[CorpusChunk]) -> None:
         chunks = list(chunks)
         self.base.index(chunks)
         self._texts = {c.id: c.indexed_text for c in chunks}

@@ -54,7 +54,7 @@ from rankwise.llm.config import LLMConfig
 from rankwise.llm.cost import estimate_prompt_tokens
 from rankwise.llm.parse import ANY_OBJECT
 from rankwise.llm.runner import Job, Runner, RunSummary
-from rankwise.retrieval.chunking import Chunk
+from rankwise.retrieval.chunking import CorpusChunk
 from rankwise.testsets.synth_checks import (
     REASONS,
     check_reply,
@@ -90,7 +90,7 @@ from rankwise.testsets.synth_resume import (
     truncate_partial,
 )
 
-# re-exported: the names users import from rankwise.testsets.synth (each defined in the module named above)
+# re-exported: the names users import from rankwise.testsets.synth_run (each defined in the module named above)
 __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "SynthStopped",
            "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples",
            "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question",
@@ -581,7 +581,7 @@ def _criticised(sample: dict[str, Any], verdict: str | None,
     return sample, None, None
 
 
-def _bm25_rank(bm25: Any, by_id: dict[str, Chunk], sample: dict[str, Any]) -> int | None:
+def _bm25_rank(bm25: Any, by_id: dict[str, CorpusChunk], sample: dict[str, Any]) -> int | None:
     """Rank (1-based, within the top 10) of the first passage overlapping a reference span, else None."""
     run = bm25.search({"q": sample["user_input"]}, k=10)
     for rank, chunk_id in enumerate(run.ranking("q"), 1):

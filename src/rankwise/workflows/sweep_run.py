@@ -21,7 +21,7 @@ Retrievers: ``bm25``, ``dense``, ``hybrid`` (reciprocal rank fusion), each optio
 an OpenAI-compatible chat model grading each chunk 0-3 with a cache, or any pair scorer).
 
 Example:
-    >>> from rankwise.workflows.sweep import sweep
+    >>> from rankwise.workflows.sweep_run import sweep
     >>> res = sweep("kestrel", chunk_sizes=[400, 800], retrievers=["bm25"], progress=False,
     ...             permutations=1000)  # doctest: +SKIP
     >>> res.best["mrr"]  # doctest: +SKIP
@@ -587,7 +587,7 @@ def _reranker(spec: SweepSpec, configs: list[SweepConfig]) -> tuple[Any, Any]:
     scorer = resolve_reranker(spec.rerank_model, base_url=spec.llm_base_url, config=spec.llm_config,
                               quiet=not spec.progress)
     if isinstance(scorer, (str, PathLike)):
-        from rankwise.retrieval.rerank import CrossEncoderScorer
+        from rankwise.retrieval.reranking import CrossEncoderScorer
 
         scorer = CrossEncoderScorer(scorer)
     return scorer, scorer if isinstance(scorer, LLMReranker) else None

@@ -95,7 +95,7 @@ def judged_at(runs: dict[str, dict[str, list[tuple]]], labelled: dict[str, list[
         >>> judged_at({"bm25": {"q": [("d", 0, 10, "t"), ("d", 50, 60, "u")]}}, {"q": [("d", 5, 8)]}, 10)
         {'bm25': 0.5}
     """
-    from rankwise.metrics.evaluate import evaluate
+    from rankwise.metrics.engine import evaluate
 
     out = {}
     for name, run in runs.items():
