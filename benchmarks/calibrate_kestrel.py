@@ -1,19 +1,23 @@
-"""The worked example of docs/calibrate.md, on the bundled Kestrel DB set with a SIMULATED generator.
+"""The worked example of docs/calibrate.md, on the bundled Kestrel DB set with a SIMULATED
+generator.
 
-Nothing here is a real language model: tests/generator_server.py answers a question right with probability
-alpha + beta * w(i), where i is the first position (in the context it reads) of a chunk holding one of the
-question's reference passages and w is a planted curve (default RBP p = 0.7, alpha 0.1, beta 0.8), and
-says "I don't know." otherwise. The script runs, through the real command line and loopback HTTP:
+Nothing here is a real language model: tests/generator_server.py answers a question right with
+probability alpha + beta * w(i), where i is the first position (in the context it reads) of a chunk
+holding one of the question's reference passages and w is a planted curve (default RBP p = 0.7,
+alpha 0.1, beta 0.8), and says "I don't know." otherwise. The script runs, through the real command
+line and loopback HTTP:
 
 1. BM25, dense and hybrid retrieval (as ``rankwise demo``: 500-character chunks, top 10);
-2. ``rankwise position-curve`` on the BM25 test set: each question's supporting chunk (its first retrieved
-   chunk holding a reference passage, else the passage itself) planted at each of 10 positions among its
-   own non-relevant retrieved chunks, ``--repeats`` filler draws — does the fit find the planted curve?
-3. ``rankwise answer -k 5 --score em`` per system, and ``rankwise calibrate`` over the three systems'
-   records (containment verdicts, the measured curve as a candidate);
+2. ``rankwise position-curve`` on the BM25 test set: each question's supporting chunk (its first
+   retrieved chunk holding a reference passage, else the passage itself) planted at each of 10
+   positions among its own non-relevant retrieved chunks, ``--repeats`` filler draws — does the fit
+   find the planted curve?
+3. ``rankwise answer -k 5 --score em`` per system, and ``rankwise calibrate`` over the three
+   systems' records (containment verdicts, the measured curve as a candidate);
 4. ``rankwise utility`` on the BM25 records and ``calibrate --relevance utility``.
 
-Run:  PYTHONPATH=src python benchmarks/calibrate_kestrel.py [--curve u_shape] [--repeats 4] [--out DIR]
+Run:  PYTHONPATH=src python benchmarks/calibrate_kestrel.py [--curve u_shape] [--repeats 4] [--out
+DIR]
 """
 
 from __future__ import annotations

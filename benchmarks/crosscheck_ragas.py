@@ -6,21 +6,22 @@ Three checks over seeded random cases (default 300 of each):
    ``NonLLMContextPrecisionWithReference``, the formula its LLM context precision shares) on random
    verdict lists, all-zero and all-one lists included;
 2. end to end on random text cases: ``rankwise.evaluate_rag(..., relevance="containment")`` with
-   ``acp(ragas_compat=true)@K`` and ``context_recall@K`` == Ragas ``NonLLMContextPrecisionWithReference``
-   and ``NonLLMContextRecall`` (Levenshtein similarity, thresholds 0.5). Relevant chunks are copies of
-   a reference passage and distractors are digit strings, so both tools must reach the same verdicts;
+   ``acp(ragas_compat=true)@K`` and ``context_recall@K`` == Ragas
+   ``NonLLMContextPrecisionWithReference`` and ``NonLLMContextRecall`` (Levenshtein similarity,
+   thresholds 0.5). Relevant chunks are copies of a reference passage and distractors are digit
+   strings, so both tools must reach the same verdicts;
 3. ``id_precision`` / ``id_recall`` (ids mode) == Ragas ``IDBasedContextPrecision`` /
    ``IDBasedContextRecall`` on random id lists with repeats, empty gold and empty retrieval
    (undefined on both sides: Ragas NaN, rankwise null).
 
-Prints the maximum absolute difference per check; exit status 0 when all agree digit for digit, or when
-Ragas is not installed (it says so). Ragas pulls in langchain and pins openai<2 and rich<14, so it is
-best kept out of the project's venv:
+Prints the maximum absolute difference per check; exit status 0 when all agree digit for digit, or
+when Ragas is not installed (it says so). Ragas pulls in langchain and pins openai<2 and rich<14, so
+it is best kept out of the project's venv:
 
-    python -m venv /tmp/ragas-venv
-    /tmp/ragas-venv/bin/pip install "ragas==0.4.3" "langchain-community<0.4" rapidfuzz numpy pyarrow click rich
-    /tmp/ragas-venv/bin/python benchmarks/crosscheck_ragas.py
-"""
+    python -m venv /tmp/ragas-venv /tmp/ragas-venv/bin/pip install "ragas==0.4.3"
+    "langchain-community<0.4" rapidfuzz numpy pyarrow click rich /tmp/ragas-venv/bin/python
+    benchmarks/crosscheck_ragas.py
+    """
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Cross-check rankwise's paired tests against scipy and ranx on two real runs over CISI (or Cranfield).
+"""Cross-check rankwise's paired tests against scipy and ranx on two real runs over CISI (or
+Cranfield).
 
-The two runs are built here with numpy/scipy.sparse: TF-IDF cosine (lnc.ltc) and BM25 (k1=1.2, b=0.75)
-over title + text, top 100 per query. Then, per metric:
+The two runs are built here with numpy/scipy.sparse: TF-IDF cosine (lnc.ltc) and BM25 (k1=1.2,
+b=0.75) over title + text, top 100 per query. Then, per metric:
 
 * paired t-test p-values: rankwise == scipy.stats.ttest_rel == ranx.compare(stat_test="student"),
   within 1e-6;
@@ -11,12 +12,12 @@ over title + text, top 100 per query. Then, per metric:
 * Wilcoxon: rankwise == scipy.stats.wilcoxon.
 
 Two pairs are checked: TF-IDF vs BM25 (a real, significant difference) and BM25 vs a seeded random
-perturbation of it (p-values in the middle of the range). Exact score ties are broken by corpus order
-first, since ranx breaks ties differently from trec_eval (rankwise follows trec_eval).
+perturbation of it (p-values in the middle of the range). Exact score ties are broken by corpus
+order first, since ranx breaks ties differently from trec_eval (rankwise follows trec_eval).
 
 Known difference: for metrics with few distinct values (precision@k) many sign assignments tie the
-observed mean difference exactly; ranx compares float means with ``>=`` and rounding drops some of those
-ties, so its p-values come out too small. There the randomization check falls back to an exact
+observed mean difference exactly; ranx compares float means with ``>=`` and rounding drops some of
+those ties, so its p-values come out too small. There the randomization check falls back to an exact
 integer-arithmetic reference.
 
 Run:  python benchmarks/crosscheck_significance.py [--dataset cisi|cranfield] [--write-runs DIR]
@@ -108,8 +109,9 @@ PAIRS = [("tfidf", "bm25"), ("bm25", "bm25_noisy")]
 
 
 def perturbed(run: dict[str, dict[str, float]], *, scale: float = 0.5, seed: int = 7) -> dict:
-    """A fixed random perturbation of a run: every score gets seeded Gaussian noise of ``scale`` x its
-    query's score standard deviation, which swaps neighbours (a small, mostly insignificant change)."""
+    """A fixed random perturbation of a run: every score gets seeded Gaussian noise of ``scale`` x
+    its query's score standard deviation, which swaps neighbours (a small, mostly insignificant
+    change)."""
     rng = np.random.default_rng(seed)
     out = {}
     for qid, docs in run.items():
@@ -120,8 +122,9 @@ def perturbed(run: dict[str, dict[str, float]], *, scale: float = 0.5, seed: int
 
 
 def exact_arithmetic_reference(d: np.ndarray, permutations: int = 200_000, seed: int = 99) -> float | None:
-    """Sign-flip p-value in exact integer arithmetic, when the differences are multiples of 1/m (m <= 1000,
-    e.g. precision@10): no float rounding can drop a permutation that ties the observed sum."""
+    """Sign-flip p-value in exact integer arithmetic, when the differences are multiples of 1/m (m
+    <= 1000, e.g. precision@10): no float rounding can drop a permutation that ties the observed
+    sum."""
     for m in range(1, 1001):
         scaled = d * m
         if np.all(np.abs(scaled - np.round(scaled)) < 1e-6):
@@ -174,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
 
     qrels = load_qrels(qrels_path)
     qrels_dict = {q: qrels.judgements(q) for q in qrels.queries}
-    # ranx needs every qrels query in every run: keep the judged queries only, empty runs get a dummy doc
+    # ranx needs every qrels query in every run: keep the judged queries only, empty runs get a
+    # dummy doc
     judged = set(qrels_dict)
     ranx_runs = {}
     for name, run in runs.items():

@@ -1,12 +1,12 @@
 """Fuzzy matching of RAG contexts: the batched scorer against the pair-by-pair loop it replaced.
 
 Synthetic cases (default 20,000 cases x 10 retrieved chunks of about 500 characters, 1-3 reference
-passages of about 200): a third of the passages are cut from a retrieved chunk, some with a few letters
-changed, the rest are unrelated text. Times ``judge_text(records, "fuzzy")`` (containment short-cut,
-a bit-parallel LCS bound that rules out nearly every non-matching pair, ``partial_ratio`` with the
-threshold as score cutoff for the rest: see ``rankwise.relevance.text.fuzzy_similarities``) against the
-previous implementation (``fuzz.partial_ratio`` on every chunk x passage pair), and checks that the
-matched passages of every chunk are identical.
+passages of about 200): a third of the passages are cut from a retrieved chunk, some with a few
+letters changed, the rest are unrelated text. Times ``judge_text(records, "fuzzy")`` (containment
+short-cut, a bit-parallel LCS bound that rules out nearly every non-matching pair, ``partial_ratio``
+with the threshold as score cutoff for the rest: see ``rankwise.relevance.text.fuzzy_similarities``)
+against the previous implementation (``fuzz.partial_ratio`` on every chunk x passage pair), and
+checks that the matched passages of every chunk are identical.
 
 Usage:
     python benchmarks/fuzzy_matching.py                 # 20k cases x 10 chunks

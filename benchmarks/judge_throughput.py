@@ -1,14 +1,15 @@
-"""LLM-judge throughput: rankwise (per chunk, batch, cached rerun) vs Ragas 0.4.3, same loopback server.
+"""LLM-judge throughput: rankwise (per chunk, batch, cached rerun) vs Ragas 0.4.3, same loopback
+server.
 
-The server (tests/llm_server.py) waits ``--latency`` seconds (default 0.2) before every reply, like a
-remote model, and answers deterministically, so both tools get the same verdicts and their context
+The server (tests/llm_server.py) waits ``--latency`` seconds (default 0.2) before every reply, like
+a remote model, and answers deterministically, so both tools get the same verdicts and their context
 precision must agree. 100 questions x 10 chunks by default. Each tool runs at its default settings:
-rankwise ``Judge`` as ``rankwise judge`` runs it (up to 128 requests in flight), Ragas ``evaluate()``
-with ``LLMContextPrecisionWithReference`` and its default ``RunConfig`` (16 workers; each question's
-chunks are judged one after another).
+rankwise ``Judge`` as ``rankwise judge`` runs it (up to 128 requests in flight), Ragas
+``evaluate()`` with ``LLMContextPrecisionWithReference`` and its default ``RunConfig`` (16 workers;
+each question's chunks are judged one after another).
 
-Ragas 0.4.3 pins ``openai<2``, so it usually lives in its own virtualenv; point ``--ragas-python`` (or
-``$RAGAS_PYTHON``) at that interpreter:
+Ragas 0.4.3 pins ``openai<2``, so it usually lives in its own virtualenv; point ``--ragas-python``
+(or ``$RAGAS_PYTHON``) at that interpreter:
 
     python -m venv /tmp/ragas-venv
     /tmp/ragas-venv/bin/pip install "ragas==0.4.3" "langchain-community<0.4"

@@ -1,13 +1,13 @@
 """A run larger than memory: ``rankwise eval --stream`` on 1e8 rows (about 3.3 GB of TREC text).
 
-Writes a synthetic run grouped by query (depth 1000, scores with ties) and its qrels, then times whole
-``rankwise eval --stream`` processes and records their peak memory (``os.wait4``):
+Writes a synthetic run grouped by query (depth 1000, scores with ties) and its qrels, then times
+whole ``rankwise eval --stream`` processes and records their peak memory (``os.wait4``):
 
 * the base size (1e6 rows) streamed and in memory, plus a shuffled copy (partitioned on disk);
 * the full size (default 1e8 rows) streamed; checked against the bounds: peak RSS <= 2 GB and time
   within 1.5x of (full / base) x the base time;
-* ``--check-rows`` (default 1e7): streamed and in-memory results must be identical (every mean, every
-  digit).
+* ``--check-rows`` (default 1e7): streamed and in-memory results must be identical (every mean,
+  every digit).
 
 Needs about 1.1x the run's size of free disk (the shuffled copy is made at the base size only). The
 files are deleted afterwards unless ``--keep``.
@@ -35,7 +35,8 @@ DEPTH = 1000
 
 
 def generate(rows: int, directory: Path, *, shuffled: bool = False, seed: int = 5) -> tuple[Path, Path]:
-    """``qrels.txt`` and ``run.trec`` (grouped by query; or rows in random order), written in chunks."""
+    """``qrels.txt`` and ``run.trec`` (grouped by query; or rows in random order), written in
+    chunks."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

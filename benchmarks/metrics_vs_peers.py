@@ -1,8 +1,8 @@
 """rankwise against its peers: pytrec_eval(-terrier), ranx and ir_measures, on synthetic data.
 
-Synthetic graded qrels (20 judgements per query, grades 0-3, half of them among the run's top 100) and
-runs of 10k x 100, 10k x 1000 and 100k x 100 (queries x documents); metrics P@10, recall@100, nDCG@10,
-MAP and MRR. Two kinds of input, each in two orders:
+Synthetic graded qrels (20 judgements per query, grades 0-3, half of them among the run's top 100)
+and runs of 10k x 100, 10k x 1000 and 100k x 100 (queries x documents); metrics P@10, recall@100,
+nDCG@10, MAP and MRR. Two kinds of input, each in two orders:
 
 (a) Python dicts already in memory (``{qid: {doc: score}}``): time of the evaluation call(s) only.
     "ranked": queries and docs inserted in rank order; "unranked": queries and each query's docs
@@ -11,21 +11,21 @@ MAP and MRR. Two kinds of input, each in two orders:
     rows grouped by query, best first; "shuffled": the same rows in random order. Beside them, the
     "floor": a fresh process doing nothing but ``pyarrow.csv.read_csv`` of the same file.
     Files are evaluated with:
-    ``rankwise eval QRELS RUN -m ... --format json`` against a Python process running pytrec_eval's own
-    parsers (``parse_qrel``/``parse_run``) + ``evaluate``, ranx's ``from_file`` + ``evaluate``, and
-    ir_measures' readers + ``calc_aggregate``.
+    ``rankwise eval QRELS RUN -m ... --format json`` against a Python process running pytrec_eval's
+    own parsers (``parse_qrel``/``parse_run``) + ``evaluate``, ranx's ``from_file`` + ``evaluate``,
+    and ir_measures' readers + ``calc_aggregate``.
 
-ranx is timed cold (first call in a fresh process with an empty numba cache, so it compiles) and warm
-(a second call in the same process). Every tool runs in its own child process; peak memory is that
-child's maximum RSS (``os.wait4``). All means are checked against pytrec_eval: rankwise and ir_measures
-must agree within 1e-9; ranx breaks tied scores in its own way (not trec_eval's doc-id rule), so its
-difference is printed rather than asserted tight.
+ranx is timed cold (first call in a fresh process with an empty numba cache, so it compiles) and
+warm (a second call in the same process). Every tool runs in its own child process; peak memory is
+that child's maximum RSS (``os.wait4``). All means are checked against pytrec_eval: rankwise and
+ir_measures must agree within 1e-9; ranx breaks tied scores in its own way (not trec_eval's doc-id
+rule), so its difference is printed rather than asserted tight.
 
 Usage:
-    python benchmarks/metrics_vs_peers.py                    # all three sizes
-    python benchmarks/metrics_vs_peers.py --quick            # 2k x 100 and 1k x 1000, about a minute
-    python benchmarks/metrics_vs_peers.py --sizes 10kx1000 --out perf.md
-    python benchmarks/metrics_vs_peers.py --tools rankwise,pytrec_eval    # without ranx, ir_measures
+    python benchmarks/metrics_vs_peers.py                    # all three sizes python
+    benchmarks/metrics_vs_peers.py --quick            # 2k x 100 and 1k x 1000, about a minute
+    python benchmarks/metrics_vs_peers.py --sizes 10kx1000 --out perf.md python
+    benchmarks/metrics_vs_peers.py --tools rankwise,pytrec_eval    # without ranx, ir_measures
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ SIZES = {"10kx100": (10_000, 100), "10kx1000": (10_000, 1000), "100kx100": (100_
 
 # ------------------------------------------------------------------ data
 def generate(n_queries: int, depth: int, directory: Path, seed: int = 7) -> tuple[Path, Path]:
-    """Write ``qrels.txt`` and ``run.trec`` (vectorised: numpy + Arrow's CSV writer, no Python loop)."""
+    """Write ``qrels.txt`` and ``run.trec`` (vectorised: numpy + Arrow's CSV writer, no Python
+    loop)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -158,7 +159,8 @@ def load_dicts(qrels_path: Path, run_path: Path, unranked: bool = False) -> tupl
     return qrels, run
 
 
-# ------------------------------------------------------------------ workers (run in child processes)
+# ------------------------------------------------------------------ workers (run in child
+# processes)
 def _means_pytrec(per_query: dict) -> dict:
     qids = sorted(per_query)
     return {name: sum(per_query[q][key] for q in qids) / len(qids)
@@ -256,7 +258,8 @@ MODES = {  # mode -> (input kind, order)
 
 
 def floor(path: Path) -> tuple[float, float]:
-    """Wall time and peak RSS of a fresh process that only reads ``path`` with ``pyarrow.csv.read_csv``."""
+    """Wall time and peak RSS of a fresh process that only reads ``path`` with
+    ``pyarrow.csv.read_csv``."""
     code = ("import sys, pyarrow.csv as c; c.read_csv(sys.argv[1], read_options=c.ReadOptions("
             "autogenerate_column_names=True), parse_options=c.ParseOptions(delimiter=' '))")
     wall, rss, _ = spawn([PYTHON, "-c", code, str(path)])
@@ -310,7 +313,8 @@ def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS
 
 
 def check_agreement(rows: list[dict]) -> list[str]:
-    """rankwise and ir_measures equal pytrec_eval within 1e-9; ranx's largest difference is reported."""
+    """rankwise and ir_measures equal pytrec_eval within 1e-9; ranx's largest difference is
+    reported."""
     notes = []
     for (size, mode) in dict.fromkeys((r["size"], r["mode"]) for r in rows):
         group = {r["tool"]: r for r in rows if r["size"] == size and r["mode"] == mode}

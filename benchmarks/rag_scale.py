@@ -1,14 +1,16 @@
-"""The RAG path at scale: `rankwise eval-rag` on a large test set beside the cost of reading the file.
+"""The RAG path at scale: `rankwise eval-rag` on a large test set beside the cost of reading the
+file.
 
 Generates a seeded test set of N cases × K retrieved chunks, one by ids (``retrieved_context_ids`` /
-``reference_context_ids``) and one by spans (chunks and reference passages with ``doc_id``/``start``/``end``),
-then times, each as a whole child process: ``rankwise eval-rag -r ids`` (and ``-r spans``), ``json.loads``
-line by line, and ``pyarrow.json.read_json`` of the same file. Prints wall and CPU time, peak memory (the
-child's maximum RSS), the ratios issue 37 sets targets for, the machine and the load average.
+``reference_context_ids``) and one by spans (chunks and reference passages with
+``doc_id``/``start``/``end``), then times, each as a whole child process: ``rankwise eval-rag -r
+ids`` (and ``-r spans``), ``json.loads`` line by line, and ``pyarrow.json.read_json`` of the same
+file. Prints wall and CPU time, peak memory (the child's maximum RSS), the ratios issue 37 sets
+targets for, the machine and the load average.
 
-    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10
-    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10 --profile   # cProfile of eval-rag -r ids
-"""
+    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10 PYTHONPATH=src python
+    benchmarks/rag_scale.py --cases 50000 -k 10 --profile   # cProfile of eval-rag -r ids
+    """
 from __future__ import annotations
 
 import argparse
@@ -24,7 +26,8 @@ from pathlib import Path
 
 
 def write_ids(path: Path, cases: int, k: int, seed: int = 7) -> None:
-    """Write N cases × k retrieved ids; 70% of cases have two relevant ids (one usually retrieved)."""
+    """Write N cases × k retrieved ids; 70% of cases have two relevant ids (one usually retrieved).
+    """
     rng = random.Random(seed)
     with path.open("w") as f:
         for i in range(cases):
@@ -56,7 +59,8 @@ def write_spans(path: Path, cases: int, k: int, seed: int = 7) -> None:
 
 
 def timed(argv: list[str]) -> dict:
-    """Run argv as a child process; its wall time, CPU time (user+sys) and own peak RSS in MB (os.wait4)."""
+    """Run argv as a child process; its wall time, CPU time (user+sys) and own peak RSS in MB
+    (os.wait4)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -100,7 +104,8 @@ def main() -> None:
             write_spans(spans, args.cases, args.k)
         if args.profile:
             prof = Path(tmp, "p.prof")
-            # main(args=...) is plain click (the command line leaves through os._exit, before a profile is written)
+            # main(args=...) is plain click (the command line leaves through os._exit, before a
+            # profile is written)
             code = ("import cProfile,sys\nfrom rankwise.cli import main\np=cProfile.Profile()\ntry:\n"
                     "    p.runcall(main, args=sys.argv[2:])\nexcept SystemExit:\n    pass\n"
                     f"p.dump_stats({str(prof)!r})\n")

@@ -1,4 +1,5 @@
-"""Measure BM25, dense and hybrid retrieval on the real collections (docs/retrieval.md, "Real collections").
+"""Measure BM25, dense and hybrid retrieval on the real collections (docs/retrieval.md, "Real
+collections").
 
 Usage:  python benchmarks/retrieval_real_collections.py [cranfield|cisi ...] [--data tests/fixtures]
 

@@ -1,11 +1,13 @@
-"""Spark scaling: rankwise.spark.evaluate (local[2]) vs the single-process engine, same Parquet files.
+"""Spark scaling: rankwise.spark.evaluate (local[2]) vs the single-process engine, same Parquet
+files.
 
-For each size: a synthetic run (100 docs per query, scores with ties) and qrels (10 graded judgements per
-query) written as Parquet; then, from the files to the means,
+For each size: a synthetic run (100 docs per query, scores with ties) and qrels (10 graded
+judgements per query) written as Parquet; then, from the files to the means,
   * one process: pyarrow reads the files, rankwise.evaluate scores them;
-  * Spark local[2]: rankwise.spark.read_* + rankwise.spark.evaluate (buckets of queries in applyInArrow,
-    exact means on the driver);
-  * (smallest size only) the per-query pandas-UDF approach for contrast: one applyInArrow group per query.
+  * Spark local[2]: rankwise.spark.read_* + rankwise.spark.evaluate (buckets of queries in
+    applyInArrow, exact means on the driver);
+  * (smallest size only) the per-query pandas-UDF approach for contrast: one applyInArrow group per
+    query.
 Every Spark result is checked bit for bit against the single process (per-query values and means).
 The 10^9-row line is an ESTIMATE from the measured per-row cost, not a measurement.
 
@@ -83,7 +85,8 @@ def same(spark_result, local) -> bool:
 
 
 def driver_cost(n_queries: int) -> float:
-    """Seconds the driver spends putting n queries' values in byte order and summing them (the exact mean)."""
+    """Seconds the driver spends putting n queries' values in byte order and summing them (the exact
+    mean)."""
     from rankwise.metrics.registry import parse_measures
     from rankwise.spark.ir import EVALUATED, _finish
 

@@ -1,13 +1,14 @@
-"""Startup of each rankwise command as a whole process: `rankwise eval` of a 20-line run in every input format
-(TREC, BEIR qrels TSV, CSV, JSONL, Parquet), `eval-rag` of a small test set, `run` with BM25 on a 3-document
-corpus, `--help` and `judge --help`, beside the floor (a process that imports only what `rankwise eval` cannot
-do without: numpy, pyarrow, pyarrow.compute, click).
+"""Startup of each rankwise command as a whole process: `rankwise eval` of a 20-line run in every
+input format (TREC, BEIR qrels TSV, CSV, JSONL, Parquet), `eval-rag` of a small test set, `run` with
+BM25 on a 3-document corpus, `--help` and `judge --help`, beside the floor (a process that imports
+only what `rankwise eval` cannot do without: numpy, pyarrow, pyarrow.compute, click).
 
-Each round runs every command once, in turn, so load on a shared machine falls on all of them alike; the
-medians of wall and CPU time (user + system of the child) are printed with their ratio to the floor, with the
-machine (CPU model, cores) and the load average before and after. "no bytecode" runs rankwise from a copy of its
-sources without ``__pycache__`` under ``PYTHONDONTWRITEBYTECODE=1``: every process compiles them again. The
-target (README, "Against the targets"): `rankwise eval` of a 20-line run <= 0.35 s on an idle 2-core machine.
+Each round runs every command once, in turn, so load on a shared machine falls on all of them alike;
+the medians of wall and CPU time (user + system of the child) are printed with their ratio to the
+floor, with the machine (CPU model, cores) and the load average before and after. "no bytecode" runs
+rankwise from a copy of its sources without ``__pycache__`` under ``PYTHONDONTWRITEBYTECODE=1``:
+every process compiles them again. The target (README, "Against the targets"): `rankwise eval` of a
+20-line run <= 0.35 s on an idle 2-core machine.
 
     python benchmarks/startup.py [--rounds 5]
 """
@@ -43,7 +44,8 @@ def _time(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
 
 
 def _inputs(tmp: Path) -> dict[str, Path]:
-    """The same qrels (10 judgements) and 20-line run in every format `rankwise eval` reads, and a RAG test set."""
+    """The same qrels (10 judgements) and 20-line run in every format `rankwise eval` reads, and a
+    RAG test set."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

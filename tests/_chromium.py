@@ -1,4 +1,5 @@
-"""Drive a real headless Chromium over the Chrome DevTools Protocol (websocket-client), for report tests.
+"""Drive a real headless Chromium over the Chrome DevTools Protocol (websocket-client), for report
+tests.
 
     with Chromium.start(tmp_path) as browser:
         page = browser.open(path)            # waits for the load event

@@ -1,11 +1,13 @@
-"""Run ``rankwise`` many times as real processes without paying the imports each time (tests/cli/test_exit.py).
+"""Run ``rankwise`` many times as real processes without paying the imports each time
+(tests/cli/test_exit.py).
 
-``python tests/_cli_forks.py ARGS_JSON RUNS OUTDIR``: one fresh interpreter imports the CLI (numpy, pyarrow,
-click, the eval path) once, then forks ``RUNS`` children, two at a time; each child is the ``rankwise``
-command line (``sys.argv``, ``main()`` with no arguments, as the console script calls it), its stdout and
-stderr in ``OUTDIR/<n>.out`` / ``.err``. A child whose ``main()`` returned instead of leaving the process
-would go through the interpreter's own teardown (where Arrow's thread pools used to abort, rc -6); an
-``atexit`` hook marks that in its stderr. Prints ``[[returncode, "OUTDIR/<n>"], ...]`` as JSON.
+``python tests/_cli_forks.py ARGS_JSON RUNS OUTDIR``: one fresh interpreter imports the CLI (numpy,
+pyarrow, click, the eval path) once, then forks ``RUNS`` children, two at a time; each child is the
+``rankwise`` command line (``sys.argv``, ``main()`` with no arguments, as the console script calls
+it), its stdout and stderr in ``OUTDIR/<n>.out`` / ``.err``. A child whose ``main()`` returned
+instead of leaving the process would go through the interpreter's own teardown (where Arrow's thread
+pools used to abort, rc -6); an ``atexit`` hook marks that in its stderr. Prints ``[[returncode,
+"OUTDIR/<n>"], ...]`` as JSON.
 """
 
 from __future__ import annotations

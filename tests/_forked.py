@@ -1,14 +1,15 @@
 """``rankwise`` as a real process, forked from the test's process rather than started from nothing.
 
-``cli_popen(args, ...)`` is ``subprocess.Popen([python, "-m", "rankwise.cli", *args], ...)`` and ``cli_run`` is
-``subprocess.run`` of the same, except that the child is a fork of this (test) process, which has imported the
-command line and the libraries its LLM commands load (the OpenAI SDK alone: 1.3 CPU-seconds a process) once,
-instead of a new interpreter importing them for each process. The child is a process all the same, as the tests
-of signals, exit codes, hangs and faults need: its own pid (SIGTERM, SIGINT and SIGKILL reach it alone), its own
-stdin/stdout/stderr pipes, the environment and working directory given, and the command line's own exit
-(``main()`` flushes and leaves through ``os._exit``); the object returned is a ``subprocess.Popen``
-(``communicate``, ``wait``, ``poll``, ``send_signal`` with timeouts, a negative return code for a signal).
-A fresh interpreter's start itself is tested by test_startup.py and test_exit.py.
+``cli_popen(args, ...)`` is ``subprocess.Popen([python, "-m", "rankwise.cli", *args], ...)`` and
+``cli_run`` is ``subprocess.run`` of the same, except that the child is a fork of this (test)
+process, which has imported the command line and the libraries its LLM commands load (the OpenAI SDK
+alone: 1.3 CPU-seconds a process) once, instead of a new interpreter importing them for each
+process. The child is a process all the same, as the tests of signals, exit codes, hangs and faults
+need: its own pid (SIGTERM, SIGINT and SIGKILL reach it alone), its own stdin/stdout/stderr pipes,
+the environment and working directory given, and the command line's own exit (``main()`` flushes and
+leaves through ``os._exit``); the object returned is a ``subprocess.Popen`` (``communicate``,
+``wait``, ``poll``, ``send_signal`` with timeouts, a negative return code for a signal). A fresh
+interpreter's start itself is tested by test_startup.py and test_exit.py.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class _ForkedCLI(subprocess.Popen):
 
 
 def _become_cli(argv: list[str], cwd, env, preexec_fn, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> None:
-    """In the child: the standard streams, environment, directory and signals of a new process, then main()."""
+    """In the child: the standard streams, environment, directory and signals of a new process, then
+    main()."""
     import faulthandler
     import io
 
@@ -70,8 +72,9 @@ def _become_cli(argv: list[str], cwd, env, preexec_fn, stdin_fd: int, stdout_fd:
     for fd, target in ((stdin_fd, 0), (stdout_fd, 1), (stderr_fd, 2)):
         if fd != -1:
             os.dup2(fd, target)
-    # (the parent's other descriptors stay open, unused: SQLite keeps descriptors of databases this process used,
-    # and a child that closed them under it fails with "locking protocol" on the same file)
+    # (the parent's other descriptors stay open, unused: SQLite keeps descriptors of databases this
+    # process used, and a child that closed them under it fails with "locking protocol" on the same
+    # file)
     if env is not None:
         os.environ.clear()
         os.environ.update(env)
@@ -98,7 +101,8 @@ def _become_cli(argv: list[str], cwd, env, preexec_fn, stdin_fd: int, stdout_fd:
 
 
 def _as_python_m(package: str, argv: list[str]) -> None:
-    """``sys.argv`` and ``__main__`` as ``python -m PACKAGE ARGV`` sets them (click names the program from them)."""
+    """``sys.argv`` and ``__main__`` as ``python -m PACKAGE ARGV`` sets them (click names the
+    program from them)."""
     import importlib.util
     import types
 
@@ -111,14 +115,16 @@ def _as_python_m(package: str, argv: list[str]) -> None:
 
 
 def cli_popen(args: Sequence[Any], **kwargs: Any) -> subprocess.Popen:
-    """``subprocess.Popen([python, "-m", "rankwise.cli", *args], **kwargs)``, the child forked (see above)."""
+    """``subprocess.Popen([python, "-m", "rankwise.cli", *args], **kwargs)``, the child forked (see
+    above)."""
     _preload()
     return _ForkedCLI([str(a) for a in args], **kwargs)
 
 
 def cli_run(args: Sequence[Any], *, timeout: float | None = None, input: str | None = None,
             **kwargs: Any) -> subprocess.CompletedProcess:
-    """``subprocess.run([python, "-m", "rankwise.cli", *args], **kwargs)``, the child forked (see above)."""
+    """``subprocess.run([python, "-m", "rankwise.cli", *args], **kwargs)``, the child forked (see
+    above)."""
     if kwargs.pop("capture_output", False):
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
     if input is not None:

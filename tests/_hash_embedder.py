@@ -1,9 +1,10 @@
-"""A small deterministic hashed bag-of-words embedder, with wrappers for LangChain, LlamaIndex, Haystack and
-rankwise's DenseRetriever, so every framework ranks with the same vectors offline.
+"""A small deterministic hashed bag-of-words embedder, with wrappers for LangChain, LlamaIndex,
+Haystack and rankwise's DenseRetriever, so every framework ranks with the same vectors offline.
 
-Frameworks' fake embeddings give one constant vector (all ties) or random ones; this one gives meaningful,
-reproducible rankings: lower-cased word tokens, each hashed (BLAKE2b, not Python's salted ``hash``) to one of
-``DIM`` buckets with a sign, term counts damped by ``1 + log(tf)``, L2-normalised.
+Frameworks' fake embeddings give one constant vector (all ties) or random ones; this one gives
+meaningful, reproducible rankings: lower-cased word tokens, each hashed (BLAKE2b, not Python's
+salted ``hash``) to one of ``DIM`` buckets with a sign, term counts damped by ``1 + log(tf)``,
+L2-normalised.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ _WORD = re.compile(r"[a-z0-9_]+")
 
 
 def hash_embed(text: str, dim: int = DIM) -> list[float]:
-    """The embedding of one text as a list of floats (unit length, or all zeros for a text with no word)."""
+    """The embedding of one text as a list of floats (unit length, or all zeros for a text with no
+    word)."""
     return _hash_vector(text, dim).tolist()
 
 
 @functools.lru_cache(maxsize=8192)
 def _hash_vector(text: str, dim: int) -> np.ndarray:
-    """The embedding as a read-only float64 array, computed once per text: the frameworks' tests embed the same
-    Kestrel chunks many times (each index rebuilt, and rankwise's own pipeline beside it)."""
+    """The embedding as a read-only float64 array, computed once per text: the frameworks' tests
+    embed the same Kestrel chunks many times (each index rebuilt, and rankwise's own pipeline beside
+    it)."""
     counts: dict[str, int] = {}
     for w in _WORD.findall(text.lower()):
         counts[w] = counts.get(w, 0) + 1

@@ -1,10 +1,11 @@
 """The rankwise CLI run in the test's own process, seen as a finished process.
 
-``run_cli(args)`` gives what ``subprocess.run([python, "-m", "rankwise.cli", *args], capture_output=True,
-text=True)`` gives (``returncode``, ``stdout``, ``stderr``), without starting an interpreter: for tests where
-the process boundary is not what is tested. What a real process would print at an uncaught exception (a
-traceback on stderr, exit code 1) is printed here too, so "no traceback" assertions keep their meaning.
-Tests of exit codes from signals, startup time, piping or Ctrl-C keep real processes.
+``run_cli(args)`` gives what ``subprocess.run([python, "-m", "rankwise.cli", *args],
+capture_output=True, text=True)`` gives (``returncode``, ``stdout``, ``stderr``), without starting
+an interpreter: for tests where the process boundary is not what is tested. What a real process
+would print at an uncaught exception (a traceback on stderr, exit code 1) is printed here too, so
+"no traceback" assertions keep their meaning. Tests of exit codes from signals, startup time, piping
+or Ctrl-C keep real processes.
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ def run_cli(args: Sequence[Any], *, env: Mapping[str, str] | None = None,
             check: bool = False, capture_output: bool = True, text: bool = True,
             timeout: float | None = None) -> subprocess.CompletedProcess:
     """``rankwise ARGS`` in-process, as ``subprocess.run([python, "-m", "rankwise.cli", *ARGS],
-    capture_output=True, text=True, ...)`` would give it: ``env`` a full environment (as for subprocess),
-    ``overrides`` changes (None unsets) to this process's; ``check`` raises CalledProcessError on a non-zero
-    exit. ``capture_output``/``text`` must be true (what the tests' subprocess calls used); ``timeout`` is
-    accepted and not enforced (an in-process call cannot be killed)."""
+    capture_output=True, text=True, ...)`` would give it: ``env`` a full environment (as for
+    subprocess), ``overrides`` changes (None unsets) to this process's; ``check`` raises
+    CalledProcessError on a non-zero exit. ``capture_output``/``text`` must be true (what the tests'
+    subprocess calls used); ``timeout`` is accepted and not enforced (an in-process call cannot be
+    killed)."""
     from rankwise.cli import main
 
     if not (capture_output and text):

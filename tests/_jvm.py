@@ -1,15 +1,17 @@
 """The options the tests' JVMs start with, and their class-data archive.
 
-The tests start three JVMs (the run's SparkSession, a ``spark-submit`` job, a driver with sessions a user
-builds). Each spent half its start loading and verifying Spark's ~10,000 classes, the same ones every time. The
-JDK can map them from an archive instead (CDS, JEP 350: ``-XX:ArchiveClassesAtExit`` writes it,
-``-XX:SharedArchiveFile`` reads it): ``scripts/setup.sh --test`` writes one into the virtual environment by
-running a small Spark job of each kind (``python tests/_jvm.py``), and the tests' JVMs read it (a session and
-its first job: 19 -> 10 s, 24 -> 15 CPU-seconds). The numbers do not move: the archive holds the classes, not
-what they compute. An archive that is missing or made by another Java or Spark is not used (the key beside it
-says which it was made by; the JVM also checks for itself and, finding it unusable, loads classes as before).
+The tests start three JVMs (the run's SparkSession, a ``spark-submit`` job, a driver with sessions a
+user builds). Each spent half its start loading and verifying Spark's ~10,000 classes, the same ones
+every time. The JDK can map them from an archive instead (CDS, JEP 350: ``-XX:ArchiveClassesAtExit``
+writes it, ``-XX:SharedArchiveFile`` reads it): ``scripts/setup.sh --test`` writes one into the
+virtual environment by running a small Spark job of each kind (``python tests/_jvm.py``), and the
+tests' JVMs read it (a session and its first job: 19 -> 10 s, 24 -> 15 CPU-seconds). The numbers do
+not move: the archive holds the classes, not what they compute. An archive that is missing or made
+by another Java or Spark is not used (the key beside it says which it was made by; the JVM also
+checks for itself and, finding it unusable, loads classes as before).
 
-Run as a script: ``python tests/_jvm.py [--force]`` writes the archive unless one for this Java and Spark is there.
+Run as a script: ``python tests/_jvm.py [--force]`` writes the archive unless one for this Java and
+Spark is there.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-# The tests' JVMs compile with the client compiler only and collect with the serial collector: a test's Spark
-# jobs are small and short, and on two cores the server compiler's threads took a third of the JVM's CPU
-# (test_spark_cli's user-built sessions: 89 -> 56 CPU-seconds, 60 -> 54 s). Spark's own defaults are for jobs.
+# The tests' JVMs compile with the client compiler only and collect with the serial collector: a
+# test's Spark jobs are small and short, and on two cores the server compiler's threads took a third
+# of the JVM's CPU (test_spark_cli's user-built sessions: 89 -> 56 CPU-seconds, 60 -> 54 s). Spark's
+# own defaults are for jobs.
 BASE_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ARCHIVE = Path(sys.prefix) / "rankwise-test-jvm.jsa"
 KEY = ARCHIVE.with_suffix(".key")  # archive_key() of the Java and Spark that made it
@@ -33,7 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def archive_key() -> str:
-    """What the archive was made for: this Java binary (its path and modification time) and this pyspark."""
+    """What the archive was made for: this Java binary (its path and modification time) and this
+    pyspark."""
     java = shutil.which("java")
     if java is None:
         return ""

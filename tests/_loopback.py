@@ -3,8 +3,10 @@
 - ``chat_completion``: the OpenAI ``chat.completion`` body (one assistant choice, ``usage``).
 - ``serve_app`` / ``add_control``: run an aiohttp app on a port until killed, announcing
   ``LISTENING <base url>``; the ``/stats``, ``/reset``, ``/config`` control endpoints.
-- ``start_process`` / ``ServerProcess``: such a server as a subprocess on a free port, driven from a test.
-- ``JSONHandler`` / ``serving``: an ``http.server`` handler with JSON in and out, served in a daemon thread.
+- ``start_process`` / ``ServerProcess``: such a server as a subprocess on a free port, driven from a
+  test.
+- ``JSONHandler`` / ``serving``: an ``http.server`` handler with JSON in and out, served in a daemon
+  thread.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ HOST = "127.0.0.1"
 
 def chat_completion(content: Any, model: str, usage: tuple[int, int], *, completion_id: str = "chatcmpl-loopback",
                     created: int = 0, finish: str = "stop", **message: Any) -> dict[str, Any]:
-    """A ``chat.completion`` body; ``usage`` is (prompt_tokens, completion_tokens), ``message`` extra fields of
-    the assistant message (e.g. ``refusal``).
+    """A ``chat.completion`` body; ``usage`` is (prompt_tokens, completion_tokens), ``message``
+    extra fields of the assistant message (e.g. ``refusal``).
 
     >>> chat_completion("hi", "m", (3, 1))["usage"]
     {'prompt_tokens': 3, 'completion_tokens': 1, 'total_tokens': 4}
@@ -43,10 +45,12 @@ def chat_completion(content: Any, model: str, usage: tuple[int, int], *, complet
     }
 
 
-# ---- aiohttp servers, run as a script --------------------------------------------------------------------
+# ---- aiohttp servers, run as a script
+# --------------------------------------------------------------------
 
 def serve_app(app: Any, port: int = 0, host: str = HOST, *, backlog: int = 128) -> None:
-    """Serve an aiohttp app until killed; print ``LISTENING <base url>`` once it accepts connections."""
+    """Serve an aiohttp app until killed; print ``LISTENING <base url>`` once it accepts
+    connections."""
     from aiohttp import web
 
     async def main() -> None:
@@ -64,8 +68,8 @@ def serve_app(app: Any, port: int = 0, host: str = HOST, *, backlog: int = 128) 
 
 def add_control(app: Any, *, stats: Callable[[], dict[str, Any]], reset: Callable[[], None],
                 config: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """``GET /stats`` (``stats()``), ``POST /reset`` (``reset()``, answered ``{"ok": true}``) and ``POST /config``
-    (``config(json body)`` gives the reply) on an aiohttp app."""
+    """``GET /stats`` (``stats()``), ``POST /reset`` (``reset()``, answered ``{"ok": true}``) and
+    ``POST /config`` (``config(json body)`` gives the reply) on an aiohttp app."""
     from aiohttp import web
 
     async def do_stats(_request: web.Request) -> web.Response:
@@ -83,11 +87,13 @@ def add_control(app: Any, *, stats: Callable[[], dict[str, Any]], reset: Callabl
     app.router.add_post("/config", do_config)
 
 
-# ---- a server subprocess, seen from a test ---------------------------------------------------------------
+# ---- a server subprocess, seen from a test
+# ---------------------------------------------------------------
 
 @dataclass
 class ServerProcess:
-    """A loopback server running as a subprocess: ``base_url`` for clients, and its control endpoints."""
+    """A loopback server running as a subprocess: ``base_url`` for clients, and its control
+    endpoints."""
 
     base_url: str
     proc: subprocess.Popen
@@ -146,7 +152,8 @@ def running(handle: ServerProcess) -> Iterator[ServerProcess]:
         handle.stop()
 
 
-# ---- http.server: JSON handler, served in a thread -------------------------------------------------------
+# ---- http.server: JSON handler, served in a thread
+# -------------------------------------------------------
 
 class JSONHandler(BaseHTTPRequestHandler):
     """A quiet request handler that reads and writes JSON bodies with ``Content-Length``."""
@@ -174,11 +181,13 @@ class JSONHandler(BaseHTTPRequestHandler):
 
 
 class LoopbackHTTPServer(ThreadingHTTPServer):
-    """A threading HTTP server on a free loopback port, with a request counter and a lock for shared state.
+    """A threading HTTP server on a free loopback port, with a request counter and a lock for shared
+    state.
 
-    Its listen backlog is a real server's, not socketserver's 5: a client with 128 requests in flight (the LLM
-    client's default concurrency) overflowed a backlog of 5 on a loaded machine, and the refused connections
-    were retried, so a test counting requests saw more than one per call (test_llm_rerank, intermittently)."""
+    Its listen backlog is a real server's, not socketserver's 5: a client with 128 requests in
+    flight (the LLM client's default concurrency) overflowed a backlog of 5 on a loaded machine, and
+    the refused connections were retried, so a test counting requests saw more than one per call
+    (test_llm_rerank, intermittently)."""
 
     request_queue_size = 1024
 
@@ -199,7 +208,8 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
 
 @contextlib.contextmanager
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[LoopbackHTTPServer]:
-    """Serve ``handler`` in a daemon thread: ``with serving(H) as srv: ... srv.base_url``; shut down after."""
+    """Serve ``handler`` in a daemon thread: ``with serving(H) as srv: ... srv.base_url``; shut down
+    after."""
     srv = LoopbackHTTPServer(handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:

@@ -1,7 +1,7 @@
-"""A folder nobody can write into, root included, for the tests of unwritable outputs: a non-root run
-takes the write bits away (mode 0555); a root run, which writes through any mode, bind-mounts the folder onto
-itself read-only (the kernel refuses every write with EROFS), so these tests run where the suite runs — as
-root in CI — instead of being skipped there."""
+"""A folder nobody can write into, root included, for the tests of unwritable outputs: a non-root
+run takes the write bits away (mode 0555); a root run, which writes through any mode, bind-mounts
+the folder onto itself read-only (the kernel refuses every write with EROFS), so these tests run
+where the suite runs — as root in CI — instead of being skipped there."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Seeded runs over a real collection's qrels (Cranfield, CISI) for the comparison, gate and report tests.
+"""Seeded runs over a real collection's qrels (Cranfield, CISI) for the comparison, gate and report
+tests.
 
-A run ranks, per query, the judged documents plus a fixed random pool of others by
-``strength * grade + N(0, 1)``: higher strength = a better system. ``regress`` breaks a run on a share of
-its queries (its top 5 sink to the bottom, as a broken re-ranker would); ``jitter`` adds tiny noise that
+A run ranks, per query, the judged documents plus a fixed random pool of others by ``strength *
+grade + N(0, 1)``: higher strength = a better system. ``regress`` breaks a run on a share of its
+queries (its top 5 sink to the bottom, as a broken re-ranker would); ``jitter`` adds tiny noise that
 only swaps near-tied neighbours.
 """
 

@@ -1,8 +1,9 @@
-"""Real traces for the tests: LangChain retrievers run offline under ``openinference-instrumentation-langchain``
-with the OpenTelemetry SDK's in-memory exporter; the finished spans written as the SDK's ``ConsoleSpanExporter``
-writes them, as OTLP JSON and OTLP protobuf (OpenTelemetry's own OTLP encoder, ``encode_spans``, in protobuf's
-JSON mapping one request a line, or serialised) and as Phoenix's span dataframe (the ``get_spans_dataframe()``
-columns of arize-phoenix 20.x, saved with ``to_parquet``: Phoenix itself, a server with a database and ~90
+"""Real traces for the tests: LangChain retrievers run offline under
+``openinference-instrumentation-langchain`` with the OpenTelemetry SDK's in-memory exporter; the
+finished spans written as the SDK's ``ConsoleSpanExporter`` writes them, as OTLP JSON and OTLP
+protobuf (OpenTelemetry's own OTLP encoder, ``encode_spans``, in protobuf's JSON mapping one request
+a line, or serialised) and as Phoenix's span dataframe (the ``get_spans_dataframe()`` columns of
+arize-phoenix 20.x, saved with ``to_parquet``: Phoenix itself, a server with a database and ~90
 dependencies, is not installed to write them — see docs/traces.md).
 """
 
@@ -16,7 +17,8 @@ KESTREL_K = 10
 
 
 def _seeded_ids(seed: int):
-    """The SDK's id generator interface with seeded random ids (the same trace and span ids on every run)."""
+    """The SDK's id generator interface with seeded random ids (the same trace and span ids on every
+    run)."""
     import random
 
     from opentelemetry.sdk.trace.id_generator import IdGenerator
@@ -36,8 +38,8 @@ def _seeded_ids(seed: int):
 
 @contextlib.contextmanager
 def langchain_traces(seed: int | None = None):
-    """Instrument LangChain for the duration; yields the in-memory exporter holding the finished spans
-    (with ``seed``: trace and span ids the same on every run)."""
+    """Instrument LangChain for the duration; yields the in-memory exporter holding the finished
+    spans (with ``seed``: trace and span ids the same on every run)."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -56,8 +58,9 @@ def langchain_traces(seed: int | None = None):
 
 
 def kestrel_retriever(k: int = KESTREL_K):
-    """A LangChain ``VectorStoreRetriever`` over the Kestrel chunks (hashed bag-of-words vectors, no network):
-    documents carry ``source`` and ``start_index`` (LangChain's ``add_start_index``), ids are LangChain's uuids."""
+    """A LangChain ``VectorStoreRetriever`` over the Kestrel chunks (hashed bag-of-words vectors, no
+    network): documents carry ``source`` and ``start_index`` (LangChain's ``add_start_index``), ids
+    are LangChain's uuids."""
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -90,8 +93,8 @@ def rag_chain(retriever):
 
 
 def two_step_agent(retriever):
-    """A two-step agent: rewrite the question, retrieve, retrieve again for the follow-up, answer — all under
-    one parent chain span (so every retrieval is a call of the same trace)."""
+    """A two-step agent: rewrite the question, retrieve, retrieve again for the follow-up, answer —
+    all under one parent chain span (so every retrieval is a call of the same trace)."""
     from langchain_core.runnables import RunnableLambda
 
     rewrite = RunnableLambda(lambda q: q.replace("`", "").rstrip("?")).with_config(run_name="rewrite")
@@ -107,7 +110,8 @@ def two_step_agent(retriever):
 
 
 def write_console(spans, path: Path) -> Path:
-    """The SDK's own ``ConsoleSpanExporter`` writing to a file (``span.to_json()`` objects, one after another)."""
+    """The SDK's own ``ConsoleSpanExporter`` writing to a file (``span.to_json()`` objects, one
+    after another)."""
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
     with open(path, "w", encoding="utf-8") as fh:
@@ -116,16 +120,17 @@ def write_console(spans, path: Path) -> Path:
 
 
 def otlp_request(spans):
-    """OpenTelemetry's own ``ExportTraceServiceRequest`` of the spans (``opentelemetry-exporter-otlp-proto-common``'s
-    ``encode_spans``: the message the SDK's OTLP exporters send)."""
+    """OpenTelemetry's own ``ExportTraceServiceRequest`` of the spans
+    (``opentelemetry-exporter-otlp-proto-common``'s ``encode_spans``: the message the SDK's OTLP
+    exporters send)."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     return encode_spans(spans)
 
 
 def write_otlp(spans, path: Path) -> Path:
-    """OTLP JSON: OpenTelemetry's own request (:func:`otlp_request`) in protobuf's JSON mapping, one request a
-    line — ids base64, ``droppedAttributesCount`` as the SDK counted it."""
+    """OTLP JSON: OpenTelemetry's own request (:func:`otlp_request`) in protobuf's JSON mapping, one
+    request a line — ids base64, ``droppedAttributesCount`` as the SDK counted it."""
     from google.protobuf.json_format import MessageToJson
 
     path.write_text(MessageToJson(otlp_request(spans), indent=None) + "\n", encoding="utf-8")
@@ -133,9 +138,10 @@ def write_otlp(spans, path: Path) -> Path:
 
 
 def write_otlp_pb(spans, path: Path, framing: str | None = None) -> Path:
-    """OTLP protobuf: OpenTelemetry's own request serialised (``SerializeToString``), alone (``framing=None``), or
-    split into one request per trace each after its length: ``"fixed32"`` (4 bytes big-endian, the collector's
-    file exporter with ``format: proto``) or ``"varint"`` (protobuf's delimited stream)."""
+    """OTLP protobuf: OpenTelemetry's own request serialised (``SerializeToString``), alone
+    (``framing=None``), or split into one request per trace each after its length: ``"fixed32"`` (4
+    bytes big-endian, the collector's file exporter with ``format: proto``) or ``"varint"``
+    (protobuf's delimited stream)."""
     if framing is None:
         path.write_bytes(otlp_request(spans).SerializeToString())
         return path
@@ -157,8 +163,8 @@ def write_otlp_pb(spans, path: Path, framing: str | None = None) -> Path:
 
 
 def phoenix_rows(spans) -> list[dict]:
-    """Phoenix's span dataframe rows (arize-phoenix 20.x's ``get_spans_dataframe()`` columns, as docs/traces.md
-    names them): ``attributes.*`` columns, documents as one list column."""
+    """Phoenix's span dataframe rows (arize-phoenix 20.x's ``get_spans_dataframe()`` columns, as
+    docs/traces.md names them): ``attributes.*`` columns, documents as one list column."""
     import datetime as dt
 
     rows = []
@@ -192,10 +198,11 @@ def write_phoenix(spans, path: Path) -> Path:
 
 
 def write_doc_traces(workdir: Path) -> None:
-    """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel questions),
-    ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json`` (console-exporter spans of
-    the two-step agent on the first 8 questions), ``questions.jsonl`` (the Kestrel questions), ``llamaindex.json``
-    and ``corpus.jsonl`` (:func:`write_llamaindex_traces`), ``app-traces.json`` (:func:`write_app_traces`)."""
+    """docs/traces.md's files: ``traces.json`` (OTLP JSON of the RAG chain over the 73 Kestrel
+    questions), ``spans.parquet`` (the same spans as Phoenix's span dataframe), ``agent.json``
+    (console-exporter spans of the two-step agent on the first 8 questions), ``questions.jsonl``
+    (the Kestrel questions), ``llamaindex.json`` and ``corpus.jsonl``
+    (:func:`write_llamaindex_traces`), ``app-traces.json`` (:func:`write_app_traces`)."""
     import shutil
 
     from rankwise.datasets import bundled_files
@@ -222,7 +229,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "traces.md"
 
 
 def exporter_snippet() -> str:
-    """docs/traces.md's Python block that writes ``app-traces.json`` with ``OTLPJsonFileExporter``."""
+    """docs/traces.md's Python block that writes ``app-traces.json`` with ``OTLPJsonFileExporter``.
+    """
     blocks = DOCS.read_text(encoding="utf-8").split("```python\n")[1:]
     found = [b.split("```", 1)[0] for b in blocks if b.startswith("# app.py")]
     assert len(found) == 1, "docs/traces.md: one ```python block starting '# app.py'"
@@ -230,7 +238,8 @@ def exporter_snippet() -> str:
 
 
 def write_app_traces(workdir: Path) -> Path:
-    """``app-traces.json``: docs/traces.md's exporter snippet, run as it is shown, in ``workdir``."""
+    """``app-traces.json``: docs/traces.md's exporter snippet, run as it is shown, in ``workdir``.
+    """
     with contextlib.chdir(workdir):
         exec(compile(exporter_snippet(), str(DOCS), "exec"), {"__name__": "app"})  # noqa: S102 - the docs' code
     return workdir / "app-traces.json"
@@ -238,7 +247,8 @@ def write_app_traces(workdir: Path) -> Path:
 
 def write_llamaindex_traces(workdir: Path, questions: list[dict]) -> None:
     """``llamaindex.json`` (console-exporter spans of a LlamaIndex retriever under
-    openinference-instrumentation-llama-index, over the Kestrel questions) and ``corpus.jsonl`` (its documents)."""
+    openinference-instrumentation-llama-index, over the Kestrel questions) and ``corpus.jsonl`` (its
+    documents)."""
     import shutil
 
     from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
@@ -255,8 +265,8 @@ def write_llamaindex_traces(workdir: Path, questions: list[dict]) -> None:
 
 @contextlib.contextmanager
 def instrumented(instrumentor_class, seed: int | None = None):
-    """Any OpenInference instrumentor (LlamaIndex's, Haystack's ...) for the duration, with the SDK's default
-    limits; yields the in-memory exporter holding the finished spans."""
+    """Any OpenInference instrumentor (LlamaIndex's, Haystack's ...) for the duration, with the
+    SDK's default limits; yields the in-memory exporter holding the finished spans."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -274,8 +284,9 @@ def instrumented(instrumentor_class, seed: int | None = None):
 
 
 def kestrel_llamaindex(k: int = KESTREL_K):
-    """A LlamaIndex ``VectorStoreIndex`` retriever over the Kestrel documents split by ``SentenceSplitter``
-    (hashed bag-of-words vectors, no network): nodes know their offsets, the traces do not."""
+    """A LlamaIndex ``VectorStoreIndex`` retriever over the Kestrel documents split by
+    ``SentenceSplitter`` (hashed bag-of-words vectors, no network): nodes know their offsets, the
+    traces do not."""
     from llama_index.core import Document, VectorStoreIndex
     from llama_index.core.node_parser import SentenceSplitter
 
@@ -290,8 +301,9 @@ def kestrel_llamaindex(k: int = KESTREL_K):
 
 
 def kestrel_haystack(k: int = KESTREL_K, offsets: bool = True):
-    """A Haystack pipeline (``InMemoryBM25Retriever``) over the Kestrel documents split by words; without
-    ``offsets`` the chunks are stored as plain documents (no ``split_idx_start``), as a hand-fed store is."""
+    """A Haystack pipeline (``InMemoryBM25Retriever``) over the Kestrel documents split by words;
+    without ``offsets`` the chunks are stored as plain documents (no ``split_idx_start``), as a
+    hand-fed store is."""
     from haystack import Document, Pipeline
     from haystack.components.preprocessors import DocumentSplitter
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever

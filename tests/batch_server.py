@@ -1,18 +1,20 @@
-"""A loopback OpenAI Batch API server (``/v1/files``, ``/v1/batches``) plus ``/v1/chat/completions``,
-answering with the same deterministic judge as ``tests/llm_server.py``.
+"""A loopback OpenAI Batch API server (``/v1/files``, ``/v1/batches``) plus
+``/v1/chat/completions``, answering with the same deterministic judge as ``tests/llm_server.py``.
 
 Behaviour is set by ``POST /config`` (JSON): ``mode`` ``complete`` (every item answered), ``expire``
-(the batch ends ``expired`` with the first ``answered`` items done, the rest absent), ``partial`` (every
-``fail_every``-th item gets an HTTP 500 in the error file); ``polls`` (how many GETs of a batch report
-``in_progress`` before it ends); ``faults``: per call (``upload``, ``create``, ``retrieve``, ``download``,
-``list``) a list of faults served in order to the next calls, each ``{"status": 429, "retry_after": "0.1"}``
-(an HTTP error, with a ``Retry-After`` header when given), ``{"drop": true}`` (the connection closed with no
-reply) or, for ``create``, ``{"drop_after": true}`` (the batch created, then the connection closed with no
-reply), ``{"delay": 1.0}`` (the reply sent that late), ``{"pass": true}`` (no fault: served normally);
-``misbehave``: ``{"duplicate": true, "unknown": N, "drop": N}`` (see :func:`_misbehave`);
-``stall_upload_from`` N: the N-th upload and later ones wait (uncounted) until the setting is
-removed. ``GET /stats``: files uploaded, batches created (``created``: per batch its id, requests, the bytes of each line, the first custom_id),
-polls (``polled``: per batch), downloads, chat calls, faults served per call (``faults``), the last ``Authorization`` header received.
+(the batch ends ``expired`` with the first ``answered`` items done, the rest absent), ``partial``
+(every ``fail_every``-th item gets an HTTP 500 in the error file); ``polls`` (how many GETs of a
+batch report ``in_progress`` before it ends); ``faults``: per call (``upload``, ``create``,
+``retrieve``, ``download``, ``list``) a list of faults served in order to the next calls, each
+``{"status": 429, "retry_after": "0.1"}`` (an HTTP error, with a ``Retry-After`` header when given),
+``{"drop": true}`` (the connection closed with no reply) or, for ``create``, ``{"drop_after":
+true}`` (the batch created, then the connection closed with no reply), ``{"delay": 1.0}`` (the reply
+sent that late), ``{"pass": true}`` (no fault: served normally); ``misbehave``: ``{"duplicate":
+true, "unknown": N, "drop": N}`` (see :func:`_misbehave`); ``stall_upload_from`` N: the N-th upload
+and later ones wait (uncounted) until the setting is removed. ``GET /stats``: files uploaded,
+batches created (``created``: per batch its id, requests, the bytes of each line, the first
+custom_id), polls (``polled``: per batch), downloads, chat calls, faults served per call
+(``faults``), the last ``Authorization`` header received.
 
 Standalone: ``python tests/batch_server.py`` prints ``LISTENING http://127.0.0.1:PORT/v1``.
 """
@@ -78,9 +80,9 @@ def _finish(batch: dict[str, Any]) -> None:
 
 
 def _misbehave(out: list[dict[str, Any]], how: dict[str, Any]) -> list[dict[str, Any]]:
-    """A misbehaving provider's output file: ``duplicate`` (every line preceded by a line with the same
-    ``custom_id`` holding the next line's reply, i.e. a wrong one), ``unknown`` N (N lines with ids that
-    were never sent), ``drop`` N (the last N lines left out though the batch completed)."""
+    """A misbehaving provider's output file: ``duplicate`` (every line preceded by a line with the
+    same ``custom_id`` holding the next line's reply, i.e. a wrong one), ``unknown`` N (N lines with
+    ids that were never sent), ``drop`` N (the last N lines left out though the batch completed)."""
     if how.get("drop"):
         out = out[:len(out) - int(how["drop"])]
     if how.get("duplicate"):
@@ -102,7 +104,8 @@ def _fault(op: str) -> dict[str, Any] | None:
 
 class Handler(JSONHandler):
     def faulted(self, op: str) -> dict[str, Any] | None:
-        """Serve the next fault of ``op`` if there is one (an error reply, or a dropped connection)."""
+        """Serve the next fault of ``op`` if there is one (an error reply, or a dropped connection).
+        """
         fault = _fault(op)
         if fault is None or fault.get("pass"):
             return None
@@ -159,8 +162,9 @@ class Handler(JSONHandler):
             return self.send_json(404, {"error": {"message": f"no {self.path}"}})
 
     def stall_upload(self) -> bool:
-        """With ``stall_upload_from`` N: the N-th upload and later ones wait until the setting is removed,
-        then fail uncounted (their client was killed meanwhile). True when this upload stalled."""
+        """With ``stall_upload_from`` N: the N-th upload and later ones wait until the setting is
+        removed, then fail uncounted (their client was killed meanwhile). True when this upload
+        stalled."""
         stalled = False
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

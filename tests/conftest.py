@@ -12,22 +12,24 @@ import pytest
 
 from _jvm import jvm_options
 
-# Under pytest-xdist (``make test``: as many workers as cores) each worker computes on one thread: PyTorch,
-# FAISS (both through $RANKWISE_THREADS) and the BLAS under NumPy. With every core already running a worker,
-# a second thread per worker only waits for a core and spins meanwhile (the README's page alone: 70 -> 64
-# CPU-seconds). The numbers do not move: the demo's 442 embeddings are bit-identical on one thread and on two.
-# (Set before the workers import NumPy: this module is imported first, then the tests.)
+# Under pytest-xdist (``make test``: as many workers as cores) each worker computes on one thread:
+# PyTorch, FAISS (both through $RANKWISE_THREADS) and the BLAS under NumPy. With every core already
+# running a worker, a second thread per worker only waits for a core and spins meanwhile (the
+# README's page alone: 70 -> 64 CPU-seconds). The numbers do not move: the demo's 442 embeddings are
+# bit-identical on one thread and on two. (Set before the workers import NumPy: this module is
+# imported first, then the tests.)
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("RANKWISE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
 
 def _leave_now() -> None:
-    """An xdist worker's last act: end the process without the interpreter's teardown. Its reports are with the
-    controller by then (the channel closed before exit began), and the teardown only frees what the process is
-    about to give back: 5-7 s at the end of every run with PyTorch, sentence-transformers, MLflow, LlamaIndex and
-    Haystack loaded, with the controller waiting for it (``rankwise``'s own command line leaves the same way,
-    cli/_base.py). Registered first, so it runs after every other exit handler."""
+    """An xdist worker's last act: end the process without the interpreter's teardown. Its reports
+    are with the controller by then (the channel closed before exit began), and the teardown only
+    frees what the process is about to give back: 5-7 s at the end of every run with PyTorch,
+    sentence-transformers, MLflow, LlamaIndex and Haystack loaded, with the controller waiting for
+    it (``rankwise``'s own command line leaves the same way, cli/_base.py). Registered first, so it
+    runs after every other exit handler."""
     import logging
 
     logging.shutdown()
@@ -41,17 +43,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     atexit.register(_leave_now)
 
 REPO = Path(__file__).resolve().parents[1]
-# the public collections the suite reads (Cranfield and CISI in BEIR layout, trec_eval's test files) are carried in
-# tests/fixtures; $RANKWISE_SHARED_DATA names another copy. Only trec_eval's source (to build the binary the conformance
-# tests compare with) stays outside: $RANKWISE_TREC_EVAL_SRC, else ../shared/external/trec_eval-src.tar.gz.
+# the public collections the suite reads (Cranfield and CISI in BEIR layout, trec_eval's test files)
+# are carried in tests/fixtures; $RANKWISE_SHARED_DATA names another copy. Only trec_eval's source
+# (to build the binary the conformance tests compare with) stays outside: $RANKWISE_TREC_EVAL_SRC,
+# else ../shared/external/trec_eval-src.tar.gz.
 SHARED_DATA = Path(os.environ.get("RANKWISE_SHARED_DATA") or REPO / "tests" / "fixtures")
 TREC_EVAL_SRC = Path(os.environ.get("RANKWISE_TREC_EVAL_SRC")
                      or REPO.parent / "shared" / "external" / "trec_eval-src.tar.gz")
 
 
 def need_trec_eval_source() -> Path:
-    """trec_eval 10.0's source tarball, or the test's end: under CI a failure, elsewhere a skip saying how to get
-    it (trec_eval's source is not carried in this repository)."""
+    """trec_eval 10.0's source tarball, or the test's end: under CI a failure, elsewhere a skip
+    saying how to get it (trec_eval's source is not carried in this repository)."""
     if TREC_EVAL_SRC.is_file():
         return TREC_EVAL_SRC
     message = (f"trec_eval 10.0's source not found at {TREC_EVAL_SRC}: set RANKWISE_TREC_EVAL_SRC to its tarball "
@@ -86,16 +89,16 @@ def srv(server):
     return server
 
 
-# The tests' JVMs: the client compiler only, the serial collector, and the class archive scripts/setup.sh --test
-# writes (tests/_jvm.py says why).
+# The tests' JVMs: the client compiler only, the serial collector, and the class archive
+# scripts/setup.sh --test writes (tests/_jvm.py says why).
 TEST_JVM_OPTIONS = jvm_options()
 
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession (``local[2]``) for the whole run (one per xdist worker that runs Spark tests):
-    test_spark.py, the in-process ``--engine spark`` CLI calls of test_spark_cli.py and the docs' Spark
-    commands share it."""
+    """One local SparkSession (``local[2]``) for the whole run (one per xdist worker that runs Spark
+    tests): test_spark.py, the in-process ``--engine spark`` CLI calls of test_spark_cli.py and the
+    docs' Spark commands share it."""
     import rankwise.spark as rs
 
     s = rs.session("local[2]", conf={"spark.sql.shuffle.partitions": 3, "spark.ui.enabled": "false",
@@ -108,10 +111,11 @@ def spark():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_caches(tmp_path_factory):
-    """The embedding cache of this run in a temporary folder, not the user's ``~/.cache/rankwise``: no test sees an
-    earlier run's embeddings. Under pytest-xdist the workers share it (the run's temporary root; SQLite in WAL
-    mode, so concurrent writers wait), so a text the other worker embedded is not embedded again. (Not
-    $RANKWISE_CACHE: it outranks a judge config file's cache, which test_llm_cli checks.)"""
+    """The embedding cache of this run in a temporary folder, not the user's ``~/.cache/rankwise``:
+    no test sees an earlier run's embeddings. Under pytest-xdist the workers share it (the run's
+    temporary root; SQLite in WAL mode, so concurrent writers wait), so a text the other worker
+    embedded is not embedded again. (Not $RANKWISE_CACHE: it outranks a judge config file's cache,
+    which test_llm_cli checks.)"""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = tmp_path_factory.getbasetemp().parent / "rankwise-cache"
         root.mkdir(exist_ok=True)
@@ -128,12 +132,13 @@ def _private_caches(tmp_path_factory):
 
 
 
-# ---------------------------------------------------------------------------------- two workers, one finish
-# `make test` runs `pytest -n 2 --dist loadgroup`, scheduled here: every test file is one group (one worker runs it
-# whole, so a module's fixtures start once), except that the Spark tests form one group (one JVM per run, not one
-# per worker), and the groups are handed out slowest first (measured with `--durations`), so that the two workers
-# finish together rather than one idling while the other runs a long file last. (pytest-xdist's own loadgroup
-# reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer allows.)
+# ---------------------------------------------------------------------------------- two workers,
+# one finish `make test` runs `pytest -n 2 --dist loadgroup`, scheduled here: every test file is one
+# group (one worker runs it whole, so a module's fixtures start once), except that the Spark tests
+# form one group (one JVM per run, not one per worker), and the groups are handed out slowest first
+# (measured with `--durations`), so that the two workers finish together rather than one idling
+# while the other runs a long file last. (pytest-xdist's own loadgroup reads `xdist_group` marks by
+# renaming node ids, which pytest 9.2 no longer allows.)
 SLOWEST_FIRST = ["tests/docs/test_docs_commands.py", "spark", "tests/llm/test_local_llm.py", "tests/workflows/test_position_curve.py",
                  "tests/workflows/test_sweep.py", "tests/conformance/test_fuzz_inputs.py", "tests/data/test_traces.py", "tests/testsets/test_synth.py",
                  "tests/cli/test_exit.py", "tests/conformance/test_trec_eval_binary.py", "tests/llm/test_batch_api.py",
@@ -143,17 +148,18 @@ SLOWEST_FIRST = ["tests/docs/test_docs_commands.py", "spark", "tests/llm/test_lo
 SPARK = ("tests/spark/test_spark.py", "tests/spark/test_spark_cli.py", "tests/docs/test_docs_commands.py::test_page_spark_commands")
 
 
-# Files that load the same heavy libraries run with the docs' pages, on one worker: each would load them again
-# on the other (sentence-transformers with PyTorch ~12 CPU-seconds, MLflow ~5, LlamaIndex and Haystack ~8),
-# and the Kestrel chunks the README's demo embeds are then in the run's cache for the demo test and the others.
+# Files that load the same heavy libraries run with the docs' pages, on one worker: each would load
+# them again on the other (sentence-transformers with PyTorch ~12 CPU-seconds, MLflow ~5, LlamaIndex
+# and Haystack ~8), and the Kestrel chunks the README's demo embeds are then in the run's cache for
+# the demo test and the others.
 WITH_THE_DOCS = ("tests/retrieval/test_cross_encoder.py", "tests/retrieval/test_retrieval.py", "tests/workflows/test_demo.py",
                  "tests/retrieval/test_adapters_frameworks.py", "tests/integrations/test_integrations_mlflow.py",
                  "tests/integrations/test_integrations_docs.py")
 
 
 def group_of(nodeid: str) -> str:
-    """The group a test runs in: ``spark`` for the tests that start Spark, the docs' pages for the files that
-    load what they load (``WITH_THE_DOCS``), else its file."""
+    """The group a test runs in: ``spark`` for the tests that start Spark, the docs' pages for the
+    files that load what they load (``WITH_THE_DOCS``), else its file."""
     if nodeid.startswith(SPARK):
         return "spark"
     file = nodeid.split("::", 1)[0]

@@ -1,11 +1,13 @@
-"""A simulated generator on loopback: a real Chat Completions server whose answers depend on where the
-supporting chunk sits in the context, following a planted curve (tests and benchmarks/calibrate_kestrel.py).
+"""A simulated generator on loopback: a real Chat Completions server whose answers depend on where
+the supporting chunk sits in the context, following a planted curve (tests and
+benchmarks/calibrate_kestrel.py).
 
-The server is told the answer key (``POST /config`` with ``key``: a list of ``{"question", "reference",
-"support": [passage texts]}``) and a curve. For an *answer* prompt (``<question>`` and numbered
-``<context id="N">`` blocks, as ``prompts/answer.toml`` sends) it finds the question in the key and marks
-each context "supporting" when, lower-cased with whitespace collapsed, it contains a support passage (or
-is contained in one and is at least 40 characters long). Then, with K contexts and w the planted weights:
+The server is told the answer key (``POST /config`` with ``key``: a list of ``{"question",
+"reference", "support": [passage texts]}``) and a curve. For an *answer* prompt (``<question>`` and
+numbered ``<context id="N">`` blocks, as ``prompts/answer.toml`` sends) it finds the question in the
+key and marks each context "supporting" when, lower-cased with whitespace collapsed, it contains a
+support passage (or is contained in one and is at least 40 characters long). Then, with K contexts
+and w the planted weights:
 
 - ``mode = "sample"``: P(correct) = alpha + beta * w(i) for the first supporting position i (0 when none);
   the answer is the reference when u < P, else "I don't know.", where u in [0, 1) is a SHA-256 of
@@ -17,17 +19,17 @@ is contained in one and is at least 40 characters long). Then, with K contexts a
   fitting) rather than sampling noise; ``draw = "iid"`` draws u uniformly.
 ``latency`` (seconds) delays every reply; ``apologies`` (a share) answers that share of answer prompts (by hash)
 with "I'm sorry, but I can't help with that request." the first time each is seen.
-- ``mode = "partial"``: the answer is the first round(q * n) of the reference's n words, q = sum of w(i)
-  over supporting positions / sum of w(1..K) (the planted metric ``wcp(decay=...)@K``), so token F1 is a
-  monotone function of the planted metric, with no sampling noise.
+- ``mode = "partial"``: the answer is the first round(q * n) of the reference's n words, q = sum of
+  w(i) over supporting positions / sum of w(1..K) (the planted metric ``wcp(decay=...)@K``), so
+  token F1 is a monotone function of the planted metric, with no sampling noise.
 
 Curves (``curve``): ``{"kind": "rbp", "p": 0.7}`` (p^(i-1)), ``{"kind": "u_shape", "p", "q", "b"}``
-(p^(i-1) + b q^(K-i)), ``{"kind": "power", "a"}`` (i^-a), ``{"kind": "cliff", "n"}`` (1 to position n, then
-0), ``{"kind": "table", "w": [...]}`` (any weights), ``{"kind": "log"}``, ``{"kind": "flat"}``;
-``alpha``/``beta`` default 0.1/0.8.
+(p^(i-1) + b q^(K-i)), ``{"kind": "power", "a"}`` (i^-a), ``{"kind": "cliff", "n"}`` (1 to position
+n, then 0), ``{"kind": "table", "w": [...]}`` (any weights), ``{"kind": "log"}``, ``{"kind":
+"flat"}``; ``alpha``/``beta`` default 0.1/0.8.
 
-For a *correctness* prompt (``<reference_answer>`` and ``<response>``) it replies ``{"verdict": 1}`` when
-the response's token F1 against the reference is 0.5 or more (graded: ``round(3 * F1)``).
+For a *correctness* prompt (``<reference_answer>`` and ``<response>``) it replies ``{"verdict": 1}``
+when the response's token F1 against the reference is 0.5 or more (graded: ``round(3 * F1)``).
 
 ``GET /stats`` gives ``requests`` (and ``by_kind``), ``POST /reset`` zeroes them. Standalone::
 
@@ -59,7 +61,8 @@ FENCED = re.compile(r"<<DATA-([0-9a-f]{8,})>>\n(.*?)\n<<END-DATA-\1>>", re.S)
 
 
 def unfence(text: str) -> str:
-    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``) replaced by its text."""
+    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``) replaced by
+    its text."""
     return FENCED.sub(lambda m: m.group(2), text)
 
 
@@ -154,9 +157,10 @@ class State:
             n = round(share * len(words))
             return " ".join(words[:n]) if n else "I don't know."
         prob = self.alpha + self.beta * w[hits[0]] if hits else 0.0
-        # the draw depends on the question and the *set* of chunks, not their order: a case's "difficulty"
-        # is the same at every position (as with a real generator), so accuracy by position moves with the
-        # curve alone; a different filler draw (--repeats) is a fresh difficulty
+        # the draw depends on the question and the *set* of chunks, not their order: a case's
+        # "difficulty" is the same at every position (as with a real generator), so accuracy by
+        # position moves with the curve alone; a different filler draw (--repeats) is a fresh
+        # difficulty
         digest = hashlib.sha256(json.dumps([self.seed, norm(q.group(1)), sorted(contexts)]).encode()).digest()
         u = int.from_bytes(digest[:8], "big") / 2 ** 64
         if self.draw == "stratified":  # u in the question's own stratum [s/n, (s+1)/n): low-discrepancy
@@ -224,7 +228,8 @@ def serve(port: int = 0, host: str = "127.0.0.1") -> None:
 
 @contextlib.contextmanager
 def running_generator(python: str | None = None) -> Iterator[ServerProcess]:
-    """``with running_generator() as gen: gen.configure(key=..., curve=...)``; stops the process after."""
+    """``with running_generator() as gen: gen.configure(key=..., curve=...)``; stops the process
+    after."""
     with running(start_process(__file__, python=python, timeout=30)) as handle:
         yield handle
 
@@ -233,9 +238,9 @@ WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 
 
 def synthetic_cases(n: int, *, k: int = 5, seed: int = 1, golds: tuple[int, ...] = (0, 1, 1, 2)) -> list[dict]:
-    """``n`` test-set rows: a question, a 13-word reference, one reference passage holding it, and ``k``
-    retrieved chunks of which a number drawn from ``golds`` are the passage (at random ranks), the rest
-    filler that shares no sentence with any passage."""
+    """``n`` test-set rows: a question, a 13-word reference, one reference passage holding it, and
+    ``k`` retrieved chunks of which a number drawn from ``golds`` are the passage (at random ranks),
+    the rest filler that shares no sentence with any passage."""
     import random
 
     rng = random.Random(seed)

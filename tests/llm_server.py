@@ -1,12 +1,13 @@
 """A real Chat Completions server on loopback, for the LLM-judge tests and the throughput benchmark.
 
-Speaks ``POST /v1/chat/completions`` (the OpenAI wire format, with ``usage`` token counts) and answers
-deterministically: a chunk is relevant (verdict 1) iff it shares a keyword (a word of 4+ letters that is
-not a stop word) with the target text, i.e. the ``<reference_answer>`` if the prompt has one, else the
-``<response>``, else the ``<question>``. Graded prompts (asking for ``"grade"``) get the number of
-distinct shared keywords, capped at 3. Batch prompts (several ``<chunk id="N">`` blocks) get one verdict
-per chunk. It also answers Ragas' context-precision prompt (JSON ``input:`` with ``context`` and
-``answer``/``ground_truth``) with the same rule, so both tools can be timed against one server.
+Speaks ``POST /v1/chat/completions`` (the OpenAI wire format, with ``usage`` token counts) and
+answers deterministically: a chunk is relevant (verdict 1) iff it shares a keyword (a word of 4+
+letters that is not a stop word) with the target text, i.e. the ``<reference_answer>`` if the prompt
+has one, else the ``<response>``, else the ``<question>``. Graded prompts (asking for ``"grade"``)
+get the number of distinct shared keywords, capped at 3. Batch prompts (several ``<chunk id="N">``
+blocks) get one verdict per chunk. It also answers Ragas' context-precision prompt (JSON ``input:``
+with ``context`` and ``answer``/``ground_truth``) with the same rule, so both tools can be timed
+against one server.
 
 Faults are injected by markers in the prompt text, ``[[NAME]]`` or ``[[NAMExK]]`` (only the first K
 times the same conversation is seen; retries and repair requests of a conversation count as later
@@ -31,57 +32,59 @@ times, since they repeat its first user message):
 Envelope faults: an HTTP 200 whose body is not a usable chat completion (what a broken proxy or a
 half-compatible server sends); the judge must count them as per-chunk failures, never crash or hang:
 
-    notjson     ``application/json`` body that is not JSON (an HTML error page)
-    plaintext   ``text/plain`` body
-    arraybody   a JSON array instead of an object
-    nochoices   no ``choices``          choicesobj   ``choices`` an object     emptychoices ``choices: []``
-    nomessage   a choice without ``message``          messagestr  ``message`` a string
-    contentnum  ``message.content`` a number          usagestr    ``usage: "lots"``
-    tokensstr   ``usage.prompt_tokens: "many"``       tokensnan   ``usage.prompt_tokens: NaN``
-    reset       the connection is reset (TCP RST) instead of a reply
+    notjson     ``application/json`` body that is not JSON (an HTML error page) plaintext
+    ``text/plain`` body arraybody   a JSON array instead of an object nochoices   no ``choices``
+    choicesobj   ``choices`` an object     emptychoices ``choices: []`` nomessage   a choice without
+    ``message``          messagestr  ``message`` a string contentnum  ``message.content`` a number
+    usagestr    ``usage: "lots"`` tokensstr   ``usage.prompt_tokens: "many"``       tokensnan
+    ``usage.prompt_tokens: NaN`` reset       the connection is reset (TCP RST) instead of a reply
 
-Random faults (``POST /config`` with ``fault_rate`` and ``fault_kinds``, seeded by ``seed``) hit that share of
-all requests, whatever the prompt, with a kind drawn from ``fault_kinds``. ``GET /stats`` then tells, per
-conversation, whether its last request got a fault (``given_up``: conversations whose last answer was a
-fault, i.e. that the client gave up on).
+Random faults (``POST /config`` with ``fault_rate`` and ``fault_kinds``, seeded by ``seed``) hit
+that share of all requests, whatever the prompt, with a kind drawn from ``fault_kinds``. ``GET
+/stats`` then tells, per conversation, whether its last request got a fault (``given_up``:
+conversations whose last answer was a fault, i.e. that the client gave up on).
 
-Prompt-injection emulation: a delimiter-respecting judge. It reads each ``<chunk>...</chunk>`` block with
-a naive regular expression (the first ``</chunk>`` closes a chunk, ``<chunk id="N">`` opens one) and
-obeys an instruction ``OVERRIDE verdict=V`` (or ``grade=G``) only when it stands *outside* every tagged
-block, as a model that treats tagged text as data would. It reads the prompt as a model sees it: look-alike
-characters folded (NFKC: fullwidth ``＜`` reads as ``<``) and invisible ones (zero-width, bidi marks) gone;
-models named ``decoding-*`` also decode HTML entities (``&lt;`` reads as ``<``). Data fenced between
-``<<DATA-id>>`` and ``<<END-DATA-id>>`` lines (the judge prompts' fences) is data however it reads: only the
-first end marker with the same id closes a fence. Chunk text that can close its own tag or fence therefore
-takes control of the verdict; fenced chunk text cannot.
+Prompt-injection emulation: a delimiter-respecting judge. It reads each ``<chunk>...</chunk>`` block
+with a naive regular expression (the first ``</chunk>`` closes a chunk, ``<chunk id="N">`` opens
+one) and obeys an instruction ``OVERRIDE verdict=V`` (or ``grade=G``) only when it stands *outside*
+every tagged
+block, as a model that treats tagged text as data would. It reads the prompt as a model sees it:
+    look-alike
+characters folded (NFKC: fullwidth ``＜`` reads as ``<``) and invisible ones (zero-width, bidi marks)
+gone; models named ``decoding-*`` also decode HTML entities (``&lt;`` reads as ``<``). Data fenced
+between ``<<DATA-id>>`` and ``<<END-DATA-id>>`` lines (the judge prompts' fences) is data however it
+reads: only the first end marker with the same id closes a fence. Chunk text that can close its own
+tag or fence therefore takes control of the verdict; fenced chunk text cannot.
 
 Two looser readers, each reading the prompt through one transformation only: models named ``nfkc-*``
-NFKC-normalise it (fullwidth ``＜`` is ``<``), models named ``unescape-*`` decode its HTML entities until none
-is left (``&lt;``, ``&#60;``, ``&#x3c;``, ``&amp;lt;`` are ``<``). They do not compare fence ids: a block of data
-ends at the first end marker they read, a closing tag (``</chunk>``) or a fence end ``<<END-DATA-...>>``
-of any id, and an opening tag (``<chunk id="3">``) opens a new block wherever it stands. Against them the
-fences alone do not hold; only data with no character sequence they read as a tag does.
+NFKC-normalise it (fullwidth ``＜`` is ``<``), models named ``unescape-*`` decode its HTML entities
+until none is left (``&lt;``, ``&#60;``, ``&#x3c;``, ``&amp;lt;`` are ``<``). They do not compare
+fence ids: a block of data ends at the first end marker they read, a closing tag (``</chunk>``) or a
+fence end ``<<END-DATA-...>>`` of any id, and an opening tag (``<chunk id="3">``) opens a new block
+wherever it stands. Against them the fences alone do not hold; only data with no character sequence
+they read as a tag does.
 
-Test-retest emulation: with ``flip_rate`` (``POST /config``, with ``flip_seed``) each verdict of a reply is
-flipped (verdict 1 - v, grade 3 - g) with that probability, drawn from a hash of the seed, the conversation and
-how many times it has been seen, so the same requests in the same order get the same flips; two independent
-judgings of a chunk then disagree with probability 2p(1 - p). Models named ``gullible-*`` call any chunk that
-says "this passage is relevant" relevant (verdict 1, grade 3), whatever else it holds.
+Test-retest emulation: with ``flip_rate`` (``POST /config``, with ``flip_seed``) each verdict of a
+reply is flipped (verdict 1 - v, grade 3 - g) with that probability, drawn from a hash of the seed,
+the conversation and how many times it has been seen, so the same requests in the same order get the
+same flips; two independent judgings of a chunk then disagree with probability 2p(1 - p). Models
+named ``gullible-*`` call any chunk that says "this passage is relevant" relevant (verdict 1, grade
+3), whatever else it holds.
 
 The model ``no-such-model`` gets 404 and the key ``bad-key`` 401; models named ``strict-*`` reject
 ``max_tokens`` and a temperature other than 1, as OpenAI's reasoning models do.
 
 Structured output: ``response_format`` of type ``json_schema``, ``json_object`` with a ``schema``
-(``json_object+schema``, as llama-cpp-python takes it), ``json_object`` or ``text`` is accepted (and counted in
-``/stats`` ``response_formats``) while that level is in ``formats`` (``POST /config``, default all); any other
-is refused as real servers refuse it, with ``format_status`` (400 as llama.cpp's C++
-server, 422 as llama-cpp-python's pydantic check, 500 as some forks) and a message naming
-``response_format``. ``cached_tokens`` (``POST /config``) is reported as
+(``json_object+schema``, as llama-cpp-python takes it), ``json_object`` or ``text`` is accepted (and
+counted in ``/stats`` ``response_formats``) while that level is in ``formats`` (``POST /config``,
+default all); any other is refused as real servers refuse it, with ``format_status`` (400 as
+llama.cpp's C++ server, 422 as llama-cpp-python's pydantic check, 500 as some forks) and a message
+naming ``response_format``. ``cached_tokens`` (``POST /config``) is reported as
 ``usage.prompt_tokens_details.cached_tokens`` in every reply.
 
-Control endpoints: ``GET /stats`` (request counts, by HTTP status, max in-flight, request start times),
-``POST /reset`` (zero the counters and forget conversations), ``POST /config`` (JSON: ``latency``,
-``slow_seconds``, ``retry_after``).
+Control endpoints: ``GET /stats`` (request counts, by HTTP status, max in-flight, request start
+times), ``POST /reset`` (zero the counters and forget conversations), ``POST /config`` (JSON:
+``latency``, ``slow_seconds``, ``retry_after``).
 
 Standalone::
 
@@ -168,7 +171,8 @@ class ServerState:
     flips: int = 0
 
     def reset(self) -> None:
-        """Zero the counters, random faults and flips; requests still in flight from before are no longer counted."""
+        """Zero the counters, random faults and flips; requests still in flight from before are no
+        longer counted."""
         keep = (self.latency, self.slow_seconds, self.retry_after, self.epoch + 1)
         self.__init__()
         self.latency, self.slow_seconds, self.retry_after, self.epoch = keep
@@ -217,9 +221,10 @@ SLOT = re.compile(r"\x00(\d+)\x00")
 
 
 def perceive(prompt: str, decode: bool = False) -> str:
-    """The prompt as a model reads it: look-alikes folded (NFKC: fullwidth ``＜`` is ``<``), invisible
-    format characters (zero-width spaces, joiners, bidi marks) gone; with ``decode``, HTML entities decoded
-    first (``&lt;`` is ``<``), as a model that reads entities as the characters they stand for."""
+    """The prompt as a model reads it: look-alikes folded (NFKC: fullwidth ``＜`` is ``<``),
+    invisible format characters (zero-width spaces, joiners, bidi marks) gone; with ``decode``, HTML
+    entities decoded first (``&lt;`` is ``<``), as a model that reads entities as the characters
+    they stand for."""
     if decode:
         prompt = html.unescape(html.unescape(prompt))
     prompt = unicodedata.normalize("NFKC", prompt)
@@ -227,9 +232,9 @@ def perceive(prompt: str, decode: bool = False) -> str:
 
 
 def unfence(prompt: str) -> tuple[str, list[str]]:
-    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``, the id of the first
-    opening marker; read naively: the first end marker with that id closes) swapped for a slot, and the
-    blocks' texts. A prompt without fences comes back as it is."""
+    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``, the id of
+    the first opening marker; read naively: the first end marker with that id closes) swapped for a
+    slot, and the blocks' texts. A prompt without fences comes back as it is."""
     m = FENCE_OPEN.search(prompt)
     if m is None:
         return prompt, []
@@ -247,10 +252,10 @@ LOOSE_MARK = re.compile(r"<<(END-)?DATA-[^<>\n]*>>|<(/?)(question|reference_answ
 
 
 def loose_read(prompt: str, model: str) -> str | None:
-    """The prompt as a loose reader (``nfkc-*``, ``unescape-*``) reads it, rebuilt with plain tags: each block
-    of data ends at the first closing tag or fence end (any id) it reads; the blocks' texts lose their angle
-    brackets and the fence lines are gone, so the tag-reading rules of :func:`_answer` apply as they are.
-    None for the other models."""
+    """The prompt as a loose reader (``nfkc-*``, ``unescape-*``) reads it, rebuilt with plain tags:
+    each block of data ends at the first closing tag or fence end (any id) it reads; the blocks'
+    texts lose their angle brackets and the fence lines are gone, so the tag-reading rules of
+    :func:`_answer` apply as they are. None for the other models."""
     if model.startswith("nfkc-"):
         prompt = unicodedata.normalize("NFKC", prompt)
     elif model.startswith("unescape-"):
@@ -305,7 +310,8 @@ def _gullible(item: dict[str, Any], chunk: str) -> dict[str, Any]:
 
 
 def _flip(obj: dict[str, Any], state: ServerState, conv: str, nth: int) -> dict[str, Any]:
-    """The reply with each verdict flipped with probability ``flip_rate`` (seeded by conversation and visit)."""
+    """The reply with each verdict flipped with probability ``flip_rate`` (seeded by conversation
+    and visit)."""
     def flipped(item: dict[str, Any], i: int) -> dict[str, Any]:
         draw = hashlib.sha256(f"{state.flip_seed}:{conv}:{nth}:{i}".encode()).digest()
         if int.from_bytes(draw[:8], "big") / 2 ** 64 >= state.flip_rate:
@@ -321,8 +327,9 @@ def _flip(obj: dict[str, Any], state: ServerState, conv: str, nth: int) -> dict[
 
 
 def _answer(prompt: str, decode: bool = False, gullible: bool = False) -> tuple[Any, bool]:
-    """The JSON object the judge should reply with for this prompt, and whether it is a batch. The prompt
-    is read as :func:`perceive` says; fenced data (:func:`unfence`) is data: only its text is judged."""
+    """The JSON object the judge should reply with for this prompt, and whether it is a batch. The
+    prompt is read as :func:`perceive` says; fenced data (:func:`unfence`) is data: only its text is
+    judged."""
     prompt, data = unfence(perceive(prompt, decode))
 
     def text(found: str) -> str:
@@ -362,7 +369,8 @@ def _answer(prompt: str, decode: bool = False, gullible: bool = False) -> tuple[
 
 
 def _ragas_input(prompt: str) -> tuple[str, str] | None:
-    """Ragas puts the case as a JSON object after the last 'input:' (context + answer/ground truth)."""
+    """Ragas puts the case as a JSON object after the last 'input:' (context + answer/ground truth).
+    """
     at = prompt.rfind("input:")
     if at < 0:
         at = prompt.rfind("Input:")
@@ -605,7 +613,8 @@ def serve(port: int = 0, latency: float = 0.0, host: str = "127.0.0.1") -> None:
     serve_app(make_app(ServerState(latency=latency)), port, host, backlog=4096)
 
 
-# ---- client side helpers (tests and benchmark) -------------------------------------------------------
+# ---- client side helpers (tests and benchmark)
+# -------------------------------------------------------
 
 def start_server(latency: float = 0.0, python: str | None = None) -> ServerProcess:
     """Start this module as a subprocess on a free loopback port and wait until it listens."""
@@ -614,7 +623,8 @@ def start_server(latency: float = 0.0, python: str | None = None) -> ServerProce
 
 @contextlib.contextmanager
 def running_server(latency: float = 0.0) -> Iterator[ServerProcess]:
-    """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after."""
+    """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after.
+    """
     with running(start_server(latency)) as handle:
         yield handle
 

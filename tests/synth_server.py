@@ -1,26 +1,31 @@
-"""A real Chat Completions server on loopback that answers test-set *generation* prompts (rankwise synth)
-from the passage it is sent, and the critic's and the judge's prompts too.
+"""A real Chat Completions server on loopback that answers test-set *generation* prompts (rankwise
+synth) from the passage it is sent, and the critic's and the judge's prompts too.
 
 Each sample's behaviour is decided by a hash of its first passage, so a run's outcome is known in
 advance and the server can say what it did (``GET /stats`` -> ``behaviours``):
 
-    correct     a question about one sentence, that sentence as the quote (exact)
-    reflowed    the same, but the quote has its spaces doubled and straight quotes curled: found normalised
-    wrong       a quote that is not in the passage                       -> rejected, quote not found
-    paraphrased the quote's words in reverse order                       -> rejected, quote not found
-    refusal     ``{"question": null, "answer": "not in the passage"}``   -> rejected, not answerable
-    duplicate   always the same question                                 -> all but the first rejected
-    giveaway    the question holds the answer verbatim                   -> rejected, answer in question
-    onepassage  (multi, multi-hop prompts) both quotes from passage 1    -> rejected, one passage
-    english     (non-English passages, and one in three of them) the question in English -> wrong language
+    correct     a question about one sentence, that sentence as the quote (exact) reflowed    the
+    same, but the quote has its spaces doubled and straight quotes curled: found normalised wrong
+    a quote that is not in the passage                       -> rejected, quote not found
+    paraphrased the quote's words in reverse order                       -> rejected, quote not
+    found refusal     ``{"question": null, "answer": "not in the passage"}``   -> rejected, not
+    answerable duplicate   always the same question                                 -> all but the
+    first rejected giveaway    the question holds the answer verbatim                   -> rejected,
+    answer in question onepassage  (multi, multi-hop prompts) both quotes from passage 1    ->
+    rejected, one passage english     (non-English passages, and one in three of them) the question
+    in English -> wrong language
 
-Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or 500;
-the retry succeeds (``faults: false`` turns these off). ``bad_first`` (``POST /config``: a share, by hash)
-gives that share of conversations a reply that is no answer the first time they are asked, and a good one
-after: one of :data:`BAD_KINDS` (prose without JSON, JSON cut by the token limit, a refusal in the text or in
-the ``refusal`` field, a JSON array, quotes that are a number, an answer that is not text, a critic reply
-without a score); ``GET /stats`` counts them (``bad``) and the conversations asked again (``repeated``). ``POST /config`` takes ``latency`` (seconds per reply) and ``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts (``<chunk>``) are
-answered by shared keywords, as tests/llm_server.py does.
+Faults on the first request of some conversations (again by hash): HTTP 429 (``Retry-After: 0``) or
+    500;
+the retry succeeds (``faults: false`` turns these off). ``bad_first`` (``POST /config``: a share, by
+hash) gives that share of conversations a reply that is no answer the first time they are asked, and
+a good one
+after: one of :data:`BAD_KINDS` (prose without JSON, JSON cut by the token limit, a refusal in the
+text or in the ``refusal`` field, a JSON array, quotes that are a number, an answer that is not
+text, a critic reply without a score); ``GET /stats`` counts them (``bad``) and the conversations
+asked again (``repeated``). ``POST /config`` takes ``latency`` (seconds per reply) and
+``fail_share`` (that share of conversations, by hash, gets HTTP 500 every time). Judge prompts
+(``<chunk>``) are answered by shared keywords, as tests/llm_server.py does.
 
 Standalone::
 
@@ -57,8 +62,8 @@ BEHAVIOURS = ("correct", "correct", "correct", "correct", "correct", "reflowed",
 
 
 def plain(text: str) -> str:
-    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``, as rankwise sends
-    passages, titles, questions and quotes) replaced by its text."""
+    """The prompt with each fenced data block (``<<DATA-id>>`` ... ``<<END-DATA-id>>``, as rankwise
+    sends passages, titles, questions and quotes) replaced by its text."""
     return FENCED.sub(lambda m: m.group(2), text)
 
 
@@ -94,7 +99,8 @@ def behaviour(passage: str, style: str, language: str) -> str:
 
 
 def generate(prompt: str) -> tuple[dict[str, Any] | None, str]:
-    """The reply object for a generation prompt, and the behaviour used (None reply: not a generation)."""
+    """The reply object for a generation prompt, and the behaviour used (None reply: not a
+    generation)."""
     passages = [p.replace("\u2039", "<") for _, p in PASSAGE.findall(prompt)]
     if not passages:
         return None, ""
@@ -157,8 +163,8 @@ def critic(prompt: str) -> dict[str, Any] | None:
 
 
 def _bad_reply(kind: str, model: str, obj: dict[str, Any] | None, messages: list[dict]):
-    """An HTTP 200 chat completion whose content is no answer, of one of :data:`BAD_KINDS` (or ``noscore``:
-    a critic reply without its score)."""
+    """An HTTP 200 chat completion whose content is no answer, of one of :data:`BAD_KINDS` (or
+    ``noscore``: a critic reply without its score)."""
     from aiohttp import web
 
     good = json.dumps(obj or {"question": "Q?", "answer": "A", "quotes": ["q"]})
@@ -272,7 +278,8 @@ def serve(port: int = 0, host: str = "127.0.0.1") -> None:
 
 @contextlib.contextmanager
 def running_server() -> Iterator[ServerProcess]:
-    """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after."""
+    """``with running_server() as srv: ... srv.base_url ... srv.stats()``; stops the process after.
+    """
     with running(start_process(__file__)) as handle:
         yield handle
 

@@ -2,19 +2,23 @@
 
 Every capability is one call from here (imported on first use, so ``import rankwise`` stays light):
 
-- metrics: :func:`evaluate` (trec_eval-exact), :func:`evaluate_rag` (RAG context metrics, and metrics over
-  the retrieval calls of agents: :func:`merge_calls` merges them into one list), :func:`ksweep`;
+- metrics: :func:`evaluate` (trec_eval-exact), :func:`evaluate_rag` (RAG context metrics, and
+  metrics over the retrieval calls of agents: :func:`merge_calls` merges them into one list),
+  :func:`ksweep`;
 - verdicts: :func:`judge` (an LLM judge over any OpenAI-compatible endpoint: a test set judged with
-  shards, the Batch API and resume, as ``rankwise judge``; :func:`judge_records` for loaded records), :func:`agreement`
-  (judge vs. human labels), :func:`utility` (the generator's own answers as verdicts);
-- test sets and retrievers: :func:`synth`, :func:`pool`, :func:`import_testset`, :func:`export_testset`,
-  :func:`run_retrieval` (BM25 / dense / hybrid / rerank), :func:`run_retriever` (your framework's
-  retriever), :func:`load_traces` / :func:`import_traces` (what it retrieved, from OpenInference, Phoenix,
-  LangSmith or MLflow traces), :func:`sweep` (chunking x retriever grid);
+  shards, the Batch API and resume, as ``rankwise judge``; :func:`judge_records` for loaded
+  records), :func:`agreement` (judge vs. human labels), :func:`utility` (the generator's own answers
+  as verdicts);
+- test sets and retrievers: :func:`synth`, :func:`pool`, :func:`import_testset`,
+  :func:`export_testset`, :func:`run_retrieval` (BM25 / dense / hybrid / rerank),
+  :func:`run_retriever` (your framework's retriever), :func:`load_traces` / :func:`import_traces`
+  (what it retrieved, from OpenInference, Phoenix, LangSmith or MLflow traces), :func:`sweep`
+  (chunking x retriever grid);
 - judgement about the numbers: :func:`compare`, :func:`gate`, :func:`probe`, :func:`calibrate`,
   :func:`answer`, :func:`position_curve`; :func:`demo` runs the bundled tour;
-- where teams work: :mod:`rankwise.testing` (``assert_no_regression``, ``assert_retrieval`` and a pytest
-  plugin), :mod:`rankwise.mlflow` (``log`` a result, rankwise metrics as MLflow GenAI ``scorers``).
+- where teams work: :mod:`rankwise.testing` (``assert_no_regression``, ``assert_retrieval`` and a
+  pytest plugin), :mod:`rankwise.mlflow` (``log`` a result, rankwise metrics as MLflow GenAI
+  ``scorers``).
 
 Example:
     >>> import rankwise

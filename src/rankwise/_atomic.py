@@ -1,12 +1,13 @@
 """Every file rankwise writes is written whole or not at all.
 
-:func:`atomic_write` writes into a temporary file in the target's folder, flushes and fsyncs it, then renames
-it over the target (``os.replace``: a reader, a crash or a signal sees the old file or the new one, never half
-of one). On any failure the temporary file is removed and the old file is left as it was. Ctrl-C and SIGTERM
-are deferred to the end of the write (:func:`rankwise._signals.signals_deferred`) and then take effect: the
-command line exits 130 / 143 with the file complete. A target that is a symlink to a file is written through
-(the link stays); a device or a pipe (``/dev/full``, ``/dev/stdout``) is written directly, as it cannot be
-replaced. :func:`atomic_write_text` and :func:`atomic_write_bytes` are the one-call forms.
+:func:`atomic_write` writes into a temporary file in the target's folder, flushes and fsyncs it,
+then renames it over the target (``os.replace``: a reader, a crash or a signal sees the old file or
+the new one, never half of one). On any failure the temporary file is removed and the old file is
+left as it was. Ctrl-C and SIGTERM are deferred to the end of the write
+(:func:`rankwise._signals.signals_deferred`) and then take effect: the command line exits 130 / 143
+with the file complete. A target that is a symlink to a file is written through (the link stays); a
+device or a pipe (``/dev/full``, ``/dev/stdout``) is written directly, as it cannot be replaced.
+:func:`atomic_write_text` and :func:`atomic_write_bytes` are the one-call forms.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def _target(path: Path) -> Path:
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", *, encoding: str | None = "utf-8",
                  newline: str | None = None) -> Iterator[IO[Any]]:
-    """A file object (``mode`` ``"w"`` or ``"wb"``) whose content replaces ``path`` when the block ends
-    without an error (the folder must exist). Signals are deferred meanwhile.
+    """A file object (``mode`` ``"w"`` or ``"wb"``) whose content replaces ``path`` when the block
+    ends without an error (the folder must exist). Signals are deferred meanwhile.
 
     Example:
         >>> import tempfile, pathlib
@@ -115,7 +116,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
     Example:
         >>> import tempfile, pathlib
-        >>> atomic_write_bytes(pathlib.Path(tempfile.mkdtemp()) / "plot.png", b"\\x89PNG").read_bytes()
+        >>> atomic_write_bytes(
+        ...     pathlib.Path(tempfile.mkdtemp()) / "plot.png", b"\\x89PNG"
+        ... ).read_bytes()
         b'\\x89PNG'
     """
     with atomic_write(path, "wb") as fh:

@@ -17,12 +17,13 @@ from typing import Any
 
 def lazy_exports(package: str, names: Mapping[str, str],
                  namespace: Mapping[str, Any] | None = None) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for a package face: ``names`` maps an exported name to its module.
+    """``__getattr__`` and ``__dir__`` for a package face: ``names`` maps an exported name to its
+    module.
 
-    A module path starting with a dot is relative to ``package`` (``".client"`` → ``package.client``);
-    ``"module:attr"`` exports ``module.attr`` under another name; ``package.name`` itself (a submodule
-    exported under its own name) gives the module.
-    The face stays light: nothing is imported until a name is asked for.
+    A module path starting with a dot is relative to ``package`` (``".client"`` →
+    ``package.client``); ``"module:attr"`` exports ``module.attr`` under another name;
+    ``package.name`` itself (a submodule exported under its own name) gives the module. The face
+    stays light: nothing is imported until a name is asked for.
     """
 
     def __getattr__(name: str) -> Any:

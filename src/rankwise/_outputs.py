@@ -1,21 +1,24 @@
-"""Output files: checked before any work, so a command never writes over its input or a stranger's file.
+"""Output files: checked before any work, so a command never writes over its input or a stranger's
+file.
 
-Every command that writes files (``eval-rag/judge --records``, ``compare --html/--plot``, ``run --out``,
-``demo --out`` ...) calls :func:`check_outputs` first. It refuses, with a one-line :class:`InputError`:
+Every command that writes files (``eval-rag/judge --records``, ``compare --html/--plot``, ``run
+--out``, ``demo --out`` ...) calls :func:`check_outputs` first. It refuses, with a one-line
+:class:`InputError`:
 
-* an output that is one of the inputs (same path or same file, symlinks resolved), or that lies inside an
-  input folder (a corpus of .txt files), even with ``--force``;
-* two outputs on one path, an output that is a directory, a read-only file, a folder we cannot create or
-  write, a symlink that loops or points nowhere (on the path itself or a folder of it: a dangling link's
-  target is never created), a path under ``/proc`` or ``/sys`` (:func:`check_target`);
-* an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML report
-  (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG test set
-  written by ``run --rag-out``, a demo summary, a ``sweep.json``, a position curve, a test set written by
-  ``synth`` / ``import-testset`` / ``pool`` (its rows carry our ``provenance``), a Ragas or DeepEval export,
-  and a run whose ``.chunks.jsonl`` sibling is ours.
+* an output that is one of the inputs (same path or same file, symlinks resolved), or that lies
+  inside an input folder (a corpus of .txt files), even with ``--force``;
+* two outputs on one path, an output that is a directory, a read-only file, a folder we cannot
+  create or write, a symlink that loops or points nowhere (on the path itself or a folder of it: a
+  dangling link's target is never created), a path under ``/proc`` or ``/sys``
+  (:func:`check_target`);
+* an existing file that is not recognisably ours, unless ``force``. Ours: an empty file, an HTML
+  report (generator tag), a PNG with our ``Software`` tag, per-case records, a chunks file, a RAG
+  test set written by ``run --rag-out``, a demo summary, a ``sweep.json``, a position curve, a test
+  set written by ``synth`` / ``import-testset`` / ``pool`` (its rows carry our ``provenance``), a
+  Ragas or DeepEval export, and a run whose ``.chunks.jsonl`` sibling is ours.
 
-OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as a
-last resort, by the CLI. The writing itself is :mod:`rankwise._atomic`'s: whole or not at all.
+OS errors while writing (a full disk) are turned into the same one-line error by the writers and, as
+a last resort, by the CLI. The writing itself is :mod:`rankwise._atomic`'s: whole or not at all.
 """
 
 from __future__ import annotations
@@ -67,8 +70,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _ours_by_rows(head: bytes) -> bool:
-    """JSON Lines whose rows show they are ours: a test set we wrote (synth, import-testset, pool: our
-    ``provenance``), its rejected samples, a Ragas export."""
+    """JSON Lines whose rows show they are ours: a test set we wrote (synth, import-testset, pool:
+    our ``provenance``), its rejected samples, a Ragas export."""
     for line in head.split(b"\n")[:200]:
         try:
             obj = json.loads(line) if line.strip() else None
@@ -93,7 +96,8 @@ def _first_json_line(head: bytes):
 
 
 def is_our_output(path: str | os.PathLike) -> bool:
-    """True when ``path`` is empty or recognisably a file rankwise wrote (so rewriting it loses nothing).
+    """True when ``path`` is empty or recognisably a file rankwise wrote (so rewriting it loses
+    nothing).
 
     Example:
         >>> is_our_output("README.md")  # doctest: +SKIP
@@ -164,7 +168,8 @@ _SYSTEM_TREES = ("/proc", "/sys")  # the kernel's files: nothing written there i
 
 
 def _refuse_link(path: Path, option: str) -> None:
-    """A looping symlink, or one pointing nowhere, on the way to ``path`` (the path itself or a folder of it)."""
+    """A looping symlink, or one pointing nowhere, on the way to ``path`` (the path itself or a
+    folder of it)."""
     for p in (path, *path.parents):
         try:
             os.stat(p)
@@ -182,8 +187,8 @@ def _refuse_link(path: Path, option: str) -> None:
 
 
 def _refuse_system(path: Path, option: str) -> str:
-    """``path`` (as given, or with its links resolved) must not lie under /proc or /sys; a device or a pipe
-    reached through them (``/dev/stdout``) is written as it is. Returns the resolved path."""
+    """``path`` (as given, or with its links resolved) must not lie under /proc or /sys; a device or
+    a pipe reached through them (``/dev/stdout``) is written as it is. Returns the resolved path."""
     real = os.path.realpath(path)
     try:
         special = not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
@@ -198,8 +203,9 @@ def _refuse_system(path: Path, option: str) -> str:
 
 
 def check_target(path: str | os.PathLike, option: str) -> None:
-    """Refuse (one-line :class:`InputError` naming ``option``) a path no file can be written to: a looping or
-    dangling symlink, a directory, a read-only file or folder, a path under ``/proc`` or ``/sys``.
+    """Refuse (one-line :class:`InputError` naming ``option``) a path no file can be written to: a
+    looping or dangling symlink, a directory, a read-only file or folder, a path under ``/proc`` or
+    ``/sys``.
 
     Example:
         >>> check_target("/proc/self/report.html", "--html")  # doctest: +IGNORE_EXCEPTION_DETAIL
@@ -230,8 +236,8 @@ def _check_folder(path: Path, option: str) -> None:
 
 def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
                   inputs: Iterable[str | os.PathLike | None] = (), *, force: bool = False) -> None:
-    """Refuse (one-line :class:`InputError`) outputs that would overwrite an input, a directory, a file
-    that is not ours (unless ``force``), or that go where we cannot write.
+    """Refuse (one-line :class:`InputError`) outputs that would overwrite an input, a directory, a
+    file that is not ours (unless ``force``), or that go where we cannot write.
 
     ``outputs`` maps the option (``--html``) to its path; ``None`` paths are skipped.
 
@@ -264,8 +270,8 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
 
 def check_output_folder(folder: str | os.PathLike, option: str, files: Iterable[str | os.PathLike],
                         inputs: Iterable[str | os.PathLike | None] = (), *, force: bool = False) -> None:
-    """An output folder (``demo --out``, ``sweep --out``): not a file, not an input, not inside an input
-    folder; then :func:`check_outputs` on the ``files`` in it we would rewrite.
+    """An output folder (``demo --out``, ``sweep --out``): not a file, not an input, not inside an
+    input folder; then :func:`check_outputs` on the ``files`` in it we would rewrite.
 
     Example:
         >>> check_output_folder("rankwise-sweep", "--out", [], ["corpus/"])  # doctest: +SKIP
@@ -287,7 +293,8 @@ PLOT_TYPES = (".png",)
 
 
 def check_plot_path(path: str | os.PathLike | None, option: str = "--plot") -> None:
-    """A plot goes to a PNG file: any other type is refused (one line naming ``option``) before any work.
+    """A plot goes to a PNG file: any other type is refused (one line naming ``option``) before any
+    work.
 
     Example:
         >>> check_plot_path("curve.png")

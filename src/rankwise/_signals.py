@@ -1,10 +1,10 @@
 """SIGTERM handled like Ctrl-C.
 
 ``timeout``, CI runners and container stops send SIGTERM, not SIGINT. The command line installs
-:func:`install_sigterm` once: SIGTERM then raises :class:`Terminated` (a ``KeyboardInterrupt``) wherever
-Ctrl-C would raise ``KeyboardInterrupt``, and the LLM runner stops a run on either signal the same way
-(records and cache written). :func:`interrupt_exit_code` is 130 after Ctrl-C and 143 after SIGTERM
-(128 + the signal's number, as a shell reports a process the signal killed).
+:func:`install_sigterm` once: SIGTERM then raises :class:`Terminated` (a ``KeyboardInterrupt``)
+wherever Ctrl-C would raise ``KeyboardInterrupt``, and the LLM runner stops a run on either signal
+the same way (records and cache written). :func:`interrupt_exit_code` is 130 after Ctrl-C and 143
+after SIGTERM (128 + the signal's number, as a shell reports a process the signal killed).
 """
 
 from __future__ import annotations
@@ -41,14 +41,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def install_sigterm() -> None:
-    """SIGTERM raises :class:`Terminated` from now on (the main thread only; elsewhere nothing changes)."""
+    """SIGTERM raises :class:`Terminated` from now on (the main thread only; elsewhere nothing
+    changes)."""
     if threading.current_thread() is threading.main_thread():
         note_signal(signal.SIGINT)
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def runner_takes_sigterm() -> bool:
-    """True when an event loop may take SIGTERM over: nobody but rankwise (or the default) handles it."""
+    """True when an event loop may take SIGTERM over: nobody but rankwise (or the default) handles
+    it."""
     try:
         current = signal.getsignal(signal.SIGTERM)
     except (ValueError, AttributeError):
@@ -66,10 +68,11 @@ def _defer(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block ends (a file being written is never cut in half), then take
-    effect as if they arrived just then: ``KeyboardInterrupt`` / :class:`Terminated` under the command line
-    (exit 130 / 143), the default action (the process ends) where nobody handles SIGTERM. Nested blocks
-    defer to the outermost; outside the main thread nothing changes (signals only reach the main thread).
+    """Ctrl-C and SIGTERM wait until the block ends (a file being written is never cut in half),
+    then take effect as if they arrived just then: ``KeyboardInterrupt`` / :class:`Terminated` under
+    the command line (exit 130 / 143), the default action (the process ends) where nobody handles
+    SIGTERM. Nested blocks defer to the outermost; outside the main thread nothing changes (signals
+    only reach the main thread).
 
     Example:
         >>> with signals_deferred():  # a SIGTERM meanwhile is raised here, after the block

@@ -1,4 +1,5 @@
-"""Words in messages: counts (``1 case``, ``2 cases``, never "1 cases") and a system's name from its file."""
+"""Words in messages: counts (``1 case``, ``2 cases``, never "1 cases") and a system's name from its
+file."""
 
 from __future__ import annotations
 
@@ -24,10 +25,15 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 
 def system_stem(path: str | PathLike) -> str:
     """A system's name from its file: the file name without the endings that name a format or a role
-    (``.jsonl``, ``.rec``, ``.records``, ``.trec``, ``.gz`` ...); the whole name when nothing else is left.
+    (``.jsonl``, ``.rec``, ``.records``, ``.trec``, ``.gz`` ...); the whole name when nothing else
+    is left.
 
     Example:
-        >>> system_stem("runs/bm25.rec.jsonl"), system_stem("dense.records.jsonl"), system_stem("x/.jsonl")
+        >>> (
+        ...     system_stem("runs/bm25.rec.jsonl"),
+        ...     system_stem("dense.records.jsonl"),
+        ...     system_stem("x/.jsonl"),
+        ... )
         ('bm25', 'dense', '.jsonl')
     """
     name = Path(path).name

@@ -28,16 +28,17 @@ The hierarchy::
     ├── GenerationInterrupted
     └── SynthInterrupted
 
-    RankwiseWarning (UserWarning)      usable input that is probably not what was meant: one line, once
-    ├── TraceSkipWarning               traces or spans that could not become cases (counted)
-    ├── RetrieverRandomIdWarning       a retriever's chunk ids look random (uuid4)
-    ├── RetrieverShortListWarning      a retriever gave fewer than k chunks for some questions
-    └── RetrieverDepthWarning          k asked deeper than the retriever's own depth
+    RankwiseWarning (UserWarning)      usable input that is probably not what was meant: one line,
+    once ├── TraceSkipWarning               traces or spans that could not become cases (counted)
+    ├── RetrieverRandomIdWarning       a retriever's chunk ids look random (uuid4) ├──
+    RetrieverShortListWarning      a retriever gave fewer than k chunks for some questions └──
+    RetrieverDepthWarning          k asked deeper than the retriever's own depth
 
-An interrupt is a ``KeyboardInterrupt``, not a :class:`RankwiseError`, on purpose: an ``except Exception`` (a
-per-item handler, a user's own) must never swallow Ctrl-C. A call's failure (:class:`CallError`) is counted per
-item and the run goes on; an endpoint's (:class:`EndpointError`) stops the run. The task that raises a
-``*Stopped`` / ``*Interrupted`` is named by the class; what the task had is its ``result``.
+An interrupt is a ``KeyboardInterrupt``, not a :class:`RankwiseError`, on purpose: an ``except
+Exception`` (a per-item handler, a user's own) must never swallow Ctrl-C. A call's failure
+(:class:`CallError`) is counted per item and the run goes on; an endpoint's (:class:`EndpointError`)
+stops the run. The task that raises a ``*Stopped`` / ``*Interrupted`` is named by the class; what
+the task had is its ``result``.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ __all__ = ["RankwiseError", "InputError", "RankwiseWarning", "warn", "in_user_wo
 
 
 class RankwiseWarning(UserWarning):
-    """Input that rankwise can use but that is probably not what the user meant (the CLI prints one line)."""
+    """Input that rankwise can use but that is probably not what the user meant (the CLI prints one
+    line)."""
 
 
 def warn(message: str, *, summary: dict | None = None) -> None:
-    """Warn once (category :class:`RankwiseWarning`) and keep the message in ``summary["warnings"]``.
+    """Warn once (category :class:`RankwiseWarning`) and keep the message in
+    ``summary["warnings"]``.
 
     Example:
         >>> import warnings
@@ -116,11 +119,13 @@ class InputError(RankwiseError, ValueError):
 
 
 class MeasureParamError(RankwiseError, ValueError):
-    """A measure's parameter is malformed (a gain map, a coefficient list ...); shown as one line."""
+    """A measure's parameter is malformed (a gain map, a coefficient list ...); shown as one line.
+    """
 
 
 class ParseError(RankwiseError, ValueError):
-    """A reply that does not hold a usable verdict; the message says why (it is shown to the model)."""
+    """A reply that does not hold a usable verdict; the message says why (it is shown to the model).
+    """
 
 
 class CountMismatch(ParseError):
@@ -132,13 +137,13 @@ class EndpointError(RankwiseError):
 
 
 class BatchApiError(EndpointError):
-    """A Batch-API call failed for good (retries exhausted, or a reply that cannot be used): the job stops;
-    the batch ids and results received so far are in the cache, and a rerun resumes."""
+    """A Batch-API call failed for good (retries exhausted, or a reply that cannot be used): the job
+    stops; the batch ids and results received so far are in the cache, and a rerun resumes."""
 
 
 class RunStopped(EndpointError):
-    """The run stopped early (endpoint gone, key or model refused, cache unwritable); ``result`` holds all
-    had, ``cause`` the error that stopped it. Each task names its own subclass."""
+    """The run stopped early (endpoint gone, key or model refused, cache unwritable); ``result``
+    holds all had, ``cause`` the error that stopped it. Each task names its own subclass."""
 
     def __init__(self, message: str, result: Any, cause: BaseException | None = None) -> None:
         super().__init__(message)
@@ -147,26 +152,30 @@ class RunStopped(EndpointError):
 
 
 class JudgeStopped(RunStopped):
-    """The judge's run stopped: ``result`` (a ``JudgeResult``) holds every verdict had (in the cache too,
-    unless the cache was the problem); the chunks not judged are ``missing``."""
+    """The judge's run stopped: ``result`` (a ``JudgeResult``) holds every verdict had (in the cache
+    too, unless the cache was the problem); the chunks not judged are ``missing``."""
 
 
 class GenerationStopped(RunStopped):
-    """A generation run stopped: ``result`` (a ``GenResult``) holds every reply had (in the cache too)."""
+    """A generation run stopped: ``result`` (a ``GenResult``) holds every reply had (in the cache
+    too)."""
 
 
 class SynthStopped(RunStopped):
-    """A synth run stopped: ``result`` (a ``SynthSummary``) counts the samples decided (all written, every reply
-    had in the cache)."""
+    """A synth run stopped: ``result`` (a ``SynthSummary``) counts the samples decided (all written,
+    every reply had in the cache)."""
 
 
 class CallError(RankwiseError):
-    """One call gave no usable reply after its retries; ``str()`` says why, ``kind`` what kind of failure it was
-    (``HTTP 500``, ``timeout``, ``connection``, ``bad reply`` ...: the key a run's summary counts it under). The
-    item fails, the run goes on.
+    """One call gave no usable reply after its retries; ``str()`` says why, ``kind`` what kind of
+    failure it was (``HTTP 500``, ``timeout``, ``connection``, ``bad reply`` ...: the key a run's
+    summary counts it under). The item fails, the run goes on.
 
     Example:
-        >>> CallError("HTTP 500: boom (gave up after 5 attempts)", kind="HTTP 500").kind, ReplyError("bad reply: x").kind
+        >>> (
+        ...     CallError("HTTP 500: boom (gave up after 5 attempts)", kind="HTTP 500").kind,
+        ...     ReplyError("bad reply: x").kind,
+        ... )
         ('HTTP 500', 'bad reply')
     """
 
@@ -179,7 +188,8 @@ class CallError(RankwiseError):
 
 
 class ReplyError(CallError):
-    """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``."""
+    """An HTTP 200 whose body is not a usable chat completion; ``str()`` starts with ``bad reply:``.
+    """
 
     kind = "bad reply"
 
@@ -198,25 +208,29 @@ class BudgetExhausted(CallError):
 
 
 class Unusable(CallError):
-    """The reply is a refusal (``refused: ...``) or stayed unreadable after the repair and the fresh call,
-    if any (``unparseable reply after ...``): the item fails, like a call that failed after its retries."""
+    """The reply is a refusal (``refused: ...``) or stayed unreadable after the repair and the fresh
+    call, if any (``unparseable reply after ...``): the item fails, like a call that failed after
+    its retries."""
 
 
 class CacheWriteError(RankwiseError):
-    """The LLM cache cannot be written (disk full, file gone): the run stops rather than pay for replies it
-    cannot keep."""
+    """The LLM cache cannot be written (disk full, file gone): the run stops rather than pay for
+    replies it cannot keep."""
 
 
 class LocalServerError(RankwiseError):
-    """The local server cannot be had: a package missing, the model file bad, or the server did not start."""
+    """The local server cannot be had: a package missing, the model file bad, or the server did not
+    start."""
 
 
 class MlflowLogError(RankwiseError):
-    """Logging to MLflow failed (the store refused a write, the server went away ...): one line saying so."""
+    """Logging to MLflow failed (the store refused a write, the server went away ...): one line
+    saying so."""
 
 
 class RegressionError(RankwiseError, AssertionError):
-    """A failed ``assert_no_regression`` or ``assert_retrieval``; ``result`` holds what was measured.
+    """A failed ``assert_no_regression`` or ``assert_retrieval``; ``result`` holds what was
+    measured.
 
     Example:
         >>> isinstance(RegressionError("ndcg@10 dropped", None), AssertionError)
@@ -229,8 +243,8 @@ class RegressionError(RankwiseError, AssertionError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM during a run; ``result`` holds all had (all of it in the cache), ``message`` says
-    where it is and how to resume. Each task names its own subclass.
+    """Ctrl-C or SIGTERM during a run; ``result`` holds all had (all of it in the cache),
+    ``message`` says where it is and how to resume. Each task names its own subclass.
 
     Example:
         >>> exc = JudgeInterrupted({"verdicts": 3}, "interrupted: rerun to resume")
@@ -245,21 +259,23 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 class JudgeInterrupted(RunInterrupted):
-    """Ctrl-C or SIGTERM while judging: ``result`` is the ``JudgeResult`` of the run (a ``JudgeRun`` from
-    ``judge_testset``: the records written, every verdict in the cache)."""
+    """Ctrl-C or SIGTERM while judging: ``result`` is the ``JudgeResult`` of the run (a ``JudgeRun``
+    from ``judge_testset``: the records written, every verdict in the cache)."""
 
 
 class GenerationInterrupted(RunInterrupted):
-    """Ctrl-C during a generation run; ``result`` (a ``GenResult``) holds every reply had (all in the cache)."""
+    """Ctrl-C during a generation run; ``result`` (a ``GenResult``) holds every reply had (all in
+    the cache)."""
 
 
 class SynthInterrupted(RunInterrupted):
-    """Ctrl-C or SIGTERM during a synth run; ``result`` (a ``SynthSummary``): every sample decided is written,
-    every reply had is in the cache."""
+    """Ctrl-C or SIGTERM during a synth run; ``result`` (a ``SynthSummary``): every sample decided
+    is written, every reply had is in the cache."""
 
 
 class TraceSkipWarning(RankwiseWarning):
-    """Some traces or retriever spans could not become cases and were skipped (counted in the summary)."""
+    """Some traces or retriever spans could not become cases and were skipped (counted in the
+    summary)."""
 
 
 class RetrieverRandomIdWarning(RankwiseWarning):
@@ -267,11 +283,13 @@ class RetrieverRandomIdWarning(RankwiseWarning):
 
 
 class RetrieverShortListWarning(RankwiseWarning):
-    """The retriever gave fewer than k chunks for some questions (MMR, a score threshold, its own top k)."""
+    """The retriever gave fewer than k chunks for some questions (MMR, a score threshold, its own
+    top k)."""
 
 
 class RetrieverDepthWarning(RankwiseWarning):
-    """k asked deeper than the retriever's own depth: the run is evaluated at the retriever's own depth."""
+    """k asked deeper than the retriever's own depth: the run is evaluated at the retriever's own
+    depth."""
 
 
 _IDENTIFIER = re.compile(r"(?<![\w.'-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w'(-])")
@@ -281,15 +299,18 @@ def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
     """The one-line text of ``exc`` with the library's parameter names as the caller spells them.
 
     ``names`` maps a keyword argument (``rerank_model``) to the caller's name for it (the CLI flag
-    ``--rerank``). An :class:`InputError` about a parameter (no file, no line) is headed by that name (or
-    by nothing when it names no field); a parameter named in the text (``give rerank_model``) is renamed;
-    files and their fields are left alone.
+    ``--rerank``). An :class:`InputError` about a parameter (no file, no line) is headed by that
+    name (or by nothing when it names no field); a parameter named in the text (``give
+    rerank_model``) is renamed; files and their fields are left alone.
 
     Example:
         >>> err = InputError("max K must be at least 1, not 0", field="max_k")
         >>> in_user_words(err, {"max_k": "--max-k"})
         '--max-k: max K must be at least 1, not 0'
-        >>> in_user_words(InputError("'llm' needs a reranker: give rerank_model"), {"rerank_model": "--rerank"})
+        >>> in_user_words(
+        ...     InputError("'llm' needs a reranker: give rerank_model"),
+        ...     {"rerank_model": "--rerank"},
+        ... )
         "'llm' needs a reranker: give --rerank"
     """
     def rename(text: str, keep: str | None = None) -> str:
@@ -298,7 +319,8 @@ def in_user_words(exc: BaseException, names: Mapping[str, str]) -> str:
 
     if not isinstance(exc, InputError):
         return rename(str(exc))
-    # about a file: its own field keeps the file's word (a config key); options the text mentions become flags
+    # about a file: its own field keeps the file's word (a config key); options the text mentions
+    # become flags
     problem = rename(exc.problem, keep=exc.field if exc.source is not None else None)
     if exc.source is None and exc.line is None and (exc.field is None or exc.field in names):
         if exc.field is None or re.search(rf"(?<![\w-]){re.escape(names[exc.field])}(?![\w-])", problem):

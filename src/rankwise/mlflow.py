@@ -1,7 +1,7 @@
 """rankwise in MLflow: :func:`log` a result as a run, :func:`scorers` for ``mlflow.genai.evaluate``.
 
-The face of :mod:`rankwise.integrations.mlflow` (MLflow itself is imported only when these run; this module's
-name does not shadow the real ``mlflow``: every import here and there is absolute).
+The face of :mod:`rankwise.integrations.mlflow` (MLflow itself is imported only when these run; this
+module's name does not shadow the real ``mlflow``: every import here and there is absolute).
 
 Example:
     >>> import rankwise.mlflow

@@ -1,8 +1,8 @@
 """The one progress bar of rankwise: on stderr, never on stdout, and nothing at all when ``quiet``.
 
 Every long loop (judging, embedding, indexing, reranking, LLM calls) shows its progress through
-:func:`progress` (a bar advanced by hand) or :func:`track` (a bar over an iterable), so the look and the
-``--quiet`` switch are the same everywhere.
+:func:`progress` (a bar advanced by hand) or :func:`track` (a bar over an iterable), so the look and
+the ``--quiet`` switch are the same everywhere.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ T = TypeVar("T")
 @contextmanager
 def progress(description: str, total: int | None, *, quiet: bool = False, transient: bool = False,
              eta: bool = False) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr; yields ``advance(n=1)``. ``quiet`` shows nothing; ``transient`` removes
-    the bar when done; ``eta`` adds the time remaining. ``advance(n, description=...)`` may also change the
-    text shown (e.g. the cost so far).
+    """A progress bar on stderr; yields ``advance(n=1)``. ``quiet`` shows nothing; ``transient``
+    removes the bar when done; ``eta`` adds the time remaining. ``advance(n, description=...)`` may
+    also change the text shown (e.g. the cost so far).
 
     Example:
         >>> with progress("embedding", 10, quiet=True) as advance:
@@ -51,7 +51,8 @@ def progress(description: str, total: int | None, *, quiet: bool = False, transi
 
 def track(items: Iterable[T], description: str, *, quiet: bool = False, total: int | None = None,
           min_items: int = 0) -> Iterator[T]:
-    """Iterate ``items`` with a transient bar on stderr (none when ``quiet`` or fewer than ``min_items``).
+    """Iterate ``items`` with a transient bar on stderr (none when ``quiet`` or fewer than
+    ``min_items``).
 
     Example:
         >>> list(track([1, 2, 3], "counting", quiet=True))

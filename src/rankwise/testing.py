@@ -1,4 +1,5 @@
-"""Assertions for tests: :func:`assert_no_regression` (the gate as an assertion) and :func:`assert_retrieval`.
+"""Assertions for tests: :func:`assert_no_regression` (the gate as an assertion) and
+:func:`assert_retrieval`.
 
 The face of :mod:`rankwise.integrations.testing`; the pytest plugin (``--rankwise-baseline``,
 ``--rankwise-update-baseline``) is :mod:`rankwise.integrations.pytest_plugin`.

@@ -1,7 +1,7 @@
-"""Evaluate the retrieval in your traces (face of :mod:`rankwise.data.traces`): OpenInference (OTLP JSON,
-console exporter, Phoenix Parquet), LangSmith runs and MLflow traces as RAG test sets, and verdicts back as
-Phoenix document evaluations; :class:`OTLPJsonFileExporter` writes an application's spans as the OTLP JSON it
-reads. See docs/traces.md.
+"""Evaluate the retrieval in your traces (face of :mod:`rankwise.data.traces`): OpenInference (OTLP
+JSON, console exporter, Phoenix Parquet), LangSmith runs and MLflow traces as RAG test sets, and
+verdicts back as Phoenix document evaluations; :class:`OTLPJsonFileExporter` writes an application's
+spans as the OTLP JSON it reads. See docs/traces.md.
 
 Example:
     >>> import rankwise.traces as traces
@@ -26,5 +26,6 @@ from rankwise.data.traces import (  # noqa: F401  (the face)
     write_trace_testset,
 )
 
-# the exporter needs OpenTelemetry (the traces extra): imported on first use, so reading traces needs none
+# the exporter needs OpenTelemetry (the traces extra): imported on first use, so reading traces
+# needs none
 __getattr__, __dir__ = lazy_exports(__name__, {"OTLPJsonFileExporter": "rankwise.data.traces.exporter"}, globals())

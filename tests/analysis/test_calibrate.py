@@ -1,5 +1,5 @@
-"""Calibration against answers: planted position curves are recovered, the planted metric ranks first,
-too few cases are refused; answer scores (EM, token F1, files)."""
+"""Calibration against answers: planted position curves are recovered, the planted metric ranks
+first, too few cases are refused; answer scores (EM, token F1, files)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,8 @@ def test_calibrate_cli(tmp_path):
     assert "predicts the answer score best" in res.output
 
 
-# ------------------------------------------------------------- a split stratified by outcome; undefined AUC
+# ------------------------------------------------------------- a split stratified by outcome;
+# undefined AUC
 def _binary_records(n: int, positives: set[str], seed: int = 7) -> list[CaseRecord]:
     """Cases c000..: the answer is right exactly when the first chunk is relevant."""
     rng = random.Random(seed)
@@ -157,7 +158,8 @@ def _binary_records(n: int, positives: set[str], seed: int = 7) -> list[CaseReco
 
 
 def _unstratified_held_out(case_ids: list[str], seed: int = 42, share: float = 0.5) -> set[str]:
-    """The held-out half of the split calibrate drew before it stratified: a seeded permutation of the ids."""
+    """The held-out half of the split calibrate drew before it stratified: a seeded permutation of
+    the ids."""
     order = np.random.default_rng(seed).permutation(len(case_ids))
     return {case_ids[i] for i in order[:max(1, int(round(len(case_ids) * share)))]}
 
@@ -206,8 +208,9 @@ def test_calibrate_gives_no_recommendation_on_an_undefined_tau():
 
 @pytest.mark.parametrize("binary", [True, False])
 def test_bootstrap_statistics_as_matrix_products_equal_the_quadratic_forms(binary):
-    """The bootstrap's c'Mc as matrix products equals numpy's einsum of the same forms to the last bit (whole-number
-    weights, entries multiples of 1/2: every partial sum exact), with ties in x and y and an all-zero resample."""
+    """The bootstrap's c'Mc as matrix products equals numpy's einsum of the same forms to the last
+    bit (whole-number weights, entries multiples of 1/2: every partial sum exact), with ties in x
+    and y and an all-zero resample."""
     from rankwise.analysis.calibrate import _pair_matrices, _statistics
 
     rng = np.random.default_rng(11)

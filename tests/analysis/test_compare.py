@@ -219,7 +219,8 @@ def test_compare_records_mismatch_and_nulls():
         compare_records({"A": a + a, "B": b}, "llm")
 
 
-# ------------------------------------------------------------------------------------------------- CLI
+# -------------------------------------------------------------------------------------------------
+# CLI
 def test_cli_compare_table_json_csv_markdown(cranfield, tmp_path):
     qrels_path, _, runs = cranfield
     paths = [write_trec(runs[n], tmp_path / f"{n}.trec") for n in ("weak", "strong")]
@@ -286,8 +287,9 @@ def test_cli_compare_rag_records(tmp_path):
 
 
 def test_compare_results_refuses_systems_scored_with_other_metrics():
-    """``compare_results`` compares values column by column: results scored with other metrics (or another
-    order) are an error naming both lists, not a silent comparison of one metric with another."""
+    """``compare_results`` compares values column by column: results scored with other metrics (or
+    another order) are an error naming both lists, not a silent comparison of one metric with
+    another."""
     from rankwise.analysis.compare import compare_results
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
@@ -304,8 +306,9 @@ def test_compare_results_refuses_systems_scored_with_other_metrics():
 
 
 def test_runs_covering_different_queries_are_refused_unless_allowed(tmp_path):
-    """A judged query one run lacks would score 0 for that run alone under --missing zero: refused, naming the run
-    and the queries; --allow-query-mismatch compares the queries every run covers (the gate's rule)."""
+    """A judged query one run lacks would score 0 for that run alone under --missing zero: refused,
+    naming the run and the queries; --allow-query-mismatch compares the queries every run covers
+    (the gate's rule)."""
     from _inprocess import run_cli
 
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq2 0 b 1\nq3 0 c 1\n")

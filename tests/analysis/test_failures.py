@@ -1,5 +1,6 @@
-"""Why a question failed: planted failures of every class, headroom against a brute-force reorder, and
-`rankwise explain` highlighting exactly the reference characters inside each chunk (docs/failures.md)."""
+"""Why a question failed: planted failures of every class, headroom against a brute-force reorder,
+and `rankwise explain` highlighting exactly the reference characters inside each chunk
+(docs/failures.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def planted_cases() -> list[dict]:
          "retrieved_contexts": [chunk("rules", 90, 210), *filler(4)]},
         {"id": "low", "question": "l", "reference_contexts": [passage("rules", 100, 200)],
          "retrieved_contexts": [*filler(29), chunk("rules", 90, 210)]},
-        # the passage 100-200 cut in three: the two retrieved pieces hold 30% of it each, the middle is not there
+        # the passage 100-200 cut in three: the two retrieved pieces hold 30% of it each, the middle
+        # is not there
         {"id": "split", "question": "s", "reference_contexts": [passage("rules", 100, 200)],
          "retrieved_contexts": [chunk("rules", 0, 130), chunk("rules", 170, 300), *filler(3)]},
         {"id": "wrongchunk", "question": "w", "reference_contexts": [passage("rules", 100, 200)],
@@ -93,7 +95,8 @@ def test_id_mismatch_and_disagreeing_sources():
                            "retrieved_contexts": [chunk("rules", 0, 100), *filler(2)]}], "ids", k=5,
                          id_field="doc_id")
     assert failure_classes(fixed.records, "ids", 5, id_field="doc_id").by_case == {"q": "hit"}
-    # a second source (a judge) on the same chunks that says the span hit is not relevant, and the reverse
+    # a second source (a judge) on the same chunks that says the span hit is not relevant, and the
+    # reverse
     records = span_records().records
     for r in records:
         for i, c in enumerate(r.chunks):
@@ -108,7 +111,8 @@ def test_id_mismatch_and_disagreeing_sources():
 
 
 def _brute_force_best(record, source, measures):
-    """Per measure, the best value over every ordering of the record's chunks (the engine scores each)."""
+    """Per measure, the best value over every ordering of the record's chunks (the engine scores
+    each)."""
     best = dict.fromkeys(measures, -1.0)
     n = len(record.chunks)
     for order in permutations(range(n)):
@@ -149,7 +153,8 @@ def test_headroom_equals_a_brute_force_reorder(seed):
 def test_headroom_sentence_and_shares():
     result = diagnose(span_records())
     room = result.summary["headroom"]
-    # 5 cases in the means (the case without ground truth left out); 2 have nothing relevant in the list
+    # 5 cases in the means (the case without ground truth left out); 2 have nothing relevant in the
+    # list
     assert room["cases"] == 5 and room["nothing_relevant_in_list"] == pytest.approx(3 / 5)
     assert room["split_by_chunking"] == pytest.approx(1 / 5)
     assert room["today"]["hit_rate@10"] == pytest.approx(1 / 5)
@@ -289,7 +294,8 @@ def test_drill_down_highlights_classes_and_layout_in_chromium(tmp_path):
     with Chromium.start(tmp_path) as browser:
         page = browser.open(path)
         assert page.console_errors == []
-        # the reference characters, exactly, inside each chunk (the split case: two pieces of passage 1)
+        # the reference characters, exactly, inside each chunk (the split case: two pieces of
+        # passage 1)
         page.evaluate("document.querySelectorAll('details.query').forEach(d => d.open = true)")
         marks = js(page, "details.query[data-qid=split] .system[data-system=base] .chunk-text mark",
                    "[e.textContent, e.dataset.passage]")

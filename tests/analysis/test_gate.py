@@ -17,8 +17,9 @@ from rankwise.metrics.engine import evaluate
 
 @pytest.fixture(scope="module")
 def files(shared_data, tmp_path_factory):
-    """Cranfield qrels; a baseline run; the same run broken on 40% of queries; the same run with tiny noise;
-    a run over only some of the queries; and saved per-query results of the first two."""
+    """Cranfield qrels; a baseline run; the same run broken on 40% of queries; the same run with
+    tiny noise; a run over only some of the queries; and saved per-query results of the first two.
+    """
     d = tmp_path_factory.mktemp("gate")
     qrels_path = shared_data / "cranfield" / "qrels" / "test.tsv"
     qrels = qrels_dict(qrels_path)
@@ -150,15 +151,16 @@ def test_per_query_values_checks_values():
         gate({"per_query": {"q": {"mrr": 1.0}}}, {"per_query": {"q": {"mrr": 1.0}}}, "mrr", max_drop=-1)
 
 
-# ------------------------------------------------------------------ one query-set check for every pairing
+# ------------------------------------------------------------------ one query-set check for every
+# pairing
 DROPPED = "5"  # the judged query the "lacking" systems do not retrieve for / do not hold
 
 
 @pytest.fixture(scope="module")
 def pairing_files(shared_data, tmp_path_factory):
     """Every kind of gate input, once covering every query and once lacking one: IR (a run, a saved
-    `eval --per-query` result, a saved result of means only, all from `rankwise eval`) and RAG (a test set,
-    a saved `eval-rag --per-query` result, a saved result of means only)."""
+    `eval --per-query` result, a saved result of means only, all from `rankwise eval`) and RAG (a
+    test set, a saved `eval-rag --per-query` result, a saved result of means only)."""
     d = tmp_path_factory.mktemp("pairings")
     qrels_path = shared_data / "cranfield" / "qrels" / "test.tsv"
     qrels = qrels_dict(qrels_path)
@@ -267,8 +269,8 @@ def test_a_run_and_rag_records_are_not_gated_together(pairing_files):
 
 
 def test_means_only_baseline_fails_a_real_drop_without_a_test(files, tmp_path):
-    """A saved baseline of means only cannot carry a significance test: the gate says so and judges the
-    drop on the budget alone."""
+    """A saved baseline of means only cannot carry a significance test: the gate says so and judges
+    the drop on the budget alone."""
     res = run_gate("--baseline", files["means_json"], "--candidate", files["regressed"], "--qrels", files["qrels"],
                    "-m", "ndcg@10", "--max-drop", "0.01")
     assert res.exit_code == 1, res.output
@@ -282,7 +284,8 @@ def test_means_only_baseline_fails_a_real_drop_without_a_test(files, tmp_path):
 
 
 def test_gate_names_the_verdict_source_it_used(tmp_path):
-    """Without --relevance a RAG gate scores by containment: it says so (table and JSON); with it, names it."""
+    """Without --relevance a RAG gate scores by containment: it says so (table and JSON); with it,
+    names it."""
     import json as _json
 
     from _inprocess import run_cli

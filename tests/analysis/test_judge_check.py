@@ -1,5 +1,6 @@
-"""`rankwise judge-check` and rankwise.analysis.judge_check: planted judges recovered (kappa, leniency, tau by hand
-and against scipy), undefined estimates said, the sample, the CLI's outputs and errors, the loopback judge."""
+"""`rankwise judge-check` and rankwise.analysis.judge_check: planted judges recovered (kappa,
+leniency, tau by hand and against scipy), undefined estimates said, the sample, the CLI's outputs
+and errors, the loopback judge."""
 
 from __future__ import annotations
 
@@ -29,11 +30,13 @@ def _changed(qrels, q, d, grade):
     return out
 
 
-# ----------------------------------------------------------------------------------------- planted judges
+# ----------------------------------------------------------------------------------------- planted
+# judges
 def test_judge_agreeing_but_on_one_grade():
-    """h goes 0 -> 1. Binarised: confusion [[3, 1], [0, 5]]; po = 8/9, pe = 4/9*3/9 + 5/9*6/9 = 42/81, kappa =
-    (72 - 42) / (81 - 42) = 10/13. Quadratic: one disagreement of weight 1 over an expected 95/9 (human grades
-    0:4 1:3 2:2, judge 0:3 1:4 2:2), kappa = 1 - 9/95 = 86/95. Leniency: +1 over 9 pairs."""
+    """h goes 0 -> 1. Binarised: confusion [[3, 1], [0, 5]]; po = 8/9, pe = 4/9*3/9 + 5/9*6/9 =
+    42/81, kappa = (72 - 42) / (81 - 42) = 10/13. Quadratic: one disagreement of weight 1 over an
+    expected 95/9 (human grades 0:4 1:3 2:2, judge 0:3 1:4 2:2), kappa = 1 - 9/95 = 86/95. Leniency:
+    +1 over 9 pairs."""
     judge = _changed(HUMAN, "q3", "h", 1)
     c = judge_check(HUMAN, judge, SMALL_RUNS, metric="P@1", resamples=200)
     a = c.labels
@@ -41,7 +44,8 @@ def test_judge_agreeing_but_on_one_grade():
     assert a.kappa == pytest.approx(10 / 13) and a.graded_kappa == pytest.approx(86 / 95)
     assert a.leniency == pytest.approx(1 / 9) and a.binary_leniency == pytest.approx(1 / 9)
     assert a.graded_confusion == [[3, 1, 0], [0, 3, 0], [0, 0, 2]]
-    # the systems: x hits a relevant doc on every topic; y on 2 (b, i); z on none, and under the judge on q3 (h)
+    # the systems: x hits a relevant doc on every topic; y on 2 (b, i); z on none, and under the
+    # judge on q3 (h)
     assert c.systems.human_means == pytest.approx({"x": 1.0, "y": 2 / 3, "z": 0.0})
     assert c.systems.judge_means == pytest.approx({"x": 1.0, "y": 2 / 3, "z": 1 / 3})
     assert c.systems.tau == 1.0 and c.systems.flips == 0
@@ -49,9 +53,10 @@ def test_judge_agreeing_but_on_one_grade():
 
 
 def test_judge_biased_but_rank_preserving():
-    """Every grade +1 and the judge's relevance threshold +1: the binarised labels are the human ones (kappa 1,
-    relevant share +0), leniency exactly +1, every system scores the same, tau 1, nothing flips. Quadratic
-    kappa: 9 disagreements of weight 1 over an expected 181/9 (human 0:4 1:3 2:2, judge 1:4 2:3 3:2), 1 - 81/181."""
+    """Every grade +1 and the judge's relevance threshold +1: the binarised labels are the human
+    ones (kappa 1, relevant share +0), leniency exactly +1, every system scores the same, tau 1,
+    nothing flips. Quadratic kappa: 9 disagreements of weight 1 over an expected 181/9 (human 0:4
+    1:3 2:2, judge 1:4 2:3 3:2), 1 - 81/181."""
     judge = {q: {d: g + 1 for d, g in docs.items()} for q, docs in HUMAN.items()}
     c = judge_check(HUMAN, judge, SMALL_RUNS, metric="P@1", judge_level=2, resamples=200)
     assert c.labels.kappa == 1.0 and c.labels.binary_leniency == 0.0
@@ -62,9 +67,10 @@ def test_judge_biased_but_rank_preserving():
 
 
 def _reversing_collection():
-    """40 topics, docs r (grade 1), n1, n2, n3 (grade 0). P@1 of four systems: A finds r unless i % 10 == 0
-    (0.9), B when i % 10 < 6 (0.6), C when i % 10 < 3 (0.3), else n2; D never (n3). The judge calls n2
-    relevant on the topics i % 10 >= 6: C scores 0.3 + 0.4 = 0.7 under it, above B; nothing else moves."""
+    """40 topics, docs r (grade 1), n1, n2, n3 (grade 0). P@1 of four systems: A finds r unless i %
+    10 == 0 (0.9), B when i % 10 < 6 (0.6), C when i % 10 < 3 (0.3), else n2; D never (n3). The
+    judge calls n2 relevant on the topics i % 10 >= 6: C scores 0.3 + 0.4 = 0.7 under it, above B;
+    nothing else moves."""
     human, judge, runs = {}, {}, {s: {} for s in "ABCD"}
     for i in range(40):
         q = f"t{i:02d}"
@@ -78,9 +84,10 @@ def _reversing_collection():
 
 
 def test_judge_reversing_two_systems():
-    """One discordant pair (B, C) of six: tau = (5 - 1) / 6 = 2/3; over the human top 3 (A, B, C): (2 - 1) / 3.
-    Labels: 160 pairs, 40 relevant; the judge adds 16: confusion [[104, 16], [0, 40]], po = 144/160,
-    pe = 120/160*104/160 + 40/160*56/160, kappa = (0.9 - 0.575) / 0.425 = 13/17; leniency 16/160."""
+    """One discordant pair (B, C) of six: tau = (5 - 1) / 6 = 2/3; over the human top 3 (A, B, C):
+    (2 - 1) / 3. Labels: 160 pairs, 40 relevant; the judge adds 16: confusion [[104, 16], [0, 40]],
+    po = 144/160, pe = 120/160*104/160 + 40/160*56/160, kappa = (0.9 - 0.575) / 0.425 = 13/17;
+    leniency 16/160."""
     from scipy import stats
 
     human, judge, runs = _reversing_collection()
@@ -94,7 +101,8 @@ def test_judge_reversing_two_systems():
     assert s.top_systems == ["A", "B", "C"] and s.top_k_tau == pytest.approx(1 / 3)
     assert c.labels.confusion == [[104, 16], [0, 40]] and c.labels.kappa == pytest.approx(13 / 17)
     assert c.labels.leniency == pytest.approx(0.1)
-    # pairwise decisions, recomputed with scipy's paired t-test on the per-topic P@1 under each label set
+    # pairwise decisions, recomputed with scipy's paired t-test on the per-topic P@1 under each
+    # label set
     per = {side: {n: np.array([float(lab[q].get(runs[n][q][0], 0) >= 1) for q in sorted(human)]) for n in names}
            for side, lab in (("human", human), ("judge", judge))}
 
@@ -125,7 +133,8 @@ def test_tau_matches_scipy_on_random_scores():
 
 
 def test_kappa_of_confusion_is_the_agreement_modules_kappa():
-    """The same number: the bootstrap's kappa (from a confusion matrix) and relevance.agreement's (from pairs)."""
+    """The same number: the bootstrap's kappa (from a confusion matrix) and relevance.agreement's
+    (from pairs)."""
     rng = np.random.default_rng(5)
     for _ in range(50):
         pairs = [(int(a), int(b)) for a, b in rng.integers(0, 4, size=(int(rng.integers(2, 30)), 2))]
@@ -156,7 +165,8 @@ def test_identical_labels_agree_perfectly():
     assert c.labels.kappa_ci == (1.0, 1.0) and c.notes == [] and c.warnings == []
 
 
-# ----------------------------------------------------------------------------------------- undefined cases
+# -----------------------------------------------------------------------------------------
+# undefined cases
 def test_undefined_estimates_are_none_with_a_sentence():
     one_class = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}}
     c = judge_check(one_class, one_class, {"x": {"q1": ["a"]}, "y": {"q1": ["z"]}}, metric="P@1", resamples=20)
@@ -188,7 +198,8 @@ def test_circularity_from_option_tag_or_name():
     assert c.to_dict()["warnings"] == c.warnings
 
 
-# ----------------------------------------------------------------------------------------------- the sample
+# -----------------------------------------------------------------------------------------------
+# the sample
 def test_sample_is_seeded_stratified_and_pooled():
     human = {"q1": {f"d{i}": i % 3 for i in range(30)}, "q2": {"d0": 1, "e": 2}}
     runs = {"s": {"q1": [f"d{i}" for i in range(20)], "q2": ["d0", "x"]}}
@@ -201,7 +212,8 @@ def test_sample_is_seeded_stratified_and_pooled():
         sample_pairs(human, {"s": {"q1": ["zz"]}})
 
 
-# ------------------------------------------------------------------------------------------------------ CLI
+# ------------------------------------------------------------------------------------------------------
+# CLI
 def _write_qrels(path, qrels):
     path.write_text("".join(f"{q} 0 {d} {g}\n" for q in qrels for d, g in qrels[q].items()))
     return path
@@ -272,9 +284,9 @@ def test_cli_bad_label_file_names_file_and_line(files, tmp_path):
 
 
 def test_cli_loopback_judge_end_to_end(server, shared_data, tmp_path):
-    """The loopback judge (relevant iff it shares a keyword with the query; graded: shared keywords, at most 3)
-    on a Cranfield sample: every sampled pair labelled, the labels written are the ones compared, and a rerun is
-    answered from the cache."""
+    """The loopback judge (relevant iff it shares a keyword with the query; graded: shared keywords,
+    at most 3) on a Cranfield sample: every sampled pair labelled, the labels written are the ones
+    compared, and a rerun is answered from the cache."""
     from _synthetic_runs import qrels_dict, system_run, write_trec
 
     cran = shared_data / "cranfield"

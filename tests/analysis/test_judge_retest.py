@@ -1,6 +1,7 @@
-"""`rankwise judge-retest` and rankwise.analysis.retest: a seeded noisy judge's planted flip rate recovered, the
-gullibility probes on judges gullible by construction and not, the cache kept apart per condition and reused on
-a rerun (requests counted at the loopback server), hand-computed statistics, undefined estimates said, errors."""
+"""`rankwise judge-retest` and rankwise.analysis.retest: a seeded noisy judge's planted flip rate
+recovered, the gullibility probes on judges gullible by construction and not, the cache kept apart
+per condition and reused on a rerun (requests counted at the loopback server), hand-computed
+statistics, undefined estimates said, errors."""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ TOPICS = ["kestrel", "boiler", "violin", "glacier", "harbor", "orchard", "comet"
 
 
 def _rows(n: int, k: int = 4, seed: int = 1) -> tuple[list[dict], int]:
-    """``n`` cases of ``k`` chunks; the loopback judge (shared keywords) calls a chunk relevant iff it names the
-    case's topic, which the reference names and the question does not (relevant chunks: about half, counted)."""
+    """``n`` cases of ``k`` chunks; the loopback judge (shared keywords) calls a chunk relevant iff
+    it names the case's topic, which the reference names and the question does not (relevant chunks:
+    about half, counted)."""
     rng = random.Random(seed)
     rows, relevant = [], 0
     for i in range(n):
@@ -48,11 +50,13 @@ def _cfg(srv, tmp_path, model="judge-test", **kw):
     return resolve_llm_config(model=model, base_url=srv.base_url, cache=tmp_path / "c.sqlite", env={}, **kw)
 
 
-# ------------------------------------------------------------------------------------------- statistics by hand
+# -------------------------------------------------------------------------------------------
+# statistics by hand
 def test_flips_and_kappa_by_hand():
-    """Baseline q1 [1, 0, 1], q2 [0, 0]; two repetitions. Pairs (base, other): rep 1 (1,1) (0,1) (1,1) (0,0) (0,0),
-    rep 2 (1,0) (0,0) (1,1) (0,0) (0,None). 9 compared, 2 flips (one up, one down), one not compared. Confusion
-    n00 4, n01 1, n10 1, n11 3: po 7/9, base share 4/9, other 4/9, pe 16/81 + 25/81 = 41/81, kappa (63 - 41) / 40."""
+    """Baseline q1 [1, 0, 1], q2 [0, 0]; two repetitions. Pairs (base, other): rep 1 (1,1) (0,1)
+    (1,1) (0,0) (0,0), rep 2 (1,0) (0,0) (1,1) (0,0) (0,None). 9 compared, 2 flips (one up, one
+    down), one not compared. Confusion n00 4, n01 1, n10 1, n11 3: po 7/9, base share 4/9, other
+    4/9, pe 16/81 + 25/81 = 41/81, kappa (63 - 41) / 40."""
     base = {"q1": [1, 0, 1], "q2": [0, 0]}
     reps = [{"q1": [1, 1, 1], "q2": [0, 0]}, {"q1": [0, 0, 1], "q2": [0, None]}]
     f = compare_verdicts(base, reps, name="repeat", resamples=500)
@@ -62,7 +66,8 @@ def test_flips_and_kappa_by_hand():
     pairs = [(1, 1), (0, 1), (1, 1), (0, 0), (0, 0), (1, 0), (0, 0), (1, 1), (0, 0)]
     assert f.kappa == pytest.approx(cohen_kappa(pairs))  # the routine `rankwise agree` reports
     assert f.ci[0] <= f.rate <= f.ci[1]
-    # two cases: a quarter of the resamples draw q2 twice, all (0, 0): kappa undefined there, so no interval
+    # two cases: a quarter of the resamples draw q2 twice, all (0, 0): kappa undefined there, so no
+    # interval
     assert f.kappa_ci is None and f.why[0].startswith("no kappa interval: ") and "hold one class only" in f.why[0]
     wide = compare_verdicts({**base, "q3": [1, 0]}, [{**reps[0], "q3": [1, 0]}], name="repeat", resamples=500)
     assert wide.kappa_ci is None or wide.kappa_ci[0] <= wide.kappa <= wide.kappa_ci[1]
@@ -101,13 +106,15 @@ def test_sample_draws_equal_numbers_from_the_verdict_strata():
         retest_sample(records, 0)
 
 
-# ---------------------------------------------------------------------------------- the planted noisy judge
+# ---------------------------------------------------------------------------------- the planted
+# noisy judge
 @pytest.mark.parametrize("p", [0.1, 0.3])
 def test_a_seeded_noisy_judge_gives_its_planted_flip_rate(srv, tmp_path, p):
-    """The server flips each verdict with probability p, independently: two judgings of a chunk disagree with
-    probability 2p(1 - p), and, with a share pi of relevant chunks, kappa is (po - pe) / (1 - pe) where
-    q = pi(1 - p) + (1 - pi)p is each side's relevant share and pe = q^2 + (1 - q)^2. 80 cases x 4 chunks x 3
-    repetitions: 960 pairs (standard error about 0.015 at 2p(1 - p) = 0.42)."""
+    """The server flips each verdict with probability p, independently: two judgings of a chunk
+    disagree with probability 2p(1 - p), and, with a share pi of relevant chunks, kappa is (po - pe)
+    / (1 - pe) where q = pi(1 - p) + (1 - pi)p is each side's relevant share and pe = q^2 + (1 -
+    q)^2. 80 cases x 4 chunks x 3 repetitions: 960 pairs (standard error about 0.015 at 2p(1 - p) =
+    0.42)."""
     srv.configure(flip_rate=p, flip_seed=11)
     rows, relevant = _rows(80)
     r = run_judge_retest(rows, _cfg(srv, tmp_path), cases=80, repeats=3, conditions=["repeat"], seed=5)
@@ -124,8 +131,9 @@ def test_a_seeded_noisy_judge_gives_its_planted_flip_rate(srv, tmp_path, p):
 
 
 def test_a_deterministic_judge_never_flips_under_any_condition(srv, tmp_path):
-    """No noise: every condition agrees with the baseline chunk by chunk -- which also holds the shuffled
-    batches' and the other call style's verdicts put back at their ranks (a misplaced verdict would flip)."""
+    """No noise: every condition agrees with the baseline chunk by chunk -- which also holds the
+    shuffled batches' and the other call style's verdicts put back at their ranks (a misplaced
+    verdict would flip)."""
     rows, _ = _rows(20)
     r = run_judge_retest(rows, _cfg(srv, tmp_path, batch=True), cases=20, repeats=2,
                          conditions=["repeat", "temperature", "order", "batch", "paraphrase"])
@@ -135,7 +143,8 @@ def test_a_deterministic_judge_never_flips_under_any_condition(srv, tmp_path):
     assert all(m.shift == 0.0 and m.sd == 0.0 for m in r.metrics)
 
 
-# ---------------------------------------------------------------------------------------------- gullibility
+# ----------------------------------------------------------------------------------------------
+# gullibility
 @pytest.mark.parametrize(("model", "mode", "stuffed", "claim"), [
     ("judge-test", "question", 1.0, 0.0),  # shares the question's words once they are stuffed in: fooled by them
     ("judge-test", "reference", 0.0, 0.0),  # reads the reference, which the question's words do not name
@@ -155,11 +164,13 @@ def test_gullibility_probes(srv, tmp_path, model, mode, stuffed, claim):
     assert r.probe_noise.rate == 0.0 and r.probe_noise.pairs == 2 * irrelevant
 
 
-# ------------------------------------------------------------------------------------------------- the cache
+# -------------------------------------------------------------------------------------------------
+# the cache
 def test_conditions_are_cached_apart_and_a_rerun_is_free(srv, tmp_path):
-    """12 cases x 4 chunks, per-chunk calls. Baseline 48 calls; repeat, temperature (the baseline's own 0: the
-    same requests as repeat but for the tag) and paraphrase 2 x 48 each; batch 2 x 12. The dry run's count is
-    the count made; the same call again makes none; a third repetition makes only its own."""
+    """12 cases x 4 chunks, per-chunk calls. Baseline 48 calls; repeat, temperature (the baseline's
+    own 0: the same requests as repeat but for the tag) and paraphrase 2 x 48 each; batch 2 x 12.
+    The dry run's count is the count made; the same call again makes none; a third repetition makes
+    only its own."""
     rows, _ = _rows(12)
     cfg = _cfg(srv, tmp_path)
     kw = {"cases": 12, "conditions": ["repeat", "temperature", "batch", "paraphrase"], "temperature": 0.0}
@@ -182,8 +193,8 @@ def test_conditions_are_cached_apart_and_a_rerun_is_free(srv, tmp_path):
 
 
 def test_the_baseline_is_what_rankwise_judge_had(srv, tmp_path):
-    """`rankwise judge` first: the retest's baseline comes from its cache (no call), and the metric means are
-    eval-rag's of the judged records (the same number both ways)."""
+    """`rankwise judge` first: the retest's baseline comes from its cache (no call), and the metric
+    means are eval-rag's of the judged records (the same number both ways)."""
     rows, _ = _rows(10)
     cfg = _cfg(srv, tmp_path)
     records = as_records(rows)
@@ -195,7 +206,8 @@ def test_the_baseline_is_what_rankwise_judge_had(srv, tmp_path):
     assert r.baseline_means == pytest.approx(dict(want))
 
 
-# ---------------------------------------------------------------------------------------------- command line
+# ----------------------------------------------------------------------------------------------
+# command line
 def _cli(*args, env=None):
     return CliRunner().invoke(main, [str(a) for a in args], env={"RANKWISE_JUDGE_MODEL": "", **(env or {})})
 
@@ -255,8 +267,9 @@ def test_cli_no_chunks_to_judge(srv, tmp_path):
 
 
 def test_own_paraphrase_and_a_budget_for_the_whole_retest(srv, tmp_path):
-    """--paraphrase FILE is the reworded prompt asked (its version reported); max_cost caps the retest as a
-    whole: once spent, the rest is missing, said in a note, and a rerun with more budget completes it."""
+    """--paraphrase FILE is the reworded prompt asked (its version reported); max_cost caps the
+    retest as a whole: once spent, the rest is missing, said in a note, and a rerun with more budget
+    completes it."""
     rows, _ = _rows(6)
     own = tmp_path / "mine.toml"
     own.write_text('version = "mine-1"\n[binary]\nuser = """Is this chunk useful?\\n{"verdict": 1 or 0, "reason": "x"}'
@@ -278,8 +291,8 @@ def test_own_paraphrase_and_a_budget_for_the_whole_retest(srv, tmp_path):
 
 
 def test_identical_cases_give_a_point_interval_equal_to_the_estimate():
-    """Every resample of identical cases holds the same confusion: the bootstrap's vectorised kappa and flip rate
-    are then the point values (cohen_kappa's), exactly."""
+    """Every resample of identical cases holds the same confusion: the bootstrap's vectorised kappa
+    and flip rate are then the point values (cohen_kappa's), exactly."""
     base = {f"q{i}": [1, 1, 0, 0, 1] for i in range(4)}
     other = {f"q{i}": [1, 0, 0, 1, 1] for i in range(4)}
     f = compare_verdicts(base, [other], name="repeat", resamples=300)

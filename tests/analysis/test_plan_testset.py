@@ -1,6 +1,7 @@
-"""`rankwise plan-testset` / rankwise.analysis.plan: a planned sample size achieves its power when sets of that
-size are simulated independently and tested with analysis/significance.py's own tests (within ±3 points over
-2,000 sets), agrees with the normal formula where it should, and the MDE is the effect it plans for."""
+"""`rankwise plan-testset` / rankwise.analysis.plan: a planned sample size achieves its power when
+sets of that size are simulated independently and tested with analysis/significance.py's own tests
+(within ±3 points over 2,000 sets), agrees with the normal formula where it should, and the MDE is
+the effect it plans for."""
 
 from __future__ import annotations
 
@@ -18,14 +19,16 @@ from rankwise.errors import InputError
 
 
 def _achieved(n: int, draw, test, sets: int = 2000, seed: int = 12345) -> float:
-    """Independent sets of n differences (a seed the plan never used), each tested by significance.py."""
+    """Independent sets of n differences (a seed the plan never used), each tested by
+    significance.py."""
     rng = np.random.default_rng(seed)
     return float(np.mean([test(draw(rng, n)) < 0.05 for _ in range(sets)]))
 
 
 def test_planned_n_achieves_its_power_t_test_on_normal_differences():
-    """σ 0.2, d 0.05, α 0.05, power 0.8: the formula says 126; the simulated plan is within a few questions, and
-    2,000 independent sets of that size reject at 0.8 ± 0.03 with scipy's paired t-test."""
+    """σ 0.2, d 0.05, α 0.05, power 0.8: the formula says 126; the simulated plan is within a few
+    questions, and 2,000 independent sets of that size reject at 0.8 ± 0.03 with scipy's paired
+    t-test."""
     plan = plan_sample_size(0.05, sd=0.2, test="t", sims=2000)
     assert plan.formula == 126 and abs(plan.n - 126) <= 5, plan
     rate = _achieved(plan.n, lambda rng, n: rng.normal(0.05, 0.2, n), paired_t_test)
@@ -33,8 +36,9 @@ def test_planned_n_achieves_its_power_t_test_on_normal_differences():
 
 
 def test_planned_n_achieves_its_power_randomization_test_on_a_lumpy_pilot():
-    """A pilot like a binary metric's differences (most 0, some ±1): the plan for the sign-flip test, checked with
-    randomization_test itself (1,000 permutations) on 2,000 independent resamples of the pilot shifted to the effect."""
+    """A pilot like a binary metric's differences (most 0, some ±1): the plan for the sign-flip
+    test, checked with randomization_test itself (1,000 permutations) on 2,000 independent resamples
+    of the pilot shifted to the effect."""
     rng = np.random.default_rng(3)
     pilot = rng.choice([-1.0, 0.0, 0.0, 0.0, 1.0], size=60)
     effect = 0.1
@@ -47,8 +51,8 @@ def test_planned_n_achieves_its_power_randomization_test_on_a_lumpy_pilot():
 
 
 def test_the_simulations_vectorised_t_test_is_significance_pys():
-    """The same number two ways: the simulation's row-wise t-test p-values equal paired_t_test's, set by set
-    (a constant set included: p 1 when it is 0, else 0)."""
+    """The same number two ways: the simulation's row-wise t-test p-values equal paired_t_test's,
+    set by set (a constant set included: p 1 when it is 0, else 0)."""
     from rankwise.analysis.plan import _p_values
 
     rng = np.random.default_rng(8)
@@ -84,7 +88,8 @@ def test_undefined_and_unreachable_plans_say_why():
 
 
 def _runs(tmp_path):
-    """Two systems on 40 queries: B finds the relevant document at rank 1 on 4 more queries than A."""
+    """Two systems on 40 queries: B finds the relevant document at rank 1 on 4 more queries than A.
+    """
     qrels = "".join(f"q{i} 0 d{i} 1\n" for i in range(40))
     a = "".join(f"q{i} Q0 {'d' + str(i) if i % 2 else 'x'} 1 2.0 a\nq{i} Q0 y 2 1.0 a\n" for i in range(40))
     b = "".join(f"q{i} Q0 {'d' + str(i) if i % 2 or i < 8 else 'x'} 1 2.0 b\nq{i} Q0 y 2 1.0 b\n"
@@ -132,12 +137,14 @@ def test_a_pilot_with_unshared_questions_says_how_many_pairs_it_used(tmp_path):
         paired_pilot(a, {"per_query": {"x": {"map": 1.0}}}, "map")
 
 
-# ------------------------------------------------------------------ the gate's MDE beside each verdict
+# ------------------------------------------------------------------ the gate's MDE beside each
+# verdict
 
 
 def test_the_gates_mde_is_plan_testsets_for_the_same_pair(tmp_path):
-    """The same number everywhere: the MDE the gate prints for a metric is the one `rankwise plan-testset` gives
-    the same two runs as the MDE of the set you have (same test, alpha, power, simulation)."""
+    """The same number everywhere: the MDE the gate prints for a metric is the one `rankwise
+    plan-testset` gives the same two runs as the MDE of the set you have (same test, alpha, power,
+    simulation)."""
     from rankwise.analysis.gate import gate
 
     f = _runs(tmp_path)
@@ -158,7 +165,8 @@ def test_the_gates_mde_is_plan_testsets_for_the_same_pair(tmp_path):
 @pytest.mark.parametrize("sd, n", [(0.1, 60), (0.25, 200)])
 def test_planted_normal_differences_give_the_formulas_mde(sd, n):
     """Per-query differences drawn normal with a known sd: the gate's (t test) MDE is the textbook
-    (z[1-α/2] + z[0.8]) σ / √n within 8% (the sample's own sd, the t distribution and the simulation)."""
+    (z[1-α/2] + z[0.8]) σ / √n within 8% (the sample's own sd, the t distribution and the
+    simulation)."""
     from rankwise.analysis.gate import gate
 
     rng = np.random.default_rng(7)

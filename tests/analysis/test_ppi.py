@@ -1,5 +1,6 @@
-"""Prediction-powered inference (issue 25): the statistics against an independent reference, simulations of
-coverage and width with a planted judge bias and a noise-only judge, and the commands end to end."""
+"""Prediction-powered inference (issue 25): the statistics against an independent reference,
+simulations of coverage and width with a planted judge bias and a noise-only judge, and the commands
+end to end."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def run(*args) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, res.stderr
 
 
-# ------------------------------------------------------------------------ reference (Angelopoulos et al. 2023)
+# ------------------------------------------------------------------------ reference (Angelopoulos
+# et al. 2023)
 def _mean(xs):
     return math.fsum(xs) / len(xs)
 
@@ -78,7 +80,8 @@ def test_classic_ppi_and_clipping_equal_reference():
     assert float(e1[0]) == pytest.approx(_mean(fu) + _mean([a - b for a, b in zip(y, f, strict=True)]), abs=1e-12)
 
 
-# ------------------------------------------------------------------------------------------- simulations
+# -------------------------------------------------------------------------------------------
+# simulations
 M, N_LAB, N_UNL, TRUE_P = 2000, 200, 2000, 0.4
 
 
@@ -113,7 +116,8 @@ def test_simulation_noise_only_judge():
     assert ratio.mean() < 1.01 and np.quantile(ratio, 0.95) < 1.03  # never materially wider
 
 
-# ---------------------------------------------------------------------------------- undefined estimates
+# ---------------------------------------------------------------------------------- undefined
+# estimates
 def test_undefined_estimates_say_why():
     one = ppi_mean([1.0], [1.0], [0.0, 1.0])
     assert one.ci is None and one.estimate is None and "at least 2" in one.note
@@ -127,7 +131,8 @@ def test_undefined_estimates_say_why():
         assert "nan" not in json.dumps(e.to_dict()).lower()
 
 
-# ------------------------------------------------------------------------------------------- planning
+# -------------------------------------------------------------------------------------------
+# planning
 def test_plan_labels_is_the_smallest_n_reaching_the_width():
     rng = np.random.default_rng(5)
     y = (rng.random(60) < 0.5).astype(float)
@@ -150,8 +155,9 @@ def test_plan_labels_is_the_smallest_n_reaching_the_width():
 
 
 def test_plan_labels_never_suggests_more_labels_than_cases():
-    """30 judged cases, a width humans alone would need 1,537 labels for: no '1537 labels' next to 'label
-    everything: 30' — the plan says it is not reachable, how many it would take and what all 30 give."""
+    """30 judged cases, a width humans alone would need 1,537 labels for: no '1537 labels' next to
+    'label everything: 30' — the plan says it is not reachable, how many it would take and what all
+    30 give."""
     from rankwise.report.ppi_text import ppi_plan_lines
 
     y = [1.0, 0.0] * 5
@@ -169,8 +175,9 @@ def test_plan_labels_never_suggests_more_labels_than_cases():
 
 
 def test_ppi_intervals_stay_inside_the_metrics_range():
-    """Nearly every case relevant: the normal interval of a [0, 1] metric passes 1.0. With the range given it is
-    clipped there, and the note and the JSON say so; without a range (or inside it) nothing changes."""
+    """Nearly every case relevant: the normal interval of a [0, 1] metric passes 1.0. With the range
+    given it is clipped there, and the note and the JSON say so; without a range (or inside it)
+    nothing changes."""
     y, f, fu = [1.0] * 9 + [0.0], [1.0] * 10, [1.0] * 40
     free = ppi_mean(y, f, fu)
     assert free.ci[1] > 1.0 and free.human_ci[1] > 1.0 and free.clipped_to is None
@@ -189,7 +196,8 @@ def test_ppi_records_clip_by_the_metric_and_differences_by_their_range():
     assert metric_range("hit_rate@1") == (0.0, 1.0) and metric_range("mrr", difference=True) == (-1.0, 1.0)
     assert metric_range("dcg@10") is None  # unbounded above: nothing to clip to
 
-# ------------------------------------------------------------------------------------ records and CLI
+# ------------------------------------------------------------------------------------ records and
+# CLI
 def _records(n_cases=60, seed=3, depth=3, system_shift=0.0):
     rng = np.random.default_rng(seed)
     recs = []
@@ -440,8 +448,9 @@ def test_gate_ppi_refuses_floors_and_qrels(tmp_path):
 @pytest.mark.parametrize("option", [["--test", "t"], ["--correction", "holm"], ["--permutations", "500"],
                                     ["--seed", "7"], ["--missing", "skip"], ["--worst", "3"]])
 def test_gate_ppi_refuses_the_randomization_tests_options(tmp_path, option):
-    """--ppi decides by its own interval: a test, correction, permutation count, seed, missing rule or --worst
-    typed beside it would be ignored, so it is refused in one line (the defaults, not typed, are fine)."""
+    """--ppi decides by its own interval: a test, correction, permutation count, seed, missing rule
+    or --worst typed beside it would be ignored, so it is refused in one line (the defaults, not
+    typed, are fine)."""
     base, truth = _records(10)
     pb = write_records(base, tmp_path / "base.jsonl")
     labels = _labels_file(tmp_path / "l.csv", truth, {"q00", "q01"})
@@ -458,8 +467,9 @@ def test_the_output_guard_knows_the_label_sheet_header():
 
 
 def test_partially_labelled_cases_are_warned_about_once_by_every_ppi_command(tmp_path):
-    """eval-rag --ppi warned of cases labelled on some chunks only; plan-labels, compare-rag --ppi and gate --ppi
-    counted them as unlabelled in silence. Now the one warning comes from the library, in each (issue 33)."""
+    """eval-rag --ppi warned of cases labelled on some chunks only; plan-labels, compare-rag --ppi
+    and gate --ppi counted them as unlabelled in silence. Now the one warning comes from the
+    library, in each (issue 33)."""
     base, truth_b = _records(seed=3)
     cand, truth_c = _records(seed=4)
     pb, pc = write_records(base, tmp_path / "base.jsonl"), write_records(cand, tmp_path / "cand.jsonl")
@@ -492,9 +502,10 @@ def test_partially_labelled_cases_are_warned_about_once_by_every_ppi_command(tmp
 
 
 def test_human_labels_honour_the_sheets_system_column(tmp_path):
-    """One labelling sheet for two systems (its ``system`` column, as ``--ppi`` reads it): ``--relevance human``
-    takes each records file's own rows — eval-rag by the file's name, compare-rag by each system's — and gives
-    the numbers of a sheet holding that system's rows alone (before: a rank mismatch or the wrong rows)."""
+    """One labelling sheet for two systems (its ``system`` column, as ``--ppi`` reads it):
+    ``--relevance human`` takes each records file's own rows — eval-rag by the file's name,
+    compare-rag by each system's — and gives the numbers of a sheet holding that system's rows alone
+    (before: a rank mismatch or the wrong rows)."""
     base, truth_b = _records(12, seed=3)
     cand, truth_c = _records(12, seed=8, system_shift=0.3)
     pb, pc = write_records(base, tmp_path / "bm25.jsonl"), write_records(cand, tmp_path / "hybrid.jsonl")

@@ -1,4 +1,5 @@
-"""Probe (docs/metrics.md §5): rank effect vs verdict effect, for one verdict list and for two sources."""
+"""Probe (docs/metrics.md §5): rank effect vs verdict effect, for one verdict list and for two
+sources."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Paired tests, bootstrap, effect size and corrections, checked against scipy and exact references."""
+"""Paired tests, bootstrap, effect size and corrections, checked against scipy and exact references.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from rankwise.analysis.significance import (
 
 
 def exact_signflip_p(int_diffs: np.ndarray) -> float:
-    """Exact two-sided sign-flip p-value for integer differences, by counting sums with a DP (no sampling,
-    no floats): an independent reference for the randomization test."""
+    """Exact two-sided sign-flip p-value for integer differences, by counting sums with a DP (no
+    sampling, no floats): an independent reference for the randomization test."""
     counts = {0: 1}
     for x in int_diffs.tolist():
         nxt: dict[int, int] = {}
@@ -39,7 +40,8 @@ def mc_tolerance(p: float, draws: int) -> float:
     return 4 * math.sqrt(max(p * (1 - p), 1e-4) / draws) + 1 / draws
 
 
-# ---------------------------------------------------------------------------------- randomization test
+# ---------------------------------------------------------------------------------- randomization
+# test
 def test_randomization_enumerates_small_samples_exactly():
     # 3 equal positive differences: of 8 sign assignments only +++ and --- are as extreme
     assert randomization_test([0.5, 0.5, 0.5]) == 0.25
@@ -61,8 +63,8 @@ def test_randomization_is_seeded_and_matches_exact_reference():
 
 
 def test_randomization_counts_float_ties():
-    # 40 differences of +-0.1: every assignment's sum is a multiple of 0.1 computed in floats; dropping
-    # rounding ties would bias p downwards. Exact: P(|sum| >= observed).
+    # 40 differences of +-0.1: every assignment's sum is a multiple of 0.1 computed in floats;
+    # dropping rounding ties would bias p downwards. Exact: P(|sum| >= observed).
     ints = np.array([1] * 24 + [-1] * 16)
     exact = exact_signflip_p(ints)
     p = randomization_test(ints * 0.1, permutations=50_000, seed=5)
@@ -88,7 +90,8 @@ def test_randomization_memory_blocks_give_same_answer_as_one_block(monkeypatch):
     assert randomization_test(d, permutations=5000, seed=9) == whole
 
 
-# ------------------------------------------------------------------------------------ t and Wilcoxon
+# ------------------------------------------------------------------------------------ t and
+# Wilcoxon
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_t_test_equals_scipy(seed):
     from scipy import stats  # here, not at module level: collection would pay its import
@@ -122,7 +125,8 @@ def test_paired_test_dispatch_and_unknown():
         paired_test(d, "sign")
 
 
-# ------------------------------------------------------------------------------------ bootstrap etc.
+# ------------------------------------------------------------------------------------ bootstrap
+# etc.
 def test_bootstrap_interval_matches_normal_theory_and_is_seeded():
     rng = np.random.default_rng(8)
     d = rng.normal(0.05, 0.2, size=400)

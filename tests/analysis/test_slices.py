@@ -1,4 +1,5 @@
-"""The test set's own fields survive into records and exports, and eval-rag / compare-rag slice by them (--by)."""
+"""The test set's own fields survive into records and exports, and eval-rag / compare-rag slice by
+them (--by)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,16 @@ OWN = [
 
 
 def _case(i: int, hit: bool, **own) -> dict:
-    """Case ``q{i}``: its reference document ``d{i}`` at rank 1 when ``hit``, else nowhere in the list."""
+    """Case ``q{i}``: its reference document ``d{i}`` at rank 1 when ``hit``, else nowhere in the
+    list."""
     return {"id": f"q{i}", "user_input": f"question {i}?",
             "retrieved_context_ids": [f"d{i}", "x"] if hit else ["x", "y"], "reference_context_ids": [f"d{i}"],
             **own}
 
 
 def _planted(n: int = 12) -> list[dict]:
-    """Plain questions all found at rank 1, paraphrased ones all missed; two cases carry no style."""
+    """Plain questions all found at rank 1, paraphrased ones all missed; two cases carry no style.
+    """
     cases = []
     for i in range(n):
         style = "paraphrased" if i % 3 == 1 else "plain"
@@ -128,9 +131,11 @@ def test_deepeval_export_carries_every_own_field(tmp_path):
                                                                      "tags": {"team": "x"}}
 
 
-# ------------------------------------------------------------------------------------- eval-rag --by
+# ------------------------------------------------------------------------------------- eval-rag
+# --by
 def test_planted_effect_eval_rag_slices(tmp_path):
-    """Paraphrased questions all miss, plain ones all hit: the slices show exactly that, with intervals."""
+    """Paraphrased questions all miss, plain ones all hit: the slices show exactly that, with
+    intervals."""
     path = _jsonl(tmp_path / "ts.jsonl", _planted())
     out = _run(["eval-rag", path, "-r", "ids", "-m", "hit_rate@1,mrr", "--by", "style", "--format", "json"])
     assert out.exit_code == 0, out.output
@@ -143,7 +148,8 @@ def test_planted_effect_eval_rag_slices(tmp_path):
     for metric in ("hit_rate@1", "mrr"):
         assert by["paraphrased"]["means"][metric] == {"mean": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 4}
         assert by["plain"]["means"][metric] == {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n": 8}
-        # the case with no style that hit and the one that missed: the slice's interval is the bootstrap's
+        # the case with no style that hit and the one that missed: the slice's interval is the
+        # bootstrap's
         lo, hi = bootstrap_ci([1.0, 0.0], seed=42)
         assert by[NO_VALUE]["means"][metric] == {"mean": 0.5, "ci_low": lo, "ci_high": hi, "n": 2}
     # the slices hold the cases of the means: weighted, they give the overall mean
@@ -184,7 +190,8 @@ def test_left_out_cases_are_not_in_any_slice():
     assert "nogt" not in s.cases["plain"] and sum(len(c) for c in s.cases.values()) == len(result.per_query)
 
 
-# ------------------------------------------------------------------------------------- kinds of field
+# ------------------------------------------------------------------------------------- kinds of
+# field
 def test_list_fields_slice_by_length_and_dotted_keys_reach_into_objects():
     rows = [_case(i, hit=i != 1, **own) for i, own in enumerate(OWN)] + [_case(3, hit=True)]
     records = evaluate_rag(rows, "ids", metrics=["mrr"]).records
@@ -219,9 +226,11 @@ def test_by_is_refused_with_ppi(tmp_path):
     assert out.exit_code == 2 and "--by is not available with --ppi" in out.output
 
 
-# ------------------------------------------------------------------------------------- compare-rag --by
+# ------------------------------------------------------------------------------------- compare-rag
+# --by
 def _systems(tmp_path) -> tuple[str, str]:
-    """Baseline misses every paraphrased question; the candidate finds them all and is the same elsewhere."""
+    """Baseline misses every paraphrased question; the candidate finds them all and is the same
+    elsewhere."""
     base = _planted()
     cand = [dict(c) for c in base]
     for c in cand:

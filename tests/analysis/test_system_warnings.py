@@ -1,4 +1,5 @@
-"""compare-rag and gate name the system each RAG warning concerns, and print each distinct one once."""
+"""compare-rag and gate name the system each RAG warning concerns, and print each distinct one once.
+"""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def test_compare_rag_json_summary_holds_the_named_warnings(tmp_path):
 
 
 def test_compare_rag_sweep_repeats_no_warning(tmp_path):
-    """The K sweep (--plot) scores the records again: what it finds anew is named, nothing is said twice."""
+    """The K sweep (--plot) scores the records again: what it finds anew is named, nothing is said
+    twice."""
     a, b, _ = _sets(tmp_path)
     res = CliRunner().invoke(main, ["compare-rag", str(a), str(b), "--source", "ids", "-m", "precision@5",
                                     "--plot", str(tmp_path / "k.svg"), "--max-k", "6"])
@@ -156,7 +158,8 @@ K_DEFAULT = ("K = 5, 10 are larger than every retrieved list (the longest holds 
 
 
 def test_default_cutoffs_past_every_list_are_warned_about(tmp_path):
-    """The default cutoffs (1, 3, 5, 10) warn as typed ones do: from Python, eval-rag and compare-rag."""
+    """The default cutoffs (1, 3, 5, 10) warn as typed ones do: from Python, eval-rag and
+    compare-rag."""
     rows = [{"id": "q1", "retrieved_context_ids": ["d1", "d2", "d3"], "reference_context_ids": ["d2"]},
             {"id": "q2", "retrieved_context_ids": ["d3", "d4"], "reference_context_ids": ["d3"]}]
     with warnings.catch_warnings(record=True) as caught:

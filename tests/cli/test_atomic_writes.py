@@ -1,13 +1,14 @@
-"""Nothing lost on SIGTERM or Ctrl-C (issue 33, item 1): every file a command writes is written whole or not at
-all, and a signal that lands while it is written waits for the end of the write, then stops the command
-(exit 143 / 130).
+"""Nothing lost on SIGTERM or Ctrl-C (issue 33, item 1): every file a command writes is written
+whole or not at all, and a signal that lands while it is written waits for the end of the write,
+then stops the command (exit 143 / 130).
 
-Each command runs as a real process (forked from the test's, tests/_forked.py) over an earlier output of its
-own. The test watches the process's open files (``/proc/PID/fd``): once it holds a file in the output folder
-open for writing and at least a random number of bytes are written, the process is stopped (SIGSTOP), the
-write is checked to be still under way, SIGTERM (or SIGINT) is sent and the process continued. No sleeps and
-no races: the signal lands inside the write, at a random byte. Then: exit 143 (130), one line, every output
-either the earlier file byte for byte or a complete new one (never cut), no temporary file left behind."""
+Each command runs as a real process (forked from the test's, tests/_forked.py) over an earlier
+output of its own. The test watches the process's open files (``/proc/PID/fd``): once it holds a
+file in the output folder open for writing and at least a random number of bytes are written, the
+process is stopped (SIGSTOP), the write is checked to be still under way, SIGTERM (or SIGINT) is
+sent and the process continued. No sleeps and no races: the signal lands inside the write, at a
+random byte. Then: exit 143 (130), one line, every output either the earlier file byte for byte or a
+complete new one (never cut), no temporary file left behind."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 DEAD = "http://127.0.0.1:9/v1"
 
 
-# ------------------------------------------------------------------------------------------ the signal's aim
+# ------------------------------------------------------------------------------------------ the
+# signal's aim
 
 def _writing(pid: int, folder: Path, at_least: int) -> tuple[str, int] | None:
     """(path, bytes so far) of a file under ``folder`` the process has open for writing, if any."""
@@ -59,8 +61,9 @@ def _writing(pid: int, folder: Path, at_least: int) -> tuple[str, int] | None:
 
 def _signal_mid_write(args: list, folder: Path, at_least: int, tmp: Path, *, signum: int = signal.SIGTERM,
                       cwd: Path | None = None, limit: float = 180.0) -> tuple[int, str, tuple[str, int] | None]:
-    """Run ``args``; send ``signum`` while it writes a file under ``folder`` with ``at_least`` bytes in it.
-    (return code, stderr, (file, bytes) the signal landed in, or None when every write ended unseen)."""
+    """Run ``args``; send ``signum`` while it writes a file under ``folder`` with ``at_least`` bytes
+    in it. (return code, stderr, (file, bytes) the signal landed in, or None when every write ended
+    unseen)."""
     out, err = tmp / "stdout.txt", tmp / "stderr.txt"
     with open(out, "w") as so, open(err, "w") as se:  # files, not pipes: a full pipe would stall the command
         if args and args[0] == "python":  # a Python program of the user's (not the command line)
@@ -94,7 +97,8 @@ def _temporaries(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.name.endswith((".rankwise-tmp", ".tmp"))]
 
 
-# ------------------------------------------------------------------------------------------ complete files
+# ------------------------------------------------------------------------------------------
+# complete files
 
 def _lines(data: bytes, full: bytes) -> bool:
     """Text written line by line: as many lines as the full file, the last one ended."""
@@ -135,7 +139,8 @@ COMPLETE: dict[str, Callable[[bytes, bytes], bool]] = {
 }
 
 
-# ------------------------------------------------------------------------------------------ the inputs
+# ------------------------------------------------------------------------------------------ the
+# inputs
 
 TEXT = "The Kestrel engine stores pages in a write-ahead log. Checkpoints run every minute. "
 
@@ -234,7 +239,8 @@ def _files(folder: Path) -> dict[Path, bytes]:
 
 
 def _check_after_signal(args: list, out: Path, tmp: Path, cwd: Path, signum: int, seed: int) -> str:
-    """The command run once in full, then again with ``signum`` at a random byte of a write: what it left."""
+    """The command run once in full, then again with ``signum`` at a random byte of a write: what it
+    left."""
     first = CliRunner().invoke(main, [str(a) for a in args]) if cwd is None else None
     if first is not None:
         assert first.exit_code == 0, first.output
@@ -294,10 +300,10 @@ def test_calibrate_plot(data, tmp_path):
     _check_after_signal(args, out, tmp_path, None, signal.SIGTERM, random.randrange(1 << 30))
 
 
-# ------------------------------------------------------------------------------------------ the LLM commands
-# The first run asks the loopback server and fills the cache; the signalled one answers from the cache and
-# writes: the signal lands in the write of its records or test set. (Before, the judge's writes ignored a
-# SIGTERM: the judge exited 0.)
+# ------------------------------------------------------------------------------------------ the LLM
+# commands The first run asks the loopback server and fills the cache; the signalled one answers
+# from the cache and writes: the signal lands in the write of its records or test set. (Before, the
+# judge's writes ignored a SIGTERM: the judge exited 0.)
 
 def _eiffel(path: Path, n: int) -> Path:
     texts = ["The Eiffel Tower was completed in 1889.", "Paris is the capital of France.",
@@ -358,7 +364,8 @@ def test_generator_commands(command, generator, tmp_path):
     _check_after_signal(args, out, tmp_path, None, signal.SIGTERM, random.randrange(1 << 30))
 
 
-# ------------------------------------------------------------------------------------------ the baseline update
+# ------------------------------------------------------------------------------------------ the
+# baseline update
 
 UPDATE = """
 import sys
@@ -369,8 +376,9 @@ print("updated")
 
 
 def test_baseline_update_in_a_python_program(data, tmp_path):
-    """``assert_no_regression(update=True)`` in a user's program that does not handle SIGTERM: the baseline (a
-    copy of the candidate's run) is written whole, then the program ends by the signal, as it would have."""
+    """``assert_no_regression(update=True)`` in a user's program that does not handle SIGTERM: the
+    baseline (a copy of the candidate's run) is written whole, then the program ends by the signal,
+    as it would have."""
     out = tmp_path / "out"
     out.mkdir()
     script = tmp_path / "update.py"

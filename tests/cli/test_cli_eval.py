@@ -1,4 +1,5 @@
-"""`rankwise eval`: output formats, errors (one line, exit 2), and agreement with pytrec_eval on CISI."""
+"""`rankwise eval`: output formats, errors (one line, exit 2), and agreement with pytrec_eval on
+CISI."""
 
 from __future__ import annotations
 
@@ -91,8 +92,9 @@ def test_csv_format(files):
 def test_trec_format(files):
     q, r = files
     res = _run("eval", q, r, "--format", "trec", "-m", "map,num_q,P_5", "--missing", "skip")
-    # trec_eval's order (its measure table), whatever the order asked: `trec_eval -m map -m num_q -m P.5`;
-    # no runid line: trec_eval prints it only when asked (-m runid, official, set, all_trec, or no -m)
+    # trec_eval's order (its measure table), whatever the order asked: `trec_eval -m map -m num_q -m
+    # P.5`; no runid line: trec_eval prints it only when asked (-m runid, official, set, all_trec,
+    # or no -m)
     assert res.output == ("num_q                 \tall\t1\n"
                           "map                   \tall\t0.2778\n"
                           "P_5                   \tall\t0.4000\n")
@@ -179,7 +181,8 @@ def test_eval_does_not_import_heavy_modules(files):
     assert "HEAVY []" in proc.stderr, proc.stderr
 
 
-# ------------------------------------------------------------------ CISI, default metrics vs pytrec_eval
+# ------------------------------------------------------------------ CISI, default metrics vs
+# pytrec_eval
 def _tfidf_run(cisi: Path) -> dict[str, dict[str, float]]:
     """A simple TF-IDF run over the CISI corpus, top 100 per query, scores rounded to float32.
 

@@ -1,7 +1,8 @@
 """The endpoint, call and cost options of the commands that call an LLM (judge, answer, utility,
-position-curve, synth, pool) are declared once (``_llm_options`` in cli.py): every command exposes them with
-the same flag, type, default and help, and each resolves them the same way (flags, then the environment,
-then the config file's [llm] table; ``resolve_llm_config``), checked by dry runs that call nothing."""
+position-curve, synth, pool) are declared once (``_llm_options`` in cli.py): every command exposes
+them with the same flag, type, default and help, and each resolves them the same way (flags, then
+the environment, then the config file's [llm] table; ``resolve_llm_config``), checked by dry runs
+that call nothing."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from rankwise.cli import main
 LLM_COMMANDS = {"judge", "judge-check", "judge-retest", "answer", "utility", "position-curve", "synth", "pool"}
 GENERATOR_COMMANDS = {"answer", "utility", "position-curve"}  # --model required: the generator is not the judge
 
-# parameter name -> (flags, type name, value when not given, is_flag): the one declaration every command must show
+# parameter name -> (flags, type name, value when not given, is_flag): the one declaration every
+# command must show
 SHARED = {
     "model": (["--model"], "text", None, False),
     "base_url": (["--base-url"], "text", None, False),
@@ -90,7 +92,8 @@ def test_a_shared_option_has_one_help_text(option):
     assert len(helps) >= 2 and len(set(helps.values())) == 1, helps
 
 
-# ---------------------------------------------------------------- resolution: flags, config file, environment
+# ---------------------------------------------------------------- resolution: flags, config file,
+# environment
 URL_FLAG, URL_CONFIG, URL_ENV = "http://127.0.0.1:9/flag/v1", "http://127.0.0.1:9/config/v1", "http://127.0.0.1:9/env/v1"
 
 

@@ -19,9 +19,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RICH = EXAMPLES / "rich_testset.jsonl"
 RAGAS = EXAMPLES / "ragas_testset.jsonl"
 
-# Means at k=4 on the example test sets (6 cases, one without ground truth) with --unscorable zero: the
-# case without ground truth scored 0 and kept in the means. Verified by hand for the first case below; the
-# rest pin the behaviour. By default (skip) that case is left out: each mean is the same sum over 5 cases.
+# Means at k=4 on the example test sets (6 cases, one without ground truth) with --unscorable zero:
+# the case without ground truth scored 0 and kept in the means. Verified by hand for the first case
+# below; the rest pin the behaviour. By default (skip) that case is left out: each mean is the same
+# sum over 5 cases.
 EXPECTED = {
     "containment": {"hit_rate@4": 0.8333, "precision@4": 0.2083, "recall@4": 0.6667, "acp@4": 0.7222,
                     "wcp@4": 0.2928, "mrr": 0.7222},
@@ -59,8 +60,9 @@ def test_span_mode_on_the_rich_format_and_refused_on_ragas():
 
 
 def test_descale_case_by_hand():
-    # descale: passage 1 ("Leave the mixture ...") sits whole in the rank-3 chunk; passage 0 ("fill it with
-    # ... the 1 litre mark.") straddles a cut: all but its last word is in the rank-4 chunk, "mark." in rank 3.
+    # descale: passage 1 ("Leave the mixture ...") sits whole in the rank-3 chunk; passage 0 ("fill
+    # it with ... the 1 litre mark.") straddles a cut: all but its last word is in the rank-4 chunk,
+    # "mark." in rank 3.
     r = evaluate_rag(RICH, "containment", k=4)
     rec = next(x for x in r.records if x.id == "descale")
     assert rec.verdicts("containment") == [0, 0, 1, 0]
@@ -91,7 +93,8 @@ def test_ids_mode_set_metrics_spec_vectors_and_duplicates():
     r = evaluate_rag(ts, "ids", k=4, metrics=["id_precision", "id_recall", "precision@4", "recall@4"])
     assert r.per_query["a"]["id_precision"] == 0.5
     assert r.per_query["b"]["id_recall"] == 0.25
-    # duplicates collapsed for the set metrics; the ranked metrics count chunks, recall counts gold once
+    # duplicates collapsed for the set metrics; the ranked metrics count chunks, recall counts gold
+    # once
     assert r.per_query["c"] == {"id_precision": 0.5, "id_recall": 1.0, "precision@4": 0.75, "recall@4": 1.0}
 
 
@@ -121,7 +124,8 @@ def test_unscorable_cases_counted_listed_and_treated_as_asked():
     assert zero.summary["evaluated"] == 3 and zero.mean == {"precision@1": 1 / 3, "recall@1": 1 / 3}
     assert "scored 0" in zero.summary["unscorable_treatment"]
     skip = evaluate_rag(ts, k=1, metrics=["precision@1", "recall@1"])  # the default
-    # no ground truth: left out; no retrieved chunk (but ground truth): the retriever's miss, scored 0
+    # no ground truth: left out; no retrieved chunk (but ground truth): the retriever's miss, scored
+    # 0
     assert skip.summary["evaluated"] == 2 and skip.mean == {"precision@1": 0.5, "recall@1": 0.5}
     assert skip.summary["unscorable"] == 2
     assert skip.summary["unscorable_treatment"] == (
@@ -135,7 +139,8 @@ def test_unscorable_cases_counted_listed_and_treated_as_asked():
 
 
 def llm_records(tmp_path) -> Path:
-    """Records as `rankwise judge` writes them: llm verdicts (one failed) on the rich example's chunks."""
+    """Records as `rankwise judge` writes them: llm verdicts (one failed) on the rich example's
+    chunks."""
     recs = records_from_testset(RICH)
     for rec in recs:
         for c in rec.chunks:
@@ -246,8 +251,8 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 def test_records_are_copied_unless_copy_false():
-    """``copy=True`` (default) leaves the caller's records without verdicts; ``copy=False`` (a sweep's own cells)
-    judges them in place; both give the same numbers."""
+    """``copy=True`` (default) leaves the caller's records without verdicts; ``copy=False`` (a
+    sweep's own cells) judges them in place; both give the same numbers."""
     rows = [{"id": "q1", "retrieved_contexts": ["Paris is the capital of France.", "Rome is in Italy."],
              "reference_contexts": ["Paris is the capital of France."]}]
     mine = records_from_testset(rows)

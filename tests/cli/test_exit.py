@@ -3,12 +3,12 @@
 about 1 run of 40 when two ran at once. The CLI now flushes and leaves through ``os._exit``.
 
 The 300 runs are real processes forked from one interpreter that imported the CLI once
-(tests/_cli_forks.py): each child is the command line as the console script runs it, and exits (or, were
-``os._exit`` dropped, tears the interpreter down) by itself. The imports were ~90% of a fresh process's
-CPU; forked, the 300 runs cost ~18 CPU seconds instead of ~170. With ``os._exit`` replaced by
-``sys.exit`` the forked children abort as fresh processes did (2 of 300 with rc -6 on the 2-core test
-machine), and every child's stderr carries the teardown mark, which the test refuses. The console script
-itself still runs as a fresh process in the other tests here.
+(tests/_cli_forks.py): each child is the command line as the console script runs it, and exits (or,
+were ``os._exit`` dropped, tears the interpreter down) by itself. The imports were ~90% of a fresh
+process's CPU; forked, the 300 runs cost ~18 CPU seconds instead of ~170. With ``os._exit`` replaced
+by ``sys.exit`` the forked children abort as fresh processes did (2 of 300 with rc -6 on the 2-core
+test machine), and every child's stderr carries the teardown mark, which the test refuses. The
+console script itself still runs as a fresh process in the other tests here.
 """
 
 from __future__ import annotations

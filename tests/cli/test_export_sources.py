@@ -1,5 +1,6 @@
-"""``export-verdicts --source`` names only sources the records hold (issue 33, item 7): an unknown one was exit 0
-with an empty file; now it is one line naming it and the sources present, exit 2, and nothing written."""
+"""``export-verdicts --source`` names only sources the records hold (issue 33, item 7): an unknown
+one was exit 0 with an empty file; now it is one line naming it and the sources present, exit 2, and
+nothing written."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def _span(span_id: str, parent: str | None, kind: str, **attrs) -> dict:
 
 @pytest.fixture
 def exported(tmp_path, monkeypatch):
-    """A console trace (a root and a retriever span of two documents) and records holding 'human' and 'span'
-    verdicts on both documents."""
+    """A console trace (a root and a retriever span of two documents) and records holding 'human'
+    and 'span' verdicts on both documents."""
     monkeypatch.chdir(tmp_path)
     root, retriever = "0x" + "a" * 16, "0x" + "b" * 16
     docs = {"retrieval.documents.0.document.id": "d1", "retrieval.documents.0.document.content": "alpha",

@@ -1,5 +1,5 @@
-"""tests/_forked.py's processes are what `python -m rankwise.cli` gives: the same output, error and exit code,
-the environment and directory given, a pid of their own, and the signal's exit."""
+"""tests/_forked.py's processes are what `python -m rankwise.cli` gives: the same output, error and
+exit code, the environment and directory given, a pid of their own, and the signal's exit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``rankwise judge`` / ``cache`` end to end against the loopback Chat Completions server, including a
-run killed with SIGKILL midway that resumes without redoing a verdict, and Ctrl-C."""
+"""``rankwise judge`` / ``cache`` end to end against the loopback Chat Completions server, including
+a run killed with SIGKILL midway that resumes without redoing a verdict, and Ctrl-C."""
 
 from __future__ import annotations
 
@@ -196,7 +196,8 @@ def test_config_file_supplies_endpoint(srv, tmp_path):
     assert load_records(tmp_path / "o.jsonl")[0].verdicts("llm") == [1, 0, 1, 0]
 
 
-# ----------------------------------------------------------------------- kill -9 and Ctrl-C, for real
+# ----------------------------------------------------------------------- kill -9 and Ctrl-C, for
+# real
 
 
 def _cached(cache: Path) -> int:
@@ -255,9 +256,9 @@ def test_sigkill_midway_then_resume_redoes_nothing(srv, tmp_path):
 
 
 def test_ctrl_c_stops_promptly_and_keeps_every_verdict_in_cache_and_records(srv, tmp_path):
-    """SIGINT to a real `rankwise judge` with 64 calls in flight, twice (from an empty cache, then from the
-    first one's): each time it exits 130 within 5 s, with one line on stderr, and the verdicts had are in
-    the SQLite cache and in the records."""
+    """SIGINT to a real `rankwise judge` with 64 calls in flight, twice (from an empty cache, then
+    from the first one's): each time it exits 130 within 5 s, with one line on stderr, and the
+    verdicts had are in the SQLite cache and in the records."""
     srv.configure(latency=0.3)
     ts = _testset(tmp_path / "ts.jsonl", 150)  # 600 chunks: ~3 s at 64 in flight and 0.3 s each
     cache = tmp_path / "c.sqlite"

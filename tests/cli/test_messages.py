@@ -1,5 +1,6 @@
-"""Messages and output a user can act on: whole tables through pipes, named test-set fields, the QRELS/RUN
-swap hint, warnings with counts, a fast and precise reranker error, a reason for every verdict.
+"""Messages and output a user can act on: whole tables through pipes, named test-set fields, the
+QRELS/RUN swap hint, warnings with counts, a fast and precise reranker error, a reason for every
+verdict.
 
 The CLI is run as a real subprocess with stdout and stderr on pipes, as a user's shell script would.
 """
@@ -29,9 +30,10 @@ ELLIPSIS = "\u2026"
 
 
 def rankwise_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``python -m rankwise.cli ARGS`` with stdout/stderr on pipes (not a terminal). In-process (as such a
-    process would finish) unless ``env`` sets more than RANKWISE_WIDTH: libraries read their variables (e.g.
-    huggingface_hub's HF_HOME) once, at import, so those calls get a fresh process."""
+    """``python -m rankwise.cli ARGS`` with stdout/stderr on pipes (not a terminal). In-process (as
+    such a process would finish) unless ``env`` sets more than RANKWISE_WIDTH: libraries read their
+    variables (e.g. huggingface_hub's HF_HOME) once, at import, so those calls get a fresh process.
+    """
     full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "RANKWISE_WIDTH")}
     full_env.update({"PYTHONPATH": str(SRC), **(env or {})})
     if set(env or {}) <= {"RANKWISE_WIDTH"}:
@@ -40,7 +42,8 @@ def rankwise_cli(*args: str, env: dict | None = None, timeout: float = 120) -> s
                           env=full_env, timeout=timeout)
 
 
-# --------------------------------------------------------------------------------------- whole tables
+# --------------------------------------------------------------------------------------- whole
+# tables
 LONG_METRICS = ["hit_rate@10", "precision@10", "recall@100", "ndcg@10", "map@100", "r_precision", "bpref",
                 "num_rel_ret", "ndcg_exp@10", "f1@10", "mrr@10", "success@5", "recall@5", "P@5", "map"]
 
@@ -123,7 +126,8 @@ def test_width_option_folds_instead_of_cutting(cranfield_files):
     assert bad.returncode == 2 and "--width" in bad.stderr
 
 
-# ------------------------------------------------------------------------------------------ swap hint
+# ------------------------------------------------------------------------------------------ swap
+# hint
 def test_swapped_qrels_and_run_say_so(cranfield_files, tmp_path):
     qrels_path, runs = cranfield_files
     trec_qrels = tmp_path / "qrels.txt"
@@ -145,7 +149,8 @@ def test_swapped_qrels_and_run_say_so(cranfield_files, tmp_path):
     assert out.returncode == 2 and "did you swap" not in out.stderr
 
 
-# -------------------------------------------------------------------------------------- test-set fields
+# -------------------------------------------------------------------------------------- test-set
+# fields
 def test_common_field_aliases_are_read():
     class Document:  # LangChain's Document: page_content and metadata attributes
         def __init__(self, page_content, metadata):
@@ -188,7 +193,8 @@ def test_unrecognised_fields_are_named_with_the_accepted_names(tmp_path):
         load_testset([{"question": "q?", "contexts": ["a"], "gold": ["a"]}])
 
 
-# ------------------------------------------------------------------------------------------- warnings
+# -------------------------------------------------------------------------------------------
+# warnings
 def _duplicate_cases():
     return [{"id": "q1", "retrieved_contexts": [{"id": "c1", "text": "alpha beta"}, {"id": "c1", "text": "alpha beta"}],
              "reference_contexts": ["alpha"]},
@@ -222,7 +228,8 @@ def test_duplicate_ids_and_deep_cutoffs_warn_once_with_a_count(tmp_path):
     assert json.loads(out.stdout)["summary"]["warnings"] == messages
 
 
-# ------------------------------------------------------------------------------------ reranker fails fast
+# ------------------------------------------------------------------------------------ reranker
+# fails fast
 def test_unloadable_reranker_fails_fast_naming_rerank(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(json.dumps({"id": "d1", "text": "BM25 ranks by term frequency."}) + "\n", encoding="utf-8")
@@ -243,7 +250,8 @@ def test_unloadable_reranker_fails_fast_naming_rerank(tmp_path):
     assert missing.returncode == 2 and "--rerank" in missing.stderr and "does not exist" in missing.stderr
 
 
-# ------------------------------------------------------------------------------------ a reason per verdict
+# ------------------------------------------------------------------------------------ a reason per
+# verdict
 def test_every_text_and_id_verdict_has_a_reason():
     cases = [{"id": "q",
               "retrieved_contexts": [
@@ -284,7 +292,8 @@ def test_human_labels_without_a_reason_say_where_the_label_is(tmp_path):
         [f"labelled 1 (answer) at {labels}:2", "off topic"]
 
 
-# ------------------------------------------------------------------------------ in the user's words (#19)
+# ------------------------------------------------------------------------------ in the user's words
+# (#19)
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -400,7 +409,8 @@ def test_piped_metrics_list_wraps_its_descriptions():
 
 
 def test_a_file_s_fields_keep_the_file_s_words(tmp_path):
-    """An error about a file (here the config file) names its keys as the file spells them, not as flags."""
+    """An error about a file (here the config file) names its keys as the file spells them, not as
+    flags."""
     from click.testing import CliRunner
 
     from rankwise.cli import main
@@ -415,8 +425,9 @@ def test_a_file_s_fields_keep_the_file_s_words(tmp_path):
 
 
 def test_mlflow_help_promises_only_what_the_command_logs():
-    """`--mlflow`'s help names the artifacts as the command's own output options; every option it names exists on
-    that command where the command writes it (eval-rag has no --html: its help must not promise a report)."""
+    """`--mlflow`'s help names the artifacts as the command's own output options; every option it
+    names exists on that command where the command writes it (eval-rag has no --html: its help must
+    not promise a report)."""
     import click
 
     from rankwise.cli import main

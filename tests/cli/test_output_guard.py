@@ -1,9 +1,10 @@
 """One output guard for every command that writes (issue 20, item 2).
 
-Every output option of every command is found in the click command tree; each one refuses (a) one of the
-command's inputs, even with --force, (b) an existing file rankwise did not write, unless --force, (c) a
-symlink to an input, even with --force; and --force lets a stranger's file be replaced where allowed.
-Everything is refused before any work: the LLM commands point at a closed port and are never reached."""
+Every output option of every command is found in the click command tree; each one refuses (a) one of
+the command's inputs, even with --force, (b) an existing file rankwise did not write, unless
+--force, (c) a symlink to an input, even with --force; and --force lets a stranger's file be
+replaced where allowed. Everything is refused before any work: the LLM commands point at a closed
+port and are never reached."""
 
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ def _input_files(f: dict) -> set[Path]:
 
 
 def _an_input(command: str, flag: str, f: dict) -> Path:
-    """One input of the call (for --plot: the first; for run: a document inside the corpus folder)."""
+    """One input of the call (for --plot: the first; for run: a document inside the corpus folder).
+    """
     return {"eval-rag": f["testset"], "compare": f["a"], "compare-rag": f["records2"], "judge": f["testset"],
             "judge-check": f["jqrels"], "judge-retest": f["testset"],
             "cache merge": f["source_cache"], "calibrate": f["records"], "run": f["corpus_dir"] / "doc1.txt",
@@ -229,7 +231,8 @@ def test_output_refuses_inputs_strangers_and_symlinks(command, flag, inputs, tmp
     assert stranger.read_bytes() == content
     if flag in CACHES:
         return
-    # --force lets the stranger's file go: the guard passes (the LLM commands then meet the closed port)
+    # --force lets the stranger's file go: the guard passes (the LLM commands then meet the closed
+    # port)
     forced = _cli(*_args(command, flag, stranger, f, tmp_path), "--force")
     assert "not a rankwise output" not in forced.output and "would write" not in forced.output, forced.output
     if "--base-url" not in _args(command, flag, stranger, f, tmp_path):
@@ -297,14 +300,16 @@ def test_foreign_sqlite_is_not_taken_as_a_cache(tmp_path):
     assert not is_our_output(db)
 
 
-# ------------------------------------------------------------------ paths no file can be written to (issue 33, 5-6)
+# ------------------------------------------------------------------ paths no file can be written to
+# (issue 33, 5-6)
 
 EXTRA = [("export-verdicts", "--phoenix")]  # an output named otherwise
 
 
 def _bad_targets(tmp_path: Path, suffix: str) -> list[tuple[Path, str]]:
-    """(a path no file can be written to, words of its refusal): looping links (one, two), a dangling link
-    (its folder missing too), a link whose folder is a dangling link, a path under /proc."""
+    """(a path no file can be written to, words of its refusal): looping links (one, two), a
+    dangling link (its folder missing too), a link whose folder is a dangling link, a path under
+    /proc."""
     one = tmp_path / f"loop{suffix}"
     one.symlink_to(one.name)
     a, b = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
@@ -327,8 +332,9 @@ def _extra_args(command, flag, target, f, tmp_path):
 
 @pytest.mark.parametrize(("command", "flag"), OPTIONS + EXTRA, ids=[f"{c}{f}" for c, f in OPTIONS + EXTRA])
 def test_links_that_loop_or_dangle_and_proc_are_refused_before_any_work(command, flag, inputs, tmp_path):
-    """Issue 33, item 6: a symlink loop was a RuntimeError traceback, a dangling link was written through
-    (creating its target). Now: one line naming the flag, exit 2, before any work; nothing created."""
+    """Issue 33, item 6: a symlink loop was a RuntimeError traceback, a dangling link was written
+    through (creating its target). Now: one line naming the flag, exit 2, before any work; nothing
+    created."""
     f = inputs
     before = sorted(p.name for p in tmp_path.iterdir())
     suffix = ".png" if flag == "--plot" else ".jsonl"
@@ -380,7 +386,8 @@ def test_the_guard_refuses_directories_and_read_only_places(tmp_path):
         locked.chmod(0o700)
 
 
-# ------------------------------------------------------------------ the baseline update target (issue 33, item 5)
+# ------------------------------------------------------------------ the baseline update target
+# (issue 33, item 5)
 
 def _runs(folder: Path) -> None:
     (folder / "qrels.txt").write_text("".join(f"q{i} 0 d1 1\n" for i in range(10)))

@@ -1,5 +1,5 @@
-"""Output files (issue 10, item 13): no command writes over one of its inputs, or over an existing file
-rankwise did not write unless --force; OS errors on outputs are one line and exit 2."""
+"""Output files (issue 10, item 13): no command writes over one of its inputs, or over an existing
+file rankwise did not write unless --force; OS errors on outputs are one line and exit 2."""
 
 from __future__ import annotations
 

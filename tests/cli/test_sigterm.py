@@ -1,7 +1,8 @@
-"""SIGTERM is handled like Ctrl-C (issue 20, item 8): ``timeout``, CI runners and container stops send
-SIGTERM. Every command that pays for calls, run as a real process (forked from the test's, tests/_forked.py) against a loopback server with latency
-and sent SIGTERM mid-run, exits 143 with Ctrl-C's one-line message, keeps what it had in its records (or
-output) and cache, and a rerun (in-process: the signal is what needs a real process) asks only for the rest."""
+"""SIGTERM is handled like Ctrl-C (issue 20, item 8): ``timeout``, CI runners and container stops
+send SIGTERM. Every command that pays for calls, run as a real process (forked from the test's,
+tests/_forked.py) against a loopback server with latency and sent SIGTERM mid-run, exits 143 with
+Ctrl-C's one-line message, keeps what it had in its records (or output) and cache, and a rerun
+(in-process: the signal is what needs a real process) asks only for the rest."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def _term_when(proc: subprocess.Popen, ready, limit: float = 60.0) -> tuple[str,
 
 
 def _rerun(args):
-    """The rerun after SIGTERM, in-process: the signal is what needs a real process, not the resume."""
+    """The rerun after SIGTERM, in-process: the signal is what needs a real process, not the resume.
+    """
     again = CliRunner().invoke(main, [str(a) for a in args])
     assert again.exit_code == 0, again.output
     return again
@@ -119,7 +121,8 @@ def test_judge(srv, tmp_path):
 
 
 def test_pool(srv, tmp_path):
-    """pool writes the pooled test set with the verdicts had, then exits 143; a rerun judges the rest."""
+    """pool writes the pooled test set with the verdicts had, then exits 143; a rerun judges the
+    rest."""
     srv.configure(latency=0.2)
     rows, runs = [], []
     for i in range(30):

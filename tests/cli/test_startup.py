@@ -1,9 +1,9 @@
-"""What each command imports (docs/performance.md, "Startup": `rankwise eval` of a 20-line run <= 0.35 s as a
-whole process). Importing numpy, pyarrow and click is most of that time; these tests keep everything else off the
-common path, so a later import cannot slip back onto it unnoticed: eval's imports are held to a list in every
-input format (the preference, judgement-group and z-score modules load only with -R / -Z or a measure of theirs,
-rich only for the table); `run -r bm25` loads no model library, numba or scipy; the LLM commands import the SDK
-only to send a request.
+"""What each command imports (docs/performance.md, "Startup": `rankwise eval` of a 20-line run <=
+0.35 s as a whole process). Importing numpy, pyarrow and click is most of that time; these tests
+keep everything else off the common path, so a later import cannot slip back onto it unnoticed:
+eval's imports are held to a list in every input format (the preference, judgement-group and z-score
+modules load only with -R / -Z or a measure of theirs, rich only for the table); `run -r bm25` loads
+no model library, numba or scipy; the LLM commands import the SDK only to send a request.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ _CHILD = (
     "import sys\nfrom rankwise.cli import main\n"
     "try:\n    main(sys.argv[1:], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
     "print('\\nMODULES', ' '.join(sorted(sys.modules)))\nsys.stdout.flush()\nsys.stderr.flush()\n"
-    # leave as the command line does (cli/_base.py): Arrow's thread pools can abort a teardown (tests/cli/test_exit.py)
+    # leave as the command line does (cli/_base.py): Arrow's thread pools can abort a teardown
+    # (tests/cli/test_exit.py)
     "import os\nos._exit(0)\n"
 )
 # never needed to score qrels against a run and print the numbers
@@ -113,8 +114,8 @@ def test_every_deferred_measure_resolves_to_its_function():
 
 
 def _inputs(tmp_path):
-    """The same 2 queries in every format `rankwise eval` reads (qrels: TREC, BEIR TSV, CSV, JSONL, Parquet;
-    runs: TREC, CSV, JSONL, Parquet)."""
+    """The same 2 queries in every format `rankwise eval` reads (qrels: TREC, BEIR TSV, CSV, JSONL,
+    Parquet; runs: TREC, CSV, JSONL, Parquet)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -141,10 +142,10 @@ def _inputs(tmp_path):
                                         ("qrels.csv", "run.csv"), ("qrels.jsonl", "run.jsonl"),
                                         ("qrels.parquet", "run.parquet"), ("qrels.txt", "run.parquet")])
 def test_eval_of_every_input_format_imports_no_pandas(tmp_path, qrels, run):
-    """Every format `rankwise eval` reads keeps pandas (and the rest of HEAVY) out: pyarrow's ``pa.array`` of
-    Python strings and ``pq.read_table`` (through pyarrow.dataset) import pandas, a quarter of a second; the
-    readers build their columns from buffers (``arrow_strings``) and read a Parquet file with ``ParquetFile``
-    (before: the BEIR/CSV/JSONL/Parquet paths imported pandas)."""
+    """Every format `rankwise eval` reads keeps pandas (and the rest of HEAVY) out: pyarrow's
+    ``pa.array`` of Python strings and ``pq.read_table`` (through pyarrow.dataset) import pandas, a
+    quarter of a second; the readers build their columns from buffers (``arrow_strings``) and read a
+    Parquet file with ``ParquetFile`` (before: the BEIR/CSV/JSONL/Parquet paths imported pandas)."""
     folder = _inputs(tmp_path)
     out, modules = _run("eval", str(folder / qrels), str(folder / run), "-m", "map", "--format", "json")
     assert '"map": 0.75' in out
@@ -153,15 +154,17 @@ def test_eval_of_every_input_format_imports_no_pandas(tmp_path, qrels, run):
 
 @pytest.mark.parametrize("command", ["judge", "synth", "answer"])
 def test_llm_commands_import_no_sdk_before_a_request(command):
-    """The LLM commands import neither the OpenAI SDK nor an HTTP client until they send a request."""
+    """The LLM commands import neither the OpenAI SDK nor an HTTP client until they send a request.
+    """
     _, modules = _run(command, "--help")
     assert _loaded(modules, ("openai", "aiohttp", "torch", "sentence_transformers", "pandas")) == []
 
 
-# `rankwise eval` imports these libraries and no other (cloudpickle: pyarrow imports it when installed); the
-# table adds rich
+# `rankwise eval` imports these libraries and no other (cloudpickle: pyarrow imports it when
+# installed); the table adds rich
 EVAL_LIBRARIES = {"numpy", "pyarrow", "click", "cloudpickle"}
-# and these modules of rankwise, besides the command-line modules rankwise.cli.* that register the commands
+# and these modules of rankwise, besides the command-line modules rankwise.cli.* that register the
+# commands
 EVAL_MODULES = {
     "rankwise", "rankwise._atomic", "rankwise._lazy", "rankwise._signals", "rankwise._words", "rankwise.cli",
     "rankwise.errors", "rankwise.data", "rankwise.data.columns", "rankwise.data.text", "rankwise.data.frames",
@@ -180,8 +183,8 @@ EVAL_MODULES = {
 
 
 def _installed_libraries(modules: set[str]) -> set[str]:
-    """The top-level packages among ``modules`` that live in site-packages (not the standard library), less
-    those a bare interpreter has already (a ``.pth`` file's hook)."""
+    """The top-level packages among ``modules`` that live in site-packages (not the standard
+    library), less those a bare interpreter has already (a ``.pth`` file's hook)."""
     import importlib.util
     import sysconfig
 
@@ -205,9 +208,9 @@ def _installed_libraries(modules: set[str]) -> set[str]:
                                              ("qrels.jsonl", "run.jsonl", "json"),
                                              ("qrels.parquet", "run.parquet", "json")])
 def test_eval_imports_only_its_list(tmp_path, qrels, run, fmt):
-    """`rankwise eval` of a small file in every input format imports numpy, pyarrow and click (rich for the
-    table) and no other library, and of rankwise only the modules listed: a new import on this path fails here
-    until it is added to the list on purpose."""
+    """`rankwise eval` of a small file in every input format imports numpy, pyarrow and click (rich
+    for the table) and no other library, and of rankwise only the modules listed: a new import on
+    this path fails here until it is added to the list on purpose."""
     folder = _inputs(tmp_path)
     out, modules = _run("eval", str(folder / qrels), str(folder / run), "-m", "map,ndcg_cut_10", "--format", fmt)
     assert "0.75" in out  # map: q1 1.0, q2 0.5
@@ -221,8 +224,8 @@ def test_eval_imports_only_its_list(tmp_path, qrels, run, fmt):
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-# never needed by BM25 retrieval: bm25s imports numba and scipy whenever installed, for backends rankwise
-# does not use; the dense and reranking models and the LLM client load only when asked for
+# never needed by BM25 retrieval: bm25s imports numba and scipy whenever installed, for backends
+# rankwise does not use; the dense and reranking models and the LLM client load only when asked for
 NOT_FOR_BM25 = ("pandas", "numba", "scipy", "torch", "sentence_transformers", "transformers", "faiss", "openai",
                 "aiohttp", "matplotlib", "rankwise.llm", "rankwise.retrieval.llm_rerank")
 
@@ -238,8 +241,9 @@ def test_run_with_bm25_imports_no_model_library(tmp_path):
 
 
 def test_bm25_ranks_the_same_when_numba_and_scipy_are_already_imported(tmp_path):
-    """Hiding numba and scipy from bm25s changes nothing it computes: with both imported first (so bm25s
-    sees them) the run file is byte for byte the same; and afterwards numba imports as usual."""
+    """Hiding numba and scipy from bm25s changes nothing it computes: with both imported first (so
+    bm25s sees them) the run file is byte for byte the same; and afterwards numba imports as usual.
+    """
     def run(name: str, first: str) -> str:
         out = tmp_path / name
         child = (f"{first}\nimport sys\nfrom rankwise.cli import main\n"
@@ -265,7 +269,8 @@ def test_eval_rag_imports_no_model_library_nor_llm_client():
 
 
 def test_judge_dry_run_builds_the_judge_without_the_sdk(tmp_path):
-    """A dry run reads the test set, builds every prompt and counts the calls: no SDK, no HTTP client."""
+    """A dry run reads the test set, builds every prompt and counts the calls: no SDK, no HTTP
+    client."""
     out, modules = _run("judge", str(EXAMPLES / "rich_testset.jsonl"), "--model", "m", "--base-url",
                         "http://127.0.0.1:9/v1", "--dry-run", "--cache", str(tmp_path / "c.sqlite"))
     assert "would make 20 calls to m" in out
@@ -274,8 +279,8 @@ def test_judge_dry_run_builds_the_judge_without_the_sdk(tmp_path):
 
 
 def test_judge_imports_the_sdk_only_to_send_a_request(server, tmp_path):
-    """The first run sends requests (the SDK loads then); the rerun, every verdict cached, sends none and
-    imports no SDK."""
+    """The first run sends requests (the SDK loads then); the rerun, every verdict cached, sends
+    none and imports no SDK."""
     server.reset()
     args = ["judge", str(EXAMPLES / "rich_testset.jsonl"), "--model", "judge-test", "--base-url", server.base_url,
             "--cache", str(tmp_path / "c.sqlite"), "--quiet"]

@@ -1,21 +1,24 @@
-"""Conformance with trec_eval: every expected output of the NIST suite, for every measure we implement.
+"""Conformance with trec_eval: every expected output of the NIST suite, for every measure we
+implement.
 
-The expected files (``tests/fixtures/trec_eval/out.*``) were printed by trec_eval 10.0; its README gives
-the command behind each. We evaluate the same inputs with the same flags and compare our ``%6.4f``
-(``%d`` for counts) text with trec_eval's, per query and ``all``.
+The expected files (``tests/fixtures/trec_eval/out.*``) were printed by trec_eval 10.0; its README
+gives the command behind each. We evaluate the same inputs with the same flags and compare our
+``%6.4f`` (``%d`` for counts) text with trec_eval's, per query and ``all``.
 
 Covered here, measure by measure: P_k, recall_k, success_k, map, map_cut_k, recip_rank, Rprec, ndcg,
-ndcg_cut_k, bpref, num_q, num_ret, num_rel, num_rel_ret. Every other measure of these files (iprec_at_recall,
-11pt_avg, gm_*, infAP, Rprec_mult, utility, relative_P, set_*, ndcg_rel, Rndcg, G, binG, rbp, unj, relstring,
-custom-gain ndcg ...) is compared text for text, whole files, in ``tests/conformance/test_trec_measures.py``; and every
-shared measure against a trec_eval binary built from source in ``tests/conformance/test_trec_eval_binary.py``.
+ndcg_cut_k, bpref, num_q, num_ret, num_rel, num_rel_ret. Every other measure of these files
+(iprec_at_recall, 11pt_avg, gm_*, infAP, Rprec_mult, utility, relative_P, set_*, ndcg_rel, Rndcg, G,
+binG, rbp, unj, relstring, custom-gain ndcg ...) is compared text for text, whole files, in
+``tests/conformance/test_trec_measures.py``; and every shared measure against a trec_eval binary
+built from source in ``tests/conformance/test_trec_eval_binary.py``.
 
 The other judgement formats and ``-Z`` are compared here too, whole files through ``rankwise eval
---format trec``, line for line and in order (runid's value aside: trec_eval prints the run's tag column):
-``out.test.prefs`` (``-R prefs``, from ``prefs.test`` and from ``prefs.comment.test``),
-``out.test.qrels_prefs`` (``-R qrels_prefs``), ``out.test.qrels_jg`` (``-R qrels_jg``, from ``qrels.123``
-and from ``qrels.comments.123``) and ``out.test.aqZ`` (``-Z zscores_file``); tests/conformance/test_trec_prefs.py
-compares the same against the binary on random inputs. Every expected output of the suite is reproduced.
+--format trec``, line for line and in order (runid's value aside: trec_eval prints the run's tag
+column): ``out.test.prefs`` (``-R prefs``, from ``prefs.test`` and from ``prefs.comment.test``),
+``out.test.qrels_prefs`` (``-R qrels_prefs``), ``out.test.qrels_jg`` (``-R qrels_jg``, from
+``qrels.123`` and from ``qrels.comments.123``) and ``out.test.aqZ`` (``-Z zscores_file``);
+tests/conformance/test_trec_prefs.py compares the same against the binary on random inputs. Every
+expected output of the suite is reproduced.
 """
 
 from __future__ import annotations
@@ -173,7 +176,8 @@ def test_cli_trec_format_line_for_line(shared_data: Path):
         if line.split("\t")[0].rstrip() in ("P_5", "P_10", "map", "ndcg_cut_10", "recip_rank", "bpref",
                                              "Rprec", "num_ret", "num_rel_ret")
     ]
-    # trec_eval prints the per-query blocks in query order, then the `all` block; our order follows -m
+    # trec_eval prints the per-query blocks in query order, then the `all` block; our order follows
+    # -m
     args = ["eval", str(data / "qrels.test"), str(data / "results.test"), "--format", "trec", "-q",
             "--missing", "skip", "-m", "num_ret,num_rel_ret,map,Rprec,bpref,recip_rank,P_5,P_10,ndcg_cut_10"]
     result = CliRunner().invoke(main, args)
@@ -186,7 +190,8 @@ def test_cli_trec_format_line_for_line(shared_data: Path):
 
 
 def test_cli_trec_format_with_depth_and_c(shared_data: Path, tmp_path: Path):
-    """-c and -M100 through the library, trec_eval's `all` block through the CLI with a written run."""
+    """-c and -M100 through the library, trec_eval's `all` block through the CLI with a written run.
+    """
     from rankwise.data import write_trec_run
 
     data = shared_data / "trec_eval"
@@ -206,8 +211,8 @@ def test_cli_trec_format_with_depth_and_c(shared_data: Path, tmp_path: Path):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_cli_max_docs_prints_out_test_aqcM(shared_data: Path, stream: bool):
-    """``rankwise eval -q -M 100 -m all_trec --format trec`` on results.trunc is trec_eval's out.test.aqcM
-    (``trec_eval -m all_trec -q -c -M100``), line for line, in memory and streamed."""
+    """``rankwise eval -q -M 100 -m all_trec --format trec`` on results.trunc is trec_eval's
+    out.test.aqcM (``trec_eval -m all_trec -q -c -M100``), line for line, in memory and streamed."""
     data = shared_data / "trec_eval"
     expected = (data / "out.test.aqcM").read_text().splitlines()
     args = ["eval", str(data / "qrels.test"), str(data / "results.trunc"), "-q", "-M", "100", "-m", "all_trec",
@@ -219,14 +224,16 @@ def test_cli_max_docs_prints_out_test_aqcM(shared_data: Path, stream: bool):
     assert bad.exit_code == 2 and "-M" in bad.output
 
 
-# trec_eval's other judgement formats (-R) and z-scores (-Z): expected file, its line count, rankwise eval's arguments
+# trec_eval's other judgement formats (-R) and z-scores (-Z): expected file, its line count,
+# rankwise eval's arguments
 OTHER_FORMATS = [
     ("out.test.prefs", 352, ["-R", "prefs", "prefs.test", "prefs.results.test", "-m", "all_prefs"]),
     ("out.test.prefs", 352, ["-R", "prefs", "prefs.comment.test", "prefs.results.test", "-m", "all_prefs"]),
     ("out.test.qrels_prefs", 58, ["-R", "qrels_prefs", "qrels.test", "results.test", "-m", "all_prefs"]),
     ("out.test.qrels_jg", 82, ["-R", "qrels_jg", "qrels.123", "results.test", "-m", "qrels_jg"]),
     ("out.test.qrels_jg", 82, ["-R", "qrels_jg", "qrels.comments.123", "results.test"]),  # qrels_jg: the default
-    # trec_eval without -c: num_rel's `all` is the sum of its z-scores (with -c, the count of judgements)
+    # trec_eval without -c: num_rel's `all` is the sum of its z-scores (with -c, the count of
+    # judgements)
     ("out.test.aqZ", 387, ["-Z", "zscores_file", "qrels.test", "results.test", "-m", "all_trec", "--missing", "skip"]),
 ]
 

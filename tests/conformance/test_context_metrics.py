@@ -1,4 +1,5 @@
-"""Every test vector of docs/metrics.md §3, through the plain functions and through the registry/engine."""
+"""Every test vector of docs/metrics.md §3, through the plain functions and through the
+registry/engine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""docs/metrics.md states the metric contract with test vectors; every vector there is checked here."""
+"""docs/metrics.md states the metric contract with test vectors; every vector there is checked here.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def _calls_example() -> list[dict]:
 
 
 def test_calls_vectors(tmp_path):
-    """The multi-call worked example: every vector, per agent, from evaluate_rag and from eval-rag's JSON."""
+    """The multi-call worked example: every vector, per agent, from evaluate_rag and from eval-rag's
+    JSON."""
     import json
 
     from click.testing import CliRunner

@@ -1,8 +1,8 @@
-"""Fuzzing every input kind (issue 10, items 7-11): a seeded mutator makes a few hundred mutants of each
-small, valid file; each mutant is read by the library and must give a result or an InputError (never
-another exception); TREC mutants are read by the fast (Arrow) path and by the exact line-by-line reader,
-which must agree (same run/qrels or the same error); a share of the mutants goes through the CLI, which
-must exit 0, or 2 with one line on stderr, and never print a traceback.
+"""Fuzzing every input kind (issue 10, items 7-11): a seeded mutator makes a few hundred mutants of
+each small, valid file; each mutant is read by the library and must give a result or an InputError
+(never another exception); TREC mutants are read by the fast (Arrow) path and by the exact
+line-by-line reader, which must agree (same run/qrels or the same error); a share of the mutants
+goes through the CLI, which must exit 0, or 2 with one line on stderr, and never print a traceback.
 """
 
 from __future__ import annotations
@@ -140,8 +140,8 @@ FIELD = re.compile(rb"[^ \t\r\n,:{}\[\]\"]+")
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
-    """One to three random edits: tokens inserted or swapped in, bytes and lines dropped, doubled, moved,
-    line endings changed, a byte-order mark added."""
+    """One to three random edits: tokens inserted or swapped in, bytes and lines dropped, doubled,
+    moved, line endings changed, a byte-order mark added."""
     for _ in range(rng.randint(1, 3)):
         op = rng.randrange(10)
         pos = rng.randrange(len(data) + 1)
@@ -185,7 +185,8 @@ def mutants(seed_data: bytes, seed: int, n: int = MUTANTS) -> list[bytes]:
 
 
 def _outcome(read, path: Path):
-    """What reading gives: ("ok", comparable value) or ("error", message); any other exception fails."""
+    """What reading gives: ("ok", comparable value) or ("error", message); any other exception
+    fails."""
     try:
         value = read(path)
     except InputError as exc:
@@ -267,7 +268,8 @@ def _shown(data: bytes) -> str:
     return repr(data if len(data) < 300 else data[:300] + b"...")
 
 
-# ----------------------------------------------------------------------------------- TREC: two readers
+# ----------------------------------------------------------------------------------- TREC: two
+# readers
 @pytest.mark.parametrize("kind", ["run", "qrels"])
 def test_trec_fast_and_exact_readers_agree_on_every_mutant(tmp_path, kind):
     seed_data, read, key = ((TREC_RUN, trec.read_trec_run, _run_key) if kind == "run"
@@ -367,7 +369,8 @@ def test_a_sample_through_real_processes(tmp_path):
             assert lines[-1].startswith("rankwise: error: ") and text.endswith("\n"), text
 
 
-# ------------------------------------------------------------------ each defect of items 7-11, by name
+# ------------------------------------------------------------------ each defect of items 7-11, by
+# name
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     p = tmp_path / name
     p.write_bytes(data)
@@ -434,7 +437,8 @@ def test_a_doubled_space_changes_nothing(tmp_path):
     lines[150] = lines[150].replace(" ", "  ", 1)
     doubled = _write(tmp_path, "b.trec", ("\n".join(lines) + "\n").encode())
     assert _run_key(trec.read_trec_run(plain)) == _run_key(trec.read_trec_run(doubled))
-    # with a byte-order mark too: the doubled space used to switch readers, and only one dropped the mark
+    # with a byte-order mark too: the doubled space used to switch readers, and only one dropped the
+    # mark
     with_bom = [_write(tmp_path, f"{n}.trec", b"\xef\xbb\xbf" + p.read_bytes()) for n, p in (("c", plain), ("d", doubled))]
     assert _run_key(trec.read_trec_run(with_bom[0])) == _run_key(trec.read_trec_run(with_bom[1]))
     assert _run_key(trec.read_trec_run(with_bom[0])) == _run_key(trec.read_trec_run(plain))
@@ -529,7 +533,8 @@ def test_fuzz_seeds_are_valid(tmp_path):
 
 
 def test_records_with_integers_beyond_64_bits(tmp_path):
-    """A records file with a grade or an offset beyond int64 used to end in OverflowError in rag.py."""
+    """A records file with a grade or an offset beyond int64 used to end in OverflowError in rag.py.
+    """
     chunk = {"rank": 1, "id": "c1", "text": "alpha", "doc_id": "d", "start": 0, "end": 5,
              "verdicts": {"llm": {"verdict": 1, "grade": 2}}}
     for path, value in (("verdicts", {"llm": {"verdict": 1, "grade": 10**30}}), ("end", 10**30), ("start", -(10**30))):
@@ -551,7 +556,8 @@ def test_cr_only_csv_picks_the_delimiter_from_the_header(tmp_path):
     assert len(read_labels(labels)) == 3
 
 
-# ------------------------------------------------------- issue 20: --stream reads every mutant as memory does
+# ------------------------------------------------------- issue 20: --stream reads every mutant as
+# memory does
 @contextlib.contextmanager
 def _unraisable():
     """Exceptions Python could only print ("Exception ignored in ..."), collected instead."""
@@ -575,7 +581,8 @@ def _by_query(runs) -> dict:
 
 
 def _streamed(path: Path, **kwargs) -> list:
-    """The blocks ``rankwise eval --stream`` reads: the file as it stands, partitioned when not grouped."""
+    """The blocks ``rankwise eval --stream`` reads: the file as it stands, partitioned when not
+    grouped."""
     try:
         return list(iter_run_blocks(path, **kwargs))
     except NotGrouped:
@@ -594,8 +601,8 @@ STREAM_WAYS = {"grouped": {}, "partitioned": {"grouped": False}, "small blocks":
 
 
 def _every_way(path: Path, in_memory) -> dict:
-    """How each reader reads ``path``: the in-memory fast and exact readers, and the stream (read as it
-    stands, partitioned, and in one-row blocks; and with its pieces read line by line)."""
+    """How each reader reads ``path``: the in-memory fast and exact readers, and the stream (read as
+    it stands, partitioned, and in one-row blocks; and with its pieces read line by line)."""
     ways = {}
     for exact in (False, True):
         got = _read_forced(lambda p: [in_memory(p)], path, exact)
@@ -607,8 +614,8 @@ def _every_way(path: Path, in_memory) -> dict:
 
 
 def _pieces(path: Path, rows: int):
-    """The stream's rows of a TREC file read in pieces of about ``rows`` lines, joined: (ids, docs, scores,
-    lines), or its error."""
+    """The stream's rows of a TREC file read in pieces of about ``rows`` lines, joined: (ids, docs,
+    scores, lines), or its error."""
     got = _outcome(lambda p: list(_text_batches(p, rows)), path)
     if got[0] == "error":
         return got
@@ -629,7 +636,8 @@ def test_stream_reads_every_trec_run_mutant_as_memory_does(tmp_path):
             reference = ways["memory fast"]
             for name, got in ways.items():
                 assert got == reference, f"{name} disagrees on {_shown(data)}:\nmemory {reference}\n{name} {got}"
-            # read in pieces of about one line: the same rows, line numbers and errors as in one piece
+            # read in pieces of about one line: the same rows, line numbers and errors as in one
+            # piece
             assert _pieces(path, 1) == _pieces(path, 10**6), _shown(data)
             counts[reference[0]] += 1
             if i % CLI_SHARE == 0:
@@ -639,7 +647,8 @@ def test_stream_reads_every_trec_run_mutant_as_memory_does(tmp_path):
     assert counts["ok"] > 20 and counts["error"] > 20, counts
 
 
-# ----------------------------------------------------------- Parquet runs, qrels and test sets, mutated
+# ----------------------------------------------------------- Parquet runs, qrels and test sets,
+# mutated
 def _parquet_bytes(table) -> bytes:
     import pyarrow.parquet as pq
 
@@ -649,8 +658,8 @@ def _parquet_bytes(table) -> bytes:
 
 
 def _parquet_run_tables() -> list:
-    """Valid and invalid run tables a user's tools write: other id and score types, nulls, NaN, duplicated
-    columns, no rows."""
+    """Valid and invalid run tables a user's tools write: other id and score types, nulls, NaN,
+    duplicated columns, no rows."""
     import pyarrow as pa
 
     q, d, s = ["q1", "q1", "q2", "q2"], ["d1", "d2", "d3", "d1"], [2.5, 1.5, 0.75, 0.25]
@@ -757,7 +766,8 @@ def test_parquet_qrels_and_testset_mutants_read_or_fail_with_one_line(tmp_path):
 
 
 def test_a_symlink_loop_as_any_input_is_one_line(tmp_path):
-    """A loop of symbolic links (a -> b -> a) in place of each kind of input: one line naming the file."""
+    """A loop of symbolic links (a -> b -> a) in place of each kind of input: one line naming the
+    file."""
     kinds = dict(KINDS, trec_run=("run.trec", TREC_RUN, None, _eval_args),
                  trec_qrels=("qrels.txt", TREC_QRELS, None, _eval_args),
                  parquet_run=("run.parquet", b"", None, _eval_args),
@@ -774,8 +784,9 @@ def test_a_symlink_loop_as_any_input_is_one_line(tmp_path):
 
 
 def test_the_endpoint_format_memory_reads_any_mutant_as_a_level_or_nothing(tmp_path):
-    """The file beside the LLM cache that remembers each endpoint's response_format level is rankwise's own
-    state, not an input: a damaged one is never an error, only forgotten (the endpoint is probed again)."""
+    """The file beside the LLM cache that remembers each endpoint's response_format level is
+    rankwise's own state, not an input: a damaged one is never an error, only forgotten (the
+    endpoint is probed again)."""
     import time as _time
 
     from rankwise.llm.client import RESPONSE_FORMATS, FormatMemory

@@ -1,7 +1,8 @@
-"""The fuzz net over the integrations' own readers: the GitHub Action's inputs (text an action passes: metrics,
-floors, alpha, max-drop, relevance) and the expectations / retrieved documents an MLflow scorer reads. A seeded
-mutator makes mutants of valid values; each gives a result (exit 0 or 1), or exit 2 with one line on stderr and the
-summary saying so (an InputError from Python), never a traceback."""
+"""The fuzz net over the integrations' own readers: the GitHub Action's inputs (text an action
+passes: metrics, floors, alpha, max-drop, relevance) and the expectations / retrieved documents an
+MLflow scorer reads. A seeded mutator makes mutants of valid values; each gives a result (exit 0 or
+1), or exit 2 with one line on stderr and the summary saying so (an InputError from Python), never a
+traceback."""
 
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def test_scorer_expectations_and_documents_score_or_refuse():
         assert row["retrieved_contexts"] == [] and isinstance(feedback.value, float), expectations
 
 
-# ------------------------------------------------------------------ MLflow tracking URIs and saved baselines (issue 33)
+# ------------------------------------------------------------------ MLflow tracking URIs and saved
+# baselines (issue 33)
 URI_NOISE = ["", "/", "//", "///", ":", "?", "#", "@", "%00", "%ff", "\x00", "é", " ", "..", "/proc/x", "/dev/full",
              "nosuch", "file:", "sqlite:", "http:", "https://", ":0", ":99999", ":-1", "[::1", "u:p@", "+psycopg2",
              "db.db/", "mlruns", "\n", "~"]
@@ -106,8 +108,9 @@ def _uri_mutant(uri: str, rng: random.Random) -> str:
 
 
 def test_tracking_uri_mutants_are_accepted_or_one_line_within_seconds(tmp_path, monkeypatch):
-    """Mutants of a good SQLite URI, a refused loopback server and a file store: each is accepted or refused
-    with one line (an InputError), within the probe's seconds; none is a traceback or a hang."""
+    """Mutants of a good SQLite URI, a refused loopback server and a file store: each is accepted or
+    refused with one line (an InputError), within the probe's seconds; none is a traceback or a
+    hang."""
     need("mlflow")
     import socket
     import time
@@ -145,9 +148,9 @@ def test_tracking_uri_mutants_are_accepted_or_one_line_within_seconds(tmp_path, 
 
 
 def test_saved_baseline_mutants_give_a_verdict_or_one_line(tmp_path, monkeypatch):
-    """Mutants of a saved result (``eval --format json --per-query``) as the gate's baseline: bytes that are not
-    UTF-8, NULs, binary, deep nesting, lone surrogates, cut short. Each gives a verdict (exit 0 or 1) or one
-    line naming the file, exit 2."""
+    """Mutants of a saved result (``eval --format json --per-query``) as the gate's baseline: bytes
+    that are not UTF-8, NULs, binary, deep nesting, lone surrogates, cut short. Each gives a verdict
+    (exit 0 or 1) or one line naming the file, exit 2."""
     from _inprocess import run_cli
 
     _write_inputs(tmp_path)
@@ -176,10 +179,11 @@ def test_saved_baseline_mutants_give_a_verdict_or_one_line(tmp_path, monkeypatch
 
 
 def test_scorers_on_real_traces_with_fuzzed_documents_score_or_refuse(tmp_path):
-    """Real MLflow traces (``mlflow.trace`` with a RETRIEVER span, logged to a SQLite store and read back): the
-    retriever returns fuzzed documents — ids missing, None, numbers or lists, no or non-text content, odd
-    metadata, raw dicts, strings, duplicates, a long list — and rankwise's public scorers give a finite value in
-    range with a rationale for each, or an InputError of one line; never another exception, never NaN."""
+    """Real MLflow traces (``mlflow.trace`` with a RETRIEVER span, logged to a SQLite store and read
+    back): the retriever returns fuzzed documents — ids missing, None, numbers or lists, no or
+    non-text content, odd metadata, raw dicts, strings, duplicates, a long list — and rankwise's
+    public scorers give a finite value in range with a rationale for each, or an InputError of one
+    line; never another exception, never NaN."""
     mlflow = need("mlflow")
     import math
 
@@ -244,5 +248,6 @@ def test_scorers_on_real_traces_with_fuzzed_documents_score_or_refuse(tmp_path):
                 outcomes["positive"] = outcomes.get("positive", 0) + (fb.value > 0)
     finally:
         borrowed.__exit__(None, None, None)
-    # the fuzz reaches the scoring, and fuzzed documents are read (some score above 0), not only refused
+    # the fuzz reaches the scoring, and fuzzed documents are read (some score above 0), not only
+    # refused
     assert outcomes["value"] > 0 and outcomes.get("positive", 0) > 0, outcomes

@@ -1,11 +1,13 @@
-"""The fuzz net over trace import (issue 33 item 3): nothing ``import-traces`` writes is refused by ``eval-rag``.
+"""The fuzz net over trace import (issue 33 item 3): nothing ``import-traces`` writes is refused by
+``eval-rag``.
 
-A seeded mutator makes mutants of a valid trace file in each of the five formats — structural edits of the JSON
-(a value replaced by another type, an offset past 2**63 or negative, a kind as a list, a key dropped, a span or
-a document repeated) and byte edits (``test_fuzz_inputs.mutate``). Every mutant ``import-traces`` accepts
-(exit 0) writes a test set that ``eval-rag`` reads and scores (exit 0: references from a ``--testset`` are
-lent to the traces); every one it refuses is exit 2 with one line. No mutant gives a traceback or a hang (each
-run is bounded by an alarm). The mutants that broke it once are kept below, as regressions.
+A seeded mutator makes mutants of a valid trace file in each of the five formats — structural edits
+of the JSON (a value replaced by another type, an offset past 2**63 or negative, a kind as a list, a
+key dropped, a span or a document repeated) and byte edits (``test_fuzz_inputs.mutate``). Every
+mutant ``import-traces`` accepts (exit 0) writes a test set that ``eval-rag`` reads and scores (exit
+0: references from a ``--testset`` are lent to the traces); every one it refuses is exit 2 with one
+line. No mutant gives a traceback or a hang (each run is bounded by an alarm). The mutants that
+broke it once are kept below, as regressions.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def _paths(value, prefix=()):
 
 
 def _open(value):
-    """JSON-encoded strings (attributes, metadata) opened as ``{"__json__": value}`` so edits reach inside."""
+    """JSON-encoded strings (attributes, metadata) opened as ``{"__json__": value}`` so edits reach
+    inside."""
     if isinstance(value, str) and value[:1] in "{[":
         try:
             return {"__json__": _open(json.loads(value))}
@@ -81,8 +84,9 @@ def _close(value):
 
 
 def _edit(doc, rng: random.Random):
-    """One structural edit of a parsed JSON value (in place; the new root returned): a value replaced by
-    another (of another type, an impossible offset, a kind as a list), a key dropped, an item repeated."""
+    """One structural edit of a parsed JSON value (in place; the new root returned): a value
+    replaced by another (of another type, an impossible offset, a kind as a list), a key dropped, an
+    item repeated."""
     paths = [p for p in _paths(doc) if p and p[-1] != "__json__"]
     if not paths:
         return doc
@@ -155,7 +159,8 @@ def _invoke(args: list[str], what: str):
 
 
 def check_mutant(tmp_path, data: bytes, name: str, what: str) -> str:
-    """import-traces on ``data``: refused in one line, or accepted and read back by eval-rag (exit 0)."""
+    """import-traces on ``data``: refused in one line, or accepted and read back by eval-rag (exit
+    0)."""
     path = tmp_path / name
     path.write_bytes(data)
     labels = tmp_path / "labels.jsonl"
@@ -180,7 +185,8 @@ def check_mutant(tmp_path, data: bytes, name: str, what: str) -> str:
         back = _invoke(["eval-rag", scored, "-r", relevance, "-k", "1,3", "--quiet"], what)
         if back.exit_code == 2 and f"so no '{relevance}' verdict could be given" in back.stderr:
             continue  # no chunk carries what this source reads (offsets, text): said with the fix, exit 2,
-            # never means of 0 (docs/context-metrics.md, "When nothing can match"); the file itself reads
+            # never means of 0 (docs/context-metrics.md, "When nothing can match"); the file itself
+            # reads
         assert back.exit_code == 0, f"{what}: import-traces wrote what eval-rag -r {relevance} refuses: " \
                                     f"{back.output[-600:]}"
         read.append(relevance)

@@ -1,4 +1,5 @@
-"""Property tests: on random qrels and runs, every per-query value equals pytrec_eval's (trec_eval 9).
+"""Property tests: on random qrels and runs, every per-query value equals pytrec_eval's (trec_eval
+9).
 
 Random inputs have tied scores, graded and negative grades, queries with an empty ranking, queries
 missing from either side, and ids that are prefixes of each other or numeric strings ("01" vs "1").
@@ -36,9 +37,9 @@ NAMES = {
 # prefixes, numeric strings, case, a non-ASCII id (tie order is by UTF-8 bytes)
 DOC_IDS = ["1", "01", "10", "001", "d", "d1", "d10", "D", "a", "b", "z", "Z", "é", "e", "doc-7", "d_1"]
 QUERY_IDS = ["1", "01", "10", "q", "q1", "Q", "é"]
-# pytrec_eval builds trec_eval 9, which stores scores as C floats: doubles that differ only beyond float32
-# precision tie there (and are broken by doc id), while rankwise and trec_eval 10 rank on doubles. So the
-# random scores are float32 values, on which both agree.
+# pytrec_eval builds trec_eval 9, which stores scores as C floats: doubles that differ only beyond
+# float32 precision tie there (and are broken by doc id), while rankwise and trec_eval 10 rank on
+# doubles. So the random scores are float32 values, on which both agree.
 SCORES = st.one_of(st.sampled_from([0.0, 1.0, 0.5, 2.0, -1.0]),
                    st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False, width=32))
 
@@ -57,10 +58,11 @@ run_strategy = st.dictionaries(
 def _fragile(qrels: dict, run: dict) -> set[str]:
     """Queries pytrec_eval cannot be given: an empty ranking, or judgements that are all negative.
 
-    trec_eval 9 (inside pytrec_eval) sizes its per-level counts by the highest grade of the query and
-    bpref reads them up to the relevance level, past the end when every grade is negative; with an
-    empty ranking in the mix pytrec_eval segfaults. Neither case can come from a trec_eval 10 file
-    check (an empty ranking has no line). Their values are fixed by definition and checked apart.
+    trec_eval 9 (inside pytrec_eval) sizes its per-level counts by the highest grade of the query
+    and bpref reads them up to the relevance level, past the end when every grade is negative; with
+    an empty ranking in the mix pytrec_eval segfaults. Neither case can come from a trec_eval 10
+    file check (an empty ranking has no line). Their values are fixed by definition and checked
+    apart.
     """
     return {q for q in run if q in qrels and (not run[q] or max(qrels[q].values()) < 0)}
 

@@ -1,18 +1,19 @@
 """Rules every RAG number obeys, on random records, under every verdict source.
 
-Random cases hold several chunks per reference passage and per document, overlapping chunks, the same chunk
-twice, tied scores, graded verdicts (qrels grades for ids, 0-3 grades for human / LLM verdicts), failed
-verdicts and empty lists. Under each source — ids by chunk id, ids by document (``id_field="doc_id"``),
-containment, span, fuzzy, human labels and an LLM-like judge's stored verdicts — two kinds of rule hold:
+Random cases hold several chunks per reference passage and per document, overlapping chunks, the
+same chunk twice, tied scores, graded verdicts (qrels grades for ids, 0-3 grades for human / LLM
+verdicts), failed verdicts and empty lists. Under each source — ids by chunk id, ids by document
+(``id_field="doc_id"``), containment, span, fuzzy, human labels and an LLM-like judge's stored
+verdicts — two kinds of rule hold:
 
 - every registered metric that declares a range (``Metric.value_range``) stays in it, per case;
-- metamorphic rules: renaming ids consistently changes nothing; appending a chunk below K changes nothing at
-  K; moving a relevant chunk up (past non-relevant ones) never lowers a rank metric; a copy of a chunk below
-  it never raises recall (nor AP, nDCG, R-precision); splitting a chunk in two keeps every passage it
-  found found (span); permuting the cases changes no mean.
+- metamorphic rules: renaming ids consistently changes nothing; appending a chunk below K changes
+  nothing at K; moving a relevant chunk up (past non-relevant ones) never lowers a rank metric; a
+  copy of a chunk below it never raises recall (nor AP, nDCG, R-precision); splitting a chunk in two
+  keeps every passage it found found (span); permuting the cases changes no mean.
 
-Before the redundancy rule (docs/context-metrics.md, "Redundant chunks") the range test found AP = 2.0
-under span (two overlapping chunks holding one passage) and nDCG > 1 under ids by document.
+Before the redundancy rule (docs/context-metrics.md, "Redundant chunks") the range test found AP =
+2.0 under span (two overlapping chunks holding one passage) and nDCG > 1 under ids by document.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ spans = words.map(lambda w: _span(*w))
 @st.composite
 def case(draw) -> dict:
     """One case: reference passages; chunks, half of them a passage widened by a few words (so that
-    several chunks hold one passage), each with the grade a human / LLM judge gives it; reference ids."""
+    several chunks hold one passage), each with the grade a human / LLM judge gives it; reference
+    ids."""
     passages = draw(st.lists(st.tuples(words, st.sampled_from([None, 0, 1])), max_size=3))
     chunks = []
     for _ in range(draw(st.integers(0, 7))):
@@ -78,7 +80,8 @@ cases_st = st.lists(case(), min_size=1, max_size=3)
 
 
 def _first_scorable(cases: list[dict]) -> list[dict]:
-    """The first case gets a passage, a chunk and a reference id (grade 3), so that some case can be scored."""
+    """The first case gets a passage, a chunk and a reference id (grade 3), so that some case can be
+    scored."""
     first = dict(cases[0])
     first["passages"] = first["passages"] or [(_span("A", 2, 3), None)]
     first["chunks"] = first["chunks"] or [(_span("A", 0, 6), 1)]
@@ -136,7 +139,8 @@ def build(cases: list[dict], source: str, *, ren=str, case_ids=None, failures: b
 
 
 def _bounded_names(source: str) -> list[str]:
-    """Every registered metric with a declared range, at cutoffs 1, 3, 5 and without (default parameters)."""
+    """Every registered metric with a declared range, at cutoffs 1, 3, 5 and without (default
+    parameters)."""
     names = []
     for metric in METRICS.values():
         if metric.value_range is None or set(metric.requires) & {"prefs", "qrels_jg"}:
@@ -180,7 +184,8 @@ def test_every_bounded_metric_stays_in_its_range(source, cases, level):
         assert result.per_query[qid]["num_rel_ret"] <= result.per_query[qid]["num_rel"]
 
 
-# ------------------------------------------------------------------------------------- metamorphic rules
+# ------------------------------------------------------------------------------------- metamorphic
+# rules
 def rag_metrics(source: str, k: int = 3) -> list[str]:
     names = [f"{m}@{k}" for m in ("hit_rate", "precision", "recall", "f1", "ndcg", "map", "wcp", "acp",
                                   "context_recall", "relative_P")]
@@ -276,7 +281,8 @@ def test_a_copy_of_a_chunk_never_raises_recall(source, cases, which, where):
     j = which % len(chunks)
     at = j + 1 + where % (len(chunks) - j)  # anywhere below the original
     copied = chunks[:at] + [chunks[j]] + chunks[at:]
-    # not bpref: it divides by min(R, N), N the judged non-relevant chunks, which a copy of one raises
+    # not bpref: it divides by min(R, N), N the judged non-relevant chunks, which a copy of one
+    # raises
     names = ["recall@1", "recall@3", "recall", "context_recall@5", "map", "ndcg", "r_precision", "map@3", "ndcg@3"]
     before = _evaluate(*build(cases, source), names, min_evidence_chars=0).per_query["c0"]
     after = _evaluate(*build([dict(cases[0], chunks=copied), *cases[1:]], source), names,
@@ -317,7 +323,8 @@ def test_permuting_the_cases_changes_no_mean(source, cases, order):
     assert np.array_equal(np.nan_to_num(before.per_query.values), np.nan_to_num(after.per_query.values))
 
 
-# ----------------------------------------------------------------------------------- the worked example
+# ----------------------------------------------------------------------------------- the worked
+# example
 def test_two_overlapping_chunks_holding_one_passage_are_one_relevant_item():
     """docs/context-metrics.md, "Redundant chunks": AP 2.0 before the rule, 1.0 after."""
     item = {"id": "q", "retrieved_contexts": [
@@ -344,9 +351,10 @@ def test_chunks_of_one_relevant_document_are_one_item_under_ids_by_document():
 
 
 def test_the_command_line_applies_the_same_rule(tmp_path):
-    """``eval-rag`` (and so compare-rag, gate, HTML and MLflow, which score through evaluate_rag) prints the
-    rule's numbers: MAP 1.0, not 2.0, for two overlapping chunks holding one passage; nDCG 1.0, not 2.13,
-    for three chunks of the one relevant document under ``-r ids --id-field doc_id``."""
+    """``eval-rag`` (and so compare-rag, gate, HTML and MLflow, which score through evaluate_rag)
+    prints the rule's numbers: MAP 1.0, not 2.0, for two overlapping chunks holding one passage;
+    nDCG 1.0, not 2.13, for three chunks of the one relevant document under ``-r ids --id-field
+    doc_id``."""
     import json
 
     from click.testing import CliRunner

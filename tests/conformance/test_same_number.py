@@ -1,8 +1,9 @@
 """The same number everywhere: one test set, every verdict source, every command and the API.
 
 Per case and in the mean, ``eval-rag``, ``probe``, ``agree``, ``compare-rag`` (table values and
-``--sweep``), ``gate``, the Python API and the HTML report give identical values for ndcg@5, recall@5,
-wcp@5 and acp@5. ``compare``/``compare-rag`` and ``gate`` print the same p-value for the same data.
+``--sweep``), ``gate``, the Python API and the HTML report give identical values for ndcg@5,
+recall@5, wcp@5 and acp@5. ``compare``/``compare-rag`` and ``gate`` print the same p-value for the
+same data.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def _documents(rng: random.Random) -> dict[str, str]:
 
 
 def _cases(rng: random.Random, docs: dict[str, str], n: int = 14) -> list[dict]:
-    """Cases whose chunks are slices of the documents; reference passages are slices too, so containment,
-    span and fuzzy verdicts all have something to find, some chunks match the same passage twice."""
+    """Cases whose chunks are slices of the documents; reference passages are slices too, so
+    containment, span and fuzzy verdicts all have something to find, some chunks match the same
+    passage twice."""
     cases = []
     for c in range(n):
         doc_id = rng.choice(sorted(docs))

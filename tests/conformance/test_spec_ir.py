@@ -1,5 +1,6 @@
-"""docs/metrics.md §2: the worked example (printed by trec_eval 9.0.8), at relevance levels 1 and 2, plus the
-tie rule, ordered runs, the `missing` policies and other definitions docs/metrics.md spells out."""
+"""docs/metrics.md §2: the worked example (printed by trec_eval 9.0.8), at relevance levels 1 and 2,
+plus the tie rule, ordered runs, the `missing` policies and other definitions docs/metrics.md spells
+out."""
 
 from __future__ import annotations
 

@@ -1,16 +1,18 @@
-"""rankwise against a real trec_eval 10.0, built here from ``../shared/external/trec_eval-src.tar.gz``.
+"""rankwise against a real trec_eval 10.0, built here from
+``../shared/external/trec_eval-src.tar.gz``.
 
-Two binaries are built once into ``~/.cache/rankwise`` (keyed by the tarball's hash): the stock one, whose
-``-q`` output must equal ``rankwise eval --format trec``'s line for line (as sets: (name, query) -> text),
-and one whose printf format is ``%.17g`` instead of ``%6.4f``, whose values must equal rankwise's doubles
-exactly. The data is random but seeded: graded and negative grades, queries with no relevant or only
-non-relevant judgements, heavy score ties, scores written in many notations, unjudged documents, queries
-only in the qrels or only in the run, depths 1..1500. Every mode: with ``-c`` (rankwise's default
-``missing="zero"``) and without (``missing="skip"``), at ``-l 1``, ``2`` and ``3``.
+Two binaries are built once into ``~/.cache/rankwise`` (keyed by the tarball's hash): the stock one,
+whose ``-q`` output must equal ``rankwise eval --format trec``'s line for line (as sets: (name,
+query) -> text), and one whose printf format is ``%.17g`` instead of ``%6.4f``, whose values must
+equal rankwise's doubles exactly. The data is random but seeded: graded and negative grades, queries
+with no relevant or only non-relevant judgements, heavy score ties, scores written in many
+notations, unjudged documents, queries only in the qrels or only in the run, depths 1..1500. Every
+mode: with ``-c`` (rankwise's default ``missing="zero"``) and without (``missing="skip"``), at ``-l
+1``, ``2`` and ``3``.
 
-trec_eval 10.0 (f4253652) exits 4 without ``-c`` when a qrels query has no ranking ("result qid ... not
-found in qrels"), so the runs without ``-c`` get qrels without the qrels-only queries; rankwise reads the
-full qrels with ``missing="skip"``, which must give the same numbers.
+trec_eval 10.0 (f4253652) exits 4 without ``-c`` when a qrels query has no ranking ("result qid ...
+not found in qrels"), so the runs without ``-c`` get qrels without the qrels-only queries; rankwise
+reads the full qrels with ``missing="skip"``, which must give the same numbers.
 
 Skipped only where no C compiler or ``make`` exists (scripts/setup.sh --test installs them).
 """
@@ -36,10 +38,12 @@ from rankwise.report.text import to_trec
 
 TARBALL = TREC_EVAL_SRC
 
-# trec_eval's measure sets by their nicknames: rankwise accepts the same ones (metrics/trec.py NICKNAMES)
+# trec_eval's measure sets by their nicknames: rankwise accepts the same ones (metrics/trec.py
+# NICKNAMES)
 ALL_TREC = ["all_trec"]
-# more invocations: measures outside all_trec and non-default parameters. dcg and ideal_dcg get their own:
-# they share ndcg's parameter block, and trec_eval frees it once per measure (a crash) when ndcg has a map
+# more invocations: measures outside all_trec and non-default parameters. dcg and ideal_dcg get
+# their own: they share ndcg's parameter block, and trec_eval frees it once per measure (a crash)
+# when ndcg has a map
 PLAIN_DCG = ["dcg", "ideal_dcg", "yaap", "num_q"]
 EXTRA = [
     "ndcg.1=1,2=3,3=7", "iprec_at_recall.0.15,0.55",
@@ -128,8 +132,9 @@ def _make_data(seed: int, tmp: Path) -> tuple[Path, Path, Path]:
                 else:  # judged non-relevant only
                     judged[d] = 0
         if judged and max(judged.values()) < 0:
-            # trec_eval reuses the previous query's grade-level counts for a query whose every judgement is
-            # negative (form_res_rels.c sizes its level table by the query's top grade, -1): not a mode to match
+            # trec_eval reuses the previous query's grade-level counts for a query whose every
+            # judgement is negative (form_res_rels.c sizes its level table by the query's top grade,
+            # -1): not a mode to match
             judged[next(iter(judged))] = 0
         for d, g in judged.items():
             qrels_lines.append(f"{qid} 0 {d} {g}\n")
@@ -172,7 +177,8 @@ def _ours(text: str) -> dict[tuple[str, str], str]:
 
 
 def _numbers(result) -> dict[tuple[str, str], float]:
-    """rankwise's doubles under trec_eval's names, per query and ``all`` (as --format trec prints them)."""
+    """rankwise's doubles under trec_eval's names, per query and ``all`` (as --format trec prints
+    them)."""
     out: dict[tuple[str, str], float] = {}
     for key, text in _ours(to_trec(result, per_query=True)).items():
         if key[0] == "runid" or text.startswith("'"):
@@ -244,8 +250,9 @@ def test_every_shared_measure_equals_trec_eval(binaries, data, complete, level):
 
 
 def test_cli_format_trec_prints_what_trec_eval_prints(binaries, data):
-    """``rankwise eval -q --format trec`` in its own process vs ``trec_eval -q -c -l 2 -m all_trec``: the
-    same text, line for line and in the same order, runid (the run file's last tag) included."""
+    """``rankwise eval -q --format trec`` in its own process vs ``trec_eval -q -c -l 2 -m
+    all_trec``: the same text, line for line and in the same order, runid (the run file's last tag)
+    included."""
     qrels, _, run = data
     args = [sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-q", "--format", "trec", "-l", "2",
             "-m", "all_trec"]
@@ -267,8 +274,8 @@ def test_cli_format_trec_prints_what_trec_eval_prints(binaries, data):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_max_docs_prints_what_trec_eval_M_prints(binaries, data, stream):
-    """``rankwise eval -M 7`` (in memory and streamed) vs ``trec_eval -M 7``: the top 7 of each ranking
-    after sorting, num_ret counting them; the same text line for line."""
+    """``rankwise eval -M 7`` (in memory and streamed) vs ``trec_eval -M 7``: the top 7 of each
+    ranking after sorting, num_ret counting them; the same text line for line."""
     qrels, _, run = data
     args = [sys.executable, "-m", "rankwise.cli", "eval", str(qrels), str(run), "-q", "--format", "trec", "-M", "7",
             "-m", "all_trec", *(["--stream", "--block-rows", "500"] if stream else [])]
@@ -303,8 +310,8 @@ def _last_tag(run: Path) -> str:
 @pytest.mark.parametrize("complete", [True, False], ids=["c", "noc"])
 def test_set_F_beta_equals_trec_eval(binaries, data, shared_data, beta, complete):
     """``-m set_F.<beta>``: the same printed name (the parameter as written: set_F_0.5, set_F_2,
-    set_F_1.0) and value per query and ``all``, and the same double (%.17g binary), on the random data and
-    on the NIST conformance data."""
+    set_F_1.0) and value per query and ``all``, and the same double (%.17g binary), on the random
+    data and on the NIST conformance data."""
     qrels, qrels_noc, run = data
     folder = shared_data / "trec_eval"
     checked = 0
@@ -358,10 +365,10 @@ def test_runid_from_the_stream_engine(binaries, data, tmp_path):
 
 @pytest.mark.parametrize("complete", [True, False], ids=["c", "noc"])
 def test_default_parameters_written_out_equal_trec_eval(binaries, data, complete):
-    """``-m utility.1,-1,0,0``, ``-m relstring.10``, ``-m rbp_resid.p=0.9``: a default written out keeps its
-    name (``utility_1,-1,0,0`` ...), and trec_eval's value for that name: under ``-c`` a qrels query missing
-    from the run keeps the placeholder's value (utility -1, relstring '-', rbp_resid 1), as trec_eval resets
-    it only under the bare name."""
+    """``-m utility.1,-1,0,0``, ``-m relstring.10``, ``-m rbp_resid.p=0.9``: a default written out
+    keeps its name (``utility_1,-1,0,0`` ...), and trec_eval's value for that name: under ``-c`` a
+    qrels query missing from the run keeps the placeholder's value (utility -1, relstring '-',
+    rbp_resid 1), as trec_eval resets it only under the bare name."""
     qrels, qrels_noc, run = data
     specs = ["utility.1,-1,0,0", "relstring.10", "rbp_resid.p=0.9"]
     args = (["-c"] if complete else []) + [a for s in specs for a in ("-m", s)]

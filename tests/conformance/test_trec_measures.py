@@ -1,8 +1,9 @@
 """Test vectors for the trec_eval measures in metrics/trec.py, judged@k and err@k.
 
-One small case, worked by hand below; the expected doubles are what trec_eval 10.0 (built with printf
-``%.17g``) prints for it, so they are compared exactly. tests/conformance/test_trec_eval_binary.py checks the same
-measures against the binary on thousands of random queries.
+One small case, worked by hand below; the expected doubles are what trec_eval 10.0 (built with
+printf ``%.17g``) prints for it, so they are compared exactly.
+tests/conformance/test_trec_eval_binary.py checks the same measures against the binary on thousands
+of random queries.
 
     qrels q1: a=2 b=0 c=1 d=1 e=-1 f=3      R = 4 (a c d f), judged non-relevant: b
     run q1:   a 5.0, b 4.0, z 3.0, e 2.0, c 1.0
@@ -38,14 +39,16 @@ VECTORS = {
     "gm_bpref": (None, None, 0.0015811388300841893),
     # a: 1; c (j=4): 1/5 + 4/5 * (1+1+1)/4 * (1+e)/(1+1+2e) ~ 0.5 -> 1.5/4
     "infAP": (0.375, 0.0, 0.1875),
-    # interpolated: max P@i at or past the rank where round(0.5 * 4) = 2 relevant are found: P@5 = 0.4
+    # interpolated: max P@i at or past the rank where round(0.5 * 4) = 2 relevant are found: P@5 =
+    # 0.4
     "iprec_at_recall_0.50": (0.40000000000000002, 0.0, 0.20000000000000001),
     "iprec_at_recall_0.25": (1.0, 0.0, 0.5),
     # mean of iprec at 0.2 (1), 0.5 (0.4), 0.8 (0: round(3.2) = 3 > 2 found)
     "11pt_avg_0.2,0.5,0.8": (0.46666666666666662, 0.0, 0.23333333333333331),
     # 11 points: 1,1,1,1 (0..0.3), 0.4 x3 (0.4..0.6), 0 x4 -> 5.2/11
     "11pt_avg": (0.47272727272727272, 0.0, 0.23636363636363636),
-    # rank (long)(0.2*4 + 0.9) = 1: P@1 = 1; 1.2*4+0.9 -> 5: P@5 = 0.4; 2*4+0.9 -> 8 > 5 retrieved: 2/8
+    # rank (long)(0.2*4 + 0.9) = 1: P@1 = 1; 1.2*4+0.9 -> 5: P@5 = 0.4; 2*4+0.9 -> 8 > 5 retrieved:
+    # 2/8
     "Rprec_mult_0.20": (1.0, 0.0, 0.5),
     "Rprec_mult_1.20": (0.40000000000000002, 0.0, 0.20000000000000001),
     "Rprec_mult_2.00": (0.25, 0.0, 0.125),
@@ -125,7 +128,8 @@ def test_relstring_texts_and_trec_layout(result):
 
 
 def test_ndcg_p_by_hand():
-    # ndcg_p (m_ndcg_p.c; trec_eval 10.0 does not register it): discount 1 at rank 1, 1/log2(i) at rank i > 1
+    # ndcg_p (m_ndcg_p.c; trec_eval 10.0 does not register it): discount 1 at rank 1, 1/log2(i) at
+    # rank i > 1
     r = evaluate(QRELS, RUN, ["ndcg_p"], missing="skip")
     dcg = 2 + 1 / math.log2(5)
     ideal = 3 + 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
@@ -135,7 +139,8 @@ def test_ndcg_p_by_hand():
 
 def test_judged_at_k():
     r = evaluate(QRELS, RUN, ["judged@3", "Judged@5", "judged"], missing="skip")
-    # q1 top 3: a b z -> 2 listed in the qrels; top 5: a b e c (e's grade is negative, but it is listed)
+    # q1 top 3: a b z -> 2 listed in the qrels; top 5: a b e c (e's grade is negative, but it is
+    # listed)
     assert r.per_query["q1"] == {"judged@3": 2 / 3, "judged@5": 4 / 5, "judged": 4 / 5}
     # q2: y listed, w not; 2 retrieved, so the share is over 2
     assert r.per_query["q2"] == {"judged@3": 0.5, "judged@5": 0.5, "judged": 0.5}
@@ -273,7 +278,8 @@ def test_relstring_texts_in_json():
 
 
 def test_printed_names_parse_back():
-    # every name trec_eval prints for all_trec (and a few with parameters) names the same measure again
+    # every name trec_eval prints for all_trec (and a few with parameters) names the same measure
+    # again
     names = [m.trec_name for m in parse_measures(["all_trec", "ndcg.1=1,2=3", "rbp.p=0.8", "relstring.5"])]
     assert len(names) == 102 and None not in names
     for name in names:
@@ -312,10 +318,11 @@ NIST_CASES = [  # expected file, qrels, run, rankwise measures, relevance level,
 
 @pytest.mark.parametrize("case", NIST_CASES, ids=[c[0] for c in NIST_CASES])
 def test_nist_expected_outputs(shared_data, case):
-    """The NIST suite's expected outputs (printed by trec_eval 10.0; its README gives each command), text
-    for text and in order, runid too: the run file's tag (STANDARD), printed only where the measure set
-    asks for it (official, all_trec; not meas_params). meas_params asks ``ndcg_cut.23.4``, which trec_eval
-    truncates to 23 and rankwise refuses: it asks ``ndcg_cut.23`` here."""
+    """The NIST suite's expected outputs (printed by trec_eval 10.0; its README gives each command),
+    text for text and in order, runid too: the run file's tag (STANDARD), printed only where the
+    measure set asks for it (official, all_trec; not meas_params). meas_params asks
+    ``ndcg_cut.23.4``, which trec_eval truncates to 23 and rankwise refuses: it asks ``ndcg_cut.23``
+    here."""
     expected_file, qrels, run, measures, level, missing, per_query = case
     folder = shared_data / "trec_eval"
     result = evaluate(folder / qrels, folder / run, measures, relevance_level=level, missing=missing)

@@ -1,16 +1,17 @@
-"""Preference (``-R prefs``, ``-R qrels_prefs``), judgement-group (``-R qrels_jg``) measures and ``-Z``
-z-scores against a trec_eval 10.0 binary built from source (as tests/conformance/test_trec_eval_binary.py builds it),
-on seeded random inputs unlike the NIST files: judgement groups with one and with several sub-groups
-(equivalence classes and transitive preference arrays), more non-relevant than relevant documents and
-the reverse (both branches of ``*_Rnonrel``), negative and fractional levels, runs with shuffled rows and
-heavy score ties (the preference measures break ties by docno ascending, the others descending), judged
-documents never retrieved, queries missing from the run (``-c``), ``-M`` depths and ``-l`` levels; a
-z-score table with zero deviations and missing measures and queries. Printed text must be equal line for
-line (runid's value aside: trec_eval prints the run's tag column, rankwise the run's name), and the
+"""Preference (``-R prefs``, ``-R qrels_prefs``), judgement-group (``-R qrels_jg``) measures and
+``-Z`` z-scores against a trec_eval 10.0 binary built from source (as
+tests/conformance/test_trec_eval_binary.py builds it), on seeded random inputs unlike the NIST
+files: judgement groups with one and with several sub-groups (equivalence classes and transitive
+preference arrays), more non-relevant than relevant documents and the reverse (both branches of
+``*_Rnonrel``), negative and fractional levels, runs with shuffled rows and heavy score ties (the
+preference measures break ties by docno ascending, the others descending), judged documents never
+retrieved, queries missing from the run (``-c``), ``-M`` depths and ``-l`` levels; a z-score table
+with zero deviations and missing measures and queries. Printed text must be equal line for line
+(runid's value aside: trec_eval prints the run's tag column, rankwise the run's name), and the
 ``%.17g`` build's doubles equal ours exactly.
 
-Then the readers' one-line errors (file, line, field). The NIST expected outputs themselves are compared
-in tests/conformance/test_conformance_trec_eval.py.
+Then the readers' one-line errors (file, line, field). The NIST expected outputs themselves are
+compared in tests/conformance/test_conformance_trec_eval.py.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ DOCS = [f"D{j:03d}" for j in range(120)] + [f"doc-{j}" for j in range(40)]
 
 
 def _prefs_lines(rng: random.Random, qid: str) -> list[str]:
-    """One query's preferences: JGs whose sub-groups all follow one hidden order per JG (consistent, as
-    trec_eval requires), so transitivity adds preferences no sub-group states."""
+    """One query's preferences: JGs whose sub-groups all follow one hidden order per JG (consistent,
+    as trec_eval requires), so transitivity adds preferences no sub-group states."""
     lines = []
     for g in range(rng.choice([1, 1, 2, 3])):
         pool = rng.sample(DOCS, rng.randint(2, 40))
@@ -89,7 +90,8 @@ def _trec(binary: Path, args: list[str]) -> str:
 
 
 def _check(binaries, args: list[str], result) -> int:
-    """trec_eval's printed text and %.17g doubles vs rankwise's: no difference; how many values compared."""
+    """trec_eval's printed text and %.17g doubles vs rankwise's: no difference; how many values
+    compared."""
     std = _ours(_trec(binaries["std"], args))
     g17 = _ours(_trec(binaries["g17"], args))
     problems = _compare(std, _ours(to_trec(result, per_query=True)), "printed", exact_text=True)
@@ -146,8 +148,9 @@ def test_qrels_prefs_equal_trec_eval(binaries, tmp_path, seed):
             grades = {d: rng.choice([-1, 0, 0, 0, 1, 1, 2, 3]) for d in rng.sample(DOCS, rng.randint(1, 60))}
             relevant, negative = sum(v > 0 for v in grades.values()), sum(v < 0 for v in grades.values())
             if negative < relevant:
-                # *_Rnonrel would take R documents from the lowest class (-1) and read past its end, into
-                # memory trec_eval never wrote for this query: undefined, so not compared (docs/trec-measures.md)
+                # *_Rnonrel would take R documents from the lowest class (-1) and read past its end,
+                # into memory trec_eval never wrote for this query: undefined, so not compared
+                # (docs/trec-measures.md)
                 grades = {d: max(v, 0) for d, v in grades.items()}
             lines += [f"{q} {g} {d} {v}\n" for d, v in grades.items()]
     qrels = _write(tmp_path / "qrels", lines)
@@ -170,7 +173,8 @@ def test_qrels_jg_equal_trec_eval(binaries, tmp_path, level):
     qrels = _write(tmp_path / "qrels", lines)
     in_run = qids[:-2]
     run = _write(tmp_path / "run", _run_lines(rng, in_run))
-    # trec_eval: a measure's parameters given with -m replace its defaults, so the two lists go apart
+    # trec_eval: a measure's parameters given with -m replace its defaults, so the two lists go
+    # apart
     for names in (["qrels_jg"], ["map_avgjg", "P_avgjg.1,3,200", "Rprec_mult_avgjg.0.5,3.0,0.05"]):
         for depth in (None, 20):
             args = ["-q", "-c", "-l", str(level), "-R", "qrels_jg", *(x for n in names for x in ("-m", n))]
@@ -180,8 +184,8 @@ def test_qrels_jg_equal_trec_eval(binaries, tmp_path, level):
 
 
 def test_zscores_equal_trec_eval(binaries, tmp_path, shared_data):
-    """-Z on all_trec: means and deviations drawn at random, some deviations 0 (value equal to the mean or
-    not), some measures and one query left out of the table; with -c and without."""
+    """-Z on all_trec: means and deviations drawn at random, some deviations 0 (value equal to the
+    mean or not), some measures and one query left out of the table; with -c and without."""
     data = shared_data / "trec_eval"
     rng = random.Random(7)
     base = evaluate(data / "qrels.test", data / "results.test", ["all_trec"], missing="skip")
@@ -269,8 +273,8 @@ def test_measures_need_their_judgements(shared_data):
 
 
 def test_small_case_by_hand():
-    """One JG, levels a=2 b=1 c=0; ranking b a x: b>a is failed with both retrieved (b above a), a>c and b>c
-    are fulfilled by implication (c not retrieved)."""
+    """One JG, levels a=2 b=1 c=0; ranking b a x: b>a is failed with both retrieved (b above a), a>c
+    and b>c are fulfilled by implication (c not retrieved)."""
     from rankwise.data.prefs import PrefLine, Prefs
     from rankwise.data.run import Run
 
@@ -280,7 +284,8 @@ def test_small_case_by_hand():
     assert r.per_query["q"] == {
         "num_q": 1.0, "prefs_num_prefs_poss": 3.0, "prefs_num_prefs_ful": 2.0, "prefs_num_prefs_ful_ret": 0.0,
         "prefs_simp": 2 / 3, "prefs_pair": 2 / 3, "prefs_avgjg": 2 / 3,
-        # R = 2 >= N = 1: one fulfilled pref added per retrieved relevant doc (2), R * (R - N) = 2 possible
+        # R = 2 >= N = 1: one fulfilled pref added per retrieved relevant doc (2), R * (R - N) = 2
+        # possible
         "prefs_avgjg_Rnonrel": (2 + 2) / (3 + 2), "prefs_simp_ret": 0.0, "prefs_pair_ret": 0.0,
         "prefs_avgjg_ret": 0.0,
         # retrieved: R = 2, N = 0: (0 + 2 * 2) / (1 + 2 * 2)

@@ -1,4 +1,5 @@
-"""The bundled Kestrel DB benchmark: size, question mix, verified passages, and offsets that survive re-chunking."""
+"""The bundled Kestrel DB benchmark: size, question mix, verified passages, and offsets that survive
+re-chunking."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def test_multi_passage_questions_need_two_or_more_passages(questions):
 
 
 def test_keyword_questions_name_an_identifier(questions):
-    """Keyword questions carry a config key, error code, flag or metric name that also appears in a passage."""
+    """Keyword questions carry a config key, error code, flag or metric name that also appears in a
+    passage."""
     import re
 
     ident = re.compile(r"KST-\d{4}|--[a-z][a-z-]+|\b[a-z0-9]+(?:[._][a-z0-9]+)+\b|`([^`]+)`")
@@ -125,7 +127,8 @@ def test_rechunking_keeps_every_passage_locatable(corpus, questions, size, overl
                 covered.update(range(lo, hi))
                 best = max(best, (hi - lo) / (p.end - p.start), (hi - lo) / (b - a))
             assert covered == set(range(p.start, p.end)), (q.id, size)
-            # span verdict (docs/metrics.md §4, min_overlap 0.5): some chunk is relevant to every passage
+            # span verdict (docs/metrics.md §4, min_overlap 0.5): some chunk is relevant to every
+            # passage
             assert best >= 0.5, (q.id, p.doc_id, size)
 
 

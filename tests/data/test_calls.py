@@ -1,4 +1,5 @@
-"""Cases retrieved several times (agents, multi-hop pipelines): the data model, its readers and writers."""
+"""Cases retrieved several times (agents, multi-hop pipelines): the data model, its readers and
+writers."""
 
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ def test_testcase_defaults_keep_the_single_list_case():
     assert case.calls == [] and case.to_dict()["retrieved_contexts"][0]["text"] == "a"
 
 
-# ------------------------------------------------------------------------------------ metrics over calls
+# ------------------------------------------------------------------------------------ metrics over
+# calls
 
 SINGLE = [
     {"id": "s1", "retrieved_contexts": [{"id": "x1", "text": "Boilers need a yearly pressure check by a fitter."},
@@ -287,7 +289,8 @@ def test_default_metrics_add_the_call_metrics_only_when_cases_have_calls():
 
 
 def test_the_llm_judge_judges_a_chunk_seen_in_two_calls_once(srv, tmp_path):
-    """Against the loopback judge: one request per distinct chunk; both calls show the shared verdict."""
+    """Against the loopback judge: one request per distinct chunk; both calls show the shared
+    verdict."""
     from rankwise.relevance.llm_judge import judge_records
 
     recs = records_from_testset([dict(CASE, reference="Ada Lee founded Acme.")])
@@ -307,7 +310,8 @@ def test_the_llm_judge_judges_a_chunk_seen_in_two_calls_once(srv, tmp_path):
 
 
 def test_call_chunks_outside_an_explicit_list_are_judged_too():
-    """retrieved_contexts beside calls: the calls' other chunks still get text and id verdicts of their own."""
+    """retrieved_contexts beside calls: the calls' other chunks still get text and id verdicts of
+    their own."""
     final = dict(CASE, retrieved_contexts=[{"id": "a", "text": "The X1 is made by Acme."}],
                  reference_context_ids=["a", "c"])
     for relevance in ("containment", "ids"):
@@ -349,7 +353,8 @@ def test_calls_in_a_csv_test_set(tmp_path):
 
 
 def test_compare_and_its_html_report_show_the_same_call_metrics(tmp_path):
-    """compare-rag (API, and its HTML report) scores two agents' records with the numbers eval-rag gives."""
+    """compare-rag (API, and its HTML report) scores two agents' records with the numbers eval-rag
+    gives."""
     from rankwise.analysis.compare import compare_records
     from rankwise.report.html import write_html_report
 
@@ -368,8 +373,9 @@ def test_compare_and_its_html_report_show_the_same_call_metrics(tmp_path):
 
 
 def test_compare_says_why_multi_call_values_are_undefined():
-    """compare-rag leaves undefined values (calls_to_evidence when the evidence is never complete) out of the
-    paired comparison; its summary and caption now say why, as eval-rag does (before: a bare count)."""
+    """compare-rag leaves undefined values (calls_to_evidence when the evidence is never complete)
+    out of the paired comparison; its summary and caption now say why, as eval-rag does (before: a
+    bare count)."""
     from rankwise.analysis.compare import compare_records
     from rankwise.report.labels import comparison_caption
 
@@ -388,8 +394,9 @@ def test_compare_says_why_multi_call_values_are_undefined():
 @pytest.mark.parametrize("inner", ["wcp(decay=linear)", "wcp(decay=rbp,p=0.5)", "acp(ragas_compat=true)",
                                    "wcp(decay=linear,ideal=attainable)"])
 def test_wrapped_metrics_take_the_inner_metrics_own_parameters(inner, tmp_path):
-    """merged/per_call/call_mean wrap a metric with its own parameters (before: refused as an unknown metric);
-    on single-list cases each equals the inner metric itself, through the API and eval-rag alike."""
+    """merged/per_call/call_mean wrap a metric with its own parameters (before: refused as an
+    unknown metric); on single-list cases each equals the inner metric itself, through the API and
+    eval-rag alike."""
     from click.testing import CliRunner
 
     from rankwise.cli import main
@@ -414,7 +421,7 @@ def test_a_wrapped_metrics_bad_parameter_is_refused_when_named():
 @pytest.mark.parametrize("name", ["merged(metric=wcp(decay=linear)@3", "merged(metric=wcp(decay=linear)))@3",
                                   "wcp(decay=linear@3"])
 def test_unbalanced_parentheses_are_refused_not_read_as_defaults(name):
-    """A missing ")" in a nested name read as the inner metric with its defaults (wcp, log decay) and scored it
-    silently; it is one line naming the name now."""
+    """A missing ")" in a nested name read as the inner metric with its defaults (wcp, log decay)
+    and scored it silently; it is one line naming the name now."""
     with pytest.raises(InputError, match="unbalanced parentheses"):
         evaluate_rag(SINGLE, "containment", metrics=[name])

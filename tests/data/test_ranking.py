@@ -39,7 +39,8 @@ def _scores(rng: random.Random, n: int) -> list[float]:
 
 
 def _expected(rows: list[tuple[str, str, float]]) -> dict[str, list[str]]:
-    """trec_eval's order, written plainly: query, score descending, doc id descending (UTF-8 bytes)."""
+    """trec_eval's order, written plainly: query, score descending, doc id descending (UTF-8 bytes).
+    """
     out: dict[str, list[tuple[float, bytes, str]]] = {}
     for q, d, s in rows:
         out.setdefault(q, []).append((s, d.encode(), d))
@@ -165,8 +166,8 @@ def test_descending_keys_order_every_kind_of_double():
 
 
 def _reference_hash(s: bytes) -> int:
-    """string_hashes' definition, byte by byte: the first word (zero-padded) times K1, then each further word
-    (the last one overlapping) times its own constant, XOR-ed in."""
+    """string_hashes' definition, byte by byte: the first word (zero-padded) times K1, then each
+    further word (the last one overlapping) times its own constant, XOR-ed in."""
     from rankwise.data.columns import _FACTORS, _K1
 
     mask = (1 << 64) - 1
@@ -181,7 +182,8 @@ def _reference_hash(s: bytes) -> int:
 
 @pytest.mark.parametrize("lengths", [[3, 9, 16, 17, 40], [2, 100_000, 5], [70_000, 65_001, 1, 8, 12, 300] + [20] * 50])
 def test_string_hashes_follow_their_definition_for_long_and_short_ids(lengths):
-    """Long doc ids beside short ones: the few long ones are hashed word-vector at a time, to the same value."""
+    """Long doc ids beside short ones: the few long ones are hashed word-vector at a time, to the
+    same value."""
     from rankwise.data.columns import string_hashes
 
     rng = random.Random(len(lengths))

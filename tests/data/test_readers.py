@@ -380,9 +380,11 @@ def test_trec_suite_files_load(shared_data):
     assert len(run) == 1500 and run.queries == ["301", "302", "303"]
 
 
-# ------------------------------------------------------------------ engine internals seen from outside
+# ------------------------------------------------------------------ engine internals seen from
+# outside
 def test_hash_collisions_are_resolved_exactly():
-    """Doc ids differing only by trailing NUL bytes share a hash: joins and duplicate checks stay exact."""
+    """Doc ids differing only by trailing NUL bytes share a hash: joins and duplicate checks stay
+    exact."""
     from rankwise import evaluate
 
     run = {"q": {"a": 1.0, "a\x00": 2.0, "a\x00\x00": 0.5, "b": 0.1}}
@@ -396,7 +398,8 @@ def test_hash_collisions_are_resolved_exactly():
 
 
 def test_query_blocks_out_of_byte_order_and_unordered_ties(tmp_path):
-    """Queries in numeric order (10 after 9), ties listed in ascending doc order: re-ranked like trec_eval."""
+    """Queries in numeric order (10 after 9), ties listed in ascending doc order: re-ranked like
+    trec_eval."""
     lines = []
     expected = {}
     for q in range(1, 13):
@@ -428,7 +431,8 @@ def test_shuffled_rows_are_grouped_and_ranked(tmp_path):
 
 
 def test_duplicate_line_numbers_survive_reordering(tmp_path):
-    """Query blocks out of byte order, ties to reorder, and a repeated doc: the lines are the file's."""
+    """Query blocks out of byte order, ties to reorder, and a repeated doc: the lines are the
+    file's."""
     lines = []
     for q in (9, 10, 2):
         lines += [f"{q} Q0 a{q} 1 5 s", f"{q} Q0 b{q} 2 5 s", f"{q} Q0 c{q} 3 4 s"]
@@ -441,7 +445,8 @@ def test_duplicate_line_numbers_survive_reordering(tmp_path):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_chunked_columns_build_the_same_run(seed):
-    """A file reader hands over columns in chunks; blocks and tied groups can straddle chunk edges."""
+    """A file reader hands over columns in chunks; blocks and tied groups can straddle chunk edges.
+    """
     import pyarrow as pa
 
     rng = np.random.default_rng(seed)
@@ -471,7 +476,8 @@ def test_chunked_columns_build_the_same_run(seed):
 
 
 def test_headerless_trec_lines_in_a_tsv_are_trec(tmp_path):
-    """MS MARCO ships qrels as headerless `.tsv` TREC lines: read as TREC (tabs or spaces), not as BEIR."""
+    """MS MARCO ships qrels as headerless `.tsv` TREC lines: read as TREC (tabs or spaces), not as
+    BEIR."""
     from _inprocess import run_cli
 
     (tmp_path / "qrels.dev.tsv").write_text("q1\t0\td1\t1\nq1\t0\td2\t0\nq2\t0\td3\t2\n")

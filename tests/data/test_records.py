@@ -121,8 +121,8 @@ def test_duplicate_case_and_bad_json(tmp_path):
 
 
 def test_as_records_copies_records_deeply_and_field_by_field():
-    """as_records copies a record list: equal to the deep copy, and nothing in the copy is shared with the
-    original but atoms (whatever does the copying)."""
+    """as_records copies a record list: equal to the deep copy, and nothing in the copy is shared
+    with the original but atoms (whatever does the copying)."""
     import copy
 
     from rankwise.data.records import CallRecord, ChunkRecord, Verdict, as_records
@@ -159,8 +159,9 @@ def test_as_records_copies_records_deeply_and_field_by_field():
 
 
 def test_copy_record_rebuilds_every_record_type_from_all_its_fields():
-    """copy_record passes a record type's dataclass fields to its constructor in order: that holds only while
-    every field is an init field (a field added with init=False would be dropped or shifted)."""
+    """copy_record passes a record type's dataclass fields to its constructor in order: that holds
+    only while every field is an init field (a field added with init=False would be dropped or
+    shifted)."""
     import dataclasses
 
     from rankwise.data.records import CallRecord, ChunkRecord, Verdict

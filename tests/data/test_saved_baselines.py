@@ -1,7 +1,7 @@
-"""Saved results and baselines read like every other input (issue 33, item 5, the reading half): bytes that are
-not UTF-8, binary content and 100,000-deep nesting in a ``.json`` given to ``gate`` (either side), the GitHub
-Action or the pytest plugin are one line naming the file (and line), exit 2 or a one-line test failure; they
-were a UnicodeDecodeError and a RecursionError traceback."""
+"""Saved results and baselines read like every other input (issue 33, item 5, the reading half):
+bytes that are not UTF-8, binary content and 100,000-deep nesting in a ``.json`` given to ``gate``
+(either side), the GitHub Action or the pytest plugin are one line naming the file (and line), exit
+2 or a one-line test failure; they were a UnicodeDecodeError and a RecursionError traceback."""
 
 from __future__ import annotations
 
@@ -101,8 +101,8 @@ def test_binary_candidate():
 
 
 def test_pytest_plugin_fails_the_test_with_the_one_line(pytester):
-    """One pytest run (each takes seconds): the --rankwise-baseline file 100,000 deep, a baseline with bytes
-    that are not UTF-8, a binary candidate."""
+    """One pytest run (each takes seconds): the --rankwise-baseline file 100,000 deep, a baseline
+    with bytes that are not UTF-8, a binary candidate."""
     _write_inputs(pytester.path)
     bad = _bad_files(pytester.path)
     for name in ("deep.json", "bad_utf8.json", "binary.json"):

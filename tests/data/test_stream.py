@@ -1,5 +1,6 @@
 """Runs larger than memory: streamed evaluation (block by block, grouped files read directly, others
-partitioned on disk) gives the in-memory result to the last digit; Parquet runs and qrels are read."""
+partitioned on disk) gives the in-memory result to the last digit; Parquet runs and qrels are read.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ MEASURES = ["P@10", "recall@100", "ndcg@10", "map", "mrr", "bpref", "num_ret", "
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """1e5 rows over 1,000 queries (grouped, depth 40-160), with ties and scores in several notations;
-    qrels for 900 of them plus 60 queries the run lacks; 30 run queries are not in the qrels."""
+    """1e5 rows over 1,000 queries (grouped, depth 40-160), with ties and scores in several
+    notations; qrels for 900 of them plus 60 queries the run lacks; 30 run queries are not in the
+    qrels."""
     rng = np.random.default_rng(3)
     d = tmp_path_factory.mktemp("stream")
     queries = [f"q{i}" for i in range(1000)]
@@ -140,8 +142,8 @@ def test_streaming_bad_line_is_a_one_line_error_naming_it(tmp_path, text, messag
     ["q1\tQ0\ta b\t1\t2.0\tt", "q1\tQ0\tc\t2\t1.0\tt"],  # a space inside a tab-separated field splits it
 ])
 def test_streaming_reads_what_trec_eval_reads(tmp_path, lines):
-    """Lines Arrow's fixed-delimiter reader cannot take are read exactly (split on whitespace), so the
-    streamed numbers are the in-memory reader's, wherever in the file such a line stands."""
+    """Lines Arrow's fixed-delimiter reader cannot take are read exactly (split on whitespace), so
+    the streamed numbers are the in-memory reader's, wherever in the file such a line stands."""
     from rankwise import evaluate
 
     qrels = {"q1": {"a": 1, "b": 2, "c": 1}, "q2": {"c": 1}}
@@ -160,9 +162,11 @@ def test_streaming_skips_comment_lines(tmp_path):
     assert result.mean == {"mrr": 0.5, "num_ret": 2.0}
 
 
-# ------------------------------------------------ issue 20: the stream accepts and refuses what memory does
+# ------------------------------------------------ issue 20: the stream accepts and refuses what
+# memory does
 def _streamed(path, **kwargs):
-    """Every query of a streamed run: {query: (docs in rank order, scores)}, as the CLI's --stream reads it."""
+    """Every query of a streamed run: {query: (docs in rank order, scores)}, as the CLI's --stream
+    reads it."""
     try:
         blocks = list(iter_run_blocks(path, **kwargs))
     except NotGrouped:
@@ -227,7 +231,8 @@ def test_stream_reads_cr_line_ends_and_a_bom_as_memory_does(tmp_path, data):
 
 
 def test_pieces_never_split_a_crlf_and_count_lines_across(tmp_path):
-    """Read in pieces of about one line, every line end kind mixed: the same rows and line numbers."""
+    """Read in pieces of about one line, every line end kind mixed: the same rows and line numbers.
+    """
     from rankwise.data.stream import _text_batches
 
     lines = [f"q{i // 5} Q0 d{i} {i} {i / 7!r} t" for i in range(40)]
@@ -244,7 +249,8 @@ def test_pieces_never_split_a_crlf_and_count_lines_across(tmp_path):
         assert [s for part in got for s in part[2].tolist()] == [i / 7 for i in range(40)], rows
 
 
-# ------------------------------------------------------------------ issue 20: Parquet, one set of rules
+# ------------------------------------------------------------------ issue 20: Parquet, one set of
+# rules
 def _table(**columns):
     return pa.Table.from_arrays(list(columns.values()), names=[n.rstrip("_") for n in columns])
 
@@ -329,12 +335,13 @@ def test_parquet_integer_grades_within_range_are_read(tmp_path):
     assert load_qrels(path).judgements("q") == {"a": 2, "b": -1}
 
 
-# ------------------------------------------- issue 33: a Parquet run without scores, streamed as in memory
+# ------------------------------------------- issue 33: a Parquet run without scores, streamed as in
+# memory
 @pytest.fixture(scope="module")
 def unscored(files):
-    """run.trec's rankings as Parquet rows without a score column, each query's rows in rank order: grouped
-    (``grouped.parquet``) and with the queries interleaved (``interleaved.parquet``, a ``rank`` column the
-    readers ignore, as they do in memory)."""
+    """run.trec's rankings as Parquet rows without a score column, each query's rows in rank order:
+    grouped (``grouped.parquet``) and with the queries interleaved (``interleaved.parquet``, a
+    ``rank`` column the readers ignore, as they do in memory)."""
     from rankwise.data.load import load_run
 
     run = load_run(files / "run.trec")
@@ -357,8 +364,9 @@ def unscored(files):
 @pytest.mark.parametrize("missing", ["zero", "skip"])
 @pytest.mark.parametrize("name", ["grouped.parquet", "interleaved.parquet"])
 def test_parquet_without_scores_streams_the_in_memory_numbers(unscored, name, missing):
-    """Without a score column the rows' order within a query ranks, in memory and streamed alike (it was
-    refused by --stream: "no column 'score'"): here the same rankings as run.trec, so the same digits."""
+    """Without a score column the rows' order within a query ranks, in memory and streamed alike (it
+    was refused by --stream: "no column 'score'"): here the same rankings as run.trec, so the same
+    digits."""
     reference = evaluate(unscored / "qrels.txt", unscored / "run.trec", MEASURES, missing=missing)
     in_memory = evaluate(unscored / "qrels.txt", unscored / name, MEASURES, missing=missing)
     _same(in_memory, reference)
@@ -391,8 +399,9 @@ def test_cli_streams_a_parquet_run_without_scores(unscored):
      {"q": (["z", "y", "x"], None), "p": (["a"], None)}),
 ])
 def test_parquet_runs_without_scores_read_alike_in_memory_and_streamed(tmp_path, table, expected):
-    """The mutants --stream refused: no score column (only ids; a rank column the readers leave aside;
-    integer, dictionary-encoded and large-string ids), grouped or not, in blocks of one row or many."""
+    """The mutants --stream refused: no score column (only ids; a rank column the readers leave
+    aside; integer, dictionary-encoded and large-string ids), grouped or not, in blocks of one row
+    or many."""
     path = tmp_path / "run.parquet"
     pq.write_table(table, path)
     assert _in_memory(path) == expected

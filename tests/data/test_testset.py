@@ -1,4 +1,5 @@
-"""RAG test set readers: Ragas and rich JSONL, CSV, JSON, DataFrames, dict of lists; errors name line and field."""
+"""RAG test set readers: Ragas and rich JSONL, CSV, JSON, DataFrames, dict of lists; errors name
+line and field."""
 
 from __future__ import annotations
 
@@ -167,8 +168,8 @@ def test_testset_is_not_collected_by_pytest():
 
 
 def test_id_lists_of_plain_strings_and_of_other_values_read_the_same_way():
-    """Plain-string id lists skip the per-item check (issue 37); numbers still become strings, nulls and
-    lists still fail naming the item, and the chunks' ids are the same either way."""
+    """Plain-string id lists skip the per-item check (issue 37); numbers still become strings, nulls
+    and lists still fail naming the item, and the chunks' ids are the same either way."""
     plain = load_testset([{"id": "q", "retrieved_context_ids": ["1", "2"], "reference_context_ids": ["2"]}])
     mixed = load_testset([{"id": "q", "retrieved_context_ids": [1, "2"], "reference_context_ids": [2]}])
     assert [c.id for c in plain.cases[0].chunks] == [c.id for c in mixed.cases[0].chunks] == ["1", "2"]

@@ -1,6 +1,7 @@
-"""Traces from real instrumentation (issue 23): LangChain retrievers run under openinference-instrumentation-langchain
-with the OpenTelemetry SDK, and MLflow traces, read back by ``rankwise.traces`` / ``rankwise import-traces``.
-The numbers from the traces equal those of the same retriever run through ``rankwise.adapters.run_retriever``.
+"""Traces from real instrumentation (issue 23): LangChain retrievers run under
+openinference-instrumentation-langchain with the OpenTelemetry SDK, and MLflow traces, read back by
+``rankwise.traces`` / ``rankwise import-traces``. The numbers from the traces equal those of the
+same retriever run through ``rankwise.adapters.run_retriever``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 
 @pytest.fixture(scope="module", autouse=True)
 def _instrumentation():
-    """Every test here needs the instrumentation; imported here, not at module level (collection would pay it)."""
+    """Every test here needs the instrumentation; imported here, not at module level (collection
+    would pay it)."""
     need("openinference.instrumentation.langchain")
 
 METRICS = ["hit_rate@1", "hit_rate@5", "precision@5", "recall@10", "mrr", "ndcg@10", "char_recall@10"]
@@ -165,8 +167,8 @@ def test_mlflow_traces_read_back(tmp_path, retriever, questions, monkeypatch, re
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
     before = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    # an experiment of this store: the active one another test's store left (mlflow keeps it globally) does not
-    # exist here, and traces logged to it are dropped
+    # an experiment of this store: the active one another test's store left (mlflow keeps it
+    # globally) does not exist here, and traces logged to it are dropped
     mlflow.set_experiment("rankwise-traces")
     request.addfinalizer(lambda: mlflow.set_tracking_uri(before))
 
@@ -365,8 +367,9 @@ def test_phoenix_parquet_without_its_columns_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("mode", ["response", "question"])
 def test_unlabelled_traces_judged_and_exported_to_phoenix(tmp_path, agent_spans, srv, mode):
-    """No test set: the LLM judge (loopback server) judges each traced chunk against the traced answer or the
-    question; its verdicts, reasons included, go back onto every retriever span that retrieved the chunk."""
+    """No test set: the LLM judge (loopback server) judges each traced chunk against the traced
+    answer or the question; its verdicts, reasons included, go back onto every retriever span that
+    retrieved the chunk."""
     spans = write_console(agent_spans, tmp_path / "agent.json")
     testset, records, evals = tmp_path / "t.jsonl", tmp_path / "judged.jsonl", tmp_path / "evals.jsonl"
     run = CliRunner().invoke
@@ -395,8 +398,8 @@ def test_unlabelled_traces_judged_and_exported_to_phoenix(tmp_path, agent_spans,
 
 
 def test_case_id_metadata_from_langchain_config_names_the_case(tmp_path, retriever, questions):
-    """``config={"metadata": {"case_id": ...}}`` (what a team sets to link a trace to its test case) matches
-    although the traced question differs from the test set's."""
+    """``config={"metadata": {"case_id": ...}}`` (what a team sets to link a trace to its test case)
+    matches although the traced question differs from the test set's."""
     chain = rag_chain(retriever)
     with langchain_traces() as exporter:
         chain.invoke("tell me: " + questions[4]["question"], config={"metadata": {"case_id": questions[4]["id"]}})
@@ -420,8 +423,9 @@ def test_an_empty_retriever_result_is_an_empty_call_not_a_skip(tmp_path):
 
 
 def test_langsmith_runs_from_langchain_tracer_score_as_the_adapter(tmp_path, retriever, questions):
-    """The runs LangChain's tracer builds for LangSmith (``collect_runs``: the RunTree objects it would post),
-    written as JSON Lines: one case per root run, the same chunks and numbers as the adapter path."""
+    """The runs LangChain's tracer builds for LangSmith (``collect_runs``: the RunTree objects it
+    would post), written as JSON Lines: one case per root run, the same chunks and numbers as the
+    adapter path."""
     from langchain_core.tracers.context import collect_runs
 
     chain = two_step_agent(retriever)

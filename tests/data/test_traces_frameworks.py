@@ -1,8 +1,9 @@
-"""Traces of LlamaIndex and Haystack retrievers (issue 32 item 4): real ``openinference-instrumentation-llama-index``
-and ``-haystack`` spans, written by OpenTelemetry's own exporters (the SDK's ``ConsoleSpanExporter``; the OTLP
-encoder's request in protobuf's JSON mapping). Their documents carry no offsets; ``import-traces --corpus``
-locates each chunk in its document, and the traced retriever then scores under span what ``run-adapter``'s
-path (:func:`rankwise.adapters.run_retriever`) gives for the same retriever.
+"""Traces of LlamaIndex and Haystack retrievers (issue 32 item 4): real
+``openinference-instrumentation-llama-index`` and ``-haystack`` spans, written by OpenTelemetry's
+own exporters (the SDK's ``ConsoleSpanExporter``; the OTLP encoder's request in protobuf's JSON
+mapping). Their documents carry no offsets; ``import-traces --corpus`` locates each chunk in its
+document, and the traced retriever then scores under span what ``run-adapter``'s path
+(:func:`rankwise.adapters.run_retriever`) gives for the same retriever.
 """
 
 from __future__ import annotations
@@ -86,16 +87,19 @@ def test_llamaindex_trace_with_corpus_scores_as_run_adapter(tmp_path, llama_span
         r = _cli("export-verdicts", records, "--traces", spans, "--testset", QUESTIONS, "--corpus", CORPUS,
                  "--phoenix", evals)
         assert r.stdout.startswith(f"{evals}: {n} document evaluations on 73 retriever spans"), r.output
-        # the same chunks as the adapter's, by id (document and located offsets; tied scores in either order)
+        # the same chunks as the adapter's, by id (document and located offsets; tied scores in
+        # either order)
         imp = import_traces(spans, testset=QUESTIONS, corpus=CORPUS)
         ids = {r.question: sorted(c.id for c in r.chunks) for r in llama_adapter.records}
         assert {c.question: sorted(x.id for x in c.chunks) for c in imp.testset} == ids
-    # without the corpus the traces have no offsets: every span verdict is missing, and the import says so
+    # without the corpus the traces have no offsets: every span verdict is missing, and the import
+    # says so
     r = _cli("import-traces", spans, "-o", tmp_path / "bare.jsonl")
     assert "730 of 730 chunks carry no offsets in their document" in r.stderr and "pass --corpus DOCS" in r.stderr
     assert all(c.start is None for case in import_traces(spans).testset for c in case.chunks)
-    # the test set's own documents where it has them: its located passages place the chunks that touch them,
-    # and those are the chunks span verdicts find relevant (the others stay without offsets: missing)
+    # the test set's own documents where it has them: its located passages place the chunks that
+    # touch them, and those are the chunks span verdicts find relevant (the others stay without
+    # offsets: missing)
     r = _cli("import-traces", spans, "-o", tmp_path / "lent.jsonl", "--testset", QUESTIONS)
     imp = import_traces(spans, testset=QUESTIONS)
     placed = imp.summary()["located"]

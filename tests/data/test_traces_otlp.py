@@ -1,7 +1,8 @@
-"""OTLP as OpenTelemetry itself writes it (issue 38, items 5, 19, 21): the trace tests' OTLP JSON is OpenTelemetry's
-own encoder's; ``rankwise.traces.OTLPJsonFileExporter`` writes what ``import-traces`` reads (and docs/traces.md's
-snippet with it runs as shown); OTLP protobuf (``.pb``, alone or length-delimited) reads as its JSON does; a big
-file shows a progress bar on stderr that ``--quiet`` hides.
+"""OTLP as OpenTelemetry itself writes it (issue 38, items 5, 19, 21): the trace tests' OTLP JSON is
+OpenTelemetry's own encoder's; ``rankwise.traces.OTLPJsonFileExporter`` writes what
+``import-traces`` reads (and docs/traces.md's snippet with it runs as shown); OTLP protobuf
+(``.pb``, alone or length-delimited) reads as its JSON does; a big file shows a progress bar on
+stderr that ``--quiet`` hides.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def _cases(path, **kw):
 
 
 def test_the_otlp_json_the_tests_read_is_opentelemetrys_own(tmp_path, rag_spans):
-    """Item 21: ``write_otlp`` writes OpenTelemetry's own request (a hand-made serialiser wrote hex ids, which
-    protobuf's JSON mapping reads as other bytes: the request parsed back would differ)."""
+    """Item 21: ``write_otlp`` writes OpenTelemetry's own request (a hand-made serialiser wrote hex
+    ids, which protobuf's JSON mapping reads as other bytes: the request parsed back would differ).
+    """
     from google.protobuf.json_format import Parse
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -74,8 +76,9 @@ def test_the_otlp_json_the_tests_read_is_opentelemetrys_own(tmp_path, rag_spans)
 
 
 def test_otlp_json_file_exporter_writes_what_import_traces_reads(tmp_path, retriever):
-    """Item 5: the exporter on a real provider (batched, several requests a file, appended across providers)
-    gives the cases the SDK's console exporter gives for the same spans, and the same numbers."""
+    """Item 5: the exporter on a real provider (batched, several requests a file, appended across
+    providers) gives the cases the SDK's console exporter gives for the same spans, and the same
+    numbers."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -114,7 +117,8 @@ def test_otlp_json_file_exporter_writes_what_import_traces_reads(tmp_path, retri
 
 
 def test_the_docs_exporter_snippet_runs_and_imports(tmp_path):
-    """Item 5: docs/traces.md's ``# app.py`` block, run as shown, writes OTLP JSON that import-traces reads."""
+    """Item 5: docs/traces.md's ``# app.py`` block, run as shown, writes OTLP JSON that
+    import-traces reads."""
     need("opentelemetry.exporter.otlp.proto.common")
     path = write_app_traces(tmp_path)
     imp = import_traces(path, quiet=True)
@@ -126,8 +130,9 @@ def test_the_docs_exporter_snippet_runs_and_imports(tmp_path):
 
 @pytest.mark.parametrize("framing", [None, "fixed32", "varint"])
 def test_otlp_protobuf_reads_as_its_json(tmp_path, rag_spans, framing):
-    """Item 19: a ``.pb`` written by OpenTelemetry's encoder (``SerializeToString``), alone or one request per trace
-    each after its length, gives the cases and numbers of the same request as OTLP JSON."""
+    """Item 19: a ``.pb`` written by OpenTelemetry's encoder (``SerializeToString``), alone or one
+    request per trace each after its length, gives the cases and numbers of the same request as OTLP
+    JSON."""
     pb = write_otlp_pb(rag_spans, tmp_path / "traces.pb", framing)
     imp, cases = _cases(pb)
     ref, expected = _cases(write_otlp(rag_spans, tmp_path / "traces.json"))
@@ -146,7 +151,8 @@ def test_bad_otlp_protobuf_is_one_line_naming_the_message(tmp_path, rag_spans):
     good = write_otlp_pb(rag_spans, tmp_path / "good.pb", "fixed32").read_bytes()
     first = int.from_bytes(good[:4], "big")
     cases = {"garbage.pb": (b"\xff" * 64, "not an OTLP protobuf trace export"),
-             # the second message's bytes cut in its middle, the frame lengths still covering the file
+             # the second message's bytes cut in its middle, the frame lengths still covering the
+             # file
              "cut.pb": (good[:4 + first] + (8).to_bytes(4, "big") + good[4 + first + 4:4 + first + 12],
                         "message 2 (byte")}
     for name, (data, message) in cases.items():
@@ -158,8 +164,8 @@ def test_bad_otlp_protobuf_is_one_line_naming_the_message(tmp_path, rag_spans):
 
 
 def test_a_big_trace_file_shows_a_progress_bar_that_quiet_hides(tmp_path, rag_spans, monkeypatch):
-    """Item 19: reading a big file shows a bar on stderr (never stdout); ``--quiet`` hides it. The threshold is
-    lowered so a small file counts as big."""
+    """Item 19: reading a big file shows a bar on stderr (never stdout); ``--quiet`` hides it. The
+    threshold is lowered so a small file counts as big."""
     from rankwise.data.traces import readers
 
     monkeypatch.setattr(readers, "PROGRESS_MIN_BYTES", 1)
@@ -177,8 +183,9 @@ def test_a_big_trace_file_shows_a_progress_bar_that_quiet_hides(tmp_path, rag_sp
 
 
 def test_the_phoenix_layout_the_docs_name_is_the_one_the_tests_write(rag_spans):
-    """Item 21: docs/traces.md names the Phoenix version whose span dataframe is read and its columns; the rows
-    the tests write (Phoenix is not installed) have exactly those columns, and the documents those keys."""
+    """Item 21: docs/traces.md names the Phoenix version whose span dataframe is read and its
+    columns; the rows the tests write (Phoenix is not installed) have exactly those columns, and the
+    documents those keys."""
     import re
 
     text = " ".join((REPO / "docs" / "traces.md").read_text(encoding="utf-8").split())
@@ -194,8 +201,8 @@ def test_the_phoenix_layout_the_docs_name_is_the_one_the_tests_write(rag_spans):
 
 
 def test_mutated_protobuf_reads_or_fails_in_one_line(tmp_path, rag_spans):
-    """Item 19: a damaged ``.pb`` (bytes flipped, cut, framed wrongly) is read or refused as an InputError (one
-    line, exit 2), never a traceback."""
+    """Item 19: a damaged ``.pb`` (bytes flipped, cut, framed wrongly) is read or refused as an
+    InputError (one line, exit 2), never a traceback."""
     import random
 
     from rankwise.errors import InputError

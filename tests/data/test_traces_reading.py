@@ -1,7 +1,7 @@
-"""Trace files read once and written readable (issue 33 items 2 and 3): a span seen twice is not a second
-retrieval call, in all five formats; MLflow traces are keyed by their own ids; a document with neither content
-nor id, impossible offsets and a span kind that is not a string are counted, and what ``import-traces`` writes
-``eval-rag`` reads."""
+"""Trace files read once and written readable (issue 33 items 2 and 3): a span seen twice is not a
+second retrieval call, in all five formats; MLflow traces are keyed by their own ids; a document
+with neither content nor id, impossible offsets and a span kind that is not a string are counted,
+and what ``import-traces`` writes ``eval-rag`` reads."""
 
 from __future__ import annotations
 
@@ -149,10 +149,12 @@ def test_mlflow_traces_sharing_a_trace_id_stay_apart(tmp_path):
     assert imp.summary()["duplicate_spans"] == 2  # the first trace written twice: read once
 
 
-# ------------------------------------------------------------------------------------- item 3: readable output
+# ------------------------------------------------------------------------------------- item 3:
+# readable output
 
 def _import_then_eval(tmp_path, spans):
-    """import-traces (labels from a one-case test set), then eval-rag on what it wrote: both exit 0."""
+    """import-traces (labels from a one-case test set), then eval-rag on what it wrote: both exit 0.
+    """
     path = _write(tmp_path / "spans.json", spans)
     labels = tmp_path / "labels.jsonl"
     labels.write_text(json.dumps({"id": "q1", "question": "q?", "reference_contexts": ["alpha"]}) + "\n")
@@ -214,8 +216,9 @@ def test_empty_retriever_span_inside_a_retriever_span_is_not_a_skip(tmp_path):
 
 
 def test_hand_made_trace_located_in_a_folder_corpus(tmp_path):
-    """A hand-made trace: documents named by an absolute file_path, text re-wrapped by the pipeline; the folder
-    the documents came from gives them their document (by file name) and span (whitespace normalised)."""
+    """A hand-made trace: documents named by an absolute file_path, text re-wrapped by the pipeline;
+    the folder the documents came from gives them their document (by file name) and span (whitespace
+    normalised)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     rules = "# Setup\n\nEach player draws  five cards.\nThe youngest player starts.\n\n# Scoring\n\nA set of three scores 5."

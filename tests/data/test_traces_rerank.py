@@ -1,6 +1,7 @@
-"""A reranker in the trace (an OpenInference RERANKER span, written by openinference-instrumentation-llama-index for a
-LlamaIndex node postprocessor): the case's list is the reranker's output, its input is the first stage, and
-``eval-rag --first-stage`` classes the cases the reranker pushed out of the top K (docs/failures.md)."""
+"""A reranker in the trace (an OpenInference RERANKER span, written by
+openinference-instrumentation-llama-index for a LlamaIndex node postprocessor): the case's list is
+the reranker's output, its input is the first stage, and ``eval-rag --first-stage`` classes the
+cases the reranker pushed out of the top K (docs/failures.md)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ N_QUESTIONS, K, TOP_N = 20, 3, 3
 
 
 def reversing_reranker(top_n: int):
-    """A LlamaIndex node postprocessor that reverses the retrieved list and keeps ``top_n``: a reranker that
-    demotes what the first stage ranked high. It reports itself as LlamaIndex's own rerankers do (ReRank events in
-    a dispatcher span), so the instrumentor writes a RERANKER span."""
+    """A LlamaIndex node postprocessor that reverses the retrieved list and keeps ``top_n``: a
+    reranker that demotes what the first stage ranked high. It reports itself as LlamaIndex's own
+    rerankers do (ReRank events in a dispatcher span), so the instrumentor writes a RERANKER span.
+    """
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.postprocessor.types import BaseNodePostprocessor

@@ -1,5 +1,5 @@
-"""docs/architecture.md's Python blocks run as shown, each in a fresh process (one registers a metric, which must
-not leak into the suite's own registry)."""
+"""docs/architecture.md's Python blocks run as shown, each in a fresh process (one registers a
+metric, which must not leak into the suite's own registry)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,20 @@
-"""Every command shown in README.md and docs/*.md runs here, and every transcript shown is the real output.
+"""Every command shown in README.md and docs/*.md runs here, and every transcript shown is the real
+output.
 
-Commands are read from the fenced blocks of each page: ```bash / ```sh / ```shell blocks (every line that
-calls ``rankwise`` or ``python -m rankwise``; ``make demo`` is ``rankwise demo``, as the Makefile says) and
-```console blocks or unlabelled blocks with ``$ `` prompts, whose following lines are the output shown.
-The commands of one page run in order, in one temporary working folder prepared by that page's setup
-(:data:`SETUPS`), in-process through click's CliRunner. ``$RANKWISE_SHARED_DATA`` names the shared test
-collections; ``--base-url`` is pointed at a loopback fake server (tests/llm_server.py,
-tests/generator_server.py, tests/synth_server.py) that answers like a model would.
+Commands are read from the fenced blocks of each page: ```bash / ```sh / ```shell blocks (every line
+that calls ``rankwise`` or ``python -m rankwise``; ``make demo`` is ``rankwise demo``, as the
+Makefile says) and ```console blocks or unlabelled blocks with ``$ `` prompts, whose following lines
+are the output shown. The commands of one page run in order, in one temporary working folder
+prepared by that page's setup (:data:`SETUPS`), in-process through click's CliRunner.
+``$RANKWISE_SHARED_DATA`` names the shared test collections; ``--base-url`` is pointed at a loopback
+fake server (tests/llm_server.py, tests/generator_server.py, tests/synth_server.py) that answers
+like a model would.
 
-A command passes when it exits 0 (2 when its transcript shows ``rankwise: error:``, N when its comment says
-``# exits N``) and, when the page shows its output, when that output matches after timings are normalised
-(a ``...`` line in the page stands for any number of lines). ``RANKWISE_REGEN_DOCS=1`` rewrites the
-transcripts that differ with the actual output instead of failing.
+A command passes when it exits 0 (2 when its transcript shows ``rankwise: error:``, N when its
+comment says ``# exits N``) and, when the page shows its output, when that output matches after
+timings are normalised (a ``...`` line in the page stands for any number of lines).
+``RANKWISE_REGEN_DOCS=1`` rewrites the transcripts that differ with the actual output instead of
+failing.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ WIDTH = {"README.md": "100"}  # transcripts are shown as a terminal this wide pr
 
 @dataclass
 class Command:
-    """One command of a page: where it is, what it runs and the output the page shows (None: none shown)."""
+    """One command of a page: where it is, what it runs and the output the page shows (None: none
+    shown)."""
 
     page: str
     line: int
@@ -53,7 +57,8 @@ class Command:
     env: dict[str, str] = field(default_factory=dict)  # VAR=value prefixes (kept for a python -m script)
 
 
-# --------------------------------------------------------------------------------------------- extraction
+# ---------------------------------------------------------------------------------------------
+# extraction
 def fenced_blocks(text: str) -> Iterator[tuple[str, int, list[str]]]:
     """(language, 0-based line of the first content line, content lines) of every fenced block."""
     lines = text.split("\n")
@@ -72,7 +77,8 @@ def fenced_blocks(text: str) -> Iterator[tuple[str, int, list[str]]]:
 
 
 def _rankwise_args(line: str) -> tuple[list[str], str | None] | None:
-    """The arguments after ``rankwise`` (and a ``> FILE`` redirect), or None when the line does not run rankwise."""
+    """The arguments after ``rankwise`` (and a ``> FILE`` redirect), or None when the line does not
+    run rankwise."""
     if not re.match(r"^\s*([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(rankwise|make demo|\S*python3? -m rankwise)\b", line):
         return None
     tokens = shlex.split(line, comments=True)
@@ -99,7 +105,8 @@ def _rankwise_args(line: str) -> tuple[list[str], str | None] | None:
 
 
 def _logical_lines(lines: list[str]) -> Iterator[tuple[int, str, int]]:
-    """(index of the first line, text with ``\\`` continuations joined, index after it) for each line of a block."""
+    """(index of the first line, text with ``\\`` continuations joined, index after it) for each
+    line of a block."""
     i = 0
     while i < len(lines):
         first, text = i, lines[i]
@@ -111,7 +118,8 @@ def _logical_lines(lines: list[str]) -> Iterator[tuple[int, str, int]]:
 
 
 def page_commands(path: Path) -> list[Command]:
-    """Every command shown on a page, in order, with the transcript that follows it when there is one."""
+    """Every command shown on a page, in order, with the transcript that follows it when there is
+    one."""
     name = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.name
     found: list[Command] = []
     for lang, start, lines in fenced_blocks(path.read_text(encoding="utf-8")):
@@ -156,7 +164,8 @@ def page_commands(path: Path) -> list[Command]:
     return found
 
 
-# ------------------------------------------------------------------------------------------------ running
+# ------------------------------------------------------------------------------------------------
+# running
 _PROGRESS = re.compile(r" \d+/\d+ +\d+:\d\d:\d\d( +-?[-:\d]+)?\s*$")
 _TIME = re.compile(r"\b\d+(\.\d+)?\s?(s|ms|min)\b|\b\d+(\.\d+)? requests/s\b")
 
@@ -211,8 +220,8 @@ SHOWN_URL = "http://127.0.0.1:8765/v1"  # what a page shows as the server's addr
 
 
 def _with_server(args: list[str], servers: Servers) -> tuple[list[str], tuple[str, str] | None]:
-    """Point ``--base-url`` (given or not) at the loopback server that plays the model this command calls;
-    also (loopback URL, URL the page shows) so that the output can say what the page says."""
+    """Point ``--base-url`` (given or not) at the loopback server that plays the model this command
+    calls; also (loopback URL, URL the page shows) so that the output can say what the page says."""
     if "--model" not in args and not any(a.startswith("llm:") for a in args):
         return args, None
     url = servers.url(SERVER_OF.get(args[0], "judge"))
@@ -234,8 +243,8 @@ SCRIPTS = {"rankwise.integrations.github"}  # `python -m` scripts of the package
 
 
 def run_script(cmd: Command) -> tuple[int, list[str], str]:
-    """A ``python -m`` script of the package, in-process: its ``main(argv)`` with the command's VAR=value
-    prefixes set; (exit code, stdout and stderr lines, traceback or '')."""
+    """A ``python -m`` script of the package, in-process: its ``main(argv)`` with the command's
+    VAR=value prefixes set; (exit code, stdout and stderr lines, traceback or '')."""
     import contextlib
     import importlib
     import io
@@ -260,7 +269,8 @@ def run_script(cmd: Command) -> tuple[int, list[str], str]:
 
 
 def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, list[str], str]:
-    """Run one command in-process; (exit code, output lines as a terminal shows them, traceback or '')."""
+    """Run one command in-process; (exit code, output lines as a terminal shows them, traceback or
+    '')."""
     from click.testing import CliRunner
 
     from rankwise.cli import main
@@ -291,7 +301,8 @@ def run_command(cmd: Command, workdir: Path, servers: Servers) -> tuple[int, lis
 
 
 def regenerate(page: Path, replacements: list[tuple[tuple[int, int], list[str]]]) -> None:
-    """Write the actual outputs in place of the shown ones (bottom up, so earlier spans stay valid)."""
+    """Write the actual outputs in place of the shown ones (bottom up, so earlier spans stay valid).
+    """
     lines = page.read_text(encoding="utf-8").split("\n")
     for (start, end), new in sorted(replacements, reverse=True):
         new = [line.rstrip() for line in new]
@@ -302,14 +313,16 @@ def regenerate(page: Path, replacements: list[tuple[tuple[int, int], list[str]]]
 
 
 def on_spark(cmd: Command) -> bool:
-    """Does the command start a Spark session (``--engine spark``)? Those run in their own, slower test."""
+    """Does the command start a Spark session (``--engine spark``)? Those run in their own, slower
+    test."""
     return any(a == "--engine" and b == "spark" for a, b in zip(cmd.args, cmd.args[1:], strict=False))
 
 
 def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = False,
                outputs: dict[int, list[str]] | None = None) -> list[str]:
-    """Run every command of a page (or only its Spark ones) in order; the problems found, naming page and line.
-    ``outputs`` (when given) gets each command's output lines by the command's line in the page."""
+    """Run every command of a page (or only its Spark ones) in order; the problems found, naming
+    page and line. ``outputs`` (when given) gets each command's output lines by the command's line
+    in the page."""
     problems, replacements = [], []
     commands = [c for c in page_commands(page) if on_spark(c) == spark]
     earlier: dict[tuple[str, ...], tuple[int, list[str], str]] = {}
@@ -347,7 +360,8 @@ def check_page(page: Path, workdir: Path, servers: Servers, *, spark: bool = Fal
     return problems
 
 
-# -------------------------------------------------------------------------------------------- page setups
+# -------------------------------------------------------------------------------------------- page
+# setups
 def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_dir():
@@ -362,7 +376,8 @@ def setup_common(workdir: Path) -> None:
 
 
 def setup_eval(workdir: Path) -> None:
-    """qrels.txt and run.trec (trec_eval's test files), the same qrels as a BEIR TSV, a run with a bad score."""
+    """qrels.txt and run.trec (trec_eval's test files), the same qrels as a BEIR TSV, a run with a
+    bad score."""
     _copy(SHARED_DATA / "trec_eval" / "qrels.test", workdir / "qrels.txt")
     _copy(SHARED_DATA / "trec_eval" / "results.test", workdir / "run.trec")
     rows = ["query-id\tcorpus-id\tscore"]
@@ -385,7 +400,8 @@ def setup_trec_measures(workdir: Path) -> None:
 
 
 def setup_spark(workdir: Path) -> None:
-    """qrels.txt and run.parquet (``query_id``, ``doc_id``, ``score``) from trec_eval's test files."""
+    """qrels.txt and run.parquet (``query_id``, ``doc_id``, ``score``) from trec_eval's test files.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -396,8 +412,9 @@ def setup_spark(workdir: Path) -> None:
 
 
 def setup_compare(workdir: Path) -> None:
-    """Cranfield as ``cranfield/``; its TF-IDF, BM25 and perturbed BM25 runs in ``runs/`` as the page says they
-    were made (benchmarks/crosscheck_significance.py); the six-case test set, and it with every ranking reversed."""
+    """Cranfield as ``cranfield/``; its TF-IDF, BM25 and perturbed BM25 runs in ``runs/`` as the
+    page says they were made (benchmarks/crosscheck_significance.py); the six-case test set, and it
+    with every ranking reversed."""
     import importlib.util
     import json
 
@@ -434,9 +451,9 @@ def setup_kestrel(workdir: Path) -> None:
 
 def setup_calibrate(workdir: Path) -> None:
     """``bm25.testset.jsonl`` and ``dense.testset.jsonl``: the bundled Kestrel set retrieved as
-    benchmarks/calibrate_kestrel.py does (500-character chunks, top 10), and ``.generator-server.json``, which
-    tells the simulated generator (tests/generator_server.py) the answer key and the planted curve
-    (RBP p = 0.7, alpha 0.1, beta 0.8)."""
+    benchmarks/calibrate_kestrel.py does (500-character chunks, top 10), and
+    ``.generator-server.json``, which tells the simulated generator (tests/generator_server.py) the
+    answer key and the planted curve (RBP p = 0.7, alpha 0.1, beta 0.8)."""
     import json
 
     from generator_server import key_of
@@ -478,8 +495,8 @@ def build_retriever():
 
 
 def setup_adapters(workdir: Path) -> None:
-    """``my_rag.py`` (the page's LlamaIndex retriever, importable from the working folder), the Kestrel
-    questions as ``questions.jsonl``."""
+    """``my_rag.py`` (the page's LlamaIndex retriever, importable from the working folder), the
+    Kestrel questions as ``questions.jsonl``."""
     import sys
 
     need("llama_index.core", reason="docs/adapters.md's my_rag module is a LlamaIndex retriever")
@@ -489,9 +506,9 @@ def setup_adapters(workdir: Path) -> None:
 
 
 def setup_traces(workdir: Path) -> None:
-    """docs/traces.md: trace files from real instrumentation (tests/_traces.py: a LangChain retriever under
-    openinference-instrumentation-langchain, seeded ids), ``broken.json`` (traces.json cut short) and
-    ``hops.jsonl`` (the worked example of docs/metrics.md section 7)."""
+    """docs/traces.md: trace files from real instrumentation (tests/_traces.py: a LangChain
+    retriever under openinference-instrumentation-langchain, seeded ids), ``broken.json``
+    (traces.json cut short) and ``hops.jsonl`` (the worked example of docs/metrics.md section 7)."""
     need("openinference.instrumentation.langchain", reason="docs/traces.md makes its traces with it")
     from _traces import write_doc_traces
 
@@ -509,13 +526,14 @@ def setup_context_metrics(workdir: Path) -> None:
 
 
 def setup_llm_judge(workdir: Path) -> None:
-    """docs/llm-judge.md: labels.csv (the example human labels) and big.jsonl (100 cases x 4 chunks, with the
-    loopback judge's fault markers planted in some chunks: the faults the page's transcript shows); the page
-    makes its testset.jsonl itself."""
+    """docs/llm-judge.md: labels.csv (the example human labels) and big.jsonl (100 cases x 4 chunks,
+    with the loopback judge's fault markers planted in some chunks: the faults the page's transcript
+    shows); the page makes its testset.jsonl itself."""
     import json
 
     _copy(REPO / "examples" / "human_labels.csv", workdir / "labels.csv")
-    # every 7th chunk broken once (the retry answers), every 23rd twice, every 61st on every attempt (fails)
+    # every 7th chunk broken once (the retry answers), every 23rd twice, every 61st on every attempt
+    # (fails)
     kinds = ["nochoices", "choicesobj", "usagestr", "notjson", "contentnum", "500", "reset"]
     rows = []
     for q in range(100):
@@ -534,9 +552,10 @@ def setup_llm_judge(workdir: Path) -> None:
 
 
 def setup_judge_retest(workdir: Path) -> None:
-    """docs/judge-retest.md: testset.jsonl (40 questions x 4 chunks; a chunk names its question's topic, which the
-    reference names and the question does not, or holds only filler) and a fake judge that flips each verdict
-    with probability 0.1 (seeded): the noise the page's transcript measures."""
+    """docs/judge-retest.md: testset.jsonl (40 questions x 4 chunks; a chunk names its question's
+    topic, which the reference names and the question does not, or holds only filler) and a fake
+    judge that flips each verdict with probability 0.1 (seeded): the noise the page's transcript
+    measures."""
     import json
     import random
 
@@ -592,14 +611,14 @@ def _pages_with_commands(spark: bool) -> list:
     return params
 
 
-# Pages that show a console block's output in the ```text block after it (each shown line must appear in what the
-# block's commands printed) and how many such lines they show at least.
+# Pages that show a console block's output in the ```text block after it (each shown line must
+# appear in what the block's commands printed) and how many such lines they show at least.
 TEXT_AFTER_CONSOLE = {"docs/ppi.md": 15}
 
 
 def text_blocks_shown(page: Path, outputs: dict[int, list[str]]) -> tuple[list[str], int]:
-    """The ```text lines after a ```console block that its commands did not print (problems naming page and
-    line), and how many shown lines were checked."""
+    """The ```text lines after a ```console block that its commands did not print (problems naming
+    page and line), and how many shown lines were checked."""
     name = page.relative_to(REPO).as_posix()
     problems, checked, printed = [], 0, None
     for lang, start, lines in fenced_blocks(page.read_text(encoding="utf-8")):
@@ -640,15 +659,17 @@ def test_page_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data):
 
 @pytest.mark.parametrize("name", _pages_with_commands(spark=True))
 def test_page_spark_commands_run_as_shown(name, tmp_path, monkeypatch, shared_data, request):
-    """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one process), each page in
-    its own folder: relative paths are read from the current folder, not the one the Spark session started in.
-    The commands run in-process on the run's session (conftest's ``spark``), as test_spark_cli.py's do."""
+    """The pages' ``--engine spark`` commands, on a local Spark (the same numbers as in one
+    process), each page in its own folder: relative paths are read from the current folder, not the
+    one the Spark session started in. The commands run in-process on the run's session (conftest's
+    ``spark``), as test_spark_cli.py's do."""
     need("pyspark", reason="the Spark commands of the docs need pyspark (pip install 'rankwise[spark]')")
     request.getfixturevalue("spark")
     _check(name, tmp_path, monkeypatch, shared_data, spark=True)
 
 
-# ------------------------------------------------------------------------------------ the pages themselves
+# ------------------------------------------------------------------------------------ the pages
+# themselves
 def test_extraction_reads_prompts_transcripts_and_continuations(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("\n".join([
@@ -711,7 +732,8 @@ def test_docs_index_lists_every_page():
 
 
 def test_timing_claims_name_machine_and_load():
-    """A time in the docs ("about 25 s cold", "8 minutes") says on what machine and under what load."""
+    """A time in the docs ("about 25 s cold", "8 minutes") says on what machine and under what load.
+    """
     claims = re.compile(r"\b\d+(\.\d+)?\s?(s|seconds|minutes|min)\b(?=[^|]*$)")
     machine = re.compile(r"core|CPU|machine|VM|loopback", re.I)
     load = re.compile(r"idle|load|bus(y|ier)|shared|quiet", re.I)
@@ -740,8 +762,8 @@ def _options_of(name: str) -> set[str]:
 
 
 def _paragraphs(text: str) -> Iterator[tuple[int, str, str | None]]:
-    """(first line, text, the command of the section's heading) of each paragraph (a list item and a table row
-    each count as one) outside fenced blocks."""
+    """(first line, text, the command of the section's heading) of each paragraph (a list item and a
+    table row each count as one) outside fenced blocks."""
     from rankwise.cli import main
 
     command, fence, start, lines = None, False, 0, []
@@ -768,9 +790,10 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str, str | None]]:
 
 
 def test_options_named_in_a_command_section_are_that_commands():
-    """Prose names options too (an option list under `## rankwise run`): each backquoted `-x`/`--xx` in a section
-    headed by a command is an option of that command, or of a command the same paragraph names (the gap through
-    which retrieval.md's `-k` for `run -d/--depth` slipped: commands in fenced blocks run, prose did not)."""
+    """Prose names options too (an option list under `## rankwise run`): each backquoted `-x`/`--xx`
+    in a section headed by a command is an option of that command, or of a command the same
+    paragraph names (the gap through which retrieval.md's `-k` for `run -d/--depth` slipped:
+    commands in fenced blocks run, prose did not)."""
     from rankwise.cli import main
 
     wrong = []

@@ -1,6 +1,7 @@
-"""docs/integrations.md beyond its ``rankwise`` commands (tests/docs/test_docs_commands.py runs those): the test file
-it shows run by the ``pytest`` commands it shows, with the output shown; its Python snippets run as they are; the
-job summary it shows is what the script writes; its workflow uses the action's own inputs."""
+"""docs/integrations.md beyond its ``rankwise`` commands (tests/docs/test_docs_commands.py runs
+those): the test file it shows run by the ``pytest`` commands it shows, with the output shown; its
+Python snippets run as they are; the job summary it shows is what the script writes; its workflow
+uses the action's own inputs."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def _blocks(lang: str) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, shared_data):
-    """The page's folder, as tests/docs/test_docs_commands.py prepares it (the Cranfield runs, the test sets)."""
+    """The page's folder, as tests/docs/test_docs_commands.py prepares it (the Cranfield runs, the
+    test sets)."""
     folder = tmp_path_factory.mktemp("integrations-docs")
     setup_common(folder)
     setup_compare(folder)
@@ -36,8 +38,9 @@ def workdir(tmp_path_factory, shared_data):
 
 
 def _shown_lines_appear(shown: list[str], actual: str) -> list[str]:
-    """The shown lines (``...`` skipped, ``<time>`` any time) missing from the output, in order (a shown line
-    may be part of an output line: pytest pads its summary lines with ``=`` to the terminal's width)."""
+    """The shown lines (``...`` skipped, ``<time>`` any time) missing from the output, in order (a
+    shown line may be part of an output line: pytest pads its summary lines with ``=`` to the
+    terminal's width)."""
     lines, missing, at = actual.splitlines(), [], 0
     for want in shown:
         if want.strip() == "...":
@@ -52,22 +55,24 @@ def _shown_lines_appear(shown: list[str], actual: str) -> list[str]:
 
 
 def test_the_pytest_file_runs_as_shown(workdir, pytester, monkeypatch):
-    """The page's three ``pytest`` commands, run in this process by pytester (the process boundary is not what the
-    page shows; the plugin, its options and its output are)."""
+    """The page's three ``pytest`` commands, run in this process by pytester (the process boundary
+    is not what the page shows; the plugin, its options and its output are)."""
     test_file = _blocks("python")[0]
     assert test_file[0] == "# test_retrieval.py"
     (workdir / "test_retrieval.py").write_text("\n".join(test_file) + "\n")
     consoles = [lines for lines in _blocks("console") if lines and lines[0].startswith("$ pytest")]
     assert len(consoles) == 2
     monkeypatch.chdir(workdir)
-    # this suite's own tests/retrieval/test_retrieval.py, when this worker ran it, holds the module name the page's file takes
+    # this suite's own tests/retrieval/test_retrieval.py, when this worker ran it, holds the module
+    # name the page's file takes
     monkeypatch.delitem(sys.modules, "test_retrieval", raising=False)
     runs = 0
     for block in consoles:
         commands = [i for i, line in enumerate(block) if line.startswith("$ ")] + [len(block)]
         for start, end in zip(commands, commands[1:], strict=False):
             args = block[start][2:].split()[1:]
-            # an installed rankwise registers the plugin (entry point); a checkout's is loaded by name
+            # an installed rankwise registers the plugin (entry point); a checkout's is loaded by
+            # name
             result = pytester.runpytest_inprocess(*LOAD, "-p", "no:cacheprovider", *args)
             stdout = "\n".join(result.outlines)
             missing = _shown_lines_appear(block[start + 1:end], stdout)

@@ -1,4 +1,5 @@
-"""The GitHub Action: its script run with the GitHub environment variables set, and action.yml's steps."""
+"""The GitHub Action: its script run with the GitHub environment variables set, and action.yml's
+steps."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def github_env(tmp_path, monkeypatch):
-    """$GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT as temp files (each holding a line already: the script appends)."""
+    """$GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT as temp files (each holding a line already: the
+    script appends)."""
     summary, output = tmp_path / "summary.md", tmp_path / "output.txt"
     summary.write_text("earlier step\n")
     output.write_text("earlier=1\n")
@@ -120,14 +122,16 @@ def test_action_yml_calls_the_script_with_its_inputs():
                               "RANKWISE_ACTION_PATH": "${{ github.action_path }}"}
     gate = next(s for s in steps if s.get("id") == "gate")
     assert "python -m rankwise.integrations.github" in gate["run"]
-    # every gate input reaches the script through the environment (no input pasted into the shell text)
+    # every gate input reaches the script through the environment (no input pasted into the shell
+    # text)
     flags = dict(re.findall(r'(--[\w-]+) "\$(\w+)"', gate["run"]))
     for name in ("baseline", "candidate", "qrels", "metrics", "alpha", "max-drop", "floors", "relevance", "labels"):
         var = flags[f"--{name}"]
         assert gate["env"][var] == f"${{{{ inputs.{name} }}}}", name
         assert name in inputs
     assert "${{" not in gate["run"]
-    # the flags the action passes are the script's own, and all of them empty parse (to the defaults)
+    # the flags the action passes are the script's own, and all of them empty parse (to the
+    # defaults)
     assert set(flags) | {"--html"} <= set(parser()._option_string_actions)
     args = parser().parse_args([x for f in flags for x in (f, "")])
     assert args.alpha == "" and args.floors == [""]
@@ -137,13 +141,14 @@ def test_action_yml_calls_the_script_with_its_inputs():
 
 
 def _run_action(workdir: Path, inputs: dict[str, str], action_path: Path = REPO) -> tuple[int, dict, list[str]]:
-    """Run action.yml's composite steps as a GitHub runner does: each ``run:`` step with ``${{ inputs.* }}``,
-    ``${{ github.action_path }}`` and ``${{ runner.temp }}`` substituted, its ``env:`` set, by
-    ``bash --noprofile --norc -eo pipefail`` (GitHub's ``shell: bash``), stopping at the first failing step; the
-    ``uses:`` steps (setup-python, upload-artifact) are GitHub's own and not run. ``python`` on PATH is this
-    interpreter, except that ``python -m pip install`` only records its arguments (no network here: the venv
-    already holds rankwise), and ``rankwise`` runs this checkout's CLI. Returns the exit code, the outputs the
-    action declares (read from $GITHUB_OUTPUT as GitHub maps them) and the pip installs asked for."""
+    """Run action.yml's composite steps as a GitHub runner does: each ``run:`` step with ``${{
+    inputs.* }}``, ``${{ github.action_path }}`` and ``${{ runner.temp }}`` substituted, its
+    ``env:`` set, by ``bash --noprofile --norc -eo pipefail`` (GitHub's ``shell: bash``), stopping
+    at the first failing step; the ``uses:`` steps (setup-python, upload-artifact) are GitHub's own
+    and not run. ``python`` on PATH is this interpreter, except that ``python -m pip install`` only
+    records its arguments (no network here: the venv already holds rankwise), and ``rankwise`` runs
+    this checkout's CLI. Returns the exit code, the outputs the action declares (read from
+    $GITHUB_OUTPUT as GitHub maps them) and the pip installs asked for."""
     action = yaml.safe_load((REPO / "action.yml").read_text())
     values = {name: spec.get("default", "") for name, spec in action["inputs"].items()} | inputs
     temp, bin_ = workdir / "runner-temp", workdir / "bin"
@@ -189,9 +194,9 @@ def _run_action(workdir: Path, inputs: dict[str, str], action_path: Path = REPO)
 
 
 def test_the_action_run_as_github_runs_it_installs_its_own_checkout_and_fails_on_a_regression(tmp_path):
-    """The action used as ``uses: OWNER/NAME@REF`` or ``uses: ./``: it installs rankwise from its own checkout
-    ($GITHUB_ACTION_PATH, whatever the repository is called), the gate step fails the job on the planted
-    regression and the declared outputs carry its verdict."""
+    """The action used as ``uses: OWNER/NAME@REF`` or ``uses: ./``: it installs rankwise from its
+    own checkout ($GITHUB_ACTION_PATH, whatever the repository is called), the gate step fails the
+    job on the planted regression and the declared outputs carry its verdict."""
     _write_inputs(tmp_path)
     code, outputs, installs = _run_action(tmp_path, {"baseline": "base.trec", "candidate": "worse.trec",
                                                      "qrels": "qrels.txt", "metrics": "P@1"},
@@ -212,8 +217,8 @@ def test_the_action_passes_and_honours_a_pinned_version(tmp_path):
 
 
 def test_docs_name_no_fixed_owner_or_version_for_the_action():
-    """docs/integrations.md shows the action by placeholder (OWNER/rankwise@REF) and as ``uses: ./``: no
-    repository name or release that a fork or a new tag would make wrong."""
+    """docs/integrations.md shows the action by placeholder (OWNER/rankwise@REF) and as ``uses:
+    ./``: no repository name or release that a fork or a new tag would make wrong."""
     page = (REPO / "docs" / "integrations.md").read_text()
     uses = re.findall(r"uses: (\S+)", page)
     ours = [u for u in uses if not u.startswith("actions/")]

@@ -1,6 +1,7 @@
-"""rankwise in MLflow, against a real local tracking store (SQLite in a temp folder, artifacts in another):
-what ``rankwise.mlflow.log`` and ``--mlflow`` logged is read back, and ``mlflow.genai.evaluate`` with rankwise
-scorers on traces with RETRIEVER spans returns ``evaluate_rag``'s numbers."""
+"""rankwise in MLflow, against a real local tracking store (SQLite in a temp folder, artifacts in
+another): what ``rankwise.mlflow.log`` and ``--mlflow`` logged is read back, and
+``mlflow.genai.evaluate`` with rankwise scorers on traces with RETRIEVER spans returns
+``evaluate_rag``'s numbers."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ EXAMPLES = REPO / "examples"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """One SQLite tracking store for the module (creating its tables takes seconds), artifacts in a temp folder;
-    every test gets its own experiment. The tracking URI is restored afterwards."""
+    """One SQLite tracking store for the module (creating its tables takes seconds), artifacts in a
+    temp folder; every test gets its own experiment. The tracking URI is restored afterwards."""
     root = tmp_path_factory.mktemp("mlflow")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     before = mlflow.get_tracking_uri()
@@ -42,7 +43,8 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def experiment(store, request, monkeypatch):
-    """An experiment of this test, its artifacts under the store's temp folder; MLFLOW_TRACKING_URI set."""
+    """An experiment of this test, its artifacts under the store's temp folder; MLFLOW_TRACKING_URI
+    set."""
     name = request.node.name[:200]
     store["client"].create_experiment(name, artifact_location=(store["root"] / "artifacts" / name).as_uri())
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store["uri"])
@@ -134,7 +136,8 @@ def test_compare_rag_logs_means_deltas_table_and_report(store, experiment, tmp_p
     assert _artifacts(store, logged.info.run_id, "report") == ["report/report.html"]
     assert _artifacts(store, logged.info.run_id, "records") == ["records/reordered.jsonl", "records/rich_testset.jsonl"]
     table = mlflow.load_table("per_query.parquet", run_ids=[logged.info.run_id])
-    # 5 cases per system: colours has no ground truth, left out of the means (--unscorable skip, the default)
+    # 5 cases per system: colours has no ground truth, left out of the means (--unscorable skip, the
+    # default)
     assert sorted(set(table["system"])) == ["reordered", "rich_testset"] and len(table) == 10
 
 
@@ -231,8 +234,9 @@ def test_genai_evaluate_with_rankwise_scorers_returns_evaluate_rags_numbers(stor
 
 
 def test_log_leaves_the_callers_tracking_uri_and_experiment_alone(store, experiment, tmp_path):
-    """A notebook that logs its own runs to its own store calls rankwise.mlflow.log(..., tracking_uri=other):
-    its tracking URI and active experiment are what they were, and its next run lands where it did before."""
+    """A notebook that logs its own runs to its own store calls rankwise.mlflow.log(...,
+    tracking_uri=other): its tracking URI and active experiment are what they were, and its next run
+    lands where it did before."""
     mine = f"sqlite:///{tmp_path / 'mine.db'}"
     other = f"sqlite:///{tmp_path / 'other.db'}"
     for uri, name in ((mine, "callers-own"), (other, "rankwise-side")):  # artifacts in tmp_path, not ./mlruns
@@ -252,8 +256,9 @@ def test_log_leaves_the_callers_tracking_uri_and_experiment_alone(store, experim
 
 
 def test_mlflow_prints_no_info_lines_on_stderr(tmp_path, shared_data):
-    """``--mlflow-uri`` to a new SQLite store: MLflow creates its tables (alembic's and MLflow's INFO lines
-    before this fix); the command's stderr holds rankwise's one line and nothing of MLflow's."""
+    """``--mlflow-uri`` to a new SQLite store: MLflow creates its tables (alembic's and MLflow's
+    INFO lines before this fix); the command's stderr holds rankwise's one line and nothing of
+    MLflow's."""
     import subprocess
     import sys
 

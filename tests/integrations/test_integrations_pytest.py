@@ -1,4 +1,5 @@
-"""The pytest plugin and ``rankwise.testing``, run by pytest's own ``pytester`` on a plain test file."""
+"""The pytest plugin and ``rankwise.testing``, run by pytest's own ``pytester`` on a plain test
+file."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ PLUGIN = "rankwise.integrations.pytest_plugin"
 
 
 def _plugin_installed() -> bool:
-    """Is the plugin registered by an installed rankwise's entry point? (Then ``-p`` would load it twice.)"""
+    """Is the plugin registered by an installed rankwise's entry point? (Then ``-p`` would load it
+    twice.)"""
     from importlib.metadata import entry_points
 
     return any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
@@ -30,8 +32,9 @@ LOAD = [] if _plugin_installed() else ["-p", PLUGIN]
 
 
 def _write_inputs(folder: Path) -> None:
-    """qrels for 30 queries (q00..q29, d1 relevant), a baseline run ranking d1 first everywhere, a candidate that
-    drops d1 to rank 4 on q00..q11 (planted regression), and a candidate equal to the baseline."""
+    """qrels for 30 queries (q00..q29, d1 relevant), a baseline run ranking d1 first everywhere, a
+    candidate that drops d1 to rank 4 on q00..q11 (planted regression), and a candidate equal to the
+    baseline."""
     qids = [f"q{i:02d}" for i in range(30)]
     (folder / "qrels.txt").write_text("".join(f"{q} 0 d1 1\n" for q in qids))
 
@@ -168,7 +171,8 @@ def test_assert_retrieval_with_a_pipeline_spec_and_a_callable():
 
 
 def test_the_gates_interval_and_p_are_compares(tmp_path):
-    """The same number everywhere: the interval and p-value in the assertion's message are compare's."""
+    """The same number everywhere: the interval and p-value in the assertion's message are
+    compare's."""
     from rankwise.analysis.compare import compare
     from rankwise.analysis.gate import gate
 

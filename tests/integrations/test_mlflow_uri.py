@@ -1,8 +1,9 @@
-"""``--mlflow-uri`` checked before any work (issue 33, item 4), against real MLflow, real SQLite files and real
-loopback ports: a file store, an SQLite file that cannot be created, opened or written, or is corrupt, a server
-that refuses or does not answer, an unknown scheme: each one line naming what is wrong, exit 2, nothing computed,
-within seconds (these were 55-198-line tracebacks, and runs of 60-108 s). A store that fails while logging,
-after the metrics are printed, is one line and exit 2 too."""
+"""``--mlflow-uri`` checked before any work (issue 33, item 4), against real MLflow, real SQLite
+files and real loopback ports: a file store, an SQLite file that cannot be created, opened or
+written, or is corrupt, a server that refuses or does not answer, an unknown scheme: each one line
+naming what is wrong, exit 2, nothing computed, within seconds (these were 55-198-line tracebacks,
+and runs of 60-108 s). A store that fails while logging, after the metrics are printed, is one line
+and exit 2 too."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ def _mlflow():
 
 @pytest.fixture
 def inputs(tmp_path, monkeypatch, _mlflow):
-    """qrels and runs in the working folder; no tracking URI and no HTTP settings from outside; MLflow's
-    tracking URI (which logging sets for the process) put back after the test."""
+    """qrels and runs in the working folder; no tracking URI and no HTTP settings from outside;
+    MLflow's tracking URI (which logging sets for the process) put back after the test."""
     from mlflow.tracking._tracking_service import utils
 
     before = utils._tracking_uri
@@ -150,7 +151,8 @@ def test_unknown_scheme_names_the_known_ones(inputs):
 
 
 def test_every_command_that_logs_checks_the_uri_before_any_work(inputs):
-    """eval, eval-rag, compare, compare-rag, gate and sweep: refused before anything is read or written."""
+    """eval, eval-rag, compare, compare-rag, gate and sweep: refused before anything is read or
+    written."""
     uri = f"http://127.0.0.1:{_free_port()}"
     rich = str(EXAMPLES / "rich_testset.jsonl")
     commands = [["eval", "qrels.txt", "base.trec"], ["eval-rag", rich, "-r", "span", "--records", "rec.jsonl"],
@@ -223,7 +225,8 @@ def test_the_check_leaves_no_trace_in_a_database_it_approves(inputs):
 
 
 def test_a_real_process_refuses_a_proc_database_within_seconds(inputs):
-    """The issue's 108 s run, as a CI job meets it: a fresh interpreter, MLflow imported, one line."""
+    """The issue's 108 s run, as a CI job meets it: a fresh interpreter, MLflow imported, one line.
+    """
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "rankwise.cli", "eval", "qrels.txt", "base.trec", "-m", "map",
                            "--mlflow-uri", "sqlite:////proc/m.db"], capture_output=True, text=True, timeout=120,

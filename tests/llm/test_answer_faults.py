@@ -1,6 +1,7 @@
 """The generator runner (llm/generate.py) against the fault-injecting loopback server of the judge
-tests (tests/llm_server.py): retried faults end ok, refusals and empty replies fail that one request, an
-unreadable correctness verdict gets one repair, and a stopped endpoint keeps what was had."""
+tests (tests/llm_server.py): retried faults end ok, refusals and empty replies fail that one
+request, an unreadable correctness verdict gets one repair, and a stopped endpoint keeps what was
+had."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""``rankwise judge --batch-api`` against a loopback Batch API server (files + batches): verdicts equal to
-the online judge's, a restart mid-poll resumes the same batch (one create), expired and partially failed
-batches counted and retried online; and ``--shard i/N`` workers in real processes merged by
-``rankwise cache merge`` without loss."""
+"""``rankwise judge --batch-api`` against a loopback Batch API server (files + batches): verdicts
+equal to the online judge's, a restart mid-poll resumes the same batch (one create), expired and
+partially failed batches counted and retried online; and ``--shard i/N`` workers in real processes
+merged by ``rankwise cache merge`` without loss."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def _batch_server():
 
 @pytest.fixture
 def server(_batch_server):
-    """One server process for the file, its state (files, batches, settings, counts) reset for each test."""
+    """One server process for the file, its state (files, batches, settings, counts) reset for each
+    test."""
     _batch_server.reset()
     return _batch_server
 
@@ -132,7 +133,8 @@ def test_partially_failed_batch_counted_and_left_missing_with_max_calls_0(server
     assert server.call("/stats")["chat"] == 0
     got = [c.verdicts["llm"].status for r in load_records(tmp_path / "out.jsonl") for c in r.chunks]
     assert got.count("ok") == 8 and got.count("missing") == 4
-    # rerun without the cap: only the 4 failed items are called (online), nothing resubmitted as a batch
+    # rerun without the cap: only the 4 failed items are called (online), nothing resubmitted as a
+    # batch
     _judge(server, tmp_path)
     stats = server.call("/stats")
     assert stats["chat"] == 4 and stats["creates"] == 1
@@ -207,7 +209,8 @@ def test_unreachable_batch_api_is_one_line_error(tmp_path):
     assert len(retries) == 1 and "retry 1/1" in retries[0]
 
 
-# ---------------------------------------------------------------------------------------- limits, retries, options
+# ---------------------------------------------------------------------------------------- limits,
+# retries, options
 def _cmd(srv, tmp_path, *extra, name="c"):
     return ["judge", str(tmp_path / "ts.jsonl"), "--model", "m", "--base-url",
             srv.base_url, "--api-key", "k", "--cache", str(tmp_path / f"{name}.sqlite"), "--records",
@@ -419,7 +422,8 @@ def test_batch_options_on_the_command_line(server, tmp_path, monkeypatch):
 
 def test_a_create_whose_reply_was_lost_is_found_on_rerun_not_created_again(server, tmp_path):
     _testset(tmp_path / "ts.jsonl")
-    # the batch is created but its reply lost, and the batch list cannot be read then: the run gives up
+    # the batch is created but its reply lost, and the batch list cannot be read then: the run gives
+    # up
     server.call("/config", {"faults": {"create": [{"drop_after": True}], "list": [{"status": 503}]}})
     cmd = _cmd(server, tmp_path, "--max-retries", "0", "--batch-poll", "0.05")
     res = CliRunner().invoke(main, cmd)
@@ -468,9 +472,10 @@ def test_ctrl_c_while_polling_keeps_the_batches_and_says_how_to_resume(server, t
 
 
 def test_duplicate_unknown_and_missing_custom_ids_are_counted_failures(server, tmp_path):
-    """A misbehaving provider: every result twice (the first one wrong), ids never sent, ids left out.
-    No duplicate is trusted (neither line is used), unknown lines are counted, missing ids fail; with
-    --max-calls 0 those chunks stay missing, and a rerun judges them online to the online verdicts."""
+    """A misbehaving provider: every result twice (the first one wrong), ids never sent, ids left
+    out. No duplicate is trusted (neither line is used), unknown lines are counted, missing ids
+    fail; with --max-calls 0 those chunks stay missing, and a rerun judges them online to the online
+    verdicts."""
     _testset(tmp_path / "ts.jsonl")
     _judge(server, tmp_path, name="online")
     want = _verdicts(tmp_path / "online.jsonl")
@@ -530,8 +535,8 @@ def test_batch_api_sends_url_credentials_as_basic_auth_and_never_shows_the_passw
 
 
 def test_the_judge_runs_from_python_with_shards_batch_api_and_resume(server, tmp_path):
-    """`rankwise.judge` is `rankwise judge` from Python: one LLMConfig passed whole, shards, the Batch API,
-    records written, and a second call answered from the cache (resume)."""
+    """`rankwise.judge` is `rankwise judge` from Python: one LLMConfig passed whole, shards, the
+    Batch API, records written, and a second call answered from the cache (resume)."""
     import rankwise
     from rankwise.llm.batch_api import resolve_batch_settings
     from rankwise.llm.config import resolve_llm_config
@@ -552,8 +557,9 @@ def test_the_judge_runs_from_python_with_shards_batch_api_and_resume(server, tmp
 
 @pytest.mark.parametrize("batch", [False, True])
 def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch, tmp_path):
-    """Each Batch-API line carries ``response_format`` with the verdict schema the online call sends (before: none,
-    so a batch reply was free text where the online one was constrained); ``text`` sends none."""
+    """Each Batch-API line carries ``response_format`` with the verdict schema the online call sends
+    (before: none, so a batch reply was free text where the online one was constrained); ``text``
+    sends none."""
     from rankwise.llm.batch_api import build_requests
     from rankwise.llm.cache import ResponseCache
     from rankwise.llm.client import CallPolicy, Endpoint, response_format_body
@@ -567,7 +573,8 @@ def test_batch_requests_ask_for_the_reply_schema_the_online_path_asks_for(batch,
     lines = build_requests(judge, units)
     schema = verdict_schema(batch, 3 if batch else None)
     assert [line["body"]["response_format"] for line in lines] == [response_format_body("json_schema", schema)] * len(units)
-    # OpenAI's strict mode refuses string lengths: the reason's bound is left out at this level, nothing else is
+    # OpenAI's strict mode refuses string lengths: the reason's bound is left out at this level,
+    # nothing else is
     sent = lines[0]["body"]["response_format"]["json_schema"]["schema"]
     assert json.dumps(sent) == json.dumps(schema).replace(', "minLength": 4, "maxLength": 80', "")
     assert all("response_format" not in line["body"] for line in build_requests(judge, units, response_format="text"))

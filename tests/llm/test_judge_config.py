@@ -131,8 +131,8 @@ def test_library_errors_name_no_command_line_flag(tmp_path, monkeypatch):
 
 
 def test_the_python_api_reads_the_config_file_as_the_cli_does(srv, tmp_path, monkeypatch):
-    """judge_records used to read only the endpoint from rankwise.toml; now mode, cache and the rest too,
-    and the CLI and the API give the same verdicts from the same file."""
+    """judge_records used to read only the endpoint from rankwise.toml; now mode, cache and the rest
+    too, and the CLI and the API give the same verdicts from the same file."""
     rows = [{"id": "q1", "user_input": QUESTION, "reference": REFERENCE,
              "retrieved_contexts": [{"id": f"c{i}", "text": t} for i, t in enumerate(TEXTS)]}]
     (tmp_path / "ts.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -157,7 +157,8 @@ def test_the_python_api_reads_the_config_file_as_the_cli_does(srv, tmp_path, mon
 
 
 def test_an_endpoint_object_is_used_as_it_is(srv, tmp_path, monkeypatch):
-    """Even one whose URL holds credentials (its key is the placeholder the resolver itself sets)."""
+    """Even one whose URL holds credentials (its key is the placeholder the resolver itself sets).
+    """
     from rankwise.llm.client import Endpoint
 
     monkeypatch.chdir(tmp_path)

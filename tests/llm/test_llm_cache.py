@@ -1,4 +1,5 @@
-"""The judge's SQLite verdict cache: a real file, WAL, committed per verdict, readable by other processes."""
+"""The judge's SQLite verdict cache: a real file, WAL, committed per verdict, readable by other
+processes."""
 
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ def test_default_path_from_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("RANKWISE_CACHE_DIR", raising=False)
     assert default_cache_path() == tmp_path / "xdg" / "rankwise" / "llm-cache.sqlite"
-    # one cache variable for every cache: the folder the embedding cache obeys holds the LLM cache too
+    # one cache variable for every cache: the folder the embedding cache obeys holds the LLM cache
+    # too
     monkeypatch.setenv("RANKWISE_CACHE_DIR", str(tmp_path / "caches"))
     assert default_cache_path() == tmp_path / "caches" / "llm-cache.sqlite"
     from rankwise.retrieval.dense import default_cache_dir
@@ -131,7 +133,8 @@ def test_rows_no_judge_could_write_are_misses_counted(tmp_path):
 
 
 def test_an_impossible_cached_verdict_is_judged_again_not_served(tmp_path):
-    """A cache row holding verdict 7 used to be served into records that rankwise then refused to read."""
+    """A cache row holding verdict 7 used to be served into records that rankwise then refused to
+    read."""
     import json
 
     from click.testing import CliRunner
@@ -204,7 +207,8 @@ def test_cache_stats_and_merge_of_a_damaged_file_are_one_line_errors(tmp_path):
 
 
 def test_a_cache_under_its_former_name_is_used_until_one_under_the_new_name_exists(tmp_path, monkeypatch):
-    """The default file was llm-judge.sqlite; a user's paid replies there are found, not paid for again."""
+    """The default file was llm-judge.sqlite; a user's paid replies there are found, not paid for
+    again."""
     from rankwise.llm.cache import default_cache_path
 
     monkeypatch.delenv("RANKWISE_CACHE", raising=False)

@@ -1,4 +1,5 @@
-"""LLM judge building blocks that need no server: reply parsing, prompts, cost, retry helpers, settings."""
+"""LLM judge building blocks that need no server: reply parsing, prompts, cost, retry helpers,
+settings."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from rankwise.llm.parse import (
 )
 from rankwise.llm.prompts import MODES, data_boundary, load_prompt
 
-# ------------------------------------------------------------------------------------------- parsing
+# -------------------------------------------------------------------------------------------
+# parsing
 
 
 @pytest.mark.parametrize("reply", [
@@ -130,7 +132,8 @@ def test_refusals_detected_only_without_json():
     assert refusal_of("The chunk is about the tower.") is None
 
 
-# ------------------------------------------------------------------------------------------- prompts
+# -------------------------------------------------------------------------------------------
+# prompts
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -143,8 +146,9 @@ def _common_prefix(a: str, b: str) -> str:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("graded", [False, True])
 def test_judge_prompts_share_everything_but_the_chunk(mode, graded):
-    """Prefix caching: two requests about one question differ only from their chunk on; the shared prefix
-    holds the instructions (reply format included), the question and the reference/response."""
+    """Prefix caching: two requests about one question differ only from their chunk on; the shared
+    prefix holds the instructions (reply format included), the question and the reference/response.
+    """
     p = load_prompt(mode, graded=graded)
     one = p.render(question="QQQ?", chunk="Chunk one.", reference="RRR ref", response="SSS resp")
     two = p.render(question="QQQ?", chunk="Chunk two.", reference="RRR ref", response="SSS resp")
@@ -256,7 +260,8 @@ def test_bad_prompt_files_name_file_and_field(tmp_path):
         load_prompt("answer")
 
 
-# ------------------------------------------------------------------------------------ cost and usage
+# ------------------------------------------------------------------------------------ cost and
+# usage
 
 
 def test_token_estimates_and_prices():
@@ -271,7 +276,8 @@ def test_token_estimates_and_prices():
     assert (u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens) == (2, 100, 25, 125)
 
 
-# ------------------------------------------------------------------------------- retries and settings
+# ------------------------------------------------------------------------------- retries and
+# settings
 
 
 def test_retry_after_header_forms():
@@ -385,15 +391,18 @@ def test_adaptive_limit_holds_halves_and_grows_back():
     asyncio.run(scenario())
 
 
-# ------------------------------------------------------------- reply templates describe their fields (issue 38, 6)
+# ------------------------------------------------------------- reply templates describe their
+# fields (issue 38, 6)
 PROMPT_DIRS = [Path(rankwise.__file__).parent / "llm" / "prompts", Path(rankwise.__file__).parent / "testsets" / "prompts"]
-#: the fill-in texts the prompts once showed; a small model copied them as the reason of every verdict
+#: the fill-in texts the prompts once showed; a small model copied them as the reason of every
+#: verdict
 TEMPLATE_REASONS = ("<one short sentence>", "<a brief sentence>")
 
 
 def test_no_shipped_prompt_shows_a_fillable_placeholder():
-    """A reply template with ``"reason": "<one short sentence>"`` is copied word for word by small models: every
-    prompt describes its fields in words instead (no quoted ``"<...>"`` value anywhere)."""
+    """A reply template with ``"reason": "<one short sentence>"`` is copied word for word by small
+    models: every prompt describes its fields in words instead (no quoted ``"<...>"`` value
+    anywhere)."""
     files = sorted(p for d in PROMPT_DIRS for p in d.glob("*.toml"))
     assert len(files) >= 10
     for path in files:
@@ -415,6 +424,7 @@ def test_reason_is_bounded_where_a_grammar_enforces_it_and_left_out_of_strict_js
 
 
 def test_a_raw_line_break_inside_a_reason_still_parses():
-    """Small models write a line break inside a JSON string (invalid JSON, strictly): read as written."""
+    """Small models write a line break inside a JSON string (invalid JSON, strictly): read as
+    written."""
     j = parse_verdict('{"verdict": 1, "reason": "states the\nopening year"}')
     assert (j.verdict, j.reason) == (1, "states the\nopening year")

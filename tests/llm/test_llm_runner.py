@@ -1,6 +1,6 @@
 """The one LLM runner (llm/runner.py) that the judge and the generator share, against the
-fault-injecting loopback server (tests/llm_server.py): what the generator gained by running on the judge's
-runner, and the summaries both print."""
+fault-injecting loopback server (tests/llm_server.py): what the generator gained by running on the
+judge's runner, and the summaries both print."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def _check(prompt, rid, marker):
 
 
 def test_a_refusal_in_the_repair_reply_counts_as_a_refusal(srv, tmp_path):
-    """The repair reply of a correctness check is checked for a refusal as the judge does (the generator's
-    own runner parsed it as an unreadable verdict)."""
+    """The repair reply of a correctness check is checked for a refusal as the judge does (the
+    generator's own runner parsed it as an unreadable verdict)."""
     prompt = load_gen_prompt("correctness")
     with Generator(Endpoint("judge-test", srv.base_url), prompt, FAST, tmp_path / "c.sqlite") as gen:
         result = gen.run([_check(prompt, "a", "[[badverdictx1]] [[refuse]]"), _check(prompt, "b", "")])
@@ -35,7 +35,8 @@ def test_a_refusal_in_the_repair_reply_counts_as_a_refusal(srv, tmp_path):
 
 
 def test_an_unreadable_check_says_what_both_replies_were(srv, tmp_path):
-    """After the repair, the error names the first reply's fault too (and a reply cut at the token limit)."""
+    """After the repair, the error names the first reply's fault too (and a reply cut at the token
+    limit)."""
     prompt = load_gen_prompt("correctness")
     reqs = [_check(prompt, "m", "[[malformed]]"), _check(prompt, "t", "[[truncatedx1]] [[malformed]]")]
     with Generator(Endpoint("judge-test", srv.base_url), prompt, FAST, tmp_path / "c.sqlite") as gen:
@@ -49,8 +50,8 @@ def test_an_unreadable_check_says_what_both_replies_were(srv, tmp_path):
 
 
 def test_dry_run_and_run_agree_on_text_that_is_not_utf8(srv, tmp_path):
-    """A lone surrogate (JSON "\\ud800") in a request: the dry run keys it as the run does (the generator's
-    plan hashed the raw text and died with UnicodeEncodeError)."""
+    """A lone surrogate (JSON "\\ud800") in a request: the dry run keys it as the run does (the
+    generator's plan hashed the raw text and died with UnicodeEncodeError)."""
     prompt = load_gen_prompt("answer")
     reqs = [GenRequest("s", prompt.render_answer("What is item 1? \ud800", ["Item 1 is blue."])),
             GenRequest("p", prompt.render_answer("What is item 2?", ["Item 2 is red."]))]
@@ -65,7 +66,8 @@ def test_dry_run_and_run_agree_on_text_that_is_not_utf8(srv, tmp_path):
 
 
 def test_summaries_keep_their_fields_in_order():
-    """One base of counters; ``to_dict`` (what ``--format json`` prints) keeps each summary's keys and order."""
+    """One base of counters; ``to_dict`` (what ``--format json`` prints) keeps each summary's keys
+    and order."""
     judge = JudgeSummary(model="m", mode="reference", scale="binary", prompt_version="v", cases=2, chunks=5)
     gen = GenSummary(model="m", task="answer", prompt_version="v", items=3)
     assert list(judge.to_dict()) == [
@@ -98,9 +100,9 @@ def test_failure_kinds_and_the_plan_cut_to_max_calls():
 
 
 def test_synth_summary_is_a_run_summary_and_keeps_its_json():
-    """synth's summary shares the base counters (requests, tokens, cost, stopped, model, prompt version)
-    and prints the same JSON keys, in the same order, as before it did (plus cached_prompt_tokens, as the
-    judge's summary)."""
+    """synth's summary shares the base counters (requests, tokens, cost, stopped, model, prompt
+    version) and prints the same JSON keys, in the same order, as before it did (plus
+    cached_prompt_tokens, as the judge's summary)."""
     from rankwise.testsets.synth_run import SynthSummary
 
     s = SynthSummary(planned=3, model="m", prompt_version="synth-v2+0")

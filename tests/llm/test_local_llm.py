@@ -1,14 +1,15 @@
-"""Every LLM feature against a real local server: llama.cpp's OpenAI-compatible server (llama-cpp-python[server])
-with the packaged Gemma 3 270M model, started once for this file (rankwise.llm.local; under ``make test``
-a file runs whole on one worker, tests/conftest.py, so this is one server per test session).
+"""Every LLM feature against a real local server: llama.cpp's OpenAI-compatible server
+(llama-cpp-python[server]) with the packaged Gemma 3 270M model, started once for this file
+(rankwise.llm.local; under ``make test`` a file runs whole on one worker, tests/conftest.py, so this
+is one server per test session).
 
-These tests check the protocol and the pipeline, not the model's wisdom (a 270M model's verdicts are near
-chance): where the server constrains replies to the verdict schema (grammar-constrained JSON), or a reply is
-free text, every reply must parse — a failure there is rankwise's (the request or the reading), and each
-test says so; elsewhere a reply is parsed or counted as failed, records written, the usage and cost equal to what the
-server reported, the response_format the server took detected and remembered, a context-length overflow
-a counted failure with its reason. They are kept small: the model evaluates ~130 prompt tokens/s and
-generates ~25 tokens/s on a busy 2-core machine.
+These tests check the protocol and the pipeline, not the model's wisdom (a 270M model's verdicts are
+near chance): where the server constrains replies to the verdict schema (grammar-constrained JSON),
+or a reply is free text, every reply must parse — a failure there is rankwise's (the request or the
+reading), and each test says so; elsewhere a reply is parsed or counted as failed, records written,
+the usage and cost equal to what the server reported, the response_format the server took detected
+and remembered, a context-length overflow a counted failure with its reason. They are kept small:
+the model evaluates ~130 prompt tokens/s and generates ~25 tokens/s on a busy 2-core machine.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ CHUNKS = ["The Kestrel observatory opened to the public in 1921 on the northern 
 @pytest.fixture(scope="session")
 def local():
     try:
-        # one thread for prompts too (llama.cpp's default is every core for them): under make test the other
-        # worker has the other core, and a second thread spins waiting for it (-7 CPU-seconds on this file)
+        # one thread for prompts too (llama.cpp's default is every core for them): under make test
+        # the other worker has the other core, and a second thread spins waiting for it (-7
+        # CPU-seconds on this file)
         srv = local_server(n_ctx=N_CTX, timeout=180, extra_args=["--n_threads_batch", "1"])
     except LocalServerError as exc:
         pytest.fail(f"{exc} (make test installs it: scripts/setup.sh --test)")
@@ -63,15 +65,16 @@ def _judge(local, tmp_path, *, prices=None, cache="c.sqlite", **settings):
 
 
 def _post(local, body):
-    """One raw request to the server (not through rankwise): what it reports, to hold our counts to."""
+    """One raw request to the server (not through rankwise): what it reports, to hold our counts to.
+    """
     req = urllib.request.Request(local.base_url + "/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=120) as resp:
         return json.loads(resp.read())
 
 
-# what a reply template once showed as the reason, and how the prompts now describe it: a reason equal to one
-# of them is the model copying the prompt, not a reason (issue 38, item 6)
+# what a reply template once showed as the reason, and how the prompts now describe it: a reason
+# equal to one of them is the model copying the prompt, not a reason (issue 38, item 6)
 TEMPLATE_REASONS = {"<one short sentence>", "<a brief sentence>", "what in the chunk decided it, in a few words of your own",
                     "what in that chunk decided it, in a few words of your own"}
 
@@ -82,7 +85,8 @@ def _own_words(reason):
 
 
 def _settled(verdicts):
-    """Every chunk ends ok (a verdict and a reason of its own) or failed (with why): nothing silently dropped."""
+    """Every chunk ends ok (a verdict and a reason of its own) or failed (with why): nothing
+    silently dropped."""
     for v in verdicts:
         assert v.status in ("ok", "failed"), v
         if v.status == "ok":
@@ -94,18 +98,19 @@ def _settled(verdicts):
 
 
 def test_judge_single_binary_with_reference(local, tmp_path):
-    """Per-chunk prompts: the endpoint's response_format found and remembered, every reply parsed, the tokens
-    and the cost those the server reported."""
+    """Per-chunk prompts: the endpoint's response_format found and remembered, every reply parsed,
+    the tokens and the cost those the server reported."""
     prices = Prices(1.0, 2.0)
     judge = _judge(local, tmp_path, prices=prices, mode="reference")
     case = JudgeCase("q1", QUESTION, CHUNKS, REFERENCE)
     r = judge.run([case])
     s = r.summary
     _settled(r.verdicts["q1"])
-    # the server grammar-constrains every reply to the verdict schema (json_object+schema), so a chunk that
-    # fails to parse means rankwise sent the schema wrong or misread a valid reply
+    # the server grammar-constrains every reply to the verdict schema (json_object+schema), so a
+    # chunk that fails to parse means rankwise sent the schema wrong or misread a valid reply
     assert s.ok == 2 and s.failed == 0 and s.missing == 0, [v.error for v in r.verdicts["q1"]]
-    # the first request, asking json_schema, was refused (HTTP 500 naming response_format) once; then every call asked json_object + schema
+    # the first request, asking json_schema, was refused (HTTP 500 naming response_format) once;
+    # then every call asked json_object + schema
     assert s.response_format == TAKES and s.requests == 1 + 2 + s.repairs + s.fresh_calls
     memory = json.loads((tmp_path / "rankwise-endpoints.json").read_text())
     assert list(memory.values())[0]["response_format"] == TAKES
@@ -113,7 +118,8 @@ def test_judge_single_binary_with_reference(local, tmp_path):
         assert s.prompt_tokens == sum(v.prompt_tokens for v in r.verdicts["q1"]) > 0
         assert s.completion_tokens == sum(v.completion_tokens for v in r.verdicts["q1"]) > 0
     assert s.cost == pytest.approx((s.prompt_tokens * 1.0 + s.completion_tokens * 2.0) / 1e6)
-    # the first chunk's request sent by hand: the server reports the prompt tokens rankwise counted for it
+    # the first chunk's request sent by hand: the server reports the prompt tokens rankwise counted
+    # for it
     body = {"model": local.model, "messages": judge.messages(JudgeUnit(case, [0], False)), "max_tokens": 1,
             "temperature": 0.0, "response_format": response_format_body(TAKES, verdict_schema(False))}
     raw = _post(local, body)["usage"]
@@ -121,9 +127,9 @@ def test_judge_single_binary_with_reference(local, tmp_path):
     if first.status == "ok" and s.repairs == 0:
         assert raw["prompt_tokens"] == first.prompt_tokens
     assert raw["prompt_tokens"] > 100
-    # the next run on this endpoint (the memory is beside the cache: same folder, another cache, so the
-    # chunk is asked again; the same prompt as the one sent by hand, so the server reuses it whole) starts
-    # at the remembered level: no refused request
+    # the next run on this endpoint (the memory is beside the cache: same folder, another cache, so
+    # the chunk is asked again; the same prompt as the one sent by hand, so the server reuses it
+    # whole) starts at the remembered level: no refused request
     again = _judge(local, tmp_path, cache="c2.sqlite", mode="reference").run([JudgeCase("q2", QUESTION, CHUNKS[:1],
                                                                                        REFERENCE)])
     a = again.summary
@@ -132,9 +138,10 @@ def test_judge_single_binary_with_reference(local, tmp_path):
 
 
 def test_context_overflow_is_a_counted_failure_and_the_rest_is_judged(local, tmp_path):
-    """A chunk too long for the model's context: failed at once with the server's reason (no retry, no run
-    abort); in a batch, the batch falls back to per-chunk calls and the chunk that fits is judged. (Right after
-    the test above: the chunk that fits is the prompt the server evaluated last, so it is reused whole.)"""
+    """A chunk too long for the model's context: failed at once with the server's reason (no retry,
+    no run abort); in a batch, the batch falls back to per-chunk calls and the chunk that fits is
+    judged. (Right after the test above: the chunk that fits is the prompt the server evaluated
+    last, so it is reused whole.)"""
     huge = "The observatory archive lists every visitor by name. " * 230  # 12,000+ characters
     judge = _judge(local, tmp_path, mode="reference", batch=True)
     started = time.monotonic()
@@ -160,7 +167,8 @@ def _cli(*args):
 
 
 def test_judge_batched_graded_without_reference_writes_records(local, tmp_path):
-    """One batch prompt (question mode: no reference), graded: the records hold a grade or a failure per chunk."""
+    """One batch prompt (question mode: no reference), graded: the records hold a grade or a failure
+    per chunk."""
     ts = _testset(tmp_path / "ts.jsonl", CHUNKS)
     r = _cli("judge", ts, "--mode", "question", "--graded", "--batch", "--model", local.model, "--base-url",
              local.base_url, "--cache", tmp_path / "c.sqlite", "--records", tmp_path / "out.jsonl", "--timeout", 120,
@@ -177,8 +185,8 @@ def test_judge_batched_graded_without_reference_writes_records(local, tmp_path):
 
 
 def test_answer_cuts_to_max_context_tokens_and_says_what_was_cut(local, tmp_path):
-    """`rankwise answer`: the context is cut to --max-context-tokens (so the prompt fits), the records say
-    what was cut, and the answer's tokens are counted."""
+    """`rankwise answer`: the context is cut to --max-context-tokens (so the prompt fits), the
+    records say what was cut, and the answer's tokens are counted."""
     long = "The observatory was built of granite blocks from the old quarry. " * 40
     ts = _testset(tmp_path / "ts.jsonl", [CHUNKS[0], long, CHUNKS[1]])
     r = _cli("answer", ts, "-k", 3, "--max-context-tokens", 120, "--model", local.model, "--base-url",
@@ -194,7 +202,8 @@ def test_answer_cuts_to_max_context_tokens_and_says_what_was_cut(local, tmp_path
 
 
 def test_utility_verdicts_per_chunk(local, tmp_path):
-    """`rankwise utility`: one answer per chunk alone, scored against the reference: a verdict or a failure each."""
+    """`rankwise utility`: one answer per chunk alone, scored against the reference: a verdict or a
+    failure each."""
     ts = _testset(tmp_path / "ts.jsonl", CHUNKS[:1])
     r = _cli("utility", ts, "--model", local.model, "--base-url", local.base_url, "--cache", tmp_path / "c.sqlite",
              "--records", tmp_path / "u.jsonl", "--score", "f1", "--timeout", 120, "--max-tokens", 16, "--quiet")
@@ -202,15 +211,16 @@ def test_utility_verdicts_per_chunk(local, tmp_path):
     (rec,) = load_records(tmp_path / "u.jsonl")
     for chunk in rec.chunks:
         v = chunk.verdicts["utility"]
-        # a free-text answer scored by token F1 cannot fail to parse: a failure here is a transport or
-        # scoring bug in rankwise
+        # a free-text answer scored by token F1 cannot fail to parse: a failure here is a transport
+        # or scoring bug in rankwise
         assert v.status == "ok", v.error
         assert v.verdict in (0, 1) and isinstance(v.meta["answer"], str)
         assert 0.0 <= v.meta["answer_score"] <= 1.0
 
 
 def test_llm_reranker_in_a_run(local, tmp_path):
-    """`rankwise run --rerank llm:MODEL`: one grade call per pair, parsed or counted failed, then cached."""
+    """`rankwise run --rerank llm:MODEL`: one grade call per pair, parsed or counted failed, then
+    cached."""
     from rankwise.datasets import bundled_files
 
     files = bundled_files("kestrel")
@@ -227,15 +237,16 @@ def test_llm_reranker_in_a_run(local, tmp_path):
     m = re.search(r"LLM rerank \(gemma-3-270m\): 2 pairs, (\d+) calls, 0 from the cache .*, (\d) failed", r.output)
     assert m and int(m.group(1)) >= 2, r.output  # each pair graded (+ the refused json_schema probe, repairs)
     again = CliRunner().invoke(main, [str(a) for a in [*args, "--out", tmp_path / "b.jsonl"]], env=env)
-    # grades are constrained to the schema: a failed pair means rankwise broke the request or the reading
+    # grades are constrained to the schema: a failed pair means rankwise broke the request or the
+    # reading
     assert int(m.group(2)) == 0, r.output
     assert again.exit_code == 0, again.output
     assert "2 pairs, 0 calls, 2 from the cache" in again.output
 
 
 def test_synth_locates_references_as_spans(local, tmp_path):
-    """`synth`: each planned sample is accepted (its references found as exact spans of its document) or
-    rejected with a reason; none is lost."""
+    """`synth`: each planned sample is accepted (its references found as exact spans of its
+    document) or rejected with a reason; none is lost."""
     from rankwise.data.corpus import load_corpus
     from rankwise.datasets import bundled_files
     from rankwise.testsets.synth_run import SynthSettings, synth
@@ -246,8 +257,8 @@ def test_synth_locates_references_as_spans(local, tmp_path):
               timeout=120.0, max_retries=1, settings=SynthSettings(n=2, passage_chars=400, max_tokens=160, seed=3))
     assert s.accepted + sum(s.rejected.values()) == s.planned == 2
     assert s.calls >= 2 and s.prompt_tokens > 0
-    # llama.cpp reports the prompt tokens it took from its cache (timings.cache_n); the JSON summary carries them
-    # as the judge's does (before: no such field)
+    # llama.cpp reports the prompt tokens it took from its cache (timings.cache_n); the JSON summary
+    # carries them as the judge's does (before: no such field)
     assert s.to_dict()["cached_prompt_tokens"] == s.cached_prompt_tokens <= s.prompt_tokens
     docs = {d.id: d.text for d in corpus}
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
@@ -261,11 +272,11 @@ def test_synth_locates_references_as_spans(local, tmp_path):
         assert len(reasons) == sum(s.rejected.values()) and all(reasons)
 
 
-# ---------------------------------------------------------------- rankwise demo --judge local (same server)
-# These check the demo's pipeline, not the model's wisdom: every chunk of the slice ends judged or counted as
-# failed, the agreement compares exactly the chunks both sources judged, the metrics under the span labels
-# are the ones eval-rag gives, the records and the summary hold what was printed, and a rerun is answered
-# from the cache without starting the server.
+# ---------------------------------------------------------------- rankwise demo --judge local (same
+# server) These check the demo's pipeline, not the model's wisdom: every chunk of the slice ends
+# judged or counted as failed, the agreement compares exactly the chunks both sources judged, the
+# metrics under the span labels are the ones eval-rag gives, the records and the summary hold what
+# was printed, and a rerun is answered from the cache without starting the server.
 @pytest.fixture(scope="module")
 def local_llm(local):
     return local
@@ -333,10 +344,11 @@ _EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
 
 
 def test_chunks_of_one_question_reuse_the_servers_prompt_prefix(local_llm):
-    """Prefix caching, measured by the server itself (its log): the second chunk of a question evaluates
-    little more than the chunk, because everything before it (system prompt, instructions, question,
-    reference) is the first request's prefix. With the old layout (the reply format after the chunk, a
-    fence id hashed over the chunk too) the question and reference were evaluated again."""
+    """Prefix caching, measured by the server itself (its log): the second chunk of a question
+    evaluates little more than the chunk, because everything before it (system prompt, instructions,
+    question, reference) is the first request's prefix. With the old layout (the reply format after
+    the chunk, a fence id hashed over the chunk too) the question and reference were evaluated
+    again."""
     from rankwise.llm.client import CallPolicy, Endpoint
     from rankwise.relevance.llm_judge import Judge, JudgeCase, PromptSettings
 
@@ -357,12 +369,14 @@ def test_chunks_of_one_question_reuse_the_servers_prompt_prefix(local_llm):
     assert evaluated[1] == hits[-1][1] <= 40, (hits, evaluated)  # the chunk, its closing tags, the turn's end
 
 
-# ------------------------------------------------------------------- rankwise judge-check (same server)
+# ------------------------------------------------------------------- rankwise judge-check (same
+# server)
 def test_judge_check_with_the_real_model_end_to_end(local, shared_data, tmp_path):
-    """`rankwise judge-check` judging a Cranfield sample with the real model: its numbers will be poor (a 270M
-    model); what is checked is the kit's arithmetic on what the model said — the kappa from the printed confusion
-    matrix, tau from the printed per-system means (scipy), and every sampled pair labelled (the replies are
-    grammar-constrained JSON: a pair left unlabelled is rankwise's fault)."""
+    """`rankwise judge-check` judging a Cranfield sample with the real model: its numbers will be
+    poor (a 270M model); what is checked is the kit's arithmetic on what the model said — the kappa
+    from the printed confusion matrix, tau from the printed per-system means (scipy), and every
+    sampled pair labelled (the replies are grammar-constrained JSON: a pair left unlabelled is
+    rankwise's fault)."""
     from scipy import stats
 
     from _synthetic_runs import qrels_dict, system_run, write_trec
@@ -396,12 +410,14 @@ def test_judge_check_with_the_real_model_end_to_end(local, shared_data, tmp_path
         assert s["tau"] is None
 
 
-# ------------------------------------------------------------------- rankwise judge-retest (same server)
+# ------------------------------------------------------------------- rankwise judge-retest (same
+# server)
 def test_judge_retest_with_the_real_model(local, tmp_path):
-    """`rankwise judge-retest` with the real model, two questions of two chunks, once each: every verdict had (the
-    replies are grammar-constrained JSON, the reworded prompt's too: a verdict not had is rankwise's fault), the
-    requests the sum of the judgings' chunks (the probe judges only the chunks the baseline called irrelevant),
-    the flip counts within the pairs, and the same command again answered from the cache alone."""
+    """`rankwise judge-retest` with the real model, two questions of two chunks, once each: every
+    verdict had (the replies are grammar-constrained JSON, the reworded prompt's too: a verdict not
+    had is rankwise's fault), the requests the sum of the judgings' chunks (the probe judges only
+    the chunks the baseline called irrelevant), the flip counts within the pairs, and the same
+    command again answered from the cache alone."""
     ts = tmp_path / "ts.jsonl"
     ts.write_text("".join(json.dumps({"id": f"q{i}", "question": QUESTION, "reference": REFERENCE,
                                       "retrieved_contexts": CHUNKS[::1 - 2 * i]}) + "\n" for i in range(2)))

@@ -1,7 +1,8 @@
-"""Metrics at a context budget (``recall@1500c``, ``ndcg@512t``, issue 36 item 3): each equals a brute-force count
-over the characters of the prompt the chunks make, laid out one character at a time, on overlapping chunks; the
-invariants of a cutoff hold (a budget past every list is no cutoff, a chunk past the budget changes nothing,
-recall grows with the budget, values stay in [0, 1]); hand vectors; errors in one line."""
+"""Metrics at a context budget (``recall@1500c``, ``ndcg@512t``, issue 36 item 3): each equals a
+brute-force count over the characters of the prompt the chunks make, laid out one character at a
+time, on overlapping chunks; the invariants of a cutoff hold (a budget past every list is no cutoff,
+a chunk past the budget changes nothing, recall grows with the budget, values stay in [0, 1]); hand
+vectors; errors in one line."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ DOC = "".join(random.Random(0).choice("abcdefghij ") for _ in range(5000))
 
 
 def _case(rng: random.Random, cid: str) -> dict:
-    """A test-set case over one document: overlapping chunks (random starts and lengths, often sharing text) and
-    reference passages given by their offsets, judged by span overlap."""
+    """A test-set case over one document: overlapping chunks (random starts and lengths, often
+    sharing text) and reference passages given by their offsets, judged by span overlap."""
     passages = []
     for _ in range(rng.randint(1, 3)):
         s = rng.randrange(0, 4500)
@@ -50,7 +51,8 @@ def _matrix(cases: list[dict]) -> RelevanceMatrix:
 
 
 def _brute(m: RelevanceMatrix, q: int, budget: int, metric: str, unit: str = "c") -> float:
-    """The value counted character by character: the prompt is the chunks in rank order, cut at the budget."""
+    """The value counted character by character: the prompt is the chunks in rank order, cut at the
+    budget."""
     lengths = [int(x) for x in m.chunk_chars[q, : m.lengths[q]]]
     if unit == "t":
         lengths = [math.ceil(x / 4) for x in lengths]
@@ -143,14 +145,16 @@ def test_hand_vectors():
     assert budget_values("wcp", m, 300, "c", decay="flat").tolist() == [200 / 300]  # flat decay: precision
     # tokens: ceil(100 / 4) = 25 per chunk, so 50 tokens hold the first two chunks
     assert budget_values("recall", m, 50, "t").tolist() == [0.5]
-    # a list shorter than the budget: padded with non-relevant chunks of its mean length for the ideal
+    # a list shorter than the budget: padded with non-relevant chunks of its mean length for the
+    # ideal
     short = RelevanceMatrix.from_records([_rec((100, 0), (100, 1))], "llm")  # R = 1; ideal gains [1]
     assert budget_values("ndcg", short, 400, "c")[0] == pytest.approx((1 / math.log2(3)) / 1.0, abs=1e-12)
     assert budget_values("precision", short, 400, "c").tolist() == [100 / 400]
 
 
 def test_wcp_weights_character_positions_not_ranks():
-    """Two chunkings of the same relevant text in the same place of the prompt score alike under wcp@B."""
+    """Two chunkings of the same relevant text in the same place of the prompt score alike under
+    wcp@B."""
     one = RelevanceMatrix.from_records([_rec((200, 1), (200, 0))], "llm")
     two = RelevanceMatrix.from_records([_rec((100, 1), (100, 1), (100, 0), (100, 0))], "llm")
     for budget in (150, 300, 400):
@@ -197,15 +201,16 @@ def test_sweep_budget_scores_each_configuration_at_each_budget_as_eval_rag_does(
                              metrics=["recall@500c", "recall@1000c", "ndcg@2000c"])
         assert curves[label]["500"] == again.mean["recall@500c"] and curves[label]["1000"] == again.mean["recall@1000c"]
         assert saved["budget"]["ndcg"]["curves"][label]["2000"] == again.mean["ndcg@2000c"]
-    # the paired test runs at each budget, as for any metric: each budget metric has its p-value per configuration
+    # the paired test runs at each budget, as for any metric: each budget metric has its p-value per
+    # configuration
     row = next(r for r in saved["rows"] if r["label"] == "bm25 recursive 600/0")
     assert all(isinstance(row[f"recall@{b}c p"], float) for b in (500, 1000, 2000))
     assert (out / "budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_sweep_budget_reverses_the_chunk_count_verdict_and_names_the_front(budget_sweep):
-    """At K = 10 chunks the 600-character chunker recalls more (it holds three times the text); at the same prompt
-    size the 200-character one does, and the front says so."""
+    """At K = 10 chunks the 600-character chunker recalls more (it holds three times the text); at
+    the same prompt size the 200-character one does, and the front says so."""
     _, text, saved = budget_sweep
     rows = {r["label"]: r for r in saved["rows"]}
     small, large = rows["bm25 recursive 200/0"], rows["bm25 recursive 600/0"]

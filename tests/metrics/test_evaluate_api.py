@@ -1,4 +1,5 @@
-"""`rankwise.evaluate` as a user calls it: inputs of every kind, and query sets that do not line up."""
+"""`rankwise.evaluate` as a user calls it: inputs of every kind, and query sets that do not line up.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One path from verdicts to numbers: the registry parses names once, every metric is registered
-(char_recall included), trec_eval names mean trec_eval's measures, one significance routine, the gate's
-query-set check and floors."""
+(char_recall included), trec_eval names mean trec_eval's measures, one significance routine, the
+gate's query-set check and floors."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def _write(path, text):
     return path
 
 
-# ------------------------------------------------------------------------------------------- registry
+# -------------------------------------------------------------------------------------------
+# registry
 def test_every_metric_declares_its_parameters():
     for metric in METRICS.values():
         for p in metric.params:
@@ -92,7 +93,8 @@ def test_char_recall_through_the_registry_equals_the_plain_function():
     assert r.per_query["q"]["char_recall@2"] == 0.5 and r.per_query["q"]["char_recall@3"] == 0.75
 
 
-# --------------------------------------------------------------------------- trec_eval names, trec_eval
+# --------------------------------------------------------------------------- trec_eval names,
+# trec_eval
 def test_set_recall_follows_trec_eval():
     qrels = {"q1": {"a": 1, "b": 1}, "q2": {"c": 0}}
     run = {"q1": {"a": 2.0, "x": 1.0}, "q2": {"c": 1.0}}

@@ -1,4 +1,5 @@
-"""The metric registry: canonical names, aliases, cutoffs, parameters, trec_eval names, suggestions."""
+"""The metric registry: canonical names, aliases, cutoffs, parameters, trec_eval names, suggestions.
+"""
 
 from __future__ import annotations
 
@@ -134,7 +135,8 @@ def test_set_F_beta_param():
 
 
 def test_every_metric_has_formula_and_reference():
-    """Each registered metric carries its formula and a citation (shown by `rankwise metrics NAME`)."""
+    """Each registered metric carries its formula and a citation (shown by `rankwise metrics NAME`).
+    """
     from rankwise.metrics.registry import METRICS
 
     missing = [n for n, m in METRICS.items() if not (m.formula and m.reference)]
@@ -146,7 +148,8 @@ def test_every_metric_has_formula_and_reference():
 
 
 def test_metrics_name_shows_formula_and_citation():
-    """`rankwise metrics NAME` (any spelling a command accepts) shows the formula and the citation."""
+    """`rankwise metrics NAME` (any spelling a command accepts) shows the formula and the citation.
+    """
     from click.testing import CliRunner
 
     from rankwise.cli import main
@@ -161,8 +164,9 @@ def test_metrics_name_shows_formula_and_citation():
 
 
 def test_metric_cards_print_the_registry_text_as_is():
-    """`rankwise metrics NAME` shows each formula and reference verbatim (brackets are not console markup), cites
-    nothing an installed user lacks, and acp's formula is rankwise's default (no eps unless ragas_compat)."""
+    """`rankwise metrics NAME` shows each formula and reference verbatim (brackets are not console
+    markup), cites nothing an installed user lacks, and acp's formula is rankwise's default (no eps
+    unless ragas_compat)."""
     import re
 
     from _inprocess import run_cli
@@ -180,8 +184,8 @@ def test_metric_cards_print_the_registry_text_as_is():
 
 
 def test_the_catalogue_holds_every_declaration_and_the_registry_none():
-    """metrics/registry.py is machinery only; each built-in metric is declared once, in a catalogue module,
-    with its formula, citation and (for bounded metrics) range in the declaration itself."""
+    """metrics/registry.py is machinery only; each built-in metric is declared once, in a catalogue
+    module, with its formula, citation and (for bounded metrics) range in the declaration itself."""
     import ast
     import importlib
     from pathlib import Path

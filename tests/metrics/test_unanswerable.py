@@ -1,7 +1,7 @@
-"""Unanswerable questions as a class (issue 32, item 6): cases without ground truth are counted, listed and
-left out of the retrieval means by default (as trec_eval leaves out unjudged queries); ``--unscorable zero``
-keeps the old numbers; one line says so; and a no-answer view tells how well the top retrieval score
-separates answerable from unanswerable questions."""
+"""Unanswerable questions as a class (issue 32, item 6): cases without ground truth are counted,
+listed and left out of the retrieval means by default (as trec_eval leaves out unjudged queries);
+``--unscorable zero`` keeps the old numbers; one line says so; and a no-answer view tells how well
+the top retrieval score separates answerable from unanswerable questions."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def _invoke(*args: str):
 
 
 def test_left_out_by_default_counted_listed_and_zero_keeps_the_old_numbers():
-    # hit_rate@2 per case: a1 1, a2 1, a3 0, a4 0 (nothing retrieved: the retriever's miss), u1, u2 no truth
+    # hit_rate@2 per case: a1 1, a2 1, a3 0, a4 0 (nothing retrieved: the retriever's miss), u1, u2
+    # no truth
     default = evaluate_rag(CASES, k=2, metrics=["hit_rate@2", "mrr"])
     assert default.mean == {"hit_rate@2": 2 / 4, "mrr": (1 + 1 / 2) / 4}
     assert default.summary["evaluated"] == 4 and default.summary["unscorable"] == 3

@@ -1,4 +1,5 @@
-"""Agreement between two verdict sources: kappa checked against scikit-learn, breakdowns, the CLI."""
+"""Agreement between two verdict sources: kappa checked against scikit-learn, breakdowns, the CLI.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def test_kappa_hand_values():
 
 
 def _record(cid, rows, *, a="human", b="llm"):
-    """rows: (human verdict, human type, human reason, llm verdict, llm reason); None verdict = failed llm."""
+    """rows: (human verdict, human type, human reason, llm verdict, llm reason); None verdict =
+    failed llm."""
     chunks = []
     for i, (hv, ht, hr, lv, lr) in enumerate(rows):
         llm = Verdict(lv, reason=lr) if lv is not None else Verdict(None, status="failed", error="refused: no")
@@ -140,7 +142,8 @@ def test_agree_cli_json_and_table(tmp_path):
 
 
 def test_human_labels_then_llm_then_agree_end_to_end(tmp_path):
-    """Human labels go in through eval-rag, an LLM judge adds its verdicts, agree compares the two."""
+    """Human labels go in through eval-rag, an LLM judge adds its verdicts, agree compares the two.
+    """
     from llm_server import running_server
 
     ts = tmp_path / "ts.jsonl"

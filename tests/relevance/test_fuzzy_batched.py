@@ -1,5 +1,6 @@
-"""The fast fuzzy matcher gives the verdicts of the plain one: ``fuzzy_similarity(chunk, passage) >= t``
-for every pair, on random texts built to land near the threshold (cut, mutated, shuffled, unrelated)."""
+"""The fast fuzzy matcher gives the verdicts of the plain one: ``fuzzy_similarity(chunk, passage) >=
+t`` for every pair, on random texts built to land near the threshold (cut, mutated, shuffled,
+unrelated)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The judge under a hostile endpoint: malformed 200 replies, connection resets, an endpoint that dies
-midway, credentials in the URL. Each test runs the real `rankwise judge` (a process of its own, forked
-from this one, tests/_forked.py, so a hang is a timeout, not a stuck test run) against the loopback server (tests/llm_server.py) and asserts that it
-ends within a time bound, with the right counts, and with every verdict had on disk (cache and records).
+"""The judge under a hostile endpoint: malformed 200 replies, connection resets, an endpoint that
+dies midway, credentials in the URL. Each test runs the real `rankwise judge` (a process of its own,
+forked from this one, tests/_forked.py, so a hang is a timeout, not a stuck test run) against the
+loopback server (tests/llm_server.py) and asserts that it ends within a time bound, with the right
+counts, and with every verdict had on disk (cache and records).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def _check_on_disk(tmp_path: Path, outcomes: dict) -> int:
     return len(ok)
 
 
-# --------------------------------------------------------------------------------- one envelope at a time
+# --------------------------------------------------------------------------------- one envelope at
+# a time
 
 
 MESSAGES = {
@@ -108,8 +110,9 @@ MESSAGES = {
 
 def test_every_malformed_envelope_fails_only_its_own_chunk(server, tmp_path):
     """Each kind of bad 200 reply (and a reset connection): always on one chunk -> that chunk fails
-    after its retries, with a message saying what was wrong; once on another -> the retry saves it. The
-    run ends (these used to hang forever or kill the run with a traceback), exit 0, all else on disk."""
+    after its retries, with a message saying what was wrong; once on another -> the retry saves it.
+    The run ends (these used to hang forever or kill the run with a traceback), exit 0, all else on
+    disk."""
     server.reset()
     assert set(MESSAGES) == set(KINDS)
     always = {f"{kind}-always": f"The tower was completed in 1889 [[{kind}]]" for kind in KINDS}
@@ -137,9 +140,9 @@ def test_every_malformed_envelope_fails_only_its_own_chunk(server, tmp_path):
 
 
 def test_every_malformed_envelope_at_25_percent_ends_with_right_counts_and_verdicts_on_disk(server, tmp_path):
-    """The issue's "done when": a quarter of all replies are broken (every envelope kind and resets, drawn
-    at random); with 2 retries the run ends in time, exit 0; the chunks that failed are exactly those
-    whose every attempt was broken, and every verdict had is right and on disk."""
+    """The issue's "done when": a quarter of all replies are broken (every envelope kind and resets,
+    drawn at random); with 2 retries the run ends in time, exit 0; the chunks that failed are
+    exactly those whose every attempt was broken, and every verdict had is right and on disk."""
     server.reset()
     server.configure(fault_rate=0.25, fault_kinds=KINDS, seed=7)
     ts = _plain_testset(tmp_path / "ts.jsonl", 100)  # 400 chunks
@@ -160,9 +163,10 @@ def test_every_malformed_envelope_at_25_percent_ends_with_right_counts_and_verdi
 
 
 def test_resets_on_60_percent_of_calls_fail_chunks_not_the_run(server, tmp_path):
-    """Connection resets used to abort the whole run ("lost the LLM endpoint", no records). Now, with
-    60% of calls reset and 2 retries, about 0.6^3 = 22% of chunks fail, counted, and the run ends with
-    exit 0 and every verdict on disk: an endpoint that answers now and then is not gone."""
+    """Connection resets used to abort the whole run ("lost the LLM endpoint", no records). Now,
+    with 60% of calls reset and 2 retries, about 0.6^3 = 22% of chunks fail, counted, and the run
+    ends with exit 0 and every verdict on disk: an endpoint that answers now and then is not gone.
+    """
     server.reset()
     server.configure(fault_rate=0.6, fault_kinds=["reset"], seed=3)
     ts = _plain_testset(tmp_path / "ts.jsonl", 40)  # 160 chunks
@@ -180,12 +184,14 @@ def test_resets_on_60_percent_of_calls_fail_chunks_not_the_run(server, tmp_path)
     assert ok == 160 - len(failed)
 
 
-# ------------------------------------------------------------------------------------- endpoint gone
+# ------------------------------------------------------------------------------------- endpoint
+# gone
 
 
 def test_endpoint_gone_midway_stops_cleanly_with_every_verdict_in_cache_and_records(tmp_path):
-    """The server dies midway. The breaker (here: no reply for 1 s and 8 connection failures in a row)
-    stops the run: exit 2, one line on stderr, and the verdicts had are in the cache AND the records."""
+    """The server dies midway. The breaker (here: no reply for 1 s and 8 connection failures in a
+    row) stops the run: exit 2, one line on stderr, and the verdicts had are in the cache AND the
+    records."""
     srv = start_server(latency=0.05)
     try:
         ts = _plain_testset(tmp_path / "ts.jsonl", 100)  # 400 chunks, 4 at a time
@@ -270,13 +276,14 @@ def test_never_reachable_endpoint_still_fails_fast(tmp_path):
     assert not (tmp_path / "out.jsonl").exists()  # nothing was had, so no records file
 
 
-# ------------------------------------------------------------------------------- credentials in the URL
+# ------------------------------------------------------------------------------- credentials in the
+# URL
 
 
 def test_credentials_in_the_base_url_go_into_an_authorization_header(srv, tmp_path):
-    """http://user:password@host/v1 used to end in a ValueError traceback (aiohttp will not combine the
-    SDK's Authorization header with URL credentials). Now they are sent as Basic auth, and the password
-    is masked in everything printed or written."""
+    """http://user:password@host/v1 used to end in a ValueError traceback (aiohttp will not combine
+    the SDK's Authorization header with URL credentials). Now they are sent as Basic auth, and the
+    password is masked in everything printed or written."""
     ts = _plain_testset(tmp_path / "ts.jsonl", 1)
     url = srv.base_url.replace("http://", "http://ann:s3cret%21@")
     r = CliRunner().invoke(main, ["judge", str(ts), "--model", "judge-test", "--base-url", url, "--cache",
@@ -354,7 +361,8 @@ def test_an_unwritable_records_path_fails_before_any_call(srv, tmp_path):
     for out in (tmp_path / "no-such-folder" / "out.jsonl", tmp_path):
         r = CliRunner().invoke(main, ["judge", str(ts), "--model", "judge-test", "--base-url", srv.base_url,
                                       "--cache", str(tmp_path / "c.sqlite"), "--records", str(out)])
-        # refused by the output check (a folder) or the judge (a folder that does not exist), before any call
+        # refused by the output check (a folder) or the judge (a folder that does not exist), before
+        # any call
         assert r.exit_code == 2
         assert r.stderr.startswith((f"rankwise: error: {out}: field ", f"rankwise: error: {out}: option --records: "))
         assert "records" in r.stderr and ("cannot write" in r.stderr or "is a directory" in r.stderr)
@@ -363,9 +371,10 @@ def test_an_unwritable_records_path_fails_before_any_call(srv, tmp_path):
 
 
 def test_unreadable_quoting_and_injected_replies_end_right_on_disk(server, tmp_path):
-    """Items 5 and 6 end to end: a reply still unreadable after the repair gets one fresh call (which
-    saves `malformedx2`); a reply quoting an object before its answer is read by its answer; chunk text
-    that closes its tag and instructs takes over no verdict. Ends in time, exit 0, verdicts on disk."""
+    """Items 5 and 6 end to end: a reply still unreadable after the repair gets one fresh call
+    (which saves `malformedx2`); a reply quoting an object before its answer is read by its answer;
+    chunk text that closes its tag and instructs takes over no verdict. Ends in time, exit 0,
+    verdicts on disk."""
     from relevance.test_judge_injection import SINGLE_ATTACKS
 
     server.reset()
@@ -389,8 +398,9 @@ def test_unreadable_quoting_and_injected_replies_end_right_on_disk(server, tmp_p
 
 
 def test_a_cache_that_cannot_be_written_stops_the_run_with_the_verdicts_in_the_records(server, tmp_path):
-    """The disk fills up mid-run (a 48 KB file-size limit on the judge process): the judge stops paying for
-    verdicts it cannot keep, writes the verdicts had into the records, and says so in one line."""
+    """The disk fills up mid-run (a 48 KB file-size limit on the judge process): the judge stops
+    paying for verdicts it cannot keep, writes the verdicts had into the records, and says so in one
+    line."""
     import resource
     import signal
 
@@ -418,8 +428,9 @@ def test_a_cache_that_cannot_be_written_stops_the_run_with_the_verdicts_in_the_r
 
 
 def test_each_failure_carries_its_kind_and_the_summary_counts_by_it(server, tmp_path):
-    """The kind a failure is counted under travels with it (``CallError.kind`` -> the outcome's ``kind``); the
-    summary counts outcomes by that attribute, not by reading their text (issue 35 item 1)."""
+    """The kind a failure is counted under travels with it (``CallError.kind`` -> the outcome's
+    ``kind``); the summary counts outcomes by that attribute, not by reading their text (issue 35
+    item 1)."""
     server.reset()
     judge = Judge(Endpoint("judge-test", server.base_url, "k"), PromptSettings(mode="question"),
                   CallPolicy(concurrency=4, max_retries=1), ResponseCache(tmp_path / "c.sqlite"))

@@ -22,7 +22,8 @@ FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
 
 QUESTION = "When was the Eiffel Tower completed?"
 REFERENCE = "It was completed in 1889."
-# verdict per mode: reference keywords {completed, 1889}; question keywords {eiffel, tower, completed}
+# verdict per mode: reference keywords {completed, 1889}; question keywords {eiffel, tower,
+# completed}
 CHUNKS = ["The Eiffel Tower was completed in 1889.",  # ref 1, question 1
           "Paris is the capital of France.",  # 0, 0
           "The tower is 330 metres tall.",  # ref 0, question 1
@@ -44,7 +45,8 @@ def _verdicts(result, cid="q1"):
     return [v.verdict for v in result.verdicts[cid]]
 
 
-# ------------------------------------------------------------------------------------------------ modes
+# ------------------------------------------------------------------------------------------------
+# modes
 
 
 def test_modes_give_the_servers_verdicts_with_reasons(srv, tmp_path):
@@ -80,7 +82,8 @@ def test_summary_counts_tokens_and_cost(srv, tmp_path):
     assert s.complete
 
 
-# ------------------------------------------------------------------------------------- cache and rerun
+# ------------------------------------------------------------------------------------- cache and
+# rerun
 
 
 def test_rerun_makes_zero_requests(srv, tmp_path):
@@ -153,7 +156,8 @@ def test_every_chunk_ends_with_a_verdict_or_an_explicit_failure(srv, tmp_path):
                                                         "the JSON object in the reply is cut off")
     assert got["completed [[refuse]]"][2] == "refused: I'm sorry, but I can't help with that."
     assert got["completed [[refusefield]]"][2] == "refused: I'm sorry, but I can't assist with that request."
-    # a context-length error: a counted failure at once (not retried), saying why and that nothing was cut
+    # a context-length error: a counted failure at once (not retried), saying why and that nothing
+    # was cut
     assert got["completed [[400]]"][2].startswith("context length exceeded: the server said: This model's maximum "
                                                   "context length is 8192 tokens (injected); the chunk is 17 "
                                                   "characters (~5 tokens) and the judge sends chunks whole")
@@ -228,7 +232,8 @@ def test_reasoning_models_get_max_completion_tokens_and_no_temperature(srv, tmp_
     assert srv.stats()["by_status"] == {"400": 2, "200": 4}  # learnt once, then every call is right
 
 
-# ----------------------------------------------------------------------------------- limits and caps
+# ----------------------------------------------------------------------------------- limits and
+# caps
 
 
 def test_concurrency_limit_holds(srv, tmp_path):
@@ -281,7 +286,8 @@ def test_dry_run_plans_without_calling(srv, tmp_path):
     assert batch_plan.calls == 2
 
 
-# ---------------------------------------------------------------------------------------------- batch
+# ----------------------------------------------------------------------------------------------
+# batch
 
 
 def test_batch_mode_one_call_per_question_same_verdicts(srv, tmp_path):
@@ -323,7 +329,8 @@ def test_batch_size_splits_long_lists(srv, tmp_path):
     assert srv.stats()["requests"] == 3 and r.summary.ok == 7
 
 
-# -------------------------------------------------------------------------------------------- inputs
+# --------------------------------------------------------------------------------------------
+# inputs
 
 
 def test_missing_inputs(srv, tmp_path):
@@ -384,11 +391,13 @@ def test_a_lone_surrogate_in_a_reply_is_kept_as_a_replacement_character(srv, tmp
     assert ResponseCache(tmp_path / "cache.sqlite").__len__() == 2
 
 
-# ------------------------------------------------------------------------------------ structured output
+# ------------------------------------------------------------------------------------ structured
+# output
 
 
 def test_json_schema_is_asked_for_with_the_verdict_schema(srv, tmp_path):
-    """A server that takes json_schema gets the prompt's declared reply (binary single, graded batched)."""
+    """A server that takes json_schema gets the prompt's declared reply (binary single, graded
+    batched)."""
     r = _judge(srv, tmp_path, concurrency=1).run([_case()])
     assert _verdicts(r) == [1, 0, 0, 1] and r.summary.response_format == "json_schema"
     assert srv.stats()["response_formats"] == {"json_schema": 4}
@@ -402,8 +411,8 @@ def test_json_schema_is_asked_for_with_the_verdict_schema(srv, tmp_path):
     (400, "json_object", {"json_schema": 1, "json_object+schema": 1, "json_object": 4}),
     (500, "json_object", {"json_schema": 1, "json_object+schema": 1, "json_object": 4})])
 def test_a_refused_response_format_steps_down_once_and_is_remembered(srv, tmp_path, status, takes, sent):
-    """The first refusal naming response_format steps the endpoint down (no retry loop, no failed chunk);
-    the level is kept beside the cache, so the next run asks with it straight away."""
+    """The first refusal naming response_format steps the endpoint down (no retry loop, no failed
+    chunk); the level is kept beside the cache, so the next run asks with it straight away."""
     formats = ["json_object+schema", "json_object", "text"] if takes == "json_object+schema" else ["json_object", "text"]
     srv.configure(formats=formats, format_status=status)
     r = _judge(srv, tmp_path, concurrency=1).run([_case()])

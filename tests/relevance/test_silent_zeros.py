@@ -1,7 +1,8 @@
-"""No silent zeros (issue 32, item 3): a verdict source that can match nothing says so once, with the likely
-cause and the fix, under the eval-rag table and in its JSON summary (and once per system in compare-rag, gate
-and sweep); when every verdict of the source is missing, the command stops with that sentence (exit 2)
-instead of printing means of 0. Each case is made here from small files, the way a user meets it."""
+"""No silent zeros (issue 32, item 3): a verdict source that can match nothing says so once, with
+the likely cause and the fix, under the eval-rag table and in its JSON summary (and once per system
+in compare-rag, gate and sweep); when every verdict of the source is missing, the command stops with
+that sentence (exit 2) instead of printing means of 0. Each case is made here from small files, the
+way a user meets it."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def _invoke(*args: str):
 
 
 def _ids_testset(tmp_path: Path) -> Path:
-    """(a) Reference ids that are document ids; chunks that carry chunk ids (and their documents)."""
+    """(a) Reference ids that are document ids; chunks that carry chunk ids (and their documents).
+    """
     rows = [{"id": "q1", "question": "How many points does a tower score?",
              "retrieved_contexts": [{"id": "rules.md#0", "doc_id": "rules.md", "text": RULES[:60]},
                                     {"id": "faq.md#0", "doc_id": "faq.md", "text": FAQ}],
@@ -69,7 +71,8 @@ def test_ids_that_name_documents_against_chunk_ids_say_use_doc_id(tmp_path):
 
 
 def _folder_run(tmp_path: Path) -> tuple[Path, Path]:
-    """(b) `rankwise run --corpus folder/` over a test set whose passages name documents without extension."""
+    """(b) `rankwise run --corpus folder/` over a test set whose passages name documents without
+    extension."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "rules.md").write_text(RULES, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Verdicts from ground-truth text (docs/metrics.md §4): containment, span, fuzzy; re-chunking; character recall."""
+"""Verdicts from ground-truth text (docs/metrics.md §4): containment, span, fuzzy; re-chunking;
+character recall."""
 
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def test_containment_fails_where_a_passage_straddles_two_chunks_but_span_survive
 
 
 def test_rechunking_changes_span_verdicts_only_where_the_chunk_moved():
-    # chunking A: 50-character chunks; chunking B: the same first 100 characters, the rest re-cut at 30
+    # chunking A: 50-character chunks; chunking B: the same first 100 characters, the rest re-cut at
+    # 30
     a = fixed_chunks(DOC, 50)
     b = fixed_chunks(DOC[:100], 50) + [
         {**c, "id": f"kettle@{c['start'] + 100}", "start": c["start"] + 100, "end": c["end"] + 100}
@@ -161,7 +163,8 @@ def test_worked_example_ten_chunks_two_match_three_passages():
 
 
 def test_two_chunks_matching_one_passage_count_once_for_recall():
-    # the second chunk lies inside the passage with 21 letters/digits (>= the evidence minimum of 20)
+    # the second chunk lies inside the passage with 21 letters/digits (>= the evidence minimum of
+    # 20)
     r = evaluate_rag([{"id": "q", "retrieved_contexts": ["The warranty lasts two years.", "warranty lasts two years",
                                                           "x"], "reference_contexts": PASSAGES}], k=3)
     assert r.mean["precision@3"] == pytest.approx(2 / 3)
@@ -199,7 +202,8 @@ def test_bad_parameters():
         judge_text(recs, "fuzzy", threshold=0)
 
 
-# ------------------------------------------------------------------ a fragment is not evidence (issue 19.4)
+# ------------------------------------------------------------------ a fragment is not evidence
+# (issue 19.4)
 FRAGMENTS = ["The warranty lasts two years.", ".", "the", "a", "Limescale damage is not covered by the warranty.",
              "bananas"]
 
@@ -214,8 +218,8 @@ def test_fragments_are_not_evidence(mode):
     case = {"id": "q", "retrieved_contexts": FRAGMENTS, "reference_contexts": PASSAGES}
     with pytest.warns(RankwiseWarning) as caught:
         r = evaluate_rag([case], mode, k=6)
-    # ".", "the" and "a" lie inside every passage: before, P@6 0.83, recall 1, nDCG 1; now only the two
-    # chunks that hold a whole passage count
+    # ".", "the" and "a" lie inside every passage: before, P@6 0.83, recall 1, nDCG 1; now only the
+    # two chunks that hold a whole passage count
     assert r.records[0].verdicts(mode) == [1, 0, 0, 0, 1, 0]
     assert r.mean["precision@6"] == pytest.approx(2 / 6)
     assert r.mean["recall@6"] == pytest.approx(2 / 3)
@@ -233,9 +237,9 @@ def test_fragments_are_not_evidence(mode):
     # min_evidence_chars=0: any fragment counts again (the old rule, the issue's numbers)
     old = evaluate_rag([case], mode, k=6, min_evidence_chars=0)
     assert old.records[0].verdicts(mode) == [1, 1, 1, 1, 1, 0]
-    # nDCG: "." at rank 2 earns the two passages rank 1 did not hold; "the", "a" and the second whole passage
-    # earn none (docs/context-metrics.md, "Redundant chunks"; before that rule nDCG was 1.0 with an ideal
-    # ranking of 5 relevant chunks for 3 passages)
+    # nDCG: "." at rank 2 earns the two passages rank 1 did not hold; "the", "a" and the second
+    # whole passage earn none (docs/context-metrics.md, "Redundant chunks"; before that rule nDCG
+    # was 1.0 with an ideal ranking of 5 relevant chunks for 3 passages)
     assert (old.mean["precision@6"], old.mean["recall@6"], old.mean["ndcg@6"]) == pytest.approx(
         (5 / 6, 1.0, _ndcg([1, 1, 0, 0, 0, 0], 3)))
     assert not any(w.startswith("3 chunks") for w in old.summary.get("warnings", []))
@@ -246,8 +250,8 @@ def test_evidence_rule_in_reasons_and_short_passages():
     chunks = ["paris", "par", "warranty of every Orbit kettle", "every Orbit kettle"]
     recs = records_from_testset([{"id": "q", "retrieved_contexts": chunks, "reference_contexts": passages}])
     judge_text(recs, "containment")
-    # a passage shorter than the minimum is enough in full; 26 letters/digits inside the long passage count;
-    # "par" (3 of "paris"' 5) and "every orbit kettle" (16) are fragments
+    # a passage shorter than the minimum is enough in full; 26 letters/digits inside the long
+    # passage count; "par" (3 of "paris"' 5) and "every orbit kettle" (16) are fragments
     assert recs[0].verdicts("containment") == [1, 0, 1, 0]
     reasons = [c.verdicts["containment"].reason for c in recs[0].chunks]
     assert reasons[0] == "contains reference passage 1 (chars 0\u20135 of the normalised chunk)"
@@ -300,9 +304,9 @@ def test_cli_min_evidence_chars_flag_and_one_warning(tmp_path):
 
 @pytest.mark.parametrize("mode", ["containment", "fuzzy"])
 def test_min_evidence_chars_rejudges_stored_verdicts_only_when_given(mode, tmp_path):
-    """Records written under the default rule (20) hold fragment verdicts of 0. Scored again without the option
-    they are used as stored; with ``--min-evidence-chars 0`` they are re-judged by that rule (before: the option
-    was silently ignored for records, and the stored verdicts scored)."""
+    """Records written under the default rule (20) hold fragment verdicts of 0. Scored again without
+    the option they are used as stored; with ``--min-evidence-chars 0`` they are re-judged by that
+    rule (before: the option was silently ignored for records, and the stored verdicts scored)."""
     from click.testing import CliRunner
 
     from rankwise.cli import main

@@ -1,6 +1,6 @@
-"""Utility verdicts (eRAG) end to end against the simulated generator: each chunk's verdict is the score of
-the answer the generator gives from that chunk alone; they match the planted answers, are scored by every
-metric (graded ones and K past the list too), are cached, and stop at a cost cap."""
+"""Utility verdicts (eRAG) end to end against the simulated generator: each chunk's verdict is the
+score of the answer the generator gives from that chunk alone; they match the planted answers, are
+scored by every metric (graded ones and K past the list too), are cached, and stop at a cost cap."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def test_utility_verdicts_match_the_planted_answers(generator, tmp_path):
             assert v.meta["answer_score"] == float(v.verdict)
             useful += v.verdict
         assert rec.status["utility"] == "ok"
-        # R: the distinct chunks judged useful (a text retrieved twice is one item: the redundancy rule of
-        # docs/context-metrics.md; before it R counted every copy)
+        # R: the distinct chunks judged useful (a text retrieved twice is one item: the redundancy
+        # rule of docs/context-metrics.md; before it R counted every copy)
         assert rec.truth["utility"]["n_relevant"] == len({c.text for c in rec.chunks if c.verdicts["utility"].verdict})
     gold_chunks = sum(c["retrieved_contexts"].count(c["reference_contexts"][0]) for c in cases)
     assert 0.5 * gold_chunks < useful < 0.9 * gold_chunks  # about 70% of supporting chunks pay off
@@ -104,7 +104,8 @@ def test_graded_utility_and_calibrate_on_it(generator, tmp_path):
         grades = [c.verdicts["utility"].grade for c in rec.chunks]
         gold = [3 if t == case["reference_contexts"][0] else 0 for t in case["retrieved_contexts"]]
         assert grades == gold
-        # every gold chunk is the one reference text: one item (the redundancy rule), however often retrieved
+        # every gold chunk is the one reference text: one item (the redundancy rule), however often
+        # retrieved
         assert rec.truth["utility"]["ideal_gains"] == sorted({g for g in gold if g}, reverse=True)
     # then answers from the top 5 of the same records, and calibrate on utility verdicts
     r = _run("answer", tmp_path / "u.jsonl", "--model", "sim", "--base-url", generator.base_url, "-k", "5",
@@ -167,7 +168,8 @@ def test_apologies_are_counted_failures_not_answers_and_a_rerun_asks_again(gener
         recs = load_records(tmp_path / "u.jsonl")
         got = {(rec.id, c.rank): c.verdicts["utility"] for rec in recs for c in rec.chunks}
         refused = [k for k, v in got.items() if v.status == "failed"]
-        # one call per distinct (question, chunk): each apology fails every chunk that shares its call
+        # one call per distinct (question, chunk): each apology fails every chunk that shares its
+        # call
         assert len({(rec.question, c.text) for rec in recs for c in rec.chunks if (rec.id, c.rank) in refused}) == apologies
         assert all(got[k].error.startswith("refused: I'm sorry") and got[k].verdict is None for k in refused)
         assert {k: v.verdict for k, v in got.items() if k not in refused} == {

@@ -1,7 +1,7 @@
-"""Hostile corpus text in the HTML report (issue 10, item 14): a document holding ``<!--<script>`` used to
-put the report's data block into the "script data escaped" state, swallowing the report's own script (one
-script element left instead of two, an empty drill-down, no console error). Every ``<``, ``>`` and ``&``
-in the embedded JSON is now escaped; tested in a real headless Chromium.
+"""Hostile corpus text in the HTML report (issue 10, item 14): a document holding ``<!--<script>``
+used to put the report's data block into the "script data escaped" state, swallowing the report's
+own script (one script element left instead of two, an empty drill-down, no console error). Every
+``<``, ``>`` and ``&`` in the embedded JSON is now escaped; tested in a real headless Chromium.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The HTML report, opened in a real headless Chromium (Debian `chromium`) over the DevTools protocol.
+"""The HTML report, opened in a real headless Chromium (Debian `chromium`) over the DevTools
+protocol.
 
-Skipped only when chromium (or websocket-client) is missing AND $CI is unset; under CI a missing browser
-fails.
+Skipped only when chromium (or websocket-client) is missing AND $CI is unset; under CI a missing
+browser fails.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def test_runs_report_in_chromium(browser_ok, cranfield, tmp_path):
             assert mark == (("\u25B2*" if c.delta > 0 else "\u25BC*") if c.significant else "n.s.")
         assert any(m[2] == "\u25B2*" for m in marks) and any(m[2] == "n.s." for m in marks)
 
-        # charts: the sweep, per-query deltas (metrics x candidates) and box plots (metrics), all rendered
+        # charts: the sweep, per-query deltas (metrics x candidates) and box plots (metrics), all
+        # rendered
         n_svg = page.evaluate("document.querySelectorAll('svg.chart').length")
         assert n_svg == 1 + len(METRICS) * 2 + len(METRICS)
         sizes = js_list(page, "#ksweep svg.chart, #deltas .metric-panel:not([hidden]) svg.chart",
@@ -118,7 +120,8 @@ def test_runs_report_in_chromium(browser_ok, cranfield, tmp_path):
         assert [m for m in visible_metrics(page, "#deltas .metric-panel") if m] == ["map"]
         assert [m for m in visible_metrics(page, "#distributions .metric-panel") if m] == ["map"]
 
-        # drill-down: every query, largest |dense - bm25| first; opening one shows documents and grades
+        # drill-down: every query, largest |dense - bm25| first; opening one shows documents and
+        # grades
         qids = js_list(page, "details.query", "e.dataset.qid")
         assert len(qids) == 225
         deltas = abs(result.deltas("dense", "ndcg@10"))

@@ -1,4 +1,5 @@
-"""PNG plots (matplotlib, Agg) of k-sweeps and per-query deltas, and lazy imports of heavy libraries."""
+"""PNG plots (matplotlib, Agg) of k-sweeps and per-query deltas, and lazy imports of heavy
+libraries."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The report package renders: no import cycle between its modules, no file loading or probing in it, and
-every rich table and progress bar comes from the one console and the one progress helper."""
+"""The report package renders: no import cycle between its modules, no file loading or probing in
+it, and every rich table and progress bar comes from the one console and the one progress helper."""
 
 from __future__ import annotations
 

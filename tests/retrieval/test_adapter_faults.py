@@ -1,7 +1,7 @@
-"""Adapters and their CLI when the user's retriever misbehaves (issue 20, "unclear or silent"): a retriever
-returning None or raising SystemExit is a counted per-question failure, impossible offsets never reach the
-records, a factory that raises is one line (exit 2), ``--shard ''`` is refused, a sweep whose retriever
-found nothing says so."""
+"""Adapters and their CLI when the user's retriever misbehaves (issue 20, "unclear or silent"): a
+retriever returning None or raising SystemExit is a counted per-question failure, impossible offsets
+never reach the records, a factory that raises is one line (exit 2), ``--shard ''`` is refused, a
+sweep whose retriever found nothing says so."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``rankwise.adapters`` without any framework: callables, id resolution, failures, retries, timeouts,
-duplicates, concurrency, the records file and ``check-adapter``."""
+"""``rankwise.adapters`` without any framework: callables, id resolution, failures, retries,
+timeouts, duplicates, concurrency, the records file and ``check-adapter``."""
 
 from __future__ import annotations
 
@@ -257,8 +257,8 @@ def test_no_framework_imported_at_load():
 
 
 def test_a_retriever_that_fails_everywhere_says_why_in_run_adapter_and_eval_rag(tmp_path, monkeypatch):
-    """run-adapter counts failures by exception type with the first message; eval-rag on those records says the
-    retriever failed (not "no ground truth ... try containment")."""
+    """run-adapter counts failures by exception type with the first message; eval-rag on those
+    records says the retriever failed (not "no ground truth ... try containment")."""
     import json as _json
 
     from _inprocess import run_cli

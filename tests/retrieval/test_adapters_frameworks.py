@@ -1,8 +1,9 @@
-"""Real in-memory pipelines of LangChain, LlamaIndex and Haystack, run through ``rankwise.adapters``.
+"""Real in-memory pipelines of LangChain, LlamaIndex and Haystack, run through
+``rankwise.adapters``.
 
-Each test scores the framework's retriever with the Kestrel span labels and asserts the metric values equal
-those of the same retriever (same chunks, same hashed bag-of-words vectors) run through rankwise's own
-pipeline (``DenseRetriever`` + FAISS), or values computed by hand.
+Each test scores the framework's retriever with the Kestrel span labels and asserts the metric
+values equal those of the same retriever (same chunks, same hashed bag-of-words vectors) run through
+rankwise's own pipeline (``DenseRetriever`` + FAISS), or values computed by hand.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def chunks(corpus):
 
 
 def ours(chunks: list[CorpusChunk], questions: list[dict], k: int = K):
-    """The same dense retriever through rankwise's own pipeline, scored by span: (result, ids per case)."""
+    """The same dense retriever through rankwise's own pipeline, scored by span: (result, ids per
+    case)."""
     res = run_retrievers(None, {q["id"]: q["question"] for q in questions},
                          {"dense": DenseRetriever(embedder=RankwiseHashEmbedder(), quiet=True)}, k=k,
                          chunks=chunks, quiet=True)["dense"]
@@ -62,7 +64,8 @@ def ours(chunks: list[CorpusChunk], questions: list[dict], k: int = K):
 
 
 def _tie_order(pairs):
-    """Ids best first, equal scores (to 5 decimals: FAISS scores in float32) in id order: tie order aside."""
+    """Ids best first, equal scores (to 5 decimals: FAISS scores in float32) in id order: tie order
+    aside."""
     return [i for i, _ in sorted(pairs, key=lambda p: (-round(p[1], 5), p[0]))]
 
 
@@ -86,7 +89,8 @@ def check_offsets(run, corpus):
     assert n == 73 * K
 
 
-# ------------------------------------------------------------------------------------------------ LangChain
+# ------------------------------------------------------------------------------------------------
+# LangChain
 
 
 def test_langchain_vectorstore_same_numbers_as_rankwise(chunks, questions, corpus):
@@ -150,7 +154,8 @@ def test_langchain_retriever_batch_no_scores_and_own_splitter(corpus, questions)
     assert_same(run, expected)
 
 
-# ------------------------------------------------------------------------------------------------ LlamaIndex
+# ------------------------------------------------------------------------------------------------
+# LlamaIndex
 
 
 def _llama_nodes(corpus, id_func=None):
@@ -183,7 +188,8 @@ def test_llamaindex_vector_index_same_numbers_and_unstable_ids(corpus, questions
     expected, expected_ids = ours(li_chunks, questions)
     assert_same(run, expected, expected_ids)
 
-    # node ids are uuid4s: forcing them as ids makes every rebuild change them; check_adapter reports it
+    # node ids are uuid4s: forcing them as ids makes every rebuild change them; check_adapter
+    # reports it
     check = check_adapter(build, questions[:5], k=3, id_strategy="id", factory=True)
     assert len(check.changed_ids) == 15 and not check.changed_order and not check.stable
     # the default resolution (offsets) survives the rebuild
@@ -195,7 +201,8 @@ def test_llamaindex_vector_index_same_numbers_and_unstable_ids(corpus, questions
     assert stable.stable and stable.first.summary["id_strategy"] == {"id": 15}
 
 
-# ------------------------------------------------------------------------------------------------ Haystack
+# ------------------------------------------------------------------------------------------------
+# Haystack
 
 
 def _haystack_docs(corpus, split_length=60, overlap=10):
@@ -221,7 +228,8 @@ def test_haystack_bm25_pipeline_offsets_and_hand_computed_metrics(corpus, questi
     assert run.summary["retriever"] == "haystack-pipeline" and run.summary["failed"] == 0
     assert run.summary["id_strategy"] == {"id": 73 * K}  # Haystack ids hash content + meta: stable
     check_offsets(run, corpus)
-    # the same top-k, asked of the component directly, scored by hand: hit@1 and mrr from span overlap
+    # the same top-k, asked of the component directly, scored by hand: hit@1 and mrr from span
+    # overlap
     component = InMemoryBM25Retriever(store, top_k=K)
     assert run_retriever(component, questions[:3], k=K).summary["retriever"] == "haystack-component"
     hits, rr = [], []
@@ -256,8 +264,8 @@ def test_haystack_embedding_retriever_same_numbers_as_rankwise(corpus, questions
         def run(self, text: str):
             return {"embedding": hash_embed(text)}
 
-    # Haystack registers a component by its import path and later tests in this process (a traced Haystack
-    # pipeline) look registered components up by it: make the path resolve
+    # Haystack registers a component by its import path and later tests in this process (a traced
+    # Haystack pipeline) look registered components up by it: make the path resolve
     HashQueryEmbedder.__qualname__ = "HashQueryEmbedder"
     globals()["HashQueryEmbedder"] = HashQueryEmbedder
 
@@ -283,7 +291,8 @@ def test_haystack_embedding_retriever_same_numbers_as_rankwise(corpus, questions
     assert_same(run, expected, expected_ids)
 
 
-# ------------------------------------------------------------------------------------ lists shorter than k
+# ------------------------------------------------------------------------------------ lists shorter
+# than k
 
 
 def _short(caught) -> list[str]:
@@ -308,7 +317,8 @@ def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, q
     store = InMemoryVectorStore(langchain_embeddings())
     store.add_documents(docs, ids=[f"{d.metadata['source']}@{i}" for i, d in enumerate(docs)])
 
-    # MMR with its own k = 4: evaluated at 4 (its depth in production), said once; no list is short of that
+    # MMR with its own k = 4: evaluated at 4 (its depth in production), said once; no list is short
+    # of that
     mmr = store.as_retriever(search_type="mmr", search_kwargs={"k": 4, "fetch_k": 20})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -320,8 +330,8 @@ def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, q
                               "(search_kwargs={'k': 4, 'fetch_k': 20}): evaluated at 4")
     assert message in run.warnings
 
-    # a score threshold (a LangChain retriever keeping the chunks scoring >= cut): exactly the questions with
-    # fewer than k chunks above it
+    # a score threshold (a LangChain retriever keeping the chunks scoring >= cut): exactly the
+    # questions with fewer than k chunks above it
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict
 
@@ -358,7 +368,8 @@ def test_short_lists_of_mmr_threshold_and_top_k_retrievers_are_counted(corpus, q
     assert not _short(caught) and len(_deeper(caught)) == 1 and run.summary["k"] == 3
 
 
-# ------------------------------------------------ the retriever's own depth, as in production (issue 32, item 5)
+# ------------------------------------------------ the retriever's own depth, as in production
+# (issue 32, item 5)
 
 
 def _recorded(retriever, questions, k):
@@ -370,7 +381,8 @@ def _recorded(retriever, questions, k):
 
 
 def _deeper_than(asked: int, own: int, setting: str, fix: str) -> str:
-    """The one warning when k is asked deeper than the retriever goes (both numbers, its setting, the fix)."""
+    """The one warning when k is asked deeper than the retriever goes (both numbers, its setting,
+    the fix)."""
     return (f"asked for k = {asked} chunks per question, but the retriever returns at most {own} ({setting}): "
             f"evaluated at {own}, the depth it runs at in production, not at {asked}. To evaluate deeper, "
             f"configure the retriever deeper ({fix}); to silence this, leave k (--depth) unset or ask for at "
@@ -378,7 +390,8 @@ def _deeper_than(asked: int, own: int, setting: str, fix: str) -> str:
 
 
 def _assert_own_depth(retriever, questions, production, own, message):
-    """Asked deeper: the production lists, one warning; unset: the same, no warning; shallower: their top k."""
+    """Asked deeper: the production lists, one warning; unset: the same, no warning; shallower:
+    their top k."""
     run, deeper, short = _recorded(retriever, questions, K)
     assert [len(r.chunks) for r in run.records] == [own] * len(questions)
     assert {r.id: [c.id for c in r.chunks] for r in run.records} == production

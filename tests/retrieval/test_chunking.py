@@ -20,8 +20,8 @@ from rankwise.retrieval.chunking import (
     write_chunks,
 )
 
-# Text made of the things the splitter cuts at: words, spaces, line breaks, blank lines, sentence ends,
-# plus long unbroken runs (hard cuts) and non-ASCII characters.
+# Text made of the things the splitter cuts at: words, spaces, line breaks, blank lines, sentence
+# ends, plus long unbroken runs (hard cuts) and non-ASCII characters.
 _pieces = st.one_of(
     st.text(alphabet="abcdefghij", min_size=1, max_size=12),
     st.sampled_from([" ", "  ", "\n", "\n\n", "\n \n\t", ". ", "! ", "? ", "\t", "é", "日本", "。", "\r\n"]),
@@ -78,7 +78,8 @@ def test_chunk_text_is_exactly_the_document_slice(text, so):
 @given(st.lists(st.text(alphabet="abcde", min_size=1, max_size=5), min_size=1, max_size=80),
        st.integers(min_value=20, max_value=80), st.data())
 def test_overlap_reaches_the_requested_length_within_one_word(words, size, data):
-    """Words of <= 5 letters, single spaces: each overlap is chunk_overlap minus at most one word + space."""
+    """Words of <= 5 letters, single spaces: each overlap is chunk_overlap minus at most one word +
+    space."""
     overlap = data.draw(st.integers(min_value=0, max_value=size // 2))
     text = " ".join(words)
     spans = split_text(text, size, overlap)

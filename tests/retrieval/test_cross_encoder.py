@@ -1,6 +1,7 @@
-"""A real cross-encoder path: a tiny randomly initialised BERT cross-encoder built with ``transformers`` (config,
-weights and a small WordPiece vocabulary saved to a temp folder, nothing downloaded), loaded by path through
-``sentence_transformers.CrossEncoder`` — the code a user runs with ``cross-encoder/ms-marco-MiniLM-L-6-v2``."""
+"""A real cross-encoder path: a tiny randomly initialised BERT cross-encoder built with
+``transformers`` (config, weights and a small WordPiece vocabulary saved to a temp folder, nothing
+downloaded), loaded by path through ``sentence_transformers.CrossEncoder`` — the code a user runs
+with ``cross-encoder/ms-marco-MiniLM-L-6-v2``."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def kestrel():
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory, kestrel):
-    """A 2-layer, 32-wide BERT with a one-logit classification head, random weights (seed 0), saved by path.
+    """A 2-layer, 32-wide BERT with a one-logit classification head, random weights (seed 0), saved
+    by path.
 
-    torch, transformers and sentence_transformers are imported here, not at module level: collecting the
-    suite (every xdist worker collects every module) would otherwise pay their ~10 s import."""
+    torch, transformers and sentence_transformers are imported here, not at module level: collecting
+    the suite (every xdist worker collects every module) would otherwise pay their ~10 s import."""
     need("sentence_transformers")
     transformers = need("transformers")
     torch = need("torch")
@@ -54,7 +56,8 @@ def tiny_cross_encoder(tmp_path_factory, kestrel):
     model = transformers.BertForSequenceClassification(config)
     model.eval()
     model.save_pretrained(str(folder))
-    # as cross-encoder/ms-marco-MiniLM-L-6-v2 does: scores are the raw logit (no sigmoid squashing them together)
+    # as cross-encoder/ms-marco-MiniLM-L-6-v2 does: scores are the raw logit (no sigmoid squashing
+    # them together)
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     cfg["sentence_transformers"] = {"activation_fn": "torch.nn.modules.linear.Identity"}
     (folder / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
@@ -92,7 +95,8 @@ def test_top10_in_top5_out_reorders_as_the_scores_say(tiny_cross_encoder, kestre
                                           dtype=np.float64).ravel().tolist(), strict=True))
         got = reranked.run.ranking(qid)[:KEEP]  # retrieve 10, rerank, keep 5
         assert len(got) == KEEP and set(got) <= set(top), qid
-        # in the order of the scores the user's CrossEncoder gives (to float noise of batching), the best 5 kept
+        # in the order of the scores the user's CrossEncoder gives (to float noise of batching), the
+        # best 5 kept
         assert [scores[c] for c in got] == pytest.approx(sorted(scores.values(), reverse=True)[:KEEP], abs=1e-5)
         assert list(reranked.run.to_dict()[qid].values())[:KEEP] == pytest.approx([scores[c] for c in got], abs=1e-5)
         changed += got != top[:KEEP]
@@ -109,14 +113,16 @@ def test_top10_in_top5_out_reorders_as_the_scores_say(tiny_cross_encoder, kestre
         alone = evaluate_rag(rows, "span", metrics=metrics)
         for m in metrics:
             assert cmp.means[name][m] == pytest.approx(alone.mean[m], abs=1e-12)
-    # reranking only reorders the top 10: recall of the 10 bounds it; a random model loses to BM25 at rank 1
+    # reranking only reorders the top 10: recall of the 10 bounds it; a random model loses to BM25
+    # at rank 1
     assert cmp.means["bm25+rerank"]["hit_rate@1"] < cmp.means["bm25"]["hit_rate@1"]
     assert cmp.comparison("bm25+rerank", "mrr").delta == pytest.approx(
         cmp.means["bm25+rerank"]["mrr"] - cmp.means["bm25"]["mrr"], abs=1e-12)
 
 
 def test_rerank_any_adapter_output(tiny_cross_encoder, kestrel):
-    """A framework's results (here a callable) reranked by the cross-encoder: top 10 in, top 5 out."""
+    """A framework's results (here a callable) reranked by the cross-encoder: top 10 in, top 5 out.
+    """
     corpus, questions = kestrel
     from rankwise.retrieval import chunk_corpus
 

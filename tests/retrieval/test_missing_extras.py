@@ -1,5 +1,5 @@
-"""A retrieval library that is not installed (or does not import) is one line naming the extra to install,
-exit 2, before any model loads or index is built: never a traceback (issue 33, item 8)."""
+"""A retrieval library that is not installed (or does not import) is one line naming the extra to
+install, exit 2, before any model loads or index is built: never a traceback (issue 33, item 8)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""BM25 on the real Cranfield and CISI collections (BEIR layout in tests/fixtures), scored against their qrels.
+"""BM25 on the real Cranfield and CISI collections (BEIR layout in tests/fixtures), scored against
+their qrels.
 
-BM25 (bm25s, Lucene variant, k1 1.5, b 0.75, Snowball English stemming, Lucene's English stopwords, title
-+ text) is deterministic, so the values are pinned to 3 decimals. Dense and hybrid figures, with
-timings, are in docs/retrieval.md (benchmarks/retrieval_real_collections.py measures them).
+BM25 (bm25s, Lucene variant, k1 1.5, b 0.75, Snowball English stemming, Lucene's English stopwords,
+title + text) is deterministic, so the values are pinned to 3 decimals. Dense and hybrid figures,
+with timings, are in docs/retrieval.md (benchmarks/retrieval_real_collections.py measures them).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def test_bm25_whole_documents(collection):
 
 
 def test_bm25_chunked_and_lifted_to_documents_stays_close(collection):
-    """Chunks of 500 characters (100 overlap), lifted to documents: within 0.03 of whole documents."""
+    """Chunks of 500 characters (100 overlap), lifted to documents: within 0.03 of whole documents.
+    """
     name, data = collection
     res = run_retrieval(data.corpus, data.queries, "bm25", k=1000, chunk_size=500, chunk_overlap=100, quiet=True)
     docs = res.documents(100)

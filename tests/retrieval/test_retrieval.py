@@ -1,4 +1,5 @@
-"""Corpora, BM25, dense + FAISS with the embedding cache, fusion, reranking, lifting, pipeline and `rankwise run`."""
+"""Corpora, BM25, dense + FAISS with the embedding cache, fusion, reranking, lifting, pipeline and
+`rankwise run`."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ from rankwise.retrieval.bm25 import Tokenizer
 from rankwise.retrieval.dense import Embedder
 from rankwise.retrieval.reranking import CrossEncoderScorer
 
-# A small corpus where paraphrased questions share (almost) no word with the passage that answers them.
+# A small corpus where paraphrased questions share (almost) no word with the passage that answers
+# them.
 DOCS = {
     "car": "The automobile would not start because its battery had gone flat overnight.",
     "bake": "Preheat the oven to 200 degrees and bake the bread for forty minutes.",
@@ -81,7 +83,8 @@ def _chunks(texts: dict[str, str]) -> list[CorpusChunk]:
     return chunk_corpus(Corpus.from_dict(texts))
 
 
-# ----------------------------------------------------------------------------------------------- corpora
+# -----------------------------------------------------------------------------------------------
+# corpora
 def test_text_folder_ids_are_relative_paths_and_text_is_exact(tmp_path):
     (tmp_path / "guide").mkdir()
     (tmp_path / "guide" / "setup.md").write_bytes("\ufeff# Setup\r\nRun it.\r\n".encode())
@@ -168,9 +171,11 @@ def test_queries_from_jsonl_testset_and_tsv(tmp_path):
     assert (err.value.line, err.value.field) == (1, "text")
 
 
-# ----------------------------------------------------------------------------------------------- BM25
+# -----------------------------------------------------------------------------------------------
+# BM25
 def test_bm25_scores_are_lucene_bm25():
-    """Score of a one-term query = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)) (Lucene, bm25s)."""
+    """Score of a one-term query = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)) (Lucene, bm25s).
+    """
     texts = {"a": "wing wing flow", "b": "wing", "c": "heat transfer in slabs", "d": "flow"}
     r = BM25Retriever(stemmer=None, stopwords=None, quiet=True)
     r.index(_chunks(texts))
@@ -223,10 +228,12 @@ def test_retriever_argument_errors():
     assert err.value.field == "k"
 
 
-# ----------------------------------------------------------------------------------------------- dense
+# -----------------------------------------------------------------------------------------------
+# dense
 @pytest.fixture(scope="module")
 def dense_cold(tmp_path_factory):
-    """One cold dense run (fresh cache): loads the bundled all-MiniLM-L6-v2 and embeds 24 chunks + 5 queries."""
+    """One cold dense run (fresh cache): loads the bundled all-MiniLM-L6-v2 and embeds 24 chunks + 5
+    queries."""
     cache = tmp_path_factory.mktemp("embeddings")
     r = DenseRetriever(cache_dir=cache, quiet=True)
     r.index(_chunks(DOCS))
@@ -267,8 +274,8 @@ def test_dense_scores_are_cosine_similarities(dense_cold):
 
 
 def test_batches_of_8_on_the_cpu_and_the_same_vectors_as_batches_of_64():
-    """The default batch (8 on the CPU, 64 on an accelerator) pads less; the vectors are those of one batch of
-    64 to float32 rounding, and so are the similarities' order."""
+    """The default batch (8 on the CPU, 64 on an accelerator) pads less; the vectors are those of
+    one batch of 64 to float32 rounding, and so are the similarities' order."""
     assert Embedder(cache_dir=False).batch_size == 8
     assert Embedder(cache_dir=False, device="cuda").batch_size == 64
     assert Embedder(cache_dir=False, batch_size=3).batch_size == 3
@@ -315,7 +322,8 @@ def test_an_embedding_model_is_refused_as_a_cross_encoder():
         CrossEncoderScorer(str(bundled_model_path()))
 
 
-# ----------------------------------------------------------------------------------------------- fusion
+# -----------------------------------------------------------------------------------------------
+# fusion
 def test_reciprocal_rank_fusion_values():
     a = Run.from_dict({"q": ["d1", "d2"]})
     b = Run.from_dict({"q": {"d2": 9.0, "d3": 1.0}})
@@ -361,7 +369,8 @@ def test_hybrid_retriever_fuses_its_components():
     assert got.to_dict() == expected.to_dict()
 
 
-# ----------------------------------------------------------------------------------------------- rerank
+# -----------------------------------------------------------------------------------------------
+# rerank
 def test_rerank_with_a_callable_reorders_the_top_n_only():
     run = Run.from_dict({"q": {"a": 4.0, "b": 3.0, "c": 2.0, "d": 1.0}})
     texts = {"a": "x", "b": "xxx", "c": "xx", "d": "xxxxxxx"}
@@ -393,7 +402,8 @@ def test_rerank_errors():
         RerankRetriever(BM25Retriever(), 42)
 
 
-# ----------------------------------------------------------------------------------------------- lifting
+# -----------------------------------------------------------------------------------------------
+# lifting
 def test_lift_to_documents_keeps_best_chunk_rank_and_score():
     run = Run.from_dict({"q": {"d1#0-9": 3.0, "d2#0-5": 2.5, "d1#9-20": 2.0, "d3#0-4": 1.0}})
     doc_of = {"d1#0-9": "d1", "d1#9-20": "d1", "d2#0-5": "d2", "d3#0-4": "d3"}
@@ -406,7 +416,8 @@ def test_lift_to_documents_keeps_best_chunk_rank_and_score():
         lift_to_documents(run, {c: d for c, d in doc_of.items() if d != "d3"})
 
 
-# ----------------------------------------------------------------------------------------------- pipeline
+# -----------------------------------------------------------------------------------------------
+# pipeline
 def test_pipeline_shares_components_and_reports_timings(dense_cold):
     cache, _, _ = dense_cold
     results = run_retrievers(DOCS, PARAPHRASES, ["bm25", "dense", "hybrid", "hybrid-weighted"], k=3,
@@ -470,7 +481,8 @@ def test_save_run_writes_trec_and_chunks(tmp_path):
         save_run(spaced, tmp_path / "s.trec")
 
 
-# ----------------------------------------------------------------------------------------------- CLI
+# -----------------------------------------------------------------------------------------------
+# CLI
 def test_cli_run_on_a_folder_writes_run_chunks_and_a_rag_testset(tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()

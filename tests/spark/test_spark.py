@@ -1,10 +1,11 @@
-"""rankwise.spark on a real Spark (local mode, pyspark from PyPI, a Debian Java): bit-identical to one process.
+"""rankwise.spark on a real Spark (local mode, pyspark from PyPI, a Debian Java): bit-identical to
+one process.
 
-Every registered metric (IR, RAG context metrics, counts, id-set metrics with undefined values) on random
-runs with ties, graded and unjudged judgements, queries only in the run or only in the qrels, under 1, 3
-and 7 partitions/buckets and shuffled row order; RAG test sets and records (containment, span, ids,
-stored LLM verdicts with failures). One SparkSession per test run (conftest's ``spark``). Skip with
-``-m "not spark"``.
+Every registered metric (IR, RAG context metrics, counts, id-set metrics with undefined values) on
+random runs with ties, graded and unjudged judgements, queries only in the run or only in the qrels,
+under 1, 3 and 7 partitions/buckets and shuffled row order; RAG test sets and records (containment,
+span, ids, stored LLM verdicts with failures). One SparkSession per test run (conftest's ``spark``).
+Skip with ``-m "not spark"``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ pytestmark = pytest.mark.spark
 
 
 def all_ir_metrics() -> list[str]:
-    """Every registered metric, plain and at 5, that one process computes on qrels + run (char_recall needs
-    spans; some metrics need a cutoff): a metric added to the registry is covered here without a change."""
+    """Every registered metric, plain and at 5, that one process computes on qrels + run
+    (char_recall needs spans; some metrics need a cutoff): a metric added to the registry is covered
+    here without a change."""
     names = []
     for name in METRICS:
         for candidate in (name, f"{name}@5"):
@@ -41,7 +43,8 @@ def all_ir_metrics() -> list[str]:
 
 
 def random_data(seed: int, n_queries: int = 120):
-    """qrels and run rows with score ties, grades -1..3, qrels-only and run-only queries, ids in odd byte order."""
+    """qrels and run rows with score ties, grades -1..3, qrels-only and run-only queries, ids in odd
+    byte order."""
     rng = random.Random(seed)
     qids = [f"q{i}" for i in range(n_queries)] + ["Q7", "é1", "q01", "z"]
     qrels, run = {}, {}
@@ -190,7 +193,8 @@ def test_trec_and_parquet_files_read_as_rankwise_reads_them(spark, tmp_path, sha
                              "score": [r[2] for r in run_rows]}), tmp_path / "run.parquet")
     parquet = rs.evaluate(rs.read_qrels(spark, qrels_path), rs.read_run(spark, tmp_path / "run.parquet"), metrics)
     assert parquet.values.tobytes() == local.per_query.values.tobytes() and parquet.mean == local.mean
-    # TREC qrels and run lines in files named .tsv (MS MARCO ships its qrels so): read as TREC, as locally
+    # TREC qrels and run lines in files named .tsv (MS MARCO ships its qrels so): read as TREC, as
+    # locally
     tsv_qrels, tsv_run = tmp_path / "qrels.dev.tsv", tmp_path / "run.tsv"
     tsv_qrels.write_text("".join(f"{q}\t0\t{d}\t{g}\n" for q, docs in qrels.to_dict().items() for d, g in docs.items()))
     tsv_run.write_text(run_file.read_text())
@@ -199,14 +203,16 @@ def test_trec_and_parquet_files_read_as_rankwise_reads_them(spark, tmp_path, sha
     assert headerless.values.tobytes() == local.per_query.values.tobytes()
 
 
-# ------------------------------------------------------------------------------------------------ RAG
+# ------------------------------------------------------------------------------------------------
+# RAG
 
 WORDS = ["alpha", "beta", "gamma", "delta", "kettle", "warranty", "toaster", "crumb", "tray", "lever", "power", "light", "boil", "rinse", "vinegar"]
 
 
 def random_testset(seed: int, n_cases: int = 40) -> list[dict]:
-    """Cases over random documents: chunks and reference passages are spans of them (text, doc_id, start,
-    end); reference ids; some cases without ground truth or without chunks; duplicate chunk ids."""
+    """Cases over random documents: chunks and reference passages are spans of them (text, doc_id,
+    start, end); reference ids; some cases without ground truth or without chunks; duplicate chunk
+    ids."""
     rng = random.Random(seed)
     docs = {f"doc{i}": " ".join(rng.choice(WORDS) for _ in range(60)) for i in range(6)}
 
@@ -237,8 +243,8 @@ def random_testset(seed: int, n_cases: int = 40) -> list[dict]:
 
 
 def assert_rag_identical(result, local, *, in_order: bool = True):
-    """Bit-identical values and means, the same summary. A warning's example case is the first in input
-    order: after a shuffle only its count is compared."""
+    """Bit-identical values and means, the same summary. A warning's example case is the first in
+    input order: after a shuffle only its count is compared."""
     assert result.query_ids == local.per_query.query_ids
     assert result.values.tobytes() == local.per_query.values.tobytes()
     assert json.dumps(result.mean) == json.dumps(local.mean)
@@ -252,7 +258,8 @@ def assert_rag_identical(result, local, *, in_order: bool = True):
 
 
 def lines_in_order(spark, path, partitions: int):
-    """A JSONL file as a one-column DataFrame in file order, over several partitions (no shuffle)."""
+    """A JSONL file as a one-column DataFrame in file order, over several partitions (no shuffle).
+    """
     return spark.createDataFrame(spark.sparkContext.textFile(str(path), minPartitions=partitions).map(lambda x: (x,)),
                                  "value string")
 
@@ -280,7 +287,8 @@ def test_rag_test_set_bit_identical(spark, tmp_path, relevance, partitions):
 
 @pytest.mark.parametrize("relevance", ["containment", "span"])
 def test_rag_budget_metrics_bit_identical(spark, tmp_path, relevance):
-    """Metrics at a context budget (characters and tokens) on Spark: the same bits as evaluate_rag's."""
+    """Metrics at a context budget (characters and tokens) on Spark: the same bits as
+    evaluate_rag's."""
     import rankwise.spark as rs
 
     path = tmp_path / "testset.jsonl"
@@ -345,7 +353,8 @@ def test_rag_errors_are_one_line(spark, tmp_path):
 
 
 def test_rag_metrics_over_calls_bit_identical(spark, tmp_path):
-    """Cases with several retrieval calls: the metrics over calls on Spark are rankwise.evaluate_rag's."""
+    """Cases with several retrieval calls: the metrics over calls on Spark are
+    rankwise.evaluate_rag's."""
     from pathlib import Path
 
     import rankwise.spark as rs
@@ -364,8 +373,9 @@ def test_rag_metrics_over_calls_bit_identical(spark, tmp_path):
 
 
 def test_the_sessions_jvm_reads_the_class_archive_setup_wrote(spark):
-    """tests/_jvm.py's class archive (scripts/setup.sh --test writes it) is one this session's JVM was started
-    with and can map: with -Xshare:on the JVM refuses to start on an archive of another Java or class path."""
+    """tests/_jvm.py's class archive (scripts/setup.sh --test writes it) is one this session's JVM
+    was started with and can map: with -Xshare:on the JVM refuses to start on an archive of another
+    Java or class path."""
     assert archive_ready(), f"no class archive for this Java and Spark at {ARCHIVE}: run scripts/setup.sh --test"
     lang = spark._jvm.java.lang
     started_with = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

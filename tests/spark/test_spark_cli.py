@@ -1,5 +1,5 @@
-"""`rankwise eval --engine spark` on Parquet (in-process, on the run's one local Spark) and the spark-submit
-job (a real process, with its own local Spark): the same output as one process."""
+"""`rankwise eval --engine spark` on Parquet (in-process, on the run's one local Spark) and the
+spark-submit job (a real process, with its own local Spark): the same output as one process."""
 
 from __future__ import annotations
 
@@ -35,12 +35,13 @@ def env() -> dict:
 
 @pytest.fixture(autouse=True)
 def _one_spark(spark):
-    """The run's SparkSession (conftest): ``--engine spark`` in-process uses it rather than starting another."""
+    """The run's SparkSession (conftest): ``--engine spark`` in-process uses it rather than starting
+    another."""
 
 
 def rankwise_cli(*args: str) -> subprocess.CompletedProcess:
-    """``rankwise ARGS`` in-process (tests/_inprocess.py), as a finished process; the spark-submit job below
-    stays a real process."""
+    """``rankwise ARGS`` in-process (tests/_inprocess.py), as a finished process; the spark-submit
+    job below stays a real process."""
     return run_cli(args, env=env())
 
 
@@ -89,8 +90,8 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
     written = [json.loads(line) for p in sorted((tmp_path / "records").glob("part-*")) for line in
                p.read_text().splitlines()]
     assert sorted(r["id"] for r in written) == sorted(r.id for r in local.records)
-    # an error inside the job: one line on stderr, exit code 2 (the job's own entry point, in-process on the
-    # run's session: the spark-submit process boundary is checked above)
+    # an error inside the job: one line on stderr, exit code 2 (the job's own entry point,
+    # in-process on the run's session: the spark-submit process boundary is checked above)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "retrieved_contexts": ["x"]}\n{"id": "a", "retrieved_contexts": ["y"]}\n')
     done = CliRunner().invoke(submit.main, ["eval-rag", str(bad)])
@@ -101,8 +102,8 @@ def test_spark_submit_job_eval_rag_and_one_line_errors(tmp_path):
 
 
 def test_relative_paths_are_read_from_the_current_folder(tmp_path, monkeypatch):
-    """The run's Spark session started in another folder: a relative path is still this folder's file (Spark
-    alone would read it against its JVM's working directory)."""
+    """The run's Spark session started in another folder: a relative path is still this folder's
+    file (Spark alone would read it against its JVM's working directory)."""
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\n")
     (tmp_path / "run.trec").write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\n")
     monkeypatch.chdir(tmp_path)
@@ -112,7 +113,8 @@ def test_relative_paths_are_read_from_the_current_folder(tmp_path, monkeypatch):
 
 
 def test_spark_engine_prints_the_runid_line_of_the_local_engine(tmp_path):
-    """``--format trec -m runid,...``: the run file's last tag on Spark as in memory; no line when not asked."""
+    """``--format trec -m runid,...``: the run file's last tag on Spark as in memory; no line when
+    not asked."""
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
     (tmp_path / "run.trec").write_text("q1 Q0 a 1 2.0 first\nq1 Q0 b 2 1.0 first\nq2 Q0 c 1 1.0 lasttag\n")
     outputs = {}
@@ -138,8 +140,8 @@ import rankwise.spark as rs
 from rankwise.errors import RankwiseError
 from rankwise.spark import io as spark_io
 out = {}
-# rankwise's own local session: as many shuffle partitions as local threads, unless the conf says otherwise
-# (first: pyspark's SparkSession.builder keeps the options of earlier sessions)
+# rankwise's own local session: as many shuffle partitions as local threads, unless the conf says
+# otherwise (first: pyspark's SparkSession.builder keeps the options of earlier sessions)
 ours = rs.session("local[3]", conf={"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": sys.argv[2]})
 out["partitions"] = ours.conf.get("spark.sql.shuffle.partitions")
 ours.stop()
@@ -166,9 +168,10 @@ print("RESULT " + json.dumps(out))
 
 
 def test_workers_that_cannot_import_rankwise_get_one_sentence(tmp_path):
-    """A session the user built (SparkSession.builder) whose worker Python cannot import rankwise (installed
-    on the driver only), or imports another version: one sentence saying what to do, no JVM stack trace;
-    with workers that import it the job runs, and the check runs once per session."""
+    """A session the user built (SparkSession.builder) whose worker Python cannot import rankwise
+    (installed on the driver only), or imports another version: one sentence saying what to do, no
+    JVM stack trace; with workers that import it the job runs, and the check runs once per session.
+    """
     fake = tmp_path / "fake" / "rankwise"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('__version__ = "0.0.1"\n')
@@ -201,8 +204,8 @@ def test_workers_that_cannot_import_rankwise_get_one_sentence(tmp_path):
 
 
 def test_spark_errors_name_the_file_and_line(tmp_path):
-    """Rows a Spark worker refuses (a doc listed twice, a score that is not a finite number) are named by
-    file and line, as the local engine names them, not as '<spark run>'."""
+    """Rows a Spark worker refuses (a doc listed twice, a score that is not a finite number) are
+    named by file and line, as the local engine names them, not as '<spark run>'."""
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 a 1\nq2 0 c 1\n")
     cases = {"twice.trec": "q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\nq1 Q0 a 3 0.5 t\n",  # in a worker

@@ -1,4 +1,5 @@
-"""`import rankwise` (and the CLI, and rankwise.spark's modules) never import pyspark: it is an optional extra."""
+"""`import rankwise` (and the CLI, and rankwise.spark's modules) never import pyspark: it is an
+optional extra."""
 
 from __future__ import annotations
 

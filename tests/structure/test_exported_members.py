@@ -1,8 +1,10 @@
-"""Every module's ``__all__`` says what it exports, and only that (httpx's ``test_exported_members.py``).
+"""Every module's ``__all__`` says what it exports, and only that (httpx's
+``test_exported_members.py``).
 
-For each module of the package that declares ``__all__``: every listed name resolves, none is listed twice, and
-every public function or class the module itself defines is listed (a public definition left out of ``__all__``
-is either private — give it a leading underscore — or missing from the module's declared surface)."""
+For each module of the package that declares ``__all__``: every listed name resolves, none is listed
+twice, and every public function or class the module itself defines is listed (a public definition
+left out of ``__all__`` is either private — give it a leading underscore — or missing from the
+module's declared surface)."""
 
 from __future__ import annotations
 
@@ -48,7 +50,8 @@ MODULES = [m for m in _modules() if _declared_all(ast.parse(_source(m).read_text
 
 
 def test_most_modules_declare_their_surface():
-    """The check below covers the package: every public module but the CLI's commands declares ``__all__``."""
+    """The check below covers the package: every public module but the CLI's commands declares
+    ``__all__``."""
     assert len(MODULES) >= 140
 
 

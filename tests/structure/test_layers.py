@@ -1,5 +1,5 @@
-"""The house's rule, held: imports run down the layer table of docs/architecture.md, never up; no package
-imports another's private names or modules; the packages form no circle."""
+"""The house's rule, held: imports run down the layer table of docs/architecture.md, never up; no
+package imports another's private names or modules; the packages form no circle."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def _package(module: str) -> str:
 
 
 def imports_of(module: str, source: str) -> list[tuple[str, int, str, list[str]]]:
-    """(module, line, imported module, names) for every rankwise import in ``source``, lazy ones included."""
+    """(module, line, imported module, names) for every rankwise import in ``source``, lazy ones
+    included."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("rankwise."):
@@ -99,7 +100,8 @@ def test_the_packages_form_no_circle():
 
 
 def test_the_checks_catch_planted_breaches():
-    """The checks themselves, on planted sources: an import up, a private module and name, a circle."""
+    """The checks themselves, on planted sources: an import up, a private module and name, a circle.
+    """
     planted = imports_of("rankwise.metrics.x", "def f():\n    from rankwise.cli import main\n")
     assert upward(planted) == [f"rankwise.metrics.x:2 imports rankwise.cli (layer {LAYERS['cli']} > {LAYERS['metrics']})"]
     planted = imports_of("rankwise.metrics.x", "from rankwise.data.text import _private\nimport rankwise.llm._y\n")

@@ -1,6 +1,6 @@
-"""One type per concept, one meaning per name (issue 35 item 2): a retrieved chunk is one type that records and
-framework items extend, a case and a call likewise; the corpus chunker's type has its own name; no public name
-means two different things across rankwise's modules."""
+"""One type per concept, one meaning per name (issue 35 item 2): a retrieved chunk is one type that
+records and framework items extend, a case and a call likewise; the corpus chunker's type has its
+own name; no public name means two different things across rankwise's modules."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def _own_fields(kind: type) -> set[str]:
 def test_records_and_items_extend_the_one_chunk_case_and_call_types():
     assert issubclass(ChunkRecord, Chunk) and issubclass(RawItem, Chunk)
     assert issubclass(CallRecord, RetrievalCall) and issubclass(CaseRecord, TestCase)
-    # each extension adds only what it is about: a rank and verdicts; a framework's own id and metadata
+    # each extension adds only what it is about: a rank and verdicts; a framework's own id and
+    # metadata
     assert _own_fields(ChunkRecord) == {"rank", "verdicts"}
     assert _own_fields(RawItem) == {"native_id", "metadata", "kind"}
     assert _own_fields(CallRecord) == set()  # its chunks are records: the same field, narrowed
@@ -67,8 +68,8 @@ def _exports() -> dict[str, dict[int, list[str]]]:
 
 
 def test_no_public_name_means_two_things():
-    """A name exported by two modules is the same object in both (a re-export), never two different ones;
-    a package's face never exports a function under the name of one of its own submodules."""
+    """A name exported by two modules is the same object in both (a re-export), never two different
+    ones; a package's face never exports a function under the name of one of its own submodules."""
     clashes = {name: sorted(mods for mods in objs.values())
                for name, objs in _exports().items() if len(objs) > 1 and name != "main"}
     assert clashes == {}

@@ -1,6 +1,7 @@
-"""The suite needs only the repository: the public collections it reads are carried in tests/fixtures (Cranfield and
-CISI in BEIR layout, trec_eval 10.0's test files, each folder with a README saying where it comes from); only
-trec_eval's source stays outside, for the binary conformance test, which says how to get it."""
+"""The suite needs only the repository: the public collections it reads are carried in
+tests/fixtures (Cranfield and CISI in BEIR layout, trec_eval 10.0's test files, each folder with a
+README saying where it comes from); only trec_eval's source stays outside, for the binary
+conformance test, which says how to get it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The suite's scheduling (tests/conftest.py): every group it names exists, and the Spark tests form one group."""
+"""The suite's scheduling (tests/conftest.py): every group it names exists, and the Spark tests form
+one group."""
 
 from __future__ import annotations
 

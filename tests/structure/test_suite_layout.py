@@ -1,5 +1,6 @@
-"""The suite's layout (docs/architecture.md, "Where the tests live"): test files sit in the folder of what they
-test, never flat in tests/, each base name once (pytest imports a test file by its base name)."""
+"""The suite's layout (docs/architecture.md, "Where the tests live"): test files sit in the folder
+of what they test, never flat in tests/, each base name once (pytest imports a test file by its base
+name)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Importers (Ragas, DeepEval, LlamaIndex, BEIR-style) map text contexts to corpus spans and count the rest;
-exporters write Ragas' and DeepEval's shapes with span ids."""
+"""Importers (Ragas, DeepEval, LlamaIndex, BEIR-style) map text contexts to corpus spans and count
+the rest; exporters write Ragas' and DeepEval's shapes with span ids."""
 
 from __future__ import annotations
 
@@ -199,7 +199,8 @@ def test_round_trip_keeps_case_ids_so_compare_rag_matches_the_original(corpus, t
     assert s.format == target and s.unmapped == 0
     imported = rows(back)
     assert [r["id"] for r in imported] == ["synth-00007", "synth-00002"]  # not ragas-00001 ...
-    # the imported set, run through the same retriever (here: the same contexts), compares case by case
+    # the imported set, run through the same retriever (here: the same contexts), compares case by
+    # case
     for r, o in zip(imported, original, strict=True):
         r["retrieved_contexts"] = o["retrieved_contexts"]
     back.write_text("".join(json.dumps(r) + "\n" for r in imported), encoding="utf-8")

@@ -1,5 +1,5 @@
-"""rankwise pool: the union of several systems' top k, unlabelled chunks judged by the LLM judge over a loopback
-server, relevant ones added as span labels, judged@k before and after."""
+"""rankwise pool: the union of several systems' top k, unlabelled chunks judged by the LLM judge
+over a loopback server, relevant ones added as span labels, judged@k before and after."""
 
 from __future__ import annotations
 
@@ -83,11 +83,13 @@ def test_pool_judges_unlabelled_chunks_and_raises_judged_at_k(gen, tmp_path):
     again = json.loads(cli(*args).stdout)
     assert again["calls"] == 0 and again["cached"] == s["judged"] and gen.stats()["requests"] == 0
     assert rows(out) == pooled
-    # --max-calls on a fresh cache: 3 calls, the rest unjudged and counted; a rerun without the cap goes on
+    # --max-calls on a fresh cache: 3 calls, the rest unjudged and counted; a rerun without the cap
+    # goes on
     capped_args = [a if a != cache else str(tmp_path / "fresh.sqlite") for a in args]
     gen.reset()
     capped = json.loads(cli(*capped_args, "--max-calls", "3", "--concurrency", "1", "--rpm", "6000").stdout)
-    # the cap counts HTTP requests, a retry of a first-time 429/500 (the server's, by prompt hash) included
+    # the cap counts HTTP requests, a retry of a first-time 429/500 (the server's, by prompt hash)
+    # included
     stats = gen.stats()
     judged = 3 - sum(stats["faults"].values())
     assert stats["requests"] == 3 and capped["calls"] == capped["judged"] == judged > 0

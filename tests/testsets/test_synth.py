@@ -138,8 +138,8 @@ def test_dry_run_matches_the_real_run_within_10_percent(g, tmp_path):
               cache=tmp_path / "c.sqlite", price_in=1.0, price_out=2.0)
     requests, faults = g.stats()["requests"], sum(g.stats()["faults"].values())
     assert est.phases["generate"]["calls"] == s.calls == 60
-    # the estimate is the calls exactly; the requests add one retry per 429/500 the server gave (which
-    # conversations get one is a hash of the prompt: 4 to 7 of these 60)
+    # the estimate is the calls exactly; the requests add one retry per 429/500 the server gave
+    # (which conversations get one is a hash of the prompt: 4 to 7 of these 60)
     assert requests - faults == est.calls and faults <= 0.12 * est.calls
     est_prompt = est.phases["generate"]["prompt_tokens"]
     assert abs(est_prompt - s.prompt_tokens) <= 0.1 * s.prompt_tokens
@@ -174,8 +174,8 @@ def test_killed_run_resumes_without_repeating_a_call(g, tmp_path):
     g.configure(latency=0.0)
     done = cli(*args)
     after = g.stats()
-    # only the calls in flight at the kill (at most --concurrency) are asked again; every reply the killed
-    # run received was in the cache and is not paid for twice
+    # only the calls in flight at the kill (at most --concurrency) are asked again; every reply the
+    # killed run received was in the cache and is not paid for twice
     assert after["repeated"] <= 2
     assert after["generations"] - after["repeated"] == 50
     assert "decided by an earlier run" in done.stdout
@@ -204,8 +204,9 @@ def test_max_cost_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
 
 
 def test_max_calls_stops_cleanly_and_a_rerun_goes_on(g, tmp_path):
-    """--max-calls caps the requests of a run exactly: a sample starts only while its calls fit beside the
-    requests sent and the calls the samples in flight still hold (no retries here: every call one request)."""
+    """--max-calls caps the requests of a run exactly: a sample starts only while its calls fit
+    beside the requests sent and the calls the samples in flight still hold (no retries here: every
+    call one request)."""
     g.configure(faults=False)
     out = tmp_path / "ts.jsonl"
     common = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "12", "--cache",
@@ -331,8 +332,8 @@ def test_a_line_cut_by_a_kill_is_redone_from_the_cache(g, tmp_path):
 
 
 def test_failed_calls_are_not_answers_a_rerun_asks_them_again(g, tmp_path):
-    """Calls that fail after their retries are counted (call_failed) and decide nothing: the rerun asks
-    exactly those again, and the set it ends with is the set of a run that never failed."""
+    """Calls that fail after their retries are counted (call_failed) and decide nothing: the rerun
+    asks exactly those again, and the set it ends with is the set of a run that never failed."""
     out = tmp_path / "ts.jsonl"
     args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "20", "--cache",
             str(tmp_path / "c.sqlite"), "--out", str(out), "--max-retries", "0", "--quiet", "--json"]
@@ -355,8 +356,8 @@ def test_failed_calls_are_not_answers_a_rerun_asks_them_again(g, tmp_path):
 
 
 def test_multi_hop_questions_have_one_span_per_hop_from_two_documents(g, tmp_path):
-    """`rankwise synth --style multi-hop`: two passages of two documents, every reference a verified span
-    tagged with its hop; the test set reads back with its hops and scores all_hops_covered."""
+    """`rankwise synth --style multi-hop`: two passages of two documents, every reference a verified
+    span tagged with its hop; the test set reads back with its hops and scores all_hops_covered."""
     corpus = load_corpus(KESTREL)
     out = tmp_path / "hops.jsonl"
     proc = cli("synth", str(KESTREL), "--style", "multi-hop", "-n", "24", "--seed", "5", "--model", "gen",
@@ -379,7 +380,8 @@ def test_multi_hop_questions_have_one_span_per_hop_from_two_documents(g, tmp_pat
         assert [ref["hop"] for ref in r["reference_contexts"]] == sorted(ref["hop"] for ref in r["reference_contexts"])
     from rankwise.metrics.rag import evaluate_rag
 
-    # a retriever that found only hop 0: each case retrieves exactly its hop-0 references, in one call
+    # a retriever that found only hop 0: each case retrieves exactly its hop-0 references, in one
+    # call
     cases = [dict(r, calls=[{"chunks": [{k: ref[k] for k in ("text", "doc_id", "start", "end")}
                                         for ref in r["reference_contexts"] if ref["hop"] == 0]}])
              for r in accepted]
@@ -400,11 +402,12 @@ def test_multi_hop_needs_two_documents_and_one_style_flag(tmp_path):
 
 
 def test_bad_replies_are_asked_again_and_good_ones_reused(g, tmp_path):
-    """A reply that is no answer -- prose, JSON cut by the token limit, a refusal (text or field), an array,
-    quotes that are a number, an answer that is not text, a critic reply without a score -- decides nothing
-    and is not cached: the rerun asks exactly those samples again (each such conversation once more, and no
-    other conversation already answered), reuses every good reply, and ends with the set of a run that never
-    got a bad reply (issue 33, item 8: the rejections were cached as final, a rerun asked nothing)."""
+    """A reply that is no answer -- prose, JSON cut by the token limit, a refusal (text or field),
+    an array, quotes that are a number, an answer that is not text, a critic reply without a score
+    -- decides nothing and is not cached: the rerun asks exactly those samples again (each such
+    conversation once more, and no other conversation already answered), reuses every good reply,
+    and ends with the set of a run that never got a bad reply (issue 33, item 8: the rejections were
+    cached as final, a rerun asked nothing)."""
     g.configure(faults=False, bad_first=0.35)
     out, rej = tmp_path / "ts.jsonl", tmp_path / "ts.rejected.jsonl"
     args = ["synth", str(KESTREL), "--model", "gen", "--base-url", g.base_url, "-n", "40", "--critic", "--styles",
@@ -423,8 +426,8 @@ def test_bad_replies_are_asked_again_and_good_ones_reused(g, tmp_path):
     after = g.stats()
     assert second["resumed"] == 40 - bad
     assert after["repeated"] - before["repeated"] == bad  # each bad conversation asked once more ...
-    # ... and nothing else that had an answer: the new requests are those, and the critic calls of the samples
-    # whose generation was asked again (new conversations)
+    # ... and nothing else that had an answer: the new requests are those, and the critic calls of
+    # the samples whose generation was asked again (new conversations)
     regenerated = after["generations"] - before["generations"]
     assert regenerated == bad - before["bad"].get("noscore", 0)
     assert after["requests"] - before["requests"] == second["calls"] == bad + (after["critic"] - before["critic"]
@@ -434,8 +437,8 @@ def test_bad_replies_are_asked_again_and_good_ones_reused(g, tmp_path):
     g.reset()
     fresh = tmp_path / "fresh.jsonl"
     cli(*[a if a != str(out) else str(fresh) for a in args])
-    # the same samples, but for which of two near-duplicate questions is kept: a sample asked again on the
-    # rerun comes after the later samples it is compared with (the first kept wins)
+    # the same samples, but for which of two near-duplicate questions is kept: a sample asked again
+    # on the rerun comes after the later samples it is compared with (the first kept wins)
     a, b = {r["id"]: r for r in rows(out)}, {r["id"]: r for r in rows(fresh)}
     assert [i for i in set(a) & set(b) if a[i] != b[i]] == []
     duplicates = {r["id"] for r in rows(rej) + rows(tmp_path / "fresh.rejected.jsonl") if r["reason"] == "duplicate"}
@@ -443,7 +446,8 @@ def test_bad_replies_are_asked_again_and_good_ones_reused(g, tmp_path):
 
 
 def _big_corpus(path: Path, documents: int = 4, sentences: int = 10000) -> Path:
-    """Documents of ~0.8 MB each: locating a quote in one (normalised once per document) takes a second or more."""
+    """Documents of ~0.8 MB each: locating a quote in one (normalised once per document) takes a
+    second or more."""
     words = ["range", "replica", "leader", "lease", "snapshot", "compaction", "follower", "quorum"]
     with open(path, "w", encoding="utf-8") as fh:
         for d in range(documents):
@@ -454,10 +458,11 @@ def _big_corpus(path: Path, documents: int = 4, sentences: int = 10000) -> Path:
 
 
 def test_ctrl_c_stops_within_a_second(g, tmp_path):
-    """Ctrl-C while samples are being checked (their quotes located in four documents of ~0.8 MB, a second or
-    more of work each) stops synth at once: exit 130 with the decided samples kept, well within 1 s of the signal on an
-    idle machine (0.2 s measured under load; issue 33, item 8: it took 4.5 s, and 3.3 s here before the fix: the
-    checks held the event loop that takes the signal)."""
+    """Ctrl-C while samples are being checked (their quotes located in four documents of ~0.8 MB, a
+    second or more of work each) stops synth at once: exit 130 with the decided samples kept, well
+    within 1 s of the signal on an idle machine (0.2 s measured under load; issue 33, item 8: it
+    took 4.5 s, and 3.3 s here before the fix: the checks held the event loop that takes the
+    signal)."""
     out = tmp_path / "ts.jsonl"
     corpus = _big_corpus(tmp_path / "big.jsonl")
     g.configure(faults=False)

@@ -1,4 +1,5 @@
-"""The checks a generated sample goes through, reply by reply (no server needed: they are pure functions)."""
+"""The checks a generated sample goes through, reply by reply (no server needed: they are pure
+functions)."""
 
 from __future__ import annotations
 

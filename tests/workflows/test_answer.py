@@ -1,7 +1,7 @@
-"""``rankwise answer`` end to end against the simulated generator (tests/generator_server.py): answers from
-the top-K chunks in rank order, the as-fed record, truncation to a token budget, EM / F1 / LLM scores,
-reruns from the cache; and ``calibrate`` on records made by ``answer`` names the metric the generator was
-built to follow."""
+"""``rankwise answer`` end to end against the simulated generator (tests/generator_server.py):
+answers from the top-K chunks in rank order, the as-fed record, truncation to a token budget, EM /
+F1 / LLM scores, reruns from the cache; and ``calibrate`` on records made by ``answer`` names the
+metric the generator was built to follow."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def _answer(gen, ts, tmp_path, *extra, out="a.jsonl"):
 def test_answers_from_top_k_in_rank_order_scored_and_cached(generator, tmp_path):
     cases = synthetic_cases(40, k=5, golds=(0, 1, 2), seed=7)
     generator.reset()
-    # alpha 1, beta 0: the generator answers right whenever a supporting chunk is among those it reads
+    # alpha 1, beta 0: the generator answers right whenever a supporting chunk is among those it
+    # reads
     generator.configure(key=key_of(cases), curve={"kind": "flat"}, alpha=1.0, beta=0.0, mode="sample")
     ts = write_cases(cases, tmp_path / "ts.jsonl")
     r = _answer(generator, ts, tmp_path, "-k", "3", "--score", "em")
@@ -52,7 +53,8 @@ def test_answers_from_top_k_in_rank_order_scored_and_cached(generator, tmp_path)
         assert [c.text for c in rec.chunks] == case["retrieved_contexts"]  # the record keeps all chunks
     assert generator.stats()["by_kind"] == {"answer": 40}
 
-    # rerun with an LLM correctness check: the answers come from the cache, only the checks are calls
+    # rerun with an LLM correctness check: the answers come from the cache, only the checks are
+    # calls
     generator.reset()
     r = _answer(generator, ts, tmp_path, "-k", "3", "--score", "llm")
     assert r.exit_code == 0, r.output
@@ -89,8 +91,9 @@ def test_token_budget_cuts_the_context_and_says_so(generator, tmp_path):
 
 
 def test_max_tokens_caps_each_answer_and_is_its_own_cache_entry(generator, tmp_path):
-    """--max-tokens is the answer's output cap as sent (default 256); an answer asked with another cap is
-    another request (not the cache's), and utility and the LLM checker keep their own caps."""
+    """--max-tokens is the answer's output cap as sent (default 256); an answer asked with another
+    cap is another request (not the cache's), and utility and the LLM checker keep their own caps.
+    """
     cases = synthetic_cases(3, k=2, seed=5)
     generator.configure(key=key_of(cases))
     ts = write_cases(cases, tmp_path / "ts.jsonl")
@@ -126,8 +129,9 @@ def test_answer_needs_records_and_dry_run_calls_nothing(generator, tmp_path):
 
 
 def test_calibrate_names_the_planted_metric_on_answer_records(generator, tmp_path):
-    """The generator's answer holds a share of the reference's words equal to wcp(decay=rbp,p=0.8)@5 of the
-    chunks it reads (``partial`` mode); calibrate on the records ``answer`` wrote must name that metric."""
+    """The generator's answer holds a share of the reference's words equal to wcp(decay=rbp,p=0.8)@5
+    of the chunks it reads (``partial`` mode); calibrate on the records ``answer`` wrote must name
+    that metric."""
     cases = synthetic_cases(400, k=5, golds=(0, 1, 1, 2, 2, 3), seed=11)
     generator.reset()
     generator.configure(key=key_of(cases), curve={"kind": "rbp", "p": 0.8}, mode="partial")

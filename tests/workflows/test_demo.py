@@ -1,4 +1,5 @@
-"""`rankwise demo`, the main job: runs offline on the bundled benchmark and writes consistent files."""
+"""`rankwise demo`, the main job: runs offline on the bundled benchmark and writes consistent files.
+"""
 
 from __future__ import annotations
 

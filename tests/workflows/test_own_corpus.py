@@ -1,7 +1,8 @@
-"""Issue 32's "done when", end to end on a corpus of our own (an invented board game's rulebook, made here, not a
-bundled set): `rankwise run` cuts it into overlapping chunks (300 characters, 150 shared) from a folder, and under
-every verdict source — span, containment, fuzzy, ids by document — no per-case value of a bounded metric leaves its
-range, however many overlapping chunks hold one passage."""
+"""Issue 32's "done when", end to end on a corpus of our own (an invented board game's rulebook,
+made here, not a bundled set): `rankwise run` cuts it into overlapping chunks (300 characters, 150
+shared) from a folder, and under every verdict source — span, containment, fuzzy, ids by document —
+no per-case value of a bounded metric leaves its range, however many overlapping chunks hold one
+passage."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ WORDS = ["meeple", "token", "dice", "board", "card", "round", "player", "turn", 
 
 
 def rulebook(tmp_path):
-    """20 documents of made-up rules in a folder, and 30 questions located as character spans (a few spanning two
-    sentences, a few unanswerable), with their documents' file names as reference ids."""
+    """20 documents of made-up rules in a folder, and 30 questions located as character spans (a few
+    spanning two sentences, a few unanswerable), with their documents' file names as reference ids.
+    """
     rng = random.Random(32)
     folder = tmp_path / "rules"
     folder.mkdir()

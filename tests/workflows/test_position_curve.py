@@ -1,11 +1,12 @@
-"""``rankwise position-curve`` end to end against the simulated generator (tests/generator_server.py): a
-planted RBP(p = 0.7), power(a = 1.5), cliff(n = 3) and U-shape are recovered (family and parameters), a
-hump (best in the middle) fits no family and writes no curve; --dry-run counts the calls and makes none;
-a run stopped by Ctrl-C or SIGKILL resumes from the cache without asking the same context twice.
+"""``rankwise position-curve`` end to end against the simulated generator
+(tests/generator_server.py): a planted RBP(p = 0.7), power(a = 1.5), cliff(n = 3) and U-shape are
+recovered (family and parameters), a hump (best in the middle) fits no family and writes no curve;
+--dry-run counts the calls and makes none; a run stopped by Ctrl-C or SIGKILL resumes from the cache
+without asking the same context twice.
 
-Tolerance: the server draws each question's "difficulty" from its own stratum of [0, 1) (see the server's
-docstring), so accuracy by position is the planted curve to within 1/cases; with 150 cases the RBP fit must
-name ``rbp`` with p within 0.03 of 0.7, and the U-shape must be named ``u_shape``.
+Tolerance: the server draws each question's "difficulty" from its own stratum of [0, 1) (see the
+server's docstring), so accuracy by position is the planted curve to within 1/cases; with 150 cases
+the RBP fit must name ``rbp`` with p within 0.03 of 0.7, and the U-shape must be named ``u_shape``.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def test_recovers_planted_rbp(generator, cases, tmp_path):
     assert generator.stats()["by_kind"] == {"answer": N_CASES * K}
     assert re.search(r"best fit: rbp\(p=0\.(69|70)", r.output) and "goodness of fit: deviance" in r.output, r.output
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # the curve file drives wcp(decay=curve): weights are the fitted accuracy per position, all in [0, 1]
+    # the curve file drives wcp(decay=curve): weights are the fitted accuracy per position, all in
+    # [0, 1]
     assert doc["weights"][0] == pytest.approx(best["alpha"] + best["beta"])
     assert all(0.0 <= w <= 1.0 for w in doc["weights"])
     # the AIC shown is the family's own maximum: 2 x parameters - 2 x log-likelihood, rbp has 3
@@ -170,16 +172,18 @@ def test_stopped_run_resumes_without_repeating_a_call(generator, cases, tmp_path
             assert "rerun the same command to resume" in err
         first = generator.stats()["requests"]
         assert 60 <= first < 200
-        # the rerun resumes from the cache file: the process boundary is not what it tests, so it runs
-        # in-process, and without the latency that only slowed the first run enough to stop it mid-way
+        # the rerun resumes from the cache file: the process boundary is not what it tests, so it
+        # runs in-process, and without the latency that only slowed the first run enough to stop it
+        # mid-way
         generator.configure(latency=0.0)
         done = run_cli(args)
         assert done.returncode == 0, done.stderr
         stats = generator.stats()
         doc = json.loads(done.stdout)
         assert doc["counts"] == [40] * 5
-        # every reply had before Ctrl-C was kept: only the calls in flight then (8 at most) are asked again;
-        # SIGKILL also loses the replies the cache writer had not committed yet (a few milliseconds' worth)
+        # every reply had before Ctrl-C was kept: only the calls in flight then (8 at most) are
+        # asked again; SIGKILL also loses the replies the cache writer had not committed yet (a few
+        # milliseconds' worth)
         bound = 8 if sig == signal.SIGINT else 16
         assert stats["repeated_prompts"] <= bound and stats["requests"] == 200 + stats["repeated_prompts"]
         assert doc["calls"]["cached"] == first - stats["repeated_prompts"]
@@ -187,7 +191,8 @@ def test_stopped_run_resumes_without_repeating_a_call(generator, cases, tmp_path
         generator.configure(latency=0.0)
 
 
-# the fit itself, on answers drawn with binomial noise (seeded): 2,000 answers per position, 10 positions
+# the fit itself, on answers drawn with binomial noise (seeded): 2,000 answers per position, 10
+# positions
 
 def _planted(family: str, params: dict, k: int = 10, floor: float = 0.1, drop: float = 0.8) -> np.ndarray:
     w = discount_weights(family, k, **params)
@@ -218,7 +223,8 @@ def test_a_planted_step_is_a_cliff_and_every_aic_is_the_family_maximum():
     assert fit.best.name == "cliff" and fit.best.params == {"n": 3}
     assert fit.best.predict(10)[0] <= 1.0 and fit.weights()[0] == pytest.approx(np.mean(acc[:3]), abs=1e-6)
     by = {f.name: f for f in fit.fits}
-    # power(a=1) is linear, power's maximum is at least linear's; rbp's maximum beats every p on a fine grid
+    # power(a=1) is linear, power's maximum is at least linear's; rbp's maximum beats every p on a
+    # fine grid
     assert by["power"].loglik >= by["linear"].loglik - 1e-6
     y, n = np.array(acc) * 100, np.array(counts, dtype=float)
     for p in np.arange(0.02, 0.99, 0.02):
@@ -249,9 +255,10 @@ def test_chi2_tail_matches_scipy():
 
 
 def test_min_evidence_chars_names_the_supporting_chunk(generator, tmp_path):
-    """position-curve takes --min-evidence-chars like eval-rag: records whose stored containment verdict calls
-    the only supporting chunk a fragment (the default rule, 20 letters/digits) plant the reference passage;
-    ``--min-evidence-chars 0`` re-judges them and plants the retrieved chunk (before: no such option)."""
+    """position-curve takes --min-evidence-chars like eval-rag: records whose stored containment
+    verdict calls the only supporting chunk a fragment (the default rule, 20 letters/digits) plant
+    the reference passage; ``--min-evidence-chars 0`` re-judges them and plants the retrieved chunk
+    (before: no such option)."""
     from rankwise.data.records import write_records
     from rankwise.metrics.rag import evaluate_rag
 

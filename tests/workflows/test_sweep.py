@@ -1,4 +1,5 @@
-"""``rankwise sweep`` on the bundled Kestrel set: a small grid (BM25, two chunk sizes, two overlaps)."""
+"""``rankwise sweep`` on the bundled Kestrel set: a small grid (BM25, two chunk sizes, two
+overlaps)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_grid_numbers_are_those_of_the_pipeline(result):
     alone = evaluate_rag(rows, "span", metrics=res.metrics)
     for m in res.metrics:
         assert res.means["bm25 recursive 400/50"][m] == pytest.approx(alone.mean[m], abs=1e-12), m
-    # each cell's failure classes and headroom (docs/failures.md): those of the same records scored alone
+    # each cell's failure classes and headroom (docs/failures.md): those of the same records scored
+    # alone
     from rankwise.analysis.diagnosis import diagnose
 
     diagnose(alone)
@@ -83,7 +85,8 @@ def test_files_and_report(result):
 
 
 def test_reranked_cell_and_bad_grids():
-    # a callable reranker (the cross-encoder path is tests/retrieval/test_cross_encoder.py): shortest chunk first
+    # a callable reranker (the cross-encoder path is tests/retrieval/test_cross_encoder.py):
+    # shortest chunk first
     res = sweep("kestrel", chunk_sizes=[600], overlaps=[0], retrievers=["bm25", "bm25+rerank"],
                 rerank_model=lambda q, t: -len(t), rerank_top_n=10, permutations=500, progress=False)
     recs = res.records["bm25+rerank recursive 600/0"]
@@ -136,7 +139,8 @@ def test_report_in_chromium(result, tmp_path):
         assert shown == {res.baseline} | {lab for lab, _ in res.best.values()}
 
 
-# --------------------------------------------------------------------------- documents judged by qrels (Cranfield)
+# --------------------------------------------------------------------------- documents judged by
+# qrels (Cranfield)
 
 DOC_METRICS = {"ndcg@10": "ndcg_cut_10", "map": "map", "mrr": "recip_rank", "precision@10": "P_10",
                "recall@100": "recall_100"}
@@ -156,7 +160,8 @@ def _trec_eval_lines(text: str) -> dict[str, float]:
 
 
 def test_cranfield_documents_give_what_run_and_eval_print(cranfield_sweep, shared_data, tmp_path):
-    """The same number through two commands: a sweep cell equals `rankwise run --beir` + `rankwise eval`."""
+    """The same number through two commands: a sweep cell equals `rankwise run --beir` + `rankwise
+    eval`."""
     res, _ = cranfield_sweep
     assert [c.label for c in res.configs] == ["bm25 whole documents", "bm25 recursive 400/0"]
     assert res.skipped == [("bm25 0/400", "whole documents (chunk size 0) take no overlap"),
@@ -252,8 +257,9 @@ def test_cli_beir(shared_data, tmp_path):
         bad = run_cli(["sweep", *args, "--quiet", "--out",
                        str(tmp_path / "t")], capture_output=True, text=True)
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and message in bad.stderr, bad.stderr
-    # a BEIR queries file as --testset with --qrels: the same output as --beir (what is read is the point,
-    # not the size: the first 30 questions keep it cheap; the cost of a sweep is per question)
+    # a BEIR queries file as --testset with --qrels: the same output as --beir (what is read is the
+    # point, not the size: the first 30 questions keep it cheap; the cost of a sweep is per
+    # question)
     small = tmp_path / "cran-small"
     (small / "qrels").mkdir(parents=True)
     (small / "corpus.jsonl").symlink_to(cran / "corpus.jsonl")
@@ -271,8 +277,8 @@ def test_cli_beir(shared_data, tmp_path):
 
 
 def test_cli_never_overwrites_a_strangers_file(tmp_path):
-    """--out: a rerun into the sweep's own folder needs no --force; a file rankwise did not write is refused
-    (one line, exit 2, nothing run) unless --force."""
+    """--out: a rerun into the sweep's own folder needs no --force; a file rankwise did not write is
+    refused (one line, exit 2, nothing run) unless --force."""
     out = tmp_path / "s"
     args = ["sweep", "--chunk-size", "600", "--overlap", "0", "--retriever", "bm25", "--out", str(out), "--quiet"]
     first = run_cli(args, capture_output=True, text=True)
@@ -289,7 +295,8 @@ def test_cli_never_overwrites_a_strangers_file(tmp_path):
     assert json.loads((out / "sweep.json").read_text())["rows"][0]["label"] == "bm25 recursive 600/0"
 
 
-# --------------------------------------------------------------------------- the report read as a grid (browser)
+# --------------------------------------------------------------------------- the report read as a
+# grid (browser)
 
 LAYOUT_JS = r"""
 (() => {
@@ -320,7 +327,8 @@ LAYOUT_JS = r"""
 
 @pytest.fixture(scope="module")
 def grid_sweep(tmp_path_factory):
-    """10 configurations: 5 chunk sizes x (bm25, bm25 reranked shortest-chunk-first), a grid for the heat map."""
+    """10 configurations: 5 chunk sizes x (bm25, bm25 reranked shortest-chunk-first), a grid for the
+    heat map."""
     out = tmp_path_factory.mktemp("grid")
     res = sweep("kestrel", chunk_sizes=[300, 400, 500, 600, 800], overlaps=[0], retrievers=["bm25", "bm25+rerank"],
                 rerank_model=lambda q, t: -len(t), rerank_top_n=10, permutations=5000, out=out, progress=False)
@@ -412,10 +420,10 @@ def _same_comparison(got, want) -> None:
 
 @pytest.mark.parametrize("which", ["result", "cranfield_sweep"])
 def test_the_sweeps_comparison_is_compare_rag_on_its_records(which, request):
-    """The same numbers by two roads: the sweep compares its cells from the results it scored them with
-    (``compare_results``); ``compare_records`` (``rankwise compare-rag``) on the records it wrote gives the same
-    comparison — means, deltas, p-values, intervals, counts and warnings. Chunks with span verdicts, and
-    documents with qrels."""
+    """The same numbers by two roads: the sweep compares its cells from the results it scored them
+    with (``compare_results``); ``compare_records`` (``rankwise compare-rag``) on the records it
+    wrote gives the same comparison — means, deltas, p-values, intervals, counts and warnings.
+    Chunks with span verdicts, and documents with qrels."""
     from rankwise.analysis.compare import compare_records
 
     res, out = request.getfixturevalue(which)
@@ -430,7 +438,8 @@ def test_the_sweeps_comparison_is_compare_rag_on_its_records(which, request):
 
 
 def test_sweep_keywords_are_the_spec_fields_with_its_defaults():
-    """sweep() names every SweepSpec field as an explicit keyword, default for default (no **options)."""
+    """sweep() names every SweepSpec field as an explicit keyword, default for default (no
+    **options)."""
     import dataclasses
     import inspect
 

@@ -7,9 +7,19 @@ scores any framework's chunking against span-labelled passages. No framework is 
 
 Example:
     >>> from rankwise.adapters import run_retriever
-    >>> run = run_retriever(lambda q: [{"text": "Paris is the capital.", "doc_id": "d1", "start": 0}],
-    ...                     [{"id": "q1", "question": "Capital?", "reference_contexts": [
-    ...                         {"text": "Paris is the capital.", "doc_id": "d1", "start": 0, "end": 21}]}], k=1)
+    >>> run = run_retriever(
+    ...     lambda q: [{"text": "Paris is the capital.", "doc_id": "d1", "start": 0}],
+    ...     [
+    ...         {
+    ...             "id": "q1",
+    ...             "question": "Capital?",
+    ...             "reference_contexts": [
+    ...                 {"text": "Paris is the capital.", "doc_id": "d1", "start": 0, "end": 21}
+    ...             ],
+    ...         }
+    ...     ],
+    ...     k=1,
+    ... )
     >>> run.records[0].chunks[0].id, run.evaluate("span", k=1).mean["precision@1"]
     ('d1#0-21', 1.0)
 """

@@ -1,5 +1,5 @@
-"""Check an adapter before trusting its numbers: run the retriever twice and report chunk ids that changed;
-rerank any retriever's output with a cross-encoder (top n in, top k out)."""
+"""Check an adapter before trusting its numbers: run the retriever twice and report chunk ids that
+changed; rerank any retriever's output with a cross-encoder (top n in, top k out)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ class AdapterCheck:
     """What :func:`check_adapter` found.
 
     Attributes:
-        changed_ids: chunks retrieved at the same rank with the same text but a different id on the second
-            run (ids that will not survive a rerun), as ``(case id, rank, first id, second id)``.
-        changed_order: cases whose ranking (by text) differs between the runs (ties broken by insertion order,
-            approximate search: a non-deterministic retriever).
+        changed_ids: chunks retrieved at the same rank with the same text but a different id on the
+            second run (ids that will not survive a rerun), as ``(case id, rank, first id, second
+            id)``.
+        changed_order: cases whose ranking (by text) differs between the runs (ties broken by
+            insertion order, approximate search: a non-deterministic retriever).
         ``stable``: no id changed; ``deterministic``: no ranking changed.
         first, second: the two :class:`~rankwise.adapters.run.AdapterRun`.
     """
@@ -68,10 +69,12 @@ class AdapterCheck:
 
 def check_adapter(retriever: Any, testset: Any, k: int | None = None, *, factory: bool = False,
                   **options: Any) -> AdapterCheck:
-    """Run ``retriever`` twice over ``testset`` (options as :func:`run_retriever`) and compare chunk ids.
+    """Run ``retriever`` twice over ``testset`` (options as :func:`run_retriever`) and compare chunk
+    ids.
 
-    With ``factory``, ``retriever`` is a function of no argument that builds the retriever (index and all):
-    it is called once per run, so ids that change when the index is rebuilt (uuid node ids) show up.
+    With ``factory``, ``retriever`` is a function of no argument that builds the retriever (index
+    and all): it is called once per run, so ids that change when the index is rebuilt (uuid node
+    ids) show up.
 
     Example:
         >>> import uuid
@@ -99,14 +102,22 @@ def check_adapter(retriever: Any, testset: Any, k: int | None = None, *, factory
 
 def rerank_records(records: list[CaseRecord] | AdapterRun, scorer: Any, *, top_n: int = 10, keep: int = 5,
                    **model_kwargs: Any) -> list[CaseRecord]:
-    """Rerank each case's top ``top_n`` chunks by ``scorer`` (a cross-encoder name/folder or a callable
-    ``(query, text) -> float``) and keep the best ``keep``; chunk scores become the reranker's.
+    """Rerank each case's top ``top_n`` chunks by ``scorer`` (a cross-encoder name/folder or a
+    callable ``(query, text) -> float``) and keep the best ``keep``; chunk scores become the
+    reranker's.
 
     The input is left as it is; verdicts and scores of the copies are cleared (score them anew).
 
     Example:
         >>> from rankwise.data.records import ChunkRecord
-        >>> r = CaseRecord("q", question="?", chunks=[ChunkRecord(rank=1, id="a", text="x"), ChunkRecord(rank=2, id="b", text="xxx")])
+        >>> r = CaseRecord(
+        ...     "q",
+        ...     question="?",
+        ...     chunks=[
+        ...         ChunkRecord(rank=1, id="a", text="x"),
+        ...         ChunkRecord(rank=2, id="b", text="xxx"),
+        ...     ],
+        ... )
         >>> [c.id for c in rerank_records([r], lambda q, t: len(t), top_n=2, keep=1)[0].chunks]
         ['b']
     """

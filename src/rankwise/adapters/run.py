@@ -1,21 +1,26 @@
-"""``run_retriever``: run any framework's retriever over a test set and keep what rank-aware evaluation needs.
+"""``run_retriever``: run any framework's retriever over a test set and keep what rank-aware
+evaluation needs.
 
 Nothing here imports LangChain, LlamaIndex or Haystack: the retriever is recognised by what it has.
 
-- a LangChain vector store (``similarity_search_with_score``), or a ``VectorStoreRetriever`` over one with
-  ``search_type="similarity"``: searched with ``similarity_search_with_score`` so scores are kept;
-- any other LangChain retriever / runnable (``invoke`` and ``batch``): ``invoke`` per query on a pool of
-  ``concurrency`` threads (what ``batch(max_concurrency=...)`` does), so each query has its own latency,
-  retries and timeout; such retrievers give no score;
-- a LlamaIndex retriever (``retrieve`` / ``aretrieve``, giving ``NodeWithScore``): ``aretrieve`` on an
-  event loop with at most ``concurrency`` queries in flight, or ``retrieve`` on threads inside a running loop;
-- a Haystack ``Pipeline`` (``run`` and ``inputs()``): every component with a ``query`` input gets the
-  question (and ``top_k`` = k where it has one), the documents are read from the output that holds them;
+- a LangChain vector store (``similarity_search_with_score``), or a ``VectorStoreRetriever`` over
+  one with ``search_type="similarity"``: searched with ``similarity_search_with_score`` so scores
+  are kept;
+- any other LangChain retriever / runnable (``invoke`` and ``batch``): ``invoke`` per query on a
+  pool of ``concurrency`` threads (what ``batch(max_concurrency=...)`` does), so each query has its
+  own latency, retries and timeout; such retrievers give no score;
+- a LlamaIndex retriever (``retrieve`` / ``aretrieve``, giving ``NodeWithScore``): ``aretrieve`` on
+  an event loop with at most ``concurrency`` queries in flight, or ``retrieve`` on threads inside a
+  running loop;
+- a Haystack ``Pipeline`` (``run`` and ``inputs()``): every component with a ``query`` input gets
+  the question (and ``top_k`` = k where it has one), the documents are read from the output that
+  holds them;
 - a Haystack component (``run(query=..., top_k=...)`` returning ``{"documents": [...]}``);
 - any callable ``query -> list[item]`` (items as :func:`rankwise.data.items.to_item` reads them).
 
-Each query is tried ``1 + retries`` times with exponential backoff; a query that still fails is kept as
-a record with no chunks and its error in ``record.extra["retrieval"]`` (scored as unscorable, counted).
+Each query is tried ``1 + retries`` times with exponential backoff; a query that still fails is kept
+as a record with no chunks and its error in ``record.extra["retrieval"]`` (scored as unscorable,
+counted).
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ __all__ = ["AdapterRun", "run_retriever", "build_retriever", "detect", "retrieve
 DEFAULT_K = 10  # chunks per question when neither the caller nor the retriever says how many
 
 
-# ------------------------------------------------------------------------------------------- detection
+# -------------------------------------------------------------------------------------------
+# detection
 
 
 def _module(obj: Any) -> str:
@@ -144,7 +150,8 @@ def _sync_call(retriever: Any, kind: str, k: int, output: str | None, own: int |
     return lambda q: retriever(q)
 
 
-# --------------------------------------------------------------------------------------------- running
+# ---------------------------------------------------------------------------------------------
+# running
 
 
 @dataclass
@@ -182,7 +189,8 @@ def _describe(exc: BaseException) -> str:
 
 
 class _NotAList(TypeError):
-    """The retriever answered, with something that is not a list of items (not retried: it would again)."""
+    """The retriever answered, with something that is not a list of items (not retried: it would
+    again)."""
 
 
 def _as_list(value: Any) -> list:
@@ -278,7 +286,8 @@ def _loop_running() -> bool:
     return True
 
 
-# ------------------------------------------------------------------------------------------ the result
+# ------------------------------------------------------------------------------------------ the
+# result
 
 
 @dataclass
@@ -286,18 +295,18 @@ class AdapterRun:
     """What :func:`run_retriever` gives: per-case records and a summary.
 
     Attributes:
-        records: one :class:`~rankwise.data.records.CaseRecord` per case, in test-set order, chunks in rank
-            order (id, text, doc_id, start, end, score) and ``extra["retrieval"]``: ``status`` ("ok" or
-            "failed: ..."), ``attempts``, ``latency_ms``, ``returned`` (items before the cut at k),
-            ``duplicates`` (ranks repeating an earlier chunk) and per rank ``items``: ``native_id``,
-            ``id_from`` (the id rule used) and ``metadata``.
-        summary: ``retriever`` (kind), ``k`` (the depth evaluated), ``asked_k`` (the caller's, None when
-            unset), ``retriever_k`` (the retriever's own depth, None without one), ``cases``, ``failed``
-            (+ ``failed_cases``), ``id_strategy`` (chunks per id rule), ``random_ids``, ``duplicates``,
-            ``no_offsets``, ``short_lists`` (questions that got fewer than k chunks), latency (ms)
-            ``mean``, ``p50``, ``p95``, ``max``, ``seconds``.
-        warnings: what should be fixed (random ids, missing offsets, k asked deeper than the retriever
-            goes, lists shorter than k), each with the fix.
+        records: one :class:`~rankwise.data.records.CaseRecord` per case, in test-set order, chunks
+            in rank order (id, text, doc_id, start, end, score) and ``extra["retrieval"]``:
+            ``status`` ("ok" or "failed: ..."), ``attempts``, ``latency_ms``, ``returned`` (items
+            before the cut at k), ``duplicates`` (ranks repeating an earlier chunk) and per rank
+            ``items``: ``native_id``, ``id_from`` (the id rule used) and ``metadata``.
+        summary: ``retriever`` (kind), ``k`` (the depth evaluated), ``asked_k`` (the caller's, None
+            when unset), ``retriever_k`` (the retriever's own depth, None without one), ``cases``,
+            ``failed`` (+ ``failed_cases``), ``id_strategy`` (chunks per id rule), ``random_ids``,
+            ``duplicates``, ``no_offsets``, ``short_lists`` (questions that got fewer than k
+            chunks), latency (ms) ``mean``, ``p50``, ``p95``, ``max``, ``seconds``.
+        warnings: what should be fixed (random ids, missing offsets, k asked deeper than the
+            retriever goes, lists shorter than k), each with the fix.
     """
 
     records: list[CaseRecord]
@@ -309,7 +318,8 @@ class AdapterRun:
         return write_records(self.records, path)
 
     def evaluate(self, relevance: str = "span", **options: Any):
-        """Score the run with :func:`rankwise.evaluate_rag` (``span`` by default: the adapters' offsets)."""
+        """Score the run with :func:`rankwise.evaluate_rag` (``span`` by default: the adapters'
+        offsets)."""
         from rankwise.metrics.rag import evaluate_rag
 
         return evaluate_rag(self.records, relevance, **options)
@@ -360,7 +370,8 @@ def _check_run_options(k: int | None, concurrency: int, id_strategy: str, id_key
 def _retrieve_all(retriever: Any, kind: str, queries: list[str], k: int, output: str | None, *, concurrency: int,
                   retries: int, backoff: float, timeout: float | None, progress: bool,
                   own: int | None = None) -> list[_Outcome]:
-    """Every query asked of the retriever (async for a LlamaIndex ``aretrieve`` outside a running loop)."""
+    """Every query asked of the retriever (async for a LlamaIndex ``aretrieve`` outside a running
+    loop)."""
     from rankwise.progress import progress as progress_bar
 
     lock = threading.Lock()
@@ -390,7 +401,8 @@ class _Tally:
 
 def _attach_chunks(rec: CaseRecord, out: _Outcome, kind: str, k: int, tally: _Tally, *, doc_id_key: str | None,
                    id_strategy: str, id_key: str | None) -> None:
-    """One query's outcome onto its record: chunks with resolved ids and offsets, ``extra["retrieval"]``."""
+    """One query's outcome onto its record: chunks with resolved ids and offsets,
+    ``extra["retrieval"]``."""
     info: dict[str, Any] = {"status": "ok", "attempts": out.attempts,
                             "latency_ms": None if out.latency_ms is None else round(out.latency_ms, 3),
                             "retriever": kind}
@@ -461,10 +473,13 @@ def _id_warnings(kind: str, id_strategy: str, tally: _Tally) -> list[str]:
 
 
 def failure_kinds(failed: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """Failed cases counted by exception type, each with the first case and its message, most frequent first.
+    """Failed cases counted by exception type, each with the first case and its message, most
+    frequent first.
 
     Example:
-        >>> failure_kinds({"q1": "ValueError: no index", "q2": "ValueError: no index", "q3": "TimeoutError"})
+        >>> failure_kinds(
+        ...     {"q1": "ValueError: no index", "q2": "ValueError: no index", "q3": "TimeoutError"}
+        ... )
         {'ValueError': {'cases': 2, 'first_case': 'q1', 'message': 'ValueError: no index'}, \
 'TimeoutError': {'cases': 1, 'first_case': 'q3', 'message': 'TimeoutError'}}
     """
@@ -477,10 +492,17 @@ def failure_kinds(failed: Mapping[str, str]) -> dict[str, dict[str, Any]]:
 
 
 def failure_line(summary: Mapping[str, Any]) -> str | None:
-    """One line for the failed cases of a run's summary: how many, by exception type, with the first message.
+    """One line for the failed cases of a run's summary: how many, by exception type, with the first
+    message.
 
     Example:
-        >>> failure_line({"cases": 30, "failed": 1, "failure_kinds": failure_kinds({"q1": "ValueError: boom"})})
+        >>> failure_line(
+        ...     {
+        ...         "cases": 30,
+        ...         "failed": 1,
+        ...         "failure_kinds": failure_kinds({"q1": "ValueError: boom"}),
+        ...     }
+        ... )
         "1 of 30 cases failed: ValueError (1, first case 'q1': ValueError: boom)"
     """
     kinds = summary.get("failure_kinds") or {}
@@ -511,26 +533,31 @@ def run_retriever(retriever: Any, testset: Any, k: int | None = None, concurrenc
                   id_key: str | None = None, doc_id_key: str | None = None, id_strategy: str = "auto", retries: int = 2,
                   backoff: float = 0.5, timeout: float | None = 120.0, output: str | None = None,
                   progress: bool = False) -> AdapterRun:
-    """Run a LangChain, LlamaIndex or Haystack retriever (or any callable) over every question of a test set.
+    """Run a LangChain, LlamaIndex or Haystack retriever (or any callable) over every question of a
+    test set.
 
     Args:
         retriever: see the module docstring for what is recognised.
-        testset: a RAG test set (path, rows, :class:`~rankwise.data.testset.TestSet`), records, or a mapping
-            ``{case_id: question}``. Ground truth (reference passages with offsets, reference ids) is kept.
+        testset: a RAG test set (path, rows, :class:`~rankwise.data.testset.TestSet`), records, or a
+            mapping ``{case_id: question}``. Ground truth (reference passages with offsets,
+            reference ids) is kept.
         k: chunks kept per question. Default: the retriever's own depth, as it runs in production
-            (LangChain ``search_kwargs["k"]``, LlamaIndex ``similarity_top_k``, Haystack ``top_k``; see
-            :func:`retriever_depth`), else 10. A retriever with its own depth is run as configured and
-            cut at k; a k deeper than its own depth is evaluated at its own depth, with one
-            :class:`RetrieverDepthWarning` naming both. Bare vector stores and Haystack retrievers
-            without a ``top_k`` are asked for k.
+            (LangChain ``search_kwargs["k"]``, LlamaIndex ``similarity_top_k``, Haystack ``top_k``;
+            see :func:`retriever_depth`), else 10. A retriever with its own depth is run as
+            configured and cut at k; a k deeper than its own depth is evaluated at its own depth,
+            with one :class:`RetrieverDepthWarning` naming both. Bare vector stores and Haystack
+            retrievers without a ``top_k`` are asked for k.
         concurrency: questions in flight at once.
         id_key: a metadata field holding a stable chunk id (rule 2 of :mod:`rankwise.data.ids`).
-        doc_id_key: a metadata field holding the document id (tried before ``doc_id``, ``source``, ...).
+        doc_id_key: a metadata field holding the document id (tried before ``doc_id``, ``source``,
+            ...).
         id_strategy: ``auto`` (the order of :mod:`rankwise.data.ids`) or one rule forced:
             ``id``, ``id_key``, ``offset``, ``text``.
-        retries: extra attempts per question after a failure (backoff ``backoff * 2**attempt`` seconds).
+        retries: extra attempts per question after a failure (backoff ``backoff * 2**attempt``
+            seconds).
         timeout: seconds one attempt may take (None: no limit).
-        output: Haystack pipeline: the component whose ``documents`` are scored, when several give some.
+        output: Haystack pipeline: the component whose ``documents`` are scored, when several give
+            some.
         progress: show a progress bar on stderr.
 
     Example:
@@ -570,7 +597,8 @@ def run_retriever(retriever: Any, testset: Any, k: int | None = None, concurrenc
     return AdapterRun(records, _run_summary(kind, depth, len(records), tally, outcomes, seconds), warn)
 
 
-# ------------------------------------------------------------------------- the retriever's own depth
+# ------------------------------------------------------------------------- the retriever's own
+# depth
 
 
 def _whole(value: Any) -> int | None:
@@ -586,7 +614,8 @@ def _attr(obj: Any, name: str) -> Any:
 
 
 def _langchain_default_k(vectorstore: Any) -> int | None:
-    """The ``k`` a LangChain vector store searches when ``search_kwargs`` gives none (4 in LangChain)."""
+    """The ``k`` a LangChain vector store searches when ``search_kwargs`` gives none (4 in
+    LangChain)."""
     try:
         default = inspect.signature(vectorstore.similarity_search).parameters["k"].default
     except (AttributeError, KeyError, TypeError, ValueError):
@@ -595,8 +624,8 @@ def _langchain_default_k(vectorstore: Any) -> int | None:
 
 
 def _haystack_scored_component(pipeline: Any, output: str | None) -> Any:
-    """The component of a Haystack pipeline whose ``documents`` are scored (``output``, else the only one
-    with a ``documents`` output among the pipeline's outputs), or None."""
+    """The component of a Haystack pipeline whose ``documents`` are scored (``output``, else the
+    only one with a ``documents`` output among the pipeline's outputs), or None."""
     name = output
     if name is None:
         try:
@@ -614,10 +643,11 @@ def _haystack_scored_component(pipeline: Any, output: str | None) -> Any:
 
 
 def retriever_depth(retriever: Any, kind: str | None = None, output: str | None = None) -> tuple[int | None, str]:
-    """The number of chunks the retriever returns per question as it is configured, and that setting as
-    the user wrote it: LangChain ``search_kwargs["k"]`` (LangChain's default 4 without one; a retriever's
-    own ``k``), LlamaIndex ``similarity_top_k``, Haystack ``top_k`` (of the component whose documents are
-    scored). ``(None, "")`` for a bare vector store or a callable: they have no depth of their own.
+    """The number of chunks the retriever returns per question as it is configured, and that setting
+    as the user wrote it: LangChain ``search_kwargs["k"]`` (LangChain's default 4 without one; a
+    retriever's own ``k``), LlamaIndex ``similarity_top_k``, Haystack ``top_k`` (of the component
+    whose documents are scored). ``(None, "")`` for a bare vector store or a callable: they have no
+    depth of their own.
 
     Example:
         >>> class Retriever:  # a LlamaIndex-like retriever
@@ -651,8 +681,8 @@ def retriever_depth(retriever: Any, kind: str | None = None, output: str | None 
 
 @dataclass
 class _Depth:
-    """The depth a run is evaluated at (``k``), the caller's (``asked``), the retriever's own (``own``) and
-    the warning when the caller asked deeper than the retriever goes."""
+    """The depth a run is evaluated at (``k``), the caller's (``asked``), the retriever's own
+    (``own``) and the warning when the caller asked deeper than the retriever goes."""
 
     k: int
     asked: int | None
@@ -666,8 +696,8 @@ _RAISE = {"langchain": "search_kwargs={{'k': {k}}}", "langchain-vectorstore": "s
 
 
 def _depth(retriever: Any, kind: str, k: int | None, output: str | None) -> _Depth:
-    """The depth to evaluate at: the retriever's own (as it runs in production) unless the caller asked
-    for fewer; asked deeper, its own depth and a message naming both numbers."""
+    """The depth to evaluate at: the retriever's own (as it runs in production) unless the caller
+    asked for fewer; asked deeper, its own depth and a message naming both numbers."""
     own, setting = retriever_depth(retriever, kind, output)
     if own is None:
         return _Depth(k or DEFAULT_K, k, None)
@@ -715,8 +745,8 @@ _SHORT_FIX = {
 
 
 def short_list_warning(retriever: Any, kind: str, k: int, short: list[tuple[str, int]], answered: int) -> str | None:
-    """One message when some questions got fewer than ``k`` chunks (``short``: case id, chunks returned),
-    naming the retriever's own cap where it has one, else None.
+    """One message when some questions got fewer than ``k`` chunks (``short``: case id, chunks
+    returned), naming the retriever's own cap where it has one, else None.
 
     Example:
         >>> short_list_warning(lambda q: [], "callable", 10, [("q1", 4), ("q2", 0)], 5)[:68]

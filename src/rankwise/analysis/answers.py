@@ -1,9 +1,9 @@
-"""Answer scores: how good the generator's answer of each case is, the target that retrieval metrics are
-calibrated against (docs/calibrate.md).
+"""Answer scores: how good the generator's answer of each case is, the target that retrieval metrics
+are calibrated against (docs/calibrate.md).
 
 Scores come from exact match or token F1 of the ``response`` against the ``reference`` (SQuAD's
-normalisation: lower case, punctuation and articles removed, whitespace collapsed), from a CSV/JSONL of
-``query_id, answer_score`` (human or LLM correctness labels), or are already in the records
+normalisation: lower case, punctuation and articles removed, whitespace collapsed), from a CSV/JSONL
+of ``query_id, answer_score`` (human or LLM correctness labels), or are already in the records
 (``answer_score`` with ``answer_score_source``).
 """
 
@@ -51,7 +51,9 @@ def token_f1(prediction: str, references: str | Sequence[str]) -> float:
     """Best token-overlap F1 between the normalised prediction and a normalised reference.
 
     Example:
-        >>> round(token_f1("Paris, the capital of France", "Paris is the capital"), 4)  # P 2/4, R 2/3
+        >>> round(
+        ...     token_f1("Paris, the capital of France", "Paris is the capital"), 4
+        ... )  # P 2/4, R 2/3
         0.5714
     """
     refs = [references] if isinstance(references, str) else list(references)
@@ -71,7 +73,8 @@ def token_f1(prediction: str, references: str | Sequence[str]) -> float:
 
 
 def read_answer_scores(path: str | Path) -> dict[str, float]:
-    """``{case_id: score}`` from a CSV (``query_id,answer_score``) or JSONL file of answer scores."""
+    """``{case_id: score}`` from a CSV (``query_id,answer_score``) or JSONL file of answer scores.
+    """
     from rankwise.data.text import iter_json_lines
 
     p = Path(path)
@@ -107,9 +110,10 @@ def read_answer_scores(path: str | Path) -> dict[str, float]:
 
 def score_answers(records: Sequence[Any], method: str = "f1", *, scores: dict[str, float] | None = None,
                   source: str | None = None) -> dict[str, int]:
-    """Fill ``answer_score`` of every record (in place): from ``scores`` (``{case_id: score}``), else by
-    ``method`` (``f1`` token F1, ``em`` exact match) of ``response`` against ``reference``. Records that
-    already hold a score keep it unless ``scores`` gives one. Returns counts: scored, kept, missing.
+    """Fill ``answer_score`` of every record (in place): from ``scores`` (``{case_id: score}``),
+    else by ``method`` (``f1`` token F1, ``em`` exact match) of ``response`` against ``reference``.
+    Records that already hold a score keep it unless ``scores`` gives one. Returns counts: scored,
+    kept, missing.
 
     Example:
         >>> from rankwise.data.records import CaseRecord

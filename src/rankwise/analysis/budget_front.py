@@ -1,7 +1,9 @@
-"""Quality against context budget: each configuration's curve and the Pareto front of (budget, quality) points.
+"""Quality against context budget: each configuration's curve and the Pareto front of (budget,
+quality) points.
 
-A point (configuration, budget B, mean quality q) is dominated when another point reaches at least q with at
-most B, better in one of the two; the front is what is left: the cheapest prompt that reaches each quality.
+A point (configuration, budget B, mean quality q) is dominated when another point reaches at least q
+with at most B, better in one of the two; the front is what is left: the cheapest prompt that
+reaches each quality.
 
 Example:
     >>> curves = {"small": {500: 0.4, 1000: 0.7}, "large": {500: 0.3, 1000: 0.7, 2000: 0.8}}
@@ -27,8 +29,8 @@ class FrontPoint:
 
 
 def pareto_front(curves: Mapping[str, Mapping[int, float]]) -> list[FrontPoint]:
-    """The points no other point dominates, by budget then quality; on an exact tie (same budget and value) the
-    configuration listed first stays."""
+    """The points no other point dominates, by budget then quality; on an exact tie (same budget and
+    value) the configuration listed first stays."""
     points = [(b, -v, i, lab) for i, (lab, curve) in enumerate(curves.items()) for b, v in curve.items()]
     front: list[FrontPoint] = []
     best = float("-inf")

@@ -1,12 +1,12 @@
-"""Which retrieval metric predicts your generator's answers: rank metric x K x discount candidates by how
-well their per-case values predict the answer score (docs/calibrate.md).
+"""Which retrieval metric predicts your generator's answers: rank metric x K x discount candidates
+by how well their per-case values predict the answer score (docs/calibrate.md).
 
-The statistic is Kendall's tau-b between a candidate's per-case value and the answer score, or the AUC when
-answer scores are binary (correct / not). Cases are split by id, with a seed, into a training half that
-chooses the best candidate and a held-out half that reports it, with a bootstrap interval; with two or
-more systems the system-level agreement (Kendall's tau between systems' mean metric and mean answer
-score) is reported too. Below ``min_cases`` cases with answer scores nothing is recommended, and the
-result says why.
+The statistic is Kendall's tau-b between a candidate's per-case value and the answer score, or the
+AUC when answer scores are binary (correct / not). Cases are split by id, with a seed, into a
+training half that chooses the best candidate and a held-out half that reports it, with a bootstrap
+interval; with two or more systems the system-level agreement (Kendall's tau between systems' mean
+metric and mean answer score) is reported too. Below ``min_cases`` cases with answer scores nothing
+is recommended, and the result says why.
 
 Example:
     >>> import random
@@ -15,8 +15,15 @@ Example:
     >>> recs = []
     >>> for i in range(80):
     ...     v = [rng.choice([0, 1]) for _ in range(5)]
-    ...     rec = CaseRecord(f"c{i}", chunks=[ChunkRecord(rank=r + 1, verdicts={"llm": Verdict(x)}) for r, x in enumerate(v)])
-    ...     rec.answer_score = float(v[0])  # the generator answers right iff the first chunk is relevant
+    ...     rec = CaseRecord(
+    ...         f"c{i}",
+    ...         chunks=[
+    ...             ChunkRecord(rank=r + 1, verdicts={"llm": Verdict(x)}) for r, x in enumerate(v)
+    ...         ],
+    ...     )
+    ...     rec.answer_score = float(
+    ...         v[0]
+    ...     )  # the generator answers right iff the first chunk is relevant
     ...     recs.append(rec)
     >>> calibrate(recs, "llm").best.name
     'hit_rate@1'
@@ -42,8 +49,8 @@ _FAMILIES = ("hit_rate", "precision", "recall", "mrr", "ndcg", "acp")
 
 
 def candidate_metrics(ks: Sequence[int | None] = DEFAULT_KS, curve: str | None = None) -> list[str]:
-    """Every candidate: hit rate, precision, recall, MRR, nDCG, acp and wcp under each discount, at each K
-    (None: the list as fed).
+    """Every candidate: hit rate, precision, recall, MRR, nDCG, acp and wcp under each discount, at
+    each K (None: the list as fed).
 
     Example:
         >>> candidate_metrics([5])[:3], len(candidate_metrics())
@@ -60,7 +67,8 @@ def candidate_metrics(ks: Sequence[int | None] = DEFAULT_KS, curve: str | None =
 
 @dataclass
 class Candidate:
-    """One metric's fit: the statistic on the training and held-out cases, and its bootstrap interval."""
+    """One metric's fit: the statistic on the training and held-out cases, and its bootstrap
+    interval."""
 
     name: str
     train: float
@@ -119,8 +127,8 @@ class CalibrationResult:
 
 def _pair_matrices(x: np.ndarray, y: np.ndarray, binary: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The statistic as quadratic forms in the case weights c (1 each, or bootstrap multiplicities):
-    value = c'Nc / sqrt(c'Ac · c'Bc) (tau-b: concordance over pairs untied in x and in y) or c'Nc / (c'A)(c'B)
-    (AUC: positives above negatives, ties 1/2)."""
+    value = c'Nc / sqrt(c'Ac · c'Bc) (tau-b: concordance over pairs untied in x and in y) or c'Nc /
+    (c'A)(c'B) (AUC: positives above negatives, ties 1/2)."""
     if binary:
         pos = (y >= 0.5).astype(np.float64)
         h = np.sign(x[:, None] - x[None, :]) * 0.5 + 0.5  # 1 above, 1/2 tied, 0 below
@@ -131,14 +139,16 @@ def _pair_matrices(x: np.ndarray, y: np.ndarray, binary: bool) -> tuple[np.ndarr
 
 
 def _quadratic(weights: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """c'Mc for each row c of ``weights``, as a matrix product (BLAS; numpy's einsum of the same is a plain
-    triple loop, ~10x slower at 1,000 resamples). Exact either way: the weights are whole numbers and M's
-    entries multiples of 1/2, so every partial sum is exact and the order of summation changes nothing."""
+    """c'Mc for each row c of ``weights``, as a matrix product (BLAS; numpy's einsum of the same is
+    a plain triple loop, ~10x slower at 1,000 resamples). Exact either way: the weights are whole
+    numbers and M's entries multiples of 1/2, so every partial sum is exact and the order of
+    summation changes nothing."""
     return ((weights @ m) * weights).sum(axis=1)
 
 
 def _statistics(x: np.ndarray, y: np.ndarray, binary: bool, weights: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b (or the AUC) of x against y for each row of case weights; NaN where undefined."""
+    """Kendall's tau-b (or the AUC) of x against y for each row of case weights; NaN where
+    undefined."""
     num_m, a_m, b_m = _pair_matrices(x, y, binary)
     num = _quadratic(weights, num_m)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -178,8 +188,10 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
 
     Args:
         records: per-case records (a list, a records file, a test set) or ``{system: records}`` for
-            several systems; the verdicts of ``source`` are used as stored (or judged now for a test set).
-        source: the verdict source (``containment``, ``span``, ``ids``, ``human``, ``llm``, ``utility`` ...).
+            several systems; the verdicts of ``source`` are used as stored (or judged now for a test
+            set).
+        source: the verdict source (``containment``, ``span``, ``ids``, ``human``, ``llm``,
+            ``utility`` ...).
         answer_scores: ``{case_id: score}`` overriding the records' ``answer_score``.
         ks: cutoffs of the candidates (None: the list as fed).
         curve: a position-curve file to add ``wcp(decay=curve)`` candidates.
@@ -188,8 +200,14 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
         seed, resamples, confidence: the split and the bootstrap interval of the held-out statistic.
 
     Example (the answer is right exactly when the reference chunk comes first):
-        >>> cases = [{"id": f"c{i}", "reference_context_ids": ["g"],
-        ...           "retrieved_context_ids": ["x", "y"] if i % 3 == 0 else ["g", "x"]} for i in range(12)]
+        >>> cases = [
+        ...     {
+        ...         "id": f"c{i}",
+        ...         "reference_context_ids": ["g"],
+        ...         "retrieved_context_ids": ["x", "y"] if i % 3 == 0 else ["g", "x"],
+        ...     }
+        ...     for i in range(12)
+        ... ]
         >>> answers = {f"c{i}": 0.0 if i % 3 == 0 else 1.0 for i in range(12)}
         >>> result = calibrate(cases, "ids", answer_scores=answers, ks=[1, 2], min_cases=4)
         >>> result.statistic, result.train_cases, result.held_out_cases, result.best.name
@@ -231,8 +249,8 @@ def calibrate(records: Any, source: str, *, answer_scores: Mapping[str, float] |
 def _scored_rows(sets: Mapping[str, list[Any]], source: str, names: list[str],
                  answer_scores: Mapping[str, float] | None
                  ) -> tuple[list[str], list[str], np.ndarray, np.ndarray, int]:
-    """One row per (system, case) with an answer score: case ids, systems, answer scores, the candidates'
-    values (rows x ``names``), and how many cases had no answer score."""
+    """One row per (system, case) with an answer score: case ids, systems, answer scores, the
+    candidates' values (rows x ``names``), and how many cases had no answer score."""
     from rankwise.metrics.rag import evaluate_rag
 
     rows_case, rows_system, rows_y, blocks = [], [], [], []
@@ -279,8 +297,8 @@ def _ranked_candidates(names: list[str], values: np.ndarray, y: np.ndarray, is_t
 
 def _system_taus(candidates: list[Candidate], names: list[str], systems: list[str], rows_system: list[str],
                  values: np.ndarray, y: np.ndarray) -> None:
-    """Several systems: each candidate's ``system_tau``, Kendall's tau-b between the systems' metric means
-    and their answer-score means (None with fewer than two systems scored)."""
+    """Several systems: each candidate's ``system_tau``, Kendall's tau-b between the systems' metric
+    means and their answer-score means (None with fewer than two systems scored)."""
     for c in candidates:
         j = names.index(c.name)
         means_m, means_y = [], []
@@ -295,7 +313,8 @@ def _system_taus(candidates: list[Candidate], names: list[str], systems: list[st
 def _bootstrap_intervals(candidates: list[Candidate], values: np.ndarray, names: list[str], y: np.ndarray,
                          is_test: np.ndarray, binary: bool, *, seed: int, resamples: int,
                          confidence: float) -> None:
-    """Percentile bootstrap intervals of the held-out statistic, set on ``candidates`` (where defined)."""
+    """Percentile bootstrap intervals of the held-out statistic, set on ``candidates`` (where
+    defined)."""
     test_rows = np.flatnonzero(is_test)
     tail = (1 - confidence) / 2
     if len(test_rows) > 1:
@@ -314,10 +333,10 @@ def _bootstrap_intervals(candidates: list[Candidate], values: np.ndarray, names:
 
 def _stratified_split(case_ids: list[str], rows_case: list[str], y: np.ndarray, test_share: float,
                       seed: int) -> set[str]:
-    """The held-out case ids, stratified by outcome: cases ordered by their mean answer score (random
-    order among equals), then every ``1/test_share``-th taken from a random start, so each outcome (each
-    class, for binary scores) is split in proportion and both halves hold both classes when each class has
-    two cases or more."""
+    """The held-out case ids, stratified by outcome: cases ordered by their mean answer score
+    (random order among equals), then every ``1/test_share``-th taken from a random start, so each
+    outcome (each class, for binary scores) is split in proportion and both halves hold both classes
+    when each class has two cases or more."""
     if not case_ids:
         return set()
     total: dict[str, float] = {}
@@ -365,7 +384,8 @@ def _undefined_reason(best: Candidate, col: np.ndarray, y: np.ndarray, is_test: 
 
 
 def _saturation_notes(candidates: list[Candidate]) -> list[str]:
-    """"recall past K=5 no longer moves answers": the K after which recall's held-out statistic stops rising."""
+    """"recall past K=5 no longer moves answers": the K after which recall's held-out statistic
+    stops rising."""
     recall = {}
     for c in candidates:
         if c.name.startswith("recall@") and not math.isnan(c.held_out):

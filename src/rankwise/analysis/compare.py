@@ -1,9 +1,10 @@
-"""Compare systems query by query: means, deltas, paired tests, intervals, corrections, effect sizes.
+"""Compare systems query by query: means, deltas, paired tests, intervals, corrections, effect
+sizes.
 
-``compare`` evaluates every run on the same qrels and compares each system with a baseline, metric by
-metric, on the paired per-query values. ``compare_records`` does the same over per-case RAG records
-(scores under one verdict source), cases matched by id. Both end in :func:`compare_per_query`, which
-takes per-query value arrays from anywhere.
+``compare`` evaluates every run on the same qrels and compares each system with a baseline, metric
+by metric, on the paired per-query values. ``compare_records`` does the same over per-case RAG
+records (scores under one verdict source), cases matched by id. Both end in
+:func:`compare_per_query`, which takes per-query value arrays from anywhere.
 
 Example:
     >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
@@ -134,7 +135,8 @@ class ComparisonResult:
         return [s for s in self.systems if s != self.baseline]
 
     def comparison(self, system: str, metric: str) -> PairedComparison:
-        """The comparison of ``system`` with the baseline on ``metric`` (canonical or alias name)."""
+        """The comparison of ``system`` with the baseline on ``metric`` (canonical or alias name).
+        """
         metric = _metric_key(metric, self.metrics)
         for c in self.comparisons:
             if c.system == system and c.metric == metric:
@@ -323,7 +325,8 @@ def _baseline_name(baseline: int | str, systems: list[str]) -> str:
 
 
 def system_names(inputs: Sequence[Any], names: Sequence[str] | None = None) -> list[str]:
-    """Names for systems: ``names`` if given, else file stems / Run names / ``run1``..., made unique.
+    """Names for systems: ``names`` if given, else file stems / Run names / ``run1``..., made
+    unique.
 
     Example:
         >>> system_names(["runs/bm25.trec", "other/bm25.trec", {"q": ["d"]}, "dense.rec.jsonl"])
@@ -385,9 +388,10 @@ def compare(
         alpha: significance level applied to corrected p-values.
         resamples, confidence: bootstrap interval of the mean difference.
         relevance_level, missing: as in :func:`rankwise.evaluate`.
-        allow_mismatch: runs that cover different judged queries are an error (under ``missing="zero"`` a query
-            one run lacks would score 0 for that run alone); with this, only the queries every run covers are
-            compared, and the summary says how many each run lost.
+        allow_mismatch: runs that cover different judged queries are an error (under
+            ``missing="zero"`` a query one run lacks would score 0 for that run alone); with this,
+            only the queries every run covers are compared, and the summary says how many each run
+            lost.
 
     Example:
         >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
@@ -438,8 +442,8 @@ def compare(
 
 def _lacked_by_some(results: Mapping[str, Any], labels: Sequence[str], runs: Sequence[Any],
                     allow_mismatch: bool) -> set[str]:
-    """The judged queries some run lacks and another covers: an error naming the run unless ``allow_mismatch``
-    (then the set to leave out)."""
+    """The judged queries some run lacks and another covers: an error naming the run unless
+    ``allow_mismatch`` (then the set to leave out)."""
     lacking = {label: set(results[label].summary.get("missing_queries") or []) for label in labels}
     everyone = set.intersection(*lacking.values()) if lacking else set()
     some = set().union(*lacking.values()) - everyone
@@ -508,19 +512,41 @@ def compare_records(
 
     ``records`` maps a system name to its records (objects, dicts, a records file) or its test set.
     Every metric is computed from the stored verdicts by :func:`rankwise.evaluate_rag` (the numbers
-    ``eval-rag`` prints), so any registered metric can be compared, whatever scores the records hold.
-    Different case sets are an error unless ``allow_mismatch`` (then only shared cases are compared,
-    and the summary says how many each system lost). An undefined value leaves that case out of the
-    comparisons of that metric only; the counts are in the summary. What ``evaluate_rag`` warns about a
-    system's cases (duplicate chunk ids, a cutoff past every list) and its unscorable / incomplete cases
-    are warned once, naming the system (``system 'bm25': ...``; identical ones merged:
-    ``systems 'a' and 'b': ...``), and kept in ``summary["warnings"]``.
+    ``eval-rag`` prints), so any registered metric can be compared, whatever scores the records
+    hold. Different case sets are an error unless ``allow_mismatch`` (then only shared cases are
+    compared, and the summary says how many each system lost). An undefined value leaves that case
+    out of the comparisons of that metric only; the counts are in the summary. What ``evaluate_rag``
+    warns about a system's cases (duplicate chunk ids, a cutoff past every list) and its unscorable
+    / incomplete cases are warned once, naming the system (``system 'bm25': ...``; identical ones
+    merged: ``systems 'a' and 'b': ...``), and kept in ``summary["warnings"]``.
 
     Example:
-        >>> recs = {"a": [{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]},
-        ...               {"id": "c2", "retrieved_context_ids": ["x", "d2"], "reference_context_ids": ["d2"]}],
-        ...         "b": [{"id": "c2", "retrieved_context_ids": ["d2", "x"], "reference_context_ids": ["d2"]},
-        ...               {"id": "c1", "retrieved_context_ids": ["d1", "x"], "reference_context_ids": ["d1"]}]}
+        >>> recs = {
+        ...     "a": [
+        ...         {
+        ...             "id": "c1",
+        ...             "retrieved_context_ids": ["x", "d1"],
+        ...             "reference_context_ids": ["d1"],
+        ...         },
+        ...         {
+        ...             "id": "c2",
+        ...             "retrieved_context_ids": ["x", "d2"],
+        ...             "reference_context_ids": ["d2"],
+        ...         },
+        ...     ],
+        ...     "b": [
+        ...         {
+        ...             "id": "c2",
+        ...             "retrieved_context_ids": ["d2", "x"],
+        ...             "reference_context_ids": ["d2"],
+        ...         },
+        ...         {
+        ...             "id": "c1",
+        ...             "retrieved_context_ids": ["d1", "x"],
+        ...             "reference_context_ids": ["d1"],
+        ...         },
+        ...     ],
+        ... }
         >>> compare_records(recs, "ids", "mrr").comparison("b", "mrr").delta
         0.5
     """
@@ -545,16 +571,34 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
                     baseline: int | str = 0, allow_mismatch: bool = False, test: str | Sequence[str] = "randomization",
                     permutations: int = 10_000, seed: int | None = 42, correction: str = "holm", alpha: float = 0.05,
                     resamples: int = 10_000, confidence: float = 0.95) -> ComparisonResult:
-    """:func:`compare_records` from results :func:`rankwise.evaluate_rag` already gave (one per system, same
-    metrics), and what it warned for each system (``warned``; its case notes are added here), so that a caller
-    that scored the systems itself (a sweep) does not score them again.
+    """:func:`compare_records` from results :func:`rankwise.evaluate_rag` already gave (one per
+    system, same metrics), and what it warned for each system (``warned``; its case notes are added
+    here), so that a caller that scored the systems itself (a sweep) does not score them again.
 
     Example:
         >>> from rankwise.metrics.rag import evaluate_rag
-        >>> a = evaluate_rag([{"id": "c1", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]}],
-        ...                  "ids", metrics=["mrr"])
-        >>> b = evaluate_rag([{"id": "c1", "retrieved_context_ids": ["d1", "x"], "reference_context_ids": ["d1"]}],
-        ...                  "ids", metrics=["mrr"])
+        >>> a = evaluate_rag(
+        ...     [
+        ...         {
+        ...             "id": "c1",
+        ...             "retrieved_context_ids": ["x", "d1"],
+        ...             "reference_context_ids": ["d1"],
+        ...         }
+        ...     ],
+        ...     "ids",
+        ...     metrics=["mrr"],
+        ... )
+        >>> b = evaluate_rag(
+        ...     [
+        ...         {
+        ...             "id": "c1",
+        ...             "retrieved_context_ids": ["d1", "x"],
+        ...             "reference_context_ids": ["d1"],
+        ...         }
+        ...     ],
+        ...     "ids",
+        ...     metrics=["mrr"],
+        ... )
         >>> compare_results({"a": a, "b": b}, "ids").comparison("b", "mrr").delta
         0.5
     """
@@ -592,8 +636,8 @@ def compare_results(results: Mapping[str, Any], source: str, warned: Mapping[str
 
 
 def _diagnoses(results: Mapping[str, Any]) -> dict[str, dict]:
-    """Per system, the failure-class counts and the headroom (docs/failures.md) of an ``evaluate_rag`` result;
-    nothing for results without records (runs scored against qrels)."""
+    """Per system, the failure-class counts and the headroom (docs/failures.md) of an
+    ``evaluate_rag`` result; nothing for results without records (runs scored against qrels)."""
     from rankwise.analysis.diagnosis import diagnose
 
     out: dict[str, dict] = {"failure_classes": {}, "headroom": {}}
@@ -609,8 +653,8 @@ def _diagnoses(results: Mapping[str, Any]) -> dict[str, dict]:
 
 def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str], labels: Any,
                       relevance_level: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """Each system's :func:`~rankwise.metrics.rag.evaluate_rag` result and the warnings it gave; an input error
-    in records given as objects names the system."""
+    """Each system's :func:`~rankwise.metrics.rag.evaluate_rag` result and the warnings it gave; an
+    input error in records given as objects names the system."""
     from rankwise.metrics.rag import evaluate_rag
 
     results = {}
@@ -628,8 +672,8 @@ def _evaluate_systems(records: Mapping[str, Any], source: str, names: list[str],
 
 
 def _shared_cases(results: Mapping[str, Any], allow_mismatch: bool) -> tuple[list[str], dict[str, int]]:
-    """The case ids every system holds (the first system's order) and how many each system has beyond
-    them; different case sets raise unless ``allow_mismatch``."""
+    """The case ids every system holds (the first system's order) and how many each system has
+    beyond them; different case sets raise unless ``allow_mismatch``."""
     first_ids = list(next(iter(results.values())).per_query.query_ids)
     common = set(first_ids)
     for r in results.values():
@@ -651,7 +695,8 @@ def _shared_cases(results: Mapping[str, Any], allow_mismatch: bool) -> tuple[lis
 
 def _aligned_values(results: Mapping[str, Any], case_ids: list[str], metric_names: list[str]
                     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, int]]]:
-    """Each system's per-case values in ``case_ids`` order, and its undefined values counted per metric."""
+    """Each system's per-case values in ``case_ids`` order, and its undefined values counted per
+    metric."""
     values: dict[str, np.ndarray] = {}
     undefined: dict[str, dict[str, int]] = {}
     for s, r in results.items():
@@ -665,7 +710,8 @@ def _aligned_values(results: Mapping[str, Any], case_ids: list[str], metric_name
 
 
 def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:
-    """Metric names scored under ``source`` in every case of every in-memory record set (file order)."""
+    """Metric names scored under ``source`` in every case of every in-memory record set (file
+    order)."""
     shared: list[str] | None = None
     for recs in records.values():
         if not isinstance(recs, (list, tuple)):
@@ -682,9 +728,10 @@ def _stored_metric_names(records: Mapping[str, Any], source: str) -> list[str]:
 def load_record_sets(paths: Sequence[Any], names: Sequence[str] | None = None, *, source: str = "containment",
                      labels: Any = None, relevance_level: int = 1,
                      min_evidence_chars: int | None = None) -> dict[str, list[Any]]:
-    """Records with ``source`` verdicts, by system name, from records files or test sets (judged now when
-    they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`; ``min_evidence_chars`` as
-    there: given, it re-judges stored containment/fuzzy verdicts; a labelling sheet's rows by system name)."""
+    """Records with ``source`` verdicts, by system name, from records files or test sets (judged now
+    when they hold no such verdicts: :func:`rankwise.metrics.rag.judged_records`;
+    ``min_evidence_chars`` as there: given, it re-judges stored containment/fuzzy verdicts; a
+    labelling sheet's rows by system name)."""
     from rankwise.metrics.rag import judged_records
 
     items = list(paths)

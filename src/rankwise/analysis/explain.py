@@ -1,6 +1,6 @@
-"""One case, explained: its references, its ranked chunks with the reference text located inside each chunk,
-every source's verdict and reason side by side, the first relevant rank and the failure class
-(``rankwise explain RECORDS CASE_ID``; docs/failures.md)."""
+"""One case, explained: its references, its ranked chunks with the reference text located inside
+each chunk, every source's verdict and reason side by side, the first relevant rank and the failure
+class (``rankwise explain RECORDS CASE_ID``; docs/failures.md)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ __all__ = ["ChunkExplanation", "CaseExplanation", "explain_case", "highlights", 
 
 @dataclass
 class ChunkExplanation:
-    """One retrieved chunk: where reference text lies inside it (character ranges of ``text``, with the
-    passage's index) and each source's verdict as (verdict, grade, status, reason)."""
+    """One retrieved chunk: where reference text lies inside it (character ranges of ``text``, with
+    the passage's index) and each source's verdict as (verdict, grade, status, reason)."""
 
     rank: int
     id: str | None
@@ -51,7 +51,8 @@ class CaseExplanation:
 
 
 def _norm_find(haystack: str, needle: str) -> tuple[int, int] | None:
-    """Where ``needle`` occurs in ``haystack``, ignoring case and runs of whitespace (offsets into haystack)."""
+    """Where ``needle`` occurs in ``haystack``, ignoring case and runs of whitespace (offsets into
+    haystack)."""
     words = needle.split()
     if not words:
         return None
@@ -65,9 +66,9 @@ def _norm_find(haystack: str, needle: str) -> tuple[int, int] | None:
 def highlights(chunk: Any, passages: Sequence[Any]) -> list[tuple[int, int, int]]:
     """Character ranges of ``chunk.text`` that hold reference text, as (start, end, passage index).
 
-    By offsets where the chunk and the passage both have them in one document (the chunk's text read as
-    document characters ``start``..``end``); else by text: the passage inside the chunk, or the whole chunk
-    when it lies inside the passage.
+    By offsets where the chunk and the passage both have them in one document (the chunk's text read
+    as document characters ``start``..``end``); else by text: the passage inside the chunk, or the
+    whole chunk when it lies inside the passage.
 
     Example:
         >>> from rankwise.data.testset import Chunk, ReferencePassage
@@ -103,13 +104,22 @@ def _span(item: Any) -> tuple[str, int, int] | None:
 
 
 def items_found(record: Any, source: str) -> list | None:
-    """[reference items found, reference items there are, rank at which the last found one was first found] under
-    ``source`` (the K from which recall reaches its value on this list); None for a source without reference items.
+    """[reference items found, reference items there are, rank at which the last found one was first
+    found] under ``source`` (the K from which recall reaches its value on this list); None for a
+    source without reference items.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> r = CaseRecord("q", reference_context_ids=["a", "b"], passages_found={"ids": [[], [0], [0]]},
-        ...                chunks=[ChunkRecord(rank=1, id="x"), ChunkRecord(rank=2, id="a"), ChunkRecord(rank=3, id="a")])
+        >>> r = CaseRecord(
+        ...     "q",
+        ...     reference_context_ids=["a", "b"],
+        ...     passages_found={"ids": [[], [0], [0]]},
+        ...     chunks=[
+        ...         ChunkRecord(rank=1, id="x"),
+        ...         ChunkRecord(rank=2, id="a"),
+        ...         ChunkRecord(rank=3, id="a"),
+        ...     ],
+        ... )
         >>> items_found(r, "ids")
         [1, 2, 2]
     """
@@ -135,7 +145,8 @@ def _verdict_row(v: Any) -> dict:
 
 def explain_case(records: Sequence[Any], case_id: str, *, k: int = 5, sources: Sequence[str] | None = None,
                  source: str | None = None) -> CaseExplanation:
-    """Explain case ``case_id`` of judged ``records`` (module docstring); ``source`` is the one classified first.
+    """Explain case ``case_id`` of judged ``records`` (module docstring); ``source`` is the one
+    classified first.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict

@@ -1,21 +1,23 @@
 """Why a question failed: one failure class per case and system (docs/failures.md).
 
-Each case evaluated under a verdict source gets exactly one class, decided in this fixed order — the first
-rule that holds wins:
+Each case evaluated under a verdict source gets exactly one class, decided in this fixed order — the
+first rule that holds wins:
 
 1. ``no ground truth`` — the case has no reference passage and no reference id (nothing to find).
-2. ``id mismatch`` — ids source only: no reference id of the case occurs among the retrieved chunks' ids under
-   the compared field, and the ids live in another namespace (a reference id equals a retrieved chunk's
-   *other* field, or no reference id of any case is ever retrieved in the whole run).
-3. ``sources disagree`` — another verdict source present on the same chunks decides "hit at K" the other way.
+2. ``id mismatch`` — ids source only: no reference id of the case occurs among the retrieved chunks'
+   ids under the compared field, and the ids live in another namespace (a reference id equals a
+   retrieved chunk's *other* field, or no reference id of any case is ever retrieved in the whole
+   run).
+3. ``sources disagree`` — another verdict source present on the same chunks decides "hit at K" the
+   other way.
 4. ``hit`` — a relevant chunk within the top K.
-5. ``demoted by the reranker`` — the first-stage list (before reranking) had a relevant chunk within K;
-   the reranked list has none there.
+5. ``demoted by the reranker`` — the first-stage list (before reranking) had a relevant chunk within
+   K; the reranked list has none there.
 6. ``ranked too low`` — a relevant chunk is in the list (depth N), but not within K: a ranking miss.
-7. ``split by chunking`` — a reference passage overlaps retrieved chunks (same document, shared characters)
-   but none of them satisfies the verdict rule: the evidence was cut apart.
-8. ``right document, wrong chunk`` — a retrieved chunk comes from a reference passage's document without
-   overlapping the passage.
+7. ``split by chunking`` — a reference passage overlaps retrieved chunks (same document, shared
+   characters) but none of them satisfies the verdict rule: the evidence was cut apart.
+8. ``right document, wrong chunk`` — a retrieved chunk comes from a reference passage's document
+   without overlapping the passage.
 9. ``not retrieved`` — nothing relevant anywhere in the list, nor near it.
 """
 
@@ -56,7 +58,9 @@ def first_relevant_rank(record: Any, source: str, *, relevance_level: int = 1) -
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> first_relevant_rank(CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"ids": Verdict(0)})]), "ids")
+        >>> first_relevant_rank(
+        ...     CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"ids": Verdict(0)})]), "ids"
+        ... )
     """
     ranks = relevant_ranks(record, source, relevance_level=relevance_level)
     return ranks[0] if ranks else None
@@ -98,7 +102,8 @@ def _overlap(chunk: Any, passage: Any) -> int:
 
 
 def _text_overlap(chunk: Any, passage: Any) -> bool:
-    """A chunk holds a piece of the passage's text (>= 20 characters of it) or the passage holds the chunk."""
+    """A chunk holds a piece of the passage's text (>= 20 characters of it) or the passage holds the
+    chunk."""
     if not chunk.text or not passage.text:
         return False
     a, b = " ".join(chunk.text.lower().split()), " ".join(passage.text.lower().split())
@@ -121,7 +126,8 @@ def _same_document(record: Any) -> bool:
 
 
 def _hit(record: Any, source: str, k: int, level: int) -> bool | None:
-    """Whether ``source`` has a relevant chunk within the top k; None when it gave no verdict there."""
+    """Whether ``source`` has a relevant chunk within the top k; None when it gave no verdict there.
+    """
     top = record.chunks[:k]
     if not any(c.verdicts.get(source) is not None and c.verdicts[source].ok for c in top):
         return None
@@ -137,7 +143,8 @@ def classify_case(record: Any, source: str, k: int, *, before: Any = None, other
         record: a :class:`~rankwise.data.records.CaseRecord` holding ``source``'s verdicts.
         source: the verdict source the case is scored with.
         k: the cutoff a hit must be within.
-        before: the same case's record before reranking (first stage), judged by ``source``; optional.
+        before: the same case's record before reranking (first stage), judged by ``source``;
+            optional.
         others: other verdict sources on the same chunks to compare hit-at-K with.
         id_field: ids source: the field compared (``id`` or ``doc_id``).
         retrieved_anywhere: ids source: every id retrieved in the run (None: taken as non-empty).
@@ -182,7 +189,8 @@ class FailureClasses:
         source: the verdict source.
         k: the cutoff.
         by_case: case id -> class.
-        counts: class -> cases, every class listed (zeros included) in :data:`FAILURE_CLASSES` order.
+        counts: class -> cases, every class listed (zeros included) in :data:`FAILURE_CLASSES`
+            order.
     """
 
     source: str
@@ -201,15 +209,24 @@ class FailureClasses:
 def failure_classes(records: Sequence[Any], source: str, k: int, *, before: Mapping[str, Any] | None = None,
                     others: Sequence[str] | None = None, id_field: str | None = None,
                     relevance_level: int = 1) -> FailureClasses:
-    """Classify every judged case (module docstring); ``before`` maps case ids to first-stage records.
+    """Classify every judged case (module docstring); ``before`` maps case ids to first-stage
+    records.
 
-    ``others``: the sources to compare with (default: every other source with verdicts on the records).
+    ``others``: the sources to compare with (default: every other source with verdicts on the
+        records).
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> recs = [CaseRecord("a", reference_context_ids=["d1"],
-        ...                    chunks=[ChunkRecord(rank=1, id="d1", verdicts={"ids": Verdict(1)})]),
-        ...         CaseRecord("b", chunks=[ChunkRecord(rank=1, id="d2", verdicts={"ids": Verdict(0)})])]
+        >>> recs = [
+        ...     CaseRecord(
+        ...         "a",
+        ...         reference_context_ids=["d1"],
+        ...         chunks=[ChunkRecord(rank=1, id="d1", verdicts={"ids": Verdict(1)})],
+        ...     ),
+        ...     CaseRecord(
+        ...         "b", chunks=[ChunkRecord(rank=1, id="d2", verdicts={"ids": Verdict(0)})]
+        ...     ),
+        ... ]
         >>> failure_classes(recs, "ids", 5).by_case
         {'a': 'hit', 'b': 'no ground truth'}
     """

@@ -1,12 +1,14 @@
-"""A regression gate for CI: fail only when a metric drops by more than a budget *and* the drop is real.
+"""A regression gate for CI: fail only when a metric drops by more than a budget *and* the drop is
+real.
 
-The baseline and the candidate are runs (scored against qrels), saved results holding per-query values
-(``rankwise eval --format json --per-query``), or RAG records / test sets (scored by ``evaluate_rag`` under
-one verdict source). Whatever the pairing, both must cover the same queries (a run lacking a query is
-refused, not scored 0) unless ``allow_query_mismatch``. A saved result of means only is compared on its
-means, with no paired test, and the result says so. A floor per metric (``floors={"ndcg@10": 0.4}``)
-fails the gate whenever the candidate's mean is below it, significant or not. The p-value comes from the
-same routine as ``compare``'s, so the two print the same p for the same data and seed.
+The baseline and the candidate are runs (scored against qrels), saved results holding per-query
+values (``rankwise eval --format json --per-query``), or RAG records / test sets (scored by
+``evaluate_rag`` under one verdict source). Whatever the pairing, both must cover the same queries
+(a run lacking a query is refused, not scored 0) unless ``allow_query_mismatch``. A saved result of
+means only is compared on its means, with no paired test, and the result says so. A floor per metric
+(``floors={"ndcg@10": 0.4}``) fails the gate whenever the candidate's mean is below it, significant
+or not. The p-value comes from the same routine as ``compare``'s, so the two print the same p for
+the same data and seed.
 
 Example:
     >>> qrels = {f"q{i}": {"a": 1} for i in range(20)}
@@ -42,7 +44,8 @@ class MetricCheck:
 
     Attributes:
         metric: canonical metric name.
-        baseline_mean, candidate_mean, delta: means over the shared queries; ``delta = cand - base``.
+        baseline_mean, candidate_mean, delta: means over the shared queries; ``delta = cand -
+            base``.
         p_value: the paired test's p-value (after correction across metrics, if asked).
         over_budget: the drop ``-delta`` exceeds ``max_drop``.
         significant: ``p_value < alpha``.
@@ -51,14 +54,14 @@ class MetricCheck:
         below_floor: the candidate's mean is below ``floor``.
         worst: the queries that dropped most: ``(query_id, baseline, candidate, delta)``.
         n: paired queries.
-        untested: why no paired test ran (a side holds only means), else None; then ``p_value`` is NaN
-            and a drop over budget fails on its own.
-        ci_low, ci_high: 95% percentile bootstrap interval of the mean paired difference (queries resampled,
-            the same routine and seed as ``compare``'s); None when untested.
-        mde: the minimum detectable effect of these ``n`` queries: the smallest mean difference the gate's
-            test finds at ``alpha`` with 80% power, simulated from the observed per-query differences
-            (:func:`rankwise.analysis.plan.detectable_effect`, as ``rankwise plan-testset``); None when
-            undefined, and ``mde_note`` says why (else how it was found).
+        untested: why no paired test ran (a side holds only means), else None; then ``p_value`` is
+            NaN and a drop over budget fails on its own.
+        ci_low, ci_high: 95% percentile bootstrap interval of the mean paired difference (queries
+            resampled, the same routine and seed as ``compare``'s); None when untested.
+        mde: the minimum detectable effect of these ``n`` queries: the smallest mean difference the
+            gate's test finds at ``alpha`` with 80% power, simulated from the observed per-query
+            differences (:func:`rankwise.analysis.plan.detectable_effect`, as ``rankwise
+            plan-testset``); None when undefined, and ``mde_note`` says why (else how it was found).
     """
 
     metric: str
@@ -148,15 +151,16 @@ def gate(
 
     Args:
         baseline, candidate: runs (scored against ``qrels``), saved results (``.json`` from
-            ``rankwise eval --format json --per-query`` or the parsed dict), EvalResults, or RAG records /
-            test sets. A saved result without per-query values is compared on its means: no paired test
-            can run, so a drop over ``max_drop`` fails on its own (``MetricCheck.untested`` says why).
+            ``rankwise eval --format json --per-query`` or the parsed dict), EvalResults, or RAG
+            records / test sets. A saved result without per-query values is compared on its means:
+            no paired test can run, so a drop over ``max_drop`` fails on its own
+            (``MetricCheck.untested`` says why).
         metrics: metrics to check.
         max_drop: the largest tolerated drop of a mean.
         alpha: significance level.
         qrels: needed when an input is a run.
-        allow_query_mismatch: when the two cover different queries (a run lacking a query, a saved result
-            holding one more), compare only the queries both cover instead of refusing.
+        allow_query_mismatch: when the two cover different queries (a run lacking a query, a saved
+            result holding one more), compare only the queries both cover instead of refusing.
         test: ``"randomization"``, ``"t"`` or ``"wilcoxon"`` (two-sided).
         correction: ``"none"`` (default), ``"holm"`` or ``"bonferroni"`` across the checked metrics.
         worst: how many of the most-dropped queries to report per metric.
@@ -164,15 +168,17 @@ def gate(
             the test says (a floor on a metric not in ``metrics`` adds that metric).
         relevance: verdict source for RAG records / test sets (default containment).
         labels: human labels or graded qrels for ``relevance`` human / ids.
-        min_evidence_chars: containment/fuzzy test sets judged now: letters/digits a chunk lying inside a
-            reference passage must hold to count (default 20, as ``evaluate_rag``).
+        min_evidence_chars: containment/fuzzy test sets judged now: letters/digits a chunk lying
+            inside a reference passage must hold to count (default 20, as ``evaluate_rag``).
 
-    Every pairing is checked for the queries each side covers (a run: the judged queries it retrieves for;
-    a saved result: its per-query ids less the ``missing_queries`` its summary lists; records: their case
+    Every pairing is checked for the queries each side covers (a run: the judged queries it
+        retrieves for;
+    a saved result: its per-query ids less the ``missing_queries`` its summary lists; records: their
+        case
     ids): different sets are an :class:`InputError` naming the queries and the side, unless
-    ``allow_query_mismatch``. Warnings about either input (e.g. duplicate chunk ids, unscorable cases)
-    are given once, naming the system (its file stem, else ``baseline`` / ``candidate``), and kept in
-    ``summary["warnings"]``.
+    ``allow_query_mismatch``. Warnings about either input (e.g. duplicate chunk ids, unscorable
+    cases) are given once, naming the system (its file stem, else ``baseline`` / ``candidate``), and
+    kept in ``summary["warnings"]``.
 
     Example (the candidate ranks every relevant document second instead of first):
         >>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(8)}
@@ -211,8 +217,8 @@ def gate(
 
 def _load_sides(baseline: Any, candidate: Any, names: list[str], common: dict[str, Any]
                 ) -> tuple[Side, Side, dict[str, list[str]]]:
-    """Both sides converted once (the qrels loaded once for both), of the same kind, and the warnings each
-    gave, by its label."""
+    """Both sides converted once (the qrels loaded once for both), of the same kind, and the
+    warnings each gave, by its label."""
     from functools import cache
 
     from rankwise.data.load import load_qrels
@@ -230,8 +236,9 @@ def _load_sides(baseline: Any, candidate: Any, names: list[str], common: dict[st
 
 @dataclass(frozen=True)
 class _Measured:
-    """One metric measured on both sides, before the verdict: means, raw p-value (NaN: untested), the
-    queries that dropped most, paired queries, bootstrap interval and MDE (with how it was found, or why none)."""
+    """One metric measured on both sides, before the verdict: means, raw p-value (NaN: untested),
+    the queries that dropped most, paired queries, bootstrap interval and MDE (with how it was
+    found, or why none)."""
 
     metric: str
     baseline_mean: float
@@ -247,8 +254,8 @@ class _Measured:
 
 def _verdicts(measured: list[_Measured], adjusted: list[float], max_drop: float, alpha: float,
               floor_of: Mapping[str, float], untested: str | None) -> list[MetricCheck]:
-    """One :class:`MetricCheck` per metric: over ``max_drop`` and significant (or untested), or below its
-    floor, fails."""
+    """One :class:`MetricCheck` per metric: over ``max_drop`` and significant (or untested), or
+    below its floor, fails."""
     checks = []
     for m, p in zip(measured, adjusted, strict=True):
         delta = m.candidate_mean - m.baseline_mean
@@ -267,7 +274,8 @@ def _verdicts(measured: list[_Measured], adjusted: list[float], max_drop: float,
 
 def _check_gate_settings(metrics: Iterable[str] | str, floors: Mapping[str, float] | None, max_drop: float,
                          alpha: float, correction: str) -> tuple[list[str], dict[str, float]]:
-    """The canonical metric names to check (floors' metrics added) and the floors; bad settings raise."""
+    """The canonical metric names to check (floors' metrics added) and the floors; bad settings
+    raise."""
     if isinstance(metrics, str):
         metrics = [metrics]
     metrics = list(metrics)
@@ -289,7 +297,8 @@ def _check_gate_settings(metrics: Iterable[str] | str, floors: Mapping[str, floa
 
 
 def _check_kinds(base: Side, cand: Side) -> None:
-    """A run's metrics (scored against qrels) and RAG records' (scored from verdicts) are not comparable."""
+    """A run's metrics (scored against qrels) and RAG records' (scored from verdicts) are not
+    comparable."""
     if {base.kind, cand.kind} == {"ir", "rag"}:
         what = {"ir": "a run (or a saved `rankwise eval` result) scored against qrels",
                 "rag": "RAG records (or a saved `rankwise eval-rag` result) scored from verdicts"}
@@ -298,7 +307,8 @@ def _check_kinds(base: Side, cand: Side) -> None:
 
 
 def _check_query_sets(base: Side, cand: Side, allow: bool, summary: dict[str, Any]) -> set[str]:
-    """Refuse different query sets (unless ``allow``); the queries to leave out of the comparison."""
+    """Refuse different query sets (unless ``allow``); the queries to leave out of the comparison.
+    """
     if base.covered is not None and cand.covered is not None:
         only_base = [q for q in base.ids if q in base.covered and q not in cand.covered]
         only_cand = [q for q in cand.ids if q in cand.covered and q not in base.covered]
@@ -405,7 +415,8 @@ def _mean_checks(base: Side, cand: Side, names: list[str], excluded: set[str],
 
 
 def parse_floors(items: Iterable[str]) -> dict[str, float]:
-    """``["ndcg@10=0.40", "recall@5=0.6"]`` -> ``{"ndcg@10": 0.4, "recall@5": 0.6}`` (names canonical).
+    """``["ndcg@10=0.40", "recall@5=0.6"]`` -> ``{"ndcg@10": 0.4, "recall@5": 0.6}`` (names
+    canonical).
 
     Example:
         >>> parse_floors(["ndcg_cut_10=0.4"])

@@ -3,13 +3,14 @@
 For a system evaluated under one verdict source, per metric at K:
 
 - **today** — the mean as evaluated;
-- **perfect reranker** — the mean after putting the same retrieved chunks in the best order (each case's
-  relevant chunks first, highest grade first, and among them the chunk that finds the most reference items
-  not yet found), scored by the same engine: what any reranker over the retrieved top N can reach at most;
-- **first-stage ceiling** — the share of cases with nothing relevant in the whole list (depth N), which no
-  reranker can fix;
-- **chunking loss** — the share of cases whose reference passage was retrieved cut apart (failure class
-  ``split by chunking``).
+- **perfect reranker** — the mean after putting the same retrieved chunks in the best order (each
+  case's relevant chunks first, highest grade first, and among them the chunk that finds the most
+  reference items not yet found), scored by the same engine: what any reranker over the retrieved
+  top N can reach at most;
+- **first-stage ceiling** — the share of cases with nothing relevant in the whole list (depth N),
+  which no reranker can fix;
+- **chunking loss** — the share of cases whose reference passage was retrieved cut apart (failure
+  class ``split by chunking``).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ __all__ = ["Headroom", "headroom", "ideal_order"]
 
 
 def ideal_order(record: Any, source: str) -> Any:
-    """A copy of ``record`` with its chunks in the best order for ``source`` (ranks renumbered 1, 2 ...); the
-    record and its chunks are copied shallowly (verdicts, texts and ground truth shared, never written), the
-    original left as it was.
+    """A copy of ``record`` with its chunks in the best order for ``source`` (ranks renumbered 1, 2
+    ...); the record and its chunks are copied shallowly (verdicts, texts and ground truth shared,
+    never written), the original left as it was.
 
-    Relevant chunks first: highest grade first, then the chunk finding the most reference items not found by
-    a chunk before it, then the original order; the rest keep their order after them.
+    Relevant chunks first: highest grade first, then the chunk finding the most reference items not
+    found by a chunk before it, then the original order; the rest keep their order after them.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
@@ -53,8 +54,9 @@ def ideal_order(record: Any, source: str) -> Any:
         seen.update(found[best])
         left.remove(best)
     order += [i for i, g in enumerate(grades) if g <= 0]
-    # shallow copies: only the order and the ranks change, the chunks' verdicts and texts are shared, never
-    # written (a deep copy of every record was half of eval-rag's time on large test sets)
+    # shallow copies: only the order and the ranks change, the chunks' verdicts and texts are
+    # shared, never written (a deep copy of every record was half of eval-rag's time on large test
+    # sets)
     new = _shallow(record)
     new.chunks = [_shallow(record.chunks[i]) for i in order]
     for rank, chunk in enumerate(new.chunks, start=1):
@@ -65,7 +67,8 @@ def ideal_order(record: Any, source: str) -> Any:
 
 
 def _shallow(obj: Any) -> Any:
-    """A shallow copy of a record dataclass (its fields shared), without ``copy.copy``'s generic machinery."""
+    """A shallow copy of a record dataclass (its fields shared), without ``copy.copy``'s generic
+    machinery."""
     new = object.__new__(type(obj))
     if hasattr(obj, "__dict__"):
         new.__dict__.update(obj.__dict__)
@@ -86,7 +89,8 @@ class Headroom:
         today: metric -> mean as evaluated.
         reranked: metric -> mean with every list in its best order.
         nothing_relevant: share of evaluated cases with no relevant chunk in the whole list.
-        split_by_chunking: share of evaluated cases in failure class ``split by chunking`` (None: not classified).
+        split_by_chunking: share of evaluated cases in failure class ``split by chunking`` (None:
+            not classified).
         cases: evaluated cases.
     """
 
@@ -99,8 +103,9 @@ class Headroom:
     cases: int = 0
 
     def sentence(self, metric: str | None = None) -> str | None:
-        """One sentence a lead can act on, for ``metric`` (default: the first nDCG, else the first metric); None
-        when no metric of one ranked list was asked for (metrics over several retrieval calls only)."""
+        """One sentence a lead can act on, for ``metric`` (default: the first nDCG, else the first
+        metric); None when no metric of one ranked list was asked for (metrics over several
+        retrieval calls only)."""
         shown = [m for m in self.today if m in self.reranked]
         if not shown:
             return None
@@ -136,7 +141,8 @@ def headroom(result: Any, *, classes: FailureClasses | None = None,
     """
     source = result.relevance
     scored = [r for r in result.records if r.id in result.per_query]
-    # the metrics of one ranked list (a reorder says nothing of metrics over several retrieval calls), defined today
+    # the metrics of one ranked list (a reorder says nothing of metrics over several retrieval
+    # calls), defined today
     measures = [m for m in result.measures if (metrics is None or m.name in metrics)
                 and "records" not in m.metric.requires and result.mean.get(m.name) is not None]
     params = result.summary.get("parameters") or {}

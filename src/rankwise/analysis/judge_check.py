@@ -1,26 +1,28 @@
 """How far a judge's labels can stand in for human ones: label agreement and system-level agreement.
 
-Two label sets over the same (query, doc) pairs — human qrels and a judge's qrels — and several runs:
+Two label sets over the same (query, doc) pairs — human qrels and a judge's qrels — and several
+runs:
 
-* **Label agreement** over the pairs both label: Cohen's kappa of the binarised labels (human grade >=
-  ``human_level`` vs judge grade >= ``judge_level``), the quadratic-weighted kappa of the grades (as
-  :func:`~rankwise.relevance.agreement.weighted_kappa`; it assumes both use one scale), the confusion
-  matrices, and the **leniency**: the mean signed difference judge - human, of the grades and of the
-  binarised labels (> 0: the judge calls more relevant).
-* **System-level agreement**: every run is scored with ``metric`` under each label set, restricted to the
-  compared pairs (a document no one labelled counts as not relevant under both), on the topics that have a
-  compared pair. The two orders of the systems by mean score are compared with Kendall's tau-b (as
-  ``scipy.stats.kendalltau``); the **top-k tau** is tau-b over the ``top_k`` best systems by the human
-  labels. Every pair of systems is tested under each label set with the one paired test routine
-  (:func:`~rankwise.analysis.significance.paired_test`, same test, alpha and correction for both): a
-  **flip** is a pair whose decision (A better, B better, no significant difference) differs.
+* **Label agreement** over the pairs both label: Cohen's kappa of the binarised labels (human grade
+  >= ``human_level`` vs judge grade >= ``judge_level``), the quadratic-weighted kappa of the grades
+  (as :func:`~rankwise.relevance.agreement.weighted_kappa`; it assumes both use one scale), the
+  confusion matrices, and the **leniency**: the mean signed difference judge - human, of the grades
+  and of the binarised labels (> 0: the judge calls more relevant).
+* **System-level agreement**: every run is scored with ``metric`` under each label set, restricted
+  to the compared pairs (a document no one labelled counts as not relevant under both), on the
+  topics that have a compared pair. The two orders of the systems by mean score are compared with
+  Kendall's tau-b (as ``scipy.stats.kendalltau``); the **top-k tau** is tau-b over the ``top_k``
+  best systems by the human labels. Every pair of systems is tested under each label set with the
+  one paired test routine (:func:`~rankwise.analysis.significance.paired_test`, same test, alpha and
+  correction for both): a **flip** is a pair whose decision (A better, B better, no significant
+  difference) differs.
 * **Intervals**: a percentile bootstrap over topics (the topic is the unit: its pairs are resampled
   together), seeded, for both kappas, the leniency and both taus.
-* **Circularity**: a run reranked by the judge's own model is judged by the model that ordered it; such a run
-  is named in :attr:`JudgeCheck.warnings`.
+* **Circularity**: a run reranked by the judge's own model is judged by the model that ordered it;
+  such a run is named in :attr:`JudgeCheck.warnings`.
 
-An estimate that is undefined (one class only for a kappa, fewer than 3 systems or all of them tied for a
-tau) is None with a sentence why in :attr:`JudgeCheck.notes`; never NaN.
+An estimate that is undefined (one class only for a kappa, fewer than 3 systems or all of them tied
+for a tau) is None with a sentence why in :attr:`JudgeCheck.notes`; never NaN.
 
 Example (the judge agrees with the humans except on one pair of four):
     >>> human = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1, "d": 0}}
@@ -50,11 +52,12 @@ __all__ = ["LabelAgreement", "SystemAgreement", "PairDecision", "JudgeCheck", "j
 TIE = 1e-12  # two mean scores closer than this are tied (as the significance module's TIE_TOLERANCE)
 
 
-# ----------------------------------------------------------------------------------------------- arithmetic
+# -----------------------------------------------------------------------------------------------
+# arithmetic
 def kappa_of_confusion(confusion: Any, weights: str | None = None) -> float | None:
-    """Cohen's kappa of a square confusion matrix (rows: rater a, columns: rater b, labels in value order,
-    one apart); ``weights`` None (unweighted), ``linear`` or ``quadratic``. None when undefined (no pair, or
-    no expected disagreement: one class only). The same value as
+    """Cohen's kappa of a square confusion matrix (rows: rater a, columns: rater b, labels in value
+    order, one apart); ``weights`` None (unweighted), ``linear`` or ``quadratic``. None when
+    undefined (no pair, or no expected disagreement: one class only). The same value as
     :func:`~rankwise.relevance.agreement.weighted_kappa` on the pairs.
 
     Example:
@@ -78,7 +81,8 @@ def kappa_of_confusion(confusion: Any, weights: str | None = None) -> float | No
 
 
 def _kappas(confusions: np.ndarray, weights: str | None) -> np.ndarray:
-    """Kappa of each of a stack of confusion matrices (B x k x k); NaN where undefined (bootstrap only)."""
+    """Kappa of each of a stack of confusion matrices (B x k x k); NaN where undefined (bootstrap
+    only)."""
     n = confusions.sum(axis=(1, 2))
     k = confusions.shape[1]
     i, j = np.indices((k, k))
@@ -93,8 +97,8 @@ def _kappas(confusions: np.ndarray, weights: str | None) -> np.ndarray:
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Kendall's tau-b of two score lists (as ``scipy.stats.kendalltau``; values closer than 1e-12 are tied);
-    None when undefined: fewer than 2 items, or every item tied in one list.
+    """Kendall's tau-b of two score lists (as ``scipy.stats.kendalltau``; values closer than 1e-12
+    are tied); None when undefined: fewer than 2 items, or every item tied in one list.
 
     Example:
         >>> kendall_tau_b([3, 2, 1, 0], [3, 1, 2, 0])  # one discordant pair of 6
@@ -121,7 +125,8 @@ def _taus(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _interval(values: np.ndarray, confidence: float) -> tuple[float, float] | None:
-    """Percentile interval of the defined bootstrap replicates; None when fewer than half are defined."""
+    """Percentile interval of the defined bootstrap replicates; None when fewer than half are
+    defined."""
     ok = values[~np.isnan(values)]
     if len(ok) < max(1, len(values) // 2):
         return None
@@ -130,14 +135,15 @@ def _interval(values: np.ndarray, confidence: float) -> tuple[float, float] | No
     return float(lo), float(hi)
 
 
-# ------------------------------------------------------------------------------------------------- results
+# -------------------------------------------------------------------------------------------------
+# results
 @dataclass
 class LabelAgreement:
     """Agreement of the judge's labels with the human ones over the ``n`` pairs both label.
 
-    ``confusion``: binarised ``[[h0 j0, h0 j1], [h1 j0, h1 j1]]``; ``graded_confusion``: rows the human
-    grades ``grades[0]..grades[-1]``, columns the judge's; ``leniency``: mean judge - human grade;
-    ``binary_leniency``: judge's relevant share - human's.
+    ``confusion``: binarised ``[[h0 j0, h0 j1], [h1 j0, h1 j1]]``; ``graded_confusion``: rows the
+    human grades ``grades[0]..grades[-1]``, columns the judge's; ``leniency``: mean judge - human
+    grade; ``binary_leniency``: judge's relevant share - human's.
     """
 
     n: int
@@ -186,8 +192,8 @@ class PairDecision:
 
 @dataclass
 class SystemAgreement:
-    """The systems' mean ``metric`` under each label set, the taus between the two orders, the pairwise
-    decisions (``test``, ``alpha``, ``correction``) and how many flip."""
+    """The systems' mean ``metric`` under each label set, the taus between the two orders, the
+    pairwise decisions (``test``, ``alpha``, ``correction``) and how many flip."""
 
     metric: str
     topics: int
@@ -219,8 +225,8 @@ class SystemAgreement:
 
 @dataclass
 class JudgeCheck:
-    """What :func:`judge_check` found: label and system agreement, the bootstrap's settings, warnings
-    (circularity) and notes (why an estimate is missing)."""
+    """What :func:`judge_check` found: label and system agreement, the bootstrap's settings,
+    warnings (circularity) and notes (why an estimate is missing)."""
 
     labels: LabelAgreement
     systems: SystemAgreement
@@ -237,7 +243,8 @@ class JudgeCheck:
                 "notes": list(self.notes), "judge": dict(self.judge)}
 
 
-# ---------------------------------------------------------------------------------------------- the check
+# ---------------------------------------------------------------------------------------------- the
+# check
 def _as_dict(labels: Any, what: str) -> dict[str, dict[str, int]]:
     from rankwise.data.load import load_qrels
 
@@ -248,8 +255,8 @@ def _as_dict(labels: Any, what: str) -> dict[str, dict[str, int]]:
 
 
 def _compared(human: dict, judge: dict) -> tuple[list[str], list[tuple[str, str, int, int]], int, int]:
-    """Topics with a pair both label (sorted), those pairs (topic, doc, human, judge), and the pairs only one
-    side labels."""
+    """Topics with a pair both label (sorted), those pairs (topic, doc, human, judge), and the pairs
+    only one side labels."""
     pairs, only_h, only_j = [], 0, 0
     for q in sorted(set(human) | set(judge)):
         h, j = human.get(q, {}), judge.get(q, {})
@@ -301,7 +308,8 @@ def _label_agreement(pairs: list, topics: list[str], human_level: int, judge_lev
 
 
 def _scores(qrels: dict, runs: Mapping[str, Any], metric: str, level: int, topics: list[str]) -> np.ndarray:
-    """(systems x topics) per-topic scores of ``metric`` under ``qrels`` (a topic a run lacks scores 0)."""
+    """(systems x topics) per-topic scores of ``metric`` under ``qrels`` (a topic a run lacks scores
+    0)."""
     from rankwise.metrics.engine import evaluate
 
     rows = []
@@ -367,12 +375,14 @@ def _system_agreement(human: dict, judge: dict, runs: Mapping[str, Any], topics:
 
 def circularity_warnings(judge_model: str | None, runs: Mapping[str, str | None],
                          reranked_by: Mapping[str, str] | None = None) -> list[str]:
-    """A warning per run the judge's own model reranked: said by ``reranked_by`` (run name -> model), or by the
-    run's tag or name (``runs``: name -> tag) holding ``llm:MODEL`` (as ``rankwise run --rerank llm:MODEL``
-    is spelled) or the model's name.
+    """A warning per run the judge's own model reranked: said by ``reranked_by`` (run name ->
+    model), or by the run's tag or name (``runs``: name -> tag) holding ``llm:MODEL`` (as ``rankwise
+    run --rerank llm:MODEL`` is spelled) or the model's name.
 
     Example:
-        >>> w = circularity_warnings("qwen2.5:7b", {"bm25": "bm25", "bm25+llm": None}, {"bm25+llm": "qwen2.5:7b"})
+        >>> w = circularity_warnings(
+        ...     "qwen2.5:7b", {"bm25": "bm25", "bm25+llm": None}, {"bm25+llm": "qwen2.5:7b"}
+        ... )
         >>> print(*w)
         bm25+llm was reranked by qwen2.5:7b, the judge's model: the judge grades an order it chose itself, so its agreement on this run is circular
     """
@@ -402,17 +412,20 @@ def judge_check(human: Any, judge: Any, runs: Mapping[str, Any], *, metric: str 
                 correction: str = "holm", permutations: int = 10_000, judge_model: str | None = None,
                 reranked_by: Mapping[str, str] | None = None, tags: Mapping[str, str | None] | None = None
                 ) -> JudgeCheck:
-    """Compare ``judge``'s labels with ``human``'s (qrels: dicts, :class:`~rankwise.data.Qrels` or files) over
-    the pairs both label, and the systems' order under each (``runs``: name -> run); see the module doc.
+    """Compare ``judge``'s labels with ``human``'s (qrels: dicts, :class:`~rankwise.data.Qrels` or
+    files) over the pairs both label, and the systems' order under each (``runs``: name -> run); see
+    the module doc.
 
     ``judge_level``: the judge's grade from which a pair is relevant (default ``human_level``);
-    ``judge_model``, ``reranked_by`` (run name -> model) and ``tags`` (run name -> its TREC tag): for the
-    circularity warning. Raises :class:`~rankwise.errors.InputError` when the two share no pair or no run is
-    given.
+    ``judge_model``, ``reranked_by`` (run name -> model) and ``tags`` (run name -> its TREC tag):
+    for the circularity warning. Raises :class:`~rankwise.errors.InputError` when the two share no
+    pair or no run is given.
 
     Example:
         >>> human = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1, "d": 0}}
-        >>> c = judge_check(human, human, {"x": {"q1": ["a"]}, "y": {"q1": ["b"]}}, metric="P@1", resamples=50)
+        >>> c = judge_check(
+        ...     human, human, {"x": {"q1": ["a"]}, "y": {"q1": ["b"]}}, metric="P@1", resamples=50
+        ... )
         >>> c.labels.kappa, c.systems.tau, c.notes
         (1.0, None, ['tau: undefined with 2 systems (a ranking of fewer than 3 says nothing)', 'top-3 tau: undefined, it needs at least 3 systems (top 2 here)'])
     """

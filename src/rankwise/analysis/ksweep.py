@@ -1,6 +1,7 @@
 """k-sweeps: a metric at every cutoff K = 1..N for every system, to see where systems cross.
 
-Each run is joined with the qrels once; every cutoff is then a cheap pass over the same relevance matrix.
+Each run is joined with the qrels once; every cutoff is then a cheap pass over the same relevance
+matrix.
 
 Example:
     >>> qrels = {"q1": {"a": 1, "b": 1}}
@@ -98,7 +99,8 @@ def ksweep(qrels: Any, runs: Sequence[Any], metric: str = "ndcg", *, max_k: int 
     Args:
         qrels: qrels (object, dict, DataFrame or path).
         runs: runs (objects, dicts, DataFrames or paths); named as in :func:`rankwise.compare`.
-        metric: a metric that takes a cutoff; any cutoff in the name is ignored (``ndcg@10`` -> ``ndcg``).
+        metric: a metric that takes a cutoff; any cutoff in the name is ignored (``ndcg@10`` ->
+            ``ndcg``).
         max_k: the largest cutoff.
         relevance_level, missing: as in :func:`rankwise.evaluate`.
 
@@ -133,10 +135,11 @@ def ksweep(qrels: Any, runs: Sequence[Any], metric: str = "ndcg", *, max_k: int 
 def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: str = "wcp", *,
                    max_k: int = 10, relevance_level: int = 1) -> KSweep:
     """``metric`` at every K = 1..``max_k`` from per-case records, scored by
-    :func:`rankwise.evaluate_rag` under verdict ``source`` (so the numbers match ``rankwise eval-rag``).
+    :func:`rankwise.evaluate_rag` under verdict ``source`` (so the numbers match ``rankwise
+    eval-rag``).
 
-    ``records`` maps a system name to its records (:class:`~rankwise.data.records.CaseRecord` objects,
-    dicts of the same shape, a records file or a test set).
+    ``records`` maps a system name to its records (:class:`~rankwise.data.records.CaseRecord`
+    objects, dicts of the same shape, a records file or a test set).
 
     Example:
         >>> recs = {"a": [{"id": "c1", "reference_context_ids": ["d2"],
@@ -163,7 +166,8 @@ def ksweep_records(records: Mapping[str, Sequence[Any]], source: str, metric: st
 
 
 def default_sweep_metric(metrics: Sequence[str]) -> str | None:
-    """The first metric that takes a cutoff (what ``--html``/``--plot`` sweep when no ``--sweep`` is given).
+    """The first metric that takes a cutoff (what ``--html``/``--plot`` sweep when no ``--sweep`` is
+    given).
 
     Example:
         >>> default_sweep_metric(["map", "ndcg@10"]), default_sweep_metric(["r_precision"])

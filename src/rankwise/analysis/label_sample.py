@@ -1,15 +1,16 @@
-"""Which cases to label for PPI (docs/ppi.md): a seeded random sample, stratified by the judge's verdicts.
+"""Which cases to label for PPI (docs/ppi.md): a seeded random sample, stratified by the judge's
+verdicts.
 
-The sampling unit is a question: a PPI labelled case needs a human verdict on every chunk of its list, and
-a paired comparison needs the same question labelled in every system. Questions are grouped into strata by
-the judge's case verdict in every system (``hit``: some chunk judged relevant, ``miss``, ``incomplete``),
-and each stratum gives its share of the sample (proportional allocation, largest remainders). Every
-question thus has (nearly) the same chance of being drawn, which the PPI formulas assume, while the sample
-cannot by chance miss the rare judge verdicts.
+The sampling unit is a question: a PPI labelled case needs a human verdict on every chunk of its
+list, and a paired comparison needs the same question labelled in every system. Questions are
+grouped into strata by the judge's case verdict in every system (``hit``: some chunk judged
+relevant, ``miss``, ``incomplete``), and each stratum gives its share of the sample (proportional
+allocation, largest remainders). Every question thus has (nearly) the same chance of being drawn,
+which the PPI formulas assume, while the sample cannot by chance miss the rare judge verdicts.
 
-The labelling sheet is a CSV with one row per (system, question, rank): ``system, query_id, rank, chunk_id,
-question, chunk_text`` to read and ``verdict, type, reason, annotator`` to fill; the human-label reader
-(:func:`rankwise.relevance.human.read_labels`) takes it back as it is.
+The labelling sheet is a CSV with one row per (system, question, rank): ``system, query_id, rank,
+chunk_id, question, chunk_text`` to read and ``verdict, type, reason, annotator`` to fill; the
+human-label reader (:func:`rankwise.relevance.human.read_labels`) takes it back as it is.
 """
 
 from __future__ import annotations
@@ -32,13 +33,21 @@ SHEET_COLUMNS = ("system", "query_id", "rank", "chunk_id", "question", "chunk_te
 
 
 def case_stratum(record: Any, judge: str) -> str:
-    """The judge's verdict on a whole case: ``hit``, ``miss``, ``incomplete`` (a failed/missing verdict)
-    or ``empty`` (no chunk).
+    """The judge's verdict on a whole case: ``hit``, ``miss``, ``incomplete`` (a failed/missing
+    verdict) or ``empty`` (no chunk).
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> case_stratum(CaseRecord("q", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(0)}),
-        ...                                      ChunkRecord(rank=2, verdicts={"llm": Verdict(1)})]), "llm")
+        >>> case_stratum(
+        ...     CaseRecord(
+        ...         "q",
+        ...         chunks=[
+        ...             ChunkRecord(rank=1, verdicts={"llm": Verdict(0)}),
+        ...             ChunkRecord(rank=2, verdicts={"llm": Verdict(1)}),
+        ...         ],
+        ...     ),
+        ...     "llm",
+        ... )
         'hit'
     """
     verdicts = record.verdicts(judge)
@@ -50,14 +59,21 @@ def case_stratum(record: Any, judge: str) -> str:
 
 
 def sample_cases(sets: Mapping[str, Sequence[Any]], n: int, *, judge: str = "llm", seed: int = 0) -> list[str]:
-    """``n`` question ids drawn at random (seeded), stratified by the judge's case verdict in every system.
+    """``n`` question ids drawn at random (seeded), stratified by the judge's case verdict in every
+    system.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> recs = [CaseRecord(f"q{i}", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(i % 2)})])
-        ...         for i in range(10)]
+        >>> recs = [
+        ...     CaseRecord(f"q{i}", chunks=[ChunkRecord(rank=1, verdicts={"llm": Verdict(i % 2)})])
+        ...     for i in range(10)
+        ... ]
         >>> picked = sample_cases({"a": recs}, 4, seed=1)
-        >>> len(picked), sum(int(q[1:]) % 2 for q in picked), picked == sample_cases({"a": recs}, 4, seed=1)
+        >>> (
+        ...     len(picked),
+        ...     sum(int(q[1:]) % 2 for q in picked),
+        ...     picked == sample_cases({"a": recs}, 4, seed=1),
+        ... )
         (4, 2, True)
     """
     systems = list(sets)
@@ -88,8 +104,9 @@ def label_sheet_rows(sets: Mapping[str, Sequence[Any]], case_ids: Sequence[str],
                      fill_from: str | None = None) -> list[dict[str, Any]]:
     """One row per (system, question, rank) of the chosen questions, verdict columns empty.
 
-    ``fill_from`` copies that source's stored verdicts into ``verdict`` (for simulations and worked examples;
-    a sheet a person will label must stay empty: a pre-filled verdict anchors the labeller).
+    ``fill_from`` copies that source's stored verdicts into ``verdict`` (for simulations and worked
+    examples; a sheet a person will label must stay empty: a pre-filled verdict anchors the
+    labeller).
     """
     wanted = set(case_ids)
     rows = []

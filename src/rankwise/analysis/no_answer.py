@@ -1,18 +1,19 @@
 """Unanswerable questions as a class: can the retriever's top score tell them from answerable ones?
 
-A case without ground truth (no reference passage or id) is an *unanswerable* question: ``evaluate_rag``
-leaves it out of the retrieval means by default (``--unscorable skip``, as trec_eval leaves out unjudged
+A case without ground truth (no reference passage or id) is an *unanswerable* question:
+``evaluate_rag`` leaves it out of the retrieval means by default (``--unscorable skip``, as
+trec_eval leaves out unjudged
 queries). What such cases can still measure is whether the pipeline could *abstain* on them: the top
-retrieval score of each case (the highest ``score`` among its chunks; a case with no chunk has none and
-is taken as the lowest) is read as a confidence, higher meaning more confident. The view gives
+retrieval score of each case (the highest ``score`` among its chunks; a case with no chunk has none
+and is taken as the lowest) is read as a confidence, higher meaning more confident. The view gives
 
-- the AUROC of that score for answerable against unanswerable cases: the chance that a random answerable
-  case scores higher than a random unanswerable one (ties count half). 0.5 is chance; below 0.5 the
-  scores rank the other way round (a distance, where lower is closer?). Undefined, and said so, when one
-  class is empty or no chunk carries a score.
-- for each share of unanswerables (50%, 80%, 90% by default), the threshold T such that returning nothing
-  when the top score is <= T silences at least that share of the unanswerable cases, and the share of
-  answerable cases silenced with them (the loss).
+- the AUROC of that score for answerable against unanswerable cases: the chance that a random
+  answerable case scores higher than a random unanswerable one (ties count half). 0.5 is chance;
+  below 0.5 the scores rank the other way round (a distance, where lower is closer?). Undefined, and
+  said so, when one class is empty or no chunk carries a score.
+- for each share of unanswerables (50%, 80%, 90% by default), the threshold T such that returning
+  nothing when the top score is <= T silences at least that share of the unanswerable cases, and the
+  share of answerable cases silenced with them (the loss).
 
 Example:
     >>> view = no_answer_view({"a1": 0.9, "a2": 0.7, "a3": 0.4}, {"u1": 0.5, "u2": 0.3})
@@ -41,7 +42,8 @@ class NoAnswerView:
         unanswerable: number of cases without; ``unanswerable_cases`` lists their ids.
         auroc: the AUROC of the top score (answerable = positive), None when undefined.
         auroc_undefined: why the AUROC is undefined (None when it is defined).
-        thresholds: per share: the threshold, the share of unanswerables silenced and of answerables lost.
+        thresholds: per share: the threshold, the share of unanswerables silenced and of answerables
+            lost.
         unscored: cases that have chunks but no chunk score (their top score is unknown).
     """
 
@@ -67,7 +69,8 @@ class NoAnswerView:
 
 
 def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
-    """P(positive > negative) + P(tie) / 2 over all pairs (the Mann-Whitney AUC); None when a class is empty.
+    """P(positive > negative) + P(tie) / 2 over all pairs (the Mann-Whitney AUC); None when a class
+    is empty.
 
     Example:
         >>> auroc([0.9, 0.5], [0.5, 0.1]), auroc([1.0], [])
@@ -121,13 +124,19 @@ def no_answer_view(answerable: Mapping[str, float | None], unanswerable: Mapping
 
 
 def top_scores(records: Sequence[Any]) -> dict[str, float | None]:
-    """Each case's top retrieval score: the highest chunk ``score``; ``-inf`` with no chunk, None when its
-    chunks carry no score.
+    """Each case's top retrieval score: the highest chunk ``score``; ``-inf`` with no chunk, None
+    when its chunks carry no score.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
-        >>> top_scores([CaseRecord("q", chunks=[ChunkRecord(rank=1, score=0.4), ChunkRecord(rank=2, score=0.6)]),
-        ...             CaseRecord("e")])
+        >>> top_scores(
+        ...     [
+        ...         CaseRecord(
+        ...             "q", chunks=[ChunkRecord(rank=1, score=0.4), ChunkRecord(rank=2, score=0.6)]
+        ...         ),
+        ...         CaseRecord("e"),
+        ...     ]
+        ... )
         {'q': 0.6, 'e': -inf}
     """
     out: dict[str, float | None] = {}
@@ -139,14 +148,22 @@ def top_scores(records: Sequence[Any]) -> dict[str, float | None]:
 
 def no_answer_from_records(records: Sequence[Any], relevance: str,
                            shares: Sequence[float] = SHARES) -> NoAnswerView | None:
-    """The view over records judged under ``relevance``, or None when no case lacks ground truth (the
-    records' status ``unscorable: no ground truth``, as ``evaluate_rag`` sets it).
+    """The view over records judged under ``relevance``, or None when no case lacks ground truth
+    (the records' status ``unscorable: no ground truth``, as ``evaluate_rag`` sets it).
 
     Example:
         >>> from rankwise.metrics.rag import evaluate_rag
-        >>> r = evaluate_rag([{"id": "a", "retrieved_contexts": [{"text": "alpha", "score": 0.9}],
-        ...                    "reference_contexts": ["alpha"]},
-        ...                   {"id": "u", "retrieved_contexts": [{"text": "beta", "score": 0.2}]}], k=1)
+        >>> r = evaluate_rag(
+        ...     [
+        ...         {
+        ...             "id": "a",
+        ...             "retrieved_contexts": [{"text": "alpha", "score": 0.9}],
+        ...             "reference_contexts": ["alpha"],
+        ...         },
+        ...         {"id": "u", "retrieved_contexts": [{"text": "beta", "score": 0.2}]},
+        ...     ],
+        ...     k=1,
+        ... )
         >>> no_answer_from_records(r.records, "containment").auroc
         1.0
     """
@@ -159,8 +176,8 @@ def no_answer_from_records(records: Sequence[Any], relevance: str,
 
 
 def with_no_answer(result: Any, shares: Sequence[float] = SHARES) -> Any:
-    """``result`` (an ``evaluate_rag`` result) with ``summary["no_answer"]`` set when its test set has
-    unanswerable cases: what ``eval-rag`` prints under its table and in its JSON.
+    """``result`` (an ``evaluate_rag`` result) with ``summary["no_answer"]`` set when its test set
+    has unanswerable cases: what ``eval-rag`` prints under its table and in its JSON.
 
     Example:
         >>> from rankwise.metrics.rag import evaluate_rag

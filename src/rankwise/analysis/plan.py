@@ -1,14 +1,15 @@
-"""Plan a test set before running it: the questions needed to detect a difference, and the smallest difference a
-set of a given size can detect, by simulating rankwise's own paired test.
+"""Plan a test set before running it: the questions needed to detect a difference, and the smallest
+difference a set of a given size can detect, by simulating rankwise's own paired test.
 
-The pilot is any pair of systems' per-question values (two runs with qrels, two records files, saved results) —
-their paired differences — or a guess of the differences' standard deviation. Power at n questions is the share of
-simulated sets that the paired test rankwise uses (``randomization``, the sign-flip test of ``compare``/``gate``;
-or ``t``) finds significant at ``alpha``: each set draws n differences from the pilot's, centred and shifted so
-their mean is the effect (with ``sd``: normal differences). Every n is simulated with the same seed (common random
-numbers), so power grows smoothly with n and with the effect. The normal-approximation formula
-n = ((z[1-α/2] + z[1-β]) σ / d)² is given beside the simulated number; they agree for normal differences and a
-t-test, and part where the pilot's differences are skewed or lumpy (many ties at 0, as with binary metrics).
+The pilot is any pair of systems' per-question values (two runs with qrels, two records files, saved
+results) — their paired differences — or a guess of the differences' standard deviation. Power at n
+questions is the share of simulated sets that the paired test rankwise uses (``randomization``, the
+sign-flip test of ``compare``/``gate``; or ``t``) finds significant at ``alpha``: each set draws n
+differences from the pilot's, centred and shifted so their mean is the effect (with ``sd``: normal
+differences). Every n is simulated with the same seed (common random numbers), so power grows
+smoothly with n and with the effect. The normal-approximation formula n = ((z[1-α/2] + z[1-β]) σ /
+d)² is given beside the simulated number; they agree for normal differences and a t-test, and part
+where the pilot's differences are skewed or lumpy (many ties at 0, as with binary metrics).
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ class SamplePlan:
     """What :func:`plan_sample_size` found.
 
     Attributes:
-        n: questions needed (None: not reachable within ``max_n``, or undefined — ``note`` says why).
+        n: questions needed (None: not reachable within ``max_n``, or undefined — ``note`` says
+            why).
         power_at_n: the simulated power at ``n``.
         formula: the normal-approximation n, for comparison.
-        mde: the smallest effect the pilot's own size (or ``n_for_mde``) detects with the target power.
+        mde: the smallest effect the pilot's own size (or ``n_for_mde``) detects with the target
+            power.
     """
 
     effect: float
@@ -109,7 +112,8 @@ def _p_values(x: np.ndarray, test: str, permutations: int, seed: int) -> np.ndar
 
 def simulated_power(n: int, effect: float, *, diffs: Any = None, sd: float | None = None, alpha: float = 0.05,
                     test: str = "randomization", sims: int = 1000, permutations: int = 1000, seed: int = 0) -> float:
-    """The share of ``sims`` simulated sets of ``n`` questions whose paired test rejects at ``alpha``.
+    """The share of ``sims`` simulated sets of ``n`` questions whose paired test rejects at
+    ``alpha``.
 
     Example:
         >>> simulated_power(126, 0.05, sd=0.2, test="t", sims=2000) > 0.75
@@ -142,8 +146,9 @@ def plan_sample_size(effect: float, *, diffs: Any = None, sd: float | None = Non
                      power: float = 0.8, test: str = "randomization", sims: int = 1000, permutations: int = 1000,
                      seed: int = 0, max_n: int = 20_000, n_for_mde: int | None = None,
                      progress: Any = None) -> SamplePlan:
-    """The fewest questions with which ``test`` detects ``effect`` with probability ``power`` at ``alpha``,
-    and the minimum detectable effect of ``n_for_mde`` questions (default the pilot's size).
+    """The fewest questions with which ``test`` detects ``effect`` with probability ``power`` at
+    ``alpha``, and the minimum detectable effect of ``n_for_mde`` questions (default the pilot's
+    size).
 
     Example:
         >>> p = plan_sample_size(0.05, sd=0.2, test="t", sims=1000)
@@ -188,7 +193,8 @@ def plan_sample_size(effect: float, *, diffs: Any = None, sd: float | None = Non
 def minimum_detectable_effect(n: int, *, diffs: Any = None, sd: float | None = None, alpha: float = 0.05,
                               power: float = 0.8, test: str = "randomization", sims: int = 1000,
                               permutations: int = 1000, seed: int = 0) -> float | None:
-    """The smallest mean difference ``n`` questions detect with probability ``power`` (None: undefined).
+    """The smallest mean difference ``n`` questions detect with probability ``power`` (None:
+    undefined).
 
     Example:
         >>> round(minimum_detectable_effect(126, sd=0.2, test="t", sims=1000), 2)
@@ -216,11 +222,13 @@ def minimum_detectable_effect(n: int, *, diffs: Any = None, sd: float | None = N
 
 def detectable_effect(diffs: Any, *, alpha: float = 0.05, power: float = MDE_POWER, test: str = "randomization",
                       seed: int = 0) -> tuple[float | None, str]:
-    """The minimum detectable effect of the questions behind ``diffs`` (their paired differences are the pilot),
-    and a sentence saying how it was found or why there is none: what the gate prints beside a verdict, the
-    same number ``rankwise plan-testset`` gives the same pilot as the MDE of the set you have.
+    """The minimum detectable effect of the questions behind ``diffs`` (their paired differences are
+    the pilot), and a sentence saying how it was found or why there is none: what the gate prints
+    beside a verdict, the same number ``rankwise plan-testset`` gives the same pilot as the MDE of
+    the set you have.
 
-    ``test`` is simulated when it is one of :data:`PLAN_TESTS`; a Wilcoxon gate's MDE is the t-test's, said so.
+    ``test`` is simulated when it is one of :data:`PLAN_TESTS`; a Wilcoxon gate's MDE is the
+    t-test's, said so.
 
     Example:
         >>> mde, how = detectable_effect([0.1, -0.2, 0.3, 0.0, 0.2, -0.1, 0.25, 0.05] * 4, test="t")
@@ -246,8 +254,9 @@ def detectable_effect(diffs: Any, *, alpha: float = 0.05, power: float = MDE_POW
 
 def paired_pilot(baseline: Any, candidate: Any, metric: str, *, qrels: Any = None,
                  relevance: str | None = None) -> np.ndarray | None:
-    """The pilot's paired per-question differences (candidate − baseline) in ``metric``, read as ``gate`` reads
-    its inputs (runs with qrels, RAG records or test sets, saved results); None when no pilot is given.
+    """The pilot's paired per-question differences (candidate − baseline) in ``metric``, read as
+    ``gate`` reads its inputs (runs with qrels, RAG records or test sets, saved results); None when
+    no pilot is given.
 
     Example:
         >>> a = {"per_query": {"q1": {"ndcg@10": 0.5}, "q2": {"ndcg@10": 1.0}}}

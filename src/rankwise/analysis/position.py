@@ -1,16 +1,17 @@
-"""How a generator uses position: answer accuracy with the supporting chunk planted at each rank, and the
-rank discount that fits it best (docs/calibrate.md).
+"""How a generator uses position: answer accuracy with the supporting chunk planted at each rank,
+and the rank discount that fits it best (docs/calibrate.md).
 
-Every family is ``accuracy(i) = alpha + beta * w(i)`` with a shape ``w`` that is largest at some position,
-a floor ``alpha >= 0`` and a drop ``beta >= 0`` with ``alpha + beta * max(w) <= 1``, so every prediction
-lies in [0, 1] by construction. Shapes: ``flat`` (1; alpha only), ``log`` 1/log2(i+1), ``linear`` 1/i,
-``rbp`` p^(i-1), ``power`` i^-a, ``cliff`` 1 up to position n then 0 ("flat to n, then drops") and a
-two-sided ``u_shape`` p^(i-1) + b * q^(K-i) ("lost in the middle"). Each family is fitted by maximum
-likelihood on the answers (k correct of n at each position; a binomial likelihood, quasi-binomial for
-graded scores), the families are ranked by AIC at their maximum (parameters: flat 1, log and linear 2,
-rbp, power and cliff 3, u_shape 5), and the best one is tested against the per-position rates (deviance,
-chi-square, level 0.01): when it is rejected no family fits and no curve is written. The fitted weights
-are saved for ``wcp(decay=curve,curve=FILE)``.
+Every family is ``accuracy(i) = alpha + beta * w(i)`` with a shape ``w`` that is largest at some
+position, a floor ``alpha >= 0`` and a drop ``beta >= 0`` with ``alpha + beta * max(w) <= 1``, so
+every prediction lies in [0, 1] by construction. Shapes: ``flat`` (1; alpha only), ``log``
+1/log2(i+1), ``linear`` 1/i, ``rbp`` p^(i-1), ``power`` i^-a, ``cliff`` 1 up to position n then 0
+("flat to n, then drops") and a two-sided ``u_shape`` p^(i-1) + b * q^(K-i) ("lost in the middle").
+Each family is fitted by maximum likelihood on the answers (k correct of n at each position; a
+binomial likelihood, quasi-binomial for graded scores), the families are ranked by AIC at their
+maximum (parameters: flat 1, log and linear 2, rbp, power and cliff 3, u_shape 5), and the best one
+is tested against the per-position rates (deviance, chi-square, level 0.01): when it is rejected no
+family fits and no curve is written. The fitted weights are saved for
+``wcp(decay=curve,curve=FILE)``.
 
 Example:
     >>> acc = [0.7 ** (i - 1) * 0.8 + 0.1 for i in range(1, 11)]
@@ -71,7 +72,8 @@ def discount_weights(name: str, k: int, **params: float) -> np.ndarray:
 
 @dataclass
 class DiscountFit:
-    """One family at its maximum likelihood: parameters, alpha + beta * w(i), log-likelihood and AIC."""
+    """One family at its maximum likelihood: parameters, alpha + beta * w(i), log-likelihood and
+    AIC."""
 
     name: str
     params: dict[str, float]
@@ -97,7 +99,8 @@ class DiscountFit:
 
 @dataclass
 class GoodnessOfFit:
-    """The best family against the per-position rates: deviance, degrees of freedom, p-value, level."""
+    """The best family against the per-position rates: deviance, degrees of freedom, p-value, level.
+    """
 
     deviance: float
     df: int
@@ -124,7 +127,8 @@ class GoodnessOfFit:
 
 @dataclass
 class PositionFit:
-    """Accuracy by position (with intervals), every family's fit (lowest AIC first) and the best's test."""
+    """Accuracy by position (with intervals), every family's fit (lowest AIC first) and the best's
+    test."""
 
     accuracy: list[float]
     counts: list[int]
@@ -138,11 +142,13 @@ class PositionFit:
 
     @property
     def fitted(self) -> bool:
-        """False when the goodness-of-fit test rejects the best family: no curve describes the answers."""
+        """False when the goodness-of-fit test rejects the best family: no curve describes the
+        answers."""
         return self.gof is None or not self.gof.rejected
 
     def sentence(self) -> str:
-        """One sentence: the best fit and its test, or why no family fits (then no curve is written)."""
+        """One sentence: the best fit and its test, or why no family fits (then no curve is
+        written)."""
         head = f"{self.best.label()} (AIC {self.best.aic:.2f})"
         if self.gof is None:
             return f"best fit: {head}; goodness of fit not tested"
@@ -152,12 +158,13 @@ class PositionFit:
         return f"best fit: {head}; goodness of fit: {self.gof.sentence()}"
 
     def rivals(self, within: float = 2.0) -> list[DiscountFit]:
-        """Other discounts whose AIC is within ``within`` of the best: the data do not tell them apart."""
+        """Other discounts whose AIC is within ``within`` of the best: the data do not tell them
+        apart."""
         return [f for f in self.fits[1:] if f.aic - self.best.aic < within]
 
     def weights(self) -> list[float] | None:
-        """The best fit's predicted accuracy per position, as ``wcp(decay=curve)`` weights; None when no
-        family fits."""
+        """The best fit's predicted accuracy per position, as ``wcp(decay=curve)`` weights; None
+        when no family fits."""
         if not self.fitted:
             return None
         return [float(x) for x in self.best.predict(len(self.accuracy))]
@@ -183,7 +190,8 @@ def _wilson(successes: float, n: int, z: float = 1.959963984540054) -> tuple[flo
 
 def position_accuracy(outcomes: Sequence[tuple[int, float]], k: int) -> tuple[list[float], list[int],
                                                                               list[tuple[float, float]]]:
-    """Mean answer score per planted position 1..k, the answers per position, and 95% Wilson intervals.
+    """Mean answer score per planted position 1..k, the answers per position, and 95% Wilson
+    intervals.
 
     Example:
         >>> acc, n, ci = position_accuracy([(1, 1.0), (1, 0.0), (2, 1.0)], 2)
@@ -234,8 +242,9 @@ def _loglik(p: np.ndarray, k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def _argmax_affine(x: np.ndarray, c0: np.ndarray, c1: np.ndarray, k: np.ndarray, n: np.ndarray, lo: float,
                    hi: float, steps: int = 30) -> np.ndarray:
-    """Per row, the x in [lo, hi] that maximises the binomial log-likelihood of p = c0 + x * c1 (concave
-    in x): Newton's method from ``x``, kept inside a bracket that bisection shrinks (safeguarded)."""
+    """Per row, the x in [lo, hi] that maximises the binomial log-likelihood of p = c0 + x * c1
+    (concave in x): Newton's method from ``x``, kept inside a bracket that bisection shrinks
+    (safeguarded)."""
     def slope(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = np.clip(c0 + x[:, None] * c1, _EPS, 1 - _EPS)
         return (((k / p - (n - k) / (1 - p)) * c1).sum(axis=1),
@@ -257,10 +266,11 @@ def _argmax_affine(x: np.ndarray, c0: np.ndarray, c1: np.ndarray, k: np.ndarray,
 
 
 def _fit_levels(shapes: np.ndarray, k: np.ndarray, n: np.ndarray, rounds: int = 100) -> tuple[np.ndarray, ...]:
-    """For each shape row w (max 1), the maximum-likelihood top ``t`` and floor share ``s`` of
-    p = t * (s + (1 - s) * w) (so alpha = t*s, beta = t*(1-s), 0 <= alpha <= alpha + beta <= 1): rounds of
-    coordinate ascent (each coordinate an exact 1-D concave maximisation, which reaches the bounds) and a
-    joint Newton step in (alpha, beta), until no row gains 1e-9. Returns alpha, drop, log-likelihood."""
+    """For each shape row w (max 1), the maximum-likelihood top ``t`` and floor share ``s`` of p = t
+    * (s + (1 - s) * w) (so alpha = t*s, beta = t*(1-s), 0 <= alpha <= alpha + beta <= 1): rounds of
+    coordinate ascent (each coordinate an exact 1-D concave maximisation, which reaches the bounds)
+    and a joint Newton step in (alpha, beta), until no row gains 1e-9. Returns alpha, drop,
+    log-likelihood."""
     g = shapes.shape[0]
     y = k.sum() / n.sum()
     t, s = np.full(g, min(max(2 * y, 0.05), 0.95)), np.full(g, 0.5)
@@ -277,8 +287,8 @@ def _fit_levels(shapes: np.ndarray, k: np.ndarray, n: np.ndarray, rounds: int = 
 
 def _newton_levels(alpha: np.ndarray, drop: np.ndarray, shapes: np.ndarray, k: np.ndarray,
                    n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One joint Newton step in (alpha, drop), kept per row where it stays feasible and gains; returns
-    top, floor share and log-likelihood."""
+    """One joint Newton step in (alpha, drop), kept per row where it stays feasible and gains;
+    returns top, floor share and log-likelihood."""
     p = np.clip(alpha[:, None] + drop[:, None] * shapes, _EPS, 1 - _EPS)
     r, q = k / p - (n - k) / (1 - p), k / p ** 2 + (n - k) / (1 - p) ** 2
     g1, g2 = r.sum(axis=1), (r * shapes).sum(axis=1)
@@ -305,7 +315,8 @@ def _around(x: float, half: float, step: float, lo: float, hi: float) -> np.ndar
 
 
 def _grids(name: str, k: int, best: dict[str, float] | None = None, step: float = 0.0) -> list[dict[str, float]]:
-    """The parameter grid of a family: coarse without ``best``, else one of spacing ``step`` around it."""
+    """The parameter grid of a family: coarse without ``best``, else one of spacing ``step`` around
+    it."""
     if name in ("log", "linear"):
         return [{}]
     if name == "cliff":
@@ -353,9 +364,9 @@ def _fit_family(name: str, k: int, keep: np.ndarray, succ: np.ndarray, n: np.nda
 
 def fit_position_curve(accuracy: Sequence[float], counts: Sequence[int], *,
                        level: float = GOF_LEVEL) -> PositionFit:
-    """Fit every family by maximum likelihood to accuracy-by-position (``accuracy`` x ``counts`` correct of
-    ``counts`` at each position), rank by AIC (lowest first) and test the best against the per-position
-    rates at ``level`` (0 turns the test off)."""
+    """Fit every family by maximum likelihood to accuracy-by-position (``accuracy`` x ``counts``
+    correct of ``counts`` at each position), rank by AIC (lowest first) and test the best against
+    the per-position rates at ``level`` (0 turns the test off)."""
     y = np.asarray(accuracy, dtype=np.float64)
     n_all = np.asarray(counts, dtype=np.float64)
     keep = (n_all > 0) & ~np.isnan(y)

@@ -1,17 +1,20 @@
-"""Prediction-powered inference (PPI++): a judge's numbers corrected by a few human labels (docs/ppi.md).
+"""Prediction-powered inference (PPI++): a judge's numbers corrected by a few human labels
+(docs/ppi.md).
 
-n cases carry both a human and a judge value of a metric (the labelled set), N more carry only the judge's
-(the unlabelled set: the judged cases *without* human labels, as in Angelopoulos et al. 2023, whose variance
-formula assumes the two sets independent; counting the labelled cases in both would correlate the terms).
-With the power-tuning weight λ (Angelopoulos, Duchi, Zrnic 2023, "PPI++"):
+n cases carry both a human and a judge value of a metric (the labelled set), N more carry only the
+judge's (the unlabelled set: the judged cases *without* human labels, as in Angelopoulos et al.
+2023, whose variance formula assumes the two sets independent; counting the labelled cases in both
+would correlate the terms). With the power-tuning weight λ (Angelopoulos, Duchi, Zrnic 2023,
+"PPI++"):
 
-    θ̂ = λ·mean(f̃) + mean(Y − λ·f)                       (f̃: judge on unlabelled, f, Y: judge, human on labelled)
-    Var(θ̂) = λ²·Var(f̃)/N + Var(Y − λ·f)/n              (sample variances, ddof = 1)
-    λ̂ = Cov(Y, f) / ((1 + n/N)·Var(f ∪ f̃))  clipped to [0, 1]
+    θ̂ = λ·mean(f̃) + mean(Y − λ·f)                       (f̃: judge on unlabelled, f, Y: judge,
+    human on labelled) Var(θ̂) = λ²·Var(f̃)/N + Var(Y − λ·f)/n              (sample variances, ddof
+    = 1) λ̂ = Cov(Y, f) / ((1 + n/N)·Var(f ∪ f̃))  clipped to [0, 1]
 
 λ = 0 is the human-only mean; λ = 1 is classic PPI. The interval is the normal one, θ̂ ± z·√Var. The
-estimate is unbiased whatever the judge's bias; the interval is never wider than the human-only one up to
-the noise of estimating λ. A paired comparison of two systems is the same estimate on per-case differences.
+estimate is unbiased whatever the judge's bias; the interval is never wider than the human-only one
+up to the noise of estimating λ. A paired comparison of two systems is the same estimate on per-case
+differences.
 
 Example:
     >>> est = ppi_mean([1, 0, 1, 1], [1, 0, 1, 0], [1, 1, 0, 1, 0, 1, 1, 0])
@@ -68,7 +71,8 @@ class PPIEstimate:
     lam: float | None = None
     effective_n: float | None = None
     note: str | None = None
-    #: the range the intervals were clipped to (the metric's, or a difference's), when a normal interval passed it
+    #: the range the intervals were clipped to (the metric's, or a difference's), when a normal
+    #: interval passed it
     clipped_to: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,8 +92,9 @@ def _z(alpha: float) -> float:
 def ppi_batch(y: Any, f: Any, f_unl: Any, lam: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PPI++ estimate, standard error and λ for many data sets at once (rows of 2-D arrays).
 
-    ``y``, ``f``: (..., n) human and judge values on the labelled cases; ``f_unl``: (..., N) judge values on the
-    unlabelled ones (N ≥ 2, n ≥ 2). ``lam`` fixes λ (1: classic PPI); None tunes it. Used by simulations.
+    ``y``, ``f``: (..., n) human and judge values on the labelled cases; ``f_unl``: (..., N) judge
+    values on the unlabelled ones (N ≥ 2, n ≥ 2). ``lam`` fixes λ (1: classic PPI); None tunes it.
+    Used by simulations.
 
     Example:
         >>> est, se, lam = ppi_batch([[1, 0, 1]], [[1, 0, 0]], [[1, 0, 1, 1]], lam=1.0)
@@ -118,12 +123,14 @@ def ppi_batch(y: Any, f: Any, f_unl: Any, lam: float | None = None) -> tuple[np.
 def ppi_mean(y: Sequence[float], f: Sequence[float], f_unl: Sequence[float], *, alpha: float = 0.05,
              metric: str = "metric", lam: float | None = None,
              value_range: tuple[float, float] | None = None) -> PPIEstimate:
-    """The PPI++ estimate of a mean with its (1 − alpha) interval, beside the human-only and judge-only means.
+    """The PPI++ estimate of a mean with its (1 − alpha) interval, beside the human-only and
+    judge-only means.
 
-    ``y`` and ``f`` are the human and judge values of the n labelled cases (same order); ``f_unl`` the judge
-    values of the N unlabelled cases. An undefined estimate (n < 2, zero variance) gives no interval and a
-    sentence why in ``note``, never NaN. With ``value_range`` (the values' possible range, e.g. (0, 1)), an
-    interval the normal approximation stretches past it is clipped to it, and ``note`` and ``clipped_to`` say so.
+    ``y`` and ``f`` are the human and judge values of the n labelled cases (same order); ``f_unl``
+    the judge values of the N unlabelled cases. An undefined estimate (n < 2, zero variance) gives
+    no interval and a sentence why in ``note``, never NaN. With ``value_range`` (the values'
+    possible range, e.g. (0, 1)), an interval the normal approximation stretches past it is clipped
+    to it, and ``note`` and ``clipped_to`` say so.
 
     Example:
         >>> e = ppi_mean([1, 0, 1, 1], [1, 0, 1, 1], [1, 0] * 10)
@@ -188,10 +195,15 @@ def _clip(out: PPIEstimate, value_range: tuple[float, float]) -> None:
 
 
 def metric_range(name: str, *, difference: bool = False) -> tuple[float, float] | None:
-    """The possible range of a metric's per-case values (of a difference of two, with ``difference``), or None.
+    """The possible range of a metric's per-case values (of a difference of two, with
+    ``difference``), or None.
 
     Example:
-        >>> metric_range("ndcg@10"), metric_range("ndcg@10", difference=True), metric_range("no_such_metric")
+        >>> (
+        ...     metric_range("ndcg@10"),
+        ...     metric_range("ndcg@10", difference=True),
+        ...     metric_range("no_such_metric"),
+        ... )
         ((0.0, 1.0), (-1.0, 1.0), None)
     """
     from rankwise.metrics.registry import parse_measure
@@ -213,7 +225,8 @@ class PPIResult:
     Attributes:
         estimates: metric (or ``system − baseline: metric``) -> estimate.
         judge, human: the verdict sources of f and Y.
-        summary: cases labelled, unlabelled, left out (and why), the unlabelled set's definition, alpha.
+        summary: cases labelled, unlabelled, left out (and why), the unlabelled set's definition,
+            alpha.
     """
 
     estimates: dict[str, PPIEstimate]
@@ -228,8 +241,9 @@ class PPIResult:
 
 
 def labels_for_system(labels: Any, system: str, records: Sequence[Any], systems: Sequence[str]) -> list[Any]:
-    """The labels of one system: rows whose ``system`` column names it, and rows without a system whose
-    chunk id was retrieved for that question (a chunk's relevance does not depend on who retrieved it).
+    """The labels of one system: rows whose ``system`` column names it, and rows without a system
+    whose chunk id was retrieved for that question (a chunk's relevance does not depend on who
+    retrieved it).
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
@@ -272,8 +286,9 @@ def dataclass_copy(obj: Any) -> Any:
 def _case_values(records: list[Any], judge: str, human: str, labels: Any, *, k: Any, metrics: Any,
                  unscorable: str, incomplete: str, relevance_level: int, judging: Mapping[str, Any],
                  system: str | None = None) -> tuple[list[str], dict, dict, dict[str, Any]]:
-    """Per-case metric values under the judge (every scored case) and under humans (fully labelled cases);
-    partially labelled cases (counted as unlabelled) are warned about here, once for every PPI command."""
+    """Per-case metric values under the judge (every scored case) and under humans (fully labelled
+    cases); partially labelled cases (counted as unlabelled) are warned about here, once for every
+    PPI command."""
     from rankwise.metrics.rag import DEFAULT_KS, default_rag_metrics, evaluate_rag, judged_records
 
     if judge == human:
@@ -320,13 +335,14 @@ def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: 
                 metrics: Iterable[str] | str | None = None, k: int | Iterable[int] | None = None,
                 alpha: float = 0.05, unscorable: str = "skip", incomplete: str = "zero",
                 relevance_level: int = 1, system: str | None = None, **judging: Any) -> PPIResult:
-    """PPI++ means of RAG metrics: judge verdicts on every case, human verdicts on a labelled subset.
+    """PPI++ means of RAG metrics: judge verdicts on every case, human verdicts on a labelled
+    subset.
 
-    Per-case values come from :func:`rankwise.metrics.rag.evaluate_rag` (the same numbers as ``eval-rag``),
-    under ``judge`` for every case and under ``human`` for the cases whose every chunk has a human verdict.
-    ``labels`` are human labels (CSV/JSONL or rows); without them the records' stored ``human`` verdicts
-    are used. Partially labelled cases count as unlabelled (reported). A labelling sheet of several
-    systems (``system`` column) is narrowed to ``system``.
+    Per-case values come from :func:`rankwise.metrics.rag.evaluate_rag` (the same numbers as
+    ``eval-rag``), under ``judge`` for every case and under ``human`` for the cases whose every
+    chunk has a human verdict. ``labels`` are human labels (CSV/JSONL or rows); without them the
+    records' stored ``human`` verdicts are used. Partially labelled cases count as unlabelled
+    (reported). A labelling sheet of several systems (``system`` column) is narrowed to ``system``.
 
     Example:
         >>> rows = [{"id": f"q{i}", "retrieved_contexts": ["alpha beta", "gamma"],
@@ -353,7 +369,8 @@ def ppi_records(testset: Any, judge: str = "llm", *, labels: Any = None, human: 
 
 
 def _one_system(labels: Any, system: str | None) -> Any:
-    """The labels of ``system`` when the labels name several systems (a multi-system labelling sheet)."""
+    """The labels of ``system`` when the labels name several systems (a multi-system labelling
+    sheet)."""
     if labels is None:
         return None
     from rankwise.relevance.human import labels_of_system
@@ -362,8 +379,8 @@ def _one_system(labels: Any, system: str | None) -> Any:
 
 
 def _warn_partial(summary: dict[str, Any], system: str | None = None) -> None:
-    """The one warning of partially labelled cases (kept in ``summary["warnings"]``), naming the system when
-    several are compared."""
+    """The one warning of partially labelled cases (kept in ``summary["warnings"]``), naming the
+    system when several are compared."""
     n = summary.get("partially_labelled")
     if n:
         whose = f"{system}: " if system else ""
@@ -389,9 +406,9 @@ def ppi_compare(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = No
                 incomplete: str = "zero", relevance_level: int = 1, allow_mismatch: bool = False) -> PPIResult:
     """Paired PPI++ of each system's mean minus the baseline's, per metric.
 
-    A case is labelled for a pair when both systems' lists of it are fully human-labelled; the estimate is
-    :func:`ppi_mean` on the per-case differences (human on labelled, judge on every case).
-    Keys of the result are ``"system − baseline: metric"``.
+    A case is labelled for a pair when both systems' lists of it are fully human-labelled; the
+    estimate is :func:`ppi_mean` on the per-case differences (human on labelled, judge on every
+    case). Keys of the result are ``"system − baseline: metric"``.
     """
     names_sys = list(sets)
     if len(names_sys) < 2:
@@ -450,7 +467,8 @@ class LabelPlan:
     lam: float | None
     price_per_label: float | None = None
     note: str | None = None
-    #: what humans alone would need when that is more than the cases there are (``human_labels`` is then None)
+    #: what humans alone would need when that is more than the cases there are (``human_labels`` is
+    #: then None)
     human_labels_needed: int | None = None
 
     def cost(self, labels: int | None) -> float | None:
@@ -468,12 +486,14 @@ class LabelPlan:
 def plan_labels(y: Sequence[float], f: Sequence[float], f_all: Sequence[float], half_width: float, *,
                 alpha: float = 0.05, metric: str = "metric", price_per_label: float | None = None,
                 min_labels: int = MIN_LABELS) -> LabelPlan:
-    """Human labels needed for a PPI++ interval of half-width ``half_width`` (and for human labels alone).
+    """Human labels needed for a PPI++ interval of half-width ``half_width`` (and for human labels
+    alone).
 
-    ``y``, ``f``: the pilot's human and judge values (cases with both sources); ``f_all``: the judge values of
-    every judged case (pilot included), whose count is the most one can label. Variances and the covariance
-    are the pilot's; λ is re-tuned for every n (labelled n, unlabelled total − n). Never fewer than
-    ``min_labels`` (the interval is a normal approximation, and λ is estimated from the labels).
+    ``y``, ``f``: the pilot's human and judge values (cases with both sources); ``f_all``: the judge
+    values of every judged case (pilot included), whose count is the most one can label. Variances
+    and the covariance are the pilot's; λ is re-tuned for every n (labelled n, unlabelled total −
+    n). Never fewer than ``min_labels`` (the interval is a normal approximation, and λ is estimated
+    from the labels).
 
     Example:
         >>> p = plan_labels([1, 0, 1, 0, 1, 1], [1, 0, 1, 0, 1, 0], [1, 0] * 500, 0.05)
@@ -525,10 +545,18 @@ def plan_from_records(testset: Any, judge: str = "llm", *, labels: Any = None, h
     """:func:`plan_labels` for each metric, the pilot being the records' fully labelled cases.
 
     Example:
-        >>> rows = [{"id": f"q{i}", "retrieved_contexts": ["alpha beta"],
-        ...          "reference_contexts": ["alpha beta" if i % 2 else "delta"]} for i in range(400)]
+        >>> rows = [
+        ...     {
+        ...         "id": f"q{i}",
+        ...         "retrieved_contexts": ["alpha beta"],
+        ...         "reference_contexts": ["alpha beta" if i % 2 else "delta"],
+        ...     }
+        ...     for i in range(400)
+        ... ]
         >>> labs = [{"query_id": f"q{i}", "rank": 1, "verdict": i % 2} for i in range(10)]
-        >>> p = plan_from_records(rows, "containment", labels=labs, metrics=["hit_rate@1"], half_width=0.1)[0]
+        >>> p = plan_from_records(
+        ...     rows, "containment", labels=labs, metrics=["hit_rate@1"], half_width=0.1
+        ... )[0]
         >>> p.pilot, p.total, p.ppi_labels < p.human_labels
         (10, 400, True)
     """
@@ -558,9 +586,9 @@ class PPIGate:
 
 def ppi_gate(sets: Mapping[str, Any], judge: str = "llm", *, labels: Any = None, metrics: Any = None,
              max_drop: float = 0.01, alpha: float = 0.05, allow_mismatch: bool = False) -> PPIGate:
-    """Fail a metric when the PPI estimate of candidate − baseline drops by more than ``max_drop`` and the
-    drop is significant (the whole interval below 0); undecided when no interval can be given.
-    ``sets`` holds two systems: baseline first, candidate second."""
+    """Fail a metric when the PPI estimate of candidate − baseline drops by more than ``max_drop``
+    and the drop is significant (the whole interval below 0); undecided when no interval can be
+    given. ``sets`` holds two systems: baseline first, candidate second."""
     res = ppi_compare(sets, judge, labels=labels, metrics=metrics, alpha=alpha, baseline=0,
                       allow_mismatch=allow_mismatch)
     verdicts = {}

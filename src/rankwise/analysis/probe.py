@@ -1,13 +1,14 @@
 """Rank effect versus verdict effect (docs/context-metrics.md, "Rank vs verdict").
 
-For one ordered verdict list, per metric: the score; the best and worst scores reachable by re-ordering
-the same verdicts (the rank effect); the change from flipping each single verdict in place (the verdict
-effect). For two verdict sources on the same chunks (human vs LLM, with vs without reference), the
+For one ordered verdict list, per metric: the score; the best and worst scores reachable by
+re-ordering the same verdicts (the rank effect); the change from flipping each single verdict in
+place (the verdict effect). For two verdict sources on the same chunks (human vs LLM, with vs
+without reference), the
 score difference is entirely due to verdicts, since the order is shared: reported per case and on
 average, beside each source's own re-ordering range.
 
-Every variant is a row of one :class:`~rankwise.metrics.RelevanceMatrix`, so each metric is evaluated
-once, by the same engine as ``rankwise eval``.
+Every variant is a row of one :class:`~rankwise.metrics.RelevanceMatrix`, so each metric is
+evaluated once, by the same engine as ``rankwise eval``.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def _flip(v: int) -> int:
 def _orderings(verdicts: list[int]) -> list[tuple[int, ...]]:
     if len(verdicts) <= _BRUTE_FORCE_LIMIT:
         return sorted(set(permutations(verdicts)))
-    # every metric rankwise has is monotone in moving a better grade up, so the sorted orders are extreme
+    # every metric rankwise has is monotone in moving a better grade up, so the sorted orders are
+    # extreme
     return [tuple(sorted(verdicts, reverse=True)), tuple(sorted(verdicts))]
 
 
@@ -167,8 +169,8 @@ def _metric_probe(name: str, base: float, variant_values: np.ndarray, v: list[in
 
 def _probe_case(record, source: str, base: dict[str, float], measures: list[Measure],
                 relevance_level: int) -> dict[str, MetricProbe]:
-    """Probe one case under one source: its score as eval-rag computes it (``base``), and the scores of
-    every re-ordering and single flip of its verdicts under the same ground truth (same R)."""
+    """Probe one case under one source: its score as eval-rag computes it (``base``), and the scores
+    of every re-ordering and single flip of its verdicts under the same ground truth (same R)."""
     v = [verdict_grade(c.verdicts.get(source), source) for c in record.chunks]
     orders, flips = _variants(v)
     rows = [*[list(o) for o in orders], *flips]
@@ -210,7 +212,8 @@ def _new_found(lists: Sequence[Sequence[int]]) -> list[int]:
 
 
 def _first_found(row: Sequence[int], budget: int, relevance_level: int) -> list[int]:
-    """The first ``budget`` relevant items each find one new reference item; later ones find none."""
+    """The first ``budget`` relevant items each find one new reference item; later ones find none.
+    """
     out = []
     for x in row:
         if x >= relevance_level and budget > 0:
@@ -227,8 +230,8 @@ def _first_found(row: Sequence[int], budget: int, relevance_level: int) -> list[
 @dataclass
 class SourceComparison:
     """Two verdict sources on the same chunks: per case and metric, each source's score, the
-    verdict-attributable difference (b - a: the order is shared, so all of it is due to verdicts) and
-    each source's re-ordering range (the rank effect)."""
+    verdict-attributable difference (b - a: the order is shared, so all of it is due to verdicts)
+    and each source's re-ordering range (the rank effect)."""
 
     sources: list[str]
     k: int | None
@@ -250,15 +253,21 @@ def probe_records(records: Sequence, sources: Sequence[str], metrics: Iterable[s
                   k: int | None = None, relevance_level: int = 1) -> SourceComparison:
     """Probe per-case records under one or two verdict sources.
 
-    Each case's score is the one ``eval-rag`` gives for the same stored verdicts (same relevance matrix,
-    same R: docs/context-metrics.md, "What R is"); re-orderings and flips keep that R. Failed or missing
-    verdicts count as not relevant; their cases are listed in ``incomplete``. A case without ground truth
-    under a source (an unanswerable question) is left out of the means and listed, as ``eval-rag`` does.
+    Each case's score is the one ``eval-rag`` gives for the same stored verdicts (same relevance
+    matrix, same R: docs/context-metrics.md, "What R is"); re-orderings and flips keep that R.
+    Failed or missing verdicts count as not relevant; their cases are listed in ``incomplete``. A
+    case without ground truth under a source (an unanswerable question) is left out of the means and
+    listed, as ``eval-rag`` does.
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
-        ...                                for i, (h, l) in enumerate([(1, 1), (0, 1), (1, 1)])])
+        >>> rec = CaseRecord(
+        ...     "q1",
+        ...     chunks=[
+        ...         ChunkRecord(rank=i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
+        ...         for i, (h, l) in enumerate([(1, 1), (0, 1), (1, 1)])
+        ...     ],
+        ... )
         >>> c = probe_records([rec], ["human", "llm"], ["acp@3"])
         >>> round(c.mean["acp@3"]["verdict_effect"], 4)
         0.1667

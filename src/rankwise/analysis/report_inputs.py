@@ -1,12 +1,26 @@
-"""Everything a report shows besides the comparison, loaded and computed once: records, probes, runs,
-qrels, query texts and document texts. Report modules only render what this module hands them.
+"""Everything a report shows besides the comparison, loaded and computed once: records, probes,
+runs, qrels, query texts and document texts. Report modules only render what this module hands them.
 
 Example:
     >>> from rankwise.analysis.compare import compare_records
     >>> from rankwise.metrics.rag import evaluate_rag
-    >>> sets = {name: evaluate_rag([{"id": "q", "retrieved_contexts": chunks,
-    ...                              "reference_contexts": ["paris is the capital"]}], k=2, metrics=["mrr"]).records
-    ...         for name, chunks in (("A", ["paris is the capital", "x"]), ("B", ["x", "paris is the capital"]))}
+    >>> sets = {
+    ...     name: evaluate_rag(
+    ...         [
+    ...             {
+    ...                 "id": "q",
+    ...                 "retrieved_contexts": chunks,
+    ...                 "reference_contexts": ["paris is the capital"],
+    ...             }
+    ...         ],
+    ...         k=2,
+    ...         metrics=["mrr"],
+    ...     ).records
+    ...     for name, chunks in (
+    ...         ("A", ["paris is the capital", "x"]),
+    ...         ("B", ["x", "paris is the capital"]),
+    ...     )
+    ... }
     >>> inputs = report_inputs(compare_records(sets, "containment", ["mrr"]), records=sets)
     >>> inputs.verdict_source, sorted(inputs.probes), inputs.sources
     ('containment', ['A', 'B'], ['containment'])
@@ -31,15 +45,16 @@ class ReportInputs:
     Attributes:
         records: system -> per-case records (drill-down with chunk text, verdicts and reasons).
         sources: the verdict sources present in the records, the comparison's first.
-        verdict_source: the source whose verdicts colour the chunks at first (the comparison's source).
+        verdict_source: the source whose verdicts colour the chunks at first (the comparison's
+            source).
         probe_sources: the one or two sources of the rank-vs-verdict probe.
         probes: system -> :class:`~rankwise.analysis.probe.SourceComparison` over ``probe_sources``.
         runs: system -> :class:`~rankwise.data.Run` (drill-down of top documents).
         qrels: the :class:`~rankwise.data.Qrels` grading those documents.
         queries: query id -> text.
         documents: document id -> text.
-        highlights: system -> case id -> per chunk, the (start, end, passage) ranges of its text that hold
-            reference text (:func:`rankwise.analysis.explain.highlights`).
+        highlights: system -> case id -> per chunk, the (start, end, passage) ranges of its text
+            that hold reference text (:func:`rankwise.analysis.explain.highlights`).
         classes: system -> case id -> failure class (docs/failures.md).
 
     Example:
@@ -61,7 +76,8 @@ class ReportInputs:
 
 
 def document_texts(corpus: Any) -> dict[str, str]:
-    """Document id -> text (title first when the text does not start with it) of a corpus or corpus path.
+    """Document id -> text (title first when the text does not start with it) of a corpus or corpus
+    path.
 
     Example:
         >>> document_texts({"d1": "BM25 ranks by term frequency."})
@@ -85,8 +101,8 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
     """Load and compute what a report needs: parse records, probe them, load runs, qrels, texts.
 
     Args:
-        comparison: the :class:`~rankwise.analysis.compare.ComparisonResult`; its verdict source is the
-            default of ``verdict_source`` and ``probe_sources``.
+        comparison: the :class:`~rankwise.analysis.compare.ComparisonResult`; its verdict source is
+            the default of ``verdict_source`` and ``probe_sources``.
         records: system -> records (``CaseRecord`` objects or their dicts).
         probe_sources: one or two verdict sources for the probe (default: the comparison's source).
         verdict_source: the source colouring the chunks at first (default: the comparison's source).
@@ -115,7 +131,8 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
         if comparison is not None:
             from rankwise.metrics.registry import parse_measures
 
-            # the comparison's metrics that verdicts alone define (not char_recall, which needs spans)
+            # the comparison's metrics that verdicts alone define (not char_recall, which needs
+            # spans)
             probe_metrics = [m.name for m in parse_measures(comparison.metrics) if not m.metric.requires] or None
         _drill_down(out, comparison)
         for name, recs in out.records.items():
@@ -149,8 +166,8 @@ def report_inputs(comparison: Any = None, *, records: Mapping[str, Sequence[Any]
 
 
 def _drill_down(out: ReportInputs, comparison: Any) -> None:
-    """The drill-down's reference highlights per chunk and failure class per case (the comparison's when it
-    decided them, else decided here at its largest cutoff)."""
+    """The drill-down's reference highlights per chunk and failure class per case (the comparison's
+    when it decided them, else decided here at its largest cutoff)."""
     from rankwise.analysis.explain import highlights
     from rankwise.analysis.failures import failure_classes
 

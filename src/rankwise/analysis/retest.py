@@ -1,16 +1,18 @@
-"""Test-retest statistics of an LLM judge: how far its verdicts on the same chunks move when it judges them
-again, unchanged or under one controlled change, and how far the metric means move with them.
+"""Test-retest statistics of an LLM judge: how far its verdicts on the same chunks move when it
+judges them again, unchanged or under one controlled change, and how far the metric means move with
+them.
 
-A *verdict table* is ``{case id: [verdict of each chunk, by rank: 1, 0, or None when none was had]}``. One
-condition's tables (one per repetition) are compared with the baseline's chunk by chunk, over the chunks both
-have a verdict for: the flips (0 -> 1 and 1 -> 0), the flip rate with a percentile bootstrap interval over
-cases (a case's chunks are judged together, so cases, not chunks, are the independent draws) and Cohen's kappa
-of the pairs, the judge's agreement with itself (:func:`~rankwise.relevance.agreement.cohen_kappa`). A
-gullibility probe is the same comparison on the chunks the baseline calls irrelevant, rewritten to tempt the
-judge: its flip rate is the share it now calls relevant.
+A *verdict table* is ``{case id: [verdict of each chunk, by rank: 1, 0, or None when none was
+had]}``. One condition's tables (one per repetition) are compared with the baseline's chunk by
+chunk, over the chunks both have a verdict for: the flips (0 -> 1 and 1 -> 0), the flip rate with a
+percentile bootstrap interval over cases (a case's chunks are judged together, so cases, not chunks,
+are the independent draws) and Cohen's kappa of the pairs, the judge's agreement with itself
+(:func:`~rankwise.relevance.agreement.cohen_kappa`). A gullibility probe is the same comparison on
+the chunks the baseline calls irrelevant, rewritten to tempt the judge: its flip rate is the share
+it now calls relevant.
 
-An estimate that cannot be had is None with a sentence why (no chunk compared; one class on both sides, where
-kappa is undefined; one case, where an interval over cases is not) -- never a NaN.
+An estimate that cannot be had is None with a sentence why (no chunk compared; one class on both
+sides, where kappa is undefined; one case, where an interval over cases is not) -- never a NaN.
 
 Example (a judge that flips one chunk of four on its second look):
     >>> base = {"q1": [1, 0], "q2": [1, 0]}
@@ -37,8 +39,8 @@ Table = Mapping[str, Sequence["int | None"]]
 
 @dataclass
 class Flips:
-    """One condition's verdicts against the baseline's, over its repetitions (``rate``, ``kappa`` and their
-    intervals None when undefined: ``why`` says why)."""
+    """One condition's verdicts against the baseline's, over its repetitions (``rate``, ``kappa``
+    and their intervals None when undefined: ``why`` says why)."""
 
     name: str
     repeats: int
@@ -58,8 +60,9 @@ class Flips:
 
 @dataclass
 class MetricMove:
-    """How far one metric's mean moves under one condition: the baseline's mean, each repetition's, their
-    mean's shift from the baseline, their standard deviation and range (None, with ``why``, when undefined)."""
+    """How far one metric's mean moves under one condition: the baseline's mean, each repetition's,
+    their mean's shift from the baseline, their standard deviation and range (None, with ``why``,
+    when undefined)."""
 
     metric: str
     condition: str
@@ -74,8 +77,8 @@ class MetricMove:
 
 @dataclass
 class Retest:
-    """What ``rankwise judge-retest`` found: the sample, the conditions' flips, the probes' flips, the metric
-    moves, and notes (conditions not run and why, verdicts not had)."""
+    """What ``rankwise judge-retest`` found: the sample, the conditions' flips, the probes' flips,
+    the metric moves, and notes (conditions not run and why, verdicts not had)."""
 
     judge: dict[str, Any]
     cases: int
@@ -98,7 +101,8 @@ class Retest:
 
 
 def only_verdict(table: Table, value: int) -> dict[str, list[int | None]]:
-    """The table with every verdict other than ``value`` blanked (None): the chunks a probe rewrites.
+    """The table with every verdict other than ``value`` blanked (None): the chunks a probe
+    rewrites.
 
     Example:
         >>> only_verdict({"q1": [1, 0, None]}, 0)
@@ -137,7 +141,8 @@ def _interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
 
 
 def _kappa_draws(conf: np.ndarray) -> np.ndarray:
-    """Kappa of each resampled confusion (rows: resamples; columns n00, n01, n10, n11); NaN where undefined."""
+    """Kappa of each resampled confusion (rows: resamples; columns n00, n01, n10, n11); NaN where
+    undefined."""
     n = conf.sum(axis=1).astype(float)
     po = (conf[:, 0] + conf[:, 3]) / n
     b1, o1 = (conf[:, 2] + conf[:, 3]) / n, (conf[:, 1] + conf[:, 3]) / n
@@ -148,8 +153,9 @@ def _kappa_draws(conf: np.ndarray) -> np.ndarray:
 
 def compare_verdicts(baseline: Table, tables: Sequence[Table], *, name: str, resamples: int = 1000,
                      confidence: float = 0.95, seed: int = 42, kappa: bool = True) -> Flips:
-    """The flips of ``tables`` (one per repetition) against ``baseline``, chunk by chunk (see the module doc);
-    ``kappa=False`` for a probe, whose baseline is one class by construction (no kappa is computed).
+    """The flips of ``tables`` (one per repetition) against ``baseline``, chunk by chunk (see the
+    module doc); ``kappa=False`` for a probe, whose baseline is one class by construction (no kappa
+    is computed).
 
     Example:
         >>> f = compare_verdicts({"q1": [1, 1]}, [{"q1": [1, 1]}], name="repeat")
@@ -203,7 +209,9 @@ def metric_moves(baseline: Mapping[str, float | None],
     """Per metric and condition: how far the mean moves from the baseline's over the repetitions.
 
     Example:
-        >>> m = metric_moves({"precision": 0.5}, {"repeat": [{"precision": 0.4}, {"precision": 0.6}]})[0]
+        >>> m = metric_moves(
+        ...     {"precision": 0.5}, {"repeat": [{"precision": 0.4}, {"precision": 0.6}]}
+        ... )[0]
         >>> m.shift, round(m.sd, 4), m.low, m.high
         (0.0, 0.1414, 0.4, 0.6)
     """

@@ -1,11 +1,14 @@
-"""Each input of a paired comparison (the gate, ``plan-testset``, the pytest assertions) converted once, at the
-boundary, into a :class:`Side`: the queries it covers and its per-query values (or a saved result's means).
+"""Each input of a paired comparison (the gate, ``plan-testset``, the pytest assertions) converted
+once, at the boundary, into a :class:`Side`: the queries it covers and its per-query values (or a
+saved result's means).
 
 An input is told apart once, by :func:`input_kind`, as one of four kinds:
 
 - ``result``: an :class:`~rankwise.metrics.engine.EvalResult` in memory;
-- ``saved``: a saved result, a dict or ``.json`` file with ``per_query`` (or ``mean`` and ``summary``), parsed once;
-- ``rag``: RAG records or a test set, scored by ``evaluate_rag`` under a verdict source (default containment);
+- ``saved``: a saved result, a dict or ``.json`` file with ``per_query`` (or ``mean`` and
+  ``summary``), parsed once;
+- ``rag``: RAG records or a test set, scored by ``evaluate_rag`` under a verdict source (default
+  containment);
 - ``run``: a run, scored against qrels.
 
 Example:
@@ -34,8 +37,8 @@ __all__ = ["Input", "Side", "input_kind", "read_side", "per_query_values", "read
 
 @dataclass(frozen=True)
 class Input:
-    """An input told apart: its ``kind`` (result, saved, rag, run), the object to read (a saved result
-    already parsed) and ``where`` it came from (its path, else ``<role>``)."""
+    """An input told apart: its ``kind`` (result, saved, rag, run), the object to read (a saved
+    result already parsed) and ``where`` it came from (its path, else ``<role>``)."""
 
     kind: str
     obj: Any
@@ -44,18 +47,20 @@ class Input:
 
 @dataclass
 class Side:
-    """One input of a paired comparison: its per-query values (or saved means) and the queries it covers.
+    """One input of a paired comparison: its per-query values (or saved means) and the queries it
+    covers.
 
     Attributes:
         role: ``baseline`` or ``candidate`` (or the caller's word).
         where: its path, else ``<role>`` (what messages name it by; None: nothing to name).
-        kind: ``ir`` (runs, saved eval results), ``rag`` (records, test sets, saved eval-rag results) or
-            ``any`` (a saved result whose summary does not say).
+        kind: ``ir`` (runs, saved eval results), ``rag`` (records, test sets, saved eval-rag
+            results) or ``any`` (a saved result whose summary does not say).
         ids, values: query ids and a (queries x metrics) array; ``values`` is None for means only.
         means: a saved result's means when it holds no per-query values.
         covered: the queries it covers; None when it names none (means only).
         count: how many queries it covers, when known.
-        absent: the judged queries it is known to lack (a run's, or those a saved summary lists as missing).
+        absent: the judged queries it is known to lack (a run's, or those a saved summary lists as
+            missing).
     """
 
     role: str
@@ -75,8 +80,8 @@ class Side:
 
 
 def read_saved_result(obj: Any) -> Mapping | None:
-    """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query`` or ``mean`` and
-    ``summary``), else None.
+    """The parsed saved result if ``obj`` is one (dict or .json file with ``per_query`` or ``mean``
+    and ``summary``), else None.
 
     Example:
         >>> read_saved_result({"mean": {"map": 0.5}, "summary": {}})["mean"]
@@ -107,10 +112,14 @@ def read_saved_result(obj: Any) -> Mapping | None:
 
 
 def is_rag_input(obj: Any) -> bool:
-    """Is ``obj`` RAG records or a test set (a list of records / dicts, or a RAG JSONL file) rather than a run?
+    """Is ``obj`` RAG records or a test set (a list of records / dicts, or a RAG JSONL file) rather
+    than a run?
 
     Example:
-        >>> is_rag_input([{"id": "q1", "retrieved_contexts": ["a chunk"]}]), is_rag_input({"q1": {"d1": 1.0}})
+        >>> (
+        ...     is_rag_input([{"id": "q1", "retrieved_contexts": ["a chunk"]}]),
+        ...     is_rag_input({"q1": {"d1": 1.0}}),
+        ... )
         (True, False)
     """
     from rankwise.data.records import CaseRecord, is_rag_file
@@ -121,11 +130,14 @@ def is_rag_input(obj: Any) -> bool:
 
 
 def input_kind(obj: Any, *, relevance: str | None = None, role: str = "input") -> Input:
-    """Tell ``obj`` apart once: an EvalResult, a saved result (parsed here), RAG records / a test set (or
-    anything, when a verdict source is named), else a run.
+    """Tell ``obj`` apart once: an EvalResult, a saved result (parsed here), RAG records / a test
+    set (or anything, when a verdict source is named), else a run.
 
     Example:
-        >>> input_kind({"per_query": {"q1": {"map": 1.0}}}).kind, input_kind({"q1": ["a"]}, role="baseline")
+        >>> (
+        ...     input_kind({"per_query": {"q1": {"map": 1.0}}}).kind,
+        ...     input_kind({"q1": ["a"]}, role="baseline"),
+        ... )
         ('saved', Input(kind='run', obj={'q1': ['a']}, where='<baseline>'))
     """
     return _told_apart(obj, relevance, str(obj) if isinstance(obj, (str, PathLike)) else f"<{role}>")
@@ -149,10 +161,13 @@ def read_side(obj: Any, role: str, names: Sequence[str], *, qrels: Any = None, r
               min_evidence_chars: int | None = None, load_qrels: Callable[[], Any] | None = None) -> Side:
     """Read and score one input for the canonical metric ``names``.
 
-    ``load_qrels`` gives the qrels already loaded (two runs read them once); without it ``qrels`` is loaded here.
+    ``load_qrels`` gives the qrels already loaded (two runs read them once); without it ``qrels`` is
+    loaded here.
 
     Example:
-        >>> side = read_side({"mean": {"map": 0.4}, "summary": {"evaluated": 3}}, "baseline", ["map"])
+        >>> side = read_side(
+        ...     {"mean": {"map": 0.4}, "summary": {"evaluated": 3}}, "baseline", ["map"]
+        ... )
         >>> side.values is None, side.means, side.count
         (True, {'map': 0.4}, 3)
     """
@@ -164,8 +179,8 @@ def read_side(obj: Any, role: str, names: Sequence[str], *, qrels: Any = None, r
 def _read(obj: Any, role: str, where: str | None, names: Sequence[str], *, qrels: Any, relevance_level: int,
           missing: str, relevance: str | None, labels: Any, min_evidence_chars: int | None,
           load_qrels: Callable[[], Any] | None, need_values: bool = False) -> Side:
-    """:func:`read_side`, messages naming ``where`` (None: no source); ``need_values``: a saved result of means
-    only is refused."""
+    """:func:`read_side`, messages naming ``where`` (None: no source); ``need_values``: a saved
+    result of means only is refused."""
     given = _told_apart(obj, relevance, where)
     if given.kind == "result":
         result = given.obj
@@ -196,8 +211,9 @@ def _read(obj: Any, role: str, where: str | None, names: Sequence[str], *, qrels
 def per_query_values(obj: Any, metrics: Sequence[str], *, qrels: Any = None, relevance_level: int = 1,
                      missing: str = "zero", origin: str | None = None, relevance: str | None = None,
                      labels: Any = None, min_evidence_chars: int | None = None) -> tuple[list[str], np.ndarray]:
-    """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result, an EvalResult,
-    or RAG records / a test set (scored under verdict source ``relevance``, default containment).
+    """Query ids and a (queries x metrics) array from a run (with ``qrels``), a saved result, an
+    EvalResult, or RAG records / a test set (scored under verdict source ``relevance``, default
+    containment).
 
     Example:
         >>> saved = {"per_query": {"q1": {"ndcg@10": 0.5}, "q2": {"ndcg@10": 1.0}}}
@@ -229,7 +245,8 @@ def _check_result_metrics(result: Any, names: Sequence[str], where: str | None) 
 
 def _run_side(obj: Any, role: str, where: str | None, names: Sequence[str], *, qrels: Any, relevance_level: int,
               missing: str, load_qrels: Callable[[], Any] | None) -> Side:
-    """A run scored against the qrels: the judged queries it retrieves for are the ones it covers."""
+    """A run scored against the qrels: the judged queries it retrieves for are the ones it covers.
+    """
     from rankwise.data.load import load_qrels as read_qrels
     from rankwise.data.load import load_run
     from rankwise.metrics.engine import evaluate
@@ -247,7 +264,8 @@ def _run_side(obj: Any, role: str, where: str | None, names: Sequence[str], *, q
 
 
 def _saved_side(saved: Mapping, role: str, where: str | None, names: Sequence[str]) -> Side:
-    """A saved result: per-query values when it has them, else its means (and its summary's counts)."""
+    """A saved result: per-query values when it has them, else its means (and its summary's counts).
+    """
     summary = saved.get("summary") if isinstance(saved.get("summary"), Mapping) else {}
     kind = "rag" if "relevance" in summary else "ir" if "queries_in_qrels" in summary else "any"
     absent = {str(q) for q in summary.get("missing_queries") or []}
@@ -263,7 +281,8 @@ def _saved_side(saved: Mapping, role: str, where: str | None, names: Sequence[st
 
 
 def _saved_values(per_query: Any, names: Sequence[str], where: str | None) -> tuple[list[str], np.ndarray]:
-    """A saved result's ``per_query`` object as query ids and a (queries x metrics) array, each value checked."""
+    """A saved result's ``per_query`` object as query ids and a (queries x metrics) array, each
+    value checked."""
     if not isinstance(per_query, Mapping) or not per_query:
         raise InputError("per_query must be a non-empty object {query_id: {metric: value}}", source=where,
                          field="per_query")

@@ -1,8 +1,9 @@
 """Paired significance tests, bootstrap intervals, effect sizes and multiple-comparison corrections.
 
 Everything works on the paired differences ``d = candidate - baseline`` of one metric over the same
-queries. The randomization test and the bootstrap are vectorised numpy and seeded, so the same inputs
-always give the same digits; scipy (t and Wilcoxon distributions) is imported only when those tests run.
+queries. The randomization test and the bootstrap are vectorised numpy and seeded, so the same
+inputs always give the same digits; scipy (t and Wilcoxon distributions) is imported only when those
+tests run.
 
 Example:
     >>> import numpy as np
@@ -50,8 +51,8 @@ def randomization_test(diffs, *, permutations: int = 10_000, seed: int | None = 
     :data:`EXACT_LIMIT` non-zero differences (or ``2**n <= permutations``) every assignment is
     enumerated and p is exact; otherwise ``permutations`` random assignments are drawn with
     ``numpy.random.default_rng(seed)`` and ``p = (hits + 1) / (permutations + 1)``, which counts the
-    observed assignment and is never 0. The differences are sorted first, so the same values give the
-    same p in whatever order the queries come (``compare``, ``compare-rag`` and ``gate`` agree).
+    observed assignment and is never 0. The differences are sorted first, so the same values give
+    the same p in whatever order the queries come (``compare``, ``compare-rag`` and ``gate`` agree).
 
     Example:
         >>> randomization_test([0.5, 0.5, 0.5])  # 8 assignments, 2 as extreme (+++ and ---)
@@ -118,7 +119,8 @@ def paired_t_test(diffs) -> float:
 
 
 def wilcoxon_test(diffs) -> float:
-    """Two-sided Wilcoxon signed-rank test p-value (``scipy.stats.wilcoxon``, zero differences dropped).
+    """Two-sided Wilcoxon signed-rank test p-value (``scipy.stats.wilcoxon``, zero differences
+    dropped).
 
     All differences zero: p = 1. No pair: NaN.
 
@@ -156,7 +158,8 @@ def paired_test(diffs, test: str = "randomization", *, permutations: int = 10_00
 
 def bootstrap_ci(diffs, *, resamples: int = 10_000, confidence: float = 0.95,
                  seed: int | None = 42) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean paired difference (queries resampled with replacement).
+    """Percentile bootstrap interval of the mean paired difference (queries resampled with
+    replacement).
 
     The differences are sorted first, so the interval does not depend on the order of the queries.
 
@@ -187,7 +190,8 @@ def bootstrap_ci(diffs, *, resamples: int = 10_000, confidence: float = 0.95,
 def cohens_d(diffs) -> float | None:
     """Effect size of paired differences (Cohen's d_z): mean / standard deviation (ddof=1).
 
-    None when undefined: fewer than two pairs, or all differences equal and non-zero. 0 when all are 0.
+    None when undefined: fewer than two pairs, or all differences equal and non-zero. 0 when all are
+        0.
 
     Example:
         >>> round(cohens_d([0.1, 0.3]), 4)
@@ -217,8 +221,9 @@ def win_tie_loss(diffs) -> tuple[int, int, int]:
 
 
 def correct_pvalues(pvalues: Sequence[float], method: str = "holm") -> list[float]:
-    """Adjust p-values for multiple comparisons: ``holm`` (Holm–Bonferroni step-down), ``bonferroni``
-    or ``none``. NaN entries (undefined tests) stay NaN and do not count as comparisons.
+    """Adjust p-values for multiple comparisons: ``holm`` (Holm–Bonferroni step-down),
+    ``bonferroni`` or ``none``. NaN entries (undefined tests) stay NaN and do not count as
+    comparisons.
 
     Example:
         >>> [round(p, 4) for p in correct_pvalues([0.01, 0.04, 0.03], "holm")]
@@ -247,11 +252,11 @@ def ci_disagreement(p_value: float, ci_low: float, ci_high: float, alpha: float,
                     correction: str = "none") -> str | None:
     """A note when the bootstrap interval and the test disagree about "no difference", else None.
 
-    The percentile bootstrap interval and the randomization test ask different questions (how precise
-    the mean difference is; whether the systems are exchangeable), so near alpha they can disagree. We
-    keep both, report the test's verdict as the decision and say so when the interval disagrees. ``p_value``
-    is the p that decides: after ``correction`` (the note then says "adjusted p", with its value, since the
-    raw p printed beside it may be below alpha).
+    The percentile bootstrap interval and the randomization test ask different questions (how
+    precise the mean difference is; whether the systems are exchangeable), so near alpha they can
+    disagree. We keep both, report the test's verdict as the decision and say so when the interval
+    disagrees. ``p_value`` is the p that decides: after ``correction`` (the note then says "adjusted
+    p", with its value, since the raw p printed beside it may be below alpha).
 
     Example:
         >>> ci_disagreement(0.08, 0.01, 0.2, 0.05)

@@ -1,17 +1,20 @@
-"""Results per slice of the cases: by a field of the test set (``style``, ``difficulty``...) or any per-case label.
+"""Results per slice of the cases: by a field of the test set (``style``, ``difficulty``...) or any
+per-case label.
 
-A slice is the cases that share one label. Its mean of each metric is taken over the same per-case values as the
-overall mean (so the slices' cases add up to the cases in the means), with a percentile bootstrap interval from
-the project's one routine (:func:`rankwise.analysis.significance.bootstrap_ci`, seeded). In a comparison each
-slice also gets every candidate's paired difference from the baseline, with its interval.
+A slice is the cases that share one label. Its mean of each metric is taken over the same per-case
+values as the overall mean (so the slices' cases add up to the cases in the means), with a
+percentile bootstrap interval from the project's one routine
+(:func:`rankwise.analysis.significance.bootstrap_ci`, seeded). In a comparison each slice also gets
+every candidate's paired difference from the baseline, with its interval.
 
 Labels come from the records' ``fields`` (the test set's own fields, kept by
-:func:`rankwise.data.testset.user_fields`), else from a key added to the records by hand, or from any mapping
-``case id -> label`` (a label computed later, such as a failure class). How a field's values become labels:
+:func:`rankwise.data.testset.user_fields`), else from a key added to the records by hand, or from
+any mapping ``case id -> label`` (a label computed later, such as a failure class). How a field's
+values become labels:
 
 - a text, number or boolean: the value itself (``true`` / ``false``; an empty text is ``(empty)``);
-- a list (``subqueries``): its length, ``0``, ``1``, ``2``... (the slices say ``kind = "length"``); a field that is
-  a list in some cases and not in others is refused;
+- a list (``subqueries``): its length, ``0``, ``1``, ``2``... (the slices say ``kind = "length"``);
+  a field that is a list in some cases and not in others is refused;
 - an object: refused, naming the keys to slice by instead (``--by provenance.style`` reads one key);
 - absent or null: the slice :data:`NO_VALUE`, ``(none)``.
 
@@ -19,7 +22,11 @@ Example:
     >>> import numpy as np
     >>> s = slice_values({"run": np.array([[1.0], [0.0], [1.0]])}, ["a", "b", "c"], ["hit_rate@5"],
     ...                  {"a": "plain", "b": "paraphrased", "c": "plain"}, by="style")
-    >>> s.names, s.means["run"]["paraphrased"]["hit_rate@5"].mean, s.means["run"]["plain"]["hit_rate@5"].n
+    >>> (
+    ...     s.names,
+    ...     s.means["run"]["paraphrased"]["hit_rate@5"].mean,
+    ...     s.means["run"]["plain"]["hit_rate@5"].n,
+    ... )
     (['paraphrased', 'plain'], 0.0, 2)
 """
 
@@ -45,10 +52,11 @@ EMPTY = "(empty)"
 
 @dataclass(frozen=True)
 class SliceStat:
-    """One metric over one slice: the mean (or mean difference), its bootstrap interval, the cases counted.
+    """One metric over one slice: the mean (or mean difference), its bootstrap interval, the cases
+    counted.
 
-    ``n`` counts the cases whose value is defined (a metric undefined for a case leaves it out, as in the overall
-    mean); ``mean`` and the interval are None when no case of the slice has a value.
+    ``n`` counts the cases whose value is defined (a metric undefined for a case leaves it out, as
+    in the overall mean); ``mean`` and the interval are None when no case of the slice has a value.
 
     Example:
         >>> SliceStat(0.5, 0.0, 1.0, 2).to_dict()
@@ -69,13 +77,16 @@ class Slices:
     """Per-slice means (and, in a comparison, differences from the baseline) of every metric.
 
     Attributes:
-        by: what the cases were sliced by, as named (a field, ``provenance.style``, a label such as ``class``).
-        kind: ``value`` (one slice per value) or ``length`` (a list-valued field: one slice per length).
+        by: what the cases were sliced by, as named (a field, ``provenance.style``, a label such as
+            ``class``).
+        kind: ``value`` (one slice per value) or ``length`` (a list-valued field: one slice per
+            length).
         names: the slices, in order (numbers by value, texts alphabetically, :data:`NO_VALUE` last).
         cases: slice -> its case ids, in the results' order.
         metrics, systems: what was sliced; ``baseline`` is None for one system (``eval-rag``).
         means: system -> slice -> metric -> :class:`SliceStat`.
-        deltas: candidate -> slice -> metric -> :class:`SliceStat` of the paired ``candidate - baseline``.
+        deltas: candidate -> slice -> metric -> :class:`SliceStat` of the paired ``candidate -
+            baseline``.
         settings: the bootstrap's ``resamples``, ``confidence`` and ``seed``.
     """
 
@@ -96,11 +107,14 @@ class Slices:
         return self.by if self.kind == "value" else f"{self.by} ({self.kind})"
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: one entry per slice with its cases, its means (``{metric: stat}`` for one system,
-        ``{system: {metric: stat}}`` in a comparison) and, in a comparison, its ``deltas``.
+        """A JSON-ready dict: one entry per slice with its cases, its means (``{metric: stat}`` for
+        one system, ``{system: {metric: stat}}`` in a comparison) and, in a comparison, its
+        ``deltas``.
 
         Example:
-            >>> s = slice_values({"run": np.array([[1.0], [0.0]])}, ["a", "b"], ["mrr"], {"a": "x"}, by="style")
+            >>> s = slice_values(
+            ...     {"run": np.array([[1.0], [0.0]])}, ["a", "b"], ["mrr"], {"a": "x"}, by="style"
+            ... )
             >>> s.to_json()["slices"][1]
             {'name': '(none)', 'cases': 1, 'means': {'mrr': {'mean': 0.0, 'ci_low': 0.0, 'ci_high': 0.0, 'n': 1}}}
         """
@@ -125,10 +139,11 @@ def _stats_json(stats: Mapping[str, SliceStat]) -> dict[str, dict[str, Any]]:
     return {m: s.to_dict() for m, s in stats.items()}
 
 
-# ---------------------------------------------------------------------------------------------- labels
+# ----------------------------------------------------------------------------------------------
+# labels
 def _lookup(record: Any, by: str) -> tuple[bool, Any]:
-    """(found, value) of ``by`` in a record's own fields, else in keys added to it (or, for a dict, among its
-    keys: a test set's row); ``a.b`` reads key ``b`` of field ``a``."""
+    """(found, value) of ``by`` in a record's own fields, else in keys added to it (or, for a dict,
+    among its keys: a test set's row); ``a.b`` reads key ``b`` of field ``a``."""
     places = [_get(record, "fields"), _get(record, "extra")]
     if isinstance(record, Mapping):
         places.append(record)
@@ -165,15 +180,19 @@ def _field_names(records: Sequence[Any]) -> list[str]:
 
 
 def case_labels(records: Sequence[Any], by: str) -> tuple[dict[str, str], str]:
-    """Each case's label by the field ``by`` (see the module's rules) and the kind of slicing, ``value`` or
-    ``length``.
+    """Each case's label by the field ``by`` (see the module's rules) and the kind of slicing,
+    ``value`` or ``length``.
 
-    Records are :class:`~rankwise.data.records.CaseRecord` objects or dicts of the same shape. A field no case
-    holds, an object-valued field, or one that is a list in some cases only is an :class:`InputError` naming it.
+    Records are :class:`~rankwise.data.records.CaseRecord` objects or dicts of the same shape. A
+    field no case holds, an object-valued field, or one that is a list in some cases only is an
+    :class:`InputError` naming it.
 
     Example:
-        >>> recs = [{"id": "a", "fields": {"subqueries": ["x", "y"]}}, {"id": "b", "fields": {"subqueries": []}},
-        ...         {"id": "c", "fields": {}}]
+        >>> recs = [
+        ...     {"id": "a", "fields": {"subqueries": ["x", "y"]}},
+        ...     {"id": "b", "fields": {"subqueries": []}},
+        ...     {"id": "c", "fields": {}},
+        ... ]
         >>> case_labels(recs, "subqueries")
         ({'a': '2', 'b': '0', 'c': '(none)'}, 'length')
     """
@@ -200,8 +219,8 @@ def case_labels(records: Sequence[Any], by: str) -> tuple[dict[str, str], str]:
 
 
 def _order(labels: Sequence[str], order: Sequence[str] | None) -> list[str]:
-    """Slices in ``order`` when given (then any others), else numbers by value, texts alphabetically; the
-    cases without a value last."""
+    """Slices in ``order`` when given (then any others), else numbers by value, texts
+    alphabetically; the cases without a value last."""
     distinct = list(dict.fromkeys(labels))
     if order is not None:
         return [x for x in order if x in distinct] + sorted(x for x in distinct if x not in set(order))
@@ -220,9 +239,11 @@ def _order(labels: Sequence[str], order: Sequence[str] | None) -> list[str]:
     return named + ([NO_VALUE] if NO_VALUE in distinct else [])
 
 
-# ---------------------------------------------------------------------------------------------- numbers
+# ----------------------------------------------------------------------------------------------
+# numbers
 def _aggregate(col: np.ndarray, metric: str) -> float:
-    """The mean as the overall results take it (a count measure's sum, trec_eval's geometric mean)."""
+    """The mean as the overall results take it (a count measure's sum, trec_eval's geometric mean).
+    """
     from rankwise.metrics.engine import aggregate, sequential_mean
 
     try:
@@ -232,7 +253,8 @@ def _aggregate(col: np.ndarray, metric: str) -> float:
 
 
 def _is_mean(metric: str) -> bool:
-    """True when the metric's value over cases is the arithmetic mean (the bootstrap's interval is of a mean)."""
+    """True when the metric's value over cases is the arithmetic mean (the bootstrap's interval is
+    of a mean)."""
     from rankwise.metrics.registry import parse_measure
 
     try:
@@ -254,8 +276,8 @@ def _stat(values: np.ndarray, metric: str, settings: Mapping[str, Any], mean: fl
 
 
 def _delta(a: np.ndarray, b: np.ndarray, metric: str, settings: Mapping[str, Any]) -> SliceStat:
-    """The paired difference over the cases where both are defined: mean(a) - mean(b), the interval of the
-    mean difference (as ``compare`` gives it for all cases)."""
+    """The paired difference over the cases where both are defined: mean(a) - mean(b), the interval
+    of the mean difference (as ``compare`` gives it for all cases)."""
     ok = ~(np.isnan(a) | np.isnan(b))
     if not ok.any():
         return SliceStat(None, None, None, 0)
@@ -267,16 +289,24 @@ def slice_values(values: Mapping[str, np.ndarray], case_ids: Sequence[str], metr
                  labels: Mapping[str, str] | Callable[[str], Any], *, by: str, kind: str = "value",
                  baseline: str | None = None, order: Sequence[str] | None = None, resamples: int = 10_000,
                  confidence: float = 0.95, seed: int | None = 42) -> Slices:
-    """Per-slice means of per-case values (system -> array cases x metrics, rows in ``case_ids`` order, NaN =
-    undefined) and, with a ``baseline``, every other system's paired difference from it per slice.
+    """Per-slice means of per-case values (system -> array cases x metrics, rows in ``case_ids``
+    order, NaN = undefined) and, with a ``baseline``, every other system's paired difference from it
+    per slice.
 
     ``labels`` maps a case id to its slice (or is a function of the case id); a case it lacks is in
-    :data:`NO_VALUE`. ``order`` fixes the order of the slices (e.g. failure classes in their decision order).
+    :data:`NO_VALUE`. ``order`` fixes the order of the slices (e.g. failure classes in their
+    decision order).
 
     Example:
         >>> v = {"a": np.array([[0.0], [1.0], [1.0]]), "b": np.array([[1.0], [1.0], [0.0]])}
-        >>> s = slice_values(v, ["q1", "q2", "q3"], ["hit_rate@1"], {"q1": "x", "q2": "x", "q3": "y"},
-        ...                  by="style", baseline="a")
+        >>> s = slice_values(
+        ...     v,
+        ...     ["q1", "q2", "q3"],
+        ...     ["hit_rate@1"],
+        ...     {"q1": "x", "q2": "x", "q3": "y"},
+        ...     by="style",
+        ...     baseline="a",
+        ... )
         >>> s.deltas["b"]["x"]["hit_rate@1"].mean, s.deltas["b"]["y"]["hit_rate@1"].mean
         (0.5, -1.0)
     """
@@ -302,21 +332,30 @@ def slice_values(values: Mapping[str, np.ndarray], case_ids: Sequence[str], metr
                   list(arrays), baseline, means, deltas, settings)
 
 
-# ---------------------------------------------------------------------------------------------- results
+# ----------------------------------------------------------------------------------------------
+# results
 def slice_result(result: Any, by: str, *, records: Sequence[Any] | None = None,
                  labels: Mapping[str, str] | None = None, kind: str = "value", order: Sequence[str] | None = None,
                  resamples: int = 10_000, confidence: float = 0.95, seed: int | None = 42,
                  system: str = "run", attach: bool = True) -> Slices:
-    """The slices of one evaluation (:func:`rankwise.evaluate_rag`'s result) by the field ``by`` of its records
-    (or by ``labels``, a label per case id computed elsewhere). The cases are those in the result's means.
+    """The slices of one evaluation (:func:`rankwise.evaluate_rag`'s result) by the field ``by`` of
+    its records (or by ``labels``, a label per case id computed elsewhere). The cases are those in
+    the result's means.
 
-    The values are under ``means[system]`` (``"run"`` unless named). ``attach`` also puts the slices in
-    ``result.summary["slices"]``, so that the JSON summary carries them.
+    The values are under ``means[system]`` (``"run"`` unless named). ``attach`` also puts the slices
+    in ``result.summary["slices"]``, so that the JSON summary carries them.
 
     Example:
         >>> from rankwise.metrics.rag import evaluate_rag
-        >>> cases = [{"id": f"q{i}", "retrieved_context_ids": ["d"] if i % 2 else ["x"], "reference_context_ids": ["d"],
-        ...           "style": "plain" if i % 2 else "paraphrased"} for i in range(4)]
+        >>> cases = [
+        ...     {
+        ...         "id": f"q{i}",
+        ...         "retrieved_context_ids": ["d"] if i % 2 else ["x"],
+        ...         "reference_context_ids": ["d"],
+        ...         "style": "plain" if i % 2 else "paraphrased",
+        ...     }
+        ...     for i in range(4)
+        ... ]
         >>> s = slice_result(evaluate_rag(cases, "ids", metrics=["hit_rate@1"]), "style")
         >>> {n: s.means["run"][n]["hit_rate@1"].mean for n in s.names}
         {'paraphrased': 0.0, 'plain': 1.0}
@@ -333,7 +372,8 @@ def slice_result(result: Any, by: str, *, records: Sequence[Any] | None = None,
 
 def _shared_labels(records: Mapping[str, Sequence[Any]], by: str, case_ids: Sequence[str]
                    ) -> tuple[dict[str, str], str]:
-    """One label per case from every system's records; systems that label a case differently are an error."""
+    """One label per case from every system's records; systems that label a case differently are an
+    error."""
     labels: dict[str, str] = {}
     owner: dict[str, str] = {}
     kinds: set[str] = set()
@@ -365,17 +405,23 @@ def _shared_labels(records: Mapping[str, Sequence[Any]], by: str, case_ids: Sequ
 def slice_comparison(comparison: Any, by: str, *, records: Mapping[str, Sequence[Any]] | None = None,
                      labels: Mapping[str, str] | None = None, kind: str = "value",
                      order: Sequence[str] | None = None, attach: bool = True) -> Slices:
-    """The slices of a comparison (:func:`rankwise.analysis.compare.compare_records`): each system's per-slice
-    means and each candidate's paired difference from the baseline, with the comparison's bootstrap settings.
+    """The slices of a comparison (:func:`rankwise.analysis.compare.compare_records`): each system's
+    per-slice means and each candidate's paired difference from the baseline, with the comparison's
+    bootstrap settings.
 
-    Labels come from ``records`` (system -> records; every system must label a case alike) or ``labels``.
-    ``attach`` also puts the slices in ``comparison.summary["slices"]`` (the JSON output).
+    Labels come from ``records`` (system -> records; every system must label a case alike) or
+    ``labels``. ``attach`` also puts the slices in ``comparison.summary["slices"]`` (the JSON
+    output).
 
     Example:
         >>> from rankwise.analysis.compare import compare_records
         >>> def case(i, hit):
-        ...     return {"id": f"q{i}", "retrieved_context_ids": ["d"] if hit else ["x"], "reference_context_ids": ["d"],
-        ...             "style": "plain" if i % 2 else "paraphrased"}
+        ...     return {
+        ...         "id": f"q{i}",
+        ...         "retrieved_context_ids": ["d"] if hit else ["x"],
+        ...         "reference_context_ids": ["d"],
+        ...         "style": "plain" if i % 2 else "paraphrased",
+        ...     }
         >>> sets = {"a": [case(i, i % 2) for i in range(4)], "b": [case(i, True) for i in range(4)]}
         >>> s = slice_comparison(compare_records(sets, "ids", "hit_rate@1"), "style", records=sets)
         >>> {n: s.deltas["b"][n]["hit_rate@1"].mean for n in s.names}

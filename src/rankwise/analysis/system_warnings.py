@@ -1,9 +1,10 @@
 """Warnings about several systems' inputs, each naming the system it concerns.
 
-``evaluate_rag`` warns about the cases it scores (a chunk id listed twice, a cutoff past every list ...)
-without knowing whose cases they are. ``compare_records`` and ``gate`` score several systems, so they
-collect those warnings per system (:func:`collect_warnings`), name them (:func:`name_warnings`: one line
-per distinct warning, systems with the same warning merged on one line) and warn once with the named lines.
+``evaluate_rag`` warns about the cases it scores (a chunk id listed twice, a cutoff past every list
+...) without knowing whose cases they are. ``compare_records`` and ``gate`` score several systems,
+so they collect those warnings per system (:func:`collect_warnings`), name them
+(:func:`name_warnings`: one line per distinct warning, systems with the same warning merged on one
+line) and warn once with the named lines.
 
 Example:
     >>> name_warnings({"bm25": ["K = 20 is too deep", "2 cases list a chunk id twice"],
@@ -25,8 +26,8 @@ __all__ = ["collect_warnings", "name_warnings", "case_notes"]
 
 @contextmanager
 def collect_warnings() -> Iterator[list[str]]:
-    """Catch the :class:`~rankwise.errors.RankwiseWarning` messages raised inside the block, in order and
-    each once, into the list yielded; other warnings pass through as usual.
+    """Catch the :class:`~rankwise.errors.RankwiseWarning` messages raised inside the block, in
+    order and each once, into the list yielded; other warnings pass through as usual.
 
     Example:
         >>> from rankwise.errors import warn
@@ -59,9 +60,9 @@ def _names(systems: Sequence[str]) -> str:
 
 
 def name_warnings(by_system: Mapping[str, Sequence[str]]) -> list[str]:
-    """One line per distinct warning, prefixed by the system(s) that gave it: ``system 'a': ...``, or
-    ``systems 'a' and 'b': ...`` when several gave the very same message. Lines come in the order the
-    warnings were first given (systems in ``by_system`` order).
+    """One line per distinct warning, prefixed by the system(s) that gave it: ``system 'a': ...``,
+    or ``systems 'a' and 'b': ...`` when several gave the very same message. Lines come in the order
+    the warnings were first given (systems in ``by_system`` order).
 
     Example:
         >>> name_warnings({"a": ["x"], "b": ["y"], "c": ["x"]})
@@ -77,9 +78,9 @@ def name_warnings(by_system: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 def case_notes(summary: Mapping[str, Any], shown: int = 3) -> list[str]:
-    """Messages for the unscorable and incomplete cases an ``evaluate_rag`` summary counts, and how they
-    were treated, and why a verdict source matched nothing (``no_match``): a comparison prints no
-    per-system summary, so these would go unseen.
+    """Messages for the unscorable and incomplete cases an ``evaluate_rag`` summary counts, and how
+    they were treated, and why a verdict source matched nothing (``no_match``): a comparison prints
+    no per-system summary, so these would go unseen.
 
     Example:
         >>> case_notes({"unscorable": 1, "unscorable_cases": {"q2": "no retrieved chunk"},

@@ -1,6 +1,6 @@
-"""The ``rankwise`` command line: one module per command group; each command parses its options, calls one
-library function and prints. Heavy modules are imported inside each command, so ``rankwise eval`` starts
-fast.
+"""The ``rankwise`` command line: one module per command group; each command parses its options,
+calls one library function and prints. Heavy modules are imported inside each command, so ``rankwise
+eval`` starts fast.
 """
 
 from rankwise.cli import cache as _cache  # noqa: F401  (registers its commands)

@@ -14,8 +14,8 @@ FORMATS = ["table", "json", "csv", "trec"]
 
 
 class _Group(click.Group):
-    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a real
-    process through ``os._exit`` once its output is flushed."""
+    """A click group that turns our errors into one line on stderr and exit code 2, and leaves a
+    real process through ``os._exit`` once its output is flushed."""
 
     def invoke(self, ctx):
         import warnings
@@ -55,9 +55,9 @@ class _Group(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if args is not None or not standalone_mode:  # called from Python (tests, CliRunner): plain click
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's thread
-        # pools can abort the process ("terminate called without an active exception", rc -6, see
-        # apache/arrow#34314) after correct output, which a CI gate would read as a failure.
+        # The command line. Leave through os._exit after flushing: at interpreter teardown Arrow's
+        # thread pools can abort the process ("terminate called without an active exception", rc -6,
+        # see apache/arrow#34314) after correct output, which a CI gate would read as a failure.
         code = 1
         from rankwise._signals import install_sigterm
 
@@ -82,7 +82,8 @@ class _Group(click.Group):
 
 def _flag_names(command: click.Command | None) -> dict[str, str]:
     """The library's parameter names -> this command's flags (``rerank_model`` -> ``--rerank``,
-    ``max_k`` -> ``--max-k``, ``testset`` -> ``TESTSET``), for error messages in the user's words."""
+    ``max_k`` -> ``--max-k``, ``testset`` -> ``TESTSET``), for error messages in the user's words.
+    """
     names: dict[str, str] = {}
     commands = [command] if command is not None else []
     if isinstance(command, click.Group):
@@ -134,8 +135,8 @@ def _exit_now(code: int) -> None:
 @click.option("--width", type=click.IntRange(min=20), default=None,
               help="Columns of printed tables (default: the terminal's; unlimited when piped; or $RANKWISE_WIDTH).")
 def main(width: int | None) -> None:
-    """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics, verdicts
-    from any source, comparisons and reports."""
+    """Evaluate the retrieval stage of a RAG pipeline: exact IR metrics, RAG context metrics,
+    verdicts from any source, comparisons and reports."""
     if width is not None or "rankwise.report.console" in sys.modules:  # rich only when tables are printed
         from rankwise.report.console import set_width
 
@@ -168,15 +169,17 @@ def _print_result(result, fmt: str, per_query: bool) -> None:
         print_eval(result, per_query=per_query)
 
 
-# ------------------------------------------------------------------------------ LLM endpoint / call / cost options
+# ------------------------------------------------------------------------------ LLM endpoint / call
+# / cost options
 _LLM_OPTION_NAMES = ("model", "base_url", "api_key", "config_path", "prompt_file", "concurrency", "rpm", "timeout",
                      "max_retries", "max_calls", "max_cost", "cache_path", "price_in", "price_out", "dry_run", "quiet")
 
 
 @dataclass(frozen=True)
 class LLMOptions:
-    """The shared LLM options of one command line, as typed values (None: not given); a command gets them as
-    one ``llm`` argument (``--dry-run`` and ``--quiet`` stay its own) and passes them to :meth:`config`."""
+    """The shared LLM options of one command line, as typed values (None: not given); a command gets
+    them as one ``llm`` argument (``--dry-run`` and ``--quiet`` stay its own) and passes them to
+    :meth:`config`."""
 
     model: str | None = None
     base_url: str | None = None
@@ -194,8 +197,8 @@ class LLMOptions:
     price_out: float | None = None
 
     def config(self, **extra):
-        """The one LLMConfig of these options, passed whole to the library; ``extra``: what the command fixes or
-        adds (the judge's mode, the prompt file, ...)."""
+        """The one LLMConfig of these options, passed whole to the library; ``extra``: what the
+        command fixes or adds (the judge's mode, the prompt file, ...)."""
         from rankwise.llm.config import resolve_llm_config
 
         return resolve_llm_config(config=self.config_path, model=self.model, base_url=self.base_url,
@@ -209,14 +212,14 @@ _PACKED = tuple(f.name for f in fields(LLMOptions))
 
 def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_required: bool = False,
                  omit: tuple[str, ...] = ()):
-    """Decorator: the endpoint, call and cost options of every command that calls an LLM, each declared
-    here once (one flag, one default, one help); the command resolves them with ``resolve_llm_config``
-    (itself, or through the library function it calls).
+    """Decorator: the endpoint, call and cost options of every command that calls an LLM, each
+    declared here once (one flag, one default, one help); the command resolves them with
+    ``resolve_llm_config`` (itself, or through the library function it calls).
 
-    ``model``: whose model it is ("Judge", "Generator"); ``model_required``: --model must be given (no
-    RANKWISE_JUDGE_MODEL / config fallback: a generator is not the judge); ``prompt``: the shipped prompt
-    --prompt overrides (None: no --prompt); ``dry_run``: what --dry-run prints; ``omit``: options (by
-    parameter name) the command's library function does not take.
+    ``model``: whose model it is ("Judge", "Generator"); ``model_required``: --model must be given
+    (no RANKWISE_JUDGE_MODEL / config fallback: a generator is not the judge); ``prompt``: the
+    shipped prompt --prompt overrides (None: no --prompt); ``dry_run``: what --dry-run prints;
+    ``omit``: options (by parameter name) the command's library function does not take.
     """
     unknown = set(omit) - set(_LLM_OPTION_NAMES)
     if unknown:  # a typo in a command's declaration, found at import
@@ -272,8 +275,8 @@ def _llm_options(*, model: str, dry_run: str, prompt: str | None = None, model_r
 
 
 def _check_generator_outputs(outputs: dict, testset, llm: LLMOptions, force: bool) -> None:
-    """Before any call: the outputs are no input, no stranger's file (unless --force), a plot is a PNG; the
-    cache (read and written) is no input or output."""
+    """Before any call: the outputs are no input, no stranger's file (unless --force), a plot is a
+    PNG; the cache (read and written) is no input or output."""
     from rankwise._outputs import check_outputs, check_plot_path
 
     inputs = [testset, llm.config_path, llm.prompt_file]
@@ -282,11 +285,12 @@ def _check_generator_outputs(outputs: dict, testset, llm: LLMOptions, force: boo
     check_outputs({"--cache": llm.cache_path}, [*inputs, *outputs.values()], force=True)
 
 
-# ------------------------------------------------------------------------------------------------ MLflow options
+# ------------------------------------------------------------------------------------------------
+# MLflow options
 def _mlflow_options(func):
-    """Decorator: ``--mlflow`` (log the result to MLflow), ``--mlflow-uri`` and ``--mlflow-experiment``, declared
-    once for every command that logs (eval, eval-rag, compare, compare-rag, gate, sweep); the command passes
-    them to :func:`_log_mlflow` as ``mlflow_opts``."""
+    """Decorator: ``--mlflow`` (log the result to MLflow), ``--mlflow-uri`` and
+    ``--mlflow-experiment``, declared once for every command that logs (eval, eval-rag, compare,
+    compare-rag, gate, sweep); the command passes them to :func:`_log_mlflow` as ``mlflow_opts``."""
     options = [
         click.option("--mlflow", "mlflow_log", is_flag=True,
                      help="Log the result to MLflow: metric means, parameters, the per-query table, and as "
@@ -315,8 +319,9 @@ def _mlflow_options(func):
 
 
 def _check_mlflow_uri(uri: str | None) -> None:
-    """The tracking URI checked (one line, exit 2, when it cannot be logged to); a server that goes away later
-    is given MLflow's HTTP timeout and retries of this process (unless set): seconds, not minutes."""
+    """The tracking URI checked (one line, exit 2, when it cannot be logged to); a server that goes
+    away later is given MLflow's HTTP timeout and retries of this process (unless set): seconds, not
+    minutes."""
     import os
 
     from rankwise.integrations.mlflow import check_tracking_uri

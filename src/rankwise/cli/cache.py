@@ -62,8 +62,8 @@ def cache_clear_command(cache_path, model, prompt_version):
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--into", "into", required=True, type=click.Path(dir_okay=False), help="Merged cache file.")
 def cache_merge_command(sources, into):
-    """Merge verdict caches (e.g. of `judge --shard` workers) into one: identical rows kept once; rows
-    that disagree keep the newest and are counted as conflicts."""
+    """Merge verdict caches (e.g. of `judge --shard` workers) into one: identical rows kept once;
+    rows that disagree keep the newest and are counted as conflicts."""
     from rankwise._outputs import check_outputs
     from rankwise.llm.shard import merge_caches
 

@@ -33,8 +33,9 @@ from rankwise.errors import RankwiseError
 @click.option("--force", is_flag=True, help="Overwrite an existing --plot file that rankwise did not write.")
 def calibrate_command(records, source, answer_scores, method, names, curve, min_cases, test_share, seed, plot_path,
                       fmt, force):
-    """Which metric x K x discount predicts the generator's answer scores: ranked on a training split,
-    reported on held-out cases with bootstrap intervals (and system-level agreement for several systems)."""
+    """Which metric x K x discount predicts the generator's answer scores: ranked on a training
+    split, reported on held-out cases with bootstrap intervals (and system-level agreement for
+    several systems)."""
     import json
 
     from rankwise._outputs import check_outputs, check_plot_path
@@ -63,8 +64,8 @@ def calibrate_command(records, source, answer_scores, method, names, curve, min_
 
 
 def _generator_options(dry_run: str):
-    """`answer`, `position-curve` and `utility`: the shared LLM options (the generator's model, given
-    explicitly) and how the answers are scored."""
+    """`answer`, `position-curve` and `utility`: the shared LLM options (the generator's model,
+    given explicitly) and how the answers are scored."""
     llm = _llm_options(model="Generator", model_required=True, prompt="answer prompt (prompts/answer.toml)",
                        dry_run=dry_run)
     scoring = [
@@ -96,7 +97,8 @@ def _generator_options(dry_run: str):
 
 @dataclass(frozen=True)
 class AnswerScoring:
-    """How `answer`, `position-curve` and `utility` score answers and cap them (their shared options, typed)."""
+    """How `answer`, `position-curve` and `utility` score answers and cap them (their shared
+    options, typed)."""
 
     score: str | None = None
     judge_model: str | None = None
@@ -133,7 +135,8 @@ def _plan_lines(plan, url: str, what: str) -> list[str]:
 
 
 def _run_generator(call, records_to_save=None, save=None):
-    """Run ``call()``; on Ctrl-C or a lost endpoint save what was had (``save``) and exit with one line."""
+    """Run ``call()``; on Ctrl-C or a lost endpoint save what was had (``save``) and exit with one
+    line."""
     from rankwise.llm.generate import GenerationInterrupted, GenerationStopped
 
     try:
@@ -178,8 +181,9 @@ def _score_records(records, method, checker, quiet, echo=click.echo) -> None:
               help="Write per-case records with the answers (and scores) here.")
 @_generator_options(dry_run="Print the calls and estimated tokens/cost, call nothing.")
 def answer_command(testset, k, max_context_tokens, records_out, dry_run, quiet, llm, scoring):
-    """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order, with
-    any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score)."""
+    """Generate an answer for every case of TESTSET from its top-K retrieved chunks, in rank order,
+    with any OpenAI-compatible endpoint (cached, resumable); optionally score the answers (--score).
+    """
     from rankwise._signals import signals_held
     from rankwise.data.records import write_records
     from rankwise.errors import InputError
@@ -239,10 +243,11 @@ def answer_command(testset, k, max_context_tokens, records_out, dry_run, quiet, 
 @_generator_options(dry_run="Print the number of calls (cases x K x repeats) and the cost.")
 def position_curve_command(testset, k, source, repeats, seed, min_evidence_chars, out_path, plot_path, dry_run, fmt,
                            quiet, llm, scoring):
-    """How the generator uses position: plant each case's supporting chunk at every position 1..K among
-    non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit the
-    families (flat, log, linear, RBP, power, cliff, U-shape) by maximum likelihood, ranked by AIC; when
-    even the best fails the goodness-of-fit test, no family fits and --out writes no curve."""
+    """How the generator uses position: plant each case's supporting chunk at every position 1..K
+    among non-relevant chunks, ask the generator, score the answers (--score, default f1), and fit
+    the families (flat, log, linear, RBP, power, cliff, U-shape) by maximum likelihood, ranked by
+    AIC; when even the best fails the goodness-of-fit test, no family fits and --out writes no
+    curve."""
     import json
 
     from rankwise.analysis.position import write_position_curve

@@ -10,7 +10,8 @@ from rankwise.cli._base import _log_mlflow, _mlflow_options, _split_metrics, mai
 from rankwise.cli.ppi import _emit_ppi, _ppi_gate, _ppi_unsupported
 
 
-# ------------------------------------------------------------------------ compare / compare-rag / gate
+# ------------------------------------------------------------------------ compare / compare-rag /
+# gate
 def _compare_options(func):
     """Options shared by ``compare`` and ``compare-rag``."""
     options = [
@@ -134,8 +135,8 @@ def compare_command(qrels, runs, names, baseline, metrics, tests, correction, al
 def compare_rag_command(records, source, labels, relevance_level, allow_mismatch, min_evidence_chars, probe_sources, ppi,
                         by, names, baseline, metrics, tests, correction, alpha, permutations, resamples, seed, fmt,
                         per_query, html_path, plot_path, sweep_metrics, max_k, title, force, mlflow_opts):
-    """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets: any
-    metric, computed from the verdicts of one source, cases matched by id."""
+    """Compare RAG systems on per-case RECORDS files (from eval-rag/judge --records) or test sets:
+    any metric, computed from the verdicts of one source, cases matched by id."""
     from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import compare_records, load_record_sets
     from rankwise.analysis.ksweep import ksweep_records
@@ -222,13 +223,15 @@ def compare_rag_command(records, source, labels, relevance_level, allow_mismatch
 def gate_command(baseline_path, candidate_path, metrics, floors, relevance, labels, max_drop, alpha, qrels,
                  allow_query_mismatch, test, correction, permutations, seed, relevance_level, min_evidence_chars,
                  missing, worst, fmt, ppi, mlflow_opts):
-    """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or falls
-    below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets)."""
+    """Fail (exit 1) when a metric drops by more than --max-drop AND the drop is significant, or
+    falls below its --min floor; exit 0 otherwise, 2 on bad input (including different query sets).
+    """
     from rankwise.analysis.gate import gate, parse_floors
 
     if ppi:
         typed = click.get_current_context().get_parameter_source
-        # the randomization test's options: PPI decides by its own interval, so a value typed here would be ignored
+        # the randomization test's options: PPI decides by its own interval, so a value typed here
+        # would be ignored
         _ppi_unsupported(**{"--mlflow": mlflow_opts["log"]},
                          **{f"--{name}": typed(name) == click.core.ParameterSource.COMMANDLINE
                             for name in ("test", "correction", "permutations", "seed", "missing", "worst")})

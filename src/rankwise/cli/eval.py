@@ -78,8 +78,8 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
 @main.command("metrics")
 @click.argument("name", required=False)
 def metrics_command(name):
-    """List every metric, its aliases and what it measures; with NAME (``ndcg``, ``P@5``, ``rbp``), that
-    metric's parameters, formula and citation."""
+    """List every metric, its aliases and what it measures; with NAME (``ndcg``, ``P@5``, ``rbp``),
+    that metric's parameters, formula and citation."""
     from rankwise.report.console import make_console, metric_card, metrics_table
 
     make_console().print(metrics_table() if name is None else metric_card(name))

@@ -18,9 +18,9 @@ from rankwise.cli._base import main
               help="Show only the first N chunks in the table (default: all; JSON always has all).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def explain_command(records_path, case_id, k, sources, top, fmt):
-    """Explain one case of RECORDS (from eval-rag/judge --records): its reference passages, the ranked
-    chunks with the reference text highlighted inside each, every source's verdict and reason, the rank of
-    the first relevant chunk and the failure class (docs/failures.md)."""
+    """Explain one case of RECORDS (from eval-rag/judge --records): its reference passages, the
+    ranked chunks with the reference text highlighted inside each, every source's verdict and
+    reason, the rank of the first relevant chunk and the failure class (docs/failures.md)."""
     import json
 
     from rankwise.analysis.explain import explain_case

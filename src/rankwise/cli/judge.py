@@ -9,7 +9,8 @@ import click
 from rankwise.cli._base import _interrupt_code, _llm_options, main
 
 
-# ------------------------------------------------------------------------------ judge / cache / agree
+# ------------------------------------------------------------------------------ judge / cache /
+# agree
 @main.command("judge")
 @click.argument("testset", type=click.Path(dir_okay=False))
 @click.option("--mode", type=click.Choice(["reference", "response", "question"]), default=None,
@@ -42,8 +43,8 @@ from rankwise.cli._base import _interrupt_code, _llm_options, main
 def judge_command(testset, llm, mode, graded, relevant_from, batch, batch_size, dry_run, source, records_out,
                   strict, quiet, force, batch_api, batch_poll, batch_discount, batch_max_requests, batch_max_bytes,
                   shard):
-    """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a verdict
-    and a reason per chunk, cached (reruns are free), resumable after a kill."""
+    """Judge every retrieved chunk of TESTSET with an LLM (any OpenAI-compatible endpoint): a
+    verdict and a reason per chunk, cached (reruns are free), resumable after a kill."""
     from rankwise.errors import InputError, JudgeInterrupted
     from rankwise.relevance.judge_run import judge_testset
     from rankwise.relevance.llm_judge import JudgeStopped

@@ -1,4 +1,5 @@
-"""``rankwise judge-check``: how far a judge's labels agree with human qrels, label by label and system by system."""
+"""``rankwise judge-check``: how far a judge's labels agree with human qrels, label by label and
+system by system."""
 
 from __future__ import annotations
 
@@ -65,9 +66,10 @@ def judge_check_command(qrels, runs, judge_labels, beir_dir, corpus_path, querie
                         per_grade, seed, human_level, judge_level, top_k, resamples, confidence, test, correction,
                         alpha, reranked_by, graded, relevant_from, batch, judge_qrels_out, fmt, force, llm, dry_run,
                         quiet):
-    """Run a judge on a sample of QRELS' pairs pooled from RUNS (or take its --labels) and report how far it
-    agrees with the humans: kappa, confusion, leniency; Kendall tau between the systems' orders, top-k tau,
-    bootstrap intervals over topics; pairwise significance decisions that flip; circularity warnings."""
+    """Run a judge on a sample of QRELS' pairs pooled from RUNS (or take its --labels) and report
+    how far it agrees with the humans: kappa, confusion, leniency; Kendall tau between the systems'
+    orders, top-k tau, bootstrap intervals over topics; pairwise significance decisions that flip;
+    circularity warnings."""
     import json
     from pathlib import Path
 

@@ -1,4 +1,5 @@
-"""``rankwise judge-retest``: how far a judge agrees with itself, re-judging a sample under controlled changes."""
+"""``rankwise judge-retest``: how far a judge agrees with itself, re-judging a sample under
+controlled changes."""
 
 from __future__ import annotations
 
@@ -40,10 +41,11 @@ from rankwise.cli._base import _interrupt_code, _llm_options, main
 def judge_retest_command(testset, cases, repeats, conditions, retest_temperature, paraphrase, source, metrics, seed,
                          confidence, resamples, mode, graded, relevant_from, batch, batch_size, fmt, llm, dry_run,
                          quiet):
-    """Re-judge a stratified sample of TESTSET's cases k times, unchanged and under controlled changes
-    (temperature, chunk order, batched vs single calls, a reworded prompt), and probe gullibility (question
-    words stuffed in, "This passage is relevant." written in): flip rates, the judge's kappa with itself, how
-    far each metric's mean moves. Each condition is cached apart; the calls are priced before any is made."""
+    """Re-judge a stratified sample of TESTSET's cases k times, unchanged and under controlled
+    changes (temperature, chunk order, batched vs single calls, a reworded prompt), and probe
+    gullibility (question words stuffed in, "This passage is relevant." written in): flip rates, the
+    judge's kappa with itself, how far each metric's mean moves. Each condition is cached apart; the
+    calls are priced before any is made."""
     import json
 
     from rankwise._outputs import check_outputs

@@ -32,9 +32,10 @@ from rankwise.cli._base import main
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def plan_testset_command(baseline_path, candidate_path, qrels, relevance, metric, sd, effect, alpha, power, test,
                          n_for_mde, sims, permutations, seed, fmt, quiet):
-    """The questions needed to detect --effect in --metric with the given power at --alpha, by simulating the
-    paired test rankwise uses from a pilot's per-question differences (--baseline/--candidate) or an --sd
-    guess; and the minimum detectable effect of the pilot's size (or --n)."""
+    """The questions needed to detect --effect in --metric with the given power at --alpha, by
+    simulating the paired test rankwise uses from a pilot's per-question differences
+    (--baseline/--candidate) or an --sd guess; and the minimum detectable effect of the pilot's size
+    (or --n)."""
     from rankwise.analysis.plan import paired_pilot, plan_sample_size
     from rankwise.progress import progress
     from rankwise.report.plan_text import sample_plan_lines

@@ -1,5 +1,6 @@
-"""``rankwise plan-labels`` and ``sample-labels``, and the ``--ppi`` output of ``eval-rag``, ``compare-rag`` and
-``gate``: prediction-powered means anchored by a few human labels (docs/ppi.md)."""
+"""``rankwise plan-labels`` and ``sample-labels``, and the ``--ppi`` output of ``eval-rag``,
+``compare-rag`` and ``gate``: prediction-powered means anchored by a few human labels (docs/ppi.md).
+"""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def _emit_ppi(result, fmt: str) -> None:
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="1 - confidence level.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def plan_labels_command(records, relevance, labels, metrics, half_width, price_per_label, alpha, fmt):
-    """How many human-labelled cases give a PPI++ interval of --half-width, from a pilot (cases with both
-    sources), beside human labels alone and labelling every case."""
+    """How many human-labelled cases give a PPI++ interval of --half-width, from a pilot (cases with
+    both sources), beside human labels alone and labelling every case."""
     from pathlib import Path
 
     from rankwise.analysis.ppi import plan_from_records
@@ -80,8 +81,8 @@ def plan_labels_command(records, relevance, labels, metrics, half_width, price_p
                                                 "worked examples only; never for a sheet a person labels).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
 def sample_labels_command(records, relevance, n, seed, names, out, fill_from, force):
-    """Write a labelling sheet: a seeded random sample of questions, stratified by system and judge verdict;
-    `--labels SHEET` reads it back once the verdict column is filled."""
+    """Write a labelling sheet: a seeded random sample of questions, stratified by system and judge
+    verdict; `--labels SHEET` reads it back once the verdict column is filled."""
     from rankwise._outputs import check_outputs
     from rankwise.analysis.compare import load_record_sets
     from rankwise.analysis.label_sample import label_sheet_rows, sample_cases, write_label_sheet

@@ -50,8 +50,8 @@ from rankwise.cli.ppi import _emit_ppi, _ppi_unsupported
 def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, per_query, min_overlap,
                      threshold, min_evidence_chars, id_field, unscorable, incomplete, quiet, force, ppi, alpha,
                      by, first_stage, mlflow_opts):
-    """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a records
-    file written by `rankwise judge` / `--records`."""
+    """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a
+    records file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
     from rankwise.metrics.rag import evaluate_rag
@@ -170,9 +170,9 @@ def probe_command(verdicts_text, records_path, sources, metrics, k, n_relevant, 
 @click.option("--show", type=int, default=20, show_default=True, help="Disagreements to list (all in json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def agree_command(records_path, source_a, source_b, metrics, k, show, fmt):
-    """How far two verdict sources in RECORDS agree: accuracy, Cohen's kappa, confusion matrix, by human
-    type label, the disagreeing chunks with both reasons, and each metric's score difference due to
-    verdicts."""
+    """How far two verdict sources in RECORDS agree: accuracy, Cohen's kappa, confusion matrix, by
+    human type label, the disagreeing chunks with both reasons, and each metric's score difference
+    due to verdicts."""
     import json
 
     from rankwise.analysis.probe import probe_records

@@ -48,7 +48,8 @@ from rankwise.cli._base import main
 @click.option("--force", is_flag=True, help="Overwrite existing output files that rankwise did not write.")
 def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, rerank_model, rerank_top_n,
                 llm_base_url, chunk_size, chunk_overlap, doc_level, k, out, rag_out, all_chunks, cache_dir, quiet, force):
-    """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its chunks."""
+    """Retrieve for every query with BM25, dense or hybrid retrieval and write a run plus its
+    chunks."""
     from pathlib import Path
 
     from rankwise.data.corpus import load_beir, load_corpus, load_queries
@@ -111,9 +112,11 @@ def run_command(beir_dir, split, corpus_path, queries_path, retriever, model, re
         click.echo(f"next: rankwise eval {qrels_path} {run_path}", err=True)
 
 
-# ------------------------------------------------------------------------------ adapters and sweeps (issue 13)
+# ------------------------------------------------------------------------------ adapters and sweeps
+# (issue 13)
 def _load_factory(spec: str):
-    """``module:attribute`` -> (object, is_factory). A function of no argument is a factory building the retriever."""
+    """``module:attribute`` -> (object, is_factory). A function of no argument is a factory building
+    the retriever."""
     import importlib
     import inspect
     import os
@@ -158,8 +161,9 @@ def _adapter_options(func):
 @click.argument("testset", type=click.Path(dir_okay=False))
 @_adapter_options
 def check_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency):
-    """Run a retriever (MODULE:ATTRIBUTE: a retriever, or a function of no argument building one) twice over
-    the test set's questions and report chunk ids that changed (exit 1) and rankings that changed."""
+    """Run a retriever (MODULE:ATTRIBUTE: a retriever, or a function of no argument building one)
+    twice over the test set's questions and report chunk ids that changed (exit 1) and rankings that
+    changed."""
     from rankwise.adapters import check_adapter
 
     obj, factory = _load_factory(retriever)
@@ -178,8 +182,8 @@ def check_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k
               help="Per-case records (JSONL) for `rankwise eval-rag OUT -r span`.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --out file that rankwise did not write.")
 def run_adapter_command(retriever, testset, id_key, doc_id_key, id_strategy, k, concurrency, out, force):
-    """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a test set and
-    write per-case records with ranks, scores, stable ids, offsets and latencies."""
+    """Run a LangChain / LlamaIndex / Haystack retriever or a callable (MODULE:ATTRIBUTE) over a
+    test set and write per-case records with ranks, scores, stable ids, offsets and latencies."""
     import json
     import warnings
 

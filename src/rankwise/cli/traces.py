@@ -1,4 +1,5 @@
-"""``rankwise import-traces`` and ``rankwise export-verdicts``: traces in as test sets, verdicts out to Phoenix."""
+"""``rankwise import-traces`` and ``rankwise export-verdicts``: traces in as test sets, verdicts out
+to Phoenix."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def _print_skips(summary: dict, notes: list[str], warnings: list[str] = ()) -> N
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
 @click.option("--quiet", is_flag=True, help="No progress bar (a big trace file shows one on stderr while it is read).")
 def import_traces_command(traces, output, fmt, testset, id_key, doc_id_key, corpus, first_stage, force, quiet):
-    """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a RAG test
-    set: one case per trace, one retrieval call per retriever span."""
+    """Read the retriever spans of a trace export (OpenInference, Phoenix, LangSmith, MLflow) as a
+    RAG test set: one case per trace, one retrieval call per retriever span."""
     from rankwise._outputs import check_outputs
     from rankwise.data.traces import import_traces, write_trace_testset
     from rankwise.data.traces.load import write_first_stage
@@ -105,8 +106,8 @@ def _located(counts: dict, corpus: str) -> str:
 @click.option("--corpus", type=click.Path(), help="As given to import-traces.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file that rankwise did not write.")
 def export_verdicts_command(records, traces, out, fmt, testset, sources, id_key, doc_id_key, corpus, force):
-    """Write the verdicts of a records file (eval-rag --records, judge) as OpenInference document evaluations
-    (span id, document position, label, score, explanation) for Phoenix."""
+    """Write the verdicts of a records file (eval-rag --records, judge) as OpenInference document
+    evaluations (span id, document position, label, score, explanation) for Phoenix."""
     from rankwise._outputs import check_outputs
     from rankwise.data.records import load_records
     from rankwise.data.traces import document_evaluations, import_traces, write_document_evaluations

@@ -68,7 +68,8 @@ def _names(text: str) -> list[str]:
 
 
 def _budget_options(budgets: str | None, metrics: str) -> dict:
-    """``--budget 500,1000,2000c`` and ``--budget-metric`` as sweep's keywords (none without --budget)."""
+    """``--budget 500,1000,2000c`` and ``--budget-metric`` as sweep's keywords (none without
+    --budget)."""
     from rankwise.errors import InputError
 
     if not budgets:
@@ -137,11 +138,13 @@ def sweep_command(corpus_path, testset, beir_dir, split, qrels, chunk_sizes, ove
                   relevance, relevance_level, metrics, baseline, model, rerank_model, rerank_top_n, llm_base_url,
                   llm_config, budgets, budget_metrics, permutations, alpha, cache_dir, out, no_html, quiet, force,
                   mlflow_opts):
-    """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever over one
-    corpus and test set; print one table (best per metric, paired tests against the baseline) and a report.
+    """Which chunking and which retriever? Run a grid of chunk size x overlap x splitter x retriever
+    over one corpus and test set; print one table (best per metric, paired tests against the
+    baseline) and a report.
 
-    Span-labelled test sets score chunks; qrels (--qrels, or a --beir folder such as Cranfield) score the
-    documents each configuration ranks, with the numbers `rankwise eval` gives for that run."""
+    Span-labelled test sets score chunks; qrels (--qrels, or a --beir folder such as Cranfield)
+    score the documents each configuration ranks, with the numbers `rankwise eval` gives for that
+    run."""
     from rankwise.errors import InputError
     from rankwise.workflows.sweep_run import SweepSpec, run_sweep
 

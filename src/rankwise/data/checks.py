@@ -1,4 +1,5 @@
-"""Checks on RAG cases that find input a user probably did not mean: each gives one message with a count.
+"""Checks on RAG cases that find input a user probably did not mean: each gives one message with a
+count.
 
 Example:
     >>> from rankwise.data.records import records_from_testset
@@ -23,7 +24,9 @@ def duplicate_chunk_ids(records: Sequence[Any]) -> str | None:
 
     Example:
         >>> from rankwise.data.records import records_from_testset
-        >>> duplicate_chunk_ids(records_from_testset([{"retrieved_context_ids": ["a", "b"]}])) is None
+        >>> duplicate_chunk_ids(
+        ...     records_from_testset([{"retrieved_context_ids": ["a", "b"]}])
+        ... ) is None
         True
     """
     cases, example = 0, None

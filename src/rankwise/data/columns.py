@@ -1,8 +1,9 @@
-"""Column helpers shared by :class:`Qrels` and :class:`Run`: Arrow <-> numpy, string hashing, duplicate checks.
+"""Column helpers shared by :class:`Qrels` and :class:`Run`: Arrow <-> numpy, string hashing,
+duplicate checks.
 
-Arrow <-> numpy conversions here read Arrow buffers directly: ``pa.array(...)``, ``Array.to_numpy()``
-and ``pa.scalar(...)`` make pyarrow import pandas (a quarter of a second), which ``rankwise eval`` must
-not pay.
+Arrow <-> numpy conversions here read Arrow buffers directly: ``pa.array(...)``,
+``Array.to_numpy()`` and ``pa.scalar(...)`` make pyarrow import pandas (a quarter of a second),
+which ``rankwise eval`` must not pay.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ def arrow_indices(idx: np.ndarray) -> pa.Array:
 def arrow_strings(values: list) -> pa.Array:
     """An Arrow string array from a list of Python strings (anything else goes through ``str``).
 
-    ASCII ids (nearly all) are joined and encoded once and cut by their lengths, others encoded one by one:
-    faster than ``pa.array`` and, unlike it, without importing pandas.
+    ASCII ids (nearly all) are joined and encoded once and cut by their lengths, others encoded one
+    by one: faster than ``pa.array`` and, unlike it, without importing pandas.
 
     Example:
         >>> arrow_strings(["d1", "d22"]).to_pylist(), arrow_strings(["é", "d2"]).to_pylist()
@@ -269,8 +270,8 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
             out[rows] ^= words[pos] * _FACTORS[(at // 8) % len(_FACTORS)]
             at += 8
             rows = rows[~tail_word]
-        # a few strings much longer than the rest: each one's remaining words at once (the same products
-        # XOR-ed in), not one numpy pass over them per 8 bytes
+        # a few strings much longer than the rest: each one's remaining words at once (the same
+        # products XOR-ed in), not one numpy pass over them per 8 bytes
         for r in rows.tolist():
             length = int(lengths[r])
             ats = np.arange(at, length, 8)
@@ -356,7 +357,8 @@ def row_keys(counts: np.ndarray, hashes: np.ndarray, *, in_place: bool = False) 
 
 
 def duplicate_candidates(layout: RowKeys) -> np.ndarray:
-    """Rows whose (query, doc) hash equals another row's (from :func:`row_keys`): check them exactly."""
+    """Rows whose (query, doc) hash equals another row's (from :func:`row_keys`): check them
+    exactly."""
     keys = layout.keys
     if len(keys) < 2:
         return np.zeros(0, dtype=np.int64)

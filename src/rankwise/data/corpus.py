@@ -165,9 +165,11 @@ def read_jsonl_corpus(path: str | PathLike) -> Corpus:
 
 
 def read_text_folder(path: str | PathLike, *, suffixes: Iterable[str] = TEXT_SUFFIXES) -> Corpus:
-    """Read every text file under a folder (recursively); the doc id is the path relative to it, with ``/``.
+    """Read every text file under a folder (recursively); the doc id is the path relative to it,
+    with ``/``.
 
-    Files are read as UTF-8 exactly (a byte-order mark is dropped); CRLF is kept, so offsets match the file.
+    Files are read as UTF-8 exactly (a byte-order mark is dropped); CRLF is kept, so offsets match
+    the file.
 
     Example:
         >>> corpus = read_text_folder("docs/")  # doctest: +SKIP
@@ -193,7 +195,8 @@ def _read_text_file(file: Path, doc_id: str) -> Document:
 
 
 def load_corpus(path: str | PathLike) -> Corpus:
-    """A corpus from a path: a ``.jsonl`` file, a BEIR folder (has ``corpus.jsonl``) or a folder of text files.
+    """A corpus from a path: a ``.jsonl`` file, a BEIR folder (has ``corpus.jsonl``) or a folder of
+    text files.
 
     Example:
         >>> corpus = load_corpus("tests/fixtures/cranfield")  # doctest: +SKIP
@@ -219,9 +222,9 @@ QUERY_TEXT_FIELDS = ("text", "question", "user_input", "query")
 def query_rows(path: str | PathLike) -> Iterator[tuple[int, str, str, dict]]:
     """``(line, query id, text, object)`` per line of a JSONL query file or RAG test set.
 
-    The id is the first of ``_id``, ``id``, ``query_id``, ``qid``, ``question_id``, ``case_id``, else the
-    1-based position among the cases (as RAG test sets number cases); the text is the first of
-    ``text``, ``question``, ``user_input``, ``query``.
+    The id is the first of ``_id``, ``id``, ``query_id``, ``qid``, ``question_id``, ``case_id``,
+    else the 1-based position among the cases (as RAG test sets number cases); the text is the first
+    of ``text``, ``question``, ``user_input``, ``query``.
     """
     p = Path(path)
     for position, (number, obj) in enumerate(_json_objects(p), start=1):
@@ -242,8 +245,8 @@ def query_rows(path: str | PathLike) -> Iterator[tuple[int, str, str, dict]]:
 
 
 def load_queries(path: str | PathLike) -> dict[str, str]:
-    """Queries from JSON Lines (``{"_id" or "id", "text"}``, or a RAG test set with ``question``) or a
-    TSV/text file of ``query_id<TAB>text`` lines.
+    """Queries from JSON Lines (``{"_id" or "id", "text"}``, or a RAG test set with ``question``) or
+    a TSV/text file of ``query_id<TAB>text`` lines.
 
     Example:
         >>> queries = load_queries("queries.jsonl")  # doctest: +SKIP
@@ -280,7 +283,8 @@ def load_queries(path: str | PathLike) -> dict[str, str]:
 
 
 def load_beir(path: str | PathLike, *, split: str = "test") -> BeirDataset:
-    """A BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (qrels optional).
+    """A BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (qrels
+    optional).
 
     Example:
         >>> data = load_beir("tests/fixtures/cranfield")  # doctest: +SKIP

@@ -17,7 +17,8 @@ __all__ = ["finite_json", "finite_float"]
 
 
 def finite_json(obj: Any) -> Any:
-    """``obj`` (JSON-like: mappings, lists, tuples, scalars) with every NaN/inf float as None (null).
+    """``obj`` (JSON-like: mappings, lists, tuples, scalars) with every NaN/inf float as None
+    (null).
 
     Example:
         >>> finite_json([float("-inf"), 2])
@@ -33,7 +34,8 @@ def finite_json(obj: Any) -> Any:
 
 
 def finite_float(x: Any) -> float | None:
-    """``x`` as a finite float, else None (None, a bool, not a number, NaN, infinite or past a float's range).
+    """``x`` as a finite float, else None (None, a bool, not a number, NaN, infinite or past a
+    float's range).
 
     Example:
         >>> finite_float(3), finite_float("x"), finite_float(10**400)

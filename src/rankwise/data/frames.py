@@ -39,7 +39,9 @@ def run_from_frame(frame, *, query_column: str = "query_id", doc_column: str = "
 
     Example:
         >>> import pandas as pd
-        >>> run_from_frame(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [0.3]})).kind
+        >>> run_from_frame(
+        ...     pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [0.3]})
+        ... ).kind
         'scored'
     """
     table = _to_arrow(frame)

@@ -1,17 +1,19 @@
 """Chunk ids that survive reruns.
 
 Rank-aware evaluation needs the same chunk to carry the same id on every run. Frameworks often give
-random ids (LangChain's ``InMemoryVectorStore`` fills in a uuid4; LlamaIndex node ids are uuid4s unless
-the parser gets an ``id_func``), so an id is resolved in this order:
+random ids (LangChain's ``InMemoryVectorStore`` fills in a uuid4; LlamaIndex node ids are uuid4s
+unless the parser gets an ``id_func``), so an id is resolved in this order:
 
-1. ``id``: the item's own id, unless it looks like a random uuid (version 4) — then the next rule is used
-   and a warning names the fix (with ``strategy="id"`` the item's id is kept whatever it looks like);
+1. ``id``: the item's own id, unless it looks like a random uuid (version 4) — then the next rule is
+   used and a warning names the fix (with ``strategy="id"`` the item's id is kept whatever it looks
+   like);
 2. ``id_key``: a metadata field you name (``id_key="chunk_id"``);
-3. ``offset``: ``"{doc_id}#{start}-{end}"`` (the form rankwise's own chunker gives) from the document id and
-   the start offset (LangChain ``metadata["start_index"]`` with ``add_start_index=True``, LlamaIndex
-   ``start_char_idx``, Haystack ``split_idx_start``); ``"{doc_id}#{start}"`` when the end is unknown;
-4. ``text``: ``"text:"`` + the first 16 hex digits of the SHA-256 of the normalised text (Unicode NFC,
-   whitespace runs collapsed to one space, trimmed).
+3. ``offset``: ``"{doc_id}#{start}-{end}"`` (the form rankwise's own chunker gives) from the
+   document id and the start offset (LangChain ``metadata["start_index"]`` with
+   ``add_start_index=True``, LlamaIndex ``start_char_idx``, Haystack ``split_idx_start``);
+   ``"{doc_id}#{start}"`` when the end is unknown;
+4. ``text``: ``"text:"`` + the first 16 hex digits of the SHA-256 of the normalised text (Unicode
+   NFC, whitespace runs collapsed to one space, trimmed).
 
 The rule used for each chunk is stored with the run (``id_from`` per item, counts in the summary).
 """
@@ -71,7 +73,8 @@ def offset_id(doc_id: str, start: int, end: int | None) -> str:
 
 def resolve_id(native_id: str | None, metadata: dict, doc_id: str | None, start: int | None, end: int | None,
                text: str | None, *, strategy: str = "auto", id_key: str | None = None) -> tuple[str | None, str]:
-    """The chunk id and the rule that gave it (``id``, ``id_key``, ``offset``, ``text`` or ``none``).
+    """The chunk id and the rule that gave it (``id``, ``id_key``, ``offset``, ``text`` or
+    ``none``).
 
     ``strategy`` "auto" follows the order of the module docstring; any other value forces that rule
     (an item the forced rule cannot name gets ``None``, rule ``none``).

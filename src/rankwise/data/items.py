@@ -1,10 +1,11 @@
-"""Turn what a framework's retriever returns into plain items, by duck typing (no framework is imported).
+"""Turn what a framework's retriever returns into plain items, by duck typing (no framework is
+imported).
 
 Recognised items: a LangChain ``Document`` (``page_content``, ``metadata``, ``id``), a LlamaIndex
 ``NodeWithScore`` (``node``, ``score``) or node (``get_content()``, ``node_id``, ``ref_doc_id``,
-``start_char_idx``, ``end_char_idx``), a Haystack ``Document`` (``content``, ``meta``, ``id``, ``score``),
-a ``(item, score)`` pair, a mapping (``text``/``page_content``/``content``, ``id``, ``doc_id``, ``start``,
-``end``, ``score``, ``metadata``/``meta``) or a plain string.
+``start_char_idx``, ``end_char_idx``), a Haystack ``Document`` (``content``, ``meta``, ``id``,
+``score``), a ``(item, score)`` pair, a mapping (``text``/``page_content``/``content``, ``id``,
+``doc_id``, ``start``, ``end``, ``score``, ``metadata``/``meta``) or a plain string.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ __all__ = ["RawItem", "to_item", "doc_id_of", "item_chunk", "DOC_ID_KEYS", "STAR
 
 #: metadata fields read as the document id, in this order (after an explicit ``doc_id_key``)
 DOC_ID_KEYS = ("doc_id", "document_id", "source", "source_id", "file_path", "file_name", "ref_doc_id")
-#: metadata fields read as the start offset: LangChain ``add_start_index=True``, Haystack ``split_idx_start``
+#: metadata fields read as the start offset: LangChain ``add_start_index=True``, Haystack
+#: ``split_idx_start``
 START_KEYS = ("start_index", "start", "start_char_idx", "split_idx_start", "start_char")
 END_KEYS = ("end_index", "end", "end_char_idx", "end_char")
 
@@ -30,8 +32,8 @@ END_KEYS = ("end_index", "end", "end_char_idx", "end_char")
 @dataclass(slots=True, kw_only=True)
 class RawItem(Chunk):
     """A retrieved chunk as a framework returned it, before its ids are resolved: the
-    :class:`~rankwise.data.testset.Chunk` fields it had (``id`` stays None until :func:`item_chunk` resolves
-    it), the framework's own id, its metadata and what kind of object it was.
+    :class:`~rankwise.data.testset.Chunk` fields it had (``id`` stays None until :func:`item_chunk`
+    resolves it), the framework's own id, its metadata and what kind of object it was.
 
     Example:
         >>> item = to_item({"text": "Paris", "id": "c1", "score": 0.5})
@@ -84,7 +86,9 @@ def to_item(obj: Any, score: float | None = None) -> RawItem:
     """A :class:`RawItem` from any supported item (see the module docstring).
 
     Example:
-        >>> it = to_item(({"page_content": "abc", "metadata": {"source": "d1", "start_index": 4}}, 0.9))
+        >>> it = to_item(
+        ...     ({"page_content": "abc", "metadata": {"source": "d1", "start_index": 4}}, 0.9)
+        ... )
         >>> it.text, it.start, it.score
         ('abc', 4, 0.9)
     """
@@ -133,7 +137,8 @@ def to_item(obj: Any, score: float | None = None) -> RawItem:
 
 
 def doc_id_of(item: RawItem, doc_id_key: str | None = None) -> str | None:
-    """The item's document id: its own, else ``doc_id_key`` or the first of :data:`DOC_ID_KEYS` in its metadata.
+    """The item's document id: its own, else ``doc_id_key`` or the first of :data:`DOC_ID_KEYS` in
+    its metadata.
 
     Example:
         >>> doc_id_of(to_item({"text": "x", "metadata": {"source": "d1"}}))
@@ -152,10 +157,13 @@ def doc_id_of(item: RawItem, doc_id_key: str | None = None) -> str | None:
 def item_chunk(item: RawItem, rank: int, *, doc_id_key: str | None = None, id_strategy: str = "auto",
                id_key: str | None = None) -> tuple[ChunkRecord, str, str | None]:
     """One retrieved item as a chunk at a rank: document id, offsets and id by the rules of
-    :mod:`rankwise.data.ids`; also the id rule used and, for impossible offsets (dropped), what they were.
+    :mod:`rankwise.data.ids`; also the id rule used and, for impossible offsets (dropped), what they
+    were.
 
     Example:
-        >>> chunk, rule, bad = item_chunk(to_item({"text": "Paris", "metadata": {"source": "d1", "start_index": 4}}), 1)
+        >>> chunk, rule, bad = item_chunk(
+        ...     to_item({"text": "Paris", "metadata": {"source": "d1", "start_index": 4}}), 1
+        ... )
         >>> chunk.id, rule, bad
         ('d1#4-9', 'offset', None)
     """

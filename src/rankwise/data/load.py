@@ -1,4 +1,5 @@
-"""Turn whatever the user hands us (object, dict, DataFrame, path) into a :class:`Run` or :class:`Qrels`."""
+"""Turn whatever the user hands us (object, dict, DataFrame, path) into a :class:`Run` or
+:class:`Qrels`."""
 
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ def _sniff_header(path: Path) -> bool:
 
 
 def headerless_trec(path: str | PathLike, kind: str) -> bool:
-    """Whether a ``.csv``/``.tsv`` file is TREC after all: its first line holds no header and has a TREC
-    ``kind``'s fields (qrels ``qid iter doc grade``; run ``qid Q0 doc rank score tag``). MS MARCO ships its
-    qrels as headerless ``.tsv``.
+    """Whether a ``.csv``/``.tsv`` file is TREC after all: its first line holds no header and has a
+    TREC ``kind``'s fields (qrels ``qid iter doc grade``; run ``qid Q0 doc rank score tag``). MS
+    MARCO ships its qrels as headerless ``.tsv``.
 
     Example:
         >>> import tempfile, os
@@ -61,10 +62,11 @@ def headerless_trec(path: str | PathLike, kind: str) -> bool:
 
 
 def load_run(obj: RunLike, *, name: str | None = None) -> Run:
-    """A :class:`Run` from a Run, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame, or a file.
+    """A :class:`Run` from a Run, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame, or a
+    file.
 
-    Files: TREC (default), ``.jsonl``, ``.parquet`` (``query_id``, ``doc_id``, ``score``), or CSV/TSV
-    with a header.
+    Files: TREC (default), ``.jsonl``, ``.parquet`` (``query_id``, ``doc_id``, ``score``), or
+    CSV/TSV with a header.
 
     Example:
         >>> load_run({"q1": {"d1": 2.0, "d2": 1.0}}).ranking("q1")
@@ -98,9 +100,9 @@ def load_run(obj: RunLike, *, name: str | None = None) -> Run:
 def load_qrels(obj: QrelsLike) -> Qrels:
     """A :class:`Qrels` from a Qrels, ``{qid: {doc: grade}}``, a DataFrame, or a file.
 
-    Files: TREC qrels (default; also a headerless ``.tsv``/``.csv`` of TREC lines, as MS MARCO ships them),
-    BEIR/CSV/TSV with a header, ``.jsonl``, or ``.parquet`` (``query_id``,
-    ``doc_id``, ``relevance``).
+    Files: TREC qrels (default; also a headerless ``.tsv``/``.csv`` of TREC lines, as MS MARCO ships
+    them), BEIR/CSV/TSV with a header, ``.jsonl``, or ``.parquet`` (``query_id``, ``doc_id``,
+    ``relevance``).
 
     Example:
         >>> load_qrels({"q1": {"d1": 1}}).n_queries

@@ -1,10 +1,11 @@
 """Finding a quoted text in a source document and returning its exact character span.
 
-Three steps, first hit wins: **exact** (``str.find``), **normalised** (Unicode NFKC, curly quotes and
-dashes made plain, case folded, every run of whitespace one space; an offset map turns the match back
-into a span of the *original* text), and, only when asked, **fuzzy** (rapidfuzz's best partial-ratio
-alignment, for imported test sets whose contexts were re-joined by a splitter). The span returned
-always satisfies ``text[start:end]`` being the located passage of the original document.
+Three steps, first hit wins: **exact** (``str.find``), **normalised** (Unicode NFKC, curly quotes
+and dashes made plain, case folded, every run of whitespace one space; an offset map turns the match
+back into a span of the *original* text), and, only when asked, **fuzzy** (rapidfuzz's best
+partial-ratio alignment, for imported test sets whose contexts were re-joined by a splitter). The
+span returned always satisfies ``text[start:end]`` being the located passage of the original
+document.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ _PLAIN = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "
 
 @dataclass(frozen=True)
 class Located:
-    """Where a quote sits: ``start``/``end`` index the original text; ``how`` is exact, normalised or fuzzy;
-    ``score`` is 100 unless fuzzy."""
+    """Where a quote sits: ``start``/``end`` index the original text; ``how`` is exact, normalised
+    or fuzzy; ``score`` is 100 unless fuzzy."""
 
     start: int
     end: int
@@ -32,7 +33,8 @@ class Located:
 
 
 def normalise(text: str) -> tuple[str, list[int]]:
-    """``text`` normalised for matching, and for each of its characters the index in ``text`` it came from.
+    """``text`` normalised for matching, and for each of its characters the index in ``text`` it
+    came from.
 
     Example:
         >>> normalise("Caf\\u00e9  \\u201cHi\\u201d")
@@ -107,8 +109,8 @@ def locate(quote: str, text: str, *, fuzzy: float | None = None, window: tuple[i
 
 def locate_in(quote: str, docs: dict[str, str], *, fuzzy: float | None = None,
               prefer: str | None = None) -> tuple[str, Located] | None:
-    """``(doc_id, Located)`` of ``quote`` in the first document (``prefer`` first) that holds it: every
-    document is tried exactly, then normalised, and only then fuzzily.
+    """``(doc_id, Located)`` of ``quote`` in the first document (``prefer`` first) that holds it:
+    every document is tried exactly, then normalised, and only then fuzzily.
 
     Example:
         >>> locate_in("beta", {"d1": "alpha", "d2": "alpha beta"})

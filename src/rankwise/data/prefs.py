@@ -2,10 +2,10 @@
 (``-R qrels_prefs``), qrels with judgement groups (``-R qrels_jg``), and the z-score table (``-Z``).
 
 Every reader follows the TREC readers' rules (data/trec.py): UTF-8 text, a leading byte-order mark
-dropped, LF/CRLF/CR line ends, fields split on runs of ASCII whitespace, a line whose first field starts
-with ``#`` is a comment (trec_eval 10 skips lines starting with ``#``; a ``#`` inside a docno is text),
-blank lines skipped. A malformed line is an :class:`~rankwise.errors.InputError` naming the file, the
-line and the field. Formats (trec_eval 10.0's ``get_prefs.c``, ``get_qrels_prefs.c``,
+dropped, LF/CRLF/CR line ends, fields split on runs of ASCII whitespace, a line whose first field
+starts with ``#`` is a comment (trec_eval 10 skips lines starting with ``#``; a ``#`` inside a docno
+is text), blank lines skipped. A malformed line is an :class:`~rankwise.errors.InputError` naming
+the file, the line and the field. Formats (trec_eval 10.0's ``get_prefs.c``, ``get_qrels_prefs.c``,
 ``get_qrels_jg.c``, ``get_zscores.c``; docs/trec-measures.md):
 
 - prefs: ``qid jg jsg docno rel_level``: query, judgement group (one user's information need),
@@ -34,7 +34,8 @@ __all__ = ["PrefLine", "Prefs", "QrelsJG", "ZScores", "read_prefs", "read_qrels_
 
 @dataclass(frozen=True)
 class PrefLine:
-    """One preference judgement: judgement group, sub-group, docno, level, and its line in the file."""
+    """One preference judgement: judgement group, sub-group, docno, level, and its line in the file.
+    """
 
     jg: str
     jsg: str
@@ -111,7 +112,8 @@ _ZSCORE_FIELDS = ["query_id", "measure", "mean", "std_dev"]
 
 
 def _rows(path: Path, names: list[str]):
-    """``(line, fields)`` of the file's data lines; exactly ``len(names)`` fields each, else an error."""
+    """``(line, fields)`` of the file's data lines; exactly ``len(names)`` fields each, else an
+    error."""
     data = normalize_lines(read_bytes(path), path)
     seen = False
     for number, fields in _iter_fields(data):
@@ -140,8 +142,8 @@ def read_prefs(path: str | Path) -> Prefs:
 
 
 def read_qrels_prefs(path: str | Path) -> Prefs:
-    """Read qrels as preferences (``-R qrels_prefs``): ``qid jg docno rel``; each judgement group is one
-    sub-group, so every more relevant document is preferred to every less relevant one.
+    """Read qrels as preferences (``-R qrels_prefs``): ``qid jg docno rel``; each judgement group is
+    one sub-group, so every more relevant document is preferred to every less relevant one.
 
     Example:
         >>> prefs = read_qrels_prefs("qrels.test")  # doctest: +SKIP

@@ -22,9 +22,9 @@ __all__ = ["Qrels"]
 class Qrels:
     """Graded judgements per query, stored column-wise (queries in byte order).
 
-    The judgements of ``queries[i]`` are rows ``offsets[i]:offsets[i+1]`` of ``doc_ids`` / ``grades``.
-    A grade >= the relevance level is relevant; 0 is judged non-relevant; a negative grade means
-    "pooled but unjudged" (never relevant, skipped by bpref).
+    The judgements of ``queries[i]`` are rows ``offsets[i]:offsets[i+1]`` of ``doc_ids`` /
+    ``grades``. A grade >= the relevance level is relevant; 0 is judged non-relevant; a negative
+    grade means "pooled but unjudged" (never relevant, skipped by bpref).
 
     Example:
         >>> qrels = Qrels.from_dict({"q1": {"a": 1, "b": 0, "c": 2}})

@@ -1,4 +1,5 @@
-"""The questions of a test set, records or a ``{case_id: question}`` mapping, as empty records to retrieve for."""
+"""The questions of a test set, records or a ``{case_id: question}`` mapping, as empty records to
+retrieve for."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ __all__ = ["records_queries"]
 
 
 def _known_fields(rows: list) -> list:
-    """Rows with only the test-set fields: a question file may carry its own (``kind``, ``tags``...)."""
+    """Rows with only the test-set fields: a question file may carry its own (``kind``,
+    ``tags``...)."""
     from rankwise.data.testset import KNOWN_FIELDS
 
     return [{k: v for k, v in r.items() if k in KNOWN_FIELDS} if isinstance(r, Mapping) else r for r in rows]
@@ -22,8 +24,8 @@ def _known_fields(rows: list) -> list:
 
 def _with_fields(records: list[CaseRecord], rows: list, lines: list | None = None,
                  source: str | None = None) -> list[CaseRecord]:
-    """The records with the user's own fields of their rows (``kind``, ``tags``...), which were set aside while
-    the rows were read: kept, so that the records can be sliced by them."""
+    """The records with the user's own fields of their rows (``kind``, ``tags``...), which were set
+    aside while the rows were read: kept, so that the records can be sliced by them."""
     from rankwise.data.testset import user_fields
 
     for i, (r, row) in enumerate(zip(records, rows, strict=True)):
@@ -33,10 +35,11 @@ def _with_fields(records: list[CaseRecord], rows: list, lines: list | None = Non
 
 
 def records_queries(testset: Any) -> list[CaseRecord]:
-    """Empty records (question + ground truth) from a test set, records, or a ``{case_id: question}`` mapping.
+    """Empty records (question + ground truth) from a test set, records, or a ``{case_id:
+    question}`` mapping.
 
-    A question file needs no retrieved contexts (that is what the retriever is for); fields of its own
-    (``kind``, ``tags``...) are not read as the test set's but kept in each record's ``fields``.
+    A question file needs no retrieved contexts (that is what the retriever is for); fields of its
+    own (``kind``, ``tags``...) are not read as the test set's but kept in each record's ``fields``.
 
     Example:
         >>> [r.question for r in records_queries({"q1": "capital of France?"})]

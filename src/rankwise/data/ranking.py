@@ -46,7 +46,8 @@ _CHUNK = 1 << 20  # rows per step of the elementwise passes over packed keys  # 
 
 @dataclass(frozen=True, eq=False)
 class Ranked:
-    """Rows grouped by query (byte order) and ranked; what :func:`rank_rows` and :func:`group_rows` return.
+    """Rows grouped by query (byte order) and ranked; what :func:`rank_rows` and :func:`group_rows`
+    return.
 
     ``keys`` (runs) are the rows' sorted (query, doc hash, row) keys, built for the duplicate check
     and kept for the join with qrels; ``hashes`` (qrels) the doc-id hashes in row order.
@@ -61,8 +62,8 @@ class Ranked:
 
 
 def _query_layout(qids, queries, blocks, n: int):
-    """Queries (grouping the rows when no per-query blocks are known), blocks, row query codes, rows per
-    query and offsets: what ranking and grouping both start from."""
+    """Queries (grouping the rows when no per-query blocks are known), blocks, row query codes, rows
+    per query and offsets: what ranking and grouping both start from."""
     qcodes = None
     if blocks is None:
         queries, blocks, qcodes = group_by_query(qids)
@@ -79,13 +80,13 @@ def _query_layout(qids, queries, blocks, n: int):
 def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.ChunkedArray,
               scores: np.ndarray | None, *, source: str, lines: np.ndarray | None = None,
               queries: list[str] | None = None, blocks: Blocks | None = None, owned: bool = False) -> Ranked:
-    """Group rows by query and rank them: by score (then doc id, descending) when ``scores`` is given,
-    else keeping the rows' order within each query. Raises :class:`InputError` on a doc repeated
-    within a query.
+    """Group rows by query and rank them: by score (then doc id, descending) when ``scores`` is
+    given, else keeping the rows' order within each query. Raises :class:`InputError` on a doc
+    repeated within a query.
 
     The query of each row comes from ``qids``, or from ``queries`` (byte order) with ``blocks`` =
-    (query code, first row) of contiguous per-query blocks. ``owned``: the arrays were built for this
-    call and may be changed in place. ``lines`` maps rows to file lines for error messages.
+    (query code, first row) of contiguous per-query blocks. ``owned``: the arrays were built for
+    this call and may be changed in place. ``lines`` maps rows to file lines for error messages.
 
     Example:
         >>> import pyarrow as pa, numpy as np
@@ -130,12 +131,15 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
 def group_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.ChunkedArray, values: np.ndarray,
                *, source: str, lines: np.ndarray | None = None, queries: list[str] | None = None,
                blocks: Blocks | None = None) -> Ranked:
-    """Group rows by query (byte order), keeping their order within a query (judgements: no ranking).
-    Raises :class:`InputError` on a (query, doc) pair given twice. Arguments as :func:`rank_rows`.
+    """Group rows by query (byte order), keeping their order within a query (judgements: no
+    ranking). Raises :class:`InputError` on a (query, doc) pair given twice. Arguments as
+    :func:`rank_rows`.
 
     Example:
         >>> import pyarrow as pa, numpy as np
-        >>> g = group_rows(pa.array(["q2", "q1"]), pa.array(["a", "b"]), np.array([1, 0]), source="<qrels>")
+        >>> g = group_rows(
+        ...     pa.array(["q2", "q1"]), pa.array(["a", "b"]), np.array([1, 0]), source="<qrels>"
+        ... )
         >>> g.queries, g.values.tolist()
         (['q1', 'q2'], [0, 1])
     """
@@ -186,8 +190,10 @@ class MovePlan:
 
     Attributes:
         order: the row that goes to each position (a gather); None when the move is ``runs``.
-        runs: (first rows, lengths) of whole blocks, laid end to end in their new order; None: ``order`` says it.
-        patch: (positions, rows) set after the move: tied rows put in doc-id order; None: no tie to break.
+        runs: (first rows, lengths) of whole blocks, laid end to end in their new order; None:
+            ``order`` says it.
+        patch: (positions, rows) set after the move: tied rows put in doc-id order; None: no tie to
+            break.
     """
 
     order: np.ndarray | None = None
@@ -195,7 +201,8 @@ class MovePlan:
     patch: tuple[np.ndarray, np.ndarray] | None = None
 
     def patch_only(self, n: int) -> bool:
-        """Only tied rows change places: no block moves (one run over all ``n`` rows, from row 0)."""
+        """Only tied rows change places: no block moves (one run over all ``n`` rows, from row 0).
+        """
         return (self.order is None and self.patch is not None and self.runs is not None and len(self.runs[0]) == 1
                 and int(self.runs[0][0]) == 0 and int(self.runs[1][0]) == n)
 
@@ -231,8 +238,8 @@ class MovePlan:
 
 def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | None, blocks: Blocks | None,
                 counts: np.ndarray, offsets: np.ndarray) -> MovePlan | None:
-    """How to move the rows into rank order: None when they are in it already, else a :class:`MovePlan`
-    (a gather ``order``, or block ``runs`` with a ``patch`` of tied rows).
+    """How to move the rows into rank order: None when they are in it already, else a
+    :class:`MovePlan` (a gather ``order``, or block ``runs`` with a ``patch`` of tied rows).
 
     Rows are given by query code (``qcodes``) or as contiguous per-query ``blocks`` = (query code,
     first row).
@@ -372,12 +379,13 @@ def _score_order(scores: np.ndarray, docs: pa.Array, counts: np.ndarray, row_que
 
 def _grid_score_order(scores: np.ndarray, rows: np.ndarray | None, codes: np.ndarray,
                       depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rank order of rows in equal blocks of ``depth`` rows, one block per query (block b is query
-    ``codes[b]``), up to near ties: the blocks form a (queries x depth) grid of ``[high bits of the score
-    | row in block]`` keys, each grid row sorted on its own (no query bits: more score bits, fewer near
-    ties, and many short sorts beat one long one). ``rows``: the blocks are ``scores[rows]`` (None: the
-    rows as they are). Returns the order (into the blocks' rows) and the positions ``near`` whose key
-    ties with the next one's: :func:`_fix_near_ties` puts them in exact order.
+    """The rank order of rows in equal blocks of ``depth`` rows, one block per query (block b is
+    query ``codes[b]``), up to near ties: the blocks form a (queries x depth) grid of ``[high bits
+    of the score | row in block]`` keys, each grid row sorted on its own (no query bits: more score
+    bits, fewer near ties, and many short sorts beat one long one). ``rows``: the blocks are
+    ``scores[rows]`` (None: the rows as they are). Returns the order (into the blocks' rows) and the
+    positions ``near`` whose key ties with the next one's: :func:`_fix_near_ties` puts them in exact
+    order.
     """
     n = len(scores) if rows is None else len(rows)
     r_bits = max(_bits(depth - 1), 1)
@@ -409,7 +417,8 @@ def _grid_score_order(scores: np.ndarray, rows: np.ndarray | None, codes: np.nda
 
 
 def _fix_near_ties(order: np.ndarray, scores: np.ndarray, docs: pa.Array, near: np.ndarray) -> np.ndarray:
-    """Order exactly (score descending, doc id descending) the groups of neighbours ``near``/``near + 1``."""
+    """Order exactly (score descending, doc id descending) the groups of neighbours ``near``/``near
+    + 1``."""
     fix = _break_ties(near, order, docs, scores)
     if fix is not None:
         order[fix[0]] = fix[1]
@@ -421,8 +430,8 @@ def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array,
     """Put neighbours (positions ``tie`` and ``tie + 1``) in exact order: score descending when
     ``scores`` is given (else they are equal), then doc id descending.
 
-    ``base`` maps positions to rows (None: the identity). Returns ``(positions, rows)``: the row that
-    must go to each position of the groups, or None when every pair is already in that order.
+    ``base`` maps positions to rows (None: the identity). Returns ``(positions, rows)``: the row
+    that must go to each position of the groups, or None when every pair is already in that order.
     """
     if len(tie) == 0:
         return None
@@ -458,7 +467,8 @@ def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array,
 
 
 def _new_positions(rows: np.ndarray, runs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Where rows land when blocks ``runs`` (first rows, lengths; in new order) are laid end to end."""
+    """Where rows land when blocks ``runs`` (first rows, lengths; in new order) are laid end to end.
+    """
     firsts, lengths = runs
     new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     by_first = np.argsort(firsts)
@@ -468,8 +478,9 @@ def _new_positions(rows: np.ndarray, runs: tuple[np.ndarray, np.ndarray]) -> np.
 
 # ----------------------------------------------------------------------------- moving rows
 def permute(values: np.ndarray, order: np.ndarray | None, runs=None, patch=None) -> np.ndarray:
-    """``values`` moved into a new order: ``values[order]``, or whole blocks (``runs``: first rows and
-    lengths, a :class:`MovePlan`'s ``runs``) laid end to end; then ``patch`` = (positions, rows) sets single rows.
+    """``values`` moved into a new order: ``values[order]``, or whole blocks (``runs``: first rows
+    and lengths, a :class:`MovePlan`'s ``runs``) laid end to end; then ``patch`` = (positions, rows)
+    sets single rows.
     """
     if runs is None:
         out = np_empty(len(order), values.dtype)
@@ -487,8 +498,8 @@ def permute_strings(strings: pa.Array | pa.ChunkedArray, order: np.ndarray | Non
     """:func:`permute` for null-free strings (one array or the chunks a file reader returns), into
     one array: block copies of the bytes when ``runs`` is given.
 
-    A ``patch`` may only reorder rows among its own positions (as tie-breaking does), so the bytes it
-    moves fill exactly the space they leave.
+    A ``patch`` may only reorder rows among its own positions (as tie-breaking does), so the bytes
+    it moves fill exactly the space they leave.
     """
     chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
     if runs is None or not all(pa.types.is_string(c.type) and c.null_count == 0 for c in chunks):
@@ -535,8 +546,8 @@ def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def patch_strings_in_place(strings: pa.Array, positions: np.ndarray, rows: np.ndarray) -> bool:
-    """Reorder rows of ``strings`` among ``positions`` (``strings[positions] = strings[rows]``) in its
-    own buffers, when they are writable; False (and nothing done) when they are not.
+    """Reorder rows of ``strings`` among ``positions`` (``strings[positions] = strings[rows]``) in
+    its own buffers, when they are writable; False (and nothing done) when they are not.
 
     Only for arrays the caller built itself: Arrow arrays are otherwise immutable by convention.
     """
@@ -555,7 +566,8 @@ def patch_strings_in_place(strings: pa.Array, positions: np.ndarray, rows: np.nd
 
 def _patch_strings(offsets: np.ndarray, data: np.ndarray, source: pa.Array, positions: np.ndarray,
                    rows: np.ndarray) -> None:
-    """Write ``source[rows]`` at ``positions`` (sorted; runs of them hold the same strings) in place."""
+    """Write ``source[rows]`` at ``positions`` (sorted; runs of them hold the same strings) in
+    place."""
     moved = single_array(take(source, rows))
     m_offsets = np.frombuffer(moved.buffers()[1], dtype=np.int32, count=len(moved) + 1, offset=moved.offset * 4)
     m_data = np.frombuffer(moved.buffers()[2], dtype=np.uint8) if moved.buffers()[2] is not None else None

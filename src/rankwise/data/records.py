@@ -1,4 +1,5 @@
-"""Per-case records (docs/metrics.md §6): what an evaluation of a RAG test set keeps for every question.
+"""Per-case records (docs/metrics.md §6): what an evaluation of a RAG test set keeps for every
+question.
 
 One JSON object per line::
 
@@ -13,14 +14,15 @@ One JSON object per line::
      "calls": [{"position", "query", "span_id", "trace_id", "meta", "chunks": [chunk records as above]}],
      "fields": {the test set's own fields of the case, as given: "style", "difficulty", ...}}
 
-``fields`` is written only for a case that has some (:attr:`rankwise.data.testset.TestCase.fields`): they
-slice the results (``rankwise eval-rag --by style``). ``calls`` is written only for a case retrieved several times (an agent, a multi-hop pipeline); ``chunks``
-is then the calls merged (:func:`rankwise.data.testset.merge_calls`) and holds the verdicts: a chunk seen
-in two calls is judged once, and each call's chunk shows the verdicts of the merged chunk with its
+``fields`` is written only for a case that has some (:attr:`rankwise.data.testset.TestCase.fields`):
+they slice the results (``rankwise eval-rag --by style``). ``calls`` is written only for a case
+retrieved several times (an agent, a multi-hop pipeline); ``chunks`` is then the calls merged
+(:func:`rankwise.data.testset.merge_calls`) and holds the verdicts: a chunk seen in two calls is
+judged once, and each call's chunk shows the verdicts of the merged chunk with its
 :func:`~rankwise.data.testset.chunk_key` (id, else span, else text).
 
-:func:`write_records` and :func:`load_records` round-trip without loss: keys this module does not know
-are kept in ``extra`` and written back.
+:func:`write_records` and :func:`load_records` round-trip without loss: keys this module does not
+know are kept in ``extra`` and written back.
 """
 
 from __future__ import annotations
@@ -71,8 +73,8 @@ class Verdict:
         type: human label type (``answer``, ``partial``, ``topic_only``, ``supports_wrong_answer``,
             ``irrelevant``) or None.
         reason: the judge's or annotator's reason, if any.
-        status: ``ok``, ``failed`` (could not be had: parse failure, refusal, timeout) or ``missing``
-            (never given, e.g. an unlabelled chunk).
+        status: ``ok``, ``failed`` (could not be had: parse failure, refusal, timeout) or
+            ``missing`` (never given, e.g. an unlabelled chunk).
         error: what went wrong when status is ``failed``.
         meta: anything else the source wants kept (LLM mode/model/prompt_version, match details).
 
@@ -100,7 +102,8 @@ class Verdict:
 
 @dataclass(slots=True, kw_only=True)  # one per retrieved chunk
 class ChunkRecord(Chunk):
-    """A retrieved chunk (:class:`~rankwise.data.testset.Chunk`) at a rank, with every source's verdict on it.
+    """A retrieved chunk (:class:`~rankwise.data.testset.Chunk`) at a rank, with every source's
+    verdict on it.
 
     Example:
         >>> c = ChunkRecord(rank=1, id="c1", text="Paris", verdicts={"human": Verdict(1)})
@@ -123,10 +126,13 @@ class ChunkRecord(Chunk):
 
 @dataclass
 class CallRecord(RetrievalCall):
-    """A retrieval call (:class:`~rankwise.data.testset.RetrievalCall`) whose chunks are records (rank 1, 2 ...).
+    """A retrieval call (:class:`~rankwise.data.testset.RetrievalCall`) whose chunks are records
+    (rank 1, 2 ...).
 
     Example:
-        >>> CallRecord([ChunkRecord(rank=1, id="c1")], query="sub-question", position=1).to_call().position
+        >>> CallRecord(
+        ...     [ChunkRecord(rank=1, id="c1")], query="sub-question", position=1
+        ... ).to_call().position
         1
     """
 
@@ -140,8 +146,8 @@ class CallRecord(RetrievalCall):
 
 @dataclass
 class CaseRecord(TestCase):
-    """A test case (:class:`~rankwise.data.testset.TestCase`) with what an evaluation kept for it: chunks
-    with verdicts, passages found, scores, status.
+    """A test case (:class:`~rankwise.data.testset.TestCase`) with what an evaluation kept for it:
+    chunks with verdicts, passages found, scores, status.
 
     Example:
         >>> r = CaseRecord("q1", question="Capital of France?",
@@ -163,12 +169,18 @@ class CaseRecord(TestCase):
     extra: dict[str, Any] = field(default_factory=dict)
 
     def call_index(self) -> list[list[int | None]]:
-        """Per call, per rank: the index in ``chunks`` (the merged list) of the same chunk, None if absent.
+        """Per call, per rank: the index in ``chunks`` (the merged list) of the same chunk, None if
+        absent.
 
         Example:
-            >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a"), ChunkRecord(rank=2, id="b")],
-            ...                calls=[CallRecord([ChunkRecord(rank=1, id="b")]),
-            ...                       CallRecord([ChunkRecord(rank=1, id="c")])])
+            >>> r = CaseRecord(
+            ...     "q",
+            ...     chunks=[ChunkRecord(rank=1, id="a"), ChunkRecord(rank=2, id="b")],
+            ...     calls=[
+            ...         CallRecord([ChunkRecord(rank=1, id="b")]),
+            ...         CallRecord([ChunkRecord(rank=1, id="c")]),
+            ...     ],
+            ... )
             >>> r.call_index()
             [[1], [None]]
         """
@@ -179,7 +191,8 @@ class CaseRecord(TestCase):
                 for call in self.calls]
 
     def call_chunks(self) -> list[list[ChunkRecord]]:
-        """Each call's chunks with the verdicts shared from the merged list (a call's own where absent there)."""
+        """Each call's chunks with the verdicts shared from the merged list (a call's own where
+        absent there)."""
         out = []
         for call, index in zip(self.calls, self.call_index(), strict=True):
             rows = []
@@ -274,7 +287,8 @@ def write_records(records: Iterable[CaseRecord], path: str | PathLike) -> Path:
     return path
 
 
-# ----------------------------------------------------------------------------------------------- reading
+# -----------------------------------------------------------------------------------------------
+# reading
 
 
 def _expect(value, types, what, *, source, line, field_name, optional=True):
@@ -471,7 +485,8 @@ def load_records(path: str | PathLike) -> list[CaseRecord]:
 
 
 def is_records_file(path: str | PathLike) -> bool:
-    """True when the first non-blank line of a JSON Lines file is a per-case record (it has ``chunks``)."""
+    """True when the first non-blank line of a JSON Lines file is a per-case record (it has
+    ``chunks``)."""
     p = Path(path)
     if p.suffix.lower() not in (".jsonl", ".ndjson", "") or not p.is_file():
         return False
@@ -508,7 +523,8 @@ def is_rag_file(path: str | PathLike) -> bool:
 
 
 def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
-    """Per-case records from records (a list or a records file) or from any test set ``load_testset`` reads.
+    """Per-case records from records (a list or a records file) or from any test set
+    ``load_testset`` reads.
 
     A list of records is deep-copied unless ``copy=False``, so callers can add verdicts freely.
 
@@ -533,11 +549,14 @@ def as_records(obj: Any, *, copy: bool = True) -> list[CaseRecord]:
 
 
 def copy_record(record: CaseRecord) -> CaseRecord:
-    """A deep copy of a record, as ``copy.deepcopy`` makes it, several times faster (a sweep copies every record
-    of every cell): the record types are rebuilt from their own dataclass fields, JSON-like values copied by type.
+    """A deep copy of a record, as ``copy.deepcopy`` makes it, several times faster (a sweep copies
+    every record of every cell): the record types are rebuilt from their own dataclass fields,
+    JSON-like values copied by type.
 
     Example:
-        >>> r = CaseRecord("q1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> r = CaseRecord(
+        ...     "q1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})]
+        ... )
         >>> c = copy_record(r)
         >>> c.chunks[0].verdicts["ids"].verdict = 0
         >>> r.verdicts("ids"), c == r
@@ -570,7 +589,8 @@ def _copy_value(value: Any) -> Any:
 
 
 def records_from_testset(testset: Any) -> list[CaseRecord]:
-    """One empty record (no verdicts yet) per case of a test set (anything :func:`load_testset` reads).
+    """One empty record (no verdicts yet) per case of a test set (anything :func:`load_testset`
+    reads).
 
     Example:
         >>> recs = records_from_testset([{"id": "q1", "retrieved_contexts": ["a", "b"]}])

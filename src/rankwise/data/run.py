@@ -35,8 +35,8 @@ class Run:
 
     ``queries`` are the query ids in byte order; the items of ``queries[i]`` are
     ``doc_ids[offsets[i]:offsets[i+1]]``, best first. A *scored* run keeps its scores (order: score
-    descending, ties by doc id in descending byte order, as trec_eval); an *ordered* run is a list per
-    query, as a RAG pipeline returns chunks.
+    descending, ties by doc id in descending byte order, as trec_eval); an *ordered* run is a list
+    per query, as a RAG pipeline returns chunks.
 
     Example:
         >>> run = Run.from_dict({"q1": {"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}})
@@ -108,14 +108,15 @@ class Run:
     def from_dict(cls, data: Mapping[str, Mapping[str, float] | Sequence[str]], *, name: str = "run") -> Run:
         """Build from ``{qid: {doc: score}}`` (scored) or ``{qid: [doc, ...]}`` (ordered).
 
-        A query mapped to an empty ranking is kept: it was run and retrieved nothing (``num_ret`` 0),
-        which is not the same as a query missing from the run.
+        A query mapped to an empty ranking is kept: it was run and retrieved nothing (``num_ret``
+        0), which is not the same as a query missing from the run.
 
         Example:
             >>> Run.from_dict({"q1": ["c3", "c1"]}).kind
             'ordered'
         """
-        # queries in byte order from the start (code-point order is UTF-8 byte order): no block moves later
+        # queries in byte order from the start (code-point order is UTF-8 byte order): no block
+        # moves later
         queries, values, distinct = _sorted_items(data)
         counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         if set(map(type, values)) <= {dict}:
@@ -160,7 +161,8 @@ class Run:
         return run._with_queries(empty) if empty else run
 
     def _with_queries(self, query_ids: list[str]) -> Run:
-        """The same run where ``query_ids`` also appear (with an empty ranking if they were absent)."""
+        """The same run where ``query_ids`` also appear (with an empty ranking if they were absent).
+        """
         queries = sorted(set(self.queries).union(query_ids))  # code-point order == UTF-8 byte order
         if len(queries) == self.n_queries:
             return self
@@ -247,8 +249,8 @@ class Run:
 
 
 def _sorted_items(data: Mapping) -> tuple[list[str], list, bool]:
-    """The ids of a ``{qid: ...}`` mapping as strings in byte order, their values, and whether the ids are
-    distinct for sure (string keys: no ``1`` and ``"1"`` to merge)."""
+    """The ids of a ``{qid: ...}`` mapping as strings in byte order, their values, and whether the
+    ids are distinct for sure (string keys: no ``1`` and ``"1"`` to merge)."""
     if set(map(type, data)) == {str}:  # (a C-level pass; nearly always)
         queries = sorted(data)
         return queries, list(map(data.__getitem__, queries)), True

@@ -1,4 +1,5 @@
-"""Runs larger than memory: read a run file as a sequence of smaller runs, each holding whole queries.
+"""Runs larger than memory: read a run file as a sequence of smaller runs, each holding whole
+queries.
 
 A file whose rows are grouped by query (every query's rows together, as trec_eval's own output and
 nearly every run writer leaves them) is read once, in batches, and cut at query boundaries. Any
@@ -110,7 +111,8 @@ def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None
     try:
         if Path(path).is_dir():  # a Parquet dataset (a folder of parts): Arrow's dataset reader
             return pq.read_table(path, columns=columns)
-        # one file: read directly (pq.read_table goes through pyarrow.dataset, which imports pandas: ~0.25 s)
+        # one file: read directly (pq.read_table goes through pyarrow.dataset, which imports pandas:
+        # ~0.25 s)
         with pq.ParquetFile(path) as pf:
             return pf.read(columns=columns)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata
@@ -119,7 +121,8 @@ def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None
 
 def _can_open(path: str | os.PathLike) -> None:
     """The operating system's own reason when a file cannot be opened (Arrow says "not found" for a
-    symlink loop or a file without read permission); a folder (a Parquet dataset) is left to Arrow."""
+    symlink loop or a file without read permission); a folder (a Parquet dataset) is left to Arrow.
+    """
     if Path(path).is_dir():
         return
     try:
@@ -159,8 +162,8 @@ def _parquet_columns(path: Path, required: list[str], optional: list[str] = ()) 
 
 def run_columns(table: pa.Table | pa.RecordBatch, path: Path, first_row: int, *, scored: bool = True):
     """Query ids, doc ids (strings; integer or dictionary-encoded columns are converted) and scores
-    (float64, None when not ``scored``) of Parquet rows, row ``first_row + 1`` first; the in-memory and
-    the streaming reader both read them here."""
+    (float64, None when not ``scored``) of Parquet rows, row ``first_row + 1`` first; the in-memory
+    and the streaming reader both read them here."""
     qids = _id_column(table.column("query_id"), path, "query_id", first_row)
     docs = _id_column(table.column("doc_id"), path, "doc_id", first_row)
     scores = _float_column(table.column("score"), path, first_row) if scored else None
@@ -238,7 +241,8 @@ def _grade_column(column: pa.ChunkedArray, path: Path) -> np.ndarray:
 def _batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray | None, np.ndarray]]:
     """(query ids, doc ids, scores, line numbers) of consecutive rows, in file order: the rows the
     in-memory readers read, with their errors (a Parquet row's number is its line). A Parquet run
-    without a ``score`` column gives ``None`` scores: its rows' order within a query is the ranking."""
+    without a ``score`` column gives ``None`` scores: its rows' order within a query is the ranking.
+    """
     if is_parquet(path):
         yield from _parquet_batches(path, batch_rows)
     else:
@@ -265,13 +269,17 @@ def _parquet_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa
 
 def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]]:
     r"""The rows of a TREC run read in pieces of whole lines, each piece checked and parsed by the
-    in-memory reader's own code (:func:`~rankwise.data.trec.run_piece`), line numbers counted across.
+    in-memory reader's own code (:func:`~rankwise.data.trec.run_piece`), line numbers counted
+    across.
 
     Example:
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "run.trec"
         >>> _ = f.write_bytes(b"q1\tQ0\td1\t1\t  2.5\ttag more words\rq1  Q0 d2 2 1.0 tag\r\n")
-        >>> [(q.to_pylist(), d.to_pylist(), s.tolist(), n.tolist()) for q, d, s, n in _text_batches(f, 10)]
+        >>> [
+        ...     (q.to_pylist(), d.to_pylist(), s.tolist(), n.tolist())
+        ...     for q, d, s, n in _text_batches(f, 10)
+        ... ]
         [(['q1', 'q1'], ['d1', 'd2'], [2.5, 1.0], [1, 2])]
     """
     from rankwise.data.trec import NO_RUN_LINES, run_piece, run_text
@@ -302,8 +310,8 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
 
 
 def _pieces(fh, path: Path, batch_rows: int) -> Iterator[bytes]:
-    """Consecutive pieces of the file, each ending at a line end (LF, CRLF or CR; never between CR and
-    LF), of about ``batch_rows`` lines (sized from the first line)."""
+    """Consecutive pieces of the file, each ending at a line end (LF, CRLF or CR; never between CR
+    and LF), of about ``batch_rows`` lines (sized from the first line)."""
     size = 0
     rest = b""
     while True:
@@ -331,7 +339,8 @@ def _pieces(fh, path: Path, batch_rows: int) -> Iterator[bytes]:
 
 def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_ROWS, name: str | None = None,
                     grouped: bool | None = None, workdir: str | os.PathLike | None = None) -> Iterator[Run]:
-    """Runs of about ``block_rows`` rows each (a bigger query comes whole), every query in exactly one.
+    """Runs of about ``block_rows`` rows each (a bigger query comes whole), every query in exactly
+    one.
 
     ``grouped=None`` streams the file directly and raises :class:`NotGrouped` as soon as a query
     shows up again after its block ended (the caller starts over with ``grouped=False``);
@@ -414,7 +423,8 @@ def _block(parts: list, name: str, path: Path, seen: set[str]) -> Run:
 
 
 def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iterator[Run]:
-    """Partition the rows on disk by a hash of the query id (Arrow datasets), then read each partition."""
+    """Partition the rows on disk by a hash of the query id (Arrow datasets), then read each
+    partition."""
     import pyarrow.dataset as ds
 
     size = path.stat().st_size
@@ -473,8 +483,9 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
 
 
 def _partition_run(table: pa.Table, name: str, path: Path, scored: bool = True) -> Run:
-    """One partition's run; its errors name the file's lines (rows put back in file order to find the first).
-    Without scores the rows' order within a query is the ranking: the rows are put back in file order first."""
+    """One partition's run; its errors name the file's lines (rows put back in file order to find
+    the first). Without scores the rows' order within a query is the ranking: the rows are put back
+    in file order first."""
     def build(t: pa.Table) -> Run:
         scores = np_values(single_array(t.column("score"))) if scored else None
         return Run.from_columns(t.column("query_id"), t.column("doc_id"), scores,

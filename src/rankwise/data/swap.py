@@ -30,8 +30,8 @@ def _is_number(text: str, *, integer: bool = False) -> bool:
 
 
 def swap_hint(path: str | PathLike, expected: str) -> str:
-    """The hint to append when ``path`` (read as ``expected``: "run" or "qrels") looks like the other kind;
-    "" when it does not (see the module's example)."""
+    """The hint to append when ``path`` (read as ``expected``: "run" or "qrels") looks like the
+    other kind; "" when it does not (see the module's example)."""
     try:
         with open(path, "rb") as fh:
             fields = fh.readline().decode("utf-8", "replace").split()
@@ -47,7 +47,8 @@ def swap_hint(path: str | PathLike, expected: str) -> str:
 
 
 def with_swap_hint(read: Callable[[str | PathLike], T], path: str | PathLike, expected: str) -> T:
-    """``read(path)``; an :class:`InputError` it raises gets :func:`swap_hint`'s hint when one applies.
+    """``read(path)``; an :class:`InputError` it raises gets :func:`swap_hint`'s hint when one
+    applies.
 
     Example:
         >>> import tempfile, os

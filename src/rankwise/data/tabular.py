@@ -43,7 +43,8 @@ def _pick(header: list[str], wanted, explicit: str | None, *, source, role: str)
 
 
 def _rows(path: Path, delimiter: str | None):
-    """Header and ``(line, fields)`` rows of a delimited file (UTF-8, BOM dropped, any line ending)."""
+    """Header and ``(line, fields)`` rows of a delimited file (UTF-8, BOM dropped, any line ending).
+    """
     text = decode_text(read_bytes(path), path)
     if delimiter is None:
         first = first_line(text)
@@ -95,7 +96,8 @@ def read_beir_qrels(path: str | Path, *, delimiter: str | None = None, query_col
 
 def read_delimited_run(path: str | Path, *, delimiter: str | None = None, query_column: str | None = None,
                        doc_column: str | None = None, score_column: str | None = None) -> Run:
-    """Read a run from a CSV/TSV with a header (``query_id, doc_id, score``; no score column = ordered)."""
+    """Read a run from a CSV/TSV with a header (``query_id, doc_id, score``; no score column =
+    ordered)."""
     path = Path(path)
     header, body = _rows(path, delimiter)
     qi = _pick(header, QUERY_COLUMNS, query_column, source=path, role="query id")

@@ -1,26 +1,29 @@
-"""RAG test sets: questions with their retrieved chunks and ground truth (reference passages or ids).
+"""RAG test sets: questions with their retrieved chunks and ground truth (reference passages or
+ids).
 
 Accepted shapes (see docs/context-metrics.md and docs/datasets.md):
 
 - JSON Lines, one case a line, with Ragas' field names — ``user_input`` (or ``question``),
   ``retrieved_contexts`` (or ``contexts``), ``retrieved_context_ids``, ``reference_contexts``,
   ``reference_context_ids``, ``reference`` (or ``ground_truth``, ``ground_truths``), ``response``;
-  ``id`` names the case — or our richer form, where an item of ``retrieved_contexts`` may be an object
-  ``{id, text, doc_id, start, end, score}`` and an item of ``reference_contexts`` an object
+  ``id`` names the case — or our richer form, where an item of ``retrieved_contexts`` may be an
+  object ``{id, text, doc_id, start, end, score}`` and an item of ``reference_contexts`` an object
   ``{text, doc_id, start, end}``. LangChain documents (``{page_content, metadata}`` or ``Document``
-  objects) are chunks too: ``metadata`` may give ``id``, ``doc_id`` (or ``source``), ``start_index`` and
-  ``score``.
+  objects) are chunks too: ``metadata`` may give ``id``, ``doc_id`` (or ``source``), ``start_index``
+  and ``score``.
 - Several retrieval calls per question (agents, multi-hop pipelines): ``calls``, a list of
-  ``{position, query, span_id, trace_id, meta, chunks}`` objects (``chunks`` as ``retrieved_contexts``);
-  the case's ``chunks`` are then the calls merged by :func:`merge_calls` unless ``retrieved_contexts`` is
-  given too. A reference passage may carry ``hop`` (0, 1, ...): the references grouped by hop.
+  ``{position, query, span_id, trace_id, meta, chunks}`` objects (``chunks`` as
+  ``retrieved_contexts``); the case's ``chunks`` are then the calls merged by :func:`merge_calls`
+  unless ``retrieved_contexts`` is given too. A reference passage may carry ``hop`` (0, 1, ...): the
+  references grouped by hop.
 - CSV/TSV with the same columns (list fields as JSON strings), a JSON array of case objects, a JSON
   object of lists, a pandas/polars DataFrame, a dict of lists (Hugging Face / Ragas dataset shape),
   a list of dicts, or any object with ``to_list()`` / ``to_pandas()`` (Ragas ``EvaluationDataset``).
 
-Any other field of a case (``style``, ``difficulty``, ``subqueries``, synth's ``provenance`` ...) is the user's
-own: it is kept as given in :attr:`TestCase.fields`, written back by :func:`case_to_dict`, carried into the
-per-case records (``fields``) and can slice the results (``rankwise eval-rag --by style``).
+Any other field of a case (``style``, ``difficulty``, ``subqueries``, synth's ``provenance`` ...) is
+the user's own: it is kept as given in :attr:`TestCase.fields`, written back by
+:func:`case_to_dict`, carried into the per-case records (``fields``) and can slice the results
+(``rankwise eval-rag --by style``).
 
 A case that cannot be read raises :class:`~rankwise.errors.InputError` naming line and field.
 """
@@ -140,7 +143,8 @@ class ReferencePassage:
 
 @dataclass
 class RetrievalCall:
-    """One retrieval call of a case retrieved several times (an agent's sub-question, a follow-up hop).
+    """One retrieval call of a case retrieved several times (an agent's sub-question, a follow-up
+    hop).
 
     Attributes:
         chunks: what this call retrieved, in rank order.
@@ -150,7 +154,9 @@ class RetrievalCall:
         meta: anything else kept about the call (retriever name, latency ...).
 
     Example:
-        >>> call = RetrievalCall([Chunk("Paris is the capital.", id="c1")], query="capital of France", position=0)
+        >>> call = RetrievalCall(
+        ...     [Chunk("Paris is the capital.", id="c1")], query="capital of France", position=0
+        ... )
         >>> call.to_dict()["chunks"][0]["id"]
         'c1'
     """
@@ -248,7 +254,8 @@ class TestSet:
         return [c.id for c in self.cases]
 
 
-# ------------------------------------------------------------------------------------------ several calls
+# ------------------------------------------------------------------------------------------ several
+# calls
 
 
 def chunk_key(chunk: Any) -> tuple | None:
@@ -284,17 +291,21 @@ def _call_chunks(call: Any) -> list:
 def merge_calls(calls: Sequence[Any], order: str = "interleave", dedup: str = "id") -> list:
     """One ranked list from several retrieval calls; the chunks themselves, not copies.
 
-    ``order``: ``interleave`` (rank 1 of every call in call order, then rank 2 ...), ``score`` (every
-    chunk by its score, highest first; ties keep call then rank order; needs a score on every chunk) or
-    ``concat`` (call after call). ``dedup``: ``id`` (a chunk whose :func:`chunk_key` — id, else span, else
-    text — was already placed is dropped), ``span`` (also dropped when its span overlaps a placed chunk's
-    span in the same document) or ``none``. ``calls`` are :class:`RetrievalCall` objects (or anything
-    with ``chunks``, or plain lists), in trajectory order.
+    ``order``: ``interleave`` (rank 1 of every call in call order, then rank 2 ...), ``score``
+    (every chunk by its score, highest first; ties keep call then rank order; needs a score on every
+    chunk) or
+    ``concat`` (call after call). ``dedup``: ``id`` (a chunk whose :func:`chunk_key` — id, else
+    span, else text — was already placed is dropped), ``span`` (also dropped when its span overlaps
+    a placed chunk's span in the same document) or ``none``. ``calls`` are :class:`RetrievalCall`
+    objects (or anything with ``chunks``, or plain lists), in trajectory order.
 
     Example:
         >>> a = RetrievalCall([Chunk("x", id="1"), Chunk("y", id="2")])
         >>> b = RetrievalCall([Chunk("y", id="2"), Chunk("z", id="3")], position=1)
-        >>> [c.id for c in merge_calls([a, b])], [c.id for c in merge_calls([a, b], "concat", "none")]
+        >>> (
+        ...     [c.id for c in merge_calls([a, b])],
+        ...     [c.id for c in merge_calls([a, b], "concat", "none")],
+        ... )
         (['1', '2', '3'], ['1', '2', '2', '3'])
     """
     if order not in MERGE_ORDERS:
@@ -330,7 +341,8 @@ def merge_calls(calls: Sequence[Any], order: str = "interleave", dedup: str = "i
     return out
 
 
-# ----------------------------------------------------------------------------------------------- parsing
+# -----------------------------------------------------------------------------------------------
+# parsing
 
 
 def _first(row: Mapping, names: Sequence[str]) -> tuple[str | None, Any]:
@@ -348,7 +360,8 @@ def _is_missing(value: Any) -> bool:
 
 
 def _as_list(value: Any, *, source, line, field_name, from_text: bool) -> list:
-    """A list field: a list/tuple/array, or (from CSV cells) a JSON or Python-literal list in a string."""
+    """A list field: a list/tuple/array, or (from CSV cells) a JSON or Python-literal list in a
+    string."""
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()
     if isinstance(value, tuple):
@@ -393,7 +406,8 @@ def _opt_str(value: Any, *, source, line, field_name) -> str | None:
 
 
 def _str_list(values: list, field: str, kw: dict) -> list[str | None]:
-    """A list of ids, each through ``_opt_str``; a list of plain strings is copied without a call per item."""
+    """A list of ids, each through ``_opt_str``; a list of plain strings is copied without a call
+    per item."""
     if all(type(x) is str for x in values):
         return list(values)
     return [_opt_str(x, field_name=f"{field}[{i}]", **kw) for i, x in enumerate(values)]
@@ -494,7 +508,8 @@ def _check_span(start, end, *, source, line, field_name) -> None:
 
 
 def _document_fields(item: Any) -> Any:
-    """A LangChain ``Document`` (object or ``{page_content, metadata}``) as our flat chunk/passage keys."""
+    """A LangChain ``Document`` (object or ``{page_content, metadata}``) as our flat chunk/passage
+    keys."""
     if not isinstance(item, Mapping) and hasattr(item, "page_content"):
         item = {"page_content": item.page_content, "metadata": dict(getattr(item, "metadata", None) or {})}
     if not isinstance(item, Mapping) or not ({"page_content", "content", "metadata", "type"} & set(item)):
@@ -654,11 +669,14 @@ def user_fields(row: Mapping, *, source: str | None = None, line: int | None = N
                 from_text: bool = False) -> dict[str, Any]:
     """The fields of a case this module does not read (the user's own), as JSON values.
 
-    Missing values (None, NaN from a DataFrame) are None; numpy values become Python ones; a text cell
-    (``from_text``: CSV) holding a JSON list or object is read as one, any other cell stays text.
+    Missing values (None, NaN from a DataFrame) are None; numpy values become Python ones; a text
+    cell (``from_text``: CSV) holding a JSON list or object is read as one, any other cell stays
+    text.
 
     Example:
-        >>> user_fields({"id": "q1", "style": "paraphrased", "subqueries": ["a", "b"], "bm25_rank": None})
+        >>> user_fields(
+        ...     {"id": "q1", "style": "paraphrased", "subqueries": ["a", "b"], "bm25_rank": None}
+        ... )
         {'style': 'paraphrased', 'subqueries': ['a', 'b'], 'bm25_rank': None}
         >>> user_fields({"subqueries": '["a", "b"]', "note": "[draft]"}, from_text=True)
         {'subqueries': ['a', 'b'], 'note': '[draft]'}
@@ -675,8 +693,8 @@ def user_fields(row: Mapping, *, source: str | None = None, line: int | None = N
 
 
 def _json_value(value: Any, *, source, line, where: str) -> Any:
-    """``value`` as JSON data: numpy scalars and arrays as Python numbers and lists, NaN as None, a date as its
-    ISO text; anything else JSON cannot hold is an error naming the field."""
+    """``value`` as JSON data: numpy scalars and arrays as Python numbers and lists, NaN as None, a
+    date as its ISO text; anything else JSON cannot hold is an error naming the field."""
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
@@ -696,7 +714,8 @@ def _json_value(value: Any, *, source, line, where: str) -> Any:
 def case_to_dict(case: TestCase) -> dict:
     """One case as a JSON Lines object :func:`load_testset` reads back to the same case.
 
-    ``retrieved_contexts`` is left out when the case has calls and its chunks are their default merge.
+    ``retrieved_contexts`` is left out when the case has calls and its chunks are their default
+    merge.
 
     Example:
         >>> case_to_dict(TestCase("q1", "Why?", chunks=[Chunk("a", id="c1")]))["retrieved_contexts"]
@@ -721,7 +740,9 @@ def write_testset(testset: Any, path: str | PathLike) -> Path:
     """Write a test set as JSON Lines, one :func:`case_to_dict` object a line; returns the path.
 
     Example:
-        >>> write_testset([TestCase("q1", chunks=[Chunk("a")])], "/tmp/testset.jsonl")  # doctest: +SKIP
+        >>> write_testset(
+        ...     [TestCase("q1", chunks=[Chunk("a")])], "/tmp/testset.jsonl"
+        ... )  # doctest: +SKIP
     """
     ts = load_testset(testset)
     path = Path(path)
@@ -851,13 +872,20 @@ def _read_parquet(path: Path) -> TestSet:
 def load_testset(obj: Any) -> TestSet:
     """A :class:`TestSet` from a file, DataFrame, dict of lists, list of dicts, or Ragas/HF dataset.
 
-    Files: ``.jsonl`` (default), ``.json`` (array of cases or object of lists), ``.csv``/``.tsv`` (list
-    fields as JSON strings), ``.parquet``.
+    Files: ``.jsonl`` (default), ``.json`` (array of cases or object of lists), ``.csv``/``.tsv``
+    (list fields as JSON strings), ``.parquet``.
 
     Example:
-        >>> ts = load_testset([{"id": "q1", "user_input": "Capital of France?",
-        ...                     "retrieved_contexts": [{"id": "c1", "text": "Paris is the capital."}],
-        ...                     "reference_contexts": ["Paris is the capital"]}])
+        >>> ts = load_testset(
+        ...     [
+        ...         {
+        ...             "id": "q1",
+        ...             "user_input": "Capital of France?",
+        ...             "retrieved_contexts": [{"id": "c1", "text": "Paris is the capital."}],
+        ...             "reference_contexts": ["Paris is the capital"],
+        ...         }
+        ...     ]
+        ... )
         >>> ts["q1"].chunks[0].id
         'c1'
     """

@@ -1,8 +1,10 @@
-"""Text reading shared by every file reader: one definition of a file and a line, precise error locations.
+"""Text reading shared by every file reader: one definition of a file and a line, precise error
+locations.
 
-A text input is UTF-8 (a byte-order mark at the start is dropped); lines end in LF, CRLF or CR; bytes
-that are not UTF-8 are an error naming the line and column. Numbers are ASCII decimal: a score is a
-finite float (``1``, ``-0.5``, ``1e3``), a grade a decimal integer within int64 (``2``, ``-1``, ``2.0``).
+A text input is UTF-8 (a byte-order mark at the start is dropped); lines end in LF, CRLF or CR;
+bytes that are not UTF-8 are an error naming the line and column. Numbers are ASCII decimal: a score
+is a finite float (``1``, ``-0.5``, ``1e3``), a grade a decimal integer within int64 (``2``, ``-1``,
+``2.0``).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Whole file as bytes; a missing, unreadable or empty file, or one of blank lines only (no rows), is an
-    :class:`InputError`."""
+    """Whole file as bytes; a missing, unreadable or empty file, or one of blank lines only (no
+    rows), is an :class:`InputError`."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -40,7 +42,8 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def open_error(exc: OSError, path: str | Path) -> InputError:
-    """The one-line error for a file that cannot be opened or read (missing, a directory, a symlink loop ...).
+    """The one-line error for a file that cannot be opened or read (missing, a directory, a symlink
+    loop ...).
 
     Example:
         >>> str(open_error(FileNotFoundError(2, "No such file or directory"), "run.trec"))
@@ -62,10 +65,12 @@ def _line_of(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def check_utf8(data: bytes, source: str | Path, *, first_line: int = 1, bom: bool = True) -> bytes:
-    """``data`` without a leading byte-order mark; bytes that are not UTF-8 raise an error naming the line.
+    """``data`` without a leading byte-order mark; bytes that are not UTF-8 raise an error naming
+    the line.
 
-    For a piece of a file (whole lines, read in parts): ``first_line`` is the number of its first line,
-    and ``bom=False`` keeps a mark at its start (only the file's first bytes may hold one to drop).
+    For a piece of a file (whole lines, read in parts): ``first_line`` is the number of its first
+    line, and ``bom=False`` keeps a mark at its start (only the file's first bytes may hold one to
+    drop).
     """
     if bom and data.startswith(BOM):
         data = data[len(BOM):]
@@ -80,7 +85,8 @@ def check_utf8(data: bytes, source: str | Path, *, first_line: int = 1, bom: boo
 
 
 def decode_text(data: bytes, source: str | Path) -> str:
-    """The text of a file (BOM dropped, line endings untouched); bytes that are not UTF-8 name their line."""
+    """The text of a file (BOM dropped, line endings untouched); bytes that are not UTF-8 name their
+    line."""
     return check_utf8(data, source).decode("utf-8")
 
 
@@ -98,7 +104,8 @@ def first_line(text: str) -> str:
 
 
 def iter_lines(data: bytes, source: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, decoded line)``; bytes that are not UTF-8 raise an error naming the line."""
+    """Yield ``(line number, decoded line)``; bytes that are not UTF-8 raise an error naming the
+    line."""
     data = normalize_lines(data, source)
     for number, raw in enumerate(data.split(b"\n"), start=1):
         yield number, raw.decode("utf-8")
@@ -121,7 +128,8 @@ def parse_float(text: str, *, source, line: int | None, field: str) -> float:
 
 
 def parse_int(text: str, *, source, line: int | None, field: str) -> int:
-    """A decimal integer within int64 (``2``, ``-1``, ``+3``, ``2.0``); anything else names the line and field.
+    """A decimal integer within int64 (``2``, ``-1``, ``+3``, ``2.0``); anything else names the line
+    and field.
 
     Example:
         >>> parse_int("2.0", source="qrels", line=1, field="relevance")
@@ -226,7 +234,8 @@ def csv_reader(text: str, delimiter: str):
 
 
 def iter_csv_rows(text: str, delimiter: str, *, source) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line where the row starts, fields)`` for every row, blank rows included; csv errors name the line."""
+    """Yield ``(line where the row starts, fields)`` for every row, blank rows included; csv errors
+    name the line."""
     reader = csv_reader(text, delimiter)
     start = 1
     while True:

@@ -2,15 +2,16 @@
 
 One definition of a valid file, whichever reader runs: UTF-8 text (a leading byte-order mark is
 dropped, other bytes that are not UTF-8 are an error naming the line); lines end in LF, CRLF or CR;
-fields are separated by any run of ASCII whitespace (space, tab, VT, FF), as trec_eval splits them; a
-line whose first field starts with ``#`` is a comment; a score is a finite ASCII decimal number (``inf``,
-``nan`` and values beyond the float range such as ``1e400`` are errors, where trec_eval's ``atof`` would
-read inf); a grade is an ASCII decimal integer within int64 (``2``, ``-1``, ``2.0``; not ``0x10``).
+fields are separated by any run of ASCII whitespace (space, tab, VT, FF), as trec_eval splits them;
+a line whose first field starts with ``#`` is a comment; a score is a finite ASCII decimal number
+(``inf``, ``nan`` and values beyond the float range such as ``1e400`` are errors, where trec_eval's
+``atof`` would read inf); a grade is an ASCII decimal integer within int64 (``2``, ``-1``, ``2.0``;
+not ``0x10``).
 
-Well-formed files (exactly one space, or exactly one tab, between fields, no other whitespace, the same
-field count on every line) are parsed by Arrow's multi-threaded CSV reader; anything else, and every
-file with an error, goes through the exact line-by-line reader, so both give the same result or the
-same error, and messages always name the right line.
+Well-formed files (exactly one space, or exactly one tab, between fields, no other whitespace, the
+same field count on every line) are parsed by Arrow's multi-threaded CSV reader; anything else, and
+every file with an error, goes through the exact line-by-line reader, so both give the same result
+or the same error, and messages always name the right line.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ _OTHER_WHITESPACE = {b" ": (b"\t", b"\x0b", b"\x0c"), b"\t": (b" ", b"\x0b", b"\
 
 
 def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
-    """Read a TREC run: ``qid iter docno rank score run_id`` (extra fields ignored, ``#`` lines skipped).
+    """Read a TREC run: ``qid iter docno rank score run_id`` (extra fields ignored, ``#`` lines
+    skipped).
 
     Ranking is by score, ties by doc id in descending byte order (trec_eval's rule); the ``rank``
     column is ignored, as trec_eval does.
@@ -74,8 +76,9 @@ NO_RUN_LINES = "no run lines (only comments or blank lines)"
 
 
 def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = True) -> bytes:
-    """:func:`normalize_lines` for run lines; when bytes are not UTF-8, an error on an earlier line is
-    reported first, so the first bad line is named whether the file is read whole or in pieces."""
+    """:func:`normalize_lines` for run lines; when bytes are not UTF-8, an error on an earlier line
+    is reported first, so the first bad line is named whether the file is read whole or in pieces.
+    """
     try:
         return normalize_lines(raw, path, first_line=first_line, bom=bom)
     except InputError as exc:
@@ -89,11 +92,11 @@ def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = T
 def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
               line_ends: int | None = None) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray,
                                                      np.ndarray, np.ndarray]:
-    r"""Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a run file
-    (from :func:`normalize_lines`), the first numbered ``first_line`` (``line_ends``: its count of LF, when
-    known). Read by :func:`read_trec_run`'s own two readers (Arrow when it takes the piece and every score
-    is finite, else line by line), so a file read in pieces (:mod:`rankwise.data.stream`) is accepted or
-    refused exactly as read whole.
+    r"""Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a
+    run file (from :func:`normalize_lines`), the first numbered ``first_line`` (``line_ends``: its
+    count of LF, when known). Read by :func:`read_trec_run`'s own two readers (Arrow when it takes
+    the piece and every score is finite, else line by line), so a file read in pieces
+    (:mod:`rankwise.data.stream`) is accepted or refused exactly as read whole.
 
     Example:
         >>> q, d, s, lines = run_piece(b"# c\nq1 Q0 d1 1 2.5 s\n", "run.trec", first_line=10)
@@ -114,8 +117,9 @@ def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
 
 
 def _row_lines(data: bytes, first_line: int) -> np.ndarray:
-    """Numbers of the lines of ``data`` (LF line ends) that are neither empty nor start with ``#``: the
-    rows of a piece the fast path took (it takes no blank line holding whitespace, no indented comment)."""
+    """Numbers of the lines of ``data`` (LF line ends) that are neither empty nor start with ``#``:
+    the rows of a piece the fast path took (it takes no blank line holding whitespace, no indented
+    comment)."""
     chars = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(chars == 10)
     starts = np.concatenate(([0], ends + 1))
@@ -143,8 +147,9 @@ def _exact_run_columns(data: bytes, path: str | Path, *, first_line: int = 1):
 
 
 def run_tag(path: str | Path) -> str | None:
-    """A TREC run file's tag as trec_eval reports it (its ``runid``): the 6th field of the file's last
-    line that is neither blank nor a comment; None when that line has fewer fields. Reads the file's end.
+    """A TREC run file's tag as trec_eval reports it (its ``runid``): the 6th field of the file's
+    last line that is neither blank nor a comment; None when that line has fewer fields. Reads the
+    file's end.
 
     Example:
         >>> run_tag("run.trec")  # doctest: +SKIP
@@ -204,10 +209,11 @@ def read_trec_qrels(path: str | Path) -> Qrels:
 
 
 def _iter_fields(data: bytes, first_line: int = 1):
-    """Yield ``(line number, fields)`` of the non-blank, non-comment lines, split on ASCII whitespace.
+    """Yield ``(line number, fields)`` of the non-blank, non-comment lines, split on ASCII
+    whitespace.
 
-    ``data`` comes from :func:`normalize_lines` (UTF-8 checked, LF line ends). A line is a comment when
-    its first field starts with ``#``.
+    ``data`` comes from :func:`normalize_lines` (UTF-8 checked, LF line ends). A line is a comment
+    when its first field starts with ``#``.
     """
     for number, raw in enumerate(data.split(b"\n"), start=first_line):
         fields = raw.split()
@@ -226,10 +232,11 @@ def _decimal_ints(strings) -> np.ndarray | None:
 
 
 def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
-    """Parse a well-formed file (one space, or one tab, between fields) with Arrow; None if it is not.
+    """Parse a well-formed file (one space, or one tab, between fields) with Arrow; None if it is
+    not.
 
-    ``data`` comes from :func:`normalize_lines`. Comment lines are skipped. ``None`` whenever the result
-    could differ from splitting every line on whitespace: then the exact reader runs.
+    ``data`` comes from :func:`normalize_lines`. Comment lines are skipped. ``None`` whenever the
+    result could differ from splitting every line on whitespace: then the exact reader runs.
     """
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
@@ -239,9 +246,10 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     if len(first.split(delimiter)) != len(names):
         return None
-    # another whitespace byte (splitting on runs of whitespace would cut a field Arrow keeps whole), or a
-    # second byte-order mark (Arrow would drop it; it belongs to the first id): the exact reader decides.
-    # Empty fields (doubled, leading or trailing delimiters) are looked for in the parsed columns below.
+    # another whitespace byte (splitting on runs of whitespace would cut a field Arrow keeps whole),
+    # or a second byte-order mark (Arrow would drop it; it belongs to the first id): the exact
+    # reader decides. Empty fields (doubled, leading or trailing delimiters) are looked for in the
+    # parsed columns below.
     if data.startswith(b"\xef\xbb\xbf") or any(w in data for w in _OTHER_WHITESPACE[delimiter]):
         return None
     buffer = pa.py_buffer(data)
@@ -282,7 +290,8 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
             return None
     cols = {n: table.column(n) for n in types}  # chunked: the Run builder copies what it keeps once
     if comments or head_has_comments or _starts_with_hash(cols["query_id"]):
-        # comment lines with the same number of fields were parsed as rows: drop rows starting with '#'
+        # comment lines with the same number of fields were parsed as rows: drop rows starting with
+        # '#'
         keep = pc.invert(pc.starts_with(cols["query_id"], "#"))
         cols = {n: c.filter(keep) for n, c in cols.items()}
         if len(cols["query_id"]) == 0:

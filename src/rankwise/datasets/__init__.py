@@ -209,7 +209,8 @@ def load_bundled_questions(name: str | PathLike = "kestrel") -> list[Question]:
 
 
 def load_bundled_testset(name: str | PathLike = "kestrel") -> TestSet:
-    """The questions as a :class:`~rankwise.data.testset.TestSet`: reference answers and passages, no chunks.
+    """The questions as a :class:`~rankwise.data.testset.TestSet`: reference answers and passages,
+    no chunks.
 
     Example:
         >>> ts = load_bundled_testset("kestrel")

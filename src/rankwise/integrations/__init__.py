@@ -1,14 +1,15 @@
 """Where teams already work: a pytest plugin, MLflow, and a GitHub Action.
 
-- :mod:`rankwise.integrations.testing` (face: :mod:`rankwise.testing`): :func:`assert_no_regression`,
-  :func:`assert_retrieval`; :mod:`rankwise.integrations.pytest_plugin`: ``--rankwise-baseline``,
+- :mod:`rankwise.integrations.testing` (face: :mod:`rankwise.testing`):
+  :func:`assert_no_regression`, :func:`assert_retrieval`;
+  :mod:`rankwise.integrations.pytest_plugin`: ``--rankwise-baseline``,
   ``--rankwise-update-baseline`` and fixtures;
-- :mod:`rankwise.integrations.mlflow` (face: :mod:`rankwise.mlflow`): :func:`log` a result to MLflow,
-  :func:`scorers` (rankwise metrics as MLflow GenAI scorers);
+- :mod:`rankwise.integrations.mlflow` (face: :mod:`rankwise.mlflow`): :func:`log` a result to
+  MLflow, :func:`scorers` (rankwise metrics as MLflow GenAI scorers);
 - :mod:`rankwise.integrations.github`: the GitHub Action's gate (job summary, outputs, HTML report).
 
-Nothing here is imported until asked for (MLflow and pytest are heavy); this layer sits above analysis,
-metrics and report, and nothing below imports it.
+Nothing here is imported until asked for (MLflow and pytest are heavy); this layer sits above
+analysis, metrics and report, and nothing below imports it.
 
 Example:
     >>> import rankwise.integrations as integrations

@@ -1,12 +1,17 @@
 """An MLflow tracking URI checked before any work: one line for each way it cannot be logged to.
 
-MLflow meets a bad tracking URI late and loudly: a file store raises (MLflow 3 put the file backend in
-maintenance mode), an SQLite file that cannot be opened is retried for minutes, a refused server is retried
-with backoff, a corrupt database or an unknown scheme ends in a long traceback. :func:`check_tracking_uri`
-finds each of these in a few seconds, before anything is computed, and says which it is in one line.
+MLflow meets a bad tracking URI late and loudly: a file store raises (MLflow 3 put the file backend
+in maintenance mode), an SQLite file that cannot be opened is retried for minutes, a refused server
+is retried with backoff, a corrupt database or an unknown scheme ends in a long traceback.
+:func:`check_tracking_uri` finds each of these in a few seconds, before anything is computed, and
+says which it is in one line.
 
 Example:
-    >>> sqlite_path("sqlite:////tmp/m.db"), sqlite_path("sqlite:///m.db?mode=rwc"), sqlite_path("sqlite://")
+    >>> (
+    ...     sqlite_path("sqlite:////tmp/m.db"),
+    ...     sqlite_path("sqlite:///m.db?mode=rwc"),
+    ...     sqlite_path("sqlite://"),
+    ... )
     ('/tmp/m.db', 'm.db', '')
 """
 
@@ -43,7 +48,8 @@ def _fail(uri: str, problem: str) -> InputError:
 
 
 def sqlite_path(uri: str) -> str:
-    """The database file of an ``sqlite://`` URI as SQLAlchemy reads it ('' or ':memory:': in memory)."""
+    """The database file of an ``sqlite://`` URI as SQLAlchemy reads it ('' or ':memory:': in
+    memory)."""
     rest = uri[len("sqlite://"):].split("?", 1)[0]
     return urllib.parse.unquote(rest[1:] if rest.startswith("/") else rest)
 
@@ -111,7 +117,8 @@ def _sqlite_file(uri: str, name: str) -> None:
 
 
 def _write_probe(path: Path) -> None:
-    """Read the schema, then write a table and roll it back: what logging a run needs of the file."""
+    """Read the schema, then write a table and roll it back: what logging a run needs of the file.
+    """
     con = sqlite3.connect(path, timeout=PROBE_SECONDS, isolation_level=None)
     try:
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -137,7 +144,8 @@ def _sqlite_problem(name: str, exc: sqlite3.Error, created: bool) -> str:
 
 
 def _within(task, what: str, where: str, uri: str) -> None:
-    """Run ``task`` (a connection) in a thread given :data:`PROBE_SECONDS` (a name lookup included)."""
+    """Run ``task`` (a connection) in a thread given :data:`PROBE_SECONDS` (a name lookup included).
+    """
     outcome: list[BaseException | None] = []
 
     def run() -> None:
@@ -211,15 +219,16 @@ def import_mlflow() -> Any:
     return mlflow
 
 
-# MLflow's and its database migrations' loggers, whose INFO lines ("Creating initial MLflow database tables",
-# "Context impl SQLiteImpl") a rankwise command would otherwise print on the caller's stderr
+# MLflow's and its database migrations' loggers, whose INFO lines ("Creating initial MLflow database
+# tables", "Context impl SQLiteImpl") a rankwise command would otherwise print on the caller's
+# stderr
 _CHATTY = ("mlflow", "alembic", "alembic.runtime.migration")
 
 
 @contextlib.contextmanager
 def borrowed_mlflow(mlflow: Any, tracking_uri: str | None, experiment: str | None) -> Iterator[None]:
-    """Point MLflow at ``tracking_uri`` / ``experiment`` and quiet its INFO lines for the block; afterwards the
-    caller's tracking URI, active experiment and logger levels are what they were.
+    """Point MLflow at ``tracking_uri`` / ``experiment`` and quiet its INFO lines for the block;
+    afterwards the caller's tracking URI, active experiment and logger levels are what they were.
 
     Example:
         >>> import mlflow
@@ -261,11 +270,11 @@ def borrowed_mlflow(mlflow: Any, tracking_uri: str | None, experiment: str | Non
 
 
 def check_tracking_uri(uri: str | None = None) -> str:
-    """The tracking URI MLflow would log to (``uri``, else ``$MLFLOW_TRACKING_URI``, else MLflow's default),
-    checked before any work; each way it cannot be logged to is an :class:`InputError` of one line: a file
-    store (MLflow 3 refuses it: use ``sqlite:///PATH``), an SQLite file that cannot be created, opened or
-    written, or is corrupt, a server that refuses or does not answer within :data:`PROBE_SECONDS`, a scheme
-    MLflow does not know, MLflow not installed.
+    """The tracking URI MLflow would log to (``uri``, else ``$MLFLOW_TRACKING_URI``, else MLflow's
+    default), checked before any work; each way it cannot be logged to is an :class:`InputError` of
+    one line: a file store (MLflow 3 refuses it: use ``sqlite:///PATH``), an SQLite file that cannot
+    be created, opened or written, or is corrupt, a server that refuses or does not answer within
+    :data:`PROBE_SECONDS`, a scheme MLflow does not know, MLflow not installed.
 
     Example:
         >>> check_tracking_uri("file:///tmp/mlruns")

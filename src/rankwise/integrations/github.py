@@ -1,10 +1,12 @@
-"""The GitHub Action's gate: ``python -m rankwise.integrations.github --baseline B --candidate C ...``.
+"""The GitHub Action's gate: ``python -m rankwise.integrations.github --baseline B --candidate C
+...``.
 
-It runs :func:`rankwise.gate`, writes a Markdown summary (table with significance marks, the queries that
-lost most) to ``$GITHUB_STEP_SUMMARY``, the HTML report to ``--html`` (the full comparison report when both
-sides are runs or RAG records; the gate's table otherwise) and ``passed``, ``exit-code``, ``failed`` and
-``report`` to ``$GITHUB_OUTPUT``. Exit codes as ``rankwise gate``: 1 on a regression, 0 otherwise, 2 on bad
-input (the summary then says what was wrong). ``action.yml`` at the repository's root calls it.
+It runs :func:`rankwise.gate`, writes a Markdown summary (table with significance marks, the queries
+that lost most) to ``$GITHUB_STEP_SUMMARY``, the HTML report to ``--html`` (the full comparison
+report when both sides are runs or RAG records; the gate's table otherwise) and ``passed``,
+``exit-code``, ``failed`` and ``report`` to ``$GITHUB_OUTPUT``. Exit codes as ``rankwise gate``: 1
+on a regression, 0 otherwise, 2 on bad input (the summary then says what was wrong). ``action.yml``
+at the repository's root calls it.
 
 Example:
     >>> split_list(["ndcg@10,recall@100", "P@5"]), split_list(["ndcg@10=0.4 recall@5=0.6"])
@@ -28,7 +30,8 @@ from rankwise.errors import InputError, RankwiseError
 
 __all__ = ["github_gate", "split_list", "main", "parser"]
 
-#: the library's parameter names -> this script's flags (and the action's inputs), for error messages
+#: the library's parameter names -> this script's flags (and the action's inputs), for error
+#: messages
 FLAGS = {"baseline": "--baseline", "candidate": "--candidate", "qrels": "--qrels", "metric": "--metrics",
          "metrics": "--metrics", "floors": "--floors", "alpha": "--alpha", "max_drop": "--max-drop",
          "relevance": "--relevance", "labels": "--labels", "allow_query_mismatch": "--allow-query-mismatch",
@@ -41,7 +44,8 @@ def split_list(values: Iterable[str]) -> list[str]:
 
 
 def _append(path: str | PathLike | None, text: str) -> None:
-    """Append to the runner's file (its own: appended, not replaced), the signals deferred meanwhile."""
+    """Append to the runner's file (its own: appended, not replaced), the signals deferred
+    meanwhile."""
     if path:
         from rankwise._signals import signals_deferred
 
@@ -51,7 +55,8 @@ def _append(path: str | PathLike | None, text: str) -> None:
 
 def _html_report(path: Path, result: GateResult, baseline: Any, candidate: Any, *, qrels: Any,
                  relevance: str | None, labels: Any, metrics: list[str]) -> None:
-    """The comparison report when both sides are runs (with qrels) or RAG records; else the gate's page."""
+    """The comparison report when both sides are runs (with qrels) or RAG records; else the gate's
+    page."""
     from rankwise.analysis.sides import input_kind
 
     notes = [("gate passed" if result.passed else "gate FAILED: " + ", ".join(c.metric for c in result.failed))]
@@ -90,16 +95,19 @@ def github_gate(baseline: Any, candidate: Any, metrics: Iterable[str] | str = ()
                 relevance: str | None = None, labels: Any = None, html: str | PathLike | None = None,
                 summary: str | PathLike | None = None, output: str | PathLike | None = None,
                 **gate_options: Any) -> GateResult:
-    """Gate ``candidate`` against ``baseline`` (as :func:`rankwise.gate`) and report it the GitHub way:
-    Markdown to ``summary`` (default ``$GITHUB_STEP_SUMMARY``), ``passed``/``exit-code``/``failed``/``report``
-    to ``output`` (default ``$GITHUB_OUTPUT``), the HTML report to ``html``. ``floors``: a mapping, or
-    ``METRIC=VALUE`` items (comma- or space-separated); ``alpha``, ``max_drop``: numbers, or their text (empty:
-    the default). Bad input raises the gate's
-    :class:`~rankwise.errors.InputError` after the summary says what was wrong.
+    """Gate ``candidate`` against ``baseline`` (as :func:`rankwise.gate`) and report it the GitHub
+    way: Markdown to ``summary`` (default ``$GITHUB_STEP_SUMMARY``),
+    ``passed``/``exit-code``/``failed``/``report`` to ``output`` (default ``$GITHUB_OUTPUT``), the
+    HTML report to ``html``. ``floors``: a mapping, or ``METRIC=VALUE`` items (comma- or
+    space-separated); ``alpha``, ``max_drop``: numbers, or their text (empty: the default). Bad
+    input raises the gate's :class:`~rankwise.errors.InputError` after the summary says what was
+    wrong.
 
     Example:
         >>> qrels = {f"q{i}": {"a": 1} for i in range(20)}
-        >>> r = github_gate({q: ["a"] for q in qrels}, {q: ["x", "a"] for q in qrels}, "mrr", qrels=qrels)
+        >>> r = github_gate(
+        ...     {q: ["a"] for q in qrels}, {q: ["x", "a"] for q in qrels}, "mrr", qrels=qrels
+        ... )
         >>> r.exit_code
         1
     """
@@ -146,10 +154,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    """The script's flags (the action passes every input as one of them; an empty value means the default).
+    """The script's flags (the action passes every input as one of them; an empty value means the
+    default).
 
     Example:
-        >>> args = parser().parse_args(["--baseline", "b.json", "--candidate", "c.trec", "--alpha", ""])
+        >>> args = parser().parse_args(
+        ...     ["--baseline", "b.json", "--candidate", "c.trec", "--alpha", ""]
+        ... )
         >>> args.alpha, args.html
         ('', 'rankwise-gate.html')
     """
@@ -178,7 +189,8 @@ def _number(text: str, default: float, field: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The action's entry point: parse the flags, run :func:`github_gate`, print the verdict; the exit code.
+    """The action's entry point: parse the flags, run :func:`github_gate`, print the verdict; the
+    exit code.
 
     Example:
         >>> import contextlib, io

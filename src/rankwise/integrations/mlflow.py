@@ -1,12 +1,14 @@
-"""rankwise results in MLflow: :func:`log` a result as a run, and rankwise metrics as MLflow GenAI scorers.
+"""rankwise results in MLflow: :func:`log` a result as a run, and rankwise metrics as MLflow GenAI
+scorers.
 
-:func:`log` takes what ``rankwise eval``, ``eval-rag``, ``compare(-rag)``, ``gate`` and ``sweep`` compute
-(an EvalResult / RagResult, a ComparisonResult, a GateResult, a SweepResult) and logs, in one run: the metric
-means under MLflow-safe names (``ndcg@10`` -> ``ndcg_at_10``), the parameters (verdict source, R basis,
-cutoffs, judge model and prompt version when an LLM judged), the per-query table (``mlflow.log_table``:
-``per_query.parquet`` with every digit, ``per_query.json`` for MLflow's table view, which keeps 10), and the HTML report and records as artifacts. A sweep logs one child run per
-configuration. :func:`scorers` gives rankwise metrics as ``mlflow.genai`` scorers: on traces with RETRIEVER
-spans, ``mlflow.genai.evaluate`` gets rankwise's exact values (each case scored by
+:func:`log` takes what ``rankwise eval``, ``eval-rag``, ``compare(-rag)``, ``gate`` and ``sweep``
+compute (an EvalResult / RagResult, a ComparisonResult, a GateResult, a SweepResult) and logs, in
+one run: the metric means under MLflow-safe names (``ndcg@10`` -> ``ndcg_at_10``), the parameters
+(verdict source, R basis, cutoffs, judge model and prompt version when an LLM judged), the per-query
+table (``mlflow.log_table``: ``per_query.parquet`` with every digit, ``per_query.json`` for MLflow's
+table view, which keeps 10), and the HTML report and records as artifacts. A sweep logs one child
+run per configuration. :func:`scorers` gives rankwise metrics as ``mlflow.genai`` scorers: on traces
+with RETRIEVER spans, ``mlflow.genai.evaluate`` gets rankwise's exact values (each case scored by
 :func:`rankwise.evaluate_rag`; the ``/mean`` aggregate is rankwise's mean).
 
 MLflow is imported only when a function here runs (``pip install "rankwise[mlflow]"``).
@@ -119,7 +121,8 @@ def _per_query_table(ids: Sequence[str], metrics: Sequence[str], columns: Mappin
 
 
 def _log_table(mlflow: Any, table: Any, name: str) -> None:
-    """``name.parquet`` (every digit) and ``name.json`` (MLflow's table view, which writes 10 significant digits)."""
+    """``name.parquet`` (every digit) and ``name.json`` (MLflow's table view, which writes 10
+    significant digits)."""
     mlflow.log_table(table, f"{name}.parquet")
     mlflow.log_table(table, f"{name}.json")
 
@@ -194,7 +197,8 @@ def _log_gate(mlflow: Any, result: Any) -> None:
 
 
 def _log_sweep(mlflow: Any, result: Any, tmp: Path) -> list[str]:
-    """The sweep's settings and best configurations on the parent run; one child run per configuration."""
+    """The sweep's settings and best configurations on the parent run; one child run per
+    configuration."""
     best = {f"best.{mlflow_name(m)}": v for m, (_, v) in result.best.items()}
     mlflow.log_metrics(_metrics(best))
     params = {"metrics": ",".join(result.metrics), "cutoffs": _cutoffs(result.metrics), "baseline": result.baseline,
@@ -229,23 +233,26 @@ def log(result: Any, *, experiment: str | None = None, tracking_uri: str | None 
         run_name: str | None = None, html: str | PathLike | None = None,
         records: str | PathLike | Sequence[str | PathLike] | None = None, params: Mapping[str, Any] | None = None,
         tags: Mapping[str, str] | None = None, nested: bool = False) -> str:
-    """Log a rankwise result to MLflow as one run (a sweep: a parent run and a child per configuration);
-    returns the run id.
+    """Log a rankwise result to MLflow as one run (a sweep: a parent run and a child per
+    configuration); returns the run id.
 
     Args:
-        result: an EvalResult / RagResult (``evaluate``, ``evaluate_rag``), a ComparisonResult (``compare``,
-            ``compare_records``), a GateResult (``gate``) or a SweepResult (``sweep``).
+        result: an EvalResult / RagResult (``evaluate``, ``evaluate_rag``), a ComparisonResult
+            (``compare``, ``compare_records``), a GateResult (``gate``) or a SweepResult
+            (``sweep``).
         experiment: experiment name (created if needed; default MLflow's active one).
-        tracking_uri: e.g. ``sqlite:///mlflow.db`` (default: ``$MLFLOW_TRACKING_URI``, else MLflow's default).
+        tracking_uri: e.g. ``sqlite:///mlflow.db`` (default: ``$MLFLOW_TRACKING_URI``, else MLflow's
+            default).
         html: an HTML report to attach (artifact folder ``report``).
-        records: records / result files to attach (artifact folder ``records``); a RagResult's own records
-            are attached whatever this says.
+        records: records / result files to attach (artifact folder ``records``); a RagResult's own
+            records are attached whatever this says.
         params, tags: more parameters and tags for the run.
         nested: start the run as a child of the active run.
 
-    The caller's own tracking URI and active experiment are unchanged afterwards, and MLflow's INFO lines are
-    kept off stderr while logging. The tracking URI is checked first (:func:`check_tracking_uri`: an :class:`InputError` in seconds); a store
-    or server that fails while logging raises :class:`MlflowLogError` (one line).
+    The caller's own tracking URI and active experiment are unchanged afterwards, and MLflow's INFO
+    lines are kept off stderr while logging. The tracking URI is checked first
+    (:func:`check_tracking_uri`: an :class:`InputError` in seconds); a store or server that fails
+    while logging raises :class:`MlflowLogError` (one line).
 
     Example:
         >>> import rankwise
@@ -305,9 +312,11 @@ def _log_run(mlflow: Any, result: Any, kind: str, *, run_name: str | None, html:
         return run.info.run_id
 
 
-# --------------------------------------------------------------------------------------------- GenAI scorers
+# ---------------------------------------------------------------------------------------------
+# GenAI scorers
 def _retriever_documents(trace: Any) -> list[dict]:
-    """The documents of the trace's first top-level RETRIEVER span, in rank order (``[]`` when none)."""
+    """The documents of the trace's first top-level RETRIEVER span, in rank order (``[]`` when
+    none)."""
     from mlflow.entities import SpanType
 
     spans = trace.search_spans(span_type=SpanType.RETRIEVER) if trace is not None else []
@@ -339,7 +348,8 @@ def _retriever_documents(trace: Any) -> list[dict]:
 
 
 def _list_of(exp: Mapping[str, Any], key: str, kinds: Any, what: str) -> list:
-    """``exp[key]`` as a list of ``kinds`` (absent or empty: ``[]``); anything else is an InputError."""
+    """``exp[key]`` as a list of ``kinds`` (absent or empty: ``[]``); anything else is an
+    InputError."""
     value = exp.get(key)
     if value is None or value == []:
         return []
@@ -394,10 +404,11 @@ def scorers(metrics: Iterable[str] | str = ("ndcg@10", "recall@10", "mrr@10"), *
     """rankwise metrics as MLflow GenAI scorers (one per metric, named MLflow-safe: ``ndcg_at_10``).
 
     Each scores a trace's first top-level RETRIEVER span against the row's expectations (see
-    :func:`case_from_trace`) with :func:`rankwise.evaluate_rag` under ``relevance`` (default: ``ids`` when the
-    expectations give document ids, on the chunks' ``doc_uri``; else ``containment``); ``options`` go to
-    ``evaluate_rag``. A case that cannot be scored is scored 0 (rankwise's default) with the reason as the
-    rationale. The ``/mean`` aggregate is rankwise's own mean of the per-case values.
+    :func:`case_from_trace`) with :func:`rankwise.evaluate_rag` under ``relevance`` (default:
+    ``ids`` when the expectations give document ids, on the chunks' ``doc_uri``; else
+    ``containment``); ``options`` go to ``evaluate_rag``. A case that cannot be scored is scored 0
+    (rankwise's default) with the reason as the rationale. The ``/mean`` aggregate is rankwise's own
+    mean of the per-case values.
 
     Example:
         >>> [s.name for s in scorers(["ndcg@10", "P@5"])]

@@ -1,10 +1,11 @@
-"""rankwise's pytest plugin (entry point ``pytest11``): baseline options, fixtures, and a summary line.
+"""rankwise's pytest plugin (entry point ``pytest11``): baseline options, fixtures, and a summary
+line.
 
 Options: ``--rankwise-baseline PATH`` (the default baseline of
 :func:`rankwise.testing.assert_no_regression`, and the ``rankwise_baseline`` fixture) and
-``--rankwise-update-baseline`` (accept the candidate as the new baseline on purpose: the assertion writes it
-and passes; the session's summary lists what was written). Fixtures: ``rankwise_baseline`` (the path, or
-None), ``rankwise_update_baseline`` (bool).
+``--rankwise-update-baseline`` (accept the candidate as the new baseline on purpose: the assertion
+writes it and passes; the session's summary lists what was written). Fixtures: ``rankwise_baseline``
+(the path, or None), ``rankwise_update_baseline`` (bool).
 
 Example:
     >>> import rankwise.integrations.pytest_plugin as plugin
@@ -62,8 +63,8 @@ def rankwise_baseline(pytestconfig: pytest.Config) -> Path | None:
 
 
 def _absolute(path: str) -> Path:
-    """``path`` made absolute, symlinks resolved where they lead somewhere (a loop: left as it is, for the
-    reader's or the output guard's one-line error)."""
+    """``path`` made absolute, symlinks resolved where they lead somewhere (a loop: left as it is,
+    for the reader's or the output guard's one-line error)."""
     try:
         return Path(path).resolve()
     except (OSError, RuntimeError):
@@ -78,10 +79,10 @@ def rankwise_update_baseline(pytestconfig: pytest.Config) -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """A test failed by rankwise's bad-input error (a baseline that is not UTF-8, nested too deeply, missing
-    ...) is reported as its one line, not as a traceback through rankwise's code. A regression
-    (:class:`~rankwise.errors.RegressionError`, an ``AssertionError``) is a failed assertion: pytest reports it
-    as one."""
+    """A test failed by rankwise's bad-input error (a baseline that is not UTF-8, nested too deeply,
+    missing ...) is reported as its one line, not as a traceback through rankwise's code. A
+    regression (:class:`~rankwise.errors.RegressionError`, an ``AssertionError``) is a failed
+    assertion: pytest reports it as one."""
     outcome = yield
     from rankwise.errors import RankwiseError
 

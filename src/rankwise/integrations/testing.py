@@ -1,14 +1,16 @@
-"""Assertions for a plain pytest file: no regression against a baseline, a retriever above its floors.
+"""Assertions for a plain pytest file: no regression against a baseline, a retriever above its
+floors.
 
-:func:`assert_no_regression` runs :func:`rankwise.gate` (the same comparison, test and floors as ``rankwise
-gate``) and raises :class:`RegressionError`, an ``AssertionError`` whose message a reviewer can act on:
-per metric the baseline -> candidate means, the difference with its 95% bootstrap interval and p-value, the
-budget and the floor, then the five queries that lost most, with their ids. :func:`assert_retrieval` runs a
-retriever over a test set and checks each metric's mean against a minimum.
+:func:`assert_no_regression` runs :func:`rankwise.gate` (the same comparison, test and floors as
+``rankwise gate``) and raises :class:`RegressionError`, an ``AssertionError`` whose message a
+reviewer can act on: per metric the baseline -> candidate means, the difference with its 95%
+bootstrap interval and p-value, the budget and the floor, then the five queries that lost most, with
+their ids. :func:`assert_retrieval` runs a retriever over a test set and checks each metric's mean
+against a minimum.
 
-A baseline is accepted on purpose with ``update=True`` (pytest: ``--rankwise-update-baseline``; elsewhere
-``RANKWISE_UPDATE_BASELINE=1``): the candidate's result is written as the baseline and the assertion passes,
-saying so in a warning (and, under pytest, in the session's summary).
+A baseline is accepted on purpose with ``update=True`` (pytest: ``--rankwise-update-baseline``;
+elsewhere ``RANKWISE_UPDATE_BASELINE=1``): the candidate's result is written as the baseline and the
+assertion passes, saying so in a warning (and, under pytest, in the session's summary).
 
 Example:
     >>> qrels = {f"q{i}": {"a": 1} for i in range(20)}
@@ -62,21 +64,24 @@ def assert_no_regression(baseline: Any = None, candidate: Any = None, metrics: I
                          alpha: float = 0.05, max_drop: float = 0.01, floors: Mapping[str, float] | None = None,
                          qrels: Any = None, relevance: str | None = None, labels: Any = None,
                          update: bool | None = None, worst: int = 5, **gate_options: Any) -> GateResult | None:
-    """Fail (``RegressionError``) when the candidate regresses against the baseline, as ``rankwise gate`` does:
-    a metric drops by more than ``max_drop`` and the paired test finds it significant at ``alpha``, or its
-    mean falls below its floor.
+    """Fail (``RegressionError``) when the candidate regresses against the baseline, as ``rankwise
+    gate`` does: a metric drops by more than ``max_drop`` and the paired test finds it significant
+    at ``alpha``, or its mean falls below its floor.
 
-    ``baseline`` and ``candidate`` are runs (with ``qrels``), RAG records / test sets (``relevance``), saved
-    results (``rankwise eval --format json --per-query``) or EvalResults; ``baseline`` defaults to the pytest
-    option ``--rankwise-baseline``. Other ``gate_options`` go to :func:`rankwise.gate` (``test``,
-    ``correction``, ``allow_query_mismatch`` ...). With ``update`` (default: ``--rankwise-update-baseline``),
-    the candidate's result is written as the baseline (a ``.json`` baseline: the candidate scored, per query;
-    another file: a copy of the candidate's file) and None is returned. A baseline file that does not exist
-    is bad input (``InputError``) naming the option that writes it.
+    ``baseline`` and ``candidate`` are runs (with ``qrels``), RAG records / test sets
+    (``relevance``), saved results (``rankwise eval --format json --per-query``) or EvalResults;
+    ``baseline`` defaults to the pytest option ``--rankwise-baseline``. Other ``gate_options`` go to
+    :func:`rankwise.gate` (``test``, ``correction``, ``allow_query_mismatch`` ...). With ``update``
+    (default: ``--rankwise-update-baseline``), the candidate's result is written as the baseline (a
+    ``.json`` baseline: the candidate scored, per query; another file: a copy of the candidate's
+    file) and None is returned. A baseline file that does not exist is bad input (``InputError``)
+    naming the option that writes it.
 
     Example:
         >>> qrels = {"q1": {"a": 1}, "q2": {"a": 1}}
-        >>> assert_no_regression({"q1": ["a"], "q2": ["a"]}, {"q1": ["a"], "q2": ["a"]}, "P@1", qrels=qrels).passed
+        >>> assert_no_regression(
+        ...     {"q1": ["a"], "q2": ["a"]}, {"q1": ["a"], "q2": ["a"]}, "P@1", qrels=qrels
+        ... ).passed
         True
     """
     __tracebackhide__ = True  # pytest shows the test's line and the message, not rankwise's own source
@@ -117,7 +122,8 @@ def _num(x: float | None) -> str:
 
 
 def _check_line(check: MetricCheck, max_drop: float) -> str:
-    """One metric's line: verdict, baseline -> candidate, difference with CI and p, budget and floor."""
+    """One metric's line: verdict, baseline -> candidate, difference with CI and p, budget and
+    floor."""
     verdict = "FAIL" if check.failed else "pass"
     if check.untested:
         stats = "not tested (no per-query values)"
@@ -133,12 +139,15 @@ def _check_line(check: MetricCheck, max_drop: float) -> str:
 
 
 def regression_message(result: GateResult, baseline: Any = None, candidate: Any = None) -> str:
-    """The message of a failed gate: what was compared and how, one line per metric, the worst queries.
+    """The message of a failed gate: what was compared and how, one line per metric, the worst
+    queries.
 
     Example:
         >>> from rankwise.analysis.gate import gate
         >>> qrels = {f"q{i}": {"a": 1} for i in range(8)}
-        >>> r = gate({q: ["a"] for q in qrels}, {q: ["x", "a"] for q in qrels}, ["mrr"], qrels=qrels)
+        >>> r = gate(
+        ...     {q: ["a"] for q in qrels}, {q: ["x", "a"] for q in qrels}, ["mrr"], qrels=qrels
+        ... )
         >>> print(regression_message(r).splitlines()[-1])
           mrr, the 5 queries that lost most: q0 1.0000 -> 0.5000 (-0.5000), q1 1.0000 -> 0.5000 (-0.5000), q2 1.0000 -> 0.5000 (-0.5000), q3 1.0000 -> 0.5000 (-0.5000), q4 1.0000 -> 0.5000 (-0.5000)
     """
@@ -176,7 +185,8 @@ def _baseline_option(baseline: Any) -> str:
 
 def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: Any, relevance: str | None,
                     labels: Any, gate_options: Mapping[str, Any]) -> Path:
-    """Write the candidate's result as the baseline (a ``.json``: scored per query; else the file copied)."""
+    """Write the candidate's result as the baseline (a ``.json``: scored per query; else the file
+    copied)."""
     from rankwise._atomic import atomic_write, atomic_write_text
     from rankwise._outputs import check_outputs
     from rankwise.analysis.sides import input_kind
@@ -184,7 +194,8 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
     if not isinstance(baseline, (str, PathLike)):
         raise InputError("updating the baseline needs the baseline as a file path", field="baseline")
     path = Path(baseline)
-    # the update target checked before any work, by the one output guard (a baseline is rewritten on purpose)
+    # the update target checked before any work, by the one output guard (a baseline is rewritten on
+    # purpose)
     check_outputs({_baseline_option(baseline): path}, [candidate if isinstance(candidate, (str, PathLike)) else None,
                                                        qrels if isinstance(qrels, (str, PathLike)) else None,
                                                        labels if isinstance(labels, (str, PathLike)) else None],
@@ -240,7 +251,8 @@ def _write_baseline(baseline: Any, candidate: Any, names: list[str], *, qrels: A
 
 
 def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int | None, options: Mapping[str, Any]) -> list:
-    """Per-case records of ``retriever`` (a rankwise pipeline spec, or a framework retriever / callable)."""
+    """Per-case records of ``retriever`` (a rankwise pipeline spec, or a framework retriever /
+    callable)."""
     from rankwise.adapters.run import run_retriever
     from rankwise.data.questions import records_queries
     from rankwise.retrieval.pipeline import RetrieverSpec
@@ -273,20 +285,26 @@ def _records_of(testset: Any, retriever: Any, *, corpus: Any, k: int | None, opt
 def assert_retrieval(testset: Any, retriever: Any, min: Mapping[str, float], *,  # noqa: A002 (the issue's name)
                      corpus: Any = None, k: int | None = None, relevance: str = "span", labels: Any = None,
                      worst: int = 5, **options: Any):
-    """Run ``retriever`` over ``testset`` and fail (``RegressionError``) when a metric's mean is under its
-    minimum; returns the :class:`~rankwise.metrics.rag.RagResult` otherwise.
+    """Run ``retriever`` over ``testset`` and fail (``RegressionError``) when a metric's mean is
+    under its minimum; returns the :class:`~rankwise.metrics.rag.RagResult` otherwise.
 
     ``retriever``: a rankwise pipeline spec (``"bm25"``, ``"hybrid"``, a
-    :class:`~rankwise.retrieval.pipeline.RetrieverSpec`; needs ``corpus``) or a LangChain / LlamaIndex /
-    Haystack retriever or callable (run by :func:`rankwise.run_retriever`). ``relevance``: the verdict source
-    (``span`` by default: the chunks' offsets against the reference spans). ``k``: chunks per question
+    :class:`~rankwise.retrieval.pipeline.RetrieverSpec`; needs ``corpus``) or a LangChain /
+    LlamaIndex / Haystack retriever or callable (run by :func:`rankwise.run_retriever`).
+    ``relevance``: the verdict source
+    (``span`` by default: the chunks' offsets against the reference spans). ``k``: chunks per
+        question
     (default: a framework retriever's own depth, as in :func:`rankwise.run_retriever`; else 10).
     ``options`` go to the runner.
 
     Example:
-        >>> cases = [{"id": "q1", "question": "capital of France?", "reference_context_ids": ["d1"]}]
+        >>> cases = [
+        ...     {"id": "q1", "question": "capital of France?", "reference_context_ids": ["d1"]}
+        ... ]
         >>> corpus = {"d1": "Paris is the capital of France.", "d2": "Rome is in Italy."}
-        >>> assert_retrieval(cases, "bm25", {"ndcg@10": 0.9}, corpus=corpus, relevance="ids").mean["ndcg@10"]
+        >>> assert_retrieval(cases, "bm25", {"ndcg@10": 0.9}, corpus=corpus, relevance="ids").mean[
+        ...     "ndcg@10"
+        ... ]
         1.0
     """
     __tracebackhide__ = True  # pytest shows the test's line and the message, not rankwise's own source

@@ -1,14 +1,16 @@
-"""The LLM service under everything that calls a model (docs/llm-judge.md): any OpenAI-compatible Chat
-Completions endpoint.
+"""The LLM service under everything that calls a model (docs/llm-judge.md): any OpenAI-compatible
+Chat Completions endpoint.
 
-Modules: ``config`` (one :class:`LLMConfig`: endpoint, call policy, prices, cache), ``client`` (async calls:
-concurrency, rate limit, timeout, retries), ``runner`` (the one run loop every LLM task shares: workers,
-repair, cost cap, cache writes, stop, Ctrl-C and SIGTERM, counts), ``cache`` (SQLite store), ``cost``
-(tokens and prices), ``parse`` (tolerant JSON, refusals), ``prompts`` (versioned templates, one loader and
-filler), ``generate`` (answers, correctness checks, rerank grades), ``batch_api`` and ``shard``, ``local``
-(llama.cpp's server with a packaged small model, on loopback: an endpoint with no key).
-The judge that turns replies into verdicts lives in :mod:`rankwise.relevance.llm_judge`; the LLM reranker
-in :mod:`rankwise.retrieval.llm_rerank`; question synthesis in :mod:`rankwise.testsets.synth_run`.
+Modules: ``config`` (one :class:`LLMConfig`: endpoint, call policy, prices, cache), ``client``
+    (async calls:
+concurrency, rate limit, timeout, retries), ``runner`` (the one run loop every LLM task shares:
+workers, repair, cost cap, cache writes, stop, Ctrl-C and SIGTERM, counts), ``cache`` (SQLite
+store), ``cost`` (tokens and prices), ``parse`` (tolerant JSON, refusals), ``prompts`` (versioned
+templates, one loader and filler), ``generate`` (answers, correctness checks, rerank grades),
+``batch_api`` and ``shard``, ``local`` (llama.cpp's server with a packaged small model, on loopback:
+an endpoint with no key). The judge that turns replies into verdicts lives in
+:mod:`rankwise.relevance.llm_judge`; the LLM reranker in :mod:`rankwise.retrieval.llm_rerank`;
+question synthesis in :mod:`rankwise.testsets.synth_run`.
 
 Example:
     >>> from rankwise.llm import Endpoint, CallPolicy

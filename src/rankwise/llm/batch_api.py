@@ -1,38 +1,41 @@
 """Judge jobs through a provider Batch API (OpenAI ``/v1/files`` + ``/v1/batches``), resumable.
 
 The requests are exactly the chat requests the online judge would send (same prompts, same model,
-``max_tokens`` and temperature), one JSONL line each, with ``custom_id`` ``r<N>`` (numbered over the whole
-job). The lines are split into batches of at most ``max_requests`` requests and ``max_bytes`` bytes of
-input file (OpenAI's limits, 50,000 requests and 200 MB, by default). Each batch's file is uploaded
-(purpose ``batch``) and a batch is created (endpoint ``/v1/chat/completions``, window ``24h``).
+``max_tokens`` and temperature), one JSONL line each, with ``custom_id`` ``r<N>`` (numbered over the
+whole job). The lines are split into batches of at most ``max_requests`` requests and ``max_bytes``
+bytes of input file (OpenAI's limits, 50,000 requests and 200 MB, by default). Each batch's file is
+uploaded (purpose ``batch``) and a batch is created (endpoint ``/v1/chat/completions``, window
+``24h``).
 
-Everything is recorded in the verdict cache's SQLite file (table ``batch_parts``, keyed by a SHA-256 of
-the job's request lines and the batch number) as soon as it is known: the split, each uploaded file id,
-each batch id (*before* polling starts) and each batch's downloaded output and error files (table
-``batch_results``). A killed or stopped process, rerun with the same command, resumes the same job: the
-batches already created are polled, not created again (nor paid twice), files already uploaded are not
-uploaded again, the rest is created; results already downloaded are not downloaded again.
+Everything is recorded in the verdict cache's SQLite file (table ``batch_parts``, keyed by a SHA-256
+of the job's request lines and the batch number) as soon as it is known: the split, each uploaded
+file id, each batch id (*before* polling starts) and each batch's downloaded output and error files
+(table ``batch_results``). A killed or stopped process, rerun with the same command, resumes the
+same job: the batches already created are polled, not created again (nor paid twice), files already
+uploaded are not uploaded again, the rest is created; results already downloaded are not downloaded
+again.
 
-When every batch has ended (``completed``, ``expired``, ``cancelled`` or ``failed``), the results are
-merged, each line is mapped back to its chunks by ``custom_id``, parsed with the judge's parser and written
-to the cache. Items that errored, expired, were refused or are unparseable are counted; the CLI then sends
-them through the normal online path (per-chunk calls with retries), or, with ``--max-calls 0``, leaves them
-``missing``.
+When every batch has ended (``completed``, ``expired``, ``cancelled`` or ``failed``), the results
+are merged, each line is mapped back to its chunks by ``custom_id``, parsed with the judge's parser
+and written to the cache. Items that errored, expired, were refused or are unparseable are counted;
+the CLI then sends them through the normal online path (per-chunk calls with retries), or, with
+``--max-calls 0``, leaves them ``missing``.
 
 Every Batch-API call (upload, create, retrieve, download) is retried on HTTP 429 and 5xx, connection
-errors and timeouts, at most ``policy.max_retries`` times, waiting as the reply's ``Retry-After`` says
-or else exponentially longer (``policy.backoff_base`` doubled each time, at most ``policy.backoff_max``).
-A create that got no reply at all is looked up in the batch list before it is sent again, so a batch
-is never created twice. When the retries are exhausted the job stops with a one-line
-:class:`BatchApiError` naming the call and the batch; what was received is on disk.
+errors and timeouts, at most ``policy.max_retries`` times, waiting as the reply's ``Retry-After``
+says or else exponentially longer (``policy.backoff_base`` doubled each time, at most
+``policy.backoff_max``). A create that got no reply at all is looked up in the batch list before it
+is sent again, so a batch is never created twice. When the retries are exhausted the job stops with
+a one-line :class:`BatchApiError` naming the call and the batch; what was received is on disk.
 
-Cost is shown at the batch price: the online prices times ``discount`` (0.5 by default, as OpenAI and
-Anthropic charge).
+Cost is shown at the batch price: the online prices times ``discount`` (0.5 by default, as OpenAI
+and Anthropic charge).
 
 Settings (:class:`BatchSettings`, resolved by :func:`resolve_batch_settings`), first found wins: the
 argument (a ``rankwise judge`` flag), the environment (``RANKWISE_BATCH_POLL``,
-``RANKWISE_BATCH_DISCOUNT``), the ``[llm]`` table of the config file (``batch_poll``, ``batch_discount``,
-``batch_max_requests``, ``batch_max_bytes``), the defaults -- the order every other judge setting follows.
+``RANKWISE_BATCH_DISCOUNT``), the ``[llm]`` table of the config file (``batch_poll``,
+``batch_discount``, ``batch_max_requests``, ``batch_max_bytes``), the defaults -- the order every
+other judge setting follows.
 
 Example::
 
@@ -83,10 +86,12 @@ _RESULTS = """CREATE TABLE IF NOT EXISTS batch_results (
 _KINDS = ("output_file_id", "error_file_id")
 
 
-# ------------------------------------------------------------------------------------------ settings
+# ------------------------------------------------------------------------------------------
+# settings
 @dataclass(frozen=True)
 class BatchSettings:
-    """How a Batch-API job runs: seconds between polls, the price factor, and the limits of one batch.
+    """How a Batch-API job runs: seconds between polls, the price factor, and the limits of one
+    batch.
 
     Example:
         >>> BatchSettings(max_requests=1000).max_bytes
@@ -118,12 +123,15 @@ def resolve_batch_settings(*, config: str | PathLike | None = None, env: Mapping
                            poll_seconds: float | None = None, discount: float | None = None,
                            max_requests: int | None = None, max_bytes: int | None = None) -> BatchSettings:
     """The Batch-API settings: arguments, then the environment (``RANKWISE_BATCH_POLL``,
-    ``RANKWISE_BATCH_DISCOUNT``), then the config file's ``[llm]`` table (``batch_poll``, ``batch_discount``,
-    ``batch_max_requests``, ``batch_max_bytes``), then the defaults -- as :func:`resolve_llm_config` resolves
-    the other settings. ``None`` means "not given". Errors name the variable, or the file and the key.
+    ``RANKWISE_BATCH_DISCOUNT``), then the config file's ``[llm]`` table (``batch_poll``,
+    ``batch_discount``, ``batch_max_requests``, ``batch_max_bytes``), then the defaults -- as
+    :func:`resolve_llm_config` resolves the other settings. ``None`` means "not given". Errors name
+    the variable, or the file and the key.
 
     Example:
-        >>> s = resolve_batch_settings(poll_seconds=5, env={"RANKWISE_BATCH_DISCOUNT": "0.4"}, config=None)
+        >>> s = resolve_batch_settings(
+        ...     poll_seconds=5, env={"RANKWISE_BATCH_DISCOUNT": "0.4"}, config=None
+        ... )
         >>> (s.poll_seconds, s.discount, s.max_requests)
         (5.0, 0.4, 50000)
     """
@@ -164,12 +172,19 @@ def resolve_batch_settings(*, config: str | PathLike | None = None, env: Mapping
 # ------------------------------------------------------------------------------------------ report
 @dataclass
 class BatchReport:
-    """What the batch job did: its batches (ids, final statuses), counts of items ok / failed (with why),
-    tokens, cost, polls, and the Batch-API calls retried.
+    """What the batch job did: its batches (ids, final statuses), counts of items ok / failed (with
+    why), tokens, cost, polls, and the Batch-API calls retried.
 
     Example:
-        >>> r = BatchReport(batch_ids=["b1", "b2"], statuses=["completed", "expired"], requests=4, chunks=4,
-        ...                 ok=3, failed=1, failures={"expired": 1})
+        >>> r = BatchReport(
+        ...     batch_ids=["b1", "b2"],
+        ...     statuses=["completed", "expired"],
+        ...     requests=4,
+        ...     chunks=4,
+        ...     ok=3,
+        ...     failed=1,
+        ...     failures={"expired": 1},
+        ... )
         >>> r.lines()[0]
         '2 batches (b1, b2): completed 1, expired 1; 4 requests for 4 chunks, 3 verdicts, 1 failed (expired 1)'
     """
@@ -221,21 +236,24 @@ class BatchReport:
                 f"batch tokens: {self.prompt_tokens} prompt + {self.completion_tokens} completion; {cost}{retried}"]
 
 
-# ------------------------------------------------------------------------------------------ requests
+# ------------------------------------------------------------------------------------------
+# requests
 class BatchUnit(Protocol):
-    """One call of a :class:`BatchTask`: ``size`` items answered by it, ``batch``: several in one call."""
+    """One call of a :class:`BatchTask`: ``size`` items answered by it, ``batch``: several in one
+    call."""
 
     size: int
     batch: bool
 
 
 class BatchTask(Protocol):
-    """What the Batch API needs of a task, all public (the judge implements it; any task that can be asked
-    in batches may): its endpoint, call policy, prices and cache; the calls still to make; each call's
-    messages, token cap and reply schema; and the cache rows a reply becomes.
+    """What the Batch API needs of a task, all public (the judge implements it; any task that can be
+    asked in batches may): its endpoint, call policy, prices and cache; the calls still to make;
+    each call's messages, token cap and reply schema; and the cache rows a reply becomes.
 
-    ``prepare(cases)`` returns an object with ``units`` (the calls not answered by the cache) and ``keys``.
-    ``cache_rows`` raises :class:`~rankwise.errors.ParseError` when a reply holds nothing usable.
+    ``prepare(cases)`` returns an object with ``units`` (the calls not answered by the cache) and
+    ``keys``. ``cache_rows`` raises :class:`~rankwise.errors.ParseError` when a reply holds nothing
+    usable.
     """
 
     endpoint: Any
@@ -257,9 +275,9 @@ class BatchTask(Protocol):
 
 def build_requests(task: BatchTask, units: Sequence[Any], *,
                    response_format: str = "json_schema") -> list[dict[str, Any]]:
-    """One Batch-API request line per unit: the task's own chat request, ``custom_id`` ``r<N>``, asking for the
-    same reply schema the online path asks for (``response_format``: the level, OpenAI's Batch API takes
-    ``json_schema``; ``text`` sends none)."""
+    """One Batch-API request line per unit: the task's own chat request, ``custom_id`` ``r<N>``,
+    asking for the same reply schema the online path asks for (``response_format``: the level,
+    OpenAI's Batch API takes ``json_schema``; ``text`` sends none)."""
     from rankwise.llm.client import response_format_body
 
     out = []
@@ -277,8 +295,8 @@ def build_requests(task: BatchTask, units: Sequence[Any], *,
 
 def split_requests(lines: Sequence[bytes], max_requests: int, max_bytes: int) -> list[tuple[int, int]]:
     """Split encoded request lines, in order, into batches of at most ``max_requests`` lines and
-    ``max_bytes`` bytes: ``(first line, number of lines)`` per batch. A line longer than ``max_bytes`` alone
-    is an :class:`InputError` (no provider would take it).
+    ``max_bytes`` bytes: ``(first line, number of lines)`` per batch. A line longer than
+    ``max_bytes`` alone is an :class:`InputError` (no provider would take it).
 
     Example:
         >>> split_requests([b"aaaa\\n"] * 5, max_requests=2, max_bytes=100)
@@ -327,8 +345,8 @@ class BatchPlan:
 
 
 def plan_batches(task: BatchTask, cases: Sequence[Any], settings: BatchSettings | None = None) -> BatchPlan:
-    """The batches a :func:`run_batch_job` of ``cases`` would create now (none when the cache has every
-    verdict). Calls nothing (``--dry-run --batch-api``).
+    """The batches a :func:`run_batch_job` of ``cases`` would create now (none when the cache has
+    every verdict). Calls nothing (``--dry-run --batch-api``).
 
     Example::
 
@@ -341,10 +359,11 @@ def plan_batches(task: BatchTask, cases: Sequence[Any], settings: BatchSettings 
                       for first, n in split_requests(lines, opts.max_requests, opts.max_bytes)], opts.discount)
 
 
-# ------------------------------------------------------------------------------------------ HTTP, with retries
+# ------------------------------------------------------------------------------------------ HTTP,
+# with retries
 class _Transient(Exception):
-    """A failure worth retrying: ``why`` for the message, ``retry_after`` from the reply, ``sent``: the
-    request may have reached the server (no reply was read)."""
+    """A failure worth retrying: ``why`` for the message, ``retry_after`` from the reply, ``sent``:
+    the request may have reached the server (no reply was read)."""
 
     def __init__(self, why: str, retry_after: float | None = None, sent: bool = False) -> None:
         super().__init__(why)
@@ -354,8 +373,8 @@ class _Transient(Exception):
 class _Api:
     def __init__(self, base_url: str | None, api_key: str | None, policy: Any,
                  on_status: Callable[[str], None] | None = None) -> None:
-        # credentials in the URL (user:password@) go in an Authorization: Basic header, as the online
-        # client sends them; messages show the URL without them
+        # credentials in the URL (user:password@) go in an Authorization: Basic header, as the
+        # online client sends them; messages show the URL without them
         url, basic = split_credentials((base_url or OPENAI_URL).rstrip("/"))
         self.base = str(url)
         self.shown = mask_url((base_url or OPENAI_URL).rstrip("/"))
@@ -393,9 +412,9 @@ class _Api:
     def call(self, method: str, path: str, what: str, data: bytes | None = None, ctype: str | None = None, *,
              timeout: float | None = None, recover: Callable[[], bytes | None] | None = None,
              min_delay: float = 0.0) -> bytes:
-        """The reply's body; retried on 429/5xx/connection errors/timeouts, waiting at least ``min_delay``;
-        ``recover`` (called after a request that may have been received but got no reply) may supply the
-        reply instead of a resend."""
+        """The reply's body; retried on 429/5xx/connection errors/timeouts, waiting at least
+        ``min_delay``; ``recover`` (called after a request that may have been received but got no
+        reply) may supply the reply instead of a resend."""
         p = self.policy
         attempt = 0
         while True:
@@ -450,10 +469,12 @@ class _Api:
             raise BatchApiError(f"batch API POST /files ({what}): reply has no file id: {raw[:120]!r}") from None
 
     def create(self, file_id: str, fingerprint: str, part: int, what: str, *, look_first: bool = False) -> str:
-        """Create the batch of an uploaded file; ``look_first``: a previous run may have created it (its
-        reply lost, or the process killed before the id was stored): look in the batch list first."""
+        """Create the batch of an uploaded file; ``look_first``: a previous run may have created it
+        (its reply lost, or the process killed before the id was stored): look in the batch list
+        first."""
         def recover() -> bytes | None:
-            """The create may have been received: look for a batch of this input file before sending it again."""
+            """The create may have been received: look for a batch of this input file before sending
+            it again."""
             try:
                 listing = json.loads(self._once("GET", "/batches?limit=100", None, None, self.policy.timeout))
             except (_Transient, BatchApiError, ValueError):
@@ -506,7 +527,8 @@ def _load_parts(db: sqlite3.Connection, fingerprint: str) -> list[_Part]:
 
 
 def _adopt_old_job(db: sqlite3.Connection, fingerprint: str, n_lines: int, n_bytes: int) -> None:
-    """A batch submitted by an older rankwise (table ``batch_jobs``, one batch per job) is resumed, not resent."""
+    """A batch submitted by an older rankwise (table ``batch_jobs``, one batch per job) is resumed,
+    not resent."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='batch_jobs'").fetchone():
         return
     row = db.execute("SELECT batch_id, input_file_id FROM batch_jobs WHERE fingerprint=? AND status!='ingested'",
@@ -522,15 +544,15 @@ def run_batch_job(task: BatchTask, cases: Sequence[Any], *, poll_seconds: float 
                   config: str | PathLike | None = None, settings: BatchSettings | None = None,
                   timeout_hours: float = 48.0, on_status: Callable[[str], None] | None = None,
                   on_progress: Callable[[int, int, int, int], None] | None = None) -> BatchReport:
-    """Ask the calls of ``cases`` not yet answered by ``task.cache`` (the judge's chunks) through the Batch
-    API, split into as many batches as the limits need; the replies go to the cache (the next
-    :meth:`Judge.run` returns them as cached and calls online only for what failed).
+    """Ask the calls of ``cases`` not yet answered by ``task.cache`` (the judge's chunks) through
+    the Batch API, split into as many batches as the limits need; the replies go to the cache (the
+    next :meth:`Judge.run` returns them as cached and calls online only for what failed).
 
-    Resumes the job recorded for the same requests instead of creating other batches. Settings not given
-    are resolved by :func:`resolve_batch_settings` (``settings``, when given, is used as it is).
-    ``on_status`` gets one line per event (batch submitted, resumed, ended, call retried); ``on_progress``
-    gets (batches ended, batches, requests ended, requests) after every poll.
-    Raises :class:`BatchApiError` when a call fails for good (a rerun resumes).
+    Resumes the job recorded for the same requests instead of creating other batches. Settings not
+    given are resolved by :func:`resolve_batch_settings` (``settings``, when given, is used as it
+    is). ``on_status`` gets one line per event (batch submitted, resumed, ended, call retried);
+    ``on_progress`` gets (batches ended, batches, requests ended, requests) after every poll. Raises
+    :class:`BatchApiError` when a call fails for good (a rerun resumes).
 
     Example::
 
@@ -581,11 +603,11 @@ def _collect_results(db: sqlite3.Connection, fingerprint: str, parts: list[_Part
                      report: BatchReport) -> tuple[dict[str, Any], dict[int, str]]:
     """The result line of each request (``custom_id`` -> line) and each request's batch status.
 
-    A provider's output is checked, not trusted: a line whose ``custom_id`` is not one of its batch's
-    requests is counted (``unknown custom_id``) and dropped; a ``custom_id`` given more than once (in the
-    output or error files of its batch) has no trustworthy result: it maps to None, a counted failure
-    (``duplicate custom_id``) of its chunks; a request with no line fails as ``no result`` (or the batch's
-    status, when it did not complete)."""
+    A provider's output is checked, not trusted: a line whose ``custom_id`` is not one of its
+    batch's requests is counted (``unknown custom_id``) and dropped; a ``custom_id`` given more than
+    once (in the output or error files of its batch) has no trustworthy result: it maps to None, a
+    counted failure (``duplicate custom_id``) of its chunks; a request with no line fails as ``no
+    result`` (or the batch's status, when it did not complete)."""
     results: dict[str, Any] = {}
     status_of: dict[int, str] = {}
 
@@ -619,8 +641,8 @@ def _collect_results(db: sqlite3.Connection, fingerprint: str, parts: list[_Part
 def _run_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, lines: list[bytes], opts: BatchSettings,
                timeout_hours: float, report: BatchReport, say: Callable[[str], None],
                progress: Callable[[int, int, int, int], None]) -> list[_Part]:
-    """Create what is not created yet, poll until every batch has ended, download the results (all kept in
-    the database as they come); the parts, ended."""
+    """Create what is not created yet, poll until every batch has ended, download the results (all
+    kept in the database as they come); the parts, ended."""
     parts = _planned_parts(db, fingerprint, lines, opts, report, say)
     _submit_parts(api, db, fingerprint, parts, lines, report, say)
     _poll_parts(api, db, fingerprint, parts, len(lines), opts, timeout_hours, say, progress, report)
@@ -686,7 +708,8 @@ def _submit_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, parts: li
 def _poll_parts(api: _Api, db: sqlite3.Connection, fingerprint: str, parts: list[_Part], n_requests: int,
                 opts: BatchSettings, timeout_hours: float, say: Callable[[str], None],
                 progress: Callable[[int, int, int, int], None], report: BatchReport) -> None:
-    """Poll until every part has ended (or the deadline passes), downloading each ended part's files."""
+    """Poll until every part has ended (or the deadline passes), downloading each ended part's
+    files."""
     done = sum(p.state == "done" for p in parts)
     deadline = time.monotonic() + timeout_hours * 3600
     if done < len(parts):

@@ -1,13 +1,13 @@
-"""The LLM response cache: one SQLite file (WAL), one row per reply had (a chunk's verdict, an answer, a sample),
-written as each arrives; every task that calls a model (judge, synth, pool, answer, utility, rerank) reads and
-fills it.
+"""The LLM response cache: one SQLite file (WAL), one row per reply had (a chunk's verdict, an
+answer, a sample), written as each arrives; every task that calls a model (judge, synth, pool,
+answer, utility, rerank) reads and fills it.
 
 The key is a SHA-256 of everything that decides a reply: model, mode, scale, prompt version, call
-style (per chunk or batch), sampling parameters, question, chunk text, and the reference answer or the
-response when the mode reads it. Each reply is committed as it arrives (by a writer thread, so the
-event loop never waits on the disk), so a killed run loses at most the calls in flight, and rerunning a
-finished job makes no call at all. Only replies that were had are stored; failures are tried again on the
-next run.
+style (per chunk or batch), sampling parameters, question, chunk text, and the reference answer or
+the response when the mode reads it. Each reply is committed as it arrives (by a writer thread, so
+the event loop never waits on the disk), so a killed run loses at most the calls in flight, and
+rerunning a finished job makes no call at all. Only replies that were had are stored; failures are
+tried again on the next run.
 
 Default location: ``$RANKWISE_CACHE``, else ``llm-cache.sqlite`` in ``$RANKWISE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/rankwise/llm-cache.sqlite`` (``~/.cache``); a cache kept under the former name
@@ -60,10 +60,10 @@ FORMER_NAME = "llm-judge.sqlite"  # the default file's name before every LLM tas
 
 
 def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$RANKWISE_CACHE`` (a file), else ``llm-cache.sqlite`` in ``$RANKWISE_CACHE_DIR`` (the folder the embedding
-    cache obeys too), else in ``$XDG_CACHE_HOME/rankwise`` (``~/.cache/rankwise`` by default); in that folder, a
-    cache under the former name ``llm-judge.sqlite`` while no ``llm-cache.sqlite`` exists (its replies are
-    not paid for twice).
+    """``$RANKWISE_CACHE`` (a file), else ``llm-cache.sqlite`` in ``$RANKWISE_CACHE_DIR`` (the
+    folder the embedding cache obeys too), else in ``$XDG_CACHE_HOME/rankwise``
+    (``~/.cache/rankwise`` by default); in that folder, a cache under the former name
+    ``llm-judge.sqlite`` while no ``llm-cache.sqlite`` exists (its replies are not paid for twice).
 
     ``environ``: the variables to read (default ``os.environ``).
 
@@ -85,11 +85,20 @@ def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
 
 def cache_key(*, model: str, mode: str, scale: str, prompt_version: str, style: str, question: str,
               chunk: str, context: str | None, params: dict[str, Any] | None = None) -> str:
-    """SHA-256 hex of the fields that decide a verdict (``context``: reference or response, or None).
+    """SHA-256 hex of the fields that decide a verdict (``context``: reference or response, or
+    None).
 
     Example:
-        >>> k = cache_key(model="m", mode="question", scale="binary", prompt_version="v1", style="single",
-        ...               question="q?", chunk="text", context=None)
+        >>> k = cache_key(
+        ...     model="m",
+        ...     mode="question",
+        ...     scale="binary",
+        ...     prompt_version="v1",
+        ...     style="single",
+        ...     question="q?",
+        ...     chunk="text",
+        ...     context=None,
+        ... )
         >>> len(k)
         64
     """
@@ -141,7 +150,8 @@ class CachedVerdict:
 
 @dataclass
 class CacheStats:
-    """What a cache file holds: total verdicts, and counts per (model, mode, scale, prompt version)."""
+    """What a cache file holds: total verdicts, and counts per (model, mode, scale, prompt version).
+    """
 
     path: str
     size_bytes: int
@@ -191,7 +201,8 @@ class ResponseCache:
         if not tables:
             return
         if not {"meta", "verdicts"} <= tables and not tables <= {"generations"}:
-            # someone else's database (the generations table of synth before prompt v2 is ours): leave it alone
+            # someone else's database (the generations table of synth before prompt v2 is ours):
+            # leave it alone
             self._db.close()
             raise InputError(f"not a rankwise cache: an SQLite file with the tables {sorted(tables)[:5]}; "
                              "use another --cache file", source=self.path)
@@ -217,10 +228,10 @@ class ResponseCache:
         return self.get_many([key]).get(key)
 
     def get_many(self, keys: list[str]) -> dict[str, CachedVerdict]:
-        """Stored verdicts for the keys that have one. A row that no judge could have written (a verdict
-        other than 0/1, a grade outside 0-3, a graded row without a grade, text where a number belongs) is
-        not served: it is a miss (asked again, and overwritten), counted in :attr:`bad_rows` with the first
-        problem in :attr:`bad_example`."""
+        """Stored verdicts for the keys that have one. A row that no judge could have written (a
+        verdict other than 0/1, a grade outside 0-3, a graded row without a grade, text where a
+        number belongs) is not served: it is a miss (asked again, and overwritten), counted in
+        :attr:`bad_rows` with the first problem in :attr:`bad_example`."""
         out: dict[str, CachedVerdict] = {}
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
@@ -292,7 +303,8 @@ class ResponseCache:
                           groups)
 
     def clear(self, *, model: str | None = None, prompt_version: str | None = None) -> int:
-        """Delete stored verdicts (all, or those of one model and/or prompt version); returns how many."""
+        """Delete stored verdicts (all, or those of one model and/or prompt version); returns how
+        many."""
         where, args = [], []
         if model is not None:
             where.append("model = ?")

@@ -1,35 +1,40 @@
-"""Calls to any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM).
+"""Calls to any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, llama.cpp,
+LiteLLM).
 
-Uses the official ``openai`` SDK's ``AsyncOpenAI`` over its aiohttp transport (``openai[aiohttp]``): on
-loopback httpx, the SDK's default, tops out near 330 requests/s, aiohttp near 7,000. The SDK's own
-retries are switched off (``max_retries=0``) and done here instead, so every attempt is counted:
+Uses the official ``openai`` SDK's ``AsyncOpenAI`` over its aiohttp transport (``openai[aiohttp]``):
+on loopback httpx, the SDK's default, tops out near 330 requests/s, aiohttp near 7,000. The SDK's
+own retries are switched off (``max_retries=0``) and done here instead, so every attempt is counted:
 
-- concurrency: at most ``concurrency`` requests in flight; the limit halves when the endpoint signals
-  overload (429, 503, timeouts) and grows back one by one (AIMD), so a high default is safe;
+- concurrency: at most ``concurrency`` requests in flight; the limit halves when the endpoint
+  signals overload (429, 503, timeouts) and grows back one by one (AIMD), so a high default is safe;
 - rate: at most ``rpm`` requests per minute, evenly spaced; a 429 pauses every worker until its
   ``Retry-After`` has passed;
 - timeout: ``timeout`` seconds per request, whatever the transport does;
 - retries: 429, 5xx, timeouts and dropped connections are retried up to ``max_retries`` times with
   exponential backoff and jitter, or after ``Retry-After`` when the server sends one;
 - replies: every reply is checked at this boundary; a 200 whose body is not a chat completion (not
-  JSON, ``choices`` not a list, ``usage`` not an object, token counts that are not counts, ``content``
-  not text ...) raises :class:`ReplyError`, retried like a 5xx and then a failure of that one call;
+  JSON, ``choices`` not a list, ``usage`` not an object, token counts that are not counts,
+  ``content`` not text ...) raises :class:`ReplyError`, retried like a 5xx and then a failure of
+  that one call;
 - connections: a reset or refused connection is retried, then fails that one call; only when the
-  endpoint is gone (``breaker_failures`` connection failures in a row, across all calls, and no reply
-  at all for ``breaker_seconds``) does the run stop with :class:`EndpointError`;
+  endpoint is gone (``breaker_failures`` connection failures in a row, across all calls, and no
+  reply at all for ``breaker_seconds``) does the run stop with :class:`EndpointError`;
 - fatal: 401/403 (key), 404 (model or URL), and an endpoint never reached at all stop the run with
   :class:`EndpointError` (a one-line message); other 4xx fail the one call;
 - structured output: a call that expects JSON (``schema``) asks for it with ``response_format``:
-  ``json_schema`` (the reply's JSON schema: OpenAI, vLLM, llama.cpp), else ``json_object``, else plain
-  text read with repair. The first error naming ``response_format`` (400/422/500) steps the endpoint
-  down one level and resends; the level reached is kept per client and in a small JSON file beside the
-  LLM cache (:class:`FormatMemory`), per endpoint and model, so the next run does not probe again;
+  ``json_schema`` (the reply's JSON schema: OpenAI, vLLM, llama.cpp), else ``json_object``, else
+  plain text read with repair. The first error naming ``response_format`` (400/422/500) steps the
+  endpoint down one level and resends; the level reached is kept per client and in a small JSON file
+  beside the LLM cache (:class:`FormatMemory`), per endpoint and model, so the next run does not
+  probe again;
 - a context-length overflow (the server's error says the prompt does not fit) fails that one call at
   once, as :class:`ContextOverflow` (``context length exceeded: ...``), never retried;
-- cached prompt tokens, where the server reports them (``usage.prompt_tokens_details.cached_tokens``;
-  llama.cpp's ``timings.cache_n``), are counted (``stats.usage.cached_prompt_tokens``);
-- credentials in the base URL (``http://user:password@host/v1``) are taken out of the URL and sent as
-  ``Authorization: Basic`` (in place of the API key); messages show the URL with the password masked.
+- cached prompt tokens, where the server reports them
+  (``usage.prompt_tokens_details.cached_tokens``; llama.cpp's ``timings.cache_n``), are counted
+  (``stats.usage.cached_prompt_tokens``);
+- credentials in the base URL (``http://user:password@host/v1``) are taken out of the URL and sent
+  as ``Authorization: Basic`` (in place of the API key); messages show the URL with the password
+  masked.
 
 Endpoint settings are resolved by :func:`rankwise.llm.config.resolve_llm_config`.
 """
@@ -90,7 +95,8 @@ from rankwise.llm.replies import (
     utf8_safe,
 )
 
-# the client, and (re-exported) the names its users import from here: each defined in the module named above
+# the client, and (re-exported) the names its users import from here: each defined in the module
+# named above
 __all__ = ["Endpoint", "CallPolicy", "ChatReply", "ChatClient", "CallError", "ReplyError", "BudgetExhausted",
            "EndpointError", "CallBudget", "RateLimiter", "AdaptiveLimit", "resolve_endpoint", "load_config",
            "config_paths", "retry_after_seconds", "backoff_delay", "split_credentials", "reply_of", "utf8_safe",
@@ -110,7 +116,8 @@ class CallStats:
 
 
 class ChatClient:
-    """An ``AsyncOpenAI`` client with our retries, rate limit, request cap, reply checks and breaker.
+    """An ``AsyncOpenAI`` client with our retries, rate limit, request cap, reply checks and
+    breaker.
 
     Example::
 
@@ -159,7 +166,8 @@ class ChatClient:
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            # a close that hangs (a half-dead endpoint) must not hold the run; closing is best effort
+            # a close that hangs (a half-dead endpoint) must not hold the run; closing is best
+            # effort
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(client.close()), 5.0)
 
@@ -174,8 +182,8 @@ class ChatClient:
         return kwargs
 
     def _step_down(self, sent: dict[str, Any], message: str) -> bool:
-        """The endpoint refused the ``response_format`` sent: use the next level (for every later call,
-        and remembered for the endpoint); False when there is nothing to step down from."""
+        """The endpoint refused the ``response_format`` sent: use the next level (for every later
+        call, and remembered for the endpoint); False when there is nothing to step down from."""
         level = level_of(sent.get("response_format"))
         if level is None or not FORMAT_ERROR.search(message):
             return False
@@ -188,7 +196,8 @@ class ChatClient:
         return True
 
     async def _send_gated(self, kwargs: dict[str, Any]) -> Any:
-        """:meth:`_send` inside the adaptive concurrency limit, telling it about overload signals."""
+        """:meth:`_send` inside the adaptive concurrency limit, telling it about overload signals.
+        """
         import openai
 
         await self.gate.acquire()
@@ -208,16 +217,17 @@ class ChatClient:
         return resp
 
     async def _send(self, kwargs: dict[str, Any]) -> Any:
-        # AsyncOpenAI.post (the SDK's documented call for any endpoint) with a plain dict reply: the same
-        # auth, URL and error mapping as chat.completions.create, without its pydantic round trips, which
-        # cost more CPU than the request itself against a fast local server.
+        # AsyncOpenAI.post (the SDK's documented call for any endpoint) with a plain dict reply: the
+        # same auth, URL and error mapping as chat.completions.create, without its pydantic round
+        # trips, which cost more CPU than the request itself against a fast local server.
         import openai
 
         post = self._client.post("/chat/completions", body=kwargs, cast_to=dict[str, Any])
         try:
             if sys.version_info >= (3, 11):
-                # asyncio.timeout, not wait_for: wait_for of Python <= 3.11 can swallow a cancellation that
-                # arrives as the reply does, and a worker that ignores its cancellation hangs the run.
+                # asyncio.timeout, not wait_for: wait_for of Python <= 3.11 can swallow a
+                # cancellation that arrives as the reply does, and a worker that ignores its
+                # cancellation hangs the run.
                 async with asyncio.timeout(self.policy.timeout):
                     return await post
             return await asyncio.wait_for(post, self.policy.timeout)
@@ -226,7 +236,8 @@ class ChatClient:
         except openai.APIError as exc:  # e.g. a response the SDK could not validate
             raise ReplyError(f"bad reply: {one_line(exc)}") from None
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-            # a 200 whose body says application/json but is not JSON (an HTML error page, a cut body)
+            # a 200 whose body says application/json but is not JSON (an HTML error page, a cut
+            # body)
             raise ReplyError(f"bad reply: the body is not JSON ({type(exc).__name__}: {one_line(exc)})") from None
 
     def _unreachable(self, why: str) -> EndpointError:
@@ -257,10 +268,11 @@ class ChatClient:
 
     async def chat(self, messages: list[dict], *, max_tokens: int = 300,
                    schema: dict[str, Any] | None = None) -> ChatReply:
-        """One completion, retried as the policy says; raises :class:`CallError` (this call failed; a
-        :class:`ReplyError` when the reply was not a chat completion; :class:`ContextOverflow` when the
-        prompt does not fit) or :class:`EndpointError` (stop). ``schema``: the reply is JSON of this
-        schema, asked for with the endpoint's ``response_format`` level (see the module's notes)."""
+        """One completion, retried as the policy says; raises :class:`CallError` (this call failed;
+        a :class:`ReplyError` when the reply was not a chat completion; :class:`ContextOverflow`
+        when the prompt does not fit) or :class:`EndpointError` (stop). ``schema``: the reply is
+        JSON of this schema, asked for with the endpoint's ``response_format`` level (see the
+        module's notes)."""
         import openai
 
         attempt = 0
@@ -329,7 +341,8 @@ class ChatClient:
             await asyncio.sleep(delay)
 
     def _reply(self, resp: Any) -> ChatReply:
-        """The reply checked field by field (:func:`reply_of`); tokens are counted once it is whole."""
+        """The reply checked field by field (:func:`reply_of`); tokens are counted once it is whole.
+        """
         reply = reply_of(resp)
         self.stats.usage.add(reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens)
         if not self._format_known:  # the first reply at this level: remembered, the next run starts here

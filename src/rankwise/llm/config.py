@@ -1,14 +1,15 @@
-"""One resolution of the LLM settings of every task (judge, synth, pool, answers, rerank), for the CLI and API.
+"""One resolution of the LLM settings of every task (judge, synth, pool, answers, rerank), for the
+CLI and API.
 
 Every setting is taken from, first found wins:
 
 1. the argument given (a command-line flag, or a keyword of :func:`resolve_llm_config` /
    :func:`~rankwise.relevance.llm_judge.judge_records`);
-2. the environment: ``RANKWISE_JUDGE_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (or the variable
-   named by ``api_key_env``), ``RANKWISE_CACHE``;
+2. the environment: ``RANKWISE_JUDGE_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (or the
+   variable named by ``api_key_env``), ``RANKWISE_CACHE``;
 3. the ``[llm]`` table of the config file: the one given, else ``./rankwise.toml``, else
-   ``~/.config/rankwise/config.toml``; relative paths in it (``cache``, ``prompt``) are read from the
-   file's folder;
+   ``~/.config/rankwise/config.toml``; relative paths in it (``cache``, ``prompt``) are read from
+   the file's folder;
 4. the defaults of :class:`PromptSettings` and
    :class:`~rankwise.llm.client.CallPolicy`.
 
@@ -40,17 +41,20 @@ from rankwise.llm.endpoint import CONFIG_TYPES, ENDPOINT_KEYS
 
 __all__ = ["PromptSettings", "LLMConfig", "resolve_llm_config", "as_llm_config"]
 
-# [llm] key -> the type its value must have: the one table (llm/endpoint.py), less the endpoint's own keys
+# [llm] key -> the type its value must have: the one table (llm/endpoint.py), less the endpoint's
+# own keys
 _TYPES = {key: types for key, types in CONFIG_TYPES.items() if key not in ENDPOINT_KEYS}
 _TYPE_NAMES = {(str,): "a string", (bool,): "true or false", (int,): "an integer", (int, float): "a number"}
 
 
 @dataclass(frozen=True)
 class PromptSettings:
-    """How a task asks the model: the prompt mode and the user's prompt file, binary or graded replies, batching.
+    """How a task asks the model: the prompt mode and the user's prompt file, binary or graded
+    replies, batching.
 
-    Any task reads the keys it uses (the judge all of them; synth and pool the prompt file). ``mode`` is
-    ``reference``, ``response`` or ``question``; graded replies (0-3) count as relevant from ``relevant_from``.
+    Any task reads the keys it uses (the judge all of them; synth and pool the prompt file).
+    ``mode`` is ``reference``, ``response`` or ``question``; graded replies (0-3) count as relevant
+    from ``relevant_from``.
 
     Example:
         >>> PromptSettings(mode="question", graded=True).relevant_from
@@ -73,8 +77,8 @@ class PromptSettings:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """Everything a task calling a model needs, resolved: endpoint, how it asks, how calls are made, prices,
-    the response cache file, and the config file read (None when there was none)."""
+    """Everything a task calling a model needs, resolved: endpoint, how it asks, how calls are made,
+    prices, the response cache file, and the config file read (None when there was none)."""
 
     endpoint: Endpoint
     settings: PromptSettings
@@ -104,13 +108,25 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
                        price_in: float | None = None, price_out: float | None = None,
                        cache: str | PathLike | None = None, endpoint: Endpoint | None = None) -> LLMConfig:
     """The LLM settings: arguments, then the environment, then the config file's ``[llm]`` table,
-    then the defaults. ``None`` means "not given"; an ``endpoint`` given is used as it is. Errors name
-    the config file and the key.
+    then the defaults. ``None`` means "not given"; an ``endpoint`` given is used as it is. Errors
+    name the config file and the key.
 
     Example:
-        >>> c = resolve_llm_config(model="m", base_url="http://127.0.0.1:8000/v1", concurrency=4, env={},
-        ...                        config=None, cache="judge.sqlite")
-        >>> (c.endpoint.model, c.settings.mode, c.policy.concurrency, c.policy.max_retries, str(c.cache))
+        >>> c = resolve_llm_config(
+        ...     model="m",
+        ...     base_url="http://127.0.0.1:8000/v1",
+        ...     concurrency=4,
+        ...     env={},
+        ...     config=None,
+        ...     cache="judge.sqlite",
+        ... )
+        >>> (
+        ...     c.endpoint.model,
+        ...     c.settings.mode,
+        ...     c.policy.concurrency,
+        ...     c.policy.max_retries,
+        ...     str(c.cache),
+        ... )
         ('m', 'reference', 4, 4, 'judge.sqlite')
     """
     env = os.environ if env is None else env
@@ -168,13 +184,15 @@ def resolve_llm_config(*, config: str | PathLike | None = None, env: Mapping[str
 
 
 def as_llm_config(config: LLMConfig | str | PathLike | None = None, **given: Any) -> LLMConfig:
-    """The one :class:`LLMConfig` a library entry point (synth, pool, the judge, a generator) runs with:
-    ``config`` itself when it is one (passed whole, as the CLI does; no keyword may be given beside it),
-    else :func:`resolve_llm_config` of the config file ``config`` and the keywords (``model``,
-    ``base_url``, ``concurrency``, ``price_in``, ...): a convenience for Python callers.
+    """The one :class:`LLMConfig` a library entry point (synth, pool, the judge, a generator) runs
+    with: ``config`` itself when it is one (passed whole, as the CLI does; no keyword may be given
+    beside it), else :func:`resolve_llm_config` of the config file ``config`` and the keywords
+    (``model``, ``base_url``, ``concurrency``, ``price_in``, ...): a convenience for Python callers.
 
     Example:
-        >>> c = as_llm_config(model="m", base_url="http://127.0.0.1:8000/v1", env={}, cache="j.sqlite")
+        >>> c = as_llm_config(
+        ...     model="m", base_url="http://127.0.0.1:8000/v1", env={}, cache="j.sqlite"
+        ... )
         >>> as_llm_config(c) is c, c.endpoint.model
         (True, 'm')
     """

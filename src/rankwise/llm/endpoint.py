@@ -1,6 +1,6 @@
-"""Where the model is: the endpoint (URL, model, key) resolved from arguments, the environment and the
-config file's ``[llm]`` table (its keys listed once, :data:`CONFIG_KEYS`); credentials in a URL taken out and
-masked in every message.
+"""Where the model is: the endpoint (URL, model, key) resolved from arguments, the environment and
+the config file's ``[llm]`` table (its keys listed once, :data:`CONFIG_KEYS`); credentials in a URL
+taken out and masked in every message.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ __all__ = ["OPENAI_URL", "CONFIG_KEYS", "CONFIG_TYPES", "ENDPOINT_KEYS", "config
 OPENAI_URL = "https://api.openai.com/v1"
 
 
-#: every key of the config file's [llm] table, once, and the type its value must have (the endpoint's own keys,
-#: which may hold a secret, are checked by :func:`resolve_endpoint` without showing their values)
+#: every key of the config file's [llm] table, once, and the type its value must have (the
+#: endpoint's own keys, which may hold a secret, are checked by :func:`resolve_endpoint` without
+#: showing their values)
 ENDPOINT_KEYS = ("model", "base_url", "api_key", "api_key_env")
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     **{key: (str,) for key in ENDPOINT_KEYS},
@@ -47,7 +48,8 @@ def config_paths() -> list[Path]:
 
 
 def load_config(path: str | PathLike | None = None) -> tuple[dict[str, Any], str | None]:
-    """The ``[llm]`` table of the config file and the file's path (``({}, None)`` when there is none).
+    """The ``[llm]`` table of the config file and the file's path (``({}, None)`` when there is
+    none).
 
     Example::
 
@@ -74,7 +76,8 @@ def load_config(path: str | PathLike | None = None) -> tuple[dict[str, Any], str
             raise InputError("[llm] must be a table", source=p, field="llm")
         unknown = set(table) - CONFIG_KEYS
         if unknown:
-            # a key that is no setting name may be a pasted secret (sk-...): named only when it looks like one
+            # a key that is no setting name may be a pasted secret (sk-...): named only when it
+            # looks like one
             names = sorted(k for k in unknown if re.fullmatch(r"[a-z_]{1,30}", k))
             other = len(unknown) - len(names)
             shown = ", ".join([*names, *([f"{other} more not shown (not a setting name; it may be a secret)"]
@@ -102,8 +105,8 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def mask_url(url: str) -> str:
-    """``url`` fit to show: a password in it written ``***``, whatever else is wrong with the URL (no
-    scheme, a bad port, a broken IPv6 host); never raises.
+    """``url`` fit to show: a password in it written ``***``, whatever else is wrong with the URL
+    (no scheme, a bad port, a broken IPv6 host); never raises.
 
     Example:
         >>> mask_url("http://ann:s3cret@127.0.0.1:8000/v1")
@@ -123,8 +126,8 @@ def mask_url(url: str) -> str:
 
 
 def check_base_url(base_url: str, *, source: str | None = None) -> None:
-    """Refuse, before any call, a base URL that cannot be an endpoint: not http(s), no host, a bad port,
-    a broken IPv6 host. The message shows the URL with its password masked.
+    """Refuse, before any call, a base URL that cannot be an endpoint: not http(s), no host, a bad
+    port, a broken IPv6 host. The message shows the URL with its password masked.
 
     Example:
         >>> check_base_url("http://u:pw@/v1")

@@ -1,5 +1,5 @@
-"""Structured output: the ``response_format`` levels an endpoint may take, their request bodies, and the
-memory of the level each endpoint and model took (kept beside the LLM cache).
+"""Structured output: the ``response_format`` levels an endpoint may take, their request bodies, and
+the memory of the level each endpoint and model took (kept beside the LLM cache).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ __all__ = ["RESPONSE_FORMATS", "FORMAT_ERROR", "OVERFLOW", "FORMAT_MEMORY_DAYS",
            "level_of", "FormatMemory"]
 
 
-# tried in this order, each endpoint stepped down: OpenAI's json_schema (OpenAI, vLLM, Ollama, llama.cpp's C++
-# server); json_object carrying the schema (llama-cpp-python's server, which refuses json_schema but turns
-# that schema into a grammar); plain json_object; no response_format (text, read with repair)
+# tried in this order, each endpoint stepped down: OpenAI's json_schema (OpenAI, vLLM, Ollama,
+# llama.cpp's C++ server); json_object carrying the schema (llama-cpp-python's server, which refuses
+# json_schema but turns that schema into a grammar); plain json_object; no response_format (text,
+# read with repair)
 RESPONSE_FORMATS = ("json_schema", "json_object+schema", "json_object", "text")
 
 
@@ -35,7 +36,8 @@ FORMAT_MEMORY_DAYS = 7.0  # a remembered step-down is probed again after this lo
 
 
 def response_format_body(level: str, schema: dict[str, Any], name: str = "rankwise_reply") -> dict[str, Any] | None:
-    """The ``response_format`` request field of ``level`` for a reply of JSON ``schema`` (None: plain text).
+    """The ``response_format`` request field of ``level`` for a reply of JSON ``schema`` (None:
+    plain text).
 
     Example:
         >>> response_format_body("json_object", {"type": "object"})
@@ -44,12 +46,14 @@ def response_format_body(level: str, schema: dict[str, Any], name: str = "rankwi
         {'type': 'json_object', 'schema': {'type': 'object'}}
         >>> response_format_body("json_schema", {"type": "object"})["json_schema"]["name"]
         'rankwise_reply'
-        >>> response_format_body("json_schema", {"type": "string", "maxLength": 80})["json_schema"]["schema"]
+        >>> response_format_body("json_schema", {"type": "string", "maxLength": 80})["json_schema"][
+        ...     "schema"
+        ... ]
         {'type': 'string'}
 
-    A string's ``minLength``/``maxLength`` bound a grammar-constrained reply (llama.cpp turns the schema into a
-    grammar, so a small model cannot ramble); OpenAI's strict ``json_schema`` mode refuses those keywords, so at
-    that level they are left out.
+    A string's ``minLength``/``maxLength`` bound a grammar-constrained reply (llama.cpp turns the
+    schema into a grammar, so a small model cannot ramble); OpenAI's strict ``json_schema`` mode
+    refuses those keywords, so at that level they are left out.
     """
     if level == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": name, "schema": _strict_schema(schema),
@@ -81,10 +85,10 @@ def level_of(fmt: Any) -> str | None:
 
 
 class FormatMemory:
-    """Which ``response_format`` level each endpoint and model took, kept in a JSON file (``path``; None:
-    in memory only), so a later run starts where the last one ended instead of probing again. A row
-    older than :data:`FORMAT_MEMORY_DAYS` is forgotten; a file that cannot be read or written is ignored
-    (the endpoint is probed again), never an error.
+    """Which ``response_format`` level each endpoint and model took, kept in a JSON file (``path``;
+    None: in memory only), so a later run starts where the last one ended instead of probing again.
+    A row older than :data:`FORMAT_MEMORY_DAYS` is forgotten; a file that cannot be read or written
+    is ignored (the endpoint is probed again), never an error.
 
     Example:
         >>> m = FormatMemory(None); m.put("http://127.0.0.1:8080/v1", "m", "json_object")

@@ -1,23 +1,25 @@
-"""Asking a generator: one cached, resumable, counted call per request, for answers and answer checks.
+"""Asking a generator: one cached, resumable, counted call per request, for answers and answer
+checks.
 
 The LLM judge (:mod:`rankwise.relevance.llm_judge`) asks "is this chunk relevant?"; this module asks
 anything else of an OpenAI-compatible endpoint through the same runner (:mod:`~rankwise.llm.runner`:
-concurrency, retries, rate limit, request cap, circuit breaker, repair, cost cap, Ctrl-C) and the same SQLite
-cache file:
+concurrency, retries, rate limit, request cap, circuit breaker, repair, cost cap, Ctrl-C) and the
+same SQLite cache file:
 
-- ``answer`` prompts (``prompts/answer.toml``): the generator answers a question from numbered context
-  passages; the reply text is the answer (``rankwise answer``, ``position-curve``, utility verdicts);
-- ``correctness`` prompts (``prompts/correctness.toml``): an LLM grades a response against the reference
-  answer, binary or 0-3 with a reason (``--score llm``).
+- ``answer`` prompts (``prompts/answer.toml``): the generator answers a question from numbered
+  context passages; the reply text is the answer (``rankwise answer``, ``position-curve``, utility
+  verdicts);
+- ``correctness`` prompts (``prompts/correctness.toml``): an LLM grades a response against the
+  reference answer, binary or 0-3 with a reason (``--score llm``).
 
-Each reply is committed to the cache as it arrives (answers are stored as the row's ``reason``, under the
-mode ``answer``); the cache key is a SHA-256 of the model, the prompt version, the sampling parameters and
-the exact messages, so a rerun of the same work makes no call and a changed prompt or context makes new
-ones; requests with the same messages in one run make one call. Every request ends ``ok``, ``failed``
-(after its retries, a refusal, or an unreadable verdict after one repair)
-or ``missing`` (``max_calls`` or ``max_cost`` reached first, or the run stopped first). A lost endpoint
-raises :class:`GenerationStopped`, Ctrl-C :class:`GenerationInterrupted`; both carry the partial result
-and everything had is on disk before they are raised.
+Each reply is committed to the cache as it arrives (answers are stored as the row's ``reason``,
+under the mode ``answer``); the cache key is a SHA-256 of the model, the prompt version, the
+sampling parameters and the exact messages, so a rerun of the same work makes no call and a changed
+prompt or context makes new ones; requests with the same messages in one run make one call. Every
+request ends ``ok``, ``failed`` (after its retries, a refusal, or an unreadable verdict after one
+repair) or ``missing`` (``max_calls`` or ``max_cost`` reached first, or the run stopped first). A
+lost endpoint raises :class:`GenerationStopped`, Ctrl-C :class:`GenerationInterrupted`; both carry
+the partial result and everything had is on disk before they are raised.
 
 Example::
 
@@ -64,7 +66,9 @@ class GenPrompt:
         >>> p = load_gen_prompt("answer")
         >>> p.prompt_version.startswith("answer-text-v3+")
         True
-        >>> "Paris is the capital." in p.render_answer("Capital?", ["Paris is the capital."])[1]["content"]
+        >>> "Paris is the capital." in p.render_answer("Capital?", ["Paris is the capital."])[1][
+        ...     "content"
+        ... ]
         True
     """
 
@@ -87,8 +91,8 @@ class GenPrompt:
         return template_version(self.task, self.scale, self.version, (self.system, self.user, self.item, self.repair))
 
     def render_answer(self, question: str, chunks: Sequence[str]) -> list[dict]:
-        """System + user message asking for an answer from ``chunks``, numbered 1..n in the order given (question
-        and chunks fenced: :func:`~rankwise.llm.prompts.fence`)."""
+        """System + user message asking for an answer from ``chunks``, numbered 1..n in the order
+        given (question and chunks fenced: :func:`~rankwise.llm.prompts.fence`)."""
         boundary = data_boundary(*chunks, shared=[question])
         items = "\n\n".join(fill(self.item, {"index": i + 1, "chunk": fence(c, boundary)})
                             for i, c in enumerate(chunks))
@@ -97,14 +101,14 @@ class GenPrompt:
                 {"role": "user", "content": fill(self.user, values)}]
 
     def render_repair(self, messages: list[dict], reply: str | None, error: str) -> list[dict]:
-        """The conversation so far plus the unusable reply (its first 4,000 characters) and the repair
-        request (``repair`` with ``{error}``)."""
+        """The conversation so far plus the unusable reply (its first 4,000 characters) and the
+        repair request (``repair`` with ``{error}``)."""
         return [*messages, {"role": "assistant", "content": (reply or "")[:4000]},
                 {"role": "user", "content": fill(self.repair, {"error": error})}]
 
     def render_check(self, question: str, reference: str, response: str) -> list[dict]:
-        """System + user message asking whether ``response`` answers ``question`` as ``reference`` does (each
-        text fenced)."""
+        """System + user message asking whether ``response`` answers ``question`` as ``reference``
+        does (each text fenced)."""
         boundary = data_boundary(response, shared=[question, reference])
         values = {"question": fence(question, boundary), "reference": fence(reference, boundary),
                   "response": fence(response, boundary)}
@@ -113,9 +117,10 @@ class GenPrompt:
 
 
 def load_gen_prompt(task: str, *, graded: bool = False, path: str | PathLike | None = None) -> GenPrompt:
-    """The shipped template of ``task`` (``answer`` or ``correctness``), or a user TOML file laid out like
-    it (``prompts/answer.toml``: a ``[text]`` table with ``system``, ``user``, ``item``; correctness:
-    ``[binary]``/``[graded]`` tables with ``system``, ``user``, and a top-level ``repair``).
+    """The shipped template of ``task`` (``answer`` or ``correctness``), or a user TOML file laid
+    out like it (``prompts/answer.toml``: a ``[text]`` table with ``system``, ``user``, ``item``;
+    correctness: ``[binary]``/``[graded]`` tables with ``system``, ``user``, and a top-level
+    ``repair``).
 
     Example:
         >>> load_gen_prompt("correctness", graded=True).scale
@@ -162,7 +167,8 @@ class GenRequest:
 
 @dataclass
 class GenReply:
-    """The outcome of one request: ``text`` (answers) or ``verdict``/``grade``/``reason`` (checks)."""
+    """The outcome of one request: ``text`` (answers) or ``verdict``/``grade``/``reason`` (checks).
+    """
 
     text: str | None = None
     verdict: int | None = None
@@ -181,15 +187,16 @@ class GenReply:
 
 @dataclass(kw_only=True)
 class GenPlan(RunPlan):
-    """What a run would do (``--dry-run``): requests, cache hits, calls, estimated tokens and cost."""
+    """What a run would do (``--dry-run``): requests, cache hits, calls, estimated tokens and cost.
+    """
 
     requests: int
 
 
 @dataclass
 class GenSummary(RunSummary):
-    """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if it did
-    (the counters of :class:`~rankwise.llm.runner.RunSummary`, and the task's own)."""
+    """What a run did: outcomes, requests, retries, tokens, cost, time, and why it stopped early if
+    it did (the counters of :class:`~rankwise.llm.runner.RunSummary`, and the task's own)."""
 
     task: str
     items: int = 0
@@ -249,8 +256,9 @@ class Generator:
     def from_config(cls, config: LLMConfig, prompt: GenPrompt, *, endpoint: Endpoint | None = None,
                     cache: ResponseCache | str | PathLike | None = None, max_cost: float | None = None,
                     max_tokens: int | None = None) -> Generator:
-        """The generator of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole: its endpoint
-        (or ``endpoint``, e.g. a separate grader's), call policy, prices and cache file (or ``cache``)."""
+        """The generator of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole: its
+        endpoint (or ``endpoint``, e.g. a separate grader's), call policy, prices and cache file (or
+        ``cache``)."""
         return cls(endpoint or config.endpoint, prompt, config.policy, cache if cache is not None else config.cache,
                    config.prices, max_cost=max_cost, max_tokens=max_tokens)
 
@@ -265,7 +273,8 @@ class Generator:
         self.close()
 
     def key(self, request: GenRequest) -> str:
-        """The cache key: model, task, scale, prompt version, sampling parameters, the exact messages."""
+        """The cache key: model, task, scale, prompt version, sampling parameters, the exact
+        messages."""
         return cache_key(model=self.endpoint.model, mode=self.prompt.task, scale=self.prompt.scale,
                          prompt_version=self.prompt.prompt_version, style="generate", question="",
                          chunk=json.dumps(request.messages, ensure_ascii=False, sort_keys=True), context=None,
@@ -273,8 +282,8 @@ class Generator:
 
     def _lookup(self, requests: Sequence[GenRequest]) -> tuple[dict[str, GenReply], list[GenRequest],
                                                                 dict[str, str], dict[str, list[str]]]:
-        """Cache lookups: replies so far, the requests to send (one per distinct key), the keys, and per
-        request sent the ids of the requests with the same messages (they get its reply)."""
+        """Cache lookups: replies so far, the requests to send (one per distinct key), the keys, and
+        per request sent the ids of the requests with the same messages (they get its reply)."""
         requests = [_sendable(r) for r in requests]
         seen: set[str] = set()
         for r in requests:
@@ -318,8 +327,9 @@ class Generator:
                       name="rankwise-generate")
 
     def run(self, requests: Sequence[GenRequest], progress: Callable[[int], None] | None = None) -> GenResult:
-        """Every request answered from the cache or the endpoint (blocking); ``progress(n)`` as ``n`` more
-        settle. Ctrl-C stops promptly with :class:`GenerationInterrupted`; rerun to resume."""
+        """Every request answered from the cache or the endpoint (blocking); ``progress(n)`` as
+        ``n`` more settle. Ctrl-C stops promptly with :class:`GenerationInterrupted`; rerun to
+        resume."""
         return self._runner().run(lambda runner: _GenJob(self, runner, requests), progress)
 
     async def arun(self, requests: Sequence[GenRequest],
@@ -329,8 +339,8 @@ class Generator:
 
 
 class _GenJob(Job):
-    """One generator run for the :class:`Runner`: a unit is one request (requests with the same messages
-    share its call and its reply)."""
+    """One generator run for the :class:`Runner`: a unit is one request (requests with the same
+    messages share its call and its reply)."""
 
     stopped, interrupted = GenerationStopped, GenerationInterrupted
 

@@ -1,5 +1,6 @@
-"""How calls are paced: the call policy (concurrency, rate, timeout, retries), the rate limiter, the adaptive
-concurrency limit (halved on overload, grown back one by one), the call budget and the backoff delays.
+"""How calls are paced: the call policy (concurrency, rate, timeout, retries), the rate limiter, the
+adaptive concurrency limit (halved on overload, grown back one by one), the call budget and the
+backoff delays.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ __all__ = ["CallPolicy", "RateLimiter", "AdaptiveLimit", "CallBudget", "retry_af
 
 @dataclass(frozen=True)
 class CallPolicy:
-    """How calls are made: concurrency, rate, timeout, retries, sampling, the cap on requests, and when a
-    run gives the endpoint up (``breaker_failures`` connection failures in a row and no reply for
-    ``breaker_seconds``).
+    """How calls are made: concurrency, rate, timeout, retries, sampling, the cap on requests, and
+    when a run gives the endpoint up (``breaker_failures`` connection failures in a row and no reply
+    for ``breaker_seconds``).
 
     Example:
         >>> CallPolicy(concurrency=8, rpm=600).rpm
@@ -59,7 +60,8 @@ class CallPolicy:
 
 
 class RateLimiter:
-    """At most ``rpm`` starts per minute, evenly spaced; :meth:`pause_until` holds everyone (429)."""
+    """At most ``rpm`` starts per minute, evenly spaced; :meth:`pause_until` holds everyone (429).
+    """
 
     def __init__(self, rpm: float | None) -> None:
         self.interval = 60.0 / rpm if rpm else 0.0
@@ -82,9 +84,9 @@ class RateLimiter:
 
 
 class AdaptiveLimit:
-    """At most ``limit`` requests in flight, adapted AIMD-style: the limit halves when the endpoint says
-    it is overloaded (429, 503, 529, a timeout; at most one cut per ``cooldown`` seconds) and grows back
-    by one per ``limit`` successes, up to ``maximum``.
+    """At most ``limit`` requests in flight, adapted AIMD-style: the limit halves when the endpoint
+    says it is overloaded (429, 503, 529, a timeout; at most one cut per ``cooldown`` seconds) and
+    grows back by one per ``limit`` successes, up to ``maximum``.
 
     Example:
         >>> g = AdaptiveLimit(64); g.overload(); g.limit
@@ -162,7 +164,8 @@ class CallBudget:
 
 
 def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds asked for by ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), else None.
+    """Seconds asked for by ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), else
+    None.
 
     Example:
         >>> retry_after_seconds({"retry-after": "2"})

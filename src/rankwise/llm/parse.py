@@ -1,10 +1,10 @@
 """Reading a judge's reply: tolerant JSON extraction, verdict checks, refusal detection.
 
-Models wrap JSON in code fences, surround it with prose, use single quotes or Python literals, or stop
-mid-object. :func:`json_candidates` recovers what can be recovered, the likeliest answer first (the
-whole reply, else the last fenced block, else the last object in the text: the answer the prompt asks for
-comes last, after anything the model quotes); what cannot be read raises :class:`ParseError`, whose
-message is sent back to the model in the one repair attempt.
+Models wrap JSON in code fences, surround it with prose, use single quotes or Python literals, or
+stop mid-object. :func:`json_candidates` recovers what can be recovered, the likeliest answer first
+(the whole reply, else the last fenced block, else the last object in the text: the answer the
+prompt asks for comes last, after anything the model quotes); what cannot be read raises
+:class:`ParseError`, whose message is sent back to the model in the one repair attempt.
 """
 
 from __future__ import annotations
@@ -42,10 +42,11 @@ ANY_OBJECT: dict[str, Any] = {"type": "object"}  # the schema of a reply that is
 
 
 def verdict_schema(graded: bool, n: int | None = None) -> dict[str, Any]:
-    """The JSON schema of the verdict reply a judge prompt declares: ``{"verdict": 0|1, "reason": ...}``
-    (``"grade": 0..3`` when graded), or, for a batch of ``n`` chunks, ``{"verdicts": [{"id": i,
-    "verdict"|"grade": .., "reason": ..}, ...]}`` with exactly ``n`` items. Sent as ``response_format`` where the endpoint takes it (constrained output);
-    the reply is read by :func:`parse_verdict` / :func:`parse_batch` all the same.
+    """The JSON schema of the verdict reply a judge prompt declares: ``{"verdict": 0|1, "reason":
+    ...}`` (``"grade": 0..3`` when graded), or, for a batch of ``n`` chunks, ``{"verdicts": [{"id":
+    i, "verdict"|"grade": .., "reason": ..}, ...]}`` with exactly ``n`` items. Sent as
+    ``response_format`` where the endpoint takes it (constrained output); the reply is read by
+    :func:`parse_verdict` / :func:`parse_batch` all the same.
 
     Example:
         >>> verdict_schema(False)["properties"]["verdict"]
@@ -75,8 +76,8 @@ class Judgement:
 
 
 def _loads_lenient(text: str) -> Any:
-    """json.loads, then the usual repairs: raw line breaks or tabs inside a string (small models write them),
-    trailing commas, Python literals, single quotes."""
+    """json.loads, then the usual repairs: raw line breaks or tabs inside a string (small models
+    write them), trailing commas, Python literals, single quotes."""
     for strict in (True, False):
         try:
             return json.loads(text, strict=strict)
@@ -123,7 +124,8 @@ def _balanced(text: str, start: int) -> str | None:
 
 
 def _bracket_spans(text: str) -> set[tuple[int, int]]:
-    """``(start, end)`` of every balanced ``{...}`` / ``[...]`` span, quotes inside brackets honoured.
+    """``(start, end)`` of every balanced ``{...}`` / ``[...]`` span, quotes inside brackets
+    honoured.
 
     One pass with a stack, so a hostile reply (``{{{{...``) costs linear time, not quadratic; an
     open quote (a stray apostrophe in prose) restarts the pass just after the first bracket it left
@@ -162,8 +164,8 @@ def _bracket_spans(text: str) -> set[tuple[int, int]]:
 
 
 def _spans(text: str) -> list[str]:
-    """The top-level bracketed spans of ``text`` that parse, in order (spans inside one are not listed;
-    the spans inside one that does not parse are tried instead)."""
+    """The top-level bracketed spans of ``text`` that parse, in order (spans inside one are not
+    listed; the spans inside one that does not parse are tried instead)."""
     out: list[str] = []
     covered = -1
     attempts, budget = 0, _READ_BUDGET
@@ -184,14 +186,17 @@ def _spans(text: str) -> list[str]:
 
 
 def json_candidates(text: str | None) -> list[Any]:
-    """Every JSON value a reply may hold as its answer, the likeliest first: the whole reply if it is
-    JSON; else the code-fenced blocks, last first; else the top-level objects in the text, last first.
+    """Every JSON value a reply may hold as its answer, the likeliest first: the whole reply if it
+    is JSON; else the code-fenced blocks, last first; else the top-level objects in the text, last
+    first.
 
-    The answer the prompt asks for comes at the end, so a reply that quotes an object (from the chunk,
-    or as an example) before its own answer is read by its answer.
+    The answer the prompt asks for comes at the end, so a reply that quotes an object (from the
+    chunk, or as an example) before its own answer is read by its answer.
 
     Example:
-        >>> json_candidates('The chunk says {"verdict": 1}. My answer: {"verdict": 0, "reason": "r"}')
+        >>> json_candidates(
+        ...     'The chunk says {"verdict": 1}. My answer: {"verdict": 0, "reason": "r"}'
+        ... )
         [{'verdict': 0, 'reason': 'r'}, {'verdict': 1}]
     """
     if text is None or not text.strip():
@@ -223,8 +228,8 @@ def json_candidates(text: str | None) -> list[Any]:
 
 
 def extract_json(text: str | None) -> Any:
-    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style quoting;
-    the likeliest answer of :func:`json_candidates`.
+    """The JSON object (or array) in a model reply, tolerating fences, prose and Python-style
+    quoting; the likeliest answer of :func:`json_candidates`.
 
     Example:
         >>> extract_json("Sure! ```json\\n{'verdict': 1, 'reason': 'ok',}\\n``` Hope it helps.")
@@ -314,13 +319,19 @@ def parse_verdict(text: str | None, *, graded: bool = False, relevant_from: int 
 
 
 def parse_batch(text: str | None, n: int, *, graded: bool = False, relevant_from: int = 2) -> list[Judgement]:
-    """``n`` verdicts, in chunk order, from a batch reply ``{"verdicts": [{"id", "verdict", "reason"}]}``.
+    """``n`` verdicts, in chunk order, from a batch reply ``{"verdicts": [{"id", "verdict",
+    "reason"}]}``.
 
-    Items are matched by ``id`` (1..n) when every item has one, else by position. A different count, a
-    duplicate or an unknown id raises :class:`CountMismatch`.
+    Items are matched by ``id`` (1..n) when every item has one, else by position. A different count,
+    a duplicate or an unknown id raises :class:`CountMismatch`.
 
     Example:
-        >>> [j.verdict for j in parse_batch('{"verdicts": [{"id": 2, "verdict": 0}, {"id": 1, "verdict": 1}]}', 2)]
+        >>> [
+        ...     j.verdict
+        ...     for j in parse_batch(
+        ...         '{"verdicts": [{"id": 2, "verdict": 0}, {"id": 1, "verdict": 1}]}', 2
+        ...     )
+        ... ]
         [1, 0]
     """
     return _first_valid(json_candidates(text), lambda obj: _batch(obj, n, graded, relevant_from))
@@ -368,14 +379,18 @@ def refusal_of(content: str | None, refusal: str | None = None, finish_reason: s
 
 
 def answer_refusal(content: str | None, refusal: str | None = None, finish_reason: str | None = None) -> str | None:
-    """The refusal text if a free-text answer is a refusal (API refusal field, content filter, or a reply
-    that opens with an apology or a refusal), else None. Only the opening counts: an answer that mentions
-    "I can't" later on is an answer; "I don't know." (what the answer prompt asks for) is an answer.
+    """The refusal text if a free-text answer is a refusal (API refusal field, content filter, or a
+    reply that opens with an apology or a refusal), else None. Only the opening counts: an answer
+    that mentions "I can't" later on is an answer; "I don't know." (what the answer prompt asks for)
+    is an answer.
 
     Example:
         >>> answer_refusal("I'm sorry, but I can't help with that request.")
         "I'm sorry, but I can't help with that request."
-        >>> answer_refusal("I don't know.") is None, answer_refusal("Paris. I can't say more.") is None
+        >>> (
+        ...     answer_refusal("I don't know.") is None,
+        ...     answer_refusal("Paris. I can't say more.") is None,
+        ... )
         (True, True)
     """
     if refusal:

@@ -1,5 +1,6 @@
-"""Replies checked at the boundary: a chat completion read field by field (:func:`reply_of`), text made
-UTF-8 safe, and the one-line causes of a failed request (HTTP error bodies, refused or dropped connections).
+"""Replies checked at the boundary: a chat completion read field by field (:func:`reply_of`), text
+made UTF-8 safe, and the one-line causes of a failed request (HTTP error bodies, refused or dropped
+connections).
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ def _count(usage: dict, key: str) -> int:
 
 
 def reply_of(resp: Any) -> ChatReply:
-    """A chat-completion body checked field by field; anything that is not one raises :class:`ReplyError`.
+    """A chat-completion body checked field by field; anything that is not one raises
+    :class:`ReplyError`.
 
-    ``usage`` may be absent (some local servers send none: 0 tokens); when present it must be an object
-    of non-negative integer counts. ``choices`` must be a non-empty list whose first item has a
-    ``message`` object; its ``content`` is text, null, or a list of text parts.
+    ``usage`` may be absent (some local servers send none: 0 tokens); when present it must be an
+    object of non-negative integer counts. ``choices`` must be a non-empty list whose first item has
+    a ``message`` object; its ``content`` is text, null, or a list of text parts.
 
     Example:
         >>> reply_of({"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]}).content
@@ -101,9 +103,9 @@ def reply_of(resp: Any) -> ChatReply:
 
 
 def _cached_tokens(usage: dict, timings: Any) -> int:
-    """Prompt tokens served from the server's cache: ``usage.prompt_tokens_details.cached_tokens`` (OpenAI,
-    vLLM), else llama.cpp's ``timings.cache_n``; 0 when the server does not say. Never raises: a
-    detail the server fills oddly is not worth failing a reply over."""
+    """Prompt tokens served from the server's cache: ``usage.prompt_tokens_details.cached_tokens``
+    (OpenAI, vLLM), else llama.cpp's ``timings.cache_n``; 0 when the server does not say. Never
+    raises: a detail the server fills oddly is not worth failing a reply over."""
     for holder, key in ((usage.get("prompt_tokens_details"), "cached_tokens"), (timings, "cache_n")):
         if isinstance(holder, dict):
             with contextlib.suppress(ReplyError):
@@ -136,7 +138,8 @@ def one_line(exc: BaseException) -> str:
 
 
 def refused_connection(exc: BaseException) -> bool:
-    """Whether a connection error is a connection never made (refused, no such host), not a reset."""
+    """Whether a connection error is a connection never made (refused, no such host), not a reset.
+    """
     seen = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
@@ -167,7 +170,8 @@ def _raw_error_message(exc: Any) -> str:
 
 def _detail_message(detail: Any) -> str:
     """A FastAPI/pydantic validation body (``{"detail": [{"loc": [...], "msg": ...}]}``, what
-    llama-cpp-python's server sends for a field it does not take) as one line: ``body.x.y: msg; ...``."""
+    llama-cpp-python's server sends for a field it does not take) as one line: ``body.x.y: msg;
+    ...``."""
     if not isinstance(detail, list):
         return str(detail)
     parts = []
@@ -181,7 +185,8 @@ def _detail_message(detail: Any) -> str:
 
 
 def connect_failure(exc: BaseException) -> str | None:
-    """Why the connection could not be made, if a timeout error really is a refused/failed connect."""
+    """Why the connection could not be made, if a timeout error really is a refused/failed connect.
+    """
     seen = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:

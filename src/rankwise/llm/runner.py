@@ -1,26 +1,27 @@
-"""The one runner behind every LLM task: the judge's verdicts, the generator's answers, checks and grades,
-and synth's generated samples.
+"""The one runner behind every LLM task: the judge's verdicts, the generator's answers, checks and
+grades, and synth's generated samples.
 
-A task says what differs (:class:`Job`): its units of work, how a unit is asked and its reply parsed,
-what its cache rows are, how a unit's outcome maps back to chunks or requests, its summary and its
-stop exceptions. The :class:`Runner` does the rest the same way for every task:
+A task says what differs (:class:`Job`): its units of work, how a unit is asked and its reply
+parsed, what its cache rows are, how a unit's outcome maps back to chunks or requests, its summary
+and its stop exceptions. The :class:`Runner` does the rest the same way for every task:
 
 - workers take units from a queue (a unit may queue more, e.g. a failed batch call falls back to
   per-chunk calls) through one :class:`~rankwise.llm.client.ChatClient`: adaptive concurrency
-  (halved on 429/503/timeouts), retries with backoff and ``Retry-After``, the request cap, the circuit
-  breaker;
-- :meth:`Runner.ask`: one JSON repair call after an unreadable reply (and, for tasks that want it, one
-  fresh call after that);
+  (halved on 429/503/timeouts), retries with backoff and ``Retry-After``, the request cap, the
+  circuit breaker;
+- :meth:`Runner.ask`: one JSON repair call after an unreadable reply (and, for tasks that want it,
+  one fresh call after that);
 - ``max_cost``: no new unit is started once the run has spent that much (the rest end ``missing``);
-  a task with caps of its own (synth: its calls counted with those the units in flight still hold) says
-  so in :meth:`Job.admit`, and once it refuses a unit no later one starts;
-- every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on disk)
-  before the run returns or raises;
+  a task with caps of its own (synth: its calls counted with those the units in flight still hold)
+  says so in :meth:`Job.admit`, and once it refuses a unit no later one starts;
+- every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on
+  disk) before the run returns or raises;
 - the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C or
-  SIGTERM (its ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130 or 143) stops the
-  run promptly, with the partial result; workers that swallow their cancellation (``asyncio.wait_for``
-  of Python <= 3.11) are cancelled again;
-- the summary (:class:`RunSummary`): outcomes, failure kinds, requests, retries, repairs, tokens, cost.
+  SIGTERM (its ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130 or 143) stops
+  the run promptly, with the partial result; workers that swallow their cancellation
+  (``asyncio.wait_for`` of Python <= 3.11) are cancelled again;
+- the summary (:class:`RunSummary`): outcomes, failure kinds, requests, retries, repairs, tokens,
+  cost.
 
 Example::
 
@@ -62,9 +63,10 @@ _KINDS = ("context length exceeded", "refused", "unparseable", "timeout", "max-c
 
 
 def failure_kind(error: str) -> str:
-    """The kind of a failure told only by its text: a job's own cap message (:meth:`Job.admit`), or an outcome
-    made without a ``kind``. Every failure rankwise raises carries its kind (``CallError.kind``) and every
-    outcome the jobs make keeps it, so a run's ``summary.failures`` is counted from those.
+    """The kind of a failure told only by its text: a job's own cap message (:meth:`Job.admit`), or
+    an outcome made without a ``kind``. Every failure rankwise raises carries its kind
+    (``CallError.kind``) and every outcome the jobs make keeps it, so a run's ``summary.failures``
+    is counted from those.
 
     Example:
         >>> failure_kind("HTTP 500: boom"), failure_kind("unparseable reply after one repair: x")
@@ -84,12 +86,13 @@ FORMATS_FILE = "rankwise-endpoints.json"  # beside the LLM cache: the response_f
 
 @dataclass(kw_only=True)
 class RunPlan:
-    """What a run would do (``--dry-run``): cache hits, calls, estimated tokens and cost. Tasks subclass it
-    with what they count (the judge's cases and chunks, the generator's requests).
+    """What a run would do (``--dry-run``): cache hits, calls, estimated tokens and cost. Tasks
+    subclass it with what they count (the judge's cases and chunks, the generator's requests).
 
     Example:
-        >>> p = RunPlan.estimate(10, 1000, 100, max_calls=4, prices=Prices(), model="m", prompt_version="v",
-        ...                      cached=2)
+        >>> p = RunPlan.estimate(
+        ...     10, 1000, 100, max_calls=4, prices=Prices(), model="m", prompt_version="v", cached=2
+        ... )
         >>> p.calls, p.prompt_tokens, p.completion_tokens, p.cost
         (4, 400, 40, None)
     """
@@ -106,7 +109,8 @@ class RunPlan:
     @classmethod
     def estimate(cls: type[_Plan], calls: int, prompt_tokens: int, completion_tokens: int, *,
                  max_calls: int | None, prices: Prices, **counts: Any) -> _Plan:
-        """The plan of ``calls`` calls, cut to ``max_calls`` (the token estimates in proportion), priced."""
+        """The plan of ``calls`` calls, cut to ``max_calls`` (the token estimates in proportion),
+        priced."""
         if max_calls is not None and calls > max_calls:
             share = max_calls / calls if calls else 0
             calls, prompt_tokens, completion_tokens = (max_calls, round(prompt_tokens * share),
@@ -117,11 +121,12 @@ class RunPlan:
 
 @dataclass(kw_only=True)
 class RunSummary:
-    """The counters every LLM run keeps: outcomes, requests, retries, repairs, tokens, cost, wall time.
+    """The counters every LLM run keeps: outcomes, requests, retries, repairs, tokens, cost, wall
+    time.
 
-    Tasks subclass it with only their own names (the judge's mode, cases and chunks, the generator's task
-    and items, synth's samples); ``FIELDS`` orders :meth:`to_dict`. ``capped`` is set by the runner when a
-    cap (``max_cost``, or the job's own :meth:`Job.admit`) stopped starting units.
+    Tasks subclass it with only their own names (the judge's mode, cases and chunks, the generator's
+    task and items, synth's samples); ``FIELDS`` orders :meth:`to_dict`. ``capped`` is set by the
+    runner when a cap (``max_cost``, or the job's own :meth:`Job.admit`) stopped starting units.
 
     Example:
         >>> s = RunSummary(ok=3, failed=1)
@@ -183,12 +188,12 @@ class Outcome(Protocol):
 class Job(ABC):
     """What one task's run is made of; the runner calls it, it calls the runner back.
 
-    ``units`` are the pieces of work still to call after the cache lookups; ``outcomes()`` yields every
-    item of the run (settled or not, cache hits too), each with ``status``, ``error`` and ``cached``;
-    ``stopped`` and ``interrupted`` are the task's exception types, raised with the partial result.
-    :meth:`do` asks one unit (through :meth:`Runner.ask` / :meth:`Runner.chat`) and settles its items
-    (through :meth:`Runner.record`); :meth:`settle_rest` ends a unit's unsettled items with one status
-    and error (a defect, or ``max_cost`` reached).
+    ``units`` are the pieces of work still to call after the cache lookups; ``outcomes()`` yields
+    every item of the run (settled or not, cache hits too), each with ``status``, ``error`` and
+    ``cached``; ``stopped`` and ``interrupted`` are the task's exception types, raised with the
+    partial result. :meth:`do` asks one unit (through :meth:`Runner.ask` / :meth:`Runner.chat`) and
+    settles its items (through :meth:`Runner.record`); :meth:`settle_rest` ends a unit's unsettled
+    items with one status and error (a defect, or ``max_cost`` reached).
     """
 
     units: list[Any]
@@ -211,8 +216,9 @@ class Job(ABC):
 
     def admit(self, unit: Any) -> str | None:
         """Whether ``unit`` may start now: None, or why not (a cap of the task's own, e.g. synth's
-        ``max_calls`` counted with the calls in flight). Once a unit is refused, no later unit starts:
-        each ends ``missing`` with that reason, uncalled, and :attr:`RunSummary.capped` says why."""
+        ``max_calls`` counted with the calls in flight). Once a unit is refused, no later unit
+        starts: each ends ``missing`` with that reason, uncalled, and :attr:`RunSummary.capped` says
+        why."""
         return None
 
 
@@ -249,8 +255,8 @@ class Runner:
 
     # ------------------------------------------------------------------------------------ driving
     def run(self, prepare: Callable[[Runner], Job], progress: Callable[[int], None] | None = None) -> Any:
-        """Blocking: the job's result. Called where an event loop already runs (Jupyter), it runs in a
-        helper thread (without the Ctrl-C handler)."""
+        """Blocking: the job's result. Called where an event loop already runs (Jupyter), it runs in
+        a helper thread (without the Ctrl-C handler)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -262,8 +268,8 @@ class Runner:
 
     async def arun(self, prepare: Callable[[Runner], Job], progress: Callable[[int], None] | None = None,
                    handle_sigint: bool = False) -> Any:
-        """:meth:`run` inside an event loop. ``prepare(runner)`` makes the job (cache lookups included)
-        once the Ctrl-C handler is in place."""
+        """:meth:`run` inside an event loop. ``prepare(runner)`` makes the job (cache lookups
+        included) once the Ctrl-C handler is in place."""
         started = time.perf_counter()
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -293,7 +299,8 @@ class Runner:
         self.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT else "interrupted (SIGTERM)")
 
     def stop(self, reason: str, cause: BaseException | None = None) -> None:
-        """Stop the run (the first reason is kept): no new unit starts, calls in flight are dropped."""
+        """Stop the run (the first reason is kept): no new unit starts, calls in flight are dropped.
+        """
         if self.stop_reason is None:
             self.stop_reason = reason
             self.stop_cause = cause
@@ -365,9 +372,10 @@ class Runner:
         self._queue.put_nowait(unit)
 
     async def _work(self, job: Job) -> None:
-        """Workers take units from a queue until every unit (and every unit queued meanwhile) is settled, or
-        the run stops. Nothing a unit raises reaches the queue machinery: a worker settles its unit whatever
-        happens, and a stop cancels the workers, cancelling again any that swallowed a cancellation."""
+        """Workers take units from a queue until every unit (and every unit queued meanwhile) is
+        settled, or the run stops. Nothing a unit raises reaches the queue machinery: a worker
+        settles its unit whatever happens, and a stop cancels the workers, cancelling again any that
+        swallowed a cancellation."""
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._outstanding = 0
         all_done = asyncio.Event()
@@ -401,8 +409,9 @@ class Runner:
             await _reap(workers, cancel=not finished, grace=5.0)
 
     async def _do_safely(self, job: Job, unit: Any) -> None:
-        """``job.do(unit)``, turning whatever escapes it into a stop (endpoint gone, cache unwritable) or
-        failed items; a unit started once ``max_cost`` is spent ends ``missing`` uncalled."""
+        """``job.do(unit)``, turning whatever escapes it into a stop (endpoint gone, cache
+        unwritable) or failed items; a unit started once ``max_cost`` is spent ends ``missing``
+        uncalled."""
         if self.max_cost is not None and (self.spent() or 0.0) >= self.max_cost:
             if self.capped is None:
                 self.capped = (f"max-cost reached (${self.max_cost:g} spent): the rest is missing; "
@@ -422,8 +431,8 @@ class Runner:
             job.settle_rest(unit, "failed", f"internal error: {type(exc).__name__}: {exc}", "internal error")
 
     def requests_sent(self) -> int:
-        """Requests this run has sent so far (retries included): what ``max_calls`` caps. Counted as a
-        request starts, so a job that holds calls back for :meth:`Job.admit` can count exactly."""
+        """Requests this run has sent so far (retries included): what ``max_calls`` caps. Counted as
+        a request starts, so a job that holds calls back for :meth:`Job.admit` can count exactly."""
         return self._client.budget.used if self._client is not None else 0
 
     def spent(self) -> float | None:
@@ -433,8 +442,9 @@ class Runner:
 
     # ------------------------------------------------------------------------------- for the job
     def record(self, ok: bool, put: Callable[[CacheWriter], None], n: int = 1) -> None:
-        """One unit's outcome is settled (``n`` items): an ``ok`` one goes to the cache now (``put``);
-        a cache that cannot be written stops the run (the outcome is kept, for the records)."""
+        """One unit's outcome is settled (``n`` items): an ``ok`` one goes to the cache now
+        (``put``); a cache that cannot be written stops the run (the outcome is kept, for the
+        records)."""
         if ok and self._writer is not None and self._writer_ok:
             try:
                 put(self._writer)
@@ -445,20 +455,23 @@ class Runner:
             self._progress(n)
 
     async def chat(self, messages: list[dict], max_tokens: int, schema: dict[str, Any] | None = None) -> ChatReply:
-        """One completion through the run's client (retries, limits and breaker included); ``schema``: the
-        reply is JSON of that schema (asked for with ``response_format`` where the endpoint takes it)."""
+        """One completion through the run's client (retries, limits and breaker included);
+        ``schema``: the reply is JSON of that schema (asked for with ``response_format`` where the
+        endpoint takes it)."""
         assert self._client is not None, "chat() is for Job.do, inside a run"
         return await self._client.chat(messages, max_tokens=max_tokens, schema=schema)
 
     async def ask(self, messages: list[dict], max_tokens: int, parse: Callable[[str | None], Any],
                   repair: Callable[[list[dict], str | None, str], list[dict]], fresh: bool = False,
                   schema: dict[str, Any] | None = None):
-        """Call and parse; if the reply is unreadable, send one repair request (``repair(messages, reply,
-        error)``), and if that reply is unreadable too, one fresh call (``fresh``) before giving up.
-        ``schema``: the JSON schema of the reply, sent as ``response_format`` where the endpoint takes it.
+        """Call and parse; if the reply is unreadable, send one repair request (``repair(messages,
+        reply, error)``), and if that reply is unreadable too, one fresh call (``fresh``) before
+        giving up. ``schema``: the JSON schema of the reply, sent as ``response_format`` where the
+        endpoint takes it.
 
         Returns (parsed, prompt_tokens, completion_tokens); raises CallError (:class:`Unusable`: a
-        refusal or an unreadable reply), or ``CountMismatch`` (a batch reply with the wrong count: no repair).
+        refusal or an unreadable reply), or ``CountMismatch`` (a batch reply with the wrong count:
+        no repair).
         """
         reply = await self.chat(messages, max_tokens, schema)
         pt, ct = reply.prompt_tokens, reply.completion_tokens
@@ -501,8 +514,8 @@ def _check_refusal(reply: ChatReply) -> None:
 
 
 async def _reap(tasks: list[asyncio.Future], cancel: bool, grace: float = 0.0) -> None:
-    """Wait for tasks to end; cancel them (now, or after ``grace`` seconds), and cancel again any that
-    ignored it (``asyncio.wait_for`` of Python <= 3.11 can swallow a cancellation)."""
+    """Wait for tasks to end; cancel them (now, or after ``grace`` seconds), and cancel again any
+    that ignored it (``asyncio.wait_for`` of Python <= 3.11 can swallow a cancellation)."""
     pending = {t for t in tasks if not t.done()}
     if pending and not cancel and grace:
         _, pending = await asyncio.wait(pending, timeout=grace)

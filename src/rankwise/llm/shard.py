@@ -1,14 +1,16 @@
-"""Sharded judging for many workers: disjoint shards of a test set, one cache file each, merged after.
+"""Sharded judging for many workers: disjoint shards of a test set, one cache file each, merged
+after.
 
-``rankwise judge TESTSET --shard i/N --cache part-i.sqlite --records part-i.jsonl`` judges only the cases
-whose id falls in shard ``i`` of ``N`` (by a SHA-256 of the case id, so the split does not depend on the
-file order and every case is in exactly one shard). N processes (or Spark executors) each write their own
-SQLite cache; ``rankwise cache merge part-*.sqlite --into all.sqlite`` merges them.
+``rankwise judge TESTSET --shard i/N --cache part-i.sqlite --records part-i.jsonl`` judges only the
+cases whose id falls in shard ``i`` of ``N`` (by a SHA-256 of the case id, so the split does not
+depend on the file order and every case is in exactly one shard). N processes (or Spark executors)
+each write their own SQLite cache; ``rankwise cache merge part-*.sqlite --into all.sqlite`` merges
+them.
 
 Merge rule: a key present in several files with the same verdict, grade and reason is kept once (the
 oldest row, so its token counts are not double counted); a key whose rows disagree (a different
-verdict, grade or reason: e.g. two workers judged the same chunk and the model answered differently) keeps
-the newest row (largest ``created``) and is counted as a conflict. Nothing else is dropped.
+verdict, grade or reason: e.g. two workers judged the same chunk and the model answered differently)
+keeps the newest row (largest ``created``) and is counted as a conflict. Nothing else is dropped.
 
 Example:
     >>> parse_shard("1/3")
@@ -44,13 +46,15 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def in_shard(case_id: str, i: int, n: int) -> bool:
-    """Whether the case ``case_id`` belongs to shard ``i`` of ``n`` (stable across runs and machines)."""
+    """Whether the case ``case_id`` belongs to shard ``i`` of ``n`` (stable across runs and
+    machines)."""
     return int.from_bytes(hashlib.sha256(str(case_id).encode("utf-8")).digest()[:8], "big") % n == i
 
 
 @dataclass
 class MergeReport:
-    """What a merge did: rows read, new keys added, identical duplicates skipped, conflicts resolved."""
+    """What a merge did: rows read, new keys added, identical duplicates skipped, conflicts
+    resolved."""
 
     read: int = 0
     added: int = 0
@@ -66,7 +70,8 @@ _COLS = ("key, model, mode, scale, prompt_version, style, verdict, grade, reason
 
 
 def merge_caches(sources: list[str | PathLike], into: str | PathLike) -> MergeReport:
-    """Merge verdict cache files into ``into`` (created if needed; its own rows take part in the merge).
+    """Merge verdict cache files into ``into`` (created if needed; its own rows take part in the
+    merge).
 
     Example::
 
@@ -102,7 +107,8 @@ def merge_caches(sources: list[str | PathLike], into: str | PathLike) -> MergeRe
 
 
 def _merge_rows(cache: Any, rows: list[tuple], report: MergeReport) -> None:
-    """Merge one source's rows into ``cache`` in one transaction (rows that cannot be verdicts skipped)."""
+    """Merge one source's rows into ``cache`` in one transaction (rows that cannot be verdicts
+    skipped)."""
     from rankwise.llm.cache import row_problem
 
     db = cache._db

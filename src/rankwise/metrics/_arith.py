@@ -1,8 +1,9 @@
-"""trec_eval's arithmetic, bit for bit: C's log2 of whole numbers from a table, and left-to-right row sums.
+"""trec_eval's arithmetic, bit for bit: C's log2 of whole numbers from a table, and left-to-right
+row sums.
 
-numpy's SIMD ``log2`` may differ from the C library's in the last bit, and ``np.sum`` adds pairwise where
-trec_eval's loops add left to right; every measure that must match trec_eval to the last printed digit
-uses these two.
+numpy's SIMD ``log2`` may differ from the C library's in the last bit, and ``np.sum`` adds pairwise
+where trec_eval's loops add left to right; every measure that must match trec_eval to the last
+printed digit uses these two.
 
 Example:
     >>> import numpy as np
@@ -28,7 +29,8 @@ def _log2_table(n: int) -> np.ndarray:
 
 
 def _c_log2(x: np.ndarray) -> np.ndarray:
-    """C's log2 of each value: whole numbers from a table, the rest one by one through :mod:`math`."""
+    """C's log2 of each value: whole numbers from a table, the rest one by one through :mod:`math`.
+    """
     x = np.asarray(x, dtype=np.float64)
     whole = (x >= 1) & (x < 1 << 20) & (x == np.floor(x))
     out = np.empty(x.shape)
@@ -41,8 +43,9 @@ def _c_log2(x: np.ndarray) -> np.ndarray:
 
 
 def _rowsum(x: np.ndarray) -> np.ndarray:
-    """Left-to-right sum of each row (C's loop order; ``np.sum`` adds pairwise). Zero terms change no
-    sum, so only the others are added, in row-major order (``np.bincount`` adds in input order)."""
+    """Left-to-right sum of each row (C's loop order; ``np.sum`` adds pairwise). Zero terms change
+    no sum, so only the others are added, in row-major order (``np.bincount`` adds in input order).
+    """
     flat = np.ascontiguousarray(x, dtype=np.float64).ravel()
     at = np.flatnonzero(flat)
     width = max(x.shape[1], 1)

@@ -1,9 +1,9 @@
-"""What the registry must know of trec_eval's measures before any of them is computed: the measure-set
-nicknames (``official``, ``all_trec``, ``all_prefs``, ``qrels_jg`` ...), the preference measures' one-line
-descriptions and aggregates, and the error a malformed measure parameter raises.
+"""What the registry must know of trec_eval's measures before any of them is computed: the
+measure-set nicknames (``official``, ``all_trec``, ``all_prefs``, ``qrels_jg`` ...), the preference
+measures' one-line descriptions and aggregates, and the error a malformed measure parameter raises.
 
-Kept apart from ``trec.py``, ``prefs.py`` and ``jg.py`` (which re-export these names) so that parsing metric
-names, and ``rankwise eval`` of the common measures, imports none of those modules.
+Kept apart from ``trec.py``, ``prefs.py`` and ``jg.py`` (which re-export these names) so that
+parsing metric names, and ``rankwise eval`` of the common measures, imports none of those modules.
 
 Example:
     >>> "P.5,10,15,20,30,100,200,500,1000" in TREC_NICKNAMES["official"]
@@ -33,7 +33,8 @@ TREC_NICKNAMES["all_trec"] = (
     "num_nonrel_judged_ret",
 )
 
-# the preference measures (metrics/prefs.py): name -> (one-line formula, aggregate), in trec_eval's order
+# the preference measures (metrics/prefs.py): name -> (one-line formula, aggregate), in trec_eval's
+# order
 PREFS_MEASURES: dict[str, tuple[str, str]] = {
     "prefs_num_prefs_poss": ("preferences possible (both documents retrieved or not)", "sum"),
     "prefs_num_prefs_ful": ("preferences fulfilled, implied ones (only A retrieved) included", "sum"),

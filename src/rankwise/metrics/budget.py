@@ -1,27 +1,36 @@
-"""Metrics at a context budget: cutoffs in characters (``recall@1500c``) or tokens (``ndcg@512t``), not chunks.
+"""Metrics at a context budget: cutoffs in characters (``recall@1500c``) or tokens (``ndcg@512t``),
+not chunks.
 
-At a fixed K, bigger chunks win by holding more text; at a budget B, two chunkers are compared at the same
-prompt size. The retrieved chunks are laid out in rank order, as a prompt holds them (overlapping chunks
-repeat their shared text, as the prompt does); chunk i occupies positions L(i-1) + 1 .. L(i) of that
-layout, L(i) = l(1) + ... + l(i) and l(i) its length: characters (``c``), or tokens (``t``, counted as
-``ceil(characters / 4)`` per chunk, the rule of rankwise's cost estimates). The chunk that crosses the
-budget counts by the part that fits: w(i) = clamp((B - L(i-1)) / l(i), 0, 1).
+At a fixed K, bigger chunks win by holding more text; at a budget B, two chunkers are compared at
+the same prompt size. The retrieved chunks are laid out in rank order, as a prompt holds them
+(overlapping chunks repeat their shared text, as the prompt does); chunk i occupies positions L(i-1)
++ 1 .. L(i) of that layout, L(i) = l(1) + ... + l(i) and l(i) its length: characters (``c``), or
+tokens (``t``, counted as ``ceil(characters / 4)`` per chunk, the rule of rankwise's cost
+estimates). The chunk that crosses the budget counts by the part that fits: w(i) = clamp((B -
+L(i-1)) / l(i), 0, 1).
 
-- ``precision@Bc`` = sum_i v_i w_i l_i / B: the share of the budget filled by relevant chunks (a list shorter
-  than B leaves the rest of the budget empty: not relevant, as a missing rank is for ``precision@k``).
-- ``recall@Bc`` = sum_i w_i found_i / R: the gold items first found at rank i, counted by the part of the chunk
-  that fits (0 when R = 0).
-- ``ndcg@Bc`` = sum_i w_i g_i / log2(i + 1) over the ideal DCG at the same positions: the ideal gains take the
-  list's own positions with their weights; a list shorter than B is padded with non-relevant chunks of its mean
-  length, which count in the ideal and never in the gain.
-- ``wcp@Bc`` = sum_{c <= B} d(c) v(c) / sum_{c <= B} d(c): the decay runs over character (token) positions
-  c of the layout, not ranks, so every chunker's budget is weighted alike; v(c) is the relevance of the chunk
-  holding position c (0 past the list's end). ``decay=flat`` is ``precision@Bc``.
+- ``precision@Bc`` = sum_i v_i w_i l_i / B: the share of the budget filled by relevant chunks (a
+  list shorter than B leaves the rest of the budget empty: not relevant, as a missing rank is for
+  ``precision@k``).
+- ``recall@Bc`` = sum_i w_i found_i / R: the gold items first found at rank i, counted by the part
+  of the chunk that fits (0 when R = 0).
+- ``ndcg@Bc`` = sum_i w_i g_i / log2(i + 1) over the ideal DCG at the same positions: the ideal
+  gains take the list's own positions with their weights; a list shorter than B is padded with
+  non-relevant chunks of its mean length, which count in the ideal and never in the gain.
+- ``wcp@Bc`` = sum_{c <= B} d(c) v(c) / sum_{c <= B} d(c): the decay runs over character (token)
+  positions c of the layout, not ranks, so every chunker's budget is weighted alike; v(c) is the
+  relevance of the chunk holding position c (0 past the list's end). ``decay=flat`` is
+  ``precision@Bc``.
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-    >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=1, text="x" * 60, verdicts={"llm": Verdict(1)}),
-    ...                                ChunkRecord(rank=2, text="y" * 60, verdicts={"llm": Verdict(0)})])
+    >>> rec = CaseRecord(
+    ...     "q1",
+    ...     chunks=[
+    ...         ChunkRecord(rank=1, text="x" * 60, verdicts={"llm": Verdict(1)}),
+    ...         ChunkRecord(rank=2, text="y" * 60, verdicts={"llm": Verdict(0)}),
+    ...     ],
+    ... )
     >>> from rankwise.metrics.matrix import RelevanceMatrix
     >>> m = RelevanceMatrix.from_records([rec], "llm")
     >>> budget_weights(m, 90, "c").tolist(), precision_at(m, 90, "c").tolist()
@@ -48,8 +57,9 @@ CHARS_PER_TOKEN = 4
 
 
 def chunk_lengths(m: RelevanceMatrix, unit: str) -> np.ndarray:
-    """(queries, depth) lengths of the retrieved chunks in ``unit`` (0 past a list's end); an InputError when the
-    matrix carries no chunk lengths (a qrels + run, or records whose chunks have neither text nor offsets)."""
+    """(queries, depth) lengths of the retrieved chunks in ``unit`` (0 past a list's end); an
+    InputError when the matrix carries no chunk lengths (a qrels + run, or records whose chunks have
+    neither text nor offsets)."""
     if unit not in UNITS:
         raise InputError(f"a budget's unit is c (characters) or t (tokens), not {unit!r}", field="metric")
     if m.chunk_chars is None:
@@ -60,15 +70,16 @@ def chunk_lengths(m: RelevanceMatrix, unit: str) -> np.ndarray:
 
 
 def _layout(m: RelevanceMatrix, unit: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each chunk's length and where it starts in the layout (the lengths of the chunks above it)."""
+    """Each chunk's length and where it starts in the layout (the lengths of the chunks above it).
+    """
     lengths = chunk_lengths(m, unit)
     ends = np.cumsum(lengths, axis=1)
     return lengths, ends - lengths
 
 
 def budget_weights(m: RelevanceMatrix, budget: int, unit: str) -> np.ndarray:
-    """(queries, depth) share of each chunk inside the budget: 1 above it, the part that fits across it, 0 past
-    it (an empty chunk inside the budget counts 1)."""
+    """(queries, depth) share of each chunk inside the budget: 1 above it, the part that fits across
+    it, 0 past it (an empty chunk inside the budget counts 1)."""
     lengths, starts = _layout(m, unit)
     room = budget - starts
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -95,8 +106,8 @@ def recall_at(m: RelevanceMatrix, budget: int, unit: str) -> np.ndarray:
 
 
 def _ideal_weights(m: RelevanceMatrix, budget: int, unit: str, w: np.ndarray, width: int) -> np.ndarray:
-    """(queries, width) weights of the ideal ranking's positions: the list's own, then, for a list shorter
-    than the budget, positions of its mean chunk length until the budget is full."""
+    """(queries, width) weights of the ideal ranking's positions: the list's own, then, for a list
+    shorter than the budget, positions of its mean chunk length until the budget is full."""
     lengths = chunk_lengths(m, unit)
     total = lengths.sum(axis=1)
     out = np.zeros((len(w), width))
@@ -134,14 +145,16 @@ def ndcg_at(m: RelevanceMatrix, budget: int, unit: str, gain: str = "raw") -> np
 
 def wcp_at(m: RelevanceMatrix, budget: int, unit: str, decay: str = "log", ideal: str = "k", p: float = 0.8,
            a: float = 1.0, curve: str = "") -> np.ndarray:
-    """Relevant positions of the layout within the budget, each weighted by the decay of its position."""
+    """Relevant positions of the layout within the budget, each weighted by the decay of its
+    position."""
     if ideal != "k":
         raise InputError("wcp at a budget divides by the budget's positions: ideal=attainable has no meaning there",
                          field="metric")
     lengths, starts = _layout(m, unit)
     in_list = np.arange(m.depth)[None, :] < m.lengths[:, None]
-    # positions past every list's end weigh only in the denominator: summed in blocks, so a budget far past
-    # the lists (wcp@100000000c) costs time in proportion but memory bounded by the lists' own length
+    # positions past every list's end weigh only in the denominator: summed in blocks, so a budget
+    # far past the lists (wcp@100000000c) costs time in proportion but memory bounded by the lists'
+    # own length
     reach = int(min(budget, np.where(in_list, starts + lengths, 0).max(initial=0)))
     cum = np.concatenate([[0.0], np.cumsum(rank_weights(reach, decay, p=p, a=a, curve=curve))])
     lo = np.clip(starts, 0, reach).astype(np.int64)
@@ -158,8 +171,8 @@ _BLOCK = 1 << 20  # decay weights summed at a time past the lists' end
 
 @functools.lru_cache(maxsize=64)
 def _decay_total(budget: int, decay: str, p: float, a: float, curve: str) -> float:
-    """Sum of the decay over positions 1 .. budget, a block at a time (remembered: an evaluation scores one
-    budget several times, for the result and its headroom)."""
+    """Sum of the decay over positions 1 .. budget, a block at a time (remembered: an evaluation
+    scores one budget several times, for the result and its headroom)."""
     total = 0.0
     for first in range(1, budget + 1, _BLOCK):
         n = min(_BLOCK, budget + 1 - first)
@@ -177,10 +190,18 @@ def budget_values(metric: str, m: RelevanceMatrix, budget: int, unit: str, **par
 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-        >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=1, text="a" * 40, verdicts={"llm": Verdict(0)}),
-        ...                                ChunkRecord(rank=2, text="b" * 40, verdicts={"llm": Verdict(1)})])
+        >>> rec = CaseRecord(
+        ...     "q1",
+        ...     chunks=[
+        ...         ChunkRecord(rank=1, text="a" * 40, verdicts={"llm": Verdict(0)}),
+        ...         ChunkRecord(rank=2, text="b" * 40, verdicts={"llm": Verdict(1)}),
+        ...     ],
+        ... )
         >>> m = RelevanceMatrix.from_records([rec], "llm")
-        >>> budget_values("recall", m, 60, "c").tolist(), budget_values("recall", m, 80, "c").tolist()
+        >>> (
+        ...     budget_values("recall", m, 60, "c").tolist(),
+        ...     budget_values("recall", m, 80, "c").tolist(),
+        ... )
         ([0.5], [1.0])
     """
     if budget < 1:

@@ -1,20 +1,35 @@
-"""Metrics over the retrieval calls of a case retrieved several times (docs/metrics.md, "Several retrieval calls").
+"""Metrics over the retrieval calls of a case retrieved several times (docs/metrics.md, "Several
+retrieval calls").
 
-A case's calls are read from the per-case records a :class:`~rankwise.metrics.matrix.RelevanceMatrix` was
-built from (:meth:`~rankwise.metrics.matrix.RelevanceMatrix.from_records`). Each call becomes a record of its
-own — its chunks in rank order, with the verdicts of the merged list shared by chunk key and the passages
-they matched — so every existing metric scores a call exactly as it scores a single list. A case without
-calls is one call: its ``chunks``.
+A case's calls are read from the per-case records a
+:class:`~rankwise.metrics.matrix.RelevanceMatrix` was built from
+(:meth:`~rankwise.metrics.matrix.RelevanceMatrix.from_records`). Each call becomes a record of its
+own — its chunks in rank order, with the verdicts of the merged list shared by chunk key and the
+passages they matched — so every existing metric scores a call exactly as it scores a single list. A
+case without calls is one call: its ``chunks``.
 
 Example:
     >>> from rankwise.data.records import records_from_testset
     >>> from rankwise.relevance.verdicts import assign_verdicts
-    >>> recs = records_from_testset([{"id": "q", "reference_contexts": ["alpha beta gamma", "delta epsilon zeta"],
-    ...     "calls": [{"chunks": ["alpha beta gamma", "noise noise noise"]},
-    ...               {"chunks": ["alpha beta gamma", "delta epsilon zeta"]}]}])
+    >>> recs = records_from_testset(
+    ...     [
+    ...         {
+    ...             "id": "q",
+    ...             "reference_contexts": ["alpha beta gamma", "delta epsilon zeta"],
+    ...             "calls": [
+    ...                 {"chunks": ["alpha beta gamma", "noise noise noise"]},
+    ...                 {"chunks": ["alpha beta gamma", "delta epsilon zeta"]},
+    ...             ],
+    ...         }
+    ...     ]
+    ... )
     >>> _ = assign_verdicts(recs, "containment", min_evidence_chars=0)
     >>> m = RelevanceMatrix.from_records(recs, "containment")
-    >>> evidence_coverage(m, 1).tolist(), calls_to_evidence(m, 2).tolist(), call_redundancy(m, 2).tolist()
+    >>> (
+    ...     evidence_coverage(m, 1).tolist(),
+    ...     calls_to_evidence(m, 2).tolist(),
+    ...     call_redundancy(m, 2).tolist(),
+    ... )
     ([0.5], [2.0], [0.25])
 """
 
@@ -60,12 +75,19 @@ def _sub(record: CaseRecord, chunks: list[ChunkRecord], found: dict[str, list[li
 
 
 def call_records(record: CaseRecord) -> list[CaseRecord]:
-    """One record per call of ``record`` in trajectory order (the record itself when it has no calls).
+    """One record per call of ``record`` in trajectory order (the record itself when it has no
+    calls).
 
     Example:
         >>> from rankwise.data.records import CallRecord
-        >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a")], calls=[CallRecord([ChunkRecord(rank=1, id="a")]),
-        ...                                                            CallRecord([ChunkRecord(rank=1, id="b")])])
+        >>> r = CaseRecord(
+        ...     "q",
+        ...     chunks=[ChunkRecord(rank=1, id="a")],
+        ...     calls=[
+        ...         CallRecord([ChunkRecord(rank=1, id="a")]),
+        ...         CallRecord([ChunkRecord(rank=1, id="b")]),
+        ...     ],
+        ... )
         >>> [[c.id for c in x.chunks] for x in call_records(r)]
         [['a'], ['b']]
     """
@@ -81,7 +103,8 @@ def call_records(record: CaseRecord) -> list[CaseRecord]:
 
 
 def _own(chunk: ChunkRecord, source: str) -> list[int]:
-    """The passages a call's chunk absent from the case's list matched, as its own verdict recorded them."""
+    """The passages a call's chunk absent from the case's list matched, as its own verdict recorded
+    them."""
     v = chunk.verdicts.get(source)
     return list(v.meta.get("passages") or []) if v is not None else []
 
@@ -92,7 +115,8 @@ def _matrix(m: RelevanceMatrix, records: list[CaseRecord]) -> RelevanceMatrix:
 
 
 def per_call(m: RelevanceMatrix, inner: Inner, call: int) -> np.ndarray:
-    """``inner`` on each case's call number ``call`` (0 = the first); NaN for a case with fewer calls."""
+    """``inner`` on each case's call number ``call`` (0 = the first); NaN for a case with fewer
+    calls."""
     key = ("per_call", call)
     if key not in m._cache:
         rows = [i for i, calls in enumerate(_calls(m)) if call < len(calls)]
@@ -106,7 +130,8 @@ def per_call(m: RelevanceMatrix, inner: Inner, call: int) -> np.ndarray:
 
 
 def call_mean(m: RelevanceMatrix, inner: Inner) -> np.ndarray:
-    """``inner`` on every call of a case, averaged over the case's calls (undefined calls left out)."""
+    """``inner`` on every call of a case, averaged over the case's calls (undefined calls left out).
+    """
     if "every_call" not in m._cache:
         owner = [i for i, calls in enumerate(_calls(m)) for _ in calls]
         subs = [sub for calls in _calls(m) for sub in calls]
@@ -123,7 +148,8 @@ def call_mean(m: RelevanceMatrix, inner: Inner) -> np.ndarray:
 
 
 def merged(m: RelevanceMatrix, inner: Inner, order: str = "interleave", dedup: str = "id") -> np.ndarray:
-    """``inner`` on one list merged from each case's calls by :func:`~rankwise.data.testset.merge_calls`."""
+    """``inner`` on one list merged from each case's calls by
+    :func:`~rankwise.data.testset.merge_calls`."""
     key = ("merged", order, dedup)
     if key not in m._cache:
         subs = []
@@ -141,8 +167,8 @@ def merged(m: RelevanceMatrix, inner: Inner, order: str = "interleave", dedup: s
 
 
 def _found(sub: CaseRecord, source: str, k: int | None, relevance_level: int, basis: str) -> list[set]:
-    """Per rank within the top k of one call: the ground-truth items it found (passage indices, or the
-    chunk's key when R counts relevant chunks)."""
+    """Per rank within the top k of one call: the ground-truth items it found (passage indices, or
+    the chunk's key when R counts relevant chunks)."""
     from rankwise.metrics.matrix import verdict_grade
 
     lists = sub.passages_found.get(source)
@@ -165,7 +191,8 @@ def _per_call_found(m: RelevanceMatrix, i: int, k: int | None) -> tuple[list[set
 
 
 def evidence_coverage(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Share of the ground-truth items (reference passages) found in any call within its top k (0 when R = 0)."""
+    """Share of the ground-truth items (reference passages) found in any call within its top k (0
+    when R = 0)."""
     out = np.zeros(len(m.query_ids))
     for i in range(len(m.query_ids)):
         found, n_rel, _ = _per_call_found(m, i, k)
@@ -175,8 +202,8 @@ def evidence_coverage(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def all_hops_covered(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """1 when every hop group of reference passages has a passage found in some call's top k, else 0;
-    NaN when the case's reference passages carry no hop (or R counts no passages)."""
+    """1 when every hop group of reference passages has a passage found in some call's top k, else
+    0; NaN when the case's reference passages carry no hop (or R counts no passages)."""
     out = np.full(len(m.query_ids), np.nan)
     for i, r in enumerate(_records(m)):
         hops: dict[int, set[int]] = {}
@@ -192,8 +219,8 @@ def all_hops_covered(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def calls_to_evidence(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """How many calls (1, 2 ...) until every ground-truth item was found within the calls' top k; NaN when
-    the case has none or the evidence was never complete."""
+    """How many calls (1, 2 ...) until every ground-truth item was found within the calls' top k;
+    NaN when the case has none or the evidence was never complete."""
     out = np.full(len(m.query_ids), np.nan)
     for i in range(len(m.query_ids)):
         found, n_rel, _ = _per_call_found(m, i, k)
@@ -207,8 +234,8 @@ def calls_to_evidence(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def call_redundancy(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Share of the chunks in the calls' top k already retrieved (same chunk key) by an earlier call;
-    NaN when no call retrieved anything."""
+    """Share of the chunks in the calls' top k already retrieved (same chunk key) by an earlier
+    call; NaN when no call retrieved anything."""
     out = np.full(len(m.query_ids), np.nan)
     for i, calls in enumerate(_calls(m)):
         earlier: set = set()

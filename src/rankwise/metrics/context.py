@@ -1,7 +1,8 @@
-"""RAG context metrics (docs/metrics.md §3): rank-weighted and average context precision, set precision/recall.
+"""RAG context metrics (docs/metrics.md §3): rank-weighted and average context precision, set
+precision/recall.
 
-Two faces: plain functions over one verdict list (for notebooks and docs) and matrix versions used by
-the engine. Both share one implementation, so they cannot drift apart.
+Two faces: plain functions over one verdict list (for notebooks and docs) and matrix versions used
+by the engine. Both share one implementation, so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def rank_weights(n: int, decay: Decay = "log", *, p: float = 0.8, a: float = 1.0
 
     ``log`` = 1/log2(i+1); ``linear`` = 1/i; ``rbp`` = p^(i-1) (rank-biased precision's patience p);
     ``power`` = i^-a; ``flat`` = 1; ``curve`` = a measured position curve (a JSON file written by
-    ``rankwise position-curve``: ``{"weights": [...]}`` or ``{"accuracy": [...]}``, one value per position,
-    the last one repeated past its end); or any callable rank -> weight.
+    ``rankwise position-curve``: ``{"weights": [...]}`` or ``{"accuracy": [...]}``, one value per
+    position, the last one repeated past its end); or any callable rank -> weight.
 
     Example:
         >>> rank_weights(3).round(4).tolist(), rank_weights(3, "rbp", p=0.5).tolist()
@@ -61,7 +62,8 @@ _CURVES: dict[str, np.ndarray] = {}
 
 
 def load_position_weights(path: str) -> np.ndarray:
-    """Per-position weights from a position-curve JSON file (``weights`` or ``accuracy``), cached by path."""
+    """Per-position weights from a position-curve JSON file (``weights`` or ``accuracy``), cached by
+    path."""
     if path in _CURVES:
         return _CURVES[path]
     import json
@@ -92,7 +94,8 @@ def wcp(m: RelevanceMatrix, k: int | None = None, decay: Decay = "log", ideal: s
     """Weighted context precision per query: sum w(i)·v_i / sum w(i) over the top K.
 
     ``ideal="k"`` divides by the weights of all K positions; ``"attainable"`` by those of the first
-    min(K, R). Without k, K is the number of items retrieved for the query. Weights: :func:`rank_weights`.
+    min(K, R). Without k, K is the number of items retrieved for the query. Weights:
+    :func:`rank_weights`.
     """
     if ideal not in ("k", "attainable"):
         raise ValueError(f"ideal must be 'k' or 'attainable', not {ideal!r}")
@@ -146,7 +149,8 @@ def context_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def char_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Share of the reference passages' characters covered by the top K chunks' spans (span ground truth).
+    """Share of the reference passages' characters covered by the top K chunks' spans (span ground
+    truth).
 
     Overlapping passages or chunks count once; 0 when no passage has a span.
     """
@@ -164,7 +168,8 @@ def _distinct(m: RelevanceMatrix) -> np.ndarray:
 
 
 def id_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Distinct relevant ids retrieved / distinct ids retrieved, order-blind; NaN when nothing was retrieved."""
+    """Distinct relevant ids retrieved / distinct ids retrieved, order-blind; NaN when nothing was
+    retrieved."""
     distinct = _distinct(m)
     n = distinct.sum(axis=1).astype(np.float64)
     hits = (distinct & m.chunk_relevant).sum(axis=1).astype(np.float64)
@@ -212,8 +217,8 @@ def average_context_precision(verdicts: Sequence[int | bool], k: int | None = No
                               ragas_compat: bool = False) -> float:
     """Mean of precision@i over the relevant ranks i <= K (Ragas/DeepEval "context precision").
 
-    Divides by relevant *retrieved*: one relevant chunk at rank 1 scores 1.0 however much was missed,
-    so pair it with a recall figure.
+    Divides by relevant *retrieved*: one relevant chunk at rank 1 scores 1.0 however much was
+    missed, so pair it with a recall figure.
 
     Example:
         >>> round(average_context_precision([1, 0, 1]), 4)

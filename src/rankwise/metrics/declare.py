@@ -1,11 +1,14 @@
-"""How a metric is declared: its parameters (:class:`Param`), the declaration itself (:class:`Metric`), and
-the small helpers declarations share (trec_eval's printed names, measure functions imported on first use).
+"""How a metric is declared: its parameters (:class:`Param`), the declaration itself
+(:class:`Metric`), and the small helpers declarations share (trec_eval's printed names, measure
+functions imported on first use).
 
 The declarations live in :mod:`rankwise.metrics.catalogue`, one module per family; the registry
 (:mod:`rankwise.metrics.registry`) registers them and parses names into measures.
 
 Example:
-    >>> Metric("share", lambda m, k=None: m, "an example", cutoff="required", value_range=RANGE_UNIT).cutoff
+    >>> Metric(
+    ...     "share", lambda m, k=None: m, "an example", cutoff="required", value_range=RANGE_UNIT
+    ... ).cutoff
     'required'
 """
 
@@ -40,9 +43,10 @@ class Param:
         description: one line, shown by ``rankwise metrics``.
         choices: the allowed values (empty: any value of ``kind``).
         bounds: for numbers, the open interval the value must lie in.
-        applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when ``decay=rbp``):
-            refused otherwise, and always spelled out in the name when it applies.
-        required: the name must give it (``metric`` in ``per_call(metric=recall,call=1)@5``); always shown.
+        applies_when: ``(other parameter, value)`` this one qualifies (``p`` applies when
+            ``decay=rbp``): refused otherwise, and always spelled out in the name when it applies.
+        required: the name must give it (``metric`` in ``per_call(metric=recall,call=1)@5``); always
+            shown.
         nests: the value is a metric name with its own parameters allowed
             (``merged(metric=wcp(decay=linear))``).
 
@@ -111,24 +115,27 @@ class Metric:
         aliases: other base names (matched case-insensitively).
         cutoff: ``"optional"``, ``"required"`` or ``"none"``.
         params: declared parameters (:class:`Param`).
-        trec_name: trec_eval's name for a cutoff (``lambda k: f"P_{k}"``), None if trec_eval has none.
+        trec_name: trec_eval's name for a cutoff (``lambda k: f"P_{k}"``), None if trec_eval has
+            none.
         aggregate: ``"mean"``, ``"sum"`` (counts) or ``"gmean"`` (geometric mean) over queries.
         undefined_is_nan: the metric returns NaN for queries where it is undefined (id-set metrics).
         requires: what the relevance matrix must carry (``"char_spans"``), checked before computing.
-        trec_param: the parameter trec_eval's dotted list fills (``iprec_at_recall.0.1,0.2``); None: the
-            list gives cutoffs (``P.5,10``).
+        trec_param: the parameter trec_eval's dotted list fills (``iprec_at_recall.0.1,0.2``); None:
+            the list gives cutoffs (``P.5,10``).
         trec_as_written: trec_eval prints the parameter as it was written (``set_F.0.50`` prints
             ``set_F_0.50``), not formatted from its value.
         formula: the definition in one line (notation in :mod:`rankwise.metrics._references`).
         reference: where the metric is defined (paper, or the tool whose behaviour it follows).
-        trec_reset: trec_eval resets the value of queries missing from the run (``-c``) only under the
-            bare name; ``compute`` takes ``bare`` (False when ``trec_param`` is written out, even at its
-            default: ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0`` and keeps the placeholder's value).
-        undefined_when: when ``undefined_is_nan``, the sentence saying when a case has no value (summaries).
-        value_range: the closed interval every per-query value lies in at the default parameters, on any
-            input and under every verdict source (None: unbounded, or bounded only for some gains);
-            tests/conformance/test_rag_invariants.py holds each declared range on random records
-            (:data:`RANGE_UNIT`, :data:`RANGE_NONNEGATIVE`, :data:`RANGE_AT_LEAST_ONE`).
+        trec_reset: trec_eval resets the value of queries missing from the run (``-c``) only under
+            the bare name; ``compute`` takes ``bare`` (False when ``trec_param`` is written out,
+            even at its default: ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0`` and keeps the
+            placeholder's value).
+        undefined_when: when ``undefined_is_nan``, the sentence saying when a case has no value
+            (summaries).
+        value_range: the closed interval every per-query value lies in at the default parameters, on
+            any input and under every verdict source (None: unbounded, or bounded only for some
+            gains); tests/conformance/test_rag_invariants.py holds each declared range on random
+            records (:data:`RANGE_UNIT`, :data:`RANGE_NONNEGATIVE`, :data:`RANGE_AT_LEAST_ONE`).
     """
 
     name: str
@@ -189,7 +196,8 @@ def with_param(base: str, param: str, fmt: str | Callable[[Any], str] = "{}"):
 
 
 def rbp_name(base: str):
-    """trec_eval's printed name of rbp and rbp_resid: ``base``, or ``base_p=...,gains`` when given."""
+    """trec_eval's printed name of rbp and rbp_resid: ``base``, or ``base_p=...,gains`` when given.
+    """
     def name(k, p=None, gains=""):
         spec = ",".join(x for x in ((f"p={p}" if p is not None else ""), gains) if x)
         return base if not spec else f"{base}_{spec}"
@@ -204,10 +212,10 @@ def short(value: float) -> str:
 
 
 class Deferred:
-    """A measure function imported on its first call: trec_eval's less common measures (``metrics/trec.py``),
-    the preference (``prefs.py``) and judgement-group (``jg.py``) ones are declared in the catalogue
-    without importing
-    their modules, so ``rankwise eval`` of the common measures starts without them."""
+    """A measure function imported on its first call: trec_eval's less common measures
+    (``metrics/trec.py``), the preference (``prefs.py``) and judgement-group (``jg.py``) ones are
+    declared in the catalogue without importing their modules, so ``rankwise eval`` of the common
+    measures starts without them."""
 
     __slots__ = ("module", "attr", "key", "_fn")
 
@@ -228,7 +236,8 @@ class Deferred:
 
 
 def deferred_module(module: str) -> Any:
-    """``deferred_module("rankwise.metrics.trec").iprec_at_recall``: a :class:`Deferred` of that function.
+    """``deferred_module("rankwise.metrics.trec").iprec_at_recall``: a :class:`Deferred` of that
+    function.
 
     Example:
         >>> deferred_module("math").sqrt(9.0)

@@ -24,20 +24,24 @@ DEFAULT_METRICS = (
 
 
 def sequential_mean(values: np.ndarray) -> float:
-    """Sum in the given (query-id byte) order, left to right, divided by the count: trec_eval's digits."""
+    """Sum in the given (query-id byte) order, left to right, divided by the count: trec_eval's
+    digits."""
     if len(values) == 0:
         return 0.0
     return float(np.add.accumulate(values)[-1] / len(values))
 
 
 def aggregate(values: np.ndarray, measure: str | Measure) -> float:
-    """A measure's value over queries, as every command reports it: undefined (NaN) values left out, then
-    the mean (sum for count measures such as ``num_ret``; trec_eval's geometric mean for ``gm_map``) in the
-    given order.
+    """A measure's value over queries, as every command reports it: undefined (NaN) values left out,
+    then the mean (sum for count measures such as ``num_ret``; trec_eval's geometric mean for
+    ``gm_map``) in the given order.
 
     Example:
         >>> import numpy as np
-        >>> aggregate(np.array([1.0, 0.0, np.nan]), "P_5"), aggregate(np.array([3.0, 4.0]), "num_ret")
+        >>> (
+        ...     aggregate(np.array([1.0, 0.0, np.nan]), "P_5"),
+        ...     aggregate(np.array([3.0, 4.0]), "num_ret"),
+        ... )
         (0.5, 7.0)
     """
     from rankwise.metrics.registry import parse_measure
@@ -58,9 +62,9 @@ def aggregate(values: np.ndarray, measure: str | Measure) -> float:
 
 def aggregate_columns(values: np.ndarray,
                       measures: list[Measure]) -> tuple[dict[str, float | None], dict[str, int]]:
-    """Each measure's value over the queries (a column of ``values`` each, via :func:`aggregate`) and, per
-    measure that has some, the count of undefined (NaN) queries left out. Every engine ends here: in memory,
-    streamed, and on Spark.
+    """Each measure's value over the queries (a column of ``values`` each, via :func:`aggregate`)
+    and, per measure that has some, the count of undefined (NaN) queries left out. Every engine ends
+    here: in memory, streamed, and on Spark.
 
     Example:
         >>> import numpy as np
@@ -81,10 +85,13 @@ def aggregate_columns(values: np.ndarray,
 
 
 def note_undefined(summary: dict, undefined: dict[str, int], measures: list[Measure]) -> dict:
-    """``summary`` with the undefined counts and, for metrics that declare it, when a value is undefined.
+    """``summary`` with the undefined counts and, for metrics that declare it, when a value is
+    undefined.
 
     Example:
-        >>> note_undefined({}, {"calls_to_evidence@5": 2}, parse_measures(["calls_to_evidence@5"]))["undefined_why"]
+        >>> note_undefined({}, {"calls_to_evidence@5": 2}, parse_measures(["calls_to_evidence@5"]))[
+        ...     "undefined_why"
+        ... ]
         {'calls_to_evidence@5': 'the evidence was never complete (or the case has no ground truth)'}
     """
     if undefined:
@@ -152,14 +159,15 @@ class EvalResult:
 
     Attributes:
         measures: the measures, in the order asked.
-        per_query: :class:`PerQuery` (mapping qid -> {metric: value}, ``.to_pandas()``, ``.to_polars()``).
+        per_query: :class:`PerQuery` (mapping qid -> {metric: value}, ``.to_pandas()``,
+            ``.to_polars()``).
         mean: canonical name -> mean over evaluated queries (sum for count measures).
         summary: queries evaluated / missing from run / ignored (absent from qrels), and per-metric
             counts of undefined queries where a metric can be undefined.
         run_name: name of the evaluated run.
         texts: per-query texts of text measures (``relstring``): name -> one string per query.
-        runid: what trec_eval's ``runid`` line says (``--format trec``): a TREC run file's tag (the 6th
-            column of its last line), else the run's name; None when ``runid`` was not asked for
+        runid: what trec_eval's ``runid`` line says (``--format trec``): a TREC run file's tag (the
+            6th column of its last line), else the run's name; None when ``runid`` was not asked for
             (:func:`~rankwise.metrics.registry.asks_runid`: no metric list, ``runid``, ``official``,
             ``set`` or ``all_trec`` ask for it, as in trec_eval).
     """
@@ -177,8 +185,8 @@ class EvalResult:
         return [m.name for m in self.measures]
 
     def to_json(self, *, per_query: bool = False) -> dict:
-        """``{"runid"?, "summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format json``
-        (``runid`` when it was asked for, as trec_eval prints it)."""
+        """``{"runid"?, "summary", "mean", "per_query"?}`` as printed by ``rankwise eval --format
+        json`` (``runid`` when it was asked for, as trec_eval prints it)."""
         out = {"runid": self.runid} if self.runid is not None else {}
         out.update({"summary": self.summary, "mean": self.mean})
         if per_query:
@@ -226,14 +234,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
 
     Args:
         qrels: :class:`~rankwise.data.Qrels`, ``{qid: {doc: grade}}``, a DataFrame or a path.
-        run: :class:`~rankwise.data.Run`, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a DataFrame or
-            a path.
+        run: :class:`~rankwise.data.Run`, ``{qid: {doc: score}}`` / ``{qid: [doc, ...]}``, a
+            DataFrame or a path.
         metrics: metric names (``"ndcg@10"``, ``"P_5"``, ...); default :data:`DEFAULT_METRICS`.
         relevance_level: grade from which a judgement counts as relevant.
-        missing: ``"zero"`` scores qrels queries absent from the run as 0 (trec_eval ``-c``); ``"skip"``
-            evaluates only queries in both (trec_eval default, pytrec_eval).
-        depth: evaluate only the top ``depth`` items of each query's ranking (trec_eval ``-M``; ``num_ret``
-            counts what is kept). None: all of them.
+        missing: ``"zero"`` scores qrels queries absent from the run as 0 (trec_eval ``-c``);
+            ``"skip"`` evaluates only queries in both (trec_eval default, pytrec_eval).
+        depth: evaluate only the top ``depth`` items of each query's ranking (trec_eval ``-M``;
+            ``num_ret`` counts what is kept). None: all of them.
 
     Example:
         >>> qrels = {"q1": {"a": 1, "b": 0, "c": 2, "d": 1}}
@@ -253,7 +261,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
         r = r.truncate(depth)
     matrix, summary = join(q, r, relevance_level=relevance_level, missing=missing)
     if r.n_queries and summary["ignored_not_in_qrels"] == r.n_queries:
-        # every score would be 0: almost always the wrong qrels for this run, or ids written differently
+        # every score would be 0: almost always the wrong qrels for this run, or ids written
+        # differently
         raise InputError(
             f"the run and the qrels share no query id (run: {_examples(r.queries)}; qrels: "
             f"{_examples(q.queries)}); ids are compared exactly, so '01' is not '1'", field="query_id",

@@ -1,7 +1,7 @@
 """Ranked-retrieval metrics as vector expressions over a :class:`RelevanceMatrix`.
 
-Each function takes the matrix and a cutoff ``k`` (None = the whole ranking) and returns one value per
-query. Definitions follow trec_eval (docs/metrics.md §2).
+Each function takes the matrix and a cutoff ``k`` (None = the whole ranking) and returns one value
+per query. Definitions follow trec_eval (docs/metrics.md §2).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def hit_rate(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 def precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Relevant items in the top k divided by k; without k, by the number retrieved.
 
-    A chunk that holds only gold items a chunk above it matched still counts (it is relevant context;
-    docs/context-metrics.md, "Redundant chunks").
+    A chunk that holds only gold items a chunk above it matched still counts (it is relevant
+    context; docs/context-metrics.md, "Redundant chunks").
     """
     hits = m.at(m.cum_chunk_relevant(), k)
     return _safe_div(hits, m.lengths if k is None else np.full(len(hits), k))
@@ -71,7 +71,8 @@ def mrr(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def average_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Sum of precision@i over relevant ranks i <= k, divided by R (trec_eval ``map`` / ``map_cut_k``).
+    """Sum of precision@i over relevant ranks i <= k, divided by R (trec_eval ``map`` /
+    ``map_cut_k``).
 
     The precisions are added in rank order, one query at a time, as trec_eval adds them.
     """
@@ -93,7 +94,8 @@ def r_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def _log2_ranks(n: int) -> np.ndarray:
-    """log2(i + 1) for ranks i = 1..n, from the C library (numpy's SIMD log2 may differ in the last bit)."""
+    """log2(i + 1) for ranks i = 1..n, from the C library (numpy's SIMD log2 may differ in the last
+    bit)."""
     return _log2_table(n + 2)[2: n + 2]
 
 
@@ -121,7 +123,8 @@ def ndcg(m: RelevanceMatrix, k: int | None = None, gain: str = "raw") -> np.ndar
 
 
 def bpref(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """trec_eval's bpref: relevant items ranked above judged non-relevant ones; unjudged are skipped."""
+    """trec_eval's bpref: relevant items ranked above judged non-relevant ones; unjudged are
+    skipped."""
     n = _cols(m, k)
     rel = m.relevant[:, :n]
     nonrel = m.judged[:, :n] & ~rel

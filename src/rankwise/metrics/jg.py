@@ -1,10 +1,10 @@
 """trec_eval 10.0's judgement-group measures (``-m qrels_jg`` with ``-R qrels_jg``).
 
-With several judgement groups (JGs: assessors) for a query, each measure is computed against each JG's
-judgements as its ordinary counterpart is, and averaged over the JGs (``m_*_avgjg.c``, on the rankings of
-``form_res_rels_jg.c``: score descending, ties by docno descending). Values are summed over JGs in JG
-(byte) order and divided by their number, as trec_eval does, so the doubles agree to the last bit.
-Definitions: docs/trec-measures.md ("Judgement-group measures").
+With several judgement groups (JGs: assessors) for a query, each measure is computed against each
+JG's judgements as its ordinary counterpart is, and averaged over the JGs (``m_*_avgjg.c``, on the
+rankings of ``form_res_rels_jg.c``: score descending, ties by docno descending). Values are summed
+over JGs in JG (byte) order and divided by their number, as trec_eval does, so the doubles agree to
+the last bit. Definitions: docs/trec-measures.md ("Judgement-group measures").
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ __all__ = ["JG_NICKNAMES", "JGInput", "jg_input", "map_avgjg", "p_avgjg", "rprec
 
 @dataclass(frozen=True, eq=False)
 class JGInput:
-    """Per query (``query_ids``, byte order) and JG: the grade at each rank (-1: not in that JG's qrels,
-    -2: in them with a negative grade) and R (judgements with grade >= the relevance level)."""
+    """Per query (``query_ids``, byte order) and JG: the grade at each rank (-1: not in that JG's
+    qrels, -2: in them with a negative grade) and R (judgements with grade >= the relevance level).
+    """
 
     query_ids: list[str]
     grades: list[list[np.ndarray]]
@@ -61,7 +62,8 @@ def jg_input(qrels: QrelsJG, run: Run, *, relevance_level: int = 1, missing: str
 
 
 def _over_jgs(inp: JGInput, one) -> np.ndarray:
-    """Per query: ``one(rel, R)`` summed over its JGs, divided by their number when more than one."""
+    """Per query: ``one(rel, R)`` summed over its JGs, divided by their number when more than one.
+    """
     out = np.zeros(len(inp.query_ids))
     for i, (rows, rs) in enumerate(zip(inp.grades, inp.num_rel, strict=True)):
         value = 0.0
@@ -74,7 +76,8 @@ def _over_jgs(inp: JGInput, one) -> np.ndarray:
 
 
 def map_avgjg(inp: JGInput, k: int | None = None) -> np.ndarray:
-    """AP per JG, sum of P@i at relevant ranks i / R (0 when none is retrieved), averaged over JGs."""
+    """AP per JG, sum of P@i at relevant ranks i / R (0 when none is retrieved), averaged over JGs.
+    """
 
     def ap(rel: np.ndarray, r: int) -> float:
         total, found = 0.0, 0
@@ -87,7 +90,8 @@ def map_avgjg(inp: JGInput, k: int | None = None) -> np.ndarray:
 
 
 def p_avgjg(inp: JGInput, k: int | None = None) -> np.ndarray:
-    """P@k per JG, relevant in the top k / k (missing ranks count as non-relevant), averaged over JGs."""
+    """P@k per JG, relevant in the top k / k (missing ranks count as non-relevant), averaged over
+    JGs."""
     assert k is not None
 
     return _over_jgs(inp, lambda rel, r: int(np.count_nonzero(rel[:k])) / k)
@@ -105,12 +109,14 @@ def rprec_mult_avgjg(inp: JGInput, k: int | None = None, mult: float = 1.0) -> n
 
 def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = None, *,
                 relevance_level: int = 1, missing: str = "zero", depth: int | None = None):
-    """Evaluate a run against judgement-group qrels (trec_eval ``-R qrels_jg``); ``relevance_level`` is
-    trec_eval's ``-l``, ``depth`` its ``-M``.
+    """Evaluate a run against judgement-group qrels (trec_eval ``-R qrels_jg``); ``relevance_level``
+    is trec_eval's ``-l``, ``depth`` its ``-M``.
 
     Example:
         >>> q = QrelsJG({"q": {"0": {"a": 1}, "1": {"b": 1}}})
-        >>> evaluate_jg(q, Run.from_dict({"q": {"a": 2.0, "b": 1.0}}), ["map_avgjg", "P_avgjg_1"]).mean
+        >>> evaluate_jg(
+        ...     q, Run.from_dict({"q": {"a": 2.0, "b": 1.0}}), ["map_avgjg", "P_avgjg_1"]
+        ... ).mean
         {'map_avgjg': 0.75, 'P_avgjg@1': 0.5}
     """
     from rankwise.metrics.engine import evaluate_matrix
@@ -131,8 +137,8 @@ def evaluate_jg(qrels: QrelsJG, run: Run, metrics: Iterable[str] | str | None = 
 
 def evaluate_judgements(rel_format: str, qrels_path, run_path, metrics: Iterable[str] | str | None = None, *,
                         relevance_level: int = 1, missing: str = "zero", depth: int | None = None):
-    """Read ``qrels_path`` as trec_eval's ``-R rel_format`` (``prefs``, ``qrels_prefs`` or ``qrels_jg``) and
-    evaluate the run file against it: what ``rankwise eval -R`` runs.
+    """Read ``qrels_path`` as trec_eval's ``-R rel_format`` (``prefs``, ``qrels_prefs`` or
+    ``qrels_jg``) and evaluate the run file against it: what ``rankwise eval -R`` runs.
 
     Example:
         >>> r = evaluate_judgements("prefs", "prefs.test", "prefs.results.test")  # doctest: +SKIP

@@ -1,11 +1,12 @@
 """The relevance matrix: every verdict source, joined once into (queries x ranks) arrays.
 
 This module is the one place a :class:`RelevanceMatrix` is built. Its named constructors cover every
-source: :meth:`RelevanceMatrix.from_qrels_run` (qrels + run, as trec_eval), :meth:`RelevanceMatrix.from_records`
-(per-case RAG records with containment, span, fuzzy, ids, human, LLM or any other verdicts) and
-:meth:`RelevanceMatrix.from_verdicts` (ordered verdict lists). Each carries R per query and where R came
-from (``r_basis``): ``qrels``, ``reference passages``, ``reference ids``, ``pooled verdicts`` or ``given``
-(docs/context-metrics.md, "What R is"). Every metric is a short vector expression over this matrix.
+source: :meth:`RelevanceMatrix.from_qrels_run` (qrels + run, as trec_eval),
+:meth:`RelevanceMatrix.from_records` (per-case RAG records with containment, span, fuzzy, ids,
+human, LLM or any other verdicts) and :meth:`RelevanceMatrix.from_verdicts` (ordered verdict lists).
+Each carries R per query and where R came from (``r_basis``): ``qrels``, ``reference passages``,
+``reference ids``, ``pooled verdicts`` or ``given`` (docs/context-metrics.md, "What R is"). Every
+metric is a short vector expression over this matrix.
 """
 
 from __future__ import annotations
@@ -40,26 +41,28 @@ class RelevanceMatrix:
         n_judged_nonrelevant: judged non-relevant per query (0 <= grade < relevance_level).
         ideal_gains: (queries, width) positive grades of the ideal ranking, descending (for nDCG).
         relevance_level: grade from which an item counts as relevant.
-        found: optional (queries, depth) count of gold items first found at each rank; recall uses it
-            when relevant items are not one-to-one with gold items (text ground truth).
+        found: optional (queries, depth) count of gold items first found at each rank; recall uses
+            it when relevant items are not one-to-one with gold items (text ground truth).
         in_run: True where the query appeared in the run.
         r_basis: where R came from, one of :data:`R_BASES`.
         distinct: optional (queries, depth) True where the item is the first occurrence of its id
             (the id-set metrics count distinct ids); None when every item is distinct.
         char_found: optional (queries, depth) reference characters first covered at each rank (span
             ground truth), with ``char_total`` the reference characters per query.
-        pooled: optional (queries, depth) True where the item is in the qrels with any grade, negative
-            ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its unjudged-in-pool); for
-            records, where the chunk has a verdict (not failed or missing). None: the judged items.
-        records: the per-case records the matrix was built from (:meth:`from_records`), with ``source`` and
-            ``id_field``: the metrics over retrieval calls (``metrics/calls.py``) read each case's calls there.
-        chunk_grades: optional (queries, depth) grade of each chunk as its verdict gave it, before the
-            redundancy rule (docs/context-metrics.md, "Redundant chunks"): ``grades`` keep a grade only
-            where the chunk earns a gold item no chunk above it matched; precision, wcp and acp read these.
-            None when no chunk is redundant.
-        chunk_chars: optional (queries, depth) characters of each retrieved chunk (its text, else end - start;
-            0 past a list's end): what budget cutoffs (``recall@1500c``, ``metrics/budget.py``) lay out. None
-            when some chunk has neither text nor offsets.
+        pooled: optional (queries, depth) True where the item is in the qrels with any grade,
+            negative ones included (trec_eval's "in the pool"; ``pooled & ~judged`` is its
+            unjudged-in-pool); for records, where the chunk has a verdict (not failed or missing).
+            None: the judged items.
+        records: the per-case records the matrix was built from (:meth:`from_records`), with
+            ``source`` and ``id_field``: the metrics over retrieval calls (``metrics/calls.py``)
+            read each case's calls there.
+        chunk_grades: optional (queries, depth) grade of each chunk as its verdict gave it, before
+            the redundancy rule (docs/context-metrics.md, "Redundant chunks"): ``grades`` keep a
+            grade only where the chunk earns a gold item no chunk above it matched; precision, wcp
+            and acp read these. None when no chunk is redundant.
+        chunk_chars: optional (queries, depth) characters of each retrieved chunk (its text, else
+            end - start; 0 past a list's end): what budget cutoffs (``recall@1500c``,
+            ``metrics/budget.py``) lay out. None when some chunk has neither text nor offsets.
     """
 
     query_ids: list[str]
@@ -98,7 +101,8 @@ class RelevanceMatrix:
     @property
     def chunk_relevant(self) -> np.ndarray:
         """(queries, depth) bool: the chunk at this rank holds relevant evidence, redundant or not
-        (precision, wcp and acp count it); :attr:`relevant` counts only chunks that earn a gold item."""
+        (precision, wcp and acp count it); :attr:`relevant` counts only chunks that earn a gold
+        item."""
         if self.chunk_grades is None:
             return self.relevant
         if "chunk_relevant" not in self._cache:
@@ -106,7 +110,8 @@ class RelevanceMatrix:
         return self._cache["chunk_relevant"]
 
     def cum_chunk_relevant(self) -> np.ndarray:
-        """(queries, depth) chunks holding relevant evidence within the top i (inclusive), redundant or not."""
+        """(queries, depth) chunks holding relevant evidence within the top i (inclusive), redundant
+        or not."""
         if self.chunk_grades is None:
             return self.cum_relevant()
         if "cum_chunk" not in self._cache:
@@ -114,7 +119,8 @@ class RelevanceMatrix:
         return self._cache["cum_chunk"]
 
     def has(self, what: str) -> bool:
-        """Whether the matrix carries ``what`` (``"char_spans"``: character coverage of span ground truth)."""
+        """Whether the matrix carries ``what`` (``"char_spans"``: character coverage of span ground
+        truth)."""
         if what == "char_spans":
             return self.char_found is not None and self.char_total is not None
         if what == "records":
@@ -147,7 +153,8 @@ class RelevanceMatrix:
     @classmethod
     def from_qrels_run(cls, qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "zero",
                        depth: int | None = None) -> tuple[RelevanceMatrix, dict]:
-        """Join a run with qrels (R from the qrels), and a summary of the query sets. See :func:`join`.
+        """Join a run with qrels (R from the qrels), and a summary of the query sets. See
+        :func:`join`.
 
         Example:
             >>> from rankwise.data import Qrels, Run
@@ -165,12 +172,14 @@ class RelevanceMatrix:
                       found: Sequence[Sequence[int]] | None = None, relevance_level: int = 1,
                       r_basis: str | None = None,
                       earned: Sequence[Sequence[bool]] | None = None) -> RelevanceMatrix:
-        """A matrix from ordered verdict (or grade) lists, one per query; every item counts as judged.
+        """A matrix from ordered verdict (or grade) lists, one per query; every item counts as
+        judged.
 
-        Without ``n_relevant``, R is the relevant items of each list (``pooled verdicts``); with it, R is
-        given and nDCG's ideal ranking holds the list's positive grades padded with 1s up to R, unless
-        ``ideal_gains`` are given too. ``earned`` (per item: does it earn a gold item no item above it
-        matched) applies the redundancy rule: the others keep their grade for precision, wcp and acp only.
+        Without ``n_relevant``, R is the relevant items of each list (``pooled verdicts``); with it,
+        R is given and nDCG's ideal ranking holds the list's positive grades padded with 1s up to R,
+        unless ``ideal_gains`` are given too. ``earned`` (per item: does it earn a gold item no item
+        above it matched) applies the redundancy rule: the others keep their grade for precision,
+        wcp and acp only.
 
         Example:
             >>> m = RelevanceMatrix.from_verdicts([[1, 0, 1]])
@@ -226,10 +235,10 @@ class RelevanceMatrix:
         """A matrix from per-case records and their stored ``source`` verdicts, one row per record.
 
         Failed or missing verdicts count as not relevant. R and nDCG's ideal ranking come from the
-        record's stored ground truth for ``source`` (written when it was judged), else from the record:
-        reference passages (containment, span, fuzzy), reference ids (ids) or the source's own relevant
-        verdicts (human, LLM: ``pooled verdicts``). Span ground truth also fills the character
-        coverage that ``char_recall`` needs.
+        record's stored ground truth for ``source`` (written when it was judged), else from the
+        record: reference passages (containment, span, fuzzy), reference ids (ids) or the source's
+        own relevant verdicts (human, LLM: ``pooled verdicts``). Span ground truth also fills the
+        character coverage that ``char_recall`` needs.
 
         Example:
             >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
@@ -259,7 +268,8 @@ class RelevanceMatrix:
             row = _record_row(r, source, relevance_level, id_field)
             width = len(r.chunks)
             g = np.asarray(row["grades"], dtype=np.int64)
-            # a negative qrels grade (ids) is trec_eval's "unjudged in the pool": no grade, not judged
+            # a negative qrels grade (ids) is trec_eval's "unjudged in the pool": no grade, not
+            # judged
             grades[i, :width], judged[i, :width] = np.maximum(g, 0), g >= 0
             pooled[i, :width], found[i, :width] = row["pooled"], row["found"]
             distinct[i, :width], earned[i, :width] = row["distinct"], row["earned"]
@@ -286,7 +296,8 @@ class RelevanceMatrix:
 
 
 def _chunk_chars(chunk: Any) -> int | None:
-    """A retrieved chunk's length in characters: its text's, else its offsets' (None: neither known)."""
+    """A retrieved chunk's length in characters: its text's, else its offsets' (None: neither
+    known)."""
     if chunk.text is not None:
         return len(chunk.text)
     if chunk.start is not None and chunk.end is not None:
@@ -295,8 +306,9 @@ def _chunk_chars(chunk: Any) -> int | None:
 
 
 def _record_row(r: Any, source: str, relevance_level: int, id_field: str | None) -> dict:
-    """One record's row of the matrix: grades, has-a-verdict, gold items first found, first occurrence of
-    each key, whether each chunk earns a gold item (the redundancy rule), and its ground truth."""
+    """One record's row of the matrix: grades, has-a-verdict, gold items first found, first
+    occurrence of each key, whether each chunk earns a gold item (the redundancy rule), and its
+    ground truth."""
     g = [verdict_grade(c.verdicts.get(source), source) for c in r.chunks]
     truth = record_truth(r, source, relevance_level=relevance_level)
     keys: set = set()
@@ -339,7 +351,8 @@ def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
 
 
 def verdict_grade(v: Any, source: str) -> int:
-    """The grade a stored verdict contributes: 0 when failed or missing, the grade when graded, else 0/1."""
+    """The grade a stored verdict contributes: 0 when failed or missing, the grade when graded, else
+    0/1."""
     if v is None or not v.ok:
         return 0
     if source == "ids":
@@ -361,8 +374,9 @@ def _chunk_key(chunk: Any, source: str, id_field: str | None) -> str | None:
 def record_truth(record: Any, source: str, *, relevance_level: int = 1) -> dict:
     """R, the ideal gains and their basis for one record under ``source``.
 
-    The truth stored when the source judged the record wins; records written before that are read as:
-    text sources -> the usable reference passages; ids -> the reference ids; others -> pooled verdicts.
+    The truth stored when the source judged the record wins; records written before that are read
+    as: text sources -> the usable reference passages; ids -> the reference ids; others -> pooled
+    verdicts.
 
     Example:
         >>> from rankwise.data.records import CaseRecord
@@ -391,8 +405,8 @@ def record_truth(record: Any, source: str, *, relevance_level: int = 1) -> dict:
         gold = list(dict.fromkeys(record.reference_context_ids or []))
         return {"n_relevant": len(gold) if relevance_level <= 1 else 0, "ideal_gains": [1] * len(gold),
                 "basis": "reference ids"}
-    # the ideal ranking holds every distinct chunk's positive grade (as nDCG's gains do), R the ones at the
-    # relevance level
+    # the ideal ranking holds every distinct chunk's positive grade (as nDCG's gains do), R the ones
+    # at the relevance level
     grades = [verdict_grade(c.verdicts.get(source), source) for c in record.chunks]
     gains = sorted((g for g, e in zip(grades, pooled_items(record.chunks, grades), strict=True) if e and g > 0),
                    reverse=True)
@@ -436,7 +450,9 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 
     Example:
         >>> from rankwise.data import Qrels, Run
-        >>> m, summary = join(Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": {"a": 1.0, "b": 0.5}}))
+        >>> m, summary = join(
+        ...     Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": {"a": 1.0, "b": 0.5}})
+        ... )
         >>> m.grades.tolist(), summary["evaluated"]
         ([[1, 0]], 1)
     """
@@ -489,8 +505,8 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
 
 
 def _align_queries(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    """Per run query its qrels query's position (-1: not in the qrels), per qrels query whether the run
-    has it, the run queries the qrels lack and the qrels queries the run lacks."""
+    """Per run query its qrels query's position (-1: not in the qrels), per qrels query whether the
+    run has it, the run queries the qrels lack and the qrels queries the run lacks."""
     if run.queries == qrels.queries:  # the same queries (both in byte order): nothing to look up
         return np.arange(qrels.n_queries, dtype=np.int64), np.ones(qrels.n_queries, dtype=bool), [], []
     qrels_position = {q: i for i, q in enumerate(qrels.queries)}
@@ -524,11 +540,12 @@ def _join_summary(qrels: Qrels, run: Run, n_eval: int, missing_from_run: list[st
 
 def _judged_rows(qrels: Qrels, run: Run,
                  run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run rows whose (query, doc) is in the qrels, the matching qrels rows, and the rows' run queries.
+    """Run rows whose (query, doc) is in the qrels, the matching qrels rows, and the rows' run
+    queries.
 
-    Each qrels entry's (query, doc hash) is binary-searched in the run's sorted row keys (built once,
-    when the run was read, for its duplicate check); candidates are confirmed on the exact doc-id
-    string. Nothing here walks the run's rows.
+    Each qrels entry's (query, doc hash) is binary-searched in the run's sorted row keys (built
+    once, when the run was read, for its duplicate check); candidates are confirmed on the exact
+    doc-id string. Nothing here walks the run's rows.
     """
     layout = run._row_keys
     keys = layout.keys
@@ -540,7 +557,8 @@ def _judged_rows(qrels: Qrels, run: Run,
     empty = np.zeros(0, dtype=np.int64)
     if len(entries) == 0 or len(keys) == 0:
         return empty, empty, empty
-    # needles come in query order (both query lists are byte-ordered): the searches walk the keys forward
+    # needles come in query order (both query lists are byte-ordered): the searches walk the keys
+    # forward
     needles = layout.needles(run_q[entries], qrels._doc_hashes[entries])
     first = np.searchsorted(keys, needles)
     high = needles >> np.uint64(layout.row_bits)

@@ -13,8 +13,8 @@ Each measure below is a ratio of these counts, computed with trec_eval's operati
 (``m_prefs_*.c``), so the doubles agree to the last bit. Documents are identified by a "docid rank":
 the judged retrieved documents 0.. in rank order (ties broken by docno *ascending* here, unlike the
 other measures), then the judged unretrieved ones in docno order. A JG with one sub-group is held as
-equivalence classes of equal level; a JG with several is a preference array closed under transitivity.
-Definitions: docs/trec-measures.md ("Preference measures").
+equivalence classes of equal level; a JG with several is a preference array closed under
+transitivity. Definitions: docs/trec-measures.md ("Preference measures").
 """
 
 from __future__ import annotations
@@ -34,17 +34,17 @@ __all__ = ["PREFS_NICKNAMES", "MEASURES", "JudgementGroup", "QueryPrefs", "Prefs
            "prefs_input", "query_summary", "check_measures", "evaluate_prefs", "num_prefs_poss", "num_prefs_ful",
            "num_prefs_ful_ret"]
 
-# trec_eval's measure nicknames (measures.c) and the measures' descriptions live in _names.py (the registry
-# reads them without importing this module)
+# trec_eval's measure nicknames (measures.c) and the measures' descriptions live in _names.py (the
+# registry reads them without importing this module)
 
 
 @dataclass
 class JudgementGroup:
     """One JG's preferences and its counts (trec_eval's ``JG``).
 
-    ``ecs``: for a single-sub-group JG, ``(level, docid ranks ascending)`` per level, highest level first;
-    empty when ``prefs_array`` (a (n, n) bool matrix, ``[i, j]``: i preferred to j) is used instead, with
-    ``rel_array`` each document's level in this JG (-1: not judged in it).
+    ``ecs``: for a single-sub-group JG, ``(level, docid ranks ascending)`` per level, highest level
+    first; empty when ``prefs_array`` (a (n, n) bool matrix, ``[i, j]``: i preferred to j) is used
+    instead, with ``rel_array`` each document's level in this JG (-1: not judged in it).
     """
 
     ecs: list[tuple[float, np.ndarray]] = field(default_factory=list)
@@ -64,10 +64,10 @@ class JudgementGroup:
 
 @dataclass
 class QueryPrefs:
-    """A query's judgement groups, ``num_judged`` (documents in any JG), ``num_judged_ret`` (of those,
-    retrieved) and ``counts``: (n, n) uint16, the JGs preferring docid i to docid j. ``rank_pool``: the
-    classes' docid ranks of every single-sub-group JG, end to end, as trec_eval lays them out in memory
-    (``*_Rnonrel`` may read past a JG's last class into the next JG's)."""
+    """A query's judgement groups, ``num_judged`` (documents in any JG), ``num_judged_ret`` (of
+    those, retrieved) and ``counts``: (n, n) uint16, the JGs preferring docid i to docid j.
+    ``rank_pool``: the classes' docid ranks of every single-sub-group JG, end to end, as trec_eval
+    lays them out in memory (``*_Rnonrel`` may read past a JG's last class into the next JG's)."""
 
     jgs: list[JudgementGroup]
     num_judged: int
@@ -77,8 +77,8 @@ class QueryPrefs:
 
 
 def _sorted_ranking(run: Run, qid: str) -> list[str]:
-    """The run's documents for ``qid`` as ``form_prefs_counts.c`` ranks them: score descending, ties by
-    docno ascending (the other measures break ties descending)."""
+    """The run's documents for ``qid`` as ``form_prefs_counts.c`` ranks them: score descending, ties
+    by docno ascending (the other measures break ties descending)."""
     docs = run.ranking(qid)
     if run.scores is None:
         return docs
@@ -92,10 +92,15 @@ def _error(line: PrefLine, source: str, problem: str) -> InputError:
 
 
 def form_prefs_counts(lines: Sequence[PrefLine], ranking: Sequence[str], source: str = "<prefs>") -> QueryPrefs:
-    """Count the preferences of one query's judgements fulfilled by ``ranking`` (``form_prefs_counts.c``).
+    """Count the preferences of one query's judgements fulfilled by ``ranking``
+    (``form_prefs_counts.c``).
 
     Example:
-        >>> lines = [PrefLine("u", "s", "a", 2.0), PrefLine("u", "s", "b", 1.0), PrefLine("u", "s", "c", 0.0)]
+        >>> lines = [
+        ...     PrefLine("u", "s", "a", 2.0),
+        ...     PrefLine("u", "s", "b", 1.0),
+        ...     PrefLine("u", "s", "c", 0.0),
+        ... ]
         >>> q = form_prefs_counts(lines, ["b", "a", "x"])
         >>> g = q.jgs[0]
         >>> (g.ful_ret, g.poss_ret, g.ful_imp, g.poss_imp, g.notoccur)
@@ -165,7 +170,8 @@ def _form_jg_ec(entries: list[PrefLine], rank: dict[str, int], njr: int, counts:
 
 def _form_jg_pa(entries: list[PrefLine], rank: dict[str, int], n: int, njr: int, counts: np.ndarray,
                 source: str) -> JudgementGroup:
-    """Several sub-groups: a preference array, closed under transitivity; it must stay consistent."""
+    """Several sub-groups: a preference array, closed under transitivity; it must stay consistent.
+    """
     a = np.zeros((n, n), dtype=bool)
     rel = np.full(n, -1.0)
     for i, p in enumerate(entries):
@@ -176,8 +182,8 @@ def _form_jg_pa(entries: list[PrefLine], rank: dict[str, int], n: int, njr: int,
         rel[r] = p.level
         lower = [rank[q.doc_id] for q in entries[i + 1:] if q.jsg == p.jsg and q.level != p.level]
         a[r, lower] = True
-    # transitive closure, as trec_eval's repeated products with the diagonal set; only this JG's documents
-    # have preferences, so the products run over their rows and columns alone
+    # transitive closure, as trec_eval's repeated products with the diagonal set; only this JG's
+    # documents have preferences, so the products run over their rows and columns alone
     idx = np.unique([rank[p.doc_id] for p in entries])
     sub = a[np.ix_(idx, idx)]
     np.fill_diagonal(sub, True)
@@ -229,10 +235,10 @@ class PrefsInput:
 
 def prefs_input(prefs: Prefs, run: Run, *, missing: str = "zero", depth: int | None = None
                 ) -> tuple[PrefsInput, dict]:
-    """Join preference judgements with a run, per query of the judgements (``missing="zero"``: a query the
-    run lacks is scored on an empty ranking, trec_eval ``-c``; ``"skip"``: left out); and a summary.
-    ``depth`` keeps the top ``depth`` documents of each ranking (trec_eval ``-M``), cut after this
-    module's ranking (ties by docno ascending)."""
+    """Join preference judgements with a run, per query of the judgements (``missing="zero"``: a
+    query the run lacks is scored on an empty ranking, trec_eval ``-c``; ``"skip"``: left out); and
+    a summary. ``depth`` keeps the top ``depth`` documents of each ranking (trec_eval ``-M``), cut
+    after this module's ranking (ties by docno ascending)."""
     in_run = set(run.queries)
     qids = [q for q in prefs.queries if missing == "zero" or q in in_run]
     queries = [form_prefs_counts(prefs.lines(q), _sorted_ranking(run, q)[:depth] if q in in_run else [],
@@ -251,7 +257,8 @@ def query_summary(judged: list[str], run: Run, missing: str, evaluated: int) -> 
             "ignored_queries": ignored, "missing": missing}
 
 
-# ------------------------------------------------------------------------------------------ measures
+# ------------------------------------------------------------------------------------------
+# measures
 def _div(a: float, b: float) -> float:
     """C's double division where 0/0 is NaN (it then fails ``sum > 0`` and the measure stays 0)."""
     return a / b if b else float("nan")
@@ -322,8 +329,8 @@ prefs_avgjg_imp = _per_query(_avgjg(_ful, lambda g: g.poss_ret + g.poss_imp))
 
 
 def _pair(areas: str):
-    """Mean over document pairs with a preference of (JGs preferring the higher ranked) / (JGs with a
-    preference); ``areas``: which of retrieved-retrieved (r), retrieved-unretrieved (i) and
+    """Mean over document pairs with a preference of (JGs preferring the higher ranked) / (JGs with
+    a preference); ``areas``: which of retrieved-retrieved (r), retrieved-unretrieved (i) and
     unretrieved-unretrieved (n, counted, never fulfilled) enter."""
 
     def fn(q: QueryPrefs) -> float:
@@ -358,17 +365,18 @@ prefs_pair_imp = _per_query(_pair("ri"))
 
 
 def _prefix_below(ranks: np.ndarray, njr: int) -> np.ndarray:
-    """The ranks up to the first unretrieved one (trec_eval's ``ptr < end && *ptr < num_judged_ret``)."""
+    """The ranks up to the first unretrieved one (trec_eval's ``ptr < end && *ptr <
+    num_judged_ret``)."""
     past = np.flatnonzero(ranks >= njr)
     return ranks[: past[0]] if len(past) else ranks
 
 
 def _recalc_ec(q: QueryPrefs, g: JudgementGroup, keep: int, retrieved_only: bool) -> tuple[int, int]:
-    """``recalculate`` of m_prefs_avgjg_Rnonrel(_ret).c, equivalence classes: the "non-relevant" class is the
-    ``keep`` ranks from the start of the last class, read on into the next JG's classes when the last class
-    is shorter, as trec_eval reads its memory (past the query's last class it would read what an earlier
-    query left there; we stop at the end); pairs are counted as trec_eval counts them (the last class
-    against its cut too)."""
+    """``recalculate`` of m_prefs_avgjg_Rnonrel(_ret).c, equivalence classes: the "non-relevant"
+    class is the ``keep`` ranks from the start of the last class, read on into the next JG's classes
+    when the last class is shorter, as trec_eval reads its memory (past the query's last class it
+    would read what an earlier query left there; we stop at the end); pairs are counted as trec_eval
+    counts them (the last class against its cut too)."""
     njr = q.num_judged_ret
     ful = poss = 0
     ecs = [_prefix_below(r, njr) if retrieved_only else r for _, r in g.ecs]
@@ -393,7 +401,8 @@ def _recalc_ec(q: QueryPrefs, g: JudgementGroup, keep: int, retrieved_only: bool
 
 
 def _recalc_pa(g: JudgementGroup, njr: int, retrieved_only: bool) -> tuple[int, int]:
-    """``recalculate``, preference array: the non-relevant documents past the first ``num_rel`` left out."""
+    """``recalculate``, preference array: the non-relevant documents past the first ``num_rel`` left
+    out."""
     a, rel = g.prefs_array, g.rel_array
     assert a is not None and rel is not None
     n = len(rel)
@@ -412,8 +421,8 @@ def _recalc_pa(g: JudgementGroup, njr: int, retrieved_only: bool) -> tuple[int, 
 
 
 def _rnonrel(retrieved_only: bool):
-    """Each JG's ratio with its non-relevant documents set to R (added as fulfilled when fewer, the first R
-    in rank order kept when more), averaged over JGs."""
+    """Each JG's ratio with its non-relevant documents set to R (added as fulfilled when fewer, the
+    first R in rank order kept when more), averaged over JGs."""
 
     def fn(q: QueryPrefs) -> float:
         total = 0.0
@@ -463,13 +472,17 @@ def check_measures(measures: Iterable, need: str, flag: str) -> None:
 
 def evaluate_prefs(prefs: Prefs, run: Run, metrics: Iterable[str] | str | None = None, *,
                    missing: str = "zero", depth: int | None = None):
-    """Evaluate a run against preference judgements (trec_eval ``-R prefs`` / ``-R qrels_prefs``); ``missing``
-    as in :func:`~rankwise.metrics.engine.evaluate`, ``depth`` as trec_eval's ``-M``.
+    """Evaluate a run against preference judgements (trec_eval ``-R prefs`` / ``-R qrels_prefs``);
+    ``missing`` as in :func:`~rankwise.metrics.engine.evaluate`, ``depth`` as trec_eval's ``-M``.
 
     Example:
         >>> from rankwise.data.prefs import PrefLine, Prefs
         >>> p = Prefs({"q": (PrefLine("u", "s", "a", 2.0), PrefLine("u", "s", "b", 0.0))})
-        >>> r = evaluate_prefs(p, Run.from_dict({"q": {"b": 2.0, "a": 1.0}}), ["prefs_simp", "prefs_num_prefs_poss"])
+        >>> r = evaluate_prefs(
+        ...     p,
+        ...     Run.from_dict({"q": {"b": 2.0, "a": 1.0}}),
+        ...     ["prefs_simp", "prefs_num_prefs_poss"],
+        ... )
         >>> r.mean
         {'prefs_simp': 0.0, 'prefs_num_prefs_poss': 1.0}
     """

@@ -1,8 +1,9 @@
 """``evaluate_rag``: score the retrieved contexts of a RAG test set with verdicts from any source.
 
 Verdicts come from ids, ground-truth text (containment, span, fuzzy), human labels or an LLM judge
-(read from records written by ``rankwise judge``). Every verdict is kept per chunk in per-case records
-(docs/metrics.md §6); metrics are computed from those stored verdicts by the same engine as ``rankwise eval``.
+(read from records written by ``rankwise judge``). Every verdict is kept per chunk in per-case
+records (docs/metrics.md §6); metrics are computed from those stored verdicts by the same engine as
+``rankwise eval``.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ NO_CHUNKS = "no retrieved chunks"  # the one unscorable reason that has ground t
 
 
 def default_rag_metrics(k: Sequence[int], relevance: str, *, calls: bool = False, hops: bool = False) -> list[str]:
-    """hit_rate, precision, recall, f1 at each k; mrr; ndcg, wcp (log), acp, context_recall at the largest k.
+    """hit_rate, precision, recall, f1 at each k; mrr; ndcg, wcp (log), acp, context_recall at the
+    largest k.
 
-    ids mode adds id_precision / id_recall; span mode adds char_recall at each k. When some case made
-    several retrieval ``calls``: recall averaged over calls, evidence coverage, calls to evidence and
-    redundancy at the largest k (the cutoff per call), and ``all_hops_covered`` when references carry ``hops``.
+    ids mode adds id_precision / id_recall; span mode adds char_recall at each k. When some case
+    made several retrieval ``calls``: recall averaged over calls, evidence coverage, calls to
+    evidence and redundancy at the largest k (the cutoff per call), and ``all_hops_covered`` when
+    references carry ``hops``.
 
     Example:
         >>> default_rag_metrics([5], "containment", calls=True)[-4:]
@@ -75,8 +78,8 @@ class RagResult(EvalResult):
     """What :func:`evaluate_rag` returns: an :class:`~rankwise.metrics.EvalResult` plus the records.
 
     Attributes:
-        records: one :class:`~rankwise.data.records.CaseRecord` per case, with every chunk's verdict,
-            the passages each chunk matched, each metric's score and the case's status.
+        records: one :class:`~rankwise.data.records.CaseRecord` per case, with every chunk's
+            verdict, the passages each chunk matched, each metric's score and the case's status.
         relevance: the verdict source scored.
     """
 
@@ -95,12 +98,14 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
                    system: str | None = None) -> tuple[list[CaseRecord], bool]:
     """Per-case records holding ``relevance`` verdicts, and whether they were stored already.
 
-    Records that already hold this source's verdicts are used as stored, never re-judged — except that a
-    ``min_evidence_chars`` given (not None) re-judges stored containment/fuzzy verdicts by that rule, since they
-    were decided by whatever rule was in force when they were stored; a test set (or ``labels``) is judged now
-    (``min_evidence_chars`` None: :data:`~rankwise.relevance.text.MIN_EVIDENCE_CHARS`). Every command that
-    scores RAG cases starts here. Records given as objects are copied first unless ``copy=False`` (see :func:`evaluate_rag`). ``system`` picks the rows of a
-    human labelling sheet that names several systems (default: a records/test-set file's name, as ``--ppi``).
+    Records that already hold this source's verdicts are used as stored, never re-judged — except
+    that a ``min_evidence_chars`` given (not None) re-judges stored containment/fuzzy verdicts by
+    that rule, since they were decided by whatever rule was in force when they were stored; a test
+    set (or ``labels``) is judged now (``min_evidence_chars`` None:
+    :data:`~rankwise.relevance.text.MIN_EVIDENCE_CHARS`). Every command that scores RAG cases starts
+    here. Records given as objects are copied first unless ``copy=False`` (see
+    :func:`evaluate_rag`). ``system`` picks the rows of a human labelling sheet that names several
+    systems (default: a records/test-set file's name, as ``--ppi``).
 
     Example:
         >>> recs, stored = judged_records([{"id": "q", "retrieved_contexts": ["a b", "c"],
@@ -140,8 +145,8 @@ def judged_records(testset: Any, relevance: str = "containment", *, labels: Any 
 
 
 def unscorable_reasons(unscorable_cases: dict[str, str], relevance: str) -> str:
-    """Why no case could be scored, for the one-line error: each reason once; cases the retriever found
-    nothing for are counted as such (no verdict source would help them).
+    """Why no case could be scored, for the one-line error: each reason once; cases the retriever
+    found nothing for are counted as such (no verdict source would help them).
 
     Example:
         >>> unscorable_reasons({"q1": "no retrieved chunks", "q2": "no retrieved chunks"}, "span")
@@ -163,38 +168,43 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
     """Score a RAG test set's retrieved contexts against verdicts from one source.
 
     Args:
-        testset: a test set (path, DataFrame, dict of lists, list of dicts, :class:`TestSet`) or per-case
-            records (a records JSONL path or a list of :class:`CaseRecord`, e.g. from ``rankwise judge``).
-        relevance: ``containment`` (default), ``span``, ``fuzzy``, ``ids``, ``human`` (needs ``labels``
-            unless the records hold human verdicts), ``llm`` (verdicts already in the records) or any
-            other source name present in the records. Records that already hold this source's verdicts
-            are scored as stored, never re-judged (pass the test set, or ``labels``, to judge anew).
+        testset: a test set (path, DataFrame, dict of lists, list of dicts, :class:`TestSet`) or
+            per-case records (a records JSONL path or a list of :class:`CaseRecord`, e.g. from
+            ``rankwise judge``).
+        relevance: ``containment`` (default), ``span``, ``fuzzy``, ``ids``, ``human`` (needs
+            ``labels`` unless the records hold human verdicts), ``llm`` (verdicts already in the
+            records) or any other source name present in the records. Records that already hold this
+            source's verdicts are scored as stored, never re-judged (pass the test set, or
+            ``labels``, to judge anew).
         labels: human labels (CSV/JSONL path or rows) for ``human``; graded qrels for ``ids``.
-        k: cutoffs for the default metrics (default 1, 3, 5, 10). A cutoff past every retrieved list,
-            asked for or default, is warned about, naming the cutoffs.
-        metrics: metric names (``wcp@5``, ``acp(ragas_compat=true)@5``, ``char_recall@5`` ...); default
-            :func:`default_rag_metrics`.
+        k: cutoffs for the default metrics (default 1, 3, 5, 10). A cutoff past every retrieved
+            list, asked for or default, is warned about, naming the cutoffs.
+        metrics: metric names (``wcp@5``, ``acp(ragas_compat=true)@5``, ``char_recall@5`` ...);
+            default :func:`default_rag_metrics`.
         min_overlap: span mode: share of the passage (or of the chunk) a chunk must overlap.
         threshold: fuzzy mode: similarity from which a chunk matches a passage.
-        min_evidence_chars: containment and fuzzy: letters/digits a chunk lying inside a reference passage
-            must hold to count (default None: 20 for verdicts judged now, stored verdicts kept as stored; a
-            number given re-judges stored containment/fuzzy verdicts too); a shorter passage is enough in full;
-            fragments such as "the" are counted as not relevant, warned about with a count, and their reasons
-            say so.
+        min_evidence_chars: containment and fuzzy: letters/digits a chunk lying inside a reference
+            passage must hold to count (default None: 20 for verdicts judged now, stored verdicts
+            kept as stored; a number given re-judges stored containment/fuzzy verdicts too); a
+            shorter passage is enough in full; fragments such as "the" are counted as not relevant,
+            warned about with a count, and their reasons say so.
         id_field: ids mode: compare ``id`` or ``doc_id`` of chunks (default: id, else doc_id).
         relevance_level: grade from which an id/qrels grade counts as relevant.
-        unscorable: cases with no ground truth (unanswerable questions) and cases with no retrieved chunk:
-            ``skip`` (default: a case without ground truth is left out of the means, as trec_eval leaves out
-            unjudged queries; a case whose retriever returned nothing scores 0) or ``zero`` (both score 0 and
-            stay in the means). Listed in the summary either way (docs/context-metrics.md).
-        incomplete: cases with failed or missing verdicts: ``zero`` (those chunks count as not relevant,
-            the case stays in the means) or ``skip``. Listed in the summary either way.
+        unscorable: cases with no ground truth (unanswerable questions) and cases with no retrieved
+            chunk: ``skip`` (default: a case without ground truth is left out of the means, as
+            trec_eval leaves out unjudged queries; a case whose retriever returned nothing scores 0)
+            or ``zero`` (both score 0 and stay in the means). Listed in the summary either way
+            (docs/context-metrics.md).
+        incomplete: cases with failed or missing verdicts: ``zero`` (those chunks count as not
+            relevant, the case stays in the means) or ``skip``. Listed in the summary either way.
         progress: show a progress bar (stderr) while judging long test sets.
-        copy: records given as :class:`CaseRecord` objects are copied before verdicts are added, so the
-            caller's stay as they were (default); ``False`` adds the verdicts to the caller's own records, for a
-            caller that made them for this call (a sweep's cells: no copy of every record of every cell).
-        system: which system's rows of a human labelling sheet naming several (its ``system`` column) to use;
-            default the records/test-set file's name (``bm25.jsonl``: ``bm25``), as ``--ppi`` reads it.
+        copy: records given as :class:`CaseRecord` objects are copied before verdicts are added, so
+            the caller's stay as they were (default); ``False`` adds the verdicts to the caller's
+            own records, for a caller that made them for this call (a sweep's cells: no copy of
+            every record of every cell).
+        system: which system's rows of a human labelling sheet naming several (its ``system``
+            column) to use; default the records/test-set file's name (``bm25.jsonl``: ``bm25``), as
+            ``--ppi`` reads it.
 
     Example:
         >>> r = evaluate_rag([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
@@ -244,12 +254,16 @@ def evaluate_rag(testset: Any, relevance: str = "containment", *, labels: Any = 
 
 
 def call_gaps(records: list[CaseRecord], relevance: str) -> str | None:
-    """The warning when chunks of some calls have no ``relevance`` verdict (a call's chunk missing from the
-    case's own list, with a source that judges only that list): they count as not relevant.
+    """The warning when chunks of some calls have no ``relevance`` verdict (a call's chunk missing
+    from the case's own list, with a source that judges only that list): they count as not relevant.
 
     Example:
         >>> from rankwise.data.records import CallRecord, ChunkRecord
-        >>> r = CaseRecord("q", chunks=[ChunkRecord(rank=1, id="a")], calls=[CallRecord([ChunkRecord(rank=1, id="z")])])
+        >>> r = CaseRecord(
+        ...     "q",
+        ...     chunks=[ChunkRecord(rank=1, id="a")],
+        ...     calls=[CallRecord([ChunkRecord(rank=1, id="z")])],
+        ... )
         >>> call_gaps([r], "llm")[:60]
         "1 chunk of the cases' calls (in 1 case) has no 'llm' verdict"
     """
@@ -268,14 +282,15 @@ def call_gaps(records: list[CaseRecord], relevance: str) -> str | None:
 
 
 def _defaults(records: list[CaseRecord], ks: list[int], relevance: str) -> list[str]:
-    """The default metrics for these records: with the metrics over calls when some case has calls."""
+    """The default metrics for these records: with the metrics over calls when some case has calls.
+    """
     hops = any(p.hop is not None for r in records for p in r.reference_contexts)
     return default_rag_metrics(ks, relevance, calls=any(r.calls for r in records), hops=hops)
 
 
 def checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: str) -> list[int]:
-    """``evaluate_rag``'s cutoffs (default 1, 3, 5, 10), sorted; bad cutoffs or policies raise (one check for
-    both engines: :func:`rankwise.spark.rag.evaluate_rag` calls it too).
+    """``evaluate_rag``'s cutoffs (default 1, 3, 5, 10), sorted; bad cutoffs or policies raise (one
+    check for both engines: :func:`rankwise.spark.rag.evaluate_rag` calls it too).
 
     Example:
         >>> checked_cutoffs([10, 1, 5], "zero", "skip")
@@ -294,8 +309,8 @@ def checked_cutoffs(k: int | Iterable[int] | None, unscorable: str, incomplete: 
 def _cases_left_out(records: list, relevance: str, testset: Any, unscorable: str, incomplete: str
                     ) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """Which cases enter the means: the unscorable and the incomplete cases (id -> why) and the ids
-    left out of the means under the ``skip`` policies; no scorable case at all, or no chunk this source could
-    judge (:func:`rankwise.relevance.diagnose.all_missing`), raises."""
+    left out of the means under the ``skip`` policies; no scorable case at all, or no chunk this
+    source could judge (:func:`rankwise.relevance.diagnose.all_missing`), raises."""
     unscorable_cases: dict[str, str] = {}
     incomplete_cases: dict[str, str] = {}
     for r in records:
@@ -326,7 +341,9 @@ def retrieval_failures(records: Any) -> dict[str, str]:
 
     Example:
         >>> from rankwise.data.records import CaseRecord
-        >>> retrieval_failures([CaseRecord("q", extra={"retrieval": {"status": "failed: ValueError: boom"}})])
+        >>> retrieval_failures(
+        ...     [CaseRecord("q", extra={"retrieval": {"status": "failed: ValueError: boom"}})]
+        ... )
         {'q': 'ValueError: boom'}
     """
     out = {}
@@ -338,14 +355,22 @@ def retrieval_failures(records: Any) -> dict[str, str]:
 
 
 def left_out(status: str, unscorable: str, incomplete: str) -> bool:
-    """Whether a case of this status stays out of the means (both engines ask here). ``unscorable="skip"``
-    leaves out a case without ground truth (an unanswerable question: unjudged, as trec_eval leaves out
-    queries without judgements) but not one whose retriever returned nothing, which has ground truth and
-    scores 0 under either policy: a retriever that finds nothing is not rewarded for it.
+    """Whether a case of this status stays out of the means (both engines ask here).
+    ``unscorable="skip"`` leaves out a case without ground truth (an unanswerable question:
+    unjudged, as trec_eval leaves out queries without judgements) but not one whose retriever
+    returned nothing, which has ground truth and scores 0 under either policy: a retriever that
+    finds nothing is not rewarded for it.
 
     Example:
-        >>> [left_out(s, "skip", "zero") for s in ("ok", "unscorable: no ground truth",
-        ...                                        "unscorable: no retrieved chunks", "incomplete: 1 failed verdict")]
+        >>> [
+        ...     left_out(s, "skip", "zero")
+        ...     for s in (
+        ...         "ok",
+        ...         "unscorable: no ground truth",
+        ...         "unscorable: no retrieved chunks",
+        ...         "incomplete: 1 failed verdict",
+        ...     )
+        ... ]
         [False, True, False, False]
     """
     kind, _, why = status.partition(": ")
@@ -355,9 +380,9 @@ def left_out(status: str, unscorable: str, incomplete: str) -> bool:
 
 
 def no_match_summary(records: list, relevance: str, id_field: str | None) -> dict:
-    """``{"no_match": sentence}`` when ``relevance`` verdicts matched nothing for a reason a user can fix
-    (:func:`rankwise.relevance.diagnose.no_match`), else ``{}``: printed under the table, kept in the JSON
-    summary, and warned once per system by compare-rag, gate and sweep."""
+    """``{"no_match": sentence}`` when ``relevance`` verdicts matched nothing for a reason a user
+    can fix (:func:`rankwise.relevance.diagnose.no_match`), else ``{}``: printed under the table,
+    kept in the JSON summary, and warned once per system by compare-rag, gate and sweep."""
     note = no_match(records, relevance, id_field)
     return {"no_match": note} if note else {}
 
@@ -376,7 +401,8 @@ def verdict_counts(records, relevance: str) -> dict[str, int]:
 def rag_summary(n_cases: int, relevance: str, n_scored: int, unscorable_cases: dict, incomplete_cases: dict,
                 unscorable: str, incomplete: str, r_basis: str, stored: bool, counts: dict[str, int],
                 **params) -> dict:
-    """The summary of an ``evaluate_rag`` result (the Spark engine builds the same from collected counts)."""
+    """The summary of an ``evaluate_rag`` result (the Spark engine builds the same from collected
+    counts)."""
     basis = R_BASIS_TEXT.get(r_basis, r_basis)
     kept = {k: v for k, v in params.items() if v is not None}
     if relevance != "span":
@@ -429,8 +455,8 @@ def unscorable_treatment(unscorable_cases: dict[str, str], unscorable: str) -> s
 
 
 def none_scorable(reasons_by_case: dict[str, str], relevance: str, testset: Any = None) -> InputError:
-    """The error when no case can be scored: names the field that is missing from every case (a null or
-    empty ``reference_contexts``) in the file's words, else the reasons."""
+    """The error when no case can be scored: names the field that is missing from every case (a null
+    or empty ``reference_contexts``) in the file's words, else the reasons."""
     reasons = sorted(set(reasons_by_case.values()))
     source = testset if isinstance(testset, (str, PathLike)) else None
     if relevance in TEXT_SOURCES and reasons == ["no ground truth"]:

@@ -1,12 +1,13 @@
-"""Metric registry: the catalogue's declarations (:mod:`rankwise.metrics.catalogue`) registered by name,
-and every metric name parsed into a bound :class:`Measure`. Names parse once, here, into bound :class:`Measure`
-objects; every command and API takes its metric names through :func:`parse_measures`.
+"""Metric registry: the catalogue's declarations (:mod:`rankwise.metrics.catalogue`) registered by
+name, and every metric name parsed into a bound :class:`Measure`. Names parse once, here, into bound
+:class:`Measure` objects; every command and API takes its metric names through
+:func:`parse_measures`.
 
 Canonical names are ``metric@k`` (``ndcg@10``, ``precision@5``, ``mrr``) with non-default parameters
 in parentheses (``wcp(decay=linear)@5``). trec_eval names (``P_5``, ``ndcg_cut_10``, ``recip_rank``,
 ``success_3``, ``Rprec`` ...), trec_eval's list syntax (``P.5,10``, ``ndcg_cut.5,10``) and
-ir_measures-like spellings (``P@5``, ``nDCG@10``, ``AP``) are accepted too. Definitions, formulas and
-worked examples: ``docs/metrics.md``.
+ir_measures-like spellings (``P@5``, ``nDCG@10``, ``AP``) are accepted too. Definitions, formulas
+and worked examples: ``docs/metrics.md``.
 """
 
 from __future__ import annotations
@@ -133,14 +134,16 @@ def register(metric: Metric, *, trec_bases: Iterable[str] = ()) -> Metric:
 for _m in CATALOGUE:
     register(_m, trec_bases=TREC_BASES.get(_m.name, ()))
 
-#: the metrics whose every per-query value lies in [0, 1] at their default parameters (``Metric.value_range``);
-#: with text or id ground truth this rests on the redundancy rule (docs/context-metrics.md, "Redundant chunks")
+#: the metrics whose every per-query value lies in [0, 1] at their default parameters
+#: (``Metric.value_range``); with text or id ground truth this rests on the redundancy rule
+#: (docs/context-metrics.md, "Redundant chunks")
 UNIT_RANGE = frozenset(m.name for m in CATALOGUE if m.value_range == RANGE_UNIT)
-#: the metrics whose values are counts or sums of non-negative gains: never below 0 (calls_to_evidence: >= 1)
+#: the metrics whose values are counts or sums of non-negative gains: never below 0
+#: (calls_to_evidence: >= 1)
 NONNEGATIVE = frozenset(m.name for m in CATALOGUE if m.value_range == RANGE_NONNEGATIVE)
 
-# parameters may nest one metric in another (``merged(metric=wcp(decay=linear))@5``): the outer parentheses
-# take everything up to the last ")" before the cutoff
+# parameters may nest one metric in another (``merged(metric=wcp(decay=linear))@5``): the outer
+# parentheses take everything up to the last ")" before the cutoff
 _NAME_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\((?P<params>.*)\))?"
                       r"(?:@(?P<budget>\d+)(?P<unit>[ct])|(?:@|_cut_|_cut\.|_|\.)(?P<k>\d+))?$")
 _TREC_LIST_RE = re.compile(r"^(?P<base>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<values>[0-9A-Za-z.=,\s+-]+)$")
@@ -187,8 +190,8 @@ def split_metric_list(text: str) -> list[str]:
 
 
 def _unknown(text: str) -> InputError:
-    """The error for a name that is no metric: a cutoff below 1 says so; a misspelt base name keeps the
-    cutoff and parameters the user wrote in its suggestions (``ndgc@5`` -> ``ndcg@5``)."""
+    """The error for a name that is no metric: a cutoff below 1 says so; a misspelt base name keeps
+    the cutoff and parameters the user wrote in its suggestions (``ndgc@5`` -> ``ndcg@5``)."""
     import difflib
 
     negative = re.fullmatch(r"(?P<base>[A-Za-z][A-Za-z0-9_]*?)(?:\([^)]*\))?(?:@|_cut_|_cut\.|_|\.)-\d+", text)
@@ -208,8 +211,9 @@ def _unknown(text: str) -> InputError:
 
 
 def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, written: bool = False) -> Measure:
-    """``metric`` at cutoff ``k`` with ``params``; those at their default are dropped from the name unless
-    ``written`` (trec_eval's ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0``, not ``utility``)."""
+    """``metric`` at cutoff ``k`` with ``params``; those at their default are dropped from the name
+    unless ``written`` (trec_eval's ``utility.1,-1,0,0`` prints ``utility_1,-1,0,0``, not
+    ``utility``)."""
     if k is not None and metric.cutoff == "none":
         raise InputError(f"metric {metric.name!r} takes no cutoff (got {text!r})", field="metric")
     if k is None and metric.cutoff == "required":
@@ -240,8 +244,8 @@ def _bind(metric: Metric, k: int | None, params: dict[str, Any], text: str, *, w
 
 
 def bind_named(name: str, k: int | None) -> Measure:
-    """A metric named inside another metric's name (``merged(metric=wcp(decay=linear))@5``), with the
-    parameters its name gives, at the outer cutoff (none when the named metric takes none).
+    """A metric named inside another metric's name (``merged(metric=wcp(decay=linear))@5``), with
+    the parameters its name gives, at the outer cutoff (none when the named metric takes none).
 
     Example:
         >>> bind_named("wcp(decay=linear)", 5).name
@@ -309,8 +313,8 @@ def _parse_trec_list(text: str) -> list[Measure] | None:
 
 
 def lookup_metric(name: str) -> Metric:
-    """The metric a name means: a base name or alias as is (``per_call``, whose ``metric`` parameter a
-    measure must give), else any spelling :func:`parse_measure` reads (``P@5``).
+    """The metric a name means: a base name or alias as is (``per_call``, whose ``metric`` parameter
+    a measure must give), else any spelling :func:`parse_measure` reads (``P@5``).
 
     Example:
         >>> lookup_metric("per_call").name, lookup_metric("P_5").name
@@ -343,10 +347,16 @@ _NICKNAMES = {**TREC_NICKNAMES, **PREFS_NICKNAMES, **JG_NICKNAMES}
 def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:
     """Whether trec_eval would print its ``runid`` line for these measure names: when none are given
     (its default set, ``official``), or when they hold ``runid`` itself or a set that holds it
-    (``official``, ``set``, ``all_trec``). ``runid`` is no metric: it names the run in trec_eval's output.
+    (``official``, ``set``, ``all_trec``). ``runid`` is no metric: it names the run in trec_eval's
+    output.
 
     Example:
-        >>> asks_runid(None), asks_runid(["P.5", "runid"]), asks_runid("all_trec"), asks_runid(["map"])
+        >>> (
+        ...     asks_runid(None),
+        ...     asks_runid(["P.5", "runid"]),
+        ...     asks_runid("all_trec"),
+        ...     asks_runid(["map"]),
+        ... )
         (True, True, True, False)
     """
     if names is None:
@@ -359,8 +369,9 @@ def asks_runid(names: Iterable[str | Measure] | str | None) -> bool:
 
 
 def _check_parentheses(text: str) -> None:
-    """A name whose parentheses do not pair up is refused: with nested metrics (``merged(metric=wcp(...))``) a
-    missing ")" would otherwise read as the inner metric's defaults."""
+    """A name whose parentheses do not pair up is refused: with nested metrics
+    (``merged(metric=wcp(...))``) a missing ")" would otherwise read as the inner metric's defaults.
+    """
     depth = 0
     for ch in text:
         depth += (ch == "(") - (ch == ")")
@@ -396,8 +407,8 @@ def _parse_one(text: str) -> list[Measure]:
 
 
 def _at_budget(measure: Measure, budget: int, unit: str, text: str) -> Measure:
-    """``measure`` cut at a context budget (``recall@1500c``): only the metrics :mod:`~rankwise.metrics.budget`
-    defines take one."""
+    """``measure`` cut at a context budget (``recall@1500c``): only the metrics
+    :mod:`~rankwise.metrics.budget` defines take one."""
     from rankwise.metrics.budget import BUDGET_METRICS
 
     if measure.metric.name not in BUDGET_METRICS:

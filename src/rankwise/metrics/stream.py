@@ -38,11 +38,12 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
                     metrics: Iterable[str | Measure] | str | None = None,
                     *, relevance_level: int = 1, missing: str = "zero", block_rows: int = DEFAULT_BLOCK_ROWS,
                     workdir: str | os.PathLike | None = None, depth: int | None = None) -> EvalResult:
-    """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded memory.
+    """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded
+    memory.
 
     The run is read ``block_rows`` rows at a time (whole queries); a file whose queries are not
-    grouped is partitioned on disk first (under ``workdir``). The qrels are held in memory. ``depth``:
-    trec_eval's ``-M``, as in :func:`rankwise.evaluate`.
+    grouped is partitioned on disk first (under ``workdir``). The qrels are held in memory.
+    ``depth``: trec_eval's ``-M``, as in :func:`rankwise.evaluate`.
 
     Example:
         >>> r = evaluate_stream("qrels.txt", "big.trec", ["ndcg@10", "map"])  # doctest: +SKIP

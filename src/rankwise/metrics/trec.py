@@ -1,23 +1,25 @@
 """The rest of trec_eval 10.0's measures, each computed as trec_eval computes it.
 
-Every function takes a :class:`RelevanceMatrix` and a cutoff ``k`` (None: the whole ranking) and returns
-one value per query, the value trec_eval's ``m_<name>.c`` stores for that query: the same operations on
-doubles in the same order (sums run left to right along a row, never pairwise as ``np.sum`` adds;
-logarithms come from the C library through :mod:`math`, as numpy's SIMD ``log2`` may differ from it in the
-last bit), so the digits agree beyond the four trec_eval prints (tests/conformance/test_trec_eval_binary.py compares
-them bit for bit). Definitions and citations: ``docs/trec-measures.md``.
+Every function takes a :class:`RelevanceMatrix` and a cutoff ``k`` (None: the whole ranking) and
+returns one value per query, the value trec_eval's ``m_<name>.c`` stores for that query: the same
+operations on doubles in the same order (sums run left to right along a row, never pairwise as
+``np.sum`` adds; logarithms come from the C library through :mod:`math`, as numpy's SIMD ``log2``
+may differ from it in the last bit), so the digits agree beyond the four trec_eval prints
+(tests/conformance/test_trec_eval_binary.py compares them bit for bit). Definitions and citations:
+``docs/trec-measures.md``.
 
-trec_eval's view of a ranked item: its grade when the qrels judge it (grade >= 0), "unjudged in the pool"
-when the qrels give it a negative grade, "not in the pool" when the qrels do not list it. Queries in the
-qrels but absent from the run (``missing="zero"``, trec_eval ``-c``) are scored on an empty ranking, which
-gives the value trec_eval's placeholder ranking (one document outside the qrels) gives for every measure
-here, except where trec_eval zeroes ``utility``, ``unj``, ``rbp_resid`` and ``relstring`` for those
-queries by their printed name: it matches the bare names only, so with parameters (``utility_2,-1,0,0``,
-``rbp_resid_p=0.5``, ``relstring_25``) they keep the placeholder's value, and so do ours.
+trec_eval's view of a ranked item: its grade when the qrels judge it (grade >= 0), "unjudged in the
+pool" when the qrels give it a negative grade, "not in the pool" when the qrels do not list it.
+Queries in the qrels but absent from the run (``missing="zero"``, trec_eval ``-c``) are scored on an
+empty ranking, which gives the value trec_eval's placeholder ranking (one document outside the
+qrels) gives for every measure here, except where trec_eval zeroes ``utility``, ``unj``,
+``rbp_resid`` and ``relstring`` for those queries by their printed name: it matches the bare names
+only, so with parameters (``utility_2,-1,0,0``, ``rbp_resid_p=0.5``, ``relstring_25``) they keep the
+placeholder's value, and so do ours.
 
-Gain maps (``ndcg.1=1,2=3``, ``G``, ``dcg``, ...) follow trec_eval's ``gain_init.c``: a judged level's
-gain is the map's value for it, else the level itself; the ideal ranking holds every judged document's
-positive gain, largest first.
+Gain maps (``ndcg.1=1,2=3``, ``G``, ``dcg``, ...) follow trec_eval's ``gain_init.c``: a judged
+level's gain is the map's value for it, else the level itself; the ideal ranking holds every judged
+document's positive gain, largest first.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ __all__ = [
     "judged", "yaap", "relstring", "err", "nerr8", "nerr9", "gmean_trec",
 ]
 
-# trec_eval's measure nicknames (measures.c) and MeasureParamError live in _names.py, which the registry
-# reads without importing this module
+# trec_eval's measure nicknames (measures.c) and MeasureParamError live in _names.py, which the
+# registry reads without importing this module
 
 MIN_GEO_MEAN = 0.00001  # trec_eval.h: floor of a value entering a geometric mean
 INFAP_EPSILON = 0.00001  # trec_eval.h
@@ -49,7 +51,8 @@ NONPOOL, UNJUDGED = -1, -2  # trec_eval's relevance values for items not in the 
 
 
 class TextValues(np.ndarray):
-    """Per-query numbers that also carry a text per query (``relstring``); ``.texts`` holds the texts."""
+    """Per-query numbers that also carry a text per query (``relstring``); ``.texts`` holds the
+    texts."""
 
     texts: list[str]
 
@@ -80,7 +83,8 @@ def _pooled(m: RelevanceMatrix) -> np.ndarray:
 
 
 def _rel_list(m: RelevanceMatrix) -> np.ndarray:
-    """trec_eval's ``results_rel_list``: the grade when judged, -2 unjudged in the pool, -1 not in the pool."""
+    """trec_eval's ``results_rel_list``: the grade when judged, -2 unjudged in the pool, -1 not in
+    the pool."""
     out = np.where(_pooled(m) & ~m.judged, UNJUDGED, NONPOOL)
     return np.where(m.judged, m.grades, out)
 
@@ -114,7 +118,8 @@ def parse_floats(text: str, default: Sequence[float]) -> list[float]:
 
 
 def parse_gains(text: str) -> dict[int, float]:
-    """trec_eval's gain map ``"1=1,2=3,3=7"`` (level = gain); ``""`` is the default map (gain = level).
+    """trec_eval's gain map ``"1=1,2=3,3=7"`` (level = gain); ``""`` is the default map (gain =
+    level).
 
     Example:
         >>> parse_gains("1=1,2=3,3=7")
@@ -173,7 +178,8 @@ def _discounted(values: np.ndarray, offset: int = 2) -> np.ndarray:
     return values / table[offset: offset + n][None, :]
 
 
-# ------------------------------------------------------------------------------------------ measures
+# ------------------------------------------------------------------------------------------
+# measures
 def _iprec_values(m: RelevanceMatrix, points: Sequence[float]) -> np.ndarray:
     """(queries, len(points)) interpolated precision at each recall point (m_iprec_at_recall.c)."""
     nq = len(m.query_ids)
@@ -197,9 +203,9 @@ def _iprec_values(m: RelevanceMatrix, points: Sequence[float]) -> np.ndarray:
 
 
 def iprec_at_recall(m: RelevanceMatrix, k: int | None = None, recall: float = 0.0) -> np.ndarray:
-    """Interpolated precision at a recall level: max over ranks i >= the rank where recall first reaches
-    ``recall`` of P@i; the level is round(recall * R) relevant items (C ``lround``). trec_eval
-    ``iprec_at_recall_0.10`` (m_iprec_at_recall.c; Manning et al., IIR §8.4)."""
+    """Interpolated precision at a recall level: max over ranks i >= the rank where recall first
+    reaches ``recall`` of P@i; the level is round(recall * R) relevant items (C ``lround``).
+    trec_eval ``iprec_at_recall_0.10`` (m_iprec_at_recall.c; Manning et al., IIR §8.4)."""
     return _iprec_values(m, [recall])[:, 0]
 
 
@@ -207,8 +213,9 @@ ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 def eleven_pt_avg(m: RelevanceMatrix, k: int | None = None, points: str = "") -> np.ndarray:
-    """Mean interpolated precision over recall points (default the 11 points 0, 0.1, ..., 1); trec_eval
-    ``11pt_avg`` (m_11pt_avg.c). The points are sorted, as trec_eval assumes them to be."""
+    """Mean interpolated precision over recall points (default the 11 points 0, 0.1, ..., 1);
+    trec_eval ``11pt_avg`` (m_11pt_avg.c). The points are sorted, as trec_eval assumes them to be.
+    """
     pts = sorted(parse_floats(points, ELEVEN_POINTS))
     values = _iprec_values(m, pts)
     total = np.zeros(values.shape[0])
@@ -227,7 +234,8 @@ def average_precision_seq(m: RelevanceMatrix, k: int | None = None) -> np.ndarra
 
 def bpref_seq(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """bpref = (1/R) sum over retrieved relevant r of 1 - min(N_r, R) / min(N, R), N_r the judged
-    non-relevant items above r, N all judged non-relevant (m_gm_bpref.c; Buckley & Voorhees, SIGIR 2004)."""
+    non-relevant items above r, N all judged non-relevant (m_gm_bpref.c; Buckley & Voorhees, SIGIR
+    2004)."""
     rel = m.relevant
     nonrel = m.judged & ~rel & _valid(m)
     above = np.cumsum(nonrel, axis=1)
@@ -256,10 +264,10 @@ def gmean_trec(values: np.ndarray) -> float:
 
 
 def inf_ap(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Inferred AP (Yilmaz & Aslam, CIKM 2006), trec_eval ``infAP`` (m_infap.c): at the relevant item of
-    0-based rank j > 0, 1/(j+1) + j/(j+1) * ((r-1 + n + u)/j) * ((r-1 + eps)/(r-1 + n + 2 eps)), with r the
-    relevant items up to it, n the judged non-relevant and u the unjudged pooled items above it; 1 at
-    rank 0; summed and divided by R. Items not in the pool are skipped."""
+    """Inferred AP (Yilmaz & Aslam, CIKM 2006), trec_eval ``infAP`` (m_infap.c): at the relevant
+    item of 0-based rank j > 0, 1/(j+1) + j/(j+1) * ((r-1 + n + u)/j) * ((r-1 + eps)/(r-1 + n + 2
+    eps)), with r the relevant items up to it, n the judged non-relevant and u the unjudged pooled
+    items above it; 1 at rank 0; summed and divided by R. Items not in the pool are skipped."""
     rl = _rel_list(m)
     valid = _valid(m)
     rel = m.relevant & valid
@@ -277,8 +285,8 @@ def inf_ap(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def rprec_mult(m: RelevanceMatrix, k: int | None = None, mult: float = 1.0) -> np.ndarray:
-    """Precision at rank (long)(mult * R + 0.9); past the end of the ranking, relevant retrieved / that
-    rank. trec_eval ``Rprec_mult_0.20`` (m_Rprec_mult.c)."""
+    """Precision at rank (long)(mult * R + 0.9); past the end of the ranking, relevant retrieved /
+    that rank. trec_eval ``Rprec_mult_0.20`` (m_Rprec_mult.c)."""
     cut = (mult * m.n_relevant.astype(np.float64) + 0.9).astype(np.int64)
     nrr = _num_rel_ret(m).astype(np.float64)
     cum = m.cum_relevant()
@@ -289,7 +297,8 @@ def rprec_mult(m: RelevanceMatrix, k: int | None = None, mult: float = 1.0) -> n
 
 
 def set_map(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """relevant retrieved^2 / (retrieved * R); 0 when either is 0. trec_eval ``set_map`` (m_set_map.c)."""
+    """relevant retrieved^2 / (retrieved * R); 0 when either is 0. trec_eval ``set_map``
+    (m_set_map.c)."""
     nrr = _num_rel_ret(m).astype(np.float64)
     return _div(nrr * nrr, m.lengths.astype(np.float64) * m.n_relevant.astype(np.float64))
 
@@ -301,10 +310,10 @@ def set_relative_p(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def set_f(m: RelevanceMatrix, k: int | None = None, beta: float = 1.0) -> np.ndarray:
-    """trec_eval's ``set_F`` (m_set_F.c): ``(beta + 1) P R / (beta P + R)`` over the whole list, with P
-    ``set_P`` and R ``set_recall``; 0 when nothing relevant is retrieved. ``beta`` is trec_eval's
-    parameter as is (``set_F.0.5``), the relative importance of recall, not squared as in van
-    Rijsbergen's F_beta; at 1 it is the harmonic mean of P and R.
+    """trec_eval's ``set_F`` (m_set_F.c): ``(beta + 1) P R / (beta P + R)`` over the whole list,
+    with P ``set_P`` and R ``set_recall``; 0 when nothing relevant is retrieved. ``beta`` is
+    trec_eval's parameter as is (``set_F.0.5``), the relative importance of recall, not squared as
+    in van Rijsbergen's F_beta; at 1 it is the harmonic mean of P and R.
 
     Example:
         >>> from rankwise.metrics.matrix import RelevanceMatrix
@@ -327,10 +336,10 @@ def relative_p(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,0,0",
             num_docs: int = 0, bare: bool | None = None) -> np.ndarray:
-    """a*relret + b*(ret - relret) + c*(R - relret) + d*(N + relret - ret - R) with coefficients a,b,c,d
-    and N the collection size (trec_eval ``-N``); 0 for queries missing from the run under the bare name
-    (``bare``, default: the default coefficients), else the placeholder's value. trec_eval ``utility``
-    (m_utility.c)."""
+    """a*relret + b*(ret - relret) + c*(R - relret) + d*(N + relret - ret - R) with coefficients
+    a,b,c,d and N the collection size (trec_eval ``-N``); 0 for queries missing from the run under
+    the bare name (``bare``, default: the default coefficients), else the placeholder's value.
+    trec_eval ``utility`` (m_utility.c)."""
     co = parse_floats(coefficients, (1.0, -1.0, 0.0, 0.0))
     if len(co) != 4:
         raise MeasureParamError(f"utility takes 4 coefficients (a,b,c,d), not {coefficients!r}")
@@ -347,7 +356,8 @@ def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,
 
 
 def num_nonrel_judged_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Judged non-relevant items retrieved. trec_eval ``num_nonrel_judged_ret`` (summed over queries)."""
+    """Judged non-relevant items retrieved. trec_eval ``num_nonrel_judged_ret`` (summed over
+    queries)."""
     return (m.judged & ~m.relevant & _valid(m)).sum(axis=1).astype(np.float64)
 
 
@@ -359,13 +369,15 @@ def _dcg_parts(m: RelevanceMatrix, gains: str) -> tuple[np.ndarray, np.ndarray, 
 
 
 def dcg(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarray:
-    """DCG = sum over ranks i of gain_i / log2(i + 1) (Järvelin & Kekäläinen, TOIS 2002). trec_eval ``dcg``."""
+    """DCG = sum over ranks i of gain_i / log2(i + 1) (Järvelin & Kekäläinen, TOIS 2002). trec_eval
+    ``dcg``."""
     rg, drg, _, _ = _dcg_parts(m, gains)
     return _rowsum(drg)
 
 
 def ideal_dcg(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarray:
-    """DCG of the ideal ranking (every judged positive gain, largest first). trec_eval ``ideal_dcg``."""
+    """DCG of the ideal ranking (every judged positive gain, largest first). trec_eval
+    ``ideal_dcg``."""
     _, _, _, dig = _dcg_parts(m, gains)
     return _rowsum(dig)
 
@@ -378,9 +390,9 @@ def ndcg_gains(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.
 
 
 def ndcg_rel(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarray:
-    """nDCG averaged over the relevant documents: at each retrieved positive-gain item, DCG / ideal DCG at
-    its rank, plus (T - those retrieved) * final DCG / final ideal DCG, all / T (T the positive-gain
-    judgements). trec_eval ``ndcg_rel`` (m_ndcg_rel.c)."""
+    """nDCG averaged over the relevant documents: at each retrieved positive-gain item, DCG / ideal
+    DCG at its rank, plus (T - those retrieved) * final DCG / final ideal DCG, all / T (T the
+    positive-gain judgements). trec_eval ``ndcg_rel`` (m_ndcg_rel.c)."""
     rg, drg, ig, dig = _dcg_parts(m, gains)
     nq = rg.shape[0]
     t = (ig > 0).sum(axis=1)
@@ -402,8 +414,9 @@ def ndcg_rel(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.nd
 
 
 def rndcg(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarray:
-    """nDCG averaged over the ranks where the ideal gain drops (the ends of its grade levels) and, when the
-    ranking runs past the ideal one, its end; 0 when R = 0. trec_eval ``Rndcg`` (m_Rndcg.c)."""
+    """nDCG averaged over the ranks where the ideal gain drops (the ends of its grade levels) and,
+    when the ranking runs past the ideal one, its end; 0 when R = 0. trec_eval ``Rndcg``
+    (m_Rndcg.c)."""
     rg, drg, ig, dig = _dcg_parts(m, gains)
     nq = rg.shape[0]
     out = np.zeros(nq)
@@ -433,8 +446,8 @@ def rndcg(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarr
 
 
 def ndcg_p(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarray:
-    """nDCG with the discount 1 at rank 1 and 1/log2(i) at rank i > 1 (Järvelin & Kekäläinen's original
-    form); 0 when nothing relevant is retrieved. trec_eval ``ndcg_p`` (m_ndcg_p.c)."""
+    """nDCG with the discount 1 at rank 1 and 1/log2(i) at rank i > 1 (Järvelin & Kekäläinen's
+    original form); 0 when nothing relevant is retrieved. trec_eval ``ndcg_p`` (m_ndcg_p.c)."""
     g = parse_gains(gains)
     rg = _result_gains(m, g)
     ig, _ = _ideal(m, g)
@@ -450,9 +463,9 @@ def ndcg_p(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndar
 
 
 def g_measure(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.ndarray:
-    """trec_eval's normalized gain ``G`` (m_G.c): sum over retrieved items of gain_i / log2(2 + cost_i -
-    gained_i), cost_i the ideal gains (at least 1 per rank) up to rank i and gained_i the gains obtained,
-    divided by the sum of the ideal gains."""
+    """trec_eval's normalized gain ``G`` (m_G.c): sum over retrieved items of gain_i / log2(2 +
+    cost_i - gained_i), cost_i the ideal gains (at least 1 per rank) up to rank i and gained_i the
+    gains obtained, divided by the sum of the ideal gains."""
     g = parse_gains(gains)
     rg = _result_gains(m, g)
     ig, t = _ideal(m, g)
@@ -473,8 +486,8 @@ def g_measure(m: RelevanceMatrix, k: int | None = None, gains: str = "") -> np.n
 
 
 def bin_g(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Binary G: sum over retrieved relevant items of 1 / log2(2 + non-relevant items above it), / R.
-    trec_eval ``binG`` (m_binG.c)."""
+    """Binary G: sum over retrieved relevant items of 1 / log2(2 + non-relevant items above it), /
+    R. trec_eval ``binG`` (m_binG.c)."""
     rel = m.relevant
     if m.depth == 0:
         return np.zeros(len(m.query_ids))
@@ -510,11 +523,12 @@ def _rbp_spec(p: float, spec: str) -> tuple[float, dict[int, float]]:
 
 
 def rbp(m: RelevanceMatrix, k: int | None = None, p: float = 0.9, gains: str = "") -> np.ndarray:
-    """Rank-biased precision (Moffat & Zobel, TOIS 2008): (1 - p) * sum over ranks i of gain_i * p^(i-1),
-    the gains scaled into [0, 1] when one falls outside. trec_eval ``rbp`` (``rbp.p=0.8``; m_rbp.c).
+    """Rank-biased precision (Moffat & Zobel, TOIS 2008): (1 - p) * sum over ranks i of gain_i *
+    p^(i-1), the gains scaled into [0, 1] when one falls outside. trec_eval ``rbp`` (``rbp.p=0.8``;
+    m_rbp.c).
 
-    trec_eval reads the scaling's min and max without initialising them; with its debug build they start
-    at 0, which this reproduces: gains are divided by max(gains) when it exceeds 1.
+    trec_eval reads the scaling's min and max without initialising them; with its debug build they
+    start at 0, which this reproduces: gains are divided by max(gains) when it exceeds 1.
     """
     p, g = _rbp_spec(p, gains)
     valid = m.judged & _valid(m)
@@ -533,8 +547,9 @@ def rbp(m: RelevanceMatrix, k: int | None = None, p: float = 0.9, gains: str = "
 
 
 def rbp_resid(m: RelevanceMatrix, k: int | None = None, p: float = 0.9, gains: str = "") -> np.ndarray:
-    """RBP's residual: p^n + (1 - p) * sum over unjudged ranks i of p^(i-1) (n items retrieved), the most
-    the unjudged items could add; 0 when every retrieved item is judged. trec_eval ``rbp_resid``."""
+    """RBP's residual: p^n + (1 - p) * sum over unjudged ranks i of p^(i-1) (n items retrieved), the
+    most the unjudged items could add; 0 when every retrieved item is judged. trec_eval
+    ``rbp_resid``."""
     p0 = p
     p, _ = _rbp_spec(p, gains)
     p_given = p0 != 0.9
@@ -549,7 +564,8 @@ def rbp_resid(m: RelevanceMatrix, k: int | None = None, p: float = 0.9, gains: s
 
 
 def unj(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Unjudged items (not judged, in the pool or not) in the top k, / k. trec_eval ``unj_k`` (m_unjudged.c)."""
+    """Unjudged items (not judged, in the pool or not) in the top k, / k. trec_eval ``unj_k``
+    (m_unjudged.c)."""
     unjudged = np.cumsum(~m.judged & _valid(m), axis=1)
     if k is None:
         return _div(m.at(unjudged, None), m.lengths)
@@ -557,17 +573,17 @@ def unj(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def judged(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Share of the top k that has a judgement: items the qrels list (any grade, negative ones too), or
-    for RAG records chunks with a verdict (not failed or missing), in the top k / min(k, retrieved); 0 for
-    an empty ranking. ir_measures ``Judged@k``."""
+    """Share of the top k that has a judgement: items the qrels list (any grade, negative ones too),
+    or for RAG records chunks with a verdict (not failed or missing), in the top k / min(k,
+    retrieved); 0 for an empty ranking. ir_measures ``Judged@k``."""
     pooled = np.cumsum(_pooled(m) & _valid(m), axis=1)
     shown = m.lengths if k is None else np.minimum(m.lengths, k)
     return _div(m.at(pooled, k), shown)
 
 
 def yaap(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
-    """Yet Another AP (Robertson, ECIR 2012): log((1 + S) / (1 + R - S)), S the sum of P@i over relevant
-    ranks i. trec_eval ``yaap`` (m_yaap.c)."""
+    """Yet Another AP (Robertson, ECIR 2012): log((1 + S) / (1 + R - S)), S the sum of P@i over
+    relevant ranks i. trec_eval ``yaap`` (m_yaap.c)."""
     rel = m.relevant
     terms = np.where(rel, m.cum_relevant() / np.arange(1.0, m.depth + 1)[None, :], 0.0)
     s = _rowsum(terms)
@@ -576,10 +592,11 @@ def yaap(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 
 def relstring(m: RelevanceMatrix, k: int | None = None, length: int = 10, bare: bool | None = None) -> TextValues:
-    """The grades of the first ``length`` items as characters: the grade (``>`` above 9), ``-`` not in the
-    qrels, ``.`` in the qrels with a negative grade. trec_eval ``relstring`` (printed per query, quoted).
-    The number is the string's length. A query missing from the run shows ``''`` under the bare name
-    (``bare``, default: length 10), else the placeholder document's ``'-'`` (``relstring_10``)."""
+    """The grades of the first ``length`` items as characters: the grade (``>`` above 9), ``-`` not
+    in the qrels, ``.`` in the qrels with a negative grade. trec_eval ``relstring`` (printed per
+    query, quoted). The number is the string's length. A query missing from the run shows ``''``
+    under the bare name (``bare``, default: length 10), else the placeholder document's ``'-'``
+    (``relstring_10``)."""
     rl = _rel_list(m)
     texts = []
     missing = ~_in_run(m)
@@ -630,8 +647,9 @@ def _nerr(m: RelevanceMatrix, k: int | None, min_rel: int, max_rel: int, eq9: bo
 
 def nerr8(m: RelevanceMatrix, k: int | None = None, min_rel: int = 0, max_rel: int = 4) -> np.ndarray:
     """NERR, eq. 8 of Azzopardi, Mackenzie & Moffat (ICTIR 2021): a C/W/L metric with continuation
-    C_i = 1 - g_i before rank k (0 from k on), g = (grade - min_rel) / (max_rel - min_rel) clipped to
-    [0, 1] (unjudged: 0); value = sum_i W_i g_i with W_i proportional to prod_{j<i} C_j (cwl_eval's NERR-EQ8)."""
+    C_i = 1 - g_i before rank k (0 from k on), g = (grade - min_rel) / (max_rel - min_rel) clipped
+    to [0, 1] (unjudged: 0); value = sum_i W_i g_i with W_i proportional to prod_{j<i} C_j
+    (cwl_eval's NERR-EQ8)."""
     return _nerr(m, k, min_rel, max_rel, eq9=False)
 
 

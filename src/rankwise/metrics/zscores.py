@@ -2,11 +2,12 @@
 per-query means and standard deviations (``convert_zscores.c``), before the ``all`` line is formed.
 
 z = (value - mean) / std_dev. A zero std_dev gives 0 when the value equals the mean. trec_eval's
-placeholder -1000000 (``MISSING_ZSCORE_VALUE``) stands for a query the table lacks, a measure it lacks
-for the query, or a zero std_dev with another value; it then enters the ``all`` line as any value does
-(a sum for counts, a mean otherwise). For ``gm_map`` and ``gm_bpref`` trec_eval keeps log(max(v, 1e-5))
-per query, so that is what is z-scored, and the ``all`` value is exp(mean of the z-scores). ``num_q`` stays the
-number of queries, and under ``-c`` num_rel's ``all`` the count of relevant judgements. Printed with a ``Z`` before the measure name (report/text.py).
+placeholder -1000000 (``MISSING_ZSCORE_VALUE``) stands for a query the table lacks, a measure it
+lacks for the query, or a zero std_dev with another value; it then enters the ``all`` line as any
+value does (a sum for counts, a mean otherwise). For ``gm_map`` and ``gm_bpref`` trec_eval keeps
+log(max(v, 1e-5)) per query, so that is what is z-scored, and the ``all`` value is exp(mean of the
+z-scores). ``num_q`` stays the number of queries, and under ``-c`` num_rel's ``all`` the count of
+relevant judgements. Printed with a ``Z`` before the measure name (report/text.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ MISSING_ZSCORE_VALUE = -1000000.0  # trec_eval.h
 
 
 def zscore(value: float, entry: tuple[float, float] | None) -> float:
-    """One value's z-score against ``(mean, std_dev)``; :data:`MISSING_ZSCORE_VALUE` without an entry.
+    """One value's z-score against ``(mean, std_dev)``; :data:`MISSING_ZSCORE_VALUE` without an
+    entry.
 
     Example:
         >>> zscore(0.5, (0.25, 0.5)), zscore(3.0, (3.0, 0.0)), zscore(1.0, None)
@@ -38,7 +40,8 @@ def zscore(value: float, entry: tuple[float, float] | None) -> float:
 
 
 def apply_zscores(result: EvalResult, zscores: ZScores) -> EvalResult:
-    """``result`` with every per-query value z-scored (trec_eval ``-Z``) and the ``all`` values formed anew.
+    """``result`` with every per-query value z-scored (trec_eval ``-Z``) and the ``all`` values
+    formed anew.
 
     Example:
         >>> from rankwise import evaluate
@@ -64,7 +67,8 @@ def apply_zscores(result: EvalResult, zscores: ZScores) -> EvalResult:
             geometric[m.name] = math.exp(total / len(qids)) if qids else 0.0
     mean, undefined = aggregate_columns(values, result.measures)
     mean.update(geometric)
-    # num_rel's `all` under -c stays the judgement count (trec_eval's m_num_rel.c overwrites it after -Z)
+    # num_rel's `all` under -c stays the judgement count (trec_eval's m_num_rel.c overwrites it
+    # after -Z)
     summary = {k: v for k, v in result.summary.items() if k != "undefined"}
     summary["zscores"] = zscores.source
     if undefined:

@@ -1,19 +1,25 @@
-"""How far two verdict sources agree on the same chunks (human vs LLM judge, two LLM modes, text match).
+"""How far two verdict sources agree on the same chunks (human vs LLM judge, two LLM modes, text
+match).
 
 Per pair of sources over the per-case records: accuracy, Cohen's kappa (with a 95% interval), the
-confusion matrix, each source's share of relevant verdicts, ``b``'s precision and recall taking ``a``
-as the truth, the breakdown by the human type label (``answer``, ``partial``, ``topic_only``,
+confusion matrix, each source's share of relevant verdicts, ``b``'s precision and recall taking
+``a`` as the truth, the breakdown by the human type label (``answer``, ``partial``, ``topic_only``,
 ``supports_wrong_answer``, ``irrelevant``), and every chunk the two disagree on with both reasons.
 When both sources give grades, the quadratic-weighted kappa of the grades too.
 
 Only chunks where both sources have a verdict (status ``ok``) are compared; the others are counted
-by reason, never silently left out. Published LLM-human agreement on single relevance labels is kappa
-0.3-0.65, so a judge is worth auditing before its scores are trusted.
+by reason, never silently left out. Published LLM-human agreement on single relevance labels is
+kappa 0.3-0.65, so a judge is worth auditing before its scores are trusted.
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-    >>> rec = CaseRecord("q1", chunks=[ChunkRecord(rank=i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
-    ...                                for i, (h, l) in enumerate([(1, 1), (0, 1), (1, 1), (0, 0)])])
+    >>> rec = CaseRecord(
+    ...     "q1",
+    ...     chunks=[
+    ...         ChunkRecord(rank=i + 1, verdicts={"human": Verdict(h), "llm": Verdict(l)})
+    ...         for i, (h, l) in enumerate([(1, 1), (0, 1), (1, 1), (0, 0)])
+    ...     ],
+    ... )
     >>> a = agreement([rec], "human", "llm")
     >>> a.accuracy, a.kappa, a.confusion
     (0.75, 0.5, [[1, 1], [0, 2]])
@@ -44,8 +50,8 @@ def cohen_kappa(pairs: Sequence[tuple[int, int]]) -> float | None:
 
 def weighted_kappa(pairs: Sequence[tuple[int, int]], weights: str | None = "quadratic") -> float | None:
     """Cohen's kappa with ``linear`` or ``quadratic`` disagreement weights (None: unweighted), as
-    ``sklearn.metrics.cohen_kappa_score`` with ``labels=range(min, max + 1)``; None when the expected
-    disagreement is 0.
+    ``sklearn.metrics.cohen_kappa_score`` with ``labels=range(min, max + 1)``; None when the
+    expected disagreement is 0.
 
     Example:
         >>> round(weighted_kappa([(3, 3), (2, 3), (0, 1), (1, 0), (2, 2)]), 4)
@@ -203,7 +209,9 @@ def agreement(records: Sequence[Any], a: str = "human", b: str = "llm") -> Agree
         >>> def chunk(rank, human, llm):
         ...     return {"rank": rank, "id": f"c{rank}", "verdicts": {"human": {"verdict": human},
         ...                                                          "llm": {"verdict": llm}}}
-        >>> records = as_records([{"id": "q1", "chunks": [chunk(1, 1, 1), chunk(2, 0, 1), chunk(3, 0, 0)]}])
+        >>> records = as_records(
+        ...     [{"id": "q1", "chunks": [chunk(1, 1, 1), chunk(2, 0, 1), chunk(3, 0, 0)]}]
+        ... )
         >>> a = agreement(records, "human", "llm")
         >>> a.n, a.confusion, [(d.case_id, d.rank) for d in a.disagreements]
         (3, [[1, 1], [0, 1]], [('q1', 2)])

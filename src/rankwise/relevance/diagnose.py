@@ -1,22 +1,30 @@
-"""Why a verdict source matched nothing: one sentence with the likely cause and the fix, instead of a
-silent 0.0000 (docs/context-metrics.md, "When nothing can match").
+"""Why a verdict source matched nothing: one sentence with the likely cause and the fix, instead of
+a silent 0.0000 (docs/context-metrics.md, "When nothing can match").
 
 Two findings, both over the whole test set once its chunks are judged:
 
-- :func:`all_missing`: no retrieved chunk could be judged at all (under ``span`` no chunk carries character
-  offsets; under ``containment``/``fuzzy`` none carries text; under ``ids`` none carries an id). Every mean
-  would be 0 for want of data, so evaluation stops with this sentence (exit 2).
-- :func:`no_match`: chunks were judged but could never be relevant, because the ids or document names
-  they carry and those of the references never meet: reference ids that are document ids compared with
-  chunk ids (``--id-field doc_id``), documents named ``rules.md`` on one side and ``rules`` on the other
-  (``rankwise run --corpus folder/`` names documents by their path in the folder, extension included), or simply
-  disjoint names. The sentence goes under the table and into the JSON summary (``summary["no_match"]``).
+- :func:`all_missing`: no retrieved chunk could be judged at all (under ``span`` no chunk carries
+  character offsets; under ``containment``/``fuzzy`` none carries text; under ``ids`` none carries
+  an id). Every mean would be 0 for want of data, so evaluation stops with this sentence (exit 2).
+- :func:`no_match`: chunks were judged but could never be relevant, because the ids or document
+  names they carry and those of the references never meet: reference ids that are document ids
+  compared with chunk ids (``--id-field doc_id``), documents named ``rules.md`` on one side and
+  ``rules`` on the other (``rankwise run --corpus folder/`` names documents by their path in the
+  folder, extension included), or simply disjoint names. The sentence goes under the table and into
+  the JSON summary (``summary["no_match"]``).
 
 Example:
     >>> from rankwise.data.records import records_from_testset
     >>> from rankwise.relevance.ids import judge_ids
-    >>> recs = records_from_testset([{"id": "q", "retrieved_contexts": [{"id": "rules.md#3", "doc_id": "rules.md",
-    ...                                "text": "x"}], "reference_context_ids": ["rules.md"]}])
+    >>> recs = records_from_testset(
+    ...     [
+    ...         {
+    ...             "id": "q",
+    ...             "retrieved_contexts": [{"id": "rules.md#3", "doc_id": "rules.md", "text": "x"}],
+    ...             "reference_context_ids": ["rules.md"],
+    ...         }
+    ...     ]
+    ... )
     >>> _ = judge_ids(recs)
     >>> print(no_match(recs, "ids"))
     no retrieved chunk id equals a reference id in any case, but chunk doc_ids do (chunk ids such as 'rules.md#3'; reference ids such as 'rules.md'): the reference ids name documents; pass --id-field doc_id
@@ -40,8 +48,8 @@ def _examples(values: Iterable[str], n: int = 2) -> str:
 
 
 def all_missing(records: Sequence[Any], relevance: str) -> str | None:
-    """The sentence when there are retrieved chunks and every one's ``relevance`` verdict is missing, else
-    None.
+    """The sentence when there are retrieved chunks and every one's ``relevance`` verdict is
+    missing, else None.
 
     Example:
         >>> from rankwise.data.records import records_from_testset
@@ -62,8 +70,8 @@ def all_missing(records: Sequence[Any], relevance: str) -> str | None:
 
 
 def missing_sentence(relevance: str, n_chunks: int, error: str | None = None) -> str:
-    """What :func:`all_missing` says for ``n_chunks`` chunks without a ``relevance`` verdict (the Spark
-    engine, which counts verdicts per partition, says the same).
+    """What :func:`all_missing` says for ``n_chunks`` chunks without a ``relevance`` verdict (the
+    Spark engine, which counts verdicts per partition, says the same).
 
     Example:
         >>> missing_sentence("ids", 3)
@@ -83,13 +91,15 @@ def missing_sentence(relevance: str, n_chunks: int, error: str | None = None) ->
 
 
 def _stem(name: str) -> str:
-    """A document name without its extension: ``rules.md`` -> ``rules`` (``v1.2`` stays whole: digits)."""
+    """A document name without its extension: ``rules.md`` -> ``rules`` (``v1.2`` stays whole:
+    digits)."""
     p = PurePosixPath(name)
     return str(p.with_suffix("")) if p.suffix and not p.suffix[1:].isdigit() else name
 
 
 def _extension_note(chunk_names: set[str], ref_names: set[str], what: str) -> str | None:
-    """The sentence when the two sides' names meet once extensions are dropped (``rules`` vs ``rules.md``)."""
+    """The sentence when the two sides' names meet once extensions are dropped (``rules`` vs
+    ``rules.md``)."""
     pairs = [(c, r) for c in sorted(chunk_names) for r in sorted(ref_names) if c != r and _stem(c) == _stem(r)]
     if not pairs:
         return None
@@ -146,8 +156,8 @@ def _ids_note(records: Sequence[Any], id_field: str | None) -> str | None:
 
 
 def no_match(records: Sequence[Any], relevance: str, id_field: str | None = None) -> str | None:
-    """The sentence when ``relevance`` verdicts could match nothing in any case (ids or document names of
-    chunks and references never meet), else None. Only ``ids`` and ``span`` compare names.
+    """The sentence when ``relevance`` verdicts could match nothing in any case (ids or document
+    names of chunks and references never meet), else None. Only ``ids`` and ``span`` compare names.
 
     Example:
         >>> from rankwise.data.records import records_from_testset

@@ -1,18 +1,21 @@
-"""Verdicts from human labels (docs/metrics.md §4): a CSV/TSV or JSONL file, one label per (question, chunk).
+"""Verdicts from human labels (docs/metrics.md §4): a CSV/TSV or JSONL file, one label per
+(question, chunk).
 
 Columns / keys:
 
-- question: ``query_id`` (or ``question_id``, ``case_id``, ``qid``, ``id``) — the test set's case id;
+- question: ``query_id`` (or ``question_id``, ``case_id``, ``qid``, ``id``) — the test set's case
+  id;
 - chunk: ``chunk_id`` (or ``chunk``) and/or ``rank`` (1-based) — at least one; both must agree;
 - ``verdict``: 1/0 (also ``yes``/``no``, ``true``/``false``, ``relevant``/``irrelevant``);
-- optional ``type``: ``answer`` | ``partial`` | ``topic_only`` | ``supports_wrong_answer`` | ``irrelevant``;
+- optional ``type``: ``answer`` | ``partial`` | ``topic_only`` | ``supports_wrong_answer`` |
+  ``irrelevant``;
 - optional ``grade`` (integer), ``reason`` (or ``note``), ``annotator``;
-- optional ``system``: the system whose list the chunk was judged in (labelling sheets of several systems,
-  ``rankwise sample-labels``); other columns (question, chunk text) are ignored.
+- optional ``system``: the system whose list the chunk was judged in (labelling sheets of several
+  systems, ``rankwise sample-labels``); other columns (question, chunk text) are ignored.
 
-A bad row raises :class:`~rankwise.errors.InputError` naming file, line and field; so does a label for a
-case or chunk the test set does not hold, or a second label for the same chunk. Chunks left without a
-label get a ``missing`` verdict: the case is reported incomplete, counted, never dropped.
+A bad row raises :class:`~rankwise.errors.InputError` naming file, line and field; so does a label
+for a case or chunk the test set does not hold, or a second label for the same chunk. Chunks left
+without a label get a ``missing`` verdict: the case is reported incomplete, counted, never dropped.
 """
 
 from __future__ import annotations
@@ -197,8 +200,8 @@ def read_labels(obj: str | PathLike | Iterable[Mapping] | Any) -> list[Label]:
 
 
 def labels_of_system(labels: Any, system: str | None) -> list[Label]:
-    """The labels of ``system``: a sheet of one system (or none named) whole; of a sheet naming several systems
-    in its ``system`` column, the rows naming ``system`` and the rows naming none.
+    """The labels of ``system``: a sheet of one system (or none named) whole; of a sheet naming
+    several systems in its ``system`` column, the rows naming ``system`` and the rows naming none.
 
     Example:
         >>> rows = [{"query_id": "q1", "rank": 1, "verdict": 1, "system": "bm25"},
@@ -221,10 +224,11 @@ def labels_of_system(labels: Any, system: str | None) -> list[Label]:
 
 def apply_labels(records: list[CaseRecord], labels: Any, source: str = "human", *,
                  system: str | None = None) -> dict[str, int]:
-    """Put each label on its chunk as ``verdicts[source]``; unlabelled chunks get ``missing`` verdicts.
+    """Put each label on its chunk as ``verdicts[source]``; unlabelled chunks get ``missing``
+    verdicts.
 
-    A sheet naming several systems in its ``system`` column gives ``system``'s rows (:func:`labels_of_system`).
-    Returns counts ``{"labels": n, "missing": m}``.
+    A sheet naming several systems in its ``system`` column gives ``system``'s rows
+    (:func:`labels_of_system`). Returns counts ``{"labels": n, "missing": m}``.
     """
     labels = labels_of_system(labels, system)
     by_id = {r.id: r for r in records}

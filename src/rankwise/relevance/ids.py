@@ -1,8 +1,9 @@
-"""Verdicts from ids (docs/metrics.md §4): retrieved ids looked up in the reference ids or in graded qrels.
+"""Verdicts from ids (docs/metrics.md §4): retrieved ids looked up in the reference ids or in graded
+qrels.
 
-A chunk's key is its ``id`` (or its ``doc_id`` when it has no id; ``id_field="doc_id"`` always uses the
-document). With qrels, the grade decides (relevant iff grade >= relevance_level) and feeds nDCG; without,
-every reference id has grade 1.
+A chunk's key is its ``id`` (or its ``doc_id`` when it has no id; ``id_field="doc_id"`` always uses
+the document). With qrels, the grade decides (relevant iff grade >= relevance_level) and feeds nDCG;
+without, every reference id has grade 1.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ __all__ = ["judge_ids", "id_key", "gold_grades"]
 
 
 def id_key(chunk, id_field: str | None = None) -> str | None:
-    """The id compared with the gold ids: ``id`` (falling back to ``doc_id``), or the field named."""
+    """The id compared with the gold ids: ``id`` (falling back to ``doc_id``), or the field named.
+    """
     if id_field is None:
         return chunk.id if chunk.id is not None else chunk.doc_id
     if id_field not in ("id", "doc_id"):
@@ -38,7 +40,8 @@ def _qrels_dict(qrels: Any) -> dict[str, dict[str, int]]:
 
 
 def gold_grades(record: CaseRecord, qrels: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, int]:
-    """The case's gold ids with grades: reference ids at grade 1, overridden by its qrels entries."""
+    """The case's gold ids with grades: reference ids at grade 1, overridden by its qrels entries.
+    """
     grades = {i: 1 for i in (record.reference_context_ids or [])}
     if qrels and record.id in qrels:
         grades.update(qrels[record.id])
@@ -63,13 +66,20 @@ def judge_ids(records: list[CaseRecord], *, qrels: Any = None, id_field: str | N
               relevance_level: int = 1) -> dict[str, GroundTruth]:
     """Judge every chunk by id; fills ``verdicts["ids"]`` and ``passages_found["ids"]`` in place.
 
-    ``passages_found["ids"]`` holds, per rank, the index of the matched gold id in the case's gold list
-    (reference ids in order, then qrels-only ids).
+    ``passages_found["ids"]`` holds, per rank, the index of the matched gold id in the case's gold
+    list (reference ids in order, then qrels-only ids).
 
     Example:
         >>> from rankwise.data.records import records_from_testset
-        >>> recs = records_from_testset([{"id": "q", "retrieved_context_ids": ["d1", "d2", "d3", "d4"],
-        ...                               "reference_context_ids": ["d1", "d4", "d5", "d6"]}])
+        >>> recs = records_from_testset(
+        ...     [
+        ...         {
+        ...             "id": "q",
+        ...             "retrieved_context_ids": ["d1", "d2", "d3", "d4"],
+        ...             "reference_context_ids": ["d1", "d4", "d5", "d6"],
+        ...         }
+        ...     ]
+        ... )
         >>> t = judge_ids(recs)
         >>> recs[0].verdicts("ids"), t["q"].n_relevant
         ([1, 0, 0, 1], 4)

@@ -1,14 +1,14 @@
 """The LLM judge's entry point over a test set: what ``rankwise judge`` does, callable from Python.
 
-One call checks the outputs before any paid call, picks this worker's shard, plans (``dry_run``), sends
-the calls online or through the provider's Batch API, and writes the records with Ctrl-C and SIGTERM
-held off — also when the run was interrupted or stopped, so a rerun of the same call resumes from the
-cache. The command line only parses its options, calls :func:`judge_testset` and prints the lines of the
-:class:`JudgeRun` it returns.
+One call checks the outputs before any paid call, picks this worker's shard, plans (``dry_run``),
+sends the calls online or through the provider's Batch API, and writes the records with Ctrl-C and
+SIGTERM held off — also when the run was interrupted or stopped, so a rerun of the same call resumes
+from the cache. The command line only parses its options, calls :func:`judge_testset` and prints the
+lines of the :class:`JudgeRun` it returns.
 
-With an endpoint up, ``judge_testset("testset.jsonl", cfg, records_out="judged.jsonl", shard="1/4")``
-judges this worker's quarter of the cases and writes them; ``run.result.summary.ok`` counts the verdicts.
-The example of :func:`judge_testset` plans such a run offline (``dry_run``).
+With an endpoint up, ``judge_testset("testset.jsonl", cfg, records_out="judged.jsonl",
+shard="1/4")`` judges this worker's quarter of the cases and writes them; ``run.result.summary.ok``
+counts the verdicts. The example of :func:`judge_testset` plans such a run offline (``dry_run``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ __all__ = ["JudgeRun", "judge_testset"]
 
 @dataclass
 class JudgeRun:
-    """What :func:`judge_testset` did: the plan (``dry_run``), the Batch-API plan or report, the result
-    (verdicts and summary), the records written and where."""
+    """What :func:`judge_testset` did: the plan (``dry_run``), the Batch-API plan or report, the
+    result (verdicts and summary), the records written and where."""
 
     records: list[Any]
     records_out: str | None
@@ -74,28 +74,46 @@ def judge_testset(testset: Any, config: LLMConfig, *, records_out: str | PathLik
                   max_cost: float | None = None, dry_run: bool = False, force: bool = False,
                   inputs: Sequence[Any] = (), quiet: bool = True,
                   on_status: Callable[[str], None] | None = None) -> JudgeRun:
-    """Judge every retrieved chunk of ``testset`` (a test set or records file, or loaded records) with the
-    LLM of ``config`` (one :class:`~rankwise.llm.config.LLMConfig`, passed whole), and write the records.
+    """Judge every retrieved chunk of ``testset`` (a test set or records file, or loaded records)
+    with the LLM of ``config`` (one :class:`~rankwise.llm.config.LLMConfig`, passed whole), and
+    write the records.
 
     ``records_out``: where the records go (needed unless ``dry_run``; never an input, never another
     program's file unless ``force``); ``shard``: ``"I/N"``, this worker's share of the cases by id;
-    ``batch_api``: a :class:`~rankwise.llm.batch_api.BatchSettings` to send the calls through the provider's
-    Batch API (resumable; what fails there is retried online); ``max_cost``: no call is started once the
-    run has spent this much (online calls only); ``dry_run``: plan and price, call nothing; ``inputs``:
-    other files read (the config, a prompt file), which no output may replace; ``quiet``: no progress bar.
+    ``batch_api``: a :class:`~rankwise.llm.batch_api.BatchSettings` to send the calls through the
+    provider's Batch API (resumable; what fails there is retried online); ``max_cost``: no call is
+    started once the run has spent this much (online calls only); ``dry_run``: plan and price, call
+    nothing; ``inputs``: other files read (the config, a prompt file), which no output may replace;
+    ``quiet``: no progress bar.
 
-    Raises :class:`~rankwise.errors.JudgeInterrupted` (``result``: the :class:`JudgeRun`) on Ctrl-C/SIGTERM and
-    :class:`~rankwise.relevance.llm_judge.JudgeStopped` when the endpoint or the cache fails, each after
-    writing the records had (a ``JudgeStopped`` with verdicts carries the :class:`JudgeRun` as ``run``).
+    Raises :class:`~rankwise.errors.JudgeInterrupted` (``result``: the :class:`JudgeRun`) on
+    Ctrl-C/SIGTERM and :class:`~rankwise.relevance.llm_judge.JudgeStopped` when the endpoint or the
+    cache fails, each after writing the records had (a ``JudgeStopped`` with verdicts carries the
+    :class:`JudgeRun` as ``run``).
 
     Example (``dry_run``: the plan and its price, nothing called; without it the same call judges):
         >>> import os, shutil, tempfile
         >>> from rankwise.llm.config import resolve_llm_config
         >>> tmp = tempfile.mkdtemp()
-        >>> cfg = resolve_llm_config(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", mode="question",
-        ...                          price_in=0.15, price_out=0.6, cache=os.path.join(tmp, "judge.sqlite"), env={})
-        >>> cases = [{"id": "q1", "question": "What is BM25?",
-        ...           "retrieved_contexts": ["BM25 ranks documents by term frequency.", "Paris is in France."]}]
+        >>> cfg = resolve_llm_config(
+        ...     model="gpt-4o-mini",
+        ...     base_url="http://127.0.0.1:9/v1",
+        ...     mode="question",
+        ...     price_in=0.15,
+        ...     price_out=0.6,
+        ...     cache=os.path.join(tmp, "judge.sqlite"),
+        ...     env={},
+        ... )
+        >>> cases = [
+        ...     {
+        ...         "id": "q1",
+        ...         "question": "What is BM25?",
+        ...         "retrieved_contexts": [
+        ...             "BM25 ranks documents by term frequency.",
+        ...             "Paris is in France.",
+        ...         ],
+        ...     }
+        ... ]
         >>> run = judge_testset(cases, cfg, dry_run=True)
         >>> run.plan.cases, run.plan.chunks, run.plan.calls, run.plan.cached, run.plan.cost > 0
         (1, 2, 2, 0, True)
@@ -156,7 +174,8 @@ def _batch_route(judge: Any, cases: list, settings: Any, run: JudgeRun, *, quiet
 
 
 def _online(judge: Any, cases: list, run: JudgeRun, *, quiet: bool) -> None:
-    """The calls not answered yet (by the cache or the Batch API), online; the records written after."""
+    """The calls not answered yet (by the cache or the Batch API), online; the records written
+    after."""
     from rankwise.llm.cache import CacheWriteError
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import JudgeStopped

@@ -1,19 +1,20 @@
 """The LLM relevance judge: one verdict and reason per retrieved chunk, cached, resumable, counted.
 
 For every chunk of every case the judge first looks in the cache; what is not there is sent to the
-endpoint (one call per chunk, or one call per question with ``batch=True``), parsed, and committed to
-the cache as soon as it arrives. Every chunk ends with a verdict (``ok``), an explicit failure
+endpoint (one call per chunk, or one call per question with ``batch=True``), parsed, and committed
+to the cache as soon as it arrives. Every chunk ends with a verdict (``ok``), an explicit failure
 (``failed``: refusal, unparseable reply after one repair, timeout or HTTP error after retries) or
 ``missing`` (``max_calls`` reached first, or the run stopped first); the summary counts each.
 
 Nothing one reply does stops the run: a reply that is not a chat completion, a reset connection, a
-refusal or an unreadable verdict fails that chunk only. The run stops early only when the endpoint is
-gone or refuses the key or model (:class:`JudgeStopped`) or on Ctrl-C (:class:`JudgeInterrupted`);
-both carry the partial :class:`JudgeResult`, and every verdict had is in the cache before they are
-raised.
+refusal or an unreadable verdict fails that chunk only. The run stops early only when the endpoint
+is gone or refuses the key or model (:class:`JudgeStopped`) or on Ctrl-C
+(:class:`JudgeInterrupted`); both carry the partial :class:`JudgeResult`, and every verdict had is
+in the cache before they are raised.
 
-Batch mode sends all chunks of a question in one call (``batch_size`` at most) and checks that the reply
-holds exactly one verdict per chunk; any other reply falls back to per-chunk calls for that question.
+Batch mode sends all chunks of a question in one call (``batch_size`` at most) and checks that the
+reply holds exactly one verdict per chunk; any other reply falls back to per-chunk calls for that
+question.
 
 Example::
 
@@ -64,7 +65,8 @@ __all__ = ["JudgeCase", "ChunkVerdict", "PromptSettings", "JudgePlan", "JudgeSum
 
 @dataclass(frozen=True)
 class JudgeCase:
-    """What the judge reads of one case: question, chunk texts in rank order, reference, response."""
+    """What the judge reads of one case: question, chunk texts in rank order, reference, response.
+    """
 
     id: str
     question: str | None
@@ -100,8 +102,8 @@ class JudgePlan(RunPlan):
 
 @dataclass
 class JudgeSummary(RunSummary):
-    """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time (the
-    counters of :class:`~rankwise.llm.runner.RunSummary`, and the judge's own)."""
+    """What a run did: counts of verdicts by outcome, requests, retries, tokens, cost, wall time
+    (the counters of :class:`~rankwise.llm.runner.RunSummary`, and the judge's own)."""
 
     mode: str
     scale: str
@@ -135,7 +137,8 @@ class JudgeResult:
 
 @dataclass
 class JudgeUnit:
-    """One call of the judge: a case's chunks at ``ranks`` (0-based), one per call or several (``batch``)."""
+    """One call of the judge: a case's chunks at ``ranks`` (0-based), one per call or several
+    (``batch``)."""
 
     case: JudgeCase
     ranks: list[int]  # 0-based positions in case.chunks
@@ -148,8 +151,8 @@ class JudgeUnit:
 
 
 class Prepared(NamedTuple):
-    """What :meth:`Judge.prepare` finds: the verdicts so far (cache hits, unjudgeable chunks), the calls still
-    to make, how many chunks cannot be judged, and each judgeable chunk's cache key."""
+    """What :meth:`Judge.prepare` finds: the verdicts so far (cache hits, unjudgeable chunks), the
+    calls still to make, how many chunks cannot be judged, and each judgeable chunk's cache key."""
 
     verdicts: dict[str, list[ChunkVerdict]]
     units: list[JudgeUnit]
@@ -160,8 +163,9 @@ class Prepared(NamedTuple):
 class Judge:
     """Judges chunks through one endpoint with one prompt; holds the cache open for the run.
 
-    ``tag`` (e.g. ``"repeat#2"``) is part of every cache key: a judging under another tag, or none, is never
-    served from this one's verdicts, and the same tag again is (``rankwise judge-retest``'s repetitions).
+    ``tag`` (e.g. ``"repeat#2"``) is part of every cache key: a judging under another tag, or none,
+    is never served from this one's verdicts, and the same tag again is (``rankwise judge-retest``'s
+    repetitions).
 
     Example::
 
@@ -174,8 +178,9 @@ class Judge:
     @classmethod
     def from_config(cls, config: LLMConfig, cache: ResponseCache | None, *, settings: PromptSettings | None = None,
                     max_cost: float | None = None, tag: str | None = None) -> Judge:
-        """The judge of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole (``settings``:
-        what is asked, when the task fixes it, e.g. the pool's reference mode; ``tag``: see :class:`Judge`)."""
+        """The judge of one resolved :class:`~rankwise.llm.config.LLMConfig`, passed whole
+        (``settings``: what is asked, when the task fixes it, e.g. the pool's reference mode;
+        ``tag``: see :class:`Judge`)."""
         return cls(config.endpoint, settings or config.settings, config.policy, cache, config.prices,
                    max_cost=max_cost, tag=tag)
 
@@ -204,7 +209,8 @@ class Judge:
         return case.reference if mode == "reference" else case.response if mode == "response" else None
 
     def _unjudgeable(self, case: JudgeCase, text: str | None) -> tuple[str, str] | None:
-        """(kind, why) when the chunk cannot be judged: its question, its mode's context or its text missing."""
+        """(kind, why) when the chunk cannot be judged: its question, its mode's context or its text
+        missing."""
         mode = self.settings.mode
         if not case.question:
             return "no question", "no question in the case"
@@ -230,7 +236,8 @@ class Judge:
                              source=source, field=field_name)
 
     def prepare(self, cases: Sequence[JudgeCase]) -> Prepared:
-        """Cache lookups: the verdicts so far, the calls (units) still to make, the unjudgeable count, the keys."""
+        """Cache lookups: the verdicts so far, the calls (units) still to make, the unjudgeable
+        count, the keys."""
         self.check(cases)
         cases = [_sendable(c) for c in cases]
         verdicts: dict[str, list[ChunkVerdict]] = {}
@@ -272,7 +279,8 @@ class Judge:
 
     # -------------------------------------------------------------------------------------- dry run
     def plan(self, cases: Sequence[JudgeCase]) -> JudgePlan:
-        """What :meth:`run` would do, without calling: calls needed and estimated tokens and cost."""
+        """What :meth:`run` would do, without calling: calls needed and estimated tokens and cost.
+        """
         verdicts, units, unjudgeable, _ = self.prepare(cases)
         pt = ct = 0
         for unit in units:
@@ -304,8 +312,8 @@ class Judge:
 
     def cache_rows(self, unit: JudgeUnit, content: str | None, prompt_tokens: int, completion_tokens: int,
                    keys: dict[tuple[str, int], str], call: str) -> list[tuple[str, dict[str, Any]]]:
-        """The cache rows of one call's reply (raises :class:`~rankwise.errors.ParseError` when it holds no
-        usable verdicts); the tokens are shared out among its chunks."""
+        """The cache rows of one call's reply (raises :class:`~rankwise.errors.ParseError` when it
+        holds no usable verdicts); the tokens are shared out among its chunks."""
         graded, rel = self.prompt.graded, self.settings.relevant_from
         if unit.batch:
             judgements = parse_batch(content, unit.size, graded=graded, relevant_from=rel)
@@ -326,10 +334,11 @@ class Judge:
     def run(self, cases: Sequence[JudgeCase], progress: Callable[[int], None] | None = None) -> JudgeResult:
         """Judge every chunk (blocking). ``progress(n)`` is called as ``n`` more chunks are settled.
 
-        Ctrl-C stops promptly: calls in flight are dropped, every verdict had is written to the cache,
-        and :class:`JudgeInterrupted` (a ``KeyboardInterrupt``) carries the partial result; the same call
-        resumes. A lost endpoint raises :class:`JudgeStopped` the same way. Called where an event loop
-        already runs (Jupyter), it runs in a helper thread; ``await arun()`` there.
+        Ctrl-C stops promptly: calls in flight are dropped, every verdict had is written to the
+        cache, and :class:`JudgeInterrupted` (a ``KeyboardInterrupt``) carries the partial result;
+        the same call resumes. A lost endpoint raises :class:`JudgeStopped` the same way. Called
+        where an event loop already runs (Jupyter), it runs in a helper thread; ``await arun()``
+        there.
         """
         return self._runner().run(lambda runner: _JudgeJob(self, runner, cases), progress)
 
@@ -340,8 +349,9 @@ class Judge:
 
 
 class _JudgeJob(Job):
-    """One judge run for the :class:`Runner`: a unit is one chunk, or several chunks of one question in one
-    batch call (a batch reply that does not hold one verdict per chunk falls back to per-chunk calls)."""
+    """One judge run for the :class:`Runner`: a unit is one chunk, or several chunks of one question
+    in one batch call (a batch reply that does not hold one verdict per chunk falls back to
+    per-chunk calls)."""
 
     stopped, interrupted = JudgeStopped, JudgeInterrupted
 
@@ -444,12 +454,14 @@ def _ok(j: Judgement, call: str, pt: int, ct: int) -> ChunkVerdict:
     return ChunkVerdict(j.verdict, j.grade, j.reason, "ok", None, call, prompt_tokens=pt, completion_tokens=ct)
 
 
-# ------------------------------------------------------------------------------------------- records
+# -------------------------------------------------------------------------------------------
+# records
 
 
 def load_for_judging(testset: Any) -> list[Any]:
-    """Per-case records to judge: a records file (``eval-rag``/``judge --records``; its other verdicts,
-    e.g. human ones, are kept) or any test set :func:`~rankwise.data.testset.load_testset` reads."""
+    """Per-case records to judge: a records file (``eval-rag``/``judge --records``; its other
+    verdicts, e.g. human ones, are kept) or any test set :func:`~rankwise.data.testset.load_testset`
+    reads."""
     from pathlib import Path
 
     from rankwise.data.records import as_records
@@ -460,12 +472,14 @@ def load_for_judging(testset: Any) -> list[Any]:
 
 
 def cases_from_records(records: Sequence[Any]) -> list[JudgeCase]:
-    """:class:`JudgeCase` per :class:`~rankwise.data.records.CaseRecord` (chunk texts in rank order)."""
+    """:class:`JudgeCase` per :class:`~rankwise.data.records.CaseRecord` (chunk texts in rank
+    order)."""
     return [JudgeCase(r.id, r.question, [c.text for c in r.chunks], r.reference, r.response) for r in records]
 
 
 def attach_verdicts(records: Sequence[Any], result: JudgeResult, judge: Judge, source: str = "llm") -> None:
-    """Write the judge's verdicts into the records (``chunk.verdicts[source]``) and each case's status."""
+    """Write the judge's verdicts into the records (``chunk.verdicts[source]``) and each case's
+    status."""
     from rankwise.data.records import Verdict
     from rankwise.relevance.truth import case_status
 
@@ -487,17 +501,17 @@ def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike 
                   **llm: Any) -> JudgeSummary:
     """Judge every chunk of the records in place (``chunk.verdicts[source]``); returns the summary.
 
-    ``config`` is the one :class:`~rankwise.llm.config.LLMConfig` (endpoint, what is asked, call policy,
-    prices, cache file) passed whole, as the CLI does; or, for Python callers, a config file path with
-    keywords for the rest (``model``, ``base_url``, ``mode``, ``graded``, ``batch``, ``endpoint``, ...),
-    resolved as ``rankwise judge`` resolves them (:func:`~rankwise.llm.config.resolve_llm_config`: the
-    environment, then the ``[llm]`` table of ``config`` / ``./rankwise.toml``, then the defaults).
-    ``cache`` is a path or an open :class:`ResponseCache` (it replaces the config's). ``max_cost`` (needs
-    prices) starts no new call once the run has spent that much; the chunks left are ``missing`` and a
-    rerun judges them.
+    ``config`` is the one :class:`~rankwise.llm.config.LLMConfig` (endpoint, what is asked, call
+    policy, prices, cache file) passed whole, as the CLI does; or, for Python callers, a config file
+    path with keywords for the rest (``model``, ``base_url``, ``mode``, ``graded``, ``batch``,
+    ``endpoint``, ...), resolved as ``rankwise judge`` resolves them
+    (:func:`~rankwise.llm.config.resolve_llm_config`: the environment, then the ``[llm]`` table of
+    ``config`` / ``./rankwise.toml``, then the defaults). ``cache`` is a path or an open
+    :class:`ResponseCache` (it replaces the config's). ``max_cost`` (needs prices) starts no new
+    call once the run has spent that much; the chunks left are ``missing`` and a rerun judges them.
 
-    When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`: Ctrl-C)
-    the verdicts had are written into the records before the exception is raised on.
+    When the run stops early (:class:`JudgeStopped`: endpoint gone; :class:`JudgeInterrupted`:
+    Ctrl-C) the verdicts had are written into the records before the exception is raised on.
 
     Example (offline: the records' plan, as ``rankwise judge --dry-run`` prints it; with an endpoint up,
     ``judge_records(records, config=cfg)`` judges them and returns the :class:`JudgeSummary`):
@@ -506,10 +520,25 @@ def judge_records(records: Sequence[Any], *, config: LLMConfig | str | PathLike 
         >>> from rankwise.data.records import as_records
         >>> from rankwise.llm.config import resolve_llm_config
         >>> tmp = tempfile.mkdtemp()
-        >>> cfg = resolve_llm_config(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", mode="question",
-        ...                          cache=os.path.join(tmp, "judge.sqlite"), env={})
-        >>> records = as_records([{"id": "q1", "question": "What is BM25?",
-        ...                        "retrieved_contexts": ["BM25 ranks by term frequency.", "Paris is in France."]}])
+        >>> cfg = resolve_llm_config(
+        ...     model="gpt-4o-mini",
+        ...     base_url="http://127.0.0.1:9/v1",
+        ...     mode="question",
+        ...     cache=os.path.join(tmp, "judge.sqlite"),
+        ...     env={},
+        ... )
+        >>> records = as_records(
+        ...     [
+        ...         {
+        ...             "id": "q1",
+        ...             "question": "What is BM25?",
+        ...             "retrieved_contexts": [
+        ...                 "BM25 ranks by term frequency.",
+        ...                 "Paris is in France.",
+        ...             ],
+        ...         }
+        ...     ]
+        ... )
         >>> plan = rankwise.judge(records, cfg, dry_run=True).plan
         >>> plan.chunks, plan.calls, plan.cost is None  # no prices given: no cost estimate
         (2, 2, True)

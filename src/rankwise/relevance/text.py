@@ -1,7 +1,7 @@
 """Verdicts from ground-truth text (docs/metrics.md §4): containment, span overlap, fuzzy matching.
 
-Precision counts matching *chunks*; recall counts reference *passages* matched by at least one chunk in
-the top K. Each chunk's verdict records which passages it matched (``passages_found``) and why.
+Precision counts matching *chunks*; recall counts reference *passages* matched by at least one chunk
+in the top K. Each chunk's verdict records which passages it matched (``passages_found``) and why.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ __all__ = ["normalize", "contains_match", "span_overlap", "span_match", "fuzzy_s
 
 _FUZZY_BATCH = 2048  # cases scored per batched call (progress moves, memory stays small)
 
-#: letters/digits a chunk lying inside a reference passage must hold to count as evidence (containment, fuzzy)
+#: letters/digits a chunk lying inside a reference passage must hold to count as evidence
+#: (containment, fuzzy)
 MIN_EVIDENCE_CHARS = 20
 
 
@@ -39,7 +40,9 @@ def contains_match(chunk: str, passage: str) -> bool:
     """True when either normalised text contains the other (an empty text matches nothing).
 
     Example:
-        >>> contains_match("The capital of France is Paris. It is large.", "capital of  FRANCE is Paris")
+        >>> contains_match(
+        ...     "The capital of France is Paris. It is large.", "capital of  FRANCE is Paris"
+        ... )
         True
     """
     return _contains(normalize(chunk), normalize(passage))
@@ -50,8 +53,8 @@ def _contains(a: str, b: str) -> bool:
 
 
 def evidence_chars(text: str) -> int:
-    """Letters and digits in ``text``: what the evidence minimum counts (spaces and punctuation are not
-    evidence, in any script).
+    """Letters and digits in ``text``: what the evidence minimum counts (spaces and punctuation are
+    not evidence, in any script).
 
     Example:
         >>> evidence_chars("the."), evidence_chars("Kestrel keeps 3 copies")
@@ -61,21 +64,26 @@ def evidence_chars(text: str) -> int:
 
 
 def rejudges_stored(source: str, min_evidence_chars: int | None) -> bool:
-    """Whether verdicts of ``source`` already stored in records are judged again: containment and fuzzy ones when
-    an evidence minimum is given (they were decided by whatever minimum was in force when they were stored).
+    """Whether verdicts of ``source`` already stored in records are judged again: containment and
+    fuzzy ones when an evidence minimum is given (they were decided by whatever minimum was in force
+    when they were stored).
 
     Example:
-        >>> rejudges_stored("containment", 0), rejudges_stored("containment", None), rejudges_stored("span", 0)
+        >>> (
+        ...     rejudges_stored("containment", 0),
+        ...     rejudges_stored("containment", None),
+        ...     rejudges_stored("span", 0),
+        ... )
         (True, False, False)
     """
     return min_evidence_chars is not None and source in ("containment", "fuzzy")
 
 
 def is_fragment(chunk: str, passage: str, min_chars: int = MIN_EVIDENCE_CHARS) -> bool:
-    """True when a normalised chunk that is *shorter* than the normalised passage it matched holds fewer
-    than ``min_chars`` letters/digits (or fewer than the whole passage holds, when the passage is shorter
-    still): a fragment such as "the" or "." lies inside nearly every reference and is not evidence. A chunk
-    as long as the passage or longer (it holds the passage) is never a fragment.
+    """True when a normalised chunk that is *shorter* than the normalised passage it matched holds
+    fewer than ``min_chars`` letters/digits (or fewer than the whole passage holds, when the passage
+    is shorter still): a fragment such as "the" or "." lies inside nearly every reference and is not
+    evidence. A chunk as long as the passage or longer (it holds the passage) is never a fragment.
 
     Example:
         >>> is_fragment("the", "the warranty lasts two years")
@@ -103,7 +111,8 @@ def span_overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> int:
 
 
 def span_match(chunk: tuple[str, int, int], passage: tuple[str, int, int], min_overlap: float = 0.5) -> bool:
-    """The chunk covers >= ``min_overlap`` of the passage, or the passage >= ``min_overlap`` of the chunk.
+    """The chunk covers >= ``min_overlap`` of the passage, or the passage >= ``min_overlap`` of the
+    chunk.
 
     Example:
         >>> span_match(("d1", 0, 500), ("d1", 100, 200))   # the chunk holds the whole passage
@@ -120,10 +129,13 @@ def span_match(chunk: tuple[str, int, int], passage: tuple[str, int, int], min_o
 
 
 def fuzzy_similarity(chunk: str, passage: str) -> float:
-    """Best partial-match similarity in [0, 1] of the normalised texts (rapidfuzz ``partial_ratio``).
+    """Best partial-match similarity in [0, 1] of the normalised texts (rapidfuzz
+    ``partial_ratio``).
 
     Example:
-        >>> round(fuzzy_similarity("The capital of France is Paris.", "capital of france is paris"), 2)
+        >>> round(
+        ...     fuzzy_similarity("The capital of France is Paris.", "capital of france is paris"), 2
+        ... )
         1.0
     """
     return _partial(normalize(chunk), normalize(passage))
@@ -153,10 +165,10 @@ def fuzzy_similarities(pairs: Sequence[tuple[str, str]], threshold: float) -> li
     without the costly scorer:
 
     * one text contains the other: the shorter is a window of the longer, similarity 1.0;
-    * a bound: ``partial_ratio`` is the best ``2 * LCS(s, w) / (|s| + |w|)`` over windows ``w`` of the
-      longer text, with ``s`` the shorter; from ``LCS(s, w) <= |w|`` that needs
-      ``LCS(s, w) >= t * |s| / (2 - t)``, and ``LCS(s, w) <= LCS(s, longer text)``. One bit-parallel
-      LCS of the two whole texts (microseconds) rules out nearly every non-matching pair;
+    * a bound: ``partial_ratio`` is the best ``2 * LCS(s, w) / (|s| + |w|)`` over windows ``w`` of
+      the longer text, with ``s`` the shorter; from ``LCS(s, w) <= |w|`` that needs ``LCS(s, w) >= t
+      * |s| / (2 - t)``, and ``LCS(s, w) <= LCS(s, longer text)``. One bit-parallel LCS of the two
+      whole texts (microseconds) rules out nearly every non-matching pair;
     * the rest get ``partial_ratio`` with the threshold as its ``score_cutoff`` (it skips hopeless
       windows).
 
@@ -164,7 +176,9 @@ def fuzzy_similarities(pairs: Sequence[tuple[str, str]], threshold: float) -> li
     every pair in full.)
 
     Example:
-        >>> sims = fuzzy_similarities([("the warranty lasts two years", "warranty lasts 2 years"), ("a", "b")], 0.8)
+        >>> sims = fuzzy_similarities(
+        ...     [("the warranty lasts two years", "warranty lasts 2 years"), ("a", "b")], 0.8
+        ... )
         >>> round(sims[0], 4), sims[1]
         (0.8636, None)
     """
@@ -213,7 +227,10 @@ def spans_char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassa
 
     Example:
         >>> c = [Chunk(doc_id="d", start=0, end=50), Chunk(doc_id="d", start=150, end=200)]
-        >>> p = [ReferencePassage(doc_id="d", start=40, end=60), ReferencePassage(doc_id="d", start=140, end=160)]
+        >>> p = [
+        ...     ReferencePassage(doc_id="d", start=40, end=60),
+        ...     ReferencePassage(doc_id="d", start=140, end=160),
+        ... ]
         >>> spans_char_recall(c, p), spans_char_recall(c, p, k=1)
         (0.5, 0.25)
     """
@@ -239,8 +256,8 @@ def spans_char_recall(chunks: Sequence[Chunk], passages: Sequence[ReferencePassa
 def _reason(mode: str, text: str, chunk: Chunk, matched: list[int], usable: list[int], norm: dict[int, str],
             passages: Sequence[ReferencePassage], meta: dict, min_overlap: float,
             min_evidence: int = MIN_EVIDENCE_CHARS) -> str:
-    """Why a chunk got its text verdict, naming reference passages 1-based (as a user counts them) and the
-    rule that matched.
+    """Why a chunk got its text verdict, naming reference passages 1-based (as a user counts them)
+    and the rule that matched.
 
     Example:
         >>> _reason("containment", "a b c d", Chunk("a b c d"), [0], [0], {0: "b c"}, [], {}, 0.5)
@@ -337,13 +354,14 @@ def _usable(passages: Sequence[ReferencePassage], mode: str) -> list[int]:
 def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_overlap: float = 0.5,
                threshold: float = 0.8, min_evidence_chars: int = MIN_EVIDENCE_CHARS,
                progress: bool = False) -> dict[str, GroundTruth]:
-    """Judge every chunk of every record against the case's reference passages; fills records in place.
+    """Judge every chunk of every record against the case's reference passages; fills records in
+    place.
 
-    A chunk with no text (containment, fuzzy) or no ``(doc_id, start, end)`` (span) gets a ``missing``
-    verdict and makes its case incomplete. A case with no usable reference passage is unscorable.
-    Containment and fuzzy count a chunk shorter than the passage it matched only when it holds at least
-    ``min_evidence_chars`` letters/digits (:func:`is_fragment`); the verdict's ``meta["fragment_of"]``
-    names the passages such a fragment matched, and its reason says so.
+    A chunk with no text (containment, fuzzy) or no ``(doc_id, start, end)`` (span) gets a
+    ``missing`` verdict and makes its case incomplete. A case with no usable reference passage is
+    unscorable. Containment and fuzzy count a chunk shorter than the passage it matched only when it
+    holds at least ``min_evidence_chars`` letters/digits (:func:`is_fragment`); the verdict's
+    ``meta["fragment_of"]`` names the passages such a fragment matched, and its reason says so.
 
     Example:
         >>> from rankwise.data.records import records_from_testset
@@ -405,8 +423,9 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
 def _chunk_matches(mode: str, text: str, chunk: Chunk, usable: list[int], norm: dict[int, str],
                    passages: Sequence[ReferencePassage], min_overlap: float, similar: dict | None,
                    min_evidence_chars: int) -> tuple[list[int], dict]:
-    """The passages one chunk matches and the verdict's meta (fuzzy similarities; for containment and
-    fuzzy the passages it matched only as a fragment, ``fragment_of``, and the minimum applied)."""
+    """The passages one chunk matches and the verdict's meta (fuzzy similarities; for containment
+    and fuzzy the passages it matched only as a fragment, ``fragment_of``, and the minimum applied).
+    """
     matched: list[int] = []
     meta: dict = {}
     fragments: list[int] = []
@@ -432,8 +451,8 @@ def _chunk_matches(mode: str, text: str, chunk: Chunk, usable: list[int], norm: 
 
 
 def fragment_warning(records: Sequence[CaseRecord], source: str) -> str | None:
-    """One message counting the chunks ``source`` (containment, fuzzy) left not relevant because they
-    matched a reference passage only as a fragment (:func:`is_fragment`), else None.
+    """One message counting the chunks ``source`` (containment, fuzzy) left not relevant because
+    they matched a reference passage only as a fragment (:func:`is_fragment`), else None.
 
     Example:
         >>> from rankwise.data.records import records_from_testset

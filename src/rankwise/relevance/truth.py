@@ -1,5 +1,5 @@
-"""What every verdict source shares: a case's :class:`GroundTruth` (what recall and nDCG divide by), its
-status per source, the ground truth pooled from a source's own verdicts, and a progress helper.
+"""What every verdict source shares: a case's :class:`GroundTruth` (what recall and nDCG divide by),
+its status per source, the ground truth pooled from a source's own verdicts, and a progress helper.
 
 Example:
     >>> GroundTruth(2, [3, 1]).to_dict()
@@ -20,11 +20,12 @@ class GroundTruth:
     """What a case's recall and nDCG are measured against, for one verdict source.
 
     Attributes:
-        n_relevant: R, the number of gold items (passages, ids; for human/LLM verdicts the chunks judged
-            relevant, as trec_eval pools judgements).
+        n_relevant: R, the number of gold items (passages, ids; for human/LLM verdicts the chunks
+            judged relevant, as trec_eval pools judgements).
         ideal_gains: positive grades of the gold items, descending (the ideal ranking for nDCG).
         pooled: True when R comes from the verdicts themselves (human, LLM), not from a reference.
-        basis: where R came from: ``reference passages``, ``reference ids``, ``qrels`` or ``pooled verdicts``.
+        basis: where R came from: ``reference passages``, ``reference ids``, ``qrels`` or ``pooled
+            verdicts``.
     """
 
     n_relevant: int
@@ -38,14 +39,16 @@ class GroundTruth:
 
 
 def with_progress(items: list, label: str, show: bool):
-    """Iterate ``items``, with a transient rich progress bar on stderr when ``show`` and the list is long."""
+    """Iterate ``items``, with a transient rich progress bar on stderr when ``show`` and the list is
+    long."""
     from rankwise.progress import track
 
     yield from track(items, label, quiet=not show, min_items=200)
 
 
 def case_status(record, source: str, *, unscorable: str | None = None) -> str:
-    """``ok``, ``unscorable: <why>`` or ``incomplete: n failed verdicts, m missing`` for one source."""
+    """``ok``, ``unscorable: <why>`` or ``incomplete: n failed verdicts, m missing`` for one source.
+    """
     if unscorable:
         return f"unscorable: {unscorable}"
     if not record.chunks:
@@ -68,8 +71,8 @@ def case_status(record, source: str, *, unscorable: str | None = None) -> str:
 
 
 def pooled_truth(record, source: str) -> GroundTruth:
-    """R and ideal gains from the source's own verdicts (human, LLM): the distinct chunks judged relevant
-    (a chunk listed twice is one item, docs/context-metrics.md "Redundant chunks")."""
+    """R and ideal gains from the source's own verdicts (human, LLM): the distinct chunks judged
+    relevant (a chunk listed twice is one item, docs/context-metrics.md "Redundant chunks")."""
     all_grades = []
     for c in record.chunks:
         v = c.verdicts.get(source)
@@ -81,12 +84,19 @@ def pooled_truth(record, source: str) -> GroundTruth:
 
 
 def pooled_items(chunks: Sequence[Any], grades: Sequence[int]) -> list[bool]:
-    """Per chunk, whether it is a new item under pooled verdicts (human, LLM): True unless a chunk above it
-    with a positive grade is the same chunk (same id, else span, else text).
+    """Per chunk, whether it is a new item under pooled verdicts (human, LLM): True unless a chunk
+    above it with a positive grade is the same chunk (same id, else span, else text).
 
     Example:
         >>> from rankwise.data.records import ChunkRecord
-        >>> pooled_items([ChunkRecord(rank=1, id="a"), ChunkRecord(rank=2, id="a"), ChunkRecord(rank=3, id="b")], [1, 1, 0])
+        >>> pooled_items(
+        ...     [
+        ...         ChunkRecord(rank=1, id="a"),
+        ...         ChunkRecord(rank=2, id="a"),
+        ...         ChunkRecord(rank=3, id="b"),
+        ...     ],
+        ...     [1, 1, 0],
+        ... )
         [True, False, True]
     """
     from rankwise.data.testset import chunk_key

@@ -2,17 +2,21 @@
 gives from that chunk alone.
 
 For every retrieved chunk with text, the generator answers the question from that chunk only
-(:func:`utility_requests`); the answer's score against the reference (token F1, exact match, or an LLM
-correctness verdict, computed by the caller) becomes the chunk's verdict under the source ``utility``
-(:func:`attach_utility`): binary (score >= ``threshold``), or graded 0-3 (``round(3 * score)``, relevant
-from ``relevant_from``). The verdicts are stored like any pooled source (human, llm): R is the number of
-chunks judged useful, so every metric — graded ones and K past the list length included — reads them
-(``eval-rag --relevance utility``, ``calibrate --relevance utility``).
+(:func:`utility_requests`); the answer's score against the reference (token F1, exact match, or an
+LLM correctness verdict, computed by the caller) becomes the chunk's verdict under the source
+``utility`` (:func:`attach_utility`): binary (score >= ``threshold``), or graded 0-3 (``round(3 *
+score)``, relevant from ``relevant_from``). The verdicts are stored like any pooled source (human,
+llm): R is the number of chunks judged useful, so every metric — graded ones and K past the list
+length included — reads them (``eval-rag --relevance utility``, ``calibrate --relevance utility``).
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord
-    >>> rec = CaseRecord("q", question="Q?", reference="Paris",
-    ...                  chunks=[ChunkRecord(rank=1, text="Rome."), ChunkRecord(rank=2, text="Paris.")])
+    >>> rec = CaseRecord(
+    ...     "q",
+    ...     question="Q?",
+    ...     reference="Paris",
+    ...     chunks=[ChunkRecord(rank=1, text="Rome."), ChunkRecord(rank=2, text="Paris.")],
+    ... )
     >>> attach_utility([rec], {"q\\x1f1": 0.0, "q\\x1f2": 1.0}, threshold=0.5)
     {'verdicts': 2, 'useful': 1, 'failed': 0}
     >>> rec.verdicts("utility"), rec.truth["utility"]["n_relevant"]
@@ -48,7 +52,12 @@ def utility_requests(records: Sequence[Any], prompt: Any, k: int | None = None) 
     Example:
         >>> from rankwise.data.records import CaseRecord, ChunkRecord
         >>> from rankwise.llm.generate import load_gen_prompt
-        >>> rec = CaseRecord("q", question="Q?", reference="A", chunks=[ChunkRecord(rank=1, text="x"), ChunkRecord(rank=2)])
+        >>> rec = CaseRecord(
+        ...     "q",
+        ...     question="Q?",
+        ...     reference="A",
+        ...     chunks=[ChunkRecord(rank=1, text="x"), ChunkRecord(rank=2)],
+        ... )
         >>> [r.id for r in utility_requests([rec], load_gen_prompt("answer"))]
         ['q\\x1f1']
     """
@@ -68,9 +77,9 @@ def attach_utility(records: Sequence[Any], scores: Mapping[str, float | None], *
                    graded: bool = False, relevant_from: int = 2, errors: Mapping[str, str] | None = None,
                    answers: Mapping[str, str | None] | None = None, meta: Mapping[str, Any] | None = None,
                    source: str = SOURCE) -> dict[str, int]:
-    """Write ``chunk.verdicts[source]`` from per-chunk answer scores (``{request_id: score}``); chunks with
-    no score get a ``failed`` verdict with the error (``errors``) or why; then each case's status and its
-    pooled ground truth. Returns counts: verdicts, useful, failed."""
+    """Write ``chunk.verdicts[source]`` from per-chunk answer scores (``{request_id: score}``);
+    chunks with no score get a ``failed`` verdict with the error (``errors``) or why; then each
+    case's status and its pooled ground truth. Returns counts: verdicts, useful, failed."""
     from rankwise.data.records import Verdict
     from rankwise.relevance.truth import case_status, pooled_truth
 

@@ -1,14 +1,23 @@
-"""The verdict dispatcher: fill one source's verdicts into records and return each case's ground truth.
+"""The verdict dispatcher: fill one source's verdicts into records and return each case's ground
+truth.
 
 Every source fills per-chunk :class:`~rankwise.data.records.Verdict` objects into per-case records
-(``chunk.verdicts[source]``), the passages each chunk matched (``record.passages_found[source]``) and a
-status per case; it returns, per case, the :class:`GroundTruth` that recall and nDCG divide by.
+(``chunk.verdicts[source]``), the passages each chunk matched (``record.passages_found[source]``)
+and a status per case; it returns, per case, the :class:`GroundTruth` that recall and nDCG divide
+by.
 
 Example:
     >>> from rankwise.data.records import records_from_testset
     >>> from rankwise.relevance.verdicts import assign_verdicts
-    >>> recs = records_from_testset([{"id": "q1", "retrieved_contexts": ["Paris is the capital.", "Rome."],
-    ...                               "reference_contexts": ["paris is the capital"]}])
+    >>> recs = records_from_testset(
+    ...     [
+    ...         {
+    ...             "id": "q1",
+    ...             "retrieved_contexts": ["Paris is the capital.", "Rome."],
+    ...             "reference_contexts": ["paris is the capital"],
+    ...         }
+    ...     ]
+    ... )
     >>> truth = assign_verdicts(recs, "containment")
     >>> recs[0].verdicts("containment"), truth["q1"].n_relevant
     ([1, 0], 1)
@@ -35,9 +44,9 @@ def assign_verdicts(records: list, source: str, *, labels: Any = None, min_overl
 
     ``containment``/``span``/``fuzzy`` match chunk text or offsets against the reference passages
     (containment/fuzzy: a chunk lying inside a passage counts when it holds ``min_evidence_chars``
-    letters/digits, default :data:`rankwise.relevance.text.MIN_EVIDENCE_CHARS`);
-    ``ids`` looks retrieved ids up in the reference ids (or graded ``qrels``); ``human`` applies a labels
-    file (of a sheet naming several systems, ``system``'s rows); ``llm`` (and any other name) reads verdicts
+    letters/digits, default :data:`rankwise.relevance.text.MIN_EVIDENCE_CHARS`); ``ids`` looks
+    retrieved ids up in the reference ids (or graded ``qrels``); ``human`` applies a labels file (of
+    a sheet naming several systems, ``system``'s rows); ``llm`` (and any other name) reads verdicts
     already in the records.
     """
     if source in TEXT_SOURCES:
@@ -69,9 +78,9 @@ def assign_verdicts(records: list, source: str, *, labels: Any = None, min_overl
 
 
 def _judge_call_extras(records: list, source: str, **options: Any) -> None:
-    """Judge the chunks of calls that the case's own list (``retrieved_contexts`` given beside ``calls``)
-    does not hold, so the metrics over calls see a verdict for every chunk a call retrieved; the passages
-    such a chunk matched go in its verdict's ``meta["passages"]``."""
+    """Judge the chunks of calls that the case's own list (``retrieved_contexts`` given beside
+    ``calls``) does not hold, so the metrics over calls see a verdict for every chunk a call
+    retrieved; the passages such a chunk matched go in its verdict's ``meta["passages"]``."""
     from rankwise.data.records import CaseRecord, ChunkRecord
 
     for r in records:

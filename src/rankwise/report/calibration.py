@@ -24,7 +24,8 @@ def _f(x: float | None) -> str:
 
 
 def print_calibration(result: CalibrationResult, *, top: int = 15, console: Console | None = None) -> None:
-    """The best candidates (training and held-out statistic, interval, system agreement) and the sentence."""
+    """The best candidates (training and held-out statistic, interval, system agreement) and the
+    sentence."""
     console = console or make_console()
     stat = "Kendall tau-b" if result.statistic == "kendall_tau_b" else "AUC"
     table = Table(title=f"Which metric predicts the answer score ({stat}; {result.train_cases} training / "
@@ -70,8 +71,8 @@ def plot_calibration(result: CalibrationResult, path: str | PathLike, *, top: in
 
 
 def print_position_fit(fit: PositionFit, *, console: Console | None = None) -> None:
-    """Accuracy by position with intervals, then each family's maximum-likelihood fit (lowest AIC first),
-    the goodness-of-fit verdict, and the fits the data do not tell apart."""
+    """Accuracy by position with intervals, then each family's maximum-likelihood fit (lowest AIC
+    first), the goodness-of-fit verdict, and the fits the data do not tell apart."""
     console = console or make_console()
     table = Table(title="Answer accuracy with the supporting chunk at each position", title_justify="left")
     for col in ("position", "answers", "accuracy", "95% interval", "best fit"):
@@ -116,7 +117,8 @@ def plot_position_fit(fit: PositionFit, path: str | PathLike, *, dpi: int = 120)
 
 
 def _save_png(fig, out: Path, dpi: int) -> None:
-    """The figure as a PNG tagged as ours (rewritten without --force), written whole or not at all."""
+    """The figure as a PNG tagged as ours (rewritten without --force), written whole or not at all.
+    """
     from rankwise._atomic import atomic_write
 
     with atomic_write(out, "wb") as fh:

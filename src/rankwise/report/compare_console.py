@@ -17,7 +17,8 @@ __all__ = ["comparison_table", "failure_notes", "comparison_caption", "ksweep_ta
 
 
 def comparison_table(result: ComparisonResult, *, digits: int = 4) -> Table:
-    """One row per (metric, system): mean, delta, CI, p of each test, corrected p, mark, d, W/T/L."""
+    """One row per (metric, system): mean, delta, CI, p of each test, corrected p, mark, d, W/T/L.
+    """
     from rich.markup import escape
 
     tests = result.settings["tests"]
@@ -78,16 +79,22 @@ def print_comparison(result: ComparisonResult, console: Console | None = None) -
 
 
 def failure_notes(summary: dict) -> list[str]:
-    """Per system: its failure-class counts (non-zero classes) and its headroom sentence (docs/failures.md).
+    """Per system: its failure-class counts (non-zero classes) and its headroom sentence
+    (docs/failures.md).
 
     Example:
-        >>> failure_notes({"failure_classes": {"a": {"k": 5, "counts": {"hit": 2, "not retrieved": 0}}},
-        ...                "headroom": {"a": {"sentence": "a reranker ..."}}})
+        >>> failure_notes(
+        ...     {
+        ...         "failure_classes": {"a": {"k": 5, "counts": {"hit": 2, "not retrieved": 0}}},
+        ...         "headroom": {"a": {"sentence": "a reranker ..."}},
+        ...     }
+        ... )
         ['a: failure classes at K=5: hit 2', 'a: headroom: a reranker ...']
     """
     out = []
     for system, classes in (summary.get("failure_classes") or {}).items():
-        # (cases without ground truth are said once, in the unscorable warning; their count stays in the JSON)
+        # (cases without ground truth are said once, in the unscorable warning; their count stays in
+        # the JSON)
         shown = "; ".join(f"{name} {n}" for name, n in classes["counts"].items() if n and name != "no ground truth")
         if shown:
             out.append(f"{system}: failure classes at K={classes['k']}: {shown}")
@@ -172,7 +179,8 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
 def emit_comparison(result: ComparisonResult, *, fmt: str = "table", sweeps: list[KSweep] | None = None,
                     per_query: bool = False, html: str | None = None, plot: str | None = None,
                     html_options: dict | None = None, console: Console | None = None) -> None:
-    """Print a comparison in ``fmt`` (table, json, csv, markdown) and write the HTML report / PNG plot.
+    """Print a comparison in ``fmt`` (table, json, csv, markdown) and write the HTML report / PNG
+    plot.
 
     Machine-readable formats go to stdout alone; notes about written files go to stderr.
     """

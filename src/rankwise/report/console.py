@@ -1,8 +1,8 @@
 """Terminal tables with rich, and the one console every table printer uses.
 
-A table is never cut short: piped output (not a terminal) is printed at full width, and on a terminal a cell
-too wide for the screen folds onto the next line instead of ending in "…". ``set_width`` (the CLI's
-``--width``) fixes the width of everything printed.
+A table is never cut short: piped output (not a terminal) is printed at full width, and on a
+terminal a cell too wide for the screen folds onto the next line instead of ending in "…".
+``set_width`` (the CLI's ``--width``) fixes the width of everything printed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ _width: int | None = None
 
 
 def set_width(width: int | None) -> None:
-    """Print every later table at ``width`` columns (None: the terminal's width; unlimited when piped).
+    """Print every later table at ``width`` columns (None: the terminal's width; unlimited when
+    piped).
 
     Example:
         >>> set_width(120); make_console().width
@@ -52,8 +53,9 @@ class _WholeConsole(Console):
 
 
 def make_console(*, width: int | None = None, stderr: bool = False) -> Console:
-    """The console of every table printer: ``width`` (else :func:`set_width`'s, else $RANKWISE_WIDTH), the
-    terminal's width on a terminal, and :data:`PIPE_WIDTH` when output is piped or redirected.
+    """The console of every table printer: ``width`` (else :func:`set_width`'s, else
+    $RANKWISE_WIDTH), the terminal's width on a terminal, and :data:`PIPE_WIDTH` when output is
+    piped or redirected.
 
     Example:
         >>> import io
@@ -71,9 +73,9 @@ def make_console(*, width: int | None = None, stderr: bool = False) -> Console:
 
 
 def metrics_table() -> Table:
-    """``rankwise metrics``: every registered metric, its cutoff, parameters, aliases and definition. Long
-    cells wrap at words within their column, so the table stays readable through a pipe (no 600-column
-    lines) and nothing is cut."""
+    """``rankwise metrics``: every registered metric, its cutoff, parameters, aliases and
+    definition. Long cells wrap at words within their column, so the table stays readable through a
+    pipe (no 600-column lines) and nothing is cut."""
     from rankwise.metrics.registry import METRICS
 
     table = Table(title="rankwise metrics")
@@ -86,8 +88,9 @@ def metrics_table() -> Table:
 
 
 def metric_card(name: str) -> Table:
-    """``rankwise metrics NAME``: one metric's name, aliases, cutoff, parameters, definition, formula and
-    citation (``NAME`` parsed as every command parses metric names: ``P@5`` is precision)."""
+    """``rankwise metrics NAME``: one metric's name, aliases, cutoff, parameters, definition,
+    formula and citation (``NAME`` parsed as every command parses metric names: ``P@5`` is
+    precision)."""
     from rankwise.metrics.registry import lookup_metric
 
     m = lookup_metric(name)

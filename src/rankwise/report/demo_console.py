@@ -41,7 +41,8 @@ def demo_table(result) -> Table:
 
 
 def print_demo(result, console: Console | None = None) -> None:
-    """Print the table, the verdict on the best system with its paired tests, and where files went."""
+    """Print the table, the verdict on the best system with its paired tests, and where files went.
+    """
     console = console or make_console()
     console.print(demo_table(result))
     console.print("★ best system on that row.  † acp divides by relevant chunks retrieved, not by all relevant "
@@ -63,7 +64,8 @@ def print_demo(result, console: Console | None = None) -> None:
     for line in lines:
         console.print(line)
     t = result.timings
-    # the timing on its own line: a slow machine's longer figure must not re-wrap the line that follows
+    # the timing on its own line: a slow machine's longer figure must not re-wrap the line that
+    # follows
     console.print(f"Took {t['total']:.1f} s (retrieval {t['retrieval']:.1f} s).", style="dim")
     console.print("Wrote runs, records, summary.json" + (" and report.html" if "html" in result.files else "")
                   + f" to {_folder(result)}", style="dim")
@@ -74,8 +76,8 @@ def _folder(result) -> str:
 
 
 def print_llm_demo(result, console: Console | None = None) -> None:
-    """The LLM demo: what the judge run did, its agreement with the span labels and the metrics under both,
-    the sentence on what that agreement means, and where the files went."""
+    """The LLM demo: what the judge run did, its agreement with the span labels and the metrics
+    under both, the sentence on what that agreement means, and where the files went."""
     from rankwise.report.judge_console import judge_summary_lines, print_agreement
 
     console = console or make_console()

@@ -1,5 +1,6 @@
-"""Terminal view of one explained case (``rankwise explain``): references, ranked chunks with the reference
-text highlighted inside each, verdicts and reasons side by side, first relevant rank and failure class."""
+"""Terminal view of one explained case (``rankwise explain``): references, ranked chunks with the
+reference text highlighted inside each, verdicts and reasons side by side, first relevant rank and
+failure class."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ HIGHLIGHT = "bold black on yellow"
 
 
 def chunk_text(text: str | None, spans: list, *, limit: int = 600) -> Text:
-    """The chunk's text with each reference range styled :data:`HIGHLIGHT` (collapsed past ``limit`` chars,
-    keeping the highlighted part in view).
+    """The chunk's text with each reference range styled :data:`HIGHLIGHT` (collapsed past ``limit``
+    chars, keeping the highlighted part in view).
 
     Example:
         >>> t = chunk_text("The capital is Paris.", [(15, 20, 0)])
@@ -53,8 +54,8 @@ def _verdict_cell(row: dict | None) -> Text:
 
 
 def explain_table(explanation, *, top: int | None = None) -> Table:
-    """The ranked chunks (the first ``top``; all when None) as a table: rank, id/document, the text with its
-    highlights, one column per source."""
+    """The ranked chunks (the first ``top``; all when None) as a table: rank, id/document, the text
+    with its highlights, one column per source."""
     table = Table(title=f"case {explanation.id}: ranked chunks", show_lines=True, expand=True)
     table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("chunk", ratio=3)
@@ -69,8 +70,8 @@ def explain_table(explanation, *, top: int | None = None) -> Table:
 
 
 def print_explanation(explanation, *, top: int | None = None, console: Console | None = None) -> None:
-    """Print the case: question, references, the chunk table (the first ``top`` chunks; all when None), first
-    relevant rank and class per source."""
+    """Print the case: question, references, the chunk table (the first ``top`` chunks; all when
+    None), first relevant rank and class per source."""
     console = console or make_console()
     console.print(Text(f"question: {explanation.question or '-'}", style="bold"))
     if not explanation.references:

@@ -1,4 +1,5 @@
-"""The gate's verdict as Markdown (a CI job summary, a pull-request comment) and as a small HTML page.
+"""The gate's verdict as Markdown (a CI job summary, a pull-request comment) and as a small HTML
+page.
 
 Example:
     >>> from rankwise.analysis.gate import gate
@@ -60,12 +61,17 @@ _HEAD = ("metric", "baseline", "candidate", "difference", "95% CI", "p", "MDE", 
 
 
 def mde_sentence(result: GateResult) -> str | None:
-    """What the MDE column means (how it was found), or why a metric has none; None when no metric has one
-    nor a reason.
+    """What the MDE column means (how it was found), or why a metric has none; None when no metric
+    has one nor a reason.
 
     Example:
         >>> from rankwise.analysis.gate import gate
-        >>> r = gate({"q": ["a"], "r": ["a"]}, {"q": ["a"], "r": ["a"]}, "P@1", qrels={"q": {"a": 1}, "r": {"a": 1}})
+        >>> r = gate(
+        ...     {"q": ["a"], "r": ["a"]},
+        ...     {"q": ["a"], "r": ["a"]},
+        ...     "P@1",
+        ...     qrels={"q": {"a": 1}, "r": {"a": 1}},
+        ... )
         >>> mde_sentence(r)
         'No MDE for precision@1: every question has the same difference: no variance to simulate from.'
     """
@@ -82,7 +88,12 @@ def how_tested(result: GateResult) -> str:
 
     Example:
         >>> from rankwise.analysis.gate import gate
-        >>> r = gate({"q": ["a"], "r": ["a"]}, {"q": ["a"], "r": ["a"]}, "P@1", qrels={"q": {"a": 1}, "r": {"a": 1}})
+        >>> r = gate(
+        ...     {"q": ["a"], "r": ["a"]},
+        ...     {"q": ["a"], "r": ["a"]},
+        ...     "P@1",
+        ...     qrels={"q": {"a": 1}, "r": {"a": 1}},
+        ... )
         >>> how_tested(r).split(";")[0]
         '2 paired queries'
     """
@@ -98,7 +109,8 @@ def how_tested(result: GateResult) -> str:
 
 
 def gate_markdown(result: GateResult, *, title: str = "rankwise gate") -> str:
-    """A GitHub-flavoured summary: verdict heading, table with significance marks, the worst queries."""
+    """A GitHub-flavoured summary: verdict heading, table with significance marks, the worst
+    queries."""
     head = (f"## ✅ {title} passed" if result.passed
             else f"## ❌ {title} failed: {', '.join(c.metric for c in result.failed)}")
     lines = [head, "", "| " + " | ".join(_HEAD) + " |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]

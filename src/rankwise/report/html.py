@@ -1,15 +1,22 @@
 """One self-contained HTML report of a comparison: opens offline, no CDN, charts are inline SVG.
 
-Sections: summary table with significance marks, per-slice means and differences (when sliced), metric-vs-K curves, per-query delta charts, score
-distributions, the rank-vs-verdict probe (with records), and a per-question drill-down (chunk text,
-verdicts and reasons with records; retrieved documents and their qrels grades with runs).
+Sections: summary table with significance marks, per-slice means and differences (when sliced),
+metric-vs-K curves, per-query delta charts, score distributions, the rank-vs-verdict probe (with
+records), and a per-question drill-down (chunk text, verdicts and reasons with records; retrieved
+documents and their qrels grades with runs).
 
 Example:
     >>> from rankwise.analysis.compare import compare
-    >>> r = compare({"q1": {"a": 1}, "q2": {"b": 1}}, [{"q1": ["a"], "q2": ["x"]}, {"q1": ["a"], "q2": ["b"]}],
-    ...             ["P@1"], names=["A", "B"])
+    >>> r = compare(
+    ...     {"q1": {"a": 1}, "q2": {"b": 1}},
+    ...     [{"q1": ["a"], "q2": ["x"]}, {"q1": ["a"], "q2": ["b"]}],
+    ...     ["P@1"],
+    ...     names=["A", "B"],
+    ... )
     >>> html = render_html_report(r)
-    >>> html.startswith("<!DOCTYPE html>") and 'data-system="B"' in html and "http" not in html.split("<body")[0]
+    >>> html.startswith(
+    ...     "<!DOCTYPE html>"
+    ... ) and 'data-system="B"' in html and "http" not in html.split("<body")[0]
     True
 """
 
@@ -61,7 +68,8 @@ def _signed(x: float) -> str:
 _DOT = " \u00b7 "
 
 
-# --------------------------------------------------------------------------------------------- summary
+# ---------------------------------------------------------------------------------------------
+# summary
 def _summary_cell(cmp: ComparisonResult, s: str, metric: str, best: str) -> str:
     mean = cmp.means[s][metric]
     attrs = (f'data-system="{escape(s)}" data-metric="{escape(metric)}" data-mean="{mean!r}"')
@@ -132,7 +140,8 @@ def _detail_table(cmp: ComparisonResult) -> str:
     return f'<table class="grid"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-# ------------------------------------------------------------------------------------------- grid heat map
+# ------------------------------------------------------------------------------------------- grid
+# heat map
 def _heat_cell(cmp: ComparisonResult, label: str | None, metric: str, lo: float, hi: float) -> str:
     if label is None or label not in cmp.means:
         return '<td class="empty" title="not run">\u2014</td>'
@@ -152,8 +161,8 @@ def _heat_cell(cmp: ComparisonResult, label: str | None, metric: str, lo: float,
 
 
 def _grid_section(cmp: ComparisonResult, grid: Mapping[str, Any] | None) -> str:
-    """A heat map per metric: rows and columns of the grid (chunking x retriever), each cell the mean,
-    marked when it differs from the baseline by the corrected test."""
+    """A heat map per metric: rows and columns of the grid (chunking x retriever), each cell the
+    mean, marked when it differs from the baseline by the corrected test."""
     if not grid:
         return ""
     rows, cols, cells = list(grid["rows"]), list(grid["columns"]), grid["cells"]
@@ -179,9 +188,11 @@ def _grid_section(cmp: ComparisonResult, grid: Mapping[str, Any] | None) -> str:
             f"{s['alpha']}; unmarked: no significant difference; \u2014: not run.</p></section>")
 
 
-# ---------------------------------------------------------------------------------------------- slices
+# ----------------------------------------------------------------------------------------------
+# slices
 def _slices_section(slices: Any) -> str:
-    """Per-slice means and differences (:class:`rankwise.analysis.slices.Slices`), when the cases were sliced."""
+    """Per-slice means and differences (:class:`rankwise.analysis.slices.Slices`), when the cases
+    were sliced."""
     if slices is None:
         return ""
     from rankwise.report.slices import slices_html
@@ -189,7 +200,8 @@ def _slices_section(slices: Any) -> str:
     return slices_html(slices)
 
 
-# ---------------------------------------------------------------------------------------------- charts
+# ----------------------------------------------------------------------------------------------
+# charts
 def _sweep_section(sweeps: Sequence[KSweep], colors: Mapping[str, str]) -> str:
     if not sweeps:
         return ""
@@ -236,7 +248,8 @@ def _distribution_section(cmp: ComparisonResult, colors: Mapping[str, str]) -> s
             f"</section>")
 
 
-# ----------------------------------------------------------------------------------------------- probe
+# -----------------------------------------------------------------------------------------------
+# probe
 def _probe_section(probes: Mapping[str, Any]) -> str:
     blocks = []
     for system, probe in probes.items():
@@ -265,7 +278,8 @@ def _probe_section(probes: Mapping[str, Any]) -> str:
             f"score. A verdict effect compares two verdict sources on the same chunks.</p></section>")
 
 
-# ------------------------------------------------------------------------------------------ drill-down
+# ------------------------------------------------------------------------------------------
+# drill-down
 _STRIPE = {"v1": "rel", "v0": "nonrel", "vfailed": "failed"}
 
 
@@ -300,7 +314,8 @@ _COLLAPSE = 700  # characters from which a chunk shows its first lines and a "sh
 
 
 def _marked(text: str | None, ranges: Sequence[Sequence[int]], limit: int) -> str:
-    """The text escaped, each reference range in a ``<mark>`` (titled with its passage), cut at ``limit``."""
+    """The text escaped, each reference range in a ``<mark>`` (titled with its passage), cut at
+    ``limit``."""
     if not text:
         return ""
     cut = text[:limit]
@@ -366,7 +381,8 @@ def _case_header(rec: Any, max_text: int) -> str:
 
 def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Mapping[str, str] | None,
                max_chunks: int, needed: set[str]) -> str:
-    """Top documents of one query; their text is filled in from one shared store when the query opens."""
+    """Top documents of one query; their text is filled in from one shared store when the query
+    opens."""
     i = run._position.get(qid) if hasattr(run, "_position") else None
     if i is None:
         return '<p class="note">no results for this query</p>'
@@ -392,7 +408,8 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
 
 
 def _query_table(cmp: ComparisonResult, qi: int) -> str:
-    """One question's values: metrics x systems, or systems x metrics when there are many systems."""
+    """One question's values: metrics x systems, or systems x metrics when there are many systems.
+    """
     def val(s: str, m: str) -> str:
         return f"<td>{_f(float(cmp.per_query(s, m)[qi]))}</td>"
 
@@ -417,7 +434,8 @@ def _system_records(system: str, rec: Any, qid: str, inputs: ReportInputs, max_c
 
 
 def _class_attributes(classes: Mapping[str, str]) -> str:
-    """The case's failure class per system (the class filter reads it); ``data-nogt`` where one has no ground truth."""
+    """The case's failure class per system (the class filter reads it); ``data-nogt`` where one has
+    no ground truth."""
     nogt = ' data-nogt="1"' if "no ground truth" in classes.values() else ""
     return f'data-classes="{escape(json.dumps(classes))}"{nogt}'
 
@@ -500,12 +518,13 @@ def _queries_section(cmp: ComparisonResult, inputs: ReportInputs, *, max_chunks:
             f'<div id="query-list">{"".join(items)}</div></section>')
 
 
-# -------------------------------------------------------------------------------------------- assemble
+# --------------------------------------------------------------------------------------------
+# assemble
 def script_json(obj: Any) -> str:
     """JSON that is safe inside a ``<script>`` element, whatever the strings hold.
 
-    ``<``, ``>`` and ``&`` become ``\\u003c``, ``\\u003e``, ``\\u0026`` (no ``</script>``, ``<!--`` or
-    ``<script`` can end or re-open the element), and U+2028/U+2029 are escaped too.
+    ``<``, ``>`` and ``&`` become ``\\u003c``, ``\\u003e``, ``\\u0026`` (no ``</script>``, ``<!--``
+    or ``<script`` can end or re-open the element), and U+2028/U+2029 are escaped too.
 
     Example:
         >>> script_json({"d": "<!--<script>"})
@@ -587,7 +606,8 @@ def render_html_report(
 
 
 def _meta_line(comparison: ComparisonResult) -> str:
-    """The header's line under the title: systems, baseline, cases, test, correction, alpha, date, source."""
+    """The header's line under the title: systems, baseline, cases, test, correction, alpha, date,
+    source."""
     s = comparison.settings
     test = TEST_LABELS[comparison.test]
     if comparison.test == "randomization":
@@ -623,19 +643,21 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
         path: the ``.html`` file to write.
         comparison: a :class:`~rankwise.analysis.compare.ComparisonResult` (``rankwise.compare`` or
             ``compare_records``).
-        **options: ``sweeps`` (k-sweeps to draw), ``grid`` (a heat map above the tables: ``{"rows": [...],
-            "columns": [...], "cells": {row: {column: system}}, "row_title", "column_title", "title"}``, as
-            :meth:`rankwise.workflows.sweep_run.SweepResult.grid` gives), ``records`` (system -> per-case records: drill-down
-            with chunk text, verdicts and reasons, and the rank-vs-verdict probe), ``probe_sources``
-            (one or two verdict sources for the probe; default the comparison's source), ``runs``
-            (system -> run: top documents per query) with ``qrels`` (their grades) and ``documents``
-            (doc id -> text) or ``corpus`` (a corpus path), ``queries`` (query id -> text, or a queries
-            file), ``verdict_source`` (the source whose verdicts colour the chunks at first; the report
-            lets the reader switch), ``inputs`` (a :class:`~rankwise.analysis.report_inputs.ReportInputs`
-            built already, instead of the options above), ``title``, ``notes``, ``max_chunks``,
-            ``max_text``, ``max_queries``, ``slices`` (a :class:`~rankwise.analysis.slices.Slices` of the
-            comparison: a table of per-slice means and differences under the summary). Loading and probing happen in
-            :func:`~rankwise.analysis.report_inputs.report_inputs`; this module only renders.
+        **options: ``sweeps`` (k-sweeps to draw), ``grid`` (a heat map above the tables: ``{"rows":
+            [...], "columns": [...], "cells": {row: {column: system}}, "row_title", "column_title",
+            "title"}``, as :meth:`rankwise.workflows.sweep_run.SweepResult.grid` gives), ``records``
+            (system -> per-case records: drill-down with chunk text, verdicts and reasons, and the
+            rank-vs-verdict probe), ``probe_sources`` (one or two verdict sources for the probe;
+            default the comparison's source), ``runs`` (system -> run: top documents per query) with
+            ``qrels`` (their grades) and ``documents`` (doc id -> text) or ``corpus`` (a corpus
+            path), ``queries`` (query id -> text, or a queries file), ``verdict_source`` (the source
+            whose verdicts colour the chunks at first; the report lets the reader switch),
+            ``inputs`` (a :class:`~rankwise.analysis.report_inputs.ReportInputs` built already,
+            instead of the options above), ``title``, ``notes``, ``max_chunks``, ``max_text``,
+            ``max_queries``, ``slices`` (a :class:`~rankwise.analysis.slices.Slices` of the
+            comparison: a table of per-slice means and differences under the summary). Loading and
+            probing happen in :func:`~rankwise.analysis.report_inputs.report_inputs`; this module
+            only renders.
 
     Example:
         >>> import os, shutil, tempfile
@@ -644,7 +666,9 @@ def write_html_report(path: str | PathLike, comparison: ComparisonResult, **opti
         >>> a = {f"q{i}": {f"d{i}": 2.0, "x": 1.0} for i in range(4)}
         >>> b = {f"q{i}": {"x": 2.0, f"d{i}": 1.0} for i in range(4)}
         >>> tmp = tempfile.mkdtemp()
-        >>> path = write_html_report(os.path.join(tmp, "report.html"), compare(qrels, [a, b], ["mrr"], names=["a", "b"]))
+        >>> path = write_html_report(
+        ...     os.path.join(tmp, "report.html"), compare(qrels, [a, b], ["mrr"], names=["a", "b"])
+        ... )
         >>> path.name, path.read_text().startswith("<!DOCTYPE html>")
         ('report.html', True)
         >>> shutil.rmtree(tmp)

@@ -92,7 +92,8 @@ def judge_check_lines(check: Any) -> list[str]:
 
 
 def judge_check_plan_lines(plan: Any, url: str) -> list[str]:
-    """``--dry-run``: the sample and what judging it would take, from which model at which endpoint."""
+    """``--dry-run``: the sample and what judging it would take, from which model at which endpoint.
+    """
     p = plan.plan
     grades = ", ".join(f"grade {g}: {n}" for g, n in plan.by_grade.items())
     cost = f", ${p.cost:.4f}" if p.cost is not None else ""

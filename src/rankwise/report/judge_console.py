@@ -76,8 +76,8 @@ def plan_lines(p: Any, url: str) -> list[str]:
 
 
 def judge_run_lines(run: Any) -> list[str]:
-    """What ``rankwise judge`` prints for a :class:`~rankwise.relevance.judge_run.JudgeRun`: the plan (dry
-    run), the Batch-API plan or report, the summary and where the records are."""
+    """What ``rankwise judge`` prints for a :class:`~rankwise.relevance.judge_run.JudgeRun`: the
+    plan (dry run), the Batch-API plan or report, the summary and where the records are."""
     lines: list[str] = []
     if run.plan is not None:
         lines += plan_lines(run.plan, run.url)

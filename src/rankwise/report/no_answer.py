@@ -1,5 +1,6 @@
-"""The no-answer view in words (``eval-rag`` prints it under the table when a test set has unanswerable
-questions; the JSON carries ``summary["no_answer"]``, :mod:`rankwise.analysis.no_answer`)."""
+"""The no-answer view in words (``eval-rag`` prints it under the table when a test set has
+unanswerable questions; the JSON carries ``summary["no_answer"]``,
+:mod:`rankwise.analysis.no_answer`)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,38 @@ def _pct(x: float) -> str:
 
 
 def no_answer_lines(view: Mapping[str, Any]) -> list[str]:
-    """Lines for a no-answer view (its JSON form): counts, AUROC or why it is undefined, and per share of
-    unanswerables silenced the threshold and the answerables lost (shares with the same threshold merged).
+    """Lines for a no-answer view (its JSON form): counts, AUROC or why it is undefined, and per
+    share of unanswerables silenced the threshold and the answerables lost (shares with the same
+    threshold merged).
 
     Example:
-        >>> for line in no_answer_lines({"answerable": 3, "unanswerable": 2, "auroc": 0.8333, "thresholds": [
-        ...         {"share": 0.5, "threshold": 0.3, "unanswerable_silenced": 0.5, "answerable_lost": 0.0},
-        ...         {"share": 0.8, "threshold": 0.5, "unanswerable_silenced": 1.0, "answerable_lost": 1 / 3},
-        ...         {"share": 0.9, "threshold": 0.5, "unanswerable_silenced": 1.0, "answerable_lost": 1 / 3}]}):
+        >>> for line in no_answer_lines(
+        ...     {
+        ...         "answerable": 3,
+        ...         "unanswerable": 2,
+        ...         "auroc": 0.8333,
+        ...         "thresholds": [
+        ...             {
+        ...                 "share": 0.5,
+        ...                 "threshold": 0.3,
+        ...                 "unanswerable_silenced": 0.5,
+        ...                 "answerable_lost": 0.0,
+        ...             },
+        ...             {
+        ...                 "share": 0.8,
+        ...                 "threshold": 0.5,
+        ...                 "unanswerable_silenced": 1.0,
+        ...                 "answerable_lost": 1 / 3,
+        ...             },
+        ...             {
+        ...                 "share": 0.9,
+        ...                 "threshold": 0.5,
+        ...                 "unanswerable_silenced": 1.0,
+        ...                 "answerable_lost": 1 / 3,
+        ...             },
+        ...         ],
+        ...     }
+        ... ):
         ...     print(line)
         no-answer view: 2 unanswerable cases, 3 answerable; the top retrieval score as the signal
           AUROC 0.8333 (answerable scored above unanswerable; 0.5 is chance)

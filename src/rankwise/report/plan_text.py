@@ -1,4 +1,5 @@
-"""The lines `rankwise plan-testset` prints: the planned size beside the formula's, the power curve, the MDE."""
+"""The lines `rankwise plan-testset` prints: the planned size beside the formula's, the power curve,
+the MDE."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ def sample_plan_lines(plan: SamplePlan, metric: str | None = None) -> list[str]:
 
     Example:
         >>> from rankwise.analysis.plan import plan_sample_size
-        >>> sample_plan_lines(plan_sample_size(0.05, sd=0.2, test="t", sims=200))[0].startswith("to detect a mean")
+        >>> sample_plan_lines(plan_sample_size(0.05, sd=0.2, test="t", sims=200))[0].startswith(
+        ...     "to detect a mean"
+        ... )
         True
     """
     test = "sign-flip randomization test" if plan.test == "randomization" else "paired t-test"

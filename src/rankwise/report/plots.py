@@ -40,7 +40,8 @@ def _pyplot():
 
 def plot_report(path: str | PathLike, *, comparison: ComparisonResult | None = None,
                 sweeps: Sequence[KSweep] = (), metric: str | None = None, dpi: int = 120) -> Path:
-    """Write one PNG: a metric-vs-K panel per sweep, then a sorted per-query delta panel per candidate.
+    """Write one PNG: a metric-vs-K panel per sweep, then a sorted per-query delta panel per
+    candidate.
 
     Args:
         path: the PNG to write.

@@ -43,7 +43,8 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 
 def ppi_lines_one(e: PPIEstimate) -> list[str]:
-    """The lines of one estimate: means, interval, λ, n, N and effective sample size, and any note."""
+    """The lines of one estimate: means, interval, λ, n, N and effective sample size, and any note.
+    """
     conf = round(100 * (1 - e.alpha), 2)
     lines = [f"{e.metric}",
              f"  judge only  {_num(e.judge_mean)}   (all {e.n + e.N} cases, uncorrected)",
@@ -74,7 +75,8 @@ def ppi_lines(result: PPIResult) -> list[str]:
 
 
 def ppi_plan_lines(plans: Sequence[LabelPlan]) -> list[str]:
-    """One block per metric: labels for PPI++ and for humans alone, with costs beside labelling everything."""
+    """One block per metric: labels for PPI++ and for humans alone, with costs beside labelling
+    everything."""
     lines = []
     for p in plans:
         def cost(k: int | None, p: LabelPlan = p) -> str:

@@ -26,8 +26,8 @@ def _order(v: list[int]) -> str:
 
 
 def probe_table(result) -> Table:
-    """One row per metric: score | rank effect (best, worst, range over re-orderings) | verdict effect
-    (delta of flipping the verdict at each rank)."""
+    """One row per metric: score | rank effect (best, worst, range over re-orderings) | verdict
+    effect (delta of flipping the verdict at each rank)."""
     v = result.verdicts
     table = Table(title=f"rankwise probe: verdicts {_order(v)}  (k={result.k}"
                         + (f", R={result.n_relevant}" if result.n_relevant is not None else "") + ")")

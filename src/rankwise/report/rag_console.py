@@ -15,7 +15,8 @@ ACP_FOOTNOTE = ("† acp divides by the relevant chunks retrieved, not by what e
 
 
 def rag_summary_lines(summary: dict) -> list[str]:
-    """Human-readable lines: cases evaluated, unscorable and incomplete cases and how they were treated."""
+    """Human-readable lines: cases evaluated, unscorable and incomplete cases and how they were
+    treated."""
     n_cases = summary.get("cases", 0)
     lines = [f"relevance: {summary.get('relevance')}; {n_cases} case{'s' if n_cases != 1 else ''}, "
              f"{summary.get('evaluated', 0)} in the means"]
@@ -46,17 +47,28 @@ def rag_summary_lines(summary: dict) -> list[str]:
 
 
 def failure_lines(summary: dict) -> list[str]:
-    """The failure-class counts (non-zero classes) and the headroom sentence, when the summary has them.
+    """The failure-class counts (non-zero classes) and the headroom sentence, when the summary has
+    them.
 
     Example:
-        >>> failure_lines({"failure_classes": {"k": 5, "counts": {"hit": 3, "not retrieved": 1, "id mismatch": 0}},
-        ...                "headroom": {"sentence": "a reranker could lift ndcg@5 from 0.50 to at most 0.75"}})
+        >>> failure_lines(
+        ...     {
+        ...         "failure_classes": {
+        ...             "k": 5,
+        ...             "counts": {"hit": 3, "not retrieved": 1, "id mismatch": 0},
+        ...         },
+        ...         "headroom": {
+        ...             "sentence": "a reranker could lift ndcg@5 from 0.50 to at most 0.75"
+        ...         },
+        ...     }
+        ... )
         ['failure classes at K=5: hit 3; not retrieved 1 (rankwise explain RECORDS CASE_ID: one case)', 'headroom: a reranker could lift ndcg@5 from 0.50 to at most 0.75']
     """
     out = []
     classes = summary.get("failure_classes")
     if classes:
-        # (cases without ground truth are said once, in the unscorable line; their count stays in the JSON)
+        # (cases without ground truth are said once, in the unscorable line; their count stays in
+        # the JSON)
         shown = "; ".join(f"{name} {n}" for name, n in classes["counts"].items() if n and name != "no ground truth")
         if shown:
             out.append(f"failure classes at K={classes['k']}: {shown} (rankwise explain RECORDS CASE_ID: one case)")
@@ -70,7 +82,8 @@ def _cell(value, digits: int) -> str:
 
 
 def rag_table(result, *, per_query: bool = False, digits: int = 4) -> Table:
-    """A rich Table of an ``evaluate_rag`` result; acp columns are marked with a dagger and explained."""
+    """A rich Table of an ``evaluate_rag`` result; acp columns are marked with a dagger and
+    explained."""
     names = result.names
     label = {m.name: (m.name + " †" if m.metric.name == "acp" else m.name) for m in result.measures}
     table = Table(title=f"rankwise eval-rag ({result.summary.get('relevance')})")

@@ -83,7 +83,8 @@ def retest_lines(r: Any) -> list[str]:
 
 
 def retest_plan_lines(plan: Any) -> list[str]:
-    """The sample and what re-judging it takes, per condition, from which model at which endpoint."""
+    """The sample and what re-judging it takes, per condition, from which model at which endpoint.
+    """
     strata = ", ".join(f"{s}: {n}" for s, n in plan.strata.items())
     cost = f", ${plan.cost:.4f}" if plan.cost is not None else ""
     rows = ", ".join(f"{name} {calls}" + (f" ({cached} cached)" if cached else "") for name, calls, cached in plan.rows)

@@ -1,11 +1,14 @@
-"""Renderings of per-slice results (:class:`rankwise.analysis.slices.Slices`): a terminal table, CSV, Markdown and
-the HTML report's section. Rows go metric by metric, one row per slice; a comparison has one mean column per
-system and, per candidate, its difference from the baseline with the interval.
+"""Renderings of per-slice results (:class:`rankwise.analysis.slices.Slices`): a terminal table,
+CSV, Markdown and the HTML report's section. Rows go metric by metric, one row per slice; a
+comparison has one mean column per system and, per candidate, its difference from the baseline with
+the interval.
 
 Example:
     >>> import numpy as np
     >>> from rankwise.analysis.slices import slice_values
-    >>> s = slice_values({"run": np.array([[1.0], [0.0]])}, ["a", "b"], ["mrr"], {"a": "plain"}, by="style")
+    >>> s = slice_values(
+    ...     {"run": np.array([[1.0], [0.0]])}, ["a", "b"], ["mrr"], {"a": "plain"}, by="style"
+    ... )
     >>> slices_csv(s).splitlines()[1]
     'style,plain,1,mrr,run,1,1.0,1.0,1.0,,,'
 """
@@ -63,8 +66,8 @@ def slices_caption(slices: Slices) -> str:
 
 
 def _rows(slices: Slices, digits: int, *, every: bool = False) -> list[list[str]]:
-    """Table cells, metric by metric and slice by slice (the metric named on its first row only, unless
-    ``every``)."""
+    """Table cells, metric by metric and slice by slice (the metric named on its first row only,
+    unless ``every``)."""
     rows = []
     candidates = list(slices.deltas)
     for metric in slices.metrics:
@@ -94,8 +97,8 @@ def _header(slices: Slices) -> list[str]:
 
 
 def slices_table(slices: Slices, *, digits: int = 4) -> Table:
-    """A rich Table: per metric, one row per slice (mean and interval; in a comparison every system's mean and
-    each candidate's difference from the baseline with its interval)."""
+    """A rich Table: per metric, one row per slice (mean and interval; in a comparison every
+    system's mean and each candidate's difference from the baseline with its interval)."""
     from rich.markup import escape as rich_escape
 
     table = Table(title=f"by {rich_escape(slices.title)}", box=box.SIMPLE_HEAD)
@@ -118,8 +121,9 @@ def print_slices(slices: Slices, console: Console | None = None) -> None:
 
 
 def slices_csv(slices: Slices) -> str:
-    """One row per (slice, metric, system): ``by,slice,cases,metric,system,n,mean,ci_low,ci_high,delta,
-    delta_ci_low,delta_ci_high`` (the delta columns for a comparison's candidates)."""
+    """One row per (slice, metric, system):
+    ``by,slice,cases,metric,system,n,mean,ci_low,ci_high,delta, delta_ci_low,delta_ci_high`` (the
+    delta columns for a comparison's candidates)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["by", "slice", "cases", "metric", "system", "n", "mean", "ci_low", "ci_high", "delta",
@@ -153,7 +157,8 @@ def slices_markdown(slices: Slices, *, digits: int = 4) -> str:
 
 
 def slices_html(slices: Slices, *, digits: int = 4) -> str:
-    """The HTML report's section: the slice table (one panel per metric, shown with the metric picker)."""
+    """The HTML report's section: the slice table (one panel per metric, shown with the metric
+    picker)."""
     head = _header(slices)[1:]
     panels = []
     candidates = list(slices.deltas)
@@ -182,8 +187,8 @@ def slices_html(slices: Slices, *, digits: int = 4) -> str:
 
 
 def emit_slices(slices: Slices, fmt: str = "table", console: Console | None = None) -> None:
-    """Print the slices after a command's own output in ``fmt``: a table, CSV or Markdown after a blank line;
-    nothing for JSON (the slices are in its summary)."""
+    """Print the slices after a command's own output in ``fmt``: a table, CSV or Markdown after a
+    blank line; nothing for JSON (the slices are in its summary)."""
     import click
 
     if fmt == "json":

@@ -1,4 +1,5 @@
-"""Small self-contained SVG charts for the HTML report: lines (metric vs K), sorted delta bars, box plots.
+"""Small self-contained SVG charts for the HTML report: lines (metric vs K), sorted delta bars, box
+plots.
 
 No dependency: each function returns an ``<svg>`` string with ``<title>`` tooltips, ready to inline.
 
@@ -62,11 +63,13 @@ _TITLE_CHAR = 9.0  # a generous width of one 14px semi-bold character, in px
 
 
 def title_lines(title: str, width: int, font_size: float = 14.0) -> list[str]:
-    """``title`` broken at spaces into lines that fit ``width`` pixels (a word longer than a line stays
-    whole; :func:`_frame` squeezes that line to the width).
+    """``title`` broken at spaces into lines that fit ``width`` pixels (a word longer than a line
+    stays whole; :func:`_frame` squeezes that line to the width).
 
     Example:
-        >>> title_lines("dense recursive 400/50 − bm25 recursive 400/0: mrr per query (mean +0.0123 *)", 320)
+        >>> title_lines(
+        ...     "dense recursive 400/50 − bm25 recursive 400/0: mrr per query (mean +0.0123 *)", 320
+        ... )
         ['dense recursive 400/50 − bm25', 'recursive 400/0: mrr per query', '(mean +0.0123 *)']
     """
     room = max(8, int((width - 16) / (_TITLE_CHAR * font_size / 14.0)))
@@ -80,8 +83,8 @@ def title_lines(title: str, width: int, font_size: float = 14.0) -> list[str]:
 
 
 def _frame(width: int, height: int, title: str, body: list[str], *, label: str) -> str:
-    """The chart in its frame with the title on top: wrapped onto as many lines as it needs, the chart
-    moved down by the extra lines, so no title is ever cut at the edges."""
+    """The chart in its frame with the title on top: wrapped onto as many lines as it needs, the
+    chart moved down by the extra lines, so no title is ever cut at the edges."""
     lines = title_lines(title, width)
     extra = 18 * (len(lines) - 1)
     texts = []
@@ -152,7 +155,8 @@ def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], *, titl
 
 def delta_bars(labels: Sequence[str], deltas: Sequence[float], *, title: str, y_label: str = "delta",
                width: int = 640, height: int = 300) -> str:
-    """Per-query differences as bars sorted from largest gain to largest loss (green gains, red losses)."""
+    """Per-query differences as bars sorted from largest gain to largest loss (green gains, red
+    losses)."""
     left, right, top, bottom = 58, width - 16, 34, height - 36
     pairs = sorted(((float(d), str(q)) for q, d in zip(labels, deltas, strict=True) if math.isfinite(d)),
                    key=lambda p: -p[0])
@@ -239,8 +243,8 @@ def box_plot(groups: Mapping[str, Sequence[float]], *, title: str, y_label: str,
 
 
 def heat_color(t: float) -> tuple[str, str]:
-    """Background and text colour of a heat-map cell at ``t`` in [0, 1] (light to dark blue; white text on
-    the dark half). NaN gives grey.
+    """Background and text colour of a heat-map cell at ``t`` in [0, 1] (light to dark blue; white
+    text on the dark half). NaN gives grey.
 
     Example:
         >>> heat_color(0.0), heat_color(1.0)

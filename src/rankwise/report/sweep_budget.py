@@ -1,12 +1,18 @@
-"""A sweep's quality against context budget: one text table per budget metric, the best configuration at each
-budget and the Pareto front; and the same as a PNG plot.
+"""A sweep's quality against context budget: one text table per budget metric, the best
+configuration at each budget and the Pareto front; and the same as a PNG plot.
 
 Example:
     >>> from types import SimpleNamespace
-    >>> summary = {"recall": {"curves": {"a": {"500": 0.4, "1000": 0.7}, "b": {"500": 0.5, "1000": 0.6}},
-    ...            "best": {"500": {"config": "b", "mean": 0.5}, "1000": {"config": "a", "mean": 0.7}},
-    ...            "pareto": [{"config": "b", "budget": 500, "value": 0.5}, {"config": "a", "budget": 1000,
-    ...                                                                       "value": 0.7}]}}
+    >>> summary = {
+    ...     "recall": {
+    ...         "curves": {"a": {"500": 0.4, "1000": 0.7}, "b": {"500": 0.5, "1000": 0.6}},
+    ...         "best": {"500": {"config": "b", "mean": 0.5}, "1000": {"config": "a", "mean": 0.7}},
+    ...         "pareto": [
+    ...             {"config": "b", "budget": 500, "value": 0.5},
+    ...             {"config": "a", "budget": 1000, "value": 0.7},
+    ...         ],
+    ...     }
+    ... }
     >>> print("\\n".join(budget_lines(summary, "c")))
     recall at a context budget (characters); [f] on the Pareto front
     config      500c   1000c
@@ -50,7 +56,8 @@ def budget_lines(summary: dict[str, Any], unit: str) -> list[str]:
 
 
 def write_budget_plot(summary: dict[str, Any], unit: str, path: str | Path) -> Path:
-    """Quality against budget, one line per configuration and one panel per metric, the front's points ringed."""
+    """Quality against budget, one line per configuration and one panel per metric, the front's
+    points ringed."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -56,7 +56,8 @@ _TREC_ORDER = (
 
 
 def _trec_sort_key(item: tuple[int, object, str]) -> tuple:
-    """(position in trec_eval's table, its parameter, asked order); names trec_eval lacks go last."""
+    """(position in trec_eval's table, its parameter, asked order); names trec_eval lacks go last.
+    """
     position, measure, tname = item
     base = max((b for b in _TREC_ORDER if tname == b or tname.startswith(b + "_")), key=len, default=None)
     if base is None or measure.trec_name is None:
@@ -72,12 +73,13 @@ def _trec_sort_key(item: tuple[int, object, str]) -> tuple:
 def to_trec(result: EvalResult, *, per_query: bool = False) -> str:
     """trec_eval's layout: ``%-22s\\t%s\\t%6.4f`` per line, per-query blocks first, ``all`` last.
 
-    As trec_eval 10.0: measures in trec_eval's table order (then those it has no name for, as asked),
-    ``runid`` first on the ``all`` lines when it was asked for (``result.runid``: the run file's tag),
-    counts as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q``
-    only on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for keep
-    rankwise's canonical name. A result z-scored by ``-Z`` (metrics/zscores.py) prints a ``Z`` before each
-    measure name (not runid's, nor relstring's texts) and its counts as ``%6.4f``, as trec_eval does.
+    As trec_eval 10.0: measures in trec_eval's table order (then those it has no name for, as
+    asked), ``runid`` first on the ``all`` lines when it was asked for (``result.runid``: the run
+    file's tag), counts as integers, geometric means (``gm_map``, ``gm_bpref``) and ``num_q`` only
+    on the ``all`` line, ``relstring`` only per query, quoted. Measures trec_eval has no name for
+    keep rankwise's canonical name. A result z-scored by ``-Z`` (metrics/zscores.py) prints a ``Z``
+    before each measure name (not runid's, nor relstring's texts) and its counts as ``%6.4f``, as
+    trec_eval does.
     """
     z = "Z" if "zscores" in result.summary else ""
     lines = []

@@ -1,11 +1,14 @@
-"""Retrieval pipelines to evaluate: corpora, chunking with exact offsets, BM25, dense, hybrid, reranking.
+"""Retrieval pipelines to evaluate: corpora, chunking with exact offsets, BM25, dense, hybrid,
+reranking.
 
 Heavy libraries (bm25s, faiss, sentence-transformers, torch) load only when a retriever indexes or a
 model loads, so importing this package is cheap.
 
 Example:
     >>> from rankwise.retrieval import run_retrievers
-    >>> res = run_retrievers({"d1": "red apple", "d2": "green pear"}, {"q": "apple"}, ["bm25"], quiet=True)
+    >>> res = run_retrievers(
+    ...     {"d1": "red apple", "d2": "green pear"}, {"q": "apple"}, ["bm25"], quiet=True
+    ... )
     >>> res["bm25"].run.ranking("q")
     ['d1']
 """

@@ -1,4 +1,5 @@
-"""The retriever interface: index chunks, then search queries to depth k and get a :class:`Run` of chunk ids.
+"""The retriever interface: index chunks, then search queries to depth k and get a :class:`Run` of
+chunk ids.
 
 Also the small helpers every retriever shares: checking arguments, building the run, progress bars.
 """
@@ -29,7 +30,12 @@ class Retriever(ABC):
     Example:
         >>> from rankwise.retrieval.bm25 import BM25Retriever
         >>> r = BM25Retriever(quiet=True)
-        >>> r.index([CorpusChunk("a", "a", 0, 9, "red apple"), CorpusChunk("b", "b", 0, 11, "green grape")])
+        >>> r.index(
+        ...     [
+        ...         CorpusChunk("a", "a", 0, 9, "red apple"),
+        ...         CorpusChunk("b", "b", 0, 11, "green grape"),
+        ...     ]
+        ... )
         >>> r.search({"q1": "apple"}, k=5).ranking("q1")
         ['a']
     """
@@ -90,7 +96,8 @@ def require_index(indexed: bool, name: str) -> None:
 
 def hits_to_run(query_ids: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]],
                 chunk_ids: Sequence[str], *, name: str) -> Run:
-    """A scored run from per-query ``(chunk positions, scores)`` pairs (positions index ``chunk_ids``)."""
+    """A scored run from per-query ``(chunk positions, scores)`` pairs (positions index
+    ``chunk_ids``)."""
     qids: list[str] = []
     docs: list[str] = []
     scores: list[np.ndarray] = []
@@ -105,7 +112,8 @@ def hits_to_run(query_ids: Sequence[str], rows: Sequence[tuple[np.ndarray, np.nd
 
 
 def id_order(chunk_ids: Sequence[str]) -> np.ndarray:
-    """For each chunk id, its position in byte order (ties in score go to the larger id, as trec_eval ranks)."""
+    """For each chunk id, its position in byte order (ties in score go to the larger id, as
+    trec_eval ranks)."""
     arr = arrow_strings(list(chunk_ids))
     order = np_values(pa.compute.sort_indices(arr)).astype(np.int64, copy=False)
     ranks = np.empty(len(order), dtype=np.int64)
@@ -115,9 +123,11 @@ def id_order(chunk_ids: Sequence[str]) -> np.ndarray:
 
 def top_k(scores: np.ndarray, k: int, tie_order: np.ndarray, *, positive_only: bool = False
           ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions and scores of the ``k`` best entries, best first; equal scores go to the larger ``tie_order``.
+    """Positions and scores of the ``k`` best entries, best first; equal scores go to the larger
+    ``tie_order``.
 
-    With ``positive_only`` entries scoring 0 or less are left out (a BM25 chunk sharing no query term).
+    With ``positive_only`` entries scoring 0 or less are left out (a BM25 chunk sharing no query
+    term).
 
     Example:
         >>> top_k(np.array([0.5, 0.9, 0.5, 0.0]), 2, np.array([0, 1, 2, 3]))
@@ -133,7 +143,8 @@ def top_k(scores: np.ndarray, k: int, tie_order: np.ndarray, *, positive_only: b
 
 
 def set_threads(threads: int | None = None) -> int:
-    """Threads for torch and FAISS: ``threads``, else $RANKWISE_THREADS, else the CPU count (at most 8)."""
+    """Threads for torch and FAISS: ``threads``, else $RANKWISE_THREADS, else the CPU count (at most
+    8)."""
     if threads is None:
         env = os.environ.get("RANKWISE_THREADS")
         threads = int(env) if env and env.isdigit() and int(env) > 0 else min(os.cpu_count() or 1, 8)
@@ -141,8 +152,8 @@ def set_threads(threads: int | None = None) -> int:
 
 
 def import_extra(module: str, needed_by: str, *, package: str | None = None, extra: str = "retrieval"):
-    """``import module``; when it is missing (or fails to import), one :class:`RankwiseError` line naming the
-    extra and the package to install, never a traceback.
+    """``import module``; when it is missing (or fails to import), one :class:`RankwiseError` line
+    naming the extra and the package to install, never a traceback.
 
     Example:
         >>> import_extra("math", "counting").__name__

@@ -1,7 +1,9 @@
-"""BM25 over chunks with ``bm25s`` (Lucene's BM25 variant), optional Snowball stemming and stopwords.
+"""BM25 over chunks with ``bm25s`` (Lucene's BM25 variant), optional Snowball stemming and
+stopwords.
 
 Tokens: lower-cased runs of two or more word characters (scikit-learn's / bm25s' pattern). A chunk
-that shares no term with a query scores 0 and is not returned, so a run may hold fewer than k chunks.
+that shares no term with a query scores 0 and is not returned, so a run may hold fewer than k
+chunks.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 
 class _Unused:
-    """An import finder that refuses the named top-level packages in the thread that installed it."""
+    """An import finder that refuses the named top-level packages in the thread that installed it.
+    """
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(names)
@@ -48,12 +51,14 @@ class _Unused:
 
 
 def load_bm25s():
-    """``bm25s``, imported without numba and scipy, which it would otherwise import whenever installed.
+    """``bm25s``, imported without numba and scipy, which it would otherwise import whenever
+    installed.
 
-    rankwise's BM25 uses bm25s' default numpy backends only (``backend="numpy"``, ``csc_backend="numpy"``,
-    scores from ``get_scores_from_ids``), so numba (and the scipy it checks for) and ``scipy.sparse`` would
-    cost a ``rankwise run`` about 0.2 s of imports for nothing. Packages already imported are not hidden.
-    A missing bm25s is one line naming the extra to install.
+    rankwise's BM25 uses bm25s' default numpy backends only (``backend="numpy"``,
+    ``csc_backend="numpy"``, scores from ``get_scores_from_ids``), so numba (and the scipy it checks
+    for) and ``scipy.sparse`` would cost a ``rankwise run`` about 0.2 s of imports for nothing.
+    Packages already imported are not hidden. A missing bm25s is one line naming the extra to
+    install.
 
     Example:
         >>> load_bm25s().BM25().backend
@@ -123,11 +128,17 @@ def _stopwords(stopwords) -> frozenset[str]:
 
 
 class BM25Retriever(Retriever):
-    """BM25 (``bm25s``, Lucene variant) over chunk texts, with the title prepended when chunks carry one.
+    """BM25 (``bm25s``, Lucene variant) over chunk texts, with the title prepended when chunks carry
+    one.
 
     Example:
         >>> r = BM25Retriever(quiet=True)
-        >>> r.index([CorpusChunk("a", "a", 0, 18, "wing in slipstream"), CorpusChunk("b", "b", 0, 14, "heat in slabs")])
+        >>> r.index(
+        ...     [
+        ...         CorpusChunk("a", "a", 0, 18, "wing in slipstream"),
+        ...         CorpusChunk("b", "b", 0, 14, "heat in slabs"),
+        ...     ]
+        ... )
         >>> r.search({"q1": "slipstream wings"}, k=10).ranking("q1")
         ['a']
     """

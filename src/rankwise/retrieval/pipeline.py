@@ -1,4 +1,5 @@
-"""Run retrieval setups end to end: chunk a corpus once, index, search, fuse, rerank, keep the chunk table.
+"""Run retrieval setups end to end: chunk a corpus once, index, search, fuse, rerank, keep the chunk
+table.
 
 :func:`run_retrievers` runs several setups over the same chunks and shares their parts: with
 ``["bm25", "dense", "hybrid"]`` BM25 and dense are indexed and searched once and the hybrid fuses
@@ -7,7 +8,9 @@ chunk ids, the chunk table (text and offsets of every chunk), document-level lif
 
 Example:
     >>> from rankwise.retrieval import Corpus, run_retrievers
-    >>> corpus = Corpus.from_dict({"d1": "Wings stall at high angles of attack.", "d2": "Heat flows in slabs."})
+    >>> corpus = Corpus.from_dict(
+    ...     {"d1": "Wings stall at high angles of attack.", "d2": "Heat flows in slabs."}
+    ... )
     >>> results = run_retrievers(corpus, {"q1": "when do wings stall"}, ["bm25"], k=5, quiet=True)
     >>> results["bm25"].run.ranking("q1"), results["bm25"].chunk("d1").text[:5]
     (['d1'], 'Wings')
@@ -45,10 +48,11 @@ class RetrieverSpec:
     """A retrieval setup to run.
 
     ``kind``: "bm25", "dense", or "hybrid" (BM25 + dense fused by ``fusion``: "rrf" with ``rrf_k``,
-    or "weighted" min-max score fusion with ``weights`` for (bm25, dense)). ``model``: embedding model
-    (name or folder; default the bundled all-MiniLM-L6-v2). ``rerank``: cross-encoder name/folder or
-    a callable ``(query, text) -> float`` applied to the top ``rerank_top_n``. ``bm25``: options for
-    :class:`~rankwise.retrieval.bm25.BM25Retriever` (k1, b, stemmer, stopwords).
+    or "weighted" min-max score fusion with ``weights`` for (bm25, dense)). ``model``: embedding
+    model (name or folder; default the bundled all-MiniLM-L6-v2). ``rerank``: cross-encoder
+    name/folder or a callable ``(query, text) -> float`` applied to the top ``rerank_top_n``.
+    ``bm25``: options for :class:`~rankwise.retrieval.bm25.BM25Retriever` (k1, b, stemmer,
+    stopwords).
 
     Example:
         >>> RetrieverSpec.parse("hybrid").label
@@ -97,7 +101,8 @@ class RetrieverSpec:
 
 @dataclass
 class RetrievalResult:
-    """What one setup retrieved: ``run`` of chunk ids (best first), the chunk table, timings in seconds.
+    """What one setup retrieved: ``run`` of chunk ids (best first), the chunk table, timings in
+    seconds.
 
     ``timings``: "chunking", "index", "search", "fusion", "rerank", "total". Parts shared between
     setups (the BM25 and dense indexes a hybrid reuses) count in full for each, so ``total`` is what
@@ -134,7 +139,8 @@ class RetrievalResult:
 
     def contexts(self, query_id: str) -> list[dict]:
         """The retrieved chunks of one query as RAG test-set contexts: ``id``, ``text``, ``doc_id``,
-        ``start``, ``end``, ``score`` (the rich ``retrieved_contexts`` form ``rankwise eval-rag`` reads)."""
+        ``start``, ``end``, ``score`` (the rich ``retrieved_contexts`` form ``rankwise eval-rag``
+        reads)."""
         return [{**c.to_json(), "score": s} for c, s in self.ranked_chunks(query_id)]
 
     def retrieved_chunks(self) -> list[CorpusChunk]:
@@ -143,7 +149,8 @@ class RetrievalResult:
         return [c for c in self.chunks if c.id in wanted]
 
     def documents(self, k: int | None = None) -> Run:
-        """The run lifted to documents (a document ranks where its best chunk ranks), top ``k`` kept."""
+        """The run lifted to documents (a document ranks where its best chunk ranks), top ``k``
+        kept."""
         return lift_to_documents(self.run, self.chunks, depth=k, name=self.name)
 
 
@@ -182,7 +189,8 @@ def _as_specs(retrievers) -> list[tuple[str, RetrieverSpec | Retriever]]:
 
 
 class _Shared:
-    """Component retrievers built, indexed and searched once, reused by every setup that needs them."""
+    """Component retrievers built, indexed and searched once, reused by every setup that needs them.
+    """
 
     def __init__(self, chunks: list[CorpusChunk], queries: Mapping[str, str], depth: int, *, cache_dir, quiet: bool,
                  threads: int | None):
@@ -254,8 +262,9 @@ def run_retrievers(
 
     ``retrievers``: names ("bm25", "dense", "hybrid", "hybrid-weighted"), :class:`RetrieverSpec`
     objects, or any :class:`Retriever` (a mapping gives the labels). ``k``: chunks kept per query.
-    ``chunk_size`` 0 keeps whole documents (chunk id = doc id); ``chunks`` skips chunking. ``titles``:
-    index each document's title with its chunks. ``cache_dir``: embedding cache (False: none).
+    ``chunk_size`` 0 keeps whole documents (chunk id = doc id); ``chunks`` skips chunking.
+    ``titles``: index each document's title with its chunks. ``cache_dir``: embedding cache (False:
+    none).
 
     Example:
         >>> corpus = {"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text."}
@@ -296,8 +305,9 @@ def run_retrievers(
 
 
 def _check_libraries(specs: list) -> None:
-    """The optional libraries the specs need, imported before any model loads or index is built: a missing
-    one is one line naming the extra to install (``pip install 'rankwise[retrieval]'``), not a traceback."""
+    """The optional libraries the specs need, imported before any model loads or index is built: a
+    missing one is one line naming the extra to install (``pip install 'rankwise[retrieval]'``), not
+    a traceback."""
     kinds = {s.kind for _, s in specs if isinstance(s, RetrieverSpec)}
     if kinds & {"bm25", "hybrid"}:
         from rankwise.retrieval.bm25 import load_bm25s
@@ -324,8 +334,8 @@ def _chunk_list(corpus: Corpus | Mapping[str, str] | Iterable[Document] | None, 
 
 def _run_spec(label: str, spec: RetrieverSpec, shared: _Shared, queries: Mapping[str, str],
               texts: Mapping[str, str], k: int, timings: dict[str, float], quiet: bool) -> Run:
-    """One retriever spec's run (its components shared with the other specs; fused, reranked), cut at
-    ``k``; index, search, fusion and rerank seconds go to ``timings``."""
+    """One retriever spec's run (its components shared with the other specs; fused, reranked), cut
+    at ``k``; index, search, fusion and rerank seconds go to ``timings``."""
     keys = {"bm25": [_bm25_key(spec)], "dense": [_dense_key(spec)],
             "hybrid": [_bm25_key(spec), _dense_key(spec)]}[spec.kind]
     parts = [shared.component(key) for key in keys]
@@ -362,7 +372,9 @@ def run_retrieval(
     """Run one retrieval setup (options as :func:`run_retrievers`).
 
     Example:
-        >>> res = run_retrieval({"d1": "alpha beta", "d2": "gamma"}, {"q": "gamma"}, "bm25", quiet=True)
+        >>> res = run_retrieval(
+        ...     {"d1": "alpha beta", "d2": "gamma"}, {"q": "gamma"}, "bm25", quiet=True
+        ... )
         >>> res.run.ranking("q")
         ['d2']
     """
@@ -374,7 +386,8 @@ _WHITESPACE = re.compile(r"\s")
 
 def save_run(result: RetrievalResult, path: str | PathLike, *, doc_level: bool = False, k: int | None = None,
              all_chunks: bool = False) -> tuple[Path, Path]:
-    """Write the run (TREC, or JSONL when ``path`` ends in .jsonl) and ``<path>.chunks.jsonl`` beside it.
+    """Write the run (TREC, or JSONL when ``path`` ends in .jsonl) and ``<path>.chunks.jsonl``
+    beside it.
 
     ``doc_level`` writes documents (each at its best chunk's rank), top ``k``; otherwise chunk ids.
     The chunks file holds every chunk the run retrieved (``all_chunks``: the whole chunk table),
@@ -406,12 +419,16 @@ def save_run(result: RetrievalResult, path: str | PathLike, *, doc_level: bool =
 
 def run_defaults(*, beir: bool, chunk_size: int | None = None, chunk_overlap: int | None = None,
                  doc_level: bool | None = None) -> tuple[int, int, bool]:
-    """Chunking and output level for a run, defaults filled in: a BEIR collection is retrieved as whole
-    documents and written as documents; a corpus is cut into 1000-character chunks (overlap min(100, size/2))
-    and written as chunks.
+    """Chunking and output level for a run, defaults filled in: a BEIR collection is retrieved as
+    whole documents and written as documents; a corpus is cut into 1000-character chunks (overlap
+    min(100, size/2)) and written as chunks.
 
     Example:
-        >>> run_defaults(beir=True), run_defaults(beir=False), run_defaults(beir=False, chunk_size=300)
+        >>> (
+        ...     run_defaults(beir=True),
+        ...     run_defaults(beir=False),
+        ...     run_defaults(beir=False, chunk_size=300),
+        ... )
         ((0, 0, True), (1000, 100, False), (300, 100, False))
     """
     size = (0 if beir else 1000) if chunk_size is None else chunk_size
@@ -420,19 +437,24 @@ def run_defaults(*, beir: bool, chunk_size: int | None = None, chunk_overlap: in
 
 
 def chunk_depth(k: int, *, doc_level: bool, chunk_size: int, factor: int = 10) -> int:
-    """How many chunks to retrieve per query: ``k``, or ``factor * k`` when chunks are lifted to k documents
-    (several chunks of one document may rank high, so k chunks would give fewer than k documents).
+    """How many chunks to retrieve per query: ``k``, or ``factor * k`` when chunks are lifted to k
+    documents (several chunks of one document may rank high, so k chunks would give fewer than k
+    documents).
 
     Example:
-        >>> chunk_depth(100, doc_level=True, chunk_size=500), chunk_depth(100, doc_level=True, chunk_size=0)
+        >>> (
+        ...     chunk_depth(100, doc_level=True, chunk_size=500),
+        ...     chunk_depth(100, doc_level=True, chunk_size=0),
+        ... )
         (1000, 100)
     """
     return check_k(k) * factor if doc_level and chunk_size else check_k(k)
 
 
 def write_rag_testset(result: RetrievalResult, queries_path: str | PathLike, path: str | PathLike) -> int:
-    """Copy a JSONL query file / RAG test set, filling each case's ``retrieved_contexts`` with the chunks
-    retrieved for it (``id``, ``text``, ``doc_id``, ``start``, ``end``, ``score``); other fields are kept.
+    """Copy a JSONL query file / RAG test set, filling each case's ``retrieved_contexts`` with the
+    chunks retrieved for it (``id``, ``text``, ``doc_id``, ``start``, ``end``, ``score``); other
+    fields are kept.
 
     The result is a test set ``rankwise eval-rag`` scores directly. Returns the number of cases.
     """

@@ -1,4 +1,5 @@
-"""Reranking: rescore the top n of a run with a cross-encoder or any ``(query, text) -> float`` scorer.
+"""Reranking: rescore the top n of a run with a cross-encoder or any ``(query, text) -> float``
+scorer.
 
 The top ``top_n`` items of each query are re-ordered by the scorer's score (higher = better). Items
 below ``top_n`` keep their order under them, with scores ``lowest reranked score - 1, - 2, ...`` so
@@ -34,7 +35,8 @@ class PairScorer(Protocol):
 
 
 class CrossEncoderScorer:
-    """A sentence-transformers ``CrossEncoder`` loaded offline by name or folder (fails fast, clearly).
+    """A sentence-transformers ``CrossEncoder`` loaded offline by name or folder (fails fast,
+    clearly).
 
     Example:
         >>> scorer = CrossEncoderScorer("/models/ms-marco-MiniLM-L-6-v2")  # doctest: +SKIP
@@ -61,7 +63,8 @@ class CrossEncoderScorer:
 
 
 def make_scorer(scorer: str | PathLike | Scorer | PairScorer, **kwargs) -> Scorer | PairScorer:
-    """A model name or folder becomes a :class:`CrossEncoderScorer`; a callable or pair scorer is kept."""
+    """A model name or folder becomes a :class:`CrossEncoderScorer`; a callable or pair scorer is
+    kept."""
     if isinstance(scorer, PairScorer) or callable(scorer):
         return scorer
     if isinstance(scorer, (str, PathLike)):
@@ -71,8 +74,8 @@ def make_scorer(scorer: str | PathLike | Scorer | PairScorer, **kwargs) -> Score
 
 
 def checked_scores(scorer: Scorer | PairScorer, pairs: list[tuple[str, str]]) -> list[float]:
-    """The scorer's score for each (query, text) pair, each checked to be a finite number, one per pair;
-    anything else is a one-line :class:`RankwiseError` naming the query.
+    """The scorer's score for each (query, text) pair, each checked to be a finite number, one per
+    pair; anything else is a one-line :class:`RankwiseError` naming the query.
 
     Example:
         >>> checked_scores(lambda q, t: len(t), [("q", "ab"), ("q", "abc")])
@@ -138,11 +141,15 @@ def rerank(run: Run, queries: Mapping[str, str], texts: Mapping[str, str], score
 
 
 class RerankRetriever(Retriever):
-    """A retriever whose top ``top_n`` are reranked: search ``base`` to max(k, top_n), rerank, keep k.
+    """A retriever whose top ``top_n`` are reranked: search ``base`` to max(k, top_n), rerank, keep
+    k.
 
     Example:
         >>> from rankwise.retrieval.bm25 import BM25Retriever
-        >>> chunks = [CorpusChunk("a", "a", 0, 9, "red apple"), CorpusChunk("b", "b", 0, 15, "red apple juice")]
+        >>> chunks = [
+        ...     CorpusChunk("a", "a", 0, 9, "red apple"),
+        ...     CorpusChunk("b", "b", 0, 15, "red apple juice"),
+        ... ]
         >>> r = RerankRetriever(BM25Retriever(quiet=True), lambda q, t: len(t), quiet=True)
         >>> r.index(chunks); r.search({"q": "red apple"}, k=2).ranking("q")
         ['b', 'a']

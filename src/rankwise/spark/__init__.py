@@ -1,12 +1,12 @@
 """rankwise on Apache Spark: the same metrics, bit for bit, over runs too large for one machine.
 
 Each group of queries runs rankwise's own engine inside a Spark Python worker (``applyInArrow``), so
-ties, grades, missing queries and every registered metric behave exactly as in one process. The means
-are never left to Spark: the per-query values are collected, put in query-id byte order and summed by
-:func:`rankwise.metrics.engine.aggregate`, so they do not depend on the partitioning.
+ties, grades, missing queries and every registered metric behave exactly as in one process. The
+means are never left to Spark: the per-query values are collected, put in query-id byte order and
+summed by :func:`rankwise.metrics.engine.aggregate`, so they do not depend on the partitioning.
 
-``pyspark`` is an optional dependency (``pip install 'rankwise[spark]'``, plus a Java runtime); it is
-imported on first use, so ``import rankwise`` never needs it. See docs/spark.md.
+``pyspark`` is an optional dependency (``pip install 'rankwise[spark]'``, plus a Java runtime); it
+is imported on first use, so ``import rankwise`` never needs it. See docs/spark.md.
 
 Example:
     >>> import rankwise.spark as rs

@@ -1,4 +1,5 @@
-"""``python -m rankwise.spark eval QRELS RUN ...``: the Spark job (see :mod:`rankwise.spark.submit`)."""
+"""``python -m rankwise.spark eval QRELS RUN ...``: the Spark job (see
+:mod:`rankwise.spark.submit`)."""
 
 from rankwise.spark.submit import main
 

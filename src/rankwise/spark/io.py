@@ -1,4 +1,5 @@
-"""A Spark session and qrels / runs read as Spark DataFrames (Parquet, TREC, CSV/TSV with a header)."""
+"""A Spark session and qrels / runs read as Spark DataFrames (Parquet, TREC, CSV/TSV with a header).
+"""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # s3://, dbfs:/, hdfs://, ab
 def require_pyspark():
     """Import pyspark, or raise a one-line :class:`InputError` saying how to install it.
 
-    pyspark's warning that it "does not yet fully support pandas >= 3.0.0" is silenced: rankwise's Spark
-    path exchanges Arrow tables, never pandas frames, so it would only be noise on every run.
+    pyspark's warning that it "does not yet fully support pandas >= 3.0.0" is silenced: rankwise's
+    Spark path exchanges Arrow tables, never pandas frames, so it would only be noise on every run.
     """
     import warnings
 
@@ -39,12 +40,14 @@ def require_pyspark():
 
 
 def session(master: str | None = None, *, app_name: str = "rankwise", conf: dict[str, Any] | None = None):
-    """The active SparkSession, or a new one on ``master`` (``local[2]``, ``yarn``, ``spark://...``).
+    """The active SparkSession, or a new one on ``master`` (``local[2]``, ``yarn``,
+    ``spark://...``).
 
     In local mode the Python workers run this interpreter (``PYSPARK_PYTHON`` defaults to
-    ``sys.executable``), so they import the same rankwise, and ``spark.sql.shuffle.partitions`` defaults to
-    the local threads (``local[4]``: 4) rather than Spark's 200, unless ``conf`` or ``spark-submit --conf``
-    sets it: on one machine 200 groups of queries cost 200 Python tasks (tens of seconds for a few queries).
+    ``sys.executable``), so they import the same rankwise, and ``spark.sql.shuffle.partitions``
+    defaults to the local threads (``local[4]``: 4) rather than Spark's 200, unless ``conf`` or
+    ``spark-submit --conf`` sets it: on one machine 200 groups of queries cost 200 Python tasks
+    (tens of seconds for a few queries).
 
     Example:
         >>> spark = session("local[2]", conf={"spark.sql.shuffle.partitions": 4})  # doctest: +SKIP
@@ -78,11 +81,12 @@ _WHAT_TO_DO = ("install rankwise {version} on every worker (e.g. pip install 'ra
 
 
 def check_workers(spark) -> None:
-    """Once per Spark application, before its first job: that the Python workers import rankwise, at the
-    driver's version. Otherwise a :class:`~rankwise.errors.RankwiseError` saying in one sentence what to do
-    (the setup is at fault, not an input), instead of a JVM stack trace ending in ``ModuleNotFoundError: No
-    module named 'rankwise'`` from the middle of the job. A user-built ``SparkSession.builder`` session on a
-    cluster where rankwise is installed only on the driver is the usual case.
+    """Once per Spark application, before its first job: that the Python workers import rankwise, at
+    the driver's version. Otherwise a :class:`~rankwise.errors.RankwiseError` saying in one sentence
+    what to do (the setup is at fault, not an input), instead of a JVM stack trace ending in
+    ``ModuleNotFoundError: No module named 'rankwise'`` from the middle of the job. A user-built
+    ``SparkSession.builder`` session on a cluster where rankwise is installed only on the driver is
+    the usual case.
 
     Example:
         >>> check_workers(session("local[2]"))  # doctest: +SKIP
@@ -122,8 +126,9 @@ def check_workers(spark) -> None:
 
 
 def spark_path(path: str) -> str:
-    """``path`` as Spark should be given it: a local path made absolute, since Spark resolves a relative one
-    against its JVM's working directory (where the session started), not the current one; URIs unchanged.
+    """``path`` as Spark should be given it: a local path made absolute, since Spark resolves a
+    relative one against its JVM's working directory (where the session started), not the current
+    one; URIs unchanged.
 
     Example:
         >>> spark_path("s3://bucket/run/")
@@ -170,7 +175,8 @@ def _problem(path: str, field, message, line):
 
 
 def raise_problem(cell: str) -> None:
-    """Raise the :class:`InputError` a problem cell describes, naming the file's line when it is local."""
+    """Raise the :class:`InputError` a problem cell describes, naming the file's line when it is
+    local."""
     source, field, message, line = (cell.split("\x1f") + ["", "", "", ""])[:4]
     number = line_of(source, line) if line else None
     raise InputError(message, source=source or None, line=number, field=field or None)
@@ -207,9 +213,9 @@ def read_qrels(spark, path: str | os.PathLike):
 
 
 def read_run(spark, path: str | os.PathLike):
-    """A run as a Spark DataFrame ``query_id, doc_id, score`` from Parquet (those columns, or ``rank``
-    instead of ``score`` for an ordered run), a TREC run (``qid Q0 docno rank score tag``; the rank
-    field is ignored, as trec_eval does) or CSV/TSV with a header.
+    """A run as a Spark DataFrame ``query_id, doc_id, score`` from Parquet (those columns, or
+    ``rank`` instead of ``score`` for an ordered run), a TREC run (``qid Q0 docno rank score tag``;
+    the rank field is ignored, as trec_eval does) or CSV/TSV with a header.
 
     Example:
         >>> run = read_run(spark, "bm25.trec")  # doctest: +SKIP
@@ -234,7 +240,8 @@ def read_run(spark, path: str | os.PathLike):
         return df.select("query_id", "doc_id", score.alias("score"), problem.alias(PROBLEM))
     df, problem = _trec(spark, path, ["query_id", "iter", "doc_id", "rank", "score", "run_id"], 6, exact=False)
     score = F.expr("try_cast(_f[4] as double)")
-    # the local readers' rule: an ASCII decimal number ('1d', 'Infinity', 'nan' are not) within the float range
+    # the local readers' rule: an ASCII decimal number ('1d', 'Infinity', 'nan' are not) within the
+    # float range
     number = F.col("_f")[4].rlike(_FLOAT) & ~F.isnan(score) & (F.abs(score) != float("inf"))
     problem = F.coalesce(problem, F.when(score.isNull() | ~number, _problem(path, "score", F.concat(
         F.lit("not a number: '"), F.col("_f")[4], F.lit("'")), F.col("_line"))))
@@ -257,7 +264,8 @@ def _check_columns(df, wanted: list[str], source: str):
 
 
 def line_of(path: str, text: str) -> int | None:
-    """The 1-based number of the first line of a local file equal to ``text`` (for error messages)."""
+    """The 1-based number of the first line of a local file equal to ``text`` (for error messages).
+    """
     try:
         with open(path, "rb") as fh:
             target = text.encode("utf-8")
@@ -270,12 +278,15 @@ def line_of(path: str, text: str) -> int | None:
 
 
 def locate_error(exc: InputError, qrels: str, run: str) -> InputError:
-    """A worker's error about ``<spark run>`` or ``<spark qrels>`` rows (a doc listed twice, a score that is
-    not finite), found again in the local file by the local readers, so that it names the file and line;
-    ``exc`` itself when the file is not local or the local readers find nothing wrong.
+    """A worker's error about ``<spark run>`` or ``<spark qrels>`` rows (a doc listed twice, a score
+    that is not finite), found again in the local file by the local readers, so that it names the
+    file and line; ``exc`` itself when the file is not local or the local readers find nothing
+    wrong.
 
     Example:
-        >>> err = InputError("doc 'd1' appears twice in query 'q1'", source="<spark run>", field="doc_id")
+        >>> err = InputError(
+        ...     "doc 'd1' appears twice in query 'q1'", source="<spark run>", field="doc_id"
+        ... )
         >>> locate_error(err, "qrels.txt", "s3://bucket/run.trec") is err
         True
     """

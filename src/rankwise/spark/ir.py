@@ -1,11 +1,11 @@
 """``rankwise.spark.evaluate``: qrels + run as Spark DataFrames -> per-query values and exact means.
 
-How: every row gets a bucket (a hash of its query id); run and qrels rows are co-grouped by bucket and
-each bucket runs rankwise's own engine (:func:`~rankwise.metrics.matrix.join` then
+How: every row gets a bucket (a hash of its query id); run and qrels rows are co-grouped by bucket
+and each bucket runs rankwise's own engine (:func:`~rankwise.metrics.matrix.join` then
 :func:`~rankwise.metrics.engine.evaluate_matrix`) on its Arrow table in a Python worker. A query's
-rows all land in one bucket, and a query's values depend only on its own rows, so they are the values
-one process computes. The means are not left to Spark: the per-query values are collected to the
-driver, put in query-id byte order and summed by :func:`~rankwise.metrics.engine.aggregate`, as
+rows all land in one bucket, and a query's values depend only on its own rows, so they are the
+values one process computes. The means are not left to Spark: the per-query values are collected to
+the driver, put in query-id byte order and summed by :func:`~rankwise.metrics.engine.aggregate`, as
 ``rankwise.evaluate`` does, so they do not depend on the partitioning either.
 """
 
@@ -37,7 +37,8 @@ class SparkEvalResult:
     Attributes:
         measures: the measures, in the order asked.
         per_query: a Spark DataFrame, ``query_id`` and one double column per metric (named as
-            ``measures``; NaN where a metric is undefined), persisted: ``.unpersist()`` it when done.
+            ``measures``; NaN where a metric is undefined), persisted: ``.unpersist()`` it when
+            done.
         mean: canonical name -> mean over evaluated queries (sum for count measures), as
             ``rankwise.evaluate`` computes it.
         summary: the same summary ``rankwise.evaluate`` gives.
@@ -59,8 +60,8 @@ class SparkEvalResult:
         return [m.name for m in self.measures]
 
     def to_eval_result(self) -> EvalResult:
-        """The result as a local :class:`~rankwise.metrics.engine.EvalResult` (per-query values on the
-        driver), for reports, ``compare`` and the rest of rankwise."""
+        """The result as a local :class:`~rankwise.metrics.engine.EvalResult` (per-query values on
+        the driver), for reports, ``compare`` and the rest of rankwise."""
         result = EvalResult(self.measures, PerQuery(self.query_ids, self.names, self.values), dict(self.mean),
                             self.summary, self.run_name)
         if self.texts:
@@ -103,7 +104,8 @@ def _problem_of(table: pa.Table) -> str | None:
 
 
 def bucket_evaluator(names: list[str], relevance_level: int, missing: str, depth: int | None = None):
-    """The function each worker runs on one co-group: (run rows, qrels rows) -> one row per query."""
+    """The function each worker runs on one co-group: (run rows, qrels rows) -> one row per query.
+    """
     n = len(names)
 
     def run_bucket(run_tbl: pa.Table, qrels_tbl: pa.Table) -> pa.Table:
@@ -163,7 +165,8 @@ def _examples(ids: list[str], n: int = 3) -> str:
 
 
 def _byte_order(ids: pa.Array) -> np.ndarray:
-    """Positions that put string ids in byte order (the order rankwise's engine keeps queries in)."""
+    """Positions that put string ids in byte order (the order rankwise's engine keeps queries in).
+    """
     return np.asarray(pc.sort_indices(ids)).astype(np.int64)
 
 
@@ -183,15 +186,15 @@ def evaluate(qrels, run, metrics: Iterable[str | Measure] | str | None = None, *
 
     Args:
         qrels: Spark DataFrame ``query_id, doc_id, relevance`` (integer grades).
-        run: Spark DataFrame ``query_id, doc_id, score`` (ranked by score, ties by doc id in descending
-            byte order, as trec_eval), or ``query_id, doc_id, rank`` for an ordered run.
+        run: Spark DataFrame ``query_id, doc_id, score`` (ranked by score, ties by doc id in
+            descending byte order, as trec_eval), or ``query_id, doc_id, rank`` for an ordered run.
         metrics: metric names, as for ``rankwise.evaluate`` (default: its defaults).
         relevance_level: grade from which a judgement counts as relevant.
         missing: ``"zero"`` (qrels queries absent from the run score 0) or ``"skip"``.
         buckets: how many groups of queries the work is split into (default: the session's
-            ``spark.sql.shuffle.partitions``); each group is evaluated in one Python worker, so a group
-            must fit in a worker's memory. ``"query"`` makes one group per query (much slower; for
-            comparison only). The numbers never depend on it.
+            ``spark.sql.shuffle.partitions``); each group is evaluated in one Python worker, so a
+            group must fit in a worker's memory. ``"query"`` makes one group per query (much slower;
+            for comparison only). The numbers never depend on it.
         run_name: the name reported for the run.
         depth: evaluate only the top ``depth`` items of each query (trec_eval ``-M``).
 

@@ -1,5 +1,5 @@
-"""``rankwise.spark.evaluate_rag``: a RAG test set or per-case records as a Spark DataFrame -> the numbers
-``rankwise.evaluate_rag`` gives, bit for bit.
+"""``rankwise.spark.evaluate_rag``: a RAG test set or per-case records as a Spark DataFrame -> the
+numbers ``rankwise.evaluate_rag`` gives, bit for bit.
 
 Each partition's cases are judged (containment, span, fuzzy, ids) or read with their stored verdicts
 (LLM, human: from records written by ``rankwise judge``) and scored by rankwise's own engine in a
@@ -41,10 +41,11 @@ class SparkRagResult:
 
     Attributes:
         measures: the measures, in the order asked.
-        per_query: Spark DataFrame ``query_id`` + one double column per metric (every case; NaN where
-            undefined), persisted.
-        records: Spark DataFrame with one ``record`` column: each case's record as a JSON line (verdicts,
-            matched passages, scores, status), e.g. ``result.records.write.text("records")``.
+        per_query: Spark DataFrame ``query_id`` + one double column per metric (every case; NaN
+            where undefined), persisted.
+        records: Spark DataFrame with one ``record`` column: each case's record as a JSON line
+            (verdicts, matched passages, scores, status), e.g.
+            ``result.records.write.text("records")``.
         mean: canonical name -> mean over the cases that enter the means, as ``evaluate_rag``.
         summary: the same summary ``evaluate_rag`` gives.
         relevance: the verdict source scored.
@@ -64,7 +65,8 @@ class SparkRagResult:
         return [m.name for m in self.measures]
 
     def to_eval_result(self) -> EvalResult:
-        """The scored cases' values and the means as a local :class:`~rankwise.metrics.engine.EvalResult`."""
+        """The scored cases' values and the means as a local
+        :class:`~rankwise.metrics.engine.EvalResult`."""
         return EvalResult(self.measures, PerQuery(self.query_ids, self.names, self.values), dict(self.mean),
                           self.summary, f"eval-rag ({self.relevance})")
 
@@ -118,7 +120,8 @@ def case_scorer(names: list[str], relevance: str, json_column: str | None, optio
 
 
 def _batch_cases(batch: pa.RecordBatch, json_column: str | None) -> list[Any]:
-    """A batch's cases as JSON objects (from the JSON-lines column, else the rows), each with an id."""
+    """A batch's cases as JSON objects (from the JSON-lines column, else the rows), each with an id.
+    """
     if json_column is not None:
         objs = []
         for text in batch.column(json_column).to_pylist():
@@ -186,7 +189,8 @@ def _scored_batch(objs: list[Any], names: list[str], relevance: str, options: di
 
 
 def _status_counts(records: list, relevance: str) -> dict[str, list[int]]:
-    """Per record, its chunks whose ``relevance`` verdict is ok, failed or missing (three columns)."""
+    """Per record, its chunks whose ``relevance`` verdict is ok, failed or missing (three columns).
+    """
     counts: dict[str, list[int]] = {"ok": [], "failed": [], "missing": []}
     for r in records:
         c = {"ok": 0, "failed": 0, "missing": 0}
@@ -217,8 +221,9 @@ def _first_repeat(record) -> tuple[str | None, int]:
 
 
 def _calls_and_hops(cases: Any, json_column: str | None) -> tuple[bool, bool]:
-    """Whether some case has retrieval calls, and some reference passage a hop: one scan of the DataFrame, so
-    the default metric list is the one ``rankwise.evaluate_rag`` picks for the same cases."""
+    """Whether some case has retrieval calls, and some reference passage a hop: one scan of the
+    DataFrame, so the default metric list is the one ``rankwise.evaluate_rag`` picks for the same
+    cases."""
     from pyspark.sql import functions as F
 
     if json_column is not None:
@@ -242,10 +247,10 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
     ``rankwise.evaluate_rag``.
 
     Args:
-        cases: a Spark DataFrame with one case per row: either one string column of JSON (a test-set or
-            records JSONL read with ``spark.read.text``; the column is ``json_column``, default the only
-            column) or test-set columns (``id``, ``retrieved_contexts``, ``reference_contexts`` ...,
-            e.g. from Parquet). Every case needs an id.
+        cases: a Spark DataFrame with one case per row: either one string column of JSON (a test-set
+            or records JSONL read with ``spark.read.text``; the column is ``json_column``, default
+            the only column) or test-set columns (``id``, ``retrieved_contexts``,
+            ``reference_contexts`` ..., e.g. from Parquet). Every case needs an id.
         relevance: ``containment``, ``span``, ``fuzzy``, ``ids`` (judged in the workers) or a source
             whose verdicts the records hold (``llm``, ``human`` ...: scored as stored).
         k, metrics, min_overlap, threshold, min_evidence_chars, id_field, relevance_level, unscorable,
@@ -253,7 +258,9 @@ def evaluate_rag(cases, relevance: str = "containment", *, k: int | Iterable[int
         json_column: the column holding each case's JSON.
 
     Example:
-        >>> cases = spark.read.text("records.jsonl")  # written by `rankwise judge --records`  # doctest: +SKIP
+        >>> cases = spark.read.text(
+        ...     "records.jsonl"
+        ... )  # written by `rankwise judge --records`  # doctest: +SKIP
         >>> evaluate_rag(cases, "llm", k=[5]).mean["precision@5"]  # doctest: +SKIP
         0.42
     """
@@ -364,7 +371,8 @@ def _finish(local: pa.Table, measures: list[Measure], relevance: str, unscorable
 
 
 def _fragment_stand_ins(local: pa.Table, relevance: str) -> list:
-    """Stand-in records holding each case's fragment chunks (collected as ``_frag``), in input order."""
+    """Stand-in records holding each case's fragment chunks (collected as ``_frag``), in input
+    order."""
     out = []
     for rid, frag in zip(local.column("query_id").to_pylist(), local.column("_frag").to_pylist(), strict=True):
         if frag:
@@ -376,9 +384,9 @@ def _fragment_stand_ins(local: pa.Table, relevance: str) -> list:
 
 
 def _stand_ins(local: pa.Table) -> list:
-    """Stand-in records with the collected per-case counts (list length; first repeated chunk id and its
-    count), in input order, so :func:`~rankwise.data.checks.case_warnings` words the same messages as for
-    the real records, which stay on the workers."""
+    """Stand-in records with the collected per-case counts (list length; first repeated chunk id and
+    its count), in input order, so :func:`~rankwise.data.checks.case_warnings` words the same
+    messages as for the real records, which stay on the workers."""
     ids = local.column("query_id").to_pylist()
     depths = local.column("_depth").to_pylist()
     dup_ids = local.column("_dup_id").to_pylist()

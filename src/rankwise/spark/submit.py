@@ -1,12 +1,13 @@
-"""The Spark job: ``spark-submit .../rankwise/spark/submit.py eval QRELS RUN ...`` (or ``python -m rankwise.spark``,
-or the ``rankwise-spark`` console script, e.g. as a Databricks Python-wheel task).
+"""The Spark job: ``spark-submit .../rankwise/spark/submit.py eval QRELS RUN ...`` (or ``python -m
+rankwise.spark``, or the ``rankwise-spark`` console script, e.g. as a Databricks Python-wheel task).
 
 Subcommands:
     eval QRELS RUN      qrels + run (Parquet files or directories, TREC, CSV/TSV) -> means, summary
     eval-rag CASES      a test set or records JSONL (or Parquet test set) -> means, summary
 
-``--output FILE`` writes the JSON result (summary + means) to FILE; ``--per-query-out DIR`` writes the
-per-query values as Parquet (for eval-rag, ``--records-out DIR`` writes the records as JSON lines).
+``--output FILE`` writes the JSON result (summary + means) to FILE; ``--per-query-out DIR`` writes
+the per-query values as Parquet (for eval-rag, ``--records-out DIR`` writes the records as JSON
+lines).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def evaluate_files(qrels: str, run: str, metrics: list[str] | None, *, relevance
     """``rankwise eval --engine spark``: read both files with Spark and evaluate there.
 
     Example:
-        >>> r = evaluate_files("qrels.txt", "run.parquet", ["ndcg@10"], master="local[2]")  # doctest: +SKIP
+        >>> r = evaluate_files(
+        ...     "qrels.txt", "run.parquet", ["ndcg@10"], master="local[2]"
+        ... )  # doctest: +SKIP
     """
     from rankwise.errors import InputError
     from rankwise.metrics.registry import asks_runid

@@ -1,5 +1,6 @@
-"""Test sets made from a corpus (``synth``), completed by pooling (``pool``), and read from or written for
-other tools (``importers``): every reference context is a character span of a corpus document.
+"""Test sets made from a corpus (``synth``), completed by pooling (``pool``), and read from or
+written for other tools (``importers``): every reference context is a character span of a corpus
+document.
 
 Example::
 

@@ -1,10 +1,11 @@
-"""A small language guess for passages and questions: writing system first, then common function words.
+"""A small language guess for passages and questions: writing system first, then common function
+words.
 
 No dependency and no model: scripts (CJK, Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai, Hangul,
 kana) decide at once; Latin-script text is scored by how many of its words are among the 40-odd most
 frequent function words of English, German, French, Spanish, Italian, Dutch, Portuguese, Swedish and
-Polish. ``und`` (undetermined) when nothing stands out. Good enough to tell a passage's language and to
-catch an English question written from a German passage; not a general-purpose detector.
+Polish. ``und`` (undetermined) when nothing stands out. Good enough to tell a passage's language and
+to catch an English question written from a German passage; not a general-purpose detector.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def detect_language(text: str, *, min_hits: int = 2) -> str:
     """ISO 639-1 code of ``text``'s language, or ``und`` when it cannot be told.
 
     Example:
-        >>> detect_language("Die Replikation schreibt jede Änderung auf drei Knoten, bevor sie bestätigt wird.")
+        >>> detect_language(
+        ...     "Die Replikation schreibt jede Änderung auf drei Knoten, bevor sie bestätigt wird."
+        ... )
         'de'
         >>> detect_language("Each range is copied to three nodes before the write is acknowledged.")
         'en'

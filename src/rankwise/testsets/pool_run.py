@@ -1,10 +1,10 @@
 """Pooling: completing a generated test set's labels with the LLM judge, TREC style.
 
-A generated question has one known source, but other chunks may answer it too; a system that finds them
-is punished unless they are labelled. For each question, the union of the top ``k`` chunks of several
-systems (RAG test sets with retrieved spans, as ``rankwise run --rag-out`` writes) is taken; chunks that
-overlap a reference span already are labelled; every other chunk is judged by the LLM judge (reference
-mode: question, reference answer, chunk; cached) and the relevant ones are added to
+A generated question has one known source, but other chunks may answer it too; a system that finds
+them is punished unless they are labelled. For each question, the union of the top ``k`` chunks of
+several systems (RAG test sets with retrieved spans, as ``rankwise run --rag-out`` writes) is taken;
+chunks that overlap a reference span already are labelled; every other chunk is judged by the LLM
+judge (reference mode: question, reference answer, chunk; cached) and the relevant ones are added to
 ``reference_contexts`` as spans. ``judged@k`` (share of a system's top k that carries a label) is
 reported per system before and after, so users see how complete the labels are.
 """
@@ -27,7 +27,8 @@ __all__ = ["PoolSummary", "pool", "read_span_runs", "judged_at", "pool_lines"]
 
 @dataclass
 class PoolSummary:
-    """What pooling did: chunks in the pools, already labelled, judged, found relevant; judged@k per system."""
+    """What pooling did: chunks in the pools, already labelled, judged, found relevant; judged@k per
+    system."""
 
     questions: int = 0
     pooled: int = 0
@@ -65,8 +66,8 @@ def _case_id(obj: dict, path: Any, number: int) -> str:
 
 
 def read_span_runs(path: str | PathLike, k: int) -> dict[str, list[tuple[str, int, int, str]]]:
-    """``{case id: [(doc_id, start, end, text), ...]}``: the top ``k`` retrieved spans of each case of a RAG
-    test set (``retrieved_contexts`` objects with ``doc_id``, ``start``, ``end``)."""
+    """``{case id: [(doc_id, start, end, text), ...]}``: the top ``k`` retrieved spans of each case
+    of a RAG test set (``retrieved_contexts`` objects with ``doc_id``, ``start``, ``end``)."""
     out: dict[str, list[tuple[str, int, int, str]]] = {}
     for number, obj in _rows(path):
         cid = _case_id(obj, path, number)
@@ -88,11 +89,13 @@ def _overlaps(span: tuple[str, int, int], refs: list[tuple[str, int, int]]) -> b
 
 def judged_at(runs: dict[str, dict[str, list[tuple]]], labelled: dict[str, list[tuple[str, int, int]]],
               k: int) -> dict[str, float]:
-    """Per system, the registered ``judged@k``: a retrieved span counts as judged when it overlaps a labelled
-    span of its case (a reference span, or a span the judge has seen).
+    """Per system, the registered ``judged@k``: a retrieved span counts as judged when it overlaps a
+    labelled span of its case (a reference span, or a span the judge has seen).
 
     Example:
-        >>> judged_at({"bm25": {"q": [("d", 0, 10, "t"), ("d", 50, 60, "u")]}}, {"q": [("d", 5, 8)]}, 10)
+        >>> judged_at(
+        ...     {"bm25": {"q": [("d", 0, 10, "t"), ("d", 50, 60, "u")]}}, {"q": [("d", 5, 8)]}, 10
+        ... )
         {'bm25': 0.5}
     """
     from rankwise.metrics.engine import evaluate
@@ -115,17 +118,19 @@ def judged_at(runs: dict[str, dict[str, list[tuple]]], labelled: dict[str, list[
 def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | PathLike, k: int = 10,
          config: LLMConfig | str | PathLike | None = None, max_cost: float | None = None,
          names: list[str] | None = None, quiet: bool = True, dry_run: bool = False, **llm: Any) -> PoolSummary:
-    """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant ones
-    added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``. ``dry_run``: only
-    count the pool and estimate the judge's calls, tokens and money (``summary.plan``), call nothing. Ctrl-C
-    or SIGTERM while judging: ``out`` is written with the verdicts had, then ``JudgeInterrupted`` (its
-    ``summary`` set) is raised; the same call again judges only the rest (the verdicts are cached). The
-    judge (reference mode, ``prompt``: a prompt-template file) and its call policy (``concurrency``, ``rpm``,
-    ``timeout``, ``max_retries``, ``max_calls``, ``max_cost`` (needs prices): chunks past a cap stay unjudged,
-    are counted as failed, and the next run judges them)
-    come from ``config``: the one :class:`~rankwise.llm.config.LLMConfig` (as ``rankwise judge`` resolves it,
-    :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config file path
-    with keywords for the rest (``model``, ``base_url``, ``cache``, ``prompt``, ``concurrency``, ...).
+    """Judge the unlabelled chunks of the systems' top ``k`` and write ``testset`` with the relevant
+    ones added to ``reference_contexts`` (and every judged span in ``pool_judged``) to ``out``.
+    ``dry_run``: only count the pool and estimate the judge's calls, tokens and money
+    (``summary.plan``), call nothing. Ctrl-C or SIGTERM while judging: ``out`` is written with the
+    verdicts had, then ``JudgeInterrupted`` (its ``summary`` set) is raised; the same call again
+    judges only the rest (the verdicts are cached). The judge (reference mode, ``prompt``: a
+    prompt-template file) and its call policy (``concurrency``, ``rpm``, ``timeout``,
+    ``max_retries``, ``max_calls``, ``max_cost`` (needs prices): chunks past a cap stay unjudged,
+    are counted as failed, and the next run judges them) come from ``config``: the one
+    :class:`~rankwise.llm.config.LLMConfig` (as ``rankwise judge`` resolves it,
+    :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config
+    file path with keywords for the rest (``model``, ``base_url``, ``cache``, ``prompt``,
+    ``concurrency``, ...).
 
     Example (``dry_run``: the pool counted and the judging priced, nothing called or written; without it
     the same call judges the one unlabelled span and writes ``pooled.jsonl``):
@@ -135,14 +140,37 @@ def pool(testset: str | PathLike, runs: list[str | PathLike], *, out: str | Path
         ...     with open(os.path.join(tmp, name), "w") as fh:
         ...         fh.write(json.dumps(row))
         ...     return os.path.join(tmp, name)
-        >>> bm25_ranks = {"doc_id": "d1", "start": 0, "end": 22, "text": "BM25 ranks by term frequency"}
+        >>> bm25_ranks = {
+        ...     "doc_id": "d1",
+        ...     "start": 0,
+        ...     "end": 22,
+        ...     "text": "BM25 ranks by term frequency",
+        ... }
         >>> dense_embeds = {"doc_id": "d2", "start": 0, "end": 18, "text": "Dense models embed"}
-        >>> testset = jsonl("testset.jsonl", {"id": "q1", "question": "What is BM25?", "reference": "A ranking "
-        ...                                   "function.", "reference_contexts": [bm25_ranks]})
-        >>> runs = [jsonl("bm25.jsonl", {"id": "q1", "retrieved_contexts": [bm25_ranks, dense_embeds]}),
-        ...         jsonl("dense.jsonl", {"id": "q1", "retrieved_contexts": [dense_embeds]})]
-        >>> s = pool(testset, runs, out=os.path.join(tmp, "pooled.jsonl"), k=10, dry_run=True, model="m",
-        ...          base_url="http://127.0.0.1:9/v1", cache=os.path.join(tmp, "judge.sqlite"), env={})
+        >>> testset = jsonl(
+        ...     "testset.jsonl",
+        ...     {
+        ...         "id": "q1",
+        ...         "question": "What is BM25?",
+        ...         "reference": "A ranking function.",
+        ...         "reference_contexts": [bm25_ranks],
+        ...     },
+        ... )
+        >>> runs = [
+        ...     jsonl("bm25.jsonl", {"id": "q1", "retrieved_contexts": [bm25_ranks, dense_embeds]}),
+        ...     jsonl("dense.jsonl", {"id": "q1", "retrieved_contexts": [dense_embeds]}),
+        ... ]
+        >>> s = pool(
+        ...     testset,
+        ...     runs,
+        ...     out=os.path.join(tmp, "pooled.jsonl"),
+        ...     k=10,
+        ...     dry_run=True,
+        ...     model="m",
+        ...     base_url="http://127.0.0.1:9/v1",
+        ...     cache=os.path.join(tmp, "judge.sqlite"),
+        ...     env={},
+        ... )
         >>> s.pooled, s.labelled, s.plan["chunks"], s.plan["calls"], s.judged_before
         (2, 1, 1, 1, {'bm25': 0.5, 'dense': 0.0})
         >>> shutil.rmtree(tmp)
@@ -207,7 +235,8 @@ def _reference_spans(cases: list[tuple[int, dict]], testset: Any
 def _unlabelled(by_id: dict[str, dict], systems: dict[str, dict[str, list[tuple]]],
                 refs: dict[str, list[tuple[str, int, int]]], summary: PoolSummary
                 ) -> dict[str, list[tuple[str, int, int, str]]]:
-    """The pooled spans no reference span overlaps, by case (``summary.pooled`` and ``labelled`` counted)."""
+    """The pooled spans no reference span overlaps, by case (``summary.pooled`` and ``labelled``
+    counted)."""
     to_judge: dict[str, list[tuple[str, int, int, str]]] = {}
     for cid in by_id:
         seen: dict[tuple[str, int, int], str] = {}
@@ -224,7 +253,8 @@ def _unlabelled(by_id: dict[str, dict], systems: dict[str, dict[str, list[tuple]
 
 
 def _plan_judging(cfg: LLMConfig, settings: Any, judge_cases: list) -> dict[str, Any]:
-    """``dry_run``: what judging the pool would take (chunks, cached, calls, tokens, cost); nothing is called."""
+    """``dry_run``: what judging the pool would take (chunks, cached, calls, tokens, cost); nothing
+    is called."""
     from rankwise.llm.cache import ResponseCache
     from rankwise.relevance.llm_judge import Judge
 
@@ -237,8 +267,9 @@ def _plan_judging(cfg: LLMConfig, settings: Any, judge_cases: list) -> dict[str,
 def _judge_pool(cfg: LLMConfig, settings: Any, judge_cases: list, to_judge: dict[str, list[tuple]],
                 summary: PoolSummary, labelled: dict[str, list], extra: dict[str, list[dict]],
                 judged: dict[str, list[dict]], *, max_cost: float | None, quiet: bool) -> Any:
-    """Judge the unlabelled spans; the verdicts go to ``labelled``, ``extra`` (relevant ones) and ``judged``,
-    the counts to ``summary``. Returns the ``JudgeInterrupted`` caught (Ctrl-C / SIGTERM), else None."""
+    """Judge the unlabelled spans; the verdicts go to ``labelled``, ``extra`` (relevant ones) and
+    ``judged``, the counts to ``summary``. Returns the ``JudgeInterrupted`` caught (Ctrl-C /
+    SIGTERM), else None."""
     from rankwise.llm.cache import ResponseCache
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import Judge, JudgeInterrupted
@@ -271,7 +302,8 @@ def _judge_pool(cfg: LLMConfig, settings: Any, judge_cases: list, to_judge: dict
 
 def _write_pooled(cases: list[tuple[int, dict]], testset: Any, out: str | PathLike, extra: dict[str, list[dict]],
                   judged: dict[str, list[dict]], provenance: dict[str, Any]) -> None:
-    """The test set with the relevant spans added and the judged ones listed, written to ``out`` atomically."""
+    """The test set with the relevant spans added and the judged ones listed, written to ``out``
+    atomically."""
     from rankwise._atomic import atomic_write
 
     with atomic_write(out) as fh:

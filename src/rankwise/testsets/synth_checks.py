@@ -1,5 +1,5 @@
-"""The checks a synthesised sample must pass (quotes found, not given away, language, paraphrase overlap,
-near-duplicates), each rejection counted by reason (:data:`REASONS`).
+"""The checks a synthesised sample must pass (quotes found, not given away, language, paraphrase
+overlap, near-duplicates), each rejection counted by reason (:data:`REASONS`).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ _NOT_ANSWERABLE = re.compile(
     r"information|n/a|unanswerable|keine angabe|nicht im text|pas dans le passage)\b", re.I)
 
 
-#: rejections that decided nothing (no usable reply): not cached, and asked again by a rerun, as the judge
-#: asks its failures again
+#: rejections that decided nothing (no usable reply): not cached, and asked again by a rerun, as the
+#: judge asks its failures again
 ASKED_AGAIN = frozenset({"call_failed", "bad_reply", "refused"})
 
 
@@ -50,7 +50,9 @@ def lexical_overlap(question: str, passage: str) -> float:
     """Share of the question's content words (stemmed, stopwords out) that occur in the passage.
 
     Example:
-        >>> lexical_overlap("How many copies are kept?", "Kestrel keeps three copies of each range.")
+        >>> lexical_overlap(
+        ...     "How many copies are kept?", "Kestrel keeps three copies of each range."
+        ... )
         0.25
     """
     from rankwise.retrieval.bm25 import Tokenizer
@@ -188,14 +190,17 @@ def check_reply(content: str | None, slot: Slot, corpus: Corpus, settings: Synth
 
 
 def unusable_reply(content: str | None, style: str = "factual") -> tuple[str, str] | None:
-    """``(reason, detail)`` when a generation reply is no answer -- a refusal (``refused``) or not the JSON
-    asked for (``bad_reply``: no object, question or answer not text, quotes not a list of texts or
-    ``{passage, text}`` objects, a conversational sample without its earlier turn) -- else None (an answer,
-    ``{"question": null}`` included). Such a reply is not cached and decides nothing: a rerun asks again
-    (:data:`ASKED_AGAIN`), as the judge asks its failures again.
+    """``(reason, detail)`` when a generation reply is no answer -- a refusal (``refused``) or not
+    the JSON asked for (``bad_reply``: no object, question or answer not text, quotes not a list of
+    texts or ``{passage, text}`` objects, a conversational sample without its earlier turn) -- else
+    None (an answer, ``{"question": null}`` included). Such a reply is not cached and decides
+    nothing: a rerun asks again (:data:`ASKED_AGAIN`), as the judge asks its failures again.
 
     Example:
-        >>> unusable_reply("I'm sorry, but I can't help with that.")[0], unusable_reply('{"question": null}')
+        >>> (
+        ...     unusable_reply("I'm sorry, but I can't help with that.")[0],
+        ...     unusable_reply('{"question": null}'),
+        ... )
         ('refused', None)
     """
     from rankwise.llm.parse import ParseError, extract_json, refusal_of
@@ -225,8 +230,8 @@ def unusable_reply(content: str | None, style: str = "factual") -> tuple[str, st
 
 
 def unusable_critic(content: str | None) -> tuple[str, str] | None:
-    """``("bad_reply", detail)`` when a critic reply holds no numeric score (or is a refusal), else None:
-    not cached, asked again by a rerun.
+    """``("bad_reply", detail)`` when a critic reply holds no numeric score (or is a refusal), else
+    None: not cached, asked again by a rerun.
 
     Example:
         >>> unusable_critic('{"score": 4}'), unusable_critic("no idea")[0]
@@ -250,7 +255,10 @@ def reply_question(content: str | None) -> str | None:
     """The question a reply asked (for the rejected samples' file), None when it holds none.
 
     Example:
-        >>> reply_question('{"question": "How many copies?", "answer": "3"}'), reply_question("not json")
+        >>> (
+        ...     reply_question('{"question": "How many copies?", "answer": "3"}'),
+        ...     reply_question("not json"),
+        ... )
         ('How many copies?', None)
     """
     from rankwise.llm.parse import ParseError, extract_json
@@ -264,10 +272,17 @@ def reply_question(content: str | None) -> str | None:
 
 
 def near_duplicate(question: str, seen: list[tuple[frozenset[str], str, str]], threshold: float) -> str | None:
-    """Why ``question`` is a near-duplicate of an accepted one (``seen``: shingles, id, question), else None.
+    """Why ``question`` is a near-duplicate of an accepted one (``seen``: shingles, id, question),
+    else None.
 
     Example:
-        >>> seen = [(shingles("How many copies does Kestrel keep?"), "s1", "How many copies does Kestrel keep?")]
+        >>> seen = [
+        ...     (
+        ...         shingles("How many copies does Kestrel keep?"),
+        ...         "s1",
+        ...         "How many copies does Kestrel keep?",
+        ...     )
+        ... ]
         >>> near_duplicate("How many copies does Kestrel keep ?", seen, 0.8)[:40]
         'Jaccard 1.00 >= 0.8 with accepted sample'
     """
@@ -280,8 +295,8 @@ def near_duplicate(question: str, seen: list[tuple[frozenset[str], str, str]], t
 
 
 def _merge(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Spans sorted (by hop first, when they carry one), duplicates and overlaps of one hop merged (text
-    re-cut from the merged span's pieces)."""
+    """Spans sorted (by hop first, when they carry one), duplicates and overlaps of one hop merged
+    (text re-cut from the merged span's pieces)."""
     out: list[dict[str, Any]] = []
     for r in sorted(refs, key=lambda r: (r.get("hop", -1), r["doc_id"], r["start"], r["end"])):
         if (out and out[-1]["doc_id"] == r["doc_id"] and out[-1].get("hop") == r.get("hop")

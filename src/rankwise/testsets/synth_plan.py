@@ -1,5 +1,6 @@
-"""The plan of a synthesised test set (no calls): the corpus cut into passages, documents visited round robin,
-a style per sample, a second passage for multi-passage styles (docs/testsets.md, "How synth works").
+"""The plan of a synthesised test set (no calls): the corpus cut into passages, documents visited
+round robin, a style per sample, a second passage for multi-passage styles (docs/testsets.md, "How
+synth works").
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ TWO_PASSAGES = ("multi", "multi-hop")
 
 @dataclass(frozen=True)
 class SynthSettings:
-    """What to generate: ``n`` planned samples, the style shares, the seed, the passage size, the checks.
+    """What to generate: ``n`` planned samples, the style shares, the seed, the passage size, the
+    checks.
 
     Example:
         >>> SynthSettings(n=10, styles={"factual": 0.5, "paraphrase": 0.5}).n
@@ -55,7 +57,8 @@ class SynthSettings:
 
 
 def parse_styles(text: str) -> dict[str, float]:
-    """``"factual=0.5,paraphrase=0.3"`` -> ``{"factual": 0.5, "paraphrase": 0.3}`` (a bare name has share 1).
+    """``"factual=0.5,paraphrase=0.3"`` -> ``{"factual": 0.5, "paraphrase": 0.3}`` (a bare name has
+    share 1).
 
     Example:
         >>> parse_styles("factual=0.5,multi=0.1,conversational")
@@ -81,8 +84,8 @@ def parse_styles(text: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Slot:
-    """One planned sample: its index, style, passages (one, or two for ``multi`` and ``multi-hop``) and
-    language."""
+    """One planned sample: its index, style, passages (one, or two for ``multi`` and ``multi-hop``)
+    and language."""
 
     index: int
     style: str
@@ -110,12 +113,16 @@ def plan_passages(corpus: Corpus, settings: SynthSettings) -> list[CorpusChunk]:
 
 
 def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
-    """The samples a run makes, decided before any call (the same corpus and settings give the same plan).
+    """The samples a run makes, decided before any call (the same corpus and settings give the same
+    plan).
 
     Example:
         >>> corpus = Corpus.from_dict({"a": "Alpha text about ranges and copies. " * 10,
         ...                            "b": "Beta text about nodes and leases. " * 10})
-        >>> [s.passages[0].doc_id for s in plan_samples(corpus, SynthSettings(n=4, passage_chars=200))]
+        >>> [
+        ...     s.passages[0].doc_id
+        ...     for s in plan_samples(corpus, SynthSettings(n=4, passage_chars=200))
+        ... ]
         ['a', 'b', 'a', 'b']
     """
     rng = random.Random(settings.seed)
@@ -156,7 +163,8 @@ def plan_samples(corpus: Corpus, settings: SynthSettings) -> list[Slot]:
 
 
 def _partners(passages: list[CorpusChunk], wanted: list[CorpusChunk]) -> dict[str, CorpusChunk]:
-    """For each wanted passage, the BM25-nearest passage of another document (of the same one if alone)."""
+    """For each wanted passage, the BM25-nearest passage of another document (of the same one if
+    alone)."""
     if not wanted or len(passages) < 2:
         return {}
     from rankwise.retrieval.bm25 import BM25Retriever

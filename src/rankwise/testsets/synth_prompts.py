@@ -1,4 +1,5 @@
-"""The prompts of test-set synthesis (generation and critic), how a slot is rendered into them, and a reply's cache key.
+"""The prompts of test-set synthesis (generation and critic), how a slot is rendered into them, and
+a reply's cache key.
 """
 
 from __future__ import annotations
@@ -36,15 +37,16 @@ class SynthPrompts:
 
     @property
     def prompt_version(self) -> str:
-        """``synth-v<version>+<8 hex of the template text>``: a changed prompt is a new cache key."""
+        """``synth-v<version>+<8 hex of the template text>``: a changed prompt is a new cache key.
+        """
         text = "\x1f".join([self.system, *[self.styles[s] for s in sorted(self.styles)], self.critic_system,
                             self.critic_user])
         return f"synth-v{self.version}+{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def load_synth_prompts(path: str | PathLike | None = None) -> SynthPrompts:
-    """The shipped templates (``rankwise/testsets/prompts/synth.toml``), or a user file laid out the same way
-    (any key it gives replaces the shipped one).
+    """The shipped templates (``rankwise/testsets/prompts/synth.toml``), or a user file laid out the
+    same way (any key it gives replaces the shipped one).
 
     Example:
         >>> load_synth_prompts().prompt_version.startswith("synth-v2+")
@@ -89,7 +91,8 @@ def render_slot(slot: Slot, prompts: SynthPrompts, corpus: Corpus) -> list[dict]
 
 
 def render_critic(prompts: SynthPrompts, question: str, answer: str, quotes: list[str]) -> list[dict]:
-    """The chat messages of a critic call: question, answer and the quotes (not the whole passage), fenced."""
+    """The chat messages of a critic call: question, answer and the quotes (not the whole passage),
+    fenced."""
     data = {"question": question, "answer": answer, "quotes": "\n".join(f"- {q}" for q in quotes)}
     return [{"role": "system", "content": prompts.critic_system},
             {"role": "user", "content": _fenced(prompts.critic_user, data)}]
@@ -97,12 +100,16 @@ def render_critic(prompts: SynthPrompts, question: str, answer: str, quotes: lis
 
 def reply_key(model: str, version: str, kind: str, messages: list[dict], temperature: float | None,
               max_tokens: int) -> str:
-    """The cache key of one synth call (``kind``: ``generation`` or ``critic``): a SHA-256 of the model, the
-    prompt version, the sampling parameters and the exact messages, in the judge's cache file (mode
-    ``synth``; :func:`~rankwise.llm.cache.cache_key`).
+    """The cache key of one synth call (``kind``: ``generation`` or ``critic``): a SHA-256 of the
+    model, the prompt version, the sampling parameters and the exact messages, in the judge's cache
+    file (mode ``synth``; :func:`~rankwise.llm.cache.cache_key`).
 
     Example:
-        >>> len(reply_key("m", "synth-v2+0", "generation", [{"role": "user", "content": "q"}], 0.0, 800))
+        >>> len(
+        ...     reply_key(
+        ...         "m", "synth-v2+0", "generation", [{"role": "user", "content": "q"}], 0.0, 800
+        ...     )
+        ... )
         64
     """
     return cache_key(model=model, mode="synth", scale=kind, prompt_version=version, style="generate",

@@ -1,5 +1,5 @@
-"""The files a synth run resumes from: the samples already decided (accepted and rejected), checked against the
-run's fingerprint, a partial last line cut, the failed calls asked again.
+"""The files a synth run resumes from: the samples already decided (accepted and rejected), checked
+against the run's fingerprint, a partial last line cut, the failed calls asked again.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ def fingerprint(corpus: Corpus, settings: SynthSettings, model: str, version: st
 
 
 def drop_failed_calls(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rejected rows without those that decided nothing (:data:`ASKED_AGAIN`: a call that failed after
-    its retries, a reply that was no answer -- not the JSON asked for, or a refusal); the file is rewritten
-    without them, so their samples are asked again, as the judge retries its failures."""
+    """The rejected rows without those that decided nothing (:data:`ASKED_AGAIN`: a call that failed
+    after its retries, a reply that was no answer -- not the JSON asked for, or a refusal); the file
+    is rewritten without them, so their samples are asked again, as the judge retries its failures.
+    """
     kept = [r for r in rows if r.get("reason") not in ASKED_AGAIN]
     if len(kept) < len(rows):
         from rankwise._atomic import atomic_write
@@ -41,7 +42,8 @@ def drop_failed_calls(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, 
 
 
 def read_done(path: Path, plan: str) -> list[dict[str, Any]]:
-    """Rows already written by an earlier run of the same plan (a half-written last line is dropped)."""
+    """Rows already written by an earlier run of the same plan (a half-written last line is
+    dropped)."""
     if not path.exists():
         return []
     rows = []

@@ -2,35 +2,36 @@
 
 The run, for ``n`` planned samples:
 
-1. **Plan** (no calls): the corpus is cut into passages (``passage_chars``); documents are visited in a
-   seeded order, round robin, one passage each per round, so no document gets more than its share
-   (``ceil(n / documents)``, never more: a document with fewer passages leaves its place empty rather than
-   handing it to a longer one, so fewer than ``n`` samples may be planned; a smaller ``passage_chars``
-   gives more passages). Each sample gets a style from the
-   ``styles`` shares (largest remainder); a ``multi`` sample gets a second passage, the BM25-nearest
-   passage of another document; so does a ``multi-hop`` sample (a two-step question: a fact found in the
-   first passage leads to the answer in the second, which must come from another document), whose
+1. **Plan** (no calls): the corpus is cut into passages (``passage_chars``); documents are visited
+   in a seeded order, round robin, one passage each per round, so no document gets more than its
+   share (``ceil(n / documents)``, never more: a document with fewer passages leaves its place empty
+   rather than handing it to a longer one, so fewer than ``n`` samples may be planned; a smaller
+   ``passage_chars`` gives more passages). Each sample gets a style from the ``styles`` shares
+   (largest remainder); a ``multi`` sample gets a second passage, the BM25-nearest passage of
+   another document; so does a ``multi-hop`` sample (a two-step question: a fact found in the first
+   passage leads to the answer in the second, which must come from another document), whose
    reference spans carry their ``hop`` (0: the first passage, 1: the second).
-2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every quote
-   must be found in its document (exact, then normalised; :mod:`rankwise.data.locate`) and becomes a
-   span ``{text, doc_id, start, end}`` with ``text == document[start:end]``.
-3. **Check**, rejecting and counting by reason (:data:`REASONS`); optional **critic** call that sees the
-   question, the answer and the quotes.
-4. **Label** (not filter) difficulty by a BM25 round trip over the passages: ``easy`` (a source passage at
-   rank 1), ``hard`` (in the top 10), ``unretrieved``.
+2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every
+   quote must be found in its document (exact, then normalised; :mod:`rankwise.data.locate`) and
+   becomes a span ``{text, doc_id, start, end}`` with ``text == document[start:end]``.
+3. **Check**, rejecting and counting by reason (:data:`REASONS`); optional **critic** call that sees
+   the question, the answer and the quotes.
+4. **Label** (not filter) difficulty by a BM25 round trip over the passages: ``easy`` (a source
+   passage at rank 1), ``hard`` (in the top 10), ``unretrieved``.
 
-Safety: the calls run on the one :class:`~rankwise.llm.runner.Runner` and cache of every LLM task: every
-reply goes to the SQLite cache (the judge's file, rows of mode ``synth``) as it arrives, every accepted
-sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon as it is
-decided (in plan order), and a rerun skips the samples already decided: a run killed at any point
-resumes without repeating a call. A call that failed after its retries (``call_failed``), a reply that was
-not the JSON asked for (``bad_reply``, the critic's too) and a refusal (``refused``) decided nothing: such a
-reply is not cached, and a rerun asks those samples again (:data:`ASKED_AGAIN`), as the judge asks its
-failures again; every usable reply cached is reused. ``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples
-once the requests sent (the money spent) plus what the samples in flight still hold would pass them.
-Ctrl-C and SIGTERM stop the run at once with every decided sample written (:class:`SynthInterrupted`): the
-checks that take time (quotes located in whole documents, BM25 ranks) run off the event loop, which takes
-the signal while they run.
+Safety: the calls run on the one :class:`~rankwise.llm.runner.Runner` and cache of every LLM task:
+every reply goes to the SQLite cache (the judge's file, rows of mode ``synth``) as it arrives, every
+accepted sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon
+as it is decided (in plan order), and a rerun skips the samples already decided: a run killed at any
+point resumes without repeating a call. A call that failed after its retries (``call_failed``), a
+reply that was not the JSON asked for (``bad_reply``, the critic's too) and a refusal (``refused``)
+decided nothing: such a reply is not cached, and a rerun asks those samples again
+(:data:`ASKED_AGAIN`), as the judge asks its failures again; every usable reply cached is reused.
+``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples once the requests
+sent (the money spent) plus what the samples in flight still hold would pass them. Ctrl-C and
+SIGTERM stop the run at once with every decided sample written (:class:`SynthInterrupted`): the
+checks that take time (quotes located in whole documents, BM25 ranks) run off the event loop, which
+takes the signal while they run.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ from rankwise.testsets.synth_resume import (
     truncate_partial,
 )
 
-# re-exported: the names users import from rankwise.testsets.synth_run (each defined in the module named above)
+# re-exported: the names users import from rankwise.testsets.synth_run (each defined in the module
+# named above)
 __all__ = ["STYLES", "REASONS", "SynthSettings", "Slot", "SynthSummary", "SynthEstimate", "SynthStopped",
            "SynthInterrupted", "reply_key", "SynthPrompts", "load_synth_prompts", "parse_styles", "plan_samples",
            "estimate_synth", "synth", "lexical_overlap", "shingles", "jaccard", "reply_question",
@@ -113,9 +115,10 @@ class SynthEstimate:
 
 @dataclass(kw_only=True)
 class SynthSummary(RunSummary):
-    """What a run did: samples planned, accepted and rejected by reason, labels (synth's own fields), and
-    the counters every LLM run keeps (:class:`~rankwise.llm.runner.RunSummary`: requests, tokens, cost,
-    why it stopped). ``calls``: replies had from the endpoint; ``cached``: replies served from the cache."""
+    """What a run did: samples planned, accepted and rejected by reason, labels (synth's own
+    fields), and the counters every LLM run keeps (:class:`~rankwise.llm.runner.RunSummary`:
+    requests, tokens, cost, why it stopped). ``calls``: replies had from the endpoint; ``cached``:
+    replies served from the cache."""
 
     planned: int
     requested: int = 0
@@ -147,11 +150,11 @@ def estimate_synth(corpus: Corpus, settings: SynthSettings, *, config: LLMConfig
                    model: str | None = None, prices: Any = None, cache: str | PathLike | None = None,
                    prompts: SynthPrompts | None = None, temperature: float | None = 0.0,
                    out: str | PathLike | None = None) -> SynthEstimate:
-    """The calls, tokens and money a run would spend, per phase (plan and BM25 cost no call; the critic
-    phase is an upper bound: it only sees samples that passed the other checks). Calls already in the
-    cache, and samples already in ``out``, are not counted. ``config`` (the run's
-    :class:`~rankwise.llm.config.LLMConfig`) gives the model, prices, cache and temperature; without it,
-    ``model`` (and the others) say them.
+    """The calls, tokens and money a run would spend, per phase (plan and BM25 cost no call; the
+    critic phase is an upper bound: it only sees samples that passed the other checks). Calls
+    already in the cache, and samples already in ``out``, are not counted. ``config`` (the run's
+    :class:`~rankwise.llm.config.LLMConfig`) gives the model, prices, cache and temperature; without
+    it, ``model`` (and the others) say them.
 
     Example:
         >>> corpus = Corpus.from_dict({"a": "Alpha text about ranges and copies. " * 20})
@@ -210,14 +213,15 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, config: LLMCo
           settings: SynthSettings | None = None, max_cost: float | None = None,
           prompt: str | PathLike | None = None, quiet: bool = True,
           on_progress: Callable[[SynthSummary], None] | None = None, **llm: Any) -> SynthSummary:
-    """Generate a test set from ``corpus`` into ``out`` (JSON Lines, appended sample by sample; rejected
-    samples go to ``OUT.rejected.jsonl``); a rerun with the same arguments resumes.
+    """Generate a test set from ``corpus`` into ``out`` (JSON Lines, appended sample by sample;
+    rejected samples go to ``OUT.rejected.jsonl``); a rerun with the same arguments resumes.
 
-    ``config`` is the one :class:`~rankwise.llm.config.LLMConfig` (endpoint, call policy, prices, cache
-    file; :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python callers, a config
-    file path with keywords for the rest (``model``, ``base_url``, ``cache``, ``price_in``, ``concurrency``,
-    ``max_calls``, ...). ``max_calls`` caps the calls of this run, counted with the calls in flight, so it
-    stops between samples; ``max_cost`` (needs prices) likewise with the money.
+    ``config`` is the one :class:`~rankwise.llm.config.LLMConfig` (endpoint, call policy, prices,
+    cache file; :func:`~rankwise.llm.config.resolve_llm_config`), passed whole; or, for Python
+    callers, a config file path with keywords for the rest (``model``, ``base_url``, ``cache``,
+    ``price_in``, ``concurrency``, ``max_calls``, ...). ``max_calls`` caps the calls of this run,
+    counted with the calls in flight, so it stops between samples; ``max_cost`` (needs prices)
+    likewise with the money.
 
     Example (offline: the run planned and priced by :func:`estimate_synth`, as ``rankwise synth --dry-run``;
     with an endpoint up, ``synth(corpus, out="testset.jsonl", config=cfg, settings=settings)`` generates the
@@ -227,7 +231,9 @@ def synth(corpus: Corpus | str | PathLike, *, out: str | PathLike, config: LLMCo
         ...                            "b": "Beta text about nodes and leases. " * 20})
         >>> cfg = resolve_llm_config(model="qwen2.5:7b", base_url="http://127.0.0.1:9/v1", env={},
         ...                          cache="no-such-synth-cache.sqlite")
-        >>> settings = SynthSettings(n=4, styles={"factual": 0.5, "paraphrase": 0.5}, passage_chars=300)
+        >>> settings = SynthSettings(
+        ...     n=4, styles={"factual": 0.5, "paraphrase": 0.5}, passage_chars=300
+        ... )
         >>> est = estimate_synth(corpus, settings, config=cfg)
         >>> est.samples, est.phases["generate"]["calls"]
         (4, 4)
@@ -294,7 +300,8 @@ class _SynthRun:
         return reply_key(self.model, self.version, kind, messages, self.cfg.policy.temperature, max_tokens)
 
     def go(self, quiet: bool) -> SynthSummary:
-        """Run the slots not decided yet on the one :class:`~rankwise.llm.runner.Runner` and cache."""
+        """Run the slots not decided yet on the one :class:`~rankwise.llm.runner.Runner` and cache.
+        """
         from rankwise.llm.cache import ResponseCache
         from rankwise.progress import progress
         from rankwise.retrieval.bm25 import BM25Retriever
@@ -330,8 +337,9 @@ class _SynthRun:
 
     def write(self, slot: Slot, sample: dict[str, Any] | None, reason: str | None, detail: str | None,
               question: str | None) -> None:
-        """Write one decided sample (in plan order): a near-duplicate of an accepted question is rejected
-        here, an accepted one gets its BM25 difficulty; a rejected one keeps the question its reply asked."""
+        """Write one decided sample (in plan order): a near-duplicate of an accepted question is
+        rejected here, an accepted one gets its BM25 difficulty; a rejected one keeps the question
+        its reply asked."""
         s = self.summary
         prov = {"model": self.model, "prompt_version": self.version, "style": slot.style, "seed": self.settings.seed,
                 "slot": slot.index, "plan": self.plan,
@@ -362,7 +370,8 @@ class _SynthRun:
 
 @dataclass
 class _Outcome:
-    """A slot's outcome for the runner: ``ok`` (decided), ``failed`` (its call failed) or ``missing``."""
+    """A slot's outcome for the runner: ``ok`` (decided), ``failed`` (its call failed) or
+    ``missing``."""
 
     status: str = "missing"
     error: str | None = None
@@ -374,11 +383,12 @@ _Decision = tuple[dict[str, Any] | None, str | None, str | None, str | None]  # 
 
 
 class _SynthJob(Job):
-    """Synth's task for the :class:`~rankwise.llm.runner.Runner`: a unit is one slot (its generation call,
-    then its critic call); decided slots are written in plan order as they settle. :meth:`admit` holds the
-    caps: a slot starts only if the calls made, the calls the slots in flight still hold and its own stay
-    within ``max_calls`` (and their estimated cost within ``max_cost``); once one is refused, the run
-    starts no more and ends the calls in flight, so every call made decides a sample."""
+    """Synth's task for the :class:`~rankwise.llm.runner.Runner`: a unit is one slot (its generation
+    call, then its critic call); decided slots are written in plan order as they settle.
+    :meth:`admit` holds the caps: a slot starts only if the calls made, the calls the slots in
+    flight still hold and its own stay within ``max_calls`` (and their estimated cost within
+    ``max_cost``); once one is refused, the run starts no more and ends the calls in flight, so
+    every call made decides a sample."""
 
     stopped, interrupted = SynthStopped, SynthInterrupted
 
@@ -441,8 +451,9 @@ class _SynthJob(Job):
         self._commit()
 
     async def _call(self, slot: Slot, kind: str, messages: list[dict], max_tokens: int) -> str | None:
-        """One reply: from the cache, else from the endpoint (stored in the cache as it arrives, unless it is
-        no answer: :func:`unusable_reply`, :func:`unusable_critic`; a rerun asks that one again)."""
+        """One reply: from the cache, else from the endpoint (stored in the cache as it arrives,
+        unless it is no answer: :func:`unusable_reply`, :func:`unusable_critic`; a rerun asks that
+        one again)."""
         run = self.run
         key = run.key(kind, messages, max_tokens)
         unusable = (lambda c: unusable_reply(c, slot.style)) if kind == "generation" else unusable_critic
@@ -471,7 +482,8 @@ class _SynthJob(Job):
         return content
 
     async def _decide(self, slot: Slot) -> _Decision | None:
-        """The slot's decision; None when ``max_calls`` ran out under it (undecided: a rerun goes on)."""
+        """The slot's decision; None when ``max_calls`` ran out under it (undecided: a rerun goes
+        on)."""
         run = self.run
         try:
             content = await self._call(slot, "generation", self.messages[slot.index], run.settings.max_tokens)
@@ -481,7 +493,8 @@ class _SynthJob(Job):
         except CallError as exc:
             self.outcome[slot.index].kind = exc.kind
             return None, "call_failed", str(exc)[:200], None
-        # the checks (quotes located in whole documents, BM25 rank) off the event loop: Ctrl-C is taken at once
+        # the checks (quotes located in whole documents, BM25 rank) off the event loop: Ctrl-C is
+        # taken at once
         sample, reason, detail = await run.cpu(_checked, content, slot, run)
         question = sample["user_input"] if sample is not None else reply_question(content)
         if sample is None or not run.settings.critic:
@@ -520,8 +533,8 @@ class _SynthJob(Job):
 
 def _checked(content: str | None, slot: Slot,
              run: _SynthRun) -> tuple[dict[str, Any] | None, str | None, str | None]:
-    """:func:`check_reply`, and an accepted sample's BM25 rank (``bm25_rank``: the one thing :meth:`_SynthRun.write`
-    does that takes time)."""
+    """:func:`check_reply`, and an accepted sample's BM25 rank (``bm25_rank``: the one thing
+    :meth:`_SynthRun.write` does that takes time)."""
     sample, reason, detail = check_reply(content, slot, run.corpus, run.settings, run.norms)
     if sample is not None:
         sample["bm25_rank"] = _bm25_rank(run.bm25, run.passage_by_id, sample)
@@ -529,9 +542,10 @@ def _checked(content: str | None, slot: Slot,
 
 
 class _Background:
-    """One daemon thread for a run's CPU-bound steps (quotes located in whole documents, BM25 ranks), so the
-    event loop stays free to take Ctrl-C at once: a step still running when the run stops is abandoned (its
-    sample decided nothing; its reply is in the cache), and the process does not wait for it to end."""
+    """One daemon thread for a run's CPU-bound steps (quotes located in whole documents, BM25
+    ranks), so the event loop stays free to take Ctrl-C at once: a step still running when the run
+    stops is abandoned (its sample decided nothing; its reply is in the cache), and the process does
+    not wait for it to end."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -566,8 +580,8 @@ def _settle(future: asyncio.Future, result: Any, failed: bool) -> None:
 
 def _criticised(sample: dict[str, Any], verdict: str | None,
                 minimum: int) -> tuple[dict[str, Any] | None, str | None, str | None]:
-    """The sample with the critic's score, rejected (``critic``) for a low score, or (``bad_reply``) for a
-    reply without one."""
+    """The sample with the critic's score, rejected (``critic``) for a low score, or (``bad_reply``)
+    for a reply without one."""
     from rankwise.llm.parse import extract_json
 
     problem = unusable_critic(verdict)
@@ -582,7 +596,8 @@ def _criticised(sample: dict[str, Any], verdict: str | None,
 
 
 def _bm25_rank(bm25: Any, by_id: dict[str, CorpusChunk], sample: dict[str, Any]) -> int | None:
-    """Rank (1-based, within the top 10) of the first passage overlapping a reference span, else None."""
+    """Rank (1-based, within the top 10) of the first passage overlapping a reference span, else
+    None."""
     run = bm25.search({"q": sample["user_input"]}, k=10)
     for rank, chunk_id in enumerate(run.ranking("q"), 1):
         c = by_id[chunk_id]

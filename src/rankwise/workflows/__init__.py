@@ -1,6 +1,6 @@
-"""Workflows: compositions of the layers below, each run from a small spec — the chunking x retriever
-``sweep`` (:func:`rankwise.sweep`), the bundled ``demo``, ``answer`` runs (the generator's answers and their scores) and the
-``position_run`` (accuracy by the rank of the evidence).
+"""Workflows: compositions of the layers below, each run from a small spec — the chunking x
+retriever ``sweep`` (:func:`rankwise.sweep`), the bundled ``demo``, ``answer`` runs (the generator's
+answers and their scores) and the ``position_run`` (accuracy by the rank of the evidence).
 
 Example:
     >>> from rankwise.workflows import sweep_metrics

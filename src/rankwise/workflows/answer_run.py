@@ -1,18 +1,24 @@
 """Answers from a generator, and their scores (docs/calibrate.md): what ``rankwise answer`` does.
 
-:func:`fed_context` picks what the generator reads of a case: its top-K chunks in rank order, cut to a
-token budget (estimated at 4 characters a token; the chunk that crosses the budget is cut, later ones are
-dropped). :func:`answer_records` asks the generator (:class:`~rankwise.llm.generate.Generator`,
-cached and resumable) and writes, per record, ``response`` and ``extra["answer"]``: the model, prompt
-version, the chunk ranks fed in the order fed, any truncation, and the request's status.
-:func:`score_responses` scores answers against the reference: token F1 or exact match
-(:mod:`rankwise.analysis.answers`), or an LLM correctness verdict (binary, or graded 0-3 read as grade/3)
-with its reason.
+:func:`fed_context` picks what the generator reads of a case: its top-K chunks in rank order, cut to
+a token budget (estimated at 4 characters a token; the chunk that crosses the budget is cut, later
+ones are dropped). :func:`answer_records` asks the generator
+(:class:`~rankwise.llm.generate.Generator`, cached and resumable) and writes, per record,
+``response`` and ``extra["answer"]``: the model, prompt version, the chunk ranks fed in the order
+fed, any truncation, and the request's status. :func:`score_responses` scores answers against the
+reference: token F1 or exact match (:mod:`rankwise.analysis.answers`), or an LLM correctness verdict
+(binary, or graded 0-3 read as grade/3) with its reason.
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord
-    >>> rec = CaseRecord("q", chunks=[ChunkRecord(rank=1, text="a" * 40), ChunkRecord(rank=2, text="b" * 40),
-    ...                               ChunkRecord(rank=3, text="c" * 40)])
+    >>> rec = CaseRecord(
+    ...     "q",
+    ...     chunks=[
+    ...         ChunkRecord(rank=1, text="a" * 40),
+    ...         ChunkRecord(rank=2, text="b" * 40),
+    ...         ChunkRecord(rank=3, text="c" * 40),
+    ...     ],
+    ... )
     >>> fc = fed_context(rec, 3, max_context_tokens=15)
     >>> fc.ranks, [len(t) for t in fc.texts], fc.truncated
     ([1, 2], [40, 20], {'rank': 2, 'kept_chars': 20, 'dropped_ranks': [3]})
@@ -37,7 +43,8 @@ SCORE_METHODS = ("f1", "em", "llm")
 
 @dataclass
 class FedContext:
-    """What the generator read: chunk ranks (1-based, in the order fed), their texts, any truncation."""
+    """What the generator read: chunk ranks (1-based, in the order fed), their texts, any
+    truncation."""
 
     ranks: list[int]
     texts: list[str]
@@ -52,7 +59,8 @@ class FedContext:
 
 
 def fed_context(record: Any, k: int | None, max_context_tokens: int | None = None) -> FedContext:
-    """The top ``k`` chunks of ``record`` with text, in rank order, within ``max_context_tokens``."""
+    """The top ``k`` chunks of ``record`` with text, in rank order, within ``max_context_tokens``.
+    """
     if k is not None and k < 1:
         raise InputError(f"-k must be >= 1, got {k}", field="k")
     if max_context_tokens is not None and max_context_tokens < 1:
@@ -85,9 +93,9 @@ def fed_context(record: Any, k: int | None, max_context_tokens: int | None = Non
 def answer_records(records: Sequence[Any], generator: Generator, k: int | None, *,
                    max_context_tokens: int | None = None, progress: Callable[[int], None] | None = None,
                    plan_only: bool = False) -> GenResult | Any:
-    """Answer every record with a question from its fed context; fill ``response`` and ``extra["answer"]``
-    (records whose answer failed get ``response = None``). With ``plan_only`` return the
-    :class:`~rankwise.llm.generate.GenPlan` and call nothing. Raises what
+    """Answer every record with a question from its fed context; fill ``response`` and
+    ``extra["answer"]`` (records whose answer failed get ``response = None``). With ``plan_only``
+    return the :class:`~rankwise.llm.generate.GenPlan` and call nothing. Raises what
     :meth:`Generator.run` raises, after writing the answers had into the records.
 
     Example (``plan_only``: the calls and tokens answering would take, nothing called; without it the
@@ -95,9 +103,22 @@ def answer_records(records: Sequence[Any], generator: Generator, k: int | None, 
         >>> from rankwise.data.records import as_records
         >>> from rankwise.llm.client import Endpoint
         >>> from rankwise.llm.generate import Generator, load_gen_prompt
-        >>> records = as_records([{"id": "q1", "question": "What does BM25 rank by?", "reference": "Term frequency.",
-        ...                        "retrieved_contexts": ["BM25 ranks by term frequency.", "Dense models embed."]}])
-        >>> gen = Generator(Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer"))
+        >>> records = as_records(
+        ...     [
+        ...         {
+        ...             "id": "q1",
+        ...             "question": "What does BM25 rank by?",
+        ...             "reference": "Term frequency.",
+        ...             "retrieved_contexts": [
+        ...                 "BM25 ranks by term frequency.",
+        ...                 "Dense models embed.",
+        ...             ],
+        ...         }
+        ...     ]
+        ... )
+        >>> gen = Generator(
+        ...     Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer")
+        ... )
         >>> plan = answer_records(records, gen, 2, plan_only=True)
         >>> plan.requests, plan.calls, plan.cached
         (1, 1, 0)
@@ -144,8 +165,9 @@ def score_responses(items: Sequence[tuple[str, str | None, str | None, str | Non
                     checker: Generator | None = None,
                     progress: Callable[[int], None] | None = None) -> tuple[dict[str, tuple[float, str | None]],
                                                                            GenSummary | None]:
-    """Scores of ``(id, question, reference, response)`` items: ``{id: (score, reason)}`` for the items
-    that could be scored (a reference and a response), and the checker's summary (``llm`` only).
+    """Scores of ``(id, question, reference, response)`` items: ``{id: (score, reason)}`` for the
+    items that could be scored (a reference and a response), and the checker's summary (``llm``
+    only).
 
     Example:
         >>> score_responses([("a", "Q?", "Paris", "It is Paris."), ("b", "Q?", None, "x")], "f1")
@@ -171,7 +193,8 @@ def score_responses(items: Sequence[tuple[str, str | None, str | None, str | Non
 
 
 def method_source(method: str, checker: Generator | None = None) -> str:
-    """The ``answer_score_source`` a method writes: ``token_f1``, ``exact_match``, ``llm_correctness``.
+    """The ``answer_score_source`` a method writes: ``token_f1``, ``exact_match``,
+    ``llm_correctness``.
 
     Example:
         >>> method_source("f1"), method_source("llm")
@@ -207,7 +230,8 @@ def apply_scores(records: Sequence[Any], scores: dict[str, tuple[float, str | No
 
 @dataclass
 class UtilityRun:
-    """What :func:`utility_verdicts` did: verdict counts, and the answer and check calls' summaries."""
+    """What :func:`utility_verdicts` did: verdict counts, and the answer and check calls' summaries.
+    """
 
     counts: dict[str, int]
     answers: GenSummary
@@ -218,11 +242,11 @@ def utility_verdicts(records: Sequence[Any], generator: Generator, *, score: str
                      checker: Generator | None = None, threshold: float = 0.5, graded: bool = False,
                      relevant_from: int = 2, source: str = "utility",
                      progress: Callable[[int], None] | None = None) -> UtilityRun:
-    """eRAG utility verdicts into the records (``chunk.verdicts[source]``): the generator answers from each
-    chunk alone, the answer is scored (``f1``, ``em``, ``llm``) and the score becomes the verdict
-    (:func:`~rankwise.relevance.utility.attach_utility`). When the run stops early (endpoint gone,
-    Ctrl-C) the verdicts had are written into the records before the exception goes on (with ``score="llm"``
-    nothing more is called: the answers had are in the cache for the rerun).
+    """eRAG utility verdicts into the records (``chunk.verdicts[source]``): the generator answers
+    from each chunk alone, the answer is scored (``f1``, ``em``, ``llm``) and the score becomes the
+    verdict (:func:`~rankwise.relevance.utility.attach_utility`). When the run stops early (endpoint
+    gone, Ctrl-C) the verdicts had are written into the records before the exception goes on (with
+    ``score="llm"`` nothing more is called: the answers had are in the cache for the rerun).
 
     Example (offline: the calls a run would make, one per chunk, as ``rankwise utility --dry-run`` counts
     them; ``utility_verdicts(records, gen, score="em")`` makes them and fills ``verdicts("utility")``):
@@ -230,9 +254,22 @@ def utility_verdicts(records: Sequence[Any], generator: Generator, *, score: str
         >>> from rankwise.llm.client import Endpoint
         >>> from rankwise.llm.generate import Generator, load_gen_prompt
         >>> from rankwise.relevance.utility import utility_requests
-        >>> records = as_records([{"id": "q1", "question": "What does BM25 rank by?", "reference": "Term frequency.",
-        ...                        "retrieved_contexts": ["BM25 ranks by term frequency.", "Dense models embed."]}])
-        >>> gen = Generator(Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer"))
+        >>> records = as_records(
+        ...     [
+        ...         {
+        ...             "id": "q1",
+        ...             "question": "What does BM25 rank by?",
+        ...             "reference": "Term frequency.",
+        ...             "retrieved_contexts": [
+        ...                 "BM25 ranks by term frequency.",
+        ...                 "Dense models embed.",
+        ...             ],
+        ...         }
+        ...     ]
+        ... )
+        >>> gen = Generator(
+        ...     Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer")
+        ... )
         >>> plan = gen.plan(utility_requests(records, gen.prompt))
         >>> plan.requests, plan.calls
         (2, 2)

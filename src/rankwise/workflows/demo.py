@@ -4,10 +4,11 @@ Chunk the bundled knowledge base, run BM25, dense and hybrid retrieval, score ev
 ground truth at K = 1, 3, 5, 10, compare them with paired tests, and write runs, per-case records, a
 summary JSON and an HTML report. This module only orchestrates: every step is a public library call.
 
-``rankwise demo --judge local`` (:func:`run_llm_demo`): the LLM judge with no API key. A local llama.cpp
-server with the packaged Gemma 3 270M model (:mod:`rankwise.llm.local`) judges the BM25 top K of a slice
-of the Kestrel questions; the judge's verdicts are compared with the span labels (agreement, kappa) and
-the metrics are scored under both, chunk order unchanged, so every difference is due to the verdicts.
+``rankwise demo --judge local`` (:func:`run_llm_demo`): the LLM judge with no API key. A local
+llama.cpp server with the packaged Gemma 3 270M model (:mod:`rankwise.llm.local`) judges the BM25
+top K of a slice of the Kestrel questions; the judge's verdicts are compared with the span labels
+(agreement, kappa) and the metrics are scored under both, chunk order unchanged, so every difference
+is due to the verdicts.
 """
 
 from __future__ import annotations
@@ -199,15 +200,17 @@ def _summary_json(result: DemoResult, retrieved) -> dict:
     }
 
 
-# ---------------------------------------------------------------------------------------- the LLM demo
+# ---------------------------------------------------------------------------------------- the LLM
+# demo
 
 JUDGES = ("local",)
 LLM_DEMO_METRICS = ("precision", "ndcg", "wcp", "acp", "mrr")
-# The local judge's pace on an idle 2-core machine (2026-12-03, 23:51 UTC: `rankwise demo --judge local`, 20
-# verdicts in 89 s whole process, BM25 and the server's start included, load average 1.0 before the run): ~4 s
-# per verdict plus the server's start. (It was 2.5 s while the model copied the reply template's placeholder as
-# every reason; a reason of its own, bounded to 80 characters by the grammar, costs the rest.) Under load it is
-# several times slower; the progress bar shows the time left from the pace the run actually gets.
+# The local judge's pace on an idle 2-core machine (2026-12-03, 23:51 UTC: `rankwise demo --judge
+# local`, 20 verdicts in 89 s whole process, BM25 and the server's start included, load average 1.0
+# before the run): ~4 s per verdict plus the server's start. (It was 2.5 s while the model copied
+# the reply template's placeholder as every reason; a reason of its own, bounded to 80 characters by
+# the grammar, costs the rest.) Under load it is several times slower; the progress bar shows the
+# time left from the pace the run actually gets.
 LOCAL_SECONDS_PER_VERDICT = 4.0
 LOCAL_STARTUP_SECONDS = 10.0
 
@@ -227,9 +230,10 @@ class LLMDemoResult:
     """What :func:`run_llm_demo` produced.
 
     Attributes:
-        agreement: the judge's verdicts against the span labels (:class:`~rankwise.relevance.agreement.Agreement`).
-        effects: metric -> ``{"span": mean, "llm": mean, "verdict_effect": llm - span}`` (same chunks, same
-            order: the whole difference is due to the verdicts).
+        agreement: the judge's verdicts against the span labels
+            (:class:`~rankwise.relevance.agreement.Agreement`).
+        effects: metric -> ``{"span": mean, "llm": mean, "verdict_effect": llm - span}`` (same
+            chunks, same order: the whole difference is due to the verdicts).
         summary: the judge run's :class:`~rankwise.relevance.llm_judge.JudgeSummary`.
         sentence: what this agreement means, in words.
         expected_seconds / seconds: stated before the run / taken.
@@ -249,12 +253,14 @@ class LLMDemoResult:
 
 
 def agreement_sentence(agr: Any, model: str = "Gemma 3 270M") -> str:
-    """What an agreement of a small judge with the span labels means, in words (never a verdict where
-    kappa is undefined).
+    """What an agreement of a small judge with the span labels means, in words (never a verdict
+    where kappa is undefined).
 
     Example:
         >>> from rankwise.relevance.agreement import Agreement
-        >>> agreement_sentence(Agreement("span", "llm", 10, 2, {}, [[0, 7], [0, 3]], None, None, None, 0))[:59]
+        >>> agreement_sentence(
+        ...     Agreement("span", "llm", 10, 2, {}, [[0, 7], [0, 3]], None, None, None, 0)
+        ... )[:59]
         "Cohen's kappa is undefined: the judge called every compared"
     """
     if agr.b_relevant_rate in (0.0, 1.0):
@@ -284,11 +290,12 @@ def _small(model: str) -> str:
 def run_llm_demo(out: str | PathLike = "rankwise-demo", *, judge: str = "local", questions: int = 4, k: int = 5,
                  dataset: str = "kestrel", quiet: bool = False, announce: Any = None,
                  server: Any = None) -> LLMDemoResult:
-    """Judge the BM25 top ``k`` of the first ``questions`` Kestrel questions with the local model, then
-    compare its verdicts with the span labels. ``announce(text)`` receives the time estimate before the
-    run starts (and nothing when ``quiet``). ``server``: a running :class:`~rankwise.llm.local.LocalServer`
-    to use (default: one is started, and stopped after). Writes ``<out>/judge-local/records.jsonl`` (both verdict
-    sources), ``summary.json`` and the verdict cache ``judge.sqlite`` (a rerun is answered from it).
+    """Judge the BM25 top ``k`` of the first ``questions`` Kestrel questions with the local model,
+    then compare its verdicts with the span labels. ``announce(text)`` receives the time estimate
+    before the run starts (and nothing when ``quiet``). ``server``: a running
+    :class:`~rankwise.llm.local.LocalServer` to use (default: one is started, and stopped after).
+    Writes ``<out>/judge-local/records.jsonl`` (both verdict sources), ``summary.json`` and the
+    verdict cache ``judge.sqlite`` (a rerun is answered from it).
 
     Example:
         >>> result = run_llm_demo("rankwise-demo", questions=2, quiet=True)  # doctest: +SKIP
@@ -320,7 +327,8 @@ def _duration(seconds: float) -> str:
 
 
 def _slice_records(dataset: str, questions: int, k: int, quiet: bool) -> list:
-    """Per-case records of the BM25 top ``k`` for the first ``questions`` questions, with span verdicts."""
+    """Per-case records of the BM25 top ``k`` for the first ``questions`` questions, with span
+    verdicts."""
     from rankwise.datasets import load_bundled_corpus, load_bundled_testset
     from rankwise.metrics.rag import evaluate_rag
     from rankwise.retrieval import run_retrievers
@@ -333,10 +341,10 @@ def _slice_records(dataset: str, questions: int, k: int, quiet: bool) -> list:
 
 
 def _judge_locally(records: list, folder: Path, quiet: bool, server: Any = None):
-    """Judge every chunk on the local server: reference mode, binary, one request at a time (the server
-    runs one at a time anyway, and consecutive requests of a question then reuse their shared prompt
-    prefix). The server is started here unless ``server`` is given, and not at all when the verdict cache
-    already holds every verdict (a rerun)."""
+    """Judge every chunk on the local server: reference mode, binary, one request at a time (the
+    server runs one at a time anyway, and consecutive requests of a question then reuse their shared
+    prompt prefix). The server is started here unless ``server`` is given, and not at all when the
+    verdict cache already holds every verdict (a rerun)."""
     import contextlib
 
     from rankwise.llm.config import as_llm_config

@@ -1,20 +1,26 @@
-"""``rankwise judge-check`` as one call: sample judged pairs from the systems' pool, have an LLM judge them (or
-read a judge's labels), and compare with the human qrels (:func:`rankwise.analysis.judge_check.judge_check`).
+"""``rankwise judge-check`` as one call: sample judged pairs from the systems' pool, have an LLM
+judge them (or read a judge's labels), and compare with the human qrels
+(:func:`rankwise.analysis.judge_check.judge_check`).
 
-The sample: the pool is the union of each run's top ``depth`` documents per topic; the candidates are the pool's
-documents the human qrels judge (grade >= 0). ``topics`` topics are drawn (seeded) among those with a candidate,
-and within each topic up to ``per_grade`` documents of every human grade (stratified, seeded), so rare grades are
-not drowned by the common ones. Each sampled pair is sent to the judge as a question-mode prompt (the query and
-the document's title and text), through the judge's runner and cache (reruns are free); its grade (``graded``)
-or verdict becomes the judge's label. Pairs the judge failed on are counted and left out of the comparison.
+The sample: the pool is the union of each run's top ``depth`` documents per topic; the candidates
+are the pool's documents the human qrels judge (grade >= 0). ``topics`` topics are drawn (seeded)
+among those with a candidate, and within each topic up to ``per_grade`` documents of every human
+grade (stratified, seeded), so rare grades are not drowned by the common ones. Each sampled pair is
+sent to the judge as a question-mode prompt (the query and the document's title and text), through
+the judge's runner and cache (reruns are free); its grade (``graded``) or verdict becomes the
+judge's label. Pairs the judge failed on are counted and left out of the comparison.
 
-With ``judge_labels`` (any qrels file a judge wrote) no model is called: the labels are compared as they are.
+With ``judge_labels`` (any qrels file a judge wrote) no model is called: the labels are compared as
+    they are.
 
 Example (a planted judge given as labels: it calls every document relevant):
     >>> human = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1, "d": 0}, "q3": {"e": 1, "f": 0}}
     >>> lenient = {q: {d: 1 for d in docs} for q, docs in human.items()}
-    >>> runs = {"good": {"q1": ["a"], "q2": ["c"], "q3": ["e"]}, "bad": {"q1": ["b"], "q2": ["d"], "q3": ["f"]},
-    ...         "mixed": {"q1": ["a"], "q2": ["d"], "q3": ["f"]}}
+    >>> runs = {
+    ...     "good": {"q1": ["a"], "q2": ["c"], "q3": ["e"]},
+    ...     "bad": {"q1": ["b"], "q2": ["d"], "q3": ["f"]},
+    ...     "mixed": {"q1": ["a"], "q2": ["d"], "q3": ["f"]},
+    ... }
     >>> c = run_judge_check(human, runs, judge_labels=lenient, metric="P@1", resamples=100)
     >>> c.labels.binary_leniency, c.labels.kappa, c.systems.tau
     (0.5, 0.0, None)
@@ -47,12 +53,14 @@ class JudgeCheckPlan:
 
 def sample_pairs(human: Mapping[str, Mapping[str, int]], runs: Mapping[str, Any], *, depth: int = 10,
                  topics: int | None = None, per_grade: int = 3, seed: int = 42) -> dict[str, list[str]]:
-    """The (query, doc) pairs to judge: per drawn topic, up to ``per_grade`` pooled, human-judged documents of
-    each human grade (see the module doc); ``{topic: [doc, ...]}``, sorted.
+    """The (query, doc) pairs to judge: per drawn topic, up to ``per_grade`` pooled, human-judged
+    documents of each human grade (see the module doc); ``{topic: [doc, ...]}``, sorted.
 
     Example:
         >>> human = {"q1": {"a": 2, "b": 1, "c": 1, "z": 0}, "q2": {"x": 1}}
-        >>> sample_pairs(human, {"s": {"q1": ["a", "b", "c", "y"], "q2": ["w"]}}, per_grade=1, seed=0)
+        >>> sample_pairs(
+        ...     human, {"s": {"q1": ["a", "b", "c", "y"], "q2": ["w"]}}, per_grade=1, seed=0
+        ... )
         {'q1': ['a', 'b']}
     """
     from rankwise.data.load import load_run
@@ -100,7 +108,8 @@ def _texts(sample: dict[str, list[str]], corpus: Any, queries: Any) -> tuple[dic
 
 def _judge_sample(sample: dict[str, list[str]], texts: dict[str, str], docs: Any, config: Any, *, quiet: bool,
                   max_cost: float | None, dry_run: bool) -> tuple[dict[str, dict[str, int]], Any]:
-    """The judge's labels of the sampled pairs (grade, or verdict), and its summary (or plan, ``dry_run``)."""
+    """The judge's labels of the sampled pairs (grade, or verdict), and its summary (or plan,
+    ``dry_run``)."""
     from rankwise.llm.cache import ResponseCache
     from rankwise.progress import progress
     from rankwise.relevance.llm_judge import Judge, JudgeCase
@@ -132,11 +141,12 @@ def run_judge_check(qrels: Any, runs: Mapping[str, Any] | Sequence[Any], *, name
                     max_cost: float | None = None, dry_run: bool = False, quiet: bool = True,
                     **analysis: Any) -> Any:
     """Judge a sample of ``qrels``' pairs with the LLM of ``config`` (an
-    :class:`~rankwise.llm.config.LLMConfig`; documents from ``corpus``, queries from ``queries``), or take
-    ``judge_labels``, and compare with ``qrels`` over ``runs`` (paths, or name -> run); returns a
-    :class:`~rankwise.analysis.judge_check.JudgeCheck` (a :class:`JudgeCheckPlan` when ``dry_run``).
-    ``judge_qrels_out``: write the judge's labels there (TREC qrels). ``analysis``: the other keywords of
-    :func:`~rankwise.analysis.judge_check.judge_check` (``top_k``, ``resamples``, ``test``, ``alpha`` ...).
+    :class:`~rankwise.llm.config.LLMConfig`; documents from ``corpus``, queries from ``queries``),
+    or take ``judge_labels``, and compare with ``qrels`` over ``runs`` (paths, or name -> run);
+    returns a :class:`~rankwise.analysis.judge_check.JudgeCheck` (a :class:`JudgeCheckPlan` when
+    ``dry_run``). ``judge_qrels_out``: write the judge's labels there (TREC qrels). ``analysis``:
+    the other keywords of :func:`~rankwise.analysis.judge_check.judge_check` (``top_k``,
+    ``resamples``, ``test``, ``alpha`` ...).
     """
     from rankwise.analysis.compare import system_names
     from rankwise.analysis.judge_check import circularity_warnings, judge_check

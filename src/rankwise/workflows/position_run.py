@@ -1,19 +1,27 @@
 """Planting the supporting chunk at each position: the contexts ``rankwise position-curve`` sends.
 
 For every case with a reference answer and a known supporting chunk — the first retrieved chunk the
-verdict source judged relevant, else the case's first reference passage text — K-1 non-relevant chunks
-are drawn once per (case, repeat): the case's own retrieved chunks judged not relevant first, then chunks
-sampled (seeded) from other cases, skipping any that contain one of this case's reference passages. The
-supporting chunk is then planted at each position 1..K among the same fillers, so only its position
-changes. The answers are scored and turned into accuracy by position
+verdict source judged relevant, else the case's first reference passage text — K-1 non-relevant
+chunks are drawn once per (case, repeat): the case's own retrieved chunks judged not relevant first,
+then chunks sampled (seeded) from other cases, skipping any that contain one of this case's
+reference passages. The supporting chunk is then planted at each position 1..K among the same
+fillers, so only its position changes. The answers are scored and turned into accuracy by position
 (:func:`~rankwise.analysis.position.position_accuracy`) and a fitted discount.
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
-    >>> recs = [CaseRecord(f"q{i}", question="Q?", reference="A",
-    ...                    chunks=[ChunkRecord(rank=1, text=f"gold {i}", verdicts={"s": Verdict(1)}),
-    ...                            ChunkRecord(rank=2, text=f"noise {i}", verdicts={"s": Verdict(0)})])
-    ...         for i in range(3)]
+    >>> recs = [
+    ...     CaseRecord(
+    ...         f"q{i}",
+    ...         question="Q?",
+    ...         reference="A",
+    ...         chunks=[
+    ...             ChunkRecord(rank=1, text=f"gold {i}", verdicts={"s": Verdict(1)}),
+    ...             ChunkRecord(rank=2, text=f"noise {i}", verdicts={"s": Verdict(0)}),
+    ...         ],
+    ...     )
+    ...     for i in range(3)
+    ... ]
     >>> plan = plant_contexts(recs, 3, source="s")
     >>> len(plan.contexts), [c.chunks.index("gold 0") + 1 for c in plan.contexts[:3]]
     (9, [1, 2, 3])
@@ -37,7 +45,8 @@ __all__ = ["PlantedContext", "PositionPlan", "PositionRun", "plant_contexts", "p
 
 @dataclass(frozen=True)
 class PlantedContext:
-    """One context: the case, the planted position (1-based), the repeat, the chunk texts in order."""
+    """One context: the case, the planted position (1-based), the repeat, the chunk texts in order.
+    """
 
     case_id: str
     position: int
@@ -64,7 +73,8 @@ class PositionPlan:
     repeats: int = 1
 
     def describe(self) -> str:
-        """One line: cases x K x repeats = contexts, the cases skipped and why, where support came from."""
+        """One line: cases x K x repeats = contexts, the cases skipped and why, where support came
+        from."""
         skipped = ", ".join(f"{n} {reason}" for reason, n in self.skipped.items())
         return (f"{count(self.cases, 'case')} x {self.k} positions x {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
                 f" = {len(self.contexts)} contexts" + (f" ({skipped} skipped)" if skipped else "")
@@ -81,8 +91,8 @@ def _seed(*parts: Any) -> int:
 
 def plant_contexts(records: Sequence[Any], k: int, *, source: str | None = "containment", repeats: int = 1,
                    seed: int = 0) -> PositionPlan:
-    """Contexts of ``k`` chunks with each case's supporting chunk at each position, ``repeats`` filler
-    draws per case (``len(contexts) = cases x k x repeats``)."""
+    """Contexts of ``k`` chunks with each case's supporting chunk at each position, ``repeats``
+    filler draws per case (``len(contexts) = cases x k x repeats``)."""
     if k < 2:
         raise InputError(f"a position curve needs -k 2 or more, got {k}", field="k")
     if repeats < 1:
@@ -156,7 +166,8 @@ def position_requests(plan: PositionPlan, prompt: Any) -> list[Any]:
 
 @dataclass
 class PositionRun:
-    """A measured position curve: the plan, the fit, the calls made, and the contexts left unscored."""
+    """A measured position curve: the plan, the fit, the calls made, and the contexts left unscored.
+    """
 
     plan: PositionPlan
     fit: Any  # PositionFit
@@ -166,7 +177,8 @@ class PositionRun:
     score: str = "f1"
 
     def to_json(self) -> dict[str, Any]:
-        """The curve file's content plus the run: calls, cases, K, repeats, score method, unscored."""
+        """The curve file's content plus the run: calls, cases, K, repeats, score method, unscored.
+        """
         from rankwise.data.finite import finite_json
 
         return finite_json(self.fit.to_json() | {"calls": self.answers.to_dict(), "cases": self.plan.cases,
@@ -184,15 +196,30 @@ def run_position_curve(plan: PositionPlan, generator: Any, *, score: str = "f1",
         >>> from rankwise.data.records import as_records
         >>> from rankwise.llm.client import Endpoint
         >>> from rankwise.llm.generate import Generator, load_gen_prompt
-        >>> records = as_records([
-        ...     {"id": "q1", "question": "What does BM25 rank by?", "reference": "Term frequency.",
-        ...      "retrieved_contexts": ["BM25 ranks by term frequency."], "reference_contexts": ["BM25 ranks by"]},
-        ...     {"id": "q2", "question": "What do dense models do?", "reference": "Embed text.",
-        ...      "retrieved_contexts": ["Dense models embed text."], "reference_contexts": ["Dense models embed"]}])
+        >>> records = as_records(
+        ...     [
+        ...         {
+        ...             "id": "q1",
+        ...             "question": "What does BM25 rank by?",
+        ...             "reference": "Term frequency.",
+        ...             "retrieved_contexts": ["BM25 ranks by term frequency."],
+        ...             "reference_contexts": ["BM25 ranks by"],
+        ...         },
+        ...         {
+        ...             "id": "q2",
+        ...             "question": "What do dense models do?",
+        ...             "reference": "Embed text.",
+        ...             "retrieved_contexts": ["Dense models embed text."],
+        ...             "reference_contexts": ["Dense models embed"],
+        ...         },
+        ...     ]
+        ... )
         >>> plan = plant_contexts(records, 2, source="containment")
         >>> sorted((c.id.split("\x1f")[0], c.position) for c in plan.contexts)
         [('q1', 1), ('q1', 2), ('q2', 1), ('q2', 2)]
-        >>> gen = Generator(Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer"))
+        >>> gen = Generator(
+        ...     Endpoint("qwen2.5:7b", "http://127.0.0.1:9/v1"), load_gen_prompt("answer")
+        ... )
         >>> gen.plan(position_requests(plan, gen.prompt)).calls
         4
     """

@@ -1,24 +1,28 @@
-"""``rankwise sweep``: which chunking and which retriever? A grid of chunk size x overlap x splitter x retriever
-over one corpus and one test set, every configuration scored by the same verdicts, one table with the best
-configuration per metric and paired tests against a baseline configuration.
+"""``rankwise sweep``: which chunking and which retriever? A grid of chunk size x overlap x splitter
+x retriever over one corpus and one test set, every configuration scored by the same verdicts, one
+table with the best configuration per metric and paired tests against a baseline configuration.
 
-Two levels. With a span-labelled test set (the bundled Kestrel set, or one from ``rankwise synth``) each
-configuration's top ``k`` chunks are judged against the reference passages (``span`` by default). With
-document-level judgements (``qrels``, or a BEIR folder such as Cranfield) each configuration's chunks are lifted
-to documents (a document ranks where its best chunk ranks, as ``rankwise run --doc-level`` writes them), the top
-``k`` documents are judged by id against the graded qrels (``ids``), and the numbers are those ``rankwise eval``
-prints for that run: a chunking is judged by how well it ranks the documents the qrels know.
+Two levels. With a span-labelled test set (the bundled Kestrel set, or one from ``rankwise synth``)
+each configuration's top ``k`` chunks are judged against the reference passages (``span`` by
+default). With document-level judgements (``qrels``, or a BEIR folder such as Cranfield) each
+configuration's chunks are lifted to documents (a document ranks where its best chunk ranks, as
+``rankwise run --doc-level`` writes them), the top ``k`` documents are judged by id against the
+graded qrels (``ids``), and the numbers are those ``rankwise eval`` prints for that run: a chunking
+is judged by how well it ranks the documents the qrels know.
 
-Each chunking is cut once; its retrievers share their indexes (BM25 and dense are built once and reused by
-the hybrid and the reranked setups); a chunking identical to one already run (same spans, e.g. an overlap
-that changes nothing) reuses its results; dense embeddings are cached on disk by text, so a chunk met in
-another chunking is not embedded again; a cross-encoder is loaded once for the whole grid.
+Each chunking is cut once; its retrievers share their indexes (BM25 and dense are built once and
+reused by the hybrid and the reranked setups); a chunking identical to one already run (same spans,
+e.g. an overlap that changes nothing) reuses its results; dense embeddings are cached on disk by
+text, so a chunk met in another chunking is not embedded again; a cross-encoder is loaded once for
+the whole grid.
 
-Splitters (all give exact offsets, so span labels score them): ``recursive`` (paragraph, line, sentence,
-word), ``sentence`` (sentence, then word), ``fixed`` (hard cuts every ``chunk_size`` characters).
+Splitters (all give exact offsets, so span labels score them): ``recursive`` (paragraph, line,
+sentence, word), ``sentence`` (sentence, then word), ``fixed`` (hard cuts every ``chunk_size``
+characters).
 Retrievers: ``bm25``, ``dense``, ``hybrid`` (reciprocal rank fusion), each optionally ``+rerank``
-(``rerank_model`` on the top ``rerank_top_n`` chunks: a cross-encoder folder or cached name, ``llm:MODEL`` for
-an OpenAI-compatible chat model grading each chunk 0-3 with a cache, or any pair scorer).
+(``rerank_model`` on the top ``rerank_top_n`` chunks: a cross-encoder folder or cached name,
+``llm:MODEL`` for an OpenAI-compatible chat model grading each chunk 0-3 with a cache, or any pair
+scorer).
 
 Example:
     >>> from rankwise.workflows.sweep_run import sweep
@@ -26,7 +30,9 @@ Example:
     ...             permutations=1000)  # doctest: +SKIP
     >>> res.best["mrr"]  # doctest: +SKIP
     ('bm25 recursive 400/50', 0.61)
-    >>> cran = sweep("tests/fixtures/cranfield", chunk_sizes=[0, 300], overlaps=[0], progress=False)  # doctest: +SKIP
+    >>> cran = sweep(
+    ...     "tests/fixtures/cranfield", chunk_sizes=[0, 300], overlaps=[0], progress=False
+    ... )  # doctest: +SKIP
     >>> cran.means["bm25 whole documents"]["ndcg@10"]  # doctest: +SKIP
     0.3729788661496664
 """
@@ -74,7 +80,8 @@ class SweepConfig:
 
     @property
     def label(self) -> str:
-        """``retriever splitter size/overlap``, or ``retriever whole documents`` for chunk size 0."""
+        """``retriever splitter size/overlap``, or ``retriever whole documents`` for chunk size 0.
+        """
         if self.chunk_size == 0:
             return f"{self.retriever} whole documents"
         return f"{self.retriever} {self.splitter} {self.chunk_size}/{self.chunk_overlap}"
@@ -94,8 +101,9 @@ class SweepConfig:
 
 
 def sweep_metrics(k: int = 10, relevance: str = "span", *, documents: bool = False) -> list[str]:
-    """The default metrics of a sweep: hit_rate@1, mrr, precision@5, recall@k, ndcg@k (+ char_recall@k in span);
-    for documents judged by qrels, trec_eval's usual ndcg@10, map, mrr, precision@10 and recall@k.
+    """The default metrics of a sweep: hit_rate@1, mrr, precision@5, recall@k, ndcg@k (+
+    char_recall@k in span); for documents judged by qrels, trec_eval's usual ndcg@10, map, mrr,
+    precision@10 and recall@k.
 
     Example:
         >>> sweep_metrics(10)
@@ -121,7 +129,8 @@ class SweepResult:
         comparison: the paired comparison against the baseline (None with one configuration).
         baseline: the baseline's label.
         records: label -> per-case records (chunks, verdicts, scores).
-        info: label -> {"chunks", "reused_from", "timings"}; ``skipped``: configurations left out and why.
+        info: label -> {"chunks", "reused_from", "timings"}; ``skipped``: configurations left out
+            and why.
         settings, timings: what was run, seconds per step.
         diagnoses: label -> {"failure_classes", "headroom"} of the cell (docs/failures.md).
     """
@@ -141,7 +150,8 @@ class SweepResult:
     diagnoses: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def significance(self, label: str, metric: str) -> tuple[float | None, float | None, bool]:
-        """(delta vs baseline, adjusted p-value, significant) of one cell; (None, None, False) for the baseline."""
+        """(delta vs baseline, adjusted p-value, significant) of one cell; (None, None, False) for
+        the baseline."""
         if self.comparison is None or label == self.baseline:
             return None, None, False
         c = self.comparison.comparison(label, metric)
@@ -150,7 +160,8 @@ class SweepResult:
         return float(c.delta), p, bool(c.significant)
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per configuration: its settings, chunks, seconds, and per metric mean, delta, p, significant."""
+        """One row per configuration: its settings, chunks, seconds, and per metric mean, delta, p,
+        significant."""
         out = []
         for cfg in self.configs:
             row: dict[str, Any] = {**cfg.to_dict(), "chunks": self.info[cfg.label]["chunks"],
@@ -166,8 +177,9 @@ class SweepResult:
         return out
 
     def grid(self) -> dict[str, Any]:
-        """The configurations as a grid: rows = chunkings, columns = retrievers (grid order), cells = the
-        configuration labels (a cell skipped or never run is absent), for the report's heat map."""
+        """The configurations as a grid: rows = chunkings, columns = retrievers (grid order), cells
+        = the configuration labels (a cell skipped or never run is absent), for the report's heat
+        map."""
         rows = list(dict.fromkeys(c.chunking_label for c in self.configs))
         cols = list(dict.fromkeys(c.retriever for c in self.configs))
         cells: dict[str, dict[str, str]] = {r: {} for r in rows}
@@ -186,13 +198,14 @@ class SweepResult:
                 **({"budget": self.budget_summary()} if self.settings.get("budgets") else {})}
 
     def budget_curves(self, metric: str) -> dict[str, dict[int, float]]:
-        """Label -> {budget: mean of ``metric`` at that budget} (``sweep(budgets=...)``), grid order."""
+        """Label -> {budget: mean of ``metric`` at that budget} (``sweep(budgets=...)``), grid
+        order."""
         unit, budgets = self.settings.get("budget_unit"), self.settings.get("budgets") or []
         return {c.label: {b: self.means[c.label][f"{metric}@{b}{unit}"] for b in budgets} for c in self.configs}
 
     def budget_summary(self) -> dict[str, Any]:
-        """Per budget metric: each configuration's curve, the best configuration at each budget and the Pareto
-        front of (budget, quality); empty without budgets."""
+        """Per budget metric: each configuration's curve, the best configuration at each budget and
+        the Pareto front of (budget, quality); empty without budgets."""
         from rankwise.analysis.budget_front import best_at_each_budget, pareto_front
 
         out: dict[str, Any] = {}
@@ -206,8 +219,8 @@ class SweepResult:
         return out
 
     def short_lists(self) -> dict[str, dict[str, int]]:
-        """Label -> {budget: questions whose retrieved list holds less than the budget} (only where some do):
-        past a list's end the prompt is empty, which a deeper ``k`` would fill."""
+        """Label -> {budget: questions whose retrieved list holds less than the budget} (only where
+        some do): past a list's end the prompt is empty, which a deeper ``k`` would fill."""
         import math
 
         unit, budgets = self.settings.get("budget_unit"), self.settings.get("budgets") or []
@@ -221,13 +234,14 @@ class SweepResult:
         return out
 
     def failure_summary(self) -> dict[str, dict[str, Any]]:
-        """``{"failure_classes": {label: ...}, "headroom": {label: ...}}``: each cell's (docs/failures.md)."""
+        """``{"failure_classes": {label: ...}, "headroom": {label: ...}}``: each cell's
+        (docs/failures.md)."""
         return {"failure_classes": {lab: d["failure_classes"] for lab, d in self.diagnoses.items()},
                 "headroom": {lab: d["headroom"] for lab, d in self.diagnoses.items()}}
 
     def table_text(self) -> str:
-        """The grid as plain text: one line per configuration, ``*`` marks the best per metric, ``+``/``-`` a
-        significant gain/loss against the baseline (adjusted p < alpha)."""
+        """The grid as plain text: one line per configuration, ``*`` marks the best per metric,
+        ``+``/``-`` a significant gain/loss against the baseline (adjusted p < alpha)."""
         width = max(len(c.label) + (11 if c.label == self.baseline else 0) for c in self.configs) + 2
         head = "config".ljust(width) + "".join(m.rjust(16) for m in self.metrics)
         lines = [head, "-" * len(head)]
@@ -349,9 +363,9 @@ def _records(base: list[CaseRecord], result) -> list[CaseRecord]:
 
 
 def _document_records(base: list[CaseRecord], result, k: int) -> list[CaseRecord]:
-    """Per case the top ``k`` documents (each at its best chunk's rank and score, in the order ``rankwise eval``
-    ranks that run: score descending, ties by document id descending); a document's text and span are its
-    best chunk's."""
+    """Per case the top ``k`` documents (each at its best chunk's rank and score, in the order
+    ``rankwise eval`` ranks that run: score descending, ties by document id descending); a
+    document's text and span are its best chunk's."""
     run = result.documents(k)
     scores = run.to_dict()
     out = []
@@ -372,8 +386,8 @@ def _document_records(base: list[CaseRecord], result, k: int) -> list[CaseRecord
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """What a :func:`sweep` runs: the grid, what is retrieved and scored, how the configurations are compared,
-    and what is written. Every field is described in :func:`sweep`'s docstring.
+    """What a :func:`sweep` runs: the grid, what is retrieved and scored, how the configurations are
+    compared, and what is written. Every field is described in :func:`sweep`'s docstring.
 
     Example:
         >>> SweepSpec(chunk_sizes=(300, 500), retrievers=("bm25", "hybrid")).overlaps
@@ -410,7 +424,8 @@ class SweepSpec:
 
 @dataclass
 class _Plan:
-    """A sweep's inputs, resolved: corpus, cases, qrels, scoring, the grid's cells and its chunkings."""
+    """A sweep's inputs, resolved: corpus, cases, qrels, scoring, the grid's cells and its
+    chunkings."""
 
     corpus: Any
     cases: list[CaseRecord]
@@ -442,45 +457,57 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
           budget_metrics: Sequence[str] = _S.budget_metrics) -> SweepResult:
     """Run every configuration of the grid and compare them on the same test set.
 
-    Every keyword after ``split`` is a field of :class:`SweepSpec`; :func:`run_sweep` takes a built spec.
+    Every keyword after ``split`` is a field of :class:`SweepSpec`; :func:`run_sweep` takes a built
+    spec.
 
     Args:
-        corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``), a BEIR folder
-            (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``: corpus, questions and qrels), or a
-            bundled benchmark name (``"kestrel"``: corpus and test set).
-        testset: the test set with reference passages (``doc_id``, ``start``, ``end`` for ``span``), or, with
-            ``qrels``, the questions (a test set, a queries JSONL/TSV, ``{query_id: text}``).
-        qrels: graded document-level judgements (path, :class:`~rankwise.data.Qrels`, dict): the sweep then
-            scores documents (module docstring); questions the qrels do not judge are left out, as trec_eval
-            leaves them out, and counted in ``settings["unjudged"]``.
+        corpus: a corpus (path, :class:`~rankwise.retrieval.Corpus`, ``{doc_id: text}``), a BEIR
+            folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``: corpus, questions
+            and qrels), or a bundled benchmark name (``"kestrel"``: corpus and test set).
+        testset: the test set with reference passages (``doc_id``, ``start``, ``end`` for ``span``),
+            or, with ``qrels``, the questions (a test set, a queries JSONL/TSV, ``{query_id:
+            text}``).
+        qrels: graded document-level judgements (path, :class:`~rankwise.data.Qrels`, dict): the
+            sweep then scores documents (module docstring); questions the qrels do not judge are
+            left out, as trec_eval leaves them out, and counted in ``settings["unjudged"]``.
         split: the BEIR qrels split.
-        chunk_sizes, overlaps, splitters, retrievers: the grid (see the module docstring); invalid cells
-            (overlap >= size) are skipped and listed. Chunk size 0 keeps whole documents.
+        chunk_sizes, overlaps, splitters, retrievers: the grid (see the module docstring); invalid
+            cells (overlap >= size) are skipped and listed. Chunk size 0 keeps whole documents.
         k: chunks (or, with qrels, documents) kept per question; default 10 (100 for documents).
-        relevance: verdict source: ``span`` by default (``containment``/``fuzzy`` work without offsets);
-            ``ids`` with qrels (the only source there).
+        relevance: verdict source: ``span`` by default (``containment``/``fuzzy`` work without
+            offsets); ``ids`` with qrels (the only source there).
         metrics: metric names (default :func:`sweep_metrics`).
-        baseline: the configuration the others are tested against: a label or a grid index (default the first).
+        baseline: the configuration the others are tested against: a label or a grid index (default
+            the first).
         relevance_level: with qrels, the grade from which a document counts as relevant.
         model: embedding model for dense/hybrid.
-        rerank_model: the reranker of ``+rerank`` cells, applied to the top ``rerank_top_n`` chunks: a cross-encoder
-            (folder or cached name), ``"llm:MODEL"`` (an OpenAI-compatible chat model at ``llm_base_url``, settings
-            from ``llm_config``'s ``[llm]`` table; graded 0-3 per chunk, cached, failures counted and kept in
-            place; :class:`~rankwise.retrieval.llm_rerank.LLMReranker`), or any pair scorer / ``(query, text) ->
-            float`` callable.
-        permutations, seed, correction, alpha: the paired randomization test (Holm-corrected over all cells).
-        budgets, budget_unit, budget_metrics: context budgets (``budgets=[500, 1000, 2000]``, unit ``c``
-            characters or ``t`` tokens): each of ``budget_metrics`` (default recall, ndcg) is also scored at each
-            budget (``recall@1000c``, :mod:`rankwise.metrics.budget`), so chunkings are compared at the same
-            prompt size; the paired test runs at each budget like any metric, and
-            :meth:`SweepResult.budget_summary` gives each configuration's curve and the Pareto front.
-        out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with ``html``).
+        rerank_model: the reranker of ``+rerank`` cells, applied to the top ``rerank_top_n`` chunks:
+            a cross-encoder (folder or cached name), ``"llm:MODEL"`` (an OpenAI-compatible chat
+            model at ``llm_base_url``, settings from ``llm_config``'s ``[llm]`` table; graded 0-3
+            per chunk, cached, failures counted and kept in place;
+            :class:`~rankwise.retrieval.llm_rerank.LLMReranker`), or any pair scorer / ``(query,
+            text) -> float`` callable.
+        permutations, seed, correction, alpha: the paired randomization test (Holm-corrected over
+            all cells).
+        budgets, budget_unit, budget_metrics: context budgets (``budgets=[500, 1000, 2000]``, unit
+            ``c`` characters or ``t`` tokens): each of ``budget_metrics`` (default recall, ndcg) is
+            also scored at each budget (``recall@1000c``, :mod:`rankwise.metrics.budget`), so
+            chunkings are compared at the same prompt size; the paired test runs at each budget like
+            any metric, and :meth:`SweepResult.budget_summary` gives each configuration's curve and
+            the Pareto front.
+        out: a folder for ``sweep.json``, per-configuration records and ``report.html`` (with
+            ``html``).
         progress: a progress bar with ETA on stderr.
 
     Example:
-        >>> res = sweep({"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text."},
-        ...             {"q1": "term frequency", "q2": "embed"}, qrels={"q1": {"d1": 1}, "q2": {"d2": 2}},
-        ...             chunk_sizes=[0, 12], overlaps=[0], progress=False)
+        >>> res = sweep(
+        ...     {"d1": "BM25 ranks by term frequency.", "d2": "Dense models embed text."},
+        ...     {"q1": "term frequency", "q2": "embed"},
+        ...     qrels={"q1": {"d1": 1}, "q2": {"d2": 2}},
+        ...     chunk_sizes=[0, 12],
+        ...     overlaps=[0],
+        ...     progress=False,
+        ... )
         >>> [(c.label, res.means[c.label]["ndcg@10"]) for c in res.configs]
         [('bm25 whole documents', 1.0), ('bm25 recursive 12/0', 1.0)]
     """
@@ -494,7 +521,8 @@ def sweep(corpus: Any, testset: Any = None, *, qrels: Any = None, split: str = "
 
 
 def run_sweep(corpus: Any, testset: Any, spec: SweepSpec, *, qrels: Any = None, split: str = "test") -> SweepResult:
-    """Run the grid a :class:`SweepSpec` describes (:func:`sweep` with its keywords gathered in one object).
+    """Run the grid a :class:`SweepSpec` describes (:func:`sweep` with its keywords gathered in one
+    object).
 
     Example:
         >>> spec = SweepSpec(chunk_sizes=(0,), overlaps=(0,), progress=False)
@@ -545,8 +573,9 @@ def run_sweep(corpus: Any, testset: Any, spec: SweepSpec, *, qrels: Any = None, 
 
 def _compare_grid(plan: _Plan, spec: SweepSpec, scored: dict[str, Any], warned: dict[str, list[str]],
                   labels: list[str], base_label: str):
-    """The cells compared with the baseline (paired randomization test, corrected), or None for one cell: from
-    the cells' own results (what ``compare_records`` on their records would compute again)."""
+    """The cells compared with the baseline (paired randomization test, corrected), or None for one
+    cell: from the cells' own results (what ``compare_records`` on their records would compute
+    again)."""
     if len(labels) < 2:
         return None
     from rankwise.analysis.compare import compare_results
@@ -578,8 +607,8 @@ def _plan(corpus: Any, testset: Any, qrels: Any, split: str, spec: SweepSpec) ->
 
 
 def _reranker(spec: SweepSpec, configs: list[SweepConfig]) -> tuple[Any, Any]:
-    """The reranker of the ``+rerank`` cells, loaded once before any indexing (a model that cannot load fails
-    fast), and the LLM reranker among them (None when it is not one)."""
+    """The reranker of the ``+rerank`` cells, loaded once before any indexing (a model that cannot
+    load fails fast), and the LLM reranker among them (None when it is not one)."""
     if not any("+rerank" in c.retriever for c in configs) or spec.rerank_model is None:
         return None, None
     from rankwise.retrieval.llm_rerank import LLMReranker, resolve_reranker
@@ -594,9 +623,9 @@ def _reranker(spec: SweepSpec, configs: list[SweepConfig]) -> tuple[Any, Any]:
 
 
 def _run_grid(plan: _Plan, spec: SweepSpec, scorer: Any):
-    """Chunk once per chunking, retrieve once per (chunk set, retriever), score every cell. Returns the
-    :func:`~rankwise.metrics.rag.evaluate_rag` result, info and means per configuration, the warnings collected
-    per configuration and the index builds."""
+    """Chunk once per chunking, retrieve once per (chunk set, retriever), score every cell. Returns
+    the :func:`~rankwise.metrics.rag.evaluate_rag` result, info and means per configuration, the
+    warnings collected per configuration and the index builds."""
     from rankwise.analysis.system_warnings import collect_warnings
     from rankwise.progress import progress as progress_bar
     from rankwise.retrieval.chunking import chunk_corpus
@@ -666,7 +695,8 @@ def _baseline_label(labels: list[str], baseline: str | int) -> str:
 
 
 def _budget_names(spec: SweepSpec, documents: bool) -> list[str]:
-    """The metrics at each context budget (``recall@1000c``): every configuration scored at the same prompt size."""
+    """The metrics at each context budget (``recall@1000c``): every configuration scored at the same
+    prompt size."""
     if not spec.budgets:
         return []
     from rankwise.metrics.budget import BUDGET_METRICS, UNITS
@@ -717,8 +747,9 @@ def _write(result: SweepResult, out: Path, *, html: bool) -> None:
         from rankwise.report.html import write_html_report
 
         s = result.settings
-        # drill-down for the baseline and the best configurations only: 48 configurations x 73 cases of chunk
-        # text would make a report of tens of MB; every configuration is in the tables and plots
+        # drill-down for the baseline and the best configurations only: 48 configurations x 73 cases
+        # of chunk text would make a report of tens of MB; every configuration is in the tables and
+        # plots
         shown = [result.baseline] + [lab for lab, _ in result.best.values() if lab != result.baseline]
         shown = list(dict.fromkeys(shown))
         result.files["html"] = str(write_html_report(

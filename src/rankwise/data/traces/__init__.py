@@ -1,9 +1,11 @@
-"""Evaluate the retrieval in your traces: OpenInference (OTLP JSON, console exporter, Phoenix Parquet),
-LangSmith runs and MLflow traces as RAG test sets, and verdicts back as Phoenix document evaluations.
+"""Evaluate the retrieval in your traces: OpenInference (OTLP JSON, console exporter, Phoenix
+Parquet), LangSmith runs and MLflow traces as RAG test sets, and verdicts back as Phoenix document
+evaluations.
 
-Every retriever span under one root trace becomes one retrieval call of one case (the trace); the case's
-question is the root span's input, its response the root's output. Chunk ids follow the adapters' rules, so a
-traced retriever scores as it does through :func:`rankwise.adapters.run_retriever`. See docs/traces.md.
+Every retriever span under one root trace becomes one retrieval call of one case (the trace); the
+case's question is the root span's input, its response the root's output. Chunk ids follow the
+adapters' rules, so a traced retriever scores as it does through
+:func:`rankwise.adapters.run_retriever`. See docs/traces.md.
 
 Example:
     >>> from rankwise.data.traces import TRACE_FORMATS

@@ -1,9 +1,11 @@
-"""Verdicts back onto the spans they came from: OpenInference document evaluations, the shape Phoenix takes.
+"""Verdicts back onto the spans they came from: OpenInference document evaluations, the shape
+Phoenix takes.
 
-One row per (source, retriever span, document position): ``context.span_id``, ``document_position`` (0-based,
-the document's place in the span), ``label`` (``relevant`` / ``irrelevant``), ``score`` (1.0 / 0.0),
-``explanation`` (the judge's or annotator's reason), ``annotation_name`` (the verdict source) and
-``annotator_kind`` (``LLM`` for the judge, ``HUMAN`` for human labels, ``CODE`` otherwise). Written as Parquet
+One row per (source, retriever span, document position): ``context.span_id``, ``document_position``
+(0-based, the document's place in the span), ``label`` (``relevant`` / ``irrelevant``), ``score``
+(1.0 / 0.0), ``explanation`` (the judge's or annotator's reason), ``annotation_name`` (the verdict
+source) and ``annotator_kind`` (``LLM`` for the judge, ``HUMAN`` for human labels, ``CODE``
+otherwise). Written as Parquet
 (``.parquet``: a DataFrame for ``px.Client().log_evaluations(DocumentEvaluations(...))`` or
 ``Client().spans.log_document_annotations_dataframe(...)``) or JSON Lines (any other suffix).
 
@@ -41,7 +43,9 @@ class DocumentEvaluations:
         """Rows written, retriever spans they cover, verdicts not exported (by reason).
 
         Example:
-            >>> DocumentEvaluations([], Counter({"span: verdict failed": 2})).summary()["not_exported"]
+            >>> DocumentEvaluations([], Counter({"span: verdict failed": 2})).summary()[
+            ...     "not_exported"
+            ... ]
             {'span: verdict failed': 2}
         """
         return {"rows": len(self.rows), "spans": len({r["context.span_id"] for r in self.rows}),
@@ -64,16 +68,28 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
                          records_source: str = "<records>") -> DocumentEvaluations:
     """Each record's verdicts on the documents of the traced retriever spans they were read from.
 
-    Records and traces pair by case id (as :func:`rankwise.data.traces.import_traces` named them); within a
-    single-call case by rank, within a multi-call case by chunk key (id, else span, else text: the verdict on
-    the merged list's chunk goes to every call that retrieved it).
+    Records and traces pair by case id (as :func:`rankwise.data.traces.import_traces` named them);
+    within a single-call case by rank, within a multi-call case by chunk key (id, else span, else
+    text: the verdict on the merged list's chunk goes to every call that retrieved it).
 
     Example:
         >>> from rankwise.data.traces.spans import Span, assemble
         >>> from rankwise.data.records import ChunkRecord, Verdict
-        >>> imp = assemble([Span("t1", "s1", retriever=True, input="q?", documents=[{"id": "c1", "text": "x"}])],
-        ...                source="<spans>")
-        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> imp = assemble(
+        ...     [
+        ...         Span(
+        ...             "t1",
+        ...             "s1",
+        ...             retriever=True,
+        ...             input="q?",
+        ...             documents=[{"id": "c1", "text": "x"}],
+        ...         )
+        ...     ],
+        ...     source="<spans>",
+        ... )
+        >>> rec = CaseRecord(
+        ...     "t1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})]
+        ... )
         >>> document_evaluations([rec], imp).rows[0]["label"]
         'relevant'
     """
@@ -113,11 +129,14 @@ def document_evaluations(records: list[CaseRecord], traces: TraceImport, *, sour
 
 
 def _check_sources(records: list[CaseRecord], sources: list[str] | None, records_source: str) -> None:
-    """Every source asked for is one some record holds; else an error naming it and the sources present.
+    """Every source asked for is one some record holds; else an error naming it and the sources
+    present.
 
     Example:
         >>> from rankwise.data.records import ChunkRecord, Verdict
-        >>> rec = CaseRecord("t1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})])
+        >>> rec = CaseRecord(
+        ...     "t1", chunks=[ChunkRecord(rank=1, id="c1", verdicts={"ids": Verdict(1)})]
+        ... )
         >>> _check_sources([rec], ["nosuch"], "r.jsonl")
         Traceback (most recent call last):
         ...
@@ -136,9 +155,23 @@ def write_document_evaluations(evals: DocumentEvaluations, path: str | PathLike)
 
     Example:
         >>> import tempfile, os
-        >>> p = write_document_evaluations(DocumentEvaluations([{"context.span_id": "ab", "document_position": 0,
-        ...     "label": "relevant", "score": 1.0, "explanation": None, "annotation_name": "ids",
-        ...     "annotator_kind": "CODE"}], Counter()), os.path.join(tempfile.mkdtemp(), "e.jsonl"))
+        >>> p = write_document_evaluations(
+        ...     DocumentEvaluations(
+        ...         [
+        ...             {
+        ...                 "context.span_id": "ab",
+        ...                 "document_position": 0,
+        ...                 "label": "relevant",
+        ...                 "score": 1.0,
+        ...                 "explanation": None,
+        ...                 "annotation_name": "ids",
+        ...                 "annotator_kind": "CODE",
+        ...             }
+        ...         ],
+        ...         Counter(),
+        ...     ),
+        ...     os.path.join(tempfile.mkdtemp(), "e.jsonl"),
+        ... )
         >>> open(p).read().count("\\n")
         1
     """

@@ -1,8 +1,10 @@
-"""An OpenTelemetry span exporter that writes OTLP JSON to a file, one ``ExportTraceServiceRequest`` a line.
+"""An OpenTelemetry span exporter that writes OTLP JSON to a file, one ``ExportTraceServiceRequest``
+a line.
 
-The request is OpenTelemetry's own (``opentelemetry-exporter-otlp-proto-common``'s ``encode_spans``: the message
-the OTLP exporters send) in protobuf's JSON mapping, as the OpenTelemetry file exporters write OTLP JSON; ``rankwise
-import-traces`` reads it (``--format otlp``). Needs the ``traces`` extra (``pip install "rankwise[traces]"``).
+The request is OpenTelemetry's own (``opentelemetry-exporter-otlp-proto-common``'s ``encode_spans``:
+the message the OTLP exporters send) in protobuf's JSON mapping, as the OpenTelemetry file exporters
+write OTLP JSON; ``rankwise import-traces`` reads it (``--format otlp``). Needs the ``traces`` extra
+(``pip install "rankwise[traces]"``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ __all__ = ["OTLPJsonFileExporter"]
 
 
 class OTLPJsonFileExporter(SpanExporter):
-    """Append each batch of finished spans to ``path`` as one line of OTLP JSON (what ``import-traces`` reads).
+    """Append each batch of finished spans to ``path`` as one line of OTLP JSON (what
+    ``import-traces`` reads).
 
     Example:
         >>> import os, tempfile

@@ -1,11 +1,13 @@
-"""Offsets for traced chunks that carry none: each chunk's text located in the corpus it was cut from.
+"""Offsets for traced chunks that carry none: each chunk's text located in the corpus it was cut
+from.
 
-The LlamaIndex and Haystack instrumentors (and hand-made traces) write a document's text, id and metadata but
-not where in its source document it sits, so span verdicts have nothing to compare. Given the documents, each
-chunk without offsets is looked for in its own document (the one its metadata names, by id or file name)
-first, then in every document: exactly, then with whitespace, case, quotes and dashes normalised — the locator
-``rankwise synth`` places its passages with (:mod:`rankwise.data.locate`). A located chunk takes the
-corpus's document id and the span; one not found keeps no offsets and is counted.
+The LlamaIndex and Haystack instrumentors (and hand-made traces) write a document's text, id and
+metadata but not where in its source document it sits, so span verdicts have nothing to compare.
+Given the documents, each chunk without offsets is looked for in its own document (the one its
+metadata names, by id or file name) first, then in every document: exactly, then with whitespace,
+case, quotes and dashes normalised — the locator ``rankwise synth`` places its passages with
+(:mod:`rankwise.data.locate`). A located chunk takes the corpus's document id and the span; one not
+found keeps no offsets and is counted.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ _INT64_MAX = 2**63 - 1  # the largest offset a test set holds
 
 
 def corpus_documents(corpus: Any) -> dict[str, str]:
-    """``{doc_id: text}`` from a corpus path (a ``.jsonl`` file, a BEIR folder, a folder of text files), a
-    mapping, or a :class:`rankwise.data.corpus.Corpus`.
+    """``{doc_id: text}`` from a corpus path (a ``.jsonl`` file, a BEIR folder, a folder of text
+    files), a mapping, or a :class:`rankwise.data.corpus.Corpus`.
 
     Example:
         >>> corpus_documents({"d1": "alpha"})
@@ -37,13 +39,15 @@ def corpus_documents(corpus: Any) -> dict[str, str]:
 
 
 class Locator:
-    """Places chunks without offsets in a set of documents, counting how (``exact``, ``normalised``, ``not
-    found``; ``had offsets`` for chunks that came with theirs).
+    """Places chunks without offsets in a set of documents, counting how (``exact``, ``normalised``,
+    ``not found``; ``had offsets`` for chunks that came with theirs).
 
     Example:
         >>> from rankwise.data.items import to_item
         >>> loc = Locator({"rules.md": "Setup.  Each player\\ndraws five cards."})
-        >>> item = to_item({"text": "Each player draws five cards.", "metadata": {"file_name": "rules.md"}})
+        >>> item = to_item(
+        ...     {"text": "Each player draws five cards.", "metadata": {"file_name": "rules.md"}}
+        ... )
         >>> loc.place(item, "rules.md"), item.doc_id, item.start, item.end, dict(loc.counts)
         (True, 'rules.md', 8, 37, {'normalised': 1})
     """
@@ -58,7 +62,8 @@ class Locator:
         self._by_name = {k: v[0] for k, v in names.items() if len(v) == 1}
 
     def document_of(self, doc_id: str | None) -> str | None:
-        """The corpus id a chunk's document id names: itself, else the one document with its file name.
+        """The corpus id a chunk's document id names: itself, else the one document with its file
+        name.
 
         Example:
             >>> Locator({"guide/rules.md": "x"}).document_of("/home/me/guide/rules.md")
@@ -78,8 +83,8 @@ class Locator:
         return self._norm[doc_id]
 
     def find(self, text: str, doc_id: str | None = None) -> tuple[str, int, int, str] | None:
-        """``(corpus doc id, start, end, how)`` of ``text``: in its own document first, then in the others;
-        exactly (as written, then without its outer whitespace), then normalised.
+        """``(corpus doc id, start, end, how)`` of ``text``: in its own document first, then in the
+        others; exactly (as written, then without its outer whitespace), then normalised.
 
         Example:
             >>> Locator({"a": "one two", "b": "three  four"}).find("three four")
@@ -104,8 +109,8 @@ class Locator:
         return None
 
     def place(self, item: Any, doc_id: str | None) -> bool:
-        """Give a :class:`rankwise.data.items.RawItem` without offsets its document and span (True when
-        located); an item that has offsets, or no text, is left as it is."""
+        """Give a :class:`rankwise.data.items.RawItem` without offsets its document and span (True
+        when located); an item that has offsets, or no text, is left as it is."""
         if item.start is not None:
             self.counts["had offsets"] += 1
             return False
@@ -125,8 +130,9 @@ OVERLAP = 16  #: characters a chunk and a passage must share at an end to place 
 
 
 def _aligned(text: str, piece: str) -> int | None:
-    """Where ``text`` starts relative to ``piece`` when the two agree on where they overlap: one inside the
-    other, or an end of one the start of the other over :data:`OVERLAP` characters or more."""
+    """Where ``text`` starts relative to ``piece`` when the two agree on where they overlap: one
+    inside the other, or an end of one the start of the other over :data:`OVERLAP` characters or
+    more."""
     for head, other, sign in ((text, piece, 1), (piece, text, -1)):
         m = min(OVERLAP, len(head))
         at = other.find(head[:m])
@@ -139,11 +145,11 @@ def _aligned(text: str, piece: str) -> int | None:
 
 
 class PassageLocator(Locator):
-    """Without a corpus, the test set's own documents where it has them: its reference passages that say
-    where they sit (``doc_id``, ``start``, ``end`` and their text) are pieces of their documents. A chunk whose
-    text lies inside such a piece, holds one, or overlaps one at an end (exactly, over :data:`OVERLAP`
-    characters or more) is placed (counted ``in reference passages``); the others keep no offsets (``not
-    found``: a corpus would place them).
+    """Without a corpus, the test set's own documents where it has them: its reference passages that
+    say where they sit (``doc_id``, ``start``, ``end`` and their text) are pieces of their
+    documents. A chunk whose text lies inside such a piece, holds one, or overlaps one at an end
+    (exactly, over :data:`OVERLAP` characters or more) is placed (counted ``in reference
+    passages``); the others keep no offsets (``not found``: a corpus would place them).
 
     Example:
         >>> from rankwise.data.items import to_item
@@ -158,8 +164,8 @@ class PassageLocator(Locator):
         self.pieces = [(d, s, t) for d, s, t in dict.fromkeys(pieces) if t]
 
     def find(self, text: str, doc_id: str | None = None) -> tuple[str, int, int, str] | None:
-        """``(doc id, start, end, "in reference passages")`` of ``text`` from a passage it lies in, holds, or
-        overlaps by at least :attr:`OVERLAP` characters at one end.
+        """``(doc id, start, end, "in reference passages")`` of ``text`` from a passage it lies in,
+        holds, or overlaps by at least :attr:`OVERLAP` characters at one end.
 
         Example:
             >>> loc = PassageLocator([("d", 10, "alpha beta gamma delta epsilon")])

@@ -1,26 +1,27 @@
-"""Trace readers: each format's spans as :class:`~rankwise.data.traces.spans.Span`. Plain JSON needs no tracing package.
+"""Trace readers: each format's spans as :class:`~rankwise.data.traces.spans.Span`. Plain JSON needs
+no tracing package.
 
-- ``otlp``: OTLP JSON as the OpenTelemetry file exporters write it (``resourceSpans`` → ``scopeSpans`` →
-  ``spans``, attributes as ``{key, value: AnyValue}`` lists; one request per file or one per line;
-  :class:`rankwise.traces.OTLPJsonFileExporter` writes it from Python), or OTLP protobuf (a ``.pb`` file: one
-  ``ExportTraceServiceRequest``, or several each after its length, as the collector's file exporter writes
-  with ``format: proto``);
-- ``console``: the JSON objects of the SDK's ``ConsoleSpanExporter`` / ``span.to_json()`` (one after another,
-  or a JSON array of them), attributes as a plain object;
-- ``phoenix``: Phoenix's span dataframe (``get_spans_dataframe()``) saved as Parquet: ``context.trace_id``,
-  ``context.span_id``, ``parent_id``, ``span_kind``, ``attributes.input.value``,
-  ``attributes.retrieval.documents`` (a list of ``{document.id, document.content, document.score,
-  document.metadata}``);
-- ``langsmith``: LangSmith runs (a JSON array, JSON Lines or ``{"runs": [...]}``) — ``run_type`` ``retriever``
-  with ``outputs.documents`` of ``{page_content, metadata}``;
-- ``mlflow``: MLflow traces as ``Trace.to_json()`` writes them (one, an array, or one per line), spans of type
-  ``RETRIEVER`` whose outputs are documents.
+- ``otlp``: OTLP JSON as the OpenTelemetry file exporters write it (``resourceSpans`` →
+  ``scopeSpans`` → ``spans``, attributes as ``{key, value: AnyValue}`` lists; one request per file
+  or one per line; :class:`rankwise.traces.OTLPJsonFileExporter` writes it from Python), or OTLP
+  protobuf (a ``.pb`` file: one ``ExportTraceServiceRequest``, or several each after its length, as
+  the collector's file exporter writes with ``format: proto``);
+- ``console``: the JSON objects of the SDK's ``ConsoleSpanExporter`` / ``span.to_json()`` (one after
+  another, or a JSON array of them), attributes as a plain object;
+- ``phoenix``: Phoenix's span dataframe (``get_spans_dataframe()``) saved as Parquet:
+  ``context.trace_id``, ``context.span_id``, ``parent_id``, ``span_kind``,
+  ``attributes.input.value``, ``attributes.retrieval.documents`` (a list of ``{document.id,
+  document.content, document.score, document.metadata}``);
+- ``langsmith``: LangSmith runs (a JSON array, JSON Lines or ``{"runs": [...]}``) — ``run_type``
+  ``retriever`` with ``outputs.documents`` of ``{page_content, metadata}``;
+- ``mlflow``: MLflow traces as ``Trace.to_json()`` writes them (one, an array, or one per line),
+  spans of type ``RETRIEVER`` whose outputs are documents.
 
-OpenInference attributes read: ``openinference.span.kind`` (``RETRIEVER``, ``RERANKER``), ``input.value``,
-``output.value``, ``retrieval.documents.N.document.{id, content, score, metadata}``,
-``reranker.{input,output}_documents.N.document.*`` (a RERANKER span: its output is the case's list, its input the
-first stage), ``metadata`` (JSON; ``case_id``) and
-``session.id``. The LangChain instrumentor leaves ``document.id`` out; the id is then read from the span's
+OpenInference attributes read: ``openinference.span.kind`` (``RETRIEVER``, ``RERANKER``),
+``input.value``, ``output.value``, ``retrieval.documents.N.document.{id, content, score,
+metadata}``, ``reranker.{input,output}_documents.N.document.*`` (a RERANKER span: its output is the
+case's list, its input the first stage), ``metadata`` (JSON; ``case_id``) and ``session.id``. The
+LangChain instrumentor leaves ``document.id`` out; the id is then read from the span's
 ``output.value`` documents when they hold one.
 """
 
@@ -56,7 +57,8 @@ _RERANK_ATTR = {side: re.compile(rf"^reranker\.{side}_documents\.(\d+)\.document
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]{16}([0-9a-fA-F]{16})?$")
 
 
-# ------------------------------------------------------------------------------------------------ helpers
+# ------------------------------------------------------------------------------------------------
+# helpers
 
 
 def _nothing(n: int = 1) -> None:
@@ -64,9 +66,9 @@ def _nothing(n: int = 1) -> None:
 
 
 def _json_values(path: Path, advance: Callable[[int], None] = _nothing) -> list[tuple[int, Any]]:
-    """Every JSON value in the file with the line it starts on: one document, JSON Lines, or objects one
-    after another (the console exporter's output). Truncated or invalid JSON names its line. ``advance(n)`` is
-    told the bytes of each value read (a progress bar's)."""
+    """Every JSON value in the file with the line it starts on: one document, JSON Lines, or objects
+    one after another (the console exporter's output). Truncated or invalid JSON names its line.
+    ``advance(n)`` is told the bytes of each value read (a progress bar's)."""
     data = read_bytes(path)
     text = decode_text(data, path)
     decoder = json.JSONDecoder()
@@ -97,8 +99,8 @@ def _json_values(path: Path, advance: Callable[[int], None] = _nothing) -> list[
 
 
 def _span_id(value: Any, *, source, line, field: str, optional: bool = False) -> str | None:
-    """Span/trace ids as lower-case hex: hex as written (OTLP JSON, ``0x``-prefixed console ids, Phoenix),
-    base64 (protobuf JSON, MLflow) decoded."""
+    """Span/trace ids as lower-case hex: hex as written (OTLP JSON, ``0x``-prefixed console ids,
+    Phoenix), base64 (protobuf JSON, MLflow) decoded."""
     if value is None or value == "":
         if optional:
             return None
@@ -164,7 +166,8 @@ def _need(obj: Any, key: str, types, *, source, line, where: str, what: str) -> 
     return obj[key]
 
 
-# ----------------------------------------------------------------------------------- OpenInference attributes
+# ----------------------------------------------------------------------------------- OpenInference
+# attributes
 
 
 def _oi_documents(attrs: Mapping[str, Any], *, source, line, where: str, pattern: re.Pattern = _DOC_ATTR
@@ -219,7 +222,8 @@ def _case_key(attrs: Mapping[str, Any], extra: Any = None) -> str | None:
 
 
 def _kind(value: Any, expected: str) -> tuple[bool, str | None]:
-    """Whether a span kind is ``expected`` (any case), and the kind as found when it is not a string."""
+    """Whether a span kind is ``expected`` (any case), and the kind as found when it is not a
+    string."""
     if value is None or value == "":
         return False, None
     if isinstance(value, str):
@@ -237,8 +241,9 @@ def _dropped(value: Any) -> int:
 
 
 def _incomplete(docs: list[dict]) -> bool:
-    """A document list with a hole: positions not 0, 1, ... or a part (id, content) that some documents have
-    and others lack (the SDK drops a full span's oldest attributes: the first documents, then their parts)."""
+    """A document list with a hole: positions not 0, 1, ... or a part (id, content) that some
+    documents have and others lack (the SDK drops a full span's oldest attributes: the first
+    documents, then their parts)."""
     if [d["position"] for d in docs] != list(range(len(docs))):
         return True
     return any(0 < sum(1 for d in docs if d.get(k) is not None) < len(docs) for k in ("id", "text"))
@@ -265,7 +270,8 @@ def _oi_span(attrs: Mapping[str, Any], *, trace_id, span_id, parent_id, name, st
                 bad_kind=bad_kind, first_stage=first_stage)
 
 
-# ------------------------------------------------------------------------------------------------ formats
+# ------------------------------------------------------------------------------------------------
+# formats
 
 
 def _any_value(v: Any, *, source, line, field: str) -> Any:
@@ -335,7 +341,8 @@ def _otlp(values: list[tuple[int, Any]], source: Path) -> list[Span]:
 
 
 def _each(values: list[tuple[int, Any]]):
-    """Each object of each line with the field prefix naming it: a line holds one object or a list of them."""
+    """Each object of each line with the field prefix naming it: a line holds one object or a list
+    of them."""
     for line, doc in values:
         if isinstance(doc, list):
             for k, item in enumerate(doc):
@@ -468,8 +475,9 @@ def _doc_mapping(d: Any, *, source, line, where: str) -> dict:
 
 
 def _mlflow(values: list[tuple[int, Any]], source: Path) -> list[Span]:
-    """Each trace's spans, keyed by the trace's own id; a trace whose id an earlier, different trace has (other
-    span ids) is kept apart as ``id#2``, ``id#3`` ... (a copy with the same span ids is a duplicate, read once)."""
+    """Each trace's spans, keyed by the trace's own id; a trace whose id an earlier, different trace
+    has (other span ids) is kept apart as ``id#2``, ``id#3`` ... (a copy with the same span ids is a
+    duplicate, read once)."""
     spans: list[Span] = []
     keys: dict[str, list[frozenset]] = {}
     for line, base, trace in _each(values):
@@ -556,7 +564,8 @@ PROGRESS_MIN_BYTES = 8 * 2**20  #: a trace file at least this big shows a progre
 
 @contextmanager
 def _reading(path: Path, quiet: bool) -> Iterator[Callable[[int], None]]:
-    """``advance(bytes)`` of a bar over the file's size on stderr (none when ``quiet`` or the file is small)."""
+    """``advance(bytes)`` of a bar over the file's size on stderr (none when ``quiet`` or the file
+    is small)."""
     try:
         size = path.stat().st_size
     except OSError:
@@ -571,7 +580,8 @@ def _reading(path: Path, quiet: bool) -> Iterator[Callable[[int], None]]:
 
 
 def _starts_with_nul(path: Path) -> bool:
-    """A first byte 0: no JSON text starts so; a length-prefixed protobuf message under 16 MiB does."""
+    """A first byte 0: no JSON text starts so; a length-prefixed protobuf message under 16 MiB does.
+    """
     try:
         with open(path, "rb") as fh:
             return fh.read(1) == b"\0"
@@ -580,7 +590,8 @@ def _starts_with_nul(path: Path) -> bool:
 
 
 def _fixed32_frames(data: bytes) -> list[tuple[int, bytes]] | None:
-    """Messages each after its length as 4 bytes big-endian (the collector's file exporter, ``format: proto``)."""
+    """Messages each after its length as 4 bytes big-endian (the collector's file exporter,
+    ``format: proto``)."""
     out, i = [], 0
     while i < len(data):
         n = int.from_bytes(data[i:i + 4], "big")
@@ -592,7 +603,8 @@ def _fixed32_frames(data: bytes) -> list[tuple[int, bytes]] | None:
 
 
 def _varint_frames(data: bytes) -> list[tuple[int, bytes]] | None:
-    """Messages each after its length as a varint (protobuf's delimited streams: the OTLP file-exporter spec)."""
+    """Messages each after its length as a varint (protobuf's delimited streams: the OTLP
+    file-exporter spec)."""
     out, i = [], 0
     while i < len(data):
         start, n, shift = i, 0, 0
@@ -611,9 +623,9 @@ def _varint_frames(data: bytes) -> list[tuple[int, bytes]] | None:
 
 
 def _otlp_proto(path: Path, advance: Callable[[int], None]) -> list[Span]:
-    """OTLP protobuf: an ``ExportTraceServiceRequest`` (or ``TracesData``, the same bytes) alone, or several each
-    after its length (4 bytes big-endian, or a varint). Read as its JSON mapping is; a message's number (from 1)
-    stands where a JSON file's line would."""
+    """OTLP protobuf: an ``ExportTraceServiceRequest`` (or ``TracesData``, the same bytes) alone, or
+    several each after its length (4 bytes big-endian, or a varint). Read as its JSON mapping is; a
+    message's number (from 1) stands where a JSON file's line would."""
     try:
         from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError
@@ -655,15 +667,38 @@ def _otlp_proto(path: Path, advance: Callable[[int], None]) -> list[Span]:
 
 
 def read_spans(path: str | Path, fmt: str = "auto", *, quiet: bool = True) -> tuple[list[Span], str]:
-    """The spans of a trace file and the format they were read as (a file of :data:`PROGRESS_MIN_BYTES` or more
-    shows a progress bar on stderr unless ``quiet``).
+    """The spans of a trace file and the format they were read as (a file of
+    :data:`PROGRESS_MIN_BYTES` or more shows a progress bar on stderr unless ``quiet``).
 
     Example:
         >>> import json, tempfile, os
         >>> f = os.path.join(tempfile.mkdtemp(), "t.json")
-        >>> _ = open(f, "w").write(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        ...     {"traceId": "5d27cd8d41ef33f30305e646ad80c2aa", "spanId": "fbd159065a44841f", "attributes": [
-        ...      {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}}]}]}]}]}))
+        >>> _ = open(f, "w").write(
+        ...     json.dumps(
+        ...         {
+        ...             "resourceSpans": [
+        ...                 {
+        ...                     "scopeSpans": [
+        ...                         {
+        ...                             "spans": [
+        ...                                 {
+        ...                                     "traceId": "5d27cd8d41ef33f30305e646ad80c2aa",
+        ...                                     "spanId": "fbd159065a44841f",
+        ...                                     "attributes": [
+        ...                                         {
+        ...                                             "key": "openinference.span.kind",
+        ...                                             "value": {"stringValue": "RETRIEVER"},
+        ...                                         }
+        ...                                     ],
+        ...                                 }
+        ...                             ]
+        ...                         }
+        ...                     ]
+        ...                 }
+        ...             ]
+        ...         }
+        ...     )
+        ... )
         >>> spans, fmt = read_spans(f)
         >>> fmt, spans[0].retriever, spans[0].documents
         ('otlp', True, None)

@@ -1,20 +1,23 @@
-"""From spans to test cases: every retriever span under one root trace becomes one retrieval call of one case.
+"""From spans to test cases: every retriever span under one root trace becomes one retrieval call of
+one case.
 
-The readers (:mod:`rankwise.data.traces.readers`) turn each format's spans into :class:`Span`; :func:`assemble`
-groups them by trace, orders a trace's retriever spans by start time and builds one
-:class:`~rankwise.data.testset.TestCase` per trace, in time order (id: the trace id; a trace matched to a test-set
-case takes that case's id, ``#2``, ``#3`` added for later traces of the same question). A trace with one retriever call is an
-ordinary single-list case (its chunks are that call's list, so its numbers equal the adapter path's); a trace
-with several keeps them as ``case.calls`` (:class:`~rankwise.data.testset.RetrievalCall`) and its chunks are the
-merged list. Chunk ids follow the adapters' rules (:func:`rankwise.data.items.item_chunk`).
+The readers (:mod:`rankwise.data.traces.readers`) turn each format's spans into :class:`Span`;
+:func:`assemble` groups them by trace, orders a trace's retriever spans by start time and builds one
+:class:`~rankwise.data.testset.TestCase` per trace, in time order (id: the trace id; a trace matched
+to a test-set case takes that case's id, ``#2``, ``#3`` added for later traces of the same
+question). A trace with one retriever call is an ordinary single-list case (its chunks are that
+call's list, so its numbers equal the adapter path's); a trace with several keeps them as
+``case.calls`` (:class:`~rankwise.data.testset.RetrievalCall`) and its chunks are the merged list.
+Chunk ids follow the adapters' rules (:func:`rankwise.data.items.item_chunk`).
 
-What cannot be a case is skipped and counted, never dropped unsaid: a trace with no retriever span, a retriever
-span with no documents, a span that lost attributes to OpenTelemetry's per-span limit (its document list is
-incomplete), a document with neither content nor id, a span whose kind is not a string, a trace with no root span
-(kept; its question is then its first call's query). A span seen twice (the same trace and span id: an exporter
-that appended twice, duplicated rows) is read once and the duplicates counted; an empty retriever span nested in
-(or around) a retriever span with documents is the framework's wrapper of that call, not a lost call. Offsets that
-cannot be (negative, past 2**63, not whole numbers) are dropped and counted, the chunk kept without them.
+What cannot be a case is skipped and counted, never dropped unsaid: a trace with no retriever span,
+a retriever span with no documents, a span that lost attributes to OpenTelemetry's per-span limit
+(its document list is incomplete), a document with neither content nor id, a span whose kind is not
+a string, a trace with no root span (kept; its question is then its first call's query). A span seen
+twice (the same trace and span id: an exporter that appended twice, duplicated rows) is read once
+and the duplicates counted; an empty retriever span nested in (or around) a retriever span with
+documents is the framework's wrapper of that call, not a lost call. Offsets that cannot be
+(negative, past 2**63, not whole numbers) are dropped and counted, the chunk kept without them.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ class Span:
     """One span as a reader found it, in the terms assembling needs.
 
     ``documents`` is None when a retriever span carries no documents at all, else a list of mappings
-    ``{id, text, score, metadata}`` (each with ``position``, the 0-based document position in the span).
+    ``{id, text, score, metadata}`` (each with ``position``, the 0-based document position in the
+    span).
     """
 
     trace_id: str
@@ -68,8 +72,8 @@ class Span:
 
 @dataclass
 class TraceImport:
-    """What :func:`rankwise.data.traces.import_traces` read: the test set, every case's calls (a single-call case's
-    one call too, for its span id), what was skipped.
+    """What :func:`rankwise.data.traces.import_traces` read: the test set, every case's calls (a
+    single-call case's one call too, for its span id), what was skipped.
 
     Example:
         >>> imp = TraceImport(TestSet([TestCase("t1", "q?")]), {"t1": []}, Counter(), [], 0)
@@ -91,9 +95,10 @@ class TraceImport:
     first_stage: dict[str, list] = field(default_factory=dict)  #: case id -> chunks before reranking (RERANKER)
 
     def summary(self) -> dict:
-        """Counts: cases, retrieval calls, skipped (by reason), cases given labels from the test set, duplicate
-        spans read once, chunks whose offsets were dropped, chunks located in the corpus (by how), chunks (of
-        every call) and those without a document span (which span verdicts cannot judge)."""
+        """Counts: cases, retrieval calls, skipped (by reason), cases given labels from the test
+        set, duplicate spans read once, chunks whose offsets were dropped, chunks located in the
+        corpus (by how), chunks (of every call) and those without a document span (which span
+        verdicts cannot judge)."""
         return {"format": self.format, "cases": len(self.testset),
                 "calls": sum(len(v) for v in self.calls.values()),
                 "multi_call_cases": sum(1 for v in self.calls.values() if len(v) > 1),
@@ -108,7 +113,9 @@ class TraceImport:
         """One sentence per thing read differently from the file: duplicate spans, dropped offsets.
 
         Example:
-            >>> imp = TraceImport(TestSet([]), {}, Counter(), [], 0, duplicates=Counter({("t1", "s1"): 1}))
+            >>> imp = TraceImport(
+            ...     TestSet([]), {}, Counter(), [], 0, duplicates=Counter({("t1", "s1"): 1})
+            ... )
             >>> imp.warnings()
             ['1 span seen more than once (the same trace and span id) was read once: span s1 of trace t1 (twice)']
         """
@@ -129,12 +136,15 @@ class TraceImport:
 
 
 def text_of(value: Any, keys: tuple[str, ...]) -> str | None:
-    """A question or answer from a span's input/output: the string itself, a JSON object's first string
-    field among ``keys`` (or its only string field, or the first field among ``keys`` of an object nested in
-    it), else the JSON text.
+    """A question or answer from a span's input/output: the string itself, a JSON object's first
+    string field among ``keys`` (or its only string field, or the first field among ``keys`` of an
+    object nested in it), else the JSON text.
 
     Example:
-        >>> text_of('{"question": "Capital?", "k": 3}', QUESTION_KEYS), text_of("Paris", ANSWER_KEYS)
+        >>> (
+        ...     text_of('{"question": "Capital?", "k": 3}', QUESTION_KEYS),
+        ...     text_of("Paris", ANSWER_KEYS),
+        ... )
         ('Capital?', 'Paris')
         >>> text_of('{"data": {"retriever": {"query": "Capital?", "top_k": null}}}', QUESTION_KEYS)
         'Capital?'
@@ -167,7 +177,8 @@ def text_of(value: Any, keys: tuple[str, ...]) -> str | None:
 
 
 def _nested_field(value: Mapping, keys: tuple[str, ...], depth: int = 3) -> str | None:
-    """The first string field among ``keys`` in the objects nested in ``value`` (a few levels down)."""
+    """The first string field among ``keys`` in the objects nested in ``value`` (a few levels down).
+    """
     if depth == 0:
         return None
     inner = [v for v in value.values() if isinstance(v, Mapping)]
@@ -184,7 +195,8 @@ def _nested_field(value: Mapping, keys: tuple[str, ...], depth: int = 3) -> str 
 
 @dataclass
 class _Reading:
-    """What assembling counts as it goes (skips, notes, id rules, dropped offsets) and how it names chunks."""
+    """What assembling counts as it goes (skips, notes, id rules, dropped offsets) and how it names
+    chunks."""
 
     source: str
     id_opts: dict
@@ -227,7 +239,8 @@ def _raw_offset(doc: Mapping, keys: tuple[str, ...], own: str) -> Any:
 
 
 def _offsets_problem(item, doc: Mapping) -> str | None:
-    """Why the item's offsets cannot be used (not whole numbers, past 2**63), else None (they are cleared)."""
+    """Why the item's offsets cannot be used (not whole numbers, past 2**63), else None (they are
+    cleared)."""
     raw = {"start": _raw_offset(doc, START_KEYS, "start"), "end": _raw_offset(doc, END_KEYS, "end")}
     bad = [f"{k} {json.dumps(v, default=str)[:30]}" for k, v in raw.items() if v is not None and not _whole(v)]
     bad += [f"{k} {v}" for k, v in (("start", item.start), ("end", item.end)) if v is not None and abs(v) > INT64_MAX]
@@ -241,8 +254,8 @@ def _offsets_problem(item, doc: Mapping) -> str | None:
 
 
 def _chunk(span: Span, rank: int, doc: Mapping, reading: _Reading):
-    """The chunk of one document (None when it has neither content nor id: counted), its offsets checked and,
-    with a corpus, located."""
+    """The chunk of one document (None when it has neither content nor id: counted), its offsets
+    checked and, with a corpus, located."""
     item = to_item(doc)
     where = f"span {span.span_id} document {doc.get('position', rank - 1)}"
     bad = _offsets_problem(item, doc)
@@ -287,8 +300,9 @@ def _call(span: Span, position: int, reading: _Reading) -> RetrievalCall | None:
 
 
 def _wrappers(spans: list[Span]) -> set[int]:
-    """Retriever spans without documents that hold, or are held by, a retriever span with documents: a
-    framework's wrapper of that call (LlamaIndex's ``BaseRetriever.retrieve`` around ``_retrieve``)."""
+    """Retriever spans without documents that hold, or are held by, a retriever span with documents:
+    a framework's wrapper of that call (LlamaIndex's ``BaseRetriever.retrieve`` around
+    ``_retrieve``)."""
     by_id = {s.span_id: s for s in spans}
     full = {s.span_id for s in spans if s.retriever and s.documents is not None}
     out = set()
@@ -317,8 +331,8 @@ def _doc_key(doc: Mapping) -> Any:
 
 
 def _fed_to_reranker(span: Span, rerankers: list[Span]) -> bool:
-    """A retriever span whose documents all went into a reranker of the same trace: its first stage, not a call
-    of its own (the reranker's output is the list the generator reads)."""
+    """A retriever span whose documents all went into a reranker of the same trace: its first stage,
+    not a call of its own (the reranker's output is the list the generator reads)."""
     if span.first_stage is not None or not span.documents:
         return False
     keys = {_doc_key(d) for d in span.documents}
@@ -326,7 +340,8 @@ def _fed_to_reranker(span: Span, rerankers: list[Span]) -> bool:
 
 
 def _first_stage(trace_id: str, rerankers: list[Span], reading: _Reading) -> None:
-    """The first reranker's input documents as the case's first-stage chunks (``reading.first_stage``)."""
+    """The first reranker's input documents as the case's first-stage chunks
+    (``reading.first_stage``)."""
     if not rerankers or not rerankers[0].first_stage:
         return
     r = rerankers[0]
@@ -385,8 +400,8 @@ def _case_key(spans: list[Span]) -> str | None:
 
 
 def _label(case: TestCase, key: str | None, testset: TestSet | None, by_question: dict) -> str | None:
-    """Reference passages/ids of the test-set case matched by id attribute or exact question join ``case``;
-    the matched case's id (None when none matched)."""
+    """Reference passages/ids of the test-set case matched by id attribute or exact question join
+    ``case``; the matched case's id (None when none matched)."""
     if testset is None:
         return None
     ref = testset[key] if key is not None and key in testset else by_question.get((case.question or "").strip())
@@ -401,7 +416,8 @@ def _label(case: TestCase, key: str | None, testset: TestSet | None, by_question
 
 
 def _trace_order(by_trace: dict[str, list[Span]]) -> list[str]:
-    """Traces in time order (their earliest span), file order among equals and for traces without times."""
+    """Traces in time order (their earliest span), file order among equals and for traces without
+    times."""
     first = {t: i for i, t in enumerate(by_trace)}
     starts = {t: min((s.start for s in g if s.start is not None), default=None) for t, g in by_trace.items()}
     return sorted(by_trace, key=lambda t: (starts[t] is None, starts[t] or 0, first[t]))
@@ -409,8 +425,8 @@ def _trace_order(by_trace: dict[str, list[Span]]) -> list[str]:
 
 def _placed_by_passages(trace_id: str, group: list[Span], case: TestCase, case_calls: list[RetrievalCall],
                         part: _Reading, located: Counter):
-    """The case rebuilt with its chunks placed by its own reference passages (those that say where they sit)
-    when some chunk has no offsets; else as it was."""
+    """The case rebuilt with its chunks placed by its own reference passages (those that say where
+    they sit) when some chunk has no offsets; else as it was."""
     from rankwise.data.traces.locate import PassageLocator
 
     if all(c.span is not None for c in case.chunks):
@@ -427,7 +443,8 @@ def _placed_by_passages(trace_id: str, group: list[Span], case: TestCase, case_c
 
 
 def _unique(spans: list[Span]) -> tuple[list[Span], Counter]:
-    """The spans, each (trace id, span id) once (the first copy), and how many copies each had beyond it."""
+    """The spans, each (trace id, span id) once (the first copy), and how many copies each had
+    beyond it."""
     seen: set = set()
     out, dup = [], Counter()
     for s in spans:
@@ -442,8 +459,9 @@ def _unique(spans: list[Span]) -> tuple[list[Span], Counter]:
 
 def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, fmt: str = "",
              id_key: str | None = None, doc_id_key: str | None = None, locator: Any = None) -> TraceImport:
-    """Group spans by trace and build one case per trace with a retriever call (see the module docstring);
-    ``locator`` (:class:`rankwise.data.traces.locate.Locator`) gives chunks without offsets theirs.
+    """Group spans by trace and build one case per trace with a retriever call (see the module
+    docstring); ``locator`` (:class:`rankwise.data.traces.locate.Locator`) gives chunks without
+    offsets theirs.
 
     Example:
         >>> s = [Span("t1", "a", name="rag", input="Capital?", output="Paris"),
@@ -451,7 +469,12 @@ def assemble(spans: list[Span], *, source: str, testset: TestSet | None = None, 
         ...           documents=[{"id": "c1", "text": "Paris is the capital.", "position": 0}])]
         >>> imp = assemble(s + s[1:], source="<spans>")
         >>> case = imp.testset["t1"]
-        >>> case.question, case.response, [c.id for c in case.chunks], imp.summary()["duplicate_spans"]
+        >>> (
+        ...     case.question,
+        ...     case.response,
+        ...     [c.id for c in case.chunks],
+        ...     imp.summary()["duplicate_spans"],
+        ... )
         ('Capital?', 'Paris', ['c1'], 1)
     """
     spans, duplicates = _unique(spans)

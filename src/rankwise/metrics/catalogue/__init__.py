@@ -1,5 +1,6 @@
-"""Every metric rankwise knows, declared once: one module per family, each declaration with its formula, its
-citation and its value range (ir_measures' one small declaration per measure is the model).
+"""Every metric rankwise knows, declared once: one module per family, each declaration with its
+formula, its citation and its value range (ir_measures' one small declaration per measure is the
+model).
 
 =================  ==========================================================================
 ``ir``             ranked-list metrics (precision, recall, MRR, AP, nDCG, bpref, set_*) and counts
@@ -10,9 +11,10 @@ citation and its value range (ir_measures' one small declaration per measure is 
 ``citations``      the works the declarations cite
 =================  ==========================================================================
 
-The registry (:mod:`rankwise.metrics.registry`) registers :data:`CATALOGUE` in this order, which is the order
-``rankwise metrics`` lists them in. A metric of your own is a :class:`~rankwise.metrics.declare.Metric`
-passed to :func:`~rankwise.metrics.registry.register` (docs/architecture.md, "Adding a metric").
+The registry (:mod:`rankwise.metrics.registry`) registers :data:`CATALOGUE` in this order, which is
+the order ``rankwise metrics`` lists them in. A metric of your own is a
+:class:`~rankwise.metrics.declare.Metric` passed to :func:`~rankwise.metrics.registry.register`
+(docs/architecture.md, "Adding a metric").
 
 Example:
     >>> [m.name for m in CATALOGUE][:4], TREC_BASES["precision"]

@@ -1,5 +1,5 @@
-"""The metrics over the retrieval calls of a case retrieved several times (metrics/calls.py): one call, the
-mean over calls, one merged list, and the evidence the calls found together.
+"""The metrics over the retrieval calls of a case retrieved several times (metrics/calls.py): one
+call, the mean over calls, one merged list, and the evidence the calls found together.
 
 Example:
     >>> CALL_METRICS[0].name, [p.name for p in CALL_METRICS[0].params]
@@ -30,7 +30,8 @@ _DEDUP = Param("dedup", str, "id", "duplicates kept once: id (same id, else span
 
 
 def _inner(name: str, k: int | None):
-    """The wrapped metric at the wrapper's cutoff (the registry binds it: a metric named inside a metric)."""
+    """The wrapped metric at the wrapper's cutoff (the registry binds it: a metric named inside a
+    metric)."""
     from rankwise.metrics.registry import bind_named
 
     return bind_named(name, k)

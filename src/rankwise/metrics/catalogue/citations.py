@@ -1,7 +1,9 @@
-"""Where each metric is defined: the works the catalogue's declarations cite (as ranx documents each metric).
+"""Where each metric is defined: the works the catalogue's declarations cite (as ranx documents each
+metric).
 
-Notation of the formulas: ``rel_i`` 1 if the item at rank i is relevant (grade >= the relevance level),
-``g_i`` its grade, ``R`` the number of relevant judgements, ``k`` the cutoff, ``|ret|`` the items retrieved.
+Notation of the formulas: ``rel_i`` 1 if the item at rank i is relevant (grade >= the relevance
+level), ``g_i`` its grade, ``R`` the number of relevant judgements, ``k`` the cutoff, ``|ret|`` the
+items retrieved.
 
 Example:
     >>> JK.split(",")[0]

@@ -1,5 +1,5 @@
-"""The RAG context metrics (docs/context-metrics.md): rank-weighted and average context precision, context
-and character recall, their F1s, and the order-blind id-set metrics.
+"""The RAG context metrics (docs/context-metrics.md): rank-weighted and average context precision,
+context and character recall, their F1s, and the order-blind id-set metrics.
 
 Example:
     >>> [m.name for m in CONTEXT_METRICS][:2], CONTEXT_METRICS[0].param("decay").default

@@ -1,5 +1,6 @@
-"""The ranked-list metrics every IR toolkit has (precision, recall, MRR, AP, nDCG, bpref, trec_eval's set
-measures) and trec_eval's counts: one declaration each, with its formula and citation.
+"""The ranked-list metrics every IR toolkit has (precision, recall, MRR, AP, nDCG, bpref,
+trec_eval's set measures) and trec_eval's counts: one declaration each, with its formula and
+citation.
 
 Example:
     >>> [m.name for m in RANKED][:3], COUNTS[0].aggregate

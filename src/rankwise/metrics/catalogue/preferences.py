@@ -1,5 +1,5 @@
-"""trec_eval's preference measures (``-R prefs``, ``-R qrels_prefs``: metrics/prefs.py) and judgement-group
-measures (``-R qrels_jg``: metrics/jg.py), declared without importing either module.
+"""trec_eval's preference measures (``-R prefs``, ``-R qrels_prefs``: metrics/prefs.py) and
+judgement-group measures (``-R qrels_jg``: metrics/jg.py), declared without importing either module.
 
 Example:
     >>> PREFERENCE_METRICS[0].requires, JG_METRICS[0].name

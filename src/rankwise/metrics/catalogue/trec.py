@@ -1,5 +1,5 @@
-"""The rest of trec_eval 10.0's measures (docs/trec-measures.md), plus ir_measures' ``judged`` and ``err``:
-declared without importing ``metrics/trec.py``, which loads on a measure's first call.
+"""The rest of trec_eval 10.0's measures (docs/trec-measures.md), plus ir_measures' ``judged`` and
+``err``: declared without importing ``metrics/trec.py``, which loads on a measure's first call.
 
 Example:
     >>> len(TREC_METRICS) >= 28, TREC_METRICS[0].trec_param
