@@ -1,5 +1,5 @@
-"""Column helpers shared by :class:`Qrels` and :class:`Run`: Arrow <-> numpy, string hashing,
-duplicate checks.
+"""Column helpers shared by :class:`Qrels` and :class:`Run`: Arrow <-> numpy, string hashing, rows
+moved into a new order.
 
 Arrow <-> numpy conversions here read Arrow buffers directly: ``pa.array(...)``,
 ``Array.to_numpy()`` and ``pa.scalar(...)`` make pyarrow import pandas (a quarter of a second),
@@ -8,7 +8,7 @@ which ``rankwise eval`` must not pay.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
 
 import numpy as np
 import pyarrow as pa
@@ -280,114 +280,113 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
     return h
 
 
-@dataclass(frozen=True)
-class RowKeys:
-    """Sorted 64-bit keys, one per row of a query-grouped table, and how to read them.
 
-    A key is ``[query code | hash bits of the doc id | row within the query]``, high bits first, so
-    sorting puts each query's rows together and, inside, equal doc hashes next to each other: one
-    sort serves the duplicate check (equal neighbours) and the join with qrels (a binary search by
-    query and doc hash). The query code and the row are exact; only the hash part can collide, and
-    every use confirms a match on the strings.
+
+# ----------------------------------------------------------------- moving rows
+# ----------------------------------------------------------------- moving rows
+def permute(values: np.ndarray, order: np.ndarray | None, runs=None, patch=None) -> np.ndarray:
+    """``values`` moved into a new order: ``values[order]``, or whole blocks (``runs``: first rows
+    and lengths, a :class:`MovePlan`'s ``runs``) laid end to end; then ``patch`` = (positions, rows)
+    sets single rows.
     """
-
-    keys: np.ndarray
-    offsets: np.ndarray  # rows of query q: offsets[q] .. offsets[q + 1]
-    query_bits: int
-    row_bits: int
-
-    @property
-    def query_shift(self) -> np.uint64:
-        return np.uint64(64 - self.query_bits)
-
-    def needles(self, qcodes: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-        """The smallest key a row with this query and doc hash can have."""
-        out = qcodes.astype(np.uint64) << self.query_shift
-        out |= (hashes >> np.uint64(self.query_bits + self.row_bits)) << np.uint64(self.row_bits)
-        return out
-
-    def rows(self, keys: np.ndarray) -> np.ndarray:
-        """Table rows of keys."""
-        q = (keys >> self.query_shift).astype(np.int64)
-        return self.offsets[q] + (keys & np.uint64((1 << self.row_bits) - 1)).astype(np.int64)
+    if runs is None:
+        out = np_empty(len(order), values.dtype)
+        np.take(values, order, out=out)
+    else:
+        out = np_empty(int(runs[1].sum()), values.dtype)
+        np.concatenate([values[a:a + k] for a, k in zip(runs[0].tolist(), runs[1].tolist(), strict=False)], out=out)
+    if patch is not None:
+        out[patch[0]] = values[patch[1]]
+    return out
 
 
-def row_keys(counts: np.ndarray, hashes: np.ndarray, *, in_place: bool = False) -> RowKeys:
-    """:class:`RowKeys` of a table whose rows are grouped by query code, ``counts[q]`` rows each.
+def permute_strings(strings: pa.Array | pa.ChunkedArray, order: np.ndarray | None, runs=None,
+                    patch=None) -> pa.Array:
+    """:func:`permute` for null-free strings (one array or the chunks a file reader returns), into
+    one array: block copies of the bytes when ``runs`` is given.
 
-    ``in_place=True`` turns ``hashes`` itself into the keys (saving a copy).
-
-    Example:
-        >>> import pyarrow as pa
-        >>> rk = row_keys(np.array([2, 1]), string_hashes(pa.array(["a", "b", "a"])))
-        >>> sorted(rk.rows(rk.keys).tolist())
-        [0, 1, 2]
+    A ``patch`` may only reorder rows among its own positions (as tie-breaking does), so the bytes
+    it moves fill exactly the space they leave.
     """
-    n = len(hashes)
-    counts = np.asarray(counts, dtype=np.int64)
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    layout = RowKeys(hashes if in_place else hashes.copy(), offsets,
-                     max(int(len(counts) - 1).bit_length(), 1),
-                     max(int(counts.max(initial=1) - 1).bit_length(), 1))
-    keys = layout.keys
-    hash_shift = np.uint64(layout.query_bits + layout.row_bits)
-    if len(counts) and n == len(counts) * int(counts[0]) and bool((counts == counts[0]).all()):
-        # equal-length blocks (a run cut at a fixed depth): a (queries x depth) grid; sort each row
-        grid = keys.reshape(len(counts), int(counts[0]))
-        grid >>= hash_shift
-        grid <<= np.uint64(layout.row_bits)
-        grid |= (np.arange(len(counts), dtype=np.uint64) << layout.query_shift)[:, None]
-        grid |= np.arange(int(counts[0]), dtype=np.uint64)[None, :]
-        grid.sort(axis=1)
-        return layout
-    q = 0
-    for c0 in range(0, n, _CHUNK):
-        c1 = min(c0 + _CHUNK, n)
-        q_end = int(np.searchsorted(offsets, c1, side="left"))
-        span = np.minimum(offsets[q + 1:q_end + 1], c1) - np.maximum(offsets[q:q_end], c0)
-        chunk = keys[c0:c1]
-        chunk >>= hash_shift
-        chunk <<= np.uint64(layout.row_bits)
-        chunk |= np.repeat(np.arange(q, q_end, dtype=np.uint64) << layout.query_shift, span)
-        chunk |= (np.arange(c0, c1, dtype=np.int64) - np.repeat(offsets[q:q_end], span)).astype(np.uint64)
-        q = max(q_end - 1, 0) if offsets[q_end] > c1 else q_end
-    keys.sort()
-    return layout
+    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
+    if runs is None or not all(pa.types.is_string(c.type) and c.null_count == 0 for c in chunks):
+        if order is None:
+            order = np.arange(len(strings)) if runs is None else np.concatenate(
+                [np.arange(a, a + k) for a, k in zip(runs[0].tolist(), runs[1].tolist(), strict=False)])
+        if patch is not None:
+            order = order.copy()
+            order[patch[0]] = patch[1]
+        return single_array(take(single_array(strings), order))  # (a take across chunks is slower)
+    n = len(strings)
+    parts = [_string_buffers(c) for c in chunks]  # (offsets, bytes) per chunk
+    chunk_starts = np.cumsum([0] + [len(c) for c in chunks]).tolist()
+    offset_pieces, data_pieces = [], []
+    written = 0
+    for first, length in zip(runs[0].tolist(), runs[1].tolist(), strict=False):
+        c = bisect.bisect_right(chunk_starts, first) - 1
+        while length > 0:
+            local = first - chunk_starts[c]
+            take_n = min(length, chunk_starts[c + 1] - first)
+            offsets, data = parts[c]
+            a, b = int(offsets[local]), int(offsets[local + take_n])
+            offset_pieces.append(offsets[local:local + take_n] + np.int32(written - a))
+            data_pieces.append(data[a:b])
+            written += b - a
+            first, length, c = first + take_n, length - take_n, c + 1
+    offset_pieces.append(np.array([written], dtype=np.int32))
+    new_offsets = np_empty(n + 1, np.int32)
+    np.concatenate(offset_pieces, out=new_offsets)
+    new_data = np_empty(written, np.uint8)
+    if data_pieces:
+        np.concatenate(data_pieces, out=new_data)
+    if patch is not None and len(patch[0]):
+        _patch_strings(new_offsets, new_data, strings, *patch)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(new_data)])
 
 
-def duplicate_candidates(layout: RowKeys) -> np.ndarray:
-    """Rows whose (query, doc) hash equals another row's (from :func:`row_keys`): check them
-    exactly."""
-    keys = layout.keys
-    if len(keys) < 2:
-        return np.zeros(0, dtype=np.int64)
-    limit = np.uint64(1 << layout.row_bits)
-    last = len(keys) - 1  # pairs (i, i + 1) for i < last, a chunk at a time
-    same = np.concatenate([
-        np.flatnonzero((keys[c0 + 1:min(c0 + _CHUNK, last) + 1] ^ keys[c0:min(c0 + _CHUNK, last)]) < limit) + c0
-        for c0 in range(0, last, _CHUNK)])
-    if len(same) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.sort(layout.rows(keys[np.unique(np.concatenate([same, same + 1]))]))
+def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, bytes) of a string array, as numpy views; offsets index into the bytes."""
+    bufs = strings.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
+    data = np.zeros(0, np.uint8) if bufs[2] is None else np.frombuffer(bufs[2], dtype=np.uint8)
+    return offsets, data
 
 
-def first_duplicate(rows: np.ndarray, row_queries: np.ndarray, docs: pa.Array,
-                    numbers: np.ndarray | None = None) -> tuple[int, int, int] | None:
-    """Exact check of candidate ``rows`` (with their query codes): the earliest repeat, or None.
+def patch_strings_in_place(strings: pa.Array, positions: np.ndarray, rows: np.ndarray) -> bool:
+    """Reorder rows of ``strings`` among ``positions`` (``strings[positions] = strings[rows]``) in
+    its own buffers, when they are writable; False (and nothing done) when they are not.
 
-    ``numbers`` are the rows' numbers in the caller's order (file order: which repeat is "first");
-    returns (number of the first occurrence, number of the repeat, row of the repeat).
+    Only for arrays the caller built itself: Arrow arrays are otherwise immutable by convention.
     """
-    if len(rows) == 0:
-        return None
-    numbers = rows if numbers is None else numbers
-    by_number = np.argsort(numbers, kind="stable")
-    first_seen: dict[tuple[int, str], int] = {}
-    docs_of = docs.take(arrow_indices(rows[by_number])).to_pylist()
-    for i, d in zip(by_number.tolist(), docs_of, strict=False):
-        key = (int(row_queries[i]), d)
-        if key in first_seen:
-            return first_seen[key], int(numbers[i]), int(rows[i])
-        first_seen[key] = int(numbers[i])
-    return None
+    bufs = strings.buffers()
+    if (isinstance(strings, pa.ChunkedArray) or not pa.types.is_string(strings.type) or strings.null_count
+            or bufs[2] is None or not bufs[1].is_mutable or not bufs[2].is_mutable):
+        return False
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)
+    if not (offsets.flags.writeable and data.flags.writeable):
+        return False
+    source = take(strings, rows)  # a copy of the moved strings, taken before any write
+    _patch_strings(offsets, data, source, positions, np.arange(len(rows)))
+    return True
+
+
+def _patch_strings(offsets: np.ndarray, data: np.ndarray, source: pa.Array, positions: np.ndarray,
+                   rows: np.ndarray) -> None:
+    """Write ``source[rows]`` at ``positions`` (sorted; runs of them hold the same strings) in
+    place."""
+    moved = single_array(take(source, rows))
+    m_offsets = np.frombuffer(moved.buffers()[1], dtype=np.int32, count=len(moved) + 1, offset=moved.offset * 4)
+    m_data = np.frombuffer(moved.buffers()[2], dtype=np.uint8) if moved.buffers()[2] is not None else None
+    # contiguous stretches of positions: their byte span is the same before and after
+    first_of_stretch = np.concatenate([[True], np.diff(positions) != 1])
+    stretch = np.cumsum(first_of_stretch) - 1
+    stretch_start = positions[first_of_stretch]
+    base = offsets[stretch_start][stretch]  # byte where each position's stretch begins
+    within = m_offsets[:-1] - m_offsets[:-1][first_of_stretch][stretch]
+    offsets[positions] = base + within
+    if m_data is not None:
+        lengths = np.diff(m_offsets)
+        dest = np.repeat(offsets[positions] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        dest += np.arange(len(dest))
+        data[dest] = m_data[int(m_offsets[0]):int(m_offsets[-1])]

@@ -69,7 +69,7 @@ class Qrels:
     @classmethod
     def _grouped(cls, grouped) -> Qrels:
         qrels = cls(grouped.queries, grouped.offsets, grouped.docs, grouped.values)
-        qrels.__dict__["_doc_hashes"] = grouped.hashes
+        qrels.__dict__["doc_hashes"] = grouped.hashes
         return qrels
 
     @classmethod
@@ -124,7 +124,7 @@ class Qrels:
         return {q: i for i, q in enumerate(self.queries)}
 
     @cached_property
-    def _doc_hashes(self) -> np.ndarray:
+    def doc_hashes(self) -> np.ndarray:
         """64-bit hash of each doc id (see :func:`rankwise.data.columns.string_hashes`)."""
         return string_hashes(self.doc_ids)
 

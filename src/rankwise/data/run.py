@@ -12,16 +12,8 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data.columns import (
-    RowKeys,
-    arrow_strings,
-    as_string_array,
-    flat_strings,
-    row_keys,
-    string_hashes,
-    take,
-)
-from rankwise.data.ranking import rank_rows
+from rankwise.data.columns import arrow_strings, as_string_array, flat_strings, string_hashes, take
+from rankwise.data.ranking import RowKeys, rank_rows, row_keys
 from rankwise.errors import InputError
 
 __all__ = ["Run"]
@@ -101,7 +93,7 @@ class Run:
     @classmethod
     def _ranked(cls, ranked, kind: RunKind, name: str) -> Run:
         run = cls(ranked.queries, ranked.offsets, ranked.docs, ranked.values, kind, name)
-        run.__dict__["_row_keys"] = ranked.keys
+        run.__dict__["sorted_keys"] = ranked.keys
         return run
 
     @classmethod
@@ -172,8 +164,8 @@ class Run:
         offsets = np.zeros(len(queries) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         run = Run(queries, offsets, self.doc_ids, self.scores, self.kind, self.name, self.tag)
-        if "_doc_hashes" in self.__dict__:
-            run.__dict__["_doc_hashes"] = self._doc_hashes
+        if "doc_hashes" in self.__dict__:
+            run.__dict__["doc_hashes"] = self.doc_hashes
         return run
 
     # ----------------------------------------------------------------- access
@@ -196,14 +188,14 @@ class Run:
         return {q: i for i, q in enumerate(self.queries)}
 
     @cached_property
-    def _doc_hashes(self) -> np.ndarray:
+    def doc_hashes(self) -> np.ndarray:
         """64-bit hash of each doc id (see :func:`rankwise.data.columns.string_hashes`)."""
         return string_hashes(self.doc_ids)
 
     @cached_property
-    def _row_keys(self) -> RowKeys:
+    def sorted_keys(self) -> RowKeys:
         """Sorted (query, doc-hash, row) keys (see :class:`rankwise.data.columns.RowKeys`)."""
-        return row_keys(np.diff(self.offsets), self._doc_hashes)
+        return row_keys(np.diff(self.offsets), self.doc_hashes)
 
     def _index(self, query_id: str) -> int | None:
         return self._position.get(str(query_id))
@@ -240,8 +232,8 @@ class Run:
             self.queries, offsets, take(self.doc_ids, idx),
             None if self.scores is None else self.scores[idx], self.kind, self.name, self.tag,
         )
-        if "_doc_hashes" in self.__dict__:
-            run.__dict__["_doc_hashes"] = self._doc_hashes[idx]
+        if "doc_hashes" in self.__dict__:
+            run.__dict__["doc_hashes"] = self.doc_hashes[idx]
         return run
 
     def __repr__(self) -> str:

@@ -547,7 +547,7 @@ def _judged_rows(qrels: Qrels, run: Run,
     once, when the run was read, for its duplicate check); candidates are confirmed on the exact
     doc-id string. Nothing here walks the run's rows.
     """
-    layout = run._row_keys
+    layout = run.sorted_keys
     keys = layout.keys
     qrels_to_run = np.full(qrels.n_queries, -1, dtype=np.int64)
     in_both = run_to_qrels >= 0
@@ -559,7 +559,7 @@ def _judged_rows(qrels: Qrels, run: Run,
         return empty, empty, empty
     # needles come in query order (both query lists are byte-ordered): the searches walk the keys
     # forward
-    needles = layout.needles(run_q[entries], qrels._doc_hashes[entries])
+    needles = layout.needles(run_q[entries], qrels.doc_hashes[entries])
     first = np.searchsorted(keys, needles)
     high = needles >> np.uint64(layout.row_bits)
     found_rows, found_entries = [], []

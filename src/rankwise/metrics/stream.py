@@ -143,7 +143,7 @@ def _subset(qrels: Qrels, codes: np.ndarray) -> Qrels:
 
     sub = Qrels([qrels.queries[i] for i in codes.tolist()], offsets, take(qrels.doc_ids, rows),
                 qrels.grades[rows])
-    sub.__dict__["_doc_hashes"] = qrels._doc_hashes[rows]
+    sub.__dict__["doc_hashes"] = qrels.doc_hashes[rows]
     return sub
 
 
