@@ -110,3 +110,50 @@ def test_the_checks_catch_planted_breaches():
     planted = (imports_of("rankwise.data.a", "from rankwise.llm import b\n")
                + imports_of("rankwise.llm.b", "from rankwise.data import a\n"))
     assert circles(planted) == ["data <-> llm"]
+
+
+# other libraries' private names rankwise reads on purpose: namedtuple's public ``_replace``,
+# ``os._exit``, and MLflow's tracking-store registry and active experiment
+# (integrations/_mlflow_uri.py says why)
+THIRD_PARTY = {"_replace", "_exit", "_tracking_uri", "_active_experiment_id", "_registry"}
+
+
+def private_attributes(sources: dict[str, str]) -> list[str]:
+    """``obj._name`` read in a package where no ``_name`` is defined: another package's private
+    attribute."""
+    defined: dict[str, set[str]] = {}
+    uses = []
+    for module, source in sources.items():
+        package = _package(module)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.setdefault(package, set()).add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                defined.setdefault(package, set()).add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                defined.setdefault(package, set()).add(node.value)  # __dict__["_name"], __slots__
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("__"):
+                if isinstance(node.ctx, ast.Store):
+                    defined.setdefault(package, set()).add(node.attr)
+                elif isinstance(node.value, ast.Name) and node.value.id not in ("self", "cls"):
+                    uses.append((module, node.lineno, node.value.id, node.attr))
+    return [f"{m}:{line} reads {obj}.{attr}" for m, line, obj, attr in uses
+            if attr not in defined.get(_package(m), set()) and attr not in THIRD_PARTY]
+
+
+def _sources() -> dict[str, str]:
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
+    return out
+
+
+def test_no_package_reads_another_ones_private_attributes():
+    assert private_attributes(_sources()) == []
+
+
+def test_the_attribute_check_catches_a_planted_read():
+    planted = {"rankwise.data.run": "class Run:\n    def f(self):\n        self._position = {}\n",
+               "rankwise.report.html": "def g(run):\n    return run._position\n"}
+    assert private_attributes(planted) == ["rankwise.report.html:2 reads run._position"]

@@ -120,7 +120,8 @@ class Qrels:
         return len(self.queries)
 
     @cached_property
-    def _position(self) -> dict[str, int]:
+    def query_position(self) -> dict[str, int]:
+        """Query id -> its index in ``queries``."""
         return {q: i for i, q in enumerate(self.queries)}
 
     @cached_property
@@ -130,7 +131,7 @@ class Qrels:
 
     def judgements(self, query_id: str) -> dict[str, int]:
         """``{doc: grade}`` of one query (empty if it has none)."""
-        i = self._position.get(str(query_id))
+        i = self.query_position.get(str(query_id))
         if i is None:
             return {}
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])

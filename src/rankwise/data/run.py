@@ -184,7 +184,8 @@ class Run:
         return self.doc_ids[self.offsets[i] : self.offsets[i + 1]].to_pylist()
 
     @cached_property
-    def _position(self) -> dict[str, int]:
+    def query_position(self) -> dict[str, int]:
+        """Query id -> its index in ``queries``."""
         return {q: i for i, q in enumerate(self.queries)}
 
     @cached_property
@@ -198,7 +199,7 @@ class Run:
         return row_keys(np.diff(self.offsets), self.doc_hashes)
 
     def _index(self, query_id: str) -> int | None:
-        return self._position.get(str(query_id))
+        return self.query_position.get(str(query_id))
 
     def query_codes(self) -> np.ndarray:
         """For each row, the index of its query in :attr:`queries`."""

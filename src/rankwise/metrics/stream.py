@@ -67,7 +67,7 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
 
 def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure], relevance_level: int,
                      missing: str, depth: int | None = None) -> EvalResult:
-    position = qrels._position
+    position = qrels.query_position
     query_ids: list[list[str]] = []
     values: list[np.ndarray] = []
     texts: dict[str, list[str]] = {}  # relstring: a text per query beside its number

@@ -383,7 +383,7 @@ def _run_block(run: Any, qid: str, judgements: Mapping[str, int], documents: Map
                max_chunks: int, needed: set[str]) -> str:
     """Top documents of one query; their text is filled in from one shared store when the query
     opens."""
-    i = run._position.get(qid) if hasattr(run, "_position") else None
+    i = run.query_position.get(qid) if hasattr(run, "query_position") else None
     if i is None:
         return '<p class="note">no results for this query</p>'
     a, b = int(run.offsets[i]), int(run.offsets[i + 1])
