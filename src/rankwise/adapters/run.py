@@ -3,24 +3,7 @@ evaluation needs.
 
 Nothing here imports LangChain, LlamaIndex or Haystack: the retriever is recognised by what it has.
 
-- a LangChain vector store (``similarity_search_with_score``), or a ``VectorStoreRetriever`` over
-  one with ``search_type="similarity"``: searched with ``similarity_search_with_score`` so scores
-  are kept;
-- any other LangChain retriever / runnable (``invoke`` and ``batch``): ``invoke`` per query on a
-  pool of ``concurrency`` threads (what ``batch(max_concurrency=...)`` does), so each query has its
-  own latency, retries and timeout; such retrievers give no score;
-- a LlamaIndex retriever (``retrieve`` / ``aretrieve``, giving ``NodeWithScore``): ``aretrieve`` on
-  an event loop with at most ``concurrency`` queries in flight, or ``retrieve`` on threads inside a
-  running loop;
-- a Haystack ``Pipeline`` (``run`` and ``inputs()``): every component with a ``query`` input gets
-  the question (and ``top_k`` = k where it has one), the documents are read from the output that
-  holds them;
-- a Haystack component (``run(query=..., top_k=...)`` returning ``{"documents": [...]}``);
-- any callable ``query -> list[item]`` (items as :func:`rankwise.data.items.to_item` reads them).
-
-Each query is tried ``1 + retries`` times with exponential backoff; a query that still fails is kept
-as a record with no chunks and its error in ``record.extra["retrieval"]`` (scored as unscorable,
-counted).
+What is recognised, how ids and offsets are resolved, the depth and retries: docs/adapters.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """Which retrieval metric predicts your generator's answers: rank metric x K x discount candidates
 by how well their per-case values predict the answer score (docs/calibrate.md).
 
-The statistic is Kendall's tau-b between a candidate's per-case value and the answer score, or the
-AUC when answer scores are binary (correct / not). Cases are split by id, with a seed, into a
-training half that chooses the best candidate and a held-out half that reports it, with a bootstrap
-interval; with two or more systems the system-level agreement (Kendall's tau between systems' mean
-metric and mean answer score) is reported too. Below ``min_cases`` cases with answer scores nothing
-is recommended, and the result says why.
+The candidates, the statistic and the held-out check: docs/calibrate.md, "Calibration".
 
 Example:
     >>> import random

@@ -1,24 +1,6 @@
 """Why a question failed: one failure class per case and system (docs/failures.md).
 
-Each case evaluated under a verdict source gets exactly one class, decided in this fixed order — the
-first rule that holds wins:
-
-1. ``no ground truth`` — the case has no reference passage and no reference id (nothing to find).
-2. ``id mismatch`` — ids source only: no reference id of the case occurs among the retrieved chunks'
-   ids under the compared field, and the ids live in another namespace (a reference id equals a
-   retrieved chunk's *other* field, or no reference id of any case is ever retrieved in the whole
-   run).
-3. ``sources disagree`` — another verdict source present on the same chunks decides "hit at K" the
-   other way.
-4. ``hit`` — a relevant chunk within the top K.
-5. ``demoted by the reranker`` — the first-stage list (before reranking) had a relevant chunk within
-   K; the reranked list has none there.
-6. ``ranked too low`` — a relevant chunk is in the list (depth N), but not within K: a ranking miss.
-7. ``split by chunking`` — a reference passage overlaps retrieved chunks (same document, shared
-   characters) but none of them satisfies the verdict rule: the evidence was cut apart.
-8. ``right document, wrong chunk`` — a retrieved chunk comes from a reference passage's document
-   without overlapping the passage.
-9. ``not retrieved`` — nothing relevant anywhere in the list, nor near it.
+The classes, their order and the first stage: docs/failures.md, "The classes".
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """How far a judge's labels can stand in for human ones: label agreement and system-level agreement.
 
 Two label sets over the same (query, doc) pairs — human qrels and a judge's qrels — and several
-runs:
+runs: how often the labels agree, and whether the judge ranks the runs as the humans do.
 
-* **Label agreement** over the pairs both label: Cohen's kappa of the binarised labels (human grade
-  >= ``human_level`` vs judge grade >= ``judge_level``), the quadratic-weighted kappa of the grades
-  (as :func:`~rankwise.relevance.agreement.weighted_kappa`; it assumes both use one scale), the
-  confusion matrices, and the **leniency**: the mean signed difference judge - human, of the grades
-  and of the binarised labels (> 0: the judge calls more relevant).
-* **System-level agreement**: every run is scored with ``metric`` under each label set, restricted
-  to the compared pairs (a document no one labelled counts as not relevant under both), on the
-  topics that have a compared pair. The two orders of the systems by mean score are compared with
-  Kendall's tau-b (as ``scipy.stats.kendalltau``); the **top-k tau** is tau-b over the ``top_k``
-  best systems by the human labels. Every pair of systems is tested under each label set with the
-  one paired test routine (:func:`~rankwise.analysis.significance.paired_test`, same test, alpha and
-  correction for both): a **flip** is a pair whose decision (A better, B better, no significant
-  difference) differs.
-* **Intervals**: a percentile bootstrap over topics (the topic is the unit: its pairs are resampled
-  together), seeded, for both kappas, the leniency and both taus.
-* **Circularity**: a run reranked by the judge's own model is judged by the model that ordered it;
-  such a run is named in :attr:`JudgeCheck.warnings`.
-
-An estimate that is undefined (one class only for a kappa, fewer than 3 systems or all of them tied
-for a tau) is None with a sentence why in :attr:`JudgeCheck.notes`; never NaN.
+The statistics and their thresholds: docs/judge-check.md.
 
 Example (the judge agrees with the humans except on one pair of four):
     >>> human = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1, "d": 0}}

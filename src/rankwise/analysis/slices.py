@@ -7,16 +7,7 @@ percentile bootstrap interval from the project's one routine
 (:func:`rankwise.analysis.significance.bootstrap_ci`, seeded). In a comparison each slice also gets
 every candidate's paired difference from the baseline, with its interval.
 
-Labels come from the records' ``fields`` (the test set's own fields, kept by
-:func:`rankwise.data.testset.user_fields`), else from a key added to the records by hand, or from
-any mapping ``case id -> label`` (a label computed later, such as a failure class). How a field's
-values become labels:
-
-- a text, number or boolean: the value itself (``true`` / ``false``; an empty text is ``(empty)``);
-- a list (``subqueries``): its length, ``0``, ``1``, ``2``... (the slices say ``kind = "length"``);
-  a field that is a list in some cases and not in others is refused;
-- an object: refused, naming the keys to slice by instead (``--by provenance.style`` reads one key);
-- absent or null: the slice :data:`NO_VALUE`, ``(none)``.
+Where labels come from and how slices are compared: docs/eval.md, "Per slice of the questions".
 
 Example:
     >>> import numpy as np

@@ -7,35 +7,7 @@ bytes of input file (OpenAI's limits, 50,000 requests and 200 MB, by default). E
 uploaded (purpose ``batch``) and a batch is created (endpoint ``/v1/chat/completions``, window
 ``24h``).
 
-Everything is recorded in the verdict cache's SQLite file (table ``batch_parts``, keyed by a SHA-256
-of the job's request lines and the batch number) as soon as it is known: the split, each uploaded
-file id, each batch id (*before* polling starts) and each batch's downloaded output and error files
-(table ``batch_results``). A killed or stopped process, rerun with the same command, resumes the
-same job: the batches already created are polled, not created again (nor paid twice), files already
-uploaded are not uploaded again, the rest is created; results already downloaded are not downloaded
-again.
-
-When every batch has ended (``completed``, ``expired``, ``cancelled`` or ``failed``), the results
-are merged, each line is mapped back to its chunks by ``custom_id``, parsed with the judge's parser
-and written to the cache. Items that errored, expired, were refused or are unparseable are counted;
-the CLI then sends them through the normal online path (per-chunk calls with retries), or, with
-``--max-calls 0``, leaves them ``missing``.
-
-Every Batch-API call (upload, create, retrieve, download) is retried on HTTP 429 and 5xx, connection
-errors and timeouts, at most ``policy.max_retries`` times, waiting as the reply's ``Retry-After``
-says or else exponentially longer (``policy.backoff_base`` doubled each time, at most
-``policy.backoff_max``). A create that got no reply at all is looked up in the batch list before it
-is sent again, so a batch is never created twice. When the retries are exhausted the job stops with
-a one-line :class:`BatchApiError` naming the call and the batch; what was received is on disk.
-
-Cost is shown at the batch price: the online prices times ``discount`` (0.5 by default, as OpenAI
-and Anthropic charge).
-
-Settings (:class:`BatchSettings`, resolved by :func:`resolve_batch_settings`), first found wins: the
-argument (a ``rankwise judge`` flag), the environment (``RANKWISE_BATCH_POLL``,
-``RANKWISE_BATCH_DISCOUNT``), the ``[llm]`` table of the config file (``batch_poll``,
-``batch_discount``, ``batch_max_requests``, ``batch_max_bytes``), the defaults -- the order every
-other judge setting follows.
+Splitting, resuming, retries, cost and settings: docs/llm-judge.md, "Provider Batch APIs".
 
 Example::
 

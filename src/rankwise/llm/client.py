@@ -1,42 +1,7 @@
 """Calls to any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, llama.cpp,
 LiteLLM).
 
-Uses the official ``openai`` SDK's ``AsyncOpenAI`` over its aiohttp transport (``openai[aiohttp]``):
-on loopback httpx, the SDK's default, tops out near 330 requests/s, aiohttp near 7,000. The SDK's
-own retries are switched off (``max_retries=0``) and done here instead, so every attempt is counted:
-
-- concurrency: at most ``concurrency`` requests in flight; the limit halves when the endpoint
-  signals overload (429, 503, timeouts) and grows back one by one (AIMD), so a high default is safe;
-- rate: at most ``rpm`` requests per minute, evenly spaced; a 429 pauses every worker until its
-  ``Retry-After`` has passed;
-- timeout: ``timeout`` seconds per request, whatever the transport does;
-- retries: 429, 5xx, timeouts and dropped connections are retried up to ``max_retries`` times with
-  exponential backoff and jitter, or after ``Retry-After`` when the server sends one;
-- replies: every reply is checked at this boundary; a 200 whose body is not a chat completion (not
-  JSON, ``choices`` not a list, ``usage`` not an object, token counts that are not counts,
-  ``content`` not text ...) raises :class:`ReplyError`, retried like a 5xx and then a failure of
-  that one call;
-- connections: a reset or refused connection is retried, then fails that one call; only when the
-  endpoint is gone (``breaker_failures`` connection failures in a row, across all calls, and no
-  reply at all for ``breaker_seconds``) does the run stop with :class:`EndpointError`;
-- fatal: 401/403 (key), 404 (model or URL), and an endpoint never reached at all stop the run with
-  :class:`EndpointError` (a one-line message); other 4xx fail the one call;
-- structured output: a call that expects JSON (``schema``) asks for it with ``response_format``:
-  ``json_schema`` (the reply's JSON schema: OpenAI, vLLM, llama.cpp), else ``json_object``, else
-  plain text read with repair. The first error naming ``response_format`` (400/422/500) steps the
-  endpoint down one level and resends; the level reached is kept per client and in a small JSON file
-  beside the LLM cache (:class:`FormatMemory`), per endpoint and model, so the next run does not
-  probe again;
-- a context-length overflow (the server's error says the prompt does not fit) fails that one call at
-  once, as :class:`ContextOverflow` (``context length exceeded: ...``), never retried;
-- cached prompt tokens, where the server reports them
-  (``usage.prompt_tokens_details.cached_tokens``; llama.cpp's ``timings.cache_n``), are counted
-  (``stats.usage.cached_prompt_tokens``);
-- credentials in the base URL (``http://user:password@host/v1``) are taken out of the URL and sent
-  as ``Authorization: Basic`` (in place of the API key); messages show the URL with the password
-  masked.
-
-Endpoint settings are resolved by :func:`rankwise.llm.config.resolve_llm_config`.
+Concurrency, retries, timeouts and structured output: docs/llm-judge.md, "Robust calls".
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
 """Asking a generator: one cached, resumable, counted call per request, for answers and answer
 checks.
 
-The LLM judge (:mod:`rankwise.relevance.llm_judge`) asks "is this chunk relevant?"; this module asks
-anything else of an OpenAI-compatible endpoint through the same runner (:mod:`~rankwise.llm.runner`:
-concurrency, retries, rate limit, request cap, circuit breaker, repair, cost cap, Ctrl-C) and the
-same SQLite cache file:
-
-- ``answer`` prompts (``prompts/answer.toml``): the generator answers a question from numbered
-  context passages; the reply text is the answer (``rankwise answer``, ``position-curve``, utility
-  verdicts);
-- ``correctness`` prompts (``prompts/correctness.toml``): an LLM grades a response against the
-  reference answer, binary or 0-3 with a reason (``--score llm``).
-
-Each reply is committed to the cache as it arrives (answers are stored as the row's ``reason``,
-under the mode ``answer``); the cache key is a SHA-256 of the model, the prompt version, the
-sampling parameters and the exact messages, so a rerun of the same work makes no call and a changed
-prompt or context makes new ones; requests with the same messages in one run make one call. Every
-request ends ``ok``, ``failed`` (after its retries, a refusal, or an unreadable verdict after one
-repair) or ``missing`` (``max_calls`` or ``max_cost`` reached first, or the run stopped first). A
-lost endpoint raises :class:`GenerationStopped`, Ctrl-C :class:`GenerationInterrupted`; both carry
-the partial result and everything had is on disk before they are raised.
+The prompts, the cache and what is counted: docs/calibrate.md, "Generating answers".
 
 Example::
 

@@ -5,33 +5,7 @@ A template file (``prompts/<mode>.toml``) holds ``version``, ``repair`` and two 
 and ``[graded]``, each with ``system``, ``user``, ``batch`` and ``batch_item``. Placeholders are the
 names in braces listed below; every other character, JSON braces included, is sent as written.
 
-The *prompt version* kept in every cache key and record is ``<mode>-<scale>-v<version>+<hash>``,
-where the hash covers the template text: editing a prompt without bumping ``version`` still gives
-new cache keys, so a stale verdict is never served for a changed prompt.
-
-Texts from the test set (question, reference, response, chunks) are data, not instructions. Each one
-goes into its template between two fence lines, ``<<DATA-id>>`` and ``<<END-DATA-id>>``
-(:func:`fence`), whose ``id`` is one boundary per request (:func:`data_boundary`): 16 hex digits of
-a SHA-256 of the texts the request shares with its neighbours (question, reference, response; not
-the chunks), checked to occur in none of its texts, chunks included -- not as written, nor after
-HTML entities are decoded, look-alike characters folded (NFKC: fullwidth ``＜`` is ``<``) or
-invisible characters (zero-width spaces, joiners, bidi marks) removed. So no character sequence in
-the data can end its fence, whatever a model makes of entities or confusables; and the boundary is a
-function of the data, so the same request is the same bytes every time (cache keys, Batch-API
-resume).
-
-Prompts are laid out for prefix caching: what many requests share -- the system prompt, the
-instructions, the question, the reference or response -- comes first, and the chunk(s) last. Seeded
-from the shared texts alone, the boundary is the same for every chunk of a question, so every
-request about that question starts with the same tokens and a server's prompt cache (llama.cpp's and
-vLLM's prefix cache, OpenAI's and Anthropic's prompt caching) evaluates them once. The shipped
-system prompts say that everything between the markers is data to judge. As a second line of
-defence, for a model that goes by the tags (``<chunk>`` ... ``</chunk>``) or does not tell one fence
-id from another, no text holds anything that reads as a tag -- as written, nor with entities
-decoded, look-alikes folded or invisible characters removed: a text that does is sent as a model
-reads it with every ``<`` that starts a tag written ``‹`` (:func:`escape_data`), which none of those
-readings turns back into ``<``. (Written ``&lt;`` up to :data:`DATA_FORMAT` 2: a model that decodes
-entities read it as ``<`` again.)
+Modes, prompt files and how data is fenced: docs/llm-judge.md, "Prompts" and "Prompt injection".
 """
 
 from __future__ import annotations

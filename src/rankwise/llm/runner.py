@@ -3,25 +3,9 @@ grades, and synth's generated samples.
 
 A task says what differs (:class:`Job`): its units of work, how a unit is asked and its reply
 parsed, what its cache rows are, how a unit's outcome maps back to chunks or requests, its summary
-and its stop exceptions. The :class:`Runner` does the rest the same way for every task:
+and its stop exceptions. The :class:`Runner` does the rest the same way for every task.
 
-- workers take units from a queue (a unit may queue more, e.g. a failed batch call falls back to
-  per-chunk calls) through one :class:`~rankwise.llm.client.ChatClient`: adaptive concurrency
-  (halved on 429/503/timeouts), retries with backoff and ``Retry-After``, the request cap, the
-  circuit breaker;
-- :meth:`Runner.ask`: one JSON repair call after an unreadable reply (and, for tasks that want it,
-  one fresh call after that);
-- ``max_cost``: no new unit is started once the run has spent that much (the rest end ``missing``);
-  a task with caps of its own (synth: its calls counted with those the units in flight still hold)
-  says so in :meth:`Job.admit`, and once it refuses a unit no later one starts;
-- every ``ok`` outcome goes to the cache as it settles; the cache writer is closed (all had is on
-  disk) before the run returns or raises;
-- the endpoint gone, a cache that cannot be written (the task's ``stopped`` exception) or Ctrl-C or
-  SIGTERM (its ``interrupted`` exception, a ``KeyboardInterrupt``; the CLI exits 130 or 143) stops
-  the run promptly, with the partial result; workers that swallow their cancellation
-  (``asyncio.wait_for`` of Python <= 3.11) are cancelled again;
-- the summary (:class:`RunSummary`): outcomes, failure kinds, requests, retries, repairs, tokens,
-  cost.
+Workers, retries, the cache and stopping: docs/llm-judge.md, "Robust calls" and "Cache and resume".
 
 Example::
 

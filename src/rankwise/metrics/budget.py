@@ -9,18 +9,7 @@ tokens (``t``, counted as ``ceil(characters / 4)`` per chunk, the rule of rankwi
 estimates). The chunk that crosses the budget counts by the part that fits: w(i) = clamp((B -
 L(i-1)) / l(i), 0, 1).
 
-- ``precision@Bc`` = sum_i v_i w_i l_i / B: the share of the budget filled by relevant chunks (a
-  list shorter than B leaves the rest of the budget empty: not relevant, as a missing rank is for
-  ``precision@k``).
-- ``recall@Bc`` = sum_i w_i found_i / R: the gold items first found at rank i, counted by the part
-  of the chunk that fits (0 when R = 0).
-- ``ndcg@Bc`` = sum_i w_i g_i / log2(i + 1) over the ideal DCG at the same positions: the ideal
-  gains take the list's own positions with their weights; a list shorter than B is padded with
-  non-relevant chunks of its mean length, which count in the ideal and never in the gain.
-- ``wcp@Bc`` = sum_{c <= B} d(c) v(c) / sum_{c <= B} d(c): the decay runs over character (token)
-  positions c of the layout, not ranks, so every chunker's budget is weighted alike; v(c) is the
-  relevance of the chunk holding position c (0 past the list's end). ``decay=flat`` is
-  ``precision@Bc``.
+Definitions and worked examples: docs/context-metrics.md, "Metrics at a context budget".
 
 Example:
     >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict

@@ -1,18 +1,6 @@
 """Why a verdict source matched nothing: one sentence with the likely cause and the fix, instead of
 a silent 0.0000 (docs/context-metrics.md, "When nothing can match").
 
-Two findings, both over the whole test set once its chunks are judged:
-
-- :func:`all_missing`: no retrieved chunk could be judged at all (under ``span`` no chunk carries
-  character offsets; under ``containment``/``fuzzy`` none carries text; under ``ids`` none carries
-  an id). Every mean would be 0 for want of data, so evaluation stops with this sentence (exit 2).
-- :func:`no_match`: chunks were judged but could never be relevant, because the ids or document
-  names they carry and those of the references never meet: reference ids that are document ids
-  compared with chunk ids (``--id-field doc_id``), documents named ``rules.md`` on one side and
-  ``rules`` on the other (``rankwise run --corpus folder/`` names documents by their path in the
-  folder, extension included), or simply disjoint names. The sentence goes under the table and into
-  the JSON summary (``summary["no_match"]``).
-
 Example:
     >>> from rankwise.data.records import records_from_testset
     >>> from rankwise.relevance.ids import judge_ids

@@ -1,37 +1,6 @@
 """Generated test sets whose labels are exact character spans, so they survive re-chunking.
 
-The run, for ``n`` planned samples:
-
-1. **Plan** (no calls): the corpus is cut into passages (``passage_chars``); documents are visited
-   in a seeded order, round robin, one passage each per round, so no document gets more than its
-   share (``ceil(n / documents)``, never more: a document with fewer passages leaves its place empty
-   rather than handing it to a longer one, so fewer than ``n`` samples may be planned; a smaller
-   ``passage_chars`` gives more passages). Each sample gets a style from the ``styles`` shares
-   (largest remainder); a ``multi`` sample gets a second passage, the BM25-nearest passage of
-   another document; so does a ``multi-hop`` sample (a two-step question: a fact found in the first
-   passage leads to the answer in the second, which must come from another document), whose
-   reference spans carry their ``hop`` (0: the first passage, 1: the second).
-2. **Generate**: one call per sample returns question, answer and supporting quotes (JSON). Every
-   quote must be found in its document (exact, then normalised; :mod:`rankwise.data.locate`) and
-   becomes a span ``{text, doc_id, start, end}`` with ``text == document[start:end]``.
-3. **Check**, rejecting and counting by reason (:data:`REASONS`); optional **critic** call that sees
-   the question, the answer and the quotes.
-4. **Label** (not filter) difficulty by a BM25 round trip over the passages: ``easy`` (a source
-   passage at rank 1), ``hard`` (in the top 10), ``unretrieved``.
-
-Safety: the calls run on the one :class:`~rankwise.llm.runner.Runner` and cache of every LLM task:
-every reply goes to the SQLite cache (the judge's file, rows of mode ``synth``) as it arrives, every
-accepted sample is appended to the output and every rejected one to ``OUT.rejected.jsonl`` as soon
-as it is decided (in plan order), and a rerun skips the samples already decided: a run killed at any
-point resumes without repeating a call. A call that failed after its retries (``call_failed``), a
-reply that was not the JSON asked for (``bad_reply``, the critic's too) and a refusal (``refused``)
-decided nothing: such a reply is not cached, and a rerun asks those samples again
-(:data:`ASKED_AGAIN`), as the judge asks its failures again; every usable reply cached is reused.
-``max_calls`` (the call policy's: requests) and ``max_cost`` stop starting samples once the requests
-sent (the money spent) plus what the samples in flight still hold would pass them. Ctrl-C and
-SIGTERM stop the run at once with every decided sample written (:class:`SynthInterrupted`): the
-checks that take time (quotes located in whole documents, BM25 ranks) run off the event loop, which
-takes the signal while they run.
+How a run works, its checks, cost and resume: docs/testsets.md.
 """
 
 from __future__ import annotations

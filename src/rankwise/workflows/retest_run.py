@@ -7,20 +7,10 @@ again), drawn (seeded) in equal numbers from three strata of the verdicts the re
 (``source``, by default the ``llm`` verdicts ``rankwise judge --records`` wrote): cases with a chunk
 called relevant, cases with none, cases not judged yet. The baseline is the judge as configured,
 through the ordinary cache: verdicts ``rankwise judge`` already had are not paid for again. Then
-each condition, ``repeats`` times:
+each condition (repeat, temperature, order, batch, paraphrase, and the probes stuffed and claim)
+runs ``repeats`` times, each under its own cache tag.
 
-``repeat``      the same judge again (pure test-retest);
-``temperature`` the sampling temperature set to ``temperature``;
-``order``       the chunks of each question shuffled inside the batch call (batch mode only: judged one per call,
-                a chunk's order is never seen, and the condition is left out with a note);
-``batch``       the other call style (per chunk when the baseline batches, batched when it does not);
-``paraphrase``  the prompt reworded (the shipped ``prompts/<mode>-paraphrase.toml``, or ``paraphrase``);
-``stuffed``     a probe: every chunk the baseline calls irrelevant, with the question's words appended;
-``claim``       a probe: the same chunks with the sentence "This passage is relevant." written into them.
-
-Each repetition of each condition is cached under its own tag (``<condition>#<r>``, part of the
-cache key), so no verdict is served across conditions or repetitions, and the same call again costs
-nothing.
+The conditions, the strata and the caching are specified in docs/judge-retest.md.
 
 Example (``dry_run``: the sample and the calls it would take, nothing called):
     >>> import os, shutil, tempfile

@@ -10,19 +10,8 @@ configuration's chunks are lifted to documents (a document ranks where its best 
 graded qrels (``ids``), and the numbers are those ``rankwise eval`` prints for that run: a chunking
 is judged by how well it ranks the documents the qrels know.
 
-Each chunking is cut once; its retrievers share their indexes (BM25 and dense are built once and
-reused by the hybrid and the reranked setups); a chunking identical to one already run (same spans,
-e.g. an overlap that changes nothing) reuses its results; dense embeddings are cached on disk by
-text, so a chunk met in another chunking is not embedded again; a cross-encoder is loaded once for
-the whole grid.
-
-Splitters (all give exact offsets, so span labels score them): ``recursive`` (paragraph, line,
-sentence, word), ``sentence`` (sentence, then word), ``fixed`` (hard cuts every ``chunk_size``
-characters).
-Retrievers: ``bm25``, ``dense``, ``hybrid`` (reciprocal rank fusion), each optionally ``+rerank``
-(``rerank_model`` on the top ``rerank_top_n`` chunks: a cross-encoder folder or cached name,
-``llm:MODEL`` for an OpenAI-compatible chat model grading each chunk 0-3 with a cache, or any pair
-scorer).
+The grid, the splitters and retrievers, and the two levels of scoring: docs/adapters.md, "`rankwise
+    sweep`".
 
 Example:
     >>> from rankwise.workflows.sweep_run import sweep

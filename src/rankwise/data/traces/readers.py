@@ -1,28 +1,7 @@
 """Trace readers: each format's spans as :class:`~rankwise.data.traces.spans.Span`. Plain JSON needs
 no tracing package.
 
-- ``otlp``: OTLP JSON as the OpenTelemetry file exporters write it (``resourceSpans`` →
-  ``scopeSpans`` → ``spans``, attributes as ``{key, value: AnyValue}`` lists; one request per file
-  or one per line; :class:`rankwise.traces.OTLPJsonFileExporter` writes it from Python), or OTLP
-  protobuf (a ``.pb`` file: one ``ExportTraceServiceRequest``, or several each after its length, as
-  the collector's file exporter writes with ``format: proto``);
-- ``console``: the JSON objects of the SDK's ``ConsoleSpanExporter`` / ``span.to_json()`` (one after
-  another, or a JSON array of them), attributes as a plain object;
-- ``phoenix``: Phoenix's span dataframe (``get_spans_dataframe()``) saved as Parquet:
-  ``context.trace_id``, ``context.span_id``, ``parent_id``, ``span_kind``,
-  ``attributes.input.value``, ``attributes.retrieval.documents`` (a list of ``{document.id,
-  document.content, document.score, document.metadata}``);
-- ``langsmith``: LangSmith runs (a JSON array, JSON Lines or ``{"runs": [...]}``) — ``run_type``
-  ``retriever`` with ``outputs.documents`` of ``{page_content, metadata}``;
-- ``mlflow``: MLflow traces as ``Trace.to_json()`` writes them (one, an array, or one per line),
-  spans of type ``RETRIEVER`` whose outputs are documents.
-
-OpenInference attributes read: ``openinference.span.kind`` (``RETRIEVER``, ``RERANKER``),
-``input.value``, ``output.value``, ``retrieval.documents.N.document.{id, content, score,
-metadata}``, ``reranker.{input,output}_documents.N.document.*`` (a RERANKER span: its output is the
-case's list, its input the first stage), ``metadata`` (JSON; ``case_id``) and ``session.id``. The
-LangChain instrumentor leaves ``document.id`` out; the id is then read from the span's
-``output.value`` documents when they hold one.
+The formats and the OpenInference attributes read: docs/traces.md.
 """
 
 from __future__ import annotations
