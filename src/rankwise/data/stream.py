@@ -111,8 +111,7 @@ def read_parquet_table(path: str | os.PathLike, columns: list[str] | None = None
     try:
         if Path(path).is_dir():  # a Parquet dataset (a folder of parts): Arrow's dataset reader
             return pq.read_table(path, columns=columns)
-        # one file: read directly (pq.read_table goes through pyarrow.dataset, which imports pandas:
-        # ~0.25 s)
+        # one file: read directly (pq.read_table goes through pyarrow.dataset, which imports pandas)
         with pq.ParquetFile(path) as pf:
             return pf.read(columns=columns)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a damaged file: bytes in its metadata

@@ -106,7 +106,8 @@ def hits_to_run(query_ids: Sequence[str], rows: Sequence[tuple[np.ndarray, np.nd
         docs.extend(chunk_ids[int(p)] for p in positions)
         scores.append(np.asarray(values, dtype=np.float64))
     score_arr = np.concatenate(scores) if scores else np.zeros(0)
-    # arrow_strings, not pa.array: pyarrow imports pandas (0.15 s) to convert Python objects
+    # arrow_strings, not pa.array: pyarrow imports pandas to convert Python objects (docs/performance.md,
+    # "Startup")
     return Run.from_columns(arrow_strings(qids), arrow_strings(docs), score_arr, kind="scored",
                             name=name, source=f"<{name}>")
 

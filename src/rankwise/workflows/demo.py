@@ -205,12 +205,9 @@ def _summary_json(result: DemoResult, retrieved) -> dict:
 
 JUDGES = ("local",)
 LLM_DEMO_METRICS = ("precision", "ndcg", "wcp", "acp", "mrr")
-# The local judge's pace on an idle 2-core machine (2026-12-03, 23:51 UTC: `rankwise demo --judge
-# local`, 20 verdicts in 89 s whole process, BM25 and the server's start included, load average 1.0
-# before the run): ~4 s per verdict plus the server's start. (It was 2.5 s while the model copied
-# the reply template's placeholder as every reason; a reason of its own, bounded to 80 characters by
-# the grammar, costs the rest.) Under load it is several times slower; the progress bar shows the
-# time left from the pace the run actually gets.
+# The local judge's pace on an idle 2-core machine, per verdict, plus the server's start (measured:
+# docs/performance.md, "The demo"). Under load it is several times slower; the progress bar shows
+# the time left from the pace the run actually gets.
 LOCAL_SECONDS_PER_VERDICT = 4.0
 LOCAL_STARTUP_SECONDS = 10.0
 
