@@ -66,16 +66,22 @@ def ideal_order(record: Any, source: str) -> Any:
     return new
 
 
+_SLOTS: dict[type, tuple[str, ...]] = {}  # a slots type -> every slot, its bases' included
+
+
 def _shallow(obj: Any) -> Any:
     """A shallow copy of a record dataclass (its fields shared), without ``copy.copy``'s generic
     machinery."""
-    new = object.__new__(type(obj))
+    kind = type(obj)
+    new = object.__new__(kind)
     if hasattr(obj, "__dict__"):
         new.__dict__.update(obj.__dict__)
-    else:  # a slots dataclass (ChunkRecord: its own slots and its base Chunk's)
-        for kind in type(obj).__mro__:
-            for name in getattr(kind, "__slots__", ()):
-                setattr(new, name, getattr(obj, name))
+        return new
+    names = _SLOTS.get(kind)
+    if names is None:  # a slots dataclass (ChunkRecord: its own slots and its base Chunk's)
+        names = _SLOTS[kind] = tuple(n for k in kind.__mro__ for n in getattr(k, "__slots__", ()))
+    for name in names:
+        setattr(new, name, getattr(obj, name))
     return new
 
 

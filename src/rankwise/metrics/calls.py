@@ -45,7 +45,8 @@ from rankwise.errors import InputError
 from rankwise.metrics._names import MeasureParamError
 from rankwise.metrics.matrix import RelevanceMatrix, record_truth
 
-__all__ = ["call_records", "per_call", "call_mean", "merged", "evidence_coverage", "all_hops_covered",
+__all__ = ["call_records", "per_call", "call_mean", "merged", "per_call_named", "call_mean_named", "merged_named",
+           "evidence_coverage", "all_hops_covered",
            "calls_to_evidence", "call_redundancy"]
 
 Inner = Callable[[RelevanceMatrix], np.ndarray]
@@ -164,6 +165,32 @@ def merged(m: RelevanceMatrix, inner: Inner, order: str = "interleave", dedup: s
             subs.append(_sub(r, chunks, found))
         m._cache[key] = _matrix(m, subs)
     return inner(m._cache[key])
+
+
+def _named(name: str, k: int | None) -> Inner:
+    """The metric a wrapper names (``metric=wcp(decay=linear)``), bound by the registry at the
+    wrapper's cutoff."""
+    from rankwise.metrics.registry import bind_named
+
+    return bind_named(name, k)
+
+
+def per_call_named(m: RelevanceMatrix, k: int | None = None, metric: str = "recall",
+                   call: int = 0) -> np.ndarray:
+    """``per_call`` as the registry declares it: the wrapped metric by name
+    (``per_call(metric=recall,call=1)@5``)."""
+    return per_call(m, _named(metric, k), call)
+
+
+def call_mean_named(m: RelevanceMatrix, k: int | None = None, metric: str = "recall") -> np.ndarray:
+    """``call_mean`` as the registry declares it: the wrapped metric by name."""
+    return call_mean(m, _named(metric, k))
+
+
+def merged_named(m: RelevanceMatrix, k: int | None = None, metric: str = "recall", order: str = "interleave",
+                 dedup: str = "id") -> np.ndarray:
+    """``merged`` as the registry declares it: the wrapped metric by name."""
+    return merged(m, _named(metric, k), order, dedup)
 
 
 def _found(sub: CaseRecord, source: str, k: int | None, relevance_level: int, basis: str) -> list[set]:

@@ -19,8 +19,7 @@ calls = deferred_module("rankwise.metrics.calls")
 CALL_INNER = ("hit_rate", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp", "r_precision", "wcp",
               "acp", "context_recall", "char_recall", "f1_wcp", "f1_acp", "id_precision", "id_recall")
 _INNER = Param("metric", str, "recall", "the metric scored, at the same cutoff (with its own parameters, "
-               "e.g. "
-               "wcp(decay=linear))", CALL_INNER, required=True, nests=True)
+               "e.g. wcp(decay=linear))", CALL_INNER, required=True, nests=True)
 _CALL = Param("call", int, 0, "the call's place in the trajectory, 0 = the first", bounds=(-1, 10**6),
               required=True)
 _ORDER = Param("order", str, "interleave", "merge order: interleave (rank 1 of every call, then rank 2 ...), "
@@ -29,41 +28,21 @@ _DEDUP = Param("dedup", str, "id", "duplicates kept once: id (same id, else span
                "overlapping spans of one document), none", ("id", "span", "none"))
 
 
-def _inner(name: str, k: int | None):
-    """The wrapped metric at the wrapper's cutoff (the registry binds it: a metric named inside a
-    metric)."""
-    from rankwise.metrics.registry import bind_named
-
-    return bind_named(name, k)
-
-
-def _per_call(m, k=None, metric="recall", call=0):
-    return calls.per_call(m, _inner(metric, k), call)
-
-
-def _call_mean(m, k=None, metric="recall"):
-    return calls.call_mean(m, _inner(metric, k))
-
-
-def _merged(m, k=None, metric="recall", order="interleave", dedup="id"):
-    return calls.merged(m, _inner(metric, k), order, dedup)
-
-
 _SOME = "the case made fewer calls than that, or the wrapped metric is undefined on them"
 
 CALL_METRICS: list[Metric] = [
-    Metric("per_call", _per_call, "a metric on one retrieval call of the case (per_call(metric=recall,"
+    Metric("per_call", calls.per_call_named, "a metric on one retrieval call of the case (per_call(metric=recall,"
            "call=1)@5: recall@5 of the second call)", params=(_INNER, _CALL), requires=("records",),
            undefined_is_nan=True, undefined_when=_SOME,
            formula="M@k on call c's ranked list alone (undefined when the case made fewer than c + 1 "
                    "calls)",
            reference=CALLS, value_range=RANGE_UNIT),
-    Metric("call_mean", _call_mean, "a metric on every retrieval call of the case, averaged over its calls",
+    Metric("call_mean", calls.call_mean_named, "a metric on every retrieval call of the case, averaged over its calls",
            params=(_INNER,), requires=("records",), undefined_is_nan=True,
            undefined_when="the wrapped metric is undefined on every call",
            formula="(1 / n_calls) sum_c M@k(call c)",
            reference=CALLS, value_range=RANGE_UNIT),
-    Metric("merged", _merged, "a metric on one list merged from the case's calls (duplicates once)",
+    Metric("merged", calls.merged_named, "a metric on one list merged from the case's calls (duplicates once)",
            params=(_INNER, _ORDER, _DEDUP), requires=("records",), undefined_is_nan=True,
            undefined_when="the wrapped metric is undefined on the merged list",
            formula="M@k on merge(calls, order, dedup): interleave = rank 1 of every call, then rank 2, "
