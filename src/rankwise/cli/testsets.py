@@ -97,7 +97,8 @@ def pool_command(testset, runs, out, k, names, llm, dry_run, as_json, quiet, for
 
     from rankwise._outputs import check_outputs
     from rankwise.errors import InputError
-    from rankwise.testsets.pool_run import pool, pool_lines
+    from rankwise.report.pool_console import pool_lines
+    from rankwise.testsets.pool_run import pool
 
     inputs = [testset, *runs, llm.config_path, llm.prompt_file]
     check_outputs({"--out": None if dry_run else out}, inputs, force=force)
@@ -140,7 +141,8 @@ def import_testset_command(source, corpus_path, fmt, out, threshold, as_json, fo
 
     from rankwise._outputs import check_outputs
     from rankwise.data.corpus import load_corpus
-    from rankwise.testsets.importers import import_lines, import_testset
+    from rankwise.report.import_console import import_lines
+    from rankwise.testsets.importers import import_testset
 
     check_outputs({"--out": out}, [source, corpus_path], force=force)
     summary = import_testset(source, load_corpus(corpus_path), out=out, fmt=fmt,

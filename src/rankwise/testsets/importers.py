@@ -36,7 +36,7 @@ from rankwise.data.locate import Located, normalise
 from rankwise.errors import InputError
 
 __all__ = ["FORMATS", "ImportSummary", "CorpusMatcher", "read_foreign", "import_testset", "export_testset",
-           "strip_hop", "import_lines"]
+           "strip_hop"]
 
 FORMATS = ("auto", "ragas", "deepeval", "llamaindex", "beir")
 _HOP = re.compile(r"^\s*<\d+-hop>\s*")
@@ -391,12 +391,3 @@ def export_testset(path: str | PathLike, *, to: str, out: str | PathLike) -> int
         else:
             json.dump(samples, fh, ensure_ascii=False, indent=1)
     return len(samples)
-
-
-def import_lines(s: ImportSummary) -> list[str]:
-    """The report of ``rankwise import-testset``."""
-    mapped = sum(s.mapped.values())
-    return [f"import ({s.format}): {s.questions} questions, {s.contexts} contexts: {mapped} mapped to spans "
-            f"(exact {s.mapped.get('exact', 0)}, normalised {s.mapped.get('normalised', 0)}, fuzzy "
-            f"{s.mapped.get('fuzzy', 0)}), {s.unmapped} unmapped",
-            f"test set: {s.out}"]
