@@ -331,3 +331,64 @@ def test_drill_down_highlights_classes_and_layout_in_chromium(tmp_path):
 
 def js(page, selector: str, expression: str):
     return page.evaluate(f"Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => {expression})")
+
+
+@pytest.mark.parametrize("cut", [True, False])
+@pytest.mark.parametrize("source", ["span", "containment", "ids"])
+def test_headroom_rescoring_only_the_moved_cases_equals_rescoring_every_case(source, cut):
+    """Cases already in their best order keep today's per-case values; the means equal those of a
+    matrix of every case in its best order, to the last digit (metrics with and without a cutoff).
+    """
+    rng = random.Random(7)
+    cases = []
+    for q in range(30):
+        refs = [passage("rules", 300 * p, 300 * p + 100) for p in range(rng.randint(0, 3))]
+        chunks = []
+        for _ in range(rng.randint(0, 6)):
+            p = rng.randrange(4)
+            chunks.append(chunk("rules", 300 * p, 300 * p + 100) if rng.random() < 0.5
+                          else chunk("faq", rng.randrange(3000), 3500))
+        case = {"id": f"q{q}", "reference_contexts": refs, "retrieved_contexts": chunks}
+        if source == "ids":
+            case = {"id": f"q{q}", "retrieved_context_ids": [f"d{rng.randrange(6)}" for _ in chunks],
+                    "reference_context_ids": [f"d{rng.randrange(6)}" for _ in refs]}
+        cases.append(case)
+    # metrics cut at K, taking no cutoff, and cut at each list's own depth (mrr, map, precision,
+    # wcp)
+    measures = ["hit_rate@3", "mrr@5", "map@5", "ndcg@5", "recall@3", "precision@2", "r_precision", "wcp@3",
+                "acp@4", "context_recall@3"] + (["id_precision", "id_recall"] if source == "ids" else [])
+    measures += [] if cut else ["mrr", "map", "precision", "wcp"]
+    measures += ["char_recall@3", "char_recall"] if source == "span" else []
+    result = evaluate_rag(cases, source, metrics=measures)
+    room = headroom(result)
+    scored = [r for r in result.records if r.id in result.per_query]
+    every = evaluate_matrix(RelevanceMatrix.from_records([ideal_order(r, source) for r in scored], source),
+                            result.measures).mean
+    assert room.reranked == {m: every[m] for m in room.today if every[m] is not None}
+    moved = sum(ideal_order(r, source).chunks != r.chunks for r in scored)
+    assert 0 < moved < len(scored)  # both kinds of case are there
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_cases_values_never_depend_on_the_other_rows(seed):
+    """Every metric that reads only the matrix, at its default cutoff and at K: a case scores the
+    same alone and beside other cases of any length (what headroom's partial rescoring rests on)."""
+    from rankwise.metrics.registry import METRICS
+
+    rng = random.Random(seed)
+
+    def record(name, n):
+        chunks = [ChunkRecord(rank=i + 1, id=f"{name}{rng.randrange(4)}",
+                              verdicts={"llm": Verdict(rng.randrange(4), grade=None)}) for i in range(n)]
+        return CaseRecord(name, chunks=chunks)
+
+    names = [n for n, m in METRICS.items() if not m.requires and m.cutoff != "required"
+             and n not in ("num_q",)]  # num_q counts the queries of the matrix itself
+    names += [f"{n}@3" for n, m in METRICS.items() if not m.requires and m.cutoff == "optional"]
+    for _ in range(5):
+        a = record("a", rng.randint(0, 5))
+        others = [record(f"o{i}", rng.randint(0, 12)) for i in range(rng.randint(1, 3))]
+        alone = evaluate_matrix(RelevanceMatrix.from_records([a], "llm"), names).per_query["a"]
+        beside = evaluate_matrix(RelevanceMatrix.from_records([*others, a], "llm"), names).per_query["a"]
+        differ = [n for n in names if alone[n] != beside[n] and not (alone[n] != alone[n] and beside[n] != beside[n])]
+        assert differ == []

@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from rankwise.analysis.failures import FailureClasses, relevant_ranks
-from rankwise.metrics.engine import evaluate_matrix
+from rankwise.metrics.engine import aggregate_columns, evaluate_matrix
 from rankwise.metrics.matrix import RelevanceMatrix, verdict_grade
 
-__all__ = ["Headroom", "headroom", "ideal_order"]
+__all__ = ["Headroom", "headroom", "ideal_order", "best_order"]
 
 
 def ideal_order(record: Any, source: str) -> Any:
@@ -43,6 +45,19 @@ def ideal_order(record: Any, source: str) -> Any:
         >>> [(c.rank, c.id) for c in r.chunks]  # the original keeps its order and ranks
         [(1, 'a'), (2, 'b')]
     """
+    return _reordered(record, best_order(record, source))
+
+
+def best_order(record: Any, source: str) -> list[int]:
+    """The indices of ``record``'s chunks in :func:`ideal_order`'s order.
+
+    Example:
+        >>> from rankwise.data.records import CaseRecord, ChunkRecord, Verdict
+        >>> chunks = [ChunkRecord(rank=1, verdicts={"llm": Verdict(0)}),
+        ...           ChunkRecord(rank=2, verdicts={"llm": Verdict(1)})]
+        >>> best_order(CaseRecord("q", chunks=chunks), "llm")
+        [1, 0]
+    """
     grades = [verdict_grade(c.verdicts.get(source), source) for c in record.chunks]
     found = record.passages_found.get(source) or [[] for _ in record.chunks]
     left = [i for i, g in enumerate(grades) if g > 0]
@@ -53,7 +68,11 @@ def ideal_order(record: Any, source: str) -> Any:
         order.append(best)
         seen.update(found[best])
         left.remove(best)
-    order += [i for i, g in enumerate(grades) if g <= 0]
+    return order + [i for i, g in enumerate(grades) if g <= 0]
+
+
+def _reordered(record: Any, order: list[int]) -> Any:
+    """A shallow copy of ``record`` with its chunks in ``order``, ranks renumbered."""
     # shallow copies: only the order and the ranks change, the chunks' verdicts and texts are
     # shared, never written (a deep copy of every record was half of eval-rag's time on large test
     # sets)
@@ -152,10 +171,7 @@ def headroom(result: Any, *, classes: FailureClasses | None = None,
     measures = [m for m in result.measures if (metrics is None or m.name in metrics)
                 and "records" not in m.metric.requires and result.mean.get(m.name) is not None]
     params = result.summary.get("parameters") or {}
-    matrix = RelevanceMatrix.from_records([ideal_order(r, source) for r in scored], source,
-                                          id_field=params.get("id_field"),
-                                          relevance_level=params.get("relevance_level", 1))
-    best = evaluate_matrix(matrix, measures) if measures else None
+    best = _reranked_means(result, scored, measures, params) if measures else {}
     n = len(scored)
     empty = sum(1 for r in scored if not relevant_ranks(r, source))
     split = None
@@ -163,5 +179,26 @@ def headroom(result: Any, *, classes: FailureClasses | None = None,
         split = sum(1 for r in scored if classes.by_case.get(r.id) == "split by chunking") / n if n else 0.0
     return Headroom(source, max((len(r.chunks) for r in scored), default=0),
                     {m.name: float(result.mean[m.name]) for m in measures},
-                    {m.name: float(best.mean[m.name]) for m in measures if best.mean[m.name] is not None},
+                    {m.name: float(best[m.name]) for m in measures if best[m.name] is not None},
                     empty / n if n else 0.0, split, n)
+
+
+def _reranked_means(result: Any, scored: list, measures: list, params: dict) -> dict[str, float | None]:
+    """Each measure's mean with every case in its best order. A case already in its best order keeps
+    today's per-case values; only the cases a reranker would move are scored again, and the engine's
+    own aggregation runs over both (a case's values never depend on the other rows of the matrix:
+    tests/analysis/test_failures.py holds that for every metric)."""
+    source = result.relevance
+    orders = [best_order(r, source) for r in scored]
+    moved = [i for i, o in enumerate(orders) if o != list(range(len(o)))]
+    per_query = result.per_query
+    values = np.column_stack([per_query.column(m.name) for m in measures])
+    row = {q: j for j, q in enumerate(per_query.query_ids)}
+    rows = np.array([row[r.id] for r in scored], dtype=np.int64)
+    values = values[rows] if len(rows) else values[:0]
+    if moved:
+        matrix = RelevanceMatrix.from_records([_reordered(scored[i], orders[i]) for i in moved], source,
+                                              id_field=params.get("id_field"),
+                                              relevance_level=params.get("relevance_level", 1))
+        values[moved] = evaluate_matrix(matrix, measures).per_query.values
+    return aggregate_columns(values, measures)[0]
