@@ -71,15 +71,20 @@ def best_order(record: Any, source: str) -> list[int]:
     return order + [i for i, g in enumerate(grades) if g <= 0]
 
 
-def _reordered(record: Any, order: list[int]) -> Any:
-    """A shallow copy of ``record`` with its chunks in ``order``, ranks renumbered."""
+def _reordered(record: Any, order: list[int], *, renumber: bool = True) -> Any:
+    """A shallow copy of ``record`` with its chunks in ``order``, ranks renumbered (``renumber``;
+    without it the chunks themselves are shared, their ``rank`` as it was: the matrix reads the
+    list's order, never a chunk's rank)."""
     # shallow copies: only the order and the ranks change, the chunks' verdicts and texts are
     # shared, never written (a deep copy of every record was half of eval-rag's time on large test
     # sets)
     new = _shallow(record)
-    new.chunks = [_shallow(record.chunks[i]) for i in order]
-    for rank, chunk in enumerate(new.chunks, start=1):
-        chunk.rank = rank
+    if not renumber:
+        new.chunks = [record.chunks[i] for i in order]
+    else:
+        new.chunks = [_shallow(record.chunks[i]) for i in order]
+        for rank, chunk in enumerate(new.chunks, start=1):
+            chunk.rank = rank
     new.passages_found = {s: [lists[i] for i in order] if len(lists) == len(order) else lists
                           for s, lists in record.passages_found.items()}
     return new
@@ -197,8 +202,8 @@ def _reranked_means(result: Any, scored: list, measures: list, params: dict) -> 
     rows = np.array([row[r.id] for r in scored], dtype=np.int64)
     values = values[rows] if len(rows) else values[:0]
     if moved:
-        matrix = RelevanceMatrix.from_records([_reordered(scored[i], orders[i]) for i in moved], source,
-                                              id_field=params.get("id_field"),
+        best = [_reordered(scored[i], orders[i], renumber=False) for i in moved]
+        matrix = RelevanceMatrix.from_records(best, source, id_field=params.get("id_field"),
                                               relevance_level=params.get("relevance_level", 1))
         values[moved] = evaluate_matrix(matrix, measures).per_query.values
     return aggregate_columns(values, measures)[0]

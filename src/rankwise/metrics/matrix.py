@@ -309,15 +309,17 @@ def _record_row(r: Any, source: str, relevance_level: int, id_field: str | None)
     """One record's row of the matrix: grades, has-a-verdict, gold items first found, first
     occurrence of each key, whether each chunk earns a gold item (the redundancy rule), and its
     ground truth."""
-    g = [verdict_grade(c.verdicts.get(source), source) for c in r.chunks]
-    truth = record_truth(r, source, relevance_level=relevance_level)
+    g, distinct, pooled = [], [], []
     keys: set = set()
-    distinct = []
-    for c in r.chunks:
+    for c in r.chunks:  # one pass: the grade, whether it has a verdict, first occurrence of its key
+        v = c.verdicts.get(source)
+        g.append(verdict_grade(v, source))
+        pooled.append(v is not None and v.ok)
         key = _chunk_key(c, source, id_field)
         distinct.append(key is None or key not in keys)
         if key is not None:
             keys.add(key)
+    truth = record_truth(r, source, relevance_level=relevance_level)
     lists = r.passages_found.get(source)
     basis = truth["basis"]
     if lists is not None and basis != "pooled verdicts":
@@ -339,7 +341,7 @@ def _record_row(r: Any, source: str, relevance_level: int, id_field: str | None)
     else:
         earned = [True] * len(g)
     return {"grades": g, "found": found, "distinct": distinct, "earned": earned, "truth": truth,
-            "pooled": [c.verdicts.get(source) is not None and c.verdicts[source].ok for c in r.chunks]}
+            "pooled": pooled}
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -428,7 +430,7 @@ def _char_coverage(record: Any) -> tuple[float, list[float]]:
     gained: list[float] = []
     before = 0
     for c in record.chunks:
-        span = c.to_chunk().span
+        span = c.span
         if span is not None and span[0] in merged:
             covered[span[0]] = merge_intervals([*covered.get(span[0], []), (span[1], span[2])])
         now = 0

@@ -390,7 +390,7 @@ def judge_text(records: list[CaseRecord], mode: str = "containment", *, min_over
         norm = {i: normalize(passages[i].text) for i in usable} if mode != "span" else {}
         found: list[list[int]] = []
         for n_chunk, c in enumerate(rec.chunks):
-            chunk = c.to_chunk()
+            chunk = c  # a record is its chunk
             if mode == "span" and chunk.span is None:
                 c.verdicts[mode] = Verdict(None, status="missing", error="chunk has no (doc_id, start, end)")
                 found.append([])
@@ -498,7 +498,7 @@ def _fuzzy_batches(records: list[CaseRecord], threshold: float):
             norm = {i: normalize(passages[i].text) for i in _usable(passages, "fuzzy")}
             per_chunk = []
             for c in rec.chunks:
-                text = c.to_chunk().text
+                text = c.text
                 text = "" if text is None else normalize(text)
                 per_chunk.append(list(range(len(pairs), len(pairs) + len(norm))))
                 pairs.extend((text, p) for p in norm.values())

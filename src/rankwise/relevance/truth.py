@@ -104,7 +104,7 @@ def pooled_items(chunks: Sequence[Any], grades: Sequence[int]) -> list[bool]:
     seen: set = set()
     out = []
     for c, g in zip(chunks, grades, strict=True):
-        key = chunk_key(c.to_chunk() if hasattr(c, "to_chunk") else c)
+        key = chunk_key(c)
         out.append(key is None or key not in seen)
         if key is not None and g > 0:
             seen.add(key)
