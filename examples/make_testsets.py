@@ -4,8 +4,8 @@
 
 Writes ``rich_testset.jsonl`` (chunks with ids, offsets and scores; passages with offsets),
 ``ragas_testset.jsonl`` (the same cases with Ragas' plain-string fields) and ``human_labels.csv``.
-Chunking is a plain fixed-size splitter that cuts at the last space before ``SIZE`` characters; ranking
-is word overlap with the question. Both are deliberately crude: the point is the evaluation.
+Chunking is a plain fixed-size splitter that cuts at the last space before ``SIZE`` characters;
+ranking is word overlap with the question. Both are deliberately crude: the point is the evaluation.
 """
 
 from __future__ import annotations
