@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from rankwise.data.columns import arrow_indices, np_valid, np_values, single_array, string_hashes, take
 
-__all__ = ["CaseColumns", "NotColumnar", "iter_case_columns", "DEFAULT_BLOCK_BYTES", "MAX_OFFSET"]
+__all__ = ["CaseColumns", "NotColumnar", "iter_case_columns", "distinct_sorted", "DEFAULT_BLOCK_BYTES", "MAX_OFFSET"]
 
 DEFAULT_BLOCK_BYTES = 16 << 20  # lines read per block (whole lines): bounds the memory of any file size
 MAX_OFFSET = 2**40  # larger character offsets go to the object reader (float sums stay exact here)
@@ -51,6 +51,20 @@ _SCHEMA = pa.schema([(n, pa.string()) for n in _ID_FIELDS + _TEXT_FIELDS]
                        ("reference_context_ids", pa.list_(pa.string())),
                        ("retrieved_contexts", pa.list_(_CHUNK)), ("reference_contexts", pa.list_(_PASSAGE))])
 _TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")  # two objects on one line (Arrow reads both; a line holds one)
+
+
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (``np.unique`` by a sort, which numpy does several times faster
+    than the hash table ``np.unique`` builds for integers).
+
+    Example:
+        >>> distinct_sorted(np.array([3, 1, 3])).tolist()
+        [1, 3]
+    """
+    ordered = np.sort(values)
+    keep = np.ones(len(ordered), dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
 
 
 class NotColumnar(Exception):  # noqa: N818 - a signal to the caller, not an error a user sees
@@ -238,7 +252,8 @@ def _case_ids(table: pa.Table, first: int) -> list[str]:
 
 def _lists(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
     """A list column's offsets (a null list: empty) and its values."""
-    lengths = np_values(pc.fill_null(pc.list_value_length(arr), 0)).astype(np.int64)
+    counts = pc.list_value_length(arr)
+    lengths = np.where(np_valid(counts), np_values(counts), 0).astype(np.int64)
     offsets = np.zeros(len(arr) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     values = arr.flatten()
@@ -334,10 +349,11 @@ def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns
         valid = np_valid(c["score"])
         if np.isinf(score[valid]).any():
             raise NotColumnar("an infinite chunk score")
-        text = pc.fill_null(pc.utf8_length(c["text"]).cast(pa.int64()), -1)
+        sizes = pc.utf8_length(c["text"])
+        text = np.where(np_valid(sizes), np_values(sizes), -1)
         chunk_start[objects], chunk_end[objects] = start, end
         chunk_score[objects] = np.where(valid, score, np.nan)
-        chunk_text[objects] = np_values(text)
+        chunk_text[objects] = text
         if not ((chunk_text[objects] >= 0) | (obj_id >= 0) | ((obj_doc >= 0) & (start >= 0) & (end >= 0))).all():
             raise NotColumnar("a chunk with no text, id or span")
     p_start = _ints(p["start"], "passage") if len(passages) else np.zeros(0, dtype=np.int64)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.data.testset_columns import CaseColumns
+from rankwise.data.testset_columns import CaseColumns, distinct_sorted
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.relevance.column_verdicts import ColumnVerdicts
 
@@ -109,7 +109,7 @@ def char_coverage(n_rows: int, depth: int, chunk_row, chunk_col, chunk_doc, chun
         return total, found
     # elementary segments of each merged span: between consecutive piece ends; a piece covers a run
     base = piece_span.astype(np.int64) * _SHIFT
-    bounds = np.unique(np.concatenate((base + start, base + end)))
+    bounds = distinct_sorted(np.concatenate((base + start, base + end)))
     first = np.searchsorted(bounds, base + start)
     count = np.searchsorted(bounds, base + end) - first
     seg = np.repeat(first, count) + (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
@@ -157,8 +157,7 @@ def matrix_from_columns(cases: CaseColumns, verdicts: ColumnVerdicts, rows: np.n
     pair = pair[pair >= 0]
     found = np.zeros((n, depth), dtype=np.int64)
     if len(pair):
-        item_ids = np.unique(pair_items, return_inverse=True)[1].reshape(-1)
-        new = first_in_group(chunk_row[pair] * np.int64(len(pair)) + item_ids, col[pair], max(depth, 1))
+        new = first_in_group(chunk_row[pair] * np.int64(pair_items.max() + 1) + pair_items, col[pair], max(depth, 1))
         np.add.at(found, (chunk_row[pair[new]], col[pair[new]]), 1)
     earned = distinct if verdicts.source == "ids" else found > 0
     chunk_grades = None

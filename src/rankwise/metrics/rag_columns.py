@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from rankwise.data.checks import cutoffs_beyond_lists
 from rankwise.data.columns import arrow_strings, np_values
-from rankwise.data.testset_columns import CaseColumns
+from rankwise.data.testset_columns import CaseColumns, distinct_sorted
 from rankwise.errors import InputError, warn
 from rankwise.metrics.engine import PerQuery, aggregate_columns, evaluate_matrix, note_undefined
 from rankwise.metrics.matrix_columns import matrix_from_columns
@@ -142,8 +142,8 @@ class RagColumns:
         if not named.any():
             return
         width = np.int64(len(cases.strings) + 1)
-        pairs, counts = np.unique(case[named] * width + cases.chunk_id[named], return_counts=True)
-        repeated = np.unique(pairs[counts > 1] // width)
+        pairs = np.sort(case[named] * width + cases.chunk_id[named])
+        repeated = distinct_sorted(pairs[1:][pairs[1:] == pairs[:-1]] // width)
         self.repeats += len(repeated)
         if len(repeated) and self.repeat_example is None:
             first = int(repeated[0])

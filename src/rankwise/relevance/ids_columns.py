@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.data.testset_columns import CaseColumns
+from rankwise.data.testset_columns import CaseColumns, distinct_sorted
 from rankwise.relevance.column_verdicts import ColumnVerdicts
 
 __all__ = ["judge_ids_columns", "in_case_sets"]
@@ -33,7 +33,7 @@ def in_case_sets(case: np.ndarray, code: np.ndarray, set_case: np.ndarray, set_c
         [True, False, False]
     """
     width = np.int64(n_codes + 1)
-    members = np.unique(set_case.astype(np.int64) * width + set_code)
+    members = distinct_sorted(set_case.astype(np.int64) * width + set_code)
     keys = case.astype(np.int64) * width + code
     if not len(members):
         return np.zeros(len(keys), dtype=bool)
@@ -55,7 +55,7 @@ def judge_ids_columns(cases: CaseColumns, *, id_field: str | None = None) -> Col
         raise ValueError(f"id_field must be 'id' or 'doc_id', not {id_field!r}")
     n, width = cases.n, len(cases.strings) + 1
     ref_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.ref_offsets))
-    gold = np.unique(ref_case * width + cases.ref_id)
+    gold = distinct_sorted(ref_case * width + cases.ref_id)
     n_relevant = np.bincount(gold // width, minlength=n).astype(np.int64)
     chunk_case = cases.chunk_case()
     relevant = in_case_sets(chunk_case, key, ref_case, cases.ref_id, width - 1)
