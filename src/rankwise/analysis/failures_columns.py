@@ -34,6 +34,13 @@ def _any_per_case(case: np.ndarray, flag: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(case[flag], minlength=n) > 0
 
 
+def _in_case(case, code, set_case, set_code, n_codes: int, n: int) -> np.ndarray:
+    """Per case: some ``code`` of it is among its set's codes."""
+    if not len(set_code) or not (code >= 0).any():
+        return np.zeros(n, dtype=bool)
+    return _any_per_case(case, in_case_sets(case, code, set_case, set_code, n_codes), n)
+
+
 def classify_columns(cases: CaseColumns, verdicts: ColumnVerdicts, k: int, *, id_field: str | None = None,
                      relevance_level: int = 1) -> np.ndarray:
     """Each case's failure class at ``k``, as an index into :data:`FAILURE_CLASSES`.
@@ -61,8 +68,7 @@ def classify_columns(cases: CaseColumns, verdicts: ColumnVerdicts, k: int, *, id
     if open_.any():
         passage_case = np.repeat(np.arange(n, dtype=np.int64), n_passages)
         out[_split(cases, case, passage_case, open_)] = _CODE["split by chunking"]
-        same_doc = _any_per_case(case, in_case_sets(case, cases.chunk_doc, passage_case, cases.passage_doc,
-                                                    len(cases.strings)), n)
+        same_doc = _in_case(case, cases.chunk_doc, passage_case, cases.passage_doc, cases.n_codes, n)
         out[open_ & same_doc & (out != _CODE["split by chunking"])] = _CODE["right document, wrong chunk"]
     out[anywhere] = _CODE["ranked too low"]
     out[hit] = _CODE["hit"]
@@ -76,9 +82,9 @@ def _id_mismatch(cases: CaseColumns, case: np.ndarray, id_field: str | None) -> 
     """No chunk's compared field is a reference id of its case, but the other field is."""
     n = cases.n
     ref_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.ref_offsets))
-    width = len(cases.strings)
-    by_id = _any_per_case(case, in_case_sets(case, cases.chunk_id, ref_case, cases.ref_id, width), n)
-    by_doc = _any_per_case(case, in_case_sets(case, cases.chunk_doc, ref_case, cases.ref_id, width), n)
+    width = cases.n_codes
+    by_id = _in_case(case, cases.chunk_id, ref_case, cases.ref_id, width, n)
+    by_doc = _in_case(case, cases.chunk_doc, ref_case, cases.ref_id, width, n)
     if id_field == "doc_id":
         return ~by_doc & by_id
     if id_field == "id":

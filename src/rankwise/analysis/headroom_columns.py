@@ -35,7 +35,7 @@ def best_ranks(cases: CaseColumns, verdicts: ColumnVerdicts) -> np.ndarray:
         seen = np.zeros(len(case), dtype=bool)
         keyed = np.flatnonzero(relevant)
         if len(keyed):
-            width = np.int64(len(cases.strings) + 1)
+            width = np.int64(cases.n_codes + 1)
             group = case[keyed] * width + verdicts.key[keyed]
             order = np.argsort(group * np.int64(depth + 1) + rank[keyed])
             repeat = np.zeros(len(order), dtype=bool)

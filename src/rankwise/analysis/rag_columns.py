@@ -40,10 +40,10 @@ from rankwise.analysis.headroom_columns import best_ranks, moved_cases
 from rankwise.analysis.no_answer import no_answer_view
 from rankwise.data.testset_columns import DEFAULT_BLOCK_BYTES, NotColumnar, iter_case_columns
 from rankwise.errors import InputError
-from rankwise.metrics.engine import aggregate_columns, evaluate_matrix
+from rankwise.metrics.engine import aggregate_columns
 from rankwise.metrics.matrix_columns import matrix_from_columns
 from rankwise.metrics.rag import RagResult, checked_cutoffs, default_rag_metrics
-from rankwise.metrics.rag_columns import RagColumns, columns_measures
+from rankwise.metrics.rag_columns import RagColumns, case_values, columns_measures
 from rankwise.relevance.column_verdicts import COLUMN_SOURCES, judge_columns
 
 __all__ = ["evaluate_rag_diagnosed", "evaluate_rag_columns", "columns_apply"]
@@ -155,7 +155,7 @@ class _Diagnosis:
         best = values.copy()
         if len(moved):
             matrix = matrix_from_columns(cases, verdicts, scored[moved], rank=ranks, id_field=self.id_field)
-            best[moved] = evaluate_matrix(matrix, self.measures).per_query.values
+            best[moved] = case_values(matrix, self.measures)
         self.best.append(best)
 
     def attach(self, result: RagResult, run: RagColumns) -> RagResult:

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data.columns import arrow_indices, np_valid, np_values, single_array, string_hashes, take
+from rankwise.data.columns import np_valid, np_values, single_array, string_hashes, take
 
 __all__ = ["CaseColumns", "NotColumnar", "iter_case_columns", "distinct_sorted", "DEFAULT_BLOCK_BYTES", "MAX_OFFSET"]
 
@@ -90,7 +90,8 @@ class CaseColumns:
         passage_offsets, passage_doc, passage_start, passage_end: each case's reference passages.
         passage_text: the passage has a text.
         has_reference: the case has a reference answer (``reference`` / ``ground_truth``).
-        strings: code -> string.
+        pool, pick: every string of the block, and where each code's string is in it
+            (:attr:`strings`: code -> string).
         user_fields: the case fields the test set reader keeps as the user's own.
     """
 
@@ -112,8 +113,19 @@ class CaseColumns:
     passage_end: np.ndarray
     passage_text: np.ndarray
     has_reference: np.ndarray
-    strings: pa.Array
+    pool: pa.Array
+    pick: np.ndarray
     user_fields: tuple[str, ...] = ()
+
+    @property
+    def n_codes(self) -> int:
+        """Distinct strings in the block."""
+        return len(self.pick)
+
+    @property
+    def strings(self) -> pa.Array:
+        """Code -> string."""
+        return take(self.pool, self.pick)
 
     @property
     def n(self) -> int:
@@ -138,7 +150,7 @@ class CaseColumns:
         codes = np.asarray(codes, dtype=np.int64)
         out = np.empty(len(codes), dtype=object)
         known = codes >= 0
-        out[known] = self.strings.take(arrow_indices(codes[known])).to_pylist() if known.any() else []
+        out[known] = take(self.pool, self.pick[codes[known]]).to_pylist() if known.any() else []
         return out
 
 
@@ -288,7 +300,7 @@ def _spans(start: np.ndarray, end: np.ndarray, what: str) -> None:
         raise NotColumnar(f"a {what} ending before it starts")
 
 
-def _intern(parts: list[pa.Array]) -> tuple[list[np.ndarray], pa.Array]:
+def _intern(parts: list[pa.Array]) -> tuple[list[np.ndarray], pa.Array, np.ndarray]:
     """Dense integer codes for the strings of ``parts`` (equal strings, equal codes; -1: null) and
     code -> string. Strings are grouped by a 64-bit hash and every group is confirmed equal byte
     for byte (two strings sharing a hash go to the object reader)."""
@@ -305,7 +317,7 @@ def _intern(parts: list[pa.Array]) -> tuple[list[np.ndarray], pa.Array]:
     codes = np.full(n, -1, dtype=np.int64)
     codes[order] = np.cumsum(new) - 1
     bounds = np.cumsum([0] + [len(a) for a in parts])
-    return [codes[bounds[i]:bounds[i + 1]] for i in range(len(parts))], take(strings, order[new])
+    return [codes[bounds[i]:bounds[i + 1]] for i in range(len(parts))], strings, order[new]
 
 
 def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns:
@@ -332,7 +344,7 @@ def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns
     # interned strings: chunk ids, chunk doc_ids, reference ids, passage doc_ids
     parts = [c.get("id", pa.nulls(len(chunks), pa.string())), c.get("doc_id", pa.nulls(len(chunks), pa.string())),
              rid_values, ref_values, p.get("doc_id", pa.nulls(len(passages), pa.string()))]
-    (obj_id, obj_doc, ids_id, ref_id, passage_doc), strings = _intern(parts)
+    (obj_id, obj_doc, ids_id, ref_id, passage_doc), pool, pick = _intern(parts)
     chunk_id = np.empty(k, dtype=np.int64)
     chunk_doc = np.full(k, -1, dtype=np.int64)
     chunk_start = np.full(k, -1, dtype=np.int64)
@@ -365,4 +377,4 @@ def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns
     reference = pc.coalesce(_column(table, "reference"), _column(table, "ground_truth"))
     return CaseColumns(_case_ids(table, first), first, chunk_offsets, chunk_id, chunk_doc, chunk_start, chunk_end,
                        chunk_score, chunk_text, ref_offsets, ref_id, np_valid(ref_col), passage_offsets, passage_doc,
-                       p_start, p_end, p_text, np_valid(reference), strings, extra)
+                       p_start, p_end, p_text, np_valid(reference), pool, pick, extra)

@@ -131,24 +131,28 @@ def matrix_from_columns(cases: CaseColumns, verdicts: ColumnVerdicts, rows: np.n
     row_of = np.full(cases.n, -1, dtype=np.int64)
     row_of[rows] = np.arange(n)
     chunk_case = cases.chunk_case()
-    chunk_row = row_of[chunk_case]
-    take = np.flatnonzero(chunk_row >= 0)
-    chunk_row = chunk_row[take]
-    col = (cases.chunk_rank() if rank is None else rank)[take]
     lengths = verdicts.lengths[rows].astype(np.int64)
     depth = int(lengths.max()) if n else 0
+    if n == cases.n and (rows == np.arange(n)).all():  # every case, in order: no chunk to leave out
+        take, chunk_row = np.arange(len(chunk_case)), chunk_case
+    else:
+        chunk_row = row_of[chunk_case]
+        take = np.flatnonzero(chunk_row >= 0)
+        chunk_row = chunk_row[take]
+    col = (cases.chunk_rank() if rank is None else rank)[take]
+    flat = chunk_row * depth + col  # each chunk's cell in the (rows x depth) arrays
     grades = np.zeros((n, depth), dtype=np.int64)
-    grades[chunk_row, col] = verdicts.grade[take]
+    grades.ravel()[flat] = verdicts.grade[take]
     judged = np.arange(depth) < lengths[:, None]
     pooled = np.zeros((n, depth), dtype=bool)
-    pooled[chunk_row, col] = verdicts.ok[take]
+    pooled.ravel()[flat] = verdicts.ok[take]
     key = verdicts.key[take]
     distinct = np.zeros((n, depth), dtype=bool)
     keyed = key >= 0
     first = np.ones(len(take), dtype=bool)
-    first[keyed] = first_in_group(chunk_row[keyed] * np.int64(len(cases.strings) + 1) + key[keyed], col[keyed],
+    first[keyed] = first_in_group(chunk_row[keyed] * np.int64(cases.n_codes + 1) + key[keyed], col[keyed],
                                   max(depth, 1))
-    distinct[chunk_row, col] = first
+    distinct.ravel()[flat] = first
     # gold items first found at each rank
     where = np.full(len(cases.chunk_id), -1, dtype=np.int64)
     where[take] = np.arange(len(take))
@@ -158,7 +162,7 @@ def matrix_from_columns(cases: CaseColumns, verdicts: ColumnVerdicts, rows: np.n
     found = np.zeros((n, depth), dtype=np.int64)
     if len(pair):
         new = first_in_group(chunk_row[pair] * np.int64(pair_items.max() + 1) + pair_items, col[pair], max(depth, 1))
-        np.add.at(found, (chunk_row[pair[new]], col[pair[new]]), 1)
+        found.ravel()[:] = np.bincount(flat[pair[new]], minlength=n * depth)
     earned = distinct if verdicts.source == "ids" else found > 0
     chunk_grades = None
     if not (earned | (grades == 0)).all():  # redundant chunks: no grade where they earn nothing new
@@ -174,7 +178,7 @@ def matrix_from_columns(cases: CaseColumns, verdicts: ColumnVerdicts, rows: np.n
         char_total, char_found = char_coverage(
             n, depth, chunk_row, col, cases.chunk_doc[take], cases.chunk_start[take], cases.chunk_end[take],
             row_of[passage_case[p]], cases.passage_doc[p], cases.passage_start[p], cases.passage_end[p])
-    chars = _chunk_chars(cases, take, chunk_row, col, n, depth)
+    chars = _chunk_chars(cases, take, flat, n, depth)
     ids = query_ids if query_ids is not None else [cases.ids[i] for i in rows.tolist()]
     basis = verdicts.basis if n else "reference passages"
     return RelevanceMatrix(ids, grades, judged, lengths, n_rel, (judged & ~rel).sum(axis=1), ideal, relevance_level,
@@ -182,14 +186,13 @@ def matrix_from_columns(cases: CaseColumns, verdicts: ColumnVerdicts, rows: np.n
                            verdicts.source, id_field, chunk_grades, chars)
 
 
-def _chunk_chars(cases: CaseColumns, take: np.ndarray, chunk_row, col, n: int, depth: int) -> np.ndarray | None:
+def _chunk_chars(cases: CaseColumns, take: np.ndarray, flat: np.ndarray, n: int, depth: int) -> np.ndarray | None:
     """Each chunk's length in characters (its text's, else end - start), or None when some chunk
     has neither."""
     text = cases.chunk_text[take]
     start, end = cases.chunk_start[take], cases.chunk_end[take]
-    size = np.where(text >= 0, text, np.maximum(end - start, 0))
     if ((text < 0) & ((start < 0) | (end < 0))).any():
         return None
     chars = np.zeros((n, depth), dtype=np.int64)
-    chars[chunk_row, col] = size
+    chars.ravel()[flat] = np.where(text >= 0, text, np.maximum(end - start, 0))
     return chars

@@ -39,13 +39,13 @@ from rankwise.data.checks import cutoffs_beyond_lists
 from rankwise.data.columns import arrow_strings, np_values
 from rankwise.data.testset_columns import CaseColumns, distinct_sorted
 from rankwise.errors import InputError, warn
-from rankwise.metrics.engine import PerQuery, aggregate_columns, evaluate_matrix, note_undefined
+from rankwise.metrics.engine import PerQuery, aggregate_columns, note_undefined
 from rankwise.metrics.matrix_columns import matrix_from_columns
 from rankwise.metrics.rag import RagResult, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.column_verdicts import UNSCORABLE, ColumnVerdicts
 
-__all__ = ["RagColumns", "BlockScores", "columns_measures"]
+__all__ = ["RagColumns", "BlockScores", "columns_measures", "case_values"]
 
 
 def columns_measures(metrics: Iterable[str | Measure]) -> list[Measure] | None:
@@ -55,6 +55,15 @@ def columns_measures(metrics: Iterable[str | Measure]) -> list[Measure] | None:
     if any("records" in m.metric.requires or m.metric.name == "num_q" for m in measures):
         return None
     return measures
+
+
+def case_values(matrix, measures: list[Measure]) -> np.ndarray:
+    """Each case's values (a row per matrix row, a column per measure): the per-query values of
+    :func:`~rankwise.metrics.engine.evaluate_matrix`, without the block's own means."""
+    values = np.empty((len(matrix.query_ids), len(measures)), dtype=np.float64)
+    for j, measure in enumerate(measures):
+        values[:, j] = measure(matrix)
+    return values
 
 
 @dataclass(eq=False)
@@ -126,7 +135,7 @@ class RagColumns:
             try:
                 for measure in self.measures:
                     measure.check(matrix)
-                values = evaluate_matrix(matrix, self.measures).per_query.values
+                values = case_values(matrix, self.measures)
             except InputError as exc:  # evaluate_rag raises it, in its own words
                 self.refused = str(exc)
                 values = np.full((len(scored), len(self.measures)), np.nan)
@@ -141,7 +150,7 @@ class RagColumns:
         named = cases.chunk_id >= 0
         if not named.any():
             return
-        width = np.int64(len(cases.strings) + 1)
+        width = np.int64(cases.n_codes + 1)
         pairs = np.sort(case[named] * width + cases.chunk_id[named])
         repeated = distinct_sorted(pairs[1:][pairs[1:] == pairs[:-1]] // width)
         self.repeats += len(repeated)

@@ -53,7 +53,7 @@ def judge_ids_columns(cases: CaseColumns, *, id_field: str | None = None) -> Col
         key = cases.chunk_doc
     else:
         raise ValueError(f"id_field must be 'id' or 'doc_id', not {id_field!r}")
-    n, width = cases.n, len(cases.strings) + 1
+    n, width = cases.n, cases.n_codes + 1
     ref_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.ref_offsets))
     gold = distinct_sorted(ref_case * width + cases.ref_id)
     n_relevant = np.bincount(gold // width, minlength=n).astype(np.int64)
