@@ -320,6 +320,12 @@ def _intern(parts: list[pa.Array]) -> tuple[list[np.ndarray], pa.Array, np.ndarr
     return [codes[bounds[i]:bounds[i + 1]] for i in range(len(parts))], strings, order[new]
 
 
+def _spread(values: np.ndarray, where: np.ndarray, fill) -> np.ndarray:
+    out = np.full(len(where), fill, dtype=values.dtype)
+    out[where] = values
+    return out
+
+
 def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns:
     n = table.num_rows
     rc_offsets, chunks = _lists(_column(table, "retrieved_contexts"))
@@ -345,16 +351,11 @@ def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns
     parts = [c.get("id", pa.nulls(len(chunks), pa.string())), c.get("doc_id", pa.nulls(len(chunks), pa.string())),
              rid_values, ref_values, p.get("doc_id", pa.nulls(len(passages), pa.string()))]
     (obj_id, obj_doc, ids_id, ref_id, passage_doc), pool, pick = _intern(parts)
-    chunk_id = np.empty(k, dtype=np.int64)
-    chunk_doc = np.full(k, -1, dtype=np.int64)
-    chunk_start = np.full(k, -1, dtype=np.int64)
-    chunk_end = np.full(k, -1, dtype=np.int64)
-    chunk_score = np.full(k, np.nan)
-    chunk_text = np.full(k, -1, dtype=np.int64)
-    chunk_id[from_ids] = ids_id
-    objects = ~from_ids
-    chunk_id[objects], chunk_doc[objects] = obj_id, obj_doc
-    if len(chunks):
+    if not len(chunks):  # chunks by id only: the other fields absent (constant views, no memory)
+        chunk_id = ids_id
+        chunk_doc = chunk_start = chunk_end = chunk_text = np.broadcast_to(np.int64(-1), (k,))
+        chunk_score = np.broadcast_to(np.float64(np.nan), (k,))
+    else:
         start, end = _ints(c["start"], "chunk"), _ints(c["end"], "chunk")
         _spans(start, end, "chunk")
         score = np_values(c["score"])
@@ -363,11 +364,18 @@ def _columns(table: pa.Table, first: int, extra: tuple[str, ...]) -> CaseColumns
             raise NotColumnar("an infinite chunk score")
         sizes = pc.utf8_length(c["text"])
         text = np.where(np_valid(sizes), np_values(sizes), -1)
-        chunk_start[objects], chunk_end[objects] = start, end
-        chunk_score[objects] = np.where(valid, score, np.nan)
-        chunk_text[objects] = text
-        if not ((chunk_text[objects] >= 0) | (obj_id >= 0) | ((obj_doc >= 0) & (start >= 0) & (end >= 0))).all():
+        score = np.where(valid, score, np.nan)
+        if not ((text >= 0) | (obj_id >= 0) | ((obj_doc >= 0) & (start >= 0) & (end >= 0))).all():
             raise NotColumnar("a chunk with no text, id or span")
+        if len(rid_values):  # both kinds of case in the block: lay each chunk where its case has it
+            objects = ~from_ids
+            chunk_id = np.empty(k, dtype=np.int64)
+            chunk_id[from_ids], chunk_id[objects] = ids_id, obj_id
+            chunk_doc, chunk_start, chunk_end, chunk_score, chunk_text = (
+                _spread(values, objects, fill) for values, fill in
+                ((obj_doc, -1), (start, -1), (end, -1), (score, np.nan), (text, -1)))
+        else:
+            chunk_id, chunk_doc, chunk_start, chunk_end, chunk_score, chunk_text = obj_id, obj_doc, start, end, score, text
     p_start = _ints(p["start"], "passage") if len(passages) else np.zeros(0, dtype=np.int64)
     p_end = _ints(p["end"], "passage") if len(passages) else np.zeros(0, dtype=np.int64)
     _spans(p_start, p_end, "passage")
