@@ -53,8 +53,8 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a
     records file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
-    from rankwise.errors import InputError
     from rankwise.analysis.rag_columns import evaluate_rag_diagnosed
+    from rankwise.errors import InputError
 
     check_outputs({"--records": records_out}, [testset, labels, first_stage], force=force)
     try:

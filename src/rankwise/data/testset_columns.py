@@ -86,7 +86,8 @@ class CaseColumns:
         chunk_score: each chunk's score (NaN: none).
         chunk_text: each chunk's text length in characters (-1: no text).
         ref_offsets, ref_id: each case's reference ids (codes, in the order given).
-        ref_given: the case lists reference ids (an empty list counts: ``[]`` is given, null is not).
+        ref_given: the case lists reference ids (an empty list counts: ``[]`` is given, null is
+            not).
         passage_offsets, passage_doc, passage_start, passage_end: each case's reference passages.
         passage_text: the passage has a text.
         has_reference: the case has a reference answer (``reference`` / ``ground_truth``).

@@ -1,5 +1,5 @@
-"""The relevance matrix from columns: :meth:`RelevanceMatrix.from_records`' matrix built from a block
-of cases and their column verdicts (:mod:`rankwise.relevance.column_verdicts`), with array
+"""The relevance matrix from columns: :meth:`RelevanceMatrix.from_records`' matrix built from a
+block of cases and their column verdicts (:mod:`rankwise.relevance.column_verdicts`), with array
 operations instead of a pass over Python objects per chunk.
 
 Every array holds what ``from_records`` puts there, to the bit: grades (the redundancy rule
@@ -80,15 +80,17 @@ def char_coverage(n_rows: int, depth: int, chunk_row, chunk_col, chunk_doc, chun
     merged reference span is credited to the first rank whose chunk covers it).
 
     Example:
-        >>> one = np.array([0])
-        >>> total, found = char_coverage(1, 2, np.array([0, 0]), np.array([0, 1]), np.array([5, 5]),
-        ...                              np.array([0, 150]), np.array([50, 200]), one, np.array([5, 5]),
-        ...                              np.array([40, 140]), np.array([60, 160]))
+        >>> two = np.array([0, 0])  # one row: two chunks, two reference spans, all in doc 5
+        >>> total, found = char_coverage(
+        ...     1, 2, two, np.array([0, 1]), np.array([5, 5]), np.array([0, 150]), np.array([50, 200]),
+        ...     two, np.array([5, 5]), np.array([40, 140]), np.array([60, 160]))
         >>> total.tolist(), found.tolist()
         ([40.0], [[10.0, 10.0]])
     """
-    m_row, m_doc, m_start, m_end = _merged_gold(passage_row, passage_doc, passage_start, passage_end)
-    total = np.bincount(m_row, weights=(m_end - m_start).astype(np.float64), minlength=n_rows)
+    spans = (passage_doc >= 0) & (passage_start >= 0) & (passage_end >= 0)  # passages without offsets: none
+    m_row, m_doc, m_start, m_end = _merged_gold(passage_row[spans], passage_doc[spans], passage_start[spans],
+                                                passage_end[spans])
+    total = np.bincount(m_row, weights=(m_end - m_start).astype(np.float64), minlength=n_rows).astype(np.float64)
     found = np.zeros((n_rows, depth), dtype=np.float64)
     spanned = (chunk_doc >= 0) & (chunk_start >= 0) & (chunk_end >= 0)
     if not len(m_row) or not spanned.any():

@@ -107,9 +107,11 @@ class RagColumns:
         self.repeat_example: tuple | None = None
         self.basis: str | None = None
         self.refused: str | None = None  # why the object path must run instead
+        self.user_fields = self.without_truth = False  # the test set reader's warning about fields
 
     def add(self, cases: CaseColumns, verdicts: ColumnVerdicts) -> BlockScores:
-        """Take one block: statuses, verdict counts, the checks' tallies, the scored cases' values."""
+        """Take one block: statuses, verdict counts, the checks' tallies, the scored cases'
+        values."""
         lengths = verdicts.lengths
         status = verdicts.status_codes()
         why = np.where(verdicts.unscorable > 0, verdicts.unscorable, np.where(lengths == 0, 3, 0)).astype(np.int8)
@@ -123,8 +125,11 @@ class RagColumns:
         self.positive = self.positive or bool((verdicts.grade[verdicts.ok] > 0).any())
         self.deepest = max(self.deepest, int(lengths.max(initial=0)))
         self._repeats(cases)
-        # ``left_out``'s rule, case by case: no ground truth left out under unscorable=skip (no chunks
-        # never), failed/missing verdicts under incomplete=skip
+        self.user_fields = self.user_fields or bool(cases.user_fields)
+        truth = (np.diff(cases.passage_offsets) > 0) | (np.diff(cases.ref_offsets) > 0) | cases.has_reference
+        self.without_truth = self.without_truth or not truth.all()
+        # ``left_out``'s rule, case by case: no ground truth left out under unscorable=skip (no
+        # chunks never), failed/missing verdicts under incomplete=skip
         out = (((status == 1) & (why != 3) & (self.unscorable == "skip"))
                | ((status == 2) & (self.incomplete == "skip")))
         scored = np.flatnonzero(~out)
@@ -195,6 +200,8 @@ class RagColumns:
             return self.refused
         if n == 0:
             return "no case"
+        if self.user_fields and self.without_truth:
+            return "the test set reader warns about fields it did not read"
         if (status == 1).all():
             return "no case can be scored"
         if self.counts["ok"] == 0:

@@ -1,5 +1,6 @@
-"""Verdicts over a block of cases read as columns (:class:`~rankwise.data.testset_columns.CaseColumns`):
-one array per chunk and per case instead of a :class:`~rankwise.data.records.Verdict` per chunk.
+"""Verdicts over a block of cases read as columns
+(:class:`~rankwise.data.testset_columns.CaseColumns`): one array per chunk and per case instead of
+a :class:`~rankwise.data.records.Verdict` per chunk.
 
 What :func:`judge_columns` gives is what the object path's verdicts give the relevance matrix,
 the case statuses and the failure classes: each chunk's grade and whether it has a verdict, the

@@ -6,8 +6,9 @@ Example:
     >>> import json, tempfile, pathlib
     >>> from rankwise.data.testset_columns import iter_case_columns
     >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
-    >>> _ = path.write_text(json.dumps({"id": "q", "retrieved_context_ids": ["d1", "d2", "d3", "d4"],
-    ...                                 "reference_context_ids": ["d1", "d4", "d5", "d6"]}) + "\\n")
+    >>> row = {"id": "q", "retrieved_context_ids": ["d1", "d2", "d3", "d4"],
+    ...        "reference_context_ids": ["d1", "d4", "d5", "d6"]}
+    >>> _ = path.write_text(json.dumps(row) + "\\n")
     >>> v = judge_ids_columns(next(iter_case_columns(path)))
     >>> v.grade.tolist(), v.n_relevant.tolist()
     ([1, 0, 0, 1], [4])
@@ -29,7 +30,8 @@ def in_case_sets(case: np.ndarray, code: np.ndarray, set_case: np.ndarray, set_c
     -1 is never a member).
 
     Example:
-        >>> in_case_sets(np.array([0, 0, 1]), np.array([5, 6, 5]), np.array([0]), np.array([5]), 10).tolist()
+        >>> case, code = np.array([0, 0, 1]), np.array([5, 6, 5])
+        >>> in_case_sets(case, code, np.array([0]), np.array([5]), 10).tolist()
         [True, False, False]
     """
     width = np.int64(n_codes + 1)

@@ -1,5 +1,5 @@
-"""Span verdicts over columns: :func:`rankwise.relevance.text.span_match`'s rule (the chunk covers at
-least ``min_overlap`` of a reference passage, or the passage that share of the chunk, in the same
+"""Span verdicts over columns: :func:`rankwise.relevance.text.span_match`'s rule (the chunk covers
+at least ``min_overlap`` of a reference passage, or the passage that share of the chunk, in the same
 document) as interval arithmetic on every (chunk, passage) pair of a block of cases at once.
 
 Example:

@@ -18,9 +18,9 @@ def to_json(result: EvalResult, *, per_query: bool = False, indent: int | None =
 
 
 def indented_json(obj, indent: int = 2, level: int = 0) -> str:
-    """``json.dumps(obj, indent=indent)``, the same text, with every object or array of plain values
-    written by the C encoder (the indented Python encoder walks item by item: a fifth of a second for
-    a summary naming 50,000 cases).
+    """``json.dumps(obj, indent=indent)``, the same text, with every object or array of plain
+    values written by the C encoder (the indented Python encoder walks item by item: a fifth of a
+    second for a summary naming 50,000 cases).
 
     Example:
         >>> obj = {"a": [1, 2.5, None], "b": {"c": "x", "d": {}}, "e": []}
