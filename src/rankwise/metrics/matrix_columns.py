@@ -80,10 +80,9 @@ def char_coverage(n_rows: int, depth: int, chunk_row, chunk_col, chunk_doc, chun
     merged reference span is credited to the first rank whose chunk covers it).
 
     Example:
-        >>> two = np.array([0, 0])  # one row: two chunks, two reference spans, all in doc 5
-        >>> total, found = char_coverage(
-        ...     1, 2, two, np.array([0, 1]), np.array([5, 5]), np.array([0, 150]), np.array([50, 200]),
-        ...     two, np.array([5, 5]), np.array([40, 140]), np.array([60, 160]))
+        >>> a = np.array  # one row: chunks [0, 50), [150, 200); references [40, 60), [140, 160)
+        >>> total, found = char_coverage(1, 2, a([0, 0]), a([0, 1]), a([5, 5]), a([0, 150]), a([50, 200]),
+        ...                              a([0, 0]), a([5, 5]), a([40, 140]), a([60, 160]))
         >>> total.tolist(), found.tolist()
         ([40.0], [[10.0, 10.0]])
     """
