@@ -82,7 +82,8 @@ def char_coverage(n_rows: int, depth: int, chunk_row, chunk_col, chunk_doc, chun
     Example:
         >>> a = np.array  # one row: chunks [0, 50), [150, 200); references [40, 60), [140, 160)
         >>> chunks = a([0, 0]), a([0, 1]), a([5, 5]), a([0, 150]), a([50, 200])
-        >>> total, found = char_coverage(1, 2, *chunks, a([0, 0]), a([5, 5]), a([40, 140]), a([60, 160]))
+        >>> refs = a([0, 0]), a([5, 5]), a([40, 140]), a([60, 160])
+        >>> total, found = char_coverage(1, 2, *chunks, *refs)
         >>> total.tolist(), found.tolist()
         ([40.0], [[10.0, 10.0]])
     """
