@@ -229,6 +229,8 @@ GOOD_ELSEWHERE = {
                               b'"reference_contexts": [{"doc_id": "d", "start": 0, "end": 4}]}\n'),
     "a hop": (b'{"id": "q1", "retrieved_contexts": [{"doc_id": "d", "start": 0, "end": 4}], "reference_contexts": '
               b'[{"doc_id": "d", "start": 0, "end": 4, "hop": 0}]}\n'),
+    "a records file": (b'{"id": "q1", "reference_context_ids": ["a"], "reference_contexts": [{"doc_id": "d", "start": 0, '
+                       b'"end": 4}], "chunks": [{"rank": 1, "id": "a", "doc_id": "d", "start": 0, "end": 4}]}\n'),
     "a duplicate key": b'{"id": "q0", "id": "q1", "retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}\n',
     "texts both sides": (b'{"id": "q1", "retrieved_contexts": [{"id": "a", "text": "alpha beta gamma delta epsilon"}],'
                          b' "reference_contexts": ["alpha beta gamma delta epsilon zeta"], '

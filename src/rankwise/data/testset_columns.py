@@ -42,7 +42,8 @@ DEFAULT_BLOCK_BYTES = 16 << 20  # lines read per block (whole lines): bounds the
 MAX_OFFSET = 2**40  # larger character offsets go to the object reader (float sums stay exact here)
 _ID_FIELDS = ("id", "query_id", "qid", "question_id", "case_id")  # data.testset.ID_FIELDS, in its order
 _TEXT_FIELDS = ("user_input", "question", "query", "reference", "ground_truth", "response", "answer")
-_OBJECT_ONLY = ("contexts", "ground_truths", "calls")  # known fields only the object reader reads
+# known fields only the object reader reads; ``chunks``: a records file (``is_records_file``)
+_OBJECT_ONLY = ("contexts", "ground_truths", "calls", "chunks")
 _CHUNK = pa.struct([("id", pa.string()), ("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
                     ("score", pa.float64()), ("text", pa.string())])
 _PASSAGE = pa.struct([("text", pa.string()), ("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
