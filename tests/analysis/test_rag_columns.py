@@ -367,3 +367,21 @@ def test_character_coverage_by_hand():
                                  np.array([0, 150, 45]), np.array([50, 200, 58]), np.array([0, 0]), np.array([5, 5]),
                                  np.array([40, 140]), np.array([60, 160]))
     assert total.tolist() == [40.0] and found.tolist() == [[10.0, 10.0, 8.0]]
+
+
+def test_running_means_equal_the_engines_means_block_by_block():
+    from rankwise.metrics.engine import aggregate_columns
+    from rankwise.metrics.rag_columns import RunningMeans
+    from rankwise.metrics.registry import parse_measures
+
+    rng = np.random.default_rng(2)
+    measures = parse_measures(["mrr", "num_ret", "gm_map", "calls_to_evidence@5", "id_recall"])
+    for _ in range(30):
+        values = rng.random((rng.integers(0, 60), len(measures))) * 10.0 ** rng.integers(-3, 4)
+        values[rng.random(values.shape) < 0.2] = np.nan
+        values[:, :3] = np.nan_to_num(values[:, :3])  # these never undefined
+        run = RunningMeans(measures)
+        cuts = sorted(rng.integers(0, len(values) + 1, 3).tolist())
+        for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True):
+            run.add(values[a:b])
+        assert run.result() == aggregate_columns(values, measures)

@@ -40,10 +40,9 @@ from rankwise.analysis.headroom_columns import best_ranks, moved_cases
 from rankwise.analysis.no_answer import no_answer_view
 from rankwise.data.testset_columns import DEFAULT_BLOCK_BYTES, NotColumnar, iter_case_columns
 from rankwise.errors import InputError
-from rankwise.metrics.engine import aggregate_columns
 from rankwise.metrics.matrix_columns import matrix_from_columns
 from rankwise.metrics.rag import RagResult, checked_cutoffs, default_rag_metrics
-from rankwise.metrics.rag_columns import RagColumns, case_values, columns_measures
+from rankwise.metrics.rag_columns import RagColumns, RunningMeans, case_values, columns_measures
 from rankwise.relevance.column_verdicts import COLUMN_SOURCES, judge_columns
 
 __all__ = ["evaluate_rag_diagnosed", "evaluate_rag_columns", "columns_apply"]
@@ -130,7 +129,7 @@ class _Diagnosis:
     def __init__(self, source: str, measures: list, k: int, id_field: str | None):
         self.source, self.measures, self.k, self.id_field = source, measures, k, id_field
         self.classes: list[np.ndarray] = []
-        self.best: list[np.ndarray] = []
+        self.best = RunningMeans(measures)  # a perfect reranker's means, summed in file order
         self.tops: list[np.ndarray] = []
         self.depth = self.nothing = self.split = self.scored = 0
 
@@ -146,7 +145,6 @@ class _Diagnosis:
         self.tops.append(top)
         self.scored += len(scored)
         if not len(scored):
-            self.best.append(values)
             return
         lengths = verdicts.lengths[scored]
         self.depth = max(self.depth, int(lengths.max()))
@@ -159,7 +157,7 @@ class _Diagnosis:
         if len(moved):
             matrix = matrix_from_columns(cases, verdicts, scored[moved], rank=ranks, id_field=self.id_field)
             best[moved] = case_values(matrix, self.measures)
-        self.best.append(best)
+        self.best.add(best)
 
     def attach(self, result: RagResult, run: RagColumns) -> RagResult:
         """``with_no_answer`` and ``diagnose``'s entries in the result's summary."""
@@ -183,12 +181,8 @@ class _Diagnosis:
         return result
 
     def _headroom(self, result: RagResult) -> Headroom:
-        shown = [j for j, m in enumerate(result.measures) if result.mean.get(m.name) is not None]
-        measures = [result.measures[j] for j in shown]
-        reranked: dict = {}
-        if measures:
-            best = np.concatenate(self.best)[:, shown]
-            reranked = aggregate_columns(best, measures)[0]
+        measures = [m for m in result.measures if result.mean.get(m.name) is not None]
+        reranked = self.best.result()[0]
         n = self.scored
         return Headroom(self.source, self.depth, {m.name: float(result.mean[m.name]) for m in measures},
                         {m.name: float(reranked[m.name]) for m in measures if reranked[m.name] is not None},

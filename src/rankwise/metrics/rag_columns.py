@@ -45,7 +45,7 @@ from rankwise.metrics.rag import RagResult, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.column_verdicts import UNSCORABLE, ColumnVerdicts
 
-__all__ = ["RagColumns", "BlockScores", "columns_measures", "case_values"]
+__all__ = ["RagColumns", "BlockScores", "RunningMeans", "columns_measures", "case_values"]
 
 
 def columns_measures(metrics: Iterable[str | Measure]) -> list[Measure] | None:
@@ -64,6 +64,62 @@ def case_values(matrix, measures: list[Measure]) -> np.ndarray:
     for j, measure in enumerate(measures):
         values[:, j] = measure(matrix)
     return values
+
+
+class RunningMeans:
+    """:func:`~rankwise.metrics.engine.aggregate_columns` over rows given a block at a time, in
+    that order, without keeping them: each mean (or sum) is the same left-to-right sum carried from
+    block to block; a geometric mean keeps its column.
+
+    Example:
+        >>> import numpy as np
+        >>> run = RunningMeans(parse_measures(["mrr", "num_ret"]))
+        >>> run.add(np.array([[1.0, 2.0], [0.5, 3.0]]))
+        >>> run.add(np.array([[0.25, 1.0]]))
+        >>> run.result()
+        ({'mrr': 0.5833333333333334, 'num_ret': 6.0}, {})
+    """
+
+    def __init__(self, measures: list[Measure]):
+        self.measures = measures
+        self.sums: list[np.float64 | None] = [None] * len(measures)
+        self.counts = [0] * len(measures)
+        self.kept: dict[int, list[np.ndarray]] = {j: [] for j, m in enumerate(measures)
+                                                  if m.metric.aggregate not in ("mean", "sum")}
+        self.nan = [0] * len(measures)
+
+    def add(self, values: np.ndarray) -> None:
+        """Take the next rows (one column per measure)."""
+        for j, measure in enumerate(self.measures):
+            col = values[:, j]
+            nan = np.isnan(col)
+            if nan.any() and not measure.metric.undefined_is_nan:
+                raise AssertionError(f"{measure.name} produced NaN")  # an engine bug, never user input
+            self.nan[j] += int(nan.sum())
+            if j in self.kept:
+                self.kept[j].append(col)
+                continue
+            col = col[~nan]
+            if len(col):
+                carried = col if self.sums[j] is None else np.concatenate(([self.sums[j]], col))
+                self.sums[j] = np.add.accumulate(carried)[-1]
+                self.counts[j] += len(col)
+
+    def result(self) -> tuple[dict[str, float | None], dict[str, int]]:
+        """``aggregate_columns``' means and undefined counts."""
+        mean: dict[str, float | None] = {}
+        for j, measure in enumerate(self.measures):
+            if j in self.kept:
+                col = np.concatenate(self.kept[j]) if self.kept[j] else np.zeros(0)
+                value = aggregate_columns(col[:, None], [measure])[0][measure.name]
+            elif not self.counts[j]:
+                value = None if measure.metric.undefined_when else 0.0
+            elif measure.metric.aggregate == "sum":
+                value = float(self.sums[j])
+            else:
+                value = float(self.sums[j] / self.counts[j])
+            mean[measure.name] = value
+        return mean, {m.name: n for m, n in zip(self.measures, self.nan, strict=True) if n}
 
 
 @dataclass(eq=False)
@@ -179,10 +235,9 @@ class RagColumns:
         unscorable_cases = {self.ids[i]: _WHY[why[i]] for i in np.flatnonzero(status == 1).tolist()}
         incomplete_cases = {self.ids[i]: _status_text(2, 0, int(missing[i])).split(": ", 1)[1]
                             for i in np.flatnonzero(status == 2).tolist()}
-        values = np.concatenate(self.values) if self.values else np.zeros((0, len(self.measures)))
         order = np_values(pc.sort_indices(arrow_strings(self.scored_ids))).astype(np.int64)
         ids = [self.scored_ids[i] for i in order.tolist()]
-        values = values[order]
+        values = self._in_order(order)
         p = self.params
         summary = rag_summary(n, self.relevance, len(ids), unscorable_cases, incomplete_cases, self.unscorable,
                               self.incomplete, self.basis, False, dict(self.counts), **p)
@@ -194,6 +249,19 @@ class RagColumns:
         summary = note_undefined(dict(summary), undefined, self.measures)
         return RagResult(self.measures, PerQuery(ids, [m.name for m in self.measures], values), mean, summary,
                          f"eval-rag ({self.relevance})", records=[], relevance=self.relevance)
+
+    def _in_order(self, order: np.ndarray) -> np.ndarray:
+        """Every scored case's values in ``order`` (case-id byte order), each block moved in and
+        let go in turn (one copy of the values at a time, not two)."""
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        out = np.empty((len(order), len(self.measures)), dtype=np.float64)
+        start = 0
+        while self.values:
+            block = self.values.pop(0)
+            out[place[start:start + len(block)]] = block
+            start += len(block)
+        return out
 
     def _refusal(self, n: int, status: np.ndarray) -> str | None:
         if self.refused:
