@@ -43,16 +43,16 @@ def best_ranks(cases: CaseColumns, verdicts: ColumnVerdicts) -> np.ndarray:
             seen[keyed[order[repeat]]] = True
         first &= ~seen
         tier = np.where(relevant & first, 0, np.where(relevant, 1, 2))
-        return _rank_within(case, tier * np.int64(depth + 1) + rank)
+        return _rank_within(case, tier * np.int64(depth + 1) + rank, cases.chunk_offsets)
     return _greedy(cases, verdicts, case, rank, depth)
 
 
-def _rank_within(case: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Each item's 0-based position in its case when sorted by ``key`` (unique within a case)."""
+def _rank_within(case: np.ndarray, key: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each chunk's 0-based position in its case when sorted by ``key`` (unique within a case);
+    ``offsets``: where each case's chunks start."""
     order = np.argsort(case * np.int64(key.max(initial=0) + 1) + key)
     out = np.empty(len(case), dtype=np.int64)
-    starts = np.searchsorted(case[order], case[order], "left")
-    out[order] = np.arange(len(order)) - starts
+    out[order] = np.arange(len(order)) - offsets[case[order]]
     return out
 
 
@@ -85,7 +85,7 @@ def _greedy(cases: CaseColumns, verdicts: ColumnVerdicts, case: np.ndarray, rank
         left[rows, pick] = False
     placed = place[case, rank]
     tier = np.where(placed >= 0, placed, depth + rank)
-    return _rank_within(case, tier)
+    return _rank_within(case, tier, cases.chunk_offsets)
 
 
 def moved_cases(cases: CaseColumns, ranks: np.ndarray) -> np.ndarray:
