@@ -89,5 +89,19 @@ def _greedy(cases: CaseColumns, verdicts: ColumnVerdicts, case: np.ndarray, rank
 
 
 def moved_cases(cases: CaseColumns, ranks: np.ndarray) -> np.ndarray:
-    """Per case, whether its best order differs from its order."""
+    """Per case, whether its best order differs from its order.
+
+    Example:
+        >>> import json, tempfile, pathlib
+        >>> from rankwise.data.testset_columns import iter_case_columns
+        >>> from rankwise.relevance.column_verdicts import judge_columns
+        >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
+        >>> gold = {"reference_context_ids": ["y"]}
+        >>> rows = [{"id": "a", "retrieved_context_ids": ["x", "y"], **gold},
+        ...         {"id": "b", "retrieved_context_ids": ["y", "x"], **gold}]
+        >>> _ = path.write_text("".join(json.dumps(r) + "\\n" for r in rows))
+        >>> cases = next(iter_case_columns(path))
+        >>> moved_cases(cases, best_ranks(cases, judge_columns(cases, "ids"))).tolist()
+        [True, False]
+    """
     return np.bincount(cases.chunk_case()[ranks != cases.chunk_rank()], minlength=cases.n) > 0

@@ -50,7 +50,12 @@ __all__ = ["RagColumns", "BlockScores", "RunningMeans", "columns_measures", "cas
 
 def columns_measures(metrics: Iterable[str | Measure]) -> list[Measure] | None:
     """The measures parsed, or None when one needs what columns do not carry (the records: metrics
-    over retrieval calls) or counts the matrix's own rows (``num_q``: a block is not the whole)."""
+    over retrieval calls) or counts the matrix's own rows (``num_q``: a block is not the whole).
+
+    Example:
+        >>> [m.name for m in columns_measures(["mrr", "recall@5"])], columns_measures(["num_q"])
+        (['mrr', 'recall@5'], None)
+    """
     measures = parse_measures(metrics)
     if any("records" in m.metric.requires or m.metric.name == "num_q" for m in measures):
         return None
@@ -59,7 +64,14 @@ def columns_measures(metrics: Iterable[str | Measure]) -> list[Measure] | None:
 
 def case_values(matrix, measures: list[Measure]) -> np.ndarray:
     """Each case's values (a row per matrix row, a column per measure): the per-query values of
-    :func:`~rankwise.metrics.engine.evaluate_matrix`, without the block's own means."""
+    :func:`~rankwise.metrics.engine.evaluate_matrix`, without the block's own means.
+
+    Example:
+        >>> from rankwise.metrics.matrix import RelevanceMatrix
+        >>> matrix = RelevanceMatrix.from_verdicts([[0, 1], [1, 0]])
+        >>> case_values(matrix, parse_measures(["mrr"])).tolist()
+        [[0.5], [1.0]]
+    """
     values = np.empty((len(matrix.query_ids), len(measures)), dtype=np.float64)
     for j, measure in enumerate(measures):
         values[:, j] = measure(matrix)

@@ -42,7 +42,14 @@ def case_pairs(left_case: np.ndarray, right_case: np.ndarray, n_cases: int) -> t
 
 
 def shared_chars(a_doc, a_start, a_end, b_doc, b_start, b_end) -> np.ndarray:
-    """Characters two spans share, pair by pair (0 across documents or with no span)."""
+    """Characters two spans share, pair by pair (0 across documents or with no span: -1).
+
+    Example:
+        >>> a = np.array
+        >>> shared_chars(a([1, 1, -1]), a([0, 0, 0]), a([100, 100, 9]),
+        ...              a([1, 2, 1]), a([80, 80, 0]), a([150, 150, 9])).tolist()
+        [20, 0, 0]
+    """
     shared = np.minimum(a_end, b_end) - np.maximum(a_start, b_start)
     known = (a_doc >= 0) & (b_doc >= 0) & (a_start >= 0) & (a_end >= 0) & (b_start >= 0) & (b_end >= 0)
     return np.where(known & (a_doc == b_doc), np.maximum(shared, 0), 0)
