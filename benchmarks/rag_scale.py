@@ -4,16 +4,21 @@ file.
 Generates a seeded test set of N cases × K retrieved chunks, one by ids (``retrieved_context_ids`` /
 ``reference_context_ids``) and one by spans (chunks and reference passages with
 ``doc_id``/``start``/``end``), then times, each as a whole child process: ``rankwise eval-rag -r
-ids`` (and ``-r spans``), ``json.loads`` line by line, and ``pyarrow.json.read_json`` of the same
-file. Prints wall and CPU time, peak memory (the child's maximum RSS), the ratios issue 37 sets
-targets for, the machine and the load average.
+ids`` (and ``-r span``), ``json.loads`` line by line, and ``pyarrow.json.read_json`` of the same
+file, each the best of ``--repeat`` runs (3). Prints wall and CPU time, peak memory (the child's
+maximum RSS), the ratios issue 37 sets targets for, the machine and the load average.
+``--stream-cases N`` also scores an N-case file by ids (1,000,000: the streamed columnar path's
+memory) beside ``json.loads`` of it. The package's modules are byte-compiled first, so every child
+imports them as an installed package would.
 
-    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10 PYTHONPATH=src python
-    benchmarks/rag_scale.py --cases 50000 -k 10 --profile   # cProfile of eval-rag -r ids
+    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10
+    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10 --profile   # eval-rag -r ids
+    PYTHONPATH=src python benchmarks/rag_scale.py --cases 50000 -k 10 --stream-cases 1000000
     """
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -95,8 +100,14 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=10)
     ap.add_argument("--profile", action="store_true", help="cProfile eval-rag -r ids; print the top 25 (cumulative).")
     ap.add_argument("--no-spans", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="Runs of each command; the best is shown.")
+    ap.add_argument("--stream-cases", type=int, default=0,
+                    help="Also score a file of this many cases by ids (e.g. 1000000) beside json.loads of it.")
     args = ap.parse_args()
     py = sys.executable
+    import rankwise
+
+    compileall.compile_dir(str(Path(rankwise.__file__).parent), quiet=1)  # imports cost what an install's do
     with tempfile.TemporaryDirectory() as tmp:
         ids, spans = Path(tmp, "ids.jsonl"), Path(tmp, "spans.jsonl")
         write_ids(ids, args.cases, args.k)
@@ -118,14 +129,23 @@ def main() -> None:
               f"{args.cases} cases x {args.k} chunks")
         rows = []
         files = [("ids", ids)] + ([] if args.no_spans else [("spans", spans)])
+        if args.stream_cases:
+            big = Path(tmp, "ids-big.jsonl")
+            write_ids(big, args.stream_cases, args.k)
+            files.append((f"ids, {args.stream_cases} cases", big))
         for name, path in files:
             size = path.stat().st_size / 1e6
             for label, argv in ((f"json.loads line by line ({name})", [py, "-c", JSON_LOADS, str(path)]),
                                 (f"pyarrow.json.read_json ({name})", [py, "-c", ARROW, str(path)]),
-                                (f"rankwise eval-rag ({name})", [py, "-m", "rankwise.cli", "eval-rag", str(path),
-                                                                  "-r", {"ids": "ids", "spans": "span"}[name], "--format", "json", "--quiet"])):
+                                (f"rankwise eval-rag ({name})", [py, "-m", "rankwise.cli", "eval-rag", str(path), "-r",
+                                                                  "span" if name == "spans" else "ids", "--format",
+                                                                  "json", "--quiet"])):
+                if name not in ("ids", "spans") and label.startswith("pyarrow"):
+                    continue
                 la = load()
-                r = timed(argv)
+                runs = [timed(argv) for _ in range(1 if "cases" in name else args.repeat)]
+                r = {"wall": min(x["wall"] for x in runs), "cpu": min(x["cpu"] for x in runs),
+                     "maxrss_mb": max(x["maxrss_mb"] for x in runs)}
                 rows.append((label, size, r, la))
         print("| run | file MB | wall s | CPU s | peak RSS MB | load before |")
         print("|---|---:|---:|---:|---:|---|")

@@ -53,8 +53,8 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
     """Score the retrieved contexts of a RAG test set (JSONL/CSV, Ragas or rich format) or of a
     records file written by `rankwise judge` / `--records`."""
     from rankwise._outputs import check_outputs
+    from rankwise.analysis.rag_columns import evaluate_rag_diagnosed
     from rankwise.errors import InputError
-    from rankwise.metrics.rag import evaluate_rag
 
     check_outputs({"--records": records_out}, [testset, labels, first_stage], force=force)
     try:
@@ -74,15 +74,12 @@ def eval_rag_command(testset, relevance, labels, ks, metrics, fmt, records_out, 
                               system=Path(testset).stem, min_overlap=min_overlap, threshold=threshold,
                               id_field=id_field), fmt)
         return
-    result = evaluate_rag(testset, relevance, labels=labels, k=cutoffs, metrics=_split_metrics(metrics) or None,
-                          min_overlap=min_overlap, threshold=threshold, id_field=id_field,
-                          unscorable=unscorable, incomplete=incomplete, progress=not quiet,
-                          min_evidence_chars=min_evidence_chars)
-    from rankwise.analysis.diagnosis import diagnose
-    from rankwise.analysis.no_answer import with_no_answer
-
-    with_no_answer(result)  # unanswerable cases: how well the top score tells them apart (summary["no_answer"])
-    diagnose(result, first_stage=first_stage)
+    result = evaluate_rag_diagnosed(testset, relevance, labels=labels, k=cutoffs,
+                                    metrics=_split_metrics(metrics) or None, min_overlap=min_overlap,
+                                    threshold=threshold, id_field=id_field, unscorable=unscorable,
+                                    incomplete=incomplete, progress=not quiet, min_evidence_chars=min_evidence_chars,
+                                    first_stage=first_stage,
+                                    records=bool(records_out or by or mlflow_opts["log"]))
     slices = _slices(result, by)
     if records_out:
         result.write_records(records_out)

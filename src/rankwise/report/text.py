@@ -8,12 +8,43 @@ import json
 
 from rankwise.metrics.engine import EvalResult
 
-__all__ = ["to_json", "to_csv", "to_trec"]
+__all__ = ["to_json", "to_csv", "to_trec", "indented_json"]
 
 
 def to_json(result: EvalResult, *, per_query: bool = False, indent: int | None = 2) -> str:
     """``{"summary": ..., "mean": {name: value}, "per_query": {qid: {name: value}}}``."""
-    return json.dumps(result.to_json(per_query=per_query), indent=indent)
+    obj = result.to_json(per_query=per_query)
+    return json.dumps(obj) if indent is None else indented_json(obj, indent)
+
+
+def indented_json(obj, indent: int = 2, level: int = 0) -> str:
+    """``json.dumps(obj, indent=indent)``, the same text, with every object or array of plain
+    values written by the C encoder (the indented Python encoder walks item by item: a fifth of a
+    second for a summary naming 50,000 cases).
+
+    Example:
+        >>> obj = {"a": [1, 2.5, None], "b": {"c": "x", "d": {}}, "e": []}
+        >>> indented_json(obj) == json.dumps(obj, indent=2)
+        True
+    """
+    pad, inner = " " * (indent * level), " " * (indent * (level + 1))
+    if isinstance(obj, dict):
+        items, opening, closing = obj.values(), "{", "}"
+    elif isinstance(obj, (list, tuple)):
+        items, opening, closing = obj, "[", "]"
+    else:
+        return json.dumps(obj)
+    if not obj:
+        return opening + closing
+    if not any(isinstance(v, (dict, list, tuple)) for v in items):
+        body = json.dumps(obj, separators=(",\n" + inner, ": "))[1:-1]
+    elif isinstance(obj, dict):
+        if not all(isinstance(key, str) for key in obj):  # the encoder's own key rules
+            return json.dumps(obj, indent=indent).replace("\n", "\n" + pad)
+        body = (",\n" + inner).join(f"{json.dumps(key)}: {indented_json(v, indent, level + 1)}" for key, v in obj.items())
+    else:
+        body = (",\n" + inner).join(indented_json(v, indent, level + 1) for v in obj)
+    return f"{opening}\n{inner}{body}\n{pad}{closing}"
 
 
 def to_csv(result: EvalResult, *, per_query: bool = False) -> str:
