@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from rankwise.cli import main
-from rankwise.data import trec
+from rankwise.data import text, trec
 from rankwise.data.load import load_qrels, load_run
 from rankwise.data.records import load_records
 from rankwise.data.stream import NotGrouped, _text_batches, iter_run_blocks
@@ -270,8 +270,11 @@ def _shown(data: bytes) -> str:
 
 # ----------------------------------------------------------------------------------- TREC: two
 # readers
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
 @pytest.mark.parametrize("kind", ["run", "qrels"])
-def test_trec_fast_and_exact_readers_agree_on_every_mutant(tmp_path, kind):
+def test_trec_fast_and_exact_readers_agree_on_every_mutant(tmp_path, monkeypatch, kind, mapped):
+    if mapped:  # every mutant memory-mapped, as a large file is (data/text.read_lines)
+        monkeypatch.setattr(text, "MAP_AT_LEAST", 0)
     seed_data, read, key = ((TREC_RUN, trec.read_trec_run, _run_key) if kind == "run"
                             else (TREC_QRELS, trec.read_trec_qrels, _qrels_key))
     other = tmp_path / ("qrels.txt" if kind == "run" else "run.trec")

@@ -27,7 +27,7 @@ from rankwise._atomic import atomic_write
 from rankwise.data.columns import arrow_strings, memory_pool, np_values, single_array
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
-from rankwise.data.text import normalize_lines, parse_float, parse_int, read_bytes
+from rankwise.data.text import normalize_lines, parse_float, parse_int, read_lines, release
 from rankwise.errors import InputError
 
 __all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag", "run_piece",
@@ -54,9 +54,11 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     """
     path = Path(path)
     name = name or path.stem
-    data = run_text(read_bytes(path), path)
+    data = read_lines(path, run_text)
     fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
     if fast is not None:
+        release(data)  # the columns are Arrow's copies
+        data = None
         try:
             run = Run.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["score"])),
                                    kind="scored", name=name, source=str(path))
@@ -64,7 +66,8 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
             return run
         except InputError:
             pass  # re-read exactly to report the right line
-    qids, docs, scores, lines = _exact_run_columns(data, path)
+    data = read_lines(path, run_text) if data is None else data
+    qids, docs, scores, lines = _exact_run_columns(bytes(data), path)  # (a mapped file: copied)
     if not len(qids):
         raise InputError(NO_RUN_LINES, source=path)
     run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path), lines=lines)
@@ -179,7 +182,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
         >>> qrels = read_trec_qrels("qrels.txt")  # doctest: +SKIP
     """
     path = Path(path)
-    data = normalize_lines(read_bytes(path), path)
+    data = read_lines(path)
     fast = None if _EXACT_ONLY else _fast_columns(data, _QRELS_FIELDS, {"query_id": pa.string(),
                                                                          "doc_id": pa.string(),
                                                                          "relevance": pa.string()})
@@ -191,7 +194,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
         except InputError:
             pass
     qids, docs, grades, lines = [], [], [], []
-    for number, fields in _iter_fields(data):
+    for number, fields in _iter_fields(bytes(data)):
         if len(fields) != 4:
             raise InputError(
                 f"expected 4 fields (query_id iter doc_id relevance), got {len(fields)}",
@@ -250,7 +253,7 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     # or a second byte-order mark (Arrow would drop it; it belongs to the first id): the exact
     # reader decides. Empty fields (doubled, leading or trailing delimiters) are looked for in the
     # parsed columns below.
-    if data.startswith(b"\xef\xbb\xbf") or any(w in data for w in _OTHER_WHITESPACE[delimiter]):
+    if data[:3] == b"\xef\xbb\xbf" or any(data.find(w) >= 0 for w in _OTHER_WHITESPACE[delimiter]):
         return None
     buffer = pa.py_buffer(data)
     comments = []
