@@ -50,7 +50,7 @@ MAP_AT_LEAST = 1 << 22  # bytes from which a file is memory-mapped rather than c
 
 
 def read_lines(path: str | Path, normalize=None) -> bytes | mmap.mmap:
-    """:func:`normalize_lines` of :func:`read_bytes`, with the same checks and errors, but a large
+    r""":func:`normalize_lines` of :func:`read_bytes`, with the same checks and errors, but a large
     file that needs no change (ASCII, LF line ends, no byte-order mark) is memory-mapped read-only
     instead of copied: Arrow's parser reads the pages straight from the OS cache.
 
