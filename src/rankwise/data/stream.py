@@ -366,6 +366,7 @@ def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
         qids = part[0]
         if len(qids) == 0:
             continue
+        _check_blocks(qids)
         pending.append(part)
         pending_rows += len(qids)
         if pending_rows < block_rows:
@@ -390,6 +391,33 @@ def _grouped_blocks(path: Path, block_rows: int, name: str) -> Iterator[Run]:
         yield _block(head, name, path, seen)
     if pending:
         yield _block(pending, name, path, seen)
+
+
+def _check_blocks(qids: pa.Array | pa.ChunkedArray) -> None:
+    """:class:`NotGrouped` when a query's rows in this batch are not one block: a shuffled file says
+    so in its first batch, before any block is ranked (only the ids where the query changes are
+    compared, few in a grouped file).
+
+    Example:
+        >>> _check_blocks(pa.array(["q1", "q1", "q2"]))
+        >>> _check_blocks(pa.array(["q1", "q2", "q1"]))
+        Traceback (most recent call last):
+        rankwise.data.stream.NotGrouped: query 'q1' appears again after other queries
+    """
+    n = len(qids)
+    if n < 3:
+        return
+    heads = np.flatnonzero(np_values(pc.not_equal(qids.slice(1), qids.slice(0, n - 1)))) + 1
+    if len(heads) < 2:
+        return
+    head_ids = qids.take(pa.array(np.concatenate([[0], heads])))
+    if pc.count_distinct(head_ids).as_py() == len(head_ids):
+        return
+    seen: set[str] = set()
+    for qid in head_ids.to_pylist():
+        if qid in seen:
+            raise NotGrouped(f"query {qid!r} appears again after other queries")
+        seen.add(qid)
 
 
 def _cut(scores: np.ndarray | None, start: int, end: int | None) -> np.ndarray | None:
@@ -459,8 +487,8 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
 
     top = Path(tempfile.mkdtemp(prefix="rankwise-partitions-", dir=workdir))
 
-    def write() -> None:
-        ds.write_dataset(tagged(), top, schema=schema, format="parquet",
+    def write() -> None:  # Arrow IPC, uncompressed: written and read back at memory speed
+        ds.write_dataset(tagged(), top, schema=schema, format="ipc",
                          partitioning=ds.partitioning(pa.schema([("part", pa.int32())])),
                          max_partitions=1024, max_open_files=1024, min_rows_per_group=0,
                          max_rows_per_group=1 << 16, existing_data_behavior="overwrite_or_ignore")
@@ -473,7 +501,7 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
             folder = top / str(part)
             if not folder.exists():
                 continue
-            table = ds.dataset(folder, format="parquet", schema=schema.remove(4)).to_table()
+            table = ds.dataset(folder, format="ipc", schema=schema.remove(4)).to_table()
             yield _partition_run(table, name, path, scored)
             del table
             shutil.rmtree(folder, ignore_errors=True)
