@@ -9,7 +9,8 @@ nDCG@10, MAP and MRR. Two kinds of input, each in two orders:
     inserted in random order.
 (b) TREC files on disk: wall time of a whole fresh process, startup and imports included. "ranked":
     rows grouped by query, best first; "shuffled": the same rows in random order. Beside them, the
-    "floor": a fresh process doing nothing but ``pyarrow.csv.read_csv`` of the same file.
+    "floor": a fresh process doing nothing but ``pyarrow.csv.read_csv`` of the same file, and
+    ``rankwise eval --stream`` (tool ``rankwise-stream``: bounded memory, the same numbers).
     Files are evaluated with:
     ``rankwise eval QRELS RUN -m ... --format json`` against a Python process running pytrec_eval's
     own parsers (``parse_qrel``/``parse_run``) + ``evaluate``, ranx's ``from_file`` + ``evaluate``,
@@ -22,10 +23,10 @@ ir_measures must agree within 1e-9; ranx breaks tied scores in its own way (not 
 rule), so its difference is printed rather than asserted tight.
 
 Usage:
-    python benchmarks/metrics_vs_peers.py                    # all three sizes python
-    benchmarks/metrics_vs_peers.py --quick            # 2k x 100 and 1k x 1000, about a minute
-    python benchmarks/metrics_vs_peers.py --sizes 10kx1000 --out perf.md python
-    benchmarks/metrics_vs_peers.py --tools rankwise,pytrec_eval    # without ranx, ir_measures
+    python benchmarks/metrics_vs_peers.py                              # all three sizes
+    python benchmarks/metrics_vs_peers.py --quick                      # 2k x 100 and 1k x 1000
+    python benchmarks/metrics_vs_peers.py --sizes 10kx1000 --out perf.md
+    python benchmarks/metrics_vs_peers.py --tools rankwise,pytrec_eval # without ranx, ir_measures
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ METRICS = {  # rankwise name -> (pytrec_eval measure, pytrec_eval key, ranx name
     "map": ("map", "map", "map", "AP"),
     "mrr": ("recip_rank", "recip_rank", "mrr", "RR"),
 }
-TOOLS = ("rankwise", "pytrec_eval", "ranx", "ir_measures")
+TOOLS = ("rankwise", "rankwise-stream", "pytrec_eval", "ranx", "ir_measures")
 SIZES = {"10kx100": (10_000, 100), "10kx1000": (10_000, 1000), "100kx100": (100_000, 100),
          "2kx100": (2_000, 100), "1kx1000": (1_000, 1000)}
 
@@ -279,30 +280,32 @@ def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS
             if mode not in modes:
                 continue
             path = run_path.with_name("shuffled.trec") if order == "shuffled" else run_path
-            floor_time = None
+            floor_time = floor_rss = None
             if kind == "file":
-                floor_time = min(floor(path)[0] for _ in range(repeat))
+                floor_time, floor_rss = min(floor(path) for _ in range(repeat))
             for tool in tools:
+                if tool == "rankwise-stream" and kind != "file":
+                    continue  # --stream reads files
                 best: dict | None = None
                 for _ in range(repeat):
                     env = dict(os.environ)
                     if tool == "ranx" and ranx_compiles:
                         shutil.rmtree(cold_cache, ignore_errors=True)
                         env["NUMBA_CACHE_DIR"] = cold_cache  # empty: the first call compiles
-                    if kind == "file" and tool == "rankwise":
+                    if kind == "file" and tool.startswith("rankwise"):
                         cmd = [RANKWISE, "eval", str(qrels_path), str(path), "--format", "json",
-                               "-m", ",".join(METRICS)]
+                               "-m", ",".join(METRICS)] + (["--stream"] if tool == "rankwise-stream" else [])
                     else:
                         cmd = [PYTHON, __file__, "--worker", tool, mode, str(qrels_path), str(path)]
                     wall, rss, out = spawn(cmd, env)
                     res = json.loads(out)
                     if kind == "file":
-                        res = {"time": wall, "means": res["mean"] if tool == "rankwise" else res["means"]}
+                        res = {"time": wall, "means": res["mean"] if tool.startswith("rankwise") else res["means"]}
                     res["rss"] = rss
                     if best is None or res["time"] < best["time"]:
                         best = res
                 row = {"size": size, "mode": mode, "tool": tool, "compiles": ranx_compiles, "floor": floor_time,
-                       **best}
+                       "floor_rss": floor_rss, **best}
                 log(f"[{size}] {mode:13s} {tool:12s} {row['time']:8.2f}s  peak {row['rss']:7.0f} MB"
                     + (f"  (cold {row['time_cold']:.2f}s)" if "time_cold" in row else "")
                     + (f"  floor {floor_time:.2f}s" if floor_time and tool == "rankwise" else ""))
@@ -324,7 +327,7 @@ def check_agreement(rows: list[dict]) -> list[str]:
         for tool, row in group.items():
             diff = max(abs(row["means"][m] - ref[m]) for m in METRICS)
             row["max_diff"] = diff
-            if tool in ("rankwise", "ir_measures") and diff > 1e-9:
+            if tool in ("rankwise", "rankwise-stream", "ir_measures") and diff > 1e-9:
                 raise AssertionError(f"{tool} disagrees with pytrec_eval on {size}/{mode}: {diff:.3g}\n"
                                      f"{row['means']}\n{ref}")
             if tool == "ranx":
@@ -338,8 +341,8 @@ INPUTS = {"dict": "Python dicts, ranked", "dict-unranked": "Python dicts, unrank
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| data (queries × docs) | input | tool | time (s) | × rankwise's time | floor (s) | peak memory (MB) |",
-             "|---|---|---|---:|---:|---:|---:|"]
+    lines = ["| data (queries × docs) | input | tool | time (s) | × rankwise's time | peak memory (MB) |",
+             "|---|---|---|---:|---:|---:|"]
     for row in rows:
         base = next(r for r in rows if r["size"] == row["size"] and r["mode"] == row["mode"]
                     and r["tool"] == "rankwise")
@@ -352,19 +355,22 @@ def table(rows: list[dict]) -> str:
             tools.append((f"ranx (cold: first call, {how})", row["time_cold"]))
         if row["tool"] == "ranx" and kind == "file":
             tools = [(f"ranx (cold: fresh process, {how})", row["time"])]
-        floor_cell = f"{row['floor']:.2f}" if row.get("floor") and row["tool"] == "rankwise" else ""
+        if row["tool"] == "rankwise-stream":
+            tools = [("rankwise --stream", row["time"])]
         for name, t in tools:
-            ratio = "1.0" if row["tool"] == "rankwise" else f"{t / base['time']:.1f}"
-            lines.append(f"| {data} | {INPUTS[row['mode']]} | {name} | {t:.2f} | {ratio} | {floor_cell} "
-                         f"| {row['rss']:.0f} |")
+            ratio = "1.0" if row["tool"] == "rankwise" else f"{t / base['time']:.2f}"
+            lines.append(f"| {data} | {INPUTS[row['mode']]} | {name} | {t:.2f} | {ratio} | {row['rss']:.0f} |")
+        if row["tool"] == "rankwise" and row.get("floor"):
+            lines.append(f"| {data} | {INPUTS[row['mode']]} | floor: `pyarrow.csv.read_csv` alone | "
+                         f"{row['floor']:.2f} | {row['floor'] / row['time']:.2f} | {row['floor_rss']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
 def targets(rows: list[dict]) -> str:
     """The ratios the targets are about, per size and input: speed-up over pytrec_eval, × the floor,
     peak memory against pytrec_eval's."""
-    out = ["| data | input | × faster than pytrec_eval | rankwise / floor | peak memory / pytrec_eval's |",
-           "|---|---|---:|---:|---:|"]
+    out = ["| data | input | × faster than pytrec_eval | rankwise / floor | --stream / in memory "
+           "| peak memory / pytrec_eval's |", "|---|---|---:|---:|---:|---:|"]
     for (size, mode) in dict.fromkeys((r["size"], r["mode"]) for r in rows):
         group = {r["tool"]: r for r in rows if r["size"] == size and r["mode"] == mode}
         if "rankwise" not in group or "pytrec_eval" not in group:
@@ -372,9 +378,20 @@ def targets(rows: list[dict]) -> str:
         rw, pt = group["rankwise"], group["pytrec_eval"]
         n, depth = SIZES[size]
         floor_ratio = f"{rw['time'] / rw['floor']:.2f}" if rw.get("floor") else ""
-        out.append(f"| {n // 1000}k × {depth} | {INPUTS[mode]} | {pt['time'] / rw['time']:.1f} | {floor_ratio} "
-                   f"| {rw['rss'] / pt['rss']:.2f} |")
+        stream = f"{group['rankwise-stream']['time'] / rw['time']:.2f}" if "rankwise-stream" in group else ""
+        out.append(f"| {n // 1000}k × {depth} | {INPUTS[mode]} | {pt['time'] / rw['time']:.2f} | {floor_ratio} "
+                   f"| {stream} | {rw['rss'] / pt['rss']:.2f} |")
     return "\n".join(out) + "\n"
+
+
+def fresh_memory() -> float:
+    """Seconds a new process takes to touch 1 GiB of fresh memory. On a VM whose free pages go back
+    to the host, every page the kernel hands a process is backed again on first touch (this
+    project's VM: ~2.3 ms per MB; memory a process frees and reuses: ~0.15), so time grows with
+    what a tool allocates, not only with what it computes; the run reports it, start and end."""
+    code = ("import time, numpy as np; t = time.perf_counter(); x = np.empty(1 << 30, np.uint8); "
+            "x[::4096] = 1; print(time.perf_counter() - t)")
+    return float(spawn([PYTHON, "-c", code])[2])
 
 
 def _cpu_model() -> str:
@@ -418,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    load_before = os.getloadavg()
+    load_before, touch_before = os.getloadavg(), fresh_memory()
     rows = []
     for size in sizes:
         rows.extend(measure(size, args.repeat, log, ranx_compiles=not args.quick,
@@ -426,13 +443,14 @@ def main(argv: list[str] | None = None) -> int:
                             modes=[m for m in MODES if m in args.modes.split(",")]))
     notes = check_agreement(rows)
     text = table(rows) + "\n" + targets(rows)
-    text += "\nAll means agree with pytrec_eval within 1e-9 (rankwise, ir_measures).\n"
+    text += "\nAll means agree with pytrec_eval within 1e-9 (rankwise, rankwise --stream, ir_measures).\n"
     text += "".join(f"- {note}\n" for note in notes)
-    load_after = os.getloadavg()
+    load_after, touch_after = os.getloadavg(), fresh_memory()
     text += (f"\nMachine: {_cpu_model()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average "
              f"(1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load_before)} at the start, "
-             f"{', '.join(f'{x:.2f}' for x in load_after)} at the end; times are wall clock. Peak memory is each "
-             "child process's maximum RSS.\n"
+             f"{', '.join(f'{x:.2f}' for x in load_after)} at the end; a new process touched 1 GiB of fresh "
+             f"memory in {touch_before:.2f} s at the start, {touch_after:.2f} s at the end; times are wall clock. "
+             "Peak memory is each child process's maximum RSS.\n"
              f"Command: python benchmarks/metrics_vs_peers.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(text)
     if args.out:
