@@ -150,17 +150,30 @@ def flat_strings(groups: list, total: int) -> pa.Array:
     except UnicodeEncodeError:  # lone surrogates: let Arrow say what is wrong
         return pa.array([v for g in groups for v in g], pa.string())
     data = np.frombuffer(joined, dtype=np.uint8)
-    separator = data == 0
-    ends = np.flatnonzero(separator)
-    if len(ends) != max(total - 1, 0) or len(data) - len(ends) >= 2**31:  # a NUL inside an id, or huge
+    separators = max(total - 1, 0)
+    if len(data) - separators >= 2**31:  # beyond 32-bit offsets
         return pa.array([v for g in groups for v in g], pa.string())
     offsets = np.empty(total + 1, dtype=np.int32)
-    offsets[0] = 0
-    if total:
-        offsets[1:-1] = ends - np.arange(len(ends))
-        offsets[-1] = len(data) - len(ends)
-    chars = data[~separator]  # a fresh, writable copy (the run builder may reorder tied rows in place)
+    offsets[0], offsets[-1] = 0, len(data) - separators
+    chars = np.empty(len(data) - separators, dtype=np.uint8)  # writable: the run builder may patch ties
+    seen = kept = 0
+    for start in range(0, len(data), _STEP):  # a slice at a time: small temporaries, reused
+        piece = data[start:start + _STEP]
+        separator = piece == 0
+        ends = np.flatnonzero(separator)
+        if seen + len(ends) > separators:  # a NUL inside an id
+            return pa.array([v for g in groups for v in g], pa.string())
+        ends -= np.arange(seen - start, seen - start + len(ends))  # chars before each separator
+        offsets[1 + seen:1 + seen + len(ends)] = ends
+        rest = piece[~separator]
+        chars[kept:kept + len(rest)] = rest
+        seen, kept = seen + len(ends), kept + len(rest)
+    if seen != separators:
+        return pa.array([v for g in groups for v in g], pa.string())
     return pa.Array.from_buffers(pa.string(), total, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+
+
+_STEP = 1 << 22  # bytes per slice of flat_strings' pass: its temporaries stay a few MB
 
 
 def as_string_array(values, *, source, field: str, chunked: bool = False) -> pa.Array:
