@@ -60,6 +60,17 @@ def _as_run(rows) -> Run:
     return Run.from_columns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
 
+def _as_chunked_run(rows, rng: random.Random) -> Run:
+    """The same rows as ids in several Arrow chunks, as a large file's reader returns them."""
+    cuts = sorted(rng.sample(range(1, len(rows)), min(3, len(rows) - 1))) if len(rows) > 1 else []
+    bounds = list(zip([0, *cuts], [*cuts, len(rows)], strict=True))
+
+    def chunked(i):
+        return pa.chunked_array([pa.array([r[i] for r in rows[a:b]], pa.string()) for a, b in bounds])
+
+    return Run.from_columns(chunked(0), chunked(1), [r[2] for r in rows])
+
+
 def _same(a: Run, b: Run) -> None:
     assert a.queries == b.queries
     assert a.offsets.tolist() == b.offsets.tolist()
@@ -93,6 +104,7 @@ def test_every_arrangement_ranks_as_trec_eval(seed):
     for name, arranged in _arrangements(rng, rows).items():
         run = _as_run(arranged)
         assert {q: run.ranking(q) for q in run.queries} == expected, name
+        _same(_as_chunked_run(arranged, rng), run)
         reference = reference or run
         _same(run, reference)
     # a dict built in random order, queries and docs alike

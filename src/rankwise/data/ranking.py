@@ -490,24 +490,36 @@ def group_by_query(qids: pa.Array | pa.ChunkedArray) -> tuple[list[str], Blocks 
     if n == 0:
         return [], (np.zeros(0, np.int32), np.zeros(0, np.int64)), None
     change = np_values(pc.not_equal(qids.slice(1), qids.slice(0, n - 1))) if n > 1 else np.zeros(0, bool)
-    heads = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
-    if 4 * len(heads) <= n:  # few blocks: are their ids distinct?
+    n_heads = 1 + int(np.count_nonzero(change))
+    if 4 * n_heads <= n:  # few blocks: are their ids distinct?
+        heads = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
         head_ids = qids.take(arrow_indices(heads))
         if pc.count_distinct(head_ids).as_py() == len(heads):
             order = np_values(pc.sort_indices(head_ids)).astype(np.int64)
             codes = np.empty(len(order), dtype=np.int32)
             codes[order] = np.arange(len(order), dtype=np.int32)
             return head_ids.take(arrow_indices(order)).to_pylist(), (codes, heads), None
-    enc = pc.dictionary_encode(single_array(qids))
-    dictionary = enc.dictionary
+    dictionary, indices = _dictionary_encode(qids)
     order = np_values(pc.sort_indices(dictionary)).astype(np.int64)
     rank = np.empty(len(order), dtype=np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
     queries = dictionary.take(arrow_indices(order)).to_pylist()
-    indices = np_values(enc.indices)
-    if len(dictionary) == len(heads):  # one row per query, or blocks of one or two rows
+    if len(dictionary) == n_heads:  # one row per query, or blocks of one or two rows
+        heads = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
         return queries, (rank[indices[heads]], heads), None
     return queries, None, rank[indices]
+
+
+def _dictionary_encode(qids: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """The distinct ids (in order of first appearance) and each row's index into them. A chunked
+    column is encoded chunk by chunk against one dictionary (no concatenated copy of the ids)."""
+    if isinstance(qids, pa.ChunkedArray) and qids.num_chunks > 1:
+        enc = pc.dictionary_encode(qids)
+        dictionary = enc.chunk(enc.num_chunks - 1).dictionary
+        if all(len(c.dictionary) == len(dictionary) for c in enc.chunks):  # one dictionary, shared
+            return dictionary, np.concatenate([np_values(c.indices) for c in enc.chunks])
+    enc = pc.dictionary_encode(single_array(qids))
+    return enc.dictionary, np_values(enc.indices)
 
 
 # ----------------------------------------------------------------- row keys and duplicates
