@@ -346,8 +346,7 @@ def table(rows: list[dict]) -> str:
     for row in rows:
         base = next(r for r in rows if r["size"] == row["size"] and r["mode"] == row["mode"]
                     and r["tool"] == "rankwise")
-        n, depth = SIZES[row["size"]]
-        data = f"{n // 1000}k × {depth}"
+        data = _label(row["size"])
         kind = MODES[row["mode"]][0]
         tools = [(row["tool"] + (" (warm)" if row["tool"] == "ranx" and kind == "dict" else ""), row["time"])]
         how = "compiles" if row.get("compiles", True) else "numba cache on disk"
@@ -366,6 +365,12 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _label(size: str) -> str:
+    """``10k × 1000`` for a size's queries × documents."""
+    n, depth = SIZES[size]
+    return f"{n // 1000}k × {depth}" if n % 1000 == 0 else f"{n:,} × {depth}"
+
+
 def targets(rows: list[dict]) -> str:
     """The ratios the targets are about, per size and input: speed-up over pytrec_eval, × the floor,
     peak memory against pytrec_eval's."""
@@ -376,20 +381,23 @@ def targets(rows: list[dict]) -> str:
         if "rankwise" not in group or "pytrec_eval" not in group:
             continue
         rw, pt = group["rankwise"], group["pytrec_eval"]
-        n, depth = SIZES[size]
         floor_ratio = f"{rw['time'] / rw['floor']:.2f}" if rw.get("floor") else ""
         stream = f"{group['rankwise-stream']['time'] / rw['time']:.2f}" if "rankwise-stream" in group else ""
-        out.append(f"| {n // 1000}k × {depth} | {INPUTS[mode]} | {pt['time'] / rw['time']:.2f} | {floor_ratio} "
+        out.append(f"| {_label(size)} | {INPUTS[mode]} | {pt['time'] / rw['time']:.2f} | {floor_ratio} "
                    f"| {stream} | {rw['rss'] / pt['rss']:.2f} |")
     return "\n".join(out) + "\n"
 
 
+PROBE_BYTES = 1 << 30  # fresh memory touched by fresh_memory()
+
+
 def fresh_memory() -> float:
-    """Seconds a new process takes to touch 1 GiB of fresh memory. On a VM whose free pages go back
-    to the host, every page the kernel hands a process is backed again on first touch (this
-    project's VM: ~2.3 ms per MB; memory a process frees and reuses: ~0.15), so time grows with
-    what a tool allocates, not only with what it computes; the run reports it, start and end."""
-    code = ("import time, numpy as np; t = time.perf_counter(); x = np.empty(1 << 30, np.uint8); "
+    """Seconds a new process takes to touch :data:`PROBE_BYTES` of fresh memory. On a VM whose free
+    pages go back to the host, every page the kernel hands a process is backed again on first touch
+    (this project's VM: ~2.3 ms per MB; memory a process frees and reuses: ~0.15), so time grows
+    with what a tool allocates, not only with what it computes; the run reports it, start and end.
+    """
+    code = (f"import time, numpy as np; t = time.perf_counter(); x = np.empty({PROBE_BYTES}, np.uint8); "
             "x[::4096] = 1; print(time.perf_counter() - t)")
     return float(spawn([PYTHON, "-c", code])[2])
 
@@ -448,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     load_after, touch_after = os.getloadavg(), fresh_memory()
     text += (f"\nMachine: {_cpu_model()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average "
              f"(1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load_before)} at the start, "
-             f"{', '.join(f'{x:.2f}' for x in load_after)} at the end; a new process touched 1 GiB of fresh "
+             f"{', '.join(f'{x:.2f}' for x in load_after)} at the end; a new process touched {PROBE_BYTES / 2**30:g} GiB of fresh "
              f"memory in {touch_before:.2f} s at the start, {touch_after:.2f} s at the end; times are wall clock. "
              "Peak memory is each child process's maximum RSS.\n"
              f"Command: python benchmarks/metrics_vs_peers.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
