@@ -55,7 +55,9 @@ def read_lines(path: str | Path, normalize=None) -> bytes | mmap.mmap:
     instead of copied: Arrow's parser reads the pages straight from the OS cache.
 
     The result supports what the readers use of bytes: slicing (to bytes), ``find``, ``len`` and
-    the buffer protocol. A file that cannot be mapped (a pipe, a special file) is read.
+    the buffer protocol. A file that cannot be mapped (a pipe, a special file) is read. As with any
+    memory-mapped reader, a file another process truncates while it is parsed ends the process (the
+    map is released once parsed: a fraction of a second); a file that only grows is read as it was.
     ``normalize``: what to do to the bytes of a file read, instead of :func:`normalize_lines`.
 
     Example:
