@@ -203,3 +203,19 @@ def test_string_hashes_follow_their_definition_for_long_and_short_ids(lengths):
     got = string_hashes(pa.array(ids)).tolist()
     assert got == [_reference_hash(s.encode()) for s in ids]
     assert string_hashes(pa.array(["x", *ids]).slice(1)).tolist() == got  # an offset slice hashes alike
+
+
+def test_blocks_laid_end_to_end_are_the_plain_gather():
+    """MovePlan.full_order's running sum equals ``arange + repeat(first - new start)`` for blocks of any
+    length, empty ones included, in any order."""
+    from rankwise.data.ranking import MovePlan
+
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        lengths = rng.integers(0, 5, rng.integers(1, 8))
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        perm = rng.permutation(len(lengths))
+        firsts, moved = starts[perm], lengths[perm]
+        new_starts = np.concatenate([[0], np.cumsum(moved)[:-1]])
+        plain = np.arange(int(moved.sum())) + np.repeat(firsts - new_starts, moved)
+        assert MovePlan(runs=(firsts, moved)).full_order().tolist() == plain.tolist()

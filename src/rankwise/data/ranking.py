@@ -208,10 +208,7 @@ class MovePlan:
         order = self.order
         if order is None:
             assert self.runs is not None
-            firsts, lengths = self.runs
-            new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-            order = np.arange(int(lengths.sum()), dtype=np.int64)
-            order += np.repeat(firsts - new_starts, lengths)
+            order = _runs_order(*self.runs)
         if self.patch is not None:
             order[self.patch[0]] = self.patch[1]
         return order
@@ -231,6 +228,25 @@ class MovePlan:
             hit = (at < len(where)) & (where[np.minimum(at, len(where) - 1)] == positions)
             rows[hit] = moved[at[hit]]
         return rows
+
+
+def _runs_order(firsts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The gather that lays blocks (first rows, lengths) end to end: a running sum of steps of one,
+    with a jump where each block starts (one array, no ``arange`` or ``repeat`` of the rows).
+
+    Example:
+        >>> _runs_order(np.array([3, 0]), np.array([2, 3])).tolist()
+        [3, 4, 0, 1, 2]
+    """
+    n = int(lengths.sum())
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    firsts, lengths = firsts[lengths > 0], lengths[lengths > 0]
+    order = np.ones(n, dtype=np.int64)
+    order[0] = firsts[0]
+    order[np.cumsum(lengths)[:-1]] = firsts[1:] - (firsts[:-1] + lengths[:-1] - 1)
+    np.cumsum(order, out=order)
+    return order
 
 
 def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | None, blocks: Blocks | None,
