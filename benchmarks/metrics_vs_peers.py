@@ -243,7 +243,8 @@ def spawn(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
     """Run a child; return (wall seconds, peak RSS in MB, stdout)."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out, err = proc.stdout.read(), proc.stderr.read()
+    with proc.stdout, proc.stderr:
+        out, err = proc.stdout.read(), proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)

@@ -68,11 +68,13 @@ def timed(argv: list[str]) -> dict:
     (os.wait4)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with proc.stderr:  # read before waiting: a child that fills the pipe would wait for us
+        err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.read()[-2000:]}")
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-2000:]}")
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss_mb": usage.ru_maxrss / 1024}
 
 

@@ -206,8 +206,8 @@ def test_string_hashes_follow_their_definition_for_long_and_short_ids(lengths):
 
 
 def test_blocks_laid_end_to_end_are_the_plain_gather():
-    """MovePlan.full_order's running sum equals ``arange + repeat(first - new start)`` for blocks of any
-    length, empty ones included, in any order."""
+    """MovePlan.full_order's running sum equals ``arange + repeat(first - new start)`` for blocks
+    of any length, empty ones included, in any order."""
     from rankwise.data.ranking import MovePlan
 
     rng = np.random.default_rng(3)
