@@ -125,8 +125,8 @@ def test_cli_stream_prints_the_in_memory_numbers(files):
 
 
 def test_stream_shows_its_progress_on_stderr_and_quiet_silences_it(files, monkeypatch):
-    """A large run streamed shows a bar counting rows on stderr (a terminal's: FORCE_COLOR), never on
-    stdout; ``--quiet`` shows none; the numbers are the same either way."""
+    """A large run streamed shows a bar counting rows on stderr (a terminal's: FORCE_COLOR), never
+    on stdout; ``--quiet`` shows none; the numbers are the same either way."""
     from click.testing import CliRunner
 
     from rankwise.cli import main
