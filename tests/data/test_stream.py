@@ -124,6 +124,24 @@ def test_cli_stream_prints_the_in_memory_numbers(files):
     assert cli(str(files / "run.parquet"), "--stream") == in_memory
 
 
+def test_stream_shows_its_progress_on_stderr_and_quiet_silences_it(files, monkeypatch):
+    """A large run streamed shows a bar counting rows on stderr (a terminal's: FORCE_COLOR), never
+    on stdout; ``--quiet`` shows none; the numbers are the same either way."""
+    from click.testing import CliRunner
+
+    from rankwise.cli import main
+    from rankwise.metrics import stream
+
+    monkeypatch.setattr(stream, "PROGRESS_AT_LEAST", 0)  # every file is large
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    args = ["eval", str(files / "qrels.txt"), str(files / "shuffled.trec"), "--stream", "--block-rows", "5000",
+            "--format", "trec", "-m", "map"]
+    shown, quiet = CliRunner().invoke(main, args), CliRunner().invoke(main, [*args, "--quiet"])
+    assert shown.exit_code == quiet.exit_code == 0
+    assert "run rows evaluated (partitioned on disk)" in shown.stderr and quiet.stderr == ""
+    assert shown.stdout == quiet.stdout and shown.stdout.startswith("map")
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 x t\n", r"r.trec:2: field 'score': not a number: 'x'"),
     ("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0\n", r"r.trec:2: field 'run_id': expected at least 6 fields .*got 5"),

@@ -31,6 +31,7 @@ from rankwise.cli._base import (
               help="Evaluate a run larger than memory (TREC or Parquet) block by block; same numbers.")
 @click.option("--block-rows", type=click.IntRange(min=1), default=2_000_000, show_default=True,
               help="With --stream: run rows held in memory at a time.")
+@click.option("--quiet", is_flag=True, help="No progress bar (--stream shows one for a run of 64 MB or more).")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="spark: read and score on Apache Spark (Parquet, TREC or CSV files; the same numbers).")
 @click.option("--master", default=None, help="With --engine spark: the Spark master, e.g. local[2] or yarn.")
@@ -41,8 +42,8 @@ from rankwise.cli._base import (
               help="Print each value as a z-score against this table (qid measure mean std_dev; trec_eval -Z).")
 @click.option("-M", "--max-docs", "depth", type=click.IntRange(min=1), default=None,
               help="Evaluate only the top N items of each query's ranking (trec_eval -M); num_ret counts them.")
-def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, engine, master,
-                 rel_format, zscores, depth, mlflow_opts):
+def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, stream, block_rows, quiet, engine,
+                 master, rel_format, zscores, depth, mlflow_opts):
     """Score RUN against QRELS (TREC, BEIR TSV, CSV, JSONL or Parquet files)."""
     if rel_format != "qrels":
         if stream or engine == "spark":
@@ -60,7 +61,7 @@ def eval_command(qrels, run, metrics, per_query, fmt, relevance_level, missing, 
         from rankwise.metrics.stream import evaluate_stream
 
         result = evaluate_stream(qrels, run, _split_metrics(metrics) or None, relevance_level=relevance_level,
-                                 missing=missing, block_rows=block_rows, depth=depth)
+                                 missing=missing, block_rows=block_rows, depth=depth, progress=not quiet)
     else:
         from rankwise.metrics.engine import evaluate
 

@@ -37,13 +37,15 @@ __all__ = ["evaluate_stream"]
 def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
                     metrics: Iterable[str | Measure] | str | None = None,
                     *, relevance_level: int = 1, missing: str = "zero", block_rows: int = DEFAULT_BLOCK_ROWS,
-                    workdir: str | os.PathLike | None = None, depth: int | None = None) -> EvalResult:
+                    workdir: str | os.PathLike | None = None, depth: int | None = None,
+                    progress: bool = False) -> EvalResult:
     """:func:`rankwise.evaluate` for a run file of any size (TREC text or Parquet), in bounded
     memory.
 
     The run is read ``block_rows`` rows at a time (whole queries); a file whose queries are not
     grouped is partitioned on disk first (under ``workdir``). The qrels are held in memory.
-    ``depth``: trec_eval's ``-M``, as in :func:`rankwise.evaluate`.
+    ``depth``: trec_eval's ``-M``, as in :func:`rankwise.evaluate`. ``progress``: a bar on stderr
+    counting the rows evaluated, for a run file of :data:`PROGRESS_AT_LEAST` bytes or more.
 
     Example:
         >>> r = evaluate_stream("qrels.txt", "big.trec", ["ndcg@10", "map"])  # doctest: +SKIP
@@ -55,14 +57,41 @@ def evaluate_stream(qrels: QrelsLike, run_path: str | os.PathLike,
     check_depth(depth)
     q = load_qrels(qrels)
     try:
-        result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows), measures,
-                                  relevance_level, missing, depth)
+        result = _evaluate_blocks(q, _shown(iter_run_blocks(run_path, block_rows=block_rows), run_path, progress),
+                                  measures, relevance_level, missing, depth)
     except NotGrouped:  # queries not grouped in the file: partition it on disk, then evaluate
-        result = _evaluate_blocks(q, iter_run_blocks(run_path, block_rows=block_rows, grouped=False,
-                                                     workdir=workdir), measures, relevance_level, missing, depth)
+        blocks = iter_run_blocks(run_path, block_rows=block_rows, grouped=False, workdir=workdir)
+        result = _evaluate_blocks(q, _shown(blocks, run_path, progress, "(partitioned on disk)"), measures,
+                                  relevance_level, missing, depth)
     if asks_runid(metrics):  # as evaluate: the TREC file's tag, else the run's name
         result.runid = (None if is_parquet(run_path) else run_tag(run_path)) or result.run_name
     return result
+
+
+PROGRESS_AT_LEAST = 64 << 20  # bytes of a run file from which evaluate_stream(progress=True) shows a bar
+
+
+def _shown(blocks: Iterable[Run], path: str | os.PathLike, progress: bool, how: str = "") -> Iterable[Run]:
+    """``blocks``, counted on a transient bar on stderr when ``progress`` and the file is large."""
+    try:
+        large = os.path.getsize(path) >= PROGRESS_AT_LEAST
+    except OSError:  # the reader names the problem
+        large = False
+    if not (progress and large):
+        yield from blocks
+        return
+    from rankwise.progress import progress as bar
+
+    blocks = iter(blocks)
+    first = next(blocks, None)  # a file found not grouped says so here, before any bar is drawn
+    if first is None:
+        return
+    with bar(f"run rows evaluated {how}".strip(), None, transient=True) as advance:
+        yield first
+        advance(len(first))
+        for block in blocks:
+            yield block
+            advance(len(block))
 
 
 def _evaluate_blocks(qrels: Qrels, blocks: Iterable[Run], measures: list[Measure], relevance_level: int,
