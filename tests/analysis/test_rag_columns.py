@@ -27,7 +27,7 @@ from rankwise.data.testset_columns import NotColumnar, iter_case_columns
 from rankwise.errors import InputError
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.metrics.matrix_columns import char_coverage, matrix_from_columns
-from rankwise.relevance.column_verdicts import judge_columns
+from rankwise.relevance.column_sources import judge_columns
 from rankwise.relevance.verdicts import assign_verdicts
 from rankwise.report.text import to_json
 

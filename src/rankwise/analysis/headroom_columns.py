@@ -5,7 +5,7 @@ found first, then the original order; the rest after them in their order).
 Example:
     >>> import json, tempfile, pathlib
     >>> from rankwise.data.testset_columns import iter_case_columns
-    >>> from rankwise.relevance.column_verdicts import judge_columns
+    >>> from rankwise.relevance.column_sources import judge_columns
     >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
     >>> _ = path.write_text(json.dumps({"id": "q", "retrieved_context_ids": ["x", "a", "a", "b"],
     ...                                 "reference_context_ids": ["a", "b"]}) + "\\n")
@@ -94,7 +94,7 @@ def moved_cases(cases: CaseColumns, ranks: np.ndarray) -> np.ndarray:
     Example:
         >>> import json, tempfile, pathlib
         >>> from rankwise.data.testset_columns import iter_case_columns
-        >>> from rankwise.relevance.column_verdicts import judge_columns
+        >>> from rankwise.relevance.column_sources import judge_columns
         >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
         >>> gold = {"reference_context_ids": ["y"]}
         >>> rows = [{"id": "a", "retrieved_context_ids": ["x", "y"], **gold},

@@ -43,7 +43,7 @@ from rankwise.errors import InputError
 from rankwise.metrics.matrix_columns import matrix_from_columns
 from rankwise.metrics.rag import RagResult, checked_cutoffs, default_rag_metrics
 from rankwise.metrics.rag_columns import RagColumns, RunningMeans, case_values, columns_measures
-from rankwise.relevance.column_verdicts import COLUMN_SOURCES, judge_columns
+from rankwise.relevance.column_sources import COLUMN_SOURCES, judge_columns
 
 __all__ = ["evaluate_rag_diagnosed", "evaluate_rag_columns", "columns_apply"]
 

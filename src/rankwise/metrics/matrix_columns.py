@@ -12,7 +12,7 @@ Example:
     >>> import json, tempfile, pathlib
     >>> import numpy as np
     >>> from rankwise.data.testset_columns import iter_case_columns
-    >>> from rankwise.relevance.column_verdicts import judge_columns
+    >>> from rankwise.relevance.column_sources import judge_columns
     >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
     >>> _ = path.write_text(json.dumps({"id": "q", "retrieved_context_ids": ["a", "b", "a"],
     ...                                 "reference_context_ids": ["a", "c"]}) + "\\n")

@@ -14,7 +14,7 @@ metric the columns cannot feed) makes :meth:`~RagColumns.result` return None: th
 Example:
     >>> import json, tempfile, pathlib
     >>> from rankwise.data.testset_columns import iter_case_columns
-    >>> from rankwise.relevance.column_verdicts import judge_columns
+    >>> from rankwise.relevance.column_sources import judge_columns
     >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
     >>> rows = [{"id": "q1", "retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]},
     ...         {"id": "q2", "retrieved_context_ids": ["c"], "reference_context_ids": ["c"]}]

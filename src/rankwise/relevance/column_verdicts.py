@@ -2,16 +2,18 @@
 (:class:`~rankwise.data.testset_columns.CaseColumns`): one array per chunk and per case instead of
 a :class:`~rankwise.data.records.Verdict` per chunk.
 
-What :func:`judge_columns` gives is what the object path's verdicts give the relevance matrix,
-the case statuses and the failure classes: each chunk's grade and whether it has a verdict, the
-key that makes two chunks of a case the same chunk, the gold items each chunk matched (a passage,
-a reference id) and each case's R and status. The sources are ``ids``
-(:mod:`rankwise.relevance.ids_columns`) and ``span`` (:mod:`rankwise.relevance.span_columns`), the
-same rules as :mod:`rankwise.relevance.ids` and :mod:`rankwise.relevance.text`.
+What :func:`~rankwise.relevance.column_sources.judge_columns` gives is what the object path's
+verdicts give the relevance matrix, the case statuses and the failure classes: each chunk's grade
+and whether it has a verdict, the key that makes two chunks of a case the same chunk, the gold items
+each chunk matched (a passage, a reference id) and each case's R and status. The sources are
+``ids`` (:mod:`rankwise.relevance.ids_columns`) and ``span``
+(:mod:`rankwise.relevance.span_columns`), the same rules as :mod:`rankwise.relevance.ids` and
+:mod:`rankwise.relevance.text`.
 
 Example:
     >>> import json, tempfile, pathlib
     >>> from rankwise.data.testset_columns import iter_case_columns
+    >>> from rankwise.relevance.column_sources import judge_columns
     >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
     >>> _ = path.write_text(json.dumps({"id": "q", "retrieved_context_ids": ["a", "b", "a"],
     ...                                 "reference_context_ids": ["a"]}) + "\\n")
@@ -26,13 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise.data.testset_columns import CaseColumns
-
-__all__ = ["ColumnVerdicts", "judge_columns", "UNSCORABLE", "COLUMN_SOURCES"]
+__all__ = ["ColumnVerdicts", "UNSCORABLE"]
 
 #: why a case is unscorable, by code (0: it is not); "no retrieved chunks" is read from the lengths
 UNSCORABLE = ("", "no ground truth", "no reference passage with (doc_id, start, end)")
-COLUMN_SOURCES = ("ids", "span")
 
 
 @dataclass(eq=False)
@@ -88,18 +87,3 @@ class ColumnVerdicts:
         if missing:
             return f"incomplete: {missing} missing verdict{'s' if missing != 1 else ''}"
         return "ok"
-
-
-def judge_columns(cases: CaseColumns, source: str, *, id_field: str | None = None,
-                  min_overlap: float = 0.5) -> ColumnVerdicts:
-    """``source``'s verdicts over ``cases`` (module docstring); ``id_field`` for ``ids`` and
-    ``min_overlap`` for ``span`` as in :func:`~rankwise.relevance.verdicts.assign_verdicts`."""
-    if source == "ids":
-        from rankwise.relevance.ids_columns import judge_ids_columns
-
-        return judge_ids_columns(cases, id_field=id_field)
-    if source == "span":
-        from rankwise.relevance.span_columns import judge_span_columns
-
-        return judge_span_columns(cases, min_overlap=min_overlap, id_field=id_field)
-    raise ValueError(f"no columnar verdicts for {source!r}; use one of {COLUMN_SOURCES}")
