@@ -5,7 +5,7 @@ and no first stage, so ``sources disagree`` and ``demoted by the reranker`` cann
 Example:
     >>> import json, tempfile, pathlib
     >>> from rankwise.data.testset_columns import iter_case_columns
-    >>> from rankwise.relevance.column_verdicts import judge_columns
+    >>> from rankwise.relevance.column_sources import judge_columns
     >>> path = pathlib.Path(tempfile.mkdtemp(), "t.jsonl")
     >>> rows = [{"id": "a", "retrieved_context_ids": ["x", "d1"], "reference_context_ids": ["d1"]},
     ...         {"id": "b", "retrieved_context_ids": ["x"]}]
