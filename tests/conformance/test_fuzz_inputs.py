@@ -197,7 +197,7 @@ def _outcome(read, path: Path):
 
 def _run_key(run):
     scores = None if run.scores is None else run.scores.tolist()
-    return run.queries, run.offsets.tolist(), run.doc_ids.to_pylist(), scores, run.kind
+    return run.queries, run.offsets.tolist(), run.doc_ids.to_pylist(), scores, run.kind, run.tag
 
 
 def _qrels_key(qrels):
@@ -285,6 +285,8 @@ def test_trec_fast_and_exact_readers_agree_on_every_mutant(tmp_path, monkeypatch
         path.write_bytes(data)
         fast, exact = _both_paths(read, key, path)
         assert fast == exact, f"readers disagree on {_shown(data)}:\nfast  {fast}\nexact {exact}"
+        if kind == "run" and fast[0] == "ok":  # the tag from the bytes read is the file end's
+            assert fast[1][-1] == trec.run_tag(path), _shown(data)
         counts[(fast[0], "fast" if _takes_fast(data, kind) else "exact")] += 1
         if i % CLI_SHARE == 0:
             args = ["eval", str(other), str(path)] if kind == "run" else ["eval", str(path), str(other)]

@@ -491,3 +491,29 @@ def test_headerless_trec_lines_in_a_tsv_are_trec(tmp_path):
     (tmp_path / "beir.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t2\n")
     done = run_cli(["eval", tmp_path / "beir.tsv", tmp_path / "run.tsv", "-m", "map", "--format", "json"])
     assert json.loads(done.stdout)["mean"]["map"] == pytest.approx((0.5 + 1.0) / 2)
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch, kind):
+    """Every file is mapped (MAP_AT_LEAST 0) but a pipe cannot be: it is read, to the same rows, and
+    the map of a regular file is released once parsed."""
+    import os
+    import threading
+
+    from rankwise.data import text, trec
+
+    monkeypatch.setattr(text, "MAP_AT_LEAST", 0)
+    data = (b"q2 Q0 b 1 1.5 t\nq1 Q0 a 1 2.0 t\nq1 Q0 c 2 2.0 t\n" if kind == "run"
+            else b"q2 0 b 1\nq1 0 a 2\nq1 0 c 0\n")
+    read = trec.read_trec_run if kind == "run" else trec.read_trec_qrels
+    regular = tmp_path / "file"
+    regular.write_bytes(data)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_bytes, args=(data,))
+    writer.start()
+    from_pipe = read(pipe)
+    writer.join(timeout=10)
+    from_file = read(regular)
+    assert (from_pipe.queries, from_pipe.doc_ids.to_pylist()) == (from_file.queries, from_file.doc_ids.to_pylist())
+    assert from_file.queries == ["q1", "q2"] and from_file.doc_ids.to_pylist()[:2] == ["c", "a"] or kind == "qrels"

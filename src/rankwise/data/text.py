@@ -80,17 +80,24 @@ def read_lines(path: str | Path, normalize=None) -> bytes | mmap.mmap:
     return mapped
 
 
-def release(data: bytes | mmap.mmap) -> None:
-    """Unmap what :func:`read_lines` mapped, once the parse has copied what it keeps (a no-op for
-    bytes, or while a view of the map is alive)."""
-    if isinstance(data, mmap.mmap):
-        with contextlib.suppress(BufferError):
-            data.close()
+def release(data: bytes | mmap.mmap) -> bytes | None:
+    """Unmap what :func:`read_lines` mapped, once the parse has copied what it keeps: None (read
+    the file again if it is needed); bytes are kept as they are (a pipe cannot be read twice).
+    A map a view still holds is left to the collector."""
+    if not isinstance(data, mmap.mmap):
+        return data
+    with contextlib.suppress(BufferError):
+        data.close()
+    return None
 
 
 def _map(path: str | Path) -> mmap.mmap | None:
-    """A read-only map of a regular file of at least :data:`MAP_AT_LEAST` bytes, else None."""
+    """A read-only map of a regular file of at least :data:`MAP_AT_LEAST` bytes, else None. A file
+    that is not regular is never opened here: opening a named pipe and closing it unread would lose
+    what its writer sends, and leave the reader that follows waiting."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size < MAP_AT_LEAST:

@@ -55,14 +55,14 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     path = Path(path)
     name = name or path.stem
     data = read_lines(path, run_text)
+    tag = _tag(_last_fields(data))  # from the bytes read: a pipe cannot be opened a second time
     fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
     if fast is not None:
-        release(data)  # the columns are Arrow's copies
-        data = None
+        data = release(data)  # the columns are Arrow's copies
         try:
             run = Run.from_columns(fast["query_id"], fast["doc_id"], np_values(single_array(fast["score"])),
                                    kind="scored", name=name, source=str(path))
-            object.__setattr__(run, "tag", run_tag(path))
+            object.__setattr__(run, "tag", tag)
             return run
         except InputError:
             pass  # re-read exactly to report the right line
@@ -71,7 +71,7 @@ def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
     if not len(qids):
         raise InputError(NO_RUN_LINES, source=path)
     run = Run.from_columns(qids, docs, scores, kind="scored", name=name, source=str(path), lines=lines)
-    object.__setattr__(run, "tag", run_tag(path))
+    object.__setattr__(run, "tag", tag)
     return run
 
 
@@ -166,13 +166,28 @@ def run_tag(path: str | Path) -> str | None:
             pos -= step
             fh.seek(pos)
             tail = fh.read(step) + tail
-            lines = tail.replace(b"\r", b"\n").split(b"\n")
-            for raw in reversed(lines if pos == 0 else lines[1:]):  # lines[0] may be cut short
-                fields = raw.split()
-                if fields and not fields[0].startswith(b"#"):
-                    return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else None
-            if pos == 0:
-                return None
+            breaks = [i for i in (tail.find(b"\n"), tail.find(b"\r")) if i >= 0]
+            whole = tail if pos == 0 else tail[min(breaks) + 1:] if breaks else b""  # the first may be cut short
+            fields = _last_fields(whole)
+            if fields is not None or pos == 0:
+                return _tag(fields)
+
+
+def _last_fields(data) -> list[bytes] | None:
+    """The fields of the last line of ``data`` (bytes or a map) that is neither blank nor a
+    comment; None when there is none."""
+    end = len(data)
+    while end > 0:
+        start = max(data.rfind(b"\n", 0, end), data.rfind(b"\r", 0, end)) + 1
+        fields = data[start:end].split()
+        if fields and not fields[0].startswith(b"#"):
+            return fields
+        end = start - 1
+    return None
+
+
+def _tag(fields: list[bytes] | None) -> str | None:
+    return fields[5].decode("utf-8", "replace") if fields is not None and len(fields) >= 6 else None
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
@@ -187,12 +202,14 @@ def read_trec_qrels(path: str | Path) -> Qrels:
                                                                          "doc_id": pa.string(),
                                                                          "relevance": pa.string()})
     if fast is not None:
+        data = release(data)  # the columns are Arrow's copies
         try:
             grades = _decimal_ints(fast["relevance"])
             if grades is not None:
                 return Qrels.from_columns(fast["query_id"], fast["doc_id"], grades, source=str(path))
         except InputError:
             pass
+    data = read_lines(path) if data is None else data
     qids, docs, grades, lines = [], [], [], []
     for number, fields in _iter_fields(bytes(data)):
         if len(fields) != 4:
