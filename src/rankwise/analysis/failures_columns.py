@@ -66,7 +66,7 @@ def classify_columns(cases: CaseColumns, verdicts: ColumnVerdicts, k: int, *, id
     out = np.full(n, _CODE["not retrieved"], dtype=np.int8)
     open_ = truth & ~hit & ~anywhere  # cases the later rules decide
     if open_.any():
-        passage_case = np.repeat(np.arange(n, dtype=np.int64), n_passages)
+        passage_case = cases.passage_case()
         out[_split(cases, case, passage_case, open_)] = _CODE["split by chunking"]
         same_doc = _in_case(case, cases.chunk_doc, passage_case, cases.passage_doc, cases.n_codes, n)
         out[open_ & same_doc & (out != _CODE["split by chunking"])] = _CODE["right document, wrong chunk"]
@@ -81,7 +81,7 @@ def classify_columns(cases: CaseColumns, verdicts: ColumnVerdicts, k: int, *, id
 def _id_mismatch(cases: CaseColumns, case: np.ndarray, id_field: str | None) -> np.ndarray:
     """No chunk's compared field is a reference id of its case, but the other field is."""
     n = cases.n
-    ref_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.ref_offsets))
+    ref_case = cases.ref_case()
     width = cases.n_codes
     by_id = _in_case(case, cases.chunk_id, ref_case, cases.ref_id, width, n)
     by_doc = _in_case(case, cases.chunk_doc, ref_case, cases.ref_id, width, n)

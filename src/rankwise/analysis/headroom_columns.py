@@ -61,7 +61,7 @@ def _greedy(cases: CaseColumns, verdicts: ColumnVerdicts, case: np.ndarray, rank
     """Passages as items: at each step the relevant chunk adding the most passages not yet found
     (ties: the earlier chunk), one step for every case at once; passages as bits of a mask."""
     n = cases.n
-    passage_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.passage_offsets))
+    passage_case = cases.passage_case()
     local = verdicts.item - cases.passage_offsets[passage_case[verdicts.item]]
     if len(local) and local.max() >= 63:
         raise NotColumnar("a case with more than 63 reference passages (headroom's masks)")

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["case_warnings", "duplicate_chunk_ids", "cutoffs_beyond_lists"]
+__all__ = ["case_warnings", "duplicate_chunk_ids", "cutoffs_beyond_lists", "repeated_ids_message",
+           "cutoffs_beyond_depth"]
 
 
 def duplicate_chunk_ids(records: Sequence[Any]) -> str | None:
@@ -37,6 +38,17 @@ def duplicate_chunk_ids(records: Sequence[Any]) -> str | None:
             cases += 1
             if example is None:
                 example = (rec.id, *repeated[0])
+    return repeated_ids_message(cases, example)
+
+
+def repeated_ids_message(cases: int, example: tuple[str, str, int] | None) -> str | None:
+    """:func:`duplicate_chunk_ids`' words for ``cases`` cases, ``example`` = (case id, chunk id,
+    times) the first of them; None when no case repeats an id.
+
+    Example:
+        >>> repeated_ids_message(1, ("q", "d1", 2))[:44]
+        '1 case lists a chunk id more than once (case'
+    """
     if not cases:
         return None
     rid, cid, n = example
@@ -53,7 +65,16 @@ def cutoffs_beyond_lists(records: Sequence[Any], cutoffs: Iterable[int | None]) 
         >>> cutoffs_beyond_lists(recs, [1, 2]) is None, cutoffs_beyond_lists(recs, [3])[:36]
         (True, 'K = 3 is larger than every retrieved')
     """
-    deepest = max((len(r.chunks) for r in records), default=0)
+    return cutoffs_beyond_depth(max((len(r.chunks) for r in records), default=0), cutoffs)
+
+
+def cutoffs_beyond_depth(deepest: int, cutoffs: Iterable[int | None]) -> str | None:
+    """:func:`cutoffs_beyond_lists`' words when the longest list holds ``deepest`` chunks.
+
+    Example:
+        >>> cutoffs_beyond_depth(2, [1, 2]) is None, cutoffs_beyond_depth(2, [3])[:36]
+        (True, 'K = 3 is larger than every retrieved')
+    """
     beyond = sorted({int(k) for k in cutoffs if k is not None and int(k) > deepest})
     if not beyond or deepest == 0:
         return None

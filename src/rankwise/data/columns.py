@@ -135,6 +135,32 @@ def arrow_strings(values: list) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (``np.unique`` by a sort, which numpy does several times faster
+    than the hash table ``np.unique`` builds for integers).
+
+    Example:
+        >>> distinct_sorted(np.array([3, 1, 3])).tolist()
+        [1, 3]
+    """
+    ordered = np.sort(values)
+    keep = np.ones(len(ordered), dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
+
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every index of the ranges ``[start, start + count)``, one range after another.
+
+    Example:
+        >>> expand_ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist()
+        [5, 6, 9, 10, 11]
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + within
+
+
 def flat_strings(groups: list, total: int) -> pa.Array:
     """One Arrow string array of the keys of every group in turn (dicts or lists of ids), made with
     one C-level join per group instead of Python work per id.

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data.columns import as_string_array, np_values, single_array, string_hashes
+from rankwise.data.columns import arrow_indices, as_string_array, np_values, single_array, string_hashes
 from rankwise.data.run import Run
 from rankwise.data.text import INT64_MAX, open_error
 from rankwise.errors import InputError
@@ -410,7 +410,7 @@ def _check_blocks(qids: pa.Array | pa.ChunkedArray) -> None:
     heads = np.flatnonzero(np_values(pc.not_equal(qids.slice(1), qids.slice(0, n - 1)))) + 1
     if len(heads) < 2:
         return
-    head_ids = qids.take(pa.array(np.concatenate([[0], heads])))
+    head_ids = qids.take(arrow_indices(np.concatenate([[0], heads])))
     if pc.count_distinct(head_ids).as_py() == len(head_ids):
         return
     seen: set[str] = set()

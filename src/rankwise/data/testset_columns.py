@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from rankwise.data.columns import np_valid, np_values, single_array, string_hashes, take
 
-__all__ = ["CaseColumns", "NotColumnar", "iter_case_columns", "distinct_sorted", "DEFAULT_BLOCK_BYTES", "MAX_OFFSET"]
+__all__ = ["CaseColumns", "NotColumnar", "iter_case_columns", "DEFAULT_BLOCK_BYTES", "MAX_OFFSET"]
 
 DEFAULT_BLOCK_BYTES = 16 << 20  # lines read per block (whole lines): bounds the memory of any file size
 MAX_OFFSET = 2**40  # larger character offsets go to the object reader (float sums stay exact here)
@@ -52,20 +52,6 @@ _SCHEMA = pa.schema([(n, pa.string()) for n in _ID_FIELDS + _TEXT_FIELDS]
                        ("reference_context_ids", pa.list_(pa.string())),
                        ("retrieved_contexts", pa.list_(_CHUNK)), ("reference_contexts", pa.list_(_PASSAGE))])
 _TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")  # two objects on one line (Arrow reads both; a line holds one)
-
-
-def distinct_sorted(values: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (``np.unique`` by a sort, which numpy does several times faster
-    than the hash table ``np.unique`` builds for integers).
-
-    Example:
-        >>> distinct_sorted(np.array([3, 1, 3])).tolist()
-        [1, 3]
-    """
-    ordered = np.sort(values)
-    keep = np.ones(len(ordered), dtype=bool)
-    keep[1:] = ordered[1:] != ordered[:-1]
-    return ordered[keep]
 
 
 class NotColumnar(Exception):  # noqa: N818 - a signal to the caller, not an error a user sees
@@ -140,12 +126,29 @@ class CaseColumns:
         return np.diff(self.chunk_offsets)
 
     def chunk_case(self) -> np.ndarray:
-        """Each chunk's case (0-based in the block)."""
-        return np.repeat(np.arange(self.n, dtype=np.int64), self.lengths)
+        """Each chunk's case (0-based in the block); worked out once per block."""
+        return self._case_of("chunk", self.chunk_offsets)
+
+    def passage_case(self) -> np.ndarray:
+        """Each reference passage's case."""
+        return self._case_of("passage", self.passage_offsets)
+
+    def ref_case(self) -> np.ndarray:
+        """Each reference id's case."""
+        return self._case_of("ref", self.ref_offsets)
 
     def chunk_rank(self) -> np.ndarray:
         """Each chunk's 0-based position in its case's list."""
-        return np.arange(len(self.chunk_id), dtype=np.int64) - self.chunk_offsets[:-1][self.chunk_case()]
+        if "_chunk_rank" not in self.__dict__:
+            self.__dict__["_chunk_rank"] = _frozen(np.arange(len(self.chunk_id), dtype=np.int64)
+                                                  - self.chunk_offsets[:-1][self.chunk_case()])
+        return self.__dict__["_chunk_rank"]
+
+    def _case_of(self, what: str, offsets: np.ndarray) -> np.ndarray:
+        key = f"_{what}_case"  # (not the method's own name: it would shadow it)
+        if key not in self.__dict__:
+            self.__dict__[key] = _frozen(np.repeat(np.arange(self.n, dtype=np.int64), np.diff(offsets)))
+        return self.__dict__[key]
 
     def string(self, codes: np.ndarray) -> np.ndarray:
         """The strings of ``codes`` (None for -1), as a numpy object array."""
@@ -154,6 +157,12 @@ class CaseColumns:
         known = codes >= 0
         out[known] = take(self.pool, self.pick[codes[known]]).to_pylist() if known.any() else []
         return out
+
+
+def _frozen(values: np.ndarray) -> np.ndarray:
+    """``values``, read-only: a block's shared indices cannot be changed in place by one caller."""
+    values.flags.writeable = False
+    return values
 
 
 def iter_case_columns(path: str | os.PathLike, *, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[CaseColumns]:

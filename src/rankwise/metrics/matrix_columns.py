@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.data.testset_columns import CaseColumns, distinct_sorted
+from rankwise.data.columns import distinct_sorted, expand_ranges
+from rankwise.data.testset_columns import CaseColumns
 from rankwise.metrics.matrix import RelevanceMatrix
 from rankwise.relevance.column_verdicts import ColumnVerdicts
 
@@ -102,7 +103,7 @@ def char_coverage(n_rows: int, depth: int, chunk_row, chunk_col, chunk_doc, chun
     lo, hi = np.searchsorted(group, key, "left"), np.searchsorted(group, key, "right")
     times = hi - lo
     piece_chunk = np.repeat(c, times)
-    piece_span = np.repeat(lo, times) + (np.arange(int(times.sum())) - np.repeat(np.cumsum(times) - times, times))
+    piece_span = expand_ranges(lo, times)
     start = np.maximum(chunk_start[piece_chunk], m_start[piece_span])
     end = np.minimum(chunk_end[piece_chunk], m_end[piece_span])
     keep = end > start
@@ -114,7 +115,7 @@ def char_coverage(n_rows: int, depth: int, chunk_row, chunk_col, chunk_doc, chun
     bounds = distinct_sorted(np.concatenate((base + start, base + end)))
     first = np.searchsorted(bounds, base + start)
     count = np.searchsorted(bounds, base + end) - first
-    seg = np.repeat(first, count) + (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
+    seg = expand_ranges(first, count)
     col = np.repeat(chunk_col[piece_chunk], count)
     earliest = first_in_group(seg, col, depth)
     seg, col = seg[earliest], col[earliest]
@@ -175,7 +176,7 @@ def matrix_from_columns(cases: CaseColumns, verdicts: ColumnVerdicts, rows: np.n
     rel = judged & (grades >= relevance_level)
     char_found = char_total = None
     if verdicts.source == "span":
-        passage_case = np.repeat(np.arange(cases.n, dtype=np.int64), np.diff(cases.passage_offsets))
+        passage_case = cases.passage_case()
         p = np.flatnonzero(row_of[passage_case] >= 0)
         char_total, char_found = char_coverage(
             n, depth, chunk_row, col, cases.chunk_doc[take], cases.chunk_start[take], cases.chunk_end[take],

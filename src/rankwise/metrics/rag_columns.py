@@ -35,15 +35,16 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.compute as pc
 
-from rankwise.data.checks import cutoffs_beyond_lists
-from rankwise.data.columns import arrow_strings, np_values
-from rankwise.data.testset_columns import CaseColumns, distinct_sorted
+from rankwise.data.checks import cutoffs_beyond_depth, repeated_ids_message
+from rankwise.data.columns import arrow_strings, distinct_sorted, np_values
+from rankwise.data.testset_columns import CaseColumns
 from rankwise.errors import InputError, warn
 from rankwise.metrics.engine import PerQuery, aggregate_columns, note_undefined
 from rankwise.metrics.matrix_columns import matrix_from_columns
 from rankwise.metrics.rag import RagResult, rag_summary
 from rankwise.metrics.registry import Measure, parse_measures
 from rankwise.relevance.column_verdicts import UNSCORABLE, ColumnVerdicts
+from rankwise.relevance.truth import incomplete_words
 
 __all__ = ["RagColumns", "BlockScores", "RunningMeans", "columns_measures", "case_values"]
 
@@ -245,16 +246,15 @@ class RagColumns:
             self.refused = reason
             return None
         unscorable_cases = {self.ids[i]: _WHY[why[i]] for i in np.flatnonzero(status == 1).tolist()}
-        incomplete_cases = {self.ids[i]: _status_text(2, 0, int(missing[i])).split(": ", 1)[1]
-                            for i in np.flatnonzero(status == 2).tolist()}
+        incomplete_cases = {self.ids[i]: incomplete_words(0, int(missing[i])) for i in np.flatnonzero(status == 2).tolist()}
         order = np_values(pc.sort_indices(arrow_strings(self.scored_ids))).astype(np.int64)
         ids = [self.scored_ids[i] for i in order.tolist()]
         values = self._in_order(order)
         p = self.params
         summary = rag_summary(n, self.relevance, len(ids), unscorable_cases, incomplete_cases, self.unscorable,
                               self.incomplete, self.basis, False, dict(self.counts), **p)
-        for message in (self._repeat_message(), cutoffs_beyond_lists([_Length(self.deepest)],
-                                                                     [m.k for m in self.measures])):
+        for message in (repeated_ids_message(self.repeats, self.repeat_example),
+                        cutoffs_beyond_depth(self.deepest, [m.k for m in self.measures])):
             if message:
                 warn(message, summary=summary)
         mean, undefined = aggregate_columns(values, self.measures)
@@ -294,29 +294,5 @@ class RagColumns:
             return "a case id appears twice"
         return None
 
-    def _repeat_message(self) -> str | None:
-        if not self.repeats:
-            return None
-        rid, cid, n = self.repeat_example
-        cases = self.repeats
-        return (f"{cases} case{'s list' if cases != 1 else ' lists'} a chunk id more than once (case {rid!r}: "
-                f"{cid!r} {n} times); each copy is judged at its own rank, and a repeat earns no new relevant item")
-
 
 _WHY = (*UNSCORABLE, "no retrieved chunks")
-
-
-class _Length:
-    """A stand-in record of ``n`` chunks (``cutoffs_beyond_lists`` reads only the longest list)."""
-
-    def __init__(self, n: int):
-        self.chunks = range(n)
-
-
-def _status_text(status: int, why: int, missing: int) -> str:
-    """A case's status in ``case_status``' words."""
-    if status == 1:
-        return f"unscorable: {_WHY[why]}"
-    if status == 2:
-        return f"incomplete: {missing} missing verdict{'s' if missing != 1 else ''}"
-    return "ok"

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankwise.relevance.truth import incomplete_words
+
 __all__ = ["ColumnVerdicts", "UNSCORABLE"]
 
 #: why a case is unscorable, by code (0: it is not); "no retrieved chunks" is read from the lengths
@@ -85,5 +87,5 @@ class ColumnVerdicts:
             return "unscorable: no retrieved chunks"
         missing = int(self.missing()[case])
         if missing:
-            return f"incomplete: {missing} missing verdict{'s' if missing != 1 else ''}"
+            return f"incomplete: {incomplete_words(0, missing)}"
         return "ok"

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.data.testset_columns import CaseColumns, distinct_sorted
+from rankwise.data.columns import distinct_sorted
+from rankwise.data.testset_columns import CaseColumns
 from rankwise.relevance.column_verdicts import ColumnVerdicts
 
 __all__ = ["judge_ids_columns", "in_case_sets"]
@@ -56,7 +57,7 @@ def judge_ids_columns(cases: CaseColumns, *, id_field: str | None = None) -> Col
     else:
         raise ValueError(f"id_field must be 'id' or 'doc_id', not {id_field!r}")
     n, width = cases.n, cases.n_codes + 1
-    ref_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.ref_offsets))
+    ref_case = cases.ref_case()
     gold = distinct_sorted(ref_case * width + cases.ref_id)
     n_relevant = np.bincount(gold // width, minlength=n).astype(np.int64)
     chunk_case = cases.chunk_case()

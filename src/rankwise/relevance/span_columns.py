@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankwise.data.columns import expand_ranges
 from rankwise.data.testset_columns import CaseColumns
 from rankwise.relevance.column_verdicts import ColumnVerdicts
 
@@ -36,9 +37,7 @@ def case_pairs(left_case: np.ndarray, right_case: np.ndarray, n_cases: int) -> t
     np.cumsum(right_count, out=right_start[1:])
     times = right_count[left_case]
     left = np.repeat(np.arange(len(left_case), dtype=np.int64), times)
-    first = np.repeat(np.cumsum(times) - times, times)
-    right = right_start[left_case[left]] + (np.arange(len(left), dtype=np.int64) - first)
-    return left, right
+    return left, expand_ranges(right_start[left_case], times)
 
 
 def shared_chars(a_doc, a_start, a_end, b_doc, b_start, b_end) -> np.ndarray:
@@ -63,7 +62,7 @@ def judge_span_columns(cases: CaseColumns, *, min_overlap: float = 0.5, id_field
     n = cases.n
     spanned = (cases.chunk_doc >= 0) & (cases.chunk_start >= 0) & (cases.chunk_end >= 0)
     usable = (cases.passage_doc >= 0) & (cases.passage_start >= 0) & (cases.passage_end >= 0)
-    passage_case = np.repeat(np.arange(n, dtype=np.int64), np.diff(cases.passage_offsets))
+    passage_case = cases.passage_case()
     chunk_case = cases.chunk_case()
     chunks = np.flatnonzero(spanned)
     passages = np.flatnonzero(usable)
@@ -73,7 +72,7 @@ def judge_span_columns(cases: CaseColumns, *, min_overlap: float = 0.5, id_field
     c, p = c[same_doc], p[same_doc]
     c_start, c_end = cases.chunk_start[c], cases.chunk_end[c]
     p_start, p_end = cases.passage_start[p], cases.passage_end[p]
-    shared = np.minimum(c_end, p_end) - np.maximum(c_start, p_start)
+    shared = shared_chars(cases.chunk_doc[c], c_start, c_end, cases.passage_doc[p], p_start, p_end)
     p_len, c_len = p_end - p_start, c_end - c_start
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero length never decides (its side is False)
         match = (shared > 0) & (((p_len > 0) & (shared / np.where(p_len > 0, p_len, 1) >= min_overlap))

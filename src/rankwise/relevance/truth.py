@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GroundTruth", "case_status", "pooled_truth", "pooled_items", "with_progress"]
+__all__ = ["GroundTruth", "case_status", "incomplete_words", "pooled_truth", "pooled_items", "with_progress"]
 
 
 @dataclass
@@ -61,13 +61,23 @@ def case_status(record, source: str, *, unscorable: str | None = None) -> str:
         elif v.status == "failed" or v.verdict is None:
             failed += 1
     if failed or missing:
-        parts = []
-        if failed:
-            parts.append(f"{failed} failed verdict{'s' if failed != 1 else ''}")
-        if missing:
-            parts.append(f"{missing} missing verdict{'s' if missing != 1 else ''}")
-        return "incomplete: " + ", ".join(parts)
+        return "incomplete: " + incomplete_words(failed, missing)
     return "ok"
+
+
+def incomplete_words(failed: int, missing: int) -> str:
+    """What an incomplete case lacks, in :func:`case_status`' words.
+
+    Example:
+        >>> incomplete_words(0, 2), incomplete_words(1, 1)
+        ('2 missing verdicts', '1 failed verdict, 1 missing verdict')
+    """
+    parts = []
+    if failed:
+        parts.append(f"{failed} failed verdict{'s' if failed != 1 else ''}")
+    if missing:
+        parts.append(f"{missing} missing verdict{'s' if missing != 1 else ''}")
+    return ", ".join(parts)
 
 
 def pooled_truth(record, source: str) -> GroundTruth:
