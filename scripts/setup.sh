@@ -24,7 +24,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml setup.py scripts/setup.sh | sha256sum | cut -d' ' -f1)
 # the test environment holds the demo's: either stamp, up to date, satisfies `make demo`
 have() { [ -f "$VENV/.rankwise-$1" ] && [ "$(cat "$VENV/.rankwise-$1")" = "$want" ]; }
 # apt-get install, as root where apt-get exists; else say what to install and carry on
@@ -119,6 +119,19 @@ if [ "${1:-}" = "--test" ] && ! { command -v cc >/dev/null 2>&1 && command -v ma
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc make libc6-dev >/dev/null
   else
     echo "setup: gcc/make not found; install them (e.g. 'sudo apt-get install gcc make') for the trec_eval test" >&2
+  fi
+fi
+
+# the C walk of dicts (src/rankwise/data/_walk.c; optional: without it rankwise reads dicts in Python, slower):
+# pip's editable install above builds it where a C compiler is found; built again here when it is missing or its
+# source changed since (a checkout of a newer commit), in place, as the editable install does
+walk_so=""
+for f in src/rankwise/data/_walk.*.so; do [ -e "$f" ] && walk_so=$f; done
+if command -v cc >/dev/null 2>&1 && { [ -z "$walk_so" ] || [ src/rankwise/data/_walk.c -nt "$walk_so" ]; }; then
+  if "$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null 2>build-walk.log; then
+    rm -rf build build-walk.log
+  else
+    echo "setup: the C walk of dicts did not build (build-walk.log); rankwise reads dicts with its Python walk" >&2
   fi
 fi
 

@@ -25,7 +25,7 @@ SCRIPTS = {"rankwise.cli.__main__", "rankwise.spark.__main__"}
 def _modules() -> list[str]:
     names = ["rankwise"]
     for info in pkgutil.walk_packages([str(SRC)], prefix="rankwise."):
-        if info.name not in SCRIPTS:
+        if info.name not in SCRIPTS and _source(info.name).exists():  # (not the compiled rankwise.data._walk)
             names.append(info.name)
     return sorted(names)
 

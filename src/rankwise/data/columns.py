@@ -9,12 +9,20 @@ which ``rankwise eval`` must not pay.
 from __future__ import annotations
 
 import bisect
+from itertools import chain
+from operator import methodcaller
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankwise.errors import InputError
+
+try:  # the C walk of dicts (setup.py builds it where a C compiler is found)
+    from rankwise.data import _walk
+except ImportError:  # not built: the pure-Python walk of flat_items, which gives the same arrays
+    _walk = None
 
 _NUMPY_TYPES = {
     "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
@@ -173,8 +181,10 @@ def flat_strings(groups: list, total: int) -> pa.Array:
         joined = b"\0".join(["\0".join(g).encode("utf-8") for g in groups if len(g)])
     except TypeError:  # ids that are not strings
         return arrow_strings([str(v) for g in groups for v in g])
-    except UnicodeEncodeError:  # lone surrogates: let Arrow say what is wrong
-        return pa.array([v for g in groups for v in g], pa.string())
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for it
+        row, bad = next((i, v) for i, v in enumerate(v for g in groups for v in g) if not _encodable(v))
+        raise InputError(f"id {bad!r} is not text that UTF-8 can hold (a lone surrogate)", source="<dict>",
+                         line=row + 1, field="doc_id") from None
     data = np.frombuffer(joined, dtype=np.uint8)
     separators = max(total - 1, 0)
     if len(data) - separators >= 2**31:  # beyond 32-bit offsets
@@ -200,6 +210,59 @@ def flat_strings(groups: list, total: int) -> pa.Array:
 
 
 _STEP = 1 << 22  # bytes per slice of flat_strings' pass: its temporaries stay a few MB
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class FlatItems(NamedTuple):
+    """The groups of a dict of dicts laid flat (see :func:`flat_items`)."""
+
+    docs: pa.Array  # every group's keys in turn
+    values: np.ndarray | None  # their values, float64 (None: keys only)
+    hashes: np.ndarray | None  # string_hashes(docs), when the C walk computed them on the way
+
+
+def flat_items(groups: list, total: int, *, field: str | None, words: str = "values must be numbers",
+               rank: bool = False, compiled: bool = True) -> FlatItems:
+    """The keys of every group in turn as one Arrow string array and, with a ``field`` (the values'
+    name in errors), the groups' values in the same order as float64; ``field=None``: keys only
+    (the groups may then be lists of ids too).
+
+    One C pass over the dicts (``rankwise.data._walk``, where it was built) when every key is a
+    ``str`` and every value a float, int or bool, which also hashes the keys as
+    :func:`string_hashes` does; otherwise, or with ``compiled=False``, :func:`flat_strings` and
+    ``np.fromiter``, which give the same arrays (and no hashes). A value that is not a number is an
+    :class:`InputError` saying ``words``. ``rank`` (scores): the C walk lays each dict's items out
+    in rank order (score, then doc id, descending), a head start for
+    :func:`rankwise.data.ranking.rank_rows`, which ranks the rows either way.
+
+    Example:
+        >>> flat = flat_items([{"d1": 1.0, "d22": 0.5}, {"é": 2}], 3, field="score")
+        >>> flat.docs.to_pylist(), flat.values.tolist()
+        (['d1', 'd22', 'é'], [1.0, 0.5, 2.0])
+    """
+    if compiled and _walk is not None:
+        walked = _walk.items(groups, total, field is not None, rank and field is not None)
+        if walked is not None:  # (None: something the C walk does not read; the Python one does)
+            chars, offsets, values, hashes = walked
+            docs = pa.Array.from_buffers(pa.string(), total, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+            return FlatItems(docs, None if field is None else np.frombuffer(values, dtype=np.float64),
+                             np.frombuffer(hashes, dtype=np.uint64))
+    docs = flat_strings(groups, total)
+    if field is None:
+        return FlatItems(docs, None, None)
+    take_values = dict.values if set(map(type, groups)) <= {dict} else methodcaller("values")
+    try:
+        values = np.fromiter(chain.from_iterable(map(take_values, groups)), dtype=np.float64, count=total)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputError(f"{words} ({exc})", source="<dict>", field=field) from None
+    return FlatItems(docs, values, None)
 
 
 def as_string_array(values, *, source, field: str, chunked: bool = False) -> pa.Array:
@@ -281,7 +344,8 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
     else:
         # an unaligned view: words[p] is the 8 bytes starting at byte p
         words = np.ndarray(shape=(size - 7,), dtype="<u8", buffer=data, strides=(1,))
-        in_place = int(np.searchsorted(offsets[:-1], size - 7))  # rows whose first word is readable
+        in_place = int(np.searchsorted(offsets[:-1], np.int32(size - 7)))  # rows whose first word is readable
+        # (an np.int32 needle: a Python int would make numpy convert all the offsets first)
     h = np_empty(n, np.uint64)
     if in_place < n:  # the last few short strings: read them from a zero-padded copy of the tail
         tail = np.zeros(24, dtype=np.uint8)
@@ -319,9 +383,6 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
     return h
 
 
-
-
-# ----------------------------------------------------------------- moving rows
 # ----------------------------------------------------------------- moving rows
 def permute(values: np.ndarray, order: np.ndarray | None, runs=None, patch=None) -> np.ndarray:
     """``values`` moved into a new order: ``values[order]``, or whole blocks (``runs``: first rows

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
 
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data.columns import arrow_strings, as_string_array, flat_strings, string_hashes
+from rankwise.data.columns import arrow_strings, as_string_array, flat_items, string_hashes
 from rankwise.data.ranking import group_rows
-from rankwise.data.run import _sorted_items, _values_of
+from rankwise.data.run import _sorted_items
 from rankwise.errors import InputError
 
 __all__ = ["Qrels"]
@@ -92,12 +91,7 @@ class Qrels:
             values = [v for v, f in zip(values, keep, strict=True) if f]
             counts = counts[counts > 0]
         total = int(counts.sum())
-        docs = flat_strings(values, total)
-        try:
-            grade_arr = np.fromiter(chain.from_iterable(map(_values_of(values), values)), dtype=np.float64,
-                                    count=total)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"grades must be integers ({exc})", source="<dict>", field="relevance") from None
+        docs, grade_arr, hashes = flat_items(values, total, field="relevance", words="grades must be integers")
         bad = ~np.isfinite(grade_arr) | (grade_arr != np.round(grade_arr))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -110,7 +104,7 @@ class Qrels:
         block_codes = np.arange(len(queries), dtype=np.int32)
         heads = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         return cls._grouped(group_rows(None, docs, grade_arr, source="<dict>", queries=queries,
-                                       blocks=(block_codes, heads)))
+                                       blocks=(block_codes, heads), hashes=hashes))
 
     def __len__(self) -> int:
         return len(self.doc_ids)

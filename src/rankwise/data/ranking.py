@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,8 @@ def _query_layout(qids, queries, blocks, n: int):
 
 def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.ChunkedArray,
               scores: np.ndarray | None, *, source: str, lines: np.ndarray | None = None,
-              queries: list[str] | None = None, blocks: Blocks | None = None, owned: bool = False) -> Ranked:
+              queries: list[str] | None = None, blocks: Blocks | None = None, owned: bool = False,
+              hashes: np.ndarray | None = None) -> Ranked:
     """Group rows by query and rank them: by score (then doc id, descending) when ``scores`` is
     given, else keeping the rows' order within each query. Raises :class:`InputError` on a doc
     repeated within a query.
@@ -84,6 +86,7 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     The query of each row comes from ``qids``, or from ``queries`` (byte order) with ``blocks`` =
     (query code, first row) of contiguous per-query blocks. ``owned``: the arrays were built for
     this call and may be changed in place. ``lines`` maps rows to file lines for error messages.
+    ``hashes``: ``string_hashes(docs)``, when the caller has them (the C walk of a dict).
 
     Example:
         >>> import pyarrow as pa, numpy as np
@@ -97,6 +100,8 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     plan = _rank_order(qcodes, docs, scores, blocks, counts, offsets)
     if plan is not None and owned and plan.patch_only(n) and patch_strings_in_place(docs, *plan.patch):
         plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
+        if hashes is not None:  # (owned: the caller's to change too)
+            hashes[plan.patch[0]] = hashes[plan.patch[1]]
     else:
         plan_done = False
     if plan is not None and not plan_done:
@@ -108,7 +113,7 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
             # while this one hashes the doc ids in file order and moves the hashes and the scores
             with ThreadPoolExecutor(1) as pool:
                 moved = pool.submit(permute_strings, docs, order)
-                hashes = permute(string_hashes(single_array(docs)), order)
+                hashes = permute(string_hashes(single_array(docs)) if hashes is None else hashes, order)
                 if scores is not None:
                     scores = permute(scores, order)
                 docs = moved.result()
@@ -116,10 +121,11 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
             docs = permute_strings(docs, order, runs, patch)
             if scores is not None:
                 scores = permute(scores, order, runs, patch)
-            hashes = string_hashes(docs)
+            hashes = string_hashes(docs) if hashes is None else permute(hashes, order, runs, patch)
     else:
         docs = single_array(docs)
-        hashes = string_hashes(docs)
+        if hashes is None:
+            hashes = string_hashes(docs)
     keys = row_keys(counts, hashes, in_place=True)
     _check_duplicates(keys, queries, offsets, docs, plan, source, lines, "run")
     return Ranked(queries, offsets, docs, scores, keys)
@@ -127,7 +133,7 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
 
 def group_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.ChunkedArray, values: np.ndarray,
                *, source: str, lines: np.ndarray | None = None, queries: list[str] | None = None,
-               blocks: Blocks | None = None) -> Ranked:
+               blocks: Blocks | None = None, hashes: np.ndarray | None = None) -> Ranked:
     """Group rows by query (byte order), keeping their order within a query (judgements: no
     ranking). Raises :class:`InputError` on a (query, doc) pair given twice. Arguments as
     :func:`rank_rows`.
@@ -149,9 +155,12 @@ def group_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chun
             order, runs = plan.full_order(), None
         docs = permute_strings(docs, order, runs)
         values = permute(values, order, runs)
+        if hashes is not None:
+            hashes = permute(hashes, order, runs)
     else:
         docs = single_array(docs)
-    hashes = string_hashes(docs)
+    if hashes is None:
+        hashes = string_hashes(docs)
     _check_duplicates(row_keys(counts, hashes), queries, offsets, docs, plan, source, lines, "qrels")
     return Ranked(queries, offsets, docs, values, hashes=hashes)
 
@@ -565,6 +574,19 @@ class RowKeys:
         out |= (hashes >> np.uint64(self.query_bits + self.row_bits)) << np.uint64(self.row_bits)
         return out
 
+    @cached_property
+    def shared(self) -> np.ndarray:
+        """Positions ``i`` whose key has the same query and hash bits as key ``i + 1`` (equal doc
+        ids, or hashes that collide): nearly always none."""
+        keys = self.keys
+        if len(keys) < 2:
+            return np.zeros(0, dtype=np.int64)
+        limit = np.uint64(1 << self.row_bits)
+        last = len(keys) - 1  # pairs (i, i + 1) for i < last, a chunk at a time
+        return np.concatenate([
+            np.flatnonzero((keys[c0 + 1:min(c0 + _CHUNK, last) + 1] ^ keys[c0:min(c0 + _CHUNK, last)]) < limit) + c0
+            for c0 in range(0, last, _CHUNK)])
+
     def rows(self, keys: np.ndarray) -> np.ndarray:
         """Table rows of keys."""
         q = (keys >> self.query_shift).astype(np.int64)
@@ -618,17 +640,10 @@ def row_keys(counts: np.ndarray, hashes: np.ndarray, *, in_place: bool = False) 
 def duplicate_candidates(layout: RowKeys) -> np.ndarray:
     """Rows whose (query, doc) hash equals another row's (from :func:`row_keys`): check them
     exactly."""
-    keys = layout.keys
-    if len(keys) < 2:
-        return np.zeros(0, dtype=np.int64)
-    limit = np.uint64(1 << layout.row_bits)
-    last = len(keys) - 1  # pairs (i, i + 1) for i < last, a chunk at a time
-    same = np.concatenate([
-        np.flatnonzero((keys[c0 + 1:min(c0 + _CHUNK, last) + 1] ^ keys[c0:min(c0 + _CHUNK, last)]) < limit) + c0
-        for c0 in range(0, last, _CHUNK)])
+    same = layout.shared
     if len(same) == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.sort(layout.rows(keys[np.unique(np.concatenate([same, same + 1]))]))
+    return np.sort(layout.rows(layout.keys[np.unique(np.concatenate([same, same + 1]))]))
 
 
 def first_duplicate(rows: np.ndarray, row_queries: np.ndarray, docs: pa.Array,

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
-from operator import itemgetter, methodcaller
+from operator import itemgetter
 from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 
-from rankwise.data.columns import arrow_strings, as_string_array, flat_strings, string_hashes, take
+from rankwise.data.columns import arrow_strings, as_string_array, flat_items, string_hashes, take
 from rankwise.data.ranking import RowKeys, rank_rows, row_keys
 from rankwise.errors import InputError
 
@@ -130,14 +129,9 @@ class Run:
             values = [v for v, f in zip(values, keep, strict=True) if f]
             counts = counts[filled]
         total = int(counts.sum())
-        docs = flat_strings(values, total)  # a dict iterates its keys
-        score_arr = None
-        if kind == "scored":
-            try:
-                score_arr = np.fromiter(chain.from_iterable(map(_values_of(values), values)),
-                                        dtype=np.float64, count=total)
-            except (TypeError, ValueError) as exc:
-                raise InputError(f"scores must be numbers ({exc})", source="<dict>", field="score") from None
+        docs, score_arr, hashes = flat_items(values, total, field="score" if kind == "scored" else None,
+                                             words="scores must be numbers", rank=True)
+        if score_arr is not None:
             bad = ~np.isfinite(score_arr)
             if bad.any():
                 raise InputError(f"score is not a finite number: {float(score_arr[np.flatnonzero(bad)[0]])!r}",
@@ -149,7 +143,7 @@ class Run:
             block_codes = np.arange(len(queries), dtype=np.int32)
             heads = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
             run = cls._ranked(rank_rows(None, docs, score_arr, source="<dict>", queries=queries,
-                                        blocks=(block_codes, heads), owned=True), kind, name)
+                                        blocks=(block_codes, heads), owned=True, hashes=hashes), kind, name)
         return run._with_queries(empty) if empty else run
 
     def _with_queries(self, query_ids: list[str]) -> Run:
@@ -249,11 +243,6 @@ def _sorted_items(data: Mapping) -> tuple[list[str], list, bool]:
         return queries, list(map(data.__getitem__, queries)), True
     items = sorted(((str(q), v) for q, v in data.items()), key=itemgetter(0))
     return [q for q, _ in items], [v for _, v in items], False
-
-
-def _values_of(groups: list):
-    """The fastest way to take ``.values()`` of each of ``groups`` (Mappings)."""
-    return dict.values if set(map(type, groups)) <= {dict} else methodcaller("values")
 
 
 def _line(lines: np.ndarray | None, row: int) -> int:

@@ -555,18 +555,40 @@ def _judged_rows(qrels: Qrels, run: Run,
     in_both = run_to_qrels >= 0
     qrels_to_run[run_to_qrels[in_both]] = np.flatnonzero(in_both)
     run_q = qrels_to_run[qrels.query_codes()]
-    entries = np.flatnonzero(run_q >= 0)
     empty = np.zeros(0, dtype=np.int64)
-    if len(entries) == 0 or len(keys) == 0:
+    if len(keys) == 0 or not bool((run_q >= 0).any()):
         return empty, empty, empty
+    entries = None if bool((run_q >= 0).all()) else np.flatnonzero(run_q >= 0)  # None: every entry
     # needles come in query order (both query lists are byte-ordered): the searches walk the keys
     # forward
-    needles = layout.needles(run_q[entries], qrels.doc_hashes[entries])
+    needles = layout.needles(run_q if entries is None else run_q[entries],
+                             qrels.doc_hashes if entries is None else qrels.doc_hashes[entries])
     first = np.searchsorted(keys, needles)
+    if len(layout.shared) == 0:  # no two run rows share a key prefix: one look per entry
+        np.minimum(first, len(keys) - 1, out=first)
+        within = keys[first]
+        within -= needles  # a match: the same prefix, so the row-in-query bits are what is left
+        hit = np.flatnonzero(within < np.uint64(1 << layout.row_bits))
+        match = hit if entries is None else entries[hit]
+        rows = layout.offsets[run_q[match]] + within[hit].view(np.int64)
+    else:
+        rows, match = _judged_rows_shared(layout, needles, first,
+                                          np.arange(len(run_q)) if entries is None else entries)
+    by_row = np.argsort(rows)
+    rows, match = rows[by_row], match[by_row]
+    same = np_values(pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
+    return rows[same], match[same], run_q[match[same]]
+
+
+def _judged_rows_shared(layout, needles: np.ndarray, first: np.ndarray,
+                        entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate (run row, qrels row) pairs when run rows share key prefixes: each needle checks its
+    first key and the keys after it while their prefix is still the needle's."""
+    keys = layout.keys
     high = needles >> np.uint64(layout.row_bits)
     found_rows, found_entries = [], []
     pending, step = np.arange(len(entries)), 0
-    while len(pending):  # one pass per run row sharing the (query, hash) prefix: one, unless hashes collide
+    while len(pending):  # one pass per run row sharing the (query, hash) prefix
         pos = first[pending] + step
         pending, pos = pending[pos < len(keys)], pos[pos < len(keys)]
         k = keys[pos]
@@ -575,11 +597,7 @@ def _judged_rows(qrels: Qrels, run: Run,
         found_rows.append(layout.rows(k))
         found_entries.append(entries[pending])
         step += 1
-    rows, match = np.concatenate(found_rows), np.concatenate(found_entries)
-    by_row = np.argsort(rows)
-    rows, match = rows[by_row], match[by_row]
-    same = np_values(pc.equal(run.doc_ids.take(arrow_indices(rows)), qrels.doc_ids.take(arrow_indices(match))))
-    return rows[same], match[same], run_q[match[same]]
+    return np.concatenate(found_rows), np.concatenate(found_entries)
 
 
 def _ideal_gains(qrels: Qrels, eval_q: np.ndarray) -> np.ndarray:

@@ -1,0 +1,129 @@
+"""The C walk of dicts (rankwise/data/_walk.c) gives what the pure-Python walk gives.
+
+``flat_items`` reads a ``{query: {doc: value}}`` dict's groups in one C pass where the extension
+was built, else with ``flat_strings`` and ``np.fromiter``. Held here, on any input: the same doc
+ids, the same values bit for bit, hashes equal to ``string_hashes`` of the ids, a ranked walk that
+is each group's items in trec_eval's order and ranks to the very run the Python path ranks to, and
+anything the C walk does not read exactly handed to the Python path (same arrays, same errors).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankwise.data import Qrels, Run, columns
+from rankwise.data.columns import flat_items, string_hashes
+from rankwise.data.ranking import rank_rows
+from rankwise.errors import InputError
+
+_IDS = st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=30) | st.sampled_from(
+    ["", "d", "d1", "D0000001", "a" * 8, "b" * 9, "é" * 5, "x" * 16, "y" * 17, "z" * 40])
+_SCORES = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([0.0, -0.0, 1.0, 0.5, 5e-324, 1e300])
+_VALUES = _SCORES | st.integers(-(2**70), 2**70) | st.booleans()
+_GROUPS = st.lists(st.dictionaries(_IDS, _VALUES, max_size=40), max_size=8)
+
+
+def _bits(values: np.ndarray) -> list[int]:
+    return values.view(np.uint64).tolist()
+
+
+def test_the_extension_is_built_here():
+    # scripts/setup.sh builds it (pip's editable install, or `setup.py build_ext --inplace`);
+    # a test environment without it would measure and test only the Python walk
+    assert columns._walk is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(_GROUPS)
+def test_the_c_walk_gives_the_python_walk_arrays(groups):
+    total = sum(map(len, groups))
+    compiled = flat_items(groups, total, field="score")
+    python = flat_items(groups, total, field="score", compiled=False)
+    assert compiled.docs.to_pylist() == python.docs.to_pylist() == [k for g in groups for k in g]
+    assert _bits(compiled.values) == _bits(python.values)
+    assert python.hashes is None
+    assert compiled.hashes.tolist() == string_hashes(compiled.docs).tolist()
+    keys_only = flat_items([list(g) for g in groups], total, field=None)
+    assert keys_only.values is None and keys_only.docs.equals(python.docs)
+
+
+def _rank_key(item):
+    doc, score = item
+    return (-score, tuple(-b for b in doc.encode()) + (1,))  # doc id descending by bytes, longer first
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(_IDS, _SCORES, min_size=1, max_size=60), min_size=1, max_size=6))
+def test_a_ranked_walk_is_trec_evals_order_and_ranks_to_the_same_run(groups):
+    total = sum(map(len, groups))
+    walked = flat_items(groups, total, field="score", rank=True)
+    python = flat_items(groups, total, field="score", compiled=False)
+    got = list(zip(walked.docs.to_pylist(), walked.values.tolist(), strict=True))
+    want = [item for g in groups for item in sorted(g.items(), key=_rank_key)]
+    assert got == want
+    blocks = (np.arange(len(groups), dtype=np.int32),
+              np.concatenate([[0], np.cumsum([len(g) for g in groups])[:-1]]).astype(np.int64))
+    queries = [f"q{i}" for i in range(len(groups))]
+    a = rank_rows(None, walked.docs, walked.values, source="<dict>", queries=queries, blocks=blocks,
+                  owned=True, hashes=walked.hashes)
+    b = rank_rows(None, python.docs, python.values.copy(), source="<dict>", queries=queries, blocks=blocks)
+    assert a.docs.to_pylist() == b.docs.to_pylist()
+    assert _bits(a.values) == _bits(b.values)
+    assert a.offsets.tolist() == b.offsets.tolist()
+    assert a.keys.keys.tolist() == b.keys.keys.tolist()
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize("groups", [
+    [{1: 1.0}],  # a key that is not a str
+    [{_Str("d"): 1.0}],  # a str subclass
+    [{"\ud800": 1.0}],  # a lone surrogate
+    [{"d": np.int64(3)}],  # a numpy integer
+    [{"d": "1.5"}],  # a string value
+    [OrderedDict(d=1.0)],  # not an exact dict
+    [{"d": 10**400}],  # an int too large for a double
+])
+def test_what_the_c_walk_does_not_read_it_hands_over(groups):
+    assert columns._walk.items(groups, 1, True, False) is None
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), -float("inf")])
+def test_a_ranked_walk_hands_over_a_score_that_is_not_finite(score):
+    assert columns._walk.items([{"a": 1.0, "b": score}], 2, True, True) is None
+    with pytest.raises(InputError, match="score is not a finite number") as err:
+        Run.from_dict({"q": {"a": 1.0, "b": score}})
+    assert err.value.line == 2  # the row the Python path read it from
+
+
+def test_values_the_python_path_reads_read_the_same_after_the_hand_over():
+    run = Run.from_dict({"q": {"d1": np.int64(3), "d2": np.float32(0.5), "d3": 2}})
+    assert run.ranking("q") == ["d1", "d3", "d2"]
+    assert Qrels.from_dict({"q": OrderedDict(a=1, b=np.int64(2))}).grades.tolist() == [1, 2]
+
+
+def test_the_same_errors_either_way():
+    with pytest.raises(InputError, match="scores must be numbers"):
+        Run.from_dict({"q": {"a": 10**400}})
+    with pytest.raises(InputError, match="grades must be integers"):
+        Qrels.from_dict({"q": {"a": "x"}})
+    with pytest.raises(InputError, match="lone surrogate") as err:
+        Run.from_dict({"q": {"a": 2.0, "\ud800": 1.0}})
+    assert err.value.line == 2 and err.value.field == "doc_id"
+
+
+def test_ints_past_2_to_the_53_round_as_numpy_rounds_them():
+    values = [2**53 + 1, 2**63 - 1, -(2**64) - 3, 10**300, True, False]
+    groups = [{f"d{i}": v for i, v in enumerate(values)}]
+    compiled = flat_items(groups, len(values), field="score")
+    assert compiled.hashes is not None  # (read by the C walk, not handed over)
+    assert _bits(compiled.values) == _bits(np.fromiter(values, dtype=np.float64))
+    assert [struct.pack("<d", v) for v in compiled.values.tolist()] == [struct.pack("<d", float(v)) for v in values]
