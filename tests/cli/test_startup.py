@@ -167,7 +167,8 @@ EVAL_LIBRARIES = {"numpy", "pyarrow", "click", "cloudpickle"}
 # commands
 EVAL_MODULES = {
     "rankwise", "rankwise._atomic", "rankwise._lazy", "rankwise._signals", "rankwise._words", "rankwise.cli",
-    "rankwise.errors", "rankwise.data", "rankwise.data.columns", "rankwise.data._walk", "rankwise.data.text", "rankwise.data.frames",
+    "rankwise.errors", "rankwise.data", "rankwise.data.columns", "rankwise.data._walk", "rankwise.data.compiled",
+    "rankwise.data.text", "rankwise.data.frames",
     "rankwise.data.load", "rankwise.data.qrels", "rankwise.data.ranking", "rankwise.data.run",
     "rankwise.data.swap", "rankwise.data.tabular", "rankwise.data.trec",
     "rankwise.data.stream",  # a Parquet file: read with ParquetFile, row group by row group

@@ -1,10 +1,11 @@
-"""The C walk of dicts (rankwise/data/_walk.c) gives what the pure-Python walk gives.
+"""The C walks (rankwise/data/_walk.c) give what the pure-Python and numpy paths give.
 
 ``flat_items`` reads a ``{query: {doc: value}}`` dict's groups in one C pass where the extension
 was built, else with ``flat_strings`` and ``np.fromiter``. Held here, on any input: the same doc
 ids, the same values bit for bit, hashes equal to ``string_hashes`` of the ids, a ranked walk that
 is each group's items in trec_eval's order and ranks to the very run the Python path ranks to, and
 anything the C walk does not read exactly handed to the Python path (same arrays, same errors).
+And a file's rows in any order, grouped and ranked in C, rank to numpy's run (or fail alike).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import struct
 from collections import OrderedDict
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankwise.data import Qrels, Run, columns
+from rankwise.data import Qrels, Run
 from rankwise.data.columns import flat_items, string_hashes
+from rankwise.data.compiled import walk
 from rankwise.data.ranking import rank_rows
 from rankwise.errors import InputError
 
@@ -36,7 +39,7 @@ def _bits(values: np.ndarray) -> list[int]:
 def test_the_extension_is_built_here():
     # scripts/setup.sh builds it (pip's editable install, or `setup.py build_ext --inplace`);
     # a test environment without it would measure and test only the Python walk
-    assert columns._walk is not None
+    assert walk is not None
 
 
 @settings(max_examples=300, deadline=None)
@@ -93,12 +96,12 @@ class _Str(str):
     [{"d": 10**400}],  # an int too large for a double
 ])
 def test_what_the_c_walk_does_not_read_it_hands_over(groups):
-    assert columns._walk.items(groups, 1, True, False) is None
+    assert walk.items(groups, 1, True, False) is None
 
 
 @pytest.mark.parametrize("score", [float("nan"), float("inf"), -float("inf")])
 def test_a_ranked_walk_hands_over_a_score_that_is_not_finite(score):
-    assert columns._walk.items([{"a": 1.0, "b": score}], 2, True, True) is None
+    assert walk.items([{"a": 1.0, "b": score}], 2, True, True) is None
     with pytest.raises(InputError, match="score is not a finite number") as err:
         Run.from_dict({"q": {"a": 1.0, "b": score}})
     assert err.value.line == 2  # the row the Python path read it from
@@ -127,3 +130,30 @@ def test_ints_past_2_to_the_53_round_as_numpy_rounds_them():
     assert compiled.hashes is not None  # (read by the C walk, not handed over)
     assert _bits(compiled.values) == _bits(np.fromiter(values, dtype=np.float64))
     assert [struct.pack("<d", v) for v in compiled.values.tolist()] == [struct.pack("<d", float(v)) for v in values]
+
+
+_ROW = st.tuples(st.sampled_from(["q1", "q2", "q10", "é", "Q"]), _IDS, _SCORES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ROW, min_size=1, max_size=80), st.lists(st.integers(1, 79), max_size=3), st.integers(0, 3))
+def test_rows_in_any_order_rank_in_c_as_in_numpy(rows, cuts, skip):
+    """A file's rows (shuffled, repeated docs included) grouped and ranked by the C walk: the same
+    run as numpy's ranking, or the same error on the same lines; ids in several chunks, sliced."""
+    rows = [(f"x{i}", "pad", 0.0) for i in range(skip)] + rows  # sliced off below: chunks with an offset
+    bounds = sorted({0, len(rows), *[c for c in cuts if c < len(rows)]})
+
+    def column(i):
+        return pa.chunked_array([pa.array([r[i] for r in rows[a:b]], pa.string())
+                                 for a, b in zip(bounds, bounds[1:], strict=False)]).slice(skip)
+    scores = np.array([r[2] for r in rows[skip:]], dtype=np.float64)
+    outcomes = []
+    for compiled in (True, False):
+        try:
+            r = rank_rows(column(0), column(1), scores.copy(), source="<run>", compiled=compiled)
+        except InputError as exc:
+            outcomes.append(("error", str(exc), exc.line))
+        else:
+            outcomes.append((r.queries, r.offsets.tolist(), r.docs.to_pylist(), _bits(r.values),
+                             r.keys.keys.tolist()))
+    assert outcomes[0] == outcomes[1]

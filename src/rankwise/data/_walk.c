@@ -15,6 +15,15 @@
    costs it one pass instead of a sort and a move of every row. A score that is not finite gives None (the
    Python path reports it on the row it was in).
 
+   ranked_rows(qcodes, offsets, chunks, scores) -> (chars, str_offsets, scores, hashes, order) | None
+
+   The rows of a table read from a file, in any order, grouped by query and ranked, in one pass: qcodes (int32,
+   each row's query code), offsets (int64, the first row of each query once grouped, and the total), chunks
+   (the doc-id column's string chunks, each (offsets buffer, data buffer, offset, length)) and scores (float64).
+   Returns the doc ids, scores and hashes in rank order (within a query: score, then doc id, descending; rows
+   equal in both keep the file's order) and the row each came from (int64). None when the doc ids' bytes pass
+   2 GiB. As for a dict, rank_rows checks the order it is handed.
+
    The walk takes only what it can read exactly as the pure-Python path in rankwise/data/columns.py does:
    keys that are exact str (encodable: no lone surrogate) and values that are floats (or their subclasses),
    exact ints or bools. On anything else (another type, more than 2 GiB of keys) it returns None and the
@@ -92,6 +101,7 @@ typedef struct {
     const char *s;
     Py_ssize_t len;
     double score;
+    int64_t row; /* ranked_rows: the row's number in the table */
 } Item;
 
 /* a goes before b: the higher score, then the greater doc id by bytes (no two doc ids of a dict are equal) */
@@ -275,9 +285,190 @@ done:
     return result;
 }
 
+/* a read-only buffer of at least `need` bytes, or -1 with an error set */
+static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t need) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) return -1;
+    if (view->len < need) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "ranked_rows: a buffer is shorter than its array");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const int32_t *offsets; /* the chunk's own offsets, from its first row */
+    const char *data;
+    int64_t first;          /* the table row of its first row */
+} Chunk;
+
+static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *qcodes_obj, *offsets_obj, *chunks_obj, *scores_obj;
+    if (!PyArg_ParseTuple(args, "OOO!O", &qcodes_obj, &offsets_obj, &PyList_Type, &chunks_obj, &scores_obj))
+        return NULL;
+    Py_ssize_t n_chunks = PyList_GET_SIZE(chunks_obj);
+    Py_buffer qb = {0}, ob = {0}, sb = {0};
+    Py_buffer *cb = PyMem_Calloc((size_t)(2 * n_chunks + 1), sizeof(Py_buffer));
+    Chunk *chunks = PyMem_Calloc((size_t)(n_chunks + 1), sizeof(Chunk));
+    int64_t *cursor = NULL;
+    int32_t *block_chunk = NULL;
+    Item *items = NULL, *spare = NULL;
+    PyObject *chars = NULL, *str_offsets = NULL, *scores_out = NULL, *hashes = NULL, *order = NULL, *result = NULL;
+    Py_ssize_t held = 0;
+    if (cb == NULL || chunks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PyObject_GetBuffer(qcodes_obj, &qb, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(offsets_obj, &ob, PyBUF_SIMPLE) < 0) goto done;
+    Py_ssize_t n = qb.len / (Py_ssize_t)sizeof(int32_t), n_queries = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    if (get_buffer(scores_obj, &sb, n * (Py_ssize_t)sizeof(double)) < 0) goto done;
+    const int32_t *qcodes = qb.buf;
+    const int64_t *offsets = ob.buf;
+    const double *scores = sb.buf;
+    /* the chunks, and the doc ids' bytes in all */
+    int64_t rows = 0, size = 0;
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        PyObject *t = PyList_GET_ITEM(chunks_obj, c);
+        PyObject *obuf, *dbuf;
+        Py_ssize_t off, len;
+        if (!PyArg_ParseTuple(t, "OOnn", &obuf, &dbuf, &off, &len)) goto done;
+        if (get_buffer(obuf, &cb[held], (off + len + 1) * (Py_ssize_t)sizeof(int32_t)) < 0) goto done;
+        chunks[c].offsets = (const int32_t *)cb[held++].buf + off;
+        if (PyObject_GetBuffer(dbuf, &cb[held], PyBUF_SIMPLE) < 0) goto done;
+        chunks[c].data = cb[held++].buf;
+        if (chunks[c].offsets[len] > cb[held - 1].len || chunks[c].offsets[0] < 0) {
+            PyErr_SetString(PyExc_ValueError, "ranked_rows: offsets past a chunk's data");
+            goto done;
+        }
+        chunks[c].first = rows;
+        rows += len;
+        size += chunks[c].offsets[len] - chunks[c].offsets[0];
+    }
+    chunks[n_chunks].first = rows;
+    if (rows != n || n_queries < 0 || offsets[n_queries] != n) {
+        PyErr_SetString(PyExc_ValueError, "ranked_rows: columns of different lengths");
+        goto done;
+    }
+    if (size > INT32_MAX) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    chars = PyByteArray_FromStringAndSize(NULL, size);
+    str_offsets = PyByteArray_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
+    scores_out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
+    hashes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
+    order = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    cursor = PyMem_Malloc((size_t)(n_queries + 1) * sizeof(int64_t));
+    if (chars == NULL || str_offsets == NULL || scores_out == NULL || hashes == NULL || order == NULL) goto done;
+    if (cursor == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *out_order = (int64_t *)PyByteArray_AS_STRING(order);
+    /* group: each row to its query's next place (a counting sort, stable: the file's order within a query) */
+    memcpy(cursor, offsets, (size_t)(n_queries + 1) * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t q = qcodes[i];
+        if (q < 0 || q >= n_queries || cursor[q] >= offsets[q + 1]) {
+            PyErr_SetString(PyExc_ValueError, "ranked_rows: a query code outside the offsets");
+            goto done;
+        }
+        out_order[cursor[q]++] = i;
+    }
+    /* which chunk holds a row: the chunk of every 4096th row, then a step or two forward */
+    Py_ssize_t n_blocks = (n >> 12) + 1;
+    block_chunk = PyMem_Malloc((size_t)n_blocks * sizeof(int32_t));
+    if (block_chunk == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t b = 0, c = 0; b < n_blocks; b++) {
+        while (c + 1 < n_chunks && chunks[c + 1].first <= ((int64_t)b << 12)) c++;
+        block_chunk[b] = (int32_t)c;
+    }
+    /* rank the queries a batch at a time (about 64k rows): each gather a loop of its own over the batch, so
+       the machine has many independent reads in flight, then each query sorted where it lies */
+    char *out_chars = PyByteArray_AS_STRING(chars);
+    int32_t *out_offsets = (int32_t *)PyByteArray_AS_STRING(str_offsets);
+    double *out_scores = (double *)PyByteArray_AS_STRING(scores_out);
+    uint64_t *out_hashes = (uint64_t *)PyByteArray_AS_STRING(hashes);
+    Py_ssize_t room = 0, used = 0;
+    out_offsets[0] = 0;
+    for (Py_ssize_t q0 = 0, q1; q0 < n_queries; q0 = q1) {
+        q1 = q0 + 1;
+        while (q1 < n_queries && offsets[q1 + 1] - offsets[q0] <= 65536) q1++;
+        Py_ssize_t lo = offsets[q0], m = offsets[q1] - lo;
+        if (m > room) {
+            PyMem_Free(items);
+            PyMem_Free(spare);
+            items = PyMem_Malloc((size_t)m * sizeof(Item));
+            spare = PyMem_Malloc((size_t)m * sizeof(Item));
+            if (items == NULL || spare == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            room = m;
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            int64_t row = out_order[lo + i];
+            items[i].row = row;
+            items[i].score = scores[row];
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            int64_t row = items[i].row;
+            Py_ssize_t c = block_chunk[row >> 12];
+            while (chunks[c + 1].first <= row) c++;
+            const int32_t *o = chunks[c].offsets + (row - chunks[c].first);
+            items[i].s = chunks[c].data + o[0];
+            items[i].len = o[1] - o[0];
+        }
+        for (Py_ssize_t q = q0; q < q1; q++) {
+            Item *first = items + (offsets[q] - lo);
+            Py_ssize_t k = offsets[q + 1] - offsets[q];
+            for (Py_ssize_t i = 1; i < k; i++) {
+                if (before(&first[i], &first[i - 1])) {
+                    sort_items(first, spare, k);
+                    break;
+                }
+            }
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Item *it = &items[i];
+            memcpy(out_chars + used, it->s, (size_t)it->len);
+            out_hashes[lo + i] = hash_of(it->s, it->len);
+            used += it->len;
+            out_offsets[lo + i + 1] = (int32_t)used;
+            out_scores[lo + i] = it->score;
+            out_order[lo + i] = it->row;
+        }
+    }
+    result = Py_BuildValue("OOOOO", chars, str_offsets, scores_out, hashes, order);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&cb[i]);
+    if (qb.obj) PyBuffer_Release(&qb);
+    if (ob.obj) PyBuffer_Release(&ob);
+    if (sb.obj) PyBuffer_Release(&sb);
+    PyMem_Free(cb);
+    PyMem_Free(chunks);
+    PyMem_Free(cursor);
+    PyMem_Free(block_chunk);
+    PyMem_Free(items);
+    PyMem_Free(spare);
+    Py_XDECREF(chars);
+    Py_XDECREF(str_offsets);
+    Py_XDECREF(scores_out);
+    Py_XDECREF(hashes);
+    Py_XDECREF(order);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"items", items, METH_VARARGS,
      "items(groups, total, values, rank) -> (chars, offsets, scores, hashes) | None: the keys (and values) of every group."},
+    {"ranked_rows", ranked_rows, METH_VARARGS,
+     "ranked_rows(qcodes, offsets, chunks, scores) -> (chars, offsets, scores, hashes, order) | None: a table's rows "
+     "grouped by query and ranked."},
     {NULL, NULL, 0, NULL},
 };
 

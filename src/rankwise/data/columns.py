@@ -17,12 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rankwise.data.compiled import walk as _walk
 from rankwise.errors import InputError
-
-try:  # the C walk of dicts (setup.py builds it where a C compiler is found)
-    from rankwise.data import _walk
-except ImportError:  # not built: the pure-Python walk of flat_items, which gives the same arrays
-    _walk = None
 
 _NUMPY_TYPES = {
     "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,

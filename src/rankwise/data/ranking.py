@@ -33,6 +33,7 @@ from rankwise.data.columns import (
     single_array,
     string_hashes,
 )
+from rankwise.data.compiled import walk
 from rankwise.errors import InputError
 
 __all__ = ["Ranked", "descending_keys", "group_by_query", "group_rows", "rank_rows", "MovePlan", "RowKeys",
@@ -59,6 +60,36 @@ class Ranked:
     hashes: np.ndarray | None = None
 
 
+def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, docs: pa.Array | pa.ChunkedArray,
+                 scores: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray, MovePlan] | None:
+    """Rows in any order grouped by query and ranked in one C pass (``_walk.ranked_rows``): the doc
+    ids, scores and their hashes in rank order, and the move that took them there; None where the
+    extension was not built or the ids are not plain strings.
+
+    The C pass sorts by the rule (score, then doc id, descending); :func:`_rank_order` then checks
+    the result as it checks any input said to be ranked, and puts right any row out of order.
+    """
+    chunks = docs.chunks if isinstance(docs, pa.ChunkedArray) else [docs]
+    if walk is None or not all(pa.types.is_string(c.type) and c.null_count == 0 for c in chunks):
+        return None
+    parts = [(b[1], b"" if b[2] is None else b[2], c.offset, len(c)) for c in chunks for b in [c.buffers()]]
+    out = walk.ranked_rows(np.ascontiguousarray(qcodes, dtype=np.int32), np.ascontiguousarray(offsets, dtype=np.int64),
+                           parts, np.ascontiguousarray(scores, dtype=np.float64))
+    if out is None:  # ids past 2 GiB
+        return None
+    chars, str_offsets, ranked_scores, hashes, order = out
+    n = len(order) // 8
+    docs = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(str_offsets), pa.py_buffer(chars)])
+    scores, hashes = np.frombuffer(ranked_scores, dtype=np.float64), np.frombuffer(hashes, dtype=np.uint64)
+    order = np.frombuffer(order, dtype=np.int64)
+    check = _rank_order(None, docs, scores, (np.arange(len(counts), dtype=np.int32), offsets[:-1]), counts, offsets)
+    if check is not None:  # rows the C sort left out of the rule's order (equal doc ids, say): move them
+        move = check.full_order()
+        docs, scores, hashes, order = (permute_strings(docs, move), permute(scores, move), permute(hashes, move),
+                                       order[move])
+    return docs, scores, hashes, MovePlan(order=order)
+
+
 def _query_layout(qids, queries, blocks, n: int):
     """Queries (grouping the rows when no per-query blocks are known), blocks, row query codes, rows
     per query and offsets: what ranking and grouping both start from."""
@@ -78,7 +109,7 @@ def _query_layout(qids, queries, blocks, n: int):
 def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.ChunkedArray,
               scores: np.ndarray | None, *, source: str, lines: np.ndarray | None = None,
               queries: list[str] | None = None, blocks: Blocks | None = None, owned: bool = False,
-              hashes: np.ndarray | None = None) -> Ranked:
+              hashes: np.ndarray | None = None, compiled: bool = True) -> Ranked:
     """Group rows by query and rank them: by score (then doc id, descending) when ``scores`` is
     given, else keeping the rows' order within each query. Raises :class:`InputError` on a doc
     repeated within a query.
@@ -87,6 +118,8 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     (query code, first row) of contiguous per-query blocks. ``owned``: the arrays were built for
     this call and may be changed in place. ``lines`` maps rows to file lines for error messages.
     ``hashes``: ``string_hashes(docs)``, when the caller has them (the C walk of a dict).
+    Rows not grouped by query are grouped and ranked by the compiled walk where it was built
+    (``compiled=False``: by numpy alone; the same result).
 
     Example:
         >>> import pyarrow as pa, numpy as np
@@ -97,6 +130,13 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     """
     n = len(docs)
     queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
+    if compiled and qcodes is not None and scores is not None:
+        in_c = _ranked_in_c(qcodes, counts, offsets, docs, scores)
+        if in_c is not None:  # grouped and ranked by the compiled walk, its order checked
+            docs, scores, hashes, plan = in_c
+            keys = row_keys(counts, hashes, in_place=True)
+            _check_duplicates(keys, queries, offsets, docs, plan, source, lines, "run")
+            return Ranked(queries, offsets, docs, scores, keys)
     plan = _rank_order(qcodes, docs, scores, blocks, counts, offsets)
     if plan is not None and owned and plan.patch_only(n) and patch_strings_in_place(docs, *plan.patch):
         plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
@@ -271,8 +311,8 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
         return None
     if blocks is None:
         change = qcodes[1:] != qcodes[:-1]
-        heads = np.concatenate([[0], np.flatnonzero(change) + 1])
-        if len(heads) == len(counts):  # each query's rows form one block
+        if 1 + int(np.count_nonzero(change)) == len(counts):  # each query's rows form one block
+            heads = np.concatenate([[0], np.flatnonzero(change) + 1])
             blocks = (qcodes[heads], heads)
     if blocks is not None:
         codes, heads = blocks
