@@ -157,3 +157,34 @@ def test_rows_in_any_order_rank_in_c_as_in_numpy(rows, cuts, skip):
             outcomes.append((r.queries, r.offsets.tolist(), r.docs.to_pylist(), _bits(r.values),
                              r.keys.keys.tolist()))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_queries_rank_in_c_as_in_numpy(seed):
+    """Queries of hundreds of rows (the C walk radix-sorts those): heavy ties, -0.0 beside 0.0,
+    repeated docs in one case; shuffled file rows and an unranked dict alike."""
+    rng = np.random.default_rng(seed)
+    n_queries, depth = 4, int(rng.integers(256, 1200))
+    pool = np.array([0.0, -0.0, 1.0, 0.5, -2.5, 1e300, 5e-324], dtype=np.float64)
+    scores = np.where(rng.random(n_queries * depth) < 0.5, rng.choice(pool, n_queries * depth),
+                      rng.normal(0, 3, n_queries * depth))
+    docs = [f"d{int(i)}" for i in rng.permutation(10 * depth)[: n_queries * depth] % (10 * depth)]
+    if seed == 5:
+        docs[7] = docs[3]  # a repeated doc in the first query
+    qids = [f"q{i // depth}" for i in range(n_queries * depth)]
+    perm = rng.permutation(n_queries * depth)
+    qcol, dcol = pa.array([qids[i] for i in perm]), pa.array([docs[i] for i in perm])
+    outcomes = []
+    for compiled in (True, False):
+        try:
+            r = rank_rows(qcol, dcol, scores[perm].copy(), source="<run>", compiled=compiled)
+        except InputError as exc:
+            outcomes.append(("error", str(exc), exc.line))
+        else:
+            outcomes.append((r.queries, r.docs.to_pylist(), _bits(r.values), r.keys.keys.tolist()))
+    assert outcomes[0] == outcomes[1]
+    if seed != 5:
+        groups = [{docs[i]: float(scores[i]) for i in perm if qids[i] == f"q{q}"} for q in range(n_queries)]
+        walked = flat_items(groups, n_queries * depth, field="score", rank=True)
+        got = list(zip(walked.docs.to_pylist(), walked.values.tolist(), strict=True))
+        assert got == [item for g in groups for item in sorted(g.items(), key=_rank_key)]

@@ -139,6 +139,71 @@ static void sort_items(Item *items, Item *spare, Py_ssize_t n) {
     if (from != items) memcpy(items, from, (size_t)n * sizeof(Item));
 }
 
+/* the order of a score, as an integer: a higher score, a smaller key (-0.0 is 0.0) */
+static inline uint64_t descending_key(double score) {
+    uint64_t bits;
+    if (score == 0.0) score = 0.0;
+    memcpy(&bits, &score, 8);
+    bits = (bits >> 63) ? ~bits : bits ^ 0x8000000000000000ULL; /* ascending with the score */
+    return ~bits;
+}
+
+typedef struct {
+    uint64_t key;
+    Py_ssize_t at; /* the item's place before the sort */
+} Keyed;
+
+/* items[0..n) by before(), for long lists: an LSD radix sort of (descending score key, place) by bytes,
+   passes whose byte all keys share skipped, then each run of equal scores put in doc-id order by insertion
+   (stable: rows equal in both keep their order) */
+static int radix_sort_items(Item *items, Item *spare, Py_ssize_t n) {
+    Keyed *a = PyMem_Malloc((size_t)n * sizeof(Keyed)), *b = PyMem_Malloc((size_t)n * sizeof(Keyed));
+    if (a == NULL || b == NULL) {
+        PyMem_Free(a);
+        PyMem_Free(b);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        a[i].key = descending_key(items[i].score);
+        a[i].at = i;
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        Py_ssize_t count[256] = {0};
+        for (Py_ssize_t i = 0; i < n; i++) count[(a[i].key >> shift) & 0xFF]++;
+        if (count[(a[0].key >> shift) & 0xFF] == n) continue; /* every key has this byte */
+        Py_ssize_t sum = 0;
+        for (int d = 0; d < 256; d++) {
+            Py_ssize_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) b[count[(a[i].key >> shift) & 0xFF]++] = a[i];
+        Keyed *t = a;
+        a = b;
+        b = t;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) spare[i] = items[a[i].at];
+    memcpy(items, spare, (size_t)n * sizeof(Item));
+    for (Py_ssize_t i = 1; i < n; i++) { /* equal scores: doc id descending */
+        if (items[i].score != items[i - 1].score) continue;
+        Item x = items[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && items[j - 1].score == x.score && before(&x, &items[j - 1]); j--) items[j] = items[j - 1];
+        items[j] = x;
+    }
+    PyMem_Free(a);
+    PyMem_Free(b);
+    return 0;
+}
+
+/* items[0..n) by before(): a radix sort for long lists, a merge sort for short ones; -1 on MemoryError */
+static int rank_items(Item *items, Item *spare, Py_ssize_t n) {
+    if (n >= 256) return radix_sort_items(items, spare, n);
+    sort_items(items, spare, n);
+    return 0;
+}
+
 typedef struct {
     PyObject *chars;   /* bytearray, grown as keys come */
     Py_ssize_t used;
@@ -202,7 +267,7 @@ static int append_ranked(Walk *w, PyObject *group) {
         if (i > 0 && ranked && before(it, it - 1)) ranked = 0;
         i++;
     }
-    if (!ranked) sort_items(w->items, w->spare, m);
+    if (!ranked && rank_items(w->items, w->spare, m) < 0) return -1;
     for (i = 0; i < m; i++) {
         if (w->row >= w->total) return 0;
         w->scores[w->row] = w->items[i].score;
@@ -428,7 +493,7 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
             Py_ssize_t k = offsets[q + 1] - offsets[q];
             for (Py_ssize_t i = 1; i < k; i++) {
                 if (before(&first[i], &first[i - 1])) {
-                    sort_items(first, spare, k);
+                    if (rank_items(first, spare, k) < 0) goto done;
                     break;
                 }
             }
