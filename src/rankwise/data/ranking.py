@@ -130,21 +130,24 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     """
     n = len(docs)
     queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
-    if compiled and qcodes is not None and scores is not None:
+    in_c = None
+    if compiled and qcodes is not None and scores is not None:  # rows not grouped by query
         in_c = _ranked_in_c(qcodes, counts, offsets, docs, scores)
-        if in_c is not None:  # grouped and ranked by the compiled walk, its order checked
-            docs, scores, hashes, plan = in_c
-            keys = row_keys(counts, hashes, in_place=True)
-            _check_duplicates(keys, queries, offsets, docs, plan, source, lines, "run")
-            return Ranked(queries, offsets, docs, scores, keys)
-    plan = _rank_order(qcodes, docs, scores, blocks, counts, offsets)
+    plan = None if in_c is not None else _rank_order(qcodes, docs, scores, blocks, counts, offsets)
     if plan is not None and owned and plan.patch_only(n) and patch_strings_in_place(docs, *plan.patch):
         plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
         if hashes is not None:  # (owned: the caller's to change too)
             hashes[plan.patch[0]] = hashes[plan.patch[1]]
     else:
         plan_done = False
-    if plan is not None and not plan_done:
+    if plan is not None and not plan_done and compiled and scores is not None and hashes is None and blocks is not None:
+        # blocks to move (ties to break, or blocks unranked inside): one sequential C pass writes
+        # the doc ids, scores and hashes in their places, instead of three gathers and a hash pass
+        codes, heads = blocks
+        in_c = _ranked_in_c(np.repeat(codes, np.diff(np.append(heads, n))), counts, offsets, docs, scores)
+    if in_c is not None:  # grouped and ranked by the compiled walk, its order checked
+        docs, scores, hashes, plan = in_c
+    elif plan is not None and not plan_done:
         order, runs, patch = plan.order, plan.runs, plan.patch
         if runs is not None and len(runs[0]) > 4096:  # many small blocks: one gather beats a loop
             order, runs, patch = plan.full_order(), None, None
