@@ -32,6 +32,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#ifndef AHEAD
+#define AHEAD 16 /* rows ahead a random read is asked for (__builtin_prefetch) */
+#endif
 #include <stdint.h>
 #include <string.h>
 
@@ -477,11 +480,17 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         for (Py_ssize_t i = 0; i < m; i++) {
             int64_t row = out_order[lo + i];
+            if (i + AHEAD < m) __builtin_prefetch(&scores[out_order[lo + i + AHEAD]]);
             items[i].row = row;
             items[i].score = scores[row];
         }
         for (Py_ssize_t i = 0; i < m; i++) {
             int64_t row = items[i].row;
+            if (i + AHEAD < m) { /* (the chunk of the row's block: nearly always the row's own) */
+                int64_t ahead = items[i + AHEAD].row;
+                const Chunk *guess = &chunks[block_chunk[ahead >> 12]];
+                __builtin_prefetch(guess->offsets + (ahead - guess->first));
+            }
             Py_ssize_t c = block_chunk[row >> 12];
             while (chunks[c + 1].first <= row) c++;
             const int32_t *o = chunks[c].offsets + (row - chunks[c].first);
@@ -500,6 +509,7 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         for (Py_ssize_t i = 0; i < m; i++) {
             Item *it = &items[i];
+            if (i + AHEAD < m) __builtin_prefetch(items[i + AHEAD].s);
             memcpy(out_chars + used, it->s, (size_t)it->len);
             out_hashes[lo + i] = hash_of(it->s, it->len);
             used += it->len;

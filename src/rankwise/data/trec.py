@@ -178,7 +178,8 @@ def _last_fields(data) -> list[bytes] | None:
     comment; None when there is none."""
     end = len(data)
     while end > 0:
-        start = max(data.rfind(b"\n", 0, end), data.rfind(b"\r", 0, end)) + 1
+        newline = data.rfind(b"\n", 0, end)  # (a carriage return counts only after it: no scan of the file)
+        start = max(newline, data.rfind(b"\r", newline + 1, end)) + 1
         fields = data[start:end].split()
         if fields and not fields[0].startswith(b"#"):
             return fields
