@@ -308,32 +308,35 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
         raise InputError(NO_RUN_LINES, source=path)
 
 
-def _pieces(fh, path: Path, batch_rows: int) -> Iterator[bytes]:
+def _pieces(fh, path: Path, batch_rows: int) -> Iterator[bytearray]:
     """Consecutive pieces of the file, each ending at a line end (LF, CRLF or CR; never between CR
-    and LF), of about ``batch_rows`` lines (sized from the first line)."""
+    and LF), of about ``batch_rows`` lines (sized from the first line). Each piece is read into its
+    own buffer behind the previous piece's unfinished line (no copy of the piece)."""
     size = 0
     rest = b""
     while True:
+        piece = bytearray(len(rest) + (size or (1 << 16)))
+        piece[:len(rest)] = rest
         try:
-            block = fh.read(size or (1 << 16))
+            got = fh.readinto(memoryview(piece)[len(rest):])
         except OSError as exc:
             raise open_error(exc, path) from None
-        if not block:
+        if not got:
             if rest:
-                yield rest
+                yield bytearray(rest)
             return
+        del piece[len(rest) + got:]
         if not size:  # about batch_rows rows per piece, from the first line's length
-            first = block.find(b"\n")
-            size = int(min(max(first if first >= 0 else len(block), 16) * batch_rows * 1.1, 1 << 30))
-        cut = max(block.rfind(b"\n"), block.rfind(b"\r", 0, len(block) - 1)) + 1  # a last CR may precede LF
+            first = piece.find(b"\n")
+            size = int(min(max(first if first >= 0 else len(piece), 16) * batch_rows * 1.1, 1 << 30))
+        newline = piece.rfind(b"\n")  # (a CR counts only after it: the piece is not scanned twice)
+        cut = max(newline, piece.rfind(b"\r", newline + 1, len(piece) - 1)) + 1  # a last CR may precede LF
         if cut == 0:
-            rest += block  # no line end yet: read on
+            rest = bytes(piece)  # no line end yet: read on
             continue
-        if rest:
-            yield rest + memoryview(block)[:cut]  # one copy
-        else:
-            yield block if cut == len(block) else block[:cut]
-        rest = block[cut:]
+        rest = bytes(piece[cut:])
+        del piece[cut:]
+        yield piece
 
 
 def iter_run_blocks(path: str | os.PathLike, *, block_rows: int = DEFAULT_BLOCK_ROWS, name: str | None = None,
