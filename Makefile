@@ -23,10 +23,10 @@ TEST_WORKERS ?= 2
 test:
 	@scripts/setup.sh --test
 	PYTHONDONTWRITEBYTECODE= .venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
-	.venv/bin/ruff check src tests benchmarks examples
+	.venv/bin/ruff check src tests benchmarks examples conftest.py
 
 lint: setup
-	.venv/bin/ruff check src tests benchmarks examples
+	.venv/bin/ruff check src tests benchmarks examples conftest.py
 
 bench: setup
 	.venv/bin/python benchmarks/metrics_vs_peers.py
