@@ -1,7 +1,8 @@
-"""The one compiled piece of rankwise: a C walk of ``{query: {doc: value}}`` dicts (rankwise/data/_walk.c).
+"""The one compiled piece of rankwise: rankwise/data/_walk.c, which reads ``{query: {doc: value}}``
+dicts and groups and ranks a run's rows.
 
-It is optional: where it cannot be built (no C compiler) rankwise installs without it and reads dicts with
-its pure-Python walk, which gives the same arrays (tests/data/test_walk.py holds the two equal).
+It is optional: where it cannot be built (no C compiler) rankwise installs without it and takes its
+Python and numpy paths, which give the same results (tests/data/test_walk.py holds them equal).
 """
 from setuptools import Extension, setup
 

@@ -188,3 +188,18 @@ def test_long_queries_rank_in_c_as_in_numpy(seed):
         walked = flat_items(groups, n_queries * depth, field="score", rank=True)
         got = list(zip(walked.docs.to_pylist(), walked.values.tolist(), strict=True))
         assert got == [item for g in groups for item in sorted(g.items(), key=_rank_key)]
+
+
+def test_grouped_rows_unranked_inside_rank_in_c_as_in_numpy():
+    """Rows grouped by query (blocks out of query order) but not ranked inside: the C pass ranks
+    them without numpy's grid sort first, to the same run."""
+    rng = np.random.default_rng(3)
+    qids = [q for q in ("q2", "q10", "q1") for _ in range(70)]
+    docs = [f"d{i}" for i in rng.permutation(210)]
+    scores = rng.choice(np.array([0.0, -0.0, 1.0, 2.5, -1.0]), 210)
+    runs = [rank_rows(pa.array(qids), pa.array(docs), scores.copy(), source="<run>", compiled=compiled)
+            for compiled in (True, False)]
+    assert runs[0].queries == runs[1].queries == ["q1", "q10", "q2"]
+    assert runs[0].docs.to_pylist() == runs[1].docs.to_pylist()
+    assert _bits(runs[0].values) == _bits(runs[1].values)
+    assert runs[0].keys.keys.tolist() == runs[1].keys.keys.tolist()

@@ -60,6 +60,19 @@ class Ranked:
     hashes: np.ndarray | None = None
 
 
+def _block_codes(blocks: Blocks, n: int) -> np.ndarray:
+    """Each row's query code, from contiguous per-query ``blocks`` = (query code, first row)."""
+    codes, heads = blocks
+    return np.repeat(codes, np.diff(np.append(heads, n)))
+
+
+def _ranked_inside(scores: np.ndarray, heads: np.ndarray) -> bool:
+    """Whether every block (first rows ``heads``, in row order) has its scores descending."""
+    ranked = scores[:-1] >= scores[1:]
+    ranked[heads[1:] - 1] = True  # (rows i and i + 1 of different blocks)
+    return bool(ranked.all())
+
+
 def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, docs: pa.Array | pa.ChunkedArray,
                  scores: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray, MovePlan] | None:
     """Rows in any order grouped by query and ranked in one C pass (``_walk.ranked_rows``): the doc
@@ -133,6 +146,10 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     in_c = None
     if compiled and qcodes is not None and scores is not None:  # rows not grouped by query
         in_c = _ranked_in_c(qcodes, counts, offsets, docs, scores)
+    elif (compiled and blocks is not None and scores is not None and hashes is None and n > 1
+          and not _ranked_inside(scores, blocks[1])):
+        # blocks unranked inside: the C pass ranks them (numpy's grid sort would be thrown away)
+        in_c = _ranked_in_c(_block_codes(blocks, n), counts, offsets, docs, scores)
     plan = None if in_c is not None else _rank_order(qcodes, docs, scores, blocks, counts, offsets)
     if plan is not None and owned and plan.patch_only(n) and patch_strings_in_place(docs, *plan.patch):
         plan_done = True  # tied rows reordered in place; their scores are equal, nothing else moves
@@ -143,8 +160,7 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     if plan is not None and not plan_done and compiled and scores is not None and hashes is None and blocks is not None:
         # blocks to move (ties to break, or blocks unranked inside): one sequential C pass writes
         # the doc ids, scores and hashes in their places, instead of three gathers and a hash pass
-        codes, heads = blocks
-        in_c = _ranked_in_c(np.repeat(codes, np.diff(np.append(heads, n))), counts, offsets, docs, scores)
+        in_c = _ranked_in_c(_block_codes(blocks, n), counts, offsets, docs, scores)
     if in_c is not None:  # grouped and ranked by the compiled walk, its order checked
         docs, scores, hashes, plan = in_c
     elif plan is not None and not plan_done:
@@ -326,13 +342,10 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
             runs = (heads[by_code], lengths[by_code])
         if scores is None:
             return None if runs is None else MovePlan(runs=runs)
-        boundary = heads[1:] - 1  # i where rows i and i + 1 belong to different queries
-        ranked = scores[:-1] >= scores[1:]
-        ranked[boundary] = True
-        if bool(ranked.all()):
+        if _ranked_inside(scores, heads):
             # blocks already ranked inside: ties are neighbours within a block, wherever it goes
             tied = scores[:-1] == scores[1:]
-            tied[boundary] = False
+            tied[heads[1:] - 1] = False
             fix = _break_ties(np.flatnonzero(tied), None, docs, None)
             if fix is None:
                 return None if runs is None else MovePlan(runs=runs)

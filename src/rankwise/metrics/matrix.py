@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from rankwise.data.columns import arrow_indices, np_values
 from rankwise.data.qrels import Qrels
+from rankwise.data.ranking import RowKeys
 from rankwise.data.run import Run
 from rankwise.relevance.truth import pooled_items
 
@@ -580,7 +581,7 @@ def _judged_rows(qrels: Qrels, run: Run,
     return rows[same], match[same], run_q[match[same]]
 
 
-def _judged_rows_shared(layout, needles: np.ndarray, first: np.ndarray,
+def _judged_rows_shared(layout: RowKeys, needles: np.ndarray, first: np.ndarray,
                         entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Candidate (run row, qrels row) pairs when run rows share key prefixes: each needle checks its
     first key and the keys after it while their prefix is still the needle's."""
