@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from rankwise.data import Qrels, Run
 from rankwise.data.columns import flat_items, string_hashes
 from rankwise.data.compiled import walk
-from rankwise.data.ranking import rank_rows
+from rankwise.data.ranking import group_by_query, rank_rows
 from rankwise.errors import InputError
 
 _IDS = st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=30) | st.sampled_from(
@@ -203,3 +204,64 @@ def test_grouped_rows_unranked_inside_rank_in_c_as_in_numpy():
     assert runs[0].docs.to_pylist() == runs[1].docs.to_pylist()
     assert _bits(runs[0].values) == _bits(runs[1].values)
     assert runs[0].keys.keys.tolist() == runs[1].keys.keys.tolist()
+
+
+def _c_pass(qids: pa.ChunkedArray, docs: pa.ChunkedArray, scores: np.ndarray, threads: int) -> list[bytes]:
+    queries, blocks, qcodes = group_by_query(qids)
+    if qcodes is None:
+        qcodes = np.repeat(blocks[0], np.diff(np.append(blocks[1], len(qids))))
+    offsets = np.zeros(len(queries) + 1, np.int64)
+    np.cumsum(np.bincount(qcodes, minlength=len(queries)), out=offsets[1:])
+    parts = [(b[1], b"" if b[2] is None else b[2], c.offset, len(c)) for c in docs.chunks for b in [c.buffers()]]
+    out = walk.ranked_rows(np.ascontiguousarray(qcodes, np.int32), offsets, parts, scores, threads)
+    return [bytes(x) for x in out]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ROW, min_size=1, max_size=120), st.lists(st.integers(1, 119), max_size=3), st.integers(2, 17))
+def test_the_c_pass_on_threads_writes_what_one_thread_writes(rows, cuts, threads):
+    """The queries split into ranges of about equal rows, each ranked on a thread of its own into
+    its part of the outputs: byte for byte what one thread writes (ids in chunks, repeated docs,
+    more threads than queries)."""
+    bounds = sorted({0, len(rows), *[c for c in cuts if c < len(rows)]})
+
+    def column(i):
+        return pa.chunked_array([pa.array([r[i] for r in rows[a:b]], pa.string())
+                                 for a, b in zip(bounds, bounds[1:], strict=False)])
+    scores = np.array([r[2] for r in rows], dtype=np.float64)
+    assert _c_pass(column(0), column(1), scores, threads) == _c_pass(column(0), column(1), scores, 1)
+
+
+def test_a_big_table_ranks_on_threads_as_numpy_ranks_it():
+    """From 2**17 rows rank_rows hands the C pass Arrow's CPU count of threads: the same run as
+    numpy's ranking (queries long and short, ties, doc ids repeated across queries)."""
+    rng = np.random.default_rng(11)
+    n = (1 << 17) + 4321
+    qids = pc.binary_join_element_wise("q", pa.array(rng.zipf(1.3, n) % 5000).cast(pa.string()), "")
+    docs = pc.binary_join_element_wise("d", pa.array(rng.permutation(n)).cast(pa.string()), "")
+    scores = rng.choice(np.array([0.0, -0.0, 1.0, 2.5, 3.25]), n)
+    cuts = [0, 50_000, 90_000, n]
+    chunked = [pa.chunked_array([col.slice(a, b - a) for a, b in zip(cuts, cuts[1:], strict=False)])
+               for col in (qids, docs)]
+    runs = [rank_rows(*chunked, scores.copy(), source="<run>", compiled=compiled) for compiled in (True, False)]
+    assert runs[0].queries == runs[1].queries
+    assert runs[0].docs.equals(runs[1].docs)
+    assert _bits(runs[0].values) == _bits(runs[1].values)
+    assert runs[0].keys.keys.tolist() == runs[1].keys.keys.tolist()
+    assert pa.cpu_count() < 2 or _c_pass(*chunked, scores, 2) == _c_pass(*chunked, scores, 1)
+
+
+def test_a_big_chunked_query_column_is_grouped_on_two_threads_as_in_one():
+    """From 2**20 rows a chunked query-id column is dictionary-encoded in two halves on two threads
+    and the dictionaries merged: the same queries and row codes as one encoding of the whole."""
+    rng = np.random.default_rng(5)
+    n = (1 << 20) + 999
+    codes = rng.integers(0, 30_000, n)
+    codes[-500:] = 40_000 + np.arange(500)  # ids seen only in the second half
+    qids = pc.binary_join_element_wise("q", pa.array(codes).cast(pa.string()), "")
+    chunked = pa.chunked_array([qids.slice(a, 1 << 18) for a in range(0, n, 1 << 18)])
+    queries, blocks, qcodes = group_by_query(chunked)
+    whole_queries, _, whole_codes = group_by_query(qids)
+    assert blocks is None and queries == whole_queries and len(queries) == len(set(codes.tolist()))
+    assert np.array_equal(qcodes, whole_codes)
+    assert [queries[c] for c in qcodes[-3:]] == [f"q{c}" for c in codes[-3:]]

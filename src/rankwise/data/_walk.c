@@ -15,14 +15,17 @@
    costs it one pass instead of a sort and a move of every row. A score that is not finite gives None (the
    Python path reports it on the row it was in).
 
-   ranked_rows(qcodes, offsets, chunks, scores) -> (chars, str_offsets, scores, hashes, order) | None
+   ranked_rows(qcodes, offsets, chunks, scores, threads=1) -> (chars, str_offsets, scores, hashes, order) | None
 
    The rows of a table read from a file, in any order, grouped by query and ranked, in one pass: qcodes (int32,
    each row's query code), offsets (int64, the first row of each query once grouped, and the total), chunks
    (the doc-id column's string chunks, each (offsets buffer, data buffer, offset, length)) and scores (float64).
    Returns the doc ids, scores and hashes in rank order (within a query: score, then doc id, descending; rows
    equal in both keep the file's order) and the row each came from (int64). None when the doc ids' bytes pass
-   2 GiB. As for a dict, rank_rows checks the order it is handed.
+   2 GiB. As for a dict, rank_rows checks the order it is handed. The pass runs without the GIL; with threads
+   above 1 the queries are split into that many ranges of about equal rows (the doc ids' bytes of each range
+   counted while grouping, so each knows where its output starts) and each range is ranked on a thread of its
+   own, byte for byte what one thread writes.
 
    The walk takes only what it can read exactly as the pure-Python path in rankwise/data/columns.py does:
    keys that are exact str (encodable: no lone surrogate) and values that are floats (or their subclasses),
@@ -37,6 +40,11 @@
 #endif
 #include <stdint.h>
 #include <string.h>
+#ifndef _WIN32
+#include <pthread.h>
+#define RANKWISE_THREADS
+#endif
+#define MAX_THREADS 16 /* ranked_rows: threads at most */
 
 static const uint64_t K1 = 0x9E3779B97F4A7C15ULL;
 static const uint64_t FACTORS[6] = {0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL, 0xBF58476D1CE4E5B9ULL,
@@ -156,17 +164,43 @@ typedef struct {
     Py_ssize_t at; /* the item's place before the sort */
 } Keyed;
 
+/* room to sort up to `room` items: the items, a spare copy and the radix sort's keys; grown as lists come,
+   freed once. Raw allocations: ranked_rows sorts with the GIL released. */
+typedef struct {
+    Item *items, *spare;
+    Keyed *a, *b;
+    Py_ssize_t room;
+} Scratch;
+
+/* room for m items; -1 when memory runs out (no error set: the caller sets it, holding the GIL) */
+static int grow(Scratch *s, Py_ssize_t m) {
+    if (m <= s->room) return 0;
+    Item *items = PyMem_RawRealloc(s->items, (size_t)m * sizeof(Item));
+    if (items != NULL) s->items = items;
+    Item *spare = PyMem_RawRealloc(s->spare, (size_t)m * sizeof(Item));
+    if (spare != NULL) s->spare = spare;
+    Keyed *a = PyMem_RawRealloc(s->a, (size_t)m * sizeof(Keyed));
+    if (a != NULL) s->a = a;
+    Keyed *b = PyMem_RawRealloc(s->b, (size_t)m * sizeof(Keyed));
+    if (b != NULL) s->b = b;
+    if (items == NULL || spare == NULL || a == NULL || b == NULL) return -1;
+    s->room = m;
+    return 0;
+}
+
+static void release_scratch(Scratch *s) {
+    PyMem_RawFree(s->items);
+    PyMem_RawFree(s->spare);
+    PyMem_RawFree(s->a);
+    PyMem_RawFree(s->b);
+}
+
 /* items[0..n) by before(), for long lists: an LSD radix sort of (descending score key, place) by bytes,
    passes whose byte all keys share skipped, then each run of equal scores put in doc-id order by insertion
-   (stable: rows equal in both keep their order) */
-static int radix_sort_items(Item *items, Item *spare, Py_ssize_t n) {
-    Keyed *a = PyMem_Malloc((size_t)n * sizeof(Keyed)), *b = PyMem_Malloc((size_t)n * sizeof(Keyed));
-    if (a == NULL || b == NULL) {
-        PyMem_Free(a);
-        PyMem_Free(b);
-        PyErr_NoMemory();
-        return -1;
-    }
+   (stable: rows equal in both keep their order). n <= s->room. */
+static void radix_sort_items(Scratch *s, Item *items, Py_ssize_t n) {
+    Keyed *a = s->a, *b = s->b;
+    Item *spare = s->spare;
     for (Py_ssize_t i = 0; i < n; i++) {
         a[i].key = descending_key(items[i].score);
         a[i].at = i;
@@ -195,17 +229,25 @@ static int radix_sort_items(Item *items, Item *spare, Py_ssize_t n) {
         for (; j > 0 && items[j - 1].score == x.score && before(&x, &items[j - 1]); j--) items[j] = items[j - 1];
         items[j] = x;
     }
-    PyMem_Free(a);
-    PyMem_Free(b);
-    return 0;
 }
 
-/* items[0..n) by before(): from 64 items a radix sort (its passes do not branch on the data, a merge
-   sort mispredicts about every other comparison), below a merge sort; -1 on MemoryError */
-static int rank_items(Item *items, Item *spare, Py_ssize_t n) {
-    if (n >= 64) return radix_sort_items(items, spare, n);
-    sort_items(items, spare, n);
-    return 0;
+/* items[0..n) by before() (n <= s->room): from 64 items a radix sort (its passes do not branch on the data,
+   a merge sort mispredicts about every other comparison), below a merge sort */
+static void rank_items(Scratch *s, Item *items, Py_ssize_t n) {
+    if (n >= 64)
+        radix_sort_items(s, items, n);
+    else
+        sort_items(items, s->spare, n);
+}
+
+/* the list items[0..n) in rank order: checked first (most lists come ranked), sorted only when out of it */
+static void put_in_rank(Scratch *s, Item *items, Py_ssize_t n) {
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (before(&items[i], &items[i - 1])) {
+            rank_items(s, items, n);
+            return;
+        }
+    }
 }
 
 typedef struct {
@@ -215,8 +257,8 @@ typedef struct {
     double *scores;    /* total, or NULL */
     uint64_t *hashes;  /* total */
     Py_ssize_t row, total;
-    Item *items, *spare; /* rank: one dict's items, and room to sort them */
-    Py_ssize_t room;
+    int rank;            /* lay each dict out in rank order */
+    Scratch scratch;     /* rank: one dict's items, and room to sort them */
 } Walk;
 
 /* append one key's bytes; 1 on success, 0 to give up (no error), -1 on MemoryError */
@@ -247,42 +289,29 @@ static int append(Walk *w, PyObject *key, PyObject *value) {
 /* append a dict's items in rank order */
 static int append_ranked(Walk *w, PyObject *group) {
     Py_ssize_t m = PyDict_GET_SIZE(group), pos = 0, i = 0;
-    if (m > w->room) {
-        Item *items = PyMem_Realloc(w->items, (size_t)m * sizeof(Item));
-        if (items == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        w->items = items;
-        Item *spare = PyMem_Realloc(w->spare, (size_t)m * sizeof(Item));
-        if (spare == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        w->spare = spare;
-        w->room = m;
+    if (grow(&w->scratch, m) < 0) {
+        PyErr_NoMemory();
+        return -1;
     }
+    Item *items = w->scratch.items;
     PyObject *key, *value;
-    int ranked = 1;
     while (PyDict_Next(group, &pos, &key, &value)) {
-        Item *it = &w->items[i];
+        Item *it = &items[i++];
         it->s = key_bytes(key, &it->len);
         if (it->s == NULL || !value_of(value, &it->score) || !isfinite(it->score)) return 0;
-        if (i > 0 && ranked && before(it, it - 1)) ranked = 0;
-        i++;
     }
-    if (!ranked && rank_items(w->items, w->spare, m) < 0) return -1;
+    put_in_rank(&w->scratch, items, m);
     for (i = 0; i < m; i++) {
         if (w->row >= w->total) return 0;
-        w->scores[w->row] = w->items[i].score;
-        int ok = append_bytes(w, w->items[i].s, w->items[i].len);
+        w->scores[w->row] = items[i].score;
+        int ok = append_bytes(w, items[i].s, items[i].len);
         if (ok != 1) return ok;
     }
     return 1;
 }
 
 static int walk_group(Walk *w, PyObject *group) {
-    if (w->items != NULL && PyDict_CheckExact(group)) return append_ranked(w, group);
+    if (w->rank && PyDict_CheckExact(group)) return append_ranked(w, group);
     if (PyDict_CheckExact(group)) {
         Py_ssize_t pos = 0;
         PyObject *key, *value;
@@ -324,10 +353,7 @@ static PyObject *items(PyObject *Py_UNUSED(self), PyObject *args) {
     w.scores = with_values ? (double *)PyByteArray_AS_STRING(scores) : NULL;
     w.hashes = (uint64_t *)PyByteArray_AS_STRING(hashes);
     w.total = total;
-    if (rank && (w.items = PyMem_Malloc(sizeof(Item))) == NULL) { /* (items set: the walk ranks) */
-        PyErr_NoMemory();
-        goto done;
-    }
+    w.rank = rank;
     w.offsets[0] = 0;
     Py_ssize_t n = PyList_GET_SIZE(groups);
     for (Py_ssize_t g = 0; g < n; g++) {
@@ -345,8 +371,7 @@ static PyObject *items(PyObject *Py_UNUSED(self), PyObject *args) {
     if (PyByteArray_Resize(chars, w.used) < 0) goto done;
     result = Py_BuildValue("OOOO", chars, offsets, with_values ? scores : Py_None, hashes);
 done:
-    PyMem_Free(w.items);
-    PyMem_Free(w.spare);
+    release_scratch(&w.scratch);
     Py_XDECREF(hashes);
     Py_XDECREF(chars);
     Py_XDECREF(offsets);
@@ -371,17 +396,144 @@ typedef struct {
     int64_t first;          /* the table row of its first row */
 } Chunk;
 
+/* what every range of queries reads and writes */
+typedef struct {
+    const int64_t *offsets; /* the first row of each query once grouped, and the total */
+    const double *scores;
+    const Chunk *chunks;
+    const int32_t *block_chunk; /* the chunk of every 4096th row */
+    int64_t *order;         /* in: the rows grouped by query; out: the row each ranked one came from */
+    char *chars;
+    int32_t *str_offsets;
+    double *out_scores;
+    uint64_t *hashes;
+} Table;
+
+/* the queries [q_lo, q_hi) of a table, ranked by one thread into its own part of the outputs */
+typedef struct {
+    const Table *t;
+    Py_ssize_t q_lo, q_hi;
+    int64_t used;           /* where its doc ids' bytes start */
+    int failed;             /* memory ran out */
+} Range;
+
+/* rank a range of queries a batch at a time (about 64k rows): each gather a loop of its own over the batch,
+   so the machine has many independent reads in flight, then each query sorted where it lies, then written */
+static void *rank_range(void *arg) {
+    Range *r = arg;
+    const Table *t = r->t;
+    const int64_t *offsets = t->offsets;
+    const Chunk *chunks = t->chunks;
+    Scratch s = {0};
+    int64_t used = r->used;
+    for (Py_ssize_t q0 = r->q_lo, q1; q0 < r->q_hi; q0 = q1) {
+        q1 = q0 + 1;
+        while (q1 < r->q_hi && offsets[q1 + 1] - offsets[q0] <= 65536) q1++;
+        Py_ssize_t lo = offsets[q0], m = offsets[q1] - lo;
+        if (grow(&s, m) < 0) {
+            r->failed = 1;
+            break;
+        }
+        Item *items = s.items;
+        const int64_t *rows = t->order + lo;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            if (i + AHEAD < m) __builtin_prefetch(&t->scores[rows[i + AHEAD]]);
+            items[i].row = rows[i];
+            items[i].score = t->scores[rows[i]];
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            int64_t row = items[i].row;
+            if (i + AHEAD < m) { /* (the chunk of the row's block: nearly always the row's own) */
+                int64_t ahead = items[i + AHEAD].row;
+                const Chunk *guess = &chunks[t->block_chunk[ahead >> 12]];
+                __builtin_prefetch(guess->offsets + (ahead - guess->first));
+            }
+            Py_ssize_t c = t->block_chunk[row >> 12];
+            while (chunks[c + 1].first <= row) c++;
+            const int32_t *o = chunks[c].offsets + (row - chunks[c].first);
+            items[i].s = chunks[c].data + o[0];
+            items[i].len = o[1] - o[0];
+        }
+        for (Py_ssize_t q = q0; q < q1; q++) put_in_rank(&s, items + (offsets[q] - lo), offsets[q + 1] - offsets[q]);
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Item *it = &items[i];
+            if (i + AHEAD < m) __builtin_prefetch(items[i + AHEAD].s);
+            memcpy(t->chars + used, it->s, (size_t)it->len);
+            t->hashes[lo + i] = hash_of(it->s, it->len);
+            used += it->len;
+            t->str_offsets[lo + i + 1] = (int32_t)used;
+            t->out_scores[lo + i] = it->score;
+            t->order[lo + i] = it->row;
+        }
+    }
+    release_scratch(&s);
+    return NULL;
+}
+
+/* rank the ranges, ranges[1..] on threads of their own where there are threads */
+static int rank_ranges(Range *ranges, int n_ranges) {
+#ifdef RANKWISE_THREADS
+    pthread_t ids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int i = 1; i < n_ranges; i++) started[i] = pthread_create(&ids[i], NULL, rank_range, &ranges[i]) == 0;
+    rank_range(&ranges[0]);
+    for (int i = 1; i < n_ranges; i++) {
+        if (started[i])
+            pthread_join(ids[i], NULL);
+        else
+            rank_range(&ranges[i]); /* no thread to be had: this one does it */
+    }
+#else
+    for (int i = 0; i < n_ranges; i++) rank_range(&ranges[i]);
+#endif
+    for (int i = 0; i < n_ranges; i++)
+        if (ranges[i].failed) return -1;
+    return 0;
+}
+
+/* group the rows by query (a counting sort into t->order, stable: the file's order within a query), and
+   split the queries into n_ranges ranges of about equal rows, each told where its doc ids' bytes start;
+   -1 on a query code outside the offsets */
+static int group_by_code(const Table *t, const int32_t *qcodes, Py_ssize_t n, Py_ssize_t n_queries, Py_ssize_t n_chunks,
+                      int64_t *cursor, int64_t *qbytes, Range *ranges, int n_ranges) {
+    const int64_t *offsets = t->offsets;
+    memcpy(cursor, offsets, (size_t)(n_queries + 1) * sizeof(int64_t));
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        const int32_t *o = t->chunks[c].offsets;
+        int64_t first = t->chunks[c].first, len = t->chunks[c + 1].first - first;
+        for (int64_t j = 0; j < len; j++) {
+            int32_t q = qcodes[first + j];
+            if (q < 0 || q >= n_queries || cursor[q] >= offsets[q + 1]) return -1;
+            t->order[cursor[q]++] = first + j;
+            if (qbytes != NULL) qbytes[q] += o[j + 1] - o[j];
+        }
+    }
+    Py_ssize_t q = 0;
+    int64_t used = 0;
+    for (int i = 0; i < n_ranges; i++) {
+        ranges[i].t = t;
+        ranges[i].q_lo = q;
+        ranges[i].used = used;
+        int64_t end = i + 1 == n_ranges ? n : n * (i + 1) / n_ranges;
+        for (; q < n_queries && (i + 1 == n_ranges || offsets[q + 1] <= end); q++)
+            if (qbytes != NULL) used += qbytes[q];
+        ranges[i].q_hi = q;
+    }
+    return 0;
+}
+
 static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *qcodes_obj, *offsets_obj, *chunks_obj, *scores_obj;
-    if (!PyArg_ParseTuple(args, "OOO!O", &qcodes_obj, &offsets_obj, &PyList_Type, &chunks_obj, &scores_obj))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOO!O|i", &qcodes_obj, &offsets_obj, &PyList_Type, &chunks_obj, &scores_obj,
+                          &threads))
         return NULL;
     Py_ssize_t n_chunks = PyList_GET_SIZE(chunks_obj);
     Py_buffer qb = {0}, ob = {0}, sb = {0};
     Py_buffer *cb = PyMem_Calloc((size_t)(2 * n_chunks + 1), sizeof(Py_buffer));
     Chunk *chunks = PyMem_Calloc((size_t)(n_chunks + 1), sizeof(Chunk));
-    int64_t *cursor = NULL;
+    int64_t *cursor = NULL, *qbytes = NULL;
     int32_t *block_chunk = NULL;
-    Item *items = NULL, *spare = NULL;
     PyObject *chars = NULL, *str_offsets = NULL, *scores_out = NULL, *hashes = NULL, *order = NULL, *result = NULL;
     Py_ssize_t held = 0;
     if (cb == NULL || chunks == NULL) {
@@ -392,9 +544,7 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     if (PyObject_GetBuffer(offsets_obj, &ob, PyBUF_SIMPLE) < 0) goto done;
     Py_ssize_t n = qb.len / (Py_ssize_t)sizeof(int32_t), n_queries = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
     if (get_buffer(scores_obj, &sb, n * (Py_ssize_t)sizeof(double)) < 0) goto done;
-    const int32_t *qcodes = qb.buf;
     const int64_t *offsets = ob.buf;
-    const double *scores = sb.buf;
     /* the chunks, and the doc ids' bytes in all */
     int64_t rows = 0, size = 0;
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
@@ -423,101 +573,44 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
+    int n_ranges = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
     chars = PyByteArray_FromStringAndSize(NULL, size);
     str_offsets = PyByteArray_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
     scores_out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
     hashes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
     order = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
     cursor = PyMem_Malloc((size_t)(n_queries + 1) * sizeof(int64_t));
-    if (chars == NULL || str_offsets == NULL || scores_out == NULL || hashes == NULL || order == NULL) goto done;
-    if (cursor == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int64_t *out_order = (int64_t *)PyByteArray_AS_STRING(order);
-    /* group: each row to its query's next place (a counting sort, stable: the file's order within a query) */
-    memcpy(cursor, offsets, (size_t)(n_queries + 1) * sizeof(int64_t));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t q = qcodes[i];
-        if (q < 0 || q >= n_queries || cursor[q] >= offsets[q + 1]) {
-            PyErr_SetString(PyExc_ValueError, "ranked_rows: a query code outside the offsets");
-            goto done;
-        }
-        out_order[cursor[q]++] = i;
-    }
-    /* which chunk holds a row: the chunk of every 4096th row, then a step or two forward */
+    qbytes = n_ranges > 1 ? PyMem_Calloc((size_t)n_queries + 1, sizeof(int64_t)) : NULL;
     Py_ssize_t n_blocks = (n >> 12) + 1;
     block_chunk = PyMem_Malloc((size_t)n_blocks * sizeof(int32_t));
-    if (block_chunk == NULL) {
+    if (chars == NULL || str_offsets == NULL || scores_out == NULL || hashes == NULL || order == NULL) goto done;
+    if (cursor == NULL || block_chunk == NULL || (n_ranges > 1 && qbytes == NULL)) {
         PyErr_NoMemory();
         goto done;
     }
+    /* which chunk holds a row: the chunk of every 4096th row, then a step or two forward */
     for (Py_ssize_t b = 0, c = 0; b < n_blocks; b++) {
         while (c + 1 < n_chunks && chunks[c + 1].first <= ((int64_t)b << 12)) c++;
         block_chunk[b] = (int32_t)c;
     }
-    /* rank the queries a batch at a time (about 64k rows): each gather a loop of its own over the batch, so
-       the machine has many independent reads in flight, then each query sorted where it lies */
-    char *out_chars = PyByteArray_AS_STRING(chars);
-    int32_t *out_offsets = (int32_t *)PyByteArray_AS_STRING(str_offsets);
-    double *out_scores = (double *)PyByteArray_AS_STRING(scores_out);
-    uint64_t *out_hashes = (uint64_t *)PyByteArray_AS_STRING(hashes);
-    Py_ssize_t room = 0, used = 0;
-    out_offsets[0] = 0;
-    for (Py_ssize_t q0 = 0, q1; q0 < n_queries; q0 = q1) {
-        q1 = q0 + 1;
-        while (q1 < n_queries && offsets[q1 + 1] - offsets[q0] <= 65536) q1++;
-        Py_ssize_t lo = offsets[q0], m = offsets[q1] - lo;
-        if (m > room) {
-            PyMem_Free(items);
-            PyMem_Free(spare);
-            items = PyMem_Malloc((size_t)m * sizeof(Item));
-            spare = PyMem_Malloc((size_t)m * sizeof(Item));
-            if (items == NULL || spare == NULL) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            room = m;
-        }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            int64_t row = out_order[lo + i];
-            if (i + AHEAD < m) __builtin_prefetch(&scores[out_order[lo + i + AHEAD]]);
-            items[i].row = row;
-            items[i].score = scores[row];
-        }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            int64_t row = items[i].row;
-            if (i + AHEAD < m) { /* (the chunk of the row's block: nearly always the row's own) */
-                int64_t ahead = items[i + AHEAD].row;
-                const Chunk *guess = &chunks[block_chunk[ahead >> 12]];
-                __builtin_prefetch(guess->offsets + (ahead - guess->first));
-            }
-            Py_ssize_t c = block_chunk[row >> 12];
-            while (chunks[c + 1].first <= row) c++;
-            const int32_t *o = chunks[c].offsets + (row - chunks[c].first);
-            items[i].s = chunks[c].data + o[0];
-            items[i].len = o[1] - o[0];
-        }
-        for (Py_ssize_t q = q0; q < q1; q++) {
-            Item *first = items + (offsets[q] - lo);
-            Py_ssize_t k = offsets[q + 1] - offsets[q];
-            for (Py_ssize_t i = 1; i < k; i++) {
-                if (before(&first[i], &first[i - 1])) {
-                    if (rank_items(first, spare, k) < 0) goto done;
-                    break;
-                }
-            }
-        }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            Item *it = &items[i];
-            if (i + AHEAD < m) __builtin_prefetch(items[i + AHEAD].s);
-            memcpy(out_chars + used, it->s, (size_t)it->len);
-            out_hashes[lo + i] = hash_of(it->s, it->len);
-            used += it->len;
-            out_offsets[lo + i + 1] = (int32_t)used;
-            out_scores[lo + i] = it->score;
-            out_order[lo + i] = it->row;
-        }
+    Table table = {offsets, sb.buf, chunks, block_chunk, (int64_t *)PyByteArray_AS_STRING(order),
+                   PyByteArray_AS_STRING(chars), (int32_t *)PyByteArray_AS_STRING(str_offsets),
+                   (double *)PyByteArray_AS_STRING(scores_out), (uint64_t *)PyByteArray_AS_STRING(hashes)};
+    table.str_offsets[0] = 0;
+    Range ranges[MAX_THREADS];
+    memset(ranges, 0, sizeof(ranges));
+    int grouped, ranked = 0;
+    Py_BEGIN_ALLOW_THREADS
+    grouped = group_by_code(&table, qb.buf, n, n_queries, n_chunks, cursor, qbytes, ranges, n_ranges);
+    if (grouped == 0) ranked = rank_ranges(ranges, n_ranges);
+    Py_END_ALLOW_THREADS
+    if (grouped < 0) {
+        PyErr_SetString(PyExc_ValueError, "ranked_rows: a query code outside the offsets");
+        goto done;
+    }
+    if (ranked < 0) {
+        PyErr_NoMemory();
+        goto done;
     }
     result = Py_BuildValue("OOOOO", chars, str_offsets, scores_out, hashes, order);
 done:
@@ -528,9 +621,8 @@ done:
     PyMem_Free(cb);
     PyMem_Free(chunks);
     PyMem_Free(cursor);
+    PyMem_Free(qbytes);
     PyMem_Free(block_chunk);
-    PyMem_Free(items);
-    PyMem_Free(spare);
     Py_XDECREF(chars);
     Py_XDECREF(str_offsets);
     Py_XDECREF(scores_out);
@@ -543,8 +635,8 @@ static PyMethodDef methods[] = {
     {"items", items, METH_VARARGS,
      "items(groups, total, values, rank) -> (chars, offsets, scores, hashes) | None: the keys (and values) of every group."},
     {"ranked_rows", ranked_rows, METH_VARARGS,
-     "ranked_rows(qcodes, offsets, chunks, scores) -> (chars, offsets, scores, hashes, order) | None: a table's rows "
-     "grouped by query and ranked."},
+     "ranked_rows(qcodes, offsets, chunks, scores, threads=1) -> (chars, offsets, scores, hashes, order) | None: "
+     "a table's rows grouped by query and ranked."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,7 +16,7 @@ from rankwise.data.tabular import read_beir_qrels, read_delimited_run, read_json
 from rankwise.data.trec import read_trec_qrels, read_trec_run
 from rankwise.errors import InputError
 
-__all__ = ["load_run", "load_qrels", "RunLike", "QrelsLike", "headerless_trec"]
+__all__ = ["load_run", "load_qrels", "load_both", "RunLike", "QrelsLike", "headerless_trec"]
 
 RunLike = Run | Mapping | str | PathLike | Any
 QrelsLike = Qrels | Mapping | str | PathLike | Any
@@ -127,3 +127,37 @@ def load_qrels(obj: QrelsLike) -> Qrels:
             return read_beir_qrels(path)
         return with_swap_hint(read_trec_qrels, path, "qrels")
     raise InputError(f"cannot read qrels from {type(obj).__name__}; pass a Qrels, dict, DataFrame or path")
+
+
+_BIG_FILE = 1 << 24  # bytes: from a run file this big, the qrels file is read beside it
+
+
+def load_both(qrels: QrelsLike, run: RunLike) -> tuple[Qrels, Run]:
+    """:func:`load_qrels` and :func:`load_run` of a pair; a big run file is read while a second
+    thread reads the qrels file (most of a run's ranking leaves a core free). Errors come as if the
+    qrels were read first: a bad qrels file is reported before a bad run.
+
+    Example:
+        >>> q, r = load_both({"q1": {"d1": 1}}, {"q1": {"d1": 2.0}})
+        >>> q.n_queries, r.ranking("q1")
+        (1, ['d1'])
+    """
+    if not (isinstance(qrels, (str, PathLike)) and isinstance(run, (str, PathLike)) and _size(run) >= _BIG_FILE):
+        return load_qrels(qrels), load_run(run)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        judged = pool.submit(load_qrels, qrels)
+        try:
+            ranked = load_run(run)
+        except InputError:
+            judged.result()  # (its error first)
+            raise
+        return judged.result(), ranked
+
+
+def _size(path: str | PathLike) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0

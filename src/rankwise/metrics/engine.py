@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankwise.data.load import QrelsLike, RunLike, load_qrels, load_run
+from rankwise.data.load import QrelsLike, RunLike, load_both
 from rankwise.errors import InputError
 from rankwise.metrics.matrix import RelevanceMatrix, join
 from rankwise.metrics.registry import Measure, asks_runid, parse_measures
@@ -255,8 +255,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: Iterable[str | Measure] | 
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip', not {missing!r}", field="missing")
     check_depth(depth)
-    q = load_qrels(qrels)
-    r = load_run(run)
+    q, r = load_both(qrels, run)
     if depth is not None:
         r = r.truncate(depth)
     matrix, summary = join(q, r, relevance_level=relevance_level, missing=missing)
