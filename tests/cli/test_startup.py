@@ -152,6 +152,26 @@ def test_eval_of_every_input_format_imports_no_pandas(tmp_path, qrels, run):
     assert _loaded(modules, (*HEAVY, "pyarrow.dataset")) == []
 
 
+@pytest.mark.parametrize("run", ["run.trec", "run.parquet"])
+def test_eval_stream_of_a_run_not_grouped_imports_no_pandas(tmp_path, run):
+    """`eval --stream` of a run whose queries are not grouped partitions it on disk in Arrow IPC
+    files of its own (``pyarrow.dataset.write_dataset`` did it before, importing pandas: a fifth of
+    a second of every such evaluation)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [("q1", "d1", 2.0), ("q2", "d4", 1.0), ("q1", "d2", 1.0), ("q2", "d3", 0.5)]
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n")
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 {d} 1 {s} r\n" for q, d, s in rows))
+    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
+                             "score": [r[2] for r in rows]}), tmp_path / "run.parquet")
+    out, modules = _run("eval", str(tmp_path / "qrels.txt"), str(tmp_path / run), "-m", "map", "--format", "json",
+                        "--stream", "--quiet")
+    assert '"map": 0.75' in out
+    assert "rankwise.data.stream" in modules
+    assert _loaded(modules, (*HEAVY, "pyarrow.dataset")) == []
+
+
 @pytest.mark.parametrize("command", ["judge", "synth", "answer"])
 def test_llm_commands_import_no_sdk_before_a_request(command):
     """The LLM commands import neither the OpenAI SDK nor an HTTP client until they send a request.

@@ -99,6 +99,54 @@ def test_ungrouped_file_is_detected_then_partitioned(files):
     assert not list(files.glob("rankwise-partitions-*"))  # the partitions are removed
 
 
+@pytest.fixture
+def few_open_files():
+    """A process allowed 200 open files (``ulimit -n 200``): 100 partition files open at most."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _spread_run(tmp_path, extra: str = "") -> None:
+    """20,000 rows of 700 queries in turn (not grouped): 1,000 partitions at block_rows=20, read in
+    batches of 4,096 rows, each touching some 700 partitions."""
+    rows = [f"q{i % 700} Q0 d{i} 1 {i % 7}.5 t" for i in range(20_000)]
+    (tmp_path / "run.trec").write_text("\n".join(rows) + "\n" + extra)
+    (tmp_path / "qrels.txt").write_text("".join(f"q{q} 0 d{q + 700 * (q % 5)} {q % 3}\n" for q in range(700)))
+
+
+def test_more_partitions_than_files_open_at_once_lose_no_row(tmp_path, few_open_files):
+    """Past the files a process may hold open, the partition writers are closed and new files begun
+    for the same partitions: every row comes back once, and the numbers are the in-memory ones."""
+    from rankwise.data.stream import _open_at_most
+
+    _spread_run(tmp_path)
+    assert _open_at_most() == 100
+    blocks = list(iter_run_blocks(tmp_path / "run.trec", block_rows=20, grouped=False, workdir=tmp_path))
+    seen = [q for b in blocks for q in b.queries]
+    assert len(seen) == len(set(seen)) == 700 and sum(len(b) for b in blocks) == 20_000
+    streamed = evaluate_stream(tmp_path / "qrels.txt", tmp_path / "run.trec", MEASURES, block_rows=20,
+                               workdir=tmp_path)
+    _same(streamed, evaluate(tmp_path / "qrels.txt", tmp_path / "run.trec", MEASURES))
+    assert streamed.mean["map"] > 0
+    assert not list(tmp_path.glob("rankwise-partitions-*"))
+
+
+def test_a_duplicate_in_a_partition_begun_anew_names_its_line(tmp_path, few_open_files):
+    """A query's rows spread over several files of its partition: the repeated doc is named on the
+    line where it repeats, as in memory."""
+    _spread_run(tmp_path, "q7 Q0 d7 1 0.25 t\n")  # d7 is q7's already (line 8)
+    for read in (lambda: evaluate(tmp_path / "qrels.txt", tmp_path / "run.trec", ["map"]),
+                 lambda: evaluate_stream(tmp_path / "qrels.txt", tmp_path / "run.trec", ["map"], block_rows=20,
+                                         workdir=tmp_path)):
+        with pytest.raises(InputError, match=r"run.trec:20001: field 'doc_id': doc 'd7' appears twice in query 'q7'"):
+            read()
+
+
 def test_duplicate_doc_in_streamed_block_names_the_line(tmp_path):
     (tmp_path / "run.trec").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 a 1 1.0 t\nq2 Q0 a 2 0.5 t\n")
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\n")

@@ -106,6 +106,18 @@ def arrow_indices(idx: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
 
 
+def arrow_floats(values: np.ndarray) -> pa.Array:
+    """An Arrow float64 array over numpy values, built without ``pa.array`` (which imports pandas,
+    even for a numpy array).
+
+    Example:
+        >>> arrow_floats(np.array([2.5, 1.0])).to_pylist()
+        [2.5, 1.0]
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(values), [None, pa.py_buffer(values)])
+
+
 def arrow_strings(values: list) -> pa.Array:
     """An Arrow string array from a list of Python strings (anything else goes through ``str``).
 

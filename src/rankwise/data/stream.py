@@ -3,9 +3,9 @@ queries.
 
 A file whose rows are grouped by query (every query's rows together, as trec_eval's own output and
 nearly every run writer leaves them) is read once, in batches, and cut at query boundaries. Any
-other file is first partitioned on disk by a hash of the query id with Arrow datasets
-(``pyarrow.dataset.write_dataset``), so that each partition holds whole queries and fits in memory;
-the partitions are then read one at a time. Memory stays bounded by the block size either way.
+other file is first partitioned on disk by a hash of the query id (Arrow IPC files, one or more per
+partition), so that each partition holds whole queries and fits in memory; the partitions are then
+read one at a time. Memory stays bounded by the block size either way.
 
 TREC text runs (``qid iter docno rank score run_id``) are read in pieces of whole lines, each by the
 in-memory reader's own code (:func:`rankwise.data.trec.run_piece`), and Parquet runs (``query_id``,
@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -33,7 +34,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data.columns import arrow_indices, as_string_array, np_values, single_array, string_hashes
+from rankwise.data.columns import (
+    arrow_floats,
+    arrow_indices,
+    as_string_array,
+    np_values,
+    single_array,
+    string_hashes,
+)
 from rankwise.data.run import Run
 from rankwise.data.text import INT64_MAX, open_error
 from rankwise.errors import InputError
@@ -453,10 +461,8 @@ def _block(parts: list, name: str, path: Path, seen: set[str]) -> Run:
 
 
 def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iterator[Run]:
-    """Partition the rows on disk by a hash of the query id (Arrow datasets), then read each
+    """Partition the rows on disk by a hash of the query id (Arrow IPC files), then read each
     partition."""
-    import pyarrow.dataset as ds
-
     size = path.stat().st_size
     sample = next(_batches(path, 4096), None)  # a bad first piece fails here, before any writing
     if sample is None:
@@ -471,45 +477,98 @@ def _partitioned_blocks(path: Path, block_rows: int, name: str, workdir) -> Iter
             head = fh.read(1 << 20)
         rows = int(size / max(len(head) / max(head.count(b"\n"), 1), 1)) + 1
     parts = min(max(math.ceil(rows / block_rows), 1), 1024)
-    bits = max(parts - 1, 1).bit_length()
-    schema = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64()),
-                        ("line", pa.int64()), ("part", pa.int32())])
-    failed: list[BaseException] = []
-
-    def tagged() -> Iterator[pa.RecordBatch]:
-        try:
-            for qids, docs, scores, lines in _batches(path, 1 << 20):
-                qids = single_array(qids)
-                part = (string_hashes(qids) >> np.uint64(64 - bits)).astype(np.int64) % parts
-                score_column = pa.array(scores, pa.float64()) if scored else pa.nulls(len(qids), pa.float64())
-                yield pa.RecordBatch.from_arrays(
-                    [qids, single_array(docs), score_column, pa.array(lines, pa.int64()),
-                     pa.array(part.astype(np.int32), pa.int32())], schema=schema)
-        except InputError as exc:  # kept here: Arrow would wrap it, and print it once more on exit
-            failed.append(exc)
-
     top = Path(tempfile.mkdtemp(prefix="rankwise-partitions-", dir=workdir))
-
-    def write() -> None:  # Arrow IPC, uncompressed: written and read back at memory speed
-        ds.write_dataset(tagged(), top, schema=schema, format="ipc",
-                         partitioning=ds.partitioning(pa.schema([("part", pa.int32())])),
-                         max_partitions=1024, max_open_files=1024, min_rows_per_group=0,
-                         max_rows_per_group=1 << 16, existing_data_behavior="overwrite_or_ignore")
-
     try:
-        write()
-        if failed:
-            raise failed[0]
-        for part in range(parts):
-            folder = top / str(part)
-            if not folder.exists():
+        files = _write_partitions(path, top, parts, scored, min(1 << 20, max(block_rows // 2, 4096)))
+        for part_files in files:
+            if not part_files:
                 continue
-            table = ds.dataset(folder, format="ipc", schema=schema.remove(4)).to_table()
-            yield _partition_run(table, name, path, scored)
-            del table
-            shutil.rmtree(folder, ignore_errors=True)
+            yield _partition_run(_read_partition(part_files), name, path, scored)
+            for f in part_files:
+                _remove(f)
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+_PARTITION_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64()),
+                               ("line", pa.int64())])
+
+
+def _open_at_most() -> int:
+    """Partition files held open at once: half the process's limit on open files (the rest are the
+    program's), 16 to 1,024."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # (no resource module on Windows)
+        return 256
+    return 1024 if soft == resource.RLIM_INFINITY else max(16, min(1024, soft // 2))
+
+
+def _write_partitions(path: Path, top: Path, parts: int, scored: bool, batch_rows: int) -> list[list[Path]]:
+    """Every row of the run into the partition of its query id's hash, rows in file order within
+    each, as Arrow IPC stream files under ``top`` (written and read back at memory speed, with no
+    import of ``pyarrow.dataset``, which brings pandas); the files of each partition. A second
+    thread writes each batch of ``batch_rows`` rows while the next is parsed (two batches in memory
+    at most). Past :func:`_open_at_most` files open, all are closed and the partitions written next
+    begin new files."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bits = max(parts - 1, 1).bit_length()
+    open_at_most = _open_at_most()
+    files: list[list[Path]] = [[] for _ in range(parts)]
+    writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
+
+    def write(qids, docs, scores, lines) -> None:
+        qids = single_array(qids)
+        part = ((string_hashes(qids) >> np.uint64(64 - bits)) % np.uint64(parts)).astype(np.int16)
+        batch = pa.RecordBatch.from_arrays(
+            [qids, single_array(docs), arrow_floats(scores) if scored else pa.nulls(len(qids), pa.float64()),
+             arrow_indices(lines)], schema=_PARTITION_SCHEMA)
+        counts = np.bincount(part, minlength=parts)
+        if parts > 1:
+            batch = batch.take(arrow_indices(np.argsort(part, kind="stable")))
+        start = 0
+        for p in np.flatnonzero(counts).tolist():
+            if p not in writers:
+                if len(writers) >= open_at_most:
+                    _close(writers)
+                files[p].append(top / f"{p}-{len(files[p])}.arrows")
+                writers[p] = pa.ipc.new_stream(str(files[p][-1]), _PARTITION_SCHEMA)
+            writers[p].write_batch(batch.slice(start, int(counts[p])))
+            start += int(counts[p])
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            pending = None
+            for columns in _batches(path, batch_rows):
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(write, *columns)
+            if pending is not None:
+                pending.result()
+    finally:
+        _close(writers)
+    return files
+
+
+def _close(writers: dict) -> None:
+    for writer in writers.values():
+        writer.close()
+    writers.clear()
+
+
+def _read_partition(files: list[Path]) -> pa.Table:
+    """One partition's rows, mapped from its files (no copy: the run built from them copies what it
+    keeps)."""
+    tables = [pa.ipc.open_stream(pa.memory_map(str(f))).read_all() for f in files]
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):  # (a file still mapped, on Windows: the folder goes at the end)
+        path.unlink()
 
 
 def _partition_run(table: pa.Table, name: str, path: Path, scored: bool = True) -> Run:
