@@ -16,6 +16,10 @@ nDCG@10, MAP and MRR. Two kinds of input, each in two orders:
     own parsers (``parse_qrel``/``parse_run``) + ``evaluate``, ranx's ``from_file`` + ``evaluate``,
     and ir_measures' readers + ``calc_aggregate``.
 
+The floor and rankwise (in memory and --stream) run in turn, three rounds (``--rounds``), and the
+best of each is kept: on a VM whose cost of fresh memory swings from run to run, each is timed at
+its best in the same minutes. Peers run once each (``--repeat``).
+
 ranx is timed cold (first call in a fresh process with an empty numba cache, so it compiles) and
 warm (a second call in the same process). Every tool runs in its own child process; peak memory is
 that child's maximum RSS (``os.wait4``). All means are checked against pytrec_eval: rankwise and
@@ -268,7 +272,11 @@ def floor(path: Path) -> tuple[float, float]:
     return wall, rss
 
 
-def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS, modes=tuple(MODES)) -> list[dict]:
+def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS, modes=tuple(MODES),
+            rounds: int = 3) -> list[dict]:
+    """Every tool on one size, each input; the best of ``rounds`` interleaved runs of the floor and
+    rankwise (in memory and --stream), so that the machine's swings in the cost of fresh memory
+    fall on them alike, and the best of ``repeat`` runs of each peer."""
     n, depth = SIZES[size]
     t = time.perf_counter()
     qrels_path, run_path = generate(n, depth, DATA / size)
@@ -281,32 +289,24 @@ def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS
             if mode not in modes:
                 continue
             path = run_path.with_name("shuffled.trec") if order == "shuffled" else run_path
+            ours = [t for t in tools if t.startswith("rankwise") and (kind == "file" or t == "rankwise")]
+            best: dict[str, dict] = {}
             floor_time = floor_rss = None
-            if kind == "file":
-                floor_time, floor_rss = min(floor(path) for _ in range(repeat))
-            for tool in tools:
-                if tool == "rankwise-stream" and kind != "file":
-                    continue  # --stream reads files
-                best: dict | None = None
+            for _ in range(rounds):
+                if kind == "file":
+                    wall, rss = floor(path)
+                    if floor_time is None or wall < floor_time:
+                        floor_time, floor_rss = wall, rss
+                for tool in ours:
+                    best[tool] = _better(best.get(tool), run_tool(tool, mode, qrels_path, path, cold_cache,
+                                                                  ranx_compiles))
+            for tool in (t for t in tools if not t.startswith("rankwise")):
                 for _ in range(repeat):
-                    env = dict(os.environ)
-                    if tool == "ranx" and ranx_compiles:
-                        shutil.rmtree(cold_cache, ignore_errors=True)
-                        env["NUMBA_CACHE_DIR"] = cold_cache  # empty: the first call compiles
-                    if kind == "file" and tool.startswith("rankwise"):
-                        cmd = [RANKWISE, "eval", str(qrels_path), str(path), "--format", "json",
-                               "-m", ",".join(METRICS)] + (["--stream"] if tool == "rankwise-stream" else [])
-                    else:
-                        cmd = [PYTHON, __file__, "--worker", tool, mode, str(qrels_path), str(path)]
-                    wall, rss, out = spawn(cmd, env)
-                    res = json.loads(out)
-                    if kind == "file":
-                        res = {"time": wall, "means": res["mean"] if tool.startswith("rankwise") else res["means"]}
-                    res["rss"] = rss
-                    if best is None or res["time"] < best["time"]:
-                        best = res
+                    best[tool] = _better(best.get(tool), run_tool(tool, mode, qrels_path, path, cold_cache,
+                                                                  ranx_compiles))
+            for tool in (t for t in tools if t in best):
                 row = {"size": size, "mode": mode, "tool": tool, "compiles": ranx_compiles, "floor": floor_time,
-                       "floor_rss": floor_rss, **best}
+                       "floor_rss": floor_rss, **best[tool]}
                 log(f"[{size}] {mode:13s} {tool:12s} {row['time']:8.2f}s  peak {row['rss']:7.0f} MB"
                     + (f"  (cold {row['time_cold']:.2f}s)" if "time_cold" in row else "")
                     + (f"  floor {floor_time:.2f}s" if floor_time and tool == "rankwise" else ""))
@@ -314,6 +314,30 @@ def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS
     finally:
         shutil.rmtree(cold_cache, ignore_errors=True)
     return rows
+
+
+def _better(best: dict | None, res: dict) -> dict:
+    return res if best is None or res["time"] < best["time"] else best
+
+
+def run_tool(tool: str, mode: str, qrels_path: Path, path: Path, cold_cache: str, ranx_compiles: bool) -> dict:
+    """One run of ``tool`` on one input in a child process: its time, means and peak memory."""
+    kind = MODES[mode][0]
+    env = dict(os.environ)
+    if tool == "ranx" and ranx_compiles:
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        env["NUMBA_CACHE_DIR"] = cold_cache  # empty: the first call compiles
+    if kind == "file" and tool.startswith("rankwise"):
+        cmd = [RANKWISE, "eval", str(qrels_path), str(path), "--format", "json",
+               "-m", ",".join(METRICS)] + (["--stream"] if tool == "rankwise-stream" else [])
+    else:
+        cmd = [PYTHON, __file__, "--worker", tool, mode, str(qrels_path), str(path)]
+    wall, rss, out = spawn(cmd, env)
+    res = json.loads(out)
+    if kind == "file":
+        res = {"time": wall, "means": res["mean"] if tool.startswith("rankwise") else res["means"]}
+    res["rss"] = rss
+    return res
 
 
 def check_agreement(rows: list[dict]) -> list[str]:
@@ -422,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, from {', '.join(SIZES)}")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes only (2kx100,1kx1000); ranx keeps its numba cache (no compile)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best is kept")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each peer per input; the best is kept")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved runs of the floor and rankwise per input; the best of each is kept")
     parser.add_argument("--out", type=Path, help="also write the markdown table here")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from " + ", ".join(MODES))
@@ -449,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         rows.extend(measure(size, args.repeat, log, ranx_compiles=not args.quick,
                             tools=[t for t in TOOLS if t in args.tools.split(",")],
-                            modes=[m for m in MODES if m in args.modes.split(",")]))
+                            modes=[m for m in MODES if m in args.modes.split(",")], rounds=args.rounds))
     notes = check_agreement(rows)
     text = table(rows) + "\n" + targets(rows)
     text += "\nAll means agree with pytrec_eval within 1e-9 (rankwise, rankwise --stream, ir_measures).\n"
@@ -458,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     text += (f"\nMachine: {_cpu_model()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average "
              f"(1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load_before)} at the start, "
              f"{', '.join(f'{x:.2f}' for x in load_after)} at the end; a new process touched {PROBE_BYTES / 2**30:g} GiB of fresh "
-             f"memory in {touch_before:.2f} s at the start, {touch_after:.2f} s at the end; times are wall clock. "
-             "Peak memory is each child process's maximum RSS.\n"
+             f"memory in {touch_before:.2f} s at the start, {touch_after:.2f} s at the end; times are wall clock: "
+             f"the best of {args.rounds} interleaved runs of the floor and rankwise (in memory, --stream) per input, "
+             f"of {args.repeat} run(s) of each peer. Peak memory is each child process's maximum RSS (of the best run).\n"
              f"Command: python benchmarks/metrics_vs_peers.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(text)
     if args.out:

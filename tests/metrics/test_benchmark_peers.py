@@ -54,3 +54,4 @@ def test_a_small_run_end_to_end(bench, capsys):
     assert ratios and all(float(x) > 0 for x in ratios.groups())
     assert "within 1e-9 (rankwise, rankwise --stream, ir_measures)" in out  # else check_agreement raised
     assert re.search(r"touched 0.00390625 GiB of fresh memory in [\d.]+ s at the start", out)
+    assert "the best of 3 interleaved runs of the floor and rankwise (in memory, --stream) per input, of 1 run(s)" in out
