@@ -13,9 +13,12 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankwise import evaluate
 from rankwise.data import Qrels, Run
+from rankwise.data.columns import take_ascending
 from rankwise.data.ranking import descending_keys
 from rankwise.errors import InputError
 
@@ -219,3 +222,15 @@ def test_blocks_laid_end_to_end_are_the_plain_gather():
         new_starts = np.concatenate([[0], np.cumsum(moved)[:-1]])
         plain = np.arange(int(moved.sum())) + np.repeat(firsts - new_starts, moved)
         assert MovePlan(runs=(firsts, moved)).full_order().tolist() == plain.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.text(max_size=4), max_size=6), min_size=1, max_size=6), st.data())
+def test_take_ascending_is_arrows_take_of_the_combined_column(chunks, data):
+    """Taken chunk by chunk (empty chunks, rows in one chunk or all, no rows): Arrow's take of
+    the combined column."""
+    column = pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string())
+    rows = np.array(sorted(data.draw(st.lists(st.integers(0, max(len(column) - 1, 0)), max_size=12)
+                                     if len(column) else st.just([]))), dtype=np.int64)
+    got = take_ascending(column, rows)
+    assert got.type == pa.string() and got.to_pylist() == [column[i].as_py() for i in rows.tolist()]

@@ -265,3 +265,21 @@ def test_a_big_chunked_query_column_is_grouped_on_two_threads_as_in_one():
     assert blocks is None and queries == whole_queries and len(queries) == len(set(codes.tolist()))
     assert np.array_equal(qcodes, whole_codes)
     assert [queries[c] for c in qcodes[-3:]] == [f"q{c}" for c in codes[-3:]]
+
+
+def test_ranked_blocks_out_of_query_order_rank_in_c_as_in_numpy():
+    """Rows grouped and ranked inside, but blocks out of byte order ("q2" before "q10", as numeric
+    ids are written) and ties in the file's doc order: the C pass moves them, to numpy's run."""
+    rng = np.random.default_rng(8)
+    qids, docs, scores = [], [], []
+    for q in ("q1", "q2", "q10", "q11", "q3"):
+        values = -np.sort(-rng.choice(np.array([3.0, 2.0, 2.0, 1.0, 0.0, -0.0]), 40))
+        qids += [q] * 40
+        docs += [f"d{i}" for i in rng.permutation(40)]
+        scores += values.tolist()
+    runs = [rank_rows(pa.array(qids), pa.array(docs), np.array(scores), source="<run>", compiled=compiled)
+            for compiled in (True, False)]
+    assert runs[0].queries == runs[1].queries == ["q1", "q10", "q11", "q2", "q3"]
+    assert runs[0].docs.to_pylist() == runs[1].docs.to_pylist()
+    assert _bits(runs[0].values) == _bits(runs[1].values)
+    assert runs[0].keys.keys.tolist() == runs[1].keys.keys.tolist()

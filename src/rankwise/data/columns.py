@@ -62,6 +62,28 @@ def take(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     return pc.take(arr, arrow_indices(idx), memory_pool=memory_pool())
 
 
+def take_ascending(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``values[rows]`` as one array, for ascending ``rows``: a chunked column is taken chunk by
+    chunk (Arrow's take of a chunked array looks every index up across all the chunks: several
+    times slower on the ~400 chunks of a big file's column).
+
+    Example:
+        >>> column = pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "d", "e"])])
+        >>> take_ascending(column, np.array([1, 2, 4])).to_pylist()
+        ['b', 'c', 'e']
+    """
+    if not isinstance(values, pa.ChunkedArray):
+        return take(values, rows)
+    if values.num_chunks < 2:
+        return take(single_array(values), rows)
+    bounds = np.zeros(values.num_chunks + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in values.chunks], out=bounds[1:])
+    cuts = np.searchsorted(rows, bounds)
+    parts = [take(chunk, rows[a:b] - first) for chunk, first, a, b
+             in zip(values.chunks, bounds[:-1].tolist(), cuts[:-1].tolist(), cuts[1:].tolist(), strict=True) if b > a]
+    return pa.concat_arrays(parts) if parts else values.chunk(0).slice(0, 0)
+
+
 def single_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One contiguous array (chunks combined in Arrow's pool)."""
     if isinstance(values, pa.ChunkedArray):

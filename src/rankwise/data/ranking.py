@@ -32,6 +32,7 @@ from rankwise.data.columns import (
     permute_strings,
     single_array,
     string_hashes,
+    take_ascending,
 )
 from rankwise.data.compiled import walk
 from rankwise.errors import InputError
@@ -64,6 +65,11 @@ def _block_codes(blocks: Blocks, n: int) -> np.ndarray:
     """Each row's query code, from contiguous per-query ``blocks`` = (query code, first row)."""
     codes, heads = blocks
     return np.repeat(codes, np.diff(np.append(heads, n)))
+
+
+def _out_of_query_order(codes: np.ndarray) -> bool:
+    """Whether blocks of query ``codes`` (in row order) must move to lie in query order."""
+    return len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all())
 
 
 def _ranked_inside(scores: np.ndarray, heads: np.ndarray) -> bool:
@@ -151,8 +157,9 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     if compiled and qcodes is not None and scores is not None:  # rows not grouped by query
         in_c = _ranked_in_c(qcodes, counts, offsets, docs, scores)
     elif (compiled and blocks is not None and scores is not None and hashes is None and n > 1
-          and not _ranked_inside(scores, blocks[1])):
-        # blocks unranked inside: the C pass ranks them (numpy's grid sort would be thrown away)
+          and (not _ranked_inside(scores, blocks[1]) or _out_of_query_order(blocks[0]))):
+        # blocks unranked inside, or to be moved: the C pass ranks and moves them (numpy's plan
+        # would be thrown away)
         in_c = _ranked_in_c(_block_codes(blocks, n), counts, offsets, docs, scores)
     plan = None if in_c is not None else _rank_order(qcodes, docs, scores, blocks, counts, offsets)
     if plan is not None and owned and plan.patch_only(n) and patch_strings_in_place(docs, *plan.patch):
@@ -341,7 +348,7 @@ def _rank_order(qcodes: np.ndarray | None, docs: pa.Array, scores: np.ndarray | 
         codes, heads = blocks
         lengths = np.diff(np.append(heads, n))
         runs = None
-        if len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all()):
+        if _out_of_query_order(codes):
             by_code = np.argsort(codes, kind="stable")
             runs = (heads[by_code], lengths[by_code])
         if scores is None:
@@ -519,7 +526,8 @@ def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array,
         return None
     rows_at = (lambda p: p) if base is None else (lambda p: base[p])
     upper, lower = rows_at(tie), rows_at(tie + 1)
-    doc_greater = np_values(pc.greater(docs.take(arrow_indices(upper)), docs.take(arrow_indices(lower))))
+    take = take_ascending if base is None else (lambda values, rows: values.take(arrow_indices(rows)))  # (tie ascends)
+    doc_greater = np_values(pc.greater(take(docs, upper), take(docs, lower)))
     if scores is None:
         in_order = doc_greater
     else:
@@ -541,7 +549,7 @@ def _break_ties(tie: np.ndarray, base: np.ndarray | None, docs: pa.Array,
         exact = scores[rows] + 0.0  # -0.0 equals 0.0
         columns.append(pa.Array.from_buffers(pa.float64(), len(exact), [None, pa.py_buffer(exact)]))
         sort_keys.append(("s", "descending"))
-    columns.append(single_array(docs.take(arrow_indices(rows))))
+    columns.append(single_array(take(docs, rows)))
     sort_keys.append(("d", "descending"))
     table = pa.Table.from_arrays(columns, names=[k for k, _ in sort_keys])
     perm = np_values(pc.sort_indices(table, sort_keys=sort_keys))
@@ -578,12 +586,13 @@ def group_by_query(qids: pa.Array | pa.ChunkedArray) -> tuple[list[str], Blocks 
     n_heads = 1 + int(np.count_nonzero(change))
     if 4 * n_heads <= n:  # few blocks: are their ids distinct?
         heads = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
-        head_ids = qids.take(arrow_indices(heads))
-        if pc.count_distinct(head_ids).as_py() == len(heads):
-            order = np_values(pc.sort_indices(head_ids)).astype(np.int64)
-            codes = np.empty(len(order), dtype=np.int32)
+        head_ids = take_ascending(qids, heads)
+        order = np_values(pc.sort_indices(head_ids)).astype(np.int64)
+        in_order = head_ids.take(arrow_indices(order))
+        if len(heads) < 2 or not np_values(pc.equal(in_order.slice(1), in_order.slice(0, len(heads) - 1))).any():
+            codes = np.empty(len(order), dtype=np.int32)  # (distinct: no two neighbours equal once sorted)
             codes[order] = np.arange(len(order), dtype=np.int32)
-            return head_ids.take(arrow_indices(order)).to_pylist(), (codes, heads), None
+            return in_order.to_pylist(), (codes, heads), None
     dictionary, indices = _dictionary_encode(qids)
     order = np_values(pc.sort_indices(dictionary)).astype(np.int64)
     rank = np.empty(len(order), dtype=np.int32)

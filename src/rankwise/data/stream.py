@@ -41,6 +41,7 @@ from rankwise.data.columns import (
     np_values,
     single_array,
     string_hashes,
+    take_ascending,
 )
 from rankwise.data.run import Run
 from rankwise.data.text import INT64_MAX, open_error
@@ -421,7 +422,7 @@ def _check_blocks(qids: pa.Array | pa.ChunkedArray) -> None:
     heads = np.flatnonzero(np_values(pc.not_equal(qids.slice(1), qids.slice(0, n - 1)))) + 1
     if len(heads) < 2:
         return
-    head_ids = qids.take(arrow_indices(np.concatenate([[0], heads])))
+    head_ids = take_ascending(qids, np.concatenate([[0], heads]).astype(np.int64))
     if pc.count_distinct(head_ids).as_py() == len(head_ids):
         return
     seen: set[str] = set()
