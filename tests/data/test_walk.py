@@ -24,6 +24,7 @@ from rankwise.data import Qrels, Run
 from rankwise.data.columns import flat_items, string_hashes
 from rankwise.data.compiled import walk
 from rankwise.data.ranking import group_by_query, rank_rows
+from rankwise.data.trec import unsplittable
 from rankwise.errors import InputError
 
 _IDS = st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=30) | st.sampled_from(
@@ -283,3 +284,30 @@ def test_ranked_blocks_out_of_query_order_rank_in_c_as_in_numpy():
     assert runs[0].docs.to_pylist() == runs[1].docs.to_pylist()
     assert _bits(runs[0].values) == _bits(runs[1].values)
     assert runs[0].keys.keys.tolist() == runs[1].keys.keys.tolist()
+
+
+_TEXT = st.binary(max_size=80).map(lambda b: bytes(b" \t\n\x0b\x0caQ"[c % 7] for c in b))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, st.sampled_from([b" ", b"\t"]))
+def test_the_c_scan_of_fields_answers_as_numpy_does(data, delimiter):
+    """Another whitespace byte or an empty field (doubled delimiter, one at a line's start or end):
+    found alike by the C scan and by numpy, and as splitting the lines would find them."""
+    lines = data.split(b"\n")
+    expected = any(w in data for w in {b" ", b"\t", b"\x0b", b"\x0c"} - {delimiter}) or any(
+        b"" in line.split(delimiter) for line in lines if delimiter in line)
+    assert unsplittable(data, delimiter) == unsplittable(data, delimiter, compiled=False) == expected
+
+
+@pytest.mark.parametrize("at", [0, 15, 16, 17, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (1 << 21) - 2])
+@pytest.mark.parametrize("mark", [b"  ", b"\n ", b" \n", b"\t"])
+def test_the_c_scan_finds_a_mark_anywhere_in_a_big_buffer(at, mark):
+    """A buffer of 2 MiB (scanned in two halves on two threads, 16 bytes at a time): the mark is
+    found at either end, across the cut in the middle and across a 16-byte step."""
+    data = bytearray(b"ab c\n" * ((1 << 21) // 5)) + b"abc"
+    data[at:at + len(mark)] = mark
+    assert len(data) < 1 << 21 + 1 and unsplittable(bytes(data), b" ")
+    assert unsplittable(bytes(data), b" ", compiled=False)
+    clean = bytes(b"ab c\n" * ((1 << 21) // 5))
+    assert not unsplittable(clean, b" ") and not unsplittable(clean, b" ", compiled=False)

@@ -25,13 +25,14 @@ import pyarrow as pa
 
 from rankwise._atomic import atomic_write
 from rankwise.data.columns import arrow_strings, memory_pool, np_values, single_array
+from rankwise.data.compiled import walk
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.data.text import normalize_lines, parse_float, parse_int, read_lines, release
 from rankwise.errors import InputError
 
 __all__ = ["read_trec_run", "read_trec_qrels", "write_trec_run", "write_trec_qrels", "run_tag", "run_piece",
-           "run_text"]
+           "run_text", "unsplittable"]
 
 _RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "run_id"]
 _QRELS_FIELDS = ["query_id", "iter", "doc_id", "relevance"]
@@ -39,7 +40,7 @@ _RUN_TYPES = {"query_id": pa.string(), "doc_id": pa.string(), "score": pa.float6
 
 # Tests set this to run the exact reader alone and compare it with the fast path on every input.
 _EXACT_ONLY = False
-_OTHER_WHITESPACE = {b" ": (b"\t", b"\x0b", b"\x0c"), b"\t": (b" ", b"\x0b", b"\x0c")}
+_OTHER_WHITESPACE = {b" ": (b"\t", b"\x0b", b"\x0c"), b"\t": (b" ", b"\x0b", b"\x0c")}  # (also in _walk.c)
 
 
 def read_trec_run(path: str | Path, *, name: str | None = None) -> Run:
@@ -268,10 +269,10 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     if len(first.split(delimiter)) != len(names):
         return None
     # another whitespace byte (splitting on runs of whitespace would cut a field Arrow keeps whole),
-    # or a second byte-order mark (Arrow would drop it; it belongs to the first id): the exact
-    # reader decides. Empty fields (doubled, leading or trailing delimiters) are looked for in the
-    # parsed columns below.
-    if data[:3] == b"\xef\xbb\xbf" or any(data.find(w) >= 0 for w in _OTHER_WHITESPACE[delimiter]):
+    # a second byte-order mark (Arrow would drop it; it belongs to the first id) or an empty field
+    # (doubled, leading or trailing delimiter; no field to the exact reader): the exact reader
+    # decides. (Looked for in the bytes: the fields not kept are never made into columns.)
+    if data[:3] == b"\xef\xbb\xbf" or unsplittable(data, delimiter):
         return None
     buffer = pa.py_buffer(data)
     comments = []
@@ -282,7 +283,8 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
             return "skip"
         return "error"
 
-    as_text = {n: pa.string() for n in names}
+    kept = [n for n in names if n in types]  # (the other fields are split, counted, not kept)
+    as_text = {n: pa.string() for n in kept}
 
     def read(column_types: dict) -> pa.Table | None:
         try:
@@ -291,7 +293,7 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
                 read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
                 parse_options=pcsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False,
                                                 escape_char=False, invalid_row_handler=skip_comment),
-                convert_options=pcsv.ConvertOptions(column_types={**as_text, **column_types}, include_columns=names),
+                convert_options=pcsv.ConvertOptions(column_types={**as_text, **column_types}, include_columns=kept),
                 memory_pool=memory_pool(),
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError, OSError):
@@ -305,9 +307,8 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
         table = read(as_text)
     if table is None or table.num_rows == 0:
         return None
-    for n in names:  # an empty field (doubled, leading or trailing delimiter) is no field to the exact reader
-        column = table.column(n)
-        if column.null_count or (column.type == pa.string() and pc.min(pc.binary_length(column)).as_py() == 0):
+    for n in kept:  # a null ("NA" read as a number): the exact reader decides
+        if table.column(n).null_count:
             return None
     cols = {n: table.column(n) for n in types}  # chunked: the Run builder copies what it keeps once
     if comments or head_has_comments or _starts_with_hash(cols["query_id"]):
@@ -323,6 +324,34 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             return None
     return cols
+
+
+def unsplittable(data, delimiter: bytes, *, compiled: bool = True) -> bool:
+    r"""Whether a line of ``data`` (LF line ends) is not cut into the exact reader's fields by
+    splitting on ``delimiter`` alone: another whitespace byte (tab or space, VT, FF), or an empty
+    field (two delimiters in a row, or one at a line's start or end). One pass in C on two threads
+    where the extension was built (``compiled=False``: numpy alone, a slice at a time; the same
+    answer).
+
+    Example:
+        >>> unsplittable(b"q1 Q0 d1 1 2.5 s\n", b" "), unsplittable(b"q1 Q0  d1 1 2.5 s\n", b" ")
+        (False, True)
+    """
+    if compiled and walk is not None:
+        return walk.scan_fields(data, ord(delimiter), 2) != 0
+    if data[:1] == delimiter or data[-1:] == delimiter:
+        return True
+    chars = np.frombuffer(data, dtype=np.uint8)
+    others = [ord(w) for w in _OTHER_WHITESPACE[delimiter]]
+    step = 1 << 24
+    for start in range(0, len(chars), step):
+        part = chars[start:start + step + 1]  # (one byte more: the pair across the cut)
+        if np.isin(part[:step], others).any():
+            return True
+        ends, cuts = part == 10, part == ord(delimiter)
+        if (cuts[:-1] & (cuts[1:] | ends[1:])).any() or (ends[:-1] & cuts[1:]).any():
+            return True
+    return False
 
 
 def _string_bytes(strings: pa.Array | pa.ChunkedArray):
