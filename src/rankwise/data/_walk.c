@@ -21,8 +21,8 @@
    each row's query code), offsets (int64, the first row of each query once grouped, and the total), chunks
    (the doc-id column's string chunks, each (offsets buffer, data buffer, offset, length)) and scores (float64).
    Returns the doc ids, scores and hashes in rank order (within a query: score, then doc id, descending; rows
-   equal in both keep the file's order) and the row each came from (int64). None when the doc ids' bytes pass
-   2 GiB. As for a dict, rank_rows checks the order it is handed. The pass runs without the GIL; with threads
+   equal in both keep the file's order) and the row each came from (int32). None when the doc ids' bytes pass
+   2 GiB (or the rows 2**31). As for a dict, rank_rows checks the order it is handed. The pass runs without the GIL; with threads
    above 1 the queries are split into that many ranges of about equal rows (the doc ids' bytes of each range
    counted while grouping, so each knows where its output starts) and each range is ranked on a thread of its
    own, byte for byte what one thread writes.
@@ -405,7 +405,7 @@ typedef struct {
     const double *scores;
     const Chunk *chunks;
     const int32_t *block_chunk; /* the chunk of every 4096th row */
-    int64_t *order;         /* in: the rows grouped by query; out: the row each ranked one came from */
+    int32_t *order;         /* in: the rows grouped by query; out: the row each ranked one came from */
     char *chars;
     int32_t *str_offsets;
     double *out_scores;
@@ -438,7 +438,7 @@ static void *rank_range(void *arg) {
             break;
         }
         Item *items = s.items;
-        const int64_t *rows = t->order + lo;
+        const int32_t *rows = t->order + lo;
         for (Py_ssize_t i = 0; i < m; i++) {
             if (i + AHEAD < m) __builtin_prefetch(&t->scores[rows[i + AHEAD]]);
             items[i].row = rows[i];
@@ -466,7 +466,7 @@ static void *rank_range(void *arg) {
             used += it->len;
             t->str_offsets[lo + i + 1] = (int32_t)used;
             t->out_scores[lo + i] = it->score;
-            t->order[lo + i] = it->row;
+            t->order[lo + i] = (int32_t)it->row;
         }
     }
     release_scratch(&s);
@@ -507,7 +507,7 @@ static int group_by_code(const Table *t, const int32_t *qcodes, Py_ssize_t n, Py
         for (int64_t j = 0; j < len; j++) {
             int32_t q = qcodes[first + j];
             if (q < 0 || q >= n_queries || cursor[q] >= offsets[q + 1]) return -1;
-            t->order[cursor[q]++] = first + j;
+            t->order[cursor[q]++] = (int32_t)(first + j);
             if (qbytes != NULL) qbytes[q] += o[j + 1] - o[j];
         }
     }
@@ -572,7 +572,7 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "ranked_rows: columns of different lengths");
         goto done;
     }
-    if (size > INT32_MAX) {
+    if (size > INT32_MAX || n > INT32_MAX) { /* (32-bit offsets and row numbers) */
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -581,7 +581,7 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     str_offsets = PyByteArray_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
     scores_out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
     hashes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
-    order = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    order = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     cursor = PyMem_Malloc((size_t)(n_queries + 1) * sizeof(int64_t));
     qbytes = n_ranges > 1 ? PyMem_Calloc((size_t)n_queries + 1, sizeof(int64_t)) : NULL;
     Py_ssize_t n_blocks = (n >> 12) + 1;
@@ -596,7 +596,7 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         while (c + 1 < n_chunks && chunks[c + 1].first <= ((int64_t)b << 12)) c++;
         block_chunk[b] = (int32_t)c;
     }
-    Table table = {offsets, sb.buf, chunks, block_chunk, (int64_t *)PyByteArray_AS_STRING(order),
+    Table table = {offsets, sb.buf, chunks, block_chunk, (int32_t *)PyByteArray_AS_STRING(order),
                    PyByteArray_AS_STRING(chars), (int32_t *)PyByteArray_AS_STRING(str_offsets),
                    (double *)PyByteArray_AS_STRING(scores_out), (uint64_t *)PyByteArray_AS_STRING(hashes)};
     table.str_offsets[0] = 0;

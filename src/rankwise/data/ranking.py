@@ -98,13 +98,13 @@ def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, do
     threads = pa.cpu_count() if len(qcodes) >= _THREADED_ROWS else 1
     out = walk.ranked_rows(np.ascontiguousarray(qcodes, dtype=np.int32), np.ascontiguousarray(offsets, dtype=np.int64),
                            parts, np.ascontiguousarray(scores, dtype=np.float64), threads)
-    if out is None:  # ids past 2 GiB
+    if out is None:  # ids past 2 GiB, or rows past 2**31
         return None
     chars, str_offsets, ranked_scores, hashes, order = out
-    n = len(order) // 8
+    n = len(order) // 4  # (int32 rows)
     docs = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(str_offsets), pa.py_buffer(chars)])
     scores, hashes = np.frombuffer(ranked_scores, dtype=np.float64), np.frombuffer(hashes, dtype=np.uint64)
-    order = np.frombuffer(order, dtype=np.int64)
+    order = np.frombuffer(order, dtype=np.int32)
     check = _rank_order(None, docs, scores, (np.arange(len(counts), dtype=np.int32), offsets[:-1]), counts, offsets)
     if check is not None:  # rows the C sort left out of the rule's order (equal doc ids, say): move them
         move = check.full_order()
