@@ -311,3 +311,13 @@ def test_the_c_scan_finds_a_mark_anywhere_in_a_big_buffer(at, mark):
     assert unsplittable(bytes(data), b" ", compiled=False)
     clean = bytes(b"ab c\n" * ((1 << 21) // 5))
     assert not unsplittable(clean, b" ") and not unsplittable(clean, b" ", compiled=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.sampled_from([10, 32, 9]))
+def test_count_byte_counts_as_bytes_count(data, byte):
+    """The lines of a --stream piece, counted 16 bytes at a time: what ``bytes.count`` says, tails
+    and all (also over a 1 MiB buffer)."""
+    assert walk.count_byte(data, byte) == data.count(bytes([byte]))
+    big = data * ((1 << 20) // max(len(data), 1) + 1)
+    assert walk.count_byte(big, byte) == big.count(bytes([byte]))

@@ -43,6 +43,7 @@ from rankwise.data.columns import (
     string_hashes,
     take_ascending,
 )
+from rankwise.data.compiled import walk
 from rankwise.data.run import Run
 from rankwise.data.text import INT64_MAX, open_error
 from rankwise.errors import InputError
@@ -303,7 +304,7 @@ def _text_batches(path: Path, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Ar
             filled = filled or not piece.isspace()
             bytes_seen = bytes_seen or bool(piece.removeprefix(b"\xef\xbb\xbf") if line == 1 else piece)
             data = run_text(piece, path, first_line=line, bom=line == 1)
-            ends = data.count(b"\n")
+            ends = walk.count_byte(data, 10) if walk is not None else data.count(b"\n")
             qids, docs, scores, lines = run_piece(data, path, first_line=line, line_ends=ends)
             line += ends
             rows += len(qids)
