@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from rankwise.data.columns import arrow_indices, np_values
+from rankwise.data.columns import arrow_indices, np_empty, np_values, np_zeros
 from rankwise.data.qrels import Qrels
 from rankwise.data.ranking import RowKeys
 from rankwise.data.run import Run
@@ -116,7 +116,7 @@ class RelevanceMatrix:
         if self.chunk_grades is None:
             return self.cum_relevant()
         if "cum_chunk" not in self._cache:
-            self._cache["cum_chunk"] = np.cumsum(self.chunk_relevant, axis=1, dtype=np.int64)
+            self._cache["cum_chunk"] = _cumulative(self.chunk_relevant)
         return self._cache["cum_chunk"]
 
     def has(self, what: str) -> bool:
@@ -131,7 +131,7 @@ class RelevanceMatrix:
     def cum_relevant(self) -> np.ndarray:
         """(queries, depth) relevant items within the top i (inclusive)."""
         if "cum" not in self._cache:
-            self._cache["cum"] = np.cumsum(self.relevant, axis=1, dtype=np.int64)
+            self._cache["cum"] = _cumulative(self.relevant)
         return self._cache["cum"]
 
     def cum_found(self) -> np.ndarray:
@@ -139,7 +139,7 @@ class RelevanceMatrix:
         if self.found is None:
             return self.cum_relevant()
         if "cum_found" not in self._cache:
-            self._cache["cum_found"] = np.cumsum(self.found, axis=1, dtype=np.int64)
+            self._cache["cum_found"] = _cumulative(self.found)
         return self._cache["cum_found"]
 
     def at(self, cumulative: np.ndarray, k: int | None) -> np.ndarray:
@@ -444,6 +444,11 @@ def _char_coverage(record: Any) -> tuple[float, list[float]]:
     return total, gained
 
 
+def _cumulative(rows: np.ndarray) -> np.ndarray:
+    """Running sums along each row, as int64, in memory from Arrow's pool."""
+    return np.cumsum(rows, axis=1, dtype=np.int64, out=np_empty(rows.size, np.int64).reshape(rows.shape))
+
+
 def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "zero",
          depth: int | None = None) -> tuple[RelevanceMatrix, dict]:
     """Join a run with qrels into a :class:`RelevanceMatrix` and a summary of the query sets.
@@ -478,9 +483,9 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     if depth is not None:
         lengths = np.minimum(lengths, depth)
     width = int(lengths.max()) if n_eval else 0
-    grades = np.zeros((n_eval, width), dtype=np.int64)
-    judged = np.zeros((n_eval, width), dtype=bool)
-    pooled = np.zeros((n_eval, width), dtype=bool)
+    grades = np_zeros((n_eval, width), np.int64)  # (Arrow's pool: the run's freed columns' pages)
+    judged = np_zeros((n_eval, width), bool)
+    pooled = np_zeros((n_eval, width), bool)
 
     # --- the judged run rows: (query, doc) found in the qrels
     if len(run) and len(qrels) and width:
