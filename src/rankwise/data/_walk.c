@@ -482,22 +482,29 @@ static void *rank_range(void *arg) {
     return NULL;
 }
 
-/* rank the ranges, ranges[1..] on threads of their own where there are threads */
-static int rank_ranges(Range *ranges, int n_ranges) {
+/* work(parts[i]) for i < n: parts 1.. on threads of their own where there are threads, part 0 on this one (a
+   part whose thread could not be started too) */
+static void on_threads(void *(*work)(void *), void *parts, size_t size, int n) {
+    char *at = parts;
 #ifdef RANKWISE_THREADS
     pthread_t ids[MAX_THREADS];
     int started[MAX_THREADS] = {0};
-    for (int i = 1; i < n_ranges; i++) started[i] = pthread_create(&ids[i], NULL, rank_range, &ranges[i]) == 0;
-    rank_range(&ranges[0]);
-    for (int i = 1; i < n_ranges; i++) {
+    for (int i = 1; i < n; i++) started[i] = pthread_create(&ids[i], NULL, work, at + i * size) == 0;
+    work(at);
+    for (int i = 1; i < n; i++) {
         if (started[i])
             pthread_join(ids[i], NULL);
         else
-            rank_range(&ranges[i]); /* no thread to be had: this one does it */
+            work(at + i * size);
     }
 #else
-    for (int i = 0; i < n_ranges; i++) rank_range(&ranges[i]);
+    for (int i = 0; i < n; i++) work(at + i * size);
 #endif
+}
+
+/* rank the ranges, each on a thread of its own; -1 when memory ran out in one */
+static int rank_ranges(Range *ranges, int n_ranges) {
+    on_threads(rank_range, ranges, sizeof(Range), n_ranges);
     for (int i = 0; i < n_ranges; i++)
         if (ranges[i].failed) return -1;
     return 0;
@@ -690,28 +697,11 @@ static PyObject *scan_fields(PyObject *Py_UNUSED(self), PyObject *args) {
     int delim, threads = 1;
     if (!PyArg_ParseTuple(args, "y*i|i", &view, &delim, &threads)) return NULL;
     const unsigned char *p = view.buf;
-    Py_ssize_t n = view.len;
-    Scan parts[2] = {{p, n, n, (unsigned char)delim, 0}, {p, 0, 0, (unsigned char)delim, 0}};
+    Py_ssize_t n = view.len, mid = threads > 1 && n >= (1 << 20) ? n / 2 : n;
+    /* two halves from 1 MiB (the first reads one byte past its end: a pair across the cut is its) */
+    Scan parts[2] = {{p, mid, n, (unsigned char)delim, 0}, {p + mid, n - mid, n - mid, (unsigned char)delim, 0}};
     Py_BEGIN_ALLOW_THREADS
-#ifdef RANKWISE_THREADS
-    pthread_t id;
-    if (threads > 1 && n >= (1 << 20)) { /* two halves: the second from the middle to the end */
-        Py_ssize_t mid = n / 2;
-        parts[0].n = mid;
-        parts[1] = (Scan){p + mid, n - mid, n - mid, (unsigned char)delim, 0};
-        if (pthread_create(&id, NULL, scan_part, &parts[1]) != 0) {
-            parts[0].n = n; /* no thread: one pass */
-            parts[1].n = 0;
-        } else {
-            scan_part(&parts[0]);
-            pthread_join(id, NULL);
-        }
-    }
-    if (parts[0].n == n) scan_part(&parts[0]);
-#else
-    (void)threads;
-    scan_part(&parts[0]);
-#endif
+    on_threads(scan_part, parts, sizeof(Scan), mid < n ? 2 : 1);
     Py_END_ALLOW_THREADS
     unsigned flags = parts[0].flags | parts[1].flags;
     if (n > 0 && (p[0] == delim || p[n - 1] == delim)) flags |= HAS_EMPTY_FIELD;

@@ -80,6 +80,7 @@ def _ranked_inside(scores: np.ndarray, heads: np.ndarray) -> bool:
 
 
 _THREADED_ROWS = 1 << 17  # from this many rows the C pass ranks on Arrow's CPU count of threads
+_THREADED_ENCODE_ROWS = 1 << 20  # from this many, a chunked query column is encoded in two halves at once
 
 
 def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, docs: pa.Array | pa.ChunkedArray,
@@ -154,10 +155,11 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
     n = len(docs)
     queries, blocks, qcodes, counts, offsets = _query_layout(qids, queries, blocks, n)
     in_c = None
+    # grouped rows the C pass may move (the caller's own hashes would have to move with them)
+    blocks_in_c = compiled and blocks is not None and scores is not None and hashes is None
     if compiled and qcodes is not None and scores is not None:  # rows not grouped by query
         in_c = _ranked_in_c(qcodes, counts, offsets, docs, scores)
-    elif (compiled and blocks is not None and scores is not None and hashes is None and n > 1
-          and (not _ranked_inside(scores, blocks[1]) or _out_of_query_order(blocks[0]))):
+    elif blocks_in_c and n > 1 and (not _ranked_inside(scores, blocks[1]) or _out_of_query_order(blocks[0])):
         # blocks unranked inside, or to be moved: the C pass ranks and moves them (numpy's plan
         # would be thrown away)
         in_c = _ranked_in_c(_block_codes(blocks, n), counts, offsets, docs, scores)
@@ -168,9 +170,9 @@ def rank_rows(qids: pa.Array | pa.ChunkedArray | None, docs: pa.Array | pa.Chunk
             hashes[plan.patch[0]] = hashes[plan.patch[1]]
     else:
         plan_done = False
-    if plan is not None and not plan_done and compiled and scores is not None and hashes is None and blocks is not None:
-        # blocks to move (ties to break, or blocks unranked inside): one sequential C pass writes
-        # the doc ids, scores and hashes in their places, instead of three gathers and a hash pass
+    if plan is not None and not plan_done and blocks_in_c:
+        # ties to break (the blocks are in place, ranked): one sequential C pass writes the doc
+        # ids, scores and hashes in their places, instead of three gathers and a hash pass
         in_c = _ranked_in_c(_block_codes(blocks, n), counts, offsets, docs, scores)
     if in_c is not None:  # grouped and ranked by the compiled walk, its order checked
         docs, scores, hashes, plan = in_c
@@ -609,7 +611,7 @@ def _dictionary_encode(qids: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.n
     column is encoded chunk by chunk against one dictionary (no concatenated copy of the ids); a big
     one in two halves on two threads, whose dictionaries are then merged."""
     if isinstance(qids, pa.ChunkedArray) and qids.num_chunks > 1:
-        if len(qids) >= _THREADED_ROWS * 8 and pa.cpu_count() > 1:
+        if len(qids) >= _THREADED_ENCODE_ROWS and pa.cpu_count() > 1:
             half = qids.num_chunks // 2
             with ThreadPoolExecutor(1) as pool:
                 second = pool.submit(_encode_chunks, pa.chunked_array(qids.chunks[half:], qids.type))

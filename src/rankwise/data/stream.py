@@ -563,7 +563,7 @@ def _close(writers: dict) -> None:
 
 def _read_partition(files: list[Path]) -> pa.Table:
     """One partition's rows, mapped from its files (no copy: the run built from them copies what it
-    keeps)."""
+    moves; a column it keeps as read stays mapped after its file is removed)."""
     tables = [pa.ipc.open_stream(pa.memory_map(str(f))).read_all() for f in files]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 

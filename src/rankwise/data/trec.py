@@ -338,7 +338,7 @@ def unsplittable(data, delimiter: bytes, *, compiled: bool = True) -> bool:
         (False, True)
     """
     if compiled and walk is not None:
-        return walk.scan_fields(data, ord(delimiter), 2) != 0
+        return walk.scan_fields(data, ord(delimiter), pa.cpu_count()) != 0
     if data[:1] == delimiter or data[-1:] == delimiter:
         return True
     chars = np.frombuffer(data, dtype=np.uint8)
