@@ -1,5 +1,6 @@
 """The one compiled piece of rankwise: rankwise/data/_walk.c, which reads ``{query: {doc: value}}``
-dicts, groups and ranks a run's rows, and scans a run file for what Arrow's reader cannot split.
+dicts, groups and ranks a run's rows, joins them with the qrels, and scans a run file for what Arrow's
+reader cannot split.
 
 It is optional: where it cannot be built (no C compiler) rankwise installs without it and takes its
 Python and numpy paths, which give the same results (tests/data/test_walk.py holds them equal).

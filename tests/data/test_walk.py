@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankwise.data import Qrels, Run
-from rankwise.data.columns import flat_items, string_hashes
+from rankwise.data.columns import flat_items, string_hashes, string_parts
 from rankwise.data.compiled import walk
 from rankwise.data.ranking import group_by_query, rank_rows
 from rankwise.data.trec import unsplittable
@@ -253,8 +253,9 @@ def test_a_big_table_ranks_on_threads_as_numpy_ranks_it():
 
 
 def test_a_big_chunked_query_column_is_grouped_on_two_threads_as_in_one():
-    """From 2**20 rows a chunked query-id column is dictionary-encoded in two halves on two threads
-    and the dictionaries merged: the same queries and row codes as one encoding of the whole."""
+    """From 2**20 rows a query-id column is encoded on more than one thread and the parts' codes
+    merged (the C pass: a hash table a thread; without it, Arrow's encoding of two halves): the same
+    queries and row codes as one encoding of the whole."""
     rng = np.random.default_rng(5)
     n = (1 << 20) + 999
     codes = rng.integers(0, 30_000, n)
@@ -321,3 +322,39 @@ def test_count_byte_counts_as_bytes_count(data, byte):
     assert walk.count_byte(data, byte) == data.count(bytes([byte]))
     big = data * ((1 << 20) // max(len(data), 1) + 1)
     assert walk.count_byte(big, byte) == big.count(bytes([byte]))
+
+
+def _encoded_by_arrow(ids: list[str]) -> tuple[list[int], list[int], list[int]]:
+    """Codes in order of first appearance, each code's first row and its rows: Arrow's encoding."""
+    enc = pc.dictionary_encode(pa.array(ids, pa.string()))
+    codes = enc.indices.to_pylist()
+    firsts = [codes.index(c) for c in range(len(enc.dictionary))]
+    return codes, firsts, np.bincount(codes, minlength=len(firsts)).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["", "q", "q\0", "\0", "q1", "q10", "a" * 8, "a" * 9, "é" * 5, "x" * 17, "y" * 17, "q2"])
+                | _IDS, min_size=1, max_size=150).flatmap(lambda ids: st.tuples(
+                    st.just(ids), st.lists(st.integers(0, len(ids)), max_size=4), st.integers(1, 17))))
+def test_the_c_encoding_numbers_ids_as_arrow_does(case):
+    """``_walk.encode_ids`` (one hash table a thread, the tables merged in order): each row's code,
+    each code's first row and its rows, as Arrow's dictionary encoding numbers them, on any chunking
+    and any number of threads (empty parts too); ids of up to 8 bytes kept in the table's slots,
+    longer ones compared byte for byte (and "q" told from "q\\0")."""
+    ids, cuts, threads = case
+    bounds = sorted({0, len(ids), *cuts})
+    column = pa.chunked_array([pa.array(ids[a:b], pa.string()) for a, b in zip(bounds, bounds[1:], strict=False)],
+                              pa.string())
+    codes, firsts, counts = walk.encode_ids(string_parts(column), threads)
+    assert (np.frombuffer(codes, np.int32).tolist(), np.frombuffer(firsts, np.int64).tolist(),
+            np.frombuffer(counts, np.int64).tolist()) == _encoded_by_arrow(ids)
+
+
+def test_hash_neighbours_and_a_growing_table_encode_exactly():
+    """Thousands of ids that differ in one byte (the table grows from 4096 slots, ids probe past
+    each other) and ids that share their first 8 bytes: the C encoding still tells them apart."""
+    ids = [f"q{i}" for i in range(20_000)] + [f"prefix__{i}" for i in range(3000)]
+    ids = ids + ids[::-1] + ids[::7]
+    codes, firsts, counts = walk.encode_ids(string_parts(pa.array(ids)), 3)
+    assert (np.frombuffer(codes, np.int32).tolist(), np.frombuffer(firsts, np.int64).tolist(),
+            np.frombuffer(counts, np.int64).tolist()) == _encoded_by_arrow(ids)

@@ -27,6 +27,25 @@
    counted while grouping, so each knows where its output starts) and each range is ranked on a thread of its
    own, byte for byte what one thread writes.
 
+   encode_ids(chunks, threads=1) -> (codes, firsts, counts) | None
+
+   A string column's ids (chunks as for ranked_rows) numbered in order of first appearance, as Arrow's
+   dictionary encoding numbers them: each row's code (int32), each code's first row and its rows (int64). One
+   open-addressing hash table per thread over its part of the rows (an id of 8 bytes or fewer compared in the
+   slot itself, a longer one by its hash and then byte for byte), the tables then merged in order. None past
+   2**31 rows. A shuffled run's query column: rankwise.data.ranking groups it with this.
+
+   join_grades(run, per_query, qrels, matrix, threads=1) -> bool
+
+   The relevance matrix's cells of a run's judged rows, one query at a time: run = (sorted row keys, the
+   run's query offsets, query bits, row bits, the doc-id chunk), per_query = (each run query's matrix row or
+   -1, its qrels query or -1, each matrix row's length), qrels = (offsets, doc hashes, the doc-id chunk,
+   grades), matrix = (grades int64, judged bool, pooled bool: written in place). Each judgement is looked up
+   by binary search among its query's keys (a few hundred bytes), every key sharing its prefix confirmed on
+   the doc id's bytes (hashes that collide never join), and its cells written as rankwise.metrics.matrix.join's
+   numpy path writes them. False (nothing written) for inputs it does not take: doc ids in more than one
+   chunk, or keys with no hash bits.
+
    scan_fields(data, delimiter, threads=1) -> int
 
    What the TREC readers' fast path must not meet in a file (rankwise.data.trec.unsplittable): 1 for a tab or
@@ -53,7 +72,7 @@
 #include <pthread.h>
 #define RANKWISE_THREADS
 #endif
-#define MAX_THREADS 16 /* ranked_rows: threads at most */
+#define MAX_THREADS 16 /* threads at most */
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -408,6 +427,36 @@ typedef struct {
     int64_t first;          /* the table row of its first row */
 } Chunk;
 
+/* a string column's chunks, each (offsets buffer, data buffer, offset, length), into chunks[0..n) with
+   chunks[n].first the rows in all; their buffers held in cb (two a chunk, *held of them taken) and their
+   bytes in all added to *size. -1 with an error set. */
+static int read_chunks(PyObject *list, Py_buffer *cb, Py_ssize_t *held, Chunk *chunks, int64_t *size) {
+    Py_ssize_t n_chunks = PyList_GET_SIZE(list);
+    int64_t rows = 0;
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        PyObject *obuf, *dbuf;
+        Py_ssize_t off, len;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, c), "OOnn", &obuf, &dbuf, &off, &len)) return -1;
+        if (off < 0 || len < 0) {
+            PyErr_SetString(PyExc_ValueError, "a chunk's offset or length is negative");
+            return -1;
+        }
+        if (get_buffer(obuf, &cb[*held], (off + len + 1) * (Py_ssize_t)sizeof(int32_t)) < 0) return -1;
+        chunks[c].offsets = (const int32_t *)cb[(*held)++].buf + off;
+        if (PyObject_GetBuffer(dbuf, &cb[*held], PyBUF_SIMPLE) < 0) return -1;
+        chunks[c].data = cb[(*held)++].buf;
+        if (chunks[c].offsets[len] > cb[*held - 1].len || chunks[c].offsets[0] < 0) {
+            PyErr_SetString(PyExc_ValueError, "offsets past a chunk's data");
+            return -1;
+        }
+        chunks[c].first = rows;
+        rows += len;
+        *size += chunks[c].offsets[len] - chunks[c].offsets[0];
+    }
+    chunks[n_chunks].first = rows;
+    return 0;
+}
+
 /* what every range of queries reads and writes */
 typedef struct {
     const int64_t *offsets; /* the first row of each query once grouped, and the total */
@@ -564,26 +613,9 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t n = qb.len / (Py_ssize_t)sizeof(int32_t), n_queries = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
     if (get_buffer(scores_obj, &sb, n * (Py_ssize_t)sizeof(double)) < 0) goto done;
     const int64_t *offsets = ob.buf;
-    /* the chunks, and the doc ids' bytes in all */
-    int64_t rows = 0, size = 0;
-    for (Py_ssize_t c = 0; c < n_chunks; c++) {
-        PyObject *t = PyList_GET_ITEM(chunks_obj, c);
-        PyObject *obuf, *dbuf;
-        Py_ssize_t off, len;
-        if (!PyArg_ParseTuple(t, "OOnn", &obuf, &dbuf, &off, &len)) goto done;
-        if (get_buffer(obuf, &cb[held], (off + len + 1) * (Py_ssize_t)sizeof(int32_t)) < 0) goto done;
-        chunks[c].offsets = (const int32_t *)cb[held++].buf + off;
-        if (PyObject_GetBuffer(dbuf, &cb[held], PyBUF_SIMPLE) < 0) goto done;
-        chunks[c].data = cb[held++].buf;
-        if (chunks[c].offsets[len] > cb[held - 1].len || chunks[c].offsets[0] < 0) {
-            PyErr_SetString(PyExc_ValueError, "ranked_rows: offsets past a chunk's data");
-            goto done;
-        }
-        chunks[c].first = rows;
-        rows += len;
-        size += chunks[c].offsets[len] - chunks[c].offsets[0];
-    }
-    chunks[n_chunks].first = rows;
+    int64_t size = 0; /* the doc ids' bytes in all */
+    if (read_chunks(chunks_obj, cb, &held, chunks, &size) < 0) goto done;
+    int64_t rows = chunks[n_chunks].first;
     if (rows != n || n_queries < 0 || offsets[n_queries] != n) {
         PyErr_SetString(PyExc_ValueError, "ranked_rows: columns of different lengths");
         goto done;
@@ -598,11 +630,11 @@ static PyObject *ranked_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     scores_out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
     hashes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
     order = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (chars == NULL || str_offsets == NULL || scores_out == NULL || hashes == NULL || order == NULL) goto done;
     cursor = PyMem_Malloc((size_t)(n_queries + 1) * sizeof(int64_t));
     qbytes = n_ranges > 1 ? PyMem_Calloc((size_t)n_queries + 1, sizeof(int64_t)) : NULL;
     Py_ssize_t n_blocks = (n >> 12) + 1;
     block_chunk = PyMem_Malloc((size_t)n_blocks * sizeof(int32_t));
-    if (chars == NULL || str_offsets == NULL || scores_out == NULL || hashes == NULL || order == NULL) goto done;
     if (cursor == NULL || block_chunk == NULL || (n_ranges > 1 && qbytes == NULL)) {
         PyErr_NoMemory();
         goto done;
@@ -647,6 +679,406 @@ done:
     Py_XDECREF(scores_out);
     Py_XDECREF(hashes);
     Py_XDECREF(order);
+    return result;
+}
+
+/* encode_ids: a string column coded by a hash table, each id numbered in order of first appearance */
+
+/* an id as the table keeps it */
+typedef struct {
+    uint64_t word; /* 8 bytes or fewer: the id's bytes, zero-padded (little-endian, as hash_of reads them); longer:
+                      its hash */
+    uint32_t len;
+    uint32_t at;   /* longer than 8 bytes: where its bytes start in the arena */
+} Key;
+
+/* a slot of the table: a code's key beside it (one read finds an id of 8 bytes or fewer) */
+typedef struct {
+    uint64_t word;
+    uint32_t len;
+    uint32_t code1;   /* code + 1, or 0 for an empty slot */
+} Slot;
+
+/* the distinct ids of a column (or of a part of it), each with its first row and its rows */
+typedef struct {
+    Slot *slots;      /* 2**bits of them, at most half full */
+    int bits;
+    Key *keys;        /* per code */
+    int64_t *first, *count;
+    Py_ssize_t n, room;
+    char *arena;      /* the bytes of the ids longer than 8 */
+    size_t used, arena_room;
+} Memo;
+
+static void release_memo(Memo *m) {
+    PyMem_RawFree(m->slots);
+    PyMem_RawFree(m->keys);
+    PyMem_RawFree(m->first);
+    PyMem_RawFree(m->count);
+    PyMem_RawFree(m->arena);
+}
+
+/* an id of 8 bytes or fewer, zero-padded */
+static inline uint64_t short_word(const char *s, Py_ssize_t len) {
+    if (len == 8) return word_at(s);
+    uint64_t w = 0;
+    for (Py_ssize_t i = 0; i < len; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+static inline uint64_t key_hash(const Key *k) { return k->len <= 8 ? k->word * K1 : k->word; }
+
+/* the table's slots made anew at 2**bits; -1 when memory runs out (the old ones kept) */
+static int resize_slots(Memo *m, int bits) {
+    Slot *slots = PyMem_RawCalloc((size_t)1 << bits, sizeof(Slot));
+    if (slots == NULL) return -1;
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    for (Py_ssize_t c = 0; c < m->n; c++) {
+        uint64_t i = key_hash(&m->keys[c]) >> (64 - bits);
+        while (slots[i].code1 != 0) i = (i + 1) & mask;
+        slots[i] = (Slot){m->keys[c].word, m->keys[c].len, (uint32_t)(c + 1)};
+    }
+    PyMem_RawFree(m->slots);
+    m->slots = slots;
+    m->bits = bits;
+    return 0;
+}
+
+/* room for one more code (and `len` more arena bytes); -1 when memory runs out */
+static int memo_room(Memo *m, Py_ssize_t len) {
+    if (m->n + 1 > m->room) {
+        Py_ssize_t room = m->room ? 2 * m->room : 1024;
+        Key *keys = PyMem_RawRealloc(m->keys, (size_t)room * sizeof(Key));
+        if (keys != NULL) m->keys = keys;
+        int64_t *first = PyMem_RawRealloc(m->first, (size_t)room * sizeof(int64_t));
+        if (first != NULL) m->first = first;
+        int64_t *count = PyMem_RawRealloc(m->count, (size_t)room * sizeof(int64_t));
+        if (count != NULL) m->count = count;
+        if (keys == NULL || first == NULL || count == NULL) return -1;
+        m->room = room;
+    }
+    if (len > 8 && m->used + (size_t)len > m->arena_room) {
+        size_t room = m->arena_room ? 2 * m->arena_room : 65536;
+        while (room < m->used + (size_t)len) room *= 2;
+        char *arena = PyMem_RawRealloc(m->arena, room);
+        if (arena == NULL) return -1;
+        m->arena = arena;
+        m->arena_room = room;
+    }
+    if ((m->n + 1) * 2 > ((Py_ssize_t)1 << m->bits)) return resize_slots(m, m->bits + 1);
+    return 0;
+}
+
+/* the code of an id (added, first seen at `row`, when new), its rows counted `count` more; -1 when memory runs
+   out */
+static int64_t memo_code(Memo *m, const char *s, Py_ssize_t len, int64_t row, int64_t count) {
+    uint64_t word = len <= 8 ? short_word(s, len) : hash_of(s, len), h = len <= 8 ? word * K1 : word;
+    uint64_t mask = ((uint64_t)1 << m->bits) - 1, i = h >> (64 - m->bits);
+    for (;; i = (i + 1) & mask) {
+        const Slot *slot = &m->slots[i];
+        uint32_t c1 = slot->code1;
+        if (c1 == 0) break;
+        if (slot->word == word && slot->len == (uint32_t)len
+            && (len <= 8 || memcmp(m->arena + m->keys[c1 - 1].at, s, (size_t)len) == 0)) {
+            m->count[c1 - 1] += count;
+            return c1 - 1;
+        }
+    }
+    if (memo_room(m, len) < 0) return -1;
+    mask = ((uint64_t)1 << m->bits) - 1; /* (the slots may have been made anew: the empty one found again) */
+    for (i = h >> (64 - m->bits); m->slots[i].code1 != 0; i = (i + 1) & mask) {}
+    Py_ssize_t c = m->n++;
+    m->keys[c] = (Key){word, (uint32_t)len, (uint32_t)m->used};
+    if (len > 8) {
+        memcpy(m->arena + m->used, s, (size_t)len);
+        m->used += (size_t)len;
+    }
+    m->first[c] = row;
+    m->count[c] = count;
+    m->slots[i] = (Slot){word, (uint32_t)len, (uint32_t)(c + 1)};
+    return c;
+}
+
+/* rows [lo, hi) of a column, coded against a memo of their own by one thread */
+typedef struct {
+    const Chunk *chunks;
+    int64_t lo, hi;
+    int32_t *codes;
+    Memo memo;
+    int failed;
+} Part;
+
+static void *encode_part(void *arg) {
+    Part *p = arg;
+    const Chunk *ch = p->chunks;
+    if (resize_slots(&p->memo, 12) < 0) {
+        p->failed = 1;
+        return NULL;
+    }
+    if (p->lo >= p->hi) return NULL;
+    Py_ssize_t c = 0;
+    while (ch[c + 1].first <= p->lo) c++;
+    const char *prev = NULL;
+    int32_t prev_len = -1, code = -1;
+    for (int64_t row = p->lo; row < p->hi; c++) {
+        int64_t end = ch[c + 1].first < p->hi ? ch[c + 1].first : p->hi;
+        const int32_t *o = ch[c].offsets;
+        int64_t last = end - ch[c].first;
+        for (; row < end; row++) {
+            int64_t j = row - ch[c].first;
+            if (j + AHEAD < last) { /* the slot of a row ahead, asked for early */
+                const char *a = ch[c].data + o[j + AHEAD];
+                Py_ssize_t alen = o[j + AHEAD + 1] - o[j + AHEAD];
+                uint64_t ah = alen <= 8 ? short_word(a, alen) * K1 : hash_of(a, alen);
+                __builtin_prefetch(&p->memo.slots[ah >> (64 - p->memo.bits)]);
+            }
+            const char *s = ch[c].data + o[j];
+            int32_t len = o[j + 1] - o[j];
+            if (len == prev_len && memcmp(s, prev, (size_t)len) == 0) { /* (a run of one id: grouped rows) */
+                p->memo.count[code]++;
+            } else {
+                int64_t got = memo_code(&p->memo, s, len, row, 1);
+                if (got < 0) {
+                    p->failed = 1;
+                    return NULL;
+                }
+                code = (int32_t)got;
+                prev = s;
+                prev_len = len;
+            }
+            p->codes[row] = code;
+        }
+    }
+    return NULL;
+}
+
+/* the parts' memos merged into the first's, in order (so codes stay in order of first appearance), and each
+   later part's codes put in its terms; -1 when memory runs out */
+static int merge_parts(Part *parts, int n_parts) {
+    Memo *into = &parts[0].memo;
+    for (int p = 1; p < n_parts; p++) {
+        Memo *m = &parts[p].memo;
+        int32_t *map = PyMem_RawMalloc((size_t)(m->n > 0 ? m->n : 1) * sizeof(int32_t));
+        if (map == NULL) return -1;
+        for (Py_ssize_t c = 0; c < m->n; c++) {
+            const Key *k = &m->keys[c];
+            char bytes[8];
+            for (uint32_t b = 0; b < 8; b++) bytes[b] = (char)(k->word >> (8 * b));
+            int64_t got = memo_code(into, k->len <= 8 ? bytes : m->arena + k->at, k->len, m->first[c], m->count[c]);
+            if (got < 0) {
+                PyMem_RawFree(map);
+                return -1;
+            }
+            map[c] = (int32_t)got;
+        }
+        for (int64_t row = parts[p].lo; row < parts[p].hi; row++) parts[p].codes[row] = map[parts[p].codes[row]];
+        PyMem_RawFree(map);
+    }
+    return 0;
+}
+
+/* encode_ids(chunks, threads=1) -> (codes, firsts, counts) | None */
+static PyObject *encode_ids(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *chunks_obj;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "O!|i", &PyList_Type, &chunks_obj, &threads)) return NULL;
+    Py_ssize_t n_chunks = PyList_GET_SIZE(chunks_obj), held = 0;
+    Py_buffer *cb = PyMem_Calloc((size_t)(2 * n_chunks + 1), sizeof(Py_buffer));
+    Chunk *chunks = PyMem_Calloc((size_t)(n_chunks + 1), sizeof(Chunk));
+    PyObject *codes = NULL, *result = NULL;
+    int n_parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    Part parts[MAX_THREADS];
+    memset(parts, 0, sizeof(parts));
+    if (cb == NULL || chunks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t size = 0;
+    if (read_chunks(chunks_obj, cb, &held, chunks, &size) < 0) goto done;
+    int64_t n = chunks[n_chunks].first;
+    if (n > INT32_MAX || size > UINT32_MAX) { /* (int32 codes, 32-bit arena places) */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    codes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (codes == NULL) goto done;
+    for (int p = 0; p < n_parts; p++)
+        parts[p] = (Part){chunks, n * p / n_parts, n * (p + 1) / n_parts, (int32_t *)PyByteArray_AS_STRING(codes)};
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    on_threads(encode_part, parts, sizeof(Part), n_parts);
+    for (int p = 0; p < n_parts; p++) failed |= parts[p].failed;
+    if (!failed) failed = merge_parts(parts, n_parts) < 0;
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Memo *m = &parts[0].memo;
+    result = Py_BuildValue("Oy#y#", codes, m->n ? (const char *)m->first : "", m->n * (Py_ssize_t)sizeof(int64_t),
+                           m->n ? (const char *)m->count : "", m->n * (Py_ssize_t)sizeof(int64_t));
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&cb[i]);
+    for (int p = 0; p < n_parts; p++) release_memo(&parts[p].memo);
+    PyMem_Free(cb);
+    PyMem_Free(chunks);
+    Py_XDECREF(codes);
+    return result;
+}
+
+/* join_grades: a run's judged rows found and graded, query by query, into the relevance matrix */
+
+/* what every range of queries reads and writes */
+typedef struct {
+    const uint64_t *keys;      /* the run's sorted row keys: [query | doc hash bits | row in query] */
+    const int64_t *offsets;    /* the run's first row of each query, and the total */
+    int query_bits, row_bits;
+    const Chunk *run_docs;     /* the run's doc ids (one chunk), in rank order */
+    const int64_t *run_row;    /* per run query: its matrix row, or -1 (not evaluated) */
+    const int64_t *to_qrels;   /* per run query: its qrels query, or -1 */
+    const int64_t *lengths;    /* per matrix row: the columns it may fill */
+    const int64_t *q_offsets;  /* the qrels' first row of each query, and the total */
+    const uint64_t *q_hashes;  /* each judgement's doc hash */
+    const Chunk *q_docs;       /* the judgements' doc ids (one chunk) */
+    const int64_t *q_grades;
+    int64_t *grades;           /* the matrix, rows x width */
+    unsigned char *judged, *pooled;
+    int64_t width;
+    Py_ssize_t lo, hi;         /* this range's run queries */
+} Join;
+
+static inline int same_doc(const Chunk *a, int64_t i, const Chunk *b, int64_t j) {
+    int32_t la = a->offsets[i + 1] - a->offsets[i], lb = b->offsets[j + 1] - b->offsets[j];
+    return la == lb && memcmp(a->data + a->offsets[i], b->data + b->offsets[j], (size_t)la) == 0;
+}
+
+/* each judgement of the range's queries looked up among its query's keys (a binary search in a few hundred
+   bytes), its doc id confirmed, its grade written */
+static void *join_range(void *arg) {
+    const Join *j = arg;
+    const int row_bits = j->row_bits, hash_shift = j->query_bits + j->row_bits;
+    const uint64_t row_mask = ((uint64_t)1 << row_bits) - 1;
+    for (Py_ssize_t q = j->lo; q < j->hi; q++) {
+        int64_t t = j->run_row[q], qq = j->to_qrels[q], k0 = j->offsets[q], k1 = j->offsets[q + 1];
+        if (t < 0 || qq < 0 || k0 == k1) continue;
+        uint64_t query = (uint64_t)q << (64 - j->query_bits);
+        int64_t limit = j->lengths[t];
+        for (int64_t e = j->q_offsets[qq]; e < j->q_offsets[qq + 1]; e++) {
+            uint64_t needle = query | ((j->q_hashes[e] >> hash_shift) << row_bits);
+            int64_t lo = k0, hi = k1;
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (j->keys[mid] < needle) lo = mid + 1; else hi = mid;
+            }
+            for (; lo < k1 && (j->keys[lo] & ~row_mask) == needle; lo++) { /* (more than one: hashes that collide) */
+                int64_t row = (int64_t)(j->keys[lo] & row_mask);
+                if (row >= limit || row >= k1 - k0 || !same_doc(j->run_docs, k0 + row, j->q_docs, e)) continue;
+                int64_t g = j->q_grades[e], at = t * j->width + row;
+                j->grades[at] = g >= 0 ? g : 0;
+                j->judged[at] = g >= 0;
+                j->pooled[at] = 1;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* a buffer of exactly `count` items of `size` bytes (writable if asked), or -1 with an error set */
+static int sized_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t count, Py_ssize_t size, int writable) {
+    if (PyObject_GetBuffer(obj, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return -1;
+    if (view->len != count * size) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "join_grades: a buffer of the wrong length");
+        return -1;
+    }
+    return 0;
+}
+
+/* join_grades((keys, offsets, query_bits, row_bits, run_docs), (run_row, to_qrels, lengths),
+               (q_offsets, q_hashes, q_docs, q_grades), (grades, judged, pooled), threads) -> bool */
+static PyObject *join_grades(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *run_docs, *q_docs, *objs[11];
+    int threads = 1;
+    Join j = {0};
+    if (!PyArg_ParseTuple(args, "(OOiiO!)(OOO)(OOO!O)(OOO)|i", &objs[0], &objs[1], &j.query_bits, &j.row_bits,
+                          &PyList_Type, &run_docs, &objs[2], &objs[3], &objs[4], &objs[5], &objs[6], &PyList_Type,
+                          &q_docs, &objs[7], &objs[8], &objs[9], &objs[10], &threads))
+        return NULL;
+    if (PyList_GET_SIZE(run_docs) != 1 || PyList_GET_SIZE(q_docs) != 1 || j.query_bits < 1 || j.row_bits < 1
+        || j.query_bits + j.row_bits >= 64)
+        Py_RETURN_FALSE; /* (the numpy join takes it) */
+    Py_buffer views[11] = {{0}}, cb[4] = {{0}};
+    Py_ssize_t held = 0;
+    Chunk chunks[4];
+    int64_t size = 0;
+    PyObject *result = NULL;
+    if (read_chunks(run_docs, cb, &held, chunks, &size) < 0 || read_chunks(q_docs, cb, &held, chunks + 2, &size) < 0)
+        goto done;
+    Py_ssize_t n_run = chunks[1].first, n_q = chunks[3].first;
+    if (PyObject_GetBuffer(objs[1], &views[1], PyBUF_SIMPLE) < 0 || PyObject_GetBuffer(objs[5], &views[5], PyBUF_SIMPLE) < 0)
+        goto done;
+    Py_ssize_t nq_run = views[1].len / 8 - 1, nq_q = views[5].len / 8 - 1;
+    if (PyObject_GetBuffer(objs[4], &views[4], PyBUF_SIMPLE) < 0) goto done;
+    Py_ssize_t n_rows = views[4].len / 8;
+    if (PyObject_GetBuffer(objs[8], &views[8], PyBUF_WRITABLE) < 0) goto done;
+    j.width = n_rows > 0 ? views[8].len / 8 / n_rows : 0;
+    if (nq_run < 0 || nq_q < 0 || sized_buffer(objs[0], &views[0], n_run, 8, 0) < 0
+        || sized_buffer(objs[2], &views[2], nq_run, 8, 0) < 0 || sized_buffer(objs[3], &views[3], nq_run, 8, 0) < 0
+        || sized_buffer(objs[6], &views[6], n_q, 8, 0) < 0 || sized_buffer(objs[7], &views[7], n_q, 8, 0) < 0
+        || views[8].len != n_rows * j.width * 8 || sized_buffer(objs[9], &views[9], n_rows * j.width, 1, 1) < 0
+        || sized_buffer(objs[10], &views[10], n_rows * j.width, 1, 1) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "join_grades: buffers of different lengths");
+        goto done;
+    }
+    j.keys = views[0].buf;
+    j.offsets = views[1].buf;
+    j.run_row = views[2].buf;
+    j.to_qrels = views[3].buf;
+    j.lengths = views[4].buf;
+    j.q_offsets = views[5].buf;
+    j.q_hashes = views[6].buf;
+    j.q_grades = views[7].buf;
+    j.grades = views[8].buf;
+    j.judged = views[9].buf;
+    j.pooled = views[10].buf;
+    j.run_docs = &chunks[0];
+    j.q_docs = &chunks[2];
+    /* every index the pass follows is checked here once */
+    if (j.offsets[0] != 0 || j.offsets[nq_run] != n_run || j.q_offsets[0] != 0 || j.q_offsets[nq_q] != n_q) {
+        PyErr_SetString(PyExc_ValueError, "join_grades: offsets that do not span their rows");
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < nq_run; q++) {
+        if (j.offsets[q + 1] < j.offsets[q] || j.run_row[q] >= n_rows || j.to_qrels[q] >= nq_q
+            || (j.run_row[q] >= 0 && (j.lengths[j.run_row[q]] > j.width || j.lengths[j.run_row[q]] < 0))) {
+            PyErr_SetString(PyExc_ValueError, "join_grades: a query's row, qrels query or length out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t q = 0; q < nq_q; q++) {
+        if (j.q_offsets[q + 1] < j.q_offsets[q]) {
+            PyErr_SetString(PyExc_ValueError, "join_grades: qrels offsets out of order");
+            goto done;
+        }
+    }
+    int n_parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    Join parts[MAX_THREADS];
+    for (int p = 0; p < n_parts; p++) { /* ranges of about equal run rows */
+        parts[p] = j;
+        parts[p].lo = p == 0 ? 0 : parts[p - 1].hi;
+        int64_t end = n_run * (p + 1) / n_parts;
+        Py_ssize_t q = parts[p].lo;
+        while (q < nq_run && (p + 1 == n_parts || j.offsets[q + 1] <= end)) q++;
+        parts[p].hi = q;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    on_threads(join_range, parts, sizeof(Join), n_parts);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_True);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&cb[i]);
+    for (int i = 0; i < 11; i++)
+        if (views[i].obj) PyBuffer_Release(&views[i]);
     return result;
 }
 
@@ -740,6 +1172,12 @@ static PyMethodDef methods[] = {
     {"scan_fields", scan_fields, METH_VARARGS,
      "scan_fields(data, delimiter, threads=1) -> int: 1 a tab or space (whichever is not the delimiter), VT or FF; "
      "2 an empty field (two delimiters in a row, or one at a line's start or end)."},
+    {"encode_ids", encode_ids, METH_VARARGS,
+     "encode_ids(chunks, threads=1) -> (codes, firsts, counts) | None: a string column's ids numbered in order of "
+     "first appearance."},
+    {"join_grades", join_grades, METH_VARARGS,
+     "join_grades(run, per_query, qrels, matrix, threads=1) -> bool: a run's judged rows graded into the relevance "
+     "matrix."},
     {"ranked_rows", ranked_rows, METH_VARARGS,
      "ranked_rows(qcodes, offsets, chunks, scores, threads=1) -> (chars, offsets, scores, hashes, order) | None: "
      "a table's rows grouped by query and ranked."},
@@ -747,7 +1185,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "C passes over dicts of dicts, a run's rows and a file's bytes.", -1, methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_walk", "C passes over dicts of dicts, a run's rows, its join with the qrels and a file's bytes.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__walk(void) { return PyModule_Create(&module); }

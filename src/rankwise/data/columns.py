@@ -98,6 +98,22 @@ def take_ascending(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.A
     return pa.concat_arrays(parts) if parts else values.chunk(0).slice(0, 0)
 
 
+def string_parts(column: pa.Array | pa.ChunkedArray) -> list[tuple] | None:
+    """What the compiled passes (``rankwise/data/_walk.c``) read of a string column: each chunk's
+    (offsets buffer, data buffer, offset, length); None where the extension was not built or the
+    column is not plain strings without nulls.
+
+    Example:
+        >>> parts = string_parts(pa.array(["a", "bc"]))
+        >>> parts is None or [(offset, length) for _, _, offset, length in parts] == [(0, 2)]
+        True
+    """
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if _walk is None or not all(pa.types.is_string(c.type) and c.null_count == 0 for c in chunks):
+        return None
+    return [(b[1], b"" if b[2] is None else b[2], c.offset, len(c)) for c in chunks for b in [c.buffers()]]
+
+
 def single_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One contiguous array (chunks combined in Arrow's pool)."""
     if isinstance(values, pa.ChunkedArray):

@@ -5,8 +5,10 @@ The one place that orders rows. :func:`rank_rows` is entered once per :class:`~r
 query (byte order), score descending, then doc id in descending byte order (trec_eval's rule).
 
 How: rows already in blocks per query and ranked inside (nearly every run file) move as whole
-blocks, if at all, and only their tied neighbours are reordered. Anything else is sorted with one
-``np.sort`` of packed 64-bit keys ``[query | high bits of the score | row within the query]`` (a
+blocks, if at all, and only their tied neighbours are reordered. Anything else, where the C
+extension was built, is grouped and ranked by one C pass (``_walk.ranked_rows``; a shuffled
+file's query ids numbered first by ``_walk.encode_ids``, a hash table a thread). Without it, by
+numpy: one ``np.sort`` of packed 64-bit keys ``[query | high bits of the score | row within the query]`` (a
 vectorised integer sort, several times faster than ``np.lexsort``); rows whose keys agree on query
 and score bits (ties, and the rare scores that differ only below the kept bits) are then put in
 exact order — score, then doc id — by one Arrow sort of just those rows. Rows not yet grouped by
@@ -32,6 +34,7 @@ from rankwise.data.columns import (
     permute_strings,
     single_array,
     string_hashes,
+    string_parts,
     take_ascending,
 )
 from rankwise.data.compiled import walk
@@ -80,7 +83,7 @@ def _ranked_inside(scores: np.ndarray, heads: np.ndarray) -> bool:
 
 
 _THREADED_ROWS = 1 << 17  # from this many rows the C pass ranks on Arrow's CPU count of threads
-_THREADED_ENCODE_ROWS = 1 << 20  # from this many, a chunked query column is encoded in two halves at once
+_THREADED_ENCODE_ROWS = 1 << 20  # from this many, query ids are encoded on more than one thread
 
 
 def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, docs: pa.Array | pa.ChunkedArray,
@@ -92,17 +95,16 @@ def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, do
     The C pass sorts by the rule (score, then doc id, descending); :func:`_rank_order` then checks
     the result as it checks any input said to be ranked, and puts right any row out of order.
     """
-    chunks = docs.chunks if isinstance(docs, pa.ChunkedArray) else [docs]
-    if walk is None or not all(pa.types.is_string(c.type) and c.null_count == 0 for c in chunks):
+    parts = string_parts(docs)
+    if parts is None:
         return None
-    parts = [(b[1], b"" if b[2] is None else b[2], c.offset, len(c)) for c in chunks for b in [c.buffers()]]
     threads = pa.cpu_count() if len(qcodes) >= _THREADED_ROWS else 1
     out = walk.ranked_rows(np.ascontiguousarray(qcodes, dtype=np.int32), np.ascontiguousarray(offsets, dtype=np.int64),
                            parts, np.ascontiguousarray(scores, dtype=np.float64), threads)
     if out is None:  # ids past 2 GiB, or rows past 2**31
         return None
     chars, str_offsets, ranked_scores, hashes, order = out
-    n = len(order) // 4  # (int32 rows)
+    n = len(qcodes)
     docs = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(str_offsets), pa.py_buffer(chars)])
     scores, hashes = np.frombuffer(ranked_scores, dtype=np.float64), np.frombuffer(hashes, dtype=np.uint64)
     order = np.frombuffer(order, dtype=np.int32)
@@ -117,13 +119,13 @@ def _ranked_in_c(qcodes: np.ndarray, counts: np.ndarray, offsets: np.ndarray, do
 def _query_layout(qids, queries, blocks, n: int):
     """Queries (grouping the rows when no per-query blocks are known), blocks, row query codes, rows
     per query and offsets: what ranking and grouping both start from."""
-    qcodes = None
+    qcodes = counts = None
     if blocks is None:
-        queries, blocks, qcodes = group_by_query(qids)
-    counts = np.zeros(len(queries), dtype=np.int64)
+        queries, blocks, qcodes, counts = _grouped(qids)
     if blocks is not None:
+        counts = np.zeros(len(queries), dtype=np.int64)
         counts[blocks[0]] = np.diff(np.append(blocks[1], n))
-    elif n:
+    elif counts is None:
         counts = np.bincount(qcodes, minlength=len(queries)).astype(np.int64)
     offsets = np.zeros(len(queries) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
@@ -581,9 +583,16 @@ def group_by_query(qids: pa.Array | pa.ChunkedArray) -> tuple[list[str], Blocks 
         >>> group_by_query(pa.array(["b", "a", "b"]))[2].tolist()
         [1, 0, 1]
     """
+    return _grouped(qids)[:3]
+
+
+def _grouped(qids: pa.Array | pa.ChunkedArray
+             ) -> tuple[list[str], Blocks | None, np.ndarray | None, np.ndarray | None]:
+    """:func:`group_by_query`, and the rows of each query where the C pass counted them (else
+    None)."""
     n = len(qids)
     if n == 0:
-        return [], (np.zeros(0, np.int32), np.zeros(0, np.int64)), None
+        return [], (np.zeros(0, np.int32), np.zeros(0, np.int64)), None, None
     change = np_values(pc.not_equal(qids.slice(1), qids.slice(0, n - 1))) if n > 1 else np.zeros(0, bool)
     n_heads = 1 + int(np.count_nonzero(change))
     if 4 * n_heads <= n:  # few blocks: are their ids distinct?
@@ -594,16 +603,30 @@ def group_by_query(qids: pa.Array | pa.ChunkedArray) -> tuple[list[str], Blocks 
         if len(heads) < 2 or not np_values(pc.equal(in_order.slice(1), in_order.slice(0, len(heads) - 1))).any():
             codes = np.empty(len(order), dtype=np.int32)  # (distinct: no two neighbours equal once sorted)
             codes[order] = np.arange(len(order), dtype=np.int32)
-            return in_order.to_pylist(), (codes, heads), None
-    dictionary, indices = _dictionary_encode(qids)
+            return in_order.to_pylist(), (codes, heads), None, None
+    dictionary, indices, counts = _encoded(qids)
     order = np_values(pc.sort_indices(dictionary)).astype(np.int64)
     rank = np.empty(len(order), dtype=np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
     queries = dictionary.take(arrow_indices(order)).to_pylist()
     if len(dictionary) == n_heads:  # one row per query, or blocks of one or two rows
         heads = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
-        return queries, (rank[indices[heads]], heads), None
-    return queries, None, rank[indices]
+        return queries, (rank[indices[heads]], heads), None, None
+    return queries, None, rank[indices], None if counts is None else counts[order]
+
+
+def _encoded(qids: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """The distinct ids (in order of first appearance), each row's index into them and, from the
+    C pass (``_walk.encode_ids``, one hash table a thread), each id's rows."""
+    parts = string_parts(qids)
+    if parts is not None:
+        threads = pa.cpu_count() if len(qids) >= _THREADED_ENCODE_ROWS else 1
+        out = walk.encode_ids(parts, threads)
+        if out is not None:
+            codes, firsts, counts = out
+            return (take_ascending(qids, np.frombuffer(firsts, dtype=np.int64)), np.frombuffer(codes, dtype=np.int32),
+                    np.frombuffer(counts, dtype=np.int64))
+    return (*_dictionary_encode(qids), None)
 
 
 def _dictionary_encode(qids: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:

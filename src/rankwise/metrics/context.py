@@ -144,7 +144,7 @@ def context_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Share of ground-truth items (passages) found in the top K."""
     den = m.n_relevant.astype(np.float64)
     out = np.zeros(len(den))
-    np.divide(m.at(m.cum_found(), k).astype(np.float64), den, out=out, where=den > 0)
+    np.divide(m.within("found", k).astype(np.float64), den, out=out, where=den > 0)
     return out
 
 
@@ -182,7 +182,7 @@ def id_recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Distinct gold ids retrieved / gold ids, order-blind; NaN when the case has no gold id."""
     den = m.n_relevant.astype(np.float64)
     out = np.full(len(den), np.nan)
-    np.divide(m.at(m.cum_found(), None).astype(np.float64), den, out=out, where=den > 0)
+    np.divide(m.within("found", None).astype(np.float64), den, out=out, where=den > 0)
     return out
 
 

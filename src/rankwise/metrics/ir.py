@@ -29,7 +29,7 @@ def _cols(m: RelevanceMatrix, k: int | None) -> int:
 
 def hit_rate(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """1 if a relevant item is within the top k, else 0 (trec_eval ``success_k``)."""
-    return (m.at(m.cum_relevant(), k) > 0).astype(np.float64)
+    return (m.within("relevant", k) > 0).astype(np.float64)
 
 
 def precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
@@ -38,13 +38,13 @@ def precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     A chunk that holds only gold items a chunk above it matched still counts (it is relevant
     context; docs/context-metrics.md, "Redundant chunks").
     """
-    hits = m.at(m.cum_chunk_relevant(), k)
+    hits = m.within("chunk", k)
     return _safe_div(hits, m.lengths if k is None else np.full(len(hits), k))
 
 
 def recall(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Gold items found in the top k divided by R (0 when R = 0)."""
-    return _safe_div(m.at(m.cum_found(), k), m.n_relevant)
+    return _safe_div(m.within("found", k), m.n_relevant)
 
 
 def f1(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
@@ -78,7 +78,11 @@ def average_precision(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """
     n = _cols(m, k)
     rows, cols = np.nonzero(m.relevant[:, :n])
-    precision_at = m.cum_relevant()[rows, cols] / (cols + 1.0)
+    # (row-major: each query's relevant ranks ascending, so the relevant items at or above one are
+    # its place among its query's, plus one: the running sum at that rank, without the sums)
+    per_query = np.bincount(rows, minlength=m.relevant.shape[0])
+    above = np.arange(1, len(rows) + 1) - (np.cumsum(per_query) - per_query)[rows]
+    precision_at = above / (cols + 1.0)
     sums = np.bincount(rows, weights=precision_at, minlength=m.relevant.shape[0])
     return _safe_div(sums, m.n_relevant)
 
@@ -148,7 +152,7 @@ def num_rel(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
 
 def num_rel_ret(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """Relevant items retrieved (trec_eval ``num_rel_ret``)."""
-    return m.at(m.cum_relevant(), k).astype(np.float64)
+    return m.within("relevant", k).astype(np.float64)
 
 
 def num_q(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankwise.data.columns import arrow_indices, np_empty, np_values, np_zeros
+from rankwise.data.columns import arrow_indices, np_empty, np_values, np_zeros, string_parts
+from rankwise.data.compiled import walk
 from rankwise.data.qrels import Qrels
 from rankwise.data.ranking import RowKeys
 from rankwise.data.run import Run
@@ -27,6 +29,7 @@ from rankwise.relevance.truth import pooled_items
 __all__ = ["RelevanceMatrix", "join", "record_truth", "R_BASES", "verdict_grade"]
 
 R_BASES = ("qrels", "reference passages", "reference ids", "pooled verdicts", "given")
+_THREADED_ROWS = 1 << 17  # from this many run rows the C join runs on Arrow's CPU count of threads
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,6 +144,32 @@ class RelevanceMatrix:
         if "cum_found" not in self._cache:
             self._cache["cum_found"] = _cumulative(self.found)
         return self._cache["cum_found"]
+
+    def within(self, kind: str, k: int | None) -> np.ndarray:
+        """Per query, how many ``kind`` items rank within the top k (every rank when k is None):
+        ``"relevant"`` items, ``"chunk"`` (chunks holding relevant evidence, as
+        :meth:`cum_chunk_relevant`) or ``"found"`` gold items (as :meth:`cum_found`). Column k-1
+        of the running sums, read from them when they were made, else counted from the first k
+        columns alone (no (queries x depth) sums made for one column).
+
+        Example:
+            >>> m = RelevanceMatrix.from_verdicts([[1, 0, 1]])
+            >>> m.within("relevant", 2).tolist(), m.within("relevant", None).tolist()
+            ([1], [2])
+        """
+        if kind not in ("relevant", "chunk", "found"):
+            raise ValueError(f"kind must be 'relevant', 'chunk' or 'found', not {kind!r}")
+        if kind == "found" and self.found is not None:
+            rows, key = self.found, "cum_found"
+        elif kind == "chunk" and self.chunk_grades is not None:
+            rows, key = self.chunk_relevant, "cum_chunk"
+        else:
+            rows, key = self.relevant, "cum"
+        if key in self._cache:
+            return self.at(self._cache[key], k)
+        if rows.shape[1] == 0 or (k is not None and k <= 0):
+            return np.zeros(rows.shape[0], dtype=np.int64)
+        return rows[:, : rows.shape[1] if k is None else min(k, rows.shape[1])].sum(axis=1, dtype=np.int64)
 
     def at(self, cumulative: np.ndarray, k: int | None) -> np.ndarray:
         """Column k-1 of a cumulative matrix (the last column when k is None or past the depth)."""
@@ -450,11 +479,13 @@ def _cumulative(rows: np.ndarray) -> np.ndarray:
 
 
 def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "zero",
-         depth: int | None = None) -> tuple[RelevanceMatrix, dict]:
+         depth: int | None = None, compiled: bool = True) -> tuple[RelevanceMatrix, dict]:
     """Join a run with qrels into a :class:`RelevanceMatrix` and a summary of the query sets.
 
     ``missing="zero"``: every qrels query is evaluated (absent from the run = empty ranking);
     ``"skip"``: only queries in both. Run queries absent from the qrels are ignored either way.
+    The judged rows are found by the compiled pass where it was built (``compiled=False``: by
+    numpy alone; the same matrix).
 
     Example:
         >>> from rankwise.data import Qrels, Run
@@ -488,7 +519,8 @@ def join(qrels: Qrels, run: Run, *, relevance_level: int = 1, missing: str = "ze
     pooled = np_zeros((n_eval, width), bool)
 
     # --- the judged run rows: (query, doc) found in the qrels
-    if len(run) and len(qrels) and width:
+    if len(run) and len(qrels) and width and not (compiled and _graded_in_c(qrels, run, run_to_qrels, run_row, lengths,
+                                                                           (grades, judged, pooled))):
         rows, qrels_rows, run_q = _judged_rows(qrels, run, run_to_qrels)
         target, col = run_row[run_q], rows - run.offsets[run_q]
         keep = (target >= 0) & (col < width) if depth is None else (target >= 0) & (col < depth)
@@ -544,6 +576,24 @@ def _join_summary(qrels: Qrels, run: Run, n_eval: int, missing_from_run: list[st
         # trec_eval -c prints, as num_rel's `all`, every judgement with grade > 0 whatever -l says
         summary["num_rel_all_trec_eval"] = int((qrels.grades > 0).sum())
     return summary
+
+
+def _graded_in_c(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, run_row: np.ndarray, lengths: np.ndarray,
+                 matrix: tuple[np.ndarray, np.ndarray, np.ndarray]) -> bool:
+    """The judged rows' grades written into ``matrix`` (grades, judged, pooled) by one C pass
+    (``_walk.join_grades``): each judgement looked up among its run query's sorted row keys and
+    confirmed on the doc id; False (nothing written) where the extension was not built or the
+    columns are not single plain string arrays."""
+    run_parts, qrels_parts = string_parts(run.doc_ids), string_parts(qrels.doc_ids)
+    if run_parts is None or qrels_parts is None or len(run_parts) != 1 or len(qrels_parts) != 1:
+        return False
+    layout = run.sorted_keys
+    i64 = np.int64
+    return bool(walk.join_grades(
+        (layout.keys, layout.offsets.astype(i64), layout.query_bits, layout.row_bits, run_parts),
+        (run_row.astype(i64), run_to_qrels.astype(i64), lengths.astype(i64)),
+        (qrels.offsets.astype(i64), qrels.doc_hashes, qrels_parts, np.ascontiguousarray(qrels.grades, dtype=i64)),
+        matrix, pa.cpu_count() if len(run) >= _THREADED_ROWS else 1))
 
 
 def _judged_rows(qrels: Qrels, run: Run,
@@ -612,19 +662,20 @@ def _ideal_gains(qrels: Qrels, eval_q: np.ndarray) -> np.ndarray:
     most = int(per_query.max()) if len(per_query) else 0
     if len(eval_q) == 0 or most == 0:
         return np.zeros((len(eval_q), 0), dtype=np.int64)
-    qq = qrels.query_codes()
     gains = np.where(qrels.grades > 0, qrels.grades, 0)
     if qrels.n_queries * most <= 4 * len(qrels) + 1_000_000:
         # judgements are grouped by query: lay them out (queries x most judged) and sort each row
         grid = np.zeros((qrels.n_queries, most), dtype=np.int64)
-        grid[qq, np.arange(len(qq)) - qrels.offsets[qq]] = gains
+        # (query q's judgements at q * most onwards: one flat scatter)
+        grid.ravel()[np.arange(len(qrels)) + np.repeat(np.arange(qrels.n_queries) * most - qrels.offsets[:-1],
+                                                     per_query)] = gains
         grid = grid[eval_q]
         grid.sort(axis=1)
         grid = grid[:, ::-1]
         width = int((grid > 0).sum(axis=1).max())
         return np.ascontiguousarray(grid[:, :width])
     pos = gains > 0
-    codes, gains = qq[pos], gains[pos]
+    codes, gains = qrels.query_codes()[pos], gains[pos]
     counts = np.bincount(codes, minlength=qrels.n_queries)
     width = int(counts[eval_q].max())
     out = np.zeros((qrels.n_queries, width), dtype=np.int64)

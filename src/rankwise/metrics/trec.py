@@ -90,7 +90,7 @@ def _rel_list(m: RelevanceMatrix) -> np.ndarray:
 
 
 def _num_rel_ret(m: RelevanceMatrix) -> np.ndarray:
-    return m.at(m.cum_relevant(), None)
+    return m.within("relevant", None)
 
 
 def _in_run(m: RelevanceMatrix) -> np.ndarray:
@@ -331,7 +331,7 @@ def relative_p(m: RelevanceMatrix, k: int | None = None) -> np.ndarray:
     """relevant in the top k / min(k, R); 0 when R = 0. trec_eval ``relative_P_k`` (m_rel_P.c)."""
     if k is None:
         return set_relative_p(m)
-    return _div(m.at(m.cum_relevant(), k), np.minimum(k, m.n_relevant))
+    return _div(m.within("relevant", k), np.minimum(k, m.n_relevant))
 
 
 def utility(m: RelevanceMatrix, k: int | None = None, coefficients: str = "1,-1,0,0",
