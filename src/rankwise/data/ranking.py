@@ -8,11 +8,11 @@ How: rows already in blocks per query and ranked inside (nearly every run file) 
 blocks, if at all, and only their tied neighbours are reordered. Anything else, where the C
 extension was built, is grouped and ranked by one C pass (``_walk.ranked_rows``; a shuffled
 file's query ids numbered first by ``_walk.encode_ids``, a hash table a thread). Without it, by
-numpy: one ``np.sort`` of packed 64-bit keys ``[query | high bits of the score | row within the query]`` (a
-vectorised integer sort, several times faster than ``np.lexsort``); rows whose keys agree on query
-and score bits (ties, and the rare scores that differ only below the kept bits) are then put in
-exact order — score, then doc id — by one Arrow sort of just those rows. Rows not yet grouped by
-query are grouped first by one more packed-key sort.
+numpy: one ``np.sort`` of packed 64-bit keys ``[query | high bits of the score | row within the
+query]`` (a vectorised integer sort, several times faster than ``np.lexsort``); rows whose keys
+agree on query and score bits (ties, and the rare scores that differ only below the kept bits)
+are then put in exact order — score, then doc id — by one Arrow sort of just those rows. Rows
+not yet grouped by query are grouped first by one more packed-key sort.
 """
 
 from __future__ import annotations
