@@ -279,7 +279,10 @@ def measure(size: str, repeat: int, log, ranx_compiles: bool = True, tools=TOOLS
     fall on them alike, and the best of ``repeat`` runs of each peer."""
     n, depth = SIZES[size]
     t = time.perf_counter()
-    qrels_path, run_path = generate(n, depth, DATA / size)
+    # (in a child: a child's peak RSS counts what its parent held when it forked, so the ~1.5 GB of
+    # generating the data here would be every later child's peak)
+    subprocess.run([PYTHON, __file__, "--generate", str(n), str(depth), str(DATA / size)], check=True)
+    qrels_path, run_path = DATA / size / "qrels.txt", DATA / size / "run.trec"
     log(f"[{size}] data ready in {time.perf_counter() - t:.1f}s: {run_path} "
         f"({run_path.stat().st_size / 1e6:.0f} MB, {n * depth:,} lines)")
     rows = []
@@ -453,7 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from " + ", ".join(MODES))
     parser.add_argument("--worker", nargs=4, metavar=("TOOL", "MODE", "QRELS", "RUN"), help=argparse.SUPPRESS)
+    parser.add_argument("--generate", nargs=3, metavar=("QUERIES", "DEPTH", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.generate:
+        generate(int(args.generate[0]), int(args.generate[1]), Path(args.generate[2]))
+        return 0
     if args.worker:
         tool, mode, qrels_path, run_path = args.worker
         kind, order = MODES[mode]

@@ -728,13 +728,17 @@ static inline uint64_t short_word(const char *s, Py_ssize_t len) {
 
 static inline uint64_t key_hash(const Key *k) { return k->len <= 8 ? k->word * K1 : k->word; }
 
+/* the slot of a hash in a table of 2**bits: its bits mixed again first (a --stream partition holds ids whose
+   hashes share their top bits, string_hashes' bits it was cut by) */
+static inline uint64_t slot_of(uint64_t h, int bits) { return (h * 0xD6E8FEB86659FD93ULL) >> (64 - bits); }
+
 /* the table's slots made anew at 2**bits; -1 when memory runs out (the old ones kept) */
 static int resize_slots(Memo *m, int bits) {
     Slot *slots = PyMem_RawCalloc((size_t)1 << bits, sizeof(Slot));
     if (slots == NULL) return -1;
     uint64_t mask = ((uint64_t)1 << bits) - 1;
     for (Py_ssize_t c = 0; c < m->n; c++) {
-        uint64_t i = key_hash(&m->keys[c]) >> (64 - bits);
+        uint64_t i = slot_of(key_hash(&m->keys[c]), bits);
         while (slots[i].code1 != 0) i = (i + 1) & mask;
         slots[i] = (Slot){m->keys[c].word, m->keys[c].len, (uint32_t)(c + 1)};
     }
@@ -773,7 +777,7 @@ static int memo_room(Memo *m, Py_ssize_t len) {
    out */
 static int64_t memo_code(Memo *m, const char *s, Py_ssize_t len, int64_t row, int64_t count) {
     uint64_t word = len <= 8 ? short_word(s, len) : hash_of(s, len), h = len <= 8 ? word * K1 : word;
-    uint64_t mask = ((uint64_t)1 << m->bits) - 1, i = h >> (64 - m->bits);
+    uint64_t mask = ((uint64_t)1 << m->bits) - 1, i = slot_of(h, m->bits);
     for (;; i = (i + 1) & mask) {
         const Slot *slot = &m->slots[i];
         uint32_t c1 = slot->code1;
@@ -786,7 +790,7 @@ static int64_t memo_code(Memo *m, const char *s, Py_ssize_t len, int64_t row, in
     }
     if (memo_room(m, len) < 0) return -1;
     mask = ((uint64_t)1 << m->bits) - 1; /* (the slots may have been made anew: the empty one found again) */
-    for (i = h >> (64 - m->bits); m->slots[i].code1 != 0; i = (i + 1) & mask) {}
+    for (i = slot_of(h, m->bits); m->slots[i].code1 != 0; i = (i + 1) & mask) {}
     Py_ssize_t c = m->n++;
     m->keys[c] = (Key){word, (uint32_t)len, (uint32_t)m->used};
     if (len > 8) {
@@ -830,7 +834,7 @@ static void *encode_part(void *arg) {
                 const char *a = ch[c].data + o[j + AHEAD];
                 Py_ssize_t alen = o[j + AHEAD + 1] - o[j + AHEAD];
                 uint64_t ah = alen <= 8 ? short_word(a, alen) * K1 : hash_of(a, alen);
-                __builtin_prefetch(&p->memo.slots[ah >> (64 - p->memo.bits)]);
+                __builtin_prefetch(&p->memo.slots[slot_of(ah, p->memo.bits)]);
             }
             const char *s = ch[c].data + o[j];
             int32_t len = o[j + 1] - o[j];
