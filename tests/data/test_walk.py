@@ -22,8 +22,19 @@ from hypothesis import strategies as st
 
 from rankwise.data import Qrels, Run
 from rankwise.data.columns import flat_items, string_hashes, string_parts
-from rankwise.data.compiled import walk
+from rankwise.data.compiled import (
+    HAS_CR,
+    HAS_HIGH,
+    HAS_SPACE,
+    HAS_TAB,
+    HAS_VT_FF,
+    SPACE_PAIR,
+    TAB_PAIR,
+    byte_census,
+    walk,
+)
 from rankwise.data.ranking import group_by_query, rank_rows
+from rankwise.data.text import MappedFile, read_lines
 from rankwise.data.trec import unsplittable
 from rankwise.errors import InputError
 
@@ -312,6 +323,58 @@ def test_the_c_scan_finds_a_mark_anywhere_in_a_big_buffer(at, mark):
     assert unsplittable(bytes(data), b" ", compiled=False)
     clean = bytes(b"ab c\n" * ((1 << 21) // 5))
     assert not unsplittable(clean, b" ") and not unsplittable(clean, b" ", compiled=False)
+
+
+def _census_by_hand(data: bytes) -> int:
+    flags = sum(flag for flag, found in [(HAS_CR, b"\r" in data), (HAS_HIGH, any(c >= 0x80 for c in data)),
+                                         (HAS_TAB, b"\t" in data), (HAS_SPACE, b" " in data),
+                                         (HAS_VT_FF, b"\x0b" in data or b"\x0c" in data)] if found)
+    for flag, c in ((SPACE_PAIR, b" "), (TAB_PAIR, b"\t")):
+        if any(pair in data for pair in (c + c, c + b"\n", b"\n" + c)):
+            flags |= flag
+    return flags
+
+
+_BYTES = st.binary(max_size=80).map(lambda b: bytes(b" \t\n\r\x0b\x0caQ\x80\xff"[c % 10] for c in b))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_BYTES, st.integers(0, 3))
+def test_the_byte_census_is_what_the_bytes_hold(data, repeat):
+    """``byte_census`` (the C pass ``read_lines`` runs once over a mapped file, which
+    ``unsplittable`` then reads): each byte class and each pair found as the bytes hold them, in a
+    short buffer and in one past 1 MiB (two halves on two threads; the pair across the cut too)."""
+    assert byte_census(data) == _census_by_hand(data)
+    if repeat and data:
+        big = b"ab c\n" * (((1 << 20) + 3 * repeat) // 5) + data + b"ab c\n" * 1000
+        assert byte_census(big) == _census_by_hand(big)
+
+
+@pytest.mark.parametrize("at", [0, 15, 16, 17, (1 << 20) - 2, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (1 << 21) - 3])
+@pytest.mark.parametrize("mark", [b"\r", b"\xc3\xa9", b"x\t\n", b"\x0c"])
+def test_the_census_finds_a_byte_anywhere_in_a_big_buffer(at, mark):
+    """CR, a non-ASCII byte, a tab pair and FF: found at either end of a 2 MiB buffer, across the
+    cut between the threads' halves (at 2**20 - 2 the tab pair is the bytes either side of it) and
+    across a 16-byte step."""
+    data = bytearray(b"ab c\n" * ((1 << 21) // 5)) + b"abc"
+    data[at:at + len(mark)] = mark
+    assert byte_census(bytes(data)) == _census_by_hand(bytes(data))
+
+
+def test_a_mapped_file_carries_its_census_to_the_readers(tmp_path):
+    """``read_lines`` maps a big plain file and keeps its census (the fast reader's check reads it
+    instead of scanning again); a file with a CR or a non-ASCII byte is read and normalised."""
+    plain = tmp_path / "run.trec"
+    plain.write_bytes(b"q1 Q0 d1 1 2.5 s\n" * 300_000)
+    mapped = read_lines(plain)
+    assert isinstance(mapped, MappedFile) and mapped.census == HAS_SPACE
+    assert not unsplittable(mapped, b" ") and unsplittable(mapped, b"\t")
+    mapped.close()
+    for odd in (b"q1 Q0 d1 1 2.5 s\r\n", "q1 Q0 d\u00e9 1 2.5 s\n".encode()):
+        path = tmp_path / "odd.trec"
+        path.write_bytes(b"q1 Q0 d1 1 2.5 s\n" * 300_000 + odd)
+        data = read_lines(path)
+        assert isinstance(data, bytes) and data.endswith(odd.replace(b"\r\n", b"\n"))
 
 
 @settings(max_examples=200, deadline=None)

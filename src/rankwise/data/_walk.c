@@ -46,12 +46,14 @@
    numpy path writes them. False (nothing written) for inputs it does not take: doc ids in more than one
    chunk, or keys with no hash bits.
 
-   scan_fields(data, delimiter, threads=1) -> int
+   census(data, threads=1) -> int
 
-   What the TREC readers' fast path must not meet in a file (rankwise.data.trec.unsplittable): 1 for a tab or
-   space (whichever is not the delimiter), VT or FF; 2 for an empty field (two delimiters in a row, or one at
-   a line's start or end). One pass, 16 bytes at a time (SSE2 where the compiler has it), on two threads from
-   1 MiB, without the GIL.
+   Which bytes and pairs of bytes data holds, as flags (rankwise.data.compiled names them): 1 a CR, 2 a byte
+   from 0x80, 4 a tab, 8 a space, 16 a VT or FF, 32 a space beside a space or an LF, 64 a tab beside a tab or
+   an LF. One pass, 16 bytes at a time (SSE2 where the compiler has it), on two threads from 1 MiB, without
+   the GIL. rankwise.data.text.read_lines takes a mapped file only with neither of the first two, and
+   rankwise.data.trec.unsplittable reads from the same flags what the fast reader must not meet (another
+   whitespace byte, an empty field).
 
    count_byte(data, byte) -> int: how many times a byte occurs (the lines of a --stream piece).
 
@@ -1086,61 +1088,78 @@ done:
     return result;
 }
 
-/* scan_fields: what the fast reader must not meet in a file, in one pass on two threads */
-enum { HAS_OTHER_SPACE = 1, HAS_EMPTY_FIELD = 2 };
+/* census: which bytes and pairs of bytes a file holds, in one pass on two threads */
+enum {
+    HAS_CR = 1, HAS_HIGH = 2, HAS_TAB = 4, HAS_SPACE = 8, HAS_VT_FF = 16, /* bytes */
+    SPACE_PAIR = 32, TAB_PAIR = 64 /* a space (tab) beside another or beside an LF */
+};
 
 typedef struct {
     const unsigned char *p;
     Py_ssize_t n;       /* bytes to scan; the pair at the end looks one byte past, when there is one */
     Py_ssize_t room;    /* bytes readable from p */
-    unsigned char delim;
     unsigned flags;
 } Scan;
 
-/* tab, space (whichever is not the delimiter), VT or FF; a delimiter beside another or beside an LF */
-static void *scan_part(void *arg) {
+static inline unsigned pair_flags(unsigned char c, unsigned char next) {
+    unsigned out = 0;
+    if ((c == ' ' && (next == ' ' || next == 10)) || (c == 10 && next == ' ')) out |= SPACE_PAIR;
+    if ((c == '\t' && (next == '\t' || next == 10)) || (c == 10 && next == '\t')) out |= TAB_PAIR;
+    return out;
+}
+
+static void *census_part(void *arg) {
     Scan *sc = arg;
     const unsigned char *p = sc->p;
-    unsigned char delim = sc->delim, other = delim == ' ' ? '\t' : ' ';
     unsigned out = 0;
     Py_ssize_t i = 0, n = sc->n;
 #ifdef __SSE2__
-    const __m128i kdelim = _mm_set1_epi8((char)delim), kother = _mm_set1_epi8((char)other),
-                  kvt = _mm_set1_epi8(11), kff = _mm_set1_epi8(12), knl = _mm_set1_epi8(10);
-    __m128i space = _mm_setzero_si128(), empty = space;
+    const __m128i ksp = _mm_set1_epi8(' '), ktab = _mm_set1_epi8('\t'), knl = _mm_set1_epi8(10),
+                  kcr = _mm_set1_epi8(13), kvt = _mm_set1_epi8(11), kff = _mm_set1_epi8(12);
+    __m128i cr = _mm_setzero_si128(), high = cr, tab = cr, sp = cr, vtff = cr, sp_pair = cr, tab_pair = cr;
     for (; i + 16 <= n && i + 17 <= sc->room; i += 16) {
         __m128i w = _mm_loadu_si128((const __m128i *)(p + i)), next = _mm_loadu_si128((const __m128i *)(p + i + 1));
-        __m128i d_next = _mm_cmpeq_epi8(next, kdelim);
-        space = _mm_or_si128(space, _mm_or_si128(_mm_cmpeq_epi8(w, kother),
-                                                 _mm_or_si128(_mm_cmpeq_epi8(w, kvt), _mm_cmpeq_epi8(w, kff))));
-        empty = _mm_or_si128(empty, _mm_or_si128(
-            _mm_and_si128(_mm_cmpeq_epi8(w, kdelim), _mm_or_si128(d_next, _mm_cmpeq_epi8(next, knl))),
-            _mm_and_si128(_mm_cmpeq_epi8(w, knl), d_next)));
+        __m128i is_sp = _mm_cmpeq_epi8(w, ksp), is_tab = _mm_cmpeq_epi8(w, ktab), is_nl = _mm_cmpeq_epi8(w, knl);
+        __m128i next_sp = _mm_cmpeq_epi8(next, ksp), next_tab = _mm_cmpeq_epi8(next, ktab),
+                next_nl = _mm_cmpeq_epi8(next, knl);
+        cr = _mm_or_si128(cr, _mm_cmpeq_epi8(w, kcr));
+        high = _mm_or_si128(high, w);
+        tab = _mm_or_si128(tab, is_tab);
+        sp = _mm_or_si128(sp, is_sp);
+        vtff = _mm_or_si128(vtff, _mm_or_si128(_mm_cmpeq_epi8(w, kvt), _mm_cmpeq_epi8(w, kff)));
+        sp_pair = _mm_or_si128(sp_pair, _mm_or_si128(_mm_and_si128(is_sp, _mm_or_si128(next_sp, next_nl)),
+                                                     _mm_and_si128(is_nl, next_sp)));
+        tab_pair = _mm_or_si128(tab_pair, _mm_or_si128(_mm_and_si128(is_tab, _mm_or_si128(next_tab, next_nl)),
+                                                       _mm_and_si128(is_nl, next_tab)));
     }
-    out |= (_mm_movemask_epi8(space) ? HAS_OTHER_SPACE : 0) | (_mm_movemask_epi8(empty) ? HAS_EMPTY_FIELD : 0);
+    out |= (_mm_movemask_epi8(cr) ? HAS_CR : 0) | (_mm_movemask_epi8(high) ? HAS_HIGH : 0)
+           | (_mm_movemask_epi8(tab) ? HAS_TAB : 0) | (_mm_movemask_epi8(sp) ? HAS_SPACE : 0)
+           | (_mm_movemask_epi8(vtff) ? HAS_VT_FF : 0) | (_mm_movemask_epi8(sp_pair) ? SPACE_PAIR : 0)
+           | (_mm_movemask_epi8(tab_pair) ? TAB_PAIR : 0);
 #endif
     for (; i < n; i++) {
-        unsigned char c = p[i], next = i + 1 < sc->room ? p[i + 1] : 0;
-        if (c == other || c == 11 || c == 12) out |= HAS_OTHER_SPACE;
-        if ((c == delim && (next == delim || next == 10)) || (c == 10 && next == delim)) out |= HAS_EMPTY_FIELD;
+        unsigned char c = p[i];
+        out |= (c == 13 ? HAS_CR : 0) | (c >= 0x80 ? HAS_HIGH : 0) | (c == '\t' ? HAS_TAB : 0)
+               | (c == ' ' ? HAS_SPACE : 0) | (c == 11 || c == 12 ? HAS_VT_FF : 0)
+               | pair_flags(c, i + 1 < sc->room ? p[i + 1] : 0);
     }
     sc->flags = out;
     return NULL;
 }
 
-static PyObject *scan_fields(PyObject *Py_UNUSED(self), PyObject *args) {
+/* census(data, threads=1) -> int: the flags of the bytes, and of the pairs of bytes, data holds */
+static PyObject *census(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer view;
-    int delim, threads = 1;
-    if (!PyArg_ParseTuple(args, "y*i|i", &view, &delim, &threads)) return NULL;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "y*|i", &view, &threads)) return NULL;
     const unsigned char *p = view.buf;
     Py_ssize_t n = view.len, mid = threads > 1 && n >= (1 << 20) ? n / 2 : n;
     /* two halves from 1 MiB (the first reads one byte past its end: a pair across the cut is its) */
-    Scan parts[2] = {{p, mid, n, (unsigned char)delim, 0}, {p + mid, n - mid, n - mid, (unsigned char)delim, 0}};
+    Scan parts[2] = {{p, mid, n, 0}, {p + mid, n - mid, n - mid, 0}};
     Py_BEGIN_ALLOW_THREADS
-    on_threads(scan_part, parts, sizeof(Scan), mid < n ? 2 : 1);
+    on_threads(census_part, parts, sizeof(Scan), mid < n ? 2 : 1);
     Py_END_ALLOW_THREADS
     unsigned flags = parts[0].flags | parts[1].flags;
-    if (n > 0 && (p[0] == delim || p[n - 1] == delim)) flags |= HAS_EMPTY_FIELD;
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(flags);
 }
@@ -1173,9 +1192,9 @@ static PyMethodDef methods[] = {
     {"items", items, METH_VARARGS,
      "items(groups, total, values, rank) -> (chars, offsets, scores, hashes) | None: the keys (and values) of every group."},
     {"count_byte", count_byte, METH_VARARGS, "count_byte(data, byte) -> int: how many times byte occurs in data."},
-    {"scan_fields", scan_fields, METH_VARARGS,
-     "scan_fields(data, delimiter, threads=1) -> int: 1 a tab or space (whichever is not the delimiter), VT or FF; "
-     "2 an empty field (two delimiters in a row, or one at a line's start or end)."},
+    {"census", census, METH_VARARGS,
+     "census(data, threads=1) -> int: 1 a CR, 2 a byte from 0x80, 4 a tab, 8 a space, 16 a VT or FF, 32 a space "
+     "beside a space or an LF, 64 a tab beside a tab or an LF."},
     {"encode_ids", encode_ids, METH_VARARGS,
      "encode_ids(chunks, threads=1) -> (codes, firsts, counts) | None: a string column's ids numbered in order of "
      "first appearance."},

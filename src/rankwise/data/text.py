@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rankwise.data.compiled import HAS_CR, HAS_HIGH, byte_census
 from rankwise.errors import InputError
 
 BOM = b"\xef\xbb\xbf"
@@ -71,13 +72,24 @@ def read_lines(path: str | Path, normalize=None) -> bytes | mmap.mmap:
     mapped = _map(path)
     if mapped is None:
         return normalize(read_bytes(path), path)
-    import numpy as np
+    mapped.census = byte_census(mapped)  # (one pass; the readers' checks of the bytes read it too)
+    if mapped.census is not None:
+        needs_change = bool(mapped.census & (HAS_CR | HAS_HIGH))
+    else:
+        import numpy as np
 
-    if (mapped[:len(BOM)] == BOM or mapped.find(b"\r") >= 0 or np.frombuffer(mapped, np.uint8).max() >= 0x80
-            or not _NON_BLANK.search(mapped)):
+        needs_change = mapped.find(b"\r") >= 0 or np.frombuffer(mapped, np.uint8).max() >= 0x80
+    if mapped[:len(BOM)] == BOM or needs_change or not _NON_BLANK.search(mapped):
         mapped.close()  # anything to check or change: the copying path, its errors and its words
         return normalize(read_bytes(path), path)
     return mapped
+
+
+class MappedFile(mmap.mmap):
+    """A read-only map of a file, with the flags of its :func:`~rankwise.data.compiled.byte_census`
+    (``census``; None where the extension was not built)."""
+
+    census: int | None = None
 
 
 def release(data: bytes | mmap.mmap) -> bytes | None:
@@ -91,7 +103,7 @@ def release(data: bytes | mmap.mmap) -> bytes | None:
     return None
 
 
-def _map(path: str | Path) -> mmap.mmap | None:
+def _map(path: str | Path) -> MappedFile | None:
     """A read-only map of a regular file of at least :data:`MAP_AT_LEAST` bytes, else None. A file
     that is not regular is never opened here: opening a named pipe and closing it unread would lose
     what its writer sends, and leave the reader that follows waiting."""
@@ -102,7 +114,7 @@ def _map(path: str | Path) -> mmap.mmap | None:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size < MAP_AT_LEAST:
                 return None
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            return MappedFile(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None  # read_bytes names the problem
 

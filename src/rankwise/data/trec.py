@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from rankwise._atomic import atomic_write
 from rankwise.data.columns import arrow_strings, memory_pool, np_values, single_array
-from rankwise.data.compiled import walk
+from rankwise.data.compiled import HAS_SPACE, HAS_TAB, HAS_VT_FF, SPACE_PAIR, TAB_PAIR, byte_census
 from rankwise.data.qrels import Qrels
 from rankwise.data.run import Run
 from rankwise.data.text import normalize_lines, parse_float, parse_int, read_lines, release
@@ -329,18 +329,23 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
 def unsplittable(data, delimiter: bytes, *, compiled: bool = True) -> bool:
     r"""Whether a line of ``data`` (LF line ends) is not cut into the exact reader's fields by
     splitting on ``delimiter`` alone: another whitespace byte (tab or space, VT, FF), or an empty
-    field (two delimiters in a row, or one at a line's start or end). One pass in C on two threads
-    where the extension was built (``compiled=False``: numpy alone, a slice at a time; the same
-    answer).
+    field (two delimiters in a row, or one at a line's start or end). Read from the bytes' census
+    (one pass in C on two threads, made once for a file :func:`read_lines` mapped) where the
+    extension was built (``compiled=False``: numpy alone, a slice at a time; the same answer).
 
     Example:
         >>> unsplittable(b"q1 Q0 d1 1 2.5 s\n", b" "), unsplittable(b"q1 Q0  d1 1 2.5 s\n", b" ")
         (False, True)
     """
-    if compiled and walk is not None:
-        return walk.scan_fields(data, ord(delimiter), pa.cpu_count()) != 0
     if data[:1] == delimiter or data[-1:] == delimiter:
         return True
+    flags = getattr(data, "census", None) if compiled else None
+    if compiled and flags is None:
+        flags = byte_census(data)
+    if flags is not None:  # (a file read_lines mapped carries its census)
+        space = delimiter == b" "
+        other = (HAS_TAB if space else HAS_SPACE) | HAS_VT_FF
+        return bool(flags & (other | (SPACE_PAIR if space else TAB_PAIR)))
     chars = np.frombuffer(data, dtype=np.uint8)
     others = [ord(w) for w in _OTHER_WHITESPACE[delimiter]]
     step = 1 << 24
