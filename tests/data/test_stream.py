@@ -491,3 +491,24 @@ def test_bad_parquet_runs_without_scores_fail_alike(tmp_path, table, expected):
     assert message.endswith(expected), message
     for kwargs in ({}, {"grouped": False}, {"block_rows": 1}):
         assert _message(lambda p, kw=kwargs: _streamed(p, **kw), path) == message, kwargs
+
+
+def test_pieces_reuse_one_buffer_unless_something_still_views_it(tmp_path):
+    """A file read in pieces goes through one buffer, resized and read into again once the last
+    piece is parsed; while anything still views a piece (an array made on its bytes, say), the next
+    piece gets a buffer of its own and the viewed bytes stay as they were."""
+    from pathlib import Path
+
+    from rankwise.data.stream import _pieces
+
+    path = tmp_path / "run.trec"
+    lines = [f"q{i % 7} Q0 d{i} {i} {i / 3:.4f} tag\n".encode() for i in range(20_000)]
+    path.write_bytes(b"".join(lines))
+    with open(path, "rb") as fh:
+        seen = [(id(piece), bytes(piece)) for piece in _pieces(fh, Path(path), 1000)]
+    assert len(seen) > 10 and len({i for i, _ in seen[:-1]}) == 1  # (the last: the unfinished line's own)
+    assert b"".join(b for _, b in seen) == path.read_bytes()
+    with open(path, "rb") as fh:
+        held = [(memoryview(piece), bytes(piece)) for piece in _pieces(fh, Path(path), 1000)]
+    assert all(bytes(view) == copy for view, copy in held)
+    assert b"".join(copy for _, copy in held) == path.read_bytes()

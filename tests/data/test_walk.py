@@ -31,6 +31,7 @@ from rankwise.data.compiled import (
     SPACE_PAIR,
     TAB_PAIR,
     byte_census,
+    line_census,
     walk,
 )
 from rankwise.data.ranking import group_by_query, rank_rows
@@ -342,11 +343,13 @@ _BYTES = st.binary(max_size=80).map(lambda b: bytes(b" \t\n\r\x0b\x0caQ\x80\xff"
 @given(_BYTES, st.integers(0, 3))
 def test_the_byte_census_is_what_the_bytes_hold(data, repeat):
     """``byte_census`` (the C pass ``read_lines`` runs once over a mapped file, which
-    ``unsplittable`` then reads): each byte class and each pair found as the bytes hold them, in a
-    short buffer and in one past 1 MiB (two halves on two threads; the pair across the cut too)."""
-    assert byte_census(data) == _census_by_hand(data)
+    ``unsplittable`` then reads): each byte class and each pair found as the bytes hold them, and
+    the LF bytes counted (a ``--stream`` piece's lines), in a short buffer and in one past 1 MiB
+    (two halves on two threads; the pair across the cut too)."""
+    assert line_census(data) == (_census_by_hand(data), data.count(b"\n"))
     if repeat and data:
         big = b"ab c\n" * (((1 << 20) + 3 * repeat) // 5) + data + b"ab c\n" * 1000
+        assert line_census(big) == (_census_by_hand(big), big.count(b"\n"))
         assert byte_census(big) == _census_by_hand(big)
 
 
@@ -375,16 +378,6 @@ def test_a_mapped_file_carries_its_census_to_the_readers(tmp_path):
         path.write_bytes(b"q1 Q0 d1 1 2.5 s\n" * 300_000 + odd)
         data = read_lines(path)
         assert isinstance(data, bytes) and data.endswith(odd.replace(b"\r\n", b"\n"))
-
-
-@settings(max_examples=200, deadline=None)
-@given(_TEXT, st.sampled_from([10, 32, 9]))
-def test_count_byte_counts_as_bytes_count(data, byte):
-    """The lines of a --stream piece, counted 16 bytes at a time: what ``bytes.count`` says, tails
-    and all (also over a 1 MiB buffer)."""
-    assert walk.count_byte(data, byte) == data.count(bytes([byte]))
-    big = data * ((1 << 20) // max(len(data), 1) + 1)
-    assert walk.count_byte(big, byte) == big.count(bytes([byte]))
 
 
 def _encoded_by_arrow(ids: list[str]) -> tuple[list[int], list[int], list[int]]:

@@ -46,16 +46,14 @@
    numpy path writes them. False (nothing written) for inputs it does not take: doc ids in more than one
    chunk, or keys with no hash bits.
 
-   census(data, threads=1) -> int
+   census(data, threads=1) -> (flags, lines)
 
    Which bytes and pairs of bytes data holds, as flags (rankwise.data.compiled names them): 1 a CR, 2 a byte
    from 0x80, 4 a tab, 8 a space, 16 a VT or FF, 32 a space beside a space or an LF, 64 a tab beside a tab or
-   an LF. One pass, 16 bytes at a time (SSE2 where the compiler has it), on two threads from 1 MiB, without
+   an LF; and how many LF bytes (a --stream piece's lines). One pass, 16 bytes at a time (SSE2 where the compiler has it), on two threads from 1 MiB, without
    the GIL. rankwise.data.text.read_lines takes a mapped file only with neither of the first two, and
    rankwise.data.trec.unsplittable reads from the same flags what the fast reader must not meet (another
    whitespace byte, an empty field).
-
-   count_byte(data, byte) -> int: how many times a byte occurs (the lines of a --stream piece).
 
    The walk takes only what it can read exactly as the pure-Python path in rankwise/data/columns.py does:
    keys that are exact str (encodable: no lone surrogate) and values that are floats (or their subclasses),
@@ -205,18 +203,20 @@ typedef struct {
     Py_ssize_t room;
 } Scratch;
 
+/* *at reallocated to `size` bytes (raw: no GIL needed); -1, *at kept, when memory runs out */
+static int resize(void *at, size_t size) {
+    void *moved = PyMem_RawRealloc(*(void **)at, size);
+    if (moved == NULL) return -1;
+    *(void **)at = moved;
+    return 0;
+}
+
 /* room for m items; -1 when memory runs out (no error set: the caller sets it, holding the GIL) */
 static int grow(Scratch *s, Py_ssize_t m) {
     if (m <= s->room) return 0;
-    Item *items = PyMem_RawRealloc(s->items, (size_t)m * sizeof(Item));
-    if (items != NULL) s->items = items;
-    Item *spare = PyMem_RawRealloc(s->spare, (size_t)m * sizeof(Item));
-    if (spare != NULL) s->spare = spare;
-    Keyed *a = PyMem_RawRealloc(s->a, (size_t)m * sizeof(Keyed));
-    if (a != NULL) s->a = a;
-    Keyed *b = PyMem_RawRealloc(s->b, (size_t)m * sizeof(Keyed));
-    if (b != NULL) s->b = b;
-    if (items == NULL || spare == NULL || a == NULL || b == NULL) return -1;
+    if (resize(&s->items, (size_t)m * sizeof(Item)) < 0 || resize(&s->spare, (size_t)m * sizeof(Item)) < 0
+        || resize(&s->a, (size_t)m * sizeof(Keyed)) < 0 || resize(&s->b, (size_t)m * sizeof(Keyed)) < 0)
+        return -1;
     s->room = m;
     return 0;
 }
@@ -754,21 +754,15 @@ static int resize_slots(Memo *m, int bits) {
 static int memo_room(Memo *m, Py_ssize_t len) {
     if (m->n + 1 > m->room) {
         Py_ssize_t room = m->room ? 2 * m->room : 1024;
-        Key *keys = PyMem_RawRealloc(m->keys, (size_t)room * sizeof(Key));
-        if (keys != NULL) m->keys = keys;
-        int64_t *first = PyMem_RawRealloc(m->first, (size_t)room * sizeof(int64_t));
-        if (first != NULL) m->first = first;
-        int64_t *count = PyMem_RawRealloc(m->count, (size_t)room * sizeof(int64_t));
-        if (count != NULL) m->count = count;
-        if (keys == NULL || first == NULL || count == NULL) return -1;
+        if (resize(&m->keys, (size_t)room * sizeof(Key)) < 0 || resize(&m->first, (size_t)room * sizeof(int64_t)) < 0
+            || resize(&m->count, (size_t)room * sizeof(int64_t)) < 0)
+            return -1;
         m->room = room;
     }
     if (len > 8 && m->used + (size_t)len > m->arena_room) {
         size_t room = m->arena_room ? 2 * m->arena_room : 65536;
         while (room < m->used + (size_t)len) room *= 2;
-        char *arena = PyMem_RawRealloc(m->arena, room);
-        if (arena == NULL) return -1;
-        m->arena = arena;
+        if (resize(&m->arena, room) < 0) return -1;
         m->arena_room = room;
     }
     if ((m->n + 1) * 2 > ((Py_ssize_t)1 << m->bits)) return resize_slots(m, m->bits + 1);
@@ -909,7 +903,8 @@ static PyObject *encode_ids(PyObject *Py_UNUSED(self), PyObject *args) {
     codes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     if (codes == NULL) goto done;
     for (int p = 0; p < n_parts; p++)
-        parts[p] = (Part){chunks, n * p / n_parts, n * (p + 1) / n_parts, (int32_t *)PyByteArray_AS_STRING(codes)};
+        parts[p] = (Part){.chunks = chunks, .lo = n * p / n_parts, .hi = n * (p + 1) / n_parts,
+                          .codes = (int32_t *)PyByteArray_AS_STRING(codes)};
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
     on_threads(encode_part, parts, sizeof(Part), n_parts);
@@ -1099,6 +1094,7 @@ typedef struct {
     Py_ssize_t n;       /* bytes to scan; the pair at the end looks one byte past, when there is one */
     Py_ssize_t room;    /* bytes readable from p */
     unsigned flags;
+    Py_ssize_t lines;   /* LF bytes */
 } Scan;
 
 static inline unsigned pair_flags(unsigned char c, unsigned char next) {
@@ -1112,7 +1108,7 @@ static void *census_part(void *arg) {
     Scan *sc = arg;
     const unsigned char *p = sc->p;
     unsigned out = 0;
-    Py_ssize_t i = 0, n = sc->n;
+    Py_ssize_t i = 0, n = sc->n, lines = 0;
 #ifdef __SSE2__
     const __m128i ksp = _mm_set1_epi8(' '), ktab = _mm_set1_epi8('\t'), knl = _mm_set1_epi8(10),
                   kcr = _mm_set1_epi8(13), kvt = _mm_set1_epi8(11), kff = _mm_set1_epi8(12);
@@ -1122,6 +1118,7 @@ static void *census_part(void *arg) {
         __m128i is_sp = _mm_cmpeq_epi8(w, ksp), is_tab = _mm_cmpeq_epi8(w, ktab), is_nl = _mm_cmpeq_epi8(w, knl);
         __m128i next_sp = _mm_cmpeq_epi8(next, ksp), next_tab = _mm_cmpeq_epi8(next, ktab),
                 next_nl = _mm_cmpeq_epi8(next, knl);
+        lines += __builtin_popcount((unsigned)_mm_movemask_epi8(is_nl));
         cr = _mm_or_si128(cr, _mm_cmpeq_epi8(w, kcr));
         high = _mm_or_si128(high, w);
         tab = _mm_or_si128(tab, is_tab);
@@ -1142,12 +1139,15 @@ static void *census_part(void *arg) {
         out |= (c == 13 ? HAS_CR : 0) | (c >= 0x80 ? HAS_HIGH : 0) | (c == '\t' ? HAS_TAB : 0)
                | (c == ' ' ? HAS_SPACE : 0) | (c == 11 || c == 12 ? HAS_VT_FF : 0)
                | pair_flags(c, i + 1 < sc->room ? p[i + 1] : 0);
+        lines += c == 10;
     }
     sc->flags = out;
+    sc->lines = lines;
     return NULL;
 }
 
-/* census(data, threads=1) -> int: the flags of the bytes, and of the pairs of bytes, data holds */
+/* census(data, threads=1) -> (flags, lines): the flags of the bytes, and of the pairs of bytes, data holds, and
+   its LF bytes */
 static PyObject *census(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer view;
     int threads = 1;
@@ -1155,46 +1155,20 @@ static PyObject *census(PyObject *Py_UNUSED(self), PyObject *args) {
     const unsigned char *p = view.buf;
     Py_ssize_t n = view.len, mid = threads > 1 && n >= (1 << 20) ? n / 2 : n;
     /* two halves from 1 MiB (the first reads one byte past its end: a pair across the cut is its) */
-    Scan parts[2] = {{p, mid, n, 0}, {p + mid, n - mid, n - mid, 0}};
+    Scan parts[2] = {{p, mid, n, 0, 0}, {p + mid, n - mid, n - mid, 0, 0}};
     Py_BEGIN_ALLOW_THREADS
     on_threads(census_part, parts, sizeof(Scan), mid < n ? 2 : 1);
     Py_END_ALLOW_THREADS
-    unsigned flags = parts[0].flags | parts[1].flags;
     PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(flags);
-}
-
-/* count_byte(data, byte) -> int: how many times byte occurs in data (16 bytes at a time where SSE2 is) */
-static Py_ssize_t count_in(const unsigned char *p, Py_ssize_t n, unsigned char byte) {
-    Py_ssize_t count = 0, i = 0;
-#ifdef __SSE2__
-    const __m128i k = _mm_set1_epi8((char)byte);
-    for (; i + 16 <= n; i += 16)
-        count += __builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), k)));
-#endif
-    for (; i < n; i++) count += p[i] == byte;
-    return count;
-}
-
-static PyObject *count_byte(PyObject *Py_UNUSED(self), PyObject *args) {
-    Py_buffer view;
-    int byte;
-    if (!PyArg_ParseTuple(args, "y*i", &view, &byte)) return NULL;
-    Py_ssize_t count;
-    Py_BEGIN_ALLOW_THREADS
-    count = count_in(view.buf, view.len, (unsigned char)byte);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    return PyLong_FromSsize_t(count);
+    return Py_BuildValue("(kn)", (unsigned long)(parts[0].flags | parts[1].flags), parts[0].lines + parts[1].lines);
 }
 
 static PyMethodDef methods[] = {
     {"items", items, METH_VARARGS,
      "items(groups, total, values, rank) -> (chars, offsets, scores, hashes) | None: the keys (and values) of every group."},
-    {"count_byte", count_byte, METH_VARARGS, "count_byte(data, byte) -> int: how many times byte occurs in data."},
     {"census", census, METH_VARARGS,
-     "census(data, threads=1) -> int: 1 a CR, 2 a byte from 0x80, 4 a tab, 8 a space, 16 a VT or FF, 32 a space "
-     "beside a space or an LF, 64 a tab beside a tab or an LF."},
+     "census(data, threads=1) -> (flags, lines): flags 1 a CR, 2 a byte from 0x80, 4 a tab, 8 a space, 16 a VT or FF, 32 a space "
+     "beside a space or an LF, 64 a tab beside a tab or an LF; lines: the LF bytes."},
     {"encode_ids", encode_ids, METH_VARARGS,
      "encode_ids(chunks, threads=1) -> (codes, firsts, counts) | None: a string column's ids numbered in order of "
      "first appearance."},

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["walk", "byte_census", "HAS_CR", "HAS_HIGH", "HAS_TAB", "HAS_SPACE", "HAS_VT_FF", "SPACE_PAIR",
+__all__ = ["walk", "byte_census", "line_census", "HAS_CR", "HAS_HIGH", "HAS_TAB", "HAS_SPACE", "HAS_VT_FF", "SPACE_PAIR",
            "TAB_PAIR"]
 
 try:
@@ -34,6 +34,19 @@ def byte_census(data) -> int | None:
     Example:
         >>> flags = byte_census(b"q1 Q0  d1\r\n")  # a CR, spaces, two of them side by side
         >>> flags is None or flags == HAS_CR | HAS_SPACE | SPACE_PAIR
+        True
+    """
+    census = line_census(data)
+    return None if census is None else census[0]
+
+
+def line_census(data) -> tuple[int, int] | None:
+    r""":func:`byte_census`'s flags and, from the same pass, the LF bytes of ``data``; None where
+    the extension was not built.
+
+    Example:
+        >>> census = line_census(b"q1 Q0 d1\nq1 Q0 d2\n")
+        >>> census is None or census == (HAS_SPACE, 2)
         True
     """
     return None if walk is None else walk.census(data, min(2, os.cpu_count() or 1))

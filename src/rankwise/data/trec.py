@@ -93,21 +93,21 @@ def run_text(raw: bytes, path: str | Path, *, first_line: int = 1, bom: bool = T
         raise
 
 
-def run_piece(data: bytes, path: str | Path, *, first_line: int = 1,
-              line_ends: int | None = None) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray,
+def run_piece(data: bytes, path: str | Path, *, first_line: int = 1, line_ends: int | None = None,
+              census: int | None = None) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray,
                                                      np.ndarray, np.ndarray]:
     r"""Query ids, doc ids, scores and line numbers of the run lines in ``data``: whole lines of a
     run file (from :func:`normalize_lines`), the first numbered ``first_line`` (``line_ends``: its
-    count of LF, when known). Read by :func:`read_trec_run`'s own two readers (Arrow when it takes
-    the piece and every score is finite, else line by line), so a file read in pieces
-    (:mod:`rankwise.data.stream`) is accepted or refused exactly as read whole.
+    count of LF, and ``census``: its bytes' flags, when known). Read by :func:`read_trec_run`'s own
+    two readers (Arrow when it takes the piece and every score is finite, else line by line), so a
+    file read in pieces (:mod:`rankwise.data.stream`) is accepted or refused exactly as read whole.
 
     Example:
         >>> q, d, s, lines = run_piece(b"# c\nq1 Q0 d1 1 2.5 s\n", "run.trec", first_line=10)
         >>> q.to_pylist(), s.tolist(), lines.tolist()
         (['q1'], [2.5], [11])
     """
-    fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES)
+    fast = None if _EXACT_ONLY else _fast_columns(data, _RUN_FIELDS, _RUN_TYPES, census)
     if fast is not None:
         scores = np_values(single_array(fast["score"]))
         n_lines = (data.count(b"\n") if line_ends is None else line_ends) + (not data.endswith(b"\n"))
@@ -253,7 +253,7 @@ def _decimal_ints(strings) -> np.ndarray | None:
     return np_values(single_array(pc.cast(strings, pa.int64())))
 
 
-def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
+def _fast_columns(data: bytes, names: list[str], types: dict, census: int | None = None) -> dict | None:
     """Parse a well-formed file (one space, or one tab, between fields) with Arrow; None if it is
     not.
 
@@ -272,7 +272,7 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     # a second byte-order mark (Arrow would drop it; it belongs to the first id) or an empty field
     # (doubled, leading or trailing delimiter; no field to the exact reader): the exact reader
     # decides. (Looked for in the bytes: the fields not kept are never made into columns.)
-    if data[:3] == b"\xef\xbb\xbf" or unsplittable(data, delimiter):
+    if data[:3] == b"\xef\xbb\xbf" or unsplittable(data, delimiter, census=census):
         return None
     buffer = pa.py_buffer(data)
     comments = []
@@ -326,12 +326,13 @@ def _fast_columns(data: bytes, names: list[str], types: dict) -> dict | None:
     return cols
 
 
-def unsplittable(data, delimiter: bytes, *, compiled: bool = True) -> bool:
+def unsplittable(data, delimiter: bytes, *, compiled: bool = True, census: int | None = None) -> bool:
     r"""Whether a line of ``data`` (LF line ends) is not cut into the exact reader's fields by
     splitting on ``delimiter`` alone: another whitespace byte (tab or space, VT, FF), or an empty
     field (two delimiters in a row, or one at a line's start or end). Read from the bytes' census
     (one pass in C on two threads, made once for a file :func:`read_lines` mapped) where the
     extension was built (``compiled=False``: numpy alone, a slice at a time; the same answer).
+    ``census``: the bytes' flags, when the caller has them (a ``--stream`` piece).
 
     Example:
         >>> unsplittable(b"q1 Q0 d1 1 2.5 s\n", b" "), unsplittable(b"q1 Q0  d1 1 2.5 s\n", b" ")
@@ -339,7 +340,7 @@ def unsplittable(data, delimiter: bytes, *, compiled: bool = True) -> bool:
     """
     if data[:1] == delimiter or data[-1:] == delimiter:
         return True
-    flags = getattr(data, "census", None) if compiled else None
+    flags = (census if census is not None else getattr(data, "census", None)) if compiled else None
     if compiled and flags is None:
         flags = byte_census(data)
     if flags is not None:  # (a file read_lines mapped carries its census)
