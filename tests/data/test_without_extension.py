@@ -1,7 +1,7 @@
 """An install without a C compiler (no ``rankwise.data._walk``) evaluates to the very numbers an
 install with it gives: whole ``evaluate`` and ``evaluate_stream`` calls, in processes of their own,
 on files in every order the C paths take (shuffled rows, blocks out of query order with ties, a run
-big enough for the threaded pass and the threaded query grouping) and on dicts."""
+big enough for the threaded C pass and the threaded C encoding of the query ids) and on dicts."""
 
 from __future__ import annotations
 

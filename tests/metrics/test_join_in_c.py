@@ -12,6 +12,7 @@ apart, the matrix of the true hashes. The metrics that read the matrix without i
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,3 +96,49 @@ def test_counts_within_k_are_the_running_sums_column(rows, with_found, k):
                 seen += 1
                 total += seen / float(rank)
         assert ap[i] == (total / m.n_relevant[i] if m.n_relevant[i] else 0.0)
+
+
+def test_the_c_passes_refuse_inconsistent_buffers_with_an_error():
+    """The C passes check every index they will follow before following any: a chunk whose offsets
+    run past its bytes, a negative length, columns of different lengths, a query code, matrix row
+    or qrels query out of range, a matrix of the wrong size: a ValueError naming it, never a read or
+    a write out of bounds."""
+    docs = pa.array(["a", "bc", "d"])
+    offsets_buf, data_buf = docs.buffers()[1], docs.buffers()[2]
+    good = [(offsets_buf, data_buf, 0, 3)]
+    with pytest.raises(ValueError, match="offsets past a chunk's data"):
+        walk.encode_ids([(offsets_buf, b"ab", 0, 3)])
+    with pytest.raises(ValueError, match="negative"):
+        walk.encode_ids([(offsets_buf, data_buf, 0, -1)])
+    scores = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="columns of different lengths"):
+        walk.ranked_rows(np.zeros(3, np.int32), np.array([0, 2], np.int64), good, scores)
+    with pytest.raises(ValueError, match="a query code outside the offsets"):
+        walk.ranked_rows(np.array([0, 1, 0], np.int32), np.array([0, 3], np.int64), good, scores)
+
+    keys = np.sort(np.arange(3, dtype=np.uint64))
+    run = (keys, np.array([0, 3], np.int64), 1, 2, good)
+    qrels = (np.array([0, 1], np.int64), np.zeros(1, np.uint64), [(offsets_buf, data_buf, 0, 1)], np.ones(1, np.int64))
+
+    def matrix(width: int = 3):
+        return np.zeros((1, width), np.int64), np.zeros((1, width), bool), np.zeros((1, width), bool)
+
+    per_query = (np.array([0], np.int64), np.array([0], np.int64), np.array([3], np.int64))
+    grades, judged, pooled = matrix()
+    assert walk.join_grades(run, per_query, qrels, (grades, judged, pooled)) is True
+    assert grades.tolist() == [[1, 0, 0]] and judged.tolist() == pooled.tolist() == [[True, False, False]]
+    split = (keys, run[1], 1, 2, [(offsets_buf, data_buf, 0, 1), (offsets_buf, data_buf, 1, 2)])
+    grades, judged, pooled = matrix()
+    assert walk.join_grades(split, per_query, qrels, (grades, judged, pooled)) is False  # (numpy's join then)
+    assert not grades.any() and not judged.any() and not pooled.any()
+    with pytest.raises(ValueError, match="out of range"):
+        walk.join_grades(run, (np.array([1], np.int64), per_query[1], per_query[2]), qrels, matrix())
+    with pytest.raises(ValueError, match="out of range"):
+        walk.join_grades(run, (per_query[0], np.array([5], np.int64), per_query[2]), qrels, matrix())
+    with pytest.raises(ValueError, match="out of range"):
+        walk.join_grades(run, (per_query[0], per_query[1], np.array([9], np.int64)), qrels, matrix())
+    with pytest.raises(ValueError, match="wrong length|different lengths"):
+        grades, judged, pooled = matrix()
+        walk.join_grades(run, per_query, qrels, (grades, judged[:, :2].copy(), pooled))
+    with pytest.raises(ValueError, match="do not span"):
+        walk.join_grades((keys, np.array([0, 2], np.int64), 1, 2, good), per_query, qrels, matrix())

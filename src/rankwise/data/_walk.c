@@ -771,8 +771,11 @@ static int memo_room(Memo *m, Py_ssize_t len) {
 
 /* the code of an id (added, first seen at `row`, when new), its rows counted `count` more; -1 when memory runs
    out */
-static int64_t memo_code(Memo *m, const char *s, Py_ssize_t len, int64_t row, int64_t count) {
-    uint64_t word = len <= 8 ? short_word(s, len) : hash_of(s, len), h = len <= 8 ? word * K1 : word;
+/* an id's hash, as string_hashes computes it (an id of 8 bytes or fewer: its zero-padded word times K1) */
+static inline uint64_t id_hash(const char *s, Py_ssize_t len) { return len <= 8 ? short_word(s, len) * K1 : hash_of(s, len); }
+
+static int64_t memo_code(Memo *m, const char *s, Py_ssize_t len, uint64_t h, int64_t row, int64_t count) {
+    uint64_t word = len <= 8 ? short_word(s, len) : h;
     uint64_t mask = ((uint64_t)1 << m->bits) - 1, i = slot_of(h, m->bits);
     for (;; i = (i + 1) & mask) {
         const Slot *slot = &m->slots[i];
@@ -823,21 +826,24 @@ static void *encode_part(void *arg) {
     for (int64_t row = p->lo; row < p->hi; c++) {
         int64_t end = ch[c + 1].first < p->hi ? ch[c + 1].first : p->hi;
         const int32_t *o = ch[c].offsets;
-        int64_t last = end - ch[c].first;
+        /* each row's hash made once, AHEAD rows early, and its slot asked for then */
+        int64_t j0 = row - ch[c].first, last = end - ch[c].first;
+        uint64_t ahead[AHEAD];
+        for (int64_t j = j0; j < j0 + AHEAD && j < last; j++) ahead[j % AHEAD] = id_hash(ch[c].data + o[j], o[j + 1] - o[j]);
         for (; row < end; row++) {
             int64_t j = row - ch[c].first;
-            if (j + AHEAD < last) { /* the slot of a row ahead, asked for early */
-                const char *a = ch[c].data + o[j + AHEAD];
-                Py_ssize_t alen = o[j + AHEAD + 1] - o[j + AHEAD];
-                uint64_t ah = alen <= 8 ? short_word(a, alen) * K1 : hash_of(a, alen);
-                __builtin_prefetch(&p->memo.slots[slot_of(ah, p->memo.bits)]);
+            uint64_t h = ahead[j % AHEAD];
+            if (j + AHEAD < last) {
+                uint64_t later = id_hash(ch[c].data + o[j + AHEAD], o[j + AHEAD + 1] - o[j + AHEAD]);
+                ahead[j % AHEAD] = later;
+                __builtin_prefetch(&p->memo.slots[slot_of(later, p->memo.bits)]);
             }
             const char *s = ch[c].data + o[j];
             int32_t len = o[j + 1] - o[j];
             if (len == prev_len && memcmp(s, prev, (size_t)len) == 0) { /* (a run of one id: grouped rows) */
                 p->memo.count[code]++;
             } else {
-                int64_t got = memo_code(&p->memo, s, len, row, 1);
+                int64_t got = memo_code(&p->memo, s, len, h, row, 1);
                 if (got < 0) {
                     p->failed = 1;
                     return NULL;
@@ -864,7 +870,8 @@ static int merge_parts(Part *parts, int n_parts) {
             const Key *k = &m->keys[c];
             char bytes[8];
             for (uint32_t b = 0; b < 8; b++) bytes[b] = (char)(k->word >> (8 * b));
-            int64_t got = memo_code(into, k->len <= 8 ? bytes : m->arena + k->at, k->len, m->first[c], m->count[c]);
+            int64_t got = memo_code(into, k->len <= 8 ? bytes : m->arena + k->at, k->len, key_hash(k), m->first[c],
+                                    m->count[c]);
             if (got < 0) {
                 PyMem_RawFree(map);
                 return -1;

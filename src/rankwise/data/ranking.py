@@ -630,45 +630,16 @@ def _encoded(qids: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np
 
 
 def _dictionary_encode(qids: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
-    """The distinct ids (in order of first appearance) and each row's index into them. A chunked
-    column is encoded chunk by chunk against one dictionary (no concatenated copy of the ids); a big
-    one in two halves on two threads, whose dictionaries are then merged."""
+    """The distinct ids (in order of first appearance) and each row's index into them, by Arrow
+    (where the C encoding was not built). A chunked column is encoded chunk by chunk against one
+    dictionary (no concatenated copy of the ids)."""
     if isinstance(qids, pa.ChunkedArray) and qids.num_chunks > 1:
-        if len(qids) >= _THREADED_ENCODE_ROWS and pa.cpu_count() > 1:
-            half = qids.num_chunks // 2
-            with ThreadPoolExecutor(1) as pool:
-                second = pool.submit(_encode_chunks, pa.chunked_array(qids.chunks[half:], qids.type))
-                first = _encode_chunks(pa.chunked_array(qids.chunks[:half], qids.type))
-                second = second.result()
-            if first is not None and second is not None:
-                return _merge_encodings(first, second)
-        encoded = _encode_chunks(qids)
-        if encoded is not None:
-            return encoded
+        enc = pc.dictionary_encode(qids)
+        dictionary = enc.chunk(enc.num_chunks - 1).dictionary
+        if all(len(c.dictionary) == len(dictionary) for c in enc.chunks):  # (one dictionary shared)
+            return dictionary, np.concatenate([np_values(c.indices) for c in enc.chunks])
     enc = pc.dictionary_encode(single_array(qids))
     return enc.dictionary, np_values(enc.indices)
-
-
-def _encode_chunks(qids: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray] | None:
-    """A chunked column's dictionary encoding, or None when its chunks did not share one
-    dictionary."""
-    enc = pc.dictionary_encode(qids)
-    dictionary = enc.chunk(enc.num_chunks - 1).dictionary
-    if not all(len(c.dictionary) == len(dictionary) for c in enc.chunks):
-        return None
-    return dictionary, np.concatenate([np_values(c.indices) for c in enc.chunks])
-
-
-def _merge_encodings(first: tuple[pa.Array, np.ndarray], second: tuple[pa.Array, np.ndarray]
-                     ) -> tuple[pa.Array, np.ndarray]:
-    """The encoding of two columns one after the other, from each one's own: the second's ids the
-    first lacks are appended in their order, as one encoding of the whole would have them."""
-    (dict_a, codes_a), (dict_b, codes_b) = first, second
-    # (the first's ids are distinct: encoded after them, the second's keep theirs or come next.
-    # pc.index_in would do, but its options import pandas)
-    both = pc.dictionary_encode(pa.concat_arrays([dict_a, dict_b]))
-    where = np_values(both.indices)[len(dict_a):]
-    return both.dictionary, np.concatenate([codes_a, where[codes_b]])
 
 
 # ----------------------------------------------------------------- row keys and duplicates

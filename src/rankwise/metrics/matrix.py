@@ -583,9 +583,9 @@ def _graded_in_c(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, run_row: np.n
     """The judged rows' grades written into ``matrix`` (grades, judged, pooled) by one C pass
     (``_walk.join_grades``): each judgement looked up among its run query's sorted row keys and
     confirmed on the doc id; False (nothing written) where the extension was not built or the
-    columns are not single plain string arrays."""
+    columns are not single plain string arrays (the C pass declines more than one chunk)."""
     run_parts, qrels_parts = string_parts(run.doc_ids), string_parts(qrels.doc_ids)
-    if run_parts is None or qrels_parts is None or len(run_parts) != 1 or len(qrels_parts) != 1:
+    if run_parts is None or qrels_parts is None:
         return False
     layout = run.sorted_keys
     i64 = np.int64
